@@ -1,0 +1,57 @@
+# Targets a newcomer can guess. `make test` and `make cluster` set up everything they need on a
+# fresh machine: the virtual environment in .venv/, the project in it, and the ZooKeeper server.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ZK_JAR := /usr/share/java/zookeeper.jar
+
+.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,spark]'
+	touch $(STAMP)
+
+# Debian's ZooKeeper server jar, started with java by deploy/zookeeper.py (never by systemd).
+zookeeper: $(ZK_JAR)
+
+$(ZK_JAR):
+	@command -v java >/dev/null || { echo "java is required for ZooKeeper"; exit 1; }
+	apt-get update -qq
+	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper >/dev/null
+	rm -f /usr/sbin/policy-rc.d
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: setup zookeeper
+	$(BIN)/pytest -q
+
+test-unit: setup
+	$(BIN)/pytest -q tests/unit
+
+test-integration: setup zookeeper
+	$(BIN)/pytest -q tests/integration
+
+cluster: setup zookeeper
+	$(BIN)/odradek cluster up
+
+bench-log: setup
+	$(BIN)/python bench/bench_log.py
+
+bench: setup zookeeper
+	$(BIN)/python bench/bench_cluster.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,104 @@
+"""Controller-to-broker requests: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6),
+and ControlledShutdown (7, broker-to-controller).
+
+The controller batches these per broker (seed 002: one notification per broker, not one per
+partition). Each carries the controller epoch; a broker that has seen a newer epoch answers
+STALE_CONTROLLER_EPOCH and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.api.metadata import BrokerInfo
+from protocol.registry import ApiSpec, register
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    zk_version: int
+    replicas: list[int]
+    offline_replicas: list[int]
+    is_new: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    controller_id: int
+    controller_epoch: int
+    partition_states: list[PartitionState]
+    live_leaders: list[BrokerInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionError:
+    topic: str
+    partition: int
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResponse:
+    error_code: int
+    partitions: list[PartitionError]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionRef:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaRequest:
+    controller_id: int
+    controller_epoch: int
+    delete_partitions: bool
+    partitions: list[TopicPartitionRef]
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResponse:
+    error_code: int
+    partitions: list[PartitionError]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataRequest:
+    controller_id: int
+    controller_epoch: int
+    partition_states: list[PartitionState]
+    live_brokers: list[BrokerInfo]
+    deleted_topics: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataResponse:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequest:
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResponse:
+    error_code: int
+    remaining_partitions: list[TopicPartitionRef]
+
+
+LEADER_AND_ISR = register(ApiSpec(4, "LeaderAndIsr", LeaderAndIsrRequest, LeaderAndIsrResponse))
+STOP_REPLICA = register(ApiSpec(5, "StopReplica", StopReplicaRequest, StopReplicaResponse))
+UPDATE_METADATA = register(
+    ApiSpec(6, "UpdateMetadata", UpdateMetadataRequest, UpdateMetadataResponse)
+)
+CONTROLLED_SHUTDOWN = register(
+    ApiSpec(7, "ControlledShutdown", ControlledShutdownRequest, ControlledShutdownResponse)
+)

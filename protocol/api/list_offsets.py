@@ -1,0 +1,52 @@
+"""ListOffsets (api key 2): earliest (-2), latest (-1) or the first offset at or after a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.registry import ApiSpec, register
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsPartition:
+    partition: int
+    timestamp: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsTopic:
+    name: str
+    partitions: list[ListOffsetsPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    replica_id: int
+    topics: list[ListOffsetsTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsPartitionResponse:
+    partition: int
+    error_code: int
+    timestamp: int
+    offset: int
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsTopicResponse:
+    name: str
+    partitions: list[ListOffsetsPartitionResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    topics: list[ListOffsetsTopicResponse]
+
+
+LIST_OFFSETS = register(ApiSpec(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse))

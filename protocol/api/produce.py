@@ -1,0 +1,61 @@
+"""Produce (api key 0): record batches for partitions, answered per partition.
+
+acks: 0 (no response is sent), 1 (leader appended), -1 (all in-sync replicas have it).
+Each `records` holds exactly one record batch (protocol/batch.py); the broker checks its
+header and CRC, stamps the base offset and leader epoch, and appends it unread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.registry import ApiSpec, register
+from protocol.schema import Records
+
+ACKS_NONE = 0
+ACKS_LEADER = 1
+ACKS_ALL = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducePartition:
+    partition: int
+    records: Records
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceTopic:
+    name: str
+    partitions: list[ProducePartition]
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    acks: int
+    timeout_ms: int
+    topics: list[ProduceTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducePartitionResponse:
+    partition: int
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceTopicResponse:
+    name: str
+    partitions: list[ProducePartitionResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResponse:
+    topics: list[ProduceTopicResponse]
+    throttle_time_ms: int = 0
+
+
+PRODUCE = register(ApiSpec(0, "Produce", ProduceRequest, ProduceResponse))

@@ -1,0 +1,212 @@
+"""Request and response envelopes, sans-I/O.
+
+A frame body (see framing.py) is one msgpack value:
+
+    request:  [api_key, api_version, correlation_id, client_id, body]
+    response: [correlation_id, error_code, body]
+
+`body` is the message as a msgpack array (schema.py). A response's top-level error_code is
+non-zero only when the request itself could not be handled (INVALID_REQUEST, UNSUPPORTED_VERSION);
+the body is then nil. Per-partition errors live inside the body, as in Kafka.
+
+Responses that carry log data are encoded as *chunks*: bytes interleaved with `FileSlice`s that
+the server sends straight from the segment file (sendfile). `encode_response_chunks` writes the
+msgpack bin32 header for each slice itself, so the bytes on the wire are exactly what a plain
+msgpack encoder would have produced had the data been in memory; clients decode with msgpack.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from protocol.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
+from protocol.framing import frame_header
+from protocol.registry import ApiSpec, spec_for_key, spec_for_request
+from protocol.schema import SchemaError, from_wire, to_wire
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    spec: ApiSpec
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """`length` bytes at `position` of an open file, to be sent without copying through Python.
+
+    `fd` is an OS file descriptor the sender may pread/sendfile from; the log keeps it open
+    for as long as the slice can be in flight.
+    """
+
+    fd: int
+    position: int
+    length: int
+
+
+Chunk = bytes | FileSlice
+
+
+def _packb(value: Any) -> bytes:
+    out: bytes = msgpack.packb(value, use_bin_type=True)
+    return out
+
+
+def _unpackb(body: bytes) -> Any:
+    try:
+        return msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=True)
+    except Exception as exc:  # msgpack raises ExtraData, FormatError, ValueError, ...
+        raise ProtocolError(f"body is not valid msgpack: {exc}") from None
+
+
+# ----- requests ----------------------------------------------------------------------------
+
+
+def encode_request(
+    body: Any, correlation_id: int, client_id: str | None = None, api_version: int = 0
+) -> bytes:
+    """One whole frame (length prefix included) for a request message."""
+    spec = spec_for_request(type(body))
+    payload = _packb([spec.key, api_version, correlation_id, client_id, to_wire(body)])
+    return frame_header(len(payload)) + payload
+
+
+def peek_correlation_id(frame: bytes) -> int | None:
+    """The correlation id of a request frame, if it can be read at all (for error replies)."""
+    try:
+        value = _unpackb(frame)
+    except ProtocolError:
+        return None
+    if type(value) is list and len(value) >= 3 and type(value[2]) is int:
+        return int(value[2])
+    return None
+
+
+def decode_request(frame: bytes) -> Request:
+    """Decode a request frame body. Raises ProtocolError (INVALID_REQUEST) or
+    UnsupportedVersionError; both carry no correlation id, use peek_correlation_id."""
+    value = _unpackb(frame)
+    if type(value) is not list or len(value) != 5:
+        raise ProtocolError("request envelope must be [api_key, version, corr_id, client, body]")
+    api_key, version, corr, client_id, body = value
+    if type(api_key) is not int or type(version) is not int or type(corr) is not int:
+        raise ProtocolError("api_key, api_version and correlation_id must be integers")
+    if client_id is not None and type(client_id) is not str:
+        raise ProtocolError("client_id must be a string or nil")
+    spec = spec_for_key(api_key)
+    if spec is None:
+        raise ProtocolError(f"unknown api key {api_key}")
+    if not spec.supports(version):
+        raise UnsupportedVersionError(f"{spec.name} v{version} is not supported")
+    try:
+        message: Any = from_wire(spec.request, body)
+    except SchemaError:
+        raise
+    except (TypeError, ValueError) as exc:  # a dataclass __post_init__ refusing a value
+        raise SchemaError(f"{spec.name}: {exc}") from None
+    return Request(RequestHeader(api_key, version, corr, client_id), spec, message)
+
+
+# ----- responses ---------------------------------------------------------------------------
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """One whole frame for a response whose data is all in memory."""
+    payload = _packb([correlation_id, 0, to_wire(body)])
+    return frame_header(len(payload)) + payload
+
+
+def encode_error_response(correlation_id: int, error_code: int) -> bytes:
+    payload = _packb([correlation_id, error_code, None])
+    return frame_header(len(payload)) + payload
+
+
+def encode_response_chunks(correlation_id: int, body: Any) -> list[Chunk]:
+    """A whole frame as chunks; FileSlices stand where Records fields hold one."""
+    wire = [correlation_id, 0, to_wire(body)]
+    chunks: list[Chunk] = []
+    pending = bytearray()
+    total = _pack_into(wire, pending, chunks)
+    if pending:
+        chunks.append(bytes(pending))
+    return [frame_header(total), *chunks]
+
+
+_BIN32 = struct.Struct(">BI")
+_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+
+
+def _pack_into(value: Any, pending: bytearray, chunks: list[Chunk]) -> int:
+    """Append msgpack of `value` to pending/chunks; return the bytes it takes on the wire."""
+    if type(value) is FileSlice:
+        head = _BIN32.pack(0xC6, value.length)
+        pending += head
+        chunks.append(bytes(pending))
+        pending.clear()
+        chunks.append(value)
+        return len(head) + value.length
+    if type(value) is list:
+        head = _packer.pack_array_header(len(value))
+        pending += head
+        return len(head) + sum(_pack_into(v, pending, chunks) for v in value)
+    data = _packer.pack(value)
+    pending += data
+    return len(data)
+
+
+def decode_response(frame: bytes, response_cls: type) -> tuple[int, Any]:
+    """(correlation_id, message) from a response frame body; raises the top-level error."""
+    value = _unpackb(frame)
+    if type(value) is not list or len(value) != 3 or type(value[0]) is not int:
+        raise ProtocolError("response envelope must be [correlation_id, error_code, body]")
+    corr, error_code, body = value
+    if type(error_code) is not int:
+        raise ProtocolError("response error_code must be an integer")
+    if error_code != 0:
+        from protocol.errors import for_code
+
+        raise for_code(error_code)(f"request {corr} failed")
+    return corr, from_wire(response_cls, body)
+
+
+def split_response(frame: bytes) -> tuple[int, int, Any]:
+    """(correlation_id, error_code, raw body) without decoding the body's schema.
+
+    Clients use this to route a response to the request that awaits it, then `from_wire`.
+    """
+    value = _unpackb(frame)
+    if type(value) is not list or len(value) != 3 or type(value[0]) is not int:
+        raise ProtocolError("response envelope must be [correlation_id, error_code, body]")
+    if type(value[1]) is not int:
+        raise ProtocolError("response error_code must be an integer")
+    return value[0], value[1], value[2]
+
+
+__all__ = [
+    "Chunk",
+    "FileSlice",
+    "InvalidRequestError",
+    "Request",
+    "RequestHeader",
+    "decode_request",
+    "decode_response",
+    "encode_error_response",
+    "encode_request",
+    "encode_response",
+    "encode_response_chunks",
+    "peek_correlation_id",
+    "split_response",
+]

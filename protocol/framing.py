@@ -1,0 +1,99 @@
+"""Length-prefixed framing, sans-I/O.
+
+Wire layout of one frame:
+
+    +----------------------+---------------------------+
+    | length: int32 BE     | body: `length` bytes      |
+    +----------------------+---------------------------+
+
+`FrameDecoder` is fed whatever bytes arrived and hands back whole frame bodies; it holds at most
+one partial frame. A length <= 0 or above `max_frame_bytes` is rejected as soon as the four
+length bytes are in, before any of the body is buffered, so a peer cannot make us allocate.
+After an error the decoder is dead: the connection must be closed (the byte stream has lost
+its framing and nothing after the bad length can be trusted).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from protocol.errors import ProtocolError
+
+FRAME_HEADER = struct.Struct(">i")
+FRAME_HEADER_BYTES = FRAME_HEADER.size
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame announced a length above the configured maximum."""
+
+
+class BadFrameLengthError(ProtocolError):
+    """A frame announced a length of zero or less."""
+
+
+def encode_frame(body: bytes) -> bytes:
+    """Prefix one body with its length."""
+    return FRAME_HEADER.pack(len(body)) + body
+
+
+def frame_header(body_length: int) -> bytes:
+    """The 4-byte prefix alone, for bodies sent in several pieces (fetch responses)."""
+    return FRAME_HEADER.pack(body_length)
+
+
+class FrameDecoder:
+    """Turns a byte stream into frame bodies.
+
+    Invariant: `_buf` never holds more than one frame header plus `max_frame_bytes` of body.
+    """
+
+    __slots__ = ("_buf", "_dead", "_need", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._need = -1  # body length of the frame being read, -1 while reading its header
+        self._dead = False
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Add bytes; return every frame body completed by them (possibly none)."""
+        if self._dead:
+            raise ProtocolError("frame decoder used after a framing error")
+        self._buf += data
+        frames: list[bytes] = []
+        buf = self._buf
+        pos = 0
+        end = len(buf)
+        while True:
+            if self._need < 0:
+                if end - pos < FRAME_HEADER_BYTES:
+                    break
+                (length,) = FRAME_HEADER.unpack_from(buf, pos)
+                self._check_length(length)
+                pos += FRAME_HEADER_BYTES
+                self._need = length
+            if end - pos < self._need:
+                break
+            frames.append(bytes(buf[pos : pos + self._need]))
+            pos += self._need
+            self._need = -1
+        if pos:
+            del buf[:pos]
+        return frames
+
+    def _check_length(self, length: int) -> None:
+        if length <= 0:
+            self._dead = True
+            raise BadFrameLengthError(f"frame length {length} is not positive")
+        if length > self.max_frame_bytes:
+            self._dead = True
+            raise FrameTooLargeError(
+                f"frame length {length} is above the maximum of {self.max_frame_bytes} bytes"
+            )
