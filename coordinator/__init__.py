@@ -1,0 +1,35 @@
+"""ZooKeeper, broker registration, topic administration and the controller.
+
+Modules (kazoo is imported by zk.py only):
+- zk.py: `ZkClient`, the asyncio facade over one ZooKeeper session (callbacks on the loop,
+  "CONNECTED" / "SUSPENDED" / "LOST" state listeners, our own Zk* errors, transactions).
+- zk_paths.py: Kafka's znode layout and its JSON as frozen dataclasses.
+- placement.py, election.py (pure decisions), states.py (state tables), context.py (the
+  controller's view).
+- topics.py: what any broker does for CreateTopics / DeleteTopics / DescribeConfigs.
+- registration.py: the ephemeral /brokers/ids/<id>, re-created after a session loss.
+- controller.py: `ControllerElector` (the election); controller_core.py: `Controller` (the work);
+  channel.py: controller-to-broker requests, one ordered queue per broker.
+
+How the broker daemon uses it:
+
+    zk = ZkClient("127.0.0.1:2181/odradek", session_timeout_ms=4000)
+    await zk.start(timeout_s=10)                     # creates the chroot if missing
+    registration = await register_broker(zk, broker_id, host, port)
+    elector = ControllerElector(zk, broker_id)       # clock=, config=, channel_factory=
+    await elector.start()
+    ...
+    elector.is_controller, elector.controller_epoch  # ours while controller, else None
+    elector.controller_id                            # who holds /controller (None: nobody)
+    await topics.create_topic(zk, name, partitions, rf, configs, live_broker_ids)
+    await topics.delete_topic(zk, name); await topics.read_topic_config(zk, name)
+    ...
+    await elector.stop()                             # releases /controller if ours
+    await registration.close()
+    await zk.stop()                                  # ephemerals go with the session
+
+`topics.create_topic` raises TopicAlreadyExistsError, InvalidTopicError, InvalidPartitionsError,
+InvalidReplicationFactorError ("replication factor 3 is larger than the 2 live brokers") from
+protocol.errors; ZooKeeper trouble surfaces as coordinator.zk.ZkError subclasses
+(ZkConnectionLost when the server cannot be reached).
+"""

@@ -19,6 +19,11 @@ The same bytes travel all three ways. Layout (big-endian), 61-byte header then t
         61     -  records                msgpack array of [offset_delta, timestamp_delta,
                                          key, value, headers], compressed by the codec
 
+Records: offset_delta is the record's index (0..record_count-1); timestamp_delta is relative to
+first_timestamp (the first record's, which need not be the smallest); key and value are bin or
+nil; headers are nil or an array of [str, bin or nil]. Codec 1 (gzip) is a gzip stream (RFC 1952)
+of that msgpack.
+
 The CRC starts at the attributes, so the broker stamps base_offset and leader epoch without
 recomputing it. The broker only ever calls `read_header`, `validate` and `stamp`; records are
 decoded by clients alone (`decode_records`).
@@ -110,13 +115,15 @@ class Record:
 
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Unpack the header at `pos`. Raises InvalidBatchError if fewer than 61 bytes remain."""
-    if len(buf) - pos < HEADER_BYTES:
+    if pos < 0 or len(buf) - pos < HEADER_BYTES:
         raise InvalidBatchError(f"batch header needs {HEADER_BYTES} bytes, {len(buf) - pos} left")
     return BatchHeader(*HEADER.unpack_from(buf, pos))
 
 
 def peek_offset_and_length(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
     """(base_offset, batch_length) of the batch at `pos`, for scanning without a full unpack."""
+    if pos < 0 or len(buf) - pos < LENGTH_PREFIX_BYTES:
+        raise InvalidBatchError(f"batch needs {LENGTH_PREFIX_BYTES} bytes at {pos} to be scanned")
     base, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
     return int(base), int(length)
 
@@ -162,14 +169,19 @@ def iter_batches(
 ) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for each whole batch in `buf`; a partial tail is not yielded.
 
-    With check_crc, a corrupt batch raises InvalidBatchError; without, only the header is read.
+    A length too short to hold the header raises InvalidBatchError (the scan could not move
+    on); with check_crc each whole batch is also `validate`d, without only its header is read.
     """
     pos = 0
     end = len(buf)
     while end - pos >= HEADER_BYTES:
-        header = validate(buf, pos) if check_crc else read_header(buf, pos)
+        header = read_header(buf, pos)
+        if header.batch_length < HEADER_BYTES - LENGTH_PREFIX_BYTES:
+            raise InvalidBatchError(f"batch length {header.batch_length} at {pos} is too short")
         if pos + header.size > end:
             return
+        if check_crc:
+            header = validate(buf, pos)
         yield pos, header
         pos += header.size
 
@@ -194,21 +206,26 @@ def build_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
 ) -> bytes:
-    """Encode records into one batch. Timestamps are ms; the first record's is the base."""
+    """Encode records into one batch. Timestamps are ms; the first record's is the base.
+
+    Raises UsageError for no records, an unknown codec, or values that do not fit the layout
+    (a key that is not bytes, a timestamp outside int64...).
+    """
     if not records:
         raise UsageError("a batch needs at least one record")
     if codec not in CODECS.values():
         raise UsageError(f"unknown compression codec {codec}")
-    first_ts = records[0][3]
-    max_ts = first_ts
-    rows = []
-    for delta, (key, value, headers, ts) in enumerate(records):
-        if ts > max_ts:
-            max_ts = ts
-        rows.append((delta, ts - first_ts, key, value, headers))
-    payload = msgpack.packb(rows, use_bin_type=True)
-    if codec == CODEC_GZIP:
-        payload = zlib.compress(payload, 1)
+    try:
+        first_ts = records[0][3]
+        max_ts = first_ts
+        rows = []
+        for delta, (key, value, headers, ts) in enumerate(records):
+            if ts > max_ts:
+                max_ts = ts
+            rows.append((delta, ts - first_ts, key, value, headers))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"records must be (key, value, headers, timestamp_ms): {exc}") from None
+    payload = _compress(_pack_rows(rows), codec)
     return _assemble(
         payload, len(records), first_ts, max_ts, base_offset, codec, producer_id, producer_epoch,
         base_sequence,
@@ -221,11 +238,41 @@ def build_batch_from_values(
     """The bulk path: key-less, header-less records sharing one timestamp."""
     if not values:
         raise UsageError("a batch needs at least one record")
+    if codec not in CODECS.values():
+        raise UsageError(f"unknown compression codec {codec}")
     rows = [(i, 0, None, v, None) for i, v in enumerate(values)]
-    payload = msgpack.packb(rows, use_bin_type=True)
-    if codec == CODEC_GZIP:
-        payload = zlib.compress(payload, 1)
+    payload = _compress(_pack_rows(rows), codec)
     return _assemble(payload, len(values), timestamp_ms, timestamp_ms, 0, codec, -1, -1, -1)
+
+
+def _pack_rows(rows: Sequence[tuple[object, ...]]) -> bytes:
+    try:
+        payload: bytes = msgpack.packb(rows, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise UsageError(f"records do not encode: {exc}") from None
+    return payload
+
+
+def _compress(payload: bytes, codec: int) -> bytes:
+    if codec == CODEC_GZIP:
+        # wbits 31: a gzip stream (header and CRC-32 trailer), level 1 for speed.
+        gz = zlib.compressobj(1, zlib.DEFLATED, 31)
+        return gz.compress(payload) + gz.flush()
+    return payload
+
+
+def _decompress(payload: bytes, max_records_bytes: int) -> bytes:
+    """Inflate a gzip payload, refusing to produce more than `max_records_bytes` (a bomb)."""
+    gz = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
+    try:
+        out = gz.decompress(payload, max_records_bytes + 1)
+    except zlib.error as exc:
+        raise InvalidBatchError(f"records do not decompress: {exc}") from None
+    if len(out) > max_records_bytes:
+        raise InvalidBatchError(f"records inflate past {max_records_bytes} bytes")
+    if not gz.eof or gz.unused_data:
+        raise InvalidBatchError("compressed records are truncated or followed by garbage")
+    return out
 
 
 def _assemble(
@@ -240,46 +287,81 @@ def _assemble(
     base_sequence: int,
 ) -> bytes:
     header = bytearray(HEADER_BYTES)
-    HEADER.pack_into(
-        header, 0, base_offset, HEADER_BYTES - LENGTH_PREFIX_BYTES + len(payload),
-        NO_PARTITION_LEADER_EPOCH, MAGIC, 0, attributes, count - 1, first_ts, max_ts,
-        producer_id, producer_epoch, base_sequence, count,
-    )  # fmt: skip
+    try:
+        HEADER.pack_into(
+            header, 0, base_offset, HEADER_BYTES - LENGTH_PREFIX_BYTES + len(payload),
+            NO_PARTITION_LEADER_EPOCH, MAGIC, 0, attributes, count - 1, first_ts, max_ts,
+            producer_id, producer_epoch, base_sequence, count,
+        )  # fmt: skip
+    except struct.error as exc:
+        raise UsageError(f"batch header field out of range: {exc}") from None
     crc = crc32c.crc32c(memoryview(header)[CRC_START:])
     crc = crc32c.crc32c(payload, crc)
     struct.pack_into(">I", header, 17, crc)
     return bytes(header) + payload
 
 
-def decode_records(buf: bytes | memoryview, pos: int = 0) -> tuple[BatchHeader, list[Record]]:
-    """Decode one validated batch's records. Client side only."""
+DEFAULT_MAX_RECORDS_BYTES = 100 * 1024 * 1024
+"""The most bytes a batch's records may inflate to on the client (as much as a whole frame)."""
+
+
+def decode_records(
+    buf: bytes | memoryview, pos: int = 0, max_records_bytes: int = DEFAULT_MAX_RECORDS_BYTES
+) -> tuple[BatchHeader, list[Record]]:
+    """Decode one batch's records after validating it. Client side only.
+
+    Raises InvalidBatchError for anything the batch's bytes do not hold up: a bad header or
+    CRC, records that do not decompress (or inflate past `max_records_bytes`) or decode, a
+    record count or an offset delta that disagrees with the header, a value of the wrong type.
+    """
     header = validate(buf, pos)
     payload = bytes(memoryview(buf)[pos + HEADER_BYTES : pos + header.size])
     if header.codec == CODEC_GZIP:
-        payload = zlib.decompress(payload)
+        payload = _decompress(payload, max_records_bytes)
+    limit = len(payload)  # no declared length can exceed the bytes that would hold it
     try:
-        rows = msgpack.unpackb(payload, use_list=True, raw=False, strict_map_key=True)
+        rows = msgpack.unpackb(
+            payload, use_list=True, raw=False, strict_map_key=True, max_str_len=limit,
+            max_bin_len=limit, max_array_len=limit, max_map_len=limit, max_ext_len=limit,
+        )  # fmt: skip
     except Exception as exc:  # msgpack raises several unrelated types for garbage
         raise InvalidBatchError(f"records do not decode: {exc}") from None
-    if not isinstance(rows, list) or len(rows) != header.record_count:
+    if type(rows) is not list or len(rows) != header.record_count:
         raise InvalidBatchError("record count does not match the records")
     base, first_ts = header.base_offset, header.first_timestamp
+    return header, [_record(i, row, base, first_ts) for i, row in enumerate(rows)]
+
+
+def _record(index: int, row: object, base_offset: int, first_ts: int) -> Record:
+    """One decoded row, checked: [offset_delta == index, timestamp_delta, key, value, headers]."""
+    if type(row) is not list or len(row) != 5:
+        raise InvalidBatchError(f"record {index} is not a 5-field array")
+    delta, ts_delta, key, value, headers = row
+    if type(delta) is not int or delta != index:
+        raise InvalidBatchError(f"record {index} has offset delta {delta!r}")
+    if type(ts_delta) is not int:
+        raise InvalidBatchError(f"record {index} has a timestamp delta of type {type(ts_delta)}")
+    if not (key is None or type(key) is bytes) or not (value is None or type(value) is bytes):
+        raise InvalidBatchError(f"record {index}: key and value must be bytes or nil")
+    return Record(base_offset + delta, first_ts + ts_delta, key, value, _headers(index, headers))
+
+
+def _headers(index: int, headers: object) -> list[tuple[str, bytes | None]] | None:
+    if headers is None:
+        return None
+    if type(headers) is not list:
+        raise InvalidBatchError(f"record {index}: headers must be an array or nil")
     out = []
-    for row in rows:
-        try:
-            delta, ts_delta, key, value, headers = row
-            out.append(
-                Record(
-                    base + delta,
-                    first_ts + ts_delta,
-                    key,
-                    value,
-                    [(h[0], h[1]) for h in headers] if headers is not None else None,
-                )
-            )
-        except (TypeError, ValueError, IndexError) as exc:
-            raise InvalidBatchError(f"malformed record: {exc}") from None
-    return header, out
+    for h in headers:
+        if (
+            type(h) is not list
+            or len(h) != 2
+            or type(h[0]) is not str
+            or not (h[1] is None or type(h[1]) is bytes)
+        ):
+            raise InvalidBatchError(f"record {index}: a header must be [str, bytes or nil]")
+        out.append((h[0], h[1]))
+    return out
 
 
 def decode_all(buf: bytes | memoryview) -> list[Record]:

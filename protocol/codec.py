@@ -11,8 +11,9 @@ the body is then nil. Per-partition errors live inside the body, as in Kafka.
 
 Responses that carry log data are encoded as *chunks*: bytes interleaved with `FileSlice`s that
 the server sends straight from the segment file (sendfile). `encode_response_chunks` writes the
-msgpack bin32 header for each slice itself, so the bytes on the wire are exactly what a plain
-msgpack encoder would have produced had the data been in memory; clients decode with msgpack.
+msgpack bin header for each slice itself (bin8/16/32 by length, as msgpack does), so the bytes
+on the wire are exactly what a plain msgpack encoder would have produced had the data been in
+memory; clients decode with msgpack.
 """
 
 from __future__ import annotations
@@ -66,9 +67,26 @@ def _packb(value: Any) -> bytes:
 
 
 def _unpackb(body: bytes) -> Any:
+    """msgpack-decode a whole body, or raise ProtocolError.
+
+    Every declared length is bounded by the body's own length, so a tiny body announcing a
+    4 GiB array or string is refused before anything is allocated; nesting deeper than
+    msgpack's stack (1024 levels) is refused too, never a RecursionError.
+    """
+    limit = len(body)
     try:
-        return msgpack.unpackb(body, raw=False, use_list=True, strict_map_key=True)
-    except Exception as exc:  # msgpack raises ExtraData, FormatError, ValueError, ...
+        return msgpack.unpackb(
+            body,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            max_str_len=limit,
+            max_bin_len=limit,
+            max_array_len=limit,
+            max_map_len=limit,
+            max_ext_len=limit,
+        )
+    except Exception as exc:  # msgpack raises ExtraData, FormatError, StackError, ValueError...
         raise ProtocolError(f"body is not valid msgpack: {exc}") from None
 
 
@@ -145,14 +163,25 @@ def encode_response_chunks(correlation_id: int, body: Any) -> list[Chunk]:
     return [frame_header(total), *chunks]
 
 
+_BIN8 = struct.Struct(">BB")
+_BIN16 = struct.Struct(">BH")
 _BIN32 = struct.Struct(">BI")
 _packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+
+
+def _bin_header(length: int) -> bytes:
+    """The msgpack bin header msgpack itself would write for `length` bytes."""
+    if length < 0x100:
+        return _BIN8.pack(0xC4, length)
+    if length < 0x10000:
+        return _BIN16.pack(0xC5, length)
+    return _BIN32.pack(0xC6, length)
 
 
 def _pack_into(value: Any, pending: bytearray, chunks: list[Chunk]) -> int:
     """Append msgpack of `value` to pending/chunks; return the bytes it takes on the wire."""
     if type(value) is FileSlice:
-        head = _BIN32.pack(0xC6, value.length)
+        head = _bin_header(value.length)
         pending += head
         chunks.append(bytes(pending))
         pending.clear()
@@ -162,6 +191,13 @@ def _pack_into(value: Any, pending: bytearray, chunks: list[Chunk]) -> int:
         head = _packer.pack_array_header(len(value))
         pending += head
         return len(head) + sum(_pack_into(v, pending, chunks) for v in value)
+    if type(value) is dict:
+        head = _packer.pack_map_header(len(value))
+        pending += head
+        size = len(head)
+        for k, v in value.items():
+            size += _pack_into(k, pending, chunks) + _pack_into(v, pending, chunks)
+        return size
     data = _packer.pack(value)
     pending += data
     return len(data)

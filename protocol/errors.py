@@ -149,9 +149,10 @@ def _class_name(name: str) -> str:
     return "".join(part.capitalize() for part in name.removesuffix("_ERROR").split("_")) + "Error"
 
 
-# The classes code refers to by name are declared here, one line each, so that type checkers
-# see real classes; their code, flags and message come from ERROR_TABLE below. Classes for the
-# other codes are made from the table. _bind() fails at import if a name here is not in it.
+# Every row's class is declared here, one line each, so that type checkers see real classes;
+# their code, flags and message come from ERROR_TABLE below (_bind). A row added without a
+# class here still gets one made from the table; the assert below fails at import if a class
+# here has no row.
 class UnknownServerError(OdradekError): ...
 
 
@@ -255,6 +256,33 @@ class GroupIdNotFoundError(OdradekError): ...
 
 
 class NonEmptyGroupError(OdradekError): ...
+
+
+class InvalidFetchSizeError(OdradekError): ...
+
+
+class BrokerNotAvailableError(OdradekError): ...
+
+
+class ReplicaNotAvailableError(OdradekError): ...
+
+
+class InvalidGroupIdError(OdradekError): ...
+
+
+class InvalidSessionTimeoutError(OdradekError): ...
+
+
+class InvalidCommitOffsetSizeError(OdradekError): ...
+
+
+class InvalidReplicaAssignmentError(OdradekError): ...
+
+
+class ElectionNotNeededError(OdradekError): ...
+
+
+class ThrottlingQuotaExceededError(OdradekError): ...
 
 
 NetworkError = NetworkExceptionError

@@ -45,7 +45,8 @@ def frame_header(body_length: int) -> bytes:
 class FrameDecoder:
     """Turns a byte stream into frame bodies.
 
-    Invariant: `_buf` never holds more than one frame header plus `max_frame_bytes` of body.
+    Invariant: between calls `_buf` holds at most one partial frame: a partial header, or the
+    part of a body (whose length has passed the checks) received so far.
     """
 
     __slots__ = ("_buf", "_dead", "_need", "max_frame_bytes")
@@ -63,30 +64,49 @@ class FrameDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Add bytes; return every frame body completed by them (possibly none)."""
+        """Add bytes; return every frame body completed by them (possibly none).
+
+        Raises FrameTooLargeError / BadFrameLengthError (ProtocolError) on a bad length, after
+        which the decoder holds nothing and refuses to be fed again.
+        """
         if self._dead:
             raise ProtocolError("frame decoder used after a framing error")
-        self._buf += data
-        frames: list[bytes] = []
-        buf = self._buf
-        pos = 0
-        end = len(buf)
-        while True:
-            if self._need < 0:
-                if end - pos < FRAME_HEADER_BYTES:
-                    break
-                (length,) = FRAME_HEADER.unpack_from(buf, pos)
-                self._check_length(length)
-                pos += FRAME_HEADER_BYTES
-                self._need = length
-            if end - pos < self._need:
-                break
-            frames.append(bytes(buf[pos : pos + self._need]))
-            pos += self._need
-            self._need = -1
-        if pos:
-            del buf[:pos]
+        if self._buf:
+            self._buf += data
+            src: bytes | bytearray | memoryview = self._buf
+        else:
+            src = data  # the common case: parse straight from the caller's bytes, no copy
+        try:
+            frames, pos = self._split(src)
+        except ProtocolError:
+            self._buf = bytearray()
+            raise
+        if src is self._buf:
+            del self._buf[:pos]
+        elif pos < len(src):
+            self._buf += memoryview(src)[pos:]
         return frames
+
+    def _split(self, src: bytes | bytearray | memoryview) -> tuple[list[bytes], int]:
+        """Whole frames in `src` and how many bytes of it they (and a read header) consumed."""
+        frames: list[bytes] = []
+        pos = 0
+        end = len(src)
+        with memoryview(src) as view:  # slices of a view copy once, not twice
+            while True:
+                if self._need < 0:
+                    if end - pos < FRAME_HEADER_BYTES:
+                        break
+                    (length,) = FRAME_HEADER.unpack_from(src, pos)
+                    self._check_length(length)
+                    pos += FRAME_HEADER_BYTES
+                    self._need = length
+                if end - pos < self._need:
+                    break
+                frames.append(bytes(view[pos : pos + self._need]))
+                pos += self._need
+                self._need = -1
+        return frames, pos
 
     def _check_length(self, length: int) -> None:
         if length <= 0:

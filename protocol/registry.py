@@ -29,6 +29,8 @@ _BY_REQUEST: dict[type, ApiSpec] = {}
 def register(spec: ApiSpec) -> ApiSpec:
     if spec.key in _BY_KEY:
         raise ValueError(f"api key {spec.key} registered twice")
+    if spec.request in _BY_REQUEST:
+        raise ValueError(f"{spec.request.__name__} is already the request of another api")
     _BY_KEY[spec.key] = spec
     _BY_REQUEST[spec.request] = spec
     return spec

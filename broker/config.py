@@ -1,0 +1,167 @@
+"""The broker's settings: one frozen dataclass, loaded from a TOML file plus overrides.
+
+A config file uses the field names below at its top level, and a `[topic_defaults]` table of
+Kafka topic config names (`retention.ms`, `segment.bytes`, `flush.messages`, ...) that every
+topic starts from (a topic's own overrides live in ZooKeeper, `/config/topics/<topic>`):
+
+    broker_id = 1
+    port = 9092
+    log_dir = "/var/lib/odradek/1"
+    zookeeper = "127.0.0.1:2181"
+
+    [topic_defaults]
+    "retention.ms" = 604800000
+
+`load_config(path, **overrides)` merges file and overrides (the CLI's flags; None means "not
+given"), checks every name and type, and raises `UsageError` with one clear line on a mistake.
+Every queue and buffer the server keeps has its limit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.log.config import LogConfig
+from protocol.errors import OdradekError, UsageError
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_id: int
+    log_dir: Path
+    port: int = 9092
+    host: str = "127.0.0.1"
+    zookeeper: str = "127.0.0.1:2181"
+    zookeeper_session_timeout_ms: int = 6000  # local clusters: a few seconds
+    zookeeper_connect_timeout_ms: int = 30_000
+    socket_request_max_bytes: int = 100 * MiB
+    max_connections: int = 4096
+    max_inflight_requests_per_connection: int = 100
+    max_inflight_bytes_per_connection: int = 64 * MiB
+    connections_max_idle_ms: int = 600_000
+    max_delayed_fetches: int = 10_000  # long-polling fetches parked at once, broker-wide
+    fetch_max_bytes: int = 55 * MiB  # caps a fetch request's max_bytes (Kafka's fetch.max.bytes)
+    log_retention_check_interval_ms: int = 300_000  # Kafka's log.retention.check.interval.ms
+    fetch_use_sendfile: bool = True  # False: always pread + write (for benchmarks)
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    topic_defaults: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_positive(self, _POSITIVE_FIELDS)
+        if not 0 <= self.port <= 65535:
+            raise UsageError(f"port {self.port} is not in 0..65535")
+        if self.broker_id < 0:
+            raise UsageError(f"broker_id {self.broker_id} must be >= 0")
+        self.default_log_config()  # raises UsageError on a bad topic default
+
+    def default_log_config(self) -> LogConfig:
+        """The LogConfig every topic starts from (its ZooKeeper overrides go on top)."""
+        try:
+            return LogConfig.from_properties(self.topic_defaults)
+        except OdradekError as exc:
+            raise UsageError(f"[topic_defaults]: {exc.message}") from None
+
+
+_POSITIVE_FIELDS = (
+    "zookeeper_session_timeout_ms",
+    "zookeeper_connect_timeout_ms",
+    "socket_request_max_bytes",
+    "max_connections",
+    "max_inflight_requests_per_connection",
+    "max_inflight_bytes_per_connection",
+    "connections_max_idle_ms",
+    "max_delayed_fetches",
+    "fetch_max_bytes",
+    "log_retention_check_interval_ms",
+    "num_partitions",
+    "default_replication_factor",
+)
+
+
+def _check_positive(config: BrokerConfig, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if value <= 0:
+            raise UsageError(f"{name} must be positive, got {value}")
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+_TYPES: dict[str, type] = {
+    "broker_id": int,
+    "log_dir": Path,
+    "port": int,
+    "host": str,
+    "zookeeper": str,
+    "fetch_use_sendfile": bool,
+    "topic_defaults": dict,
+}
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    want = _TYPES.get(name, int)
+    if want is Path:
+        if not isinstance(value, str | Path):
+            raise UsageError(f"{where}: {name} must be a path string, got {value!r}")
+        return Path(value)
+    if want is dict:
+        if not isinstance(value, Mapping):
+            raise UsageError(f"{where}: {name} must be a table of topic configs")
+        return {str(k): _config_string(v) for k, v in value.items()}
+    if want is int and (type(value) is not int):
+        raise UsageError(f"{where}: {name} must be an integer, got {value!r}")
+    if want is not int and type(value) is not want:
+        raise UsageError(f"{where}: {name} must be a {want.__name__}, got {value!r}")
+    return value
+
+
+def _config_string(value: Any) -> str:
+    """TOML gives ints and bools; topic configs are Kafka-style strings."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
+    """Read `path` (TOML) if given, apply the non-None `overrides`, validate, build."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        values.update(_read_toml(path))
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        if name not in _FIELDS:
+            raise UsageError(f"unknown broker setting {name!r}")
+        if name == "topic_defaults":
+            merged = dict(values.get("topic_defaults", {}))
+            merged.update(_coerce(name, value, "override"))
+            values[name] = merged
+        else:
+            values[name] = _coerce(name, value, "override")
+    for required in ("broker_id", "log_dir"):
+        if required not in values:
+            raise UsageError(f"the broker needs {required} (in the config file or as a flag)")
+    return BrokerConfig(**values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in _FIELDS:
+            raise UsageError(f"config file {path}: unknown setting {name!r}")
+        values[name] = _coerce(name, value, f"config file {path}")
+    return values

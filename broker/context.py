@@ -1,0 +1,66 @@
+"""What a request handler may use: the broker's services, bundled once at start-up.
+
+Handlers are functions `handle(ctx, request) -> response | None | Awaitable[...]`; they reach
+the partitions through `ctx.replicas`, the cluster view through `ctx.metadata`, and ZooKeeper
+only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/topics.py behind it,
+tests pass an in-memory fake), so no handler imports kazoo.
+
+`ControllerEpoch` keeps the highest controller epoch seen; controller-to-broker requests with
+a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from broker.clock import Clock
+from broker.config import BrokerConfig
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
+
+
+class TopicStore(Protocol):
+    """Topic records in ZooKeeper, as the broker needs them."""
+
+    async def read_topic_config(self, topic: str) -> Mapping[str, str]:
+        """The topic's config overrides ({} when it has none)."""
+        ...
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        live_broker_ids: list[int],
+    ) -> None:
+        """Write the topic's znodes (raises TopicAlreadyExistsError, ...)."""
+        ...
+
+    async def delete_topic(self, name: str) -> None:
+        """Mark the topic for deletion (raises UnknownTopicOrPartitionError)."""
+        ...
+
+
+class ControllerEpoch:
+    def __init__(self) -> None:
+        self.current = -1
+
+    def admit(self, epoch: int) -> bool:
+        """True (and remember it) unless `epoch` is older than one already seen."""
+        if epoch < self.current:
+            return False
+        self.current = epoch
+        return True
+
+
+@dataclass(slots=True)
+class BrokerContext:
+    config: BrokerConfig
+    clock: Clock
+    replicas: ReplicaManager
+    metadata: MetadataCache
+    topics: TopicStore
+    controller_epoch: ControllerEpoch

@@ -1,0 +1,182 @@
+"""The broker process: wire the pieces together, run until SIGTERM/SIGINT, shut down cleanly.
+
+Start-up order: logs first (LogManager.load_all recovers every partition directory), then the
+ZooKeeper session, then the server (so the port is known), then the /brokers/ids registration
+(from here on the controller may send requests), then the controller election, then the log's
+background work (retention, flush.ms). Shutdown reverses it: stop accepting, leave the election,
+deregister, close connections, close the logs (writing the clean-shutdown marker), close the
+ZooKeeper session. Any start-up failure is one log line and exit status 1.
+
+`ZkTopicStore` is the broker's only view of topic znodes (coordinator/topics.py behind the
+`TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import uvloop
+
+from broker.clock import SystemClock
+from broker.config import BrokerConfig
+from broker.context import BrokerContext, ControllerEpoch
+from broker.log.flusher import GroupCommitFlusher
+from broker.log.manager import LogManager
+from broker.metadata_cache import MetadataCache
+from broker.replica_manager import ReplicaManager
+from broker.server import BrokerServer
+from coordinator import topics as zk_topics
+from coordinator.controller import ControllerElector
+from coordinator.registration import Registration, register_broker
+from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
+from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
+
+log = logging.getLogger("odradek.broker")
+T = TypeVar("T")
+
+
+class ZkTopicStore:
+    """TopicStore over coordinator/topics.py."""
+
+    def __init__(self, zk: ZkClient) -> None:
+        self.zk = zk
+
+    async def read_topic_config(self, topic: str) -> Mapping[str, str]:
+        return await _zk_call(lambda: zk_topics.read_topic_config(self.zk, topic))
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        live_broker_ids: list[int],
+    ) -> None:
+        await _zk_call(
+            lambda: zk_topics.create_topic(
+                self.zk, name, num_partitions, replication_factor, dict(configs), live_broker_ids
+            )
+        )
+
+    async def delete_topic(self, name: str) -> None:
+        await _zk_call(lambda: zk_topics.delete_topic(self.zk, name))
+
+
+async def _zk_call(call: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return await call()
+    except ZkConnectionLost as exc:
+        raise RequestTimedOutError(f"ZooKeeper is not reachable: {exc}") from None
+    except ZkError as exc:
+        raise UnknownServerError(f"ZooKeeper: {exc}") from None
+
+
+def configure_logging(broker_id: int) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s broker-{broker_id} %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def run_forever(config: BrokerConfig) -> int:
+    """Run the broker until SIGTERM/SIGINT; the process exit status."""
+    configure_logging(config.broker_id)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(_main(config))
+
+
+async def _main(config: BrokerConfig) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    broker = Broker(config)
+    try:
+        await broker.start()
+    except (OdradekError, ZkError, OSError) as exc:
+        log.error("broker %d could not start: %s", config.broker_id, exc)
+        await broker.shutdown()
+        return 1
+    log.info("broker %d up on %s:%d", config.broker_id, config.host, broker.port)
+    await stop.wait()
+    log.info("broker %d shutting down", config.broker_id)
+    await broker.shutdown()
+    log.info("broker %d stopped", config.broker_id)
+    return 0
+
+
+class Broker:
+    """Owns every long-lived piece; `start` and `shutdown` in the order the module describes."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.clock = SystemClock()
+        self.log_manager = LogManager(config.log_dir, config.default_log_config(), self.clock)
+        self.flusher = GroupCommitFlusher()
+        self.zk = ZkClient(config.zookeeper, config.zookeeper_session_timeout_ms)
+        self.replicas = ReplicaManager(
+            config.broker_id,
+            self.log_manager,
+            self.flusher,
+            config.default_log_config(),
+            config.max_delayed_fetches,
+            config.fetch_max_bytes,
+        )
+        self.ctx = BrokerContext(
+            config, self.clock, self.replicas, MetadataCache(), ZkTopicStore(self.zk),
+            ControllerEpoch(),
+        )  # fmt: skip
+        self.server = BrokerServer(self.ctx, self.clock)
+        self.port = config.port
+        self._registration: Registration | None = None
+        self._elector: ControllerElector | None = None
+        self._background: asyncio.Task[Any] | None = None
+        self._zk_started = False
+
+    async def start(self) -> None:
+        self.log_manager.load_all()
+        log.info("logs loaded from %s", self.config.log_dir)
+        await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
+        self._zk_started = True
+        await self.server.start()
+        self.port = self.server.port
+        self._registration = await register_broker(
+            self.zk, self.config.broker_id, self.config.host, self.port
+        )
+        self._elector = ControllerElector(self.zk, self.config.broker_id, clock=self.clock)
+        await self._elector.start()
+        self._background = asyncio.create_task(
+            self.log_manager.run_background(
+                check_interval_ms=self.config.log_retention_check_interval_ms
+            )
+        )
+
+    async def shutdown(self) -> None:
+        self.server.stop_accepting()
+        if self._elector is not None:
+            await _quietly(self._elector.stop())
+        if self._registration is not None:
+            await _quietly(self._registration.close())
+        await self.server.stop()
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+        self.log_manager.shutdown()
+        if self._zk_started:
+            await _quietly(self.zk.stop())
+
+
+async def _quietly(step: Awaitable[Any]) -> None:
+    """Shutdown goes on whatever one step raises; the failure is logged."""
+    try:
+        await step
+    except Exception as exc:
+        log.warning("shutdown step failed: %s", exc)

@@ -1,0 +1,54 @@
+"""One module per API, each `handle(ctx, request)`: take the decoded request, call a service,
+build the response. The server looks handlers up here by api key.
+
+A handler returns the response message, `None` (no response: produce with acks=0), or an
+awaitable of either when it must wait (long-polling fetch, group commit, admin operations).
+Returning a plain value when no waiting is needed lets the server answer without a task.
+Responses of the APIs in `CHUNKED` may hold `FileSlice`s and are encoded as chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers import (
+    create_topics,
+    delete_topics,
+    describe_configs,
+    fetch,
+    leader_and_isr,
+    list_offsets,
+    metadata,
+    produce,
+    stop_replica,
+    update_metadata,
+)
+from protocol.api.admin import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
+from protocol.api.controller import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from protocol.api.fetch import FETCH
+from protocol.api.list_offsets import LIST_OFFSETS
+from protocol.api.metadata import METADATA
+from protocol.api.produce import PRODUCE
+from protocol.codec import Request
+
+HandlerResult = Any | None | Awaitable[Any | None]
+Handler = Callable[[BrokerContext, Request], HandlerResult]
+
+HANDLERS: dict[int, Handler] = {
+    PRODUCE.key: produce.handle,
+    FETCH.key: fetch.handle,
+    LIST_OFFSETS.key: list_offsets.handle,
+    METADATA.key: metadata.handle,
+    LEADER_AND_ISR.key: leader_and_isr.handle,
+    STOP_REPLICA.key: stop_replica.handle,
+    UPDATE_METADATA.key: update_metadata.handle,
+    CREATE_TOPICS.key: create_topics.handle,
+    DELETE_TOPICS.key: delete_topics.handle,
+    DESCRIBE_CONFIGS.key: describe_configs.handle,
+}
+
+CHUNKED: frozenset[int] = frozenset({FETCH.key})
+
+__all__ = ["CHUNKED", "HANDLERS", "Handler", "HandlerResult"]

@@ -1,0 +1,32 @@
+"""DeleteTopics: mark each topic for deletion in ZooKeeper, wait until the controller has
+removed it from the metadata (UpdateMetadata with the topic among deleted_topics), within
+`timeout_ms` (REQUEST_TIMED_OUT otherwise; the deletion still goes on)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.context import BrokerContext
+from protocol.api.admin import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.codec import Request
+from protocol.errors import OdradekError, RequestTimedOutError
+
+log = logging.getLogger("odradek.broker.admin")
+
+
+async def handle(ctx: BrokerContext, request: Request) -> DeleteTopicsResponse:
+    req: DeleteTopicsRequest = request.body
+    results = await asyncio.gather(*(_delete(ctx, n, req.timeout_ms) for n in req.topic_names))
+    return DeleteTopicsResponse(list(results))
+
+
+async def _delete(ctx: BrokerContext, name: str, timeout_ms: int) -> DeletableTopicResult:
+    try:
+        await ctx.topics.delete_topic(name)
+        if not await ctx.metadata.wait_until(lambda: not ctx.metadata.has_topic(name), timeout_ms):
+            raise RequestTimedOutError(f"topic {name} is not gone after {timeout_ms} ms")
+    except OdradekError as exc:
+        return DeletableTopicResult(name, exc.code, exc.message)
+    log.info("deleted topic %s", name)
+    return DeletableTopicResult(name, 0, None)

@@ -1,0 +1,55 @@
+"""Fetch: many partitions per request, answered from the segment files.
+
+Reads what is there at once; when that is at least `min_bytes` (or `max_wait_ms` is 0, or a
+partition has an error) it answers without a task. Otherwise it long-polls in the replica
+manager, which wakes it as soon as a partition it reads moves. Records are `FileSlice`s: the
+server sends them with sendfile after the response header (fetch is in handlers.CHUNKED).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import cast
+
+from broker.context import BrokerContext
+from broker.replica_manager import PartitionRead, fetch_satisfied
+from protocol.api.fetch import (
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopicResponse,
+)
+from protocol.codec import Request
+from protocol.schema import Records
+
+
+def handle(ctx: BrokerContext, request: Request) -> FetchResponse | Awaitable[FetchResponse]:
+    req: FetchRequest = request.body
+    reads = ctx.replicas.read_all(req)
+    if req.max_wait_ms <= 0 or fetch_satisfied(reads, req.min_bytes):
+        return build_response(reads)
+    return _delayed(ctx, req, reads)
+
+
+async def _delayed(
+    ctx: BrokerContext, req: FetchRequest, reads: list[PartitionRead]
+) -> FetchResponse:
+    return build_response(await ctx.replicas.fetch(req, reads))
+
+
+def build_response(reads: list[PartitionRead]) -> FetchResponse:
+    topics: list[FetchTopicResponse] = []
+    for r in reads:
+        if not topics or topics[-1].name != r.topic:
+            topics.append(FetchTopicResponse(r.topic, []))
+        topics[-1].partitions.append(
+            FetchPartitionResponse(
+                r.partition,
+                r.error_code,
+                r.high_watermark,
+                r.log_start_offset,
+                r.log_end_offset,
+                cast(Records, r.records),  # bytes, or a FileSlice the server sends from disk
+            )
+        )
+    return FetchResponse(0, topics)

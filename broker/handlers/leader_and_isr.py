@@ -1,0 +1,42 @@
+"""LeaderAndIsr (controller -> broker): become leader or follower for the partitions named.
+
+A request from an older controller epoch than one already seen is refused with
+STALE_CONTROLLER_EPOCH and changes nothing. Each partition state that lists this broker among
+its replicas opens (or creates) the partition's log with the topic's config (defaults plus its
+ZooKeeper overrides, looked up through ctx.topics) and takes the role the state gives it.
+Followers hold their log but do not fetch yet (issue 4).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+
+from broker.context import BrokerContext
+from protocol.api.controller import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionError
+from protocol.codec import Request
+from protocol.errors import StaleControllerEpochError
+
+log = logging.getLogger("odradek.broker.controller_requests")
+
+
+def handle(
+    ctx: BrokerContext, request: Request
+) -> LeaderAndIsrResponse | Awaitable[LeaderAndIsrResponse]:
+    req: LeaderAndIsrRequest = request.body
+    if not ctx.controller_epoch.admit(req.controller_epoch):
+        log.warning(
+            "LeaderAndIsr from controller %d refused: epoch %d < %d",
+            req.controller_id,
+            req.controller_epoch,
+            ctx.controller_epoch.current,
+        )
+        return LeaderAndIsrResponse(StaleControllerEpochError.code, [])
+    return _apply(ctx, req)
+
+
+async def _apply(ctx: BrokerContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    results = await ctx.replicas.apply_leader_and_isr(
+        req.partition_states, ctx.topics.read_topic_config
+    )
+    return LeaderAndIsrResponse(0, [PartitionError(t, p, code) for t, p, code in results])

@@ -1,0 +1,27 @@
+"""ListOffsets: earliest (-2), latest (-1: the high watermark for consumers, the log end for
+replicas) or the first offset whose timestamp is at or after the one asked for."""
+
+from __future__ import annotations
+
+from broker.context import BrokerContext
+from protocol.api.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from protocol.codec import Request
+
+
+def handle(ctx: BrokerContext, request: Request) -> ListOffsetsResponse:
+    req: ListOffsetsRequest = request.body
+    topics = []
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            code, ts, offset, epoch = ctx.replicas.list_offset(
+                req.replica_id, topic.name, p.partition, p.timestamp, p.current_leader_epoch
+            )
+            parts.append(ListOffsetsPartitionResponse(p.partition, code, ts, offset, epoch))
+        topics.append(ListOffsetsTopicResponse(topic.name, parts))
+    return ListOffsetsResponse(topics)

@@ -1,0 +1,34 @@
+"""StopReplica (controller -> broker): stop hosting partitions, deleting their logs when
+`delete_partitions` is set (topic deletion). A stale controller epoch changes nothing."""
+
+from __future__ import annotations
+
+import logging
+
+from broker.context import BrokerContext
+from protocol.api.controller import PartitionError, StopReplicaRequest, StopReplicaResponse
+from protocol.codec import Request
+from protocol.errors import StaleControllerEpochError
+
+log = logging.getLogger("odradek.broker.controller_requests")
+
+
+def handle(ctx: BrokerContext, request: Request) -> StopReplicaResponse:
+    req: StopReplicaRequest = request.body
+    if not ctx.controller_epoch.admit(req.controller_epoch):
+        log.warning(
+            "StopReplica from controller %d refused: epoch %d < %d",
+            req.controller_id,
+            req.controller_epoch,
+            ctx.controller_epoch.current,
+        )
+        return StopReplicaResponse(StaleControllerEpochError.code, [])
+    errors = [
+        PartitionError(
+            tp.topic,
+            tp.partition,
+            ctx.replicas.stop_replica(tp.topic, tp.partition, req.delete_partitions),
+        )
+        for tp in req.partitions
+    ]
+    return StopReplicaResponse(0, errors)

@@ -1,0 +1,118 @@
+"""Small persisted files of a partition directory, written atomically.
+
+Every checkpoint is text in Kafka's checkpoint layout:
+
+    0                 version
+    <n>               number of entries
+    <a> [<b>]         one entry per line, decimal integers separated by one space
+
+Files: `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` (one entry of one
+integer) and `leader-epoch-checkpoint` (epoch and start offset per line).
+
+Writing: the content goes to `<name>.tmp`, which is fsynced, renamed over `<name>`, and the
+directory is fsynced, so a crash leaves either the old or the new file, never a torn one. The
+entries are checked before writing and again after reading; a file that fails is reported as
+`CorruptCheckpointError` and the caller falls back to recovering the value from the log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from protocol.errors import KafkaStorageError
+
+VERSION = 0
+MAX_CHECKPOINT_BYTES = 1 << 20  # a bound on what we read back
+TMP_SUFFIX = ".tmp"
+
+
+class CorruptCheckpointError(KafkaStorageError):
+    """A checkpoint file that does not parse; the value is rebuilt from the log instead."""
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def encode(entries: Sequence[tuple[int, ...]], arity: int) -> bytes:
+    assert all(len(e) == arity for e in entries), "checkpoint entries of the wrong arity"
+    lines = [str(VERSION), str(len(entries))]
+    lines.extend(" ".join(str(int(v)) for v in entry) for entry in entries)
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def decode(data: bytes, arity: int) -> list[tuple[int, ...]]:
+    try:
+        lines = data.decode("ascii").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) < 2 or int(lines[0]) != VERSION:
+            raise ValueError("bad version line")
+        count = int(lines[1])
+        if count != len(lines) - 2:
+            raise ValueError(f"{count} entries announced, {len(lines) - 2} present")
+        entries = [tuple(int(v) for v in line.split(" ")) for line in lines[2:]]
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptCheckpointError(f"checkpoint does not parse: {exc}") from None
+    if any(len(e) != arity for e in entries):
+        raise CorruptCheckpointError(f"checkpoint entries must have {arity} fields")
+    return entries
+
+
+def write_entries(path: Path, entries: Sequence[tuple[int, ...]], arity: int) -> None:
+    data = encode(entries, arity)
+    assert decode(data, arity) == [tuple(e) for e in entries]
+    write_atomically(path, data)
+
+
+def read_entries(path: Path, arity: int) -> list[tuple[int, ...]] | None:
+    """The entries, or None when the file is absent. CorruptCheckpointError when it is bad."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CHECKPOINT_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        raise CorruptCheckpointError(f"{path.name} is larger than {MAX_CHECKPOINT_BYTES} bytes")
+    return decode(data, arity)
+
+
+def write_offset(path: Path, offset: int) -> None:
+    assert offset >= 0, f"checkpointed offset {offset} is negative"
+    write_entries(path, [(offset,)], 1)
+
+
+def read_offset(path: Path) -> int | None:
+    """The offset in a one-entry checkpoint; None when absent or corrupt."""
+    try:
+        entries = read_entries(path, 1)
+    except CorruptCheckpointError:
+        return None
+    if entries is None or len(entries) != 1 or entries[0][0] < 0:
+        return None
+    return entries[0][0]

@@ -1,0 +1,566 @@
+"""One partition's log: a directory `<topic>-<partition>/` of segments (segment.py).
+
+Directory contents:
+
+    00000000000000000000.log         batches, back to back (protocol/batch.py layout)
+    00000000000000000000.index       sparse offset index (index.py)
+    00000000000000000000.timeindex   sparse time index (index.py)
+    leader-epoch-checkpoint          epoch -> start offset (epoch.py, checkpoint.py layout)
+    log-start-offset-checkpoint      the first offset still served
+    recovery-point-offset-checkpoint offsets below it are known to be fsynced
+    clean-shutdown                   present only while the log is closed cleanly
+    *.deleted                        segments removed by retention or truncation, kept open
+                                     until file.delete.delay.ms has passed (in-flight reads)
+
+`Log` is synchronous and single-threaded: the broker's event loop owns it. Only fdatasync may
+run elsewhere: `flush_plan()` (loop) dups the fds that need it, `FlushPlan.run()` (any thread)
+syncs them, `mark_flushed()` (loop) moves the recovery point. The recovery point checkpoint is
+written when it goes down (truncation), on open, retention and close, and otherwise at most once
+a minute (Kafka's log.flush.offset.checkpoint.interval.ms): a stale one only means more to
+recover, while one per fsync would triple the fsyncs of policy "always".
+
+Reads return `FileSlice`s on the segment's fd. Segments that retention or truncation removes
+are renamed `.deleted` and closed only after file.delete.delay.ms (`purge_deleted_segments`),
+so a slice in flight stays readable; a truncation inside the active segment shortens the file
+in place, so a slice past the cut may come up short (a sender must check what pread/sendfile
+return).
+
+Opening: without the clean-shutdown marker, every segment from the one holding the recovery
+point on is recovered (segment.recover: CRC, lengths, contiguous offsets; a torn or corrupt tail
+is cut and later segments dropped; indexes rebuilt). Earlier segments, and all of them after a
+clean shutdown, load their indexes and are recovered only if an index does not check out.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.clock import Clock
+from broker.log import checkpoint
+from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
+from broker.log.epoch import LeaderEpochCache
+from broker.log.index import CorruptIndexError
+from broker.log.segment import (
+    DELETED_SUFFIX,
+    H_BASE,
+    H_COUNT,
+    H_EPOCH,
+    H_LAST_DELTA,
+    H_LENGTH,
+    H_MAX_TS,
+    LOG_SUFFIX,
+    Segment,
+    check_batch,
+)
+from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, InvalidBatchError
+from protocol.codec import FileSlice
+from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
+
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+EPOCH_FILE = "leader-epoch-checkpoint"
+RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
+MAX_RELATIVE_OFFSET = (1 << 31) - 1
+_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+assert _PREFIX.size == LEADER_EPOCH_AT + 4
+
+
+class UnexpectedAppendOffsetError(OffsetOutOfRangeError):
+    """A replicated batch does not start at the log end offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    record_count: int
+    max_timestamp: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    slice: FileSlice | None  # None (and size 0) when there is nothing to read
+    first_offset: int
+    next_offset: int  # the offset after the last whole batch included
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlushPlan:
+    """Duplicated fds to fdatasync and the offset they make durable. `run` closes the fds."""
+
+    fds: tuple[int, ...]
+    up_to_offset: int
+    generation: int
+
+    def run(self) -> None:
+        try:
+            for fd in self.fds:
+                os.fdatasync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"fdatasync failed: {exc}") from None
+        finally:
+            for fd in self.fds:
+                os.close(fd)
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
+        """Use `Log.open`."""
+        self.directory = directory
+        self.topic, self.partition = parse_directory_name(directory.name)
+        self.config = config
+        self.clock = clock
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []  # base offsets of _segments, for bisect
+        self._pending_deletes: list[tuple[int, Segment]] = []  # (delete at monotonic ms, seg)
+        self._truncations: list[int] = []  # offsets truncated to; len() is the generation
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self._last_flush_ms = clock.monotonic_ms()
+        self._last_rp_checkpoint_ms = clock.monotonic_ms()
+        self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
+        self.closed = False
+
+    # ----- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, clock: Clock) -> Log:
+        """Open the log in `directory`, creating it or recovering it as needed."""
+        directory.mkdir(parents=True, exist_ok=True)
+        log = cls(directory, config, clock)
+        log._load()
+        return log
+
+    def _load(self) -> None:
+        clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
+        bases = self._clean_directory()
+        self.epochs, epochs_trusted = LeaderEpochCache.load(self.directory / EPOCH_FILE)
+        if not epochs_trusted:
+            self.epochs.clear()
+        recovery_point = checkpoint.read_offset(self.directory / RECOVERY_POINT_FILE)
+        log_start = checkpoint.read_offset(self.directory / LOG_START_FILE)
+        segments = [Segment.open_existing(self.directory, base) for base in bases]
+        if clean:
+            first_unflushed = len(segments)
+        else:
+            first_unflushed = max(0, bisect.bisect_right(bases, recovery_point or 0) - 1)
+        self._segments = self._load_segments(segments, first_unflushed, epochs_trusted)
+        if not self._segments:
+            self._segments = [Segment.create(self.directory, log_start or 0)]
+        self._bases = [s.base_offset for s in self._segments]
+        for seg in self._segments[:-1]:
+            seg.seal()
+        leo = self.log_end_offset
+        self.log_start_offset = min(max(log_start or 0, self._bases[0]), leo)
+        self.epochs.truncate_from_end(leo)
+        self.epochs.truncate_from_start(self.log_start_offset)
+        if not clean:
+            for seg in self._segments[first_unflushed:]:
+                os.fdatasync(seg.fd)  # what recovery kept is now durable
+        self.recovery_point = leo
+        self._check_invariants()
+        self._write_offsets_checkpoints()
+        (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+        checkpoint.fsync_dir(self.directory)
+
+    def _clean_directory(self) -> list[int]:
+        """Remove leftovers (temp files, deleted segments, orphan indexes); the segment bases."""
+        bases = []
+        for path in self.directory.iterdir():
+            name = path.name
+            if name.endswith((checkpoint.TMP_SUFFIX, DELETED_SUFFIX)):
+                path.unlink()
+            elif name.endswith(LOG_SUFFIX) and len(path.stem) == 20 and path.stem.isdigit():
+                bases.append(int(path.stem))
+        for path in self.directory.iterdir():
+            stem, _, suffix = path.name.partition(".")
+            if suffix in ("index", "timeindex") and (not stem.isdigit() or int(stem) not in bases):
+                path.unlink()
+        return sorted(bases)
+
+    def _load_segments(
+        self, segments: list[Segment], first_unflushed: int, epochs_trusted: bool
+    ) -> list[Segment]:
+        interval = self.config.index_interval_bytes
+        kept: list[Segment] = []
+        for i, seg in enumerate(segments):
+            if kept and seg.base_offset != kept[-1].next_offset:
+                # A gap or an overlap: nothing from here on can be trusted.
+                for later in segments[i:]:
+                    later.unlink()
+                break
+            if i >= first_unflushed:
+                cut = seg.recover(interval, self.epochs.assign)
+            else:
+                cut = self._load_segment(seg, interval, epochs_trusted)
+            if cut and kept and seg.size_bytes == 0:
+                seg.unlink()
+            else:
+                kept.append(seg)
+            if cut:
+                for later in segments[i + 1 :]:
+                    later.unlink()
+                break
+        return kept
+
+    def _load_segment(self, seg: Segment, interval: int, epochs_trusted: bool) -> int:
+        try:
+            seg.load()
+        except CorruptIndexError:
+            return seg.recover(interval, self.epochs.assign)
+        if not epochs_trusted:
+            seg.epochs(self.epochs.assign)
+        return 0
+
+    # ----- state ----------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(seg.size_bytes for seg in self._segments)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.epochs.latest_epoch
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # ----- appends --------------------------------------------------------------------------
+
+    def append_as_leader(self, batch: bytes | bytearray, leader_epoch: int) -> AppendInfo:
+        """Validate one batch, stamp its base offset and epoch, and append it."""
+        self._check_open()
+        h = check_batch(batch, 0, self.config.max_message_bytes)
+        size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
+        if size != len(batch):
+            raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
+        base = self._segments[-1].next_offset
+        last = base + h[H_LAST_DELTA]
+        prefix = _PREFIX.pack(base, h[H_LENGTH], leader_epoch)
+        parts = (prefix, memoryview(batch)[_PREFIX.size :])
+        self._append(parts, size, base, last, h[H_MAX_TS], leader_epoch)
+        return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
+
+    def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
+        """Append already-stamped batches byte for byte. All are checked before any is written."""
+        self._check_open()
+        view = memoryview(batches)
+        expected = self.log_end_offset
+        headers = []
+        pos = 0
+        while pos < len(view):
+            h = check_batch(view, pos)
+            if h[H_BASE] != expected:
+                raise UnexpectedAppendOffsetError(
+                    f"batch at offset {h[H_BASE]}, the log ends at {expected}"
+                )
+            headers.append((pos, h))
+            expected = h[H_BASE] + h[H_LAST_DELTA] + 1
+            pos += LENGTH_PREFIX_BYTES + h[H_LENGTH]
+        if not headers:
+            return None
+        for at, h in headers:
+            size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
+            last = h[H_BASE] + h[H_LAST_DELTA]
+            self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
+        return AppendInfo(
+            headers[0][1][H_BASE],
+            expected - 1,
+            sum(h[H_COUNT] for _, h in headers),
+            max(h[H_MAX_TS] for _, h in headers),
+            pos,
+        )
+
+    def _append(
+        self,
+        parts: tuple[bytes | memoryview, ...],
+        size: int,
+        base: int,
+        last: int,
+        max_timestamp: int,
+        epoch: int,
+    ) -> None:
+        now_ms = self.clock.time_ms()
+        segment = self._segments[-1]
+        if segment.size_bytes and self._should_roll(segment, size, last, now_ms):
+            self.roll()
+            segment = self._segments[-1]
+        latest = self.epochs.latest_epoch
+        if latest is None or epoch > latest:
+            self.epochs.assign(epoch, base)
+        segment.append(parts, size, base, last, max_timestamp, now_ms,
+                       self.config.index_interval_bytes)  # fmt: skip
+
+    def _should_roll(self, seg: Segment, size: int, last_offset: int, now_ms: int) -> bool:
+        cfg = self.config
+        return (
+            seg.size_bytes + size > cfg.segment_bytes
+            or (seg.rolling_base_ms is not None and now_ms - seg.rolling_base_ms >= cfg.segment_ms)
+            or len(seg.index) >= cfg.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES
+            or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
+        )
+
+    def roll(self) -> None:
+        """Close the active segment and start a new one at the log end offset."""
+        self._check_open()
+        active = self._segments[-1]
+        if active.size_bytes == 0:
+            return
+        active.seal()
+        new = Segment.create(self.directory, active.next_offset)
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        checkpoint.fsync_dir(self.directory)
+
+    # ----- reads ----------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one holding `offset`, within one segment file."""
+        segments = self._segments
+        leo = segments[-1].next_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {leo}] "
+                f"of {self.topic}-{self.partition}"
+            )
+        if max_bytes < 0:
+            raise UsageError(f"max_bytes {max_bytes} is negative")
+        if offset == leo or (max_offset is not None and offset >= max_offset):
+            return ReadResult(None, offset, offset, 0)
+        i = bisect.bisect_right(self._bases, offset) - 1
+        while i < len(segments):
+            seg = segments[i]
+            found = seg.read_range(offset, max_bytes, max_offset, min_one_batch)
+            i += 1
+            if found is None:
+                continue
+            pos, length, first, next_offset = found
+            if length == 0:
+                break
+            return ReadResult(FileSlice(seg.fd, pos, length), first, next_offset, length)
+        return ReadResult(None, offset, offset, 0)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
+        for seg in self._segments:
+            found = seg.find_by_time(timestamp_ms)
+            if found is not None:
+                return max(found[0], self.log_start_offset), found[1]
+        return None
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.epochs.end_offset_for(epoch, self.log_end_offset)
+
+    # ----- truncation -----------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (a batch is removed whole)."""
+        self._check_open()
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._bases[0] or offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        self._truncations.append(offset)
+        i = bisect.bisect_right(self._bases, offset) - 1
+        self._defer_delete(self._segments[i + 1 :])
+        del self._segments[i + 1 :], self._bases[i + 1 :]
+        self._segments[-1].truncate_to(offset)
+        self.epochs.truncate_from_end(self.log_end_offset)
+        if self.recovery_point > self.log_end_offset:
+            self.recovery_point = self.log_end_offset
+            self._write_offsets_checkpoints()
+        self._check_invariants()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log; it continues, empty, at `offset`."""
+        self._check_open()
+        if offset < 0:
+            raise UsageError(f"cannot start a log at offset {offset}")
+        self._truncations.append(offset)
+        self._defer_delete(self._segments)
+        self._segments = [Segment.create(self.directory, offset)]
+        self._bases = [offset]
+        self.log_start_offset = self.recovery_point = offset
+        self.epochs.clear()
+        self._write_offsets_checkpoints()
+        checkpoint.fsync_dir(self.directory)
+
+    # ----- durability -----------------------------------------------------------------------
+
+    def needs_flush(self) -> bool:
+        unflushed = self.log_end_offset - self.recovery_point
+        if unflushed <= 0:
+            return False
+        cfg = self.config
+        if cfg.flush_messages is not None and unflushed >= cfg.flush_messages:
+            return True
+        return (
+            cfg.flush_ms is not None
+            and self.clock.monotonic_ms() - self._last_flush_ms >= cfg.flush_ms
+        )
+
+    def flush_plan(self) -> FlushPlan:
+        i = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        fds = tuple(os.dup(seg.fd) for seg in self._segments[i:])
+        return FlushPlan(fds, self.log_end_offset, len(self._truncations))
+
+    def mark_flushed(self, up_to_offset: int, generation: int | None = None) -> None:
+        """Offsets below `up_to_offset` are on disk. With the plan's generation, a truncation
+        since the plan was made caps what may be claimed."""
+        if generation is not None and generation < len(self._truncations):
+            up_to_offset = min(up_to_offset, *self._truncations[generation:])
+        up_to_offset = min(up_to_offset, self.log_end_offset)
+        now = self.clock.monotonic_ms()
+        self._last_flush_ms = now
+        if up_to_offset <= self.recovery_point:
+            return
+        self.recovery_point = up_to_offset
+        if now - self._last_rp_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
+            self._write_offsets_checkpoints()
+
+    def flush(self) -> None:
+        plan = self.flush_plan()
+        plan.run()
+        self.mark_flushed(plan.up_to_offset, plan.generation)
+
+    def checkpoint_offsets(self) -> None:
+        """Persist the recovery point and log start offset now."""
+        if not self.closed:
+            self._write_offsets_checkpoints()
+
+    def _write_offsets_checkpoints(self) -> None:
+        assert self.log_start_offset <= self.recovery_point <= self.log_end_offset, (
+            self.log_start_offset, self.recovery_point, self.log_end_offset,
+        )  # fmt: skip
+        checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self.recovery_point)
+        checkpoint.write_offset(self.directory / LOG_START_FILE, self.log_start_offset)
+        self._last_rp_checkpoint_ms = self.clock.monotonic_ms()
+
+    # ----- retention and deletion -----------------------------------------------------------
+
+    def delete_retained_segments(self) -> int:
+        """Delete closed segments past retention.ms / retention.bytes, oldest first."""
+        self._check_open()
+        self.purge_deleted_segments()
+        closed = self._segments[:-1]
+        cfg = self.config
+        count = 0
+        if cfg.retention_ms is not None:
+            now = self.clock.time_ms()
+            while count < len(closed) and now - closed[count].max_timestamp > cfg.retention_ms:
+                count += 1
+        if cfg.retention_bytes is not None:
+            excess = self.size_bytes - cfg.retention_bytes
+            by_size = 0
+            while by_size < len(closed) and closed[by_size].size_bytes <= excess:
+                excess -= closed[by_size].size_bytes
+                by_size += 1
+            count = max(count, by_size)
+        if count:
+            self._delete_oldest(count)
+        return count
+
+    def _delete_oldest(self, count: int) -> None:
+        doomed = self._segments[:count]
+        del self._segments[:count], self._bases[:count]
+        self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        self.epochs.truncate_from_start(self.log_start_offset)
+        self._write_offsets_checkpoints()
+        self._defer_delete(doomed)
+
+    def _defer_delete(self, segments: list[Segment]) -> None:
+        due = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
+        for seg in segments:
+            seg.rename_deleted()
+            self._pending_deletes.append((due, seg))
+
+    def purge_deleted_segments(self) -> int:
+        """Close and unlink `.deleted` segments whose delay has passed. Returns how many."""
+        now = self.clock.monotonic_ms()
+        due = [seg for at, seg in self._pending_deletes if at <= now]
+        self._pending_deletes = [(at, s) for at, s in self._pending_deletes if at > now]
+        for seg in due:
+            seg.unlink()
+        return len(due)
+
+    def close(self) -> None:
+        """Flush, seal, checkpoint, write the clean-shutdown marker and close every file."""
+        if self.closed:
+            return
+        self.flush()
+        self._segments[-1].seal()
+        self._write_offsets_checkpoints()
+        self.epochs.flush()
+        checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        self._close_files()
+
+    def close_unclean(self) -> None:
+        """Close the files without flushing or a marker (tests: a crash of the process)."""
+        if not self.closed:
+            self._close_files()
+
+    def delete(self) -> None:
+        """Close everything and remove the directory."""
+        self._close_files()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _close_files(self) -> None:
+        self.closed = True
+        for seg in self._segments:
+            seg.close()
+        for _, seg in self._pending_deletes:
+            seg.unlink()
+        self._pending_deletes.clear()
+
+    # ----- checks ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+
+    def _check_invariants(self) -> None:
+        segs = self._segments
+        assert segs and self._bases == [s.base_offset for s in segs]
+        for prev, seg in itertools.pairwise(segs):
+            assert prev.next_offset == seg.base_offset, f"gap after segment {prev.base_offset}"
+        assert self.log_start_offset <= self.recovery_point <= self.log_end_offset
+
+
+def parse_directory_name(name: str) -> tuple[str, int]:
+    """'<topic>-<partition>' -> (topic, partition)."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise UsageError(f"log directory {name!r} is not named <topic>-<partition>")
+    return topic, int(partition)
+
+
+def directory_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"

@@ -1,0 +1,176 @@
+"""All partition logs of one broker, under one log directory, and their background work.
+
+`log_dir/<topic>-<partition>/` holds one Log each (log.py). Deleting a partition renames its
+directory to `<topic>-<partition>.<hex>-delete` and keeps its files open for
+file.delete.delay.ms, so that a fetch response already being sent from them completes; the
+background task then closes and removes it (a leftover `-delete` directory found at start-up
+is removed at once).
+
+`run_background` is one asyncio task for the whole broker. Every tick (at most a second) it
+flushes logs whose flush.ms has passed (the fdatasync runs in the default executor), removes
+`.deleted` segments and `-delete` directories whose delay is over; every `check_interval_ms`
+(Kafka's log.retention.check.interval.ms) it applies retention; once a minute it checkpoints
+recovery points. Time comes from the injected clock; `sleep` is injectable for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from broker.clock import Clock
+from broker.log.config import LogConfig
+from broker.log.log import (
+    RECOVERY_CHECKPOINT_INTERVAL_MS,
+    Log,
+    directory_name,
+    parse_directory_name,
+)
+from protocol.errors import OdradekError, UsageError
+
+DELETE_DIR_SUFFIX = "-delete"
+TICK_MS = 1000
+MAX_LOGS = 100_000  # a bound on partitions per broker
+
+logger = logging.getLogger(__name__)
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, default_config: LogConfig, clock: Clock) -> None:
+        self.log_dir = log_dir
+        self.default_config = default_config
+        self.clock = clock
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._deleted: list[tuple[int, Log, Path]] = []  # (remove at monotonic ms, log, dir)
+
+    def load_all(self) -> None:
+        """Open (and recover where needed) every partition directory under log_dir."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for path in sorted(self.log_dir.iterdir()):
+            if not path.is_dir():
+                continue
+            if path.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            try:
+                topic, partition = parse_directory_name(path.name)
+            except UsageError:
+                logger.warning("ignoring %s: not a partition directory", path)
+                continue
+            if (topic, partition) not in self._logs:
+                self._add(topic, partition, Log.open(path, self.default_config, self.clock))
+
+    def get(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            if config is not None and config != log.config:
+                log.update_config(config)
+            return log
+        if "/" in topic or topic in ("", ".", "..") or partition < 0:
+            raise UsageError(f"invalid partition {topic!r}-{partition}")
+        path = self.log_dir / directory_name(topic, partition)
+        log = Log.open(path, config or self.default_config, self.clock)
+        self._add(topic, partition, log)
+        return log
+
+    def _add(self, topic: str, partition: int, log: Log) -> None:
+        if len(self._logs) >= MAX_LOGS:
+            log.close()
+            raise UsageError(f"this broker already holds {MAX_LOGS} partition logs")
+        self._logs[(topic, partition)] = log
+
+    def delete(self, topic: str, partition: int) -> None:
+        """Forget the partition now; its files go after file.delete.delay.ms."""
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return
+        target = log.directory.with_name(
+            f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
+        log.directory.rename(target)
+        due = self.clock.monotonic_ms() + log.config.file_delete_delay_ms
+        self._deleted.append((due, log, target))
+        self.purge_deleted(self.clock.monotonic_ms())
+
+    def logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def purge_deleted(self, now_ms: int) -> int:
+        """Remove deleted partition directories whose delay has passed."""
+        due = [(log, path) for at, log, path in self._deleted if at <= now_ms]
+        self._deleted = [entry for entry in self._deleted if entry[0] > now_ms]
+        for log, path in due:
+            log.close_unclean()
+            shutil.rmtree(path, ignore_errors=True)
+        return len(due)
+
+    async def run_background(
+        self,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        check_interval_ms: int = 300_000,
+    ) -> None:
+        """Retention, flush.ms, deferred deletes and checkpoints, forever (cancel to stop)."""
+        last_retention_ms: int | None = None
+        last_checkpoint_ms = self.clock.monotonic_ms()
+        while True:
+            now = self.clock.monotonic_ms()
+            if last_retention_ms is None or now - last_retention_ms >= check_interval_ms:
+                last_retention_ms = now
+                self.apply_retention()
+            await self.flush_due()
+            for log in self.logs():
+                log.purge_deleted_segments()
+            self.purge_deleted(now)
+            if now - last_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
+                last_checkpoint_ms = now
+                for log in self.logs():
+                    _guard(log, log.checkpoint_offsets)
+            await sleep(min(check_interval_ms, TICK_MS) / 1000)
+
+    def apply_retention(self) -> int:
+        deleted = 0
+        for log in self.logs():
+            try:
+                deleted += log.delete_retained_segments()
+            except OdradekError:
+                logger.exception("retention failed for %s-%s", log.topic, log.partition)
+        return deleted
+
+    async def flush_due(self) -> int:
+        """fdatasync every log whose flush policy is due, off the event loop."""
+        loop = asyncio.get_running_loop()
+        flushed = 0
+        for log in self.logs():
+            if log.closed or not log.needs_flush():
+                continue
+            plan = log.flush_plan()
+            try:
+                await loop.run_in_executor(None, plan.run)
+            except OdradekError:
+                logger.exception("flush failed for %s-%s", log.topic, log.partition)
+                continue
+            if not log.closed:
+                log.mark_flushed(plan.up_to_offset, plan.generation)
+            flushed += 1
+        return flushed
+
+    def shutdown(self) -> None:
+        """Close every log cleanly (each writes its clean-shutdown marker)."""
+        for log in self.logs():
+            _guard(log, log.close)
+        self._logs.clear()
+        self.purge_deleted(1 << 62)
+
+
+def _guard(log: Log, action: Callable[[], None]) -> None:
+    try:
+        action()
+    except (OdradekError, OSError):
+        logger.exception("%s failed for %s-%s", action.__name__, log.topic, log.partition)

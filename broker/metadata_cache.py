@@ -1,0 +1,81 @@
+"""What this broker believes about the cluster: live brokers, the controller, partition states.
+
+Only UpdateMetadata from the controller writes it (`apply`); Metadata requests read it
+(`describe`). A partition whose leader is -1 (offline) or not among the live brokers is answered
+with LEADER_NOT_AVAILABLE. Admin handlers that wait for a topic to appear or vanish
+(CreateTopics, DeleteTopics) call `wait_until(predicate, timeout_ms)`, woken on every update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from protocol.api.controller import PartitionState, UpdateMetadataRequest
+from protocol.api.metadata import BrokerInfo, PartitionMetadata, TopicMetadata
+from protocol.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+
+NONE = 0
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self.controller_id = -1
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, dict[int, PartitionState]] = {}
+        self._changed = asyncio.Event()
+
+    def apply(self, request: UpdateMetadataRequest) -> None:
+        self.controller_id = request.controller_id
+        self.brokers = {b.node_id: b for b in request.live_brokers}
+        for name in request.deleted_topics:
+            self.topics.pop(name, None)
+        for state in request.partition_states:
+            self.topics.setdefault(state.topic, {})[state.partition] = state
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # ----- reads ----------------------------------------------------------------------------
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    def has_topic(self, name: str) -> bool:
+        return name in self.topics
+
+    def all_partitions_led(self, name: str) -> bool:
+        parts = self.topics.get(name)
+        return parts is not None and bool(parts) and all(s.leader >= 0 for s in parts.values())
+
+    def describe(self, names: list[str] | None) -> list[TopicMetadata]:
+        wanted = sorted(self.topics) if names is None else names
+        return [self._topic(name) for name in wanted]
+
+    def _topic(self, name: str) -> TopicMetadata:
+        parts = self.topics.get(name)
+        if parts is None:
+            return TopicMetadata(UnknownTopicOrPartitionError.code, name, False, [])
+        return TopicMetadata(NONE, name, False, [self._partition(parts[i]) for i in sorted(parts)])
+
+    def _partition(self, s: PartitionState) -> PartitionMetadata:
+        online = s.leader >= 0 and s.leader in self.brokers
+        offline = sorted(set(s.offline_replicas) | {r for r in s.replicas if r not in self.brokers})
+        return PartitionMetadata(
+            NONE if online else LeaderNotAvailableError.code,
+            s.partition,
+            s.leader if online else -1,
+            s.leader_epoch,
+            list(s.replicas),
+            list(s.isr),
+            offline,
+        )
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool:
+        """Wait until `predicate()` holds after some update; False when `timeout_ms` passes."""
+        try:
+            async with asyncio.timeout(max(0, timeout_ms) / 1000):
+                while not predicate():
+                    await self._changed.wait()
+        except TimeoutError:
+            return predicate()
+        return True

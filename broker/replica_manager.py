@@ -1,0 +1,381 @@
+"""The partitions this broker hosts, and the produce / fetch / list-offsets work on them.
+
+`ReplicaManager` maps (topic, partition) to a `Partition` (broker/partition.py), created and
+re-roled only by the controller's LeaderAndIsr and removed by StopReplica. Handlers call it with
+decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
+
+Produce (`append`): the batch bytes go to `Log.append_as_leader` unread (the log checks header,
+CRC and size, stamps offset and leader epoch, and writes nothing on error); the HW then moves
+(waking parked fetches). For a topic with `flush.messages=1` the caller awaits
+`AppendOutcome.durable` (group commit) before answering.
+
+Fetch (`fetch`): partitions are read in request order within a byte budget (`read_limit`,
+KIP-74 rules: each partition gets at most its own max and what is left of the total; the first
+partition with data may exceed both by one batch so a consumer never gets stuck). Consumers read
+below the HW; replicas (issue 4) up to the log end and report their offset. When fewer than
+`min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
+any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
+once; beyond that a fetch is answered at once with what there is. The wait is measured on the
+event loop's clock (asyncio.timeout): the loop is the edge that owns real time here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.log.config import LogConfig
+from broker.partition import Partition
+from protocol.api.controller import PartitionState
+from protocol.api.fetch import FetchRequest
+from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.codec import FileSlice
+from protocol.errors import (
+    FencedLeaderEpochError,
+    KafkaStorageError,
+    NotLeaderForPartitionError,
+    OdradekError,
+    OffsetOutOfRangeError,
+    StaleControllerEpochError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+
+if TYPE_CHECKING:
+    from broker.log.flusher import GroupCommitFlusher
+    from broker.log.log import Log
+    from broker.log.manager import LogManager
+
+TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
+"""topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
+
+NONE = 0
+NO_DATA = b""
+log = logging.getLogger("odradek.broker.replicas")
+
+
+@dataclass(slots=True)
+class AppendOutcome:
+    error_code: int
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
+
+
+@dataclass(slots=True)
+class PartitionRead:
+    topic: str
+    partition: int
+    error_code: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    records: FileSlice | bytes = NO_DATA
+    size_bytes: int = 0
+
+
+def read_limit(
+    partition_max_bytes: int, remaining_bytes: int, bytes_so_far: int
+) -> tuple[int, bool]:
+    """(max bytes to read for the next partition, whether one whole batch may exceed it)."""
+    limit = max(0, min(partition_max_bytes, remaining_bytes))
+    return limit, bytes_so_far == 0
+
+
+def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
+    """A fetch is answered once it has min_bytes, or any partition has an error to report."""
+    total = 0
+    for r in reads:
+        if r.error_code != NONE:
+            return True
+        total += r.size_bytes
+    return total >= min_bytes
+
+
+def _error(exc: BaseException) -> tuple[int, str]:
+    if isinstance(exc, OdradekError):
+        return exc.code, exc.message
+    return KafkaStorageError.code, f"{type(exc).__name__}: {exc}"
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        flusher: GroupCommitFlusher,
+        default_log_config: LogConfig,
+        max_delayed_fetches: int,
+        fetch_max_bytes: int,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.flusher = flusher
+        self.default_log_config = default_log_config
+        self.max_delayed_fetches = max_delayed_fetches
+        self.fetch_max_bytes = fetch_max_bytes
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.delayed_fetches = 0
+        self._leader_and_isr_lock = asyncio.Lock()
+
+    # ----- lookups --------------------------------------------------------------------------
+
+    def leader(self, topic: str, partition: int, leader_epoch: int = -1) -> Partition:
+        """The partition if this broker leads it (at `leader_epoch`, when one is given)."""
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{partition} is not hosted here")
+        if not p.is_leader:
+            raise NotLeaderForPartitionError(
+                f"broker {self.broker_id} does not lead {topic}-{partition}"
+            )
+        check_leader_epoch(p, leader_epoch)
+        return p
+
+    # ----- produce --------------------------------------------------------------------------
+
+    def append(self, topic: str, partition: int, records: bytes) -> AppendOutcome:
+        try:
+            p = self.leader(topic, partition)
+            info = p.log.append_as_leader(records, p.leader_epoch)
+        except (OdradekError, OSError) as exc:
+            code, message = _error(exc)
+            return AppendOutcome(code, error_message=message)
+        p.update_high_watermark()
+        durable = None
+        if p.log.config.flush_messages == 1:
+            durable = self.flusher.wait_durable(p.log, info.last_offset)
+        return AppendOutcome(NONE, info.base_offset, p.log.log_start_offset, None, durable)
+
+    # ----- fetch ----------------------------------------------------------------------------
+
+    async def fetch(
+        self, request: FetchRequest, reads: list[PartitionRead] | None = None
+    ) -> list[PartitionRead]:
+        """Read, and long-poll if fewer than min_bytes came back; `reads`: a first read done."""
+        if reads is None:
+            reads = self.read_all(request)
+        if request.max_wait_ms <= 0 or fetch_satisfied(reads, request.min_bytes):
+            return reads
+        if self.delayed_fetches >= self.max_delayed_fetches:
+            return reads
+        self.delayed_fetches += 1
+        try:
+            async with asyncio.timeout(request.max_wait_ms / 1000):
+                while True:
+                    await self._wait_for_change(request)
+                    reads = self.read_all(request)
+                    if fetch_satisfied(reads, request.min_bytes):
+                        return reads
+        except TimeoutError:
+            return self.read_all(request)
+        finally:
+            self.delayed_fetches -= 1
+
+    async def _wait_for_change(self, request: FetchRequest) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for topic in request.topics:
+            for fp in topic.partitions:
+                p = self.partitions.get((topic.name, fp.partition))
+                if p is not None:
+                    p.add_waiter(waiter)
+        try:
+            await waiter
+        finally:
+            if not waiter.done():
+                waiter.cancel()  # partitions drop cancelled waiters on their next notify
+
+    def read_all(self, request: FetchRequest) -> list[PartitionRead]:
+        reads: list[PartitionRead] = []
+        remaining = min(request.max_bytes, self.fetch_max_bytes)
+        total = 0
+        for topic in request.topics:
+            for fp in topic.partitions:
+                limit, min_one = read_limit(
+                    min(fp.partition_max_bytes, self.fetch_max_bytes), remaining, total
+                )
+                r = self._read_one(
+                    request.replica_id, topic.name, fp.partition, fp.fetch_offset,
+                    fp.current_leader_epoch, limit, min_one,
+                )  # fmt: skip
+                total += r.size_bytes
+                remaining -= r.size_bytes
+                reads.append(r)
+        return reads
+
+    def _read_one(
+        self,
+        replica_id: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        leader_epoch: int,
+        limit: int,
+        min_one: bool,
+    ) -> PartitionRead:
+        try:
+            p = self.leader(topic, partition, leader_epoch)
+        except OdradekError as exc:
+            return PartitionRead(topic, partition, exc.code)
+        log = p.log
+        out = PartitionRead(
+            topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
+        )
+        max_offset: int | None = None
+        if replica_id < 0:  # a consumer (CONSUMER_REPLICA_ID or another non-replica id)
+            max_offset = p.high_watermark
+            if p.high_watermark <= offset <= log.log_end_offset:
+                return out  # nothing committed past this offset yet: an empty answer
+        elif replica_id >= 0:
+            p.record_follower_offset(replica_id, offset)
+        if limit <= 0 and not min_one:
+            return out  # the response's byte budget is spent
+        try:
+            result = log.read(offset, limit, max_offset=max_offset, min_one_batch=min_one)
+        except (OdradekError, OSError) as exc:
+            out.error_code = _error(exc)[0]
+            return out
+        if result.slice is not None and result.size_bytes > 0:
+            out.records = result.slice
+            out.size_bytes = result.size_bytes
+        return out
+
+    # ----- list offsets ---------------------------------------------------------------------
+
+    def list_offset(
+        self, replica_id: int, topic: str, partition: int, timestamp: int, leader_epoch: int
+    ) -> tuple[int, int, int, int]:
+        """(error_code, timestamp, offset, leader_epoch) for one partition."""
+        try:
+            p = self.leader(topic, partition, leader_epoch)
+        except OdradekError as exc:
+            return exc.code, -1, -1, -1
+        log = p.log
+        if timestamp == EARLIEST_TIMESTAMP:
+            return NONE, -1, log.log_start_offset, p.leader_epoch
+        if timestamp == LATEST_TIMESTAMP:
+            end = p.high_watermark if replica_id < 0 else log.log_end_offset
+            return NONE, -1, end, p.leader_epoch
+        if timestamp < 0:
+            return OffsetOutOfRangeError.code, -1, -1, -1
+        found = log.offset_for_timestamp(timestamp)
+        if found is None or found[0] >= p.high_watermark:
+            return NONE, -1, -1, p.leader_epoch
+        return NONE, found[1], found[0], p.leader_epoch
+
+    # ----- controller requests --------------------------------------------------------------
+
+    async def apply_leader_and_isr(
+        self, states: list[PartitionState], lookup: TopicConfigLookup
+    ) -> list[tuple[str, int, int]]:
+        """Become leader or follower for each state naming this broker; (topic, p, error).
+
+        Requests are applied one at a time, in the order they arrived (the lock), so a request
+        whose config lookups are slow cannot be overtaken by a later one.
+        """
+        async with self._leader_and_isr_lock:
+            ours = [s for s in states if self.broker_id in s.replicas]
+            configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
+            results = [self._try_apply(state, configs[state.topic]) for state in ours]
+        self._log_roles(results)
+        return results
+
+    async def _topic_configs(
+        self, topics: list[str], lookup: TopicConfigLookup
+    ) -> dict[str, LogConfig | BaseException]:
+        """Each topic's LogConfig (defaults + overrides), looked up concurrently."""
+        found = await asyncio.gather(*(lookup(t) for t in topics), return_exceptions=True)
+        configs: dict[str, LogConfig | BaseException] = {}
+        for topic, overrides in zip(topics, found, strict=True):
+            if isinstance(overrides, BaseException):
+                configs[topic] = overrides
+                continue
+            try:
+                configs[topic] = LogConfig.from_properties(overrides, base=self.default_log_config)
+            except OdradekError as exc:
+                configs[topic] = exc
+        return configs
+
+    def _try_apply(
+        self, state: PartitionState, config: LogConfig | BaseException
+    ) -> tuple[str, int, int]:
+        try:
+            if isinstance(config, BaseException):
+                raise config
+            self._apply_state(state, config)
+            return state.topic, state.partition, NONE
+        except (OdradekError, OSError) as exc:
+            log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
+            return state.topic, state.partition, _error(exc)[0]
+
+    def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
+        leading: list[str] = []
+        following: list[str] = []
+        for topic, index, code in results:
+            p = self.partitions.get((topic, index))
+            if code == NONE and p is not None:
+                name = f"{topic}-{index}@{p.leader_epoch}"
+                (leading if p.is_leader else following).append(name)
+        if leading or following:
+            log.info("leader for %s; follower for %s", _names(leading), _names(following))
+
+    def _apply_state(self, state: PartitionState, config: LogConfig) -> None:
+        key = (state.topic, state.partition)
+        p = self.partitions.get(key)
+        if p is not None and state.leader_epoch < p.leader_epoch:
+            raise StaleControllerEpochError(
+                f"{state.topic}-{state.partition}: leader epoch {state.leader_epoch} is older "
+                f"than {p.leader_epoch}"
+            )
+        if p is None:
+            log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
+            p = Partition(state.topic, state.partition, log, self.broker_id)
+            p.high_watermark = log.log_end_offset if state.leader == self.broker_id else 0
+            self.partitions[key] = p
+        if p.log.config != config:
+            p.log.update_config(config)
+        p.controller_epoch = state.controller_epoch
+        if state.leader == self.broker_id:
+            p.become_leader(state.leader_epoch, state.isr, state.replicas, state.zk_version)
+        else:
+            p.become_follower(
+                state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
+            )
+
+    def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
+        p = self.partitions.pop((topic, partition), None)
+        if p is not None:
+            p.notify_waiters()
+        if delete:
+            try:
+                self.log_manager.delete(topic, partition)
+            except (OdradekError, OSError) as exc:
+                log.warning("%s-%d: deleting the log failed: %s", topic, partition, exc)
+                return _error(exc)[0]
+        log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
+        return NONE
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    """A short list for one log line: the first few names and how many more."""
+    if not names:
+        return "none"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def check_leader_epoch(p: Partition, leader_epoch: int) -> None:
+    """-1 skips the check; an older epoch is fenced, a newer one is not known here yet."""
+    if leader_epoch < 0 or leader_epoch == p.leader_epoch:
+        return
+    if leader_epoch < p.leader_epoch:
+        raise FencedLeaderEpochError(
+            f"{p.topic}-{p.index}: leader epoch {leader_epoch} < {p.leader_epoch}"
+        )
+    raise UnknownLeaderEpochError(
+        f"{p.topic}-{p.index}: leader epoch {leader_epoch} > {p.leader_epoch}"
+    )

@@ -1,0 +1,366 @@
+"""The broker's TCP server: one `asyncio.Protocol` per connection, requests pipelined.
+
+Per connection:
+- Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and `decode_request`. Each
+  request gets a slot at the tail of `pending`, then its handler runs: inline when it returns a
+  value, as a task when it returns an awaitable. A finished slot holds its encoded chunks;
+  `_flush` writes the done slots at the head of `pending`, so answers leave strictly in request
+  order whatever order handlers finish in. Bytes of several answers are joined into one write.
+- Limits: at most `max_inflight_requests_per_connection` unanswered requests and
+  `max_inflight_bytes_per_connection` of their frames; at either bound (or while the transport's
+  write buffer is above its high-water mark) reading pauses, and resumes once below. One read
+  (<= 256 KiB) may overshoot the bound by its frames; never more.
+- Bad input (framing error, undecodable envelope, wrong type, unknown api or version): the done
+  answers at the head are written, every other pending request is dropped, an error response
+  (INVALID_REQUEST or UNSUPPORTED_VERSION) goes out when the correlation id is readable, and the
+  connection closes. Nothing reaches any handler, so nothing reaches any log.
+- A handler's unexpected exception answers that request with its error code (or
+  UNKNOWN_SERVER_ERROR) and the connection carries on.
+- Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
+  `connections_max_idle_ms` by the injected clock; a periodic task calls it.
+
+Log data (`FileSlice` chunks of fetch responses) is sent with `os.sendfile` from the segment file
+to the socket's fd when the transport's write buffer is empty (so byte order is kept); when the
+buffer is not empty, the socket would block part-way, or `fetch_use_sendfile` is off, the rest
+goes through `os.pread` + `transport.write`. uvloop has no `loop.sendfile`. A file shorter than
+its slice (truncated meanwhile) closes the connection: the frame could not be completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+from collections import deque
+from typing import Any, cast
+
+from broker.clock import Clock
+from broker.context import BrokerContext
+from broker.handlers import CHUNKED, HANDLERS
+from protocol.codec import (
+    Chunk,
+    FileSlice,
+    Request,
+    decode_request,
+    encode_error_response,
+    encode_response,
+    encode_response_chunks,
+    peek_correlation_id,
+)
+from protocol.errors import (
+    InvalidRequestError,
+    OdradekError,
+    ProtocolError,
+    UnknownServerError,
+    UnsupportedVersionError,
+)
+from protocol.framing import FrameDecoder
+
+log = logging.getLogger("odradek.broker.server")
+
+IDLE_CHECK_MAX_INTERVAL_S = 1.0
+
+
+class _Slot:
+    """One request's place in the answer order."""
+
+    __slots__ = ("chunks", "done", "request_bytes")
+
+    def __init__(self, request_bytes: int) -> None:
+        self.request_bytes = request_bytes
+        self.done = False
+        self.chunks: list[Chunk] = []
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: BrokerServer) -> None:
+        config = server.ctx.config
+        self.server = server
+        self.ctx = server.ctx
+        self.clock = server.clock
+        self.decoder = FrameDecoder(config.socket_request_max_bytes)
+        self.max_requests = config.max_inflight_requests_per_connection
+        self.max_bytes = config.max_inflight_bytes_per_connection
+        self.use_sendfile = config.fetch_use_sendfile
+        self.transport: asyncio.Transport | None = None
+        self.sock_fd = -1
+        self.pending: deque[_Slot] = deque()
+        self.inflight_bytes = 0
+        self.tasks: set[asyncio.Future[Any]] = set()
+        self.reading_paused = False
+        self.writing_paused = False
+        self.closed = False
+        self.last_active_ms = self.clock.monotonic_ms()
+        self.peer = "?"
+
+    # ----- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TCPTransport is not a subclass of asyncio.Transport: no isinstance check
+        self.transport = tr = cast(asyncio.Transport, transport)
+        self.peer = str(tr.get_extra_info("peername"))
+        sock = tr.get_extra_info("socket")
+        self.sock_fd = sock.fileno() if sock is not None else -1
+        if len(self.server.connections) >= self.ctx.config.max_connections:
+            log.warning("refusing %s: %d connections open", self.peer, len(self.server.connections))
+            self.closed = True
+            tr.abort()
+            return
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        for task in list(self.tasks):
+            task.cancel()
+        self.tasks.clear()
+        self.pending.clear()
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        self._check_bounds()
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        self._check_bounds()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active_ms = self.clock.monotonic_ms()
+        try:
+            frames = self.decoder.feed(data)
+        except ProtocolError as exc:
+            self._fatal(None, InvalidRequestError.code, str(exc))
+            return
+        for frame in frames:
+            self._on_frame(frame)
+            if self.closed:
+                return
+        self._flush()
+        self._check_bounds()
+
+    # ----- requests -------------------------------------------------------------------------
+
+    def _on_frame(self, frame: bytes) -> None:
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersionError as exc:
+            self._fatal(peek_correlation_id(frame), UnsupportedVersionError.code, str(exc))
+            return
+        except ProtocolError as exc:
+            self._fatal(peek_correlation_id(frame), InvalidRequestError.code, str(exc))
+            return
+        handler = HANDLERS.get(request.header.api_key)
+        if handler is None:
+            msg = f"{request.spec.name} is not served by brokers"
+            self._fatal(request.header.correlation_id, InvalidRequestError.code, msg)
+            return
+        slot = _Slot(len(frame))
+        self.pending.append(slot)
+        self.inflight_bytes += slot.request_bytes
+        try:
+            result = handler(self.ctx, request)
+        except Exception as exc:
+            self._fail_request(slot, request, exc)
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            self.tasks.add(task)
+            task.add_done_callback(lambda t: self._task_done(t, slot, request))
+        else:
+            self._encode(slot, request, result)
+
+    def _task_done(self, task: asyncio.Future[Any], slot: _Slot, request: Request) -> None:
+        self.tasks.discard(task)
+        if self.closed or task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self._fail_request(slot, request, exc)
+        else:
+            self._encode(slot, request, task.result())
+        self._flush()
+        self._check_bounds()
+
+    def _encode(self, slot: _Slot, request: Request, result: Any) -> None:
+        corr = request.header.correlation_id
+        try:
+            if result is None:
+                pass  # no response (produce with acks=0)
+            elif request.header.api_key in CHUNKED:
+                slot.chunks = encode_response_chunks(corr, result)
+            else:
+                slot.chunks = [encode_response(corr, result)]
+        except Exception as exc:  # a handler built a response that does not encode: a bug
+            self._fail_request(slot, request, exc)
+            return
+        slot.done = True
+
+    def _fail_request(self, slot: _Slot, request: Request, exc: BaseException) -> None:
+        if isinstance(exc, OdradekError):
+            code = exc.code
+        else:
+            code = UnknownServerError.code
+            log.error("%s failed for %s", request.spec.name, self.peer, exc_info=exc)
+        slot.chunks = [encode_error_response(request.header.correlation_id, code)]
+        slot.done = True
+
+    def _fatal(self, correlation_id: int | None, code: int, why: str) -> None:
+        """Bad input: answer what is done, then the error (if addressable), then close."""
+        log.info("closing %s: %s", self.peer, why)
+        self._flush()
+        for task in list(self.tasks):
+            task.cancel()
+        self.tasks.clear()
+        self.pending.clear()
+        self.closed = True
+        assert self.transport is not None
+        if correlation_id is not None:
+            self.transport.write(encode_error_response(correlation_id, code))
+        self.transport.close()
+
+    # ----- writing --------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        """Write every done slot at the head of `pending`, in order."""
+        pending = self.pending
+        if not pending or not pending[0].done or self.transport is None:
+            return
+        out: list[bytes] = []
+        while pending and pending[0].done:
+            slot = pending.popleft()
+            self.inflight_bytes -= slot.request_bytes
+            for chunk in slot.chunks:
+                if type(chunk) is bytes:
+                    out.append(chunk)
+                    continue
+                assert isinstance(chunk, FileSlice)
+                if out:
+                    self.transport.write(b"".join(out))
+                    out = []
+                if not self._send_slice(chunk):
+                    return
+        if out:
+            self.transport.write(b"".join(out) if len(out) > 1 else out[0])
+        self.last_active_ms = self.clock.monotonic_ms()
+
+    def _send_slice(self, s: FileSlice) -> bool:
+        """Send a file slice after what is already written; False when the connection closed."""
+        assert self.transport is not None
+        position, remaining = s.position, s.length
+        try:
+            if (
+                self.use_sendfile
+                and self.sock_fd >= 0
+                and not self.transport.get_write_buffer_size()
+            ):
+                while remaining > 0:
+                    try:
+                        sent = os.sendfile(self.sock_fd, s.fd, position, remaining)
+                    except BlockingIOError:
+                        break  # the socket is full: the rest goes through the transport
+                    if sent == 0:
+                        return self._short_file(s)
+                    position += sent
+                    remaining -= sent
+            if remaining > 0:
+                data = os.pread(s.fd, remaining, position)
+                if len(data) < remaining:
+                    return self._short_file(s)
+                self.transport.write(data)
+        except OSError as exc:
+            log.warning("closing %s: sending log data failed: %s", self.peer, exc)
+            self._abort()
+            return False
+        return True
+
+    def _short_file(self, s: FileSlice) -> bool:
+        log.warning("closing %s: log file shorter than the %d-byte slice sent", self.peer, s.length)
+        self._abort()
+        return False
+
+    def _abort(self) -> None:
+        self.closed = True
+        for task in list(self.tasks):
+            task.cancel()
+        self.tasks.clear()
+        self.pending.clear()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _check_bounds(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        over = (
+            len(self.pending) >= self.max_requests
+            or self.inflight_bytes >= self.max_bytes
+            or self.writing_paused
+        )
+        if over and not self.reading_paused:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        elif not over and self.reading_paused:
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    def close_if_idle(self, now_ms: int, idle_ms: int) -> bool:
+        if self.closed or self.pending or now_ms - self.last_active_ms < idle_ms:
+            return False
+        log.info("closing %s: idle for %d ms", self.peer, now_ms - self.last_active_ms)
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+        return True
+
+
+class BrokerServer:
+    """Accepts connections on (host, port); `port` 0 picks a free one (see `.port`)."""
+
+    def __init__(self, ctx: BrokerContext, clock: Clock) -> None:
+        self.ctx = ctx
+        self.clock = clock
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self.port = ctx.config.port
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        config = self.ctx.config
+        self._server = await loop.create_server(
+            lambda: Connection(self), config.host, config.port, backlog=1024
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._idle_task = asyncio.create_task(self._reap_idle())
+        log.info("listening on %s:%d", config.host, self.port)
+
+    def check_idle(self) -> int:
+        """Close idle connections now; return how many were closed."""
+        now = self.clock.monotonic_ms()
+        idle_ms = self.ctx.config.connections_max_idle_ms
+        return sum(1 for c in list(self.connections) if c.close_if_idle(now, idle_ms))
+
+    async def _reap_idle(self) -> None:
+        interval_s = min(IDLE_CHECK_MAX_INTERVAL_S, self.ctx.config.connections_max_idle_ms / 4000)
+        while True:
+            await asyncio.sleep(interval_s)
+            self.check_idle()
+
+    def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection, wait for the listener to be gone."""
+        self.stop_accepting()
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+        for conn in list(self.connections):
+            conn._abort()
+        if self._server is not None:
+            await self._server.wait_closed()

@@ -1,0 +1,304 @@
+"""The producer's record accumulator: per-partition queues of batches, drained per leader node.
+
+Pure bookkeeping, no I/O and no clock of its own (callers pass `now_ms`), so tests drive it
+directly. The producer appends records; its sender loop asks `ready()` which leader nodes have a
+batch worth sending and `drain()` takes, for each ready node, at most one batch per partition led
+by it, up to `max_request_bytes` per node: one ProduceRequest per node.
+
+A partition's head batch is sendable when it is full (another batch queued behind it, or its
+bytes reached `batch_size`), its `linger_ms` has passed, a flush or close is under way, or memory
+is exhausted (someone waits for buffer space). A partition with `max_in_flight_per_partition`
+batches on the wire, or whose head batch is backing off after a retriable error, is skipped.
+A retried batch goes back to the front of its queue, so records of a partition keep their order
+when `max_in_flight_per_partition` is 1.
+
+Memory: every record's estimated size is counted in `used_bytes` from `append` until its batch
+completes (acknowledged, failed or expired); the producer refuses to append past `buffer_memory`
+and waits instead (back-pressure). Bulk batches (`append_built`) are counted by their bytes.
+
+Batch life: open (taking records) -> closed (full or drained) -> in flight -> done, or back to
+the queue's front on a retriable error, until `delivery_timeout_ms` after its creation.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from client.types import BatchMetadata, RecordMetadata, TopicPartition
+from protocol.batch import CODEC_NONE, build_batch
+from protocol.errors import OdradekError
+
+RECORD_OVERHEAD_BYTES = 12  # msgpack row framing and deltas, roughly
+NO_LEADER = -1
+APPENDED, NEW_BATCH, BATCH_FULL = 0, 1, 2
+
+
+def estimate_size(
+    key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]] | None
+) -> int:
+    size = RECORD_OVERHEAD_BYTES + (len(key) if key else 0) + (len(value) if value else 0)
+    if headers:
+        for name, hv in headers:
+            size += len(name) + (len(hv) if hv else 0) + 4
+    return size
+
+
+class ProducerBatch:
+    """Records bound for one partition, sent as one record batch."""
+
+    __slots__ = (
+        "attempts",
+        "built",
+        "bulk_future",
+        "closed",
+        "created_ms",
+        "deadline_ms",
+        "futures",
+        "record_count",
+        "records",
+        "retry_at_ms",
+        "size_bytes",
+        "timestamp_ms",
+        "tp",
+    )
+
+    def __init__(self, tp: TopicPartition, now_ms: int, delivery_timeout_ms: int) -> None:
+        self.tp = tp
+        self.records: list[tuple[Any, Any, Any, int]] = []
+        self.futures: list[Any] = []  # asyncio futures of RecordMetadata, one per record
+        self.built: bytes | None = None
+        self.bulk_future: Any = None  # a future of BatchMetadata, for append_built batches
+        self.record_count = 0
+        self.size_bytes = 0
+        self.timestamp_ms = 0
+        self.created_ms = now_ms
+        self.deadline_ms = now_ms + delivery_timeout_ms
+        self.retry_at_ms = 0
+        self.attempts = 0
+        self.closed = False
+
+    def payload(self, codec: int) -> bytes:
+        """The record batch bytes; built once and reused on every retry."""
+        if self.built is None:
+            self.built = build_batch(self.records, codec=codec)
+        return self.built
+
+    def complete(self, base_offset: int, log_append_time_ms: int) -> None:
+        topic, partition = self.tp
+        if self.bulk_future is not None:
+            if not self.bulk_future.done():
+                ts = log_append_time_ms if log_append_time_ms >= 0 else self.timestamp_ms
+                meta = BatchMetadata(topic, partition, base_offset, self.record_count, ts)
+                self.bulk_future.set_result(meta)
+            return
+        records = self.records
+        for i, fut in enumerate(self.futures):
+            if not fut.done():
+                ts = log_append_time_ms if log_append_time_ms >= 0 else records[i][3]
+                fut.set_result(RecordMetadata(topic, partition, base_offset + i, ts))
+
+    def fail(self, error: OdradekError) -> None:
+        futures = [self.bulk_future] if self.bulk_future is not None else self.futures
+        for fut in futures:
+            if not fut.done():
+                fut.set_exception(type(error)(error.message))
+
+
+@dataclass(slots=True)
+class ReadyResult:
+    nodes: set[int] = field(default_factory=set)
+    next_check_ms: int | None = None  # ms until some batch may become ready; None: no batches
+    unknown_leaders: set[TopicPartition] = field(default_factory=set)
+
+
+LeaderOf = Callable[[TopicPartition], int]
+
+
+class RecordAccumulator:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 16384,
+        buffer_memory: int = 32 * 1024 * 1024,
+        linger_ms: int = 0,
+        delivery_timeout_ms: int = 120_000,
+        max_in_flight_per_partition: int = 5,
+        codec: int = CODEC_NONE,
+    ) -> None:
+        self.batch_size = batch_size
+        self.buffer_memory = buffer_memory
+        self.linger_ms = linger_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_in_flight_per_partition = max_in_flight_per_partition
+        self.codec = codec
+        self.used_bytes = 0
+        self.incomplete = 0  # batches appended and not yet done
+        self.flushing = 0
+        self.closing = False
+        self.memory_waiters = 0
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._in_flight: dict[TopicPartition, int] = {}
+
+    # ----- appending --------------------------------------------------------------------------
+
+    def has_room(self, size: int) -> bool:
+        return self.used_bytes + size <= self.buffer_memory or self.used_bytes == 0
+
+    def append(
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int,
+        future: Any,
+        now_ms: int,
+    ) -> int:
+        """Add one record. Returns APPENDED, NEW_BATCH (the sender should re-plan its wait)
+        or BATCH_FULL (a batch of this partition is full: send it, move the sticky partition)."""
+        size = estimate_size(key, value, headers)
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        batch = queue[-1] if queue else None
+        outcome = APPENDED
+        if batch is None or batch.closed or batch.size_bytes + size > self.batch_size:
+            outcome = NEW_BATCH
+            if batch is not None and not batch.closed:
+                batch.closed = True
+                outcome = BATCH_FULL
+            batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
+            batch.timestamp_ms = timestamp_ms
+            queue.append(batch)
+            self.incomplete += 1
+        batch.records.append((key, value, headers, timestamp_ms))
+        batch.futures.append(future)
+        batch.record_count += 1
+        batch.size_bytes += size
+        self.used_bytes += size
+        if batch.size_bytes >= self.batch_size:
+            batch.closed = True
+            outcome = BATCH_FULL
+        return outcome
+
+    def append_built(
+        self, tp: TopicPartition, payload: bytes, count: int, timestamp_ms: int, future: Any,
+        now_ms: int,
+    ) -> None:  # fmt: skip
+        """Queue a batch built by the caller (the bulk path); it is sent as it is."""
+        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
+        batch.built = payload
+        batch.bulk_future = future
+        batch.record_count = count
+        batch.size_bytes = len(payload)
+        batch.timestamp_ms = timestamp_ms
+        batch.closed = True
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        if queue and not queue[-1].closed:
+            queue[-1].closed = True
+        queue.append(batch)
+        self.incomplete += 1
+        self.used_bytes += batch.size_bytes
+
+    # ----- sending ----------------------------------------------------------------------------
+
+    def ready(self, leader_of: LeaderOf, now_ms: int) -> ReadyResult:
+        result = ReadyResult()
+        hurry = self.flushing > 0 or self.closing or self.memory_waiters > 0
+        for tp, queue in self._queues.items():
+            if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
+                continue
+            head = queue[0]
+            leader = leader_of(tp)
+            if leader == NO_LEADER:
+                result.unknown_leaders.add(tp)
+                continue
+            if head.retry_at_ms > now_ms:
+                wait = head.retry_at_ms - now_ms
+            elif hurry or head.closed or len(queue) > 1:
+                wait = 0
+            else:
+                wait = max(0, head.created_ms + self.linger_ms - now_ms)
+            if wait == 0:
+                result.nodes.add(leader)
+            elif result.next_check_ms is None or wait < result.next_check_ms:
+                result.next_check_ms = wait
+        return result
+
+    def drain(
+        self, nodes: set[int], leader_of: LeaderOf, max_request_bytes: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        """Take, per ready node, one batch from each partition it leads (within the limits)."""
+        out: dict[int, list[ProducerBatch]] = {}
+        request_bytes: dict[int, int] = {}
+        for tp, queue in self._queues.items():
+            if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
+                continue
+            leader = leader_of(tp)
+            if leader not in nodes or queue[0].retry_at_ms > now_ms:
+                continue
+            size = queue[0].size_bytes
+            used = request_bytes.get(leader, 0)
+            if used and used + size > max_request_bytes:
+                continue
+            batch = queue.popleft()
+            batch.closed = True
+            batch.attempts += 1
+            self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+            request_bytes[leader] = used + size
+            out.setdefault(leader, []).append(batch)
+        return out
+
+    # ----- outcomes ---------------------------------------------------------------------------
+
+    def requeue(self, batch: ProducerBatch, retry_at_ms: int) -> None:
+        """A retriable failure: back to the front of its queue, sent again after the backoff."""
+        self._release_slot(batch.tp)
+        batch.retry_at_ms = retry_at_ms
+        queue = self._queues.get(batch.tp)
+        if queue is None:
+            queue = self._queues[batch.tp] = deque()
+        queue.appendleft(batch)
+
+    def done_in_flight(self, batch: ProducerBatch) -> None:
+        """An in-flight batch finished for good (acknowledged or failed)."""
+        self._release_slot(batch.tp)
+        self._forget(batch)
+
+    def expire(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued (not in-flight) batches past their delivery deadline."""
+        expired: list[ProducerBatch] = []
+        for queue in self._queues.values():
+            while queue and queue[0].deadline_ms <= now_ms:
+                expired.append(queue.popleft())
+        for batch in expired:
+            self._forget(batch)
+        return expired
+
+    def abort_all(self) -> list[ProducerBatch]:
+        """Remove and return every queued batch (closing without waiting)."""
+        batches = [b for q in self._queues.values() for b in q]
+        self._queues.clear()
+        for batch in batches:
+            self._forget(batch)
+        return batches
+
+    def queued_batches(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def _release_slot(self, tp: TopicPartition) -> None:
+        n = self._in_flight.get(tp, 0) - 1
+        if n > 0:
+            self._in_flight[tp] = n
+        else:
+            self._in_flight.pop(tp, None)
+
+    def _forget(self, batch: ProducerBatch) -> None:
+        self.used_bytes -= batch.size_bytes
+        self.incomplete -= 1
+        assert self.used_bytes >= 0 and self.incomplete >= 0

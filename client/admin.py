@@ -1,0 +1,207 @@
+"""AsyncAdmin: create, delete, list and describe topics; describe configs; list offsets.
+
+CreateTopics, DeleteTopics and DescribeConfigs go to any broker (each acts through ZooKeeper,
+where the controller picks the work up), preferring the controller when it is known.
+Descriptions come from a Metadata request for all topics. `list_offsets` sends one ListOffsets
+request per leader node. Per-topic errors in an answer are raised as their error class, naming
+the topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from client.cluster import Cluster, ClusterMetadata
+from client.types import (
+    NewTopic,
+    OffsetAndTimestamp,
+    PartitionDescription,
+    TopicDescription,
+    TopicPartition,
+)
+from protocol.api.admin import (
+    RESOURCE_TOPIC,
+    ConfigEntry,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
+from protocol.api.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from protocol.api.metadata import MetadataRequest, MetadataResponse
+from protocol.errors import LeaderNotAvailableError, OdradekError, UsageError, for_code
+
+
+class AsyncAdmin:
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str | None = None,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        self.request_timeout_ms = request_timeout_ms
+        self._cluster = Cluster(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )  # fmt: skip
+        self._cluster.all_topics = True
+        self._started = False
+
+    async def start(self) -> None:
+        if not self._started:
+            self._started = True
+            await self._cluster.request_update()
+
+    async def __aenter__(self) -> AsyncAdmin:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._cluster.close()
+
+    # ----- topics -----------------------------------------------------------------------------
+
+    async def create_topics(
+        self, new_topics: Iterable[NewTopic], timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:  # fmt: skip
+        """Create topics; raises the first per-topic error (TopicAlreadyExistsError, ...)."""
+        topics = [
+            CreatableTopic(t.name, t.num_partitions, t.replication_factor, [], dict(t.configs))
+            for t in new_topics
+        ]
+        for t in topics:
+            if not t.name or t.num_partitions < 1 or t.replication_factor < 1:
+                raise UsageError(f"bad topic {t.name!r}: need a name, partitions and RF >= 1")
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        request = CreateTopicsRequest(topics, timeout, validate_only)
+        resp: CreateTopicsResponse = await self._send_admin(request, timeout)
+        for result in resp.topics:
+            _raise(result.error_code, result.name, result.error_message)
+
+    async def delete_topics(self, names: Iterable[str], timeout_ms: int | None = None) -> None:
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        request = DeleteTopicsRequest(list(names), timeout)
+        resp: DeleteTopicsResponse = await self._send_admin(request, timeout)
+        for result in resp.responses:
+            _raise(result.error_code, result.name, result.error_message)
+
+    async def list_topics(self, include_internal: bool = False) -> list[str]:
+        resp = await self._metadata(None)
+        return sorted(t.name for t in resp.topics if include_internal or not t.is_internal)
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
+        """Leader, replicas, ISR and offline replicas of every partition (all topics if None)."""
+        resp = await self._metadata(None if names is None else list(names))
+        out = []
+        for t in sorted(resp.topics, key=lambda t: t.name):
+            parts = [
+                PartitionDescription(p.partition, p.leader, p.leader_epoch, list(p.replicas),
+                                     list(p.isr), list(p.offline_replicas), p.error_code)
+                for p in sorted(t.partitions, key=lambda p: p.partition)
+            ]  # fmt: skip
+            out.append(TopicDescription(t.name, t.is_internal, parts, t.error_code))
+        return out
+
+    async def describe_cluster(self) -> ClusterMetadata:
+        """Brokers, controller id and cluster id (plus every topic's partitions)."""
+        return ClusterMetadata.from_response(await self._metadata(None))
+
+    async def describe_configs(
+        self, topics: Iterable[str], config_names: list[str] | None = None
+    ) -> dict[str, dict[str, ConfigEntry]]:
+        """{topic: {config name: ConfigEntry(name, value, read_only, is_default)}}."""
+        resources = [DescribeConfigsResource(RESOURCE_TOPIC, t, config_names) for t in topics]
+        resp: DescribeConfigsResponse = await self._send_admin(
+            DescribeConfigsRequest(resources), self.request_timeout_ms
+        )
+        out = {}
+        for result in resp.results:
+            _raise(result.error_code, result.resource_name, result.error_message)
+            out[result.resource_name] = {c.name: c for c in result.configs}
+        return out
+
+    # ----- offsets ----------------------------------------------------------------------------
+
+    async def list_offsets(
+        self, query: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """{tp: timestamp ms, or -1 latest, -2 earliest} -> {tp: (offset, timestamp)}."""
+        await self.start()
+        meta = await self._cluster.request_update()
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp, ts in query.items():
+            leader = meta.leader_for(tp.topic, tp.partition)
+            if leader < 0:
+                raise LeaderNotAvailableError(f"{tp} has no leader")
+            by_node.setdefault(leader, {})[tp] = ts
+        answers = await asyncio.gather(*[self._list_offsets(n, q) for n, q in by_node.items()])
+        out: dict[TopicPartition, OffsetAndTimestamp] = {}
+        for answer in answers:
+            out.update(answer)
+        return out
+
+    async def _list_offsets(
+        self, node: int, query: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        by_topic: dict[str, list[ListOffsetsPartition]] = {}
+        for tp, ts in query.items():
+            by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
+        request = ListOffsetsRequest(-1, [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()])
+        conn = await self._cluster.connection(node)
+        resp: ListOffsetsResponse = await conn.send(request, self.request_timeout_ms)
+        out = {}
+        for topic in resp.topics:
+            for p in topic.partitions:
+                _raise(p.error_code, f"{topic.name}-{p.partition}", None)
+                out[TopicPartition(topic.name, p.partition)] = OffsetAndTimestamp(
+                    p.offset, p.timestamp
+                )
+        return out
+
+    # ----- internals --------------------------------------------------------------------------
+
+    async def _metadata(self, topics: list[str] | None) -> MetadataResponse:
+        await self.start()
+        resp = await self._cluster.send_to_any(MetadataRequest(topics))
+        assert isinstance(resp, MetadataResponse)
+        return resp
+
+    async def _send_admin(self, request: Any, timeout_ms: float) -> Any:
+        """To the controller if known, else any broker; the timeout covers the broker's wait."""
+        await self.start()
+        controller = self._cluster.metadata.controller_id
+        wait_ms = timeout_ms + self.request_timeout_ms
+        if controller in self._cluster.metadata.brokers:
+            try:
+                conn = await self._cluster.connection(controller)
+                return await conn.send(request, wait_ms)
+            except OdradekError as exc:
+                if not exc.retriable:
+                    raise
+        return await self._cluster.send_to_any(request, wait_ms)
+
+
+def _raise(code: int, name: str, message: str | None) -> None:
+    if code != 0:
+        error = for_code(code)
+        raise error(f"{name}: {message or error.default_message}")

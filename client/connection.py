@@ -1,0 +1,245 @@
+"""One TCP connection to one broker: pipelined requests matched to responses by correlation id.
+
+Built on `asyncio.Protocol` (not streams): each request is encoded into one whole frame and
+written with one `transport.write`; any number of requests (up to `max_in_flight`) may be on the
+wire at once. Incoming bytes go through `protocol.framing.FrameDecoder`; each frame body is split
+into (correlation id, error code, body), the body is decoded into the response dataclass the
+request's `ApiSpec` names, and the future waiting on that correlation id is resolved.
+
+Failure rules:
+- the peer disconnects, or a frame or body does not decode: the connection closes and every
+  pending request fails with `NetworkError` (NETWORK_EXCEPTION, retriable, invalid_metadata);
+- a request sees no response within its `timeout_ms`: it fails with `RequestTimedOutError`; the
+  connection stays open and a late response to it is dropped;
+- a non-zero envelope error code: the request fails with that code's error class.
+
+Back-pressure: `send` waits for a free in-flight slot and for the transport to drain below its
+high-water mark before writing. `send_no_response` (produce with acks=0) never waits.
+
+Users: the client library and the broker's controller (controller-to-broker requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from protocol.codec import encode_request, split_response
+from protocol.errors import (
+    NetworkError,
+    OdradekError,
+    RequestTimedOutError,
+    UsageError,
+    for_code,
+)
+from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+from protocol.registry import spec_for_request
+from protocol.schema import from_wire
+
+_CORRELATION_LIMIT = 2**31 - 1
+
+
+class _Pending:
+    __slots__ = ("future", "response_cls")
+
+    def __init__(self, future: asyncio.Future[Any], response_cls: type) -> None:
+        self.future = future
+        self.response_cls = response_cls
+
+
+class _BrokerProtocol(asyncio.Protocol):
+    """The asyncio side: bytes in, responses routed to their futures."""
+
+    def __init__(self, conn: BrokerConnection, max_frame_bytes: int) -> None:
+        self._conn = conn
+        self._decoder = FrameDecoder(max_frame_bytes)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TCPTransport is not a subclass of asyncio.Transport: no isinstance check
+        self._conn._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        conn = self._conn
+        try:
+            for frame in self._decoder.feed(data):
+                conn._on_frame(frame)
+        except Exception as exc:  # any decode failure: the stream can no longer be trusted
+            conn._fail(NetworkError(f"{conn.address}: undecodable response ({exc}); closed"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        why = f" ({exc})" if exc is not None else ""
+        self._conn._fail(NetworkError(f"{self._conn.address}: connection lost{why}"))
+
+    def pause_writing(self) -> None:
+        self._conn._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._conn._writable.set()
+
+
+class BrokerConnection:
+    """A pipelined request/response connection to one broker. Create with `connect`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str | None,
+        max_in_flight: int,
+    ) -> None:
+        if max_in_flight < 1:
+            raise UsageError("max_in_flight must be at least 1")
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.max_in_flight = max_in_flight
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._corr = itertools.count(1)
+        self._closed = False
+        self._close_error: OdradekError | None = None
+
+    # ----- construction ---------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = None,
+        connect_timeout_ms: int = 5000,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_in_flight: int = 1000,
+    ) -> BrokerConnection:
+        """Open a connection; raises NetworkError when the broker cannot be reached in time."""
+        conn = cls(host, port, client_id, max_in_flight)
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(connect_timeout_ms / 1000):
+                await loop.create_connection(
+                    lambda: _BrokerProtocol(conn, max_frame_bytes), host, port
+                )
+        except TimeoutError:
+            raise NetworkError(
+                f"{host}:{port}: no connection within {connect_timeout_ms} ms"
+            ) from None
+        except OSError as exc:
+            raise NetworkError(f"{host}:{port}: cannot connect ({exc})") from None
+        return conn
+
+    # ----- public API -----------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests written and not yet answered (or timed out)."""
+        return len(self._pending)
+
+    async def send(self, request: Any, timeout_ms: float | None = 30_000) -> Any:
+        """Send one request and wait for its response dataclass.
+
+        `timeout_ms` covers waiting for an in-flight slot, the write and the response.
+        """
+        spec = spec_for_request(type(request))
+        if timeout_ms is None:
+            return await self._send(request, spec.response)
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await self._send(request, spec.response)
+        except TimeoutError:
+            raise RequestTimedOutError(
+                f"{self.address}: no {spec.name} response within {timeout_ms} ms"
+            ) from None
+
+    def send_no_response(self, request: Any) -> None:
+        """Write a request whose broker sends no answer (produce with acks=0)."""
+        self._check_open()
+        assert self._transport is not None
+        self._transport.write(encode_request(request, self._next_correlation_id(), self.client_id))
+
+    async def wait_writable(self) -> None:
+        """Wait until the socket's write buffer is below its high-water mark."""
+        self._check_open()
+        if not self._writable.is_set():
+            await self._writable.wait()
+            self._check_open()
+
+    def abort(self) -> None:
+        """Close now, without waiting; pending requests fail with NetworkError."""
+        self._fail(NetworkError(f"{self.address}: connection closed by the client"))
+
+    async def close(self) -> None:
+        """Close the socket; pending requests fail with NetworkError."""
+        if self._closed:
+            return
+        self.abort()
+        await asyncio.sleep(0)  # let the transport run connection_lost
+
+    # ----- internals ------------------------------------------------------------------------
+
+    async def _send(self, request: Any, response_cls: type) -> Any:
+        self._check_open()
+        async with self._slots:
+            await self.wait_writable()
+            corr = self._next_correlation_id()
+            frame = encode_request(request, corr, self.client_id)
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._pending[corr] = _Pending(future, response_cls)
+            assert self._transport is not None
+            try:
+                self._transport.write(frame)
+                return await future
+            finally:
+                self._pending.pop(corr, None)
+
+    def _next_correlation_id(self) -> int:
+        corr = next(self._corr)
+        if corr >= _CORRELATION_LIMIT:
+            self._corr = itertools.count(1)
+            corr = next(self._corr)
+        return corr
+
+    def _check_open(self) -> None:
+        if self._closed:
+            err = self._close_error
+            raise type(err)(err.message) if err else NetworkError(f"{self.address}: closed")
+
+    def _on_frame(self, frame: bytes) -> None:
+        corr, error_code, body = split_response(frame)
+        pending = self._pending.get(corr)
+        if pending is None or pending.future.done():
+            self._pending.pop(corr, None)
+            return  # the request timed out or was cancelled; its late answer is dropped
+        if error_code != 0:
+            del self._pending[corr]
+            pending.future.set_exception(for_code(error_code)(f"{self.address}: request failed"))
+            return
+        response: Any = from_wire(pending.response_cls, body)  # raises: _fail sees it still pending
+        del self._pending[corr]
+        pending.future.set_result(response)
+
+    def _fail(self, error: OdradekError) -> None:
+        """Close once; fail every pending request and wake every waiter with `error`."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_error = error
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            if not p.future.done():
+                p.future.set_exception(type(error)(error.message))
+        self._writable.set()  # writers wake, see the connection closed, and raise
+        if self._transport is not None:
+            self._transport.close()

@@ -1,0 +1,222 @@
+"""AsyncConsumer: the low-level consumer with manual assignment (seeds 000 and 001).
+
+The user assigns partitions, optionally seeks, and polls. `poll` is a short loop:
+
+    raise an error a fetch left behind (OFFSET_OUT_OF_RANGE with auto_offset_reset="none", ...)
+    look up positions for partitions that have none (ListOffsets, per auto_offset_reset)
+    hand out buffered records, up to max_records           -> return them (after sending the
+                                                              next fetches, so they overlap
+                                                              with the user's processing)
+    send fetches for fetchable partitions (one per leader node)
+    wait for a fetch to finish, until the timeout
+
+The subscription state (client/subscription.py) holds positions and pause flags; the fetcher
+(client/fetcher.py) holds the network side. Issue 5 adds group membership on top: `subscribe`
+will feed `assign` from the coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from types import TracebackType
+
+from client.cluster import Cluster
+from client.fetcher import FetchConfig, Fetcher
+from client.subscription import EARLIEST, LATEST, SubscriptionState
+from client.types import ConsumerRecord, TopicPartition
+from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
+
+
+class AsyncConsumer:
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str | None = None,
+        auto_offset_reset: str = LATEST,
+        max_poll_records: int = 500,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 50 * 1024 * 1024,
+        max_partition_fetch_bytes: int = 1024 * 1024,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        check_crcs: bool = True,
+    ) -> None:
+        if max_poll_records < 1:
+            raise UsageError("max_poll_records must be at least 1")
+        self.max_poll_records = max_poll_records
+        self.request_timeout_ms = request_timeout_ms
+        self._cluster = Cluster(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )  # fmt: skip
+        self._subs = SubscriptionState(auto_offset_reset)
+        config = FetchConfig(
+            fetch_min_bytes, fetch_max_bytes, fetch_max_wait_ms, max_partition_fetch_bytes,
+            request_timeout_ms, retry_backoff_ms, check_crcs,
+        )  # fmt: skip
+        self._fetcher = Fetcher(self._cluster, self._subs, config)
+        self._started = False
+        self._closed = False
+
+    # ----- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Fetch the cluster metadata from the bootstrap servers."""
+        self._check_open()
+        if not self._started:
+            self._started = True
+            await self._cluster.request_update()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._fetcher.close()
+        await self._cluster.close()
+
+    # ----- assignment and positions -----------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._check_open()
+        self._subs.assign(partitions)
+        self._fetcher.clear(
+            {tp for tp in self._fetcher.buffered() if not self._subs.is_assigned(tp)}
+        )
+        self._cluster.add_topics(self._subs.topics())
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._subs.assignment()
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._subs.seek(tp, offset)
+        self._fetcher.clear({tp})
+
+    def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        self._reset(tps, EARLIEST)
+
+    def seek_to_end(self, *tps: TopicPartition) -> None:
+        self._reset(tps, LATEST)
+
+    def _reset(self, tps: Iterable[TopicPartition], strategy: str) -> None:
+        targets = set(tps) or self._subs.assignment()
+        for tp in targets:
+            self._subs.request_reset(tp, strategy)
+        self._fetcher.clear(targets)
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record `poll` will return for `tp` (looked up if needed)."""
+        self._subs.position(tp)  # UsageError if not assigned
+        await self._ensure_started()
+        deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
+        while (position := self._subs.position(tp)) is None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise RequestTimedOutError(f"no position for {tp} within the request timeout")
+            await self._update_metadata_if_needed()
+            await self._fetcher.reset_positions()
+            if self._subs.position(tp) is None:
+                await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
+        return position
+
+    def pause(self, *tps: TopicPartition) -> None:
+        self._subs.pause(tps)
+
+    def resume(self, *tps: TopicPartition) -> None:
+        self._subs.resume(tps)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subs.paused()
+
+    def highwater(self, tp: TopicPartition) -> int:
+        """The last high watermark a fetch reported for `tp` (-1 before any)."""
+        return self._subs.high_watermark(tp)
+
+    async def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return await self._offsets(tps, EARLIEST_TIMESTAMP)
+
+    async def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return await self._offsets(tps, LATEST_TIMESTAMP)
+
+    async def _offsets(self, tps: Iterable[TopicPartition], ts: int) -> dict[TopicPartition, int]:
+        await self._ensure_started()
+        wanted = list(tps)
+        self._cluster.add_topics(tp.topic for tp in wanted)
+        meta = await self._cluster.request_update()
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp in wanted:
+            leader = meta.leader_for(tp.topic, tp.partition)
+            if leader < 0:
+                raise NetworkError(f"{tp} has no leader")
+            by_node.setdefault(leader, {})[tp] = ts
+        out: dict[TopicPartition, int] = {}
+        for node, query in by_node.items():
+            out.update(await self._fetcher.list_offsets(node, query))
+        return out
+
+    # ----- polling ----------------------------------------------------------------------------
+
+    async def poll(
+        self, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records for the assigned partitions, at most `max_records` (max_poll_records)."""
+        self._check_open()
+        limit = max_records if max_records is not None else self.max_poll_records
+        if limit < 1:
+            raise UsageError("max_records must be at least 1")
+        await self._ensure_started()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000
+        while True:
+            self._fetcher.raise_errors()
+            await self._update_metadata_if_needed()
+            if self._subs.needs_position():
+                await self._fetcher.reset_positions()
+            records = self._fetcher.drain(limit)
+            self._fetcher.send_fetches()
+            if records:
+                return records
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return {}
+            await self._fetcher.wait(remaining)
+
+    getmany = poll
+
+    async def __anext__(self) -> ConsumerRecord:
+        while True:
+            batch = await self.poll(timeout_ms=self.request_timeout_ms, max_records=1)
+            for records in batch.values():
+                return records[0]
+
+    def __aiter__(self) -> AsyncConsumer:
+        return self
+
+    # ----- internals --------------------------------------------------------------------------
+
+    async def _ensure_started(self) -> None:
+        if not self._started:
+            await self.start()
+
+    async def _update_metadata_if_needed(self) -> None:
+        topics = self._subs.topics()
+        known = self._cluster.metadata.partitions
+        if any(t not in known for t in topics) or self._cluster.metadata_is_stale():
+            with contextlib.suppress(OdradekError):  # none reachable now: fetches retry later
+                await self._cluster.request_update()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("the consumer is closed")

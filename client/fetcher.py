@@ -1,0 +1,357 @@
+"""The consumer's fetch path (seed 001), in small steps.
+
+1. `plan()` groups the fetchable partitions by leader node: assigned, not paused, with a
+   position, no undrained records buffered, not already in a fetch on the wire. At most one
+   fetch is in flight per node.
+2. `send_fetches()` sends one FetchRequest per node carrying all its planned partitions, each
+   from its current position, as a background task. The partition order rotates between
+   requests so a partition near the end of a full response is not starved.
+3. On the answer each partition is handled alone (`_on_partition`): if the position moved
+   meanwhile (a seek) or the partition was paused or unassigned, the data is dropped; records
+   are decoded (those below the fetch offset inside the first batch skipped) and buffered as a
+   `CompletedFetch`; OFFSET_OUT_OF_RANGE asks for a position reset; an error that means stale
+   metadata (NOT_LEADER_FOR_PARTITION, ...) refreshes the metadata, so the next fetch goes to
+   the new leader; other errors are raised from the next `poll`.
+4. `drain(max_records)` hands out buffered records, advancing positions as records are handed
+   out (never as they arrive); what is left over stays buffered for the next poll.
+
+`reset_positions()` finds offsets for partitions without a position with one ListOffsets
+request per leader node (earliest = -2, latest = -1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from client.cluster import Cluster
+from client.subscription import EARLIEST, NONE, SubscriptionState
+from client.types import ConsumerRecord, TopicPartition
+from protocol.api.fetch import (
+    CONSUMER_REPLICA_ID,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+)
+from protocol.api.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from protocol.batch import CODEC_GZIP, HEADER_BYTES, InvalidBatchError, iter_batches
+from protocol.errors import OdradekError, OffsetOutOfRangeError, for_code
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    fetch_min_bytes: int = 1
+    fetch_max_bytes: int = 50 * 1024 * 1024
+    fetch_max_wait_ms: int = 500
+    max_partition_fetch_bytes: int = 1024 * 1024
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    check_crcs: bool = True
+
+
+class CompletedFetch:
+    """Decoded records of one partition not yet handed out, and where the user will be after."""
+
+    __slots__ = ("index", "next_offset", "position", "records")
+
+    def __init__(self, records: list[ConsumerRecord], position: int, next_offset: int) -> None:
+        self.records = records
+        self.index = 0
+        self.position = position  # the subscription position this data continues from
+        self.next_offset = next_offset  # the position once every record is handed out
+
+    def take(self, n: int) -> list[ConsumerRecord]:
+        chunk = self.records[self.index : self.index + n]
+        self.index += len(chunk)
+        self.position = chunk[-1].offset + 1 if chunk else self.position
+        return chunk
+
+    @property
+    def exhausted(self) -> bool:
+        return self.index >= len(self.records)
+
+
+def decode_fetched(
+    tp: TopicPartition, data: bytes, fetch_offset: int, check_crcs: bool = True
+) -> tuple[list[ConsumerRecord], int]:
+    """Records at or after `fetch_offset` in `data` (whole batches; a partial tail is ignored),
+    and the offset after the last whole batch (`fetch_offset` when there is none)."""
+    topic, partition = tp
+    out: list[ConsumerRecord] = []
+    next_offset = fetch_offset
+    for pos, header in iter_batches(data, check_crc=check_crcs):
+        payload = data[pos + HEADER_BYTES : pos + header.size]
+        if header.codec == CODEC_GZIP:
+            payload = zlib.decompress(payload)
+        base, ts0 = header.base_offset, header.first_timestamp
+        try:
+            rows = msgpack.unpackb(payload, use_list=False, raw=False)
+            out.extend(
+                [
+                    ConsumerRecord(topic, partition, base + d, ts0 + t, k, v,
+                                   None if h is None else [(x[0], x[1]) for x in h])
+                    for d, t, k, v, h in rows
+                    if base + d >= fetch_offset
+                ]
+            )  # fmt: skip
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise InvalidBatchError(
+                f"{tp}: records at offset {base} do not decode: {exc}"
+            ) from None
+        next_offset = max(next_offset, header.next_offset)
+    return out, next_offset
+
+
+class Fetcher:
+    def __init__(self, cluster: Cluster, subscription: SubscriptionState, config: FetchConfig):
+        self._cluster = cluster
+        self._subs = subscription
+        self._config = config
+        self._buffer: dict[TopicPartition, CompletedFetch] = {}
+        self._in_flight: dict[int, asyncio.Task[None]] = {}
+        self._in_flight_tps: set[TopicPartition] = set()
+        self._errors: list[OdradekError] = []
+        self._ready = asyncio.Event()  # set when a fetch finishes (data or not)
+        self._rotation = 0
+        self._metadata_task: asyncio.Future[Any] | None = None
+
+    # ----- planning and sending ---------------------------------------------------------------
+
+    def plan(self) -> dict[int, list[tuple[TopicPartition, int]]]:
+        """Per leader node with no fetch in flight: (partition, position) to fetch."""
+        meta = self._cluster.metadata
+        plan: dict[int, list[tuple[TopicPartition, int]]] = {}
+        missing_leader = False
+        for tp in self._subs.fetchable():
+            if tp in self._buffer or tp in self._in_flight_tps:
+                continue
+            leader = meta.leader_for(tp.topic, tp.partition)
+            if leader < 0 or leader not in meta.brokers:
+                missing_leader = True
+                continue
+            if leader in self._in_flight:
+                continue
+            position = self._subs.position(tp)
+            assert position is not None  # fetchable() guarantees it
+            plan.setdefault(leader, []).append((tp, position))
+        if missing_leader:
+            self.refresh_metadata()
+        return plan
+
+    def send_fetches(self) -> None:
+        for node, parts in self.plan().items():
+            self._rotation += 1
+            k = self._rotation % len(parts)
+            parts = parts[k:] + parts[:k]
+            self._in_flight_tps.update(tp for tp, _ in parts)
+            task = asyncio.create_task(self._fetch(node, parts))
+            self._in_flight[node] = task
+
+    def build_request(self, parts: list[tuple[TopicPartition, int]]) -> FetchRequest:
+        by_topic: dict[str, list[FetchPartition]] = {}
+        cfg = self._config
+        for tp, offset in parts:
+            by_topic.setdefault(tp.topic, []).append(
+                FetchPartition(tp.partition, offset, cfg.max_partition_fetch_bytes)
+            )
+        topics = [FetchTopic(name, ps) for name, ps in by_topic.items()]
+        return FetchRequest(
+            CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms, cfg.fetch_min_bytes, cfg.fetch_max_bytes,
+            topics,
+        )  # fmt: skip
+
+    async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
+        cfg = self._config
+        try:
+            conn = await self._cluster.connection(node)
+            timeout = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
+            resp = await conn.send(self.build_request(parts), timeout)
+            self._on_response(parts, resp)
+        except OdradekError as exc:
+            if not exc.retriable:
+                self._errors.append(exc)
+            self.refresh_metadata()
+            await asyncio.sleep(cfg.retry_backoff_ms / 1000)  # do not hammer a failing node
+        finally:
+            self._in_flight.pop(node, None)
+            self._in_flight_tps.difference_update(tp for tp, _ in parts)
+            self._ready.set()
+
+    def _on_response(self, parts: list[tuple[TopicPartition, int]], resp: FetchResponse) -> None:
+        offsets = dict(parts)
+        for topic in resp.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition)
+                fetch_offset = offsets.get(tp)
+                if fetch_offset is not None:
+                    self._on_partition(tp, fetch_offset, p)
+
+    def _on_partition(
+        self, tp: TopicPartition, fetch_offset: int, p: FetchPartitionResponse
+    ) -> None:
+        subs = self._subs
+        if not subs.is_fetchable(tp) or subs.position(tp) != fetch_offset:
+            return  # paused, unassigned or sought meanwhile: this data is stale
+        if p.error_code != 0:
+            self._on_partition_error(tp, fetch_offset, for_code(p.error_code))
+            return
+        subs.set_high_watermark(tp, p.high_watermark)
+        if not p.records:
+            return
+        try:
+            records, next_offset = decode_fetched(
+                tp, p.records, fetch_offset, self._config.check_crcs
+            )
+        except OdradekError as exc:
+            self._errors.append(exc)
+            return
+        if records or next_offset > fetch_offset:
+            self._buffer[tp] = CompletedFetch(records, fetch_offset, next_offset)
+
+    def _on_partition_error(
+        self, tp: TopicPartition, offset: int, error: type[OdradekError]
+    ) -> None:
+        if error is OffsetOutOfRangeError:
+            if self._subs.auto_offset_reset == NONE:
+                self._errors.append(error(f"{tp}: offset {offset} is out of range"))
+            else:
+                self._subs.request_reset(tp)
+        elif error.invalid_metadata:
+            self.refresh_metadata()
+        elif not error.retriable:
+            self._errors.append(error(f"{tp}: fetch at offset {offset} failed"))
+
+    def refresh_metadata(self) -> None:
+        if self._metadata_task is None or self._metadata_task.done():
+            self._metadata_task = asyncio.ensure_future(self._cluster.request_update())
+            self._metadata_task.add_done_callback(_retrieve_and_wake(self._ready))
+
+    # ----- handing out ------------------------------------------------------------------------
+
+    def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to `max_records` buffered records; positions advance past what is returned."""
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        left = max_records
+        for tp in list(self._buffer):
+            if left <= 0:
+                break
+            fetch = self._buffer.pop(tp)
+            if not self._subs.is_fetchable(tp) or self._subs.position(tp) != fetch.position:
+                continue  # paused, unassigned or sought since it was fetched: drop it
+            chunk = fetch.take(left)
+            if chunk:
+                out[tp] = chunk
+                left -= len(chunk)
+            if fetch.exhausted:
+                self._subs.advance(tp, max(fetch.next_offset, fetch.position))
+            else:
+                self._subs.advance(tp, fetch.position)
+                self._buffer[tp] = fetch  # the rest waits at the back of the line
+        return out
+
+    def raise_errors(self) -> None:
+        if self._errors:
+            error = self._errors.pop(0)
+            raise error
+
+    def buffered(self) -> set[TopicPartition]:
+        """Partitions with fetched records not yet handed out."""
+        return set(self._buffer)
+
+    def clear(self, tps: set[TopicPartition] | None = None) -> None:
+        """Forget buffered data (of `tps`, or all)."""
+        for tp in list(self._buffer):
+            if tps is None or tp in tps:
+                del self._buffer[tp]
+
+    async def wait(self, timeout_s: float) -> None:
+        """Until some fetch finishes or metadata arrives, at most `timeout_s`."""
+        self._ready.clear()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._ready.wait()
+        except TimeoutError:
+            pass
+
+    # ----- positions --------------------------------------------------------------------------
+
+    async def reset_positions(self) -> None:
+        """Look up offsets for partitions with no position (one ListOffsets per leader)."""
+        todo = self._subs.needs_position()
+        if not todo:
+            return
+        meta = self._cluster.metadata
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp in todo:
+            leader = meta.leader_for(tp.topic, tp.partition)
+            if leader < 0 or leader not in meta.brokers:
+                self.refresh_metadata()
+                continue
+            strategy = self._subs.reset_strategy(tp)
+            ts = EARLIEST_TIMESTAMP if strategy == EARLIEST else LATEST_TIMESTAMP
+            by_node.setdefault(leader, {})[tp] = ts
+        results = await asyncio.gather(
+            *[self.list_offsets(node, q) for node, q in by_node.items()], return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                self.refresh_metadata()
+                continue
+            for tp, offset in result.items():
+                if self._subs.is_assigned(tp) and self._subs.position(tp) is None:
+                    self._subs.seek(tp, offset)
+
+    async def list_offsets(
+        self, node: int, query: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """{tp: timestamp (-1 latest, -2 earliest)} -> {tp: offset} from one leader node."""
+        by_topic: dict[str, list[ListOffsetsPartition]] = {}
+        for tp, ts in query.items():
+            by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
+        request = ListOffsetsRequest(
+            CONSUMER_REPLICA_ID, [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()]
+        )
+        conn = await self._cluster.connection(node)
+        resp: ListOffsetsResponse = await conn.send(request, self._config.request_timeout_ms)
+        out: dict[TopicPartition, int] = {}
+        for topic in resp.topics:
+            for p in topic.partitions:
+                if p.error_code != 0:
+                    error = for_code(p.error_code)
+                    if error.invalid_metadata:
+                        self.refresh_metadata()
+                    continue
+                out[TopicPartition(topic.name, p.partition)] = p.offset
+        return out
+
+    async def close(self) -> None:
+        tasks = list(self._in_flight.values())
+        for task in tasks:
+            task.cancel()
+        if self._metadata_task is not None:
+            self._metadata_task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._in_flight.clear()
+        self._in_flight_tps.clear()
+
+
+def _retrieve_and_wake(event: asyncio.Event) -> Any:
+    def done(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled():
+            future.exception()
+        event.set()
+
+    return done

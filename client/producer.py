@@ -1,0 +1,445 @@
+"""AsyncProducer: partition, batch, send per leader node, retry within the delivery timeout.
+
+`send()` picks the partition (client/partitioner.py), waits for buffer memory if the producer
+is over `buffer_memory` (back-pressure), appends the record to its partition's open batch
+(client/accumulator.py) and returns a future of `RecordMetadata`. `send_batch()` is the bulk
+path: it encodes many values into a few large batches at once.
+
+One sender task loops: expire batches past `delivery_timeout_ms`, ask the accumulator which
+leader nodes are ready, drain one batch per partition for each, and send one ProduceRequest per
+node as its own task (requests to a node are pipelined on one connection). Per partition:
+- no error: every record's future gets its offset (base offset + index);
+- a retriable error (NOT_LEADER_FOR_PARTITION, a lost connection, a timeout, ...): the batch
+  goes back to the front of its queue after `retry_backoff_ms`, and an `invalid_metadata` error
+  refreshes the metadata first, so the retry goes to the new leader;
+- anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail.
+With acks=0 the request gets no answer and offsets are -1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import itertools
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+from broker.clock import Clock, SystemClock
+from client.accumulator import (
+    BATCH_FULL,
+    NEW_BATCH,
+    ProducerBatch,
+    RecordAccumulator,
+    estimate_size,
+)
+from client.cluster import Cluster, ClusterMetadata
+from client.partitioner import StickyPartitioner
+from client.types import BatchMetadata, RecordMetadata, TopicPartition
+from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+from protocol.batch import CODECS, HEADER_BYTES, build_batch_from_values
+from protocol.errors import (
+    MessageTooLargeError,
+    OdradekError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+    UsageError,
+    for_code,
+)
+from protocol.schema import Records
+
+BULK_BATCH_BYTES = 256 * 1024
+_ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
+
+
+def parse_acks(acks: int | str) -> int:
+    if acks not in _ACKS:
+        raise UsageError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+    return _ACKS[acks]
+
+
+class AsyncProducer:
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str | None = None,
+        acks: int | str = 1,
+        linger_ms: int = 0,
+        batch_size: int = 16384,
+        max_request_size: int = 1024 * 1024,
+        buffer_memory: int = 32 * 1024 * 1024,
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        delivery_timeout_ms: int = 120_000,
+        request_timeout_ms: int = 30_000,
+        max_block_ms: int = 60_000,
+        max_in_flight_per_partition: int = 5,
+        compression_type: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
+            raise UsageError(
+                "need batch_size >= 1, max_request_size >= 1024, buffer_memory >= max_request_size"
+            )
+        if compression_type not in (None, *CODECS):
+            raise UsageError(f"compression_type must be None or one of {sorted(CODECS)}")
+        self.acks = parse_acks(acks)
+        self.client_id = client_id
+        self.max_request_size = max_request_size
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.max_block_ms = max_block_ms
+        self.codec = CODECS[compression_type or "none"]
+        self._clock = clock or SystemClock()
+        self._cluster = Cluster(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )  # fmt: skip
+        self._acc = RecordAccumulator(
+            batch_size=batch_size, buffer_memory=buffer_memory, linger_ms=linger_ms,
+            delivery_timeout_ms=delivery_timeout_ms, codec=self.codec,
+            max_in_flight_per_partition=max_in_flight_per_partition,
+        )  # fmt: skip
+        self._bulk_bytes = min(max(batch_size, BULK_BATCH_BYTES), max_request_size - 4096)
+        self._partitioner = StickyPartitioner()
+        self._bulk_rr = itertools.count()
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Event()  # set whenever a batch completes (memory, flush)
+        self._sender: asyncio.Task[None] | None = None
+        self._requests: set[asyncio.Task[None]] = set()
+        self._started = False
+        self._closed = False
+        self._fatal: BaseException | None = None
+
+    # ----- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the bootstrap servers and start the sender."""
+        if self._started:
+            return
+        self._started = True
+        await self._cluster.request_update()
+        self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def flush(self, timeout_ms: float | None = None) -> None:
+        """Send everything buffered and wait until every batch is acknowledged or failed."""
+        self._acc.flushing += 1
+        try:
+            async with asyncio.timeout(None if timeout_ms is None else timeout_ms / 1000):
+                while self._acc.incomplete > 0:
+                    self._check_sender()
+                    self._progress.clear()
+                    self._wake.set()
+                    await self._progress.wait()
+        except TimeoutError:
+            raise RequestTimedOutError(f"flush did not finish within {timeout_ms} ms") from None
+        finally:
+            self._acc.flushing -= 1
+
+    async def close(self, timeout_ms: float | None = None) -> None:
+        """Flush (within `timeout_ms`), then stop; batches still queued fail."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._sender is not None and not self._sender.done():
+                await self.flush(timeout_ms)
+        except OdradekError:
+            pass
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        for batch in self._acc.abort_all():
+            batch.fail(RequestTimedOutError("the producer closed before the batch was sent"))
+        if self._sender is not None:
+            self._sender.cancel()
+        for task in [*self._requests, *([self._sender] if self._sender else [])]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self._cluster.close()
+
+    # ----- sending ----------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue one record; returns (once it is buffered) a future of where it landed."""
+        self._check_usable()
+        meta = self._cluster.metadata
+        num = meta.num_partitions(topic)
+        if num is None:
+            num = await self._wait_for_topic(topic)
+            meta = self._cluster.metadata
+        choose = partition is None
+        if partition is None:
+            partition = self._partitioner.partition(
+                topic, key, num, meta.available_partitions(topic) if key is None else ()
+            )
+        elif not 0 <= partition < num:
+            raise UsageError(f"partition {partition} out of range: {topic!r} has {num}")
+        size = estimate_size(key, value, headers)
+        if size + HEADER_BYTES > self.max_request_size:
+            raise MessageTooLargeError(f"a {size}-byte record is above max_request_size")
+        if not self._acc.has_room(size):
+            await self._wait_for_memory(size)
+        now_ms = self._clock.monotonic_ms()
+        ts = self._clock.time_ms() if timestamp_ms is None else timestamp_ms
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        tp = TopicPartition(topic, partition)
+        outcome = self._acc.append(tp, key, value, headers, ts, future, now_ms)
+        if outcome == BATCH_FULL:
+            self._wake.set()
+            if choose and key is None:
+                self._partitioner.on_new_batch(topic, num, meta.available_partitions(topic))
+        elif outcome == NEW_BATCH or self._acc.linger_ms == 0:
+            self._wake.set()
+        return future
+
+    async def send_batch(
+        self, topic: str, values: Sequence[bytes], partition: int | None = None
+    ) -> asyncio.Future[list[BatchMetadata]]:
+        """Bulk path: key-less values encoded into large batches at once.
+
+        Returns a future of one BatchMetadata per batch built. With `partition` None, batches go
+        round robin over the partitions that have a leader.
+        """
+        self._check_usable()
+        num = self._cluster.metadata.num_partitions(topic)
+        if num is None:
+            num = await self._wait_for_topic(topic)
+        if partition is not None and not 0 <= partition < num:
+            raise UsageError(f"partition {partition} out of range: {topic!r} has {num}")
+        futures = []
+        for chunk in self._chunks(values):
+            futures.append(await self._send_chunk(topic, chunk, partition, num))
+        return asyncio.gather(*futures)
+
+    def _chunks(self, values: Sequence[bytes]) -> Iterable[Sequence[bytes]]:
+        ends = list(itertools.accumulate(len(v) + 6 for v in values))
+        start, base = 0, 0
+        while start < len(values):
+            stop = bisect.bisect_right(ends, base + self._bulk_bytes, lo=start + 1)
+            stop = max(stop, start + 1)
+            yield values[start:stop]
+            base = ends[stop - 1]
+            start = stop
+
+    async def _send_chunk(
+        self, topic: str, chunk: Sequence[bytes], partition: int | None, num: int
+    ) -> asyncio.Future[BatchMetadata]:
+        if partition is None:
+            available = self._cluster.metadata.available_partitions(topic) or list(range(num))
+            partition = available[next(self._bulk_rr) % len(available)]
+        ts = self._clock.time_ms()
+        payload = build_batch_from_values(chunk, ts, self.codec)
+        if len(payload) > self.max_request_size:
+            raise MessageTooLargeError(f"a {len(payload)}-byte batch is above max_request_size")
+        if not self._acc.has_room(len(payload)):
+            await self._wait_for_memory(len(payload))
+        future: asyncio.Future[BatchMetadata] = asyncio.get_running_loop().create_future()
+        tp = TopicPartition(topic, partition)
+        self._acc.append_built(tp, payload, len(chunk), ts, future, self._clock.monotonic_ms())
+        self._wake.set()
+        return future
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        self._check_usable()
+        num = self._cluster.metadata.num_partitions(topic)
+        if num is None:
+            num = await self._wait_for_topic(topic)
+        return list(range(num))
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise UsageError("the producer is closed")
+        if not self._started:
+            raise UsageError("call `await producer.start()` (or use `async with`) first")
+        self._check_sender()
+
+    def _check_sender(self) -> None:
+        if self._fatal is not None:
+            raise UnknownServerError(f"the producer's sender died: {self._fatal!r}")
+
+    async def _wait_for_topic(self, topic: str) -> int:
+        """Metadata for a topic not yet known, retried until max_block_ms."""
+        self._cluster.add_topics([topic])
+        deadline = self._clock.monotonic_ms() + self.max_block_ms
+        last: OdradekError | None = None
+        while self._clock.monotonic_ms() < deadline:
+            try:
+                meta = await self._cluster.request_update()
+            except OdradekError as exc:
+                last = exc
+                continue
+            num = meta.num_partitions(topic)
+            if num:
+                return num
+            code = meta.topic_errors.get(topic)
+            last = for_code(code)(f"topic {topic!r}") if code else None
+            if last is not None and not last.retriable:
+                raise last
+        raise last or UnknownTopicOrPartitionError(
+            f"topic {topic!r} not in the metadata after {self.max_block_ms} ms"
+        )
+
+    async def _wait_for_memory(self, size: int) -> None:
+        self._acc.memory_waiters += 1
+        self._wake.set()
+        try:
+            async with asyncio.timeout(self.max_block_ms / 1000):
+                while not self._acc.has_room(size):
+                    self._check_sender()
+                    self._progress.clear()
+                    await self._progress.wait()
+        except TimeoutError:
+            raise RequestTimedOutError(
+                f"no buffer memory for a {size}-byte record within {self.max_block_ms} ms"
+            ) from None
+        finally:
+            self._acc.memory_waiters -= 1
+
+    # ----- the sender -------------------------------------------------------------------------
+
+    async def _run_sender(self) -> None:
+        try:
+            while True:
+                self._wake.clear()
+                delay_ms = self._send_ready()
+                if delay_ms is None:
+                    await self._wake.wait()
+                elif delay_ms > 0:
+                    try:
+                        async with asyncio.timeout(delay_ms / 1000):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+                else:
+                    await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # a bug: make it visible to every caller
+            self._fatal = exc
+            self._progress.set()
+            raise
+
+    def _send_ready(self) -> int | None:
+        """One pass: expire, drain, send. Returns ms until the next pass is needed."""
+        now_ms = self._clock.monotonic_ms()
+        for batch in self._acc.expire(now_ms):
+            batch.fail(RequestTimedOutError(f"{batch.tp} not delivered within delivery_timeout"))
+            self._progress.set()
+        meta = self._cluster.metadata
+        leader_of = self._leader_of(meta)
+        ready = self._acc.ready(leader_of, now_ms)
+        delay = ready.next_check_ms
+        if ready.unknown_leaders:
+            self._refresh_metadata()
+            delay = (
+                min(delay, self.retry_backoff_ms) if delay is not None else self.retry_backoff_ms
+            )
+        drained = self._acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
+        for node, batches in drained.items():
+            task = asyncio.create_task(self._produce(node, batches))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+        return 0 if drained else delay  # drained some: more may be sendable right away
+
+    @staticmethod
+    def _leader_of(meta: ClusterMetadata) -> Any:
+        parts = meta.partitions
+
+        def leader_of(tp: TopicPartition) -> int:
+            infos = parts.get(tp[0])
+            if infos is None or tp[1] >= len(infos):
+                return -1
+            leader = infos[tp[1]].leader
+            return leader if leader in meta.brokers else -1
+
+        return leader_of
+
+    def _refresh_metadata(self) -> None:
+        task = asyncio.ensure_future(self._cluster.request_update())
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        task.add_done_callback(lambda _t: self._wake.set())
+
+    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+        try:
+            request = self._build_request(batches)
+            conn = await self._cluster.connection(node)
+            if self.acks == 0:
+                await conn.wait_writable()
+                conn.send_no_response(request)
+                for batch in batches:
+                    self._finish(batch, -1, -1)
+                return
+            resp = await conn.send(request, self.request_timeout_ms)
+        except OdradekError as exc:
+            for batch in batches:
+                self._on_error(batch, exc)
+            return
+        answers = {(t.name, p.partition): p for t in resp.topics for p in t.partitions}
+        for batch in batches:
+            answer = answers.get(batch.tp)
+            if answer is None:
+                self._on_error(batch, UnknownServerError(f"no answer for {batch.tp}"))
+            elif answer.error_code != 0:
+                error = for_code(answer.error_code)(answer.error_message or f"{batch.tp}")
+                self._on_error(batch, error)
+            else:
+                self._finish(batch, answer.base_offset, answer.log_append_time_ms)
+
+    def _build_request(self, batches: list[ProducerBatch]) -> ProduceRequest:
+        by_topic: dict[str, list[ProducePartition]] = {}
+        for batch in batches:
+            part = ProducePartition(batch.tp.partition, Records(batch.payload(self.codec)))
+            by_topic.setdefault(batch.tp.topic, []).append(part)
+        topics = [ProduceTopic(name, parts) for name, parts in by_topic.items()]
+        return ProduceRequest(self.acks, self.request_timeout_ms, topics)
+
+    def _finish(self, batch: ProducerBatch, base_offset: int, append_time_ms: int) -> None:
+        self._acc.done_in_flight(batch)
+        batch.complete(base_offset, append_time_ms)
+        self._progress.set()
+        self._wake.set()
+
+    def _on_error(self, batch: ProducerBatch, error: OdradekError) -> None:
+        now_ms = self._clock.monotonic_ms()
+        retry_at = now_ms + self.retry_backoff_ms
+        if (
+            error.retriable
+            and not self._closed_hard()
+            and batch.attempts <= self.retries
+            and retry_at < batch.deadline_ms
+        ):
+            if error.invalid_metadata:
+                self._refresh_metadata()
+            self._acc.requeue(batch, retry_at)
+            self._wake.set()
+            return
+        self._acc.done_in_flight(batch)
+        batch.fail(error)
+        self._progress.set()
+        self._wake.set()
+
+    def _closed_hard(self) -> bool:
+        return self._sender is None or self._sender.done()

@@ -1,0 +1,299 @@
+"""Synchronous Producer, Consumer and Admin for scripts and Spark executors.
+
+Each object owns one private event loop (uvloop) running in one background thread, started on
+first use and stopped by `close()` (or the `with` block's end). Every method hands a coroutine
+or a call to that loop and blocks for its result, so the async client is only ever touched from
+its own thread. `Producer.send()` blocks until the record is buffered (back-pressure) and
+returns a `concurrent.futures.Future` that resolves once the broker acknowledges it.
+
+The sync wrappers never use the caller's event loop, so they also work inside programs that
+run their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import uvloop
+
+from client.admin import AsyncAdmin
+from client.cluster import ClusterMetadata
+from client.consumer import AsyncConsumer
+from client.producer import AsyncProducer
+from client.types import (
+    BatchMetadata,
+    ConsumerRecord,
+    NewTopic,
+    OffsetAndTimestamp,
+    RecordMetadata,
+    TopicDescription,
+    TopicPartition,
+)
+from protocol.api.admin import ConfigEntry
+from protocol.errors import UsageError
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """One event loop in one daemon thread, started lazily."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.stopped = False
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self.stopped:
+                raise UsageError(f"{self._name} is closed")
+            if self._loop is None:
+                loop = uvloop.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        try:
+            loop = self._ensure()
+            if _running_loop() is loop:
+                raise UsageError("a sync client cannot be called from its own event loop")
+        except BaseException:
+            coro.close()
+            raise
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout_s)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        async def invoke() -> T:
+            return fn(*args)
+
+        return self.run(invoke())
+
+    def stop(self) -> None:
+        with self._lock:
+            if self.stopped:
+                return
+            self.stopped = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _chain(future: asyncio.Future[T]) -> concurrent.futures.Future[T]:
+    """A concurrent future that follows an asyncio future (callbacks run on the loop)."""
+    out: concurrent.futures.Future[T] = concurrent.futures.Future()
+    out.set_running_or_notify_cancel()
+
+    def copy(f: asyncio.Future[T]) -> None:
+        if f.cancelled():
+            out.cancel()
+        elif (exc := f.exception()) is not None:
+            out.set_exception(exc)
+        else:
+            out.set_result(f.result())
+
+    future.add_done_callback(copy)
+    return out
+
+
+class _SyncClient:
+    """Owns the loop thread and the async twin, built inside that loop on first use."""
+
+    _name = "odradek-client"
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._thread = _LoopThread(self._name)
+        self._client: Any = None
+
+    def _run(self, make_coro: Callable[[Any], Awaitable[T]], timeout_s: float | None = None) -> T:
+        async def go() -> T:
+            if self._client is None:
+                client = self._factory()
+                await client.start()
+                self._client = client
+            return await make_coro(self._client)
+
+        return self._thread.run(go(), timeout_s)
+
+    def close(self) -> None:
+        if self._thread.stopped:
+            return
+        try:
+            if self._client is not None:
+                self._thread.run(self._client.close())
+        finally:
+            self._thread.stop()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Producer(_SyncClient):
+    """Synchronous twin of AsyncProducer (same arguments)."""
+
+    _name = "odradek-producer"
+
+    def __init__(self, bootstrap_servers: str | Iterable[str], **config: Any) -> None:
+        super().__init__(lambda: AsyncProducer(bootstrap_servers, **config))
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> concurrent.futures.Future[RecordMetadata]:
+        async def go(p: AsyncProducer) -> concurrent.futures.Future[RecordMetadata]:
+            return _chain(await p.send(topic, value, key, partition, headers, timestamp_ms))
+
+        return self._run(go)
+
+    def send_batch(
+        self, topic: str, values: Sequence[bytes], partition: int | None = None
+    ) -> concurrent.futures.Future[list[BatchMetadata]]:
+        async def go(p: AsyncProducer) -> concurrent.futures.Future[list[BatchMetadata]]:
+            return _chain(await p.send_batch(topic, values, partition))
+
+        return self._run(go)
+
+    def flush(self, timeout_ms: float | None = None) -> None:
+        self._run(lambda p: p.flush(timeout_ms))
+
+    def partitions_for(self, topic: str) -> list[int]:
+        return self._run(lambda p: p.partitions_for(topic))
+
+
+class Consumer(_SyncClient):
+    """Synchronous twin of AsyncConsumer (same arguments)."""
+
+    _name = "odradek-consumer"
+
+    def __init__(self, bootstrap_servers: str | Iterable[str], **config: Any) -> None:
+        super().__init__(lambda: AsyncConsumer(bootstrap_servers, **config))
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def _do(self, fn: Callable[[AsyncConsumer], T]) -> T:
+        async def go(c: AsyncConsumer) -> T:
+            return fn(c)
+
+        return self._run(go)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = list(partitions)
+        self._do(lambda c: c.assign(tps))
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._do(lambda c: c.assignment())
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._do(lambda c: c.seek(tp, offset))
+
+    def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        self._do(lambda c: c.seek_to_beginning(*tps))
+
+    def seek_to_end(self, *tps: TopicPartition) -> None:
+        self._do(lambda c: c.seek_to_end(*tps))
+
+    def position(self, tp: TopicPartition) -> int:
+        return self._run(lambda c: c.position(tp))
+
+    def pause(self, *tps: TopicPartition) -> None:
+        self._do(lambda c: c.pause(*tps))
+
+    def resume(self, *tps: TopicPartition) -> None:
+        self._do(lambda c: c.resume(*tps))
+
+    def paused(self) -> set[TopicPartition]:
+        return self._do(lambda c: c.paused())
+
+    def highwater(self, tp: TopicPartition) -> int:
+        return self._do(lambda c: c.highwater(tp))
+
+    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        wanted = list(tps)
+        return self._run(lambda c: c.beginning_offsets(wanted))
+
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        wanted = list(tps)
+        return self._run(lambda c: c.end_offsets(wanted))
+
+    def poll(
+        self, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        return self._run(lambda c: c.poll(timeout_ms, max_records))
+
+
+class Admin(_SyncClient):
+    """Synchronous twin of AsyncAdmin (same arguments)."""
+
+    _name = "odradek-admin"
+
+    def __init__(self, bootstrap_servers: str | Iterable[str], **config: Any) -> None:
+        super().__init__(lambda: AsyncAdmin(bootstrap_servers, **config))
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def create_topics(
+        self, new_topics: Iterable[NewTopic], timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:  # fmt: skip
+        topics = list(new_topics)
+        self._run(lambda a: a.create_topics(topics, timeout_ms, validate_only))
+
+    def delete_topics(self, names: Iterable[str], timeout_ms: int | None = None) -> None:
+        wanted = list(names)
+        self._run(lambda a: a.delete_topics(wanted, timeout_ms))
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return self._run(lambda a: a.list_topics(include_internal))
+
+    def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
+        wanted = None if names is None else list(names)
+        return self._run(lambda a: a.describe_topics(wanted))
+
+    def describe_cluster(self) -> ClusterMetadata:
+        return self._run(lambda a: a.describe_cluster())
+
+    def describe_configs(
+        self, topics: Iterable[str], config_names: list[str] | None = None
+    ) -> dict[str, dict[str, ConfigEntry]]:
+        wanted = list(topics)
+        return self._run(lambda a: a.describe_configs(wanted, config_names))
+
+    def list_offsets(
+        self, query: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        q = dict(query)
+        return self._run(lambda a: a.list_offsets(q))

@@ -1,0 +1,72 @@
+"""The plain values the client library hands to and takes from users.
+
+All are NamedTuples: cheap to build (a consumer makes one per record), immutable, hashable
+where their fields are, and printable. Names and field orders follow kafka-python/aiokafka.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] | None
+
+
+class RecordMetadata(NamedTuple):
+    """Where one produced record landed."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class BatchMetadata(NamedTuple):
+    """Where a bulk batch (`send_batch`) landed: records base_offset .. base_offset+count-1."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    record_count: int
+    timestamp: int
+
+
+class NewTopic(NamedTuple):
+    name: str
+    num_partitions: int
+    replication_factor: int = 1
+    configs: dict[str, str] = {}  # shared default: never mutated, copied before use
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class PartitionDescription(NamedTuple):
+    partition: int
+    leader: int  # -1: offline
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+    error_code: int
+
+
+class TopicDescription(NamedTuple):
+    name: str
+    is_internal: bool
+    partitions: list[PartitionDescription]
+    error_code: int

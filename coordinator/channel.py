@@ -1,0 +1,208 @@
+"""The controller's channel to the brokers: one connection and one ordered queue per live broker.
+
+How it works: `BrokerChannel.add_broker(id, host, port)` starts a sender task for that broker.
+`send(id, request, on_response)` appends to the broker's bounded queue and returns at once (the
+controller's event loop never waits on a broker). The sender takes requests one at a time, in
+order (LeaderAndIsr before the UpdateMetadata that follows it, as Kafka's RequestSendThread
+does), connects on demand with `client.connection.BrokerConnection`, and on a network error or
+time-out reconnects with exponential backoff and sends the same request again, until it is
+answered or the broker is removed. An error answer (for example STALE_CONTROLLER_EPOCH) is handed
+to `on_response` and not retried.
+
+Limits: `queue_max` requests per broker. When a queue is full the channel drops that broker's
+queue and calls `on_overflow(broker_id)`; the controller then sends that broker its full state
+again (one LeaderAndIsr and one UpdateMetadata), which supersedes everything dropped.
+
+`RecordingChannel` implements the same interface and only records what would be sent: the
+controller's logic is tested with it, without brokers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from client.connection import BrokerConnection
+from protocol.errors import NetworkError, OdradekError, RequestTimedOutError
+
+log = logging.getLogger(__name__)
+
+ResponseCallback = Callable[[int, Any], None]  # (broker id, response or OdradekError)
+Connect = Callable[[str, int], Awaitable[BrokerConnection]]
+Sleep = Callable[[float], Awaitable[None]]
+
+DEFAULT_QUEUE_MAX = 1000
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+BACKOFF_MIN_MS = 50
+BACKOFF_MAX_MS = 2000
+
+
+class ControllerChannel(Protocol):
+    def add_broker(self, broker_id: int, host: str, port: int) -> None: ...
+
+    def remove_broker(self, broker_id: int) -> None: ...
+
+    def send(
+        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+    ) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class _Queued:
+    request: Any
+    on_response: ResponseCallback | None
+
+
+class _BrokerSender:
+    """One broker's queue, connection and sender task."""
+
+    def __init__(self, channel: BrokerChannel, broker_id: int, host: str, port: int) -> None:
+        self.channel = channel
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.queue: asyncio.Queue[_Queued] = asyncio.Queue(channel.queue_max)
+        self.conn: BrokerConnection | None = None
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            item = await self.queue.get()
+            response = await self._deliver(item.request)
+            if item.on_response is not None:
+                try:
+                    item.on_response(self.broker_id, response)
+                except Exception:
+                    log.exception("controller response callback failed")
+
+    async def _deliver(self, request: Any) -> Any:
+        """Send until answered; returns the response or the error the broker answered with."""
+        backoff_ms = BACKOFF_MIN_MS
+        while True:
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = await self.channel.connect(self.host, self.port)
+                return await self.conn.send(request, timeout_ms=self.channel.request_timeout_ms)
+            except (NetworkError, RequestTimedOutError) as exc:
+                log.info("broker %d: %s; retrying in %d ms", self.broker_id, exc, backoff_ms)
+                await self._drop_connection()
+            except OdradekError as exc:  # the broker answered with an error: not retried
+                return exc
+            await self.channel.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, BACKOFF_MAX_MS)
+
+    async def _drop_connection(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+
+    async def close(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        await self._drop_connection()
+
+
+class BrokerChannel:
+    """The real channel (see the module docstring)."""
+
+    def __init__(
+        self,
+        controller_id: int,
+        *,
+        on_overflow: Callable[[int], None] | None = None,
+        queue_max: int = DEFAULT_QUEUE_MAX,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+        connect: Connect | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.controller_id = controller_id
+        self.on_overflow = on_overflow
+        self.queue_max = queue_max
+        self.request_timeout_ms = request_timeout_ms
+        self.connect: Connect = connect or self._connect
+        self.sleep = sleep
+        self._senders: dict[int, _BrokerSender] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    async def _connect(self, host: str, port: int) -> BrokerConnection:
+        return await BrokerConnection.connect(
+            host, port, client_id=f"controller-{self.controller_id}"
+        )
+
+    def add_broker(self, broker_id: int, host: str, port: int) -> None:
+        old = self._senders.get(broker_id)
+        if old is not None and (old.host, old.port) == (host, port):
+            return
+        if old is not None:
+            self.remove_broker(broker_id)
+        self._senders[broker_id] = _BrokerSender(self, broker_id, host, port)
+
+    def remove_broker(self, broker_id: int) -> None:
+        sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            task = asyncio.get_running_loop().create_task(sender.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    def send(
+        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+    ) -> None:
+        sender = self._senders.get(broker_id)
+        if sender is None:
+            log.warning("no channel to broker %d; %s dropped", broker_id, type(request).__name__)
+            return
+        try:
+            sender.queue.put_nowait(_Queued(request, on_response))
+        except asyncio.QueueFull:
+            log.warning("queue to broker %d is full: dropped; full resync", broker_id)
+            while not sender.queue.empty():
+                sender.queue.get_nowait()
+            if self.on_overflow is not None:
+                self.on_overflow(broker_id)
+
+    def queued(self, broker_id: int) -> int:
+        sender = self._senders.get(broker_id)
+        return 0 if sender is None else sender.queue.qsize()
+
+    async def close(self) -> None:
+        for broker_id in list(self._senders):
+            self.remove_broker(broker_id)
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+@dataclass
+class RecordingChannel:
+    """Records (broker id, request) instead of sending; answers nothing."""
+
+    brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
+    sent: list[tuple[int, Any]] = field(default_factory=list)
+    closed: bool = False
+
+    def add_broker(self, broker_id: int, host: str, port: int) -> None:
+        self.brokers[broker_id] = (host, port)
+
+    def remove_broker(self, broker_id: int) -> None:
+        self.brokers.pop(broker_id, None)
+
+    def send(
+        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+    ) -> None:
+        assert broker_id in self.brokers, f"send to unknown broker {broker_id}"
+        self.sent.append((broker_id, request))
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def of_type(self, cls: type) -> list[tuple[int, Any]]:
+        return [(b, r) for b, r in self.sent if isinstance(r, cls)]
+
+    def clear(self) -> None:
+        self.sent.clear()

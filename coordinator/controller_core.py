@@ -1,0 +1,452 @@
+"""The controller's work once elected: one broker's authority over leaders, acting on ZooKeeper
+changes. (The election itself is coordinator/controller.py.)
+
+How it works: `Controller.start()` queues a STARTUP event and starts one task that runs events
+one at a time from a single bounded queue (Kafka's ControllerEventManager). ZooKeeper watches
+(/brokers/ids, /brokers/topics, /admin/delete_topics children) only enqueue an event kind; an
+event kind already queued is not queued twice, and each handler re-reads ZooKeeper, so nothing
+is lost by coalescing and the queue stays small.
+
+- STARTUP: load live brokers, topics, assignments, configs and partition states; elect leaders
+  for new partitions and for partitions whose leader is gone; send every live broker
+  LeaderAndIsr for its partitions and the full UpdateMetadata (this also tells them our epoch).
+- BROKER_CHANGE: diff the registrations (a changed czxid is a bounce: death plus return).
+  Death: each partition it led gets a new leader from ISR ∩ live (coordinator/election.py), or
+  goes offline (leader -1, ISR kept); it leaves the ISR of the others. Return: offline and new
+  partitions it can lead are elected; it gets LeaderAndIsr for all its replicas and the full
+  metadata; the others get the new broker list and the changed partitions.
+- TOPIC_CHANGE: new topics get their state znodes (leader = first live replica, leader epoch 0)
+  and LeaderAndIsr(is_new) to their replicas, UpdateMetadata to everyone.
+- TOPIC_DELETION: StopReplica(delete_partitions) to live replicas, delete the topic's znodes and
+  then the /admin marker, UpdateMetadata(deleted_topics) to everyone.
+- RESYNC(broker): the channel dropped requests; send that broker its full state again.
+
+State znode writes go through coordinator/state_writer.py: batched ZooKeeper transactions that
+also check the /controller_epoch version this controller wrote, so a replaced controller writes
+nothing (it stops and calls `on_stopped`), and conditional on each znode's version (a conflict
+re-reads and decides again). LeaderAndIsr and UpdateMetadata go out batched: one request per
+broker per event, carrying all its partitions. Every request carries our id and epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import partial
+
+from coordinator import zk_paths as paths
+from coordinator.channel import ControllerChannel
+from coordinator.context import ControllerContext, LiveBroker, TopicPartition, diff_brokers
+from coordinator.election import after_brokers_died, initial_isr, reelect_if_leaderless
+from coordinator.state_writer import ControllerFenced, Decide, StateWriter
+from coordinator.states import PartitionState, ReplicaState
+from coordinator.topics import ensure_layout
+from coordinator.zk import (
+    WatchHandle,
+    ZkClient,
+    ZkConnectionLost,
+    ZkNoNode,
+)
+from coordinator.zk_paths import BrokerRegistration, LeaderIsrState
+from protocol.api.controller import (
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    TopicPartitionRef,
+    UpdateMetadataRequest,
+)
+from protocol.api.controller import PartitionState as PartitionStateMsg
+
+log = logging.getLogger(__name__)
+
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+
+
+class Event(Enum):
+    STARTUP = "startup"
+    BROKER_CHANGE = "broker_change"
+    TOPIC_CHANGE = "topic_change"
+    TOPIC_DELETION = "topic_deletion"
+    RESYNC = "resync"
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    replicated: bool = False  # issue 4 turns this on: new partitions start with ISR = live replicas
+    event_queue_max: int = 1024
+    default_unclean: bool = False  # broker default for unclean.leader.election.enable
+
+
+class Controller:
+    def __init__(
+        self,
+        zk: ZkClient,
+        broker_id: int,
+        epoch: int,
+        epoch_zk_version: int,
+        channel: ControllerChannel,
+        *,
+        config: ControllerConfig | None = None,
+        on_stopped: Callable[[], None] | None = None,
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.channel = channel
+        self.config = config or ControllerConfig()
+        self.ctx = ControllerContext(epoch, epoch_zk_version)
+        self.writer = StateWriter(zk, self.ctx)
+        self._on_stopped = on_stopped
+        self._queue: asyncio.Queue[tuple[Event, int | None]] = asyncio.Queue(
+            self.config.event_queue_max
+        )
+        self._queued: set[tuple[Event, int | None]] = set()
+        self._watches: list[WatchHandle] = []
+        self._task: asyncio.Task[None] | None = None
+        self.active = False
+        self.events_processed = 0
+        self._idle = asyncio.Event()
+
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch
+
+    # ----- lifecycle and events -------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.active = True
+        self.enqueue(Event.STARTUP)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Stop acting: no more events, no more requests. Idempotent."""
+        self.active = False
+        for handle in self._watches:
+            handle.cancel()
+        self._watches.clear()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.channel.close()
+
+    def enqueue(self, event: Event, arg: int | None = None) -> None:
+        key = (event, arg)
+        if not self.active or key in self._queued:
+            return
+        try:
+            self._queue.put_nowait(key)
+        except asyncio.QueueFull:
+            log.error("controller event queue full (%d): %s dropped", self._queue.maxsize, key)
+            return
+        self._queued.add(key)
+        self._idle.clear()
+
+    async def wait_idle(self, timeout_s: float) -> None:
+        """Wait until the queue is empty and no event runs (tests and orderly shutdown)."""
+        async with asyncio.timeout(timeout_s):
+            while not (self._queue.empty() and self._idle.is_set()):
+                await self._idle.wait()
+                await asyncio.sleep(0)
+
+    async def _run(self) -> None:
+        handlers = {
+            Event.STARTUP: self._on_startup,
+            Event.BROKER_CHANGE: self._on_broker_change,
+            Event.TOPIC_CHANGE: self._on_topic_change,
+            Event.TOPIC_DELETION: self._on_topic_deletion,
+        }
+        while self.active:
+            if self._queue.empty():
+                self._idle.set()
+            event, arg = await self._queue.get()
+            self._queued.discard((event, arg))
+            try:
+                if event is Event.RESYNC:
+                    if arg in self.ctx.live:
+                        self._send_full_state([arg])
+                else:
+                    await handlers[event]()
+            except ControllerFenced:
+                log.warning("controller %d fenced at epoch %d", self.broker_id, self.epoch)
+                self._stop_acting()
+                return
+            except ZkConnectionLost as exc:
+                # What was written and what was sent may now differ: start again from ZooKeeper.
+                log.warning("controller event %s: ZooKeeper unavailable (%s)", event.value, exc)
+                self._stop_acting()
+                return
+            except Exception:
+                log.exception("controller event %s failed", event.value)
+                if event is Event.STARTUP:  # no state, no watches: this controller is useless
+                    self._stop_acting()
+                    return
+            self.events_processed += 1
+        self._idle.set()
+
+    def _stop_acting(self) -> None:
+        """Stop on our own (fenced, ZooKeeper lost, failed start); the elector decides what next."""
+        self.active = False
+        self._idle.set()
+        if self._on_stopped is not None:
+            self._on_stopped()
+
+    # ----- STARTUP --------------------------------------------------------------------------
+
+    async def _on_startup(self) -> None:
+        await ensure_layout(self.zk)
+        live = await self._read_live_brokers()
+        for b in live.values():
+            self.ctx.live[b.broker_id] = b
+            self.channel.add_broker(b.broker_id, b.registration.host, b.registration.port)
+        for topic in await self.zk.get_children(paths.BROKER_TOPICS):
+            await self._load_topic(topic)
+        await self._elect_where_needed(self.ctx.partitions())
+        self._send_full_state(sorted(self.ctx.live))
+        for path, event in (
+            (paths.BROKER_IDS, Event.BROKER_CHANGE),
+            (paths.BROKER_TOPICS, Event.TOPIC_CHANGE),
+            (paths.ADMIN_DELETE_TOPICS, Event.TOPIC_DELETION),
+        ):
+            self._watches.append(await self.zk.watch_children(path, self._trigger(event)))
+        log.info(
+            "controller %d started at epoch %d: %d brokers, %d topics",
+            self.broker_id, self.epoch, len(self.ctx.live), len(self.ctx.assignments),
+        )  # fmt: skip
+
+    def _trigger(self, event: Event) -> Callable[[list[str]], None]:
+        return lambda _children: self.enqueue(event)
+
+    async def _read_live_brokers(self) -> dict[int, LiveBroker]:
+        out: dict[int, LiveBroker] = {}
+        for child in await self.zk.get_children(paths.BROKER_IDS):
+            try:
+                data, stat = await self.zk.get_with_stat(paths.broker_path(int(child)))
+                reg = BrokerRegistration.decode(data)
+            except (ZkNoNode, ValueError) as exc:
+                log.warning("skipping broker registration %s: %s", child, exc)
+                continue
+            out[int(child)] = LiveBroker(int(child), reg, stat.czxid)
+        return out
+
+    async def _load_topic(self, topic: str) -> None:
+        try:
+            data, _ = await self.zk.get(paths.topic_path(topic))
+        except ZkNoNode:
+            return
+        assignment = paths.TopicAssignment.decode(data).partitions
+        self.ctx.add_topic(topic, assignment, await self._read_unclean(topic))
+        if await self.zk.exists(paths.partitions_path(topic)) is not None:
+            states = await asyncio.gather(*(self._read_state(topic, p) for p in assignment))
+            for p, state in zip(assignment, states, strict=True):
+                if state is not None:  # else it stays NewPartition: elected later
+                    self.ctx.set_leadership((topic, p), *state)
+        for tp in [(topic, p) for p in assignment]:
+            for r in self.ctx.replicas(tp):
+                target = ReplicaState.ONLINE if r in self.ctx.live else ReplicaState.OFFLINE
+                self.ctx.move_replica(tp, r, target)
+
+    async def _read_state(self, topic: str, p: int) -> tuple[LeaderIsrState, int] | None:
+        try:
+            raw, version = await self.zk.get(paths.partition_state_path(topic, p))
+        except ZkNoNode:
+            return None
+        return LeaderIsrState.decode(raw), version
+
+    async def _read_unclean(self, topic: str) -> bool:
+        try:
+            data, _ = await self.zk.get(paths.topic_config_path(topic))
+            config = paths.TopicConfig.decode(data).config
+        except (ZkNoNode, ValueError):
+            config = {}
+        default = "true" if self.config.default_unclean else "false"
+        return config.get(UNCLEAN_CONFIG, default).lower() == "true"
+
+    # ----- elections and writes -------------------------------------------------------------
+
+    async def _elect_where_needed(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """New partitions get their first state; partitions without a live leader are elected
+        again. Returns those whose state znode changed."""
+        live = self.ctx.live_ids
+        fresh: dict[TopicPartition, LeaderIsrState] = {}
+        decisions: dict[TopicPartition, Decide] = {}
+        for tp in tps:
+            if tp[0] in self.ctx.deleting:
+                continue
+            replicas = self.ctx.replicas(tp)
+            if tp in self.ctx.leadership:
+                decisions[tp] = partial(
+                    _reelect, replicas=replicas, live=live, unclean=self.ctx.unclean[tp[0]]
+                )
+                continue
+            leader = next((r for r in replicas if r in live), None)
+            if leader is None:
+                log.warning("%s-%d: no live replica among %s; stays new", *tp, replicas)
+                continue
+            isr = initial_isr(replicas, live, leader, self.config.replicated)
+            fresh[tp] = LeaderIsrState(leader, 0, self.epoch, isr)
+        await self.writer.create_states(fresh)
+        return [*fresh, *await self.writer.update_states(decisions)]
+
+    # ----- BROKER_CHANGE --------------------------------------------------------------------
+
+    async def _on_broker_change(self) -> None:
+        current = await self._read_live_brokers()
+        dead, new = diff_brokers(
+            {b: x.czxid for b, x in self.ctx.live.items()}, {b: x.czxid for b, x in current.items()}
+        )
+        if not dead and not new:
+            return
+        log.info("brokers: dead %s, new %s", dead, new)
+        changed: list[TopicPartition] = []
+        for b in dead:
+            del self.ctx.live[b]
+            self.channel.remove_broker(b)
+        if dead:
+            changed += await self._on_brokers_dead(dead)
+        for b in new:
+            self.ctx.live[b] = current[b]
+            reg = current[b].registration
+            self.channel.add_broker(b, reg.host, reg.port)
+        if new:
+            changed += await self._on_brokers_back(new)
+        changed = list(dict.fromkeys(changed))
+        self._send_leader_and_isr(changed, full_for=new)
+        self._send_update_metadata([b for b in sorted(self.ctx.live) if b not in new], changed)
+        self._send_update_metadata(new, self._stated())
+
+    def _stated(self) -> list[TopicPartition]:
+        return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
+
+    async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
+        live = self.ctx.live_ids
+        decisions: dict[TopicPartition, Decide] = {}
+        for tp in self.ctx.partitions():
+            replicas = self.ctx.replicas(tp)
+            for b in dead:
+                if b in replicas:
+                    self.ctx.move_replica(tp, b, ReplicaState.OFFLINE)
+            if tp in self.ctx.leadership and tp[0] not in self.ctx.deleting:
+                decisions[tp] = partial(
+                    _after_death, replicas=replicas, dead=dead, live=live,
+                    unclean=self.ctx.unclean[tp[0]],
+                )  # fmt: skip
+        return await self.writer.update_states(decisions)
+
+    async def _on_brokers_back(self, new: list[int]) -> list[TopicPartition]:
+        for b in new:
+            for tp in self.ctx.partitions_on(b):
+                if tp[0] not in self.ctx.deleting:
+                    self.ctx.move_replica(tp, b, ReplicaState.ONLINE)
+        return await self._elect_where_needed(self.ctx.partitions())
+
+    # ----- TOPIC_CHANGE and TOPIC_DELETION --------------------------------------------------
+
+    async def _on_topic_change(self) -> None:
+        names = set(await self.zk.get_children(paths.BROKER_TOPICS))
+        for gone in [t for t in self.ctx.assignments if t not in names]:
+            self.ctx.remove_topic(gone)
+        added = sorted(t for t in names if t not in self.ctx.assignments)
+        for topic in added:
+            await self._load_topic(topic)
+        tps = [tp for tp in self.ctx.partitions() if tp[0] in added]
+        changed = await self._elect_where_needed(tps)
+        if changed:
+            self._send_leader_and_isr(changed, is_new=True)
+            self._send_update_metadata(sorted(self.ctx.live), changed)
+
+    async def _on_topic_deletion(self) -> None:
+        marked = await self.zk.get_children(paths.ADMIN_DELETE_TOPICS)
+        deleted: list[str] = []
+        for topic in marked:
+            if topic in self.ctx.assignments:
+                self.ctx.deleting.add(topic)
+                self._stop_replicas(topic)
+                deleted.append(topic)
+            await self._delete_topic_znodes(topic)
+            self.ctx.remove_topic(topic)
+        if deleted:
+            self._send_update_metadata(sorted(self.ctx.live), [], deleted_topics=deleted)
+
+    def _stop_replicas(self, topic: str) -> None:
+        per_broker: dict[int, list[TopicPartitionRef]] = {}
+        for p in sorted(self.ctx.assignments[topic]):
+            tp = (topic, p)
+            if self.ctx.partition_state(tp) is not PartitionState.NON_EXISTENT:
+                if self.ctx.partition_state(tp) is not PartitionState.OFFLINE:
+                    self.ctx.move_partition(tp, PartitionState.OFFLINE)
+                self.ctx.move_partition(tp, PartitionState.NON_EXISTENT)
+            for r in self.ctx.replicas(tp):
+                self.ctx.move_replica(tp, r, ReplicaState.OFFLINE)
+                self.ctx.move_replica(tp, r, ReplicaState.DELETION_STARTED)
+                if r in self.ctx.live:
+                    per_broker.setdefault(r, []).append(TopicPartitionRef(topic, p))
+        for b, refs in sorted(per_broker.items()):
+            self.channel.send(b, StopReplicaRequest(self.broker_id, self.epoch, True, refs))
+
+    async def _delete_topic_znodes(self, topic: str) -> None:
+        for path, recursive in (
+            (paths.topic_path(topic), True),
+            (paths.topic_config_path(topic), False),
+            (paths.delete_topic_path(topic), False),
+        ):
+            with contextlib.suppress(ZkNoNode):
+                await self.zk.delete(path, recursive=recursive)
+
+    # ----- requests -------------------------------------------------------------------------
+
+    def _send_full_state(self, brokers: list[int]) -> None:
+        """Each broker: LeaderAndIsr for all its partitions and the full UpdateMetadata."""
+        self._send_leader_and_isr([], full_for=brokers)
+        self._send_update_metadata(brokers, self._stated())
+
+    def _send_leader_and_isr(
+        self,
+        changed: list[TopicPartition],
+        *,
+        full_for: Sequence[int] = (),
+        is_new: bool = False,
+    ) -> None:
+        per_broker: dict[int, dict[TopicPartition, PartitionStateMsg]] = {}
+        for tp in changed:
+            for r in self.ctx.replicas(tp):
+                if r in self.ctx.live:
+                    per_broker.setdefault(r, {})[tp] = self.ctx.partition_state_msg(tp, is_new)
+        for b in full_for:
+            for tp in self.ctx.partitions_on(b):
+                if tp in self.ctx.leadership and tp[0] not in self.ctx.deleting:
+                    per_broker.setdefault(b, {}).setdefault(tp, self.ctx.partition_state_msg(tp))
+        for b, states in sorted(per_broker.items()):
+            leaders = {s.leader for s in states.values()}
+            live_leaders = [i for i in self.ctx.broker_infos() if i.node_id in leaders]
+            request = LeaderAndIsrRequest(
+                self.broker_id, self.epoch, list(states.values()), live_leaders
+            )
+            self.channel.send(b, request)
+
+    def _send_update_metadata(
+        self, brokers: list[int], tps: list[TopicPartition], deleted_topics: list[str] | None = None
+    ) -> None:
+        if not brokers:
+            return
+        states = [self.ctx.partition_state_msg(tp) for tp in tps if tp in self.ctx.leadership]
+        request = UpdateMetadataRequest(
+            self.broker_id, self.epoch, states, self.ctx.broker_infos(), deleted_topics or []
+        )
+        for b in brokers:
+            self.channel.send(b, request)
+
+
+def _reelect(
+    s: LeaderIsrState, *, replicas: list[int], live: set[int], unclean: bool
+) -> tuple[int, list[int]] | None:
+    return reelect_if_leaderless(s.leader, s.isr, replicas, live, unclean)
+
+
+def _after_death(
+    s: LeaderIsrState, *, replicas: list[int], dead: list[int], live: set[int], unclean: bool
+) -> tuple[int, list[int]] | None:
+    return after_brokers_died(s.leader, s.isr, replicas, dead, live, unclean)

@@ -1,0 +1,149 @@
+"""Topic administration through ZooKeeper, as any broker does it for CreateTopics/DeleteTopics/
+DescribeConfigs (the controller does the rest when it sees the znodes change).
+
+- create: validate, place replicas (coordinator.placement) unless an assignment is given, then
+  write /config/topics/<t> and /brokers/topics/<t> in one ZooKeeper transaction (so a topic never
+  exists without its config); the controller's watch on /brokers/topics elects the leaders.
+- delete: create /admin/delete_topics/<t>; the controller stops the replicas, removes the
+  topic's znodes and then the marker.
+- read: configs, assignments, partition states, the topic list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+from coordinator import zk_paths as paths
+from coordinator.placement import assign_replicas
+from coordinator.zk import OpCreate, OpSet, ZkClient, ZkNodeExists, ZkNoNode
+from coordinator.zk_paths import LeaderIsrState, TopicAssignment, TopicConfig
+from protocol.errors import (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    for_name,
+)
+
+TOPIC_NAME_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+InvalidReplicaAssignmentError = for_name("INVALID_REPLICA_ASSIGNMENT")
+
+
+def validate_topic_name(name: str) -> None:
+    if name in (".", "..") or not TOPIC_NAME_RE.fullmatch(name):
+        raise InvalidTopicError(
+            f"topic name {name!r} is invalid: use 1-249 of [a-zA-Z0-9._-], not '.' or '..'"
+        )
+
+
+def validate_assignment(assignment: dict[int, list[int]]) -> None:
+    """Partitions 0..n-1, each with a non-empty replica list of distinct brokers, all of one
+    length (the replication factor)."""
+    if not assignment:
+        raise InvalidPartitionsError("a topic needs at least one partition")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise InvalidReplicaAssignmentError(
+            f"partitions must be numbered 0..{len(assignment) - 1}: {sorted(assignment)}"
+        )
+    sizes = {len(r) for r in assignment.values()}
+    if 0 in sizes or len(sizes) != 1:
+        raise InvalidReplicationFactorError(
+            f"every partition needs the same non-zero number of replicas: {assignment}"
+        )
+    for p, replicas in assignment.items():
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(f"partition {p} repeats a broker: {replicas}")
+
+
+async def ensure_layout(zk: ZkClient) -> None:
+    """Create the persistent parents (/brokers/ids, /brokers/topics, ...) if missing."""
+    for path in paths.PERSISTENT_PATHS:
+        if await zk.exists(path) is None:
+            await zk.ensure_path(path)
+
+
+async def create_topic(
+    zk: ZkClient,
+    name: str,
+    num_partitions: int,
+    replication_factor: int,
+    configs: dict[str, str],
+    live_broker_ids: list[int],
+    assignment: dict[int, list[int]] | None = None,
+) -> dict[int, list[int]]:
+    """Write the topic's config and assignment; returns the assignment."""
+    validate_topic_name(name)
+    if assignment is None:
+        assignment = assign_replicas(live_broker_ids, num_partitions, replication_factor)
+    validate_assignment(assignment)
+    await ensure_layout(zk)
+    if await zk.exists(paths.delete_topic_path(name)) is not None:
+        raise TopicAlreadyExistsError(f"topic {name!r} is marked for deletion")
+    config_data = TopicConfig(dict(configs)).encode()
+    topic_data = TopicAssignment(assignment).encode()
+    config_path = paths.topic_config_path(name)
+    # A config left by an interrupted delete is overwritten in the same transaction.
+    config_op = (
+        OpSet(config_path, config_data)
+        if await zk.exists(config_path) is not None
+        else OpCreate(config_path, config_data)
+    )
+    try:
+        await zk.transaction([config_op, OpCreate(paths.topic_path(name), topic_data)])
+    except ZkNodeExists as exc:
+        raise TopicAlreadyExistsError(f"topic {name!r} already exists") from exc
+    return assignment
+
+
+async def delete_topic(zk: ZkClient, name: str) -> None:
+    """Mark the topic for deletion (idempotent); the controller does the work."""
+    if await zk.exists(paths.topic_path(name)) is None:
+        raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+    with contextlib.suppress(ZkNodeExists):  # already marked: deleting is idempotent
+        await zk.create(paths.delete_topic_path(name), b"", makepath=True)
+
+
+async def read_topic_config(zk: ZkClient, name: str) -> dict[str, str]:
+    """The topic's overrides (not the broker defaults)."""
+    try:
+        data, _ = await zk.get(paths.topic_config_path(name))
+    except ZkNoNode:
+        if await zk.exists(paths.topic_path(name)) is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
+        return {}
+    return TopicConfig.decode(data).config
+
+
+async def read_assignment(zk: ZkClient, name: str) -> dict[int, list[int]]:
+    try:
+        data, _ = await zk.get(paths.topic_path(name))
+    except ZkNoNode:
+        raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
+    return TopicAssignment.decode(data).partitions
+
+
+async def read_partition_state(
+    zk: ZkClient, topic: str, partition: int
+) -> tuple[LeaderIsrState, int] | None:
+    """The partition's state znode and its version, None before the controller wrote it."""
+    try:
+        data, version = await zk.get(paths.partition_state_path(topic, partition))
+    except ZkNoNode:
+        return None
+    return LeaderIsrState.decode(data), version
+
+
+async def list_topics(zk: ZkClient, include_deleting: bool = True) -> list[str]:
+    try:
+        topics = await zk.get_children(paths.BROKER_TOPICS)
+    except ZkNoNode:
+        return []
+    if include_deleting:
+        return topics
+    try:
+        deleting = set(await zk.get_children(paths.ADMIN_DELETE_TOPICS))
+    except ZkNoNode:
+        deleting = set()
+    return [t for t in topics if t not in deleting]

@@ -1,0 +1,564 @@
+"""The `odradek` command: run a broker, a local mini-cluster, topics, produce and consume.
+
+    odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
+    odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
+    odradek topics create|list|describe|delete           (client.Admin)
+    odradek produce TOPIC   one record per stdin line    (client.Producer)
+    odradek consume TOPIC   one record per stdout line   (client.Consumer)
+    odradek bench produce|consume|latency                (deploy/perf.py)
+
+`main(argv)` parses with argparse, runs one handler and returns the exit code. Every error a user
+can cause ends as one line on stderr, `odradek: error: ...`, and a non-zero code: 2 for misuse
+(argparse's own errors and `UsageError`), 1 for a failure (an `OdradekError` from a broker, an
+`OSError`), 130 for Ctrl-C. Progress of long operations goes to stderr, results to stdout.
+
+The commands that talk to brokers find them by `--bootstrap HOST:PORT[,...]`, else
+$ODRADEK_BOOTSTRAP, else the cluster `odradek cluster up` recorded in ./.odradek/cluster.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
+from protocol.errors import OdradekError, UsageError, for_code
+
+PROG = "odradek"
+BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
+DEBUG_ENV = "ODRADEK_DEBUG"
+ADMIN_TIMEOUT_MS = 30_000
+MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
+POLL_STEP_MS = 500
+ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# ----- pure helpers (unit-tested directly) ---------------------------------------------------
+
+
+def parse_topic_configs(items: Sequence[str] | None) -> dict[str, str]:
+    """["retention.ms=1000", ...] -> {"retention.ms": "1000"}; UsageError on a bad item."""
+    configs: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--config expects key=value, got {item!r}")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def parse_bootstrap(servers: str) -> str:
+    """Check "host:port[,host:port...]" and return it normalised; UsageError when malformed."""
+    out = []
+    for item in (i.strip() for i in servers.split(",")):
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"bootstrap address {item!r} is not HOST:PORT")
+        out.append(f"{host}:{int(port)}")
+    if not out:
+        raise UsageError("the bootstrap address is empty")
+    return ",".join(out)
+
+
+def resolve_bootstrap(
+    flag: str | None, environ: dict[str, str] | os._Environ[str], cwd: Path
+) -> str:
+    """--bootstrap, else $ODRADEK_BOOTSTRAP, else the local cluster recorded under cwd."""
+    if flag:
+        return parse_bootstrap(flag)
+    if environ.get(BOOTSTRAP_ENV):
+        return parse_bootstrap(environ[BOOTSTRAP_ENV])
+    cluster_dir = cwd / DEFAULT_DIR
+    if not (cluster_dir / "cluster.json").exists():
+        raise UsageError(
+            "no bootstrap address: pass --bootstrap HOST:PORT, set $ODRADEK_BOOTSTRAP, "
+            f"or start a local cluster here with `{PROG} cluster up`"
+        )
+    cluster = LocalCluster.open(cluster_dir)
+    if all(s.state == "dead" for s in cluster.status()):
+        raise UsageError(
+            f"the local cluster in {cluster_dir} is not running (`{PROG} cluster up` to start it)"
+        )
+    return cluster.bootstrap
+
+
+def split_line(
+    line: bytes, key_separator: bytes | None, line_no: int
+) -> tuple[bytes | None, bytes]:
+    """One stdin line (without its newline) -> (key, value)."""
+    if key_separator is None:
+        return None, line
+    key, sep, value = line.partition(key_separator)
+    if not sep:
+        raise UsageError(f"line {line_no}: no key separator {key_separator.decode()!r} found")
+    return key, value
+
+
+def format_partition(topic: str, p: Any) -> str:
+    """Seed 004's line, plus a marker for an offline or under-replicated partition."""
+    leader = "none" if p.leader < 0 else str(p.leader)
+    line = (
+        f"Topic: {topic} Partition: {p.partition} Leader: {leader} "
+        f"Replicas: {','.join(map(str, p.replicas))} Isr: {','.join(map(str, p.isr))}"
+    )
+    if p.leader < 0:
+        line += "  (offline)"
+    elif len(p.isr) < len(p.replicas):
+        line += "  (under-replicated)"
+    return line
+
+
+def format_topic(description: Any) -> list[str]:
+    """A header line like seed 004's, then one line per partition, by partition number."""
+    partitions = sorted(description.partitions, key=lambda p: p.partition)
+    rf = max((len(p.replicas) for p in partitions), default=0)
+    header = f"Topic: {description.name} PartitionCount: {len(partitions)} ReplicationFactor: {rf}"
+    return [header] + [format_partition(description.name, p) for p in partitions]
+
+
+def format_record(record: Any, print_key: bool, print_offset: bool) -> str:
+    """One consumed record as one line: [partition:offset TAB] [key TAB] value (UTF-8)."""
+    fields = []
+    if print_offset:
+        fields.append(f"{record.partition}:{record.offset}")
+    if print_key:
+        fields.append("null" if record.key is None else _text(record.key))
+    fields.append("null" if record.value is None else _text(record.value))
+    return "\t".join(fields)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+# ----- the parser ----------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="A Kafka-like distributed log.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    client = argparse.ArgumentParser(add_help=False)
+    client.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT[,...]",
+        help=f"brokers to ask first (default: ${BOOTSTRAP_ENV}, else ./{DEFAULT_DIR})",
+    )
+    _add_broker_parser(sub)
+    _add_cluster_parser(sub)
+    _add_topics_parser(sub, client)
+    _add_produce_parser(sub, client)
+    _add_consume_parser(sub, client)
+    _add_bench_parser(sub)
+    return parser
+
+
+def _add_broker_parser(sub: Any) -> None:
+    p = sub.add_parser("broker", help="run one broker in the foreground")
+    p.add_argument("--id", type=_non_negative, help="broker id (small integer)")
+    p.add_argument("--port", type=_non_negative, help="port to listen on")
+    p.add_argument("--log-dir", type=Path, help="where the partitions live")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
+    p.add_argument("--config", type=Path, metavar="FILE", help="broker settings (TOML)")
+    p.set_defaults(func=cmd_broker)
+
+
+def _add_cluster_parser(sub: Any) -> None:
+    p = sub.add_parser("cluster", help="a local ZooKeeper plus brokers, in the background")
+    csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="cluster directory")
+
+    up = csub.add_parser("up", parents=[where], help="start ZooKeeper and the brokers")
+    up.add_argument("--brokers", type=_positive, default=3, help=f"1..{MAX_BROKERS} (default 3)")
+    up.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="use this ZooKeeper")
+    up.add_argument("--base-port", type=_positive, help="broker ports from here (default: free)")
+    up.add_argument(
+        "--session-timeout-ms", type=_positive, default=DEFAULT_SESSION_TIMEOUT_MS,
+        help="ZooKeeper session timeout of the brokers",
+    )  # fmt: skip
+    up.set_defaults(func=cmd_cluster_up)
+
+    status = csub.add_parser("status", parents=[where], help="each broker's state")
+    status.set_defaults(func=cmd_cluster_status)
+
+    kill = csub.add_parser("kill", parents=[where], help="kill, stop or pause one broker")
+    kill.add_argument("id", type=_non_negative, metavar="ID")
+    kill.add_argument("--signal", type=str.upper, choices=["KILL", "TERM", "STOP"], default="KILL")
+    kill.set_defaults(func=cmd_cluster_kill)
+
+    start = csub.add_parser("start", parents=[where], help="restart or resume one broker")
+    start.add_argument("id", type=_non_negative, metavar="ID")
+    start.set_defaults(func=cmd_cluster_start)
+
+    down = csub.add_parser("down", parents=[where], help="stop everything")
+    down.add_argument("--purge", action="store_true", help="also delete the cluster directory")
+    down.set_defaults(func=cmd_cluster_down)
+
+
+def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("topics", help="create, list, describe and delete topics")
+    tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    create = tsub.add_parser("create", parents=[client], help="create a topic")
+    create.add_argument("name", metavar="NAME")
+    create.add_argument("--partitions", type=_positive, required=True)
+    create.add_argument("--replication-factor", type=_positive, default=1)
+    create.add_argument(
+        "--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)"
+    )
+    create.set_defaults(func=cmd_topics_create)
+
+    lst = tsub.add_parser("list", parents=[client], help="list topic names")
+    lst.set_defaults(func=cmd_topics_list)
+
+    describe = tsub.add_parser("describe", parents=[client], help="partitions, leaders, ISR")
+    describe.add_argument("name", metavar="NAME", nargs="?")
+    describe.set_defaults(func=cmd_topics_describe)
+
+    delete = tsub.add_parser("delete", parents=[client], help="delete a topic")
+    delete.add_argument("name", metavar="NAME")
+    delete.set_defaults(func=cmd_topics_delete)
+
+
+def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("produce", parents=[client], help="send one record per stdin line")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
+    p.add_argument("--partition", type=_non_negative)
+    p.add_argument("--acks", choices=["0", "1", "all"], default="1")
+    p.set_defaults(func=cmd_produce)
+
+
+def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("consume", parents=[client], help="print one record per line")
+    p.add_argument("topic", metavar="TOPIC")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--from-beginning", action="store_true")
+    where.add_argument("--offset", type=_non_negative, help="start here (needs --partition)")
+    p.add_argument("--partition", type=_non_negative)
+    p.add_argument("--max-messages", type=_positive, help="stop after this many records")
+    p.add_argument("--timeout-ms", type=_positive, help="stop after this long without a record")
+    p.add_argument("--print-key", action="store_true")
+    p.add_argument("--print-offset", action="store_true")
+    p.set_defaults(func=cmd_consume)
+
+
+def _add_bench_parser(sub: Any) -> None:
+    # Listed here for `odradek --help`; main() hands `bench ...` to bench_parser(), built only
+    # then, so that other commands do not import the load generators (deploy/perf.py).
+    sub.add_parser("bench", help="load generators: produce, consume, latency", add_help=False)
+
+
+def bench_parser() -> argparse.ArgumentParser:
+    """`odradek bench MODE ...`: deploy/perf.py's arguments, plus --bootstrap on every mode."""
+    from deploy import perf
+
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} bench", description="Load generators (kafka-producer-perf-test style)."
+    )
+    perf.add_arguments(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for mode_parser in action.choices.values():
+                mode_parser.add_argument("--bootstrap", metavar="HOST:PORT[,...]")
+    parser.set_defaults(func=cmd_bench)
+    return parser
+
+
+# ----- handlers --------------------------------------------------------------------------------
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from broker.config import load_config
+    from broker.daemon import run_forever
+
+    config = load_config(
+        args.config,
+        broker_id=args.id,
+        port=args.port,
+        log_dir=args.log_dir,
+        zookeeper=args.zookeeper,
+    )
+    return run_forever(config)
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(
+        args.dir,
+        brokers=args.brokers,
+        zookeeper=args.zookeeper,
+        base_port=args.base_port,
+        session_timeout_ms=args.session_timeout_ms,
+        progress=_progress,
+    )
+    bootstrap = cluster.up()
+    _progress(f"cluster is up in {cluster.dir}; bootstrap address:")
+    print(bootstrap, flush=True)
+    return 0
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.open(args.dir)
+    state = cluster.state
+    assert state is not None
+    zk = state.zookeeper
+    zk_pid = "given" if zk.pid is None else f"pid {zk.pid}"
+    print(f"ZooKeeper {zk.connect} ({zk_pid}): {cluster.zookeeper_state()}")
+    print(f"bootstrap {cluster.bootstrap}")
+    print(f"{'ID':>4}  {'PID':>8}  {'PORT':>5}  {'STATE':<6}  ROLE")
+    for s in cluster.status():
+        role = "controller" if s.controller else ""
+        print(f"{s.id:>4}  {s.pid:>8}  {s.port:>5}  {s.state:<6}  {role}".rstrip())
+    return 0
+
+
+def cmd_cluster_kill(args: argparse.Namespace) -> int:
+    LocalCluster.open(args.dir, progress=_progress).kill(args.id, args.signal)
+    return 0
+
+
+def cmd_cluster_start(args: argparse.Namespace) -> int:
+    LocalCluster.open(args.dir, progress=_progress).start(args.id)
+    return 0
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    if args.purge and not (Path(args.dir) / "cluster.json").exists():
+        cluster = LocalCluster(args.dir, progress=_progress)
+    else:
+        cluster = LocalCluster.open(args.dir, progress=_progress)
+    cluster.down(purge=args.purge)
+    _progress("cluster is down")
+    return 0
+
+
+def _bootstrap(args: argparse.Namespace) -> str:
+    return resolve_bootstrap(args.bootstrap, os.environ, Path.cwd())
+
+
+def _admin(args: argparse.Namespace) -> Any:
+    bootstrap = _bootstrap(args)
+    from client import Admin
+
+    return Admin(bootstrap_servers=bootstrap)
+
+
+def cmd_topics_create(args: argparse.Namespace) -> int:
+    from client.types import NewTopic
+
+    configs = parse_topic_configs(args.config)
+    topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
+    with _admin(args) as admin:
+        admin.create_topics([topic])
+    print(f"Created topic {args.name}.")
+    return 0
+
+
+def cmd_topics_list(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        names = admin.list_topics()
+    for name in sorted(names):
+        print(name)
+    return 0
+
+
+def cmd_topics_describe(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        descriptions = admin.describe_topics([args.name] if args.name else None)
+    for d in sorted(descriptions, key=lambda d: d.name):
+        if d.error_code:
+            raise for_code(d.error_code)(f"topic {d.name!r}")
+        for line in format_topic(d):
+            print(line)
+    return 0
+
+
+def cmd_topics_delete(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        admin.delete_topics([args.name])
+    print(f"Deleted topic {args.name}.")
+    return 0
+
+
+def _stdin_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    for raw in stream:
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        yield line[:-1] if line.endswith(b"\r") else line
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    bootstrap = _bootstrap(args)
+    from client import Producer
+
+    sep = args.key_separator.encode() if args.key_separator else None
+    pending: deque[Any] = deque()
+    count = 0
+    with Producer(bootstrap_servers=bootstrap, acks=ACKS[args.acks]) as producer:
+        for line_no, line in enumerate(_stdin_lines(sys.stdin.buffer), start=1):
+            key, value = split_line(line, sep, line_no)
+            pending.append(producer.send(args.topic, value, key=key, partition=args.partition))
+            count += 1
+            while len(pending) > MAX_PENDING_SENDS:
+                pending.popleft().get()  # raises the record's error, if any
+        producer.flush()
+        while pending:
+            pending.popleft().get()
+    _progress(f"produced {count} record(s) to {args.topic}")
+    return 0
+
+
+def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
+    from client.types import TopicPartition
+
+    if args.partition is not None and args.partition not in partitions:
+        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
+    chosen = [args.partition] if args.partition is not None else partitions
+    tps = [TopicPartition(args.topic, p) for p in chosen]
+    consumer.assign(tps)
+    if args.offset is not None:
+        consumer.seek(tps[0], args.offset)
+    elif args.from_beginning:
+        consumer.seek_to_beginning(*tps)
+    else:
+        consumer.seek_to_end(*tps)
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    if args.offset is not None and args.partition is None:
+        raise UsageError("--offset needs --partition")
+    bootstrap = _bootstrap(args)
+    from client import Consumer
+
+    with _admin(args) as admin:
+        (description,) = admin.describe_topics([args.topic])
+    if description.error_code:
+        raise for_code(description.error_code)(f"topic {args.topic!r}")
+    partitions = sorted(p.partition for p in description.partitions)
+    count = 0
+    with Consumer(bootstrap_servers=bootstrap) as consumer:
+        _assign(consumer, args, partitions)
+        try:
+            count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.stdout.flush()
+    _progress(f"Processed a total of {count} messages")
+    return 0
+
+
+def _consume_loop(consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]) -> int:
+    """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C)."""
+    count = 0
+    last_record = time.monotonic()
+    while args.max_messages is None or count < args.max_messages:
+        wait_ms = POLL_STEP_MS
+        if args.timeout_ms is not None:
+            left_ms = args.timeout_ms - (time.monotonic() - last_record) * 1000
+            if left_ms <= 0:
+                break
+            wait_ms = int(min(wait_ms, max(left_ms, 1)))
+        limit = None if args.max_messages is None else args.max_messages - count
+        records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
+        for record in records[:limit]:
+            emit(format_record(record, args.print_key, args.print_offset))
+            count += 1
+        if records:
+            sys.stdout.flush()
+            last_record = time.monotonic()
+    return count
+
+
+def _records(polled: Any) -> list[Any]:
+    """poll() may give a list of records or (kafka-python style) a dict of lists by partition."""
+    if isinstance(polled, dict):
+        return [r for batch in polled.values() for r in batch]
+    return list(polled)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from deploy import perf
+
+    args.bootstrap = _bootstrap(args)
+    return perf.run(args)
+
+
+# ----- entry point -------------------------------------------------------------------------------
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        try:
+            args = bench_parser().parse_args(argv[1:])
+        except ImportError as exc:  # a broken install: say which module is missing
+            _error(f"cannot load the bench tools: {exc}")
+            return 1
+    else:
+        args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        _error(exc.message)
+        return 2
+    except OdradekError as exc:
+        _error(str(exc))
+        return 1
+    except BrokenPipeError:
+        # stdout was closed (`odradek consume ... | head`): stop quietly, and keep Python from
+        # complaining when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}")
+        return 1
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        _error(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for details)")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,592 @@
+"""A local mini-cluster: one ZooKeeper and N broker processes under one directory.
+
+`LocalCluster(dir).up()` starts a ZooKeeper (deploy/zookeeper.py) unless a connect string is
+given, then N brokers as `python -m deploy.cli broker ...`, each in its own session so that a
+Ctrl-C at the terminal that ran `cluster up` does not reach them. It records what it started in
+a state file and waits, bounded and with progress lines, until every broker answers a Metadata
+request that lists all the brokers and an elected controller. Later commands (`status`, `kill`,
+`start`, `down`) reopen the cluster from that file with `LocalCluster.open(dir)`.
+
+Layout of the directory:
+
+    cluster.json          the state file (below)
+    broker.toml           settings every broker reads (host, ZooKeeper session timeout)
+    broker-<id>.log       a broker's stdout and stderr, appended across restarts
+    data/broker-<id>/     a broker's log dir (its partitions)
+    zookeeper/            ZooKeeper's data dir, when this cluster started its own
+
+cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
+               "zookeeper": {"connect": "127.0.0.1:2181", "port": 2181, "pid": 123 | null},
+               "brokers": [{"id": 1, "port": 9092, "pid": 456, "log_dir": "..."}, ...]}
+A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
+
+Processes are only ever signalled by the PIDs recorded here, and a recorded broker PID counts as
+ours only while /proc/<pid>/cmdline still names its log dir (PIDs are reused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from protocol.errors import OdradekError, UsageError
+
+STATE_FILE = "cluster.json"
+DEFAULT_DIR = ".odradek"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_SESSION_TIMEOUT_MS = 6000
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0  # SIGTERM, then SIGKILL after this long
+KILL_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_MS = 2000
+MAX_BROKERS = 64
+SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+Progress = Callable[[str], None]
+
+
+class ClusterError(UsageError):
+    """The local cluster cannot do what was asked (none running, a broker died at start...)."""
+
+    name = "CLUSTER_ERROR"
+
+
+@dataclass(slots=True)
+class BrokerProc:
+    id: int
+    port: int
+    pid: int
+    log_dir: str
+
+
+@dataclass(slots=True)
+class ZooKeeperInfo:
+    connect: str
+    port: int | None
+    pid: int | None  # None: given to us, not ours to stop
+
+
+@dataclass(slots=True)
+class ClusterState:
+    host: str
+    session_timeout_ms: int
+    zookeeper: ZooKeeperInfo
+    brokers: list[BrokerProc] = field(default_factory=list)
+    version: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ClusterState:
+        raw = json.loads(text)
+        return cls(
+            host=str(raw["host"]),
+            session_timeout_ms=int(raw["session_timeout_ms"]),
+            zookeeper=ZooKeeperInfo(**raw["zookeeper"]),
+            brokers=[BrokerProc(**b) for b in raw["brokers"]],
+            version=int(raw.get("version", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStatus:
+    id: int
+    pid: int
+    port: int
+    state: str  # "alive" | "paused" | "dead"
+    controller: bool
+
+
+# ----- processes (by PID, through /proc) ------------------------------------------------------
+
+
+def process_state(pid: int) -> str:
+    """ "alive", "paused" (stopped by a signal: state T/t) or "dead" (gone, or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "dead"
+    state = stat.rpartition(")")[2].split()[0]
+    if state in ("Z", "X", "x"):
+        return "dead"
+    return "paused" if state in ("T", "t") else "alive"
+
+
+def _cmdline(pid: int) -> list[str]:
+    """The process's arguments. Right after exec (and while exiting) the kernel may show an empty
+    command line for a moment, so an empty one is read again a few times."""
+    for _ in range(100):
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return []
+        if raw or process_state(pid) == "dead":
+            return raw.decode(errors="replace").split("\0")
+        time.sleep(0.001)
+    return []
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    """A port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    """True when something listens on the port. SO_REUSEADDR, as the broker's server sets it,
+    so connections of a killed broker still in TIME_WAIT do not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _wait_until(check: Callable[[], bool], timeout_s: float, step_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if check():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(step_s)
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text[-lines:])
+
+
+# ----- probing brokers over the wire -----------------------------------------------------------
+
+
+async def _probe_one(host: str, port: int, timeout_ms: int) -> tuple[set[int], int] | None:
+    """(broker ids, controller id) from one broker's Metadata answer, or None if it has none."""
+    from client.connection import BrokerConnection
+    from protocol.api.metadata import MetadataRequest
+
+    try:
+        conn = await BrokerConnection.connect(
+            host, port, client_id="odradek-cluster", connect_timeout_ms=timeout_ms
+        )
+    except OdradekError:
+        return None
+    try:
+        resp = await conn.send(MetadataRequest(topics=[]), timeout_ms=timeout_ms)
+        return {b.node_id for b in resp.brokers}, int(resp.controller_id)
+    except OdradekError:
+        return None
+    finally:
+        await conn.close()
+
+
+async def _probe_all(
+    host: str, ports: list[int], timeout_ms: int
+) -> list[tuple[set[int], int] | None]:
+    return await asyncio.gather(*(_probe_one(host, p, timeout_ms) for p in ports))
+
+
+def probe_metadata(
+    host: str, ports: list[int], timeout_ms: int = PROBE_TIMEOUT_MS
+) -> list[tuple[set[int], int] | None]:
+    """Ask each broker for Metadata at once; one (broker ids, controller id) or None per port."""
+    if not ports:
+        return []
+    return asyncio.run(_probe_all(host, ports, timeout_ms))
+
+
+# ----- the cluster ---------------------------------------------------------------------------
+
+
+class LocalCluster:
+    """ZooKeeper plus N brokers on this machine, managed by PID through a state file."""
+
+    def __init__(
+        self,
+        dir: Path | str = DEFAULT_DIR,
+        brokers: int = 3,
+        zookeeper: str | None = None,
+        base_port: int | None = None,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        *,
+        host: str = DEFAULT_HOST,
+        progress: Progress | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> None:
+        if not 1 <= brokers <= MAX_BROKERS:
+            raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
+        if base_port is not None and not 1024 <= base_port <= 65535 - brokers:
+            raise ClusterError(f"base port {base_port} is out of range")
+        if session_timeout_ms < 1000:
+            raise ClusterError("the ZooKeeper session timeout must be at least 1000 ms")
+        self.dir = Path(dir).resolve()
+        self.num_brokers = brokers
+        self.zookeeper_given = zookeeper
+        self.base_port = base_port
+        self.session_timeout_ms = session_timeout_ms
+        self.host = host
+        self.ready_timeout_s = ready_timeout_s
+        self._progress = progress or (lambda _line: None)
+        self.state: ClusterState | None = None
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
+
+    # ----- opening and saving -----------------------------------------------------------------
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / STATE_FILE
+
+    @classmethod
+    def open(cls, dir: Path | str = DEFAULT_DIR, progress: Progress | None = None) -> LocalCluster:
+        """The cluster a previous `up()` (maybe in another process) recorded in `dir`."""
+        cluster = cls(dir, progress=progress)
+        state = cluster._read_state()
+        if state is None:
+            raise ClusterError(
+                f"no local cluster in {cluster.dir} (start one with `odradek cluster up`)"
+            )
+        cluster.state = state
+        cluster.num_brokers = len(state.brokers)
+        cluster.host = state.host
+        cluster.session_timeout_ms = state.session_timeout_ms
+        return cluster
+
+    def _read_state(self) -> ClusterState | None:
+        try:
+            text = self.state_path.read_text()
+        except FileNotFoundError:
+            return None
+        try:
+            return ClusterState.from_json(text)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ClusterError(f"{self.state_path} is not a valid state file ({exc})") from None
+
+    def _save_state(self) -> None:
+        assert self.state is not None
+        tmp = self.state_path.with_suffix(".json.tmp")
+        tmp.write_text(self.state.to_json())
+        os.replace(tmp, self.state_path)
+
+    def _require_state(self) -> ClusterState:
+        if self.state is None:
+            raise ClusterError(f"no local cluster in {self.dir}")
+        return self.state
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker as host:port, comma-separated, for clients."""
+        state = self._require_state()
+        return ",".join(f"{state.host}:{b.port}" for b in state.brokers)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self._require_state().zookeeper.connect
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [b.id for b in self._require_state().brokers]
+
+    def broker(self, broker_id: int) -> BrokerProc:
+        for b in self._require_state().brokers:
+            if b.id == broker_id:
+                return b
+        ids = ", ".join(str(i) for i in self.broker_ids)
+        raise ClusterError(f"no broker {broker_id} in this cluster (brokers: {ids})")
+
+    # ----- up --------------------------------------------------------------------------------
+
+    def up(self) -> str:
+        """Start ZooKeeper (unless given) and the brokers, wait until ready; the bootstrap."""
+        self._refuse_if_running()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            zk = self._start_zookeeper()
+            self.state = ClusterState(self.host, self.session_timeout_ms, zk)
+            self._write_broker_config()
+            for broker_id, port in zip(range(1, self.num_brokers + 1), self._ports(), strict=True):
+                log_dir = self.dir / "data" / f"broker-{broker_id}"
+                proc = BrokerProc(broker_id, port, 0, str(log_dir))
+                self.state.brokers.append(proc)
+                self._spawn(proc)
+                self._save_state()
+            self.wait_ready()
+        except BaseException:
+            self._progress("start-up failed; stopping what was started")
+            with contextlib.suppress(Exception):
+                self.down()
+            raise
+        return self.bootstrap
+
+    def _refuse_if_running(self) -> None:
+        old = self._read_state()
+        if old is None:
+            return
+        if any(self._broker_state(b) != "dead" for b in old.brokers):
+            raise ClusterError(
+                f"a cluster is already running in {self.dir} "
+                "(`odradek cluster status` to see it, `odradek cluster down` to stop it)"
+            )
+        zk_pid = old.zookeeper.pid
+        if zk_pid is not None and process_state(zk_pid) != "dead":
+            self._stop_zookeeper(zk_pid)  # a ZooKeeper left over from a crashed cluster
+
+    def _start_zookeeper(self) -> ZooKeeperInfo:
+        if self.zookeeper_given is not None:
+            self._progress(f"using ZooKeeper at {self.zookeeper_given}")
+            return ZooKeeperInfo(self.zookeeper_given, None, None)
+        from deploy.zookeeper import ZooKeeperError, start_zookeeper
+
+        port = free_port(self.host)
+        self._progress(f"starting ZooKeeper on {self.host}:{port}")
+        try:
+            zk = start_zookeeper(self.dir / "zookeeper", port)
+        except ZooKeeperError as exc:
+            raise ClusterError(str(exc)) from None
+        self._progress(f"ZooKeeper is up (pid {zk.pid})")
+        return ZooKeeperInfo(zk.connect, zk.port, zk.pid)
+
+    def _ports(self) -> list[int]:
+        if self.base_port is None:
+            ports: list[int] = []
+            while len(ports) < self.num_brokers:
+                port = free_port(self.host)
+                if port not in ports:
+                    ports.append(port)
+            return ports
+        ports = [self.base_port + i for i in range(self.num_brokers)]
+        busy = [p for p in ports if _port_in_use(self.host, p)]
+        if busy:
+            raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
+        return ports
+
+    def _write_broker_config(self) -> None:
+        """Settings shared by every broker of this cluster, in the broker's TOML format."""
+        text = (
+            "# Written by `odradek cluster up`: settings shared by this cluster's brokers.\n"
+            f'host = "{self.host}"\n'
+            f"zookeeper_session_timeout_ms = {self.session_timeout_ms}\n"
+        )
+        (self.dir / "broker.toml").write_text(text)
+
+    def _spawn(self, proc: BrokerProc) -> None:
+        state = self._require_state()
+        Path(proc.log_dir).mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "deploy.cli", "broker",
+            "--id", str(proc.id), "--port", str(proc.port), "--log-dir", proc.log_dir,
+            "--zookeeper", state.zookeeper.connect, "--config", str(self.dir / "broker.toml"),
+        ]  # fmt: skip
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = f"{_PROJECT_ROOT}{os.pathsep}{path}" if path else str(_PROJECT_ROOT)
+        with open(self.dir / f"broker-{proc.id}.log", "ab") as log:
+            child = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+                cwd=self.dir,
+            )
+        self._procs[proc.id] = child
+        proc.pid = child.pid
+        self._progress(f"started broker {proc.id} on {state.host}:{proc.port} (pid {child.pid})")
+
+    # ----- waiting ---------------------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float | None = None) -> int:
+        """Wait until every running broker lists every running broker and the same controller,
+        itself a running broker (so after a controller dies this waits for the failover).
+
+        Paused brokers are not asked (they cannot answer) and dead ones are not expected.
+        Returns the controller id; raises ClusterError when a broker dies or time runs out.
+        """
+        state = self._require_state()
+        deadline = time.monotonic() + (timeout_s or self.ready_timeout_s)
+        last_line = ""
+        while True:
+            self._fail_if_died()
+            states = {b.id: self._broker_state(b) for b in state.brokers}
+            alive = [b for b in state.brokers if states[b.id] == "alive"]
+            answers = probe_metadata(state.host, [b.port for b in alive])
+            expected = {b.id for b in alive}
+            ok = [a for a in answers if a is not None and expected <= a[0] and a[1] in expected]
+            controllers = {a[1] for a in ok}
+            if len(ok) == len(alive) and len(controllers) == 1:
+                controller = controllers.pop()
+                self._progress(f"cluster ready: {len(alive)} broker(s), controller {controller}")
+                return controller
+            registered = max((len(a[0] & expected) for a in answers if a is not None), default=0)
+            line = f"waiting for brokers: {registered}/{len(alive)} registered"
+            line += f", {len(ok)}/{len(alive)} ready"
+            if line != last_line:
+                self._progress(line)
+                last_line = line
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"the cluster was not ready in time ({line})")
+            time.sleep(0.2)
+
+    def _fail_if_died(self) -> None:
+        for broker_id, child in self._procs.items():
+            code = child.poll()
+            if code is not None:
+                log = self.dir / f"broker-{broker_id}.log"
+                tail = _log_tail(log)
+                raise ClusterError(
+                    f"broker {broker_id} exited with code {code} (see {log})"
+                    + (f": {tail}" if tail else "")
+                )
+
+    # ----- status ----------------------------------------------------------------------------
+
+    def _broker_state(self, proc: BrokerProc) -> str:
+        child = self._procs.get(proc.id)
+        if child is not None and child.pid == proc.pid and child.poll() is not None:
+            return "dead"
+        if proc.pid <= 0 or process_state(proc.pid) == "dead":
+            return "dead"
+        if proc.log_dir not in _cmdline(proc.pid):
+            return "dead"  # the PID now belongs to someone else
+        return process_state(proc.pid)
+
+    def controller_id(self) -> int | None:
+        """The controller as the running brokers see it (None when none answers)."""
+        state = self._require_state()
+        ports = [b.port for b in state.brokers if self._broker_state(b) == "alive"]
+        for answer in probe_metadata(state.host, ports, timeout_ms=1000):
+            if answer is not None and answer[1] >= 0:
+                return answer[1]
+        return None
+
+    def status(self) -> list[BrokerStatus]:
+        state = self._require_state()
+        controller = self.controller_id()
+        out = []
+        for b in state.brokers:
+            now = self._broker_state(b)
+            # the survivors name a dead controller until its ZooKeeper session expires
+            out.append(BrokerStatus(b.id, b.pid, b.port, now, now != "dead" and b.id == controller))
+        return out
+
+    def zookeeper_state(self) -> str:
+        """ "alive"/"paused"/"dead" for a ZooKeeper we started; "external" for a given one."""
+        pid = self._require_state().zookeeper.pid
+        return "external" if pid is None else process_state(pid)
+
+    # ----- kill and start ----------------------------------------------------------------------
+
+    def kill(self, broker_id: int, sig: str = "KILL") -> None:
+        """Send SIGKILL, SIGTERM or SIGSTOP to one broker and wait until it takes effect."""
+        if sig.upper() not in SIGNALS:
+            raise ClusterError(f"unknown signal {sig!r} (choose from KILL, TERM, STOP)")
+        sig = sig.upper()
+        proc = self.broker(broker_id)
+        now = self._broker_state(proc)
+        if now == "dead":
+            raise ClusterError(f"broker {broker_id} is not running")
+        if now == "paused" and sig == "STOP":
+            raise ClusterError(f"broker {broker_id} is already paused")
+        os.kill(proc.pid, SIGNALS[sig])
+        if sig == "STOP":
+            if not _wait_until(lambda: self._broker_state(proc) == "paused", KILL_TIMEOUT_S):
+                raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not pause")
+            self._progress(f"broker {broker_id} (pid {proc.pid}) paused")
+            return
+        if now == "paused":
+            os.kill(proc.pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
+        timeout_s = KILL_TIMEOUT_S if sig == "KILL" else STOP_TIMEOUT_S
+        done = _wait_until(lambda: self._broker_state(proc) == "dead", timeout_s)
+        if not done:
+            raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not exit after SIG{sig}")
+        self._reap(broker_id)
+        self._progress(f"broker {broker_id} (pid {proc.pid}) stopped by SIG{sig}")
+
+    def start(self, broker_id: int, wait: bool = True) -> None:
+        """Resume a paused broker, or restart a dead one with its id, port and data."""
+        proc = self.broker(broker_id)
+        now = self._broker_state(proc)
+        if now == "alive":
+            raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
+        if now == "paused":
+            os.kill(proc.pid, signal.SIGCONT)
+            _wait_until(lambda: self._broker_state(proc) != "paused", KILL_TIMEOUT_S)
+            self._progress(f"broker {broker_id} (pid {proc.pid}) resumed")
+        else:
+            state = self._require_state()
+            if _port_in_use(state.host, proc.port):
+                raise ClusterError(f"port {proc.port} of broker {broker_id} is taken")
+            self._reap(broker_id)
+            self._spawn(proc)
+            self._save_state()
+        if wait:
+            self.wait_ready()
+
+    def _reap(self, broker_id: int) -> None:
+        child = self._procs.pop(broker_id, None)
+        if child is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=KILL_TIMEOUT_S)
+
+    # ----- down --------------------------------------------------------------------------------
+
+    def down(self, purge: bool = False) -> None:
+        """Stop the brokers (SIGTERM, then SIGKILL after a bound), then our ZooKeeper."""
+        state = self.state if self.state is not None else self._read_state()
+        if state is None and not (purge and self.dir.exists()):
+            raise ClusterError(f"no local cluster in {self.dir}")
+        if state is not None:
+            self.state = state
+            self._stop_brokers(state.brokers)
+            if state.zookeeper.pid is not None:
+                self._stop_zookeeper(state.zookeeper.pid)
+            self.state_path.unlink(missing_ok=True)
+        if purge:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self._progress(f"removed {self.dir}")
+
+    def _stop_brokers(self, brokers: list[BrokerProc]) -> None:
+        running = [b for b in brokers if self._broker_state(b) != "dead"]
+        for b in running:
+            self._progress(f"stopping broker {b.id} (pid {b.pid})")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(b.pid, signal.SIGTERM)
+                os.kill(b.pid, signal.SIGCONT)  # a paused broker handles SIGTERM once resumed
+
+        def all_dead() -> bool:
+            return all(self._broker_state(b) == "dead" for b in running)
+
+        if not _wait_until(all_dead, STOP_TIMEOUT_S, 0.1):
+            for b in running:
+                if self._broker_state(b) != "dead":
+                    self._progress(f"broker {b.id} ignored SIGTERM; sending SIGKILL")
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(b.pid, signal.SIGKILL)
+            _wait_until(all_dead, KILL_TIMEOUT_S, 0.1)
+        for b in brokers:
+            self._reap(b.id)
+
+    def _stop_zookeeper(self, pid: int) -> None:
+        from deploy.zookeeper import stop_zookeeper
+
+        self._progress(f"stopping ZooKeeper (pid {pid})")
+        stop_zookeeper(pid)

@@ -1,0 +1,63 @@
+"""LocalCluster against the session ZooKeeper: seed placement on five brokers, and status, kill and
+start through the Python API (the CLI's own tests are in test_cli.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.fixtures.cluster import ClusterFactory, run_odradek
+from tests.integration.test_cli import LINE
+
+pytestmark = pytest.mark.integration
+
+
+def _describe(bootstrap: str, topic: str) -> list[tuple[int, str, str, str]]:
+    done = run_odradek("topics", "describe", topic, "--bootstrap", bootstrap)
+    assert done.returncode == 0, done.stderr
+    rows = []
+    for line in done.stdout.splitlines()[1:]:
+        m = LINE.fullmatch(line)
+        assert m is not None, line
+        rows.append((int(m.group(2)), m.group(3), m.group(4), m.group(5)))
+    return rows
+
+
+def test_seed_placement_on_five_brokers(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(5)
+    assert [s.state for s in cluster.status()] == ["alive"] * 5
+    assert sum(s.controller for s in cluster.status()) == 1
+
+    done = run_odradek(
+        "topics", "create", "topic01", "--partitions", "10", "--replication-factor", "2",
+        "--bootstrap", cluster.bootstrap,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 30
+    rows = _describe(cluster.bootstrap, "topic01")
+    while any(leader == "none" for _, leader, _, _ in rows):
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.3)
+        rows = _describe(cluster.bootstrap, "topic01")
+    # seed 002: sort the brokers b[0..4] = 1..5; replica j of partition i on b[(i + j) mod 5],
+    # replica 0 (the preferred leader) leads
+    expected = [
+        (i, str(1 + i % 5), f"{1 + i % 5},{1 + (i + 1) % 5}", str(1 + i % 5)) for i in range(10)
+    ]
+    assert rows == expected
+
+
+def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
+    cluster = cluster_factory(3)
+    controller = cluster.controller_id()
+    assert controller in (1, 2, 3)
+    cluster.kill(controller)
+    status = {s.id: s for s in cluster.status()}
+    assert status[controller].state == "dead"
+    new_controller = cluster.wait_ready()  # the survivors elect another controller
+    assert new_controller != controller
+    cluster.start(controller)  # back with the same id and port
+    status = {s.id: s for s in cluster.status()}
+    assert [status[i].state for i in (1, 2, 3)] == ["alive"] * 3
+    assert status[new_controller].controller

@@ -1,0 +1,234 @@
+"""Controller-to-broker requests and the admin APIs, over a real socket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protocol.api.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from protocol.api.controller import (
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    TopicPartitionRef,
+    UpdateMetadataRequest,
+)
+from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from protocol.api.metadata import BrokerInfo, MetadataRequest
+from protocol.errors import (
+    FencedLeaderEpochError,
+    InvalidConfigError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    NotLeaderForPartitionError,
+    RequestTimedOutError,
+    StaleControllerEpochError,
+    TopicAlreadyExistsError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
+from tests.unit.broker.helpers import batch, fetch, produce
+
+LIVE = [BrokerInfo(BROKER_ID, "127.0.0.1", 1)]
+
+
+async def test_stale_controller_epoch_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        b.controller_epoch = 5
+        await b.lead("t")
+        conn = await b.connect()
+        follower_state = b.state("t", 0, leader=2, replicas=[1, 2])
+        old = 4
+        lai = await conn.send(LeaderAndIsrRequest(0, old, [follower_state], LIVE))
+        assert lai.error_code == StaleControllerEpochError.code
+        um = await conn.send(UpdateMetadataRequest(0, old, [], LIVE, ["t"]))
+        assert um.error_code == StaleControllerEpochError.code
+        sr = await conn.send(StopReplicaRequest(0, old, True, [TopicPartitionRef("t", 0)]))
+        assert sr.error_code == StaleControllerEpochError.code
+        # still the leader, still in the metadata, the log still there
+        resp = await conn.send(produce("t", 0, batch(1)))
+        assert resp.topics[0].partitions[0].error_code == 0
+        meta = await conn.send(MetadataRequest(["t"]))
+        assert meta.topics[0].partitions[0].leader == BROKER_ID
+        # a newer epoch is obeyed: become follower, produce is refused
+        b.controller_epoch = 6
+        b.leader_epochs[("t", 0)] = 1
+        newer = b.state("t", 0, leader=2, replicas=[1, 2])
+        lai = await conn.send(LeaderAndIsrRequest(0, 6, [newer], LIVE))
+        assert lai.error_code == 0 and lai.partitions[0].error_code == 0
+        resp = await conn.send(produce("t", 0, batch(1)))
+        assert resp.topics[0].partitions[0].error_code == NotLeaderForPartitionError.code
+
+
+async def test_older_leader_epoch_is_refused_per_partition(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        b.leader_epochs[("t", 0)] = 3
+        await b.lead("t")
+        conn = await b.connect()
+        b.leader_epochs[("t", 0)] = 2
+        lai = await conn.send(
+            LeaderAndIsrRequest(0, 1, [b.state("t", 0, leader=2, replicas=[1, 2])], LIVE)
+        )
+        assert lai.partitions[0].error_code == StaleControllerEpochError.code
+        f = await conn.send(fetch("t", {0: 0}))
+        assert f.topics[0].partitions[0].error_code == 0  # still leading
+
+        # a fetch naming an older leader epoch is fenced
+        def at_epoch(epoch: int) -> FetchRequest:
+            part = FetchPartition(0, 0, 1000, current_leader_epoch=epoch)
+            return FetchRequest(-1, 0, 1, 1000, [FetchTopic("t", [part])])
+
+        got = await conn.send(at_epoch(2))
+        assert got.topics[0].partitions[0].error_code == FencedLeaderEpochError.code
+        got = await conn.send(at_epoch(4))
+        assert got.topics[0].partitions[0].error_code == UnknownLeaderEpochError.code
+        got = await conn.send(at_epoch(3))
+        assert got.topics[0].partitions[0].error_code == 0
+
+
+async def test_list_offsets_earliest_latest_and_by_time(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("o")
+        conn = await b.connect()
+        for i in range(3):
+            await conn.send(produce("o", 0, batch(10, ts_ms=1000 * (i + 1))))
+
+        async def lookup(ts: int, topic: str = "o") -> tuple[int, int]:
+            req = ListOffsetsRequest(-1, [ListOffsetsTopic(topic, [ListOffsetsPartition(0, ts)])])
+            p = (await conn.send(req)).topics[0].partitions[0]
+            return p.error_code, p.offset
+
+        assert await lookup(-2) == (0, 0)
+        assert await lookup(-1) == (0, 30)
+        assert await lookup(1500) == (0, 10)
+        assert await lookup(3000) == (0, 20)
+        assert await lookup(9000) == (0, -1)
+        assert (await lookup(-1, "nope"))[0] == UnknownTopicOrPartitionError.code
+
+
+async def test_metadata_answers_from_the_cache(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("a", partitions=2)
+        conn = await b.connect()
+        um = UpdateMetadataRequest(7, 1, [b.state("dark", 0, leader=-1, replicas=[3])], LIVE, [])
+        assert (await conn.send(um)).error_code == 0
+        meta = await conn.send(MetadataRequest(None))
+        assert meta.controller_id == 7
+        assert [t.name for t in meta.topics] == ["a", "dark"]
+        assert [p.leader for p in meta.topics[0].partitions] == [BROKER_ID, BROKER_ID]
+        dark = meta.topics[1].partitions[0]
+        assert (dark.leader, dark.error_code) == (-1, LeaderNotAvailableError.code)
+        one = await conn.send(MetadataRequest(["nope", "a"]))
+        assert one.topics[0].error_code == UnknownTopicOrPartitionError.code
+        assert one.topics[1].name == "a" and one.topics[1].error_code == 0
+
+
+def _acting_controller(b: BrokerHarness) -> None:
+    """Make the fake ZooKeeper call back into the broker as the controller would."""
+
+    async def on_create(name: str, partitions: int) -> None:
+        await b.lead(name, partitions)
+
+    async def on_delete(name: str) -> None:
+        conn = await b.connect()
+        refs = [TopicPartitionRef(name, p) for p in sorted(b.ctx.metadata.topics.get(name, {}))]
+        await conn.send(StopReplicaRequest(0, b.controller_epoch, True, refs))
+        await conn.send(UpdateMetadataRequest(0, b.controller_epoch, [], LIVE, [name]))
+
+    b.topics.on_create = on_create
+    b.topics.on_delete = on_delete
+
+
+async def test_create_and_delete_topics(tmp_path: Path) -> None:
+    store = FakeTopicStore()
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("existing")
+        _acting_controller(b)
+        conn = await b.connect()
+        topics = [
+            CreatableTopic("new", 2, 1, [], {"retention.ms": "1000"}),
+            CreatableTopic("existing", 1, 1, [], {}),
+            CreatableTopic("bad-config", 1, 1, [], {"retention.ms": "soon"}),
+            CreatableTopic("too-many-replicas", 1, 3, [], {}),
+            CreatableTopic("bad/name", 1, 1, [], {}),
+            CreatableTopic("checked", 1, 1, [], {}),
+        ]
+        store.configs["existing"] = {}
+        resp = await conn.send(CreateTopicsRequest(topics[:5], 5000))
+        codes = {r.name: r.error_code for r in resp.topics}
+        assert codes == {
+            "new": 0,
+            "existing": TopicAlreadyExistsError.code,
+            "bad-config": InvalidConfigError.code,
+            "too-many-replicas": InvalidReplicationFactorError.code,
+            "bad/name": InvalidTopicError.code,
+        }
+        assert [c[0] for c in store.created] == ["new"]
+        assert (tmp_path / "new-0").is_dir() and (tmp_path / "new-1").is_dir()
+        only = await conn.send(CreateTopicsRequest([topics[5]], 5000, validate_only=True))
+        assert only.topics[0].error_code == 0 and "checked" not in store.configs
+        # a created topic takes produce at once, with its own config
+        assert (await conn.send(produce("new", 1, batch(2)))).topics[0].partitions[
+            0
+        ].error_code == 0
+        assert b.log_manager.get("new", 0).config.retention_ms == 1000
+
+        gone = await conn.send(DeleteTopicsRequest(["new", "never"], 5000))
+        assert {r.name: r.error_code for r in gone.responses} == {
+            "new": 0,
+            "never": UnknownTopicOrPartitionError.code,
+        }
+        assert not (tmp_path / "new-0").exists()
+        after = await conn.send(produce("new", 1, batch(2)))
+        assert after.topics[0].partitions[0].error_code == UnknownTopicOrPartitionError.code
+
+
+async def test_create_times_out_without_a_controller(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("x")  # tells the cache broker 1 is live
+        conn = await b.connect()
+        resp = await conn.send(CreateTopicsRequest([CreatableTopic("slow", 1, 1, [], {})], 50))
+        assert resp.topics[0].error_code == RequestTimedOutError.code
+        assert b.topics.created == [("slow", 1, 1)]
+
+
+async def test_describe_configs_merges_defaults_and_overrides(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"c": {"retention.ms": "1234"}})
+    async with running_broker(
+        tmp_path, topics=store, topic_defaults={"segment.bytes": "65536"}
+    ) as b:
+        await b.lead("c")
+        conn = await b.connect()
+        broker_names = ["port", "fetch_use_sendfile"]
+        req = DescribeConfigsRequest(
+            [
+                DescribeConfigsResource(RESOURCE_TOPIC, "c", None),
+                DescribeConfigsResource(RESOURCE_TOPIC, "c", ["retention.ms"]),
+                DescribeConfigsResource(RESOURCE_TOPIC, "nope", None),
+                DescribeConfigsResource(RESOURCE_BROKER, str(BROKER_ID), broker_names),
+            ]
+        )
+        res = (await conn.send(req)).results
+        entries = {e.name: e for e in res[0].configs}
+        assert (entries["retention.ms"].value, entries["retention.ms"].is_default) == (
+            "1234",
+            False,
+        )
+        assert (entries["segment.bytes"].value, entries["segment.bytes"].is_default) == (
+            "65536",
+            True,
+        )
+        assert [e.name for e in res[1].configs] == ["retention.ms"]
+        assert res[2].error_code == UnknownTopicOrPartitionError.code
+        broker_entries = {e.name: e for e in res[3].configs}
+        assert broker_entries["port"].value == "0" and broker_entries["port"].read_only
+        assert broker_entries["fetch_use_sendfile"].is_default

@@ -1,0 +1,77 @@
+"""BrokerConfig loading: TOML, overrides, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig, load_config
+from protocol.errors import UsageError
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "broker.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_with_overrides_only(tmp_path: Path) -> None:
+    config = load_config(None, broker_id=2, log_dir=str(tmp_path), port=9093, host=None)
+    assert config.broker_id == 2
+    assert config.log_dir == tmp_path
+    assert config.port == 9093
+    assert config.host == "127.0.0.1"
+    assert config.zookeeper_session_timeout_ms == 6000
+    assert config.socket_request_max_bytes == 100 * 1024 * 1024
+    assert config.max_inflight_requests_per_connection == 100
+
+
+def test_file_with_topic_defaults_and_flag_precedence(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        'broker_id = 1\nport = 9000\nlog_dir = "/tmp/x"\nzookeeper = "zk:2181"\n'
+        '[topic_defaults]\n"retention.ms" = 1000\n"segment.bytes" = "1048576"\n',
+    )
+    config = load_config(path, port=9100)
+    assert config.port == 9100  # the flag wins
+    assert config.zookeeper == "zk:2181"
+    assert config.topic_defaults == {"retention.ms": "1000", "segment.bytes": "1048576"}
+    log_config = config.default_log_config()
+    assert log_config.retention_ms == 1000
+    assert log_config.segment_bytes == 1048576
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('broker_id = 1\nlog_dir = "/x"\nbogus = 3\n', "unknown setting 'bogus'"),
+        ('broker_id = "one"\nlog_dir = "/x"\n', "broker_id must be an integer"),
+        ('broker_id = 1\nlog_dir = "/x"\nport = 70000\n', "port 70000"),
+        ('broker_id = 1\nlog_dir = "/x"\nmax_connections = 0\n', "max_connections must be"),
+        ('broker_id = 1\nlog_dir = "/x"\n[topic_defaults]\n"retention.ms" = "soon"\n',
+         "topic_defaults"),
+        ("broker_id = \n", "not valid TOML"),
+        ('port = 1\n', "needs broker_id"),
+    ],
+)  # fmt: skip
+def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        load_config(_write(tmp_path, text))
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot read config file"):
+        load_config(tmp_path / "nope.toml", broker_id=1, log_dir="/x")
+
+
+def test_unknown_override() -> None:
+    with pytest.raises(UsageError, match="unknown broker setting"):
+        load_config(None, broker_id=1, log_dir="/x", colour="blue")
+
+
+def test_dataclass_validates_directly(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        BrokerConfig(broker_id=-1, log_dir=tmp_path)

@@ -1,0 +1,63 @@
+"""Partition roles, the high watermark on a real log, and fetch waiters."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from broker.clock import ManualClock
+from broker.log.config import LogConfig
+from broker.log.log import Log
+from broker.partition import Partition, Role
+from tests.unit.broker.helpers import batch
+
+
+def _partition(tmp_path: Path) -> Partition:
+    log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock())
+    return Partition("t", 0, log, local_broker_id=1)
+
+
+async def test_leader_hw_follows_appends_and_wakes_waiters(tmp_path: Path) -> None:
+    p = _partition(tmp_path)
+    try:
+        p.become_leader(leader_epoch=3, isr=[1], replicas=[1], zk_version=0)
+        assert (p.role, p.leader_id, p.leader_epoch, p.high_watermark) == (Role.LEADER, 1, 3, 0)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        p.add_waiter(waiter)
+        p.log.append_as_leader(batch(4), p.leader_epoch)
+        assert not waiter.done()  # appended, HW not moved yet
+        assert p.update_high_watermark()
+        assert waiter.done() and p.high_watermark == 4
+        assert not p.update_high_watermark()  # nothing new: no move, no wake
+    finally:
+        p.log.close()
+
+
+async def test_issue3_hw_ignores_followers_that_do_not_fetch(tmp_path: Path) -> None:
+    p = _partition(tmp_path)
+    try:
+        # replication factor 2 assigned, the follower holds nothing: ISR that bounds the HW is
+        # the leader alone, so consumers still see what the leader appended
+        p.become_leader(leader_epoch=0, isr=[1, 2], replicas=[1, 2], zk_version=0)
+        p.log.append_as_leader(batch(5), 0)
+        p.update_high_watermark()
+        assert p.high_watermark == 5
+        p.record_follower_offset(2, 0)
+        assert p.high_watermark == 5  # never backwards
+        p.record_follower_offset(9, 3)  # not a replica: ignored
+        assert 9 not in p.follower_log_end_offsets
+    finally:
+        p.log.close()
+
+
+async def test_becoming_follower_wakes_parked_fetches(tmp_path: Path) -> None:
+    p = _partition(tmp_path)
+    try:
+        p.become_leader(leader_epoch=0, isr=[1], replicas=[1, 2], zk_version=0)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        p.add_waiter(waiter)
+        p.become_follower(leader_id=2, leader_epoch=1, isr=[2], replicas=[1, 2], zk_version=1)
+        assert waiter.done()
+        assert (p.is_leader, p.leader_id, p.leader_epoch) == (False, 2, 1)
+    finally:
+        p.log.close()

@@ -1,0 +1,156 @@
+"""The record accumulator alone: batching, readiness, draining per node, retries, memory."""
+
+from client.accumulator import (
+    APPENDED,
+    BATCH_FULL,
+    NEW_BATCH,
+    RecordAccumulator,
+    estimate_size,
+)
+from client.types import TopicPartition
+from protocol.batch import decode_all
+from protocol.errors import NotLeaderForPartitionError
+
+
+class Fut:
+    """A stand-in for an asyncio future: the accumulator only calls done/set_*."""
+
+    def __init__(self) -> None:
+        self.result: object = None
+        self.error: BaseException | None = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, value: object) -> None:
+        self.result, self._done = value, True
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.error, self._done = exc, True
+
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+T2 = TopicPartition("t", 2)
+LEADERS = {T0: 1, T1: 2, T2: 1}
+
+
+def leader_of(tp: TopicPartition) -> int:
+    return LEADERS.get(tp, -1)
+
+
+def test_records_fill_batches_up_to_batch_size() -> None:
+    acc = RecordAccumulator(batch_size=100)
+    size = estimate_size(None, b"x" * 38, None)  # 50
+    outcomes = [acc.append(T0, None, b"x" * 38, None, 1, Fut(), 0) for _ in range(5)]
+    assert outcomes == [NEW_BATCH, BATCH_FULL, NEW_BATCH, BATCH_FULL, NEW_BATCH]
+    assert acc.used_bytes == 5 * size
+    assert acc.incomplete == 3
+
+
+def test_linger_decides_readiness() -> None:
+    acc = RecordAccumulator(linger_ms=10)
+    acc.append(T0, None, b"v", None, 1, Fut(), now_ms=100)
+    not_yet = acc.ready(leader_of, now_ms=105)
+    assert not_yet.nodes == set() and not_yet.next_check_ms == 5
+    assert acc.ready(leader_of, now_ms=110).nodes == {1}
+
+
+def test_flush_and_memory_waiters_make_everything_ready() -> None:
+    acc = RecordAccumulator(linger_ms=1000)
+    acc.append(T0, None, b"v", None, 1, Fut(), 0)
+    acc.flushing = 1
+    assert acc.ready(leader_of, 0).nodes == {1}
+    acc.flushing, acc.memory_waiters = 0, 1
+    assert acc.ready(leader_of, 0).nodes == {1}
+
+
+def test_drain_takes_one_batch_per_partition_grouped_by_node() -> None:
+    acc = RecordAccumulator(batch_size=100)
+    for tp in (T0, T1, T2):
+        for _ in range(4):  # two batches each
+            acc.append(tp, None, b"x" * 38, None, 1, Fut(), 0)
+    ready = acc.ready(leader_of, 0)
+    assert ready.nodes == {1, 2}
+    drained = acc.drain(ready.nodes, leader_of, 1 << 20, 0)
+    assert sorted(b.tp for b in drained[1]) == [T0, T2]
+    assert [b.tp for b in drained[2]] == [T1]
+    assert acc.queued_batches() == 3
+
+
+def test_drain_respects_max_request_bytes_and_in_flight_limit() -> None:
+    acc = RecordAccumulator(batch_size=100, max_in_flight_per_partition=1)
+    for tp in (T0, T2):
+        acc.append(tp, None, b"x" * 88, None, 1, Fut(), 0)  # 100 bytes: full
+    drained = acc.drain({1}, leader_of, 150, 0)
+    assert len(drained[1]) == 1  # the second would pass 150 bytes
+    assert acc.drain({1}, leader_of, 150, 0)[1][0].tp != drained[1][0].tp
+    assert acc.drain({1}, leader_of, 150, 0) == {}  # both partitions at their in-flight limit
+
+
+def test_unknown_leader_is_reported() -> None:
+    acc = RecordAccumulator()
+    tp = TopicPartition("other", 0)
+    acc.append(tp, None, b"v", None, 1, Fut(), 0)
+    assert acc.ready(leader_of, 0).unknown_leaders == {tp}
+
+
+def test_completion_assigns_offsets_and_frees_memory() -> None:
+    acc = RecordAccumulator()
+    futs = [Fut() for _ in range(3)]
+    for i, f in enumerate(futs):
+        acc.append(T0, b"k", b"v%d" % i, [("h", b"1")], 1000 + i, f, 0)
+    (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
+    records = decode_all(batch.payload(0))
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in records] == [
+        (b"k", b"v%d" % i, 1000 + i, [("h", b"1")]) for i in range(3)
+    ]
+    acc.done_in_flight(batch)
+    batch.complete(42, -1)
+    assert [f.result for f in futs] == [("t", 0, 42 + i, 1000 + i) for i in range(3)]
+    assert acc.used_bytes == 0 and acc.incomplete == 0
+
+
+def test_requeue_goes_first_and_backs_off() -> None:
+    acc = RecordAccumulator(batch_size=50)
+    first, second = Fut(), Fut()
+    acc.append(T0, None, b"x" * 38, None, 1, first, 0)
+    acc.append(T0, None, b"x" * 38, None, 1, second, 0)
+    (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
+    acc.requeue(batch, retry_at_ms=100)
+    waiting = acc.ready(leader_of, 50)
+    assert waiting.nodes == set() and waiting.next_check_ms == 50
+    (again,) = acc.drain({1}, leader_of, 1 << 20, 100)[1]
+    assert again is batch and again.attempts == 2
+
+
+def test_expire_fails_only_queued_batches_past_deadline() -> None:
+    acc = RecordAccumulator(delivery_timeout_ms=1000)
+    f = Fut()
+    acc.append(T0, None, b"v", None, 1, f, 0)
+    assert acc.expire(999) == []
+    (batch,) = acc.expire(1000)
+    batch.fail(NotLeaderForPartitionError("gone"))
+    assert isinstance(f.error, NotLeaderForPartitionError)
+    assert acc.used_bytes == 0 and acc.incomplete == 0
+
+
+def test_memory_bound() -> None:
+    acc = RecordAccumulator(buffer_memory=1000, batch_size=100)
+    assert acc.has_room(1000)
+    while acc.has_room(estimate_size(None, b"x" * 88, None)):
+        acc.append(T0, None, b"x" * 88, None, 1, Fut(), 0)
+    assert acc.used_bytes == 1000
+    assert not acc.has_room(1)
+
+
+def test_built_batches_are_sent_as_they_are() -> None:
+    acc = RecordAccumulator()
+    f = Fut()
+    acc.append_built(T1, b"payload", 3, 5, f, 0)
+    (batch,) = acc.drain({2}, leader_of, 1 << 20, 0)[2]
+    assert batch.payload(0) == b"payload"
+    batch.complete(10, -1)
+    assert f.result == ("t", 1, 10, 3, 5)
+    assert APPENDED == 0

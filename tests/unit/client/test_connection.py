@@ -1,0 +1,152 @@
+"""BrokerConnection against a fake broker: pipelining, correlation, timeouts, disconnects."""
+
+import asyncio
+from collections.abc import Callable
+
+import msgpack
+import pytest
+
+from client.connection import BrokerConnection
+from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from protocol.api.metadata import MetadataRequest, MetadataResponse
+from protocol.codec import encode_response
+from protocol.errors import NetworkError, RequestTimedOutError, UnsupportedVersionError
+from protocol.framing import FrameDecoder
+from tests.unit.client.fake_broker import FakeState
+
+
+async def _connect(state: FakeState, **kw: object) -> BrokerConnection:
+    return await BrokerConnection.connect("127.0.0.1", state.brokers[1].port, **kw)  # type: ignore[arg-type]
+
+
+async def test_send_returns_the_decoded_response(fake1: FakeState) -> None:
+    fake1.create_topic("t", 3)
+    conn = await _connect(fake1, client_id="c1")
+    resp = await conn.send(MetadataRequest(["t"]))
+    assert isinstance(resp, MetadataResponse)
+    assert [p.partition for p in resp.topics[0].partitions] == [0, 1, 2]
+    assert resp.brokers[0].port == fake1.brokers[1].port
+    await conn.close()
+    assert conn.closed
+
+
+async def test_pipelined_requests_are_matched_to_their_responses(fake1: FakeState) -> None:
+    for i in range(20):
+        fake1.create_topic(f"t{i}", i + 1)
+    conn = await _connect(fake1)
+    reqs = [conn.send(MetadataRequest([f"t{i}"])) for i in range(20)]
+    resps = await asyncio.gather(*reqs)
+    for i, resp in enumerate(resps):
+        assert resp.topics[0].name == f"t{i}"
+        assert len(resp.topics[0].partitions) == i + 1
+    assert fake1.requests["Metadata"] == 20
+    await conn.close()
+
+
+async def test_in_flight_is_bounded(fake1: FakeState) -> None:
+    fake1.delay_ms["Metadata"] = 50
+    conn = await _connect(fake1, max_in_flight=3)
+    tasks = [asyncio.ensure_future(conn.send(MetadataRequest([]))) for _ in range(7)]
+    await asyncio.sleep(0.02)
+    assert conn.in_flight == 3
+    await asyncio.gather(*tasks)
+    assert conn.in_flight == 0
+    await conn.close()
+
+
+async def test_timeout_raises_and_connection_survives(fake1: FakeState) -> None:
+    fake1.drop.add("Metadata")
+    conn = await _connect(fake1)
+    with pytest.raises(RequestTimedOutError):
+        await conn.send(MetadataRequest([]), timeout_ms=50)
+    assert not conn.closed
+    assert conn.in_flight == 0
+    fake1.drop.clear()
+    resp = await conn.send(MetadataRequest([]), timeout_ms=1000)
+    assert resp.cluster_id == "fake"
+    await conn.close()
+
+
+async def test_disconnect_fails_every_pending_request(fake1: FakeState) -> None:
+    fake1.drop.add("Metadata")
+    conn = await _connect(fake1)
+    tasks = [asyncio.ensure_future(conn.send(MetadataRequest([]))) for _ in range(5)]
+    await asyncio.sleep(0.02)
+    fake1.brokers[1].kill_connections()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(r, NetworkError) for r in results)
+    assert conn.closed
+    with pytest.raises(NetworkError):
+        await conn.send(MetadataRequest([]))
+
+
+async def test_connect_refused_is_a_network_error() -> None:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    with pytest.raises(NetworkError):
+        await BrokerConnection.connect("127.0.0.1", port, connect_timeout_ms=1000)
+
+
+class _RawServer:
+    """A server answering each request frame with `reply(frame)` (bytes), for odd answers."""
+
+    def __init__(self, reply: Callable[[bytes], bytes]) -> None:
+        self.reply = reply
+        self.writers: list[asyncio.StreamWriter] = []
+        self.port = 0
+
+    async def __aenter__(self) -> "_RawServer":
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for w in self.writers:
+            w.close()
+        self.server.close()
+        await self.server.wait_closed()
+        await asyncio.sleep(0.01)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.append(writer)
+        decoder = FrameDecoder()
+        while data := await reader.read(65536):
+            for frame in decoder.feed(data):
+                writer.write(self.reply(frame))
+        writer.close()
+
+
+def _corr(frame: bytes) -> int:
+    return int(msgpack.unpackb(frame)[2])
+
+
+async def test_undecodable_response_closes_and_fails_all() -> None:
+    async with _RawServer(lambda frame: b"\x00\x00\x00\x03abc") as srv:
+        conn = await BrokerConnection.connect("127.0.0.1", srv.port)
+        with pytest.raises(NetworkError):
+            await conn.send(MetadataRequest([]), timeout_ms=2000)
+        assert conn.closed
+
+
+async def test_envelope_error_code_raises_its_class() -> None:
+    def reply(frame: bytes) -> bytes:
+        body = msgpack.packb([_corr(frame), 35, None])
+        return len(body).to_bytes(4, "big") + body
+
+    async with _RawServer(reply) as srv:
+        conn = await BrokerConnection.connect("127.0.0.1", srv.port)
+        with pytest.raises(UnsupportedVersionError):
+            await conn.send(MetadataRequest([]), timeout_ms=2000)
+        assert not conn.closed
+        await conn.close()
+
+
+async def test_wrong_response_shape_closes_connection() -> None:
+    wrong = ListOffsetsRequest(-1, [ListOffsetsTopic("x", [ListOffsetsPartition(0, -1)])])
+    async with _RawServer(lambda frame: encode_response(_corr(frame), wrong)) as srv:
+        conn = await BrokerConnection.connect("127.0.0.1", srv.port)
+        with pytest.raises(NetworkError, match="expected 4 fields"):
+            await conn.send(MetadataRequest([]), timeout_ms=2000)
+        assert conn.closed

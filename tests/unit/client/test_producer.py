@@ -1,0 +1,210 @@
+"""AsyncProducer against the fake cluster: batching per node, offsets, retries, back-pressure."""
+
+import asyncio
+
+import pytest
+
+from client.partitioner import partition_for_key
+from client.producer import AsyncProducer
+from protocol.batch import decode_all
+from protocol.errors import (
+    MessageTooLargeError,
+    NotLeaderForPartitionError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+    UsageError,
+)
+from tests.unit.client.fake_broker import FakeState, bootstrap
+
+
+def _values(state: FakeState, topic: str, partition: int) -> list[bytes | None]:
+    return [r.value for batch in state.logs[(topic, partition)] for r in decode_all(batch)]
+
+
+async def test_send_returns_offsets_and_data_lands(fake1: FakeState) -> None:
+    fake1.create_topic("t", 1)
+    async with AsyncProducer(bootstrap(fake1)) as producer:
+        futures = [await producer.send("t", b"v%d" % i, partition=0) for i in range(10)]
+        metas = await asyncio.gather(*futures)
+    assert [m.offset for m in metas] == list(range(10))
+    assert all(m.topic == "t" and m.partition == 0 and m.timestamp > 0 for m in metas)
+    assert _values(fake1, "t", 0) == [b"v%d" % i for i in range(10)]
+
+
+async def test_keys_go_where_kafka_puts_them(fake1: FakeState) -> None:
+    fake1.create_topic("k", 5)
+    async with AsyncProducer(bootstrap(fake1)) as producer:
+        keys = [b"key-%d" % i for i in range(30)]
+        metas = await asyncio.gather(*[await producer.send("k", b"x", key=k) for k in keys])
+    for k, m in zip(keys, metas, strict=True):
+        assert m.partition == partition_for_key(k, 5)
+
+
+async def test_keyless_records_spread_over_partitions(fake1: FakeState) -> None:
+    fake1.create_topic("s", 4)
+    async with AsyncProducer(bootstrap(fake1), batch_size=200) as producer:
+        metas = await asyncio.gather(*[await producer.send("s", b"x" * 50) for _ in range(200)])
+    counts = {p: sum(1 for m in metas if m.partition == p) for p in range(4)}
+    assert all(c > 20 for c in counts.values()), counts
+
+
+async def test_one_produce_request_per_node_carries_many_partitions(fake3: FakeState) -> None:
+    fake3.create_topic("m", 6)  # leaders 1,2,3,1,2,3
+    fake3.delay_ms["Produce"] = 30
+    async with AsyncProducer(bootstrap(fake3), linger_ms=20) as producer:
+        futures = [await producer.send("m", b"x", partition=p) for p in range(6)]
+        await asyncio.gather(*futures)
+    assert fake3.requests["Produce"] == 3
+    assert all(len(fake3.logs[("m", p)]) == 1 for p in range(6))
+
+
+async def test_linger_batches_records_together(fake1: FakeState) -> None:
+    fake1.create_topic("l", 1)
+    async with AsyncProducer(bootstrap(fake1), linger_ms=50) as producer:
+        futures = []
+        for i in range(50):
+            futures.append(await producer.send("l", b"%d" % i, partition=0))
+            await asyncio.sleep(0)
+        await asyncio.gather(*futures)
+    assert fake1.requests["Produce"] == 1
+    assert len(fake1.logs[("l", 0)]) == 1
+
+
+async def test_not_leader_triggers_metadata_refresh_and_retry_to_new_leader(
+    fake3: FakeState,
+) -> None:
+    fake3.create_topic("r", 1, leader=1)
+    async with AsyncProducer(bootstrap(fake3), retry_backoff_ms=10) as producer:
+        m0 = await (await producer.send("r", b"first", partition=0))
+        fake3.leaders[("r", 0)] = 2  # leadership moves; producer's metadata is stale
+        metadata_before = fake3.requests["Metadata"]
+        m1 = await (await producer.send("r", b"second", partition=0))
+    assert (m0.offset, m1.offset) == (0, 1)
+    assert fake3.requests["Metadata"] > metadata_before
+    assert fake3.requests["Produce"] >= 3  # the first, the refused one, the retry
+    assert _values(fake3, "r", 0) == [b"first", b"second"]
+
+
+async def test_retriable_errors_are_retried_then_succeed(fake1: FakeState) -> None:
+    fake1.create_topic("e", 1)
+    fake1.produce_errors.extend([6, 7, 19])  # NOT_LEADER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS
+    async with AsyncProducer(bootstrap(fake1), retry_backoff_ms=5) as producer:
+        meta = await (await producer.send("e", b"v", partition=0))
+    assert meta.offset == 0
+    assert fake1.requests["Produce"] == 4
+
+
+async def test_non_retriable_error_fails_the_future(fake1: FakeState) -> None:
+    fake1.create_topic("f", 1)
+    fake1.produce_errors.append(10)  # MESSAGE_TOO_LARGE
+    async with AsyncProducer(bootstrap(fake1)) as producer:
+        fut = await producer.send("f", b"v", partition=0)
+        with pytest.raises(MessageTooLargeError):
+            await fut
+        meta = await (await producer.send("f", b"w", partition=0))
+    assert meta.offset == 0
+
+
+async def test_retries_are_bounded_by_delivery_timeout(fake1: FakeState) -> None:
+    fake1.create_topic("d", 1)
+    fake1.produce_errors.extend([6] * 1000)
+    async with AsyncProducer(
+        bootstrap(fake1), retry_backoff_ms=10, delivery_timeout_ms=300
+    ) as producer:
+        fut = await producer.send("d", b"v", partition=0)
+        with pytest.raises((NotLeaderForPartitionError, RequestTimedOutError)):
+            await asyncio.wait_for(fut, 3)
+    assert 3 <= fake1.requests["Produce"] <= 40
+
+
+async def test_request_timeout_is_retried(fake1: FakeState) -> None:
+    fake1.create_topic("to", 1)
+    fake1.delay_ms["Produce"] = 200
+    async with AsyncProducer(
+        bootstrap(fake1), request_timeout_ms=50, retry_backoff_ms=10, delivery_timeout_ms=2000
+    ) as producer:
+        fut = await producer.send("to", b"v", partition=0)
+        await asyncio.sleep(0.1)
+        fake1.delay_ms["Produce"] = 0
+        meta = await asyncio.wait_for(fut, 3)
+    assert meta.partition == 0
+    assert fake1.requests["Produce"] >= 2
+
+
+async def test_buffer_memory_applies_back_pressure(fake1: FakeState) -> None:
+    fake1.create_topic("b", 1)
+    fake1.delay_ms["Produce"] = 20
+    producer = AsyncProducer(
+        bootstrap(fake1), buffer_memory=64 * 1024, max_request_size=16 * 1024, batch_size=4096
+    )
+    await producer.start()
+    futures = []
+    peak = 0
+    for _ in range(400):  # 400 KiB through a 64 KiB buffer
+        futures.append(await producer.send("b", b"x" * 1000, partition=0))
+        peak = max(peak, producer._acc.used_bytes)
+    await asyncio.gather(*futures)
+    await producer.close()
+    assert peak <= 64 * 1024
+    assert len(_values(fake1, "b", 0)) == 400
+
+
+async def test_acks_zero_sends_without_waiting(fake1: FakeState) -> None:
+    fake1.create_topic("z", 1)
+    async with AsyncProducer(bootstrap(fake1), acks=0) as producer:
+        meta = await (await producer.send("z", b"v", partition=0))
+        assert meta.offset == -1
+        for _ in range(100):
+            if fake1.logs[("z", 0)]:
+                break
+            await asyncio.sleep(0.01)
+    assert _values(fake1, "z", 0) == [b"v"]
+
+
+async def test_send_batch_bulk_path(fake1: FakeState) -> None:
+    fake1.create_topic("bulk", 2)
+    values = [b"%06d" % i for i in range(100_000)]
+    async with AsyncProducer(bootstrap(fake1)) as producer:
+        metas = await (await producer.send_batch("bulk", values))
+    assert sum(m.record_count for m in metas) == 100_000
+    assert {m.partition for m in metas} == {0, 1}
+    got = _values(fake1, "bulk", 0) + _values(fake1, "bulk", 1)
+    assert sorted(got) == values  # type: ignore[type-var]
+
+
+async def test_gzip_compression_round_trips(fake1: FakeState) -> None:
+    fake1.create_topic("gz", 1)
+    async with AsyncProducer(bootstrap(fake1), compression_type="gzip") as producer:
+        await asyncio.gather(
+            *[await producer.send("gz", b"a" * 100, partition=0) for _ in range(5)]
+        )
+    assert _values(fake1, "gz", 0) == [b"a" * 100] * 5
+
+
+async def test_flush_waits_for_lingering_batches(fake1: FakeState) -> None:
+    fake1.create_topic("fl", 1)
+    async with AsyncProducer(bootstrap(fake1), linger_ms=10_000) as producer:
+        fut = await producer.send("fl", b"v", partition=0)
+        await asyncio.wait_for(producer.flush(), 2)
+        assert fut.done() and fut.result().offset == 0
+
+
+async def test_usage_errors(fake1: FakeState) -> None:
+    fake1.create_topic("u", 2)
+    producer = AsyncProducer(bootstrap(fake1), max_block_ms=200, retry_backoff_ms=20)
+    with pytest.raises(UsageError):
+        await producer.send("u", b"v")  # not started
+    await producer.start()
+    with pytest.raises(UsageError):
+        await producer.send("u", b"v", partition=5)
+    with pytest.raises(MessageTooLargeError):
+        await producer.send("u", b"x" * 2_000_000)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        await producer.send("missing", b"v")
+    await producer.close()
+    with pytest.raises(UsageError):
+        await producer.send("u", b"v")
+    with pytest.raises(UsageError):
+        AsyncProducer("nohostport")
+    with pytest.raises(UsageError):
+        AsyncProducer(bootstrap(fake1), acks=2)

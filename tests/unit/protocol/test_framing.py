@@ -1,0 +1,99 @@
+"""FrameDecoder: bad lengths are refused before any body is buffered, and kill the decoder."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from protocol.errors import ProtocolError
+from protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    BadFrameLengthError,
+    FrameDecoder,
+    FrameTooLargeError,
+    encode_frame,
+    frame_header,
+)
+
+
+def length(n: int) -> bytes:
+    return struct.pack(">i", n)
+
+
+def test_default_maximum_is_100_mib() -> None:
+    assert DEFAULT_MAX_FRAME_BYTES == 100 * 1024 * 1024
+    assert FrameDecoder().max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
+
+
+@pytest.mark.parametrize("bad", [0, -1, -(2**31)])
+def test_non_positive_length_is_refused(bad: int) -> None:
+    decoder = FrameDecoder()
+    with pytest.raises(BadFrameLengthError):
+        decoder.feed(length(bad) + b"x" * 100)
+    assert decoder.buffered_bytes == 0
+
+
+def test_huge_length_is_refused_before_buffering_the_body() -> None:
+    decoder = FrameDecoder()  # 100 MiB maximum
+    body_start = b"y" * 1_000_000  # what a hostile peer sends along with the length
+    with pytest.raises(FrameTooLargeError):
+        decoder.feed(length(2**31 - 1) + body_start)
+    assert decoder.buffered_bytes == 0
+
+
+def test_huge_length_arriving_byte_by_byte() -> None:
+    decoder = FrameDecoder(max_frame_bytes=1024)
+    header = length(1025)
+    for i in range(3):
+        assert decoder.feed(header[i : i + 1]) == []
+        assert decoder.buffered_bytes == i + 1
+    with pytest.raises(FrameTooLargeError):
+        decoder.feed(header[3:] + b"z" * 5000)
+    assert decoder.buffered_bytes == 0
+
+
+def test_bad_length_after_good_frames_in_the_same_feed() -> None:
+    decoder = FrameDecoder(max_frame_bytes=10)
+    with pytest.raises(FrameTooLargeError):
+        decoder.feed(encode_frame(b"ok") + length(11) + b"q" * 100)
+    assert decoder.buffered_bytes == 0
+
+
+def test_the_maximum_itself_is_accepted() -> None:
+    decoder = FrameDecoder(max_frame_bytes=10)
+    assert decoder.feed(encode_frame(b"0123456789")) == [b"0123456789"]
+    with pytest.raises(FrameTooLargeError):
+        decoder.feed(encode_frame(b"0123456789A"))
+
+
+@pytest.mark.parametrize("bad", [length(0), length(-5), length(1 << 20)])
+def test_decoder_is_dead_after_an_error(bad: bytes) -> None:
+    decoder = FrameDecoder(max_frame_bytes=1000)
+    with pytest.raises(ProtocolError):
+        decoder.feed(bad)
+    for good in (encode_frame(b"fine"), b""):
+        with pytest.raises(ProtocolError, match="after a framing error"):
+            decoder.feed(good)
+
+
+def test_partial_body_is_buffered_only_as_it_arrives() -> None:
+    decoder = FrameDecoder(max_frame_bytes=1000)
+    assert decoder.feed(length(1000) + b"a" * 10) == []
+    assert decoder.buffered_bytes == 10
+    assert decoder.feed(b"a" * 989) == []
+    assert decoder.buffered_bytes == 999
+    assert decoder.feed(b"a" + frame_header(2)) == [b"a" * 1000]
+    assert decoder.buffered_bytes == 0  # the next header is read and remembered
+    assert decoder.feed(b"bc") == [b"bc"]
+
+
+def test_feeding_nothing() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(b"") == []
+    assert decoder.buffered_bytes == 0
+
+
+def test_maximum_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        FrameDecoder(max_frame_bytes=0)
