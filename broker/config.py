@@ -52,6 +52,12 @@ class BrokerConfig:
     fetch_use_sendfile: bool = True  # False: always pread + write (for benchmarks)
     num_partitions: int = 1
     default_replication_factor: int = 1
+    replica_lag_time_max_ms: int = 10_000  # a follower not caught up this long leaves the ISR
+    replica_fetch_max_bytes: int = 1 * MiB  # per partition in a follower's fetch
+    replica_fetch_response_max_bytes: int = 10 * MiB  # per follower fetch response
+    replica_fetch_wait_max_ms: int = 500  # a follower's fetch long-polls this long at most
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000  # after a fetch error, before retrying
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -83,6 +89,12 @@ _POSITIVE_FIELDS = (
     "log_retention_check_interval_ms",
     "num_partitions",
     "default_replication_factor",
+    "replica_lag_time_max_ms",
+    "replica_fetch_max_bytes",
+    "replica_fetch_response_max_bytes",
+    "replica_fetch_wait_max_ms",
+    "replica_fetch_min_bytes",
+    "replica_fetch_backoff_ms",
 )
 
 

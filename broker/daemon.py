@@ -29,10 +29,12 @@ from broker.context import BrokerContext, ControllerEpoch
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
-from broker.replica_manager import ReplicaManager
+from broker.replica_fetcher import FetcherSettings
+from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from coordinator import topics as zk_topics
 from coordinator.controller import ControllerElector
+from coordinator.isr import ZkIsrWriter
 from coordinator.registration import Registration, register_broker
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
@@ -121,6 +123,7 @@ class Broker:
         self.log_manager = LogManager(config.log_dir, config.default_log_config(), self.clock)
         self.flusher = GroupCommitFlusher()
         self.zk = ZkClient(config.zookeeper, config.zookeeper_session_timeout_ms)
+        self.isr_writer = ZkIsrWriter(self.zk, config.broker_id)
         self.replicas = ReplicaManager(
             config.broker_id,
             self.log_manager,
@@ -128,6 +131,9 @@ class Broker:
             config.default_log_config(),
             config.max_delayed_fetches,
             config.fetch_max_bytes,
+            clock=self.clock,
+            replication=replication_settings(config),
+            isr_writer=self.isr_writer,
         )
         self.ctx = BrokerContext(
             config, self.clock, self.replicas, MetadataCache(), ZkTopicStore(self.zk),
@@ -147,6 +153,7 @@ class Broker:
         self._zk_started = True
         await self.server.start()
         self.port = self.server.port
+        self.replicas.start()
         self._registration = await register_broker(
             self.zk, self.config.broker_id, self.config.host, self.port
         )
@@ -165,6 +172,8 @@ class Broker:
         if self._registration is not None:
             await _quietly(self._registration.close())
         await self.server.stop()
+        await _quietly(self.replicas.shutdown())
+        await _quietly(self.isr_writer.close())
         if self._background is not None:
             self._background.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -172,6 +181,17 @@ class Broker:
         self.log_manager.shutdown()
         if self._zk_started:
             await _quietly(self.zk.stop())
+
+
+def replication_settings(config: BrokerConfig) -> ReplicationSettings:
+    fetcher = FetcherSettings(
+        fetch_max_bytes=config.replica_fetch_max_bytes,
+        response_max_bytes=config.replica_fetch_response_max_bytes,
+        wait_max_ms=config.replica_fetch_wait_max_ms,
+        min_bytes=config.replica_fetch_min_bytes,
+        backoff_ms=config.replica_fetch_backoff_ms,
+    )
+    return ReplicationSettings(config.replica_lag_time_max_ms, fetcher)
 
 
 async def _quietly(step: Awaitable[Any]) -> None:

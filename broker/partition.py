@@ -1,20 +1,24 @@
 """One partition as this broker sees it: its Log plus the leadership state the controller sent.
 
-Replica roles (a table, as STYLE.md asks; transitions happen only on LeaderAndIsr/StopReplica):
+Replica roles (a table, as STYLE.md asks; transitions happen on LeaderAndIsr/StopReplica, and
+`resign` when ZooKeeper shows a newer leader epoch than ours):
 
     role      what it does                                            next
-    LEADER    accepts produce, serves fetch below the high watermark  FOLLOWER, (removed)
-    FOLLOWER  holds a log; issue 4 makes it fetch from the leader     LEADER, (removed)
+    LEADER    accepts produce, serves fetch, tracks followers, ISR    FOLLOWER, (removed)
+    FOLLOWER  fetches from the leader (broker/replica_fetcher.py)     LEADER, (removed)
 
 The high watermark (HW) is a field of its own, advanced only by `advance_high_watermark`, a pure
-function of the ISR members' log end offsets: the smallest of them, never going backwards.
-Issue 3 has no follower fetching, so the leader passes only itself as the ISR that counts
-(`_hw_isr`); issue 4 passes `self.isr` once followers report their offsets via
-`record_follower_offset`.
+function of the ISR members' log end offsets: the smallest of them, never going backwards. The
+leader learns its followers' offsets from their fetches (`record_follower_fetch`, which also
+says when a follower may rejoin the ISR); the ISR itself changes only through `apply_isr`,
+after the change is in ZooKeeper (replica_manager.py writes it). A follower's HW is set by its
+fetcher from the leader's answers.
 
-Waiters: a long-polling fetch parks one future on every partition it reads; `notify_waiters`
-completes them all when the HW moves (consumers see data only below it), so a delayed fetch
-wakes as soon as data it may return arrives.
+Waiters: a long-polling consumer fetch parks one future on every partition it reads (`waiters`,
+woken when the HW moves: consumers see data only below it); a follower's fetch parks on
+`replica_waiters`, woken by appends. acks=all produces wait in `produce_waiters`
+(broker/delayed_produce.py), completed as the HW passes their batches and failed when this
+broker stops leading.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
+
+from broker.delayed_produce import ProduceWaiters
+from broker.replication_decisions import (
+    FollowerState,
+    may_join_isr,
+    out_of_sync_replicas,
+    record_fetch,
+)
+from protocol.errors import NotLeaderForPartitionError
 
 if TYPE_CHECKING:
     from broker.log.log import Log
@@ -69,24 +82,53 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
     high_watermark: int = 0
-    follower_log_end_offsets: dict[int, int] = field(default_factory=dict)
+    leader_epoch_start_offset: int = 0
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    isr_update_in_flight: bool = False
+    storage_failed: bool = False  # a follower whose disk write failed stops fetching
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    replica_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    produce_waiters: ProduceWaiters = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.produce_waiters = ProduceWaiters((self.topic, self.index))
 
     @property
     def is_leader(self) -> bool:
         return self.role is Role.LEADER
 
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
+    @property
+    def follower_log_end_offsets(self) -> dict[int, int]:
+        return {r: s.log_end_offset for r, s in self.followers.items() if s.log_end_offset >= 0}
+
+    # ----- role changes ---------------------------------------------------------------------
+
     def become_leader(
-        self, leader_epoch: int, isr: list[int], replicas: list[int], zk_version: int
+        self,
+        leader_epoch: int,
+        isr: list[int],
+        replicas: list[int],
+        zk_version: int,
+        now_ms: int = 0,
     ) -> None:
         self.role = Role.LEADER
         self.leader_id = self.local_broker_id
         self._set_state(leader_epoch, isr, replicas, zk_version)
-        self.follower_log_end_offsets.clear()
-        # A new leader starts from what it holds (Kafka starts from its checkpointed HW and
-        # lets followers catch it up; with no followers fetching, that is its log end offset).
+        # Kafka's leader records its epoch's start at once, so OffsetsForLeaderEpoch for an
+        # older epoch ends where this leadership began even before anything is written in it.
+        self.log.epochs.assign(leader_epoch, self.log.log_end_offset)
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        # Every follower starts as caught up now: the lag clock of ISR members starts here.
+        self.followers = {
+            r: FollowerState(last_caught_up_ms=now_ms) for r in replicas if r != self.leader_id
+        }
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         self.update_high_watermark()
+        self.notify_replica_waiters()
 
     def become_follower(
         self,
@@ -99,8 +141,21 @@ class Partition:
         self.role = Role.FOLLOWER
         self.leader_id = leader_id
         self._set_state(leader_epoch, isr, replicas, zk_version)
-        self.follower_log_end_offsets.clear()
+        self.followers.clear()
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        self._stop_leading()
+
+    def resign(self) -> None:
+        """ZooKeeper shows a newer leadership: stop acting as leader until told what to be."""
+        self.role = Role.FOLLOWER
+        self.leader_id = -1
+        self.followers.clear()
+        self._stop_leading()
+
+    def _stop_leading(self) -> None:
+        self.produce_waiters.fail_all(NotLeaderForPartitionError.code)
         self.notify_waiters()  # parked fetches re-read and get NOT_LEADER_FOR_PARTITION
+        self.notify_replica_waiters()
 
     def _set_state(
         self, leader_epoch: int, isr: list[int], replicas: list[int], zk_version: int
@@ -110,37 +165,71 @@ class Partition:
         self.replicas = list(replicas)
         self.zk_version = zk_version
 
-    def _hw_isr(self) -> list[int]:
-        # Issue 3: followers hold no data and do not fetch, so the ISR that bounds the HW is
-        # the leader alone. Issue 4 returns self.isr here.
-        return [self.local_broker_id]
+    # ----- high watermark and ISR (leader) --------------------------------------------------
 
     def update_high_watermark(self) -> bool:
-        """Recompute the HW after an append or a follower's fetch; wake waiters if it moved."""
-        leos = dict(self.follower_log_end_offsets)
+        """Recompute the HW after an append, a follower's fetch or an ISR change."""
+        leos = self.follower_log_end_offsets
         leos[self.local_broker_id] = self.log.log_end_offset
-        new_hw = advance_high_watermark(
-            self.high_watermark, self.local_broker_id, self._hw_isr(), leos
-        )
+        new_hw = advance_high_watermark(self.high_watermark, self.local_broker_id, self.isr, leos)
         if new_hw == self.high_watermark:
             return False
         self.high_watermark = new_hw
         self.notify_waiters()
+        self.produce_waiters.on_high_watermark(new_hw, len(self.isr), self.min_insync_replicas)
         return True
 
-    def record_follower_offset(self, replica_id: int, log_end_offset: int) -> None:
-        """A follower fetched from `log_end_offset` (issue 4 adds ISR expand/shrink here)."""
-        if replica_id in self.replicas and replica_id != self.local_broker_id:
-            self.follower_log_end_offsets[replica_id] = log_end_offset
-            self.update_high_watermark()
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from `fetch_offset` (<= our LEO). True: it may join the ISR now."""
+        if replica_id not in self.replicas or replica_id == self.local_broker_id:
+            return False
+        state = self.followers.get(replica_id)
+        if state is None:
+            state = self.followers[replica_id] = FollowerState()
+        record_fetch(state, fetch_offset, self.log.log_end_offset, now_ms)
+        self.update_high_watermark()
+        return replica_id not in self.isr and may_join_isr(
+            fetch_offset, self.high_watermark, self.leader_epoch_start_offset
+        )
 
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
-        if len(self.waiters) >= MAX_WAITERS_BEFORE_PRUNE:
-            self.waiters = [w for w in self.waiters if not w.done()]
-        self.waiters.append(waiter)
+    def record_follower_offset(self, replica_id: int, log_end_offset: int) -> None:
+        """A follower's offset without a time (tests; kept for issue 3's callers)."""
+        self.record_follower_fetch(replica_id, log_end_offset, 0)
+
+    def out_of_sync(self, now_ms: int, lag_time_max_ms: int) -> list[int]:
+        return out_of_sync_replicas(
+            self.local_broker_id, self.isr, self.followers, now_ms, lag_time_max_ms
+        )
+
+    def apply_isr(self, isr: list[int], zk_version: int) -> None:
+        """The ISR as now written in ZooKeeper (at `zk_version`)."""
+        self.isr = list(isr)
+        self.zk_version = zk_version
+        if not self.update_high_watermark():
+            # the HW did not move, but waiting produces may now be answerable (or refused)
+            self.produce_waiters.on_high_watermark(
+                self.high_watermark, len(self.isr), self.min_insync_replicas
+            )
+
+    # ----- waiters --------------------------------------------------------------------------
+
+    def add_waiter(self, waiter: asyncio.Future[None], replica: bool = False) -> None:
+        waiters = self.replica_waiters if replica else self.waiters
+        if len(waiters) >= MAX_WAITERS_BEFORE_PRUNE:
+            waiters[:] = [w for w in waiters if not w.done()]
+        waiters.append(waiter)
 
     def notify_waiters(self) -> None:
         waiters, self.waiters = self.waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        _wake(waiters)
+
+    def notify_replica_waiters(self) -> None:
+        if self.replica_waiters:
+            waiters, self.replica_waiters = self.replica_waiters, []
+            _wake(waiters)
+
+
+def _wake(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)

@@ -5,18 +5,33 @@ re-roled only by the controller's LeaderAndIsr and removed by StopReplica. Handl
 decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
 
 Produce (`append`): the batch bytes go to `Log.append_as_leader` unread (the log checks header,
-CRC and size, stamps offset and leader epoch, and writes nothing on error); the HW then moves
-(waking parked fetches). For a topic with `flush.messages=1` the caller awaits
-`AppendOutcome.durable` (group commit) before answering.
+CRC and size, stamps offset and leader epoch, and writes nothing on error); parked follower
+fetches wake, and the HW moves if the ISR allows. For a topic with `flush.messages=1` the caller
+awaits `AppendOutcome.durable` (group commit) before answering. acks=all: refused with
+NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replicas; otherwise
+`await_replication` parks the request in the partitions' delayed-produce queues
+(broker/delayed_produce.py) until the HW passes its batches or its timeout_ms ends.
 
 Fetch (`fetch`): partitions are read in request order within a byte budget (`read_limit`,
 KIP-74 rules: each partition gets at most its own max and what is left of the total; the first
 partition with data may exceed both by one batch so a consumer never gets stuck). Consumers read
-below the HW; replicas (issue 4) up to the log end and report their offset. When fewer than
+below the HW; replicas up to the log end, and their fetch offset is their log end offset for the
+leader (`Partition.record_follower_fetch`: HW, and ISR expansion). When fewer than
 `min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
 any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
 once; beyond that a fetch is answered at once with what there is. The wait is measured on the
 event loop's clock (asyncio.timeout): the loop is the edge that owns real time here.
+
+ISR changes (leader side): expansion is decided on a follower's fetch, shrinking by
+`check_isr` (run every replica_lag_time_max_ms / 2 by `run_isr_checks`, on the injected clock).
+Either is written first to the partition's state znode, conditionally on its version, through
+the injected `IsrWriter` (coordinator/isr.py; it also notifies the controller), and applied to
+the partition only once written. A write refused because ZooKeeper shows another leader or a
+newer leader epoch makes this broker stop acting as leader (`Partition.resign`) until the
+controller says what it is. One write per partition at a time.
+
+Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
+and takes leaders away from it.
 """
 
 from __future__ import annotations
@@ -24,14 +39,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
+from broker.clock import Clock, SystemClock
+from broker.delayed_produce import DelayedProduce
 from broker.log.config import LogConfig
 from broker.partition import Partition
+from broker.replica_fetcher import Connector, FetcherSettings, ReplicaFetcherManager
+from broker.replication_decisions import (
+    IsrWriteResult,
+    check_enough_replicas,
+    expanded_isr,
+    isr_write_verdict,
+    produce_outcome,
+    shrunk_isr,
+)
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.api.metadata import BrokerInfo
+from protocol.api.produce import ACKS_ALL
 from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
@@ -39,6 +67,7 @@ from protocol.errors import (
     NotLeaderForPartitionError,
     OdradekError,
     OffsetOutOfRangeError,
+    ReplicaNotAvailableError,
     StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -52,6 +81,27 @@ if TYPE_CHECKING:
 TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
 
+
+class IsrWriter(Protocol):
+    """The leader's conditional write of a partition's state znode (coordinator/isr.py)."""
+
+    async def write_isr(
+        self,
+        topic: str,
+        partition: int,
+        leader_epoch: int,
+        controller_epoch: int,
+        isr: list[int],
+        zk_version: int,
+    ) -> IsrWriteResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationSettings:
+    replica_lag_time_max_ms: int = 10_000
+    fetcher: FetcherSettings = field(default_factory=FetcherSettings)
+
+
 NONE = 0
 NO_DATA = b""
 log = logging.getLogger("odradek.broker.replicas")
@@ -64,6 +114,7 @@ class AppendOutcome:
     log_start_offset: int = -1
     error_message: str | None = None
     durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
+    required_offset: int = -1  # acks=all: the HW this batch needs (its last offset + 1)
 
 
 @dataclass(slots=True)
@@ -111,6 +162,11 @@ class ReplicaManager:
         default_log_config: LogConfig,
         max_delayed_fetches: int,
         fetch_max_bytes: int,
+        *,
+        clock: Clock | None = None,
+        replication: ReplicationSettings | None = None,
+        isr_writer: IsrWriter | None = None,
+        connect: Connector | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -118,9 +174,33 @@ class ReplicaManager:
         self.default_log_config = default_log_config
         self.max_delayed_fetches = max_delayed_fetches
         self.fetch_max_bytes = fetch_max_bytes
+        self.clock: Clock = clock or SystemClock()
+        self.replication = replication or ReplicationSettings()
+        self.isr_writer = isr_writer
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.delayed_fetches = 0
         self._leader_and_isr_lock = asyncio.Lock()
+        self.fetchers = ReplicaFetcherManager(
+            broker_id, self.replication.fetcher, *(() if connect is None else (connect,))
+        )  # fmt: skip
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ----- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the periodic ISR check (the daemon calls this; unit tests drive check_isr)."""
+        self._spawn(self.run_isr_checks())
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.fetchers.shutdown()
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # ----- lookups --------------------------------------------------------------------------
 
@@ -138,18 +218,53 @@ class ReplicaManager:
 
     # ----- produce --------------------------------------------------------------------------
 
-    def append(self, topic: str, partition: int, records: bytes) -> AppendOutcome:
+    def append(self, topic: str, partition: int, records: bytes, acks: int = 1) -> AppendOutcome:
         try:
             p = self.leader(topic, partition)
+            if acks == ACKS_ALL:
+                code = check_enough_replicas(len(p.isr), p.min_insync_replicas)
+                if code != NONE:
+                    return AppendOutcome(code, error_message=(
+                        f"{topic}-{partition}: ISR {p.isr} is below min.insync.replicas "
+                        f"{p.min_insync_replicas}"
+                    ))  # fmt: skip
             info = p.log.append_as_leader(records, p.leader_epoch)
         except (OdradekError, OSError) as exc:
             code, message = _error(exc)
             return AppendOutcome(code, error_message=message)
+        p.notify_replica_waiters()
         p.update_high_watermark()
         durable = None
         if p.log.config.flush_messages == 1:
             durable = self.flusher.wait_durable(p.log, info.last_offset)
-        return AppendOutcome(NONE, info.base_offset, p.log.log_start_offset, None, durable)
+        return AppendOutcome(
+            NONE, info.base_offset, p.log.log_start_offset, None, durable, info.last_offset + 1
+        )
+
+    def replication_done(self, topic: str, partition: int, required_offset: int) -> int | None:
+        """acks=all: the answer now, or None when the HW has not reached the batch yet."""
+        p = self.partitions.get((topic, partition))
+        if p is None or not p.is_leader:
+            return NotLeaderForPartitionError.code
+        return produce_outcome(p.high_watermark, required_offset, len(p.isr), p.min_insync_replicas)
+
+    async def await_replication(
+        self, pending: list[tuple[str, int, int]], timeout_ms: int
+    ) -> dict[tuple[str, int], int]:
+        """acks=all: wait until each (topic, partition, required offset) is replicated."""
+        op = DelayedProduce()
+        for topic, index, required in pending:
+            p = self.partitions.get((topic, index))
+            if p is None or not p.is_leader:
+                op.expect((topic, index))
+                op.complete((topic, index), NotLeaderForPartitionError.code)
+            else:
+                p.produce_waiters.add(required, op)
+                # the HW may have moved since the append was answered by the caller
+                p.produce_waiters.on_high_watermark(
+                    p.high_watermark, len(p.isr), p.min_insync_replicas
+                )
+        return await op.wait(timeout_ms)
 
     # ----- fetch ----------------------------------------------------------------------------
 
@@ -182,7 +297,7 @@ class ReplicaManager:
             for fp in topic.partitions:
                 p = self.partitions.get((topic.name, fp.partition))
                 if p is not None:
-                    p.add_waiter(waiter)
+                    p.add_waiter(waiter, replica=request.replica_id >= 0)
         try:
             await waiter
         finally:
@@ -230,8 +345,12 @@ class ReplicaManager:
             max_offset = p.high_watermark
             if p.high_watermark <= offset <= log.log_end_offset:
                 return out  # nothing committed past this offset yet: an empty answer
-        elif replica_id >= 0:
-            p.record_follower_offset(replica_id, offset)
+        else:
+            if replica_id not in p.replicas or replica_id == self.broker_id:
+                out.error_code = ReplicaNotAvailableError.code
+                return out
+            if offset <= log.log_end_offset:
+                self._follower_fetched(p, replica_id, offset)
         if limit <= 0 and not min_one:
             return out  # the response's byte budget is spent
         try:
@@ -267,10 +386,86 @@ class ReplicaManager:
             return NONE, -1, -1, p.leader_epoch
         return NONE, found[1], found[0], p.leader_epoch
 
+    # ----- OffsetsForLeaderEpoch -----------------------------------------------------------
+
+    def end_offset_for_epoch(
+        self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[int, int, int]:
+        """(error_code, epoch, end offset): where `leader_epoch` ends in the leader's log."""
+        try:
+            p = self.leader(topic, partition, current_leader_epoch)
+        except OdradekError as exc:
+            return exc.code, -1, -1
+        epoch, end = p.log.end_offset_for_epoch(leader_epoch)
+        return NONE, epoch, end
+
+    # ----- ISR (leader side) ----------------------------------------------------------------
+
+    def _follower_fetched(self, p: Partition, replica_id: int, offset: int) -> None:
+        if p.record_follower_fetch(replica_id, offset, self.clock.monotonic_ms()):
+            self._change_isr(p, expanded_isr(p.isr, replica_id))
+
+    def check_isr(self) -> None:
+        """Shrink the ISR of every led partition whose followers lag (replica.lag.time.max.ms)."""
+        now = self.clock.monotonic_ms()
+        lag = self.replication.replica_lag_time_max_ms
+        for p in list(self.partitions.values()):
+            if p.is_leader:
+                out = p.out_of_sync(now, lag)
+                if out:
+                    self._change_isr(p, shrunk_isr(p.isr, out))
+
+    async def run_isr_checks(self) -> None:
+        interval_s = max(1, self.replication.replica_lag_time_max_ms // 2) / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self.check_isr()
+            except Exception:  # one bad partition must not end the checks
+                log.exception("ISR check failed")
+
+    def _change_isr(self, p: Partition, isr: list[int]) -> None:
+        if p.isr_update_in_flight or isr == p.isr:
+            return
+        p.isr_update_in_flight = True
+        self._spawn(self._write_isr(p, isr))
+
+    async def _write_isr(self, p: Partition, isr: list[int]) -> None:
+        epoch = p.leader_epoch
+        try:
+            if self.isr_writer is None:  # no ZooKeeper (in-process tests): apply directly
+                result = IsrWriteResult(True, p.zk_version + 1, self.broker_id, epoch, isr)
+            else:
+                result = await self.isr_writer.write_isr(
+                    p.topic, p.index, epoch, p.controller_epoch, isr, p.zk_version
+                )
+        except Exception as exc:  # ZooKeeper unreachable: the next check retries
+            log.warning("%s-%d: ISR change to %s not written: %s", p.topic, p.index, isr, exc)
+            return
+        finally:
+            p.isr_update_in_flight = False
+        if not p.is_leader or p.leader_epoch != epoch:
+            return  # a LeaderAndIsr changed this partition meanwhile
+        verdict = isr_write_verdict(result, self.broker_id, epoch)
+        if verdict == "apply":
+            log.info("%s-%d: ISR %s -> %s", p.topic, p.index, p.isr, isr)
+            p.apply_isr(isr, result.zk_version)
+        elif verdict == "resign":
+            log.warning(
+                "%s-%d: ZooKeeper shows leader %d epoch %d (ours: %d): no longer leading",
+                p.topic, p.index, result.leader, result.leader_epoch, epoch,
+            )  # fmt: skip
+            p.resign()
+        else:
+            p.apply_isr(result.isr, result.zk_version)
+
     # ----- controller requests --------------------------------------------------------------
 
     async def apply_leader_and_isr(
-        self, states: list[PartitionState], lookup: TopicConfigLookup
+        self,
+        states: list[PartitionState],
+        lookup: TopicConfigLookup,
+        live_leaders: list[BrokerInfo] | None = None,
     ) -> list[tuple[str, int, int]]:
         """Become leader or follower for each state naming this broker; (topic, p, error).
 
@@ -278,6 +473,7 @@ class ReplicaManager:
         whose config lookups are slow cannot be overtaken by a later one.
         """
         async with self._leader_and_isr_lock:
+            self.fetchers.update_brokers(live_leaders or [])
             ours = [s for s in states if self.broker_id in s.replicas]
             configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
             results = [self._try_apply(state, configs[state.topic]) for state in ours]
@@ -334,22 +530,28 @@ class ReplicaManager:
         if p is None:
             log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
             p = Partition(state.topic, state.partition, log, self.broker_id)
-            p.high_watermark = log.log_end_offset if state.leader == self.broker_id else 0
+            # the HW starts at 0 and the ISR's offsets move it (a leader alone: its LEO at once)
             self.partitions[key] = p
         if p.log.config != config:
             p.log.update_config(config)
         p.controller_epoch = state.controller_epoch
         if state.leader == self.broker_id:
-            p.become_leader(state.leader_epoch, state.isr, state.replicas, state.zk_version)
+            self.fetchers.remove(key)
+            p.become_leader(
+                state.leader_epoch, state.isr, state.replicas, state.zk_version,
+                self.clock.monotonic_ms(),
+            )  # fmt: skip
         else:
             p.become_follower(
                 state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
             )
+            self.fetchers.add(p)  # truncates first, then fetches (none when leader is -1)
 
     def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
+        self.fetchers.remove((topic, partition))
         p = self.partitions.pop((topic, partition), None)
         if p is not None:
-            p.notify_waiters()
+            p.resign()
         if delete:
             try:
                 self.log_manager.delete(topic, partition)

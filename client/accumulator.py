@@ -33,7 +33,8 @@ from protocol.errors import OdradekError
 
 RECORD_OVERHEAD_BYTES = 12  # msgpack row framing and deltas, roughly
 NO_LEADER = -1
-APPENDED, NEW_BATCH, BATCH_FULL = 0, 1, 2
+APPENDED, NEW_BATCH, BATCH_FULL, NEEDS_BATCH = 0, 1, 2, 3
+_new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
 def estimate_size(
@@ -95,10 +96,17 @@ class ProducerBatch:
                 self.bulk_future.set_result(meta)
             return
         records = self.records
-        for i, fut in enumerate(self.futures):
+        new = _new_tuple
+        offset = base_offset
+        for fut in self.futures:
             if not fut.done():
-                ts = log_append_time_ms if log_append_time_ms >= 0 else records[i][3]
-                fut.set_result(RecordMetadata(topic, partition, base_offset + i, ts))
+                ts = (
+                    log_append_time_ms
+                    if log_append_time_ms >= 0
+                    else records[offset - base_offset][3]
+                )
+                fut.set_result(new(RecordMetadata, (topic, partition, offset, ts)))
+            offset += 1
 
     def fail(self, error: OdradekError) -> None:
         futures = [self.bulk_future] if self.bulk_future is not None else self.futures
@@ -140,6 +148,7 @@ class RecordAccumulator:
         self.closing = False
         self.memory_waiters = 0
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records
         self._in_flight: dict[TopicPartition, int] = {}
 
     # ----- appending --------------------------------------------------------------------------
@@ -155,34 +164,68 @@ class RecordAccumulator:
         headers: list[tuple[str, bytes | None]] | None,
         timestamp_ms: int,
         future: Any,
-        now_ms: int,
+        size: int,
     ) -> int:
-        """Add one record. Returns APPENDED, NEW_BATCH (the sender should re-plan its wait)
-        or BATCH_FULL (a batch of this partition is full: send it, move the sticky partition)."""
-        size = estimate_size(key, value, headers)
-        queue = self._queues.get(tp)
-        if queue is None:
-            queue = self._queues[tp] = deque()
-        batch = queue[-1] if queue else None
-        outcome = APPENDED
-        if batch is None or batch.closed or batch.size_bytes + size > self.batch_size:
-            outcome = NEW_BATCH
-            if batch is not None and not batch.closed:
-                batch.closed = True
-                outcome = BATCH_FULL
-            batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
-            batch.timestamp_ms = timestamp_ms
-            queue.append(batch)
-            self.incomplete += 1
+        """Add one record (of `estimate_size` bytes) to its partition's open batch.
+
+        Returns APPENDED, BATCH_FULL (that batch is now full: time to send it, and to move the
+        sticky partition), or NEEDS_BATCH: nothing was added, call `append_new`. The split
+        keeps the common case (the record joins the open batch) free of clock reads.
+        """
+        batch = self._open.get(tp)
+        if batch is None or batch.size_bytes + size > self.batch_size:
+            return NEEDS_BATCH
         batch.records.append((key, value, headers, timestamp_ms))
         batch.futures.append(future)
-        batch.record_count += 1
         batch.size_bytes += size
         self.used_bytes += size
         if batch.size_bytes >= self.batch_size:
-            batch.closed = True
-            outcome = BATCH_FULL
+            self._close_open(tp)
+            return BATCH_FULL
+        return APPENDED
+
+    def append_new(
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int,
+        future: Any,
+        size: int,
+        now_ms: int,
+    ) -> int:
+        """Close the open batch of `tp` (if any), open a new one and add the record to it.
+
+        Returns NEW_BATCH (the sender should re-plan its wait) or BATCH_FULL (a batch closed).
+        """
+        outcome = BATCH_FULL if self._close_open(tp) else NEW_BATCH
+        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
+        batch.timestamp_ms = timestamp_ms
+        self._queue(tp).append(batch)
+        self._open[tp] = batch
+        self.incomplete += 1
+        batch.records.append((key, value, headers, timestamp_ms))
+        batch.futures.append(future)
+        batch.size_bytes += size
+        self.used_bytes += size
+        if batch.size_bytes >= self.batch_size:
+            self._close_open(tp)
+            return BATCH_FULL
         return outcome
+
+    def _close_open(self, tp: TopicPartition) -> bool:
+        batch = self._open.pop(tp, None)
+        if batch is None:
+            return False
+        batch.closed = True
+        return True
+
+    def _queue(self, tp: TopicPartition) -> deque[ProducerBatch]:
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        return queue
 
     def append_built(
         self, tp: TopicPartition, payload: bytes, count: int, timestamp_ms: int, future: Any,
@@ -196,12 +239,8 @@ class RecordAccumulator:
         batch.size_bytes = len(payload)
         batch.timestamp_ms = timestamp_ms
         batch.closed = True
-        queue = self._queues.get(tp)
-        if queue is None:
-            queue = self._queues[tp] = deque()
-        if queue and not queue[-1].closed:
-            queue[-1].closed = True
-        queue.append(batch)
+        self._close_open(tp)
+        self._queue(tp).append(batch)
         self.incomplete += 1
         self.used_bytes += batch.size_bytes
 
@@ -247,7 +286,8 @@ class RecordAccumulator:
             if used and used + size > max_request_bytes:
                 continue
             batch = queue.popleft()
-            batch.closed = True
+            if not batch.closed:
+                self._close_open(tp)
             batch.attempts += 1
             self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
             request_bytes[leader] = used + size
@@ -273,9 +313,11 @@ class RecordAccumulator:
     def expire(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return queued (not in-flight) batches past their delivery deadline."""
         expired: list[ProducerBatch] = []
-        for queue in self._queues.values():
+        for tp, queue in self._queues.items():
             while queue and queue[0].deadline_ms <= now_ms:
                 expired.append(queue.popleft())
+                if not expired[-1].closed:
+                    self._close_open(tp)
         for batch in expired:
             self._forget(batch)
         return expired
@@ -284,6 +326,7 @@ class RecordAccumulator:
         """Remove and return every queued batch (closing without waiting)."""
         batches = [b for q in self._queues.values() for b in q]
         self._queues.clear()
+        self._open.clear()
         for batch in batches:
             self._forget(batch)
         return batches

@@ -13,6 +13,7 @@ that have a leader, when any do). Batches fill up and spread evenly across parti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -57,6 +58,7 @@ class StickyPartitioner:
 
     def __init__(self) -> None:
         self._sticky: dict[str, int] = {}
+        self.current = self._sticky  # read-only view for the producer's hot path
         self._next: dict[str, int] = {}
 
     def partition(
@@ -71,6 +73,13 @@ class StickyPartitioner:
         sticky = self._sticky.get(topic)
         if sticky is None or sticky >= num_partitions:
             sticky = self._advance(topic, num_partitions, available)
+        return sticky
+
+    def sticky(self, topic: str, num_partitions: int, meta: Any) -> int:
+        """The keyless choice; `meta.available_partitions(topic)` is read only when moving."""
+        sticky = self._sticky.get(topic)
+        if sticky is None or sticky >= num_partitions:
+            sticky = self._advance(topic, num_partitions, meta.available_partitions(topic))
         return sticky
 
     def on_new_batch(self, topic: str, num_partitions: int, available: Sequence[int] = ()) -> int:

@@ -28,14 +28,16 @@ from typing import Any
 
 from broker.clock import Clock, SystemClock
 from client.accumulator import (
+    APPENDED,
     BATCH_FULL,
-    NEW_BATCH,
+    NEEDS_BATCH,
+    RECORD_OVERHEAD_BYTES,
     ProducerBatch,
     RecordAccumulator,
     estimate_size,
 )
 from client.cluster import Cluster, ClusterMetadata
-from client.partitioner import StickyPartitioner
+from client.partitioner import StickyPartitioner, partition_for_key
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.batch import CODECS, HEADER_BYTES, build_batch_from_values
@@ -106,6 +108,12 @@ class AsyncProducer:
         )  # fmt: skip
         self._bulk_bytes = min(max(batch_size, BULK_BATCH_BYTES), max_request_size - 4096)
         self._partitioner = StickyPartitioner()
+        self._sticky = self._partitioner.current  # topic -> sticky partition (read-only here)
+        self._time_ms = self._clock.time_ms
+        self._max_record_bytes = max_request_size - HEADER_BYTES
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._usable = False  # started, not closed, sender alive: send() skips its checks
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start
         self._bulk_rr = itertools.count()
         self._wake = asyncio.Event()
         self._progress = asyncio.Event()  # set whenever a batch completes (memory, flush)
@@ -122,8 +130,10 @@ class AsyncProducer:
         if self._started:
             return
         self._started = True
+        self._loop = asyncio.get_running_loop()
         await self._cluster.request_update()
         self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
+        self._usable = True
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()
@@ -154,6 +164,7 @@ class AsyncProducer:
         if self._closed:
             return
         self._closed = True
+        self._usable = False
         try:
             if self._sender is not None and not self._sender.done():
                 await self.flush(timeout_ms)
@@ -183,36 +194,56 @@ class AsyncProducer:
         headers: list[tuple[str, bytes | None]] | None = None,
         timestamp_ms: int | None = None,
     ) -> asyncio.Future[RecordMetadata]:
-        """Queue one record; returns (once it is buffered) a future of where it landed."""
-        self._check_usable()
+        """Queue one record; returns (once it is buffered) a future of where it landed.
+
+        This is the per-record hot path: it avoids calls it does not need (one clock read for
+        the timestamp, cached TopicPartition keys, the accumulator's open-batch fast path).
+        """
+        if not self._usable:
+            self._check_usable()
         meta = self._cluster.metadata
-        num = meta.num_partitions(topic)
-        if num is None:
-            num = await self._wait_for_topic(topic)
+        parts = meta.partitions.get(topic)
+        if parts is None:
+            await self._wait_for_topic(topic)
             meta = self._cluster.metadata
-        choose = partition is None
+            parts = meta.partitions[topic]
+        num = len(parts)
         if partition is None:
-            partition = self._partitioner.partition(
-                topic, key, num, meta.available_partitions(topic) if key is None else ()
-            )
+            if key is None:
+                partition = self._sticky.get(topic)
+                if partition is None or partition >= num:
+                    partition = self._partitioner.sticky(topic, num, meta)
+            else:
+                partition = partition_for_key(key, num)
         elif not 0 <= partition < num:
             raise UsageError(f"partition {partition} out of range: {topic!r} has {num}")
-        size = estimate_size(key, value, headers)
-        if size + HEADER_BYTES > self.max_request_size:
+        size = RECORD_OVERHEAD_BYTES + (len(value) if value else 0) + (len(key) if key else 0)
+        if headers:
+            size = estimate_size(key, value, headers)
+        if size > self._max_record_bytes:
             raise MessageTooLargeError(f"a {size}-byte record is above max_request_size")
-        if not self._acc.has_room(size):
+        acc = self._acc
+        if acc.used_bytes + size > acc.buffer_memory and acc.used_bytes:
             await self._wait_for_memory(size)
-        now_ms = self._clock.monotonic_ms()
-        ts = self._clock.time_ms() if timestamp_ms is None else timestamp_ms
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        tp = TopicPartition(topic, partition)
-        outcome = self._acc.append(tp, key, value, headers, ts, future, now_ms)
+        ts = self._time_ms() if timestamp_ms is None else timestamp_ms
+        future: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
+        outcome = acc.append(tp, key, value, headers, ts, future, size)
+        if outcome == APPENDED:
+            return future
+        if outcome == NEEDS_BATCH:
+            now_ms = self._clock.monotonic_ms()
+            outcome = acc.append_new(tp, key, value, headers, ts, future, size, now_ms)
+        self._wake.set()
         if outcome == BATCH_FULL:
-            self._wake.set()
-            if choose and key is None:
+            if key is None:
                 self._partitioner.on_new_batch(topic, num, meta.available_partitions(topic))
-        elif outcome == NEW_BATCH or self._acc.linger_ms == 0:
-            self._wake.set()
+            # A full batch: let the sender ship it now, so the broker works while the caller
+            # keeps producing (a caller that never yields would otherwise fill the buffer
+            # before anything is sent).
+            await asyncio.sleep(0)
         return future
 
     async def send_batch(
@@ -339,6 +370,7 @@ class AsyncProducer:
             raise
         except BaseException as exc:  # a bug: make it visible to every caller
             self._fatal = exc
+            self._usable = False
             self._progress.set()
             raise
 

@@ -6,6 +6,7 @@ where their fields are, and printable. Names and field orders follow kafka-pytho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 
@@ -15,13 +16,15 @@ class TopicPartition(NamedTuple):
 
 
 class ConsumerRecord(NamedTuple):
+    """One fetched record. `headers` is a sequence of (name, value) pairs, or None."""
+
     topic: str
     partition: int
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: list[tuple[str, bytes | None]] | None
+    headers: Sequence[tuple[str, bytes | None]] | None
 
 
 class RecordMetadata(NamedTuple):

@@ -44,9 +44,10 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.retry import KazooRetry
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class ZkClient:
         self.session_timeout_ms = session_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self._loop = loop
-        self._kz = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+        self._kz = _kazoo_client(hosts, session_timeout_ms)
         self._listeners: list[StateListener] = []
         self._kz.add_listener(self._on_kazoo_state)
         self._started = False
@@ -378,17 +379,56 @@ class ZkClient:
 
     # ----- fault injection ------------------------------------------------------------------
 
-    async def expire_session(self) -> None:
+    async def expire_session(self, attempts: int = 5) -> None:
         """Make the server expire this client's session (tests and fault drills): a second
-        connection attaches to the same session and closes it; this client then sees LOST."""
+        connection attaches to the same session and closes it; this client then sees LOST.
+        This client may win the session back by reconnecting first, so it is tried again."""
         client_id = self._kz.client_id
         if client_id is None:
             raise ZkConnectionLost("no session to expire")
-        base, _chroot = split_chroot(self.hosts)
-        twin = KazooClient(hosts=base, client_id=client_id, timeout=self.session_timeout_ms / 1000)
-        await self._blocking(twin.start, 10, path=None)
-        await self._blocking(twin.stop, path=None)
-        await self._blocking(twin.close, path=None)
+        lost = asyncio.Event()
+
+        def on_state(state: ZkState) -> None:
+            if state == "LOST":
+                lost.set()
+
+        self.add_state_listener(on_state)
+        try:
+            for _ in range(attempts):
+                twin = _kazoo_client(split_chroot(self.hosts)[0], self.session_timeout_ms,
+                                     client_id=client_id)  # fmt: skip
+                await self._blocking(twin.start, 10, path=None)
+                await self._blocking(twin.stop, path=None)
+                await self._blocking(twin.close, path=None)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(2 * self.session_timeout_ms / 1000):
+                        await lost.wait()
+                        return
+            raise ZkError(f"session {client_id[0]:#x} did not expire in {attempts} attempts")
+        finally:
+            self.remove_state_listener(on_state)
+
+
+def _kazoo_client(hosts: str, session_timeout_ms: int, **kwargs: Any) -> KazooClient:
+    """A KazooClient whose reconnect backoff stays well under the session timeout (kazoo's
+    default grows to an hour), so a client reconnects while its session is still alive."""
+    handler = SequentialThreadingHandler()
+    max_delay_s = min(1.0, max(0.1, session_timeout_ms / 1000 / 4))
+
+    def retry() -> KazooRetry:
+        return KazooRetry(
+            max_tries=-1, delay=0.05, backoff=2, max_jitter=0.2, max_delay=max_delay_s,
+            sleep_func=handler.sleep_func,
+        )  # fmt: skip
+
+    return KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_ms / 1000,
+        handler=handler,
+        connection_retry=retry(),
+        command_retry=retry(),
+        **kwargs,
+    )
 
 
 def _guarded(handle: WatchHandle, callback: Callable[..., None], *args: Any) -> None:
@@ -399,7 +439,7 @@ def _guarded(handle: WatchHandle, callback: Callable[..., None], *args: Any) -> 
 async def _ensure_chroot(base: str, chroot: str, session_timeout_ms: int, timeout_s: float) -> None:
     """Create the chroot node with a short-lived session on the bare connect string."""
     loop = asyncio.get_running_loop()
-    kz = KazooClient(hosts=base, timeout=session_timeout_ms / 1000)
+    kz = _kazoo_client(base, session_timeout_ms)
 
     def run() -> None:
         try:

@@ -413,10 +413,20 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stdin_lines(stream: IO[bytes]) -> Iterator[bytes]:
-    for raw in stream:
-        line = raw[:-1] if raw.endswith(b"\n") else raw
-        yield line[:-1] if line.endswith(b"\r") else line
+def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[bytes]]:
+    """Lines (without "\n" or "\r\n") in chunks of whatever has arrived: `read1` returns the
+    bytes at hand without waiting for more, so typed lines go out at once and piped files go
+    out in large chunks."""
+    rest = b""
+    while True:
+        data = stream.read1(read_bytes)  # type: ignore[attr-defined]
+        if not data:
+            if rest:
+                yield [rest.removesuffix(b"\r")]
+            return
+        *lines, rest = (rest + data).split(b"\n")
+        if lines:
+            yield [line.removesuffix(b"\r") for line in lines]
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
@@ -426,16 +436,23 @@ def cmd_produce(args: argparse.Namespace) -> int:
     sep = args.key_separator.encode() if args.key_separator else None
     pending: deque[Any] = deque()
     count = 0
-    with Producer(bootstrap_servers=bootstrap, acks=ACKS[args.acks]) as producer:
-        for line_no, line in enumerate(_stdin_lines(sys.stdin.buffer), start=1):
-            key, value = split_line(line, sep, line_no)
-            pending.append(producer.send(args.topic, value, key=key, partition=args.partition))
-            count += 1
+    # One request in flight per partition: a retried batch cannot overtake a later line.
+    with Producer(
+        bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1
+    ) as producer:
+        for lines in stdin_chunks(sys.stdin.buffer):
+            if sep is None:  # the bulk path: one call per chunk
+                pending.append(producer.send_batch(args.topic, lines, args.partition))
+            else:
+                for i, line in enumerate(lines, start=count + 1):
+                    key, value = split_line(line, sep, i)
+                    pending.append(producer.send(args.topic, value, key, args.partition))
+            count += len(lines)
             while len(pending) > MAX_PENDING_SENDS:
-                pending.popleft().get()  # raises the record's error, if any
+                pending.popleft().result()  # raises the record's error, if any
         producer.flush()
         while pending:
-            pending.popleft().get()
+            pending.popleft().result()
     _progress(f"produced {count} record(s) to {args.topic}")
     return 0
 

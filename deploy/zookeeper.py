@@ -29,6 +29,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
@@ -107,19 +108,14 @@ def start_zookeeper(data_dir: Path, port: int, timeout_s: float = 20.0) -> ZkPro
     """
     if not ZOOKEEPER_JAR.exists():
         raise ZooKeeperError(f"{ZOOKEEPER_JAR} is missing: run `make zookeeper`")
+    if _port_taken(port):
+        raise ZooKeeperError(f"port {port} on 127.0.0.1 is already in use")
     data_dir = data_dir.resolve()
     (data_dir / "data").mkdir(parents=True, exist_ok=True)
     config_path = data_dir / "zoo.cfg"
     config_path.write_text(render_config(data_dir, port))
     with open(data_dir / LOG_FILE, "ab") as log:
-        proc = subprocess.Popen(
-            java_command(config_path),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=data_dir,
-        )
+        proc = _spawn(config_path, log, data_dir)
     _CHILDREN[proc.pid] = proc
     zk = ZkProcess(proc.pid, port, data_dir)
     deadline = time.monotonic() + timeout_s
@@ -138,6 +134,31 @@ def start_zookeeper(data_dir: Path, port: int, timeout_s: float = 20.0) -> ZkPro
         time.sleep(0.02)
     write_state(zk)
     return zk
+
+
+def _spawn(config_path: Path, log: IO[bytes], data_dir: Path) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            java_command(config_path),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=data_dir,
+        )
+    except FileNotFoundError:
+        raise ZooKeeperError(f"{JAVA!r} not found: ZooKeeper needs a Java runtime") from None
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the server does: connections of an earlier server in TIME_WAIT do not count.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def is_serving(port: int, timeout_s: float = 0.5) -> bool:
@@ -179,6 +200,14 @@ def stop_zookeeper(pid: int, timeout_s: float = 5.0) -> None:
             _signal_group(pid, signal.SIGKILL)
             deadline = time.monotonic() + timeout_s
         time.sleep(0.02)
+
+
+def kill_zookeeper(pid: int, timeout_s: float = 5.0) -> None:
+    """SIGKILL the server at once (a crash, for fault tests) and wait until it is gone."""
+    _signal_group(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while is_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

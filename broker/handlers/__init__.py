@@ -21,6 +21,7 @@ from broker.handlers import (
     leader_and_isr,
     list_offsets,
     metadata,
+    offsets_for_leader_epoch,
     produce,
     stop_replica,
     update_metadata,
@@ -31,6 +32,7 @@ from protocol.api.fetch import FETCH
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
+from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -47,6 +49,7 @@ HANDLERS: dict[int, Handler] = {
     CREATE_TOPICS.key: create_topics.handle,
     DELETE_TOPICS.key: delete_topics.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
+    OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

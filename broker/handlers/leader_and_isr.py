@@ -3,8 +3,9 @@
 A request from an older controller epoch than one already seen is refused with
 STALE_CONTROLLER_EPOCH and changes nothing. Each partition state that lists this broker among
 its replicas opens (or creates) the partition's log with the topic's config (defaults plus its
-ZooKeeper overrides, looked up through ctx.topics) and takes the role the state gives it.
-Followers hold their log but do not fetch yet (issue 4).
+ZooKeeper overrides, looked up through ctx.topics) and takes the role the state gives it: a
+follower starts fetching from its leader (after truncating by OffsetsForLeaderEpoch), a leader
+stops fetching (broker/replica_fetcher.py; `live_leaders` gives the leaders' addresses).
 """
 
 from __future__ import annotations
@@ -37,6 +38,6 @@ def handle(
 
 async def _apply(ctx: BrokerContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     results = await ctx.replicas.apply_leader_and_isr(
-        req.partition_states, ctx.topics.read_topic_config
+        req.partition_states, ctx.topics.read_topic_config, req.live_leaders
     )
     return LeaderAndIsrResponse(0, [PartitionError(t, p, code) for t, p, code in results])

@@ -1,10 +1,13 @@
 """Produce: append each partition's batch on the leader, answer per partition.
 
 acks 0 sends no response; 1 answers once the leader has appended; -1 (all) answers once every
-in-sync replica has the batch. In issue 3 the ISR that bounds the high watermark is the leader
-alone (followers hold no data yet), so -1 behaves exactly like 1; issue 4 parks it in a
-delayed-produce queue until the HW passes the batch. Any other acks value: INVALID_REQUIRED_ACKS
-for every partition, nothing written. Topics with flush.messages=1 answer after group commit.
+in-sync replica has the batch: the replica manager refuses it up front with NOT_ENOUGH_REPLICAS
+(nothing appended) while the ISR is below min.insync.replicas, and otherwise the partitions whose
+HW has not yet passed their batch wait in the delayed-produce queues (broker/delayed_produce.py)
+for at most the request's timeout_ms (REQUEST_TIMED_OUT). When every partition is already
+replicated (a leader alone in its ISR) the answer is immediate, without a task. Any other acks
+value: INVALID_REQUIRED_ACKS for every partition, nothing written. Topics with
+flush.messages=1 answer after group commit.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from protocol.codec import Request
 from protocol.errors import InvalidRequiredAcksError
 
 VALID_ACKS = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
+NONE = 0
+
+Outcomes = dict[tuple[str, int], AppendOutcome]
 
 
 def handle(
@@ -35,27 +41,60 @@ def handle(
     req: ProduceRequest = request.body
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
-    outcomes: dict[tuple[str, int], AppendOutcome] = {}
+    outcomes: Outcomes = {}
     durable: list[Awaitable[None]] = []
     for topic in req.topics:
         for part in topic.partitions:
-            outcome = ctx.replicas.append(topic.name, part.partition, part.records)
+            outcome = ctx.replicas.append(topic.name, part.partition, part.records, req.acks)
             outcomes[(topic.name, part.partition)] = outcome
             if outcome.durable is not None:
                 durable.append(outcome.durable)
-    if durable:
-        return _after_flush(req, outcomes, durable)
+    waiting = _unreplicated(ctx, req, outcomes) if req.acks == ACKS_ALL else []
+    if durable or waiting:
+        return _delayed(ctx, req, outcomes, durable, waiting)
     if req.acks == ACKS_NONE:
         return None
     return _response(req, lambda t, p: outcomes[(t, p)])
 
 
-async def _after_flush(
+def _unreplicated(
+    ctx: BrokerContext, req: ProduceRequest, outcomes: Outcomes
+) -> list[tuple[str, int, int]]:
+    """acks=all: settle the partitions already replicated; the rest must wait."""
+    waiting = []
+    for (topic, index), outcome in outcomes.items():
+        if outcome.error_code != NONE:
+            continue
+        code = ctx.replicas.replication_done(topic, index, outcome.required_offset)
+        if code is None:
+            waiting.append((topic, index, outcome.required_offset))
+        elif code != NONE:
+            _fail(outcome, code)
+    return waiting
+
+
+def _fail(outcome: AppendOutcome, code: int) -> None:
+    outcome.error_code = code
+    outcome.base_offset = -1
+
+
+async def _delayed(
+    ctx: BrokerContext,
     req: ProduceRequest,
-    outcomes: dict[tuple[str, int], AppendOutcome],
+    outcomes: Outcomes,
     durable: list[Awaitable[None]],
+    waiting: list[tuple[str, int, int]],
 ) -> ProduceResponse | None:
-    await asyncio.gather(*durable)
+    if waiting:
+        replicated = ctx.replicas.await_replication(waiting, req.timeout_ms)
+        codes = await replicated
+        if durable:
+            await asyncio.gather(*durable)
+        for key, code in codes.items():
+            if code != NONE:
+                _fail(outcomes[key], code)
+    else:
+        await asyncio.gather(*durable)
     if req.acks == ACKS_NONE:
         return None
     return _response(req, lambda t, p: outcomes[(t, p)])

@@ -13,6 +13,7 @@ one-to-one to Kafka topic configs (`from_properties` / `to_properties`):
     retention.bytes        retention_bytes        keep the log under this size (-1: unlimited)
     max.message.bytes      max_message_bytes      the largest batch accepted
     file.delete.delay.ms   file_delete_delay_ms   keep deleted segments open this long
+    min.insync.replicas    min_insync_replicas    acks=all needs at least this many in the ISR
 
 plus the shorthand `fsync = always | never` (flush.messages 1 / never). "Never" is written as
 Kafka writes it, Long.MAX_VALUE (9223372036854775807); -1 is accepted too.
@@ -52,6 +53,7 @@ _FIELDS: dict[str, _Field] = {
     "retention.bytes": _Field("retention_bytes", 0, LONG_MAX, True),
     "max.message.bytes": _Field("max_message_bytes", 61, INT_MAX, False),
     "file.delete.delay.ms": _Field("file_delete_delay_ms", 0, LONG_MAX, False),
+    "min.insync.replicas": _Field("min_insync_replicas", 1, INT_MAX, False),
 }
 _UNLIMITED_TEXT = {"flush.messages": str(LONG_MAX), "flush.ms": str(LONG_MAX)}
 
@@ -68,6 +70,7 @@ class LogConfig:
     retention_bytes: int | None = None
     max_message_bytes: int = 1048588
     file_delete_delay_ms: int = 60000
+    min_insync_replicas: int = 1  # a partition-level setting; the log itself ignores it
 
     def __post_init__(self) -> None:
         for key, spec in _FIELDS.items():

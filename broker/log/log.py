@@ -254,11 +254,20 @@ class Log:
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if size != len(batch):
             raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
-        base = self._segments[-1].next_offset
+        segment = self._segments[-1]
+        base = segment.next_offset
         last = base + h[H_LAST_DELTA]
+        now_ms = self.clock.time_ms()
+        if segment.size_bytes and self._should_roll(segment, size, last, now_ms):
+            self.roll()
+            segment = self._segments[-1]
+        latest = self.epochs.latest_epoch
+        if latest is None or leader_epoch > latest:
+            self.epochs.assign(leader_epoch, base)
         prefix = _PREFIX.pack(base, h[H_LENGTH], leader_epoch)
         parts = (prefix, memoryview(batch)[_PREFIX.size :])
-        self._append(parts, size, base, last, h[H_MAX_TS], leader_epoch)
+        segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
+                       self.config.index_interval_bytes)  # fmt: skip
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
@@ -342,6 +351,8 @@ class Log:
         min_one_batch: bool = True,
     ) -> ReadResult:
         """Whole batches from the one holding `offset`, within one segment file."""
+        if self.closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
         segments = self._segments
         leo = segments[-1].next_offset
         if offset < self.log_start_offset or offset > leo:
@@ -356,7 +367,10 @@ class Log:
         i = bisect.bisect_right(self._bases, offset) - 1
         while i < len(segments):
             seg = segments[i]
-            found = seg.read_range(offset, max_bytes, max_offset, min_one_batch)
+            try:
+                found = seg.read_range(offset, max_bytes, max_offset, min_one_batch)
+            except OSError as exc:
+                raise KafkaStorageError(f"reading {seg.log_path.name}: {exc}") from None
             i += 1
             if found is None:
                 continue
@@ -434,6 +448,8 @@ class Log:
     def mark_flushed(self, up_to_offset: int, generation: int | None = None) -> None:
         """Offsets below `up_to_offset` are on disk. With the plan's generation, a truncation
         since the plan was made caps what may be claimed."""
+        if self.closed:
+            return  # close() flushed and checkpointed already (or the log was deleted)
         if generation is not None and generation < len(self._truncations):
             up_to_offset = min(up_to_offset, *self._truncations[generation:])
         up_to_offset = min(up_to_offset, self.log_end_offset)
@@ -523,9 +539,13 @@ class Log:
         self._close_files()
 
     def close_unclean(self) -> None:
-        """Close the files without flushing or a marker (tests: a crash of the process)."""
-        if not self.closed:
-            self._close_files()
+        """Close the files without flushing or a marker (a crash of the process, for tests;
+        and the last step for a deleted partition). Idempotent."""
+        self._close_files()
+
+    def mark_deleted(self) -> None:
+        """Refuse every further call, but keep the files open for slices in flight."""
+        self.closed = True
 
     def delete(self) -> None:
         """Close everything and remove the directory."""

@@ -94,6 +94,7 @@ class LogManager:
         target = log.directory.with_name(
             f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         )
+        log.mark_deleted()
         log.directory.rename(target)
         due = self.clock.monotonic_ms() + log.config.file_delete_delay_ms
         self._deleted.append((due, log, target))

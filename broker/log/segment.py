@@ -275,7 +275,18 @@ class Segment:
             raise KafkaStorageError(f"append to {self.log_path.name} failed: {exc}") from None
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
-        self._account(pos, size, base_offset, last_offset, max_timestamp, index_interval_bytes)
+        # _account, inlined: this runs once per appended batch.
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = base_offset
+        if self.bytes_since_index >= index_interval_bytes:
+            self.index.append(base_offset, pos, last_offset, size)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index = size
+        else:
+            self.bytes_since_index += size
+        self.size_bytes = pos + size
+        self.next_offset = last_offset + 1
 
     def _account(
         self, pos: int, size: int, base: int, last: int, max_ts: int, interval: int

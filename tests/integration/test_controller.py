@@ -25,7 +25,7 @@ from coordinator.controller import (
 from coordinator.registration import register_broker
 from coordinator.zk import ZkBadVersion, ZkClient
 from coordinator.zk_paths import LeaderIsrState
-from deploy.zookeeper import start_zookeeper, stop_zookeeper
+from deploy.zookeeper import kill_zookeeper, start_zookeeper, stop_zookeeper
 from protocol.api.controller import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from protocol.errors import (
     InvalidReplicationFactorError,
@@ -188,7 +188,7 @@ async def test_suspended_controller_stops_acting_and_resumes(tmp_path: Path) -> 
         await cluster.admin.start(10)
         elector = await cluster.add_elector(1)
         await wait_until(lambda: elector.is_controller, WAIT_S, "controller")
-        stop_zookeeper(server.pid, timeout_s=0.0)  # ZooKeeper crashes
+        kill_zookeeper(server.pid)  # ZooKeeper crashes
         await wait_until(lambda: not elector.is_controller, WAIT_S, "SUSPENDED to stop it")
         server = start_zookeeper(tmp_path / "zk", port)
         await wait_until(lambda: elector.is_controller, WAIT_S, "controller again")

@@ -22,7 +22,15 @@ from coordinator.zk import (
     ZkNotEmpty,
     split_chroot,
 )
-from deploy.zookeeper import ZkProcess, is_alive, read_state, start_zookeeper, stop_zookeeper
+from deploy.zookeeper import (
+    ZkProcess,
+    ZooKeeperError,
+    is_alive,
+    kill_zookeeper,
+    read_state,
+    start_zookeeper,
+    stop_zookeeper,
+)
 from tests.fixtures.zk import free_port, wait_until
 
 pytestmark = pytest.mark.integration
@@ -181,7 +189,8 @@ async def test_session_expiry_is_lost_then_reregistered(zk: ZkClient) -> None:
 async def test_register_waits_for_own_stale_session(zk_chroot: str) -> None:
     old = ZkClient(zk_chroot, SESSION_MS)
     await old.start(10)
-    await register_broker(old, 5, "127.0.0.1", 9005)
+    # The old incarnation is "killed": it will not re-register once its session is gone.
+    await (await register_broker(old, 5, "127.0.0.1", 9005)).close()
     new = ZkClient(zk_chroot, SESSION_MS)
     await new.start(10)
     try:
@@ -226,7 +235,7 @@ async def test_suspended_then_reconnected_keeps_session(tmp_path: Path) -> None:
         await client.start(10)
         await client.create("/eph", b"", ephemeral=True)
         session = client.session_id
-        stop_zookeeper(server.pid, timeout_s=0.0)  # crash: SIGKILL at once
+        kill_zookeeper(server.pid)  # a crash
         await wait_until(lambda: "SUSPENDED" in states, 10, "SUSPENDED")
         with pytest.raises(ZkConnectionLost):
             await ZkClient(server.connect, 2000).start(0.5)
@@ -238,3 +247,8 @@ async def test_suspended_then_reconnected_keeps_session(tmp_path: Path) -> None:
     finally:
         await client.stop()
         stop_zookeeper(server.pid)
+
+
+def test_port_in_use_is_refused(zk_server: ZkProcess, tmp_path: Path) -> None:
+    with pytest.raises(ZooKeeperError, match="already in use"):
+        start_zookeeper(tmp_path / "zk", zk_server.port)

@@ -33,14 +33,17 @@ async def test_leader_hw_follows_appends_and_wakes_waiters(tmp_path: Path) -> No
         p.log.close()
 
 
-async def test_issue3_hw_ignores_followers_that_do_not_fetch(tmp_path: Path) -> None:
+async def test_hw_is_min_leo_over_isr_and_never_backwards(tmp_path: Path) -> None:
     p = _partition(tmp_path)
     try:
-        # replication factor 2 assigned, the follower holds nothing: ISR that bounds the HW is
-        # the leader alone, so consumers still see what the leader appended
+        # replication factor 2: the HW waits for the follower in the ISR to prove its offset
         p.become_leader(leader_epoch=0, isr=[1, 2], replicas=[1, 2], zk_version=0)
         p.log.append_as_leader(batch(5), 0)
         p.update_high_watermark()
+        assert p.high_watermark == 0
+        p.record_follower_offset(2, 3)
+        assert p.high_watermark == 3
+        p.record_follower_offset(2, 5)
         assert p.high_watermark == 5
         p.record_follower_offset(2, 0)
         assert p.high_watermark == 5  # never backwards

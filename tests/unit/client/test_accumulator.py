@@ -3,6 +3,7 @@
 from client.accumulator import (
     APPENDED,
     BATCH_FULL,
+    NEEDS_BATCH,
     NEW_BATCH,
     RecordAccumulator,
     estimate_size,
@@ -36,6 +37,18 @@ T2 = TopicPartition("t", 2)
 LEADERS = {T0: 1, T1: 2, T2: 1}
 
 
+def add(
+    acc: RecordAccumulator, tp: TopicPartition, key: bytes | None, value: bytes,
+    headers: list | None, ts: int, fut: Fut, now_ms: int,
+) -> int:  # fmt: skip
+    """The producer's two-step append: the open batch, else a new one."""
+    size = estimate_size(key, value, headers)
+    outcome = acc.append(tp, key, value, headers, ts, fut, size)
+    if outcome == NEEDS_BATCH:
+        outcome = acc.append_new(tp, key, value, headers, ts, fut, size, now_ms)
+    return outcome
+
+
 def leader_of(tp: TopicPartition) -> int:
     return LEADERS.get(tp, -1)
 
@@ -43,15 +56,26 @@ def leader_of(tp: TopicPartition) -> int:
 def test_records_fill_batches_up_to_batch_size() -> None:
     acc = RecordAccumulator(batch_size=100)
     size = estimate_size(None, b"x" * 38, None)  # 50
-    outcomes = [acc.append(T0, None, b"x" * 38, None, 1, Fut(), 0) for _ in range(5)]
+    outcomes = [add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) for _ in range(5)]
     assert outcomes == [NEW_BATCH, BATCH_FULL, NEW_BATCH, BATCH_FULL, NEW_BATCH]
-    assert acc.used_bytes == 5 * size
+    assert acc.append(T0, None, b"x" * 38, None, 1, Fut(), size) == BATCH_FULL
+    assert acc.append(T0, None, b"x" * 38, None, 1, Fut(), size) == NEEDS_BATCH
+    assert acc.used_bytes == 6 * size
     assert acc.incomplete == 3
+
+
+def test_a_record_joins_the_open_batch_until_it_is_full() -> None:
+    acc = RecordAccumulator(batch_size=200)
+    assert add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) == NEW_BATCH
+    assert add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) == APPENDED
+    assert add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) == APPENDED
+    assert add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) == BATCH_FULL
+    assert acc.incomplete == 1
 
 
 def test_linger_decides_readiness() -> None:
     acc = RecordAccumulator(linger_ms=10)
-    acc.append(T0, None, b"v", None, 1, Fut(), now_ms=100)
+    add(acc, T0, None, b"v", None, 1, Fut(), 100)
     not_yet = acc.ready(leader_of, now_ms=105)
     assert not_yet.nodes == set() and not_yet.next_check_ms == 5
     assert acc.ready(leader_of, now_ms=110).nodes == {1}
@@ -59,7 +83,7 @@ def test_linger_decides_readiness() -> None:
 
 def test_flush_and_memory_waiters_make_everything_ready() -> None:
     acc = RecordAccumulator(linger_ms=1000)
-    acc.append(T0, None, b"v", None, 1, Fut(), 0)
+    add(acc, T0, None, b"v", None, 1, Fut(), 0)
     acc.flushing = 1
     assert acc.ready(leader_of, 0).nodes == {1}
     acc.flushing, acc.memory_waiters = 0, 1
@@ -70,7 +94,7 @@ def test_drain_takes_one_batch_per_partition_grouped_by_node() -> None:
     acc = RecordAccumulator(batch_size=100)
     for tp in (T0, T1, T2):
         for _ in range(4):  # two batches each
-            acc.append(tp, None, b"x" * 38, None, 1, Fut(), 0)
+            add(acc, tp, None, b"x" * 38, None, 1, Fut(), 0)
     ready = acc.ready(leader_of, 0)
     assert ready.nodes == {1, 2}
     drained = acc.drain(ready.nodes, leader_of, 1 << 20, 0)
@@ -82,7 +106,7 @@ def test_drain_takes_one_batch_per_partition_grouped_by_node() -> None:
 def test_drain_respects_max_request_bytes_and_in_flight_limit() -> None:
     acc = RecordAccumulator(batch_size=100, max_in_flight_per_partition=1)
     for tp in (T0, T2):
-        acc.append(tp, None, b"x" * 88, None, 1, Fut(), 0)  # 100 bytes: full
+        add(acc, tp, None, b"x" * 88, None, 1, Fut(), 0)  # 100 bytes: full
     drained = acc.drain({1}, leader_of, 150, 0)
     assert len(drained[1]) == 1  # the second would pass 150 bytes
     assert acc.drain({1}, leader_of, 150, 0)[1][0].tp != drained[1][0].tp
@@ -92,7 +116,7 @@ def test_drain_respects_max_request_bytes_and_in_flight_limit() -> None:
 def test_unknown_leader_is_reported() -> None:
     acc = RecordAccumulator()
     tp = TopicPartition("other", 0)
-    acc.append(tp, None, b"v", None, 1, Fut(), 0)
+    add(acc, tp, None, b"v", None, 1, Fut(), 0)
     assert acc.ready(leader_of, 0).unknown_leaders == {tp}
 
 
@@ -100,7 +124,7 @@ def test_completion_assigns_offsets_and_frees_memory() -> None:
     acc = RecordAccumulator()
     futs = [Fut() for _ in range(3)]
     for i, f in enumerate(futs):
-        acc.append(T0, b"k", b"v%d" % i, [("h", b"1")], 1000 + i, f, 0)
+        add(acc, T0, b"k", b"v%d" % i, [("h", b"1")], 1000 + i, f, 0)
     (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
     records = decode_all(batch.payload(0))
     assert [(r.key, r.value, r.timestamp, r.headers) for r in records] == [
@@ -115,8 +139,8 @@ def test_completion_assigns_offsets_and_frees_memory() -> None:
 def test_requeue_goes_first_and_backs_off() -> None:
     acc = RecordAccumulator(batch_size=50)
     first, second = Fut(), Fut()
-    acc.append(T0, None, b"x" * 38, None, 1, first, 0)
-    acc.append(T0, None, b"x" * 38, None, 1, second, 0)
+    add(acc, T0, None, b"x" * 38, None, 1, first, 0)
+    add(acc, T0, None, b"x" * 38, None, 1, second, 0)
     (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
     acc.requeue(batch, retry_at_ms=100)
     waiting = acc.ready(leader_of, 50)
@@ -128,7 +152,7 @@ def test_requeue_goes_first_and_backs_off() -> None:
 def test_expire_fails_only_queued_batches_past_deadline() -> None:
     acc = RecordAccumulator(delivery_timeout_ms=1000)
     f = Fut()
-    acc.append(T0, None, b"v", None, 1, f, 0)
+    add(acc, T0, None, b"v", None, 1, f, 0)
     assert acc.expire(999) == []
     (batch,) = acc.expire(1000)
     batch.fail(NotLeaderForPartitionError("gone"))
@@ -140,7 +164,7 @@ def test_memory_bound() -> None:
     acc = RecordAccumulator(buffer_memory=1000, batch_size=100)
     assert acc.has_room(1000)
     while acc.has_room(estimate_size(None, b"x" * 88, None)):
-        acc.append(T0, None, b"x" * 88, None, 1, Fut(), 0)
+        add(acc, T0, None, b"x" * 88, None, 1, Fut(), 0)
     assert acc.used_bytes == 1000
     assert not acc.has_room(1)
 
@@ -153,4 +177,3 @@ def test_built_batches_are_sent_as_they_are() -> None:
     assert batch.payload(0) == b"payload"
     batch.complete(10, -1)
     assert f.result == ("t", 1, 10, 3, 5)
-    assert APPENDED == 0

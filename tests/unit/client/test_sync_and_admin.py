@@ -53,7 +53,9 @@ def test_sync_produce_then_consume(fake_thread: FakeState) -> None:
                 got.extend(records)
             if len(got) == 12:
                 break
-        assert sorted(r.value for r in got) == sorted([b"v%d" % i for i in range(10)] + [b"b1", b"b2"])
+        assert sorted(r.value for r in got) == sorted(
+            [b"v%d" % i for i in range(10)] + [b"b1", b"b2"]
+        )
         assert consumer.position(tps[1]) == 7
         assert consumer.end_offsets(tps) == {tps[0]: 5, tps[1]: 7}
         consumer.seek(tps[0], 3)

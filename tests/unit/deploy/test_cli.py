@@ -150,11 +150,16 @@ def test_format_record() -> None:
     assert cli.format_record(Rec(0, 0, None, None), True, False) == "null\tnull"
 
 
-def test_stdin_lines_strip_newlines_only() -> None:
+def test_stdin_chunks_split_lines_across_reads() -> None:
     import io
 
-    lines = list(cli._stdin_lines(io.BytesIO(b"a\nb\r\n\n  c  \nlast")))
-    assert lines == [b"a", b"b", b"", b"  c  ", b"last"]
+    data = b"a\nb\r\n\n  c  \nlast"
+    for read_bytes in (1, 3, 1 << 16):
+        chunks = list(cli.stdin_chunks(io.BytesIO(data), read_bytes))
+        assert [line for chunk in chunks for line in chunk] == [b"a", b"b", b"", b"  c  ", b"last"]
+        assert all(chunks)
+    assert list(cli.stdin_chunks(io.BytesIO(b""))) == []
+    assert list(cli.stdin_chunks(io.BytesIO(b"one\n"))) == [[b"one"]]
 
 
 # ----- parsing ------------------------------------------------------------------------------------

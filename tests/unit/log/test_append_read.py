@@ -8,7 +8,7 @@ import pytest
 
 from broker.log.log import Log, UnexpectedAppendOffsetError
 from protocol.batch import HEADER, InvalidBatchError, build_batch_from_values, iter_batches
-from protocol.errors import MessageTooLargeError, OffsetOutOfRangeError
+from protocol.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
 
 from .conftest import T0, OpenLog, batch, read_values, slice_bytes
 
@@ -164,3 +164,13 @@ def test_slices_point_into_the_segment_file(open_log: OpenLog) -> None:
     result = log.read(0, 1000)
     assert result.slice is not None
     assert os.fstat(result.slice.fd).st_size == result.slice.length
+
+
+def test_a_closed_log_refuses_reads_and_appends(open_log: OpenLog) -> None:
+    log = open_log()
+    log.append_as_leader(batch([b"x"]), 0)
+    log.close()
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    with pytest.raises(KafkaStorageError):
+        log.append_as_leader(batch([b"y"]), 0)

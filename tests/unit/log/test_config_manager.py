@@ -10,7 +10,7 @@ import pytest
 from broker.clock import ManualClock
 from broker.log.config import LONG_MAX, LogConfig
 from broker.log.manager import DELETE_DIR_SUFFIX, LogManager
-from protocol.errors import InvalidConfigError
+from protocol.errors import InvalidConfigError, KafkaStorageError
 
 from .conftest import batch, read_values, slice_bytes
 
@@ -81,6 +81,8 @@ def test_manager_creates_reloads_and_deletes(tmp_path: Path, clock: ManualClock)
     in_flight = orders.read(0, 100)
     again.delete("orders", 0)
     assert again.get("orders", 0) is None
+    with pytest.raises(KafkaStorageError):
+        orders.append_as_leader(batch([b"late"]), 0)  # whoever still holds it is refused
     assert not (tmp_path / "logs" / "orders-0").exists()
     assert slice_bytes(in_flight)  # still readable during file.delete.delay.ms
     assert again.purge_deleted(clock.monotonic_ms()) == 0

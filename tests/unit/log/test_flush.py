@@ -103,7 +103,8 @@ def test_truncation_during_a_flush_caps_the_recovery_point(open_log: OpenLog) ->
 
 async def test_group_commit_shares_fdatasyncs(open_log: OpenLog, syncs: SyncSpy) -> None:
     log = open_log(flush_messages=1)
-    flusher = GroupCommitFlusher(ThreadPoolExecutor(max_workers=1))
+    executor = ThreadPoolExecutor(max_workers=1)
+    flusher = GroupCommitFlusher(executor)
     syncs.count = 0
 
     async def produce(i: int) -> int:
@@ -119,6 +120,7 @@ async def test_group_commit_shares_fdatasyncs(open_log: OpenLog, syncs: SyncSpy)
     # waiter, at most one more for everyone who arrived while it ran.
     assert 1 <= flusher.flush_count <= 2
     assert syncs.count == flusher.flush_count
+    executor.shutdown()
 
 
 class GatedExecutor(ThreadPoolExecutor):

@@ -1,0 +1,400 @@
+"""Followers pull from leaders: one fetcher task per leader broker, batching all its partitions.
+
+`ReplicaFetcherManager` maps leader broker id -> `ReplicaFetcher`. LeaderAndIsr makes a
+partition a follower (`add`: it moves to its leader's fetcher) or a leader (`remove`); a fetcher
+left without partitions stops. Each fetcher owns one connection to its leader and loops:
+
+    1. partitions that must truncate (every partition just added): one OffsetsForLeaderEpoch
+       request for all of them, each asking for the latest epoch in its own log; cut each log
+       where replication_decisions.truncation_step says (KIP-101; KIP-279 asks again while the
+       answer names an older epoch the follower does not have). Never by the follower's HW.
+    2. otherwise one Fetch (replica_id = this broker, current_leader_epoch = the leadership it
+       follows, fetch offset = its log end) for every partition not backing off. The leader
+       long-polls it (replica_fetch_wait_max_ms / replica_fetch_min_bytes). The answer's bytes go
+       to Log.append_as_follower unchanged (same offsets, same epochs: a byte copy, no decoding);
+       the follower's HW becomes min(leader HW, own LEO), never backwards.
+
+Per-partition errors: FENCED_LEADER_EPOCH (the leader moved past our epoch) drops the partition
+until the next LeaderAndIsr; OFFSET_OUT_OF_RANGE truncates to the leader's end or restarts at its
+log start (replication_decisions.out_of_range_restart); others (UNKNOWN_LEADER_EPOCH: the leader
+has not heard of this epoch yet, NOT_LEADER_FOR_PARTITION, ...) back off for
+replica_fetch_backoff_ms and retry. A disk failure while appending or truncating
+(OSError / KafkaStorageError) marks the partition `storage_failed` and stops fetching it; the
+leader then drops this replica from the ISR by lag. A network failure closes the connection and
+the whole fetcher backs off and reconnects. Backoffs and long polls are measured on the event
+loop's clock (this is the network edge); the ISR decisions use the injected clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from broker.log.log import UnexpectedAppendOffsetError
+from broker.partition import Partition
+from broker.replication_decisions import (
+    follower_high_watermark,
+    out_of_range_restart,
+    truncation_step,
+)
+from protocol.api.fetch import FetchPartition, FetchPartitionResponse, FetchRequest, FetchTopic
+from protocol.api.metadata import BrokerInfo
+from protocol.api.replication import (
+    EpochEndOffset,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+)
+from protocol.errors import (
+    FencedLeaderEpochError,
+    KafkaStorageError,
+    OdradekError,
+    OffsetOutOfRangeError,
+)
+
+log = logging.getLogger("odradek.broker.replica_fetcher")
+NONE = 0
+Key = tuple[str, int]
+SOCKET_TIMEOUT_MS = 30_000  # Kafka's replica.socket.timeout.ms
+
+
+class Connection(Protocol):
+    async def send(self, request: Any, timeout_ms: float | None = ...) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+Connector = Callable[[str, int, int], Awaitable[Connection]]
+"""(host, port, this broker's id) -> an open connection (client/connection.py in the daemon)."""
+
+
+async def default_connector(host: str, port: int, broker_id: int) -> Connection:
+    from client.connection import BrokerConnection
+
+    return await BrokerConnection.connect(
+        host, port, client_id=f"replica-fetcher-{broker_id}", max_in_flight=2
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    fetch_max_bytes: int = 1 << 20  # per partition (replica.fetch.max.bytes)
+    response_max_bytes: int = 10 << 20  # per request (replica.fetch.response.max.bytes)
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    backoff_ms: int = 1000
+
+
+@dataclass(slots=True)
+class FetchState:
+    partition: Partition
+    leader_epoch: int  # the leadership being followed: current_leader_epoch on every request
+    truncating: bool = True
+    retry_at_ms: int = 0
+
+
+def _now_ms() -> int:
+    """Backoffs run on the event loop's clock: this module is the network edge."""
+    return int(asyncio.get_running_loop().time() * 1000)
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader broker."""
+
+    def __init__(
+        self,
+        manager: ReplicaFetcherManager,
+        leader_id: int,
+    ) -> None:
+        self.manager = manager
+        self.leader_id = leader_id
+        self.partitions: dict[Key, FetchState] = {}
+        self._wake = asyncio.Event()
+        self._conn: Connection | None = None
+        self._stopped = False
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.run(), name=f"replica-fetcher-{self.leader_id}")
+
+    def add(self, p: Partition) -> None:
+        self.partitions[(p.topic, p.index)] = FetchState(p, p.leader_epoch)
+        self._wake.set()
+
+    def remove(self, key: Key) -> None:
+        self.partitions.pop(key, None)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        await self._close()
+
+    async def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    # ----- the loop -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        settings = self.manager.settings
+        while not self._stopped:
+            ready = self._ready()
+            if not ready:
+                await self._idle()
+                continue
+            try:
+                conn = await self._connection()
+                truncating = [s for s in ready if s.truncating]
+                if truncating:
+                    await self._truncate(conn, truncating)
+                else:
+                    await self._fetch(conn, ready)
+            except (OdradekError, OSError) as exc:
+                log.warning("fetching from broker %d: %s", self.leader_id, exc)
+                await self._close()
+                await asyncio.sleep(settings.backoff_ms / 1000)
+
+    def _ready(self) -> list[FetchState]:
+        now = _now_ms()
+        return [s for s in self.partitions.values() if s.retry_at_ms <= now]
+
+    async def _idle(self) -> None:
+        """Nothing to fetch: wait for a partition to be added or a backoff to end."""
+        self._wake.clear()
+        waits = [s.retry_at_ms for s in self.partitions.values()]
+        timeout = None
+        if waits:
+            timeout = max(1, min(waits) - _now_ms()) / 1000
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+
+    async def _connection(self) -> Connection:
+        if self._conn is None:
+            host, port = self.manager.address_of(self.leader_id)
+            self._conn = await self.manager.connect(host, port, self.manager.broker_id)
+        return self._conn
+
+    def _current(self, key: Key, state: FetchState) -> bool:
+        """The answer still concerns what we follow (no LeaderAndIsr changed it meanwhile)."""
+        p = state.partition
+        return (
+            self.partitions.get(key) is state
+            and not p.is_leader
+            and p.leader_id == self.leader_id
+            and p.leader_epoch == state.leader_epoch
+        )
+
+    def _backoff(self, state: FetchState) -> None:
+        state.retry_at_ms = _now_ms() + self.manager.settings.backoff_ms
+
+    def _storage_failed(self, key: Key, state: FetchState, exc: BaseException) -> None:
+        log.error("%s-%d: disk failure, no longer fetching it: %s", key[0], key[1], exc)
+        state.partition.storage_failed = True
+        self.manager.remove(key)
+
+    # ----- truncation -----------------------------------------------------------------------
+
+    async def _truncate(self, conn: Connection, states: list[FetchState]) -> None:
+        by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
+        for s in states:
+            epoch = s.partition.log.latest_epoch
+            if epoch is None:  # nothing in the log carries an epoch: nothing to compare
+                s.truncating = False
+                continue
+            by_topic.setdefault(s.partition.topic, []).append(
+                OffsetForLeaderPartition(s.partition.index, s.leader_epoch, epoch)
+            )
+        if not by_topic:
+            return
+        request = OffsetsForLeaderEpochRequest(
+            self.manager.broker_id,
+            [OffsetForLeaderTopic(t, parts) for t, parts in by_topic.items()],
+        )
+        response = await conn.send(request, timeout_ms=SOCKET_TIMEOUT_MS)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                key = (topic.name, answer.partition)
+                state = self.partitions.get(key)
+                if state is not None and self._current(key, state):
+                    self._apply_epoch_answer(key, state, answer)
+
+    def _apply_epoch_answer(self, key: Key, state: FetchState, answer: EpochEndOffset) -> None:
+        if answer.error_code != NONE:
+            self._partition_error(key, state, answer.error_code)
+            return
+        plog = state.partition.log
+        own_end = plog.end_offset_for_epoch(answer.leader_epoch)
+        step = truncation_step(plog.log_end_offset, answer.leader_epoch, answer.end_offset, own_end)
+        try:
+            if step.offset < plog.log_end_offset:
+                log.info(
+                    "%s-%d: truncating from %d to %d (leader %d: epoch %d ends at %d)",
+                    key[0], key[1], plog.log_end_offset, step.offset, self.leader_id,
+                    answer.leader_epoch, answer.end_offset,
+                )  # fmt: skip
+                plog.truncate_to(step.offset)
+        except (OSError, KafkaStorageError) as exc:
+            self._storage_failed(key, state, exc)
+            return
+        p = state.partition
+        p.high_watermark = min(p.high_watermark, plog.log_end_offset)
+        state.truncating = not step.done
+
+    # ----- fetching -------------------------------------------------------------------------
+
+    async def _fetch(self, conn: Connection, states: list[FetchState]) -> None:
+        settings = self.manager.settings
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for s in states:
+            p = s.partition
+            by_topic.setdefault(p.topic, []).append(
+                FetchPartition(
+                    p.index,
+                    p.log.log_end_offset,
+                    settings.fetch_max_bytes,
+                    s.leader_epoch,
+                    p.log.log_start_offset,
+                )
+            )
+        request = FetchRequest(
+            self.manager.broker_id, settings.wait_max_ms, settings.min_bytes,
+            settings.response_max_bytes, [FetchTopic(t, ps) for t, ps in by_topic.items()],
+        )  # fmt: skip
+        sent = {
+            (s.partition.topic, s.partition.index): s.partition.log.log_end_offset for s in states
+        }
+        response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                key = (topic.name, answer.partition)
+                state = self.partitions.get(key)
+                if state is not None and key in sent and self._current(key, state):
+                    self._apply_fetch_answer(key, state, answer, sent[key])
+
+    def _apply_fetch_answer(
+        self, key: Key, state: FetchState, answer: FetchPartitionResponse, fetch_offset: int
+    ) -> None:
+        p = state.partition
+        if answer.error_code == OffsetOutOfRangeError.code:
+            self._out_of_range(key, state, answer, fetch_offset)
+            return
+        if answer.error_code != NONE:
+            self._partition_error(key, state, answer.error_code)
+            return
+        if p.log.log_end_offset != fetch_offset:
+            return  # the log moved under this answer (a truncation): fetch again
+        try:
+            if answer.records:
+                p.log.append_as_follower(answer.records)
+        except UnexpectedAppendOffsetError as exc:
+            log.warning("%s-%d: %s", key[0], key[1], exc)
+            state.truncating = True
+            return
+        except (OSError, KafkaStorageError) as exc:
+            self._storage_failed(key, state, exc)
+            return
+        hw = follower_high_watermark(answer.high_watermark, p.log.log_end_offset)
+        p.high_watermark = max(p.high_watermark, hw)
+
+    def _out_of_range(
+        self, key: Key, state: FetchState, answer: FetchPartitionResponse, fetch_offset: int
+    ) -> None:
+        action, offset = out_of_range_restart(
+            fetch_offset, answer.log_start_offset, answer.log_end_offset
+        )
+        plog = state.partition.log
+        log.warning(
+            "%s-%d: offset %d out of range on leader %d [%d, %d]: %s at %d",
+            key[0], key[1], fetch_offset, self.leader_id, answer.log_start_offset,
+            answer.log_end_offset, action, offset,
+        )  # fmt: skip
+        try:
+            if action == "truncate":
+                plog.truncate_to(offset)
+            else:
+                plog.truncate_fully_and_start_at(offset)
+        except (OSError, KafkaStorageError) as exc:
+            self._storage_failed(key, state, exc)
+            return
+        p = state.partition
+        p.high_watermark = min(p.high_watermark, plog.log_end_offset)
+
+    def _partition_error(self, key: Key, state: FetchState, code: int) -> None:
+        if code == FencedLeaderEpochError.code:
+            log.info("%s-%d: epoch %d fenced by broker %d", key[0], key[1], state.leader_epoch,
+                     self.leader_id)  # fmt: skip
+            self.manager.remove(key)
+            return
+        log.debug("%s-%d: error %d from broker %d, backing off", key[0], key[1], code,
+                  self.leader_id)  # fmt: skip
+        self._backoff(state)
+
+
+class ReplicaFetcherManager:
+    def __init__(
+        self,
+        broker_id: int,
+        settings: FetcherSettings,
+        connect: Connector = default_connector,
+    ) -> None:
+        self.broker_id = broker_id
+        self.settings = settings
+        self.connect = connect
+        self.addresses: dict[int, tuple[str, int]] = {}
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._leader_of: dict[Key, int] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    def update_brokers(self, brokers: Iterable[BrokerInfo]) -> None:
+        for b in brokers:
+            self.addresses[b.node_id] = (b.host, b.port)
+
+    def address_of(self, broker_id: int) -> tuple[str, int]:
+        address = self.addresses.get(broker_id)
+        if address is None:
+            raise OSError(f"the address of broker {broker_id} is not known yet")
+        return address
+
+    def fetching(self, key: Key) -> bool:
+        return key in self._leader_of
+
+    def add(self, p: Partition) -> None:
+        """Follow `p.leader_id` from `p`'s log end, truncating first."""
+        key = (p.topic, p.index)
+        self.remove(key)
+        if p.leader_id < 0 or p.leader_id == self.broker_id or p.storage_failed:
+            return
+        fetcher = self.fetchers.get(p.leader_id)
+        if fetcher is None:
+            fetcher = self.fetchers[p.leader_id] = ReplicaFetcher(self, p.leader_id)
+            fetcher.start()
+        fetcher.add(p)
+        self._leader_of[key] = p.leader_id
+
+    def remove(self, key: Key) -> None:
+        leader = self._leader_of.pop(key, None)
+        fetcher = self.fetchers.get(leader) if leader is not None else None
+        if fetcher is None:
+            return
+        fetcher.remove(key)
+        if not fetcher.partitions:
+            del self.fetchers[fetcher.leader_id]
+            task = asyncio.create_task(fetcher.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+
+    async def shutdown(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        self._leader_of.clear()
+        await asyncio.gather(*(f.stop() for f in fetchers), *self._stopping)

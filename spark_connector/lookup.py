@@ -1,0 +1,101 @@
+"""Driver-side questions to the cluster: which partitions a query reads, and their offsets.
+
+`OffsetLookup` wraps one synchronous `client.Admin` (its own event loop thread), opened lazily
+and closed by `close()`. Topics come from one Metadata request; offsets from ListOffsets (-2
+earliest = the log start, -1 latest = the high watermark, or a timestamp). Retriable errors
+(a leader moving, a broker restarting) are retried with a backoff for up to `timeout_ms`.
+Nothing here runs on executors: the answers travel to tasks inside their input partitions.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+from client import Admin, TopicPartition
+from protocol.errors import OdradekError, UsageError
+from spark_connector.options import EARLIEST, LATEST, ReadOptions
+from spark_connector.ranges import TP
+
+T = TypeVar("T")
+RETRY_BACKOFF_S = 0.2
+
+
+class OffsetLookup:
+    def __init__(self, bootstrap: str, timeout_ms: int = 60_000) -> None:
+        self.bootstrap = bootstrap
+        self.timeout_ms = timeout_ms
+        self._admin: Admin | None = None
+
+    def _client(self) -> Admin:
+        if self._admin is None:
+            self._admin = Admin(self.bootstrap, request_timeout_ms=min(self.timeout_ms, 30_000))
+        return self._admin
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def _retry(self, what: str, call: Callable[[Admin], T]) -> T:
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        while True:
+            try:
+                return call(self._client())
+            except OdradekError as exc:
+                if not exc.retriable or time.monotonic() > deadline:
+                    raise type(exc)(f"{what} failed: {exc}") from None
+            time.sleep(RETRY_BACKOFF_S)
+
+    def partitions(self, opts: ReadOptions) -> list[TP]:
+        """Every topic-partition the subscription names that exists now, sorted."""
+        if opts.assign is not None:
+            return sorted((t, p) for t, ps in opts.assign.items() for p in ps)
+        described = self._retry("describing topics", lambda a: a.describe_topics(None))
+        if opts.subscribe is not None:
+            wanted: Callable[[str], bool] = set(opts.subscribe).__contains__
+        else:
+            assert opts.subscribe_pattern is not None
+            regex = re.compile(opts.subscribe_pattern)
+            wanted = lambda name: regex.fullmatch(name) is not None  # noqa: E731
+        return sorted(
+            (t.name, p.partition)
+            for t in described
+            if wanted(t.name) and not t.is_internal and t.error_code == 0
+            for p in t.partitions
+        )
+
+    def list_offsets(self, query: Mapping[TP, int]) -> dict[TP, int]:
+        """{tp: -2 | -1 | timestamp ms} -> {tp: offset} (-1 for a timestamp past the end)."""
+        if not query:
+            return {}
+        q = {TopicPartition(*tp): ts for tp, ts in query.items()}
+        answer = self._retry("listing offsets", lambda a: a.list_offsets(q))
+        return {(tp.topic, tp.partition): ot.offset for tp, ot in answer.items()}
+
+    def earliest(self, tps: Iterable[TP]) -> dict[TP, int]:
+        return self.list_offsets(dict.fromkeys(tps, EARLIEST))
+
+    def latest(self, tps: Iterable[TP]) -> dict[TP, int]:
+        return self.list_offsets(dict.fromkeys(tps, LATEST))
+
+    def for_timestamps(
+        self, query: Mapping[TP, int], past_end: str, latest: Mapping[TP, int]
+    ) -> dict[TP, int]:
+        """First offset at or after each timestamp. With no such record, `past_end` says:
+        "latest" (the high watermark) or "error" (UsageError naming the partition)."""
+        found = self.list_offsets(query)
+        out = {}
+        for tp, offset in found.items():
+            if offset >= 0:
+                out[tp] = offset
+            elif past_end == "latest":
+                out[tp] = latest[tp]
+            else:
+                raise UsageError(
+                    f"no record in {tp[0]}/{tp[1]} has a timestamp at or after {query[tp]} ms"
+                    " (set startingOffsetsByTimestampStrategy=latest to start at the end)"
+                )
+        return out

@@ -1,0 +1,300 @@
+"""Reading and checking the data source's options, the way Spark's Kafka source does.
+
+Pure functions, no I/O: `parse_read_options(options, streaming)` turns the case-insensitive
+option map Spark hands the source into a frozen `ReadOptions`, or raises `UsageError` with one
+line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
+
+- exactly one of `subscribe` (comma-separated topics), `subscribePattern` (a regex matched
+  against whole topic names) or `assign` (JSON `{"t": [0, 1]}`);
+- `startingOffsets`: `earliest`, `latest` (streaming only) or JSON `{"t": {"0": 23, "1": -2}}`
+  (-2 = earliest, -1 = latest, which a batch query may not use as a start);
+- `endingOffsets` (batch only): `latest` or JSON (-1 = latest; -2 is refused);
+- `startingTimestamp` / `endingTimestamp` (ms, one for every partition) and
+  `startingOffsetsByTimestamp` / `endingOffsetsByTimestamp` (JSON of ms per partition); a
+  timestamp option wins over the offsets option (global before per-partition, as in Spark);
+  `startingOffsetsByTimestampStrategy` `error` (default) or `latest` says what happens when
+  no record is at or after the starting timestamp;
+- `minPartitions`, `maxOffsetsPerTrigger` (streaming) positive; `failOnDataLoss`,
+  `includeHeaders` booleans.
+
+Offsets in JSON and in the streaming offsets Spark checkpoints are `{topic: {"partition":
+offset}}` with string keys, as Spark's Kafka source writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import UsageError
+
+EARLIEST = -2
+LATEST = -1
+SOURCE_NAME = "odradek"
+
+PartitionOffsets = dict[str, dict[int, int]]
+"""{topic: {partition: offset or timestamp}}: offsets in JSON options, decoded."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSpec:
+    """Where a range starts or ends: a keyword, per-partition offsets or timestamps."""
+
+    kind: str  # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps"
+    offsets: PartitionOffsets | None = None  # kind "offsets" or "timestamps"
+    timestamp_ms: int | None = None  # kind "timestamp"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    bootstrap: str
+    subscribe: tuple[str, ...] | None
+    subscribe_pattern: str | None
+    assign: dict[str, tuple[int, ...]] | None
+    starting: OffsetSpec
+    ending: OffsetSpec
+    timestamp_strategy: str  # "error" | "latest"
+    min_partitions: int | None
+    max_offsets_per_trigger: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+    poll_timeout_ms: int
+    fetch_max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    bootstrap: str
+    topic: str | None
+    acks: str
+    linger_ms: int
+    batch_size: int
+
+
+def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
+    """Spark's option names are case-insensitive: one lower-case dict, values as strings."""
+    return {str(k).lower(): str(v) for k, v in options.items()}
+
+
+def bootstrap_of(opts: Mapping[str, str]) -> str:
+    value = opts.get("bootstrap") or opts.get("kafka.bootstrap.servers") or ""
+    if not value.strip():
+        raise UsageError("option 'bootstrap' is required (host:port[,host:port...])")
+    return value.strip()
+
+
+def parse_bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    if raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise UsageError(f"option '{name}' must be true or false, not {raw!r}")
+
+
+def parse_positive(opts: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise UsageError(f"option '{name}' must be a positive integer, not {raw!r}") from None
+    if value <= 0:
+        raise UsageError(f"option '{name}' must be a positive integer, not {value}")
+    return value
+
+
+def _json_object(name: str, raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"option '{name}' is not valid JSON ({exc.msg}): {raw!r}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"option '{name}' must be a JSON object, not {raw!r}")
+    return value
+
+
+def parse_partition_offsets(name: str, raw: str) -> PartitionOffsets:
+    """`{"t": {"0": 23, "1": -2}}` -> {"t": {0: 23, 1: -2}}; one line on what is wrong."""
+    out: PartitionOffsets = {}
+    for topic, parts in _json_object(name, raw).items():
+        if not isinstance(parts, dict) or not parts:
+            raise UsageError(f"option '{name}': topic {topic!r} needs {{\"partition\": offset}}")
+        out[topic] = {}
+        for p, off in parts.items():
+            if not str(p).lstrip("-").isdigit() or int(p) < 0:
+                raise UsageError(f"option '{name}': {topic!r} has a bad partition {p!r}")
+            if type(off) is not int:
+                raise UsageError(f"option '{name}': {topic}/{p} must be an integer, not {off!r}")
+            out[topic][int(p)] = off
+    return out
+
+
+def _parse_assign(raw: str) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for topic, parts in _json_object("assign", raw).items():
+        if (
+            not isinstance(parts, list)
+            or not parts
+            or not all(type(p) is int and p >= 0 for p in parts)
+        ):
+            raise UsageError(f"option 'assign': topic {topic!r} needs a list of partitions")
+        out[topic] = tuple(parts)
+    if not out:
+        raise UsageError("option 'assign' names no partitions (use {\"topic\": [0, 1]})")
+    return out
+
+
+def _parse_subscription(
+    opts: Mapping[str, str],
+) -> tuple[tuple[str, ...] | None, str | None, dict[str, tuple[int, ...]] | None]:
+    given = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
+    if not given:
+        raise UsageError(
+            "one of the options 'subscribe', 'subscribePattern' or 'assign' must be given"
+        )
+    if len(given) > 1:
+        raise UsageError(
+            "only one of the options 'subscribe', 'subscribePattern' or 'assign' may be given"
+        )
+    if "subscribe" in opts:
+        topics = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+        if not topics:
+            raise UsageError("option 'subscribe' names no topics (comma-separated topic names)")
+        return topics, None, None
+    if "subscribepattern" in opts:
+        pattern = opts["subscribepattern"].strip()
+        if not pattern:
+            raise UsageError("option 'subscribePattern' is empty")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"option 'subscribePattern' is not a valid regex: {exc}") from None
+        return None, pattern, None
+    return None, None, _parse_assign(opts["assign"])
+
+
+def _parse_timestamp(name: str, raw: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise UsageError(f"option '{name}' must be a timestamp in ms, not {raw!r}") from None
+    if value < 0:
+        raise UsageError(f"option '{name}' must be a timestamp in ms >= 0, not {value}")
+    return value
+
+
+def _offset_spec(opts: Mapping[str, str], which: str, default: str, streaming: bool) -> OffsetSpec:
+    """`which` is "starting" or "ending": timestamp options first, then offsets."""
+    ts_name, by_ts_name, off_name = (
+        f"{which}Timestamp", f"{which}OffsetsByTimestamp", f"{which}Offsets",
+    )  # fmt: skip
+    if ts_name.lower() in opts:
+        return OffsetSpec(
+            "timestamp", timestamp_ms=_parse_timestamp(ts_name, opts[ts_name.lower()])
+        )
+    if by_ts_name.lower() in opts:
+        parsed = parse_partition_offsets(by_ts_name, opts[by_ts_name.lower()])
+        if any(ts < 0 for parts in parsed.values() for ts in parts.values()):
+            raise UsageError(f"option '{by_ts_name}' holds a negative timestamp")
+        return OffsetSpec("timestamps", offsets=parsed)
+    raw = opts.get(off_name.lower(), default).strip()
+    if raw.lower() in ("earliest", "latest"):
+        return OffsetSpec(raw.lower())
+    parsed = parse_partition_offsets(off_name, raw)
+    for topic, parts in parsed.items():
+        for p, off in parts.items():
+            if off < EARLIEST:
+                raise UsageError(f"option '{off_name}': {topic}/{p} has offset {off} (< -2)")
+    return OffsetSpec("offsets", offsets=parsed)
+
+
+def _check_batch_bounds(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    if starting.kind == "latest":
+        raise UsageError("startingOffsets 'latest' is not allowed in a batch query")
+    if starting.kind == "offsets" and starting.offsets is not None:
+        for topic, parts in starting.offsets.items():
+            for p, off in parts.items():
+                if off == LATEST:
+                    raise UsageError(
+                        f"startingOffsets for {topic}/{p} can't be latest (-1) in a batch query"
+                    )
+    if ending.kind == "earliest":
+        raise UsageError("endingOffsets 'earliest' is not allowed in a batch query")
+    if ending.kind == "offsets" and ending.offsets is not None:
+        for topic, parts in ending.offsets.items():
+            for p, off in parts.items():
+                if off == EARLIEST:
+                    raise UsageError(
+                        f"endingOffsets for {topic}/{p} can't be earliest (-2) in a batch query"
+                    )
+
+
+def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptions:
+    """Check every read option; raises UsageError naming the first thing that is wrong."""
+    opts = lower_keys(options)
+    subscribe, pattern, assign = _parse_subscription(opts)
+    ending_given = any(k in opts for k in ("endingoffsets", "endingtimestamp",
+                                           "endingoffsetsbytimestamp"))  # fmt: skip
+    if streaming and ending_given:
+        raise UsageError("endingOffsets / endingTimestamp are not allowed in a streaming query")
+    if not streaming and "maxoffsetspertrigger" in opts:
+        raise UsageError("option 'maxOffsetsPerTrigger' only applies to streaming queries")
+    starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest", streaming)
+    ending = _offset_spec(opts, "ending", "latest", streaming)
+    if not streaming:
+        _check_batch_bounds(starting, ending)
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise UsageError(
+            f"option 'startingOffsetsByTimestampStrategy' must be error or latest, not {strategy!r}"
+        )
+    return ReadOptions(
+        bootstrap=bootstrap_of(opts),
+        subscribe=subscribe,
+        subscribe_pattern=pattern,
+        assign=assign,
+        starting=starting,
+        ending=ending,
+        timestamp_strategy=strategy,
+        min_partitions=parse_positive(opts, "minPartitions", None),
+        max_offsets_per_trigger=parse_positive(opts, "maxOffsetsPerTrigger", None),
+        fail_on_data_loss=parse_bool(opts, "failOnDataLoss", True),
+        include_headers=parse_bool(opts, "includeHeaders", False),
+        poll_timeout_ms=parse_positive(opts, "pollTimeoutMs", 120_000) or 120_000,
+        fetch_max_bytes=parse_positive(opts, "fetchMaxBytes", 4 * 1024 * 1024) or 1,
+    )
+
+
+def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
+    opts = lower_keys(options)
+    acks = opts.get("acks", "all").strip().lower()
+    if acks not in ("0", "1", "-1", "all"):
+        raise UsageError(f"option 'acks' must be 0, 1, -1 or all, not {acks!r}")
+    topic = opts.get("topic")
+    return WriteOptions(
+        bootstrap=bootstrap_of(opts),
+        topic=topic.strip() if topic and topic.strip() else None,
+        acks=acks,
+        linger_ms=parse_positive(opts, "lingerMs", 5) or 5,
+        batch_size=parse_positive(opts, "batchSize", 256 * 1024) or 1,
+    )
+
+
+def offsets_to_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
+    """{t: {0: 5}} -> {"t": {"0": 5}}: the JSON-friendly shape Spark checkpoints."""
+    return {t: {str(p): int(o) for p, o in sorted(ps.items())} for t, ps in sorted(offsets.items())}
+
+
+def offsets_from_json(value: Mapping[str, Any]) -> dict[str, dict[int, int]]:
+    """The inverse of `offsets_to_json`, checking the shape of what a checkpoint held."""
+    out: dict[str, dict[int, int]] = {}
+    for topic, parts in value.items():
+        if not isinstance(parts, Mapping):
+            raise UsageError(f"a checkpointed offset for {topic!r} is not a partition map")
+        out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
+    return out

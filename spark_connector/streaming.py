@@ -1,0 +1,134 @@
+"""The streaming reader: Spark's micro-batch Kafka source, as a Python DataSourceStreamReader.
+
+Offsets are JSON-friendly dicts `{topic: {"partition": offset}}` (what Spark checkpoints), the
+end of one micro-batch being the start of the next. This object lives on the driver, in the
+Python process Spark keeps for the query's planning; tasks only ever see `RangePartition`s.
+
+- `initialOffset()`: `startingOffsets` (default latest) or a starting timestamp, resolved to
+  concrete offsets for the partitions that exist when the query first starts.
+- `latestOffset(start, limit)`: the high watermark of every partition read now; partitions
+  that appeared since `start` begin at their earliest offset; a `ReadMaxRows` limit (from
+  `maxOffsetsPerTrigger`, see `getDefaultReadLimit`) is shared across partitions by backlog
+  (ranges.rate_limit). With `trigger(availableNow=True)` Spark first calls
+  `prepareForTriggerAvailableNow`, which pins the ends to the high watermarks of that moment.
+  Spark 4.0/4.1 call `latestOffset()` without arguments: the reader then continues from the
+  last end it handed out, with the limit from the options.
+- `partitions(start, end)`: one `RangePartition` per partition with new records (split for
+  `minPartitions`). A partition in `start` that is gone, or whose end moved below its start
+  (truncation, a topic re-created), is data loss: an error or a warning per `failOnDataLoss`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from spark_connector.fetch import RangePartition, read_range
+from spark_connector.lookup import OffsetLookup
+from spark_connector.options import ReadOptions, offsets_from_json, offsets_to_json
+from spark_connector.planning import offsets_for, report_losses, to_partitions
+from spark_connector.ranges import TP, DataLoss, OffsetRange, rate_limit, split_ranges
+
+try:  # Spark >= 4.2: read limits and the availableNow hook
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow as _AvailableNow
+except ImportError:  # Spark 4.0 / 4.1
+
+    class _AvailableNow:  # type: ignore[no-redef]
+        """Stand-in base on Spark versions without the mix-in."""
+
+
+try:
+    _limits: Any = importlib.import_module("pyspark.sql.streaming.datasource")
+except ImportError:
+    _limits = None
+ReadMaxRows: Any = getattr(_limits, "ReadMaxRows", None)
+ReadAllAvailable: Any = getattr(_limits, "ReadAllAvailable", None)
+
+
+def _flat(offsets: dict[str, dict[int, int]]) -> dict[TP, int]:
+    return {(t, p): o for t, ps in offsets.items() for p, o in ps.items()}
+
+
+def _nested(flat: dict[TP, int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[int, int]] = {}
+    for (t, p), o in flat.items():
+        out.setdefault(t, {})[p] = o
+    return offsets_to_json(out)
+
+
+class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self.lookup = OffsetLookup(opts.bootstrap)
+        self._target: dict[TP, int] | None = None  # availableNow: never read past these
+        self._last_end: dict[str, Any] | None = None  # for the no-argument latestOffset()
+
+    def initialOffset(self) -> dict[str, Any]:
+        tps = self.lookup.partitions(self.opts)
+        earliest, latest = self.lookup.earliest(tps), self.lookup.latest(tps)
+        start = offsets_for(
+            self.opts.starting, "starting", tps, self.lookup, latest, self.opts.timestamp_strategy
+        )
+        resolved = {tp: earliest[tp] if o == -2 else latest[tp] if o == -1 else o
+                    for tp, o in start.items()}  # fmt: skip
+        self._last_end = _nested(resolved)
+        return self._last_end
+
+    def getDefaultReadLimit(self) -> Any:
+        if ReadMaxRows is not None and self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self.lookup.partitions(self.opts)
+        self._target = self.lookup.latest(tps)
+
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: Any = None
+    ) -> dict[str, Any]:
+        if start is None:  # Spark 4.0/4.1
+            start = self._last_end if self._last_end is not None else self.initialOffset()
+            if self.opts.max_offsets_per_trigger is not None and ReadMaxRows is not None:
+                limit = ReadMaxRows(self.opts.max_offsets_per_trigger)
+        begin = _flat(offsets_from_json(start))
+        if self._target is not None:
+            until = dict(self._target)
+        else:
+            until = self.lookup.latest(self.lookup.partitions(self.opts))
+        max_rows = getattr(limit, "max_rows", None)
+        if max_rows is not None:
+            new = [tp for tp in until if tp not in begin]
+            until = rate_limit(max_rows, begin, until, self.lookup.earliest(new))
+        self._last_end = _nested(until)
+        return self._last_end
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return _nested(self.lookup.latest(self.lookup.partitions(self.opts)))
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        begin, until = _flat(offsets_from_json(start)), _flat(offsets_from_json(end))
+        new = [tp for tp in until if tp not in begin]
+        first = {**self.lookup.earliest(new), **begin}
+        losses = [DataLoss(t, p, o, o + 1, "the partition is gone")
+                  for (t, p), o in begin.items() if (t, p) not in until]  # fmt: skip
+        ranges = []
+        for tp in sorted(until):
+            frm, to = first[tp], until[tp]
+            if to < frm:
+                losses.append(DataLoss(*tp, to, frm, "the partition's end moved below its start"))
+                continue
+            ranges.append(OffsetRange(tp[0], tp[1], frm, to))
+        report_losses(losses, self.opts.fail_on_data_loss)
+        return list(to_partitions(split_ranges(ranges, self.opts.min_partitions), self.opts))
+
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, RangePartition)
+        return read_range(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: offsets live in Spark's checkpoint, not in the cluster."""
+
+    def stop(self) -> None:
+        self.lookup.close()
