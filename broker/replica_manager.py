@@ -337,20 +337,18 @@ class ReplicaManager:
         except OdradekError as exc:
             return PartitionRead(topic, partition, exc.code)
         log = p.log
-        out = PartitionRead(
-            topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
-        )
         max_offset: int | None = None
         if replica_id < 0:  # a consumer (CONSUMER_REPLICA_ID or another non-replica id)
             max_offset = p.high_watermark
-            if p.high_watermark <= offset <= log.log_end_offset:
-                return out  # nothing committed past this offset yet: an empty answer
-        else:
-            if replica_id not in p.replicas or replica_id == self.broker_id:
-                out.error_code = ReplicaNotAvailableError.code
-                return out
-            if offset <= log.log_end_offset:
-                self._follower_fetched(p, replica_id, offset)
+        elif replica_id not in p.replicas or replica_id == self.broker_id:
+            return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
+        elif offset <= log.log_end_offset:
+            self._follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
+        out = PartitionRead(
+            topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
+        )
+        if max_offset is not None and max_offset <= offset <= log.log_end_offset:
+            return out  # nothing committed past this offset yet: an empty answer
         if limit <= 0 and not min_one:
             return out  # the response's byte budget is spent
         try:

@@ -1,6 +1,15 @@
 """The odradek client library: asyncio-native clients and synchronous twins.
 
-    from client import Producer, Consumer, Admin, TopicPartition
+    from client import Admin, Consumer, NewTopic, Producer, TopicPartition
+
+    with Admin("127.0.0.1:9092") as admin:
+        admin.create_topics([NewTopic("events", num_partitions=3)])
+    with Producer("127.0.0.1:9092") as producer:
+        producer.send("events", b"hello", key=b"user-1").get(timeout=10)
+    with Consumer("127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("events", p) for p in range(3)])
+        for tp, records in consumer.poll(timeout_ms=1000).items():
+            ...
 
 `AsyncProducer`, `AsyncConsumer` and `AsyncAdmin` run on the caller's event loop; `Producer`,
 `Consumer` and `Admin` run their async twin on a private loop in a background thread. Names

@@ -63,8 +63,8 @@ class AsyncAdmin:
 
     async def start(self) -> None:
         if not self._started:
+            await self._cluster.request_update()  # NetworkError when no bootstrap server answers
             self._started = True
-            await self._cluster.request_update()
 
     async def __aenter__(self) -> AsyncAdmin:
         await self.start()

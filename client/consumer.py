@@ -69,8 +69,8 @@ class AsyncConsumer:
         """Fetch the cluster metadata from the bootstrap servers."""
         self._check_open()
         if not self._started:
+            await self._cluster.request_update()  # NetworkError when no bootstrap server answers
             self._started = True
-            await self._cluster.request_update()
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()

@@ -14,6 +14,10 @@ node as its own task (requests to a node are pipelined on one connection). Per p
   refreshes the metadata first, so the retry goes to the new leader;
 - anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail.
 With acks=0 the request gets no answer and offsets are -1.
+
+Delivery is at least once: a batch whose answer was lost (connection dropped, request timed
+out) is sent again and may be stored twice. With `max_in_flight_per_partition` above 1, a retried
+batch may land after a later one; set it to 1 for strict per-partition order under retries.
 """
 
 from __future__ import annotations
@@ -129,9 +133,11 @@ class AsyncProducer:
         """Connect to the bootstrap servers and start the sender."""
         if self._started:
             return
-        self._started = True
+        if self._closed:
+            raise UsageError("the producer is closed")
         self._loop = asyncio.get_running_loop()
-        await self._cluster.request_update()
+        await self._cluster.request_update()  # NetworkError when no bootstrap server answers
+        self._started = True
         self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
         self._usable = True
 
@@ -178,6 +184,8 @@ class AsyncProducer:
             batch.fail(RequestTimedOutError("the producer closed before the batch was sent"))
         if self._sender is not None:
             self._sender.cancel()
+        for task in self._requests:
+            task.cancel()  # only those a flush timeout left behind
         for task in [*self._requests, *([self._sender] if self._sender else [])]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
@@ -384,7 +392,7 @@ class AsyncProducer:
         leader_of = self._leader_of(meta)
         ready = self._acc.ready(leader_of, now_ms)
         delay = ready.next_check_ms
-        if ready.unknown_leaders:
+        if ready.unknown_leaders or self._cluster.metadata_is_stale():
             self._refresh_metadata()
             delay = (
                 min(delay, self.retry_backoff_ms) if delay is not None else self.retry_backoff_ms
@@ -429,6 +437,11 @@ class AsyncProducer:
             for batch in batches:
                 self._on_error(batch, exc)
             return
+        except asyncio.CancelledError:
+            for batch in batches:
+                self._acc.done_in_flight(batch)
+                batch.fail(RequestTimedOutError("the producer closed while the batch was sent"))
+            raise
         answers = {(t.name, p.partition): p for t in resp.topics for p in t.partitions}
         for batch in batches:
             answer = answers.get(batch.tp)

@@ -3,8 +3,10 @@
 Each object owns one private event loop (uvloop) running in one background thread, started on
 first use and stopped by `close()` (or the `with` block's end). Every method hands a coroutine
 or a call to that loop and blocks for its result, so the async client is only ever touched from
-its own thread. `Producer.send()` blocks until the record is buffered (back-pressure) and
-returns a `concurrent.futures.Future` that resolves once the broker acknowledges it.
+its own thread. `Producer.send()` is the exception, because a thread round trip per record
+would cost hundreds of microseconds: it queues the record for the loop and returns a
+`SendFuture` (a `concurrent.futures.Future` with kafka-python's `get()`), resolved once the
+broker acknowledges the record or with its error; it blocks only when the queue is full.
 
 The sync wrappers never use the caller's event loop, so they also work inside programs that
 run their own.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -72,6 +75,10 @@ class _LoopThread:
             raise
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout_s)
 
+    def is_current(self) -> bool:
+        """Whether the caller runs on this loop's thread (a future's callback, say)."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
     def call_soon(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the loop, without waiting."""
         self._ensure().call_soon_threadsafe(fn)
@@ -112,16 +119,28 @@ class _SyncClient:
         self._factory = factory
         self._thread = _LoopThread(self._name)
         self._client: Any = None
+        self._starting: asyncio.Future[Any] | None = None  # on the loop: the client's start
 
     def _run(self, make_coro: Callable[[Any], Awaitable[T]], timeout_s: float | None = None) -> T:
         async def go() -> T:
             if self._client is None:
-                client = self._factory()
-                await client.start()
-                self._client = client
+                await self._start_once()
             return await make_coro(self._client)
 
         return self._thread.run(go(), timeout_s)
+
+    async def _start_once(self) -> None:
+        """Build and start the async client; callers from several threads share one start."""
+        if self._starting is None or (
+            self._starting.done() and self._starting.exception() is not None
+        ):
+            client = self._factory()
+            self._starting = asyncio.ensure_future(client.start())
+            self._starting.add_done_callback(lambda f: f.cancelled() or f.exception())
+            await asyncio.shield(self._starting)
+            self._client = client
+        else:
+            await asyncio.shield(self._starting)
 
     def close(self) -> None:
         if self._thread.stopped:
@@ -191,6 +210,8 @@ class Producer(_SyncClient):
         future: SendFuture[RecordMetadata] = SendFuture()
         with self._cond:
             while len(self._queue) >= MAX_PENDING_RECORDS and not self._thread.stopped:
+                if self._thread.is_current():
+                    raise UsageError("send queue full inside a producer callback: would deadlock")
                 self._cond.wait(1.0)
             if self._thread.stopped:
                 raise UsageError("the producer is closed")
@@ -247,6 +268,14 @@ class Producer(_SyncClient):
                 return
             await asyncio.sleep(0.001)
 
+    async def _stop_mover(self) -> None:
+        await self._moved()
+        mover = self._mover
+        if mover is not None and not mover.done():
+            mover.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await mover
+
     def send_batch(
         self, topic: str, values: Sequence[bytes], partition: int | None = None
     ) -> concurrent.futures.Future[list[BatchMetadata]]:
@@ -265,7 +294,7 @@ class Producer(_SyncClient):
 
     def close(self) -> None:
         if self._client is not None and not self._thread.stopped:
-            self._run(lambda _p: self._moved())
+            self._run(lambda _p: self._stop_mover())
         super().close()
         with self._cond:
             self._cond.notify_all()

@@ -35,6 +35,7 @@ PROG = "odradek"
 BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
 DEBUG_ENV = "ODRADEK_DEBUG"
 ADMIN_TIMEOUT_MS = 30_000
+MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is about this
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -88,7 +89,7 @@ def resolve_bootstrap(
             f"or start a local cluster here with `{PROG} cluster up`"
         )
     cluster = LocalCluster.open(cluster_dir)
-    if all(s.state == "dead" for s in cluster.status()):
+    if all(state == "dead" for state in cluster.broker_states().values()):
         raise UsageError(
             f"the local cluster in {cluster_dir} is not running (`{PROG} cluster up` to start it)"
         )
@@ -121,11 +122,16 @@ def format_partition(topic: str, p: Any) -> str:
     return line
 
 
-def format_topic(description: Any) -> list[str]:
-    """A header line like seed 004's, then one line per partition, by partition number."""
+def format_topic(description: Any, configs: dict[str, str] | None = None) -> list[str]:
+    """A header line like seed 004's (with the topic's own configs), then one line per
+    partition, by partition number."""
     partitions = sorted(description.partitions, key=lambda p: p.partition)
     rf = max((len(p.replicas) for p in partitions), default=0)
-    header = f"Topic: {description.name} PartitionCount: {len(partitions)} ReplicationFactor: {rf}"
+    shown = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
+    header = (
+        f"Topic: {description.name} PartitionCount: {len(partitions)} "
+        f"ReplicationFactor: {rf} Configs: {shown}"
+    ).rstrip()
     return [header] + [format_partition(description.name, p) for p in partitions]
 
 
@@ -167,8 +173,23 @@ def _non_negative(text: str) -> int:
     return value
 
 
+_EXAMPLES = """\
+a first session:
+  odradek cluster up                          # ZooKeeper + 3 brokers under ./.odradek
+  odradek topics create events --partitions 3
+  printf 'k1:hello\\nk2:world\\n' | odradek produce events --key-separator :
+  odradek consume events --from-beginning --max-messages 2 --print-key
+  odradek cluster down
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="A Kafka-like distributed log.")
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="A Kafka-like distributed log.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     client = argparse.ArgumentParser(add_help=False)
     client.add_argument(
@@ -257,7 +278,7 @@ def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p = sub.add_parser("produce", parents=[client], help="send one record per stdin line")
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
-    p.add_argument("--partition", type=_non_negative)
+    p.add_argument("--partition", type=_non_negative, help="send every line to this partition")
     p.add_argument("--acks", choices=["0", "1", "all"], default="1")
     p.set_defaults(func=cmd_produce)
 
@@ -266,13 +287,13 @@ def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p = sub.add_parser("consume", parents=[client], help="print one record per line")
     p.add_argument("topic", metavar="TOPIC")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--from-beginning", action="store_true")
+    where.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
     where.add_argument("--offset", type=_non_negative, help="start here (needs --partition)")
-    p.add_argument("--partition", type=_non_negative)
+    p.add_argument("--partition", type=_non_negative, help="only this partition (default: all)")
     p.add_argument("--max-messages", type=_positive, help="stop after this many records")
     p.add_argument("--timeout-ms", type=_positive, help="stop after this long without a record")
-    p.add_argument("--print-key", action="store_true")
-    p.add_argument("--print-offset", action="store_true")
+    p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
+    p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
     p.set_defaults(func=cmd_consume)
 
 
@@ -398,10 +419,14 @@ def cmd_topics_list(args: argparse.Namespace) -> int:
 def cmd_topics_describe(args: argparse.Namespace) -> int:
     with _admin(args) as admin:
         descriptions = admin.describe_topics([args.name] if args.name else None)
+        for d in descriptions:
+            if d.error_code:
+                raise for_code(d.error_code)(f"topic {d.name!r}")
+        names = [d.name for d in descriptions]
+        entries = admin.describe_configs(names) if names else {}
     for d in sorted(descriptions, key=lambda d: d.name):
-        if d.error_code:
-            raise for_code(d.error_code)(f"topic {d.name!r}")
-        for line in format_topic(d):
+        own = {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
+        for line in format_topic(d, own):
             print(line)
     return 0
 
@@ -414,9 +439,9 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
 
 
 def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[bytes]]:
-    """Lines (without "\n" or "\r\n") in chunks of whatever has arrived: `read1` returns the
-    bytes at hand without waiting for more, so typed lines go out at once and piped files go
-    out in large chunks."""
+    """Lines, without their line endings, in chunks of whatever has arrived: `read1` returns
+    the bytes at hand without waiting for more, so typed lines go out at once and piped files
+    go out in large chunks. A line longer than MAX_LINE_BYTES is a UsageError."""
     rest = b""
     while True:
         data = stream.read1(read_bytes)  # type: ignore[attr-defined]
@@ -425,6 +450,8 @@ def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[
                 yield [rest.removesuffix(b"\r")]
             return
         *lines, rest = (rest + data).split(b"\n")
+        if len(rest) > MAX_LINE_BYTES:
+            raise UsageError(f"a stdin line is longer than {MAX_LINE_BYTES} bytes")
         if lines:
             yield [line.removesuffix(b"\r") for line in lines]
 

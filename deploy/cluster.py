@@ -36,7 +36,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,6 +156,18 @@ def _port_in_use(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def _check_reachable(connect: str, timeout_s: float = 3.0) -> None:
+    """Fail early, with one clear line, when no server of a ZooKeeper connect string answers."""
+    hosts = connect.split("/", 1)[0]
+    for item in hosts.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ClusterError(f"ZooKeeper address {item!r} is not HOST:PORT")
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout_s):
+            return
+    raise ClusterError(f"no ZooKeeper server answers at {hosts}")
 
 
 def _wait_until(check: Callable[[], bool], timeout_s: float, step_s: float = 0.05) -> bool:
@@ -328,11 +340,12 @@ class LocalCluster:
                 self.state.brokers.append(proc)
                 self._spawn(proc)
                 self._save_state()
-            self.wait_ready()
+            self.wait_ready(must_run=self.broker_ids)
         except BaseException:
-            self._progress("start-up failed; stopping what was started")
-            with contextlib.suppress(Exception):
-                self.down()
+            if self.state is not None:
+                self._progress("start-up failed; stopping what was started")
+                with contextlib.suppress(Exception):
+                    self.down()
             raise
         return self.bootstrap
 
@@ -351,6 +364,7 @@ class LocalCluster:
 
     def _start_zookeeper(self) -> ZooKeeperInfo:
         if self.zookeeper_given is not None:
+            _check_reachable(self.zookeeper_given)
             self._progress(f"using ZooKeeper at {self.zookeeper_given}")
             return ZooKeeperInfo(self.zookeeper_given, None, None)
         from deploy.zookeeper import ZooKeeperError, start_zookeeper
@@ -414,18 +428,19 @@ class LocalCluster:
 
     # ----- waiting ---------------------------------------------------------------------------
 
-    def wait_ready(self, timeout_s: float | None = None) -> int:
+    def wait_ready(self, timeout_s: float | None = None, must_run: Iterable[int] = ()) -> int:
         """Wait until every running broker lists every running broker and the same controller,
         itself a running broker (so after a controller dies this waits for the failover).
 
-        Paused brokers are not asked (they cannot answer) and dead ones are not expected.
-        Returns the controller id; raises ClusterError when a broker dies or time runs out.
+        Paused brokers are not asked (they cannot answer) and dead ones are not expected, but
+        a broker in `must_run` that is dead is an error. Returns the controller id; raises
+        ClusterError when such a broker dies or time runs out.
         """
         state = self._require_state()
         deadline = time.monotonic() + (timeout_s or self.ready_timeout_s)
         last_line = ""
         while True:
-            self._fail_if_died()
+            self._fail_if_died(must_run)
             states = {b.id: self._broker_state(b) for b in state.brokers}
             alive = [b for b in state.brokers if states[b.id] == "alive"]
             answers = probe_metadata(state.host, [b.port for b in alive])
@@ -446,16 +461,19 @@ class LocalCluster:
                 raise ClusterError(f"the cluster was not ready in time ({line})")
             time.sleep(0.2)
 
-    def _fail_if_died(self) -> None:
-        for broker_id, child in self._procs.items():
-            code = child.poll()
-            if code is not None:
-                log = self.dir / f"broker-{broker_id}.log"
-                tail = _log_tail(log)
-                raise ClusterError(
-                    f"broker {broker_id} exited with code {code} (see {log})"
-                    + (f": {tail}" if tail else "")
-                )
+    def _fail_if_died(self, must_run: Iterable[int]) -> None:
+        for broker_id in must_run:
+            proc = self.broker(broker_id)
+            if self._broker_state(proc) != "dead":
+                continue
+            child = self._procs.get(broker_id)
+            code = child.poll() if child is not None and child.pid == proc.pid else None
+            log = self.dir / f"broker-{broker_id}.log"
+            tail = _log_tail(log)
+            how = "died" if code is None else f"exited with code {code}"
+            raise ClusterError(
+                f"broker {broker_id} {how} (see {log})" + (f": {tail}" if tail else "")
+            )
 
     # ----- status ----------------------------------------------------------------------------
 
@@ -468,6 +486,10 @@ class LocalCluster:
         if proc.log_dir not in _cmdline(proc.pid):
             return "dead"  # the PID now belongs to someone else
         return process_state(proc.pid)
+
+    def broker_states(self) -> dict[int, str]:
+        """Each broker's process state by id, from /proc alone (no network)."""
+        return {b.id: self._broker_state(b) for b in self._require_state().brokers}
 
     def controller_id(self) -> int | None:
         """The controller as the running brokers see it (None when none answers)."""
@@ -539,7 +561,7 @@ class LocalCluster:
             self._spawn(proc)
             self._save_state()
         if wait:
-            self.wait_ready()
+            self.wait_ready(must_run=[broker_id])
 
     def _reap(self, broker_id: int) -> None:
         child = self._procs.pop(broker_id, None)

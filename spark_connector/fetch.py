@@ -406,3 +406,49 @@ def _runs(runs: list[tuple[int, int]]) -> pa.Array:
     if len({t for _, t in runs}) == 1:
         return pa.repeat(pa.scalar(runs[0][1], pa.int32()), sum(n for n, _ in runs))
     return pa.array([t for n, t in runs for _ in range(n)], pa.int32())
+
+
+# ----- timestamps -------------------------------------------------------------------------------
+
+
+async def _first_at_or_after(
+    cluster: Cluster, topic: str, partition: int, offset: int, target_ms: int, max_fetches: int
+) -> int:
+    part = RangePartition("", topic, partition, offset, offset + 1, fetch_max_bytes=1024 * 1024)
+    for _ in range(max_fetches):
+        answer = await _fetch(cluster, part, offset)
+        if answer is None or answer.error_code or not answer.records:
+            return offset
+        data = answer.records
+        for pos, h in iter_batches(data, check_crc=True):
+            if h.next_offset <= offset:
+                continue
+            if h.attributes & TIMESTAMP_TYPE_BIT:
+                if h.max_timestamp >= target_ms:
+                    return max(offset, h.base_offset)
+                offset = h.next_offset
+                continue
+            for i, row in enumerate(_rows(data, pos, h)):
+                if h.base_offset + i >= offset and h.first_timestamp + row[1] >= target_ms:
+                    return h.base_offset + i
+            offset = h.next_offset
+    return offset
+
+
+def first_offset_at_or_after(
+    bootstrap: str, topic: str, partition: int, offset: int, target_ms: int, max_fetches: int = 4
+) -> int:
+    """The first offset at or after `offset` whose record's timestamp is >= `target_ms`.
+
+    ListOffsets by timestamp answers with the first *batch* whose largest timestamp reaches the
+    target (the broker never decodes records); this walks that batch's records, as Kafka's
+    broker does, to find the record itself. Runs on the driver with the worker's loop.
+    """
+    state = worker_state()
+    return int(
+        state.run(
+            _first_at_or_after(
+                state.cluster(bootstrap), topic, partition, offset, target_ms, max_fetches
+            )
+        )
+    )

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from client import Admin, TopicPartition
 from protocol.errors import OdradekError, UsageError
+from spark_connector.fetch import first_offset_at_or_after
 from spark_connector.options import EARLIEST, LATEST, ReadOptions
 from spark_connector.ranges import TP
 
@@ -90,7 +91,7 @@ class OffsetLookup:
         out = {}
         for tp, offset in found.items():
             if offset >= 0:
-                out[tp] = offset
+                out[tp] = first_offset_at_or_after(self.bootstrap, *tp, offset, query[tp])
             elif past_end == "latest":
                 out[tp] = latest[tp]
             else:

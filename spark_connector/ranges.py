@@ -142,7 +142,7 @@ def rate_limit(
         if tp not in sizes:
             out[tp] = end
             continue
-        begin = start.get(tp, new_earliest[tp])
+        begin = start[tp] if tp in start else new_earliest[tp]
         prorate = limit * (sizes[tp] / total)
         share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
         out[tp] = min(end, begin + share)

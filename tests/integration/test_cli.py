@@ -126,11 +126,16 @@ def test_topics_create_list_describe_delete(cli: CliCluster) -> None:
     assert "events" in out
     assert "events" in cli.run("topics", "list").split()
     rows = cli.wait_describe("events", lambda rows: all(r.leader is not None for r in rows))
+    header = cli.run("topics", "describe", "events").splitlines()[0]
+    assert header.startswith("Topic: events PartitionCount: 3 ReplicationFactor: 2 Configs:")
+    assert "retention.ms=60000" in header
     # seed placement on brokers [1, 2, 3]: replica j of partition i on broker (i + j) mod 3
     assert [r.replicas for r in rows] == [[1, 2], [2, 3], [3, 1]]
     assert [r.leader for r in rows] == [1, 2, 3]
-    # no replication yet: the ISR is the leader alone, and describe says so
-    assert all(r.isr == [r.leader] and r.marker == "(under-replicated)" for r in rows)
+    # the ISR holds the leader; describe marks a partition whose followers are not (yet) in it
+    for r in rows:
+        assert r.leader in r.isr and set(r.isr) <= set(r.replicas)
+        assert r.marker == ("(under-replicated)" if len(r.isr) < len(r.replicas) else "")
 
     err = cli.run("topics", "create", "events", "--partitions", "1", ok=False)
     assert err.startswith("odradek: error:") and "TOPIC_ALREADY_EXISTS" in err

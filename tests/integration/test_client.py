@@ -118,10 +118,14 @@ def test_produce_waits_out_a_dead_leader_and_data_survives(
         admin.create_topics([NewTopic("client-restart", 2, 1)])
         leaders = _wait_for_leaders(admin, "client-restart")
     victim = leaders[0]
+    consumer = Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=200)
+    consumer.assign([TopicPartition("client-restart", 0)])
     with Producer(bootstrap, retry_backoff_ms=100, delivery_timeout_ms=90_000) as producer:
         before = [producer.send("client-restart", b"before-%d" % i, partition=0) for i in range(5)]
         assert [f.result(30).offset for f in before] == [0, 1, 2, 3, 4]
+        assert [r.value for r in _consume_all(consumer, 5)][-1] == b"before-4"
         cluster.kill(victim)
+        assert consumer.poll(timeout_ms=500) == {}  # its leader is gone: nothing, no error
         with Admin(bootstrap) as admin:  # the controller marks the partition offline
             deadline = time.monotonic() + 30
             while True:
@@ -135,9 +139,12 @@ def test_produce_waits_out_a_dead_leader_and_data_survives(
         assert not any(f.done() for f in during)  # retrying, not failed
         cluster.start(victim)
         assert [f.result(60).offset for f in during] == [5, 6, 7, 8, 9]
-    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
-        consumer.assign([TopicPartition("client-restart", 0)])
-        got = _consume_all(consumer, 10)
+    with consumer:  # the same consumer carries on from its position once the leader is back
+        got = _consume_all(consumer, 5)
+    assert [(r.offset, r.value) for r in got] == [(5 + i, b"during-%d" % i) for i in range(5)]
+    with Consumer(bootstrap, auto_offset_reset="earliest") as fresh:
+        fresh.assign([TopicPartition("client-restart", 0)])
+        got = _consume_all(fresh, 10)
     assert [r.value for r in got] == [b"before-%d" % i for i in range(5)] + [
         b"during-%d" % i for i in range(5)
     ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from coordinator.controller import (
 from coordinator.registration import register_broker
 from coordinator.zk import ZkBadVersion, ZkClient
 from coordinator.zk_paths import LeaderIsrState
-from deploy.zookeeper import kill_zookeeper, start_zookeeper, stop_zookeeper
 from protocol.api.controller import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from protocol.errors import (
     InvalidReplicationFactorError,
@@ -33,7 +31,7 @@ from protocol.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from tests.fixtures.zk import free_port, wait_until
+from tests.fixtures.zk import TcpProxy, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +42,16 @@ WAIT_S = 10.0
 class Cluster:
     """ZooKeeper sessions standing in for brokers, plus electors with recording channels."""
 
-    def __init__(self, connect: str) -> None:
+    def __init__(self, connect: str, session_ms: int = SESSION_MS) -> None:
         self.connect = connect
+        self.session_ms = session_ms
         self.brokers: dict[int, ZkClient] = {}
         self.electors: dict[int, ControllerElector] = {}
         self.channels: dict[int, list[RecordingChannel]] = {}
-        self.admin = ZkClient(connect, SESSION_MS)
+        self.admin = ZkClient(connect, session_ms)
 
     async def session(self) -> ZkClient:
-        zk = ZkClient(self.connect, SESSION_MS)
+        zk = ZkClient(self.connect, self.session_ms)
         await zk.start(10)
         return zk
 
@@ -180,24 +179,29 @@ async def test_zombie_controller_is_fenced(cluster: Cluster) -> None:
     await zombie.stop()
 
 
-async def test_suspended_controller_stops_acting_and_resumes(tmp_path: Path) -> None:
-    port = free_port()
-    server = start_zookeeper(tmp_path / "zk", port)
-    cluster = Cluster(server.connect)
+async def test_suspended_controller_stops_acting_and_resumes(zk_chroot: str) -> None:
+    server_port = int(zk_chroot.split("/", 1)[0].rsplit(":", 1)[1])
+    proxy = TcpProxy(server_port)
+    await proxy.start()
+    cluster = Cluster(proxy.connect + "/" + zk_chroot.split("/", 1)[1], session_ms=4000)
     try:
         await cluster.admin.start(10)
         elector = await cluster.add_elector(1)
+        states: list[str] = []
+        cluster.brokers[1].add_state_listener(states.append)
         await wait_until(lambda: elector.is_controller, WAIT_S, "controller")
-        kill_zookeeper(server.pid)  # ZooKeeper crashes
+        proxy.cut()  # the network to ZooKeeper fails
         await wait_until(lambda: not elector.is_controller, WAIT_S, "SUSPENDED to stop it")
-        server = start_zookeeper(tmp_path / "zk", port)
+        proxy.heal()
         await wait_until(lambda: elector.is_controller, WAIT_S, "controller again")
+        assert states == ["SUSPENDED", "CONNECTED"]
         # The session survived, so /controller stayed ours: same epoch, a reloaded controller.
         assert elector.controller_epoch == 1
         assert len(cluster.channels[1]) == 2
     finally:
+        proxy.heal()
         await cluster.close()
-        stop_zookeeper(server.pid)
+        await proxy.stop()
 
 
 # ----- topics -------------------------------------------------------------------------------

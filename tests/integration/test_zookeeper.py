@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from coordinator.zk import (
     OpSet,
     ZkBadVersion,
     ZkClient,
-    ZkConnectionLost,
     ZkNodeExists,
     ZkNoNode,
     ZkNotEmpty,
@@ -31,7 +31,7 @@ from deploy.zookeeper import (
     start_zookeeper,
     stop_zookeeper,
 )
-from tests.fixtures.zk import free_port, wait_until
+from tests.fixtures.zk import TcpProxy, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -225,25 +225,56 @@ async def test_register_gives_up_after_bound(zk_chroot: str) -> None:
         await new.stop()
 
 
-async def test_suspended_then_reconnected_keeps_session(tmp_path: Path) -> None:
-    port = free_port()
-    server = start_zookeeper(tmp_path / "zk", port)
-    client = ZkClient(server.connect, 4000)
+async def test_suspended_then_reconnected_keeps_session(zk_server: ZkProcess) -> None:
+    proxy = TcpProxy(zk_server.port)
+    await proxy.start()
+    client = ZkClient(proxy.connect + "/suspend-" + uuid.uuid4().hex[:8], 4000)
     states: list[str] = []
     client.add_state_listener(states.append)
     try:
         await client.start(10)
         await client.create("/eph", b"", ephemeral=True)
         session = client.session_id
-        kill_zookeeper(server.pid)  # a crash
+        proxy.cut()  # the network fails; the server keeps the session for 4 s
         await wait_until(lambda: "SUSPENDED" in states, 10, "SUSPENDED")
-        with pytest.raises(ZkConnectionLost):
-            await ZkClient(server.connect, 2000).start(0.5)
-        server = start_zookeeper(tmp_path / "zk", port)
+        await asyncio.sleep(0.5)
+        proxy.heal()
         await wait_until(lambda: states[-1] == "CONNECTED", 10, "CONNECTED again")
-        assert "LOST" not in states
+        assert states == ["CONNECTED", "SUSPENDED", "CONNECTED"]
         assert client.session_id == session
         assert await client.exists("/eph") == 0  # the ephemeral survived the suspension
+    finally:
+        await client.stop()
+        await proxy.stop()
+
+
+async def test_server_crash_and_restart(tmp_path: Path) -> None:
+    # After a crash and restart of the server the client gets back either its own session
+    # (SUSPENDED -> CONNECTED) or, if the restart outlasted it, a new one (LOST -> CONNECTED)
+    # on which its broker registration is made again. Either way it ends up registered.
+    port = free_port()
+    server = start_zookeeper(tmp_path / "zk", port)
+    client = ZkClient(server.connect, 3000)
+    states: list[str] = []
+    client.add_state_listener(states.append)
+    try:
+        await client.start(10)
+        registration = await register_broker(client, 3, "127.0.0.1", 9003)
+        kill_zookeeper(server.pid)
+        await wait_until(lambda: "SUSPENDED" in states, 10, "SUSPENDED")
+        server = start_zookeeper(tmp_path / "zk", port)
+        await wait_until(lambda: states[-1] == "CONNECTED", 20, "CONNECTED again")
+
+        async def registered() -> bool:
+            stat = await client.stat(paths.broker_path(3))
+            return stat is not None and stat.ephemeral_owner == client.session_id
+
+        for _ in range(100):
+            if await registered():
+                break
+            await asyncio.sleep(0.05)
+        assert await registered()
+        await registration.close()
     finally:
         await client.stop()
         stop_zookeeper(server.pid)

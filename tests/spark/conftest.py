@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from client import Admin, NewTopic, Producer  # noqa: E402
+from client import Admin, NewTopic, Producer
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +77,9 @@ def produce(
                 f"{prefix}{i}".encode(),
                 key=f"k{i % 10}".encode(),
                 partition=partition,
-                headers=[("i", str(i).encode()), ("none", None)] if headers and i % 3 == 0 else None,
+                headers=[("i", str(i).encode()), ("none", None)]
+                if headers and i % 3 == 0
+                else None,
                 timestamp_ms=None if timestamp_ms is None else timestamp_ms(i),
             )
             for i in range(count)

@@ -211,3 +211,18 @@ async def test_usage_errors(fake1: FakeState) -> None:
     await consumer.close()
     with pytest.raises(UsageError):
         await consumer.poll()
+
+
+async def test_fenced_leader_epoch_refreshes_metadata_and_carries_on(fake1: FakeState) -> None:
+    fake1.create_topic("t", 1)
+    _fill(fake1, "t", 0, 5)
+    fake1.fetch_errors.extend([74, 6])  # FENCED_LEADER_EPOCH, NOT_LEADER_FOR_PARTITION
+    tp = TopicPartition("t", 0)
+    async with AsyncConsumer(
+        bootstrap(fake1), auto_offset_reset="earliest", retry_backoff_ms=10
+    ) as consumer:
+        consumer.assign([tp])
+        metadata_before = fake1.requests["Metadata"]
+        got = await _poll_all(consumer, 5)
+        assert [r.offset for r in got] == [0, 1, 2, 3, 4]
+        assert fake1.requests["Metadata"] > metadata_before

@@ -9,6 +9,7 @@ from client.producer import AsyncProducer
 from protocol.batch import decode_all
 from protocol.errors import (
     MessageTooLargeError,
+    NetworkError,
     NotLeaderForPartitionError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
@@ -60,7 +61,7 @@ async def test_one_produce_request_per_node_carries_many_partitions(fake3: FakeS
 
 async def test_linger_batches_records_together(fake1: FakeState) -> None:
     fake1.create_topic("l", 1)
-    async with AsyncProducer(bootstrap(fake1), linger_ms=50) as producer:
+    async with AsyncProducer(bootstrap(fake1), linger_ms=300) as producer:
         futures = []
         for i in range(50):
             futures.append(await producer.send("l", b"%d" % i, partition=0))
@@ -208,3 +209,40 @@ async def test_usage_errors(fake1: FakeState) -> None:
         AsyncProducer("nohostport")
     with pytest.raises(UsageError):
         AsyncProducer(bootstrap(fake1), acks=2)
+
+
+async def test_fenced_leader_epoch_is_retried_after_refresh(fake1: FakeState) -> None:
+    fake1.create_topic("fe", 1)
+    fake1.produce_errors.extend([74, 75])  # FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
+    async with AsyncProducer(bootstrap(fake1), retry_backoff_ms=5, acks="all") as producer:
+        metadata_before = fake1.requests["Metadata"]
+        meta = await (await producer.send("fe", b"v", partition=0))
+    assert meta.offset == 0
+    assert fake1.requests["Produce"] == 3
+    assert fake1.requests["Metadata"] > metadata_before
+
+
+async def test_close_with_timeout_fails_what_is_still_in_flight(fake1: FakeState) -> None:
+    fake1.create_topic("c", 1)
+    fake1.drop.add("Produce")  # the broker never answers
+    producer = AsyncProducer(bootstrap(fake1), request_timeout_ms=60_000)
+    await producer.start()
+    fut = await producer.send("c", b"v", partition=0)
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(producer.close(timeout_ms=100), 5)
+    with pytest.raises(RequestTimedOutError):
+        await fut
+
+
+async def test_start_without_a_reachable_broker_raises_and_can_be_retried(
+    fake1: FakeState,
+) -> None:
+    fake1.create_topic("s", 1)
+    port = fake1.brokers[1].port
+    await fake1.brokers[1].stop()
+    producer = AsyncProducer(f"127.0.0.1:{port}", retry_backoff_ms=1)
+    with pytest.raises(NetworkError):
+        await producer.start()
+    with pytest.raises(UsageError):
+        await producer.send("s", b"v")
+    await producer.close()

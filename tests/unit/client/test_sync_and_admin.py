@@ -67,7 +67,7 @@ def test_sync_produce_then_consume(fake_thread: FakeState) -> None:
 def test_sync_errors_surface_and_closed_clients_refuse(fake_thread: FakeState) -> None:
     producer = Producer(bootstrap(fake_thread), max_block_ms=200, retry_backoff_ms=20)
     with pytest.raises(UnknownTopicOrPartitionError):
-        producer.send("missing", b"v")
+        producer.send("missing", b"v").get(5)  # errors arrive through the future
     producer.close()
     producer.close()  # idempotent
     with pytest.raises(UsageError):
@@ -95,3 +95,26 @@ async def test_async_admin(fake1: FakeState) -> None:
             await admin.delete_topics(["new"])
         with pytest.raises(UsageError):
             await admin.create_topics([NewTopic("bad", 0)])
+
+
+def test_sync_producer_is_thread_safe_and_keeps_each_threads_order(
+    fake_thread: FakeState,
+) -> None:
+    with Admin(bootstrap(fake_thread)) as admin:
+        admin.create_topics([NewTopic("mt", 1)])
+    results: dict[int, list[int]] = {}
+    with Producer(bootstrap(fake_thread)) as producer:
+
+        def worker(n: int) -> None:
+            futures = [producer.send("mt", b"%d-%d" % (n, i), partition=0) for i in range(300)]
+            results[n] = [f.get(10).offset for f in futures]
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert sorted(results) == [0, 1, 2, 3]
+    all_offsets = sorted(o for offs in results.values() for o in offs)
+    assert all_offsets == list(range(1200))  # each record acknowledged exactly once
+    assert all(offs == sorted(offs) for offs in results.values())  # per-thread order kept

@@ -139,7 +139,9 @@ def test_format_partition_seed_style_and_markers() -> None:
 def test_format_topic_sorts_partitions() -> None:
     desc = Desc("t", [Part(1, 2, [2, 3], [2, 3]), Part(0, 1, [1, 2], [1, 2])])
     lines = cli.format_topic(desc)
-    assert lines[0] == "Topic: t PartitionCount: 2 ReplicationFactor: 2"
+    assert lines[0] == "Topic: t PartitionCount: 2 ReplicationFactor: 2 Configs:"
+    header = cli.format_topic(desc, {"segment.bytes": "1024", "retention.ms": "5"})[0]
+    assert header.endswith("Configs: retention.ms=5,segment.bytes=1024")
     assert [line.split()[3] for line in lines[1:]] == ["0", "1"]
 
 
@@ -160,6 +162,9 @@ def test_stdin_chunks_split_lines_across_reads() -> None:
         assert all(chunks)
     assert list(cli.stdin_chunks(io.BytesIO(b""))) == []
     assert list(cli.stdin_chunks(io.BytesIO(b"one\n"))) == [[b"one"]]
+    endless = io.BytesIO(b"x" * (cli.MAX_LINE_BYTES + 10))
+    with pytest.raises(UsageError, match="longer than"):
+        list(cli.stdin_chunks(endless))
 
 
 # ----- parsing ------------------------------------------------------------------------------------
@@ -234,6 +239,20 @@ def test_bad_bootstrap_from_environment(
     code, _, err = run_main(["topics", "list"], capsys)
     assert code == 2
     assert_one_line_error(err, "'a:b' is not HOST:PORT")
+
+
+def test_broker_config_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run_main(["broker", "--id", "1", "--port", "9092"], capsys)
+    assert code == 2
+    assert_one_line_error(err, "log_dir")
+    code, _, err = run_main(["broker", "--config", str(tmp_path / "missing.toml")], capsys)
+    assert code == 2
+    assert_one_line_error(err, "cannot read config file")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("broker_id = 1\nlog_dir = '/x'\nno_such_setting = 3\n")
+    code, _, err = run_main(["broker", "--config", str(bad)], capsys)
+    assert code == 2
+    assert_one_line_error(err, "no_such_setting")
 
 
 def test_no_cluster_running(capsys: pytest.CaptureFixture[str]) -> None:

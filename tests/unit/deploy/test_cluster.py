@@ -155,3 +155,12 @@ def test_up_refuses_while_a_cluster_runs(
     again = LocalCluster(cluster.dir, brokers=1, zookeeper="127.0.0.1:1")
     with pytest.raises(ClusterError, match="already running"):
         again.up()
+
+
+def test_up_fails_fast_without_a_zookeeper(tmp_path: Path) -> None:
+    port = free_port()  # nobody listens here
+    with pytest.raises(ClusterError, match="no ZooKeeper server answers"):
+        LocalCluster(tmp_path, brokers=1, zookeeper=f"127.0.0.1:{port}/chroot").up()
+    with pytest.raises(ClusterError, match="is not HOST:PORT"):
+        LocalCluster(tmp_path, brokers=1, zookeeper="nohost").up()
+    assert not (tmp_path / "cluster.json").exists()
