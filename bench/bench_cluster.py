@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def odradek_bench(bootstrap: str, *args: str) -> dict:
-    cmd = [sys.executable, "-m", "deploy.cli", "--bootstrap", bootstrap, "bench", *args]
+    cmd = [sys.executable, "-m", "deploy.cli", "bench", *args, "--bootstrap", bootstrap]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         return {"system": "odradek", "error": out.stderr.strip()[-500:], "args": list(args)}

@@ -3,9 +3,9 @@ changes. (The election itself is coordinator/controller.py.)
 
 How it works: `Controller.start()` queues a STARTUP event and starts one task that runs events
 one at a time from a single bounded queue (Kafka's ControllerEventManager). ZooKeeper watches
-(/brokers/ids, /brokers/topics, /admin/delete_topics children) only enqueue an event kind; an
-event kind already queued is not queued twice, and each handler re-reads ZooKeeper, so nothing
-is lost by coalescing and the queue stays small.
+(/brokers/ids, /brokers/topics, /admin/delete_topics, /isr_change_notification children) only
+enqueue an event kind; an event kind already queued is not queued twice, and each handler
+re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
 
 - STARTUP: load live brokers, topics, assignments, configs and partition states; elect leaders
   for new partitions and for partitions whose leader is gone; send every live broker
@@ -19,6 +19,8 @@ is lost by coalescing and the queue stays small.
   and LeaderAndIsr(is_new) to their replicas, UpdateMetadata to everyone.
 - TOPIC_DELETION: StopReplica(delete_partitions) to live replicas, delete the topic's znodes and
   then the /admin marker, UpdateMetadata(deleted_topics) to everyone.
+- ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
+  (coordinator/isr.py): re-read those partitions, UpdateMetadata to everyone, delete the notes.
 - RESYNC(broker): the channel dropped requests; send that broker its full state again.
 
 State znode writes go through coordinator/state_writer.py: batched ZooKeeper transactions that
@@ -42,6 +44,7 @@ from coordinator import zk_paths as paths
 from coordinator.channel import ControllerChannel
 from coordinator.context import ControllerContext, LiveBroker, TopicPartition, diff_brokers
 from coordinator.election import after_brokers_died, initial_isr, reelect_if_leaderless
+from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.state_writer import ControllerFenced, Decide, StateWriter
 from coordinator.states import PartitionState, ReplicaState
 from coordinator.topics import ensure_layout
@@ -51,7 +54,7 @@ from coordinator.zk import (
     ZkConnectionLost,
     ZkNoNode,
 )
-from coordinator.zk_paths import BrokerRegistration, LeaderIsrState
+from coordinator.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
 from protocol.api.controller import (
     LeaderAndIsrRequest,
     StopReplicaRequest,
@@ -70,6 +73,7 @@ class Event(Enum):
     BROKER_CHANGE = "broker_change"
     TOPIC_CHANGE = "topic_change"
     TOPIC_DELETION = "topic_deletion"
+    ISR_CHANGE = "isr_change"
     RESYNC = "resync"
 
 
@@ -158,6 +162,7 @@ class Controller:
             Event.BROKER_CHANGE: self._on_broker_change,
             Event.TOPIC_CHANGE: self._on_topic_change,
             Event.TOPIC_DELETION: self._on_topic_deletion,
+            Event.ISR_CHANGE: self._on_isr_change,
         }
         while self.active:
             if self._queue.empty():
@@ -206,10 +211,12 @@ class Controller:
             await self._load_topic(topic)
         await self._elect_where_needed(self.ctx.partitions())
         self._send_full_state(sorted(self.ctx.live))
+        await self.zk.ensure_path(ISR_CHANGE_NOTIFICATION)
         for path, event in (
             (paths.BROKER_IDS, Event.BROKER_CHANGE),
             (paths.BROKER_TOPICS, Event.TOPIC_CHANGE),
             (paths.ADMIN_DELETE_TOPICS, Event.TOPIC_DELETION),
+            (ISR_CHANGE_NOTIFICATION, Event.ISR_CHANGE),
         ):
             self._watches.append(await self.zk.watch_children(path, self._trigger(event)))
         log.info(
@@ -395,6 +402,32 @@ class Controller:
         ):
             with contextlib.suppress(ZkNoNode):
                 await self.zk.delete(path, recursive=recursive)
+
+    # ----- ISR_CHANGE ----------------------------------------------------------------------
+
+    async def _on_isr_change(self) -> None:
+        """Leaders changed ISRs (coordinator/isr.py): re-read those state znodes, tell every
+        broker with UpdateMetadata, then delete the notifications."""
+        children = await self.zk.get_children(ISR_CHANGE_NOTIFICATION)
+        named: set[TopicPartition] = set()
+        for child in children:
+            try:
+                data, _ = await self.zk.get(f"{ISR_CHANGE_NOTIFICATION}/{child}")
+                named.update(decode_isr_change(data))
+            except (ZkNoNode, ZkDataError) as exc:
+                log.warning("skipping ISR change notification %s: %s", child, exc)
+        fresh: list[TopicPartition] = []
+        for tp in sorted(named):
+            if tp[1] not in self.ctx.assignments.get(tp[0], {}) or tp[0] in self.ctx.deleting:
+                continue
+            state = await self._read_state(*tp)
+            if state is not None:
+                self.ctx.set_leadership(tp, *state)
+                fresh.append(tp)
+        self._send_update_metadata(sorted(self.ctx.live), fresh)
+        for child in children:
+            with contextlib.suppress(ZkNoNode):
+                await self.zk.delete(f"{ISR_CHANGE_NOTIFICATION}/{child}")
 
     # ----- requests -------------------------------------------------------------------------
 

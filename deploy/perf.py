@@ -23,9 +23,8 @@ import struct
 import time
 from typing import Any
 
-from client.admin import AsyncAdmin
-
 from client import AsyncConsumer, AsyncProducer, TopicPartition
+from client.admin import AsyncAdmin
 from protocol.errors import UsageError
 
 _TS = struct.Struct(">q")
@@ -44,9 +43,10 @@ async def _partitions(bootstrap: str, topic: str) -> list[int]:
         described = await admin.describe_topics([topic])
     finally:
         await admin.close()
-    if not described or topic not in described:
-        raise UsageError(f"topic {topic!r} does not exist")
-    return [p.partition for p in described[topic]]
+    for desc in described:
+        if desc.name == topic and desc.error_code == 0:
+            return [p.partition for p in desc.partitions]
+    raise UsageError(f"topic {topic!r} does not exist")
 
 
 async def produce(
@@ -77,8 +77,7 @@ async def produce(
                     futures.append(await producer.send(topic, value))
             sent += n
         await producer.flush()
-        for fut in futures:
-            fut.result()
+        await asyncio.gather(*futures)
         elapsed = time.perf_counter() - start
     finally:
         await producer.close()
@@ -205,13 +204,18 @@ async def _send_paced(
                 await asyncio.sleep(delay)
             sent_ns = time.monotonic_ns()
             fut = await producer.send(topic, _TS.pack(sent_ns) + pad, partition=0)
-            fut.add_done_callback(
-                lambda _f, s=sent_ns: acks.append((time.monotonic_ns() - s) / 1e6)
-            )
+            fut.add_done_callback(_ack_timer(acks, sent_ns))
         await producer.flush()
     finally:
         await producer.close()
     return acks
+
+
+def _ack_timer(acks: list[float], sent_ns: int) -> Any:
+    def done(_fut: asyncio.Future[Any]) -> None:
+        acks.append((time.monotonic_ns() - sent_ns) / 1e6)
+
+    return done
 
 
 def run(args: Any) -> int:

@@ -32,6 +32,7 @@ from typing import Any
 
 import msgpack
 import pyarrow as pa
+import pyarrow.compute as pc
 import uvloop
 from pyspark.sql.datasource import InputPartition
 
@@ -326,7 +327,7 @@ def records_to_arrow(
         if lo or hi < len(rows):
             rows = rows[lo:hi]
         log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
-        cols.add(rows, base + lo, h.first_timestamp, h.max_timestamp, log_append, include_headers)
+        cols.add(rows, base, h.first_timestamp, h.max_timestamp, log_append)
         next_offset = base + hi if hi < h.record_count else h.next_offset
     if not cols.count:
         return None, next_offset
@@ -346,66 +347,71 @@ def _rows(data: bytes | memoryview, pos: int, h: Any) -> list[Any]:
     return list(rows)
 
 
+_ROW_TYPE = pa.struct(
+    [
+        pa.field("offset_delta", pa.int64()),
+        pa.field("timestamp_delta", pa.int64()),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", ARROW_SCHEMA_WITH_HEADERS.field(7).type),
+    ]
+)
+
+
 class _Columns:
-    """Column lists gathered batch by batch, then converted to Arrow in one go each."""
+    """Rows gathered batch by batch, converted to Arrow in one pass (a struct array of the
+    msgpack rows), then offsets and timestamps computed per batch with Arrow kernels."""
 
     def __init__(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps_ms: list[int] = []
-        self.ts_types: list[tuple[int, int]] = []  # (count, type) runs
-        self.headers: list[Any] = []
+        self.rows: list[Any] = []
+        self.spans: list[tuple[int, int, int, int, bool]] = []  # base, first/max ts, n, append
         self.count = 0
 
     def add(
-        self, rows: list[Any], first_offset: int, first_ts: int, max_ts: int, log_append: bool,
-        include_headers: bool,
-    ) -> None:  # fmt: skip
-        if not rows:
-            return
-        try:
-            _deltas, ts_deltas, keys, values, headers = zip(*rows, strict=True)
-        except (ValueError, TypeError) as exc:
-            raise InvalidBatchError(f"records at {first_offset} are not 5-field rows") from exc
-        n = len(rows)
-        self.keys.extend(keys)
-        self.values.extend(values)
-        self.offsets.extend(range(first_offset, first_offset + n))
-        if log_append:
-            self.timestamps_ms.extend([max_ts] * n)
-        else:
-            self.timestamps_ms.extend([first_ts + d for d in ts_deltas])
-        self.ts_types.append((n, 1 if log_append else 0))
-        if include_headers:
-            self.headers.extend(headers)
-        self.count += n
+        self, rows: list[Any], base_offset: int, first_ts: int, max_ts: int, log_append: bool
+    ) -> None:
+        if rows:
+            self.rows.extend(rows)
+            self.spans.append((base_offset, first_ts, max_ts, len(rows), log_append))
+            self.count += len(rows)
 
     def to_batch(self, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
         n = self.count
         try:
-            ts = pa.array(self.timestamps_ms, pa.timestamp("ms", tz="UTC")).cast(ARROW_TIMESTAMP)
+            rows = pa.array(self.rows, _ROW_TYPE)
+            deltas, ts_deltas, keys, values, headers = rows.flatten()
+            offsets, stamps, start = [], [], 0
+            for base, first_ts, max_ts, count, log_append in self.spans:
+                offsets.append(pc.add(deltas.slice(start, count), base))
+                if log_append:  # every record carries the broker's append time
+                    stamps.append(pa.repeat(pa.scalar(max_ts, pa.int64()), count))
+                else:
+                    stamps.append(pc.add(ts_deltas.slice(start, count), first_ts))
+                start += count
+            ts = pc.multiply(pa.concat_arrays(stamps), 1000).cast(ARROW_TIMESTAMP)
             arrays = [
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
+                keys,
+                values,
                 pa.repeat(pa.scalar(topic, pa.string()), n),
                 pa.repeat(pa.scalar(partition, pa.int32()), n),
-                pa.array(self.offsets, pa.int64()),
+                pa.concat_arrays(offsets),
                 ts,
-                _runs(self.ts_types),
+                _timestamp_types(self.spans),
             ]
             if include_headers:
-                arrays.append(pa.array(self.headers, ARROW_SCHEMA_WITH_HEADERS.field(7).type))
+                arrays.append(headers)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise InvalidBatchError(f"records do not fit Spark's Kafka schema: {exc}") from None
         schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _runs(runs: list[tuple[int, int]]) -> pa.Array:
-    if len({t for _, t in runs}) == 1:
-        return pa.repeat(pa.scalar(runs[0][1], pa.int32()), sum(n for n, _ in runs))
-    return pa.array([t for n, t in runs for _ in range(n)], pa.int32())
+def _timestamp_types(spans: list[tuple[int, int, int, int, bool]]) -> pa.Array:
+    """0 (CreateTime) or 1 (LogAppendTime) per record, from each batch's attribute bit."""
+    kinds = {s[4] for s in spans}
+    if len(kinds) == 1:
+        return pa.repeat(pa.scalar(int(kinds.pop()), pa.int32()), sum(s[3] for s in spans))
+    return pa.array([int(s[4]) for s in spans for _ in range(s[3])], pa.int32())
 
 
 # ----- timestamps -------------------------------------------------------------------------------

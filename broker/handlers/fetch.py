@@ -4,6 +4,11 @@ Reads what is there at once; when that is at least `min_bytes` (or `max_wait_ms`
 partition has an error) it answers without a task. Otherwise it long-polls in the replica
 manager, which wakes it as soon as a partition it reads moves. Records are `FileSlice`s: the
 server sends them with sendfile after the response header (fetch is in handlers.CHUNKED).
+
+Consumers (replica_id -1) read below the high watermark. Followers (replica_id = their broker
+id, with the leadership epoch they follow as current_leader_epoch: older -> FENCED_LEADER_EPOCH,
+newer -> UNKNOWN_LEADER_EPOCH) read up to the log end; their fetch offset tells the leader their
+log end offset (HW, ISR), and their long poll wakes on appends rather than on HW moves.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from coordinator.controller import (
     ControllerElector,
     bump_controller_epoch,
 )
+from coordinator.isr import ISR_CHANGE_NOTIFICATION, ZkIsrWriter
 from coordinator.registration import register_broker
 from coordinator.zk import ZkBadVersion, ZkClient
 from coordinator.zk_paths import LeaderIsrState
@@ -436,3 +437,24 @@ async def test_new_controller_carries_on_from_zookeeper(cluster: Cluster) -> Non
     await wait_until(lambda: len(requests(channel, LeaderAndIsrRequest)) == 2, WAIT_S)
     lai = requests(channel, LeaderAndIsrRequest)
     assert all(r[0].controller_epoch == 2 and r[0].controller_id == 2 for r in lai.values())
+
+
+async def test_isr_change_notifications_are_propagated(cluster: Cluster) -> None:
+    channel = await start_controller(cluster, [1, 2, 3], replicated=True)
+    await topics.create_topic(cluster.admin, "i", 2, 3, {}, [1, 2, 3])
+    await eventually(lambda: _n_states(cluster, "i", 2), "states")
+    channel.clear()
+    # The leader of partition 0 (broker 1) shrinks its ISR and announces it.
+    writer = ZkIsrWriter(cluster.brokers[1], 1, notify_delay_ms=0)
+    result = await writer.write_isr("i", 0, 0, 1, [1, 2], zk_version=0)
+    assert result.written
+    await writer.close()
+    await wait_until(lambda: len(requests(channel, UpdateMetadataRequest)) == 3, WAIT_S)
+    for reqs in requests(channel, UpdateMetadataRequest).values():
+        [state] = reqs[0].partition_states
+        assert (state.partition, state.isr, state.zk_version) == (0, [1, 2], 1)
+
+    async def consumed() -> bool:
+        return await cluster.admin.get_children(ISR_CHANGE_NOTIFICATION) == []
+
+    await eventually(consumed, "the notification to be deleted")

@@ -261,3 +261,35 @@ async def test_leader_resigns_when_zookeeper_shows_a_newer_epoch(tmp_path: Path)
         assert code != 0 and not leader.is_leader
         assert c.store.states[(T, 0)].isr == [2]  # it wrote nothing
         assert (await produce(c, 1, batch(5), acks=1))[0] != 0
+
+
+async def test_acks_all_refused_below_the_minimum_and_accepted_once_replicas_return(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, 3) as c:
+        c.configure(T, {"min.insync.replicas": "2"})
+        await c.elect(T, leader=1, replicas=[1, 2, 3], isr=[1, 2, 3])
+        assert await produce(c, 1, batch(5), acks=-1) == (0, 0)
+        await c.stop_node(2)
+        await c.stop_node(3)
+        c.clock.advance(LAG_MS + 1)
+        c.nodes[1].replicas.check_isr()
+        leader = c.nodes[1].partition(T)
+        await eventually(lambda: leader.isr == [1])
+        assert (await produce(c, 1, batch(5), acks=-1))[0] == NotEnoughReplicasError.code
+        assert leader.log.log_end_offset == 5
+        await c.start_node(2)
+        await c.resend(T, 2)
+        await eventually(lambda: leader.isr == [1, 2])
+        assert await produce(c, 1, batch(5), acks=-1) == (0, 5)
+
+
+async def test_a_follower_told_before_its_leader_retries_until_the_leader_knows(
+    tmp_path: Path,
+) -> None:
+    async with cluster(tmp_path, 2) as c:
+        # broker 2 hears of the leadership first; its fetches get UNKNOWN_TOPIC_OR_PARTITION
+        # (or UNKNOWN_LEADER_EPOCH) until broker 1 is told, then it backs off and retries
+        await c.elect(T, leader=1, replicas=[2, 1], isr=[1, 2])
+        assert await produce(c, 1, batch(5), acks=-1) == (0, 0)
+        assert c.nodes[2].log(T).log_end_offset == 5
