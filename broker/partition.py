@@ -115,6 +115,9 @@ class Partition:
         zk_version: int,
         now_ms: int = 0,
     ) -> None:
+        # the same leadership sent again (a new controller re-sends every state): keep what
+        # we know of the followers, or the HW would stall until each fetched again
+        known = self.followers if self.is_leader and leader_epoch == self.leader_epoch else {}
         self.role = Role.LEADER
         self.leader_id = self.local_broker_id
         self._set_state(leader_epoch, isr, replicas, zk_version)
@@ -124,7 +127,9 @@ class Partition:
         self.leader_epoch_start_offset = self.log.log_end_offset
         # Every follower starts as caught up now: the lag clock of ISR members starts here.
         self.followers = {
-            r: FollowerState(last_caught_up_ms=now_ms) for r in replicas if r != self.leader_id
+            r: known.get(r) or FollowerState(last_caught_up_ms=now_ms)
+            for r in replicas
+            if r != self.leader_id
         }
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         self.update_high_watermark()

@@ -79,7 +79,9 @@ def shrunk_isr(isr: Iterable[int], remove: Iterable[int]) -> list[int]:
 
 
 def expanded_isr(isr: Iterable[int], add: int) -> list[int]:
-    return sorted({*isr, add})
+    """The ISR with `add` appended (Kafka's order: members keep their places)."""
+    members = list(isr)
+    return members if add in members else [*members, add]
 
 
 def follower_high_watermark(leader_hw: int, own_leo: int) -> int:

@@ -26,6 +26,7 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
@@ -113,9 +114,10 @@ class AsyncProducer:
         self._bulk_bytes = min(max(batch_size, BULK_BATCH_BYTES), max_request_size - 4096)
         self._partitioner = StickyPartitioner()
         self._sticky = self._partitioner.current  # topic -> sticky partition (read-only here)
-        self._time_ms = self._clock.time_ms
+        # the system clock read without a Python call, on the per-record path
+        self._wall_ns = time.time_ns if isinstance(self._clock, SystemClock) else None
         self._max_record_bytes = max_request_size - HEADER_BYTES
-        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._tps: dict[str, list[TopicPartition]] = {}  # per topic, indexed by partition
         self._usable = False  # started, not closed, sender alive: send() skips its checks
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start
         self._bulk_rr = itertools.count()
@@ -233,11 +235,17 @@ class AsyncProducer:
         acc = self._acc
         if acc.used_bytes + size > acc.buffer_memory and acc.used_bytes:
             await self._wait_for_memory(size)
-        ts = self._time_ms() if timestamp_ms is None else timestamp_ms
+        if timestamp_ms is not None:
+            ts = timestamp_ms
+        elif self._wall_ns is not None:
+            ts = self._wall_ns() // 1_000_000
+        else:
+            ts = self._clock.time_ms()
         future: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        tp = self._tps.get((topic, partition))
-        if tp is None:
-            tp = self._tps[(topic, partition)] = TopicPartition(topic, partition)
+        tps = self._tps.get(topic)
+        if tps is None or partition >= len(tps):
+            tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(num)]
+        tp = tps[partition]
         outcome = acc.append(tp, key, value, headers, ts, future, size)
         if outcome == APPENDED:
             return future

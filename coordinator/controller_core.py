@@ -424,7 +424,8 @@ class Controller:
             if state is not None:
                 self.ctx.set_leadership(tp, *state)
                 fresh.append(tp)
-        self._send_update_metadata(sorted(self.ctx.live), fresh)
+        if fresh:
+            self._send_update_metadata(sorted(self.ctx.live), fresh)
         for child in children:
             with contextlib.suppress(ZkNoNode):
                 await self.zk.delete(f"{ISR_CHANGE_NOTIFICATION}/{child}")

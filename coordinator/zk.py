@@ -238,10 +238,10 @@ class ZkClient:
             KazooState.LOST: "LOST",
         }[state]  # type: ignore[assignment]
         loop = self._loop
-        if loop is None or loop.is_closed():
+        if loop is None:
             return
         for cb in list(self._listeners):
-            loop.call_soon_threadsafe(cb, name)
+            _post(loop, cb, name)
 
     # ----- operations -----------------------------------------------------------------------
 
@@ -259,8 +259,7 @@ class ZkClient:
                 future.set_exception(_translate(exc, path))
 
         def on_done(result: Any) -> None:  # on a kazoo thread
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(transfer, result)
+            _post(loop, transfer, result)
 
         async_result.rawlink(on_done)
         try:
@@ -351,8 +350,7 @@ class ZkClient:
         def on_children(children: list[str]) -> bool | None:  # a kazoo thread
             if handle.cancelled:
                 return False
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_guarded, handle, callback, sorted(children))
+            _post(loop, _guarded, handle, callback, sorted(children))
             return None
 
         await self._blocking(ChildrenWatch, self._kz, path, on_children, path=path)
@@ -370,8 +368,7 @@ class ZkClient:
             if handle.cancelled:
                 return False
             version = None if stat is None else int(stat.version)
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_guarded, handle, callback, data, version)
+            _post(loop, _guarded, handle, callback, data, version)
             return None
 
         await self._blocking(DataWatch, self._kz, path, on_data, path=path)
@@ -429,6 +426,12 @@ def _kazoo_client(hosts: str, session_timeout_ms: int, **kwargs: Any) -> KazooCl
         command_retry=retry(),
         **kwargs,
     )
+
+
+def _post(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    """From a kazoo thread: run fn(*args) on the loop. Every kazoo callback goes through here."""
+    with contextlib.suppress(RuntimeError):  # the loop closed under us: nobody is listening
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def _guarded(handle: WatchHandle, callback: Callable[..., None], *args: Any) -> None:

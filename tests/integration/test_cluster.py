@@ -36,14 +36,16 @@ def test_seed_placement_on_five_brokers(cluster_factory: ClusterFactory) -> None
     assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + 30
     rows = _describe(cluster.bootstrap, "topic01")
-    while any(leader == "none" for _, leader, _, _ in rows):
+    # followers join the ISR once they have caught up with their (empty) leader
+    while any(leader == "none" or isr != replicas for _, leader, replicas, isr in rows):
         assert time.monotonic() < deadline, rows
         time.sleep(0.3)
         rows = _describe(cluster.bootstrap, "topic01")
     # seed 002: sort the brokers b[0..4] = 1..5; replica j of partition i on b[(i + j) mod 5],
     # replica 0 (the preferred leader) leads
     expected = [
-        (i, str(1 + i % 5), f"{1 + i % 5},{1 + (i + 1) % 5}", str(1 + i % 5)) for i in range(10)
+        (i, str(1 + i % 5), f"{1 + i % 5},{1 + (i + 1) % 5}", f"{1 + i % 5},{1 + (i + 1) % 5}")
+        for i in range(10)
     ]
     assert rows == expected
 

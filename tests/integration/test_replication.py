@@ -3,7 +3,9 @@
 A replication-factor-3 topic: followers copy the leader's segment bytes exactly; acks=all
 writes survive a SIGKILL of the leader (the controller elects another ISR member); the killed
 broker comes back as a follower, truncates by leader epoch, catches up, and every replica's
-log is byte-identical; every acknowledged value is read back exactly once, in order.
+log is byte-identical; every acknowledged value is read back exactly once, in order. With
+min.insync.replicas=2, acks=all is refused (nothing appended) while two of three replicas are
+dead and accepted again once they are back in the ISR.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from deploy.cluster import LocalCluster
+from protocol.errors import NotEnoughReplicasError, RequestTimedOutError
 from tests.fixtures.cluster import ClusterFactory
 
 pytestmark = pytest.mark.integration
@@ -88,3 +91,58 @@ def test_leader_kill_loses_no_acknowledged_write(cluster_factory: ClusterFactory
     assert [o for o, _ in got] == list(range(600))  # contiguous, each once
     assert [v for _, v in got] == first + second
     assert new_leader != leader
+
+
+def _produce_raw(cluster: LocalCluster, broker_id: int, value: bytes) -> int:
+    """One acks=all batch straight to `broker_id` (no client retries): its error code."""
+    import asyncio
+
+    from client.connection import BrokerConnection
+    from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+    from protocol.batch import build_batch_from_values
+    from protocol.schema import Records
+
+    async def send() -> int:
+        port = cluster.broker(broker_id).port
+        conn = await BrokerConnection.connect("127.0.0.1", port)
+        try:
+            data = Records(build_batch_from_values([value], int(time.time() * 1000)))
+            topics = [ProduceTopic(TOPIC, [ProducePartition(0, data)])]
+            resp = await conn.send(ProduceRequest(-1, 5000, topics), timeout_ms=10_000)
+            return int(resp.topics[0].partitions[0].error_code)
+        finally:
+            await conn.close()
+
+    return asyncio.run(send())
+
+
+def test_acks_all_refused_below_min_insync_and_accepted_when_replicas_return(
+    cluster_factory: ClusterFactory,
+) -> None:
+    cluster = cluster_factory(3)
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(TOPIC, 1, 3, {"min.insync.replicas": "2"})])
+        leader = _leader(admin)
+    assert _produce_raw(cluster, leader, b"first") == 0
+    others = [b for b in (1, 2, 3) if b != leader]
+    for b in others:
+        cluster.kill(b)
+    deadline = time.monotonic() + WAIT_S
+    code = 0
+    while code != NotEnoughReplicasError.code:  # once the ISR has shrunk to the leader alone
+        assert time.monotonic() < deadline, code
+        time.sleep(0.5)
+        # before that, a probe is appended but times out (REQUEST_TIMED_OUT), as in Kafka
+        code = _produce_raw(cluster, leader, b"probe")
+    assert _produce_raw(cluster, leader, b"refused") == NotEnoughReplicasError.code
+    for b in others:
+        cluster.start(b)
+    deadline = time.monotonic() + WAIT_S
+    while (code := _produce_raw(cluster, leader, b"accepted")) != 0:
+        assert code in (NotEnoughReplicasError.code, RequestTimedOutError.code), code
+        assert time.monotonic() < deadline, code
+        time.sleep(0.5)
+    _wait_identical(cluster, [1, 2, 3], size=1)
+    logs = _segment_bytes(cluster, leader)
+    assert b"first" in logs and b"accepted" in logs
+    assert b"refused" not in logs  # nothing of a refused write was appended

@@ -64,3 +64,19 @@ async def test_becoming_follower_wakes_parked_fetches(tmp_path: Path) -> None:
         assert (p.is_leader, p.leader_id, p.leader_epoch) == (False, 2, 1)
     finally:
         p.log.close()
+
+
+async def test_same_leadership_sent_again_keeps_follower_offsets(tmp_path: Path) -> None:
+    p = _partition(tmp_path)
+    try:
+        p.become_leader(leader_epoch=2, isr=[1, 2], replicas=[1, 2], zk_version=0)
+        p.log.append_as_leader(batch(5), 2)
+        p.record_follower_offset(2, 5)
+        assert p.high_watermark == 5
+        p.become_leader(leader_epoch=2, isr=[1, 2], replicas=[1, 2], zk_version=1)
+        assert p.follower_log_end_offsets == {2: 5}
+        p.become_leader(leader_epoch=3, isr=[1, 2], replicas=[1, 2], zk_version=2)
+        assert p.follower_log_end_offsets == {}  # a new leadership: followers prove it again
+        assert p.log.epochs.entries()[-1] == (3, 5)  # the epoch starts at the log end
+    finally:
+        p.log.close()

@@ -1,0 +1,163 @@
+"""Pure-logic tests of the connector: option checks, offset-range decisions, Arrow decoding.
+No cluster and no SparkSession (these run in milliseconds)."""
+
+from __future__ import annotations
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
+
+from protocol.batch import TIMESTAMP_TYPE_BIT, build_batch, stamp  # noqa: E402
+from protocol.errors import UsageError  # noqa: E402
+from spark_connector.fetch import records_to_arrow  # noqa: E402
+from spark_connector.options import (  # noqa: E402
+    offsets_from_json,
+    offsets_to_json,
+    parse_read_options,
+    parse_write_options,
+)
+from spark_connector.ranges import (  # noqa: E402
+    OffsetRange,
+    rate_limit,
+    resolve_ranges,
+    split_ranges,
+)
+from spark_connector.schema import arrow_schema, spark_schema  # noqa: E402
+
+BOOT = {"bootstrap": "127.0.0.1:9092"}
+
+
+def test_arrow_schema_is_what_spark_expects() -> None:
+    for headers in (False, True):
+        assert arrow_schema(headers).equals(to_arrow_schema(spark_schema(headers), timezone="UTC"))
+
+
+def test_options_parse_like_sparks_kafka_source() -> None:
+    opts = parse_read_options(
+        {**BOOT, "SUBSCRIBE": "a, b", "startingOffsets": '{"a": {"0": 5, "1": -2}}',
+         "endingTimestamp": "1000", "minPartitions": "4", "failOnDataLoss": "False"},
+        streaming=False,
+    )  # fmt: skip
+    assert opts.subscribe == ("a", "b")
+    assert opts.starting.kind == "offsets" and opts.starting.offsets == {"a": {0: 5, 1: -2}}
+    assert opts.ending.kind == "timestamp" and opts.ending.timestamp_ms == 1000
+    assert (opts.min_partitions, opts.fail_on_data_loss) == (4, False)
+    stream = parse_read_options({**BOOT, "assign": '{"t": [0, 2]}'}, streaming=True)
+    assert stream.assign == {"t": (0, 2)} and stream.starting.kind == "latest"
+    assert parse_read_options({**BOOT, "subscribe": "t"}, streaming=False).starting.kind == (
+        "earliest"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({"subscribe": "t"}, False, None),
+        ({"subscribe": "t", "startingOffsets": "latest"}, False, "not allowed in a batch"),
+        ({"subscribe": "t", "endingOffsets": "latest"}, True, "not allowed in a streaming"),
+        ({"subscribe": "t", "endingOffsets": '{"t": {"0": -2}}'}, False, "can't be earliest"),
+        ({"subscribe": "t", "startingOffsets": "{bad"}, False, "not valid JSON"),
+        ({"subscribe": "t", "startingOffsets": '{"t": {"0": -3}}'}, False, "< -2"),
+        ({"subscribe": " , "}, False, "names no topics"),
+        ({"subscribePattern": "("}, False, "not a valid regex"),
+        ({"assign": '{"t": []}'}, False, "needs a list of partitions"),
+        ({"subscribe": "t", "assign": '{"t": [0]}'}, False, "only one of"),
+        ({"subscribe": "t", "includeHeaders": "yes"}, False, "true or false"),
+        ({"subscribe": "t", "maxOffsetsPerTrigger": "10"}, False, "only applies to streaming"),
+        ({"subscribe": "t", "startingTimestamp": "-5"}, False, ">= 0"),
+    ],
+)
+def test_bad_options(options: dict[str, str], streaming: bool, message: str | None) -> None:
+    if message is None:
+        parse_read_options({**BOOT, **options}, streaming)
+        with pytest.raises(UsageError, match="'bootstrap' is required"):
+            parse_read_options(options, streaming)
+        return
+    with pytest.raises(UsageError, match=message) as info:
+        parse_read_options({**BOOT, **options}, streaming)
+    assert "\n" not in info.value.message
+
+
+def test_write_options() -> None:
+    assert parse_write_options(BOOT).acks == "all"
+    with pytest.raises(UsageError, match="acks"):
+        parse_write_options({**BOOT, "acks": "2"})
+
+
+def test_offsets_json_round_trip() -> None:
+    offsets = {"t": {0: 5, 10: 7}, "a": {1: 0}}
+    as_json = offsets_to_json(offsets)
+    assert as_json == {"a": {"1": 0}, "t": {"0": 5, "10": 7}}
+    assert offsets_from_json(as_json) == offsets
+
+
+def test_resolve_ranges_bounds_and_data_loss() -> None:
+    earliest = {("t", 0): 10, ("t", 1): 0, ("t", 2): 0}
+    latest = {("t", 0): 100, ("t", 1): 50, ("t", 2): 20}
+    start = {("t", 0): 5, ("t", 1): -2, ("t", 2): 30}
+    end = {("t", 0): -1, ("t", 1): 500, ("t", 2): -1}
+    ranges, lost = resolve_ranges(start, end, earliest, latest)
+    assert ranges == [OffsetRange("t", 0, 10, 100), OffsetRange("t", 1, 0, 50),
+                      OffsetRange("t", 2, 20, 20)]  # fmt: skip
+    assert [(x.partition, x.from_offset, x.until_offset) for x in lost] == [(0, 5, 10), (2, 20, 30)]
+    assert "deleted by retention" in lost[0].reason and "truncated" in lost[1].reason
+
+
+def test_split_ranges_follows_kafka_offset_range_calculator() -> None:
+    ranges = [OffsetRange("t", 0, 0, 90), OffsetRange("t", 1, 0, 10), OffsetRange("t", 2, 5, 5)]
+    assert split_ranges(ranges, None) == ranges[:2]  # empty ranges dropped
+    assert split_ranges(ranges, 2) == ranges[:2]  # enough partitions already
+    split = split_ranges(ranges, 5)
+    assert [(r.partition, r.from_offset, r.until_offset) for r in split] == [
+        (0, 0, 22), (0, 22, 44), (0, 44, 67), (0, 67, 90), (1, 0, 10),
+    ]  # fmt: skip
+    even = split_ranges([OffsetRange("t", 0, 100, 110)], 3)
+    assert [(r.from_offset, r.until_offset) for r in even] == [(100, 103), (103, 106), (106, 110)]
+
+
+def test_rate_limit_shares_by_backlog() -> None:
+    start = {("t", 0): 0, ("t", 1): 0, ("t", 2): 10}
+    until = {("t", 0): 900, ("t", 1): 99, ("t", 2): 11, ("t", 3): 5}
+    got = rate_limit(100, start, until, new_earliest={("t", 3): 0})
+    # backlogs 900, 99, 1, 5 of 1005: shares 89.55 -> 89, 9.85 -> 9, 0.0995 -> 1, 0.4975 -> 1
+    assert got == {("t", 0): 89, ("t", 1): 9, ("t", 2): 11, ("t", 3): 1}
+    assert rate_limit(100, until, until, {}) == until  # nothing new: unchanged
+
+
+def _batch(base: int, records: list[tuple[bytes | None, bytes | None, list | None, int]]) -> bytes:
+    b = bytearray(build_batch(records))
+    stamp(b, base, 0)
+    return bytes(b)
+
+
+def test_records_to_arrow_cuts_the_range_and_keeps_every_field() -> None:
+    first = _batch(0, [(b"k0", b"v0", None, 1000), (None, b"v1", [("h", b"x")], 2000)])
+    second = _batch(2, [(b"k2", None, [("n", None)], 1500), (b"k3", b"v3", None, 3000)])
+    batch, next_offset = records_to_arrow(first + second, "t", 4, 1, 3, include_headers=True)
+    assert next_offset == 3
+    d = batch.to_pydict()
+    assert d["offset"] == [1, 2] and d["key"] == [None, b"k2"] and d["value"] == [b"v1", None]
+    assert d["topic"] == ["t", "t"] and d["partition"] == [4, 4] and d["timestampType"] == [0, 0]
+    assert [int(t.timestamp() * 1000) for t in d["timestamp"]] == [2000, 1500]
+    assert d["headers"] == [[{"key": "h", "value": b"x"}], [{"key": "n", "value": None}]]
+    assert batch.schema.equals(arrow_schema(True))
+    assert records_to_arrow(first, "t", 0, 2, 9, False) == (None, 2)
+
+
+def test_records_to_arrow_log_append_time() -> None:
+    b = bytearray(_batch(7, [(None, b"a", None, 1000), (None, b"b", None, 5000)]))
+    # set the timestamp-type bit (and fix the CRC) as a broker stamping LogAppendTime would
+    import struct
+
+    import crc32c
+
+    attrs = struct.unpack_from(">h", b, 21)[0] | TIMESTAMP_TYPE_BIT
+    struct.pack_into(">h", b, 21, attrs)
+    struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])))
+    batch, _ = records_to_arrow(bytes(b), "t", 0, 0, 100, False)
+    d = batch.to_pydict()
+    assert d["timestampType"] == [1, 1]
+    assert [int(t.timestamp() * 1000) for t in d["timestamp"]] == [5000, 5000]
