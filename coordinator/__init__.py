@@ -8,8 +8,11 @@ Modules (kazoo is imported by zk.py only):
   controller's view).
 - topics.py: what any broker does for CreateTopics / DeleteTopics / DescribeConfigs.
 - registration.py: the ephemeral /brokers/ids/<id>, re-created after a session loss.
-- controller.py: `ControllerElector` (the election); controller_core.py: `Controller` (the work);
-  channel.py: controller-to-broker requests, one ordered queue per broker.
+- controller.py: `ControllerElector` (the election); controller_core.py: `Controller` (the work:
+  one bounded event queue, events run one at a time); state_writer.py: batched, fenced,
+  conditional writes of partition state znodes; channel.py: controller-to-broker requests, one
+  ordered bounded queue per broker (`RecordingChannel` for tests).
+- isr.py: a leader's ISR writes and the /isr_change_notification the controller propagates.
 
 How the broker daemon uses it:
 

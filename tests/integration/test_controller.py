@@ -458,3 +458,24 @@ async def test_isr_change_notifications_are_propagated(cluster: Cluster) -> None
         return await cluster.admin.get_children(ISR_CHANGE_NOTIFICATION) == []
 
     await eventually(consumed, "the notification to be deleted")
+
+
+async def test_unclean_election_is_a_topic_choice(cluster: Cluster) -> None:
+    await start_controller(cluster, [2, 1])  # broker 2 is the controller
+    unclean = {"unclean.leader.election.enable": "true"}
+    await topics.create_topic(cluster.admin, "dirty", 1, 2, unclean, [1, 2])
+    await topics.create_topic(cluster.admin, "clean", 1, 2, {}, [1, 2])
+    await eventually(lambda: _n_states(cluster, "dirty", 1), "dirty state")
+    await eventually(lambda: _n_states(cluster, "clean", 1), "clean state")
+    await cluster.kill_broker(1)  # leads both; the ISR of each is [1] (followers hold no data)
+
+    async def settled() -> bool:
+        dirty = await all_states(cluster, "dirty", 1)
+        clean = await all_states(cluster, "clean", 1)
+        return dirty[0].leader_epoch == 1 and clean[0].leader_epoch == 1
+
+    await eventually(settled, "both partitions to be re-elected")
+    # Availability first: broker 2 leads though it was not in the ISR...
+    assert (await all_states(cluster, "dirty", 1))[0] == LeaderIsrState(2, 1, 1, [2])
+    # ...consistency first (the default): offline until broker 1 returns.
+    assert (await all_states(cluster, "clean", 1))[0] == LeaderIsrState(-1, 1, 1, [1])

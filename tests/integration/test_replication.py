@@ -123,7 +123,10 @@ def test_acks_all_refused_below_min_insync_and_accepted_when_replicas_return(
     with Admin(cluster.bootstrap) as admin:
         admin.create_topics([NewTopic(TOPIC, 1, 3, {"min.insync.replicas": "2"})])
         leader = _leader(admin)
-    assert _produce_raw(cluster, leader, b"first") == 0
+    deadline = time.monotonic() + WAIT_S
+    while (code := _produce_raw(cluster, leader, b"first")) != 0:  # followers joining the ISR
+        assert code == NotEnoughReplicasError.code and time.monotonic() < deadline, code
+        time.sleep(0.2)
     others = [b for b in (1, 2, 3) if b != leader]
     for b in others:
         cluster.kill(b)

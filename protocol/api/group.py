@@ -1,0 +1,244 @@
+"""Consumer groups: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13),
+OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16), DeleteGroups (42).
+
+Fields follow seed 000's redesign (the 0.9 wiki design, and KIP-848): the coordinator assigns,
+so JoinGroup answers with the partitions the member owns and there is no SyncGroup.
+
+    FindCoordinator   GroupId                                  -> ErrorCode, Coordinator
+    JoinGroup         GroupId, SessionTimeout, Topics, ConsumerId, PartitionAssignmentStrategy
+                      (+ rebalance timeout, client id, an optional topic pattern)
+                                                               -> ErrorCode, GroupGenerationId,
+                                                                  ConsumerId, PartitionsToOwn
+    Heartbeat         GroupId, GroupGenerationId, ConsumerId   -> ErrorCode
+
+An empty member id in JoinGroup asks the coordinator for a new one. A JoinGroup is answered
+when the rebalance it takes part in completes (or fails), so it may wait up to the group's
+rebalance timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.registry import ApiSpec, register
+
+NO_GENERATION = -1
+NO_MEMBER = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic: str
+    partitions: list[int]
+
+
+# ----- FindCoordinator (ConsumerMetadataRequest) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorRequest:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorResponse:
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+
+
+# ----- JoinGroup ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    topics: list[str]
+    member_id: str
+    assignment_strategy: str
+    rebalance_timeout_ms: int = 30_000
+    client_id: str = ""
+    topic_pattern: str | None = None  # a regex; topics matching it are subscribed too
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error_code: int
+    generation_id: int
+    member_id: str
+    partitions_to_own: list[TopicPartitions]
+    error_message: str | None = None
+
+
+# ----- Heartbeat / LeaveGroup -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupRequest:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error_code: int
+
+
+# ----- OffsetCommit / OffsetFetch -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    partition: int
+    offset: int
+    metadata: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopic:
+    name: str
+    partitions: list[CommitPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int  # -1 with member "": a commit from outside the group (admin reset)
+    member_id: str
+    topics: list[CommitTopic]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    partition: int
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    partitions: list[PartitionResult]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    topics: list[TopicResult]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    topics: list[TopicPartitions] | None  # None: every committed partition of the group
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    partition: int
+    offset: int  # -1: nothing committed
+    metadata: str | None
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedTopic:
+    name: str
+    partitions: list[FetchedOffset]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error_code: int
+    topics: list[FetchedTopic]
+
+
+# ----- DescribeGroups / ListGroups / DeleteGroups ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsRequest:
+    group_ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    client_id: str
+    assignment: list[TopicPartitions]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    error_code: int
+    group_id: str
+    state: str
+    generation_id: int
+    assignment_strategy: str
+    members: list[MemberDescription]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsResponse:
+    groups: list[GroupDescription]
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsRequest:
+    states: list[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsResponse:
+    error_code: int
+    groups: list[ListedGroup]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsRequest:
+    group_ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedGroup:
+    group_id: str
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsResponse:
+    results: list[DeletedGroup]
+
+
+OFFSET_COMMIT = register(ApiSpec(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse))
+OFFSET_FETCH = register(ApiSpec(9, "OffsetFetch", OffsetFetchRequest, OffsetFetchResponse))
+FIND_COORDINATOR = register(
+    ApiSpec(10, "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse)
+)
+JOIN_GROUP = register(ApiSpec(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse))
+HEARTBEAT = register(ApiSpec(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse))
+LEAVE_GROUP = register(ApiSpec(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse))
+DESCRIBE_GROUPS = register(
+    ApiSpec(15, "DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse)
+)
+LIST_GROUPS = register(ApiSpec(16, "ListGroups", ListGroupsRequest, ListGroupsResponse))
+DELETE_GROUPS = register(ApiSpec(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse))
