@@ -10,10 +10,12 @@ ZK_JAR := /usr/share/java/zookeeper.jar
 
 setup: $(STAMP)
 
+# editable_mode=compat puts the checkout itself on sys.path (a .pth file), so Spark's Python
+# data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark]'
+	$(BIN)/pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 # Debian's ZooKeeper server jar, started with java by deploy/zookeeper.py (never by systemd).

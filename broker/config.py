@@ -58,6 +58,8 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = 500  # a follower's fetch long-polls this long at most
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000  # after a fetch error, before retrying
+    offsets_topic_num_partitions: int = 10  # __consumer_offsets (consumer groups)
+    offsets_topic_replication_factor: int = 3  # capped at the live brokers when created
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -95,6 +97,8 @@ _POSITIVE_FIELDS = (
     "replica_fetch_wait_max_ms",
     "replica_fetch_min_bytes",
     "replica_fetch_backoff_ms",
+    "offsets_topic_num_partitions",
+    "offsets_topic_replication_factor",
 )
 
 

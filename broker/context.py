@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from coordinator.group.service import GroupCoordinator
 
 
 class TopicStore(Protocol):
@@ -64,3 +67,4 @@ class BrokerContext:
     metadata: MetadataCache
     topics: TopicStore
     controller_epoch: ControllerEpoch
+    groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)

@@ -34,6 +34,7 @@ from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from coordinator import topics as zk_topics
 from coordinator.controller import ControllerElector
+from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.isr import ZkIsrWriter
 from coordinator.registration import Registration, register_broker
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
@@ -139,6 +140,13 @@ class Broker:
             config, self.clock, self.replicas, MetadataCache(), ZkTopicStore(self.zk),
             ControllerEpoch(),
         )  # fmt: skip
+        offsets = GroupConfig(
+            config.offsets_topic_num_partitions, config.offsets_topic_replication_factor
+        )
+        self.groups = GroupCoordinator(
+            config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets
+        )
+        self.ctx.groups = self.groups
         self.server = BrokerServer(self.ctx, self.clock)
         self.port = config.port
         self._registration: Registration | None = None
@@ -154,6 +162,7 @@ class Broker:
         await self.server.start()
         self.port = self.server.port
         self.replicas.start()
+        self.groups.start()
         self._registration = await register_broker(
             self.zk, self.config.broker_id, self.config.host, self.port
         )
@@ -172,6 +181,7 @@ class Broker:
         if self._registration is not None:
             await _quietly(self._registration.close())
         await self.server.stop()
+        await _quietly(self.groups.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
         if self._background is not None:

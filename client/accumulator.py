@@ -22,9 +22,11 @@ the queue's front on a retriable error, until `delivery_timeout_ms` after its cr
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
@@ -35,6 +37,7 @@ RECORD_OVERHEAD_BYTES = 12  # msgpack row framing and deltas, roughly
 NO_LEADER = -1
 APPENDED, NEW_BATCH, BATCH_FULL, NEEDS_BATCH = 0, 1, 2, 3
 _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
+_set_result = asyncio.Future.set_result  # futures come from loop.create_future()
 
 
 def estimate_size(
@@ -58,17 +61,25 @@ class ProducerBatch:
         "created_ms",
         "deadline_ms",
         "futures",
+        "headers",
+        "keys",
         "record_count",
-        "records",
         "retry_at_ms",
         "size_bytes",
+        "stamps",
         "timestamp_ms",
         "tp",
+        "values",
     )
 
     def __init__(self, tp: TopicPartition, now_ms: int, delivery_timeout_ms: int) -> None:
         self.tp = tp
-        self.records: list[tuple[Any, Any, Any, int]] = []
+        # The records, as columns: appending to four lists keeps no per-record tuple alive
+        # (fewer objects for the cyclic GC to track and walk); `payload` zips them once.
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        self.stamps: list[int] = []  # timestamps, ms
         self.futures: list[Any] = []  # asyncio futures of RecordMetadata, one per record
         self.built: bytes | None = None
         self.bulk_future: Any = None  # a future of BatchMetadata, for append_built batches
@@ -85,7 +96,13 @@ class ProducerBatch:
         """The record batch bytes; built once and reused on every retry."""
         if self.built is None:
             self.built = build_batch(self.records, codec=codec)
+            self.keys, self.values, self.headers = [], [], []  # in `built` now
         return self.built
+
+    @property
+    def records(self) -> list[tuple[Any, Any, Any, int]]:
+        """(key, value, headers, timestamp_ms) per record, until the payload is built."""
+        return list(zip(self.keys, self.values, self.headers, self.stamps, strict=True))
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
         topic, partition = self.tp
@@ -95,18 +112,26 @@ class ProducerBatch:
                 meta = BatchMetadata(topic, partition, base_offset, self.record_count, ts)
                 self.bulk_future.set_result(meta)
             return
-        records = self.records
-        new = _new_tuple
-        offset = base_offset
-        for fut in self.futures:
-            if not fut.done():
-                ts = (
-                    log_append_time_ms
-                    if log_append_time_ms >= 0
-                    else records[offset - base_offset][3]
-                )
-                fut.set_result(new(RecordMetadata, (topic, partition, offset, ts)))
-            offset += 1
+        futures = self.futures
+        n = len(futures)
+        stamps = (
+            repeat(log_append_time_ms, n)
+            if log_append_time_ms >= 0
+            else self.stamps
+        )
+        rows = zip(repeat(topic, n), repeat(partition, n), range(base_offset, base_offset + n),
+                   stamps, strict=False)  # fmt: skip
+        metas = list(map(_new_tuple, repeat(RecordMetadata, n), rows))
+        # One C-level pass sets every result; a future the caller cancelled stops it, and then
+        # the rest are set one by one, skipping those already done.
+        try:
+            if not futures or type(futures[0]) is not asyncio.Future:
+                raise asyncio.InvalidStateError  # another future type (tests): the slow path
+            deque(map(_set_result, futures, metas), 0)
+        except asyncio.InvalidStateError:
+            for fut, meta in zip(futures, metas, strict=True):
+                if not fut.done():
+                    fut.set_result(meta)
 
     def fail(self, error: OdradekError) -> None:
         futures = [self.bulk_future] if self.bulk_future is not None else self.futures
@@ -175,7 +200,10 @@ class RecordAccumulator:
         batch = self._open.get(tp)
         if batch is None or batch.size_bytes + size > self.batch_size:
             return NEEDS_BATCH
-        batch.records.append((key, value, headers, timestamp_ms))
+        batch.keys.append(key)
+        batch.values.append(value)
+        batch.headers.append(headers)
+        batch.stamps.append(timestamp_ms)
         batch.futures.append(future)
         batch.size_bytes += size
         self.used_bytes += size
@@ -205,11 +233,14 @@ class RecordAccumulator:
         self._queue(tp).append(batch)
         self._open[tp] = batch
         self.incomplete += 1
-        batch.records.append((key, value, headers, timestamp_ms))
+        batch.keys.append(key)
+        batch.values.append(value)
+        batch.headers.append(headers)
+        batch.stamps.append(timestamp_ms)
         batch.futures.append(future)
         batch.size_bytes += size
         self.used_bytes += size
-        if batch.size_bytes >= self.batch_size:
+        if batch.size_bytes >= self.batch_size:  # a record as big as a batch: alone in it
             self._close_open(tp)
             return BATCH_FULL
         return outcome

@@ -109,3 +109,54 @@ def after_brokers_died(
     for b in dead:
         new_leader, new_isr = remove_from_isr(new_leader, new_isr, b)
     return new_leader, new_isr
+
+
+def controlled_shutdown_move(
+    leader: int,
+    isr: Sequence[int],
+    replicas: Sequence[int],
+    shutting_down: int,
+    eligible: Collection[int],
+) -> tuple[int, list[int]] | None:
+    """(leader, isr) to write when `shutting_down` asks to stop (Kafka's controlled shutdown);
+    None when nothing can or need change.
+
+    It leads: the first other replica (assignment order) in the ISR and in `eligible` (live and
+    not shutting down) takes over, with the ISR minus the leaving broker; with no such replica
+    (for example RF=1) the partition stays where it is and is reported as remaining. It
+    follows in the ISR: it leaves the ISR (never emptying it), so acks=all stops waiting for it.
+    """
+    if leader == shutting_down:
+        others = [r for r in isr if r != shutting_down]
+        new_leader = choose_leader(replicas, others, eligible)
+        if new_leader is None or new_leader == shutting_down:
+            return None
+        return new_leader, others
+    if shutting_down in isr and len(isr) > 1:
+        return leader, [r for r in isr if r != shutting_down]
+    return None
+
+
+def preferred_leader_move(
+    leader: int, isr: Sequence[int], replicas: Sequence[int], eligible: Collection[int]
+) -> tuple[int, list[int]] | None:
+    """(leader, isr) that hands leadership to the preferred replica (replicas[0]), or None when
+    it already leads or cannot lead (dead, shutting down, or out of the ISR). See
+    `preferred_leader_verdict` for telling those two apart."""
+    if not replicas or leader == replicas[0]:
+        return None
+    preferred = replicas[0]
+    if preferred in eligible and preferred in isr:
+        return preferred, list(isr)
+    return None
+
+
+def preferred_leader_verdict(
+    leader: int, isr: Sequence[int], replicas: Sequence[int], eligible: Collection[int]
+) -> str:
+    """'not_needed' (the preferred replica leads), 'move' or 'not_available'."""
+    if replicas and leader == replicas[0]:
+        return "not_needed"
+    if preferred_leader_move(leader, isr, replicas, eligible) is not None:
+        return "move"
+    return "not_available"

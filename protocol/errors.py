@@ -102,7 +102,11 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The leader epoch in the request is older than the broker's.", invalid_metadata=True),
     ErrorSpec(75, "UNKNOWN_LEADER_EPOCH", True,
               "The leader epoch in the request is newer than the broker's.", invalid_metadata=True),
+    ErrorSpec(80, "PREFERRED_LEADER_NOT_AVAILABLE", True,
+              "The preferred replica is not alive or not in the ISR: it cannot lead now."),
     ErrorSpec(84, "ELECTION_NOT_NEEDED", False, "The preferred leader already leads."),
+    ErrorSpec(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
+              "No reassignment of that partition is in progress."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
 )
 # fmt: on
@@ -280,6 +284,12 @@ class InvalidReplicaAssignmentError(OdradekError): ...
 
 
 class ElectionNotNeededError(OdradekError): ...
+
+
+class PreferredLeaderNotAvailableError(OdradekError): ...
+
+
+class NoReassignmentInProgressError(OdradekError): ...
 
 
 class ThrottlingQuotaExceededError(OdradekError): ...

@@ -15,12 +15,21 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import (
     create_topics,
+    delete_groups,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
+    join_group,
     leader_and_isr,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     offsets_for_leader_epoch,
     produce,
     stop_replica,
@@ -29,6 +38,17 @@ from broker.handlers import (
 from protocol.api.admin import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
 from protocol.api.controller import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from protocol.api.fetch import FETCH
+from protocol.api.group import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+)
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
@@ -50,6 +70,15 @@ HANDLERS: dict[int, Handler] = {
     DELETE_TOPICS.key: delete_topics.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
+    FIND_COORDINATOR.key: find_coordinator.handle,
+    JOIN_GROUP.key: join_group.handle,
+    HEARTBEAT.key: heartbeat.handle,
+    LEAVE_GROUP.key: leave_group.handle,
+    OFFSET_COMMIT.key: offset_commit.handle,
+    OFFSET_FETCH.key: offset_fetch.handle,
+    DESCRIBE_GROUPS.key: describe_groups.handle,
+    LIST_GROUPS.key: list_groups.handle,
+    DELETE_GROUPS.key: delete_groups.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -40,4 +40,6 @@ async def _apply(ctx: BrokerContext, req: LeaderAndIsrRequest) -> LeaderAndIsrRe
     results = await ctx.replicas.apply_leader_and_isr(
         req.partition_states, ctx.topics.read_topic_config, req.live_leaders
     )
+    if ctx.groups is not None:
+        ctx.groups.on_leadership_change()  # become / stop being a group coordinator
     return LeaderAndIsrResponse(0, [PartitionError(t, p, code) for t, p, code in results])

@@ -1,5 +1,8 @@
 """Controller-to-broker requests: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6),
-and ControlledShutdown (7, broker-to-controller).
+and ControlledShutdown (7, broker-to-controller); the admin requests only the controller
+answers: ElectLeaders (43, preferred leader election), AlterPartitionReassignments (45) and
+ListPartitionReassignments (46). A broker that is not the controller answers those with
+NOT_CONTROLLER; clients find the controller from Metadata's controller_id.
 
 The controller batches these per broker (seed 002: one notification per broker, not one per
 partition). Each carries the controller epoch; a broker that has seen a newer epoch answers
@@ -101,4 +104,85 @@ UPDATE_METADATA = register(
 )
 CONTROLLED_SHUTDOWN = register(
     ApiSpec(7, "ControlledShutdown", ControlledShutdownRequest, ControlledShutdownResponse)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersRequest:
+    partitions: list[TopicPartitionRef] | None  # None: every partition
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersResponse:
+    error_code: int
+    results: list[PartitionResult]
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentTarget:
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsRequest:
+    timeout_ms: int
+    partitions: list[ReassignmentTarget]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsResponse:
+    error_code: int
+    error_message: str | None
+    results: list[PartitionResult]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsRequest:
+    timeout_ms: int
+    partitions: list[TopicPartitionRef] | None  # None: every reassignment in progress
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    topic: str
+    partition: int
+    replicas: list[int]  # the assignment now (targets first, then the replicas leaving)
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsResponse:
+    error_code: int
+    error_message: str | None
+    reassignments: list[OngoingReassignment]
+
+
+ELECT_LEADERS = register(ApiSpec(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse))
+ALTER_PARTITION_REASSIGNMENTS = register(
+    ApiSpec(
+        45,
+        "AlterPartitionReassignments",
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    )
+)
+LIST_PARTITION_REASSIGNMENTS = register(
+    ApiSpec(
+        46,
+        "ListPartitionReassignments",
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
 )

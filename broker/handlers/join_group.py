@@ -1,0 +1,15 @@
+"""JoinGroup: answered when the rebalance the member takes part in completes (seed 000)."""
+
+from __future__ import annotations
+
+from broker.context import BrokerContext
+from protocol.api.group import JoinGroupRequest, JoinGroupResponse
+from protocol.codec import Request
+from protocol.errors import NotCoordinatorError
+
+
+async def handle(ctx: BrokerContext, request: Request) -> JoinGroupResponse:
+    req: JoinGroupRequest = request.body
+    if ctx.groups is None:
+        return JoinGroupResponse(NotCoordinatorError.code, -1, req.member_id, [])
+    return await ctx.groups.join(req)

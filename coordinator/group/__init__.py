@@ -1,0 +1,1 @@
+"""Consumer group coordination: states (the table), assignors, records, group logic, service."""

@@ -1,0 +1,471 @@
+"""The group coordinator running inside a broker: ownership, loading, appending, timers.
+
+A group's coordinator is the leader of partition `partition_for(group, N)` of
+`__consumer_offsets` (records.py). The topic is created on the first FindCoordinator, with N
+partitions and a replication factor of min(configured, live brokers), through the same
+TopicStore CreateTopics uses.
+
+Ownership follows leadership (seed 000's coordinator failover): `on_leadership_change` (called
+after LeaderAndIsr and StopReplica, and on every tick as a safety net) compares the offsets
+partitions this broker leads with those it coordinates. A newly led partition is Catch up: its
+log is replayed (group.replay) from the log start to the log end, while requests for its groups
+get COORDINATOR_LOAD_IN_PROGRESS; then Ready. A partition no longer led goes Down: its groups are
+dropped and waiting joins get NOT_COORDINATOR.
+
+Every operation calls a pure function of group.py, appends the records it returns to the
+offsets partition as leader with acks=all semantics (answering only once the high watermark
+passes them), then answers; a failed append answers NOT_COORDINATOR (or the retriable error),
+so a client never sees a commit succeed that a new coordinator could not load. A JoinGroup
+waits on a future completed when its rebalance's group record is replicated.
+
+A background task ticks every `tick_interval_ms`: leadership check, session expiry, rebalance
+timeouts, partition-count changes and new topics matching patterns (group.tick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from coordinator.group import group as ops
+from coordinator.group.group import Group, GroupLimits, Result
+from coordinator.group.records import (
+    MAX_RECORDS_PER_BATCH,
+    OFFSETS_TOPIC,
+    CoordinatorRecord,
+    build,
+    decode,
+    partition_for,
+)
+from coordinator.group.states import State
+from protocol.api.group import (
+    DeletedGroup,
+    DescribeGroupsResponse,
+    FetchedOffset,
+    FetchedTopic,
+    FindCoordinatorResponse,
+    GroupDescription,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    ListedGroup,
+    MemberDescription,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    PartitionResult,
+    TopicResult,
+)
+from protocol.batch import decode_all
+from protocol.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
+    InvalidGroupIdError,
+    NotCoordinatorError,
+    NotLeaderForPartitionError,
+    OdradekError,
+    RequestTimedOutError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+if TYPE_CHECKING:
+    from broker.clock import Clock
+    from broker.context import TopicStore
+    from broker.metadata_cache import MetadataCache
+    from broker.replica_manager import ReplicaManager
+
+log = logging.getLogger("odradek.coordinator.group")
+NONE = 0
+READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    offsets_partitions: int = 10
+    offsets_replication_factor: int = 3  # capped at the live brokers
+    tick_interval_ms: int = 100
+    append_timeout_ms: int = 5000
+    topic_create_wait_ms: int = 5000
+    limits: GroupLimits = field(default_factory=GroupLimits)
+
+
+@dataclass(slots=True)
+class OwnedPartition:
+    """One offsets partition this broker leads: Catch up while loading, then Ready."""
+
+    index: int
+    leader_epoch: int
+    state: State = State.CATCH_UP
+    groups: dict[str, Group] = field(default_factory=dict)
+    load_task: asyncio.Task[None] | None = None
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        broker_id: int,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        topics: TopicStore,
+        clock: Clock,
+        config: GroupConfig = GroupConfig(),
+        new_member_id: Callable[[str], str] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.replicas = replicas
+        self.metadata = metadata
+        self.topics = topics
+        self.clock = clock
+        self.config = config
+        self.owned: dict[int, OwnedPartition] = {}
+        self._pending: dict[tuple[str, str], asyncio.Future[JoinGroupResponse]] = {}
+        self._new_member_id = new_member_id or (
+            lambda client: f"{client or 'consumer'}-{uuid.uuid4()}"
+        )
+        self._creating: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ----- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._ticker = asyncio.ensure_future(self._run())
+
+    async def shutdown(self) -> None:
+        tasks = [t for t in (self._ticker, self._creating, *self._tasks) if t is not None]
+        tasks += [o.load_task for o in self.owned.values() if o.load_task is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for index in list(self.owned):
+            self._resign(index)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.tick_interval_ms / 1000)
+            try:
+                self.tick()
+            except Exception:  # a bug must not stop the timers of every group
+                log.exception("group coordinator tick failed")
+
+    def tick(self) -> None:
+        self.on_leadership_change()
+        now = self.clock.monotonic_ms()
+        counts = self._partition_counts()
+        for owned in list(self.owned.values()):
+            if owned.state is not State.READY:
+                continue
+            for group in list(owned.groups.values()):
+                result = ops.tick(group, now, counts)
+                if result.records or result.joins:
+                    self._spawn(self._finish(owned, group.group_id, result))
+
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ----- ownership (seed 000: Down -> Catch up -> Ready) ------------------------------------
+
+    def on_leadership_change(self) -> None:
+        led: dict[int, int] = {}
+        for (topic, index), p in list(self.replicas.partitions.items()):
+            if topic == OFFSETS_TOPIC and p.is_leader:
+                led[index] = p.leader_epoch
+        for index in list(self.owned):
+            if led.get(index) != self.owned[index].leader_epoch:
+                self._resign(index)
+        for index, epoch in led.items():
+            if index not in self.owned:
+                owned = self.owned[index] = OwnedPartition(index, epoch)
+                owned.load_task = asyncio.ensure_future(self._load(owned))
+
+    def _resign(self, index: int) -> None:
+        owned = self.owned.pop(index)
+        if owned.load_task is not None and not owned.load_task.done():
+            owned.load_task.cancel()
+        for gid in owned.groups:
+            for key in [k for k in self._pending if k[0] == gid]:
+                fut = self._pending.pop(key)
+                if not fut.done():
+                    fut.set_result(JoinGroupResponse(NotCoordinatorError.code, -1, key[1], []))
+        log.info("no longer coordinator for %s-%d (%d groups)", OFFSETS_TOPIC, index,
+                 len(owned.groups))  # fmt: skip
+
+    async def _load(self, owned: OwnedPartition) -> None:
+        p = self.replicas.partitions.get((OFFSETS_TOPIC, owned.index))
+        if p is None:
+            return
+        plog = p.log
+        offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
+        while offset < end:
+            read = plog.read(offset, READ_BYTES, max_offset=end)
+            if read.slice is None:
+                break
+            data = os.pread(read.slice.fd, read.slice.length, read.slice.position)
+            now = self.clock.monotonic_ms()
+            for rec in decode_all(data):
+                if rec.offset >= offset:
+                    ops.replay(owned.groups, decode(rec.key, rec.value), now)
+                    count += 1
+            offset = read.next_offset
+            await asyncio.sleep(0)
+        owned.state = State.READY
+        log.info("coordinator for %s-%d: loaded %d records, %d groups", OFFSETS_TOPIC,
+                 owned.index, count, len(owned.groups))  # fmt: skip
+
+    def _locate(self, group_id: str) -> tuple[OwnedPartition | None, int]:
+        if not group_id:
+            return None, InvalidGroupIdError.code
+        parts = self.metadata.topics.get(OFFSETS_TOPIC)
+        n = len(parts) if parts else self.config.offsets_partitions
+        owned = self.owned.get(partition_for(group_id, n))
+        if owned is None:
+            return None, NotCoordinatorError.code
+        if owned.state is not State.READY:
+            return None, CoordinatorLoadInProgressError.code
+        return owned, NONE
+
+    def _partition_counts(self) -> dict[str, int]:
+        return {t: len(ps) for t, ps in self.metadata.topics.items() if not t.startswith("__")}
+
+    # ----- appending --------------------------------------------------------------------------
+
+    async def _append(self, owned: OwnedPartition, records: list[CoordinatorRecord]) -> int:
+        """Append as leader and wait for the HW to pass the records; an error code."""
+        for i in range(0, len(records), MAX_RECORDS_PER_BATCH):
+            code = await self._append_batch(owned, records[i : i + MAX_RECORDS_PER_BATCH])
+            if code != NONE:
+                return code
+        return NONE
+
+    async def _append_batch(self, owned: OwnedPartition, records: list[CoordinatorRecord]) -> int:
+        if self.owned.get(owned.index) is not owned:
+            return NotCoordinatorError.code
+        batch = build(records, self.clock.time_ms())
+        out = self.replicas.append(OFFSETS_TOPIC, owned.index, batch, acks=-1)
+        code = out.error_code
+        if code == NONE:
+            if out.durable is not None:
+                await out.durable
+            done = self.replicas.replication_done(OFFSETS_TOPIC, owned.index, out.required_offset)
+            if done is None:
+                codes = await self.replicas.await_replication(
+                    [(OFFSETS_TOPIC, owned.index, out.required_offset)],
+                    self.config.append_timeout_ms,
+                )
+                done = codes.get((OFFSETS_TOPIC, owned.index), RequestTimedOutError.code)
+            code = done
+        if code in (NotLeaderForPartitionError.code, UnknownTopicOrPartitionError.code):
+            return NotCoordinatorError.code
+        return code
+
+    async def _finish(self, owned: OwnedPartition, group_id: str, result: Result) -> int:
+        """Append the records, then complete the joins the operation finished."""
+        code = await self._append(owned, result.records) if result.records else NONE
+        for member_id, response in result.joins.items():
+            fut = self._pending.pop((group_id, member_id), None)
+            if fut is not None and not fut.done():
+                fut.set_result(response if code == NONE else
+                               JoinGroupResponse(code, -1, member_id, []))  # fmt: skip
+        return code
+
+    # ----- requests ---------------------------------------------------------------------------
+
+    async def find_coordinator(self, group_id: str) -> FindCoordinatorResponse:
+        if not group_id:
+            return FindCoordinatorResponse(InvalidGroupIdError.code, "empty group id", -1, "", 0)
+        if not self.metadata.all_partitions_led(OFFSETS_TOPIC):
+            await self._ensure_offsets_topic()
+        parts = self.metadata.topics.get(OFFSETS_TOPIC)
+        if not parts:
+            return FindCoordinatorResponse(
+                CoordinatorNotAvailableError.code, f"{OFFSETS_TOPIC} is being created", -1, "", 0
+            )
+        state = parts.get(partition_for(group_id, len(parts)))
+        broker = self.metadata.brokers.get(state.leader) if state is not None else None
+        if broker is None:
+            return FindCoordinatorResponse(
+                CoordinatorNotAvailableError.code, "the group's offsets partition has no leader",
+                -1, "", 0,
+            )  # fmt: skip
+        return FindCoordinatorResponse(NONE, None, broker.node_id, broker.host, broker.port)
+
+    async def _ensure_offsets_topic(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create_offsets_topic())
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self._creating)
+
+    async def _create_offsets_topic(self) -> None:
+        if not self.metadata.has_topic(OFFSETS_TOPIC):
+            live = self.metadata.live_broker_ids()
+            rf = max(1, min(self.config.offsets_replication_factor, len(live)))
+            try:
+                await self.topics.create_topic(
+                    OFFSETS_TOPIC, self.config.offsets_partitions, rf, {"retention.ms": "-1"}, live
+                )
+                log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
+                         self.config.offsets_partitions, rf)  # fmt: skip
+            except TopicAlreadyExistsError:
+                pass
+        await self.metadata.wait_until(
+            lambda: self.metadata.all_partitions_led(OFFSETS_TOPIC),
+            self.config.topic_create_wait_ms,
+        )
+
+    async def join(self, req: JoinGroupRequest) -> JoinGroupResponse:
+        owned, code = self._locate(req.group_id)
+        if owned is None:
+            return JoinGroupResponse(code, -1, req.member_id, [])
+        group = owned.groups.setdefault(req.group_id, Group(req.group_id))
+        if req.member_id and req.member_id not in group.members:
+            return JoinGroupResponse(ops.UnknownMemberIdError.code, -1, req.member_id, [])
+        member_id = req.member_id or self._new_member_id(req.client_id)
+        key = (req.group_id, member_id)
+        old = self._pending.pop(key, None)
+        if old is not None and not old.done():
+            old.set_result(JoinGroupResponse(ops.RebalanceInProgressError.code, -1, member_id, []))
+        fut: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
+        self._pending[key] = fut
+        result = ops.join(
+            group, member_id, req.client_id, req.session_timeout_ms, req.rebalance_timeout_ms,
+            req.topics, req.topic_pattern, req.assignment_strategy, self.clock.monotonic_ms(),
+            self._partition_counts(), self.config.limits,
+        )  # fmt: skip
+        if result.response is not None:
+            self._pending.pop(key, None)
+            response: JoinGroupResponse = result.response
+            return response
+        await self._finish(owned, req.group_id, result)
+        try:
+            async with asyncio.timeout((req.rebalance_timeout_ms + req.session_timeout_ms) / 1000):
+                return await asyncio.shield(fut)
+        except TimeoutError:
+            self._pending.pop(key, None)
+            return JoinGroupResponse(ops.RebalanceInProgressError.code, -1, member_id, [])
+
+    def heartbeat(self, req: HeartbeatRequest) -> int:
+        owned, code = self._locate(req.group_id)
+        if owned is None:
+            return code
+        group = owned.groups.get(req.group_id)
+        if group is None:
+            return ops.UnknownMemberIdError.code
+        code = ops.heartbeat(
+            group, req.generation_id, req.member_id, self.clock.monotonic_ms()
+        ).response
+        return int(code)
+
+    async def leave(self, group_id: str, member_id: str) -> int:
+        owned, code = self._locate(group_id)
+        if owned is None:
+            return code
+        group = owned.groups.get(group_id)
+        if group is None:
+            return ops.UnknownMemberIdError.code
+        result = ops.leave(group, member_id, self.clock.monotonic_ms(), self._partition_counts())
+        if result.response != NONE:
+            return int(result.response)
+        await self._finish(owned, group_id, result)
+        return NONE
+
+    async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
+        owned, code = self._locate(req.group_id)
+        offsets = [
+            (t.name, p.partition, p.offset, p.metadata) for t in req.topics for p in t.partitions
+        ]
+        if owned is not None:
+            group = owned.groups.setdefault(req.group_id, Group(req.group_id))
+            result = ops.commit(group, req.generation_id, req.member_id, offsets,
+                                self.clock.time_ms())  # fmt: skip
+            code = int(result.response)
+            if code == NONE and result.records:
+                code = await self._append(owned, result.records)
+                if code == NONE and self.owned.get(owned.index) is owned:
+                    for record in result.records:
+                        ops.replay(owned.groups, record, self.clock.monotonic_ms())
+        return OffsetCommitResponse([
+            TopicResult(t.name, [PartitionResult(p.partition, code) for p in t.partitions])
+            for t in req.topics
+        ])  # fmt: skip
+
+    def fetch_offsets(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        owned, code = self._locate(req.group_id)
+        if owned is None:
+            return OffsetFetchResponse(code, [])
+        group = owned.groups.get(req.group_id)
+        committed = group.offsets if group is not None else {}
+        wanted: dict[str, list[int]] = {}
+        if req.topics is None:
+            for t, p in sorted(committed):
+                wanted.setdefault(t, []).append(p)
+        else:
+            wanted = {t.topic: list(t.partitions) for t in req.topics}
+        topics = []
+        for topic, partitions in wanted.items():
+            found = []
+            for p in partitions:
+                entry = committed.get((topic, p))
+                found.append(FetchedOffset(p, entry.offset if entry else -1,
+                                           entry.metadata if entry else None, NONE))  # fmt: skip
+            topics.append(FetchedTopic(topic, found))
+        return OffsetFetchResponse(NONE, topics)
+
+    def describe(self, group_ids: list[str]) -> DescribeGroupsResponse:
+        out = []
+        for gid in group_ids:
+            owned, code = self._locate(gid)
+            group = owned.groups.get(gid) if owned is not None else None
+            if owned is not None and group is None:
+                code = GroupIdNotFoundError.code
+            if group is None:
+                out.append(GroupDescription(code, gid, State.DEAD.value, -1, "", []))
+                continue
+            members = [
+                MemberDescription(m.member_id, m.client_id, ops.to_wire(m.assignment))
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            ]
+            out.append(GroupDescription(NONE, gid, group.state.value, group.generation,
+                                        group.strategy or "", members))  # fmt: skip
+        return DescribeGroupsResponse(out)
+
+    def list_groups(self, states: list[str] | None) -> list[ListedGroup]:
+        out = []
+        for owned in self.owned.values():
+            if owned.state is State.READY:
+                for g in owned.groups.values():
+                    if states is None or g.state.value in states:
+                        out.append(ListedGroup(g.group_id, g.state.value))
+        return sorted(out, key=lambda g: g.group_id)
+
+    async def delete(self, group_ids: list[str]) -> list[DeletedGroup]:
+        out = []
+        for gid in group_ids:
+            owned, code = self._locate(gid)
+            group = owned.groups.get(gid) if owned is not None else None
+            if owned is not None and group is None:
+                code = GroupIdNotFoundError.code
+            if owned is not None and group is not None:
+                result = ops.delete(group)
+                code = int(result.response)
+                if code == NONE:
+                    code = await self._append(owned, result.records)
+                    if code == NONE:
+                        for record in result.records:
+                            ops.replay(owned.groups, record, self.clock.monotonic_ms())
+            out.append(DeletedGroup(gid, code))
+        return out
+
+
+def error_code(exc: BaseException) -> int:
+    return exc.code if isinstance(exc, OdradekError) else -1
