@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 
-.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log clean
+.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log bench-spark clean
 
 setup: $(STAMP)
 
@@ -54,6 +54,9 @@ bench-log: setup
 
 bench: setup zookeeper
 	$(BIN)/python bench/bench_cluster.py
+
+bench-spark: setup zookeeper
+	$(BIN)/python bench/bench_spark.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

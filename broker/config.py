@@ -60,6 +60,13 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = 1000  # after a fetch error, before retrying
     offsets_topic_num_partitions: int = 10  # __consumer_offsets (consumer groups)
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when created
+    controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 200
+    auto_leader_rebalance_enable: bool = True  # the controller moves leaders back to replica 0
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    unclean_leader_election_enable: bool = False  # default of the topic config of that name
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -68,6 +75,8 @@ class BrokerConfig:
             raise UsageError(f"port {self.port} is not in 0..65535")
         if self.broker_id < 0:
             raise UsageError(f"broker_id {self.broker_id} must be >= 0")
+        if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
+            raise UsageError("leader_imbalance_per_broker_percentage must be in 0..100")
         self.default_log_config()  # raises UsageError on a bad topic default
 
     def default_log_config(self) -> LogConfig:
@@ -97,6 +106,9 @@ _POSITIVE_FIELDS = (
     "replica_fetch_wait_max_ms",
     "replica_fetch_min_bytes",
     "replica_fetch_backoff_ms",
+    "controlled_shutdown_max_retries",
+    "controlled_shutdown_retry_backoff_ms",
+    "leader_imbalance_check_interval_seconds",
     "offsets_topic_num_partitions",
     "offsets_topic_replication_factor",
 )
@@ -117,6 +129,9 @@ _TYPES: dict[str, type] = {
     "host": str,
     "zookeeper": str,
     "fetch_use_sendfile": bool,
+    "controlled_shutdown_enable": bool,
+    "auto_leader_rebalance_enable": bool,
+    "unclean_leader_election_enable": bool,
     "topic_defaults": dict,
 }
 

@@ -21,6 +21,7 @@ from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
+    from coordinator.controller import ControllerElector
     from coordinator.group.service import GroupCoordinator
 
 
@@ -68,3 +69,4 @@ class BrokerContext:
     topics: TopicStore
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
+    elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)

@@ -33,10 +33,11 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from coordinator import topics as zk_topics
-from coordinator.controller import ControllerElector
+from coordinator.controller import ControllerConfig, ControllerElector
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.isr import ZkIsrWriter
 from coordinator.registration import Registration, register_broker
+from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 
@@ -166,7 +167,10 @@ class Broker:
         self._registration = await register_broker(
             self.zk, self.config.broker_id, self.config.host, self.port
         )
-        self._elector = ControllerElector(self.zk, self.config.broker_id, clock=self.clock)
+        self._elector = ControllerElector(
+            self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config)
+        )
+        self.ctx.elector = self._elector
         await self._elector.start()
         self._background = asyncio.create_task(
             self.log_manager.run_background(
@@ -175,6 +179,14 @@ class Broker:
         )
 
     async def shutdown(self) -> None:
+        if self.config.controlled_shutdown_enable and self._registration is not None:
+            settings = ShutdownSettings(
+                self.config.controlled_shutdown_max_retries,
+                self.config.controlled_shutdown_retry_backoff_ms,
+            )
+            await _quietly(
+                request_controlled_shutdown(self.zk, self.config.broker_id, self._elector, settings)
+            )
         self.server.stop_accepting()
         if self._elector is not None:
             await _quietly(self._elector.stop())
@@ -191,6 +203,17 @@ class Broker:
         self.log_manager.shutdown()
         if self._zk_started:
             await _quietly(self.zk.stop())
+
+
+def controller_config(config: BrokerConfig) -> ControllerConfig:
+    """Issue 4: replicated partitions (ISR = live replicas), the leader rebalance settings."""
+    return ControllerConfig(
+        replicated=True,
+        default_unclean=config.unclean_leader_election_enable,
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
+        leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
+    )
 
 
 def replication_settings(config: BrokerConfig) -> ReplicationSettings:

@@ -23,6 +23,7 @@ the queue's front on a retriable error, until `delivery_timeout_ms` after its cr
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,33 +96,33 @@ class ProducerBatch:
     def payload(self, codec: int) -> bytes:
         """The record batch bytes; built once and reused on every retry."""
         if self.built is None:
-            self.built = build_batch(self.records, codec=codec)
+            records = list(zip(self.keys, self.values, self.headers, self.stamps, strict=True))
+            self.built = build_batch(records, codec=codec)
             self.keys, self.values, self.headers = [], [], []  # in `built` now
         return self.built
-
-    @property
-    def records(self) -> list[tuple[Any, Any, Any, int]]:
-        """(key, value, headers, timestamp_ms) per record, until the payload is built."""
-        return list(zip(self.keys, self.values, self.headers, self.stamps, strict=True))
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
         topic, partition = self.tp
         if self.bulk_future is not None:
             if not self.bulk_future.done():
                 ts = log_append_time_ms if log_append_time_ms >= 0 else self.timestamp_ms
-                meta = BatchMetadata(topic, partition, base_offset, self.record_count, ts)
-                self.bulk_future.set_result(meta)
+                done = BatchMetadata(topic, partition, base_offset, self.record_count, ts)
+                self.bulk_future.set_result(done)
             return
         futures = self.futures
         n = len(futures)
-        stamps = (
-            repeat(log_append_time_ms, n)
-            if log_append_time_ms >= 0
-            else self.stamps
-        )
+        stamps = repeat(log_append_time_ms, n) if log_append_time_ms >= 0 else self.stamps
         rows = zip(repeat(topic, n), repeat(partition, n), range(base_offset, base_offset + n),
                    stamps, strict=False)  # fmt: skip
-        metas = list(map(_new_tuple, repeat(RecordMetadata, n), rows))
+        # The cyclic GC is paused while a batch's metadata tuples are made (bounded by one
+        # batch): collections in the middle would walk every live future, for nothing.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            metas = list(map(_new_tuple, repeat(RecordMetadata, n), rows))
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         # One C-level pass sets every result; a future the caller cancelled stops it, and then
         # the rest are set one by one, skipping those already done.
         try:
@@ -129,9 +130,9 @@ class ProducerBatch:
                 raise asyncio.InvalidStateError  # another future type (tests): the slow path
             deque(map(_set_result, futures, metas), 0)
         except asyncio.InvalidStateError:
-            for fut, meta in zip(futures, metas, strict=True):
+            for fut, record_meta in zip(futures, metas, strict=True):
                 if not fut.done():
-                    fut.set_result(meta)
+                    fut.set_result(record_meta)
 
     def fail(self, error: OdradekError) -> None:
         futures = [self.bulk_future] if self.bulk_future is not None else self.futures

@@ -1,7 +1,11 @@
-"""AsyncAdmin: create, delete, list and describe topics; describe configs; list offsets.
+"""AsyncAdmin: create, delete, list and describe topics; describe configs; list offsets;
+preferred leader election and partition reassignments.
 
 CreateTopics, DeleteTopics and DescribeConfigs go to any broker (each acts through ZooKeeper,
 where the controller picks the work up), preferring the controller when it is known.
+ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments only the controller
+answers: they go to Metadata's controller_id, and a NOT_CONTROLLER answer (the controller moved)
+refreshes the metadata and retries, a bounded number of times.
 Descriptions come from a Metadata request for all topics. `list_offsets` sends one ListOffsets
 request per leader node. Per-topic errors in an answer are raised as their error class, naming
 the topic.
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from client.cluster import Cluster, ClusterMetadata
 from client.types import (
@@ -34,6 +38,16 @@ from protocol.api.admin import (
     DescribeConfigsResource,
     DescribeConfigsResponse,
 )
+from protocol.api.controller import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ReassignmentTarget,
+    TopicPartitionRef,
+)
 from protocol.api.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -41,7 +55,23 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.api.metadata import MetadataRequest, MetadataResponse
-from protocol.errors import LeaderNotAvailableError, OdradekError, UsageError, for_code
+from protocol.errors import (
+    LeaderNotAvailableError,
+    NotControllerError,
+    OdradekError,
+    UsageError,
+    for_code,
+)
+
+CONTROLLER_ATTEMPTS = 10  # NOT_CONTROLLER answers (a controller change) before giving up
+
+
+class PartitionReassignment(NamedTuple):
+    """A reassignment in progress: the assignment now, and who joins and who leaves."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
 
 
 class AsyncAdmin:
@@ -178,7 +208,87 @@ class AsyncAdmin:
                 )
         return out
 
+    # ----- leaders and reassignments (the controller answers) -----------------------------
+
+    async def elect_leaders(
+        self, topic: str | None = None, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OdradekError | None]:
+        """Preferred leader election for one topic's partitions (all topics if None): per
+        partition None (moved) or the error (ElectionNotNeededError: replica 0 already leads,
+        PreferredLeaderNotAvailableError: it is down or out of the ISR)."""
+        refs = None
+        if topic is not None:
+            [described] = await self.describe_topics([topic])
+            if described.error_code != 0:
+                _raise(described.error_code, topic, None)
+            refs = [TopicPartitionRef(topic, p.partition) for p in described.partitions]
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        resp: ElectLeadersResponse = await self._send_controller(
+            ElectLeadersRequest(refs, timeout), timeout
+        )
+        _raise(resp.error_code, "elect leaders", None)
+        return {
+            TopicPartition(r.topic, r.partition): (
+                None if r.error_code == 0 else for_code(r.error_code)(r.error_message)
+            )
+            for r in resp.results
+        }
+
+    async def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Iterable[int]], timeout_ms: int | None = None
+    ) -> None:
+        """Start moving each partition to its new replica list (preferred leader first); raises
+        the first per-partition error. The move goes on in the background: see
+        `list_partition_reassignments`."""
+        parts = [ReassignmentTarget(tp.topic, tp.partition, list(r)) for tp, r in targets.items()]
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        resp: AlterPartitionReassignmentsResponse = await self._send_controller(
+            AlterPartitionReassignmentsRequest(timeout, parts), timeout
+        )
+        _raise(resp.error_code, "reassignment", resp.error_message)
+        for r in resp.results:
+            _raise(r.error_code, f"{r.topic}-{r.partition}", r.error_message)
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (of `partitions`, or all)."""
+        refs = None if partitions is None else [TopicPartitionRef(*tp) for tp in partitions]
+        resp: ListPartitionReassignmentsResponse = await self._send_controller(
+            ListPartitionReassignmentsRequest(self.request_timeout_ms, refs),
+            self.request_timeout_ms,
+        )
+        _raise(resp.error_code, "list reassignments", resp.error_message)
+        return {
+            TopicPartition(r.topic, r.partition): PartitionReassignment(
+                list(r.replicas), list(r.adding_replicas), list(r.removing_replicas)
+            )
+            for r in resp.reassignments
+        }
+
     # ----- internals --------------------------------------------------------------------------
+
+    async def _send_controller(self, request: Any, timeout_ms: float) -> Any:
+        """To the controller; NOT_CONTROLLER (in the answer or as a failure) refreshes the
+        metadata and tries again, up to CONTROLLER_ATTEMPTS times."""
+        await self.start()
+        last: OdradekError = NotControllerError("no controller is known")
+        for _ in range(CONTROLLER_ATTEMPTS):
+            meta = await self._cluster.request_update()
+            if meta.controller_id in meta.brokers:
+                try:
+                    conn = await self._cluster.connection(meta.controller_id)
+                    resp = await conn.send(request, timeout_ms + self.request_timeout_ms)
+                except OdradekError as exc:
+                    if not exc.retriable:
+                        raise
+                    last = exc
+                else:
+                    if resp.error_code != NotControllerError.code:
+                        return resp
+                    last = NotControllerError(f"broker {meta.controller_id} is not the controller")
+            await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
+        raise last
 
     async def _metadata(self, topics: list[str] | None) -> MetadataResponse:
         await self.start()

@@ -11,8 +11,12 @@ The user assigns partitions, optionally seeks, and polls. `poll` is a short loop
     wait for a fetch to finish, until the timeout
 
 The subscription state (client/subscription.py) holds positions and pause flags; the fetcher
-(client/fetcher.py) holds the network side. Issue 5 adds group membership on top: `subscribe`
-will feed `assign` from the coordinator.
+(client/fetcher.py) holds the network side.
+
+Consumer groups (issue 5): with `group_id`, `subscribe(topics or pattern, listener)` makes the
+coordinator assign the partitions (client/group/consumer_group.py runs at the top of every poll
+step: join or rejoin, listener callbacks, auto commit); `commit`, `commit_async` and
+`committed` store and read the group's offsets. Without `group_id` only `assign` is allowed.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ import asyncio
 import contextlib
 from collections.abc import Iterable
 from types import TracebackType
+from typing import Any
 
 from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
+from client.group.consumer_group import ConsumerGroup, RebalanceListener
+from client.group.membership import GroupSettings
 from client.subscription import EARLIEST, LATEST, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -45,6 +52,13 @@ class AsyncConsumer:
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         check_crcs: bool = True,
+        group_id: str | None = None,
+        assignment_strategy: str = "range",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3000,
+        max_poll_interval_ms: int = 300_000,
     ) -> None:
         if max_poll_records < 1:
             raise UsageError("max_poll_records must be at least 1")
@@ -60,6 +74,13 @@ class AsyncConsumer:
             request_timeout_ms, retry_backoff_ms, check_crcs,
         )  # fmt: skip
         self._fetcher = Fetcher(self._cluster, self._subs, config)
+        self._group: ConsumerGroup | None = None
+        if group_id is not None:
+            settings = GroupSettings(
+                group_id, assignment_strategy, session_timeout_ms, heartbeat_interval_ms,
+                max_poll_interval_ms, request_timeout_ms, retry_backoff_ms,
+            )  # fmt: skip
+            self._group = ConsumerGroup(self, settings, enable_auto_commit, auto_commit_interval_ms)
         self._started = False
         self._closed = False
 
@@ -85,6 +106,8 @@ class AsyncConsumer:
         if self._closed:
             return
         self._closed = True
+        if self._group is not None:
+            await self._group.close()
         await self._fetcher.close()
         await self._cluster.close()
 
@@ -92,6 +115,11 @@ class AsyncConsumer:
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._check_open()
+        if self._group is not None and self._group.subscribed:
+            raise UsageError("assign() cannot be mixed with subscribe()")
+        self._apply_assignment(partitions)
+
+    def _apply_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         self._subs.assign(partitions)
         self._fetcher.clear(
             {tp for tp in self._fetcher.buffered() if not self._subs.is_assigned(tp)}
@@ -100,6 +128,44 @@ class AsyncConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return self._subs.assignment()
+
+    # ----- consumer groups --------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: Iterable[str] = (),
+        pattern: str | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        """Join `group_id` for `topics` and/or the topics matching the regex `pattern`."""
+        self._check_open()
+        if self._group is None:
+            raise UsageError("subscribe() needs a group_id")
+        if isinstance(topics, str):
+            topics = [topics]
+        topics = list(topics)
+        if not topics and not pattern:
+            raise UsageError("subscribe() needs topics or a pattern")
+        self._group.subscribe(topics, pattern, listener)
+
+    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Commit `offsets` (default: the positions, i.e. every record handed out so far)."""
+        await self._group_or_fail().commit(offsets)
+
+    def commit_async(
+        self, offsets: dict[TopicPartition, int] | None = None, callback: Any = None
+    ) -> asyncio.Task[None]:
+        return self._group_or_fail().commit_async(offsets, callback)
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset for `tp` (None when nothing is committed)."""
+        await self._ensure_started()
+        return await self._group_or_fail().committed(tp)
+
+    def _group_or_fail(self) -> ConsumerGroup:
+        if self._group is None:
+            raise UsageError("this consumer has no group_id")
+        return self._group
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._subs.seek(tp, offset)
@@ -180,6 +246,8 @@ class AsyncConsumer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000
         while True:
+            if self._group is not None:
+                await self._group.ensure_active()
             self._fetcher.raise_errors()
             await self._update_metadata_if_needed()
             if self._subs.needs_position():

@@ -26,6 +26,7 @@ import gc
 import zlib
 from dataclasses import dataclass
 from itertools import repeat
+from operator import add
 from typing import Any
 
 import msgpack
@@ -49,7 +50,13 @@ from protocol.api.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from protocol.batch import CODEC_GZIP, HEADER_BYTES, InvalidBatchError, iter_batches
+from protocol.batch import (
+    CODEC_GZIP,
+    HEADER_BYTES,
+    BatchHeader,
+    InvalidBatchError,
+    iter_batches,
+)
 from protocol.errors import OdradekError, OffsetOutOfRangeError, for_code
 
 
@@ -65,17 +72,37 @@ class FetchConfig:
 
 
 class CompletedFetch:
-    """Decoded records of one partition not yet handed out, and where the user will be after."""
+    """One partition's fetched data not yet handed out, and where the user will be after.
 
-    __slots__ = ("index", "next_offset", "position", "records")
+    The batches were scanned (CRC checked) on arrival, which also gives `next_offset`; their
+    records are decoded on the first `take`, so a response is decoded while the next fetch is
+    already on its way.
+    """
 
-    def __init__(self, records: list[ConsumerRecord], position: int, next_offset: int) -> None:
-        self.records = records
+    __slots__ = ("batches", "data", "index", "next_offset", "position", "records", "tp")
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        data: bytes,
+        batches: list[tuple[int, BatchHeader]],
+        position: int,
+        next_offset: int,
+    ) -> None:
+        self.tp = tp
+        self.data = data
+        self.batches = batches
+        self.records: list[ConsumerRecord] | None = None  # decoded on the first take
         self.index = 0
         self.position = position  # the subscription position this data continues from
         self.next_offset = next_offset  # the position once every record is handed out
 
     def take(self, n: int) -> list[ConsumerRecord]:
+        """Up to n records (decoding them first if needed); raises InvalidBatchError."""
+        if self.records is None:
+            self.records = decode_scanned(self.tp, self.data, self.batches, self.position)
+            self.data = b""
+            self.batches = []
         chunk = self.records[self.index : self.index + n]
         self.index += len(chunk)
         self.position = chunk[-1].offset + 1 if chunk else self.position
@@ -83,14 +110,34 @@ class CompletedFetch:
 
     @property
     def exhausted(self) -> bool:
-        return self.index >= len(self.records)
+        return self.records is not None and self.index >= len(self.records)
+
+
+def scan_fetched(
+    data: bytes, fetch_offset: int, check_crcs: bool = True
+) -> tuple[list[tuple[int, BatchHeader]], int]:
+    """The whole batches in `data` as (position, header), CRC-checked (a partial tail is
+    ignored), and the offset after the last one (`fetch_offset` when there is none)."""
+    batches = list(iter_batches(data, check_crc=check_crcs))
+    next_offset = fetch_offset
+    for _, header in batches:
+        next_offset = max(next_offset, header.next_offset)
+    return batches, next_offset
 
 
 def decode_fetched(
     tp: TopicPartition, data: bytes, fetch_offset: int, check_crcs: bool = True
 ) -> tuple[list[ConsumerRecord], int]:
     """Records at or after `fetch_offset` in `data` (whole batches; a partial tail is ignored),
-    and the offset after the last whole batch (`fetch_offset` when there is none).
+    and the offset after the last whole batch (`fetch_offset` when there is none)."""
+    batches, next_offset = scan_fetched(data, fetch_offset, check_crcs)
+    return decode_scanned(tp, data, batches, fetch_offset), next_offset
+
+
+def decode_scanned(
+    tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
+) -> list[ConsumerRecord]:
+    """The records of scanned batches at or after `fetch_offset`.
 
     The cyclic GC is paused meanwhile: decoding makes hundreds of thousands of tuples (no
     cycles among them), and with GC on, the collections they trigger cost as much as the
@@ -100,20 +147,20 @@ def decode_fetched(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_batches(tp, data, fetch_offset, check_crcs)
+        return _decode_batches(tp, data, batches, fetch_offset)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _decode_batches(
-    tp: TopicPartition, data: bytes, fetch_offset: int, check_crcs: bool
-) -> tuple[list[ConsumerRecord], int]:
+    tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
+) -> list[ConsumerRecord]:
     topic, partition = tp
     out: list[ConsumerRecord] = []
-    next_offset = fetch_offset
-    for pos, header in iter_batches(data, check_crc=check_crcs):
-        payload = data[pos + HEADER_BYTES : pos + header.size]
+    view = memoryview(data)  # msgpack and zlib read the records in place, without a copy
+    for pos, header in batches:
+        payload: bytes | memoryview = view[pos + HEADER_BYTES : pos + header.size]
         if header.codec == CODEC_GZIP:
             payload = zlib.decompress(payload)
         try:
@@ -123,16 +170,16 @@ def _decode_batches(
             raise InvalidBatchError(
                 f"{tp}: records at offset {header.base_offset} do not decode: {exc}"
             ) from None
-        next_offset = max(next_offset, header.next_offset)
-    return out, next_offset
+    return out
 
 
 _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
 def _records(
-    topic: str, partition: int, base: int, ts0: int, payload: bytes, fetch_offset: int, count: int
-) -> list[ConsumerRecord]:
+    topic: str, partition: int, base: int, ts0: int, payload: bytes | memoryview,
+    fetch_offset: int, count: int,
+) -> list[ConsumerRecord]:  # fmt: skip
     """One batch's records as ConsumerRecords: the consumer's hot loop, run at C speed.
 
     The rows [offset_delta, timestamp_delta, key, value, headers] are transposed into columns
@@ -148,8 +195,8 @@ def _records(
         while skip < count and base + deltas[skip] < fetch_offset:
             skip += 1
     columns = (
-        repeat(topic), repeat(partition), map(base.__add__, deltas[skip:]),
-        map(ts0.__add__, ts_deltas[skip:]), keys[skip:], values[skip:], headers[skip:],
+        repeat(topic), repeat(partition), map(add, deltas[skip:], repeat(base)),
+        map(add, ts_deltas[skip:], repeat(ts0)), keys[skip:], values[skip:], headers[skip:],
     )  # fmt: skip
     return list(map(_new_tuple, repeat(ConsumerRecord), zip(*columns, strict=False)))
 
@@ -159,23 +206,30 @@ class Fetcher:
         self._cluster = cluster
         self._subs = subscription
         self._config = config
-        self._buffer: dict[TopicPartition, CompletedFetch] = {}
+        self._buffer: dict[TopicPartition, CompletedFetch] = {}  # being handed out
+        self._next: dict[TopicPartition, CompletedFetch] = {}  # prefetched, behind _buffer
         self._in_flight: dict[int, asyncio.Task[None]] = {}
         self._in_flight_tps: set[TopicPartition] = set()
         self._errors: list[Exception] = []
         self._ready = asyncio.Event()  # set when a fetch finishes (data or not)
         self._rotation = 0
         self._metadata_task: asyncio.Future[Any] | None = None
+        self._closed = False
 
     # ----- planning and sending ---------------------------------------------------------------
 
     def plan(self) -> dict[int, list[tuple[TopicPartition, int]]]:
-        """Per leader node with no fetch in flight: (partition, position) to fetch."""
+        """Per leader node with no fetch in flight: (partition, offset) to fetch.
+
+        A partition with buffered data is fetched ahead from where that data ends (prefetch),
+        unless a prefetched response is already waiting behind it: at most two responses per
+        partition are held.
+        """
         meta = self._cluster.metadata
         plan: dict[int, list[tuple[TopicPartition, int]]] = {}
         missing_leader = False
         for tp in self._subs.fetchable():
-            if tp in self._buffer or tp in self._in_flight_tps:
+            if tp in self._next or tp in self._in_flight_tps:
                 continue
             leader = meta.leader_for(tp.topic, tp.partition)
             if leader < 0 or leader not in meta.brokers:
@@ -183,7 +237,8 @@ class Fetcher:
                 continue
             if leader in self._in_flight:
                 continue
-            position = self._subs.position(tp)
+            head = self._buffer.get(tp)
+            position = head.next_offset if head is not None else self._subs.position(tp)
             assert position is not None  # fetchable() guarantees it
             plan.setdefault(leader, []).append((tp, position))
         if missing_leader:
@@ -218,12 +273,15 @@ class Fetcher:
         )  # fmt: skip
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
+        """One fetch; on an answer the next fetch to the node goes out at once (prefetch)."""
         cfg = self._config
+        answered = False
         try:
             conn = await self._cluster.connection(node)
             timeout = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
             resp = await conn.send(self.build_request(parts), timeout)
             self._on_response(parts, resp)
+            answered = True
         except OdradekError as exc:
             if not exc.retriable:
                 self._errors.append(exc)
@@ -236,6 +294,8 @@ class Fetcher:
             self._in_flight.pop(node, None)
             self._in_flight_tps.difference_update(tp for tp, _ in parts)
             self._ready.set()
+        if answered and not self._closed:
+            self.send_fetches()
 
     def _on_response(self, parts: list[tuple[TopicPartition, int]], resp: FetchResponse) -> None:
         offsets = dict(parts)
@@ -250,23 +310,31 @@ class Fetcher:
         self, tp: TopicPartition, fetch_offset: int, p: FetchPartitionResponse
     ) -> None:
         subs = self._subs
-        if not subs.is_fetchable(tp) or subs.position(tp) != fetch_offset:
+        head = self._buffer.get(tp)
+        if not subs.is_fetchable(tp):  # checked first: position() raises for unassigned ones
+            return
+        expected = head.next_offset if head is not None else subs.position(tp)
+        if expected != fetch_offset:
             return  # paused, unassigned or sought meanwhile: this data is stale
         if p.error_code != 0:
-            self._on_partition_error(tp, fetch_offset, for_code(p.error_code))
+            if head is None:  # a prefetch's error waits: the fetch after the head meets it
+                self._on_partition_error(tp, fetch_offset, for_code(p.error_code))
             return
         subs.set_high_watermark(tp, p.high_watermark)
         if not p.records:
             return
         try:
-            records, next_offset = decode_fetched(
-                tp, p.records, fetch_offset, self._config.check_crcs
-            )
+            batches, next_offset = scan_fetched(p.records, fetch_offset, self._config.check_crcs)
         except OdradekError as exc:
-            self._errors.append(exc)
+            if head is None:
+                self._errors.append(exc)
             return
-        if records or next_offset > fetch_offset:
-            self._buffer[tp] = CompletedFetch(records, fetch_offset, next_offset)
+        if next_offset > fetch_offset:
+            fetched = CompletedFetch(tp, p.records, batches, fetch_offset, next_offset)
+            if head is None:
+                self._buffer[tp] = fetched
+            else:
+                self._next[tp] = fetched
 
     def _on_partition_error(
         self, tp: TopicPartition, offset: int, error: type[OdradekError]
@@ -295,18 +363,28 @@ class Fetcher:
         for tp in list(self._buffer):
             if left <= 0:
                 break
-            fetch = self._buffer.pop(tp)
-            if not self._subs.is_fetchable(tp) or self._subs.position(tp) != fetch.position:
-                continue  # paused, unassigned or sought since it was fetched: drop it
-            chunk = fetch.take(left)
-            if chunk:
-                out[tp] = chunk
-                left -= len(chunk)
-            if fetch.exhausted:
+            fetch: CompletedFetch | None = self._buffer.pop(tp)
+            while fetch is not None and left > 0:
+                if not self._subs.is_fetchable(tp) or self._subs.position(tp) != fetch.position:
+                    self._next.pop(tp, None)  # paused, unassigned or sought since: drop it
+                    break
+                try:
+                    chunk = fetch.take(left)
+                except OdradekError as exc:  # records that do not decode: the next poll raises
+                    self._errors.append(exc)
+                    self._next.pop(tp, None)
+                    break
+                if chunk:
+                    out[tp] = out[tp] + chunk if tp in out else chunk
+                    left -= len(chunk)
+                if not fetch.exhausted:
+                    self._subs.advance(tp, fetch.position)
+                    self._buffer[tp] = fetch  # the rest waits at the back of the line
+                    break
                 self._subs.advance(tp, max(fetch.next_offset, fetch.position))
-            else:
-                self._subs.advance(tp, fetch.position)
-                self._buffer[tp] = fetch  # the rest waits at the back of the line
+                fetch = self._next.pop(tp, None)  # the prefetched response moves up
+                if fetch is not None and left <= 0:
+                    self._buffer[tp] = fetch
         return out
 
     def raise_errors(self) -> None:
@@ -316,13 +394,14 @@ class Fetcher:
 
     def buffered(self) -> set[TopicPartition]:
         """Partitions with fetched records not yet handed out."""
-        return set(self._buffer)
+        return set(self._buffer) | set(self._next)
 
     def clear(self, tps: set[TopicPartition] | None = None) -> None:
         """Forget buffered data (of `tps`, or all)."""
-        for tp in list(self._buffer):
-            if tps is None or tp in tps:
-                del self._buffer[tp]
+        for buffer in (self._buffer, self._next):
+            for tp in list(buffer):
+                if tps is None or tp in tps:
+                    del buffer[tp]
 
     async def wait(self, timeout_s: float) -> None:
         """Until some fetch finishes or metadata arrives, at most `timeout_s`."""
@@ -385,6 +464,7 @@ class Fetcher:
         return out
 
     async def close(self) -> None:
+        self._closed = True  # no prefetch from here on
         tasks = list(self._in_flight.values())
         for task in tasks:
             task.cancel()

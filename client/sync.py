@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from client.admin import AsyncAdmin
+from client.admin import AsyncAdmin, PartitionReassignment
 from client.cluster import ClusterMetadata
 from client.consumer import AsyncConsumer
 from client.producer import AsyncProducer
@@ -39,7 +39,7 @@ from client.types import (
     TopicPartition,
 )
 from protocol.api.admin import ConfigEntry
-from protocol.errors import UsageError
+from protocol.errors import OdradekError, UsageError
 
 T = TypeVar("T")
 
@@ -380,6 +380,25 @@ class Consumer(_SyncClient):
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         return self._run(lambda c: c.poll(timeout_ms, max_records))
 
+    # consumer groups: the listener's callbacks run on the consumer's loop thread
+
+    def subscribe(
+        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        wanted = [topics] if isinstance(topics, str) else list(topics)
+        self._do(lambda c: c.subscribe(wanted, pattern, listener))
+
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        self._run(lambda c: c.commit(offsets))
+
+    def commit_async(
+        self, offsets: dict[TopicPartition, int] | None = None, callback: Any = None
+    ) -> None:
+        self._do(lambda c: c.commit_async(offsets, callback))
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return self._run(lambda c: c.committed(tp))
+
 
 class Admin(_SyncClient):
     """Synchronous twin of AsyncAdmin (same arguments)."""
@@ -412,6 +431,23 @@ class Admin(_SyncClient):
 
     def describe_cluster(self) -> ClusterMetadata:
         return self._run(lambda a: a.describe_cluster())
+
+    def elect_leaders(
+        self, topic: str | None = None, timeout_ms: int | None = None
+    ) -> dict[TopicPartition, OdradekError | None]:
+        return self._run(lambda a: a.elect_leaders(topic, timeout_ms))
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Iterable[int]], timeout_ms: int | None = None
+    ) -> None:
+        wanted = {tp: list(r) for tp, r in targets.items()}
+        self._run(lambda a: a.alter_partition_reassignments(wanted, timeout_ms))
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        wanted = None if partitions is None else list(partitions)
+        return self._run(lambda a: a.list_partition_reassignments(wanted))
 
     def describe_configs(
         self, topics: Iterable[str], config_names: list[str] | None = None

@@ -13,6 +13,10 @@ Modules (kazoo is imported by zk.py only):
   conditional writes of partition state znodes; channel.py: controller-to-broker requests, one
   ordered bounded queue per broker (`RecordingChannel` for tests).
 - isr.py: a leader's ISR writes and the /isr_change_notification the controller propagates.
+- controller_admin.py (issue 4): controlled shutdown, preferred leader election (by request and
+  the automatic rebalance) and partition reassignment, run as controller events; their pure
+  decisions are in election.py, preferred.py (leader imbalance) and reassignment.py (phases,
+  /admin/reassign_partitions). shutdown.py: a broker's side of controlled shutdown on SIGTERM.
 
 How the broker daemon uses it:
 

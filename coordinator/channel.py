@@ -13,8 +13,13 @@ Limits: `queue_max` requests per broker. When a queue is full the channel drops 
 queue and calls `on_overflow(broker_id)`; the controller then sends that broker its full state
 again (one LeaderAndIsr and one UpdateMetadata), which supersedes everything dropped.
 
-`RecordingChannel` implements the same interface and only records what would be sent: the
-controller's logic is tested with it, without brokers.
+`send_leaders_first(channel, requests, leaders)`: LeaderAndIsr to the new leaders first, to the
+others once every leader answered (or after `LEADERS_FIRST_WAIT_S`, if one does not), so
+followers never ask a leader-to-be for data before it knows it leads.
+
+`RecordingChannel` implements the same interface and only records what would be sent (and
+answers every request at once with None): the controller's logic is tested with it, without
+brokers.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ DEFAULT_QUEUE_MAX = 1000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 BACKOFF_MIN_MS = 50
 BACKOFF_MAX_MS = 2000
+FLUSH_POLL_S = 0.005
+LEADERS_FIRST_WAIT_S = 0.5  # followers' LeaderAndIsr waits at most this for the leaders' answers
 
 
 class ControllerChannel(Protocol):
@@ -51,6 +58,8 @@ class ControllerChannel(Protocol):
     ) -> None: ...
 
     async def close(self) -> None: ...
+
+    async def flush(self, timeout_s: float) -> bool: ...
 
 
 @dataclass
@@ -69,12 +78,21 @@ class _BrokerSender:
         self.port = port
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue(channel.queue_max)
         self.conn: BrokerConnection | None = None
+        self.busy = False  # a request taken from the queue is being delivered
         self.task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def idle(self) -> bool:
+        return not self.busy and self.queue.empty()
 
     async def _run(self) -> None:
         while True:
             item = await self.queue.get()
-            response = await self._deliver(item.request)
+            self.busy = True
+            try:
+                response = await self._deliver(item.request)
+            finally:
+                self.busy = False
             if item.on_response is not None:
                 try:
                     item.on_response(self.broker_id, response)
@@ -167,6 +185,17 @@ class BrokerChannel:
             if self.on_overflow is not None:
                 self.on_overflow(broker_id)
 
+    async def flush(self, timeout_s: float) -> bool:
+        """Wait until every queued request has been answered (a controller about to resign
+        lets its last LeaderAndIsr requests arrive); False if that took over `timeout_s`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not all(sender.idle for sender in self._senders.values()):
+            if loop.time() >= deadline:
+                return False
+            await self.sleep(FLUSH_POLL_S)
+        return True
+
     def queued(self, broker_id: int) -> int:
         sender = self._senders.get(broker_id)
         return 0 if sender is None else sender.queue.qsize()
@@ -178,9 +207,44 @@ class BrokerChannel:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
 
+def send_leaders_first(
+    channel: ControllerChannel,
+    requests: dict[int, Any],
+    leaders: set[int],
+    wait_s: float = LEADERS_FIRST_WAIT_S,
+) -> None:
+    """Send `requests` (broker id -> request): to the brokers in `leaders` at once, to the rest
+    when all of those have answered or `wait_s` has passed, whichever comes first."""
+    first = [b for b in requests if b in leaders]
+    rest = [b for b in requests if b not in leaders]
+    if not first or not rest:
+        for b, request in requests.items():
+            channel.send(b, request)
+        return
+    waiting = set(first)
+    done = False
+
+    def send_rest() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            timer.cancel()
+            for b in rest:
+                channel.send(b, requests[b])
+
+    def answered(broker_id: int, _response: Any) -> None:
+        waiting.discard(broker_id)
+        if not waiting:
+            send_rest()
+
+    timer = asyncio.get_running_loop().call_later(wait_s, send_rest)
+    for b in first:
+        channel.send(b, requests[b], answered)
+
+
 @dataclass
 class RecordingChannel:
-    """Records (broker id, request) instead of sending; answers nothing."""
+    """Records (broker id, request) instead of sending; answers each at once with None."""
 
     brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
     sent: list[tuple[int, Any]] = field(default_factory=list)
@@ -197,9 +261,14 @@ class RecordingChannel:
     ) -> None:
         assert broker_id in self.brokers, f"send to unknown broker {broker_id}"
         self.sent.append((broker_id, request))
+        if on_response is not None:
+            on_response(broker_id, None)
 
     async def close(self) -> None:
         self.closed = True
+
+    async def flush(self, timeout_s: float) -> bool:
+        return True  # nothing is ever in flight
 
     def of_type(self, cls: type) -> list[tuple[int, Any]]:
         return [(b, r) for b, r in self.sent if isinstance(r, cls)]

@@ -4,7 +4,8 @@ Loaded from ZooKeeper when a broker becomes controller and kept current by the c
 events: live brokers (with their registration czxid, so a broker that bounced between two
 watch events is seen as a death plus a return), topic assignments, each partition's last
 written leader/ISR and its znode version, the partition and replica state machines
-(coordinator/states.py, every move checked), and the topics being deleted.
+(coordinator/states.py, every move checked), the topics being deleted, the brokers in a
+controlled shutdown (never elected leader) and the reassignments in progress (their targets).
 
 It also builds the controller-to-broker messages from that view (`partition_state_msg`,
 `broker_infos`), so their shape lives in one place.
@@ -49,12 +50,24 @@ class ControllerContext:
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     replica_states: dict[tuple[TopicPartition, int], ReplicaState] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
+    shutting_down: set[int] = field(default_factory=set)  # asked for a controlled shutdown
+    reassignments: dict[TopicPartition, list[int]] = field(default_factory=dict)  # targets
 
     # ----- queries --------------------------------------------------------------------------
 
     @property
     def live_ids(self) -> set[int]:
         return set(self.live)
+
+    @property
+    def eligible_ids(self) -> set[int]:
+        """Brokers that may be elected leader: live and not shutting down."""
+        return set(self.live) - self.shutting_down
+
+    def leader_of(self, tp: TopicPartition) -> int | None:
+        """The leader as last written (-1 offline), None without a state znode."""
+        entry = self.leadership.get(tp)
+        return None if entry is None else entry[0].leader
 
     def partitions(self) -> list[TopicPartition]:
         return [(t, p) for t, parts in sorted(self.assignments.items()) for p in sorted(parts)]
@@ -116,6 +129,8 @@ class ControllerContext:
                 del self.replica_states[key]
         self.unclean.pop(topic, None)
         self.deleting.discard(topic)
+        for tp in [tp for tp in self.reassignments if tp[0] == topic]:
+            del self.reassignments[tp]
 
     # ----- messages -------------------------------------------------------------------------
 

@@ -121,6 +121,11 @@ class ControllerElector:
         return self.controller is not None and self.controller.active
 
     @property
+    def active_controller(self) -> Controller | None:
+        """The Controller while we are the controller (for the controller-only admin APIs)."""
+        return self.controller if self.is_controller else None
+
+    @property
     def controller_epoch(self) -> int | None:
         """Our epoch while we are the controller, else None."""
         return self.controller.epoch if self.is_controller and self.controller else None
@@ -244,6 +249,7 @@ class ControllerElector:
             channel,
             config=self.config,
             on_stopped=self._on_controller_stopped,
+            sleep=self._sleep,
         )
         log.info("broker %d is the controller, epoch %d", self.broker_id, epoch)
         await self.controller.start()

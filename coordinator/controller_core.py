@@ -22,27 +22,47 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
 - ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
   (coordinator/isr.py): re-read those partitions, UpdateMetadata to everyone, delete the notes.
 - RESYNC(broker): the channel dropped requests; send that broker its full state again.
+- CALL(id): a request that only the controller answers (controlled shutdown, preferred leader
+  election, reassignments: coordinator/controller_admin.py) runs as an event, in order with the
+  rest, and its answer goes back through a future (`Controller.call`).
+- AUTO_REBALANCE: every `leader_imbalance_check_interval_s` (injected sleep), brokers whose
+  leader imbalance is above the threshold get their preferred leaderships back
+  (coordinator/preferred.py).
+
+Brokers in a controlled shutdown are never elected leader (`ctx.eligible_ids`). Reassignments
+in progress (/admin/reassign_partitions, coordinator/reassignment.py) move on after STARTUP,
+BROKER_CHANGE and ISR_CHANGE events.
 
 State znode writes go through coordinator/state_writer.py: batched ZooKeeper transactions that
 also check the /controller_epoch version this controller wrote, so a replaced controller writes
 nothing (it stops and calls `on_stopped`), and conditional on each znode's version (a conflict
 re-reads and decides again). LeaderAndIsr and UpdateMetadata go out batched: one request per
 broker per event, carrying all its partitions. Every request carries our id and epoch.
+LeaderAndIsr goes to the partitions' new leaders first and to the other brokers once those
+answered (channel.py `send_leaders_first`): a follower that asked a leader-to-be too early would
+back off for replica_fetch_backoff_ms, which is most of a controlled failover's pause.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import partial
+from typing import Any, TypeVar
 
 from coordinator import zk_paths as paths
-from coordinator.channel import ControllerChannel
+from coordinator.channel import ControllerChannel, send_leaders_first
 from coordinator.context import ControllerContext, LiveBroker, TopicPartition, diff_brokers
+from coordinator.controller_admin import (
+    advance_reassignments,
+    auto_rebalance,
+    load_reassignments,
+)
 from coordinator.election import after_brokers_died, initial_isr, reelect_if_leaderless
 from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.state_writer import ControllerFenced, Decide, StateWriter
@@ -62,8 +82,11 @@ from protocol.api.controller import (
     UpdateMetadataRequest,
 )
 from protocol.api.controller import PartitionState as PartitionStateMsg
+from protocol.errors import NotControllerError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
@@ -75,6 +98,8 @@ class Event(Enum):
     TOPIC_DELETION = "topic_deletion"
     ISR_CHANGE = "isr_change"
     RESYNC = "resync"
+    CALL = "call"
+    AUTO_REBALANCE = "auto_rebalance"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +107,10 @@ class ControllerConfig:
     replicated: bool = False  # issue 4 turns this on: new partitions start with ISR = live replicas
     event_queue_max: int = 1024
     default_unclean: bool = False  # broker default for unclean.leader.election.enable
+    auto_leader_rebalance_enable: bool = False  # the daemon turns it on (Kafka's default: on)
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
+    max_pending_calls: int = 64  # admin requests waiting for the controller at once
 
 
 class Controller:
@@ -95,6 +124,7 @@ class Controller:
         *,
         config: ControllerConfig | None = None,
         on_stopped: Callable[[], None] | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.zk = zk
         self.broker_id = broker_id
@@ -112,6 +142,10 @@ class Controller:
         self.active = False
         self.events_processed = 0
         self._idle = asyncio.Event()
+        self._sleep = sleep
+        self._calls: dict[int, tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = {}
+        self._call_ids = itertools.count(1)
+        self._rebalance_task: asyncio.Task[None] | None = None
 
     @property
     def epoch(self) -> int:
@@ -123,6 +157,8 @@ class Controller:
         self.active = True
         self.enqueue(Event.STARTUP)
         self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.config.auto_leader_rebalance_enable:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
 
     async def stop(self) -> None:
         """Stop acting: no more events, no more requests. Idempotent."""
@@ -130,12 +166,56 @@ class Controller:
         for handle in self._watches:
             handle.cancel()
         self._watches.clear()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._rebalance_task = None
+        self._fail_calls()
         await self.channel.close()
+
+    async def call(self, fn: Callable[[], Awaitable[T]], timeout_s: float) -> T:
+        """Run `fn` as a controller event (in order with ZooKeeper's events) and return its
+        result. NotControllerError if this controller stops or is too busy; TimeoutError."""
+        if not self.active or len(self._calls) >= self.config.max_pending_calls:
+            raise NotControllerError("the controller is stopping or busy")
+        call_id = next(self._call_ids)
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._calls[call_id] = (fn, future)
+        self.enqueue(Event.CALL, call_id)
+        if (Event.CALL, call_id) not in self._queued:
+            self._calls.pop(call_id, None)
+            raise NotControllerError("the controller's event queue is full")
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            future.cancel()  # not run any more if it has not started
+            raise
+
+    def _fail_calls(self) -> None:
+        calls, self._calls = self._calls, {}
+        for _fn, future in calls.values():
+            if not future.done():
+                future.set_exception(NotControllerError("the controller stopped"))
+
+    async def _run_call(self, call_id: int | None) -> None:
+        fn, future = self._calls.pop(call_id or 0, (None, None))
+        if fn is None or future is None or future.done():
+            return
+        try:
+            future.set_result(await fn())
+        except (ControllerFenced, ZkConnectionLost) as exc:
+            future.set_exception(NotControllerError(f"the controller stopped: {exc}"))
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+
+    async def _rebalance_timer(self) -> None:
+        while self.active:
+            await self._sleep(self.config.leader_imbalance_check_interval_s)
+            self.enqueue(Event.AUTO_REBALANCE)
 
     def enqueue(self, event: Event, arg: int | None = None) -> None:
         key = (event, arg)
@@ -157,12 +237,13 @@ class Controller:
                 await asyncio.sleep(0)
 
     async def _run(self) -> None:
-        handlers = {
+        handlers: dict[Event, Callable[[], Awaitable[None]]] = {
             Event.STARTUP: self._on_startup,
             Event.BROKER_CHANGE: self._on_broker_change,
             Event.TOPIC_CHANGE: self._on_topic_change,
             Event.TOPIC_DELETION: self._on_topic_deletion,
             Event.ISR_CHANGE: self._on_isr_change,
+            Event.AUTO_REBALANCE: partial(auto_rebalance, self),
         }
         while self.active:
             if self._queue.empty():
@@ -173,6 +254,8 @@ class Controller:
                 if event is Event.RESYNC:
                     if arg in self.ctx.live:
                         self._send_full_state([arg])
+                elif event is Event.CALL:
+                    await self._run_call(arg)
                 else:
                     await handlers[event]()
             except ControllerFenced:
@@ -196,6 +279,7 @@ class Controller:
         """Stop on our own (fenced, ZooKeeper lost, failed start); the elector decides what next."""
         self.active = False
         self._idle.set()
+        self._fail_calls()
         if self._on_stopped is not None:
             self._on_stopped()
 
@@ -211,6 +295,7 @@ class Controller:
             await self._load_topic(topic)
         await self._elect_where_needed(self.ctx.partitions())
         self._send_full_state(sorted(self.ctx.live))
+        await load_reassignments(self)
         await self.zk.ensure_path(ISR_CHANGE_NOTIFICATION)
         for path, event in (
             (paths.BROKER_IDS, Event.BROKER_CHANGE),
@@ -277,7 +362,7 @@ class Controller:
     async def _elect_where_needed(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         """New partitions get their first state; partitions without a live leader are elected
         again. Returns those whose state znode changed."""
-        live = self.ctx.live_ids
+        live = self.ctx.eligible_ids
         fresh: dict[TopicPartition, LeaderIsrState] = {}
         decisions: dict[TopicPartition, Decide] = {}
         for tp in tps:
@@ -311,6 +396,7 @@ class Controller:
         changed: list[TopicPartition] = []
         for b in dead:
             del self.ctx.live[b]
+            self.ctx.shutting_down.discard(b)
             self.channel.remove_broker(b)
         if dead:
             changed += await self._on_brokers_dead(dead)
@@ -321,15 +407,16 @@ class Controller:
         if new:
             changed += await self._on_brokers_back(new)
         changed = list(dict.fromkeys(changed))
-        self._send_leader_and_isr(changed, full_for=new)
-        self._send_update_metadata([b for b in sorted(self.ctx.live) if b not in new], changed)
-        self._send_update_metadata(new, self._stated())
+        self.send_leader_and_isr(changed, full_for=new)
+        self.send_update_metadata([b for b in sorted(self.ctx.live) if b not in new], changed)
+        self.send_update_metadata(new, self._stated())
+        await advance_reassignments(self)
 
     def _stated(self) -> list[TopicPartition]:
         return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
 
     async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
-        live = self.ctx.live_ids
+        live = self.ctx.eligible_ids
         decisions: dict[TopicPartition, Decide] = {}
         for tp in self.ctx.partitions():
             replicas = self.ctx.replicas(tp)
@@ -362,8 +449,8 @@ class Controller:
         tps = [tp for tp in self.ctx.partitions() if tp[0] in added]
         changed = await self._elect_where_needed(tps)
         if changed:
-            self._send_leader_and_isr(changed, is_new=True)
-            self._send_update_metadata(sorted(self.ctx.live), changed)
+            self.send_leader_and_isr(changed, is_new=True)
+            self.send_update_metadata(sorted(self.ctx.live), changed)
 
     async def _on_topic_deletion(self) -> None:
         marked = await self.zk.get_children(paths.ADMIN_DELETE_TOPICS)
@@ -376,7 +463,7 @@ class Controller:
             await self._delete_topic_znodes(topic)
             self.ctx.remove_topic(topic)
         if deleted:
-            self._send_update_metadata(sorted(self.ctx.live), [], deleted_topics=deleted)
+            self.send_update_metadata(sorted(self.ctx.live), [], deleted_topics=deleted)
 
     def _stop_replicas(self, topic: str) -> None:
         per_broker: dict[int, list[TopicPartitionRef]] = {}
@@ -425,19 +512,22 @@ class Controller:
                 self.ctx.set_leadership(tp, *state)
                 fresh.append(tp)
         if fresh:
-            self._send_update_metadata(sorted(self.ctx.live), fresh)
+            self.send_update_metadata(sorted(self.ctx.live), fresh)
         for child in children:
             with contextlib.suppress(ZkNoNode):
                 await self.zk.delete(f"{ISR_CHANGE_NOTIFICATION}/{child}")
+        moving = [tp for tp in fresh if tp in self.ctx.reassignments]
+        if moving:
+            await advance_reassignments(self, moving)
 
     # ----- requests -------------------------------------------------------------------------
 
     def _send_full_state(self, brokers: list[int]) -> None:
         """Each broker: LeaderAndIsr for all its partitions and the full UpdateMetadata."""
-        self._send_leader_and_isr([], full_for=brokers)
-        self._send_update_metadata(brokers, self._stated())
+        self.send_leader_and_isr([], full_for=brokers)
+        self.send_update_metadata(brokers, self._stated())
 
-    def _send_leader_and_isr(
+    def send_leader_and_isr(
         self,
         changed: list[TopicPartition],
         *,
@@ -447,21 +537,23 @@ class Controller:
         per_broker: dict[int, dict[TopicPartition, PartitionStateMsg]] = {}
         for tp in changed:
             for r in self.ctx.replicas(tp):
-                if r in self.ctx.live:
+                if r in self.ctx.live and r not in self.ctx.shutting_down:
                     per_broker.setdefault(r, {})[tp] = self.ctx.partition_state_msg(tp, is_new)
         for b in full_for:
             for tp in self.ctx.partitions_on(b):
                 if tp in self.ctx.leadership and tp[0] not in self.ctx.deleting:
                     per_broker.setdefault(b, {}).setdefault(tp, self.ctx.partition_state_msg(tp))
+        requests: dict[int, LeaderAndIsrRequest] = {}
         for b, states in sorted(per_broker.items()):
             leaders = {s.leader for s in states.values()}
             live_leaders = [i for i in self.ctx.broker_infos() if i.node_id in leaders]
-            request = LeaderAndIsrRequest(
+            requests[b] = LeaderAndIsrRequest(
                 self.broker_id, self.epoch, list(states.values()), live_leaders
             )
-            self.channel.send(b, request)
+        new_leaders = {self.ctx.leadership[tp][0].leader for tp in changed}
+        send_leaders_first(self.channel, requests, new_leaders)
 
-    def _send_update_metadata(
+    def send_update_metadata(
         self, brokers: list[int], tps: list[TopicPartition], deleted_topics: list[str] | None = None
     ) -> None:
         if not brokers:

@@ -20,7 +20,7 @@ The controller's context (coordinator/context.py) is updated only after a write 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from coordinator import zk_paths as paths
 from coordinator.context import ControllerContext, TopicPartition
@@ -100,12 +100,16 @@ class StateWriter:
 
     # ----- updates --------------------------------------------------------------------------
 
-    async def update_states(self, decisions: dict[TopicPartition, Decide]) -> list[TopicPartition]:
-        """Apply each decision; returns the partitions whose state changed."""
+    async def update_states(
+        self, decisions: Mapping[TopicPartition, Decide], bump: bool = False
+    ) -> list[TopicPartition]:
+        """Apply each decision; returns the partitions whose state changed. With `bump`, a
+        decision equal to the current leader and ISR is still written with leader epoch + 1
+        (a reassignment changes the replicas: every replica must hear of it, fenced by epoch)."""
         planned: list[tuple[TopicPartition, LeaderIsrState, int]] = []
         for tp, decide in decisions.items():
             state, version = self.ctx.leadership[tp]
-            new = self._next(state, decide)
+            new = self._next(state, decide, bump)
             if new is not None:
                 planned.append((tp, new, version))
         changed: list[TopicPartition] = []
@@ -116,7 +120,7 @@ class StateWriter:
                 await self.fenced(ops)
             except ZkBadVersion:
                 for tp, _, _ in chunk:
-                    if await self._update_one(tp, decisions[tp]):
+                    if await self._update_one(tp, decisions[tp], bump):
                         changed.append(tp)
                 continue
             for tp, new, version in chunk:
@@ -124,18 +128,20 @@ class StateWriter:
                 changed.append(tp)
         return changed
 
-    def _next(self, state: LeaderIsrState, decide: Decide) -> LeaderIsrState | None:
+    def _next(
+        self, state: LeaderIsrState, decide: Decide, bump: bool = False
+    ) -> LeaderIsrState | None:
         decision = decide(state)
-        if decision is None or decision == (state.leader, state.isr):
+        if decision is None or (not bump and decision == (state.leader, state.isr)):
             return None
         return LeaderIsrState(decision[0], state.leader_epoch + 1, self.ctx.epoch, decision[1])
 
-    async def _update_one(self, tp: TopicPartition, decide: Decide) -> bool:
+    async def _update_one(self, tp: TopicPartition, decide: Decide, bump: bool = False) -> bool:
         path = paths.partition_state_path(*tp)
         raw, version = await self.zk.get(path)
         state = LeaderIsrState.decode(raw)
         for _ in range(WRITE_RETRIES):
-            new = self._next(state, decide)
+            new = self._next(state, decide, bump)
             if new is None:
                 self.ctx.set_leadership(tp, state, version)
                 return False

@@ -3,8 +3,10 @@
     odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
     odradek topics create|list|describe|delete           (client.Admin)
+    odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek produce TOPIC   one record per stdin line    (client.Producer)
-    odradek consume TOPIC   one record per stdout line   (client.Consumer)
+    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
+    odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
 
 `main(argv)` parses with argparse, runs one handler and returns the exit code. Every error a user
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from deploy import cli_groups, leaders_cli
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from protocol.errors import OdradekError, UsageError, for_code
 
@@ -202,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topics_parser(sub, client)
     _add_produce_parser(sub, client)
     _add_consume_parser(sub, client)
+    cli_groups.add_parser(sub, client, _bootstrap)
     _add_bench_parser(sub)
     return parser
 
@@ -272,6 +276,7 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     delete = tsub.add_parser("delete", parents=[client], help="delete a topic")
     delete.add_argument("name", metavar="NAME")
     delete.set_defaults(func=cmd_topics_delete)
+    leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
 
 
 def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
@@ -294,6 +299,8 @@ def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout-ms", type=_positive, help="stop after this long without a record")
     p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
     p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
+    p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
+    p.add_argument("--session-timeout-ms", type=_positive, default=10_000, help="with --group")
     p.set_defaults(func=cmd_consume)
 
 
@@ -501,6 +508,8 @@ def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> N
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    if args.group is not None:
+        return _consume_group(args)
     if args.offset is not None and args.partition is None:
         raise UsageError("--offset needs --partition")
     bootstrap = _bootstrap(args)
@@ -514,6 +523,31 @@ def cmd_consume(args: argparse.Namespace) -> int:
     count = 0
     with Consumer(bootstrap_servers=bootstrap) as consumer:
         _assign(consumer, args, partitions)
+        try:
+            count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.stdout.flush()
+    _progress(f"Processed a total of {count} messages")
+    return 0
+
+
+def _consume_group(args: argparse.Namespace) -> int:
+    """--group: subscribe; partitions come from the coordinator, offsets from the group."""
+    if args.partition is not None or args.offset is not None:
+        raise UsageError("--group cannot be combined with --partition or --offset")
+    from client import Consumer
+
+    count = 0
+    reset = "earliest" if args.from_beginning else "latest"
+    heartbeat_ms = max(1, args.session_timeout_ms // 3)
+    with Consumer(
+        bootstrap_servers=_bootstrap(args), group_id=args.group, auto_offset_reset=reset,
+        session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
+        auto_commit_interval_ms=1000,
+    ) as consumer:  # fmt: skip
+        consumer.subscribe([args.topic])
         try:
             count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
         except KeyboardInterrupt:

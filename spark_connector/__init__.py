@@ -5,10 +5,11 @@
           .option("subscribe", "events")
           .load())
 
-Options and semantics mirror Spark's built-in Kafka source (see docs/spark.md). Spark finds the
-source by itself when the project is installed (the top-level module `pyspark_odradek` holds a
-`DefaultSource`, which Spark 4.x's data source lookup registers); `register(spark)` does the
-same by hand, for a session that cannot see the installed package's modules.
+Options and semantics mirror Spark's built-in Kafka source (see spark_connector/README.md).
+Spark finds the source by itself when the project is installed (the top-level module
+`pyspark_odradek` holds a `DefaultSource`, which Spark 4.x's data source lookup registers);
+`register(spark)` does the same by hand, for a session that cannot see the installed package's
+modules.
 
 Modules: options (option checks), ranges (offset-range decisions), lookup and planning (driver
 side), fetch (executor side: one range into Arrow batches), streaming (micro-batch reader),

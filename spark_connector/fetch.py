@@ -6,9 +6,13 @@ A Spark task gets a `RangePartition` (picklable: plain values, no sockets) and c
 Spark runs one after another in the same Python worker reuse their connections.
 
 The loop, per Fetch request to the partition's leader (one partition, `fetch_max_bytes`):
-- records: the whole batches in the answer are decoded straight into column lists (msgpack
-  rows, transposed with `zip`), cut to [from, until), and turned into one `pa.RecordBatch`
-  against the explicit schema of spark_connector/schema.py; no per-row Python objects;
+- records: the whole batches in the answer are CRC-checked, their msgpack rows unpacked and
+  cut to [from, until), and all of them converted to Arrow in one call (a struct array of the
+  rows, split into its columns); offsets and timestamps are computed per batch with Arrow
+  kernels; the result is one `pa.RecordBatch` per answer against the explicit schema of
+  spark_connector/schema.py. No per-row Python work beyond msgpack's own. The next fetch is
+  sent before the answer is decoded (from the batch headers alone), so the broker serves it
+  meanwhile;
 - a lost connection or a stale-metadata error (NOT_LEADER_FOR_PARTITION, a broker killed
   mid-read, ...): refresh the metadata and ask the new leader, after a short backoff;
 - OFFSET_OUT_OF_RANGE: ask the leader for its log start and high watermark; offsets below the
@@ -196,6 +200,12 @@ async def _log_bounds(cluster: Cluster, topic: str, partition: int) -> tuple[int
     return out[0], out[1]
 
 
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """A fetch sent ahead and then not used: its error (if any) counts as seen."""
+    if not task.cancelled():
+        task.exception()
+
+
 async def _refresh(cluster: Cluster) -> None:
     # every broker unreachable for now: the caller backs off and tries again
     with contextlib.suppress(OdradekError):
@@ -212,8 +222,15 @@ class _RangeReader:
         self.empty_polls = 0
         self.last_progress_s = time.monotonic()
         self.last_error: str = "no answer yet"
+        self.ahead: tuple[int, asyncio.Task[FetchPartitionResponse | None]] | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from self._batches()
+        finally:
+            self.close()
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
         while self.offset < part.until_offset:
             self._check_stuck()
@@ -227,6 +244,7 @@ class _RangeReader:
                 self.last_error = for_code(answer.error_code).name
                 self.state.run(_refresh(self.cluster))
                 continue
+            self._fetch_ahead(answer.records)
             batch, next_offset = records_to_arrow(
                 answer.records, part.topic, part.partition, self.offset, part.until_offset,
                 part.include_headers,
@@ -240,8 +258,14 @@ class _RangeReader:
                 self._on_missing_tail(answer.log_end_offset)
 
     def _fetch_once(self) -> FetchPartitionResponse | None:
+        ahead, self.ahead = self.ahead, None
         try:
-            answer = self.state.run(_fetch(self.cluster, self.part, self.offset))
+            if ahead is not None and ahead[0] == self.offset:
+                answer = self.state.run(ahead[1])
+            else:
+                if ahead is not None:
+                    ahead[1].cancel()
+                answer = self.state.run(_fetch(self.cluster, self.part, self.offset))
         except (OdradekError, OSError) as exc:
             if isinstance(exc, InvalidBatchError):
                 raise
@@ -251,6 +275,22 @@ class _RangeReader:
         if answer is None:
             self.last_error = "the leader did not answer for this partition"
         return answer
+
+    def _fetch_ahead(self, data: bytes) -> None:
+        """Send the next fetch now, so the broker serves it while this answer is decoded."""
+        nxt = self.offset
+        for _pos, h in iter_batches(data, check_crc=False):
+            nxt = max(nxt, h.next_offset)
+        if self.offset < nxt < self.part.until_offset:
+            task = self.state.loop.create_task(_fetch(self.cluster, self.part, nxt))
+            task.add_done_callback(_retrieve)
+            self.state.run(asyncio.sleep(0))  # one loop turn: the request goes on the wire
+            self.ahead = (nxt, task)
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead[1].cancel()
+            self.ahead = None
 
     def _check_stuck(self) -> None:
         waited_s = time.monotonic() - self.last_progress_s
@@ -405,7 +445,7 @@ class _Columns:
             ]
             if include_headers:
                 arrays.append(headers)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
             raise InvalidBatchError(f"records do not fit Spark's Kafka schema: {exc}") from None
         schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -35,6 +35,10 @@ class OffsetLookup:
             self._admin = Admin(self.bootstrap, request_timeout_ms=min(self.timeout_ms, 30_000))
         return self._admin
 
+    def __getstate__(self) -> dict[str, object]:
+        """Readers holding a lookup get pickled to tasks: the open client stays behind."""
+        return {"bootstrap": self.bootstrap, "timeout_ms": self.timeout_ms, "_admin": None}
+
     def close(self) -> None:
         if self._admin is not None:
             self._admin.close()

@@ -14,11 +14,14 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
+    alter_partition_reassignments,
+    controlled_shutdown,
     create_topics,
     delete_groups,
     delete_topics,
     describe_configs,
     describe_groups,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -27,6 +30,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_fetch,
@@ -36,7 +40,15 @@ from broker.handlers import (
     update_metadata,
 )
 from protocol.api.admin import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
-from protocol.api.controller import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from protocol.api.controller import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    CONTROLLED_SHUTDOWN,
+    ELECT_LEADERS,
+    LEADER_AND_ISR,
+    LIST_PARTITION_REASSIGNMENTS,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+)
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
     DELETE_GROUPS,
@@ -70,6 +82,10 @@ HANDLERS: dict[int, Handler] = {
     DELETE_TOPICS.key: delete_topics.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
+    CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
+    ELECT_LEADERS.key: elect_leaders.handle,
+    ALTER_PARTITION_REASSIGNMENTS.key: alter_partition_reassignments.handle,
+    LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
     FIND_COORDINATOR.key: find_coordinator.handle,
     JOIN_GROUP.key: join_group.handle,
     HEARTBEAT.key: heartbeat.handle,

@@ -56,6 +56,8 @@ _FIELDS: dict[str, _Field] = {
     "min.insync.replicas": _Field("min_insync_replicas", 1, INT_MAX, False),
 }
 _UNLIMITED_TEXT = {"flush.messages": str(LONG_MAX), "flush.ms": str(LONG_MAX)}
+# Topic configs the controller reads from ZooKeeper (not the log): accepted, checked, skipped.
+CONTROLLER_BOOL_CONFIGS = frozenset({"unclean.leader.election.enable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,10 @@ class LogConfig:
         for key, text in props.items():
             if key == "fsync":
                 changes["flush_messages"] = _parse_fsync(text)
+                continue
+            if key in CONTROLLER_BOOL_CONFIGS:
+                if str(text).strip().lower() not in ("true", "false"):
+                    raise InvalidConfigError(f"{key} must be true or false, not {text!r}")
                 continue
             spec = _FIELDS.get(key)
             if spec is None:

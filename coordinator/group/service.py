@@ -202,9 +202,25 @@ class GroupCoordinator:
                  len(owned.groups))  # fmt: skip
 
     async def _load(self, owned: OwnedPartition) -> None:
+        """Catch up: replay the partition; a failure gives the partition up (the next tick
+        takes it again and retries), so it never stays stuck in Catch up."""
+        try:
+            count = await self._replay(owned)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading %s-%d failed; will retry", OFFSETS_TOPIC, owned.index)
+            if self.owned.get(owned.index) is owned:
+                self._resign(owned.index)
+            return
+        owned.state = State.READY
+        log.info("coordinator for %s-%d: loaded %d records, %d groups", OFFSETS_TOPIC,
+                 owned.index, count, len(owned.groups))  # fmt: skip
+
+    async def _replay(self, owned: OwnedPartition) -> int:
         p = self.replicas.partitions.get((OFFSETS_TOPIC, owned.index))
         if p is None:
-            return
+            return 0
         plog = p.log
         offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
         while offset < end:
@@ -214,14 +230,17 @@ class GroupCoordinator:
             data = os.pread(read.slice.fd, read.slice.length, read.slice.position)
             now = self.clock.monotonic_ms()
             for rec in decode_all(data):
-                if rec.offset >= offset:
+                if rec.offset < offset:
+                    continue
+                try:
                     ops.replay(owned.groups, decode(rec.key, rec.value), now)
                     count += 1
+                except (OdradekError, KeyError, TypeError, ValueError) as exc:
+                    log.warning("%s-%d offset %d: record skipped: %s", OFFSETS_TOPIC,
+                                owned.index, rec.offset, exc)  # fmt: skip
             offset = read.next_offset
             await asyncio.sleep(0)
-        owned.state = State.READY
-        log.info("coordinator for %s-%d: loaded %d records, %d groups", OFFSETS_TOPIC,
-                 owned.index, count, len(owned.groups))  # fmt: skip
+        return count
 
     def _locate(self, group_id: str) -> tuple[OwnedPartition | None, int]:
         if not group_id:

@@ -70,13 +70,15 @@ def test_available_now_killed_and_restarted_delivers_exactly_once(
         assert sorted(offsets) == list(range(len(offsets)))
 
 
-def test_processing_time_query_reads_new_records(spark: Any, cluster3: LocalCluster) -> None:
+def test_processing_time_query_reads_new_records_and_new_topics(
+    spark: Any, cluster3: LocalCluster
+) -> None:
     boot = cluster3.bootstrap
-    create_topic(boot, "live", 2)
-    produce(boot, "live", 20, prefix="old")  # before the query: not read (default is latest)
+    create_topic(boot, "live-a", 2)
+    produce(boot, "live-a", 20, prefix="old")  # before the query: not read (default is latest)
     query = (
-        _stream(spark, boot, subscribe="live")
-        .selectExpr("CAST(value AS STRING) AS value")
+        _stream(spark, boot, subscribePattern="live-.*")
+        .selectExpr("topic", "CAST(value AS STRING) AS value")
         .writeStream.format("memory")
         .queryName("live_sink")
         .trigger(processingTime="500 milliseconds")
@@ -84,12 +86,41 @@ def test_processing_time_query_reads_new_records(spark: Any, cluster3: LocalClus
     )
     try:
         wait_for(lambda: len(query.recentProgress) >= 1, QUERY_TIMEOUT_S, "the first batch")
-        produce(boot, "live", 50, prefix="new")
+        produce(boot, "live-a", 50, prefix="new")
+        create_topic(boot, "live-b", 1)  # appears later: read from its earliest offset
+        produce(boot, "live-b", 25, prefix="b")
+        want = sorted([("live-a", f"new{i}") for i in range(50)] +
+                      [("live-b", f"b{i}") for i in range(25)])  # fmt: skip
         deadline = time.monotonic() + QUERY_TIMEOUT_S
-        got: list[str] = []
-        while time.monotonic() < deadline and len(got) < 50:
-            got = [r.value for r in spark.sql("SELECT value FROM live_sink").collect()]
+        got: list[tuple[str, str]] = []
+        while time.monotonic() < deadline and len(got) < len(want):
+            got = sorted((r.topic, r.value) for r in spark.sql("SELECT * FROM live_sink").collect())
             time.sleep(0.5)
-        assert sorted(got) == sorted(f"new{i}" for i in range(50))
+        assert got == want
+        assert query.exception() is None
     finally:
         query.stop()
+
+
+def test_stream_to_stream_through_the_sink(
+    spark: Any, cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    boot = cluster3.bootstrap
+    create_topic(boot, "upper-in", 2)
+    create_topic(boot, "upper-out", 1)
+    produce(boot, "upper-in", 100)
+    query = (
+        _stream(spark, boot, subscribe="upper-in", startingOffsets="earliest")
+        .selectExpr("key", "upper(CAST(value AS STRING)) AS value")
+        .writeStream.format("odradek")
+        .option("bootstrap", boot)
+        .option("topic", "upper-out")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(QUERY_TIMEOUT_S)
+    assert query.exception() is None
+    out = spark.read.format("odradek").option("bootstrap", boot).option("subscribe", "upper-out")
+    rows = out.load().selectExpr("CAST(key AS STRING) k", "CAST(value AS STRING) v").collect()
+    assert sorted((r.k, r.v) for r in rows) == sorted((f"k{i % 10}", f"V{i}") for i in range(100))

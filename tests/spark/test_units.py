@@ -161,3 +161,28 @@ def test_records_to_arrow_log_append_time() -> None:
     d = batch.to_pydict()
     assert d["timestampType"] == [1, 1]
     assert [int(t.timestamp() * 1000) for t in d["timestamp"]] == [5000, 5000]
+
+
+def test_spark_data_source_lookup_finds_the_source() -> None:
+    """Spark 4.x's own lookup (run here in-process) registers "odradek" from pyspark_odradek."""
+    import io
+    import pickle
+    import struct
+
+    from pyspark.sql.worker.lookup_data_sources import _main
+
+    out = io.BytesIO()
+    _main(io.BytesIO(), out)
+    data = out.getvalue()
+    (count,) = struct.unpack_from(">i", data, 0)
+    pos, found = 4, {}
+    for _ in range(count):
+        (n,) = struct.unpack_from(">i", data, pos)
+        name = data[pos + 4 : pos + 4 + n].decode()
+        pos += 4 + n
+        (n,) = struct.unpack_from(">i", data, pos)
+        found[name] = pickle.loads(data[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    from spark_connector.source import OdradekDataSource
+
+    assert found.get("odradek") is OdradekDataSource

@@ -1,5 +1,7 @@
 """The record accumulator alone: batching, readiness, draining per node, retries, memory."""
 
+import asyncio
+
 from client.accumulator import (
     APPENDED,
     BATCH_FULL,
@@ -134,6 +136,30 @@ def test_completion_assigns_offsets_and_frees_memory() -> None:
     batch.complete(42, -1)
     assert [f.result for f in futs] == [("t", 0, 42 + i, 1000 + i) for i in range(3)]
     assert acc.used_bytes == 0 and acc.incomplete == 0
+
+
+async def test_completion_with_real_futures_skips_a_cancelled_one() -> None:
+    """The C-level fast path sets every result; a cancelled future falls back per record."""
+    loop = asyncio.get_running_loop()
+    acc = RecordAccumulator()
+    futs = [loop.create_future() for _ in range(5)]
+    for i, f in enumerate(futs):
+        add(acc, T0, None, b"v%d" % i, None, 2000 + i, f, 0)  # type: ignore[arg-type]
+    futs[2].cancel()
+    (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
+    batch.payload(0)
+    acc.done_in_flight(batch)
+    batch.complete(7, -1)
+    assert futs[2].cancelled()
+    assert [f.result() for i, f in enumerate(futs) if i != 2] == [
+        ("t", 0, 7 + i, 2000 + i) for i in (0, 1, 3, 4)
+    ]
+    more = [loop.create_future() for _ in range(3)]
+    for f in more:
+        add(acc, T0, None, b"x", None, 5, f, 0)  # type: ignore[arg-type]
+    (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
+    batch.complete(100, 999)  # LogAppendTime: the broker's timestamp for every record
+    assert [f.result() for f in more] == [("t", 0, 100 + i, 999) for i in range(3)]
 
 
 def test_requeue_goes_first_and_backs_off() -> None:

@@ -105,6 +105,30 @@ async def test_undrained_partition_is_not_fetched_again(fake1: FakeState) -> Non
         assert len(fake1.fetch_log) == fetches_after_first  # all served from the buffer
 
 
+async def test_next_fetch_goes_out_ahead_from_where_buffered_data_ends(fake1: FakeState) -> None:
+    """Prefetch: on an answer the next fetch is sent at once from the end of the buffered data;
+    no third response is held; a seek drops the prefetched data; order is kept throughout."""
+    fake1.create_topic("t", 1)
+    _fill(fake1, "t", 0, 60)  # 6 batches of 10
+    tp = TopicPartition("t", 0)
+    async with AsyncConsumer(
+        bootstrap(fake1), auto_offset_reset="earliest", max_partition_fetch_bytes=1
+    ) as consumer:  # one batch per fetch
+        consumer.assign([tp])
+        first = await consumer.poll(timeout_ms=1000, max_records=3)
+        for _ in range(50):  # the prefetch of offset 10 answers without waiting
+            if len(fake1.fetch_log) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert [parts[0][2] for _, parts in fake1.fetch_log] == [0, 10]  # two held, no third
+        rest = await _poll_all(consumer, 17)
+        assert [r.offset for r in first[tp] + rest][:20] == list(range(20))
+        consumer.seek(tp, 45)
+        after = await _poll_all(consumer, 15)
+    assert [r.offset for r in after] == list(range(45, 60))
+
+
 async def test_one_fetch_per_node_carrying_all_its_partitions(fake3: FakeState) -> None:
     fake3.create_topic("m", 6)  # leaders 1,2,3,1,2,3
     for p in range(6):

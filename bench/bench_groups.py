@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Consumer-group measurements: rebalance time and group consume throughput.
+
+1. Starts a local cluster (ZooKeeper + 3 brokers) in a temporary directory.
+2. Rebalance time, 10 consumers (one process, asyncio) on a topic of 30 partitions, range
+   assignor, session timeout 3 s, heartbeat interval 300 ms:
+   - join: an 11th consumer subscribes; time until every member holds the same new generation
+     and the 30 partitions are covered exactly once. The member then leaves (LeaveGroup).
+   - kill: one of the 10 stops without a LeaveGroup (its heartbeats and connections simply end,
+     as a SIGKILLed process's would); time until the 9 others hold all 30 partitions. This
+     includes the session timeout, which is how the coordinator learns of the death.
+   Each is repeated `--runs` times (default 10); p50 and min/max are printed.
+3. Throughput: `--records` 100-byte records in a 6-partition topic, read by a group of 1 and then
+   a group of 3 consumers, each consumer a separate process started at the same time (auto
+   commit on, so partitions moved by the group's first rebalances are not read twice);
+   records/s from the first record received to the last.
+
+Prints a Markdown table and writes JSON lines to bench/results/groups-<time>.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic  # noqa: E402
+
+SESSION_MS = 3000
+HEARTBEAT_MS = 300
+OPTS = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
+        "enable_auto_commit": False, "auto_offset_reset": "earliest",
+        "fetch_max_wait_ms": 100}  # fmt: skip
+
+
+class Polling:
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str) -> None:
+        self.consumer = AsyncConsumer(bootstrap, group_id=group, client_id=name, **OPTS)  # type: ignore[arg-type]
+        self.consumer.subscribe([topic])
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await self.consumer.poll(timeout_ms=100)
+
+    @property
+    def generation(self) -> int:
+        group = self.consumer._group
+        assert group is not None
+        return group.membership.generation
+
+    async def leave(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self.consumer.close()
+
+    async def crash(self) -> None:
+        """Stop like a killed process: no LeaveGroup, no commit, connections dropped."""
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        group = self.consumer._group
+        assert group is not None
+        await group.membership.close(leave=False)
+        group.enable_auto_commit = False
+        await self.consumer.close()
+
+
+def stable(members: list[Polling], partitions: int) -> bool:
+    gens = {m.generation for m in members}
+    owned = [tp for m in members for tp in m.consumer.assignment()]
+    return len(gens) == 1 and len(owned) == partitions and len(set(owned)) == partitions
+
+
+async def until(check, timeout_s: float = 60.0) -> float:  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError("group did not settle")
+        await asyncio.sleep(0.005)
+    return time.monotonic() - start
+
+
+async def rebalance_times(bootstrap: str, runs: int) -> dict[str, list[float]]:
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic("rb30", 30, 1)])
+    out: dict[str, list[float]] = {"join": [], "kill": []}
+    members = [Polling(bootstrap, "rb", "rb30", f"c{i:02d}") for i in range(10)]
+    await until(lambda: stable(members, 30), 120)
+    for run in range(runs):
+        t0 = time.monotonic()
+        extra = Polling(bootstrap, "rb", "rb30", f"new{run:02d}")
+        grown = [*members, extra]
+        await until(lambda grown=grown: stable(grown, 30))
+        out["join"].append(time.monotonic() - t0)
+        await extra.leave()
+        await until(lambda: stable(members, 30))
+        victim = members.pop(0)
+        t0 = time.monotonic()
+        await victim.crash()
+        await until(lambda: stable(members, 30))
+        out["kill"].append(time.monotonic() - t0)
+        members.append(Polling(bootstrap, "rb", "rb30", f"r{run:02d}"))
+        await until(lambda: stable(members, 30))
+        print(f"run {run}: join {out['join'][-1]:.3f} s, kill {out['kill'][-1]:.3f} s",
+              file=sys.stderr)  # fmt: skip
+    for m in members:
+        await m.leave()
+    return out
+
+
+def _consume_process(bootstrap: str, group: str, topic: str, total: int, q) -> None:  # type: ignore[no-untyped-def]
+    async def run() -> tuple[int, float, float]:
+        opts = {**OPTS, "enable_auto_commit": True}  # revoking members commit: no re-reads
+        consumer = AsyncConsumer(bootstrap, group_id=group, max_poll_records=5000, **opts)  # type: ignore[arg-type]
+        consumer.subscribe([topic])
+        count, first, last, idle_since = 0, 0.0, 0.0, time.monotonic()
+        while time.monotonic() - idle_since < 3.0:
+            polled = await consumer.poll(timeout_ms=200)
+            n = sum(len(v) for v in polled.values())
+            if n:
+                now = time.monotonic()
+                first = first or now
+                count, last, idle_since = count + n, now, now
+        await consumer.close()
+        return count, first, last
+
+    q.put(asyncio.run(run()))
+
+
+async def fill(bootstrap: str, topic: str, records: int) -> None:
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 6, 1)])
+    value = b"x" * 100
+    async with AsyncProducer(bootstrap) as producer:
+        per = records // 6
+        for p in range(6):
+            for i in range(0, per, 10_000):
+                await producer.send_batch(topic, [value] * min(10_000, per - i), partition=p)
+        await producer.flush()
+
+
+def throughput(bootstrap: str, topic: str, consumers: int, total: int) -> dict[str, float]:
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    group = f"tp-{consumers}-{time.time_ns()}"
+    procs = [ctx.Process(target=_consume_process, args=(bootstrap, group, topic, total, q))
+             for _ in range(consumers)]  # fmt: skip
+    start = time.time()
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    count = sum(r[0] for r in results)
+    first = min(r[1] for r in results if r[0])
+    last = max(r[2] for r in results if r[0])
+    del start
+    return {"consumers": consumers, "records": count, "seconds": last - first,
+            "records_per_s": count / (last - first)}  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--records", type=int, default=600_000)
+    args = ap.parse_args()
+    from deploy.cluster import LocalCluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-groups-"))
+    cluster = LocalCluster(tmp / "cluster", brokers=3, progress=lambda s: print(s, file=sys.stderr))
+    lines: list[dict[str, object]] = []
+    try:
+        bootstrap = cluster.up()
+        times = asyncio.run(rebalance_times(bootstrap, args.runs))
+        for kind, values in times.items():
+            lines.append({"measure": f"rebalance_{kind}", "runs": values,
+                          "p50_s": statistics.median(values)})  # fmt: skip
+        asyncio.run(fill(bootstrap, "tput", args.records))
+        for n in (1, 3):
+            lines.append({"measure": "group_throughput", **throughput(bootstrap, "tput", n,
+                                                                       args.records)})  # fmt: skip
+    finally:
+        cluster.down(purge=True)
+    results = ROOT / "bench" / "results"
+    results.mkdir(exist_ok=True)
+    with (results / f"groups-{time.strftime('%Y%m%d-%H%M%S')}.jsonl").open("w") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    print("| measurement | result |\n| --- | --- |")
+    for line in lines:
+        if line["measure"] == "group_throughput":
+            print(f"| group consume, {line['consumers']} consumer(s) | "
+                  f"{line['records_per_s']:,.0f} records/s ({line['records']:,} in "
+                  f"{line['seconds']:.2f} s) |")  # fmt: skip
+        else:
+            runs = line["runs"]
+            assert isinstance(runs, list)
+            print(
+                f"| {line['measure']} (10 consumers, 30 partitions) | p50 {line['p50_s']:.3f} s "
+                f"(min {min(runs):.3f}, max {max(runs):.3f}) |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
