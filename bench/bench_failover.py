@@ -27,6 +27,7 @@ import asyncio
 import bisect
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -248,6 +249,7 @@ def main() -> int:
         progress=lambda s: print(s, file=sys.stderr),
     )  # fmt: skip
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    load_before = os.getloadavg()
     try:
         cluster.up()
         with Admin(cluster.bootstrap) as admin:
@@ -269,7 +271,8 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {"started": started, "session_timeout_ms": SESSION_TIMEOUT_MS,
               "failovers": failovers, "throughput": tput,
-              "prober_errors": prober.errors}  # fmt: skip
+              "prober_errors": prober.errors,
+              "load_average_before_after": [load_before, os.getloadavg()]}  # fmt: skip
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(table(failovers, tput))
     print(f"\nraw results: {out.relative_to(ROOT)}", file=sys.stderr)

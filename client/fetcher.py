@@ -1,8 +1,10 @@
 """The consumer's fetch path (seed 001), in small steps.
 
 1. `plan()` groups the fetchable partitions by leader node: assigned, not paused, with a
-   position, no undrained records buffered, not already in a fetch on the wire. At most one
-   fetch is in flight per node.
+   position, not already in a fetch on the wire, and fewer than two responses buffered. A
+   partition with one buffered response is fetched ahead from where it ends (prefetch, as
+   Kafka's fetcher does), so the broker works while the client decodes and the user processes.
+   At most one fetch is in flight per node.
 2. `send_fetches()` sends one FetchRequest per node carrying all its planned partitions, each
    from its current position, as a background task. The partition order rotates between
    requests so a partition near the end of a full response is not starved.
@@ -11,7 +13,9 @@
    are decoded (those below the fetch offset inside the first batch skipped) and buffered as a
    `CompletedFetch`; OFFSET_OUT_OF_RANGE asks for a position reset; an error that means stale
    metadata (NOT_LEADER_FOR_PARTITION, ...) refreshes the metadata, so the next fetch goes to
-   the new leader; other errors are raised from the next `poll`.
+   the new leader; other errors are raised from the next `poll`. When an answer brought data,
+   the next fetch to that node is sent at once, before anything is decoded; batches are CRC
+   checked on arrival and their records decoded when first handed out.
 4. `drain(max_records)` hands out buffered records, advancing positions as records are handed
    out (never as they arrive); what is left over stays buffered for the next poll.
 
@@ -103,7 +107,11 @@ class CompletedFetch:
             self.records = decode_scanned(self.tp, self.data, self.batches, self.position)
             self.data = b""
             self.batches = []
-        chunk = self.records[self.index : self.index + n]
+        records = self.records
+        if self.index == 0 and n >= len(records):
+            chunk = records  # all of it, the common case: handed over, not copied
+        else:
+            chunk = records[self.index : self.index + n]
         self.index += len(chunk)
         self.position = chunk[-1].offset + 1 if chunk else self.position
         return chunk
@@ -273,15 +281,15 @@ class Fetcher:
         )  # fmt: skip
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
-        """One fetch; on an answer the next fetch to the node goes out at once (prefetch)."""
+        """One fetch; when its answer brought data, the next fetch to the node goes out at once
+        (prefetch). An empty answer leaves the next fetch to `poll`: no background polling."""
         cfg = self._config
-        answered = False
+        got_data = False
         try:
             conn = await self._cluster.connection(node)
             timeout = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
             resp = await conn.send(self.build_request(parts), timeout)
-            self._on_response(parts, resp)
-            answered = True
+            got_data = self._on_response(parts, resp)
         except OdradekError as exc:
             if not exc.retriable:
                 self._errors.append(exc)
@@ -294,47 +302,53 @@ class Fetcher:
             self._in_flight.pop(node, None)
             self._in_flight_tps.difference_update(tp for tp, _ in parts)
             self._ready.set()
-        if answered and not self._closed:
+        if got_data and not self._closed:
             self.send_fetches()
 
-    def _on_response(self, parts: list[tuple[TopicPartition, int]], resp: FetchResponse) -> None:
+    def _on_response(self, parts: list[tuple[TopicPartition, int]], resp: FetchResponse) -> bool:
+        """Handle each partition's answer; True when any buffered new data."""
         offsets = dict(parts)
+        got_data = False
         for topic in resp.topics:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition)
                 fetch_offset = offsets.get(tp)
                 if fetch_offset is not None:
-                    self._on_partition(tp, fetch_offset, p)
+                    got_data = self._on_partition(tp, fetch_offset, p) or got_data
+        return got_data
 
     def _on_partition(
         self, tp: TopicPartition, fetch_offset: int, p: FetchPartitionResponse
-    ) -> None:
+    ) -> bool:
+        """Buffer one partition's answer if it is still wanted; True when it held new data."""
         subs = self._subs
         head = self._buffer.get(tp)
         if not subs.is_fetchable(tp):  # checked first: position() raises for unassigned ones
-            return
+            return False
         expected = head.next_offset if head is not None else subs.position(tp)
         if expected != fetch_offset:
-            return  # paused, unassigned or sought meanwhile: this data is stale
+            return False  # paused, unassigned or sought meanwhile: this data is stale
         if p.error_code != 0:
             if head is None:  # a prefetch's error waits: the fetch after the head meets it
                 self._on_partition_error(tp, fetch_offset, for_code(p.error_code))
-            return
+            return False
         subs.set_high_watermark(tp, p.high_watermark)
         if not p.records:
-            return
+            return False
         try:
             batches, next_offset = scan_fetched(p.records, fetch_offset, self._config.check_crcs)
         except OdradekError as exc:
             if head is None:
                 self._errors.append(exc)
-            return
+            return False
         if next_offset > fetch_offset:
             fetched = CompletedFetch(tp, p.records, batches, fetch_offset, next_offset)
             if head is None:
                 self._buffer[tp] = fetched
             else:
                 self._next[tp] = fetched
+            return True
+        return False
 
     def _on_partition_error(
         self, tp: TopicPartition, offset: int, error: type[OdradekError]

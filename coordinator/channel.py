@@ -15,7 +15,9 @@ again (one LeaderAndIsr and one UpdateMetadata), which supersedes everything dro
 
 `send_leaders_first(channel, requests, leaders)`: LeaderAndIsr to the new leaders first, to the
 others once every leader answered (or after `LEADERS_FIRST_WAIT_S`, if one does not), so
-followers never ask a leader-to-be for data before it knows it leads.
+followers never ask a leader-to-be for data before it knows it leads. The followers' requests
+are queued at once behind a gate (`send(..., gate=)`), so per-broker order is kept: a later
+StopReplica can never overtake an earlier LeaderAndIsr.
 
 `RecordingChannel` implements the same interface and only records what would be sent (and
 answers every request at once with None): the controller's logic is tested with it, without
@@ -54,7 +56,11 @@ class ControllerChannel(Protocol):
     def remove_broker(self, broker_id: int) -> None: ...
 
     def send(
-        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+        self,
+        broker_id: int,
+        request: Any,
+        on_response: ResponseCallback | None = None,
+        gate: asyncio.Event | None = None,
     ) -> None: ...
 
     async def close(self) -> None: ...
@@ -66,6 +72,7 @@ class ControllerChannel(Protocol):
 class _Queued:
     request: Any
     on_response: ResponseCallback | None
+    gate: asyncio.Event | None = None  # delivered only once set; later requests wait behind it
 
 
 class _BrokerSender:
@@ -90,6 +97,8 @@ class _BrokerSender:
             item = await self.queue.get()
             self.busy = True
             try:
+                if item.gate is not None:
+                    await item.gate.wait()
                 response = await self._deliver(item.request)
             finally:
                 self.busy = False
@@ -170,14 +179,18 @@ class BrokerChannel:
             task.add_done_callback(self._closing.discard)
 
     def send(
-        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+        self,
+        broker_id: int,
+        request: Any,
+        on_response: ResponseCallback | None = None,
+        gate: asyncio.Event | None = None,
     ) -> None:
         sender = self._senders.get(broker_id)
         if sender is None:
             log.warning("no channel to broker %d; %s dropped", broker_id, type(request).__name__)
             return
         try:
-            sender.queue.put_nowait(_Queued(request, on_response))
+            sender.queue.put_nowait(_Queued(request, on_response, gate))
         except asyncio.QueueFull:
             log.warning("queue to broker %d is full: dropped; full resync", broker_id)
             while not sender.queue.empty():
@@ -213,33 +226,29 @@ def send_leaders_first(
     leaders: set[int],
     wait_s: float = LEADERS_FIRST_WAIT_S,
 ) -> None:
-    """Send `requests` (broker id -> request): to the brokers in `leaders` at once, to the rest
-    when all of those have answered or `wait_s` has passed, whichever comes first."""
+    """Send `requests` (broker id -> request): the brokers in `leaders` get theirs at once; the
+    others' are queued now (so whatever is sent to them later still comes after) behind a gate
+    that opens when all of those leaders have answered or `wait_s` has passed."""
     first = [b for b in requests if b in leaders]
     rest = [b for b in requests if b not in leaders]
     if not first or not rest:
         for b, request in requests.items():
             channel.send(b, request)
         return
+    gate = asyncio.Event()
     waiting = set(first)
-    done = False
-
-    def send_rest() -> None:
-        nonlocal done
-        if not done:
-            done = True
-            timer.cancel()
-            for b in rest:
-                channel.send(b, requests[b])
+    timer = asyncio.get_running_loop().call_later(wait_s, gate.set)
 
     def answered(broker_id: int, _response: Any) -> None:
         waiting.discard(broker_id)
         if not waiting:
-            send_rest()
+            timer.cancel()
+            gate.set()
 
-    timer = asyncio.get_running_loop().call_later(wait_s, send_rest)
     for b in first:
         channel.send(b, requests[b], answered)
+    for b in rest:
+        channel.send(b, requests[b], None, gate)
 
 
 @dataclass
@@ -257,7 +266,11 @@ class RecordingChannel:
         self.brokers.pop(broker_id, None)
 
     def send(
-        self, broker_id: int, request: Any, on_response: ResponseCallback | None = None
+        self,
+        broker_id: int,
+        request: Any,
+        on_response: ResponseCallback | None = None,
+        gate: asyncio.Event | None = None,
     ) -> None:
         assert broker_id in self.brokers, f"send to unknown broker {broker_id}"
         self.sent.append((broker_id, request))

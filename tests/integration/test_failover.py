@@ -163,13 +163,18 @@ def _produce_raw(
         return -1
 
 
-def _send_all(bootstrap: str, topic: str, partition: int, values: list[bytes]) -> list[int]:
+def _send_all(
+    bootstrap: str, topic: str, partition: int, values: list[bytes], timeout_ms: int = 5000
+) -> list[int]:
+    """acks=all, in order; a request that times out is retried (and may then be stored twice:
+    callers that expect exact offsets use a timeout longer than any wait they cause)."""
     with Producer(
-        bootstrap, acks="all", linger_ms=2, max_in_flight_per_partition=1, request_timeout_ms=5000
-    ) as producer:
+        bootstrap, acks="all", linger_ms=2, max_in_flight_per_partition=1,
+        request_timeout_ms=timeout_ms,
+    ) as producer:  # fmt: skip
         futures = [producer.send(topic, v, partition=partition) for v in values]
         producer.flush()
-        return [f.result(60).offset for f in futures]
+        return [f.result(120).offset for f in futures]
 
 
 def _read_all(bootstrap: str, topic: str, partition: int, count: int) -> list[tuple[int, bytes]]:
@@ -498,7 +503,8 @@ def test_follower_disk_failure_leaves_isr_and_leader_keeps_serving(
         while not shrunk():  # writes keep coming; the victim cannot append them
             assert time.monotonic() < deadline, "the failed follower stayed in the ISR"
             batch = [b"during-%d" % (len(values) + i) for i in range(20)]
-            _send_all(cluster.bootstrap, topic, 0, batch)
+            # acks=all waits until the leader drops the victim from the ISR (lag 10 s)
+            _send_all(cluster.bootstrap, topic, 0, batch, timeout_ms=60_000)
             values += batch
             time.sleep(0.2)
         after = [b"after-%d" % i for i in range(100)]
@@ -507,6 +513,8 @@ def test_follower_disk_failure_leaves_isr_and_leader_keeps_serving(
         d = _part(cluster, topic, 0)
         assert d is not None and d.leader == leader and len(d.isr) == 2, d
         assert victim not in d.isr
+        broker_log = (cluster.dir / f"broker-{victim}.log").read_text(errors="replace")
+        assert f"{topic}-0: disk failure" in broker_log  # it left for the reason we caused
     finally:
         _chattr("-i", segment)
     got = _read_all(cluster.bootstrap, topic, 0, 150 + len(values))

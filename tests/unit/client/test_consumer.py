@@ -129,6 +129,20 @@ async def test_next_fetch_goes_out_ahead_from_where_buffered_data_ends(fake1: Fa
     assert [r.offset for r in after] == list(range(45, 60))
 
 
+async def test_empty_answers_do_not_fetch_in_the_background(fake1: FakeState) -> None:
+    fake1.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    async with AsyncConsumer(
+        bootstrap(fake1), auto_offset_reset="earliest", fetch_max_wait_ms=0
+    ) as consumer:
+        consumer.assign([tp])
+        assert await consumer.poll(timeout_ms=50) == {}
+        await asyncio.sleep(0.02)
+        fetches = len(fake1.fetch_log)
+        await asyncio.sleep(0.1)  # not polling: no fetch goes out on its own
+        assert len(fake1.fetch_log) == fetches
+
+
 async def test_one_fetch_per_node_carrying_all_its_partitions(fake3: FakeState) -> None:
     fake3.create_topic("m", 6)  # leaders 1,2,3,1,2,3
     for p in range(6):

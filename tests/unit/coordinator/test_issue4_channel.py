@@ -16,16 +16,20 @@ from protocol.errors import NotControllerError
 
 
 class HoldingChannel:
-    """Records sends and keeps the callbacks, so a test decides when brokers answer."""
+    """Records sends with their gates and keeps the callbacks, so a test decides when brokers
+    answer; `delivered()` is what a real channel would have handed over by now."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[int, str]] = []
+        self.sent: list[tuple[int, str, asyncio.Event | None]] = []
         self.callbacks: dict[int, Any] = {}
 
-    def send(self, broker_id: int, request: Any, on_response: Any = None) -> None:
-        self.sent.append((broker_id, request))
+    def send(self, broker_id: int, request: Any, on_response: Any = None, gate: Any = None) -> None:
+        self.sent.append((broker_id, request, gate))
         if on_response is not None:
             self.callbacks[broker_id] = on_response
+
+    def delivered(self) -> list[tuple[int, str]]:
+        return [(b, r) for b, r, gate in self.sent if gate is None or gate.is_set()]
 
     def answer(self, broker_id: int) -> None:
         self.callbacks.pop(broker_id)(broker_id, None)
@@ -34,33 +38,61 @@ class HoldingChannel:
 async def test_followers_hear_only_after_every_new_leader_answered() -> None:
     channel = HoldingChannel()
     send_leaders_first(channel, {1: "a", 2: "b", 3: "c"}, leaders={2, 3})  # type: ignore[arg-type]
-    assert channel.sent == [(2, "b"), (3, "c")]
+    assert [b for b, _, _ in channel.sent] == [2, 3, 1]  # queued in order...
+    assert channel.delivered() == [(2, "b"), (3, "c")]  # ...but 1 waits behind the gate
     channel.answer(2)
-    assert [b for b, _ in channel.sent] == [2, 3]
+    assert channel.delivered() == [(2, "b"), (3, "c")]
     channel.answer(3)
-    assert channel.sent[-1] == (1, "a")
-    await asyncio.sleep(0.02)
-    assert len(channel.sent) == 3  # the fallback timer was cancelled: nothing sent twice
+    assert channel.delivered() == [(2, "b"), (3, "c"), (1, "a")]
 
 
 async def test_followers_are_not_held_forever_by_a_silent_leader() -> None:
     channel = HoldingChannel()
     send_leaders_first(channel, {1: "a", 2: "b"}, leaders={2}, wait_s=0.01)  # type: ignore[arg-type]
-    assert channel.sent == [(2, "b")]
+    assert channel.delivered() == [(2, "b")]
     for _ in range(100):
-        if len(channel.sent) == 2:
+        if len(channel.delivered()) == 2:
             break
         await asyncio.sleep(0.01)
-    assert channel.sent == [(2, "b"), (1, "a")]
-    channel.answer(2)  # a late answer sends nothing again
+    assert channel.delivered() == [(2, "b"), (1, "a")]
+    channel.answer(2)  # a late answer changes nothing
     assert len(channel.sent) == 2
 
 
 async def test_without_leaders_among_recipients_everything_goes_at_once() -> None:
     channel = HoldingChannel()
     send_leaders_first(channel, {1: "a", 2: "b"}, leaders={-1})  # type: ignore[arg-type]
-    assert channel.sent == [(1, "a"), (2, "b")]
+    assert channel.delivered() == [(1, "a"), (2, "b")]
     assert channel.callbacks == {}
+
+
+async def test_a_gated_request_holds_back_later_requests_to_that_broker() -> None:
+    delivered: list[str] = []
+
+    class Recording:
+        closed = False
+
+        async def send(self, request: Any, timeout_ms: float | None = None) -> Any:
+            delivered.append(request)
+            return "ok"
+
+        async def close(self) -> None:
+            return None
+
+    async def connect(host: str, port: int) -> Any:
+        return Recording()
+
+    channel = BrokerChannel(1, connect=connect)
+    channel.add_broker(2, "127.0.0.1", 1)
+    gate = asyncio.Event()
+    channel.send(2, "leader-and-isr", None, gate)
+    channel.send(2, "stop-replica")
+    assert not await channel.flush(0.05)
+    assert delivered == []  # the StopReplica did not overtake
+    gate.set()
+    assert await channel.flush(1.0)
+    assert delivered == ["leader-and-isr", "stop-replica"]
+    await channel.close()
 
 
 class SlowConnection:
