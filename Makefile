@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 
-.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log bench-spark clean
+.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark clean
 
 setup: $(STAMP)
 
@@ -57,6 +57,12 @@ bench: setup zookeeper
 
 bench-spark: setup zookeeper
 	$(BIN)/python bench/bench_spark.py
+
+bench-failover: setup zookeeper
+	$(BIN)/python bench/bench_failover.py
+
+bench-groups: setup zookeeper
+	$(BIN)/python bench/bench_groups.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
