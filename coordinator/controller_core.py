@@ -416,6 +416,7 @@ class Controller:
         return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
 
     async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
+        await self._refresh_unclean({t for b in dead for t, _ in self.ctx.partitions_on(b)})
         live = self.ctx.eligible_ids
         decisions: dict[TopicPartition, Decide] = {}
         for tp in self.ctx.partitions():
@@ -435,7 +436,17 @@ class Controller:
             for tp in self.ctx.partitions_on(b):
                 if tp[0] not in self.ctx.deleting:
                     self.ctx.move_replica(tp, b, ReplicaState.ONLINE)
+        offline = {tp[0] for tp in self.ctx.partitions() if self.ctx.leader_of(tp) == -1}
+        await self._refresh_unclean(offline)
         return await self._elect_where_needed(self.ctx.partitions())
+
+    async def _refresh_unclean(self, topics: set[str]) -> None:
+        """Read unclean.leader.election.enable again where an election may need it, so a
+        change of /config/topics/<t> counts without a controller restart (Kafka reads it when
+        it elects)."""
+        for topic in sorted(topics):
+            if topic in self.ctx.assignments:
+                self.ctx.unclean[topic] = await self._read_unclean(topic)
 
     # ----- TOPIC_CHANGE and TOPIC_DELETION --------------------------------------------------
 

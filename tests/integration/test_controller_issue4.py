@@ -25,7 +25,7 @@ from coordinator.controller_admin import (
 from coordinator.isr import ZkIsrWriter
 from coordinator.reassignment import REASSIGN_PARTITIONS
 from coordinator.states import ReplicaState
-from coordinator.zk_paths import LeaderIsrState
+from coordinator.zk_paths import LeaderIsrState, TopicConfig
 from protocol.api.controller import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.errors import (
     ElectionNotNeededError,
@@ -99,18 +99,21 @@ async def test_replicated_isr_failover_and_return(cluster: Cluster) -> None:
     await eventually(lambda: state_is(cluster, "r", 0, 2, [2]), "2 leads again")
 
 
-@pytest.mark.parametrize("unclean", [False, True])
-async def test_unclean_election_follows_the_topic_config(cluster: Cluster, unclean: bool) -> None:
+@pytest.mark.parametrize("unclean", ["off", "on", "on later"])
+async def test_unclean_election_follows_the_topic_config(cluster: Cluster, unclean: str) -> None:
     await start_controller(cluster, [3, 1, 2], replicated=True)  # 3 is the controller
-    configs = {"unclean.leader.election.enable": "true"} if unclean else {}
+    configs = {"unclean.leader.election.enable": "true"} if unclean == "on" else {}
     await topics.create_topic(cluster.admin, "u", 1, 2, configs, [1, 2])
     await eventually(lambda: state_is(cluster, "u", 0, 1, [1, 2]), "created")
     await rejoin_isr(cluster, "u", 0, [1])  # 2 fell behind: the leader shrank the ISR
     await cluster.kill_broker(2)
     await cluster.kill_broker(1)
     await eventually(lambda: state_is(cluster, "u", 0, -1, [1]), "offline")
+    if unclean == "on later":  # the config changed in ZooKeeper: read at election time
+        config = TopicConfig({"unclean.leader.election.enable": "true"}).encode()
+        await cluster.admin.set("/config/topics/u", config)
     await cluster.add_broker(2)  # a replica outside the ISR returns
-    if unclean:
+    if unclean != "off":
         await eventually(lambda: state_is(cluster, "u", 0, 2, [2]), "2 leads (unclean)")
         return
     controller = active(cluster, 3)
