@@ -232,8 +232,9 @@ class ReplicaManager:
         except (OdradekError, OSError) as exc:
             code, message = _error(exc)
             return AppendOutcome(code, error_message=message)
-        p.notify_replica_waiters()
-        p.update_high_watermark()
+        if not info.duplicate:  # a retry of a stored batch appended nothing
+            p.notify_replica_waiters()
+            p.update_high_watermark()
         durable = None
         if p.log.config.flush_messages == 1:
             durable = self.flusher.wait_durable(p.log, info.last_offset)

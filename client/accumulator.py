@@ -16,6 +16,15 @@ Memory: every record's estimated size is counted in `used_bytes` from `append` u
 completes (acknowledged, failed or expired); the producer refuses to append past `buffer_memory`
 and waits instead (back-pressure). Bulk batches (`append_built`) are counted by their bytes.
 
+Idempotence (`producer_id` >= 0, KIP-98 without transactions): a batch gets its partition's
+next sequence number when it is first drained (base_sequence; the counter moves on by its record
+count) and keeps it, and its bytes, on every retry; a retried batch goes back into its queue in
+sequence order (before the batches not sent yet), so retries reach the broker in order even
+with up to 5 batches in flight. `reset_producer` (after a batch with a sequence failed for
+good) starts a new producer id with every sequence at 0: the broker accepts any first sequence
+from an id it does not know, while the failed batch's gap would refuse the old id's next ones.
+Sequence order is compared without wrap-around (2**31 batches' records per partition).
+
 Batch life: open (taking records) -> closed (full or drained) -> in flight -> done, or back to
 the queue's front on a retriable error, until `delivery_timeout_ms` after its creation.
 """
@@ -31,9 +40,10 @@ from itertools import repeat
 from typing import Any
 
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
-from protocol.batch import CODEC_NONE, build_batch
+from protocol.batch import CODEC_NONE, NO_PRODUCER_ID, build_batch, with_producer
 from protocol.errors import OdradekError
 
+SEQUENCE_MODULUS = 2**31  # sequences are int32 counters that wrap to 0
 RECORD_OVERHEAD_BYTES = 12  # msgpack row framing and deltas, roughly
 NO_LEADER = -1
 APPENDED, NEW_BATCH, BATCH_FULL, NEEDS_BATCH = 0, 1, 2, 3
@@ -56,6 +66,7 @@ class ProducerBatch:
 
     __slots__ = (
         "attempts",
+        "base_sequence",
         "built",
         "bulk_future",
         "closed",
@@ -64,6 +75,8 @@ class ProducerBatch:
         "futures",
         "headers",
         "keys",
+        "producer_epoch",
+        "producer_id",
         "record_count",
         "retry_at_ms",
         "size_bytes",
@@ -92,12 +105,18 @@ class ProducerBatch:
         self.retry_at_ms = 0
         self.attempts = 0
         self.closed = False
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = -1
+        self.base_sequence = -1
 
     def payload(self, codec: int) -> bytes:
         """The record batch bytes; built once and reused on every retry."""
         if self.built is None:
             records = list(zip(self.keys, self.values, self.headers, self.stamps, strict=True))
-            self.built = build_batch(records, codec=codec)
+            self.built = build_batch(
+                records, codec=codec, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+            )  # fmt: skip
             self.keys, self.values, self.headers = [], [], []  # in `built` now
         return self.built
 
@@ -161,6 +180,7 @@ class RecordAccumulator:
         delivery_timeout_ms: int = 120_000,
         max_in_flight_per_partition: int = 5,
         codec: int = CODEC_NONE,
+        producer_id: int = NO_PRODUCER_ID,
     ) -> None:
         self.batch_size = batch_size
         self.buffer_memory = buffer_memory
@@ -176,6 +196,9 @@ class RecordAccumulator:
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records
         self._in_flight: dict[TopicPartition, int] = {}
+        self.producer_id = producer_id  # >= 0: idempotent (see the module docstring)
+        self.producer_epoch = 0
+        self._next_sequence: dict[TopicPartition, int] = {}
 
     # ----- appending --------------------------------------------------------------------------
 
@@ -321,21 +344,47 @@ class RecordAccumulator:
             if not batch.closed:
                 self._close_open(tp)
             batch.attempts += 1
+            if self.producer_id >= 0 and batch.base_sequence < 0:
+                self._assign_sequence(batch)
             self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
             request_bytes[leader] = used + size
             out.setdefault(leader, []).append(batch)
         return out
 
+    def _assign_sequence(self, batch: ProducerBatch) -> None:
+        seq = self._next_sequence.get(batch.tp, 0)
+        count = batch.record_count if batch.bulk_future is not None else len(batch.stamps)
+        self._next_sequence[batch.tp] = (seq + count) % SEQUENCE_MODULUS
+        batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+        batch.base_sequence = seq
+        if batch.built is not None:  # a bulk batch, built without the producer fields
+            batch.built = with_producer(batch.built, self.producer_id, self.producer_epoch, seq)
+
+    def reset_producer(self, producer_id: int) -> None:
+        """Continue as a new idempotent producer: new id, every partition's sequence at 0."""
+        self.producer_id = producer_id
+        self._next_sequence.clear()
+
     # ----- outcomes ---------------------------------------------------------------------------
 
     def requeue(self, batch: ProducerBatch, retry_at_ms: int) -> None:
-        """A retriable failure: back to the front of its queue, sent again after the backoff."""
+        """A retriable failure: back to the front of its queue, sent again after the backoff.
+
+        A batch with a sequence goes before the first queued batch with a later sequence or
+        none, so an idempotent producer's retries go out in sequence order."""
         self._release_slot(batch.tp)
         batch.retry_at_ms = retry_at_ms
         queue = self._queues.get(batch.tp)
         if queue is None:
             queue = self._queues[batch.tp] = deque()
-        queue.appendleft(batch)
+        at = 0
+        if batch.base_sequence >= 0:
+            for at, queued in enumerate(queue):  # noqa: B007 - `at` is used after the loop
+                if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
+                    break
+            else:
+                at = len(queue)
+        queue.insert(at, batch)
 
     def done_in_flight(self, batch: ProducerBatch) -> None:
         """An in-flight batch finished for good (acknowledged or failed)."""

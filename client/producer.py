@@ -15,9 +15,17 @@ node as its own task (requests to a node are pipelined on one connection). Per p
 - anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail.
 With acks=0 the request gets no answer and offsets are -1.
 
-Delivery is at least once: a batch whose answer was lost (connection dropped, request timed
-out) is sent again and may be stored twice. With `max_in_flight_per_partition` above 1, a retried
-batch may land after a later one; set it to 1 for strict per-partition order under retries.
+Idempotence (`enable_idempotence`, on by default as in Kafka since 3.0, effective only with
+acks=all): the producer picks its own producer id at start, a random positive 63-bit integer
+(no InitProducerId round trip; two producers colliding is negligible, about n**2 / 2**64), with
+epoch 0, and numbers each partition's batches (client/accumulator.py). The leader stores a
+retried batch only once and answers its first copy's offset (broker/producer_state.py), so each
+acknowledged record is stored exactly once and in order, with up to 5 batches in flight per
+partition. A batch that fails for good makes the producer continue under a new id.
+
+Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
+answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
+and with `max_in_flight_per_partition` above 1 a retried batch may land after a later one.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import secrets
 import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -45,7 +54,7 @@ from client.cluster import Cluster, ClusterMetadata
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
-from protocol.batch import CODECS, HEADER_BYTES, build_batch_from_values
+from protocol.batch import CODECS, HEADER_BYTES, NO_PRODUCER_ID, build_batch_from_values
 from protocol.errors import (
     MessageTooLargeError,
     OdradekError,
@@ -58,7 +67,16 @@ from protocol.errors import (
 from protocol.schema import Records
 
 BULK_BATCH_BYTES = 256 * 1024
+ACKS_ALL = -1
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
+
+
+MAX_IDEMPOTENT_IN_FLIGHT = 5  # the batches per producer a broker remembers per partition
+
+
+def new_producer_id() -> int:
+    """A random positive 63-bit producer id (collisions between producers are negligible)."""
+    return 1 + secrets.randbelow(2**63 - 1)
 
 
 def parse_acks(acks: int | str) -> int:
@@ -85,6 +103,7 @@ class AsyncProducer:
         max_block_ms: int = 60_000,
         max_in_flight_per_partition: int = 5,
         compression_type: str | None = None,
+        enable_idempotence: bool = True,
         clock: Clock | None = None,
     ) -> None:
         if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
@@ -94,6 +113,12 @@ class AsyncProducer:
         if compression_type not in (None, *CODECS):
             raise UsageError(f"compression_type must be None or one of {sorted(CODECS)}")
         self.acks = parse_acks(acks)
+        self.idempotent = enable_idempotence and self.acks == ACKS_ALL
+        if self.idempotent and not 1 <= max_in_flight_per_partition <= MAX_IDEMPOTENT_IN_FLIGHT:
+            raise UsageError(
+                f"an idempotent producer keeps 1 to {MAX_IDEMPOTENT_IN_FLIGHT} batches in flight "
+                "per partition"
+            )
         self.client_id = client_id
         self.max_request_size = max_request_size
         self.retries = retries
@@ -110,6 +135,7 @@ class AsyncProducer:
             batch_size=batch_size, buffer_memory=buffer_memory, linger_ms=linger_ms,
             delivery_timeout_ms=delivery_timeout_ms, codec=self.codec,
             max_in_flight_per_partition=max_in_flight_per_partition,
+            producer_id=new_producer_id() if self.idempotent else NO_PRODUCER_ID,
         )  # fmt: skip
         self._bulk_bytes = min(max(batch_size, BULK_BATCH_BYTES), max_request_size - 4096)
         self._partitioner = StickyPartitioner()
@@ -394,6 +420,7 @@ class AsyncProducer:
         """One pass: expire, drain, send. Returns ms until the next pass is needed."""
         now_ms = self._clock.monotonic_ms()
         for batch in self._acc.expire(now_ms):
+            self._check_sequence_lost(batch)
             batch.fail(RequestTimedOutError(f"{batch.tp} not delivered within delivery_timeout"))
             self._progress.set()
         meta = self._cluster.metadata
@@ -490,9 +517,16 @@ class AsyncProducer:
             self._wake.set()
             return
         self._acc.done_in_flight(batch)
+        self._check_sequence_lost(batch)
         batch.fail(error)
         self._progress.set()
         self._wake.set()
+
+    def _check_sequence_lost(self, batch: ProducerBatch) -> None:
+        """A batch with a sequence failed for good: its gap would refuse the partition's next
+        batches, so go on as a new producer id (sequences from 0)."""
+        if batch.base_sequence >= 0 and batch.producer_id == self._acc.producer_id:
+            self._acc.reset_producer(new_producer_id())
 
     def _closed_hard(self) -> bool:
         return self._sender is None or self._sender.done()

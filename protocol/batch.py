@@ -233,7 +233,12 @@ def build_batch(
 
 
 def build_batch_from_values(
-    values: Sequence[bytes], timestamp_ms: int, codec: int = CODEC_NONE
+    values: Sequence[bytes],
+    timestamp_ms: int,
+    codec: int = CODEC_NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytes:
     """The bulk path: key-less, header-less records sharing one timestamp."""
     if not values:
@@ -242,7 +247,27 @@ def build_batch_from_values(
         raise UsageError(f"unknown compression codec {codec}")
     rows = [(i, 0, None, v, None) for i, v in enumerate(values)]
     payload = _compress(_pack_rows(rows), codec)
-    return _assemble(payload, len(values), timestamp_ms, timestamp_ms, 0, codec, -1, -1, -1)
+    return _assemble(
+        payload, len(values), timestamp_ms, timestamp_ms, 0, codec, producer_id, producer_epoch,
+        base_sequence,
+    )  # fmt: skip
+
+
+_PRODUCER = struct.Struct(">qhi")
+PRODUCER_AT = 43
+
+
+def with_producer(
+    batch: bytes | bytearray, producer_id: int, producer_epoch: int, base_sequence: int
+) -> bytes:
+    """A copy of a built batch carrying these idempotent-producer fields, its CRC recomputed."""
+    out = bytearray(batch)
+    try:
+        _PRODUCER.pack_into(out, PRODUCER_AT, producer_id, producer_epoch, base_sequence)
+    except struct.error as exc:
+        raise UsageError(f"producer field out of range: {exc}") from None
+    struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
 
 
 def _pack_rows(rows: Sequence[tuple[object, ...]]) -> bytes:

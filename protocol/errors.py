@@ -93,6 +93,12 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "This is not the controller: refresh metadata and retry.", invalid_metadata=True),
     ErrorSpec(42, "INVALID_REQUEST", False,
               "The request is malformed: a bad frame, a wrong type, or an unknown API."),
+    # Retriable here (not in Kafka): a batch refused for a sequence gap is retried after the
+    # batches before it, which the idempotent producer resends in sequence order.
+    ErrorSpec(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", True,
+              "The broker received an out of order sequence number from an idempotent producer."),
+    ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False,
+              "The producer's epoch is older than the one the broker has seen for its id."),
     ErrorSpec(54, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log."),
     ErrorSpec(56, "BROKER_SHUTDOWN", True, "The broker is shutting down.",
               invalid_metadata=True),
@@ -242,6 +248,12 @@ class NotControllerError(OdradekError): ...
 
 
 class InvalidRequestError(OdradekError): ...
+
+
+class OutOfOrderSequenceNumberError(OdradekError): ...
+
+
+class InvalidProducerEpochError(OdradekError): ...
 
 
 class KafkaStorageError(OdradekError): ...

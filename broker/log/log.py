@@ -38,6 +38,7 @@ import itertools
 import os
 import shutil
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +59,23 @@ from broker.log.segment import (
     Segment,
     check_batch,
 )
-from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, InvalidBatchError
+from broker.producer_state import (
+    REBUILD_MAX_BYTES,
+    REBUILD_SEGMENTS,
+    ProducerStateTable,
+    Verdict,
+    last_sequence,
+    scan_headers,
+)
+from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, BatchHeader, InvalidBatchError
 from protocol.codec import FileSlice
-from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
+from protocol.errors import (
+    InvalidProducerEpochError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceNumberError,
+    UsageError,
+)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
@@ -70,6 +85,7 @@ RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
 MAX_RELATIVE_OFFSET = (1 << 31) - 1
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 assert _PREFIX.size == LEADER_EPOCH_AT + 4
+H_PID, H_PEPOCH, H_SEQ = 9, 10, 11  # producer id, producer epoch, base sequence
 
 
 class UnexpectedAppendOffsetError(OffsetOutOfRangeError):
@@ -83,6 +99,7 @@ class AppendInfo:
     record_count: int
     max_timestamp: int
     size_bytes: int
+    duplicate: bool = False  # an idempotent producer's retry: nothing appended
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +145,7 @@ class Log:
         self._last_flush_ms = clock.monotonic_ms()
         self._last_rp_checkpoint_ms = clock.monotonic_ms()
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
+        self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
 
     # ----- opening ------------------------------------------------------------------------
@@ -171,6 +189,7 @@ class Log:
         self._write_offsets_checkpoints()
         (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         checkpoint.fsync_dir(self.directory)
+        self._rebuild_producer_state()
 
     def _clean_directory(self) -> list[int]:
         """Remove leftovers (temp files, deleted segments, orphan indexes); the segment bases."""
@@ -254,6 +273,10 @@ class Log:
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if size != len(batch):
             raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
+        if h[H_PID] >= 0 and h[H_SEQ] >= 0:
+            first_copy = self._check_sequence(h)
+            if first_copy is not None:
+                return first_copy
         segment = self._segments[-1]
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
@@ -268,7 +291,46 @@ class Log:
         parts = (prefix, memoryview(batch)[_PREFIX.size :])
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
+        self._track_producer(h, base, last)
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
+
+    def _check_sequence(self, h: tuple[int, ...]) -> AppendInfo | None:
+        """An idempotent batch: None to append it, its first copy's offsets if it is a retry."""
+        seq = h[H_SEQ]
+        verdict, first = self.producers.check(
+            h[H_PID], h[H_PEPOCH], seq, last_sequence(seq, h[H_COUNT])
+        )
+        if verdict is Verdict.DUPLICATE and first is not None:
+            return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS], 0,
+                              duplicate=True)  # fmt: skip
+        if verdict is Verdict.OUT_OF_ORDER:
+            raise OutOfOrderSequenceNumberError(
+                f"producer {h[H_PID]} sent sequence {seq} out of order to {self.topic}-"
+                f"{self.partition}"
+            )
+        if verdict is Verdict.FENCED:
+            raise InvalidProducerEpochError(f"producer {h[H_PID]} epoch {h[H_PEPOCH]} is fenced")
+        return None
+
+    def _track_producer(self, h: tuple[int, ...], base: int, last: int) -> None:
+        seq = h[H_SEQ]
+        if h[H_PID] >= 0 and seq >= 0:
+            self.producers.update(
+                h[H_PID], h[H_PEPOCH], seq, last_sequence(seq, h[H_COUNT]), base, last
+            )
+
+    def _rebuild_producer_state(self) -> None:
+        """Replay the headers of the log's tail: its last REBUILD_SEGMENTS segments, fewer
+        when the newer ones already hold REBUILD_MAX_BYTES (producer_state.py: the bound)."""
+        tail: list[Segment] = []
+        total = 0
+        for seg in reversed(self._segments):
+            if len(tail) >= REBUILD_SEGMENTS or (tail and total >= REBUILD_MAX_BYTES):
+                break
+            tail.append(seg)
+            total += seg.size_bytes
+        whole = len(tail) == len(self._segments) and self._bases[0] == 0
+        self.producers.rebuild((h for seg in reversed(tail) for h in _segment_headers(seg)), whole)
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
         """Append already-stamped batches byte for byte. All are checked before any is written."""
@@ -292,6 +354,7 @@ class Log:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
+            self._track_producer(h, h[H_BASE], last)
         return AppendInfo(
             headers[0][1][H_BASE],
             expected - 1,
@@ -410,6 +473,7 @@ class Log:
         if self.recovery_point > self.log_end_offset:
             self.recovery_point = self.log_end_offset
             self._write_offsets_checkpoints()
+        self._rebuild_producer_state()
         self._check_invariants()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -423,6 +487,7 @@ class Log:
         self._bases = [offset]
         self.log_start_offset = self.recovery_point = offset
         self.epochs.clear()
+        self.producers.rebuild((), offset == 0)
         self._write_offsets_checkpoints()
         checkpoint.fsync_dir(self.directory)
 
@@ -584,3 +649,8 @@ def parse_directory_name(name: str) -> tuple[str, int]:
 
 def directory_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
+
+
+def _segment_headers(seg: Segment) -> Iterator[BatchHeader]:
+    fd = seg.fd
+    return scan_headers(lambda pos, n: os.pread(fd, n, pos), seg.size_bytes)
