@@ -31,9 +31,11 @@ only then does a first sequence above 0 from an unknown id prove a missing batch
 Bounds: at most `max_producers` ids per partition (the least recently appended is forgotten
 first: its next batch is then accepted as if new, the only way an evicted producer could
 duplicate). State is not snapshotted to disk: the log rebuilds it on open and after every
-truncation by scanning the batch headers of its tail (the last REBUILD_SEGMENTS segments, at
-most REBUILD_MAX_BYTES), which stands in for Kafka's producer-state snapshots. A producer
-whose last batch lies before that window is unknown after a restart (APPEND, as above).
+truncation by scanning the batch headers of its tail (`rebuild_window`: the active segment,
+and the one before it while the newer hold less than REBUILD_MAX_BYTES), which stands in for
+Kafka's producer-state snapshots. A producer whose last batch lies before that window is
+unknown after a restart (APPEND, as above); the scan reads at most two segments' bytes, no
+more than recovery after an unclean shutdown reads anyway.
 """
 
 from __future__ import annotations

@@ -59,23 +59,10 @@ from broker.log.segment import (
     Segment,
     check_batch,
 )
-from broker.producer_state import (
-    REBUILD_MAX_BYTES,
-    REBUILD_SEGMENTS,
-    ProducerStateTable,
-    Verdict,
-    last_sequence,
-    scan_headers,
-)
+from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
 from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, BatchHeader, InvalidBatchError
 from protocol.codec import FileSlice
-from protocol.errors import (
-    InvalidProducerEpochError,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-    OutOfOrderSequenceNumberError,
-    UsageError,
-)
+from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
@@ -273,10 +260,10 @@ class Log:
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if size != len(batch):
             raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
-        if h[H_PID] >= 0 and h[H_SEQ] >= 0:
-            first_copy = self._check_sequence(h)
-            if first_copy is not None:
-                return first_copy
+        first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT])
+        if first is not None:  # an idempotent producer's retry: answer the first copy
+            return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS], 0,
+                              duplicate=True)  # fmt: skip
         segment = self._segments[-1]
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
@@ -291,46 +278,15 @@ class Log:
         parts = (prefix, memoryview(batch)[_PREFIX.size :])
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
-        self._track_producer(h, base, last)
+        self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last)
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
 
-    def _check_sequence(self, h: tuple[int, ...]) -> AppendInfo | None:
-        """An idempotent batch: None to append it, its first copy's offsets if it is a retry."""
-        seq = h[H_SEQ]
-        verdict, first = self.producers.check(
-            h[H_PID], h[H_PEPOCH], seq, last_sequence(seq, h[H_COUNT])
-        )
-        if verdict is Verdict.DUPLICATE and first is not None:
-            return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS], 0,
-                              duplicate=True)  # fmt: skip
-        if verdict is Verdict.OUT_OF_ORDER:
-            raise OutOfOrderSequenceNumberError(
-                f"producer {h[H_PID]} sent sequence {seq} out of order to {self.topic}-"
-                f"{self.partition}"
-            )
-        if verdict is Verdict.FENCED:
-            raise InvalidProducerEpochError(f"producer {h[H_PID]} epoch {h[H_PEPOCH]} is fenced")
-        return None
-
-    def _track_producer(self, h: tuple[int, ...], base: int, last: int) -> None:
-        seq = h[H_SEQ]
-        if h[H_PID] >= 0 and seq >= 0:
-            self.producers.update(
-                h[H_PID], h[H_PEPOCH], seq, last_sequence(seq, h[H_COUNT]), base, last
-            )
-
     def _rebuild_producer_state(self) -> None:
-        """Replay the headers of the log's tail: its last REBUILD_SEGMENTS segments, fewer
-        when the newer ones already hold REBUILD_MAX_BYTES (producer_state.py: the bound)."""
-        tail: list[Segment] = []
-        total = 0
-        for seg in reversed(self._segments):
-            if len(tail) >= REBUILD_SEGMENTS or (tail and total >= REBUILD_MAX_BYTES):
-                break
-            tail.append(seg)
-            total += seg.size_bytes
-        whole = len(tail) == len(self._segments) and self._bases[0] == 0
-        self.producers.rebuild((h for seg in reversed(tail) for h in _segment_headers(seg)), whole)
+        """Replay the headers of the log's tail (producer_state.py: the bound)."""
+        n = rebuild_window([seg.size_bytes for seg in self._segments])
+        whole = n == len(self._segments) and self._bases[0] == 0
+        tail = self._segments[-n:]
+        self.producers.rebuild((h for seg in tail for h in _segment_headers(seg)), whole)
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
         """Append already-stamped batches byte for byte. All are checked before any is written."""
@@ -354,7 +310,7 @@ class Log:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
-            self._track_producer(h, h[H_BASE], last)
+            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], h[H_BASE], last)
         return AppendInfo(
             headers[0][1][H_BASE],
             expected - 1,

@@ -9,10 +9,12 @@ import pytest
 
 from broker.log.log import Log
 from broker.producer_state import (
+    REBUILD_MAX_BYTES,
     SEQUENCE_MODULUS,
     ProducerStateTable,
     Verdict,
     last_sequence,
+    rebuild_window,
     scan_headers,
 )
 from protocol.batch import build_batch, iter_batches, stamp
@@ -93,6 +95,12 @@ def test_rebuild_and_scan_read_headers_in_chunks() -> None:
     verdict, first = t.check(PID, 0, 6, 8)
     assert verdict is Verdict.DUPLICATE and first is not None and first.base_offset == 6
     assert t.check(PID, 0, 12, 12) == (Verdict.APPEND, None)
+
+
+def test_rebuild_window_is_two_segments_or_fewer_when_the_newest_is_big() -> None:
+    assert rebuild_window([100, 100, 100]) == 2
+    assert rebuild_window([100, REBUILD_MAX_BYTES]) == 1
+    assert rebuild_window([100]) == 1
 
 
 # ----- through the Log --------------------------------------------------------------------------
