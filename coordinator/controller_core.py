@@ -63,7 +63,12 @@ from coordinator.controller_admin import (
     auto_rebalance,
     load_reassignments,
 )
-from coordinator.election import after_brokers_died, initial_isr, reelect_if_leaderless
+from coordinator.election import (
+    after_brokers_died,
+    initial_isr,
+    reconcile_at_failover,
+    reelect_if_leaderless,
+)
 from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.state_writer import ControllerFenced, Decide, StateWriter
 from coordinator.states import PartitionState, ReplicaState
@@ -293,7 +298,7 @@ class Controller:
             self.channel.add_broker(b.broker_id, b.registration.host, b.registration.port)
         for topic in await self.zk.get_children(paths.BROKER_TOPICS):
             await self._load_topic(topic)
-        await self._elect_where_needed(self.ctx.partitions())
+        await self._elect_where_needed(self.ctx.partitions(), decide=_reconcile)
         self._send_full_state(sorted(self.ctx.live))
         await load_reassignments(self)
         await self.zk.ensure_path(ISR_CHANGE_NOTIFICATION)
@@ -359,9 +364,12 @@ class Controller:
 
     # ----- elections and writes -------------------------------------------------------------
 
-    async def _elect_where_needed(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+    async def _elect_where_needed(
+        self, tps: list[TopicPartition], decide: Callable[..., Any] | None = None
+    ) -> list[TopicPartition]:
         """New partitions get their first state; partitions without a live leader are elected
-        again. Returns those whose state znode changed."""
+        again (`decide` replaces that rule, e.g. at failover). Returns those whose state znode
+        changed."""
         live = self.ctx.eligible_ids
         fresh: dict[TopicPartition, LeaderIsrState] = {}
         decisions: dict[TopicPartition, Decide] = {}
@@ -371,8 +379,9 @@ class Controller:
             replicas = self.ctx.replicas(tp)
             if tp in self.ctx.leadership:
                 decisions[tp] = partial(
-                    _reelect, replicas=replicas, live=live, unclean=self.ctx.unclean[tp[0]]
-                )
+                    decide or _reelect, replicas=replicas, live=live,
+                    unclean=self.ctx.unclean[tp[0]],
+                )  # fmt: skip
                 continue
             leader = next((r for r in replicas if r in live), None)
             if leader is None:
@@ -581,6 +590,12 @@ def _reelect(
     s: LeaderIsrState, *, replicas: list[int], live: set[int], unclean: bool
 ) -> tuple[int, list[int]] | None:
     return reelect_if_leaderless(s.leader, s.isr, replicas, live, unclean)
+
+
+def _reconcile(
+    s: LeaderIsrState, *, replicas: list[int], live: set[int], unclean: bool
+) -> tuple[int, list[int]] | None:
+    return reconcile_at_failover(s.leader, s.isr, replicas, live, unclean)
 
 
 def _after_death(

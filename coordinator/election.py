@@ -90,6 +90,22 @@ def reelect_if_leaderless(
     return e.leader, e.isr
 
 
+def reconcile_at_failover(
+    leader: int,
+    isr: Sequence[int],
+    replicas: Sequence[int],
+    live: Collection[int],
+    unclean: bool = False,
+) -> tuple[int, list[int]] | None:
+    """(leader, isr) to write when a new controller starts (Kafka's replica state machine marks
+    replicas on dead brokers offline at failover): a partition without a live leader is elected
+    again; a live leader's ISR loses the brokers that died while no controller was watching."""
+    if leader == NO_LEADER or leader not in live:
+        return reelect_if_leaderless(leader, isr, replicas, live, unclean)
+    dead = [b for b in isr if b not in live]
+    return after_brokers_died(leader, isr, replicas, dead, live, unclean) if dead else None
+
+
 def after_brokers_died(
     leader: int,
     isr: Sequence[int],

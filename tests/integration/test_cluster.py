@@ -4,16 +4,21 @@ start through the Python API (the CLI's own tests are in test_cli.py)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
+from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory, run_odradek
 from tests.integration.test_cli import LINE
 
 pytestmark = pytest.mark.integration
 
 
-def _describe(bootstrap: str, topic: str) -> list[tuple[int, str, str, str]]:
+Row = tuple[int, str, str, str]
+
+
+def _describe(bootstrap: str, topic: str) -> list[Row]:
     done = run_odradek("topics", "describe", topic, "--bootstrap", bootstrap)
     assert done.returncode == 0, done.stderr
     rows = []
@@ -50,15 +55,40 @@ def test_seed_placement_on_five_brokers(cluster_factory: ClusterFactory) -> None
     assert rows == expected
 
 
+def _wait_rows(cluster: LocalCluster, topic: str, done: Callable[[list[Row]], bool]) -> list[Row]:
+    deadline = time.monotonic() + 30
+    rows = _describe(cluster.bootstrap, topic)
+    while not done(rows):
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.3)
+        rows = _describe(cluster.bootstrap, topic)
+    return rows
+
+
 def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)
+    done = run_odradek(
+        "topics", "create", "t3", "--partitions", "3", "--replication-factor", "3",
+        "--bootstrap", cluster.bootstrap,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    _wait_rows(cluster, "t3", lambda rows: all(isr == replicas for *_, replicas, isr in rows))
     controller = cluster.controller_id()
     assert controller in (1, 2, 3)
+    killed_at = time.monotonic()
     cluster.kill(controller)
     status = {s.id: s for s in cluster.status()}
     assert status[controller].state == "dead"
     new_controller = cluster.wait_ready()  # the survivors elect another controller
     assert new_controller != controller
+    # The new controller takes the dead broker out of every ISR at failover (it died with no
+    # controller watching), well before the leaders' own lag check (replica.lag.time.max.ms).
+    rows = _wait_rows(
+        cluster, "t3",
+        lambda rows: all(str(controller) not in isr.split(",") for *_, isr in rows),
+    )  # fmt: skip
+    assert time.monotonic() - killed_at < 10, "ISR still named the dead broker"
+    assert all(leader != str(controller) for _, leader, _, _ in rows)
     cluster.start(controller)  # back with the same id and port
     status = {s.id: s for s in cluster.status()}
     assert [status[i].state for i in (1, 2, 3)] == ["alive"] * 3

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from coordinator.election import (
+    NO_LEADER,
     after_brokers_died,
     choose_leader,
     elect,
     initial_isr,
+    reconcile_at_failover,
     reelect_if_leaderless,
     remove_from_isr,
 )
@@ -79,3 +81,16 @@ def test_after_brokers_died() -> None:
     assert after_brokers_died(1, [1, 2, 3], [1, 2, 3], dead=[1], live={2, 3}) == (2, [2, 3])
     assert after_brokers_died(1, [1], [1, 2], dead=[1], live={2}) == (-1, [1])
     assert after_brokers_died(1, [1, 2], [1, 2], dead=[1, 2], live=set()) == (-1, [1, 2])
+
+
+def test_failover_removes_followers_that_died_while_no_controller_watched() -> None:
+    # Broker 2 (the old controller) died; the new controller finds it still in live ISRs.
+    assert reconcile_at_failover(1, [1, 2, 3], [1, 2, 3], live={1, 3}) == (1, [1, 3])
+    # A leader that died is replaced from the live ISR, as on any broker death.
+    assert reconcile_at_failover(2, [2, 3, 1], [2, 3, 1], live={1, 3}) == (3, [3, 1])
+
+
+def test_failover_leaves_consistent_states_alone() -> None:
+    assert reconcile_at_failover(1, [1, 3], [1, 2, 3], live={1, 3}) is None
+    # Offline with its last ISR member dead: stays offline, the ISR keeps who may lead again.
+    assert reconcile_at_failover(NO_LEADER, [2], [1, 2], live={1}) == (NO_LEADER, [2])
