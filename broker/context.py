@@ -70,3 +70,11 @@ class BrokerContext:
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
     elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
+
+    @classmethod
+    def create(
+        cls, config: BrokerConfig, clock: Clock, replicas: ReplicaManager, topics: TopicStore
+    ) -> BrokerContext:
+        """A context for a starting broker: an empty metadata cache, no controller epoch seen
+        yet, and no group coordinator or controller elector (the daemon attaches those)."""
+        return cls(config, clock, replicas, MetadataCache(), topics, ControllerEpoch())

@@ -25,10 +25,9 @@ import uvloop
 
 from broker.clock import SystemClock
 from broker.config import BrokerConfig
-from broker.context import BrokerContext, ControllerEpoch
+from broker.context import BrokerContext
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
-from broker.metadata_cache import MetadataCache
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
@@ -137,10 +136,7 @@ class Broker:
             replication=replication_settings(config),
             isr_writer=self.isr_writer,
         )
-        self.ctx = BrokerContext(
-            config, self.clock, self.replicas, MetadataCache(), ZkTopicStore(self.zk),
-            ControllerEpoch(),
-        )  # fmt: skip
+        self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
         offsets = GroupConfig(
             config.offsets_topic_num_partitions, config.offsets_topic_replication_factor
         )

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Any, NamedTuple
 
+from client._lifecycle import ClusterClient
 from client.cluster import Cluster, ClusterMetadata
 from client.types import (
     NewTopic,
@@ -74,7 +74,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin:
+class AsyncAdmin(ClusterClient):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],
@@ -90,20 +90,6 @@ class AsyncAdmin:
         )  # fmt: skip
         self._cluster.all_topics = True
         self._started = False
-
-    async def start(self) -> None:
-        if not self._started:
-            await self._cluster.request_update()  # NetworkError when no bootstrap server answers
-            self._started = True
-
-    async def __aenter__(self) -> AsyncAdmin:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._cluster.close()

@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
+from client._lifecycle import ClusterClient
 from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
 from client.group.consumer_group import ConsumerGroup, RebalanceListener
@@ -37,7 +37,7 @@ from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 
 
-class AsyncConsumer:
+class AsyncConsumer(ClusterClient):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],
@@ -85,22 +85,6 @@ class AsyncConsumer:
         self._closed = False
 
     # ----- life cycle -------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Fetch the cluster metadata from the bootstrap servers."""
-        self._check_open()
-        if not self._started:
-            await self._cluster.request_update()  # NetworkError when no bootstrap server answers
-            self._started = True
-
-    async def __aenter__(self) -> AsyncConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         if self._closed:

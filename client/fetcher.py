@@ -26,8 +26,10 @@ request per leader node (earliest = -2, latest = -1).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add
@@ -145,20 +147,50 @@ def decode_fetched(
 def decode_scanned(
     tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
 ) -> list[ConsumerRecord]:
-    """The records of scanned batches at or after `fetch_offset`.
+    """The records of scanned batches at or after `fetch_offset` (the cyclic GC paused, see
+    `gc_paused`)."""
+    with gc_paused():
+        return _decode_batches(tp, data, batches, fetch_offset)
 
-    The cyclic GC is paused meanwhile: decoding makes hundreds of thousands of tuples (no
-    cycles among them), and with GC on, the collections they trigger cost as much as the
-    decoding itself when the caller holds many records. The pause is bounded by one response
-    (fetch_max_bytes).
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a response is decoded.
+
+    Decoding makes hundreds of thousands of tuples (no cycles among them), and with GC on, the
+    collections they trigger cost as much as the decoding itself when the caller holds many
+    records. The pause is bounded by one response (fetch_max_bytes). Shared with the Spark
+    connector (spark_connector/fetch.py).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_batches(tp, data, batches, fetch_offset)
+        yield
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def batch_rows(view: memoryview, pos: int, header: BatchHeader) -> tuple[Any, ...]:
+    """The msgpack rows [offset_delta, timestamp_delta, key, value, headers] of the batch at
+    `pos` in `view`, decompressed and unpacked in place (no copy of the payload); raises
+    InvalidBatchError when they do not decode or their count differs from the header's.
+    Shared with the Spark connector, which turns the rows into Arrow columns in bulk."""
+    payload: bytes | memoryview = view[pos + HEADER_BYTES : pos + header.size]
+    try:
+        if header.codec == CODEC_GZIP:
+            payload = zlib.decompress(payload, 47)  # 32 + 15: gzip or zlib header, detected
+        rows = msgpack.unpackb(payload, use_list=False, raw=False)
+    except (ValueError, TypeError, zlib.error, msgpack.UnpackException) as exc:
+        raise InvalidBatchError(
+            f"records at offset {header.base_offset} do not decode: {exc}"
+        ) from None
+    if type(rows) is not tuple or len(rows) != header.record_count:
+        raise InvalidBatchError(
+            f"batch at offset {header.base_offset}: record count does not match "
+            f"({header.record_count} announced)"
+        )
+    return rows
 
 
 def _decode_batches(
@@ -168,13 +200,13 @@ def _decode_batches(
     out: list[ConsumerRecord] = []
     view = memoryview(data)  # msgpack and zlib read the records in place, without a copy
     for pos, header in batches:
-        payload: bytes | memoryview = view[pos + HEADER_BYTES : pos + header.size]
-        if header.codec == CODEC_GZIP:
-            payload = zlib.decompress(payload)
         try:
+            rows = batch_rows(view, pos, header)
             out.extend(_records(topic, partition, header.base_offset, header.first_timestamp,
-                                payload, fetch_offset, header.record_count))  # fmt: skip
-        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+                                rows, fetch_offset))  # fmt: skip
+        except InvalidBatchError as exc:
+            raise InvalidBatchError(f"{tp}: {exc}") from None
+        except (ValueError, TypeError) as exc:  # rows not shaped as records
             raise InvalidBatchError(
                 f"{tp}: records at offset {header.base_offset} do not decode: {exc}"
             ) from None
@@ -185,18 +217,15 @@ _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level _
 
 
 def _records(
-    topic: str, partition: int, base: int, ts0: int, payload: bytes | memoryview,
-    fetch_offset: int, count: int,
-) -> list[ConsumerRecord]:  # fmt: skip
+    topic: str, partition: int, base: int, ts0: int, rows: tuple[Any, ...], fetch_offset: int
+) -> list[ConsumerRecord]:
     """One batch's records as ConsumerRecords: the consumer's hot loop, run at C speed.
 
     The rows [offset_delta, timestamp_delta, key, value, headers] are transposed into columns
     with zip(*rows), offsets and timestamps are rebuilt with map, and the records are made by
     map(tuple.__new__, ...), so no Python bytecode runs per record.
     """
-    rows = msgpack.unpackb(payload, use_list=False, raw=False)
-    if type(rows) is not tuple or len(rows) != count:
-        raise ValueError(f"{count} records announced, {len(rows)} found")
+    count = len(rows)
     deltas, ts_deltas, keys, values, headers = zip(*rows, strict=False)
     skip = 0
     if base < fetch_offset:  # only a first batch holds records below the position

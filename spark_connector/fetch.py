@@ -27,21 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import time
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-import msgpack
 import pyarrow as pa
 import pyarrow.compute as pc
 import uvloop
 from pyspark.sql.datasource import InputPartition
 
 from client.cluster import Cluster
+from client.fetcher import batch_rows, gc_paused
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     FetchPartition,
@@ -58,8 +56,6 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.batch import (
-    CODEC_GZIP,
-    HEADER_BYTES,
     TIMESTAMP_TYPE_BIT,
     InvalidBatchError,
     iter_batches,
@@ -356,58 +352,30 @@ def records_to_arrow(
     """The records of `data`'s whole batches with offsets in [from, until) as one RecordBatch
     (None when there are none), and the offset to fetch next.
 
-    The cyclic garbage collector is paused meanwhile: unpacking allocates a tuple per record,
-    which would set it off many times per fetch (about 12% of the time), and none of these
-    objects can form a cycle.
+    The cyclic garbage collector is paused meanwhile (`client.fetcher.gc_paused`): unpacking
+    allocates a tuple per record, which would set it off many times per fetch (about 12% of
+    the time), and none of these objects can form a cycle.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _records_to_arrow(data, topic, partition, from_offset, until_offset, include_headers)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _records_to_arrow(
-    data: bytes | memoryview,
-    topic: str,
-    partition: int,
-    from_offset: int,
-    until_offset: int,
-    include_headers: bool,
-) -> tuple[pa.RecordBatch | None, int]:
     cols = _Columns()
     next_offset = from_offset
-    for pos, h in iter_batches(data, check_crc=True):
-        if h.next_offset <= from_offset:
-            continue
-        if h.base_offset >= until_offset:
-            break
-        rows = _rows(data, pos, h)
-        base = h.base_offset
-        lo, hi = max(from_offset - base, 0), min(until_offset - base, h.record_count)
-        if lo or hi < len(rows):
-            rows = rows[lo:hi]
-        log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
-        cols.add(rows, base, h.first_timestamp, h.max_timestamp, log_append)
-        next_offset = base + hi if hi < h.record_count else h.next_offset
-    if not cols.count:
-        return None, next_offset
-    return cols.to_batch(topic, partition, include_headers), next_offset
-
-
-def _rows(data: bytes | memoryview, pos: int, h: Any) -> list[Any]:
-    payload = bytes(memoryview(data)[pos + HEADER_BYTES : pos + h.size])
-    try:
-        if h.codec == CODEC_GZIP:
-            payload = zlib.decompress(payload, 47)
-        rows = msgpack.unpackb(payload, use_list=False, raw=False)
-    except (ValueError, TypeError, zlib.error, msgpack.UnpackException) as exc:
-        raise InvalidBatchError(f"records at offset {h.base_offset} do not decode: {exc}") from None
-    if type(rows) is not tuple or len(rows) != h.record_count:
-        raise InvalidBatchError(f"batch at offset {h.base_offset}: record count does not match")
-    return list(rows)
+    view = memoryview(data)
+    with gc_paused():
+        for pos, h in iter_batches(data, check_crc=True):
+            if h.next_offset <= from_offset:
+                continue
+            if h.base_offset >= until_offset:
+                break
+            rows = batch_rows(view, pos, h)
+            base = h.base_offset
+            lo, hi = max(from_offset - base, 0), min(until_offset - base, h.record_count)
+            if lo or hi < len(rows):
+                rows = rows[lo:hi]
+            log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
+            cols.add(rows, base, h.first_timestamp, h.max_timestamp, log_append)
+            next_offset = base + hi if hi < h.record_count else h.next_offset
+        if not cols.count:
+            return None, next_offset
+        return cols.to_batch(topic, partition, include_headers), next_offset
 
 
 _ROW_TYPE = pa.struct(
@@ -434,7 +402,7 @@ class _Columns:
         self.count = 0
 
     def add(
-        self, rows: list[Any], base_offset: int, first_ts: int, max_ts: int, log_append: bool
+        self, rows: Sequence[Any], base_offset: int, first_ts: int, max_ts: int, log_append: bool
     ) -> None:
         if rows:
             self.rows.extend(rows)
@@ -502,7 +470,7 @@ async def _first_at_or_after(
                     return max(offset, h.base_offset)
                 offset = h.next_offset
                 continue
-            for i, row in enumerate(_rows(data, pos, h)):
+            for i, row in enumerate(batch_rows(memoryview(data), pos, h)):
                 if h.base_offset + i >= offset and h.first_timestamp + row[1] >= target_ms:
                     return h.base_offset + i
             offset = h.next_offset

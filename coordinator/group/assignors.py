@@ -50,15 +50,7 @@ def range_assign(
     partitions_per_topic: Mapping[str, int],
     current: Mapping[str, list[TP]] | None = None,
 ) -> Assignment:
-    out = _empty(subscriptions)
-    for topic, consumers in _consumers_per_topic(subscriptions, partitions_per_topic).items():
-        n = partitions_per_topic[topic]
-        per_consumer, extra = divmod(n, len(consumers))
-        for i, member in enumerate(consumers):
-            start = per_consumer * i + min(i, extra)
-            length = per_consumer + (1 if i < extra else 0)
-            out[member].extend((topic, p) for p in range(start, start + length))
-    return out
+    return _per_topic(subscriptions, partitions_per_topic, _range_span)
 
 
 def contiguous_assign(
@@ -66,15 +58,34 @@ def contiguous_assign(
     partitions_per_topic: Mapping[str, int],
     current: Mapping[str, list[TP]] | None = None,
 ) -> Assignment:
+    return _per_topic(subscriptions, partitions_per_topic, _contiguous_span)
+
+
+def _per_topic(
+    subscriptions: Subscriptions,
+    partitions_per_topic: Mapping[str, int],
+    span: Callable[[int, int, int], range],
+) -> Assignment:
+    """Per topic, its i-th consumer (sorted) takes the partitions `span(n, consumers, i)`."""
     out = _empty(subscriptions)
     for topic, consumers in _consumers_per_topic(subscriptions, partitions_per_topic).items():
         n = partitions_per_topic[topic]
-        per_consumer = -(-n // len(consumers))  # ceil
         for i, member in enumerate(consumers):
-            out[member].extend(
-                (topic, p) for p in range(i * per_consumer, min(n, (i + 1) * per_consumer))
-            )
+            out[member].extend((topic, p) for p in span(n, len(consumers), i))
     return out
+
+
+def _range_span(n: int, consumers: int, i: int) -> range:
+    """n // consumers each, the first n % consumers one extra."""
+    per_consumer, extra = divmod(n, consumers)
+    start = per_consumer * i + min(i, extra)
+    return range(start, start + per_consumer + (1 if i < extra else 0))
+
+
+def _contiguous_span(n: int, consumers: int, i: int) -> range:
+    """ceil(n / consumers) each, the last ones fewer (or none)."""
+    per_consumer = -(-n // consumers)  # ceil
+    return range(i * per_consumer, min(n, (i + 1) * per_consumer))
 
 
 def _all_partitions(

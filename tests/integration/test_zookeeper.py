@@ -174,8 +174,15 @@ async def test_session_expiry_is_lost_then_reregistered(zk: ZkClient) -> None:
     assert zk.session_id != old_session
 
     # The registration came back on the new session (its ephemeral went with the old one).
+    await assert_registered_on_session(zk, 1)
+    await registration.close()
+
+
+async def assert_registered_on_session(zk: ZkClient, broker_id: int) -> None:
+    """Within 100 polls 50 ms apart, the broker's znode is owned by `zk`'s current session."""
+
     async def registered() -> bool:
-        stat = await zk.stat(paths.broker_path(1))
+        stat = await zk.stat(paths.broker_path(broker_id))
         return stat is not None and stat.ephemeral_owner == zk.session_id
 
     for _ in range(100):
@@ -183,7 +190,6 @@ async def test_session_expiry_is_lost_then_reregistered(zk: ZkClient) -> None:
             break
         await asyncio.sleep(0.05)
     assert await registered()
-    await registration.close()
 
 
 async def test_register_waits_for_own_stale_session(zk_chroot: str) -> None:
@@ -264,16 +270,7 @@ async def test_server_crash_and_restart(tmp_path: Path) -> None:
         await wait_until(lambda: "SUSPENDED" in states, 10, "SUSPENDED")
         server = start_zookeeper(tmp_path / "zk", port)
         await wait_until(lambda: states[-1] == "CONNECTED", 20, "CONNECTED again")
-
-        async def registered() -> bool:
-            stat = await client.stat(paths.broker_path(3))
-            return stat is not None and stat.ephemeral_owner == client.session_id
-
-        for _ in range(100):
-            if await registered():
-                break
-            await asyncio.sleep(0.05)
-        assert await registered()
+        await assert_registered_on_session(client, 3)
         await registration.close()
     finally:
         await client.stop()

@@ -15,10 +15,9 @@ from typing import Any
 
 from broker.clock import Clock, ManualClock
 from broker.config import BrokerConfig
-from broker.context import BrokerContext, ControllerEpoch
+from broker.context import BrokerContext
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
-from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
 from broker.server import BrokerServer
 from client.connection import BrokerConnection
@@ -139,9 +138,7 @@ async def running_broker(
         BROKER_ID, log_manager, GroupCommitFlusher(), config.default_log_config(),
         config.max_delayed_fetches, config.fetch_max_bytes,
     )  # fmt: skip
-    ctx = BrokerContext(
-        config, clock, replicas, MetadataCache(), topics or FakeTopicStore(), ControllerEpoch()
-    )
+    ctx = BrokerContext.create(config, clock, replicas, topics or FakeTopicStore())
     server = BrokerServer(ctx, clock)
     await server.start()
     harness = BrokerHarness(ctx, server, log_manager)
