@@ -221,11 +221,12 @@ class ReplicaFetcher:
             self.manager.broker_id,
             [OffsetForLeaderTopic(t, parts) for t, parts in by_topic.items()],
         )
+        asked = {(s.partition.topic, s.partition.index): s for s in states}
         response = await conn.send(request, timeout_ms=SOCKET_TIMEOUT_MS)
         for topic in response.topics:
             for answer in topic.partitions:
                 key = (topic.name, answer.partition)
-                state = self.partitions.get(key)
+                state = asked.get(key)
                 if state is not None and self._current(key, state):
                     self._apply_epoch_answer(key, state, answer)
 
@@ -271,16 +272,18 @@ class ReplicaFetcher:
             self.manager.broker_id, settings.wait_max_ms, settings.min_bytes,
             settings.response_max_bytes, [FetchTopic(t, ps) for t, ps in by_topic.items()],
         )  # fmt: skip
-        sent = {
-            (s.partition.topic, s.partition.index): s.partition.log.log_end_offset for s in states
-        }
+        # Answers go to the FetchState they were asked for: a LeaderAndIsr that arrives while
+        # the request is in flight replaces the state (a new epoch), and an answer to the old
+        # epoch (e.g. FENCED_LEADER_EPOCH) must not drop the new one.
+        sent = {(s.partition.topic, s.partition.index): (s, s.partition.log.log_end_offset)
+                for s in states}  # fmt: skip
         response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
         for topic in response.topics:
             for answer in topic.partitions:
                 key = (topic.name, answer.partition)
-                state = self.partitions.get(key)
-                if state is not None and key in sent and self._current(key, state):
-                    self._apply_fetch_answer(key, state, answer, sent[key])
+                state, fetch_offset = sent.get(key, (None, 0))
+                if state is not None and self._current(key, state):
+                    self._apply_fetch_answer(key, state, answer, fetch_offset)
 
     def _apply_fetch_answer(
         self, key: Key, state: FetchState, answer: FetchPartitionResponse, fetch_offset: int
