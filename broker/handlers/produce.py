@@ -6,8 +6,10 @@ in-sync replica has the batch: the replica manager refuses it up front with NOT_
 HW has not yet passed their batch wait in the delayed-produce queues (broker/delayed_produce.py)
 for at most the request's timeout_ms (REQUEST_TIMED_OUT). When every partition is already
 replicated (a leader alone in its ISR) the answer is immediate, without a task. Any other acks
-value: INVALID_REQUIRED_ACKS for every partition, nothing written. Topics with
-flush.messages=1 answer after group commit.
+value: INVALID_REQUIRED_ACKS for every partition, nothing written. Internal topics
+(`__consumer_offsets`) are written only by the group coordinator: a client's produce to one gets
+INVALID_TOPIC_EXCEPTION and writes nothing. Topics with flush.messages=1 answer after group
+commit.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from broker.context import BrokerContext
 from broker.replica_manager import AppendOutcome
+from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.produce import (
     ACKS_ALL,
     ACKS_LEADER,
@@ -27,7 +30,7 @@ from protocol.api.produce import (
     ProduceTopicResponse,
 )
 from protocol.codec import Request
-from protocol.errors import InvalidRequiredAcksError
+from protocol.errors import InvalidRequiredAcksError, InvalidTopicError
 
 VALID_ACKS = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
 NONE = 0
@@ -45,6 +48,11 @@ def handle(
     durable: list[Awaitable[None]] = []
     for topic in req.topics:
         for part in topic.partitions:
+            if topic.name == OFFSETS_TOPIC:
+                outcomes[(topic.name, part.partition)] = AppendOutcome(
+                    InvalidTopicError.code, error_message=f"{OFFSETS_TOPIC} is internal"
+                )
+                continue
             outcome = ctx.replicas.append(topic.name, part.partition, part.records, req.acks)
             outcomes[(topic.name, part.partition)] = outcome
             if outcome.durable is not None:

@@ -23,6 +23,7 @@ from protocol.errors import (
     CorruptMessageError,
     InvalidRequestError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     MessageTooLargeError,
     NotLeaderForPartitionError,
     UnknownTopicOrPartitionError,
@@ -425,3 +426,12 @@ async def test_a_file_shorter_than_its_slice_closes_the_connection(
         finally:
             os.close(fd)
             theirs.close()
+
+
+async def test_clients_cannot_produce_to_the_internal_offsets_topic(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("__consumer_offsets")
+        conn = await b.connect()
+        resp: ProduceResponse = await conn.send(produce("__consumer_offsets", 0, batch(3)))
+        assert resp.topics[0].partitions[0].error_code == InvalidTopicError.code
+        assert _leo(b, "__consumer_offsets") == 0  # nothing written
