@@ -257,6 +257,8 @@ class RecordAccumulator:
         self._queue(tp).append(batch)
         self._open[tp] = batch
         self.incomplete += 1
+        # The same seven lines as in append(), written out on purpose: append() is the
+        # per-record hot path, and a shared helper would cost a call per record.
         batch.keys.append(key)
         batch.values.append(value)
         batch.headers.append(headers)

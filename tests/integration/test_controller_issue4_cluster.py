@@ -23,7 +23,7 @@ from client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from protocol.errors import NotControllerError
-from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, _make_cluster, _tear_down, run_odradek
+from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, run_odradek, shared_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -35,12 +35,7 @@ SEED = int(os.environ.get("ODRADEK_TEST_SEED", random.randrange(1 << 30)))
 def cluster4(
     zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
-    cluster = _make_cluster(zk_server, tmp_path_factory.mktemp("cluster4"), 4)
-    try:
-        cluster.up()
-        yield cluster
-    finally:
-        _tear_down(cluster)
+    yield from shared_cluster(zk_server, tmp_path_factory, 4)
 
 
 def _partitions(admin: Admin, topic: str) -> list[object]:
