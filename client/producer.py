@@ -37,10 +37,10 @@ import itertools
 import secrets
 import time
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Any
 
 from broker.clock import Clock, SystemClock
+from client._lifecycle import ClusterClient
 from client.accumulator import (
     APPENDED,
     BATCH_FULL,
@@ -85,7 +85,9 @@ def parse_acks(acks: int | str) -> int:
     return _ACKS[acks]
 
 
-class AsyncProducer:
+class AsyncProducer(ClusterClient):
+    """`async with` comes from ClusterClient; `start()` here also starts the sender."""
+
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],
@@ -168,15 +170,6 @@ class AsyncProducer:
         self._started = True
         self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
         self._usable = True
-
-    async def __aenter__(self) -> AsyncProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def flush(self, timeout_ms: float | None = None) -> None:
         """Send everything buffered and wait until every batch is acknowledged or failed."""
