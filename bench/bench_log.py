@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.clock import SystemClock
 from broker.log.config import LogConfig
 from broker.log.log import RECOVERY_POINT_FILE, Log
 from protocol.batch import build_batch_from_values
+from protocol.clock import SystemClock
 
 MIB = 1 << 20
 RECORD_BYTES = 100

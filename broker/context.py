@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
+from protocol.clock import Clock
 
 if TYPE_CHECKING:
     from coordinator.controller import ControllerElector

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from broker.clock import SystemClock
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.log.flusher import GroupCommitFlusher
@@ -38,6 +37,7 @@ from coordinator.isr import ZkIsrWriter
 from coordinator.registration import Registration, register_broker
 from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
+from protocol.clock import SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 
 log = logging.getLogger("odradek.broker")

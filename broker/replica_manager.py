@@ -42,7 +42,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from broker.clock import Clock, SystemClock
 from broker.delayed_produce import DelayedProduce
 from broker.log.config import LogConfig
 from broker.partition import Partition
@@ -60,6 +59,7 @@ from protocol.api.fetch import FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
+from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,

@@ -38,9 +38,9 @@ import os
 from collections import deque
 from typing import Any, cast
 
-from broker.clock import Clock
 from broker.context import BrokerContext
 from broker.handlers import CHUNKED, HANDLERS
+from protocol.clock import Clock
 from protocol.codec import (
     Chunk,
     FileSlice,

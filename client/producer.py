@@ -39,7 +39,6 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from broker.clock import Clock, SystemClock
 from client._lifecycle import ClusterClient
 from client.accumulator import (
     APPENDED,
@@ -55,6 +54,7 @@ from client.partitioner import StickyPartitioner, partition_for_key
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.batch import CODECS, HEADER_BYTES, NO_PRODUCER_ID, build_batch_from_values
+from protocol.clock import Clock, SystemClock
 from protocol.errors import (
     MessageTooLargeError,
     OdradekError,

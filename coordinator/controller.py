@@ -28,7 +28,6 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from broker.clock import Clock, SystemClock
 from coordinator import zk_paths as paths
 from coordinator.channel import BrokerChannel, ControllerChannel
 from coordinator.controller_core import Controller, ControllerConfig, Event
@@ -44,6 +43,7 @@ from coordinator.zk import (
     ZkState,
 )
 from coordinator.zk_paths import ControllerInfo
+from protocol.clock import Clock, SystemClock
 
 __all__ = ["Controller", "ControllerConfig", "ControllerElector", "bump_controller_epoch"]
 

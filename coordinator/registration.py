@@ -18,11 +18,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from broker.clock import Clock, SystemClock
 from coordinator import zk_paths as paths
 from coordinator.topics import ensure_layout
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkNodeExists, ZkNoNode, ZkState
 from coordinator.zk_paths import BrokerRegistration
+from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.clock import Clock
 from broker.log import checkpoint
 from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
 from broker.log.epoch import LeaderEpochCache
@@ -61,6 +60,7 @@ from broker.log.segment import (
 )
 from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
 from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, BatchHeader, InvalidBatchError
+from protocol.clock import Clock
 from protocol.codec import FileSlice
 from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
 

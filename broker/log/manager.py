@@ -22,7 +22,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from broker.clock import Clock
 from broker.log.config import LogConfig
 from broker.log.log import (
     RECOVERY_CHECKPOINT_INTERVAL_MS,
@@ -30,6 +29,7 @@ from broker.log.log import (
     directory_name,
     parse_directory_name,
 )
+from protocol.clock import Clock
 from protocol.errors import OdradekError, UsageError
 
 DELETE_DIR_SUFFIX = "-delete"

@@ -78,10 +78,10 @@ from protocol.errors import (
 )
 
 if TYPE_CHECKING:
-    from broker.clock import Clock
     from broker.context import TopicStore
     from broker.metadata_cache import MetadataCache
     from broker.replica_manager import ReplicaManager
+    from protocol.clock import Clock
 
 log = logging.getLogger("odradek.coordinator.group")
 NONE = 0

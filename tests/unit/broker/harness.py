@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.clock import Clock, ManualClock
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.log.flusher import GroupCommitFlusher
@@ -27,6 +26,7 @@ from protocol.api.controller import (
     UpdateMetadataRequest,
 )
 from protocol.api.metadata import BrokerInfo
+from protocol.clock import Clock, ManualClock
 from protocol.codec import decode_response, encode_request
 from protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 

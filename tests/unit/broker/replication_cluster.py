@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.clock import ManualClock
 from broker.config import BrokerConfig
 from broker.context import BrokerContext, ControllerEpoch
 from broker.log.flusher import GroupCommitFlusher
@@ -32,6 +31,7 @@ from broker.server import BrokerServer
 from client.connection import BrokerConnection
 from protocol.api.controller import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo
+from protocol.clock import ManualClock
 from tests.unit.broker.harness import FakeTopicStore
 
 WAIT_S = 10.0

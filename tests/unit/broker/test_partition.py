@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.clock import ManualClock
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.partition import Partition, Role
+from protocol.clock import ManualClock
 from tests.unit.broker.helpers import batch
 
 

@@ -8,7 +8,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from broker.clock import ManualClock
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.partition import Partition
@@ -20,6 +19,7 @@ from protocol.api.fetch import (
     FetchTopicResponse,
 )
 from protocol.api.metadata import BrokerInfo
+from protocol.clock import ManualClock
 from protocol.errors import FencedLeaderEpochError
 
 LEADER = 2

@@ -13,11 +13,11 @@ import msgpack
 import pytest
 
 import broker.server
-from broker.clock import ManualClock
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.api.produce import ProduceResponse
 from protocol.batch import decode_all
+from protocol.clock import ManualClock
 from protocol.codec import FileSlice, encode_request, split_response
 from protocol.errors import (
     CorruptMessageError,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.log.config import LogConfig
 from broker.log.log import Log, ReadResult
 from protocol.batch import build_batch, decode_all, iter_batches
+from protocol.clock import ManualClock
 
 T0 = 1_700_000_000_000
 

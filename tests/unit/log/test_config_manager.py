@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.log.config import LONG_MAX, LogConfig
 from broker.log.manager import DELETE_DIR_SUFFIX, LogManager
+from protocol.clock import ManualClock
 from protocol.errors import InvalidConfigError, KafkaStorageError
 
 from .conftest import batch, read_values, slice_bytes

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.log import RECOVERY_POINT_FILE
+from protocol.clock import ManualClock
 from protocol.errors import KafkaStorageError
 
 from .conftest import OpenLog, batch

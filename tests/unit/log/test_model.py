@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from broker.clock import ManualClock
 from broker.log.config import LogConfig
 from broker.log.log import RECOVERY_POINT_FILE, Log
 from protocol.batch import decode_all, iter_batches
+from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError
 
 from .conftest import batch, slice_bytes

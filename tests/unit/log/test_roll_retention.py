@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.clock import ManualClock
 from broker.log.log import LOG_START_FILE
 from broker.log.segment import DELETED_SUFFIX
+from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError
 
 from .conftest import T0, OpenLog, batch, read_values, slice_bytes

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.clock import ManualClock
 from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.group.states import State
@@ -21,6 +20,7 @@ from protocol.api.group import (
     TopicPartitions,
 )
 from protocol.batch import build_batch
+from protocol.clock import ManualClock
 from protocol.errors import (
     CoordinatorLoadInProgressError,
     IllegalGenerationError,
