@@ -5,8 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
+KCAT := /usr/bin/kcat
 
-.PHONY: setup zookeeper lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark clean
+.PHONY: setup zookeeper kcat lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark clean
 
 setup: $(STAMP)
 
@@ -20,6 +21,13 @@ $(STAMP): pyproject.toml
 
 # Debian's ZooKeeper server jar, started with java by deploy/zookeeper.py (never by systemd).
 zookeeper: $(ZK_JAR)
+
+# Debian's kcat (librdkafka's command-line client): the tests use it against the Kafka listener.
+kcat: $(KCAT)
+
+$(KCAT):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null
 
 $(ZK_JAR):
 	@command -v java >/dev/null || { echo "java is required for ZooKeeper"; exit 1; }
@@ -37,13 +45,13 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: setup zookeeper
+test: setup zookeeper kcat
 	$(BIN)/pytest -q
 
 test-unit: setup
 	$(BIN)/pytest -q tests/unit
 
-test-integration: setup zookeeper
+test-integration: setup zookeeper kcat
 	$(BIN)/pytest -q tests/integration
 
 cluster: setup zookeeper
@@ -52,8 +60,9 @@ cluster: setup zookeeper
 bench-log: setup
 	$(BIN)/python bench/bench_log.py
 
+# BENCH_ARGS: e.g. "--only kafka,baseline" or "--baseline REF" (bench/bench_cluster.py --help)
 bench: setup zookeeper
-	$(BIN)/python bench/bench_cluster.py
+	$(BIN)/python bench/bench_cluster.py $(BENCH_ARGS)
 
 bench-spark: setup zookeeper
 	$(BIN)/python bench/bench_spark.py

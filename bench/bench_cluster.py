@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
-"""`make bench`: odradek beside Redis Streams and NATS JetStream, measured in the same run.
+"""`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-1. Starts a local odradek cluster (ZooKeeper + 3 brokers) in a temporary directory and creates
-   topics with 1 and 8 partitions (RF 1).
-2. Runs `odradek bench produce|consume|latency` in a separate process for each case: 100 B and
-   1 KiB records, acks=1, the bulk API and per-record send(), one and eight partitions; then the
-   end-to-end latency at 1,000 records/s.
-3. Runs the peers' own harness (../shared/peers/run_peers.sh) for Redis Streams (AOF everysec
-   and always) and NATS JetStream with the same record sizes.
-4. Writes every JSON line to bench/results/cluster-<time>.jsonl and prints a Markdown table.
+Parts (`--only native,kafka,baseline,peers`, all by default), in this order:
 
-Peers are skipped (and the table says so) when ../shared/peers/setup.sh has not installed them.
+native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
+          `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
+          records, acks=1, the bulk API and per-record send(), one and eight partitions; then
+          end-to-end latency at --rate records/s.
+kafka     on the same cluster, through its Kafka listener: confluent-kafka and kafka-python
+          produce (the plain per-record loop) and consume (from earliest, by assignment),
+          1 partition, RF 1, acks=1, 100 B and 1 KiB (bench/bench_kafka_clients.py).
+baseline  the native bulk, send() and consume cases at 100 B against a cluster run from a git
+          worktree of --baseline REF (default: the last commit before the Kafka listener) and
+          against one run from this tree, alternating (bench/bench_baseline.py).
+peers     the peers' own harness (../shared/peers/run_peers.sh): Redis Streams (AOF everysec
+          and always) and NATS JetStream with the same record sizes. Skipped, with one line
+          saying why, when ../shared/peers/setup.sh has not installed them or they fail.
+
+Prints Markdown tables and writes them, with every raw measurement, to --json (default
+bench/results/cluster-<time>.json).
 """
 
 from __future__ import annotations
@@ -28,6 +36,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT.parent / "shared" / "peers"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_baseline  # noqa: E402
+import bench_kafka_clients  # noqa: E402
+from bench_report import render, summarize  # noqa: E402
+
+PARTS = ("native", "kafka", "baseline", "peers")
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def log_row(row: dict) -> None:
+    log(json.dumps(row))
 
 
 def odradek_bench(bootstrap: str, *args: str) -> dict:
@@ -35,57 +58,73 @@ def odradek_bench(bootstrap: str, *args: str) -> dict:
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         return {"system": "odradek", "error": out.stderr.strip()[-500:], "args": list(args)}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def run_odradek(n: int, repeat: int, lat_n: int, lat_rate: int) -> list[dict]:
+def native_cases(bootstrap: str, n: int, repeat: int, lat_n: int, lat_rate: int) -> list[dict]:
     from client import Admin, NewTopic
+
+    results: list[dict] = []
+    with Admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(f"lat-{s}", 1, 1) for s in (100, 1024)])
+    for size in (100, 1024):
+        for parts in (1, 8):
+            for api in ("bulk", "send"):
+                count = n if api == "bulk" else max(n // 4, 1000)
+                for i in range(repeat):
+                    topic = f"p{parts}-s{size}-{api}-{i}"
+                    with Admin(bootstrap) as admin:
+                        admin.create_topics([NewTopic(topic, parts, 1)])
+                    args = ["produce", "--topic", topic, "--num-records", str(count),
+                            "--record-size", str(size)]  # fmt: skip
+                    if api == "send":
+                        args.append("--per-record")
+                    r = odradek_bench(bootstrap, *args)
+                    r.update(partitions=parts, acks="1")
+                    results.append(r)
+                    log_row(r)
+                    if api == "bulk":
+                        c = odradek_bench(bootstrap, "consume", "--topic", topic,
+                                          "--num-records", str(count))  # fmt: skip
+                        c.update(partitions=parts)
+                        results.append(c)
+                        log_row(c)
+        lat = odradek_bench(
+            bootstrap, "latency", "--topic", f"lat-{size}", "--num-records", str(lat_n),
+            "--rate", str(lat_rate), "--record-size", str(size),
+        )  # fmt: skip
+        results.append(lat)
+        log_row(lat)
+    return results
+
+
+def run_cluster(args: argparse.Namespace, parts: set[str]) -> list[dict]:
+    """The native and Kafka-client cases, on one local cluster of this tree's code."""
     from deploy.cluster import LocalCluster
 
     results: list[dict] = []
     tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-"))
-    cluster = LocalCluster(tmp / "cluster", brokers=3, progress=lambda s: print(s, file=sys.stderr))
+    cluster = LocalCluster(tmp / "cluster", brokers=3, progress=log)
     try:
         bootstrap = cluster.up()
-        with Admin(bootstrap) as admin:
-            admin.create_topics([NewTopic(f"lat-{s}", 1, 1) for s in (100, 1024)])
-        for size in (100, 1024):
-            for parts in (1, 8):
-                for api in ("bulk", "send"):
-                    count = n if api == "bulk" else max(n // 4, 1000)
-                    for i in range(repeat):
-                        topic = f"p{parts}-s{size}-{api}-{i}"
-                        with Admin(bootstrap) as admin:
-                            admin.create_topics([NewTopic(topic, parts, 1)])
-                        args = ["produce", "--topic", topic, "--num-records", str(count),
-                                "--record-size", str(size)]  # fmt: skip
-                        if api == "send":
-                            args.append("--per-record")
-                        r = odradek_bench(bootstrap, *args)
-                        r.update(partitions=parts, acks="1")
-                        results.append(r)
-                        print(json.dumps(r), file=sys.stderr)
-                        if api == "bulk":
-                            c = odradek_bench(bootstrap, "consume", "--topic", topic,
-                                              "--num-records", str(count))  # fmt: skip
-                            c.update(partitions=parts)
-                            results.append(c)
-                            print(json.dumps(c), file=sys.stderr)
-            lat = odradek_bench(
-                bootstrap, "latency", "--topic", f"lat-{size}", "--num-records", str(lat_n),
-                "--rate", str(lat_rate), "--record-size", str(size),
-            )  # fmt: skip
-            results.append(lat)
-            print(json.dumps(lat), file=sys.stderr)
+        if "native" in parts:
+            results += native_cases(bootstrap, args.messages, args.repeat,
+                                    args.latency_messages, args.rate)  # fmt: skip
+        if "kafka" in parts:
+            counts = {"confluent": args.confluent_messages,
+                      "kafka-python": args.kafka_python_messages}  # fmt: skip
+            results += bench_kafka_clients.run_cases(
+                bootstrap, cluster.kafka_bootstrap, counts, args.kafka_repeat, report=log_row
+            )
     finally:
         cluster.down(purge=True)
         shutil.rmtree(tmp, ignore_errors=True)
     return results
 
 
-def run_peers(n: int, repeat: int, lat_n: int, lat_rate: int) -> list[dict]:
+def run_peers(n: int, repeat: int, lat_n: int, lat_rate: int, notes: list[str]) -> list[dict]:
     if not (PEERS / "run_peers.sh").exists() or not shutil.which("redis-server"):
-        print("peers not installed (../shared/peers/setup.sh); skipping them", file=sys.stderr)
+        notes.append("peers: not installed (run ../shared/peers/setup.sh); skipped")
         return []
     env = dict(os.environ, LAT_N=str(lat_n), LAT_RATE=str(lat_rate), PY="python3")
     out = subprocess.run(["bash", str(PEERS / "run_peers.sh"), str(n), str(repeat)],
@@ -96,74 +135,122 @@ def run_peers(n: int, repeat: int, lat_n: int, lat_rate: int) -> list[dict]:
             rows.append(json.loads(line))
         except ValueError:
             continue
+    if out.returncode != 0 or not rows:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        notes.append(f"peers: run_peers.sh exited {out.returncode} with {len(rows)} rows: {tail}")
     return rows
 
 
-def best(rows: list[dict], **match: object) -> dict | None:
-    cands = [r for r in rows if all(r.get(k) == v for k, v in match.items()) and "error" not in r]
-    return max(cands, key=lambda r: r.get("msgs_per_s", 0), default=None)
+def parse_only(text: str) -> set[str]:
+    parts = {p.strip() for p in text.split(",") if p.strip()}
+    unknown = parts - set(PARTS)
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(f"--only takes a comma list of {', '.join(PARTS)}")
+    return parts
 
 
-def _peer_key(r: dict) -> tuple:
-    fields = ("peer", "mode", "client", "appendfsync", "size", "consumer", "window")
-    return tuple(r.get(f) for f in fields)
-
-
-def table(ours: list[dict], peers: list[dict]) -> str:
-    lines = ["| system | case | size | partitions | records/s | MiB/s |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for size in (100, 1024):
-        for parts in (1, 8):
-            for mode, api in (("produce", "bulk"), ("produce", "send"), ("consume", "poll")):
-                r = best(ours, mode=mode, api=api, size=size, partitions=parts)
-                if r:
-                    lines.append(f"| odradek | {mode} ({api}) | {size} | {parts} | "
-                                 f"{r['msgs_per_s']:,.0f} | {r['MiB_per_s']} |")  # fmt: skip
-    seen = set()
-    for r in peers:
-        if "msgs_per_s" not in r:
-            continue
-        key = _peer_key(r)
-        if key in seen:
-            continue
-        seen.add(key)
-        group = [x for x in peers if _peer_key(x) == key]
-        top = max(group, key=lambda x: x["msgs_per_s"])
-        parts = [top.get(f) for f in ("mode", "client", "appendfsync", "consumer", "window")]
-        label = " ".join(str(v) for v in parts if v is not None)
-        lines.append(f"| {top.get('peer')} | {label} | {top.get('size')} | 1 | "
-                     f"{top['msgs_per_s']:,.0f} | {top.get('MiB_per_s', '')} |")  # fmt: skip
-    lines += ["", "| system | latency case | size | e2e p50 ms | e2e p99 ms | max ms |",
-              "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for r in [*ours, *peers]:
-        if r.get("mode") == "latency" and "error" not in r:
-            who = r.get("system") or r.get("peer")
-            lines.append(f"| {who} | {r.get('rate')}/s {r.get('appendfsync', '')} | "
-                         f"{r.get('size')} | {r.get('e2e_ms_p50')} | {r.get('e2e_ms_p99')} | "
-                         f"{r.get('e2e_ms_max')} |")  # fmt: skip
-    return "\n".join(lines)
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument(
+        "--only",
+        type=parse_only,
+        default=set(PARTS),
+        help=f"comma list of parts to run: {','.join(PARTS)} (default: all)",
+    )
+    ap.add_argument(
+        "--messages",
+        type=int,
+        default=1_000_000,
+        help="native bulk and consume runs (send() runs: a quarter)",
+    )
+    ap.add_argument("--peer-messages", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=2, help="native and peer runs per case (best)")
+    ap.add_argument("--latency-messages", type=int, default=10_000)
+    ap.add_argument("--rate", type=int, default=1000)
+    ap.add_argument(
+        "--confluent-messages",
+        type=int,
+        default=4_000_000,  # about 3 s at the ~1.4M records/s measured here
+        help="confluent-kafka records at 100 B (1 KiB: a quarter)",
+    )
+    ap.add_argument(
+        "--kafka-python-messages",
+        type=int,
+        default=300_000,
+        help="kafka-python records at 100 B (1 KiB: a quarter)",
+    )
+    ap.add_argument("--kafka-repeat", type=int, default=1, help="runs per Kafka-client case")
+    ap.add_argument(
+        "--baseline",
+        metavar="REF",
+        default=bench_baseline.DEFAULT_REF,
+        help="git ref of the code to compare with (default %(default)s)",
+    )
+    ap.add_argument(
+        "--baseline-messages",
+        type=int,
+        default=1_000_000,
+        help="baseline bulk and consume runs (send(): a quarter)",
+    )
+    ap.add_argument("--baseline-rounds", type=int, default=3, help="alternating rounds")
+    ap.add_argument("--no-peers", action="store_true", help="same as leaving peers out of --only")
+    ap.add_argument("--json", type=Path, help="where to write the results")
+    return ap
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--messages", type=int, default=1_000_000)
-    ap.add_argument("--peer-messages", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--latency-messages", type=int, default=10_000)
-    ap.add_argument("--rate", type=int, default=1000)
-    ap.add_argument("--no-peers", action="store_true")
-    args = ap.parse_args()
-    ours = run_odradek(args.messages, args.repeat, args.latency_messages, args.rate)
-    peers = [] if args.no_peers else run_peers(args.peer_messages, args.repeat,
-                                                 args.latency_messages, args.rate)  # fmt: skip
-    out = ROOT / "bench" / "results" / time.strftime("cluster-%Y%m%d-%H%M%S.jsonl")
+    args = build_parser().parse_args()
+    parts = args.only - ({"peers"} if args.no_peers else set())
+    started, load_before = time.time(), os.getloadavg()
+    rows: list[dict] = []
+    notes: list[str] = []
+    phases: dict[str, float] = {}
+    if parts & {"native", "kafka"}:
+        t = time.monotonic()
+        rows += run_cluster(args, parts)
+        phases["native+kafka"] = round(time.monotonic() - t, 1)
+    if "baseline" in parts:
+        t = time.monotonic()
+        try:
+            rows += bench_baseline.run_baseline(
+                args.baseline, args.baseline_messages, args.baseline_rounds, report=log_row
+            )
+        except bench_baseline.BaselineError as exc:
+            notes.append(f"baseline: {exc}; skipped")
+        phases["baseline"] = round(time.monotonic() - t, 1)
+    if "peers" in parts:
+        t = time.monotonic()
+        rows += run_peers(args.peer_messages, args.repeat, args.latency_messages, args.rate,
+                          notes)  # fmt: skip
+        phases["peers"] = round(time.monotonic() - t, 1)
+    summary = summarize(rows, args.baseline)
+    text = render(summary)
+    out = args.json or ROOT / "bench" / "results" / time.strftime("cluster-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r) + "\n" for r in [*ours, *peers]))
-    print(table(ours, peers))
-    print(f"\nraw results: {out.relative_to(ROOT)}", file=sys.stderr)
-    errors = [r for r in ours if "error" in r]
+    doc = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "phases_s": phases,
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "args": {k: sorted(v) if isinstance(v, set) else str(v) if isinstance(v, Path) else v
+                 for k, v in vars(args).items()},
+        "notes": notes,
+        "summary": summary,
+        "table": text,
+        "results": rows,
+    }  # fmt: skip
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    if text:
+        print(text)
+    for note in notes:
+        print(f"\n{note}")
+    log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
+    log(f"results: {out}")
+    errors = [r for r in rows if "error" in r and "peer" not in r]  # peers: noted above
     for e in errors:
-        print(f"odradek run failed: {e}", file=sys.stderr)
+        log(f"run failed: {e}")
     return 1 if errors else 0
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from broker.log.config import LogConfig
 from broker.log.log import RECOVERY_POINT_FILE, Log
-from protocol.batch import build_batch_from_values
+from protocol.batch import HEADER_BYTES, build_batch_from_values
 from protocol.clock import SystemClock
 
 MIB = 1 << 20
@@ -75,7 +75,7 @@ def make_batch(target_bytes: int) -> tuple[bytes, int]:
     value = os.urandom(RECORD_BYTES)
     now_ms = int(time.time() * 1000)
     per_record = len(build_batch_from_values([value] * 100, now_ms)) / 100
-    count = max(1, int((target_bytes - 61) / per_record))
+    count = max(1, int((target_bytes - HEADER_BYTES) / per_record))
     while len(batch := build_batch_from_values([value] * count, now_ms)) > target_bytes:
         count -= max(1, (len(batch) - target_bytes) // RECORD_BYTES)
     return batch, count

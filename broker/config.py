@@ -67,6 +67,12 @@ class BrokerConfig:
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
     unclean_leader_election_enable: bool = False  # default of the topic config of that name
+    # The Kafka-protocol listener, as Kafka's `listeners` / `advertised.listeners`:
+    # "PLAINTEXT://host:port" ("" : no Kafka listener; port 0 picks a free one). Advertised
+    # defaults to the listener (with the port actually bound).
+    listeners: str = ""
+    advertised_listeners: str = ""
+    auto_create_topics_enable: bool = True  # Kafka's auto.create.topics.enable (Kafka door)
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -78,6 +84,24 @@ class BrokerConfig:
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
             raise UsageError("leader_imbalance_per_broker_percentage must be in 0..100")
         self.default_log_config()  # raises UsageError on a bad topic default
+        self.kafka_listener()  # raises UsageError on a bad listener
+        if self.advertised_listeners:
+            parse_listener(self.advertised_listeners, "advertised_listeners")
+
+    def kafka_listener(self) -> tuple[str, int] | None:
+        """(host, port) the Kafka door binds, or None when there is no Kafka listener."""
+        if not self.listeners:
+            return None
+        return parse_listener(self.listeners, "listeners")
+
+    def kafka_advertised(self, bound_port: int) -> tuple[str, int]:
+        """(host, port) Kafka clients are told to connect to."""
+        if self.advertised_listeners:
+            return parse_listener(self.advertised_listeners, "advertised_listeners")
+        listener = self.kafka_listener()
+        assert listener is not None
+        host = self.host if listener[0] in ("", "0.0.0.0", "::") else listener[0]
+        return host, bound_port
 
     def default_log_config(self) -> LogConfig:
         """The LogConfig every topic starts from (its ZooKeeper overrides go on top)."""
@@ -85,6 +109,22 @@ class BrokerConfig:
             return LogConfig.from_properties(self.topic_defaults)
         except OdradekError as exc:
             raise UsageError(f"[topic_defaults]: {exc.message}") from None
+
+
+KAFKA_LISTENER_NAME = "PLAINTEXT"
+
+
+def parse_listener(value: str, name: str) -> tuple[str, int]:
+    """ "PLAINTEXT://host:port" -> (host, port). One listener: odradek has no TLS or SASL."""
+    scheme, sep, rest = value.strip().partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or scheme != KAFKA_LISTENER_NAME or not colon or not port.isdigit():
+        raise UsageError(
+            f"{name} must be one {KAFKA_LISTENER_NAME}://host:port listener, got {value!r}"
+        )
+    if not 0 <= int(port) <= 65535:
+        raise UsageError(f"{name}: port {port} is not in 0..65535")
+    return host.strip("[]"), int(port)
 
 
 _POSITIVE_FIELDS = (
@@ -132,6 +172,9 @@ _TYPES: dict[str, type] = {
     "controlled_shutdown_enable": bool,
     "auto_leader_rebalance_enable": bool,
     "unclean_leader_election_enable": bool,
+    "auto_create_topics_enable": bool,
+    "listeners": str,
+    "advertised_listeners": str,
     "topic_defaults": dict,
 }
 

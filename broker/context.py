@@ -23,6 +23,7 @@ from protocol.clock import Clock
 if TYPE_CHECKING:
     from coordinator.controller import ControllerElector
     from coordinator.group.service import GroupCoordinator
+    from coordinator.producer_ids import ProducerIdManager
 
 
 class TopicStore(Protocol):
@@ -45,6 +46,24 @@ class TopicStore(Protocol):
 
     async def delete_topic(self, name: str) -> None:
         """Mark the topic for deletion (raises UnknownTopicOrPartitionError)."""
+        ...
+
+    async def write_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace the topic's overrides and tell every broker to apply them
+        (raises UnknownTopicOrPartitionError)."""
+        ...
+
+    async def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None,
+        live_broker_ids: list[int],
+        validate_only: bool,
+    ) -> dict[int, list[int]]:
+        """Give the topic `count` partitions (the added ones' replicas `assignments`, or
+        placed); returns the added partitions' replicas. Raises UnknownTopicOrPartitionError,
+        InvalidPartitionsError, InvalidReplicaAssignmentError, ..."""
         ...
 
 
@@ -70,11 +89,14 @@ class BrokerContext:
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
     elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
+    producer_ids: ProducerIdManager | None = None  # InitProducerId (coordinator/producer_ids.py)
+    cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster_id.py)
 
     @classmethod
     def create(
         cls, config: BrokerConfig, clock: Clock, replicas: ReplicaManager, topics: TopicStore
     ) -> BrokerContext:
         """A context for a starting broker: an empty metadata cache, no controller epoch seen
-        yet, and no group coordinator or controller elector (the daemon attaches those)."""
+        yet, and no group coordinator, controller elector or producer id manager (the daemon
+        attaches those)."""
         return cls(config, clock, replicas, MetadataCache(), topics, ControllerEpoch())

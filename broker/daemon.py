@@ -1,14 +1,17 @@
 """The broker process: wire the pieces together, run until SIGTERM/SIGINT, shut down cleanly.
 
 Start-up order: logs first (LogManager.load_all recovers every partition directory), then the
-ZooKeeper session, then the server (so the port is known), then the /brokers/ids registration
-(from here on the controller may send requests), then the controller election, then the log's
-background work (retention, flush.ms). Shutdown reverses it: stop accepting, leave the election,
-deregister, close connections, close the logs (writing the clean-shutdown marker), close the
-ZooKeeper session. Any start-up failure is one log line and exit status 1.
+ZooKeeper session and the cluster id (/cluster/id, created by the first broker), then the
+server (so the port is known), then the /brokers/ids registration (from here on the
+controller may send requests), then the controller election, then the log's background work
+(retention, flush.ms). Shutdown reverses it: stop accepting, leave the election, deregister,
+close connections, close the logs (writing the clean-shutdown marker), close the ZooKeeper
+session. Any start-up failure is one log line and exit status 1.
 
 `ZkTopicStore` is the broker's only view of topic znodes (coordinator/topics.py behind the
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
+The `ConfigChangeListener` (coordinator/config_changes.py) starts before the registration, so
+a topic config changed while the broker starts reaches its logs.
 """
 
 from __future__ import annotations
@@ -25,15 +28,19 @@ import uvloop
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.doors import KafkaDoor
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
+from coordinator import config_changes
 from coordinator import topics as zk_topics
+from coordinator.cluster_id import get_or_create_cluster_id
 from coordinator.controller import ControllerConfig, ControllerElector
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.isr import ZkIsrWriter
+from coordinator.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.registration import Registration, register_broker
 from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
@@ -69,6 +76,23 @@ class ZkTopicStore:
 
     async def delete_topic(self, name: str) -> None:
         await _zk_call(lambda: zk_topics.delete_topic(self.zk, name))
+
+    async def write_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        await _zk_call(lambda: config_changes.write_topic_config(self.zk, topic, config))
+
+    async def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None,
+        live_broker_ids: list[int],
+        validate_only: bool,
+    ) -> dict[int, list[int]]:
+        return await _zk_call(
+            lambda: zk_topics.add_partitions(
+                self.zk, name, count, assignments, live_broker_ids, validate_only
+            )
+        )
 
 
 async def _zk_call(call: Callable[[], Awaitable[T]]) -> T:
@@ -107,7 +131,8 @@ async def _main(config: BrokerConfig) -> int:
         log.error("broker %d could not start: %s", config.broker_id, exc)
         await broker.shutdown()
         return 1
-    log.info("broker %d up on %s:%d", config.broker_id, config.host, broker.port)
+    kafka = "" if broker.kafka_server is None else f", Kafka on port {broker.kafka_server.port}"
+    log.info("broker %d up on %s:%d%s", config.broker_id, config.host, broker.port, kafka)
     await stop.wait()
     log.info("broker %d shutting down", config.broker_id)
     await broker.shutdown()
@@ -144,8 +169,18 @@ class Broker:
             config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets
         )
         self.ctx.groups = self.groups
+        self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
         self.server = BrokerServer(self.ctx, self.clock)
         self.port = config.port
+        listener = config.kafka_listener()
+        self.kafka_server = (
+            None
+            if listener is None
+            else BrokerServer(self.ctx, self.clock, KafkaDoor(), listener[0], listener[1])
+        )
+        self.config_changes = config_changes.ConfigChangeListener(
+            self.zk, self.replicas.apply_topic_config, self._hosted_topics
+        )
         self._registration: Registration | None = None
         self._elector: ControllerElector | None = None
         self._background: asyncio.Task[Any] | None = None
@@ -156,12 +191,19 @@ class Broker:
         log.info("logs loaded from %s", self.config.log_dir)
         await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
         self._zk_started = True
+        self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
+        log.info("cluster id %s", self.ctx.cluster_id)
         await self.server.start()
         self.port = self.server.port
+        kafka = None
+        if self.kafka_server is not None:
+            await self.kafka_server.start()
+            kafka = self.config.kafka_advertised(self.kafka_server.port)
         self.replicas.start()
         self.groups.start()
+        await self.config_changes.start()
         self._registration = await register_broker(
-            self.zk, self.config.broker_id, self.config.host, self.port
+            self.zk, self.config.broker_id, self.config.host, self.port, kafka=kafka
         )
         self._elector = ControllerElector(
             self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config)
@@ -184,11 +226,16 @@ class Broker:
                 request_controlled_shutdown(self.zk, self.config.broker_id, self._elector, settings)
             )
         self.server.stop_accepting()
+        if self.kafka_server is not None:
+            self.kafka_server.stop_accepting()
         if self._elector is not None:
             await _quietly(self._elector.stop())
         if self._registration is not None:
             await _quietly(self._registration.close())
         await self.server.stop()
+        if self.kafka_server is not None:
+            await self.kafka_server.stop()
+        await _quietly(self.config_changes.stop())
         await _quietly(self.groups.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
@@ -199,6 +246,9 @@ class Broker:
         self.log_manager.shutdown()
         if self._zk_started:
             await _quietly(self.zk.stop())
+
+    def _hosted_topics(self) -> set[str]:
+        return {plog.topic for plog in self.log_manager.logs()}
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:

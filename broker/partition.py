@@ -18,13 +18,15 @@ Waiters: a long-polling consumer fetch parks one future on every partition it re
 woken when the HW moves: consumers see data only below it); a follower's fetch parks on
 `replica_waiters`, woken by appends. acks=all produces wait in `produce_waiters`
 (broker/delayed_produce.py), completed as the HW passes their batches and failed when this
-broker stops leading.
+broker stops leading. A DeleteRecords waits on `log_start_waiters` until the low watermark
+(`low_watermark`: the smallest log start offset over the leader and its live followers, which
+report theirs in each fetch) reaches the new log start, as Kafka's DelayedDeleteRecords.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from broker.log.log import Log
 
 MAX_WAITERS_BEFORE_PRUNE = 1024
+UNKNOWN_OFFSET = -1
 
 
 class Role(Enum):
@@ -68,6 +71,23 @@ def advance_high_watermark(
     return max(current_hw, lowest)
 
 
+def low_watermark(
+    leader_log_start: int,
+    leader_id: int,
+    replicas: Iterable[int],
+    follower_log_starts: Mapping[int, int],
+    alive: Container[int],
+) -> int:
+    """Kafka's lowWatermarkIfLeader: the smallest log start offset over the leader and every
+    live follower (in the ISR or not). A live follower not heard from since this leadership
+    counts as -1 (unknown), so a DeleteRecords waits for its first fetch."""
+    lowest = leader_log_start
+    for replica in replicas:
+        if replica != leader_id and replica in alive:
+            lowest = min(lowest, follower_log_starts.get(replica, UNKNOWN_OFFSET))
+    return lowest
+
+
 @dataclass(slots=True)
 class Partition:
     topic: str
@@ -84,10 +104,12 @@ class Partition:
     high_watermark: int = 0
     leader_epoch_start_offset: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
+    follower_log_starts: dict[int, int] = field(default_factory=dict)  # from their fetches
     isr_update_in_flight: bool = False
     storage_failed: bool = False  # a follower whose disk write failed stops fetching
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
     replica_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    log_start_waiters: list[asyncio.Future[None]] = field(default_factory=list)
     produce_waiters: ProduceWaiters = field(init=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +153,8 @@ class Partition:
             for r in replicas
             if r != self.leader_id
         }
+        if not known:
+            self.follower_log_starts = {}
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         self.update_high_watermark()
         self.notify_replica_waiters()
@@ -147,6 +171,7 @@ class Partition:
         self.leader_id = leader_id
         self._set_state(leader_epoch, isr, replicas, zk_version)
         self.followers.clear()
+        self.follower_log_starts.clear()
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
         self._stop_leading()
 
@@ -155,12 +180,14 @@ class Partition:
         self.role = Role.FOLLOWER
         self.leader_id = -1
         self.followers.clear()
+        self.follower_log_starts.clear()
         self._stop_leading()
 
     def _stop_leading(self) -> None:
         self.produce_waiters.fail_all(NotLeaderForPartitionError.code)
         self.notify_waiters()  # parked fetches re-read and get NOT_LEADER_FOR_PARTITION
         self.notify_replica_waiters()
+        self.notify_log_start_waiters()  # waiting DeleteRecords get NOT_LEADER_FOR_PARTITION
 
     def _set_state(
         self, leader_epoch: int, isr: list[int], replicas: list[int], zk_version: int
@@ -197,6 +224,21 @@ class Partition:
             fetch_offset, self.high_watermark, self.leader_epoch_start_offset
         )
 
+    def record_follower_log_start(self, replica_id: int, log_start_offset: int) -> None:
+        """A follower's fetch said where its log starts (it follows ours: DeleteRecords)."""
+        if replica_id not in self.replicas or replica_id == self.local_broker_id:
+            return
+        if log_start_offset < 0 or self.follower_log_starts.get(replica_id) == log_start_offset:
+            return
+        self.follower_log_starts[replica_id] = log_start_offset
+        self.notify_log_start_waiters()
+
+    def low_watermark(self, alive: Container[int]) -> int:
+        return low_watermark(
+            self.log.log_start_offset, self.local_broker_id, self.replicas,
+            self.follower_log_starts, alive,
+        )  # fmt: skip
+
     def record_follower_offset(self, replica_id: int, log_end_offset: int) -> None:
         """A follower's offset without a time (tests; kept for issue 3's callers)."""
         self.record_follower_fetch(replica_id, log_end_offset, 0)
@@ -220,9 +262,16 @@ class Partition:
 
     def add_waiter(self, waiter: asyncio.Future[None], replica: bool = False) -> None:
         waiters = self.replica_waiters if replica else self.waiters
-        if len(waiters) >= MAX_WAITERS_BEFORE_PRUNE:
-            waiters[:] = [w for w in waiters if not w.done()]
-        waiters.append(waiter)
+        _add(waiters, waiter)
+
+    def add_log_start_waiter(self, waiter: asyncio.Future[None]) -> None:
+        """A DeleteRecords waiting for the followers' log starts (woken as they report them)."""
+        _add(self.log_start_waiters, waiter)
+
+    def notify_log_start_waiters(self) -> None:
+        if self.log_start_waiters:
+            waiters, self.log_start_waiters = self.log_start_waiters, []
+            _wake(waiters)
 
     def notify_waiters(self) -> None:
         waiters, self.waiters = self.waiters, []
@@ -232,6 +281,12 @@ class Partition:
         if self.replica_waiters:
             waiters, self.replica_waiters = self.replica_waiters, []
             _wake(waiters)
+
+
+def _add(waiters: list[asyncio.Future[None]], waiter: asyncio.Future[None]) -> None:
+    if len(waiters) >= MAX_WAITERS_BEFORE_PRUNE:
+        waiters[:] = [w for w in waiters if not w.done()]
+    waiters.append(waiter)
 
 
 def _wake(waiters: list[asyncio.Future[None]]) -> None:

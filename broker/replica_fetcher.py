@@ -12,7 +12,9 @@ left without partitions stops. Each fetcher owns one connection to its leader an
        follows, fetch offset = its log end) for every partition not backing off. The leader
        long-polls it (replica_fetch_wait_max_ms / replica_fetch_min_bytes). The answer's bytes go
        to Log.append_as_follower unchanged (same offsets, same epochs: a byte copy, no decoding);
-       the follower's HW becomes min(leader HW, own LEO), never backwards.
+       the follower's HW becomes min(leader HW, own LEO), never backwards, and its log start
+       offset rises to the leader's (DeleteRecords; `follower_log_start`), deleting the closed
+       segments below it. Its next fetch reports it, which a waiting DeleteRecords needs.
 
 Per-partition errors: FENCED_LEADER_EPOCH (the leader moved past our epoch) drops the partition
 until the next LeaderAndIsr; OFFSET_OUT_OF_RANGE truncates to the leader's end or restarts at its
@@ -309,6 +311,14 @@ class ReplicaFetcher:
             return
         hw = follower_high_watermark(answer.high_watermark, p.log.log_end_offset)
         p.high_watermark = max(p.high_watermark, hw)
+        start = follower_log_start(
+            answer.log_start_offset, p.log.log_start_offset, p.high_watermark
+        )
+        try:
+            if start is not None and p.log.advance_log_start_offset(start):
+                log.info("%s-%d: log start offset now %d (the leader's)", key[0], key[1], start)
+        except (OSError, KafkaStorageError) as exc:
+            self._storage_failed(key, state, exc)
 
     def _out_of_range(
         self, key: Key, state: FetchState, answer: FetchPartitionResponse, fetch_offset: int
@@ -342,6 +352,14 @@ class ReplicaFetcher:
         log.debug("%s-%d: error %d from broker %d, backing off", key[0], key[1], code,
                   self.leader_id)  # fmt: skip
         self._backoff(state)
+
+
+def follower_log_start(leader_log_start: int, own_log_start: int, own_hw: int) -> int | None:
+    """Where a follower's log should start after the leader said where its own starts (after
+    DeleteRecords or retention), as Kafka's follower does: the leader's, bounded by the
+    follower's HW; None when it does not move forward."""
+    start = min(leader_log_start, own_hw)
+    return start if start > own_log_start else None
 
 
 class ReplicaFetcherManager:

@@ -4,9 +4,11 @@
 re-roled only by the controller's LeaderAndIsr and removed by StopReplica. Handlers call it with
 decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
 
-Produce (`append`): the batch bytes go to `Log.append_as_leader` unread (the log checks header,
-CRC and size, stamps offset and leader epoch, and writes nothing on error); parked follower
-fetches wake, and the HW moves if the ISR allows. For a topic with `flush.messages=1` the caller
+Produce (`append`): a client's control or transactional batch is refused (INVALID_RECORD,
+protocol/batch.py `check_client_batch`; followers copy batches without this check); the batch
+bytes go to `Log.append_as_leader` unread (the log checks header, CRC and size, stamps offset
+and leader epoch, and writes nothing on error); parked follower fetches wake, and the HW moves
+if the ISR allows. For a topic with `flush.messages=1` the caller
 awaits `AppendOutcome.durable` (group commit) before answering. acks=all: refused with
 NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replicas; otherwise
 `await_replication` parks the request in the partitions' delayed-produce queues
@@ -16,7 +18,8 @@ Fetch (`fetch`): partitions are read in request order within a byte budget (`rea
 KIP-74 rules: each partition gets at most its own max and what is left of the total; the first
 partition with data may exceed both by one batch so a consumer never gets stuck). Consumers read
 below the HW; replicas up to the log end, and their fetch offset is their log end offset for the
-leader (`Partition.record_follower_fetch`: HW, and ISR expansion). When fewer than
+leader (`Partition.record_follower_fetch`: HW, and ISR expansion; the log start offset they
+report is kept for DeleteRecords, broker/delete_records.py). When fewer than
 `min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
 any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
 once; beyond that a fetch is answered at once with what there is. The wait is measured on the
@@ -32,12 +35,16 @@ controller says what it is. One write per partition at a time.
 
 Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
 and takes leaders away from it.
+
+The group coordinator sees the partitions only through `GroupLog` (coordinator/group/group_log.py):
+`led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -59,6 +66,7 @@ from protocol.api.fetch import FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
+from protocol.batch import check_client_batch, read_header
 from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
 from protocol.errors import (
@@ -68,6 +76,7 @@ from protocol.errors import (
     OdradekError,
     OffsetOutOfRangeError,
     ReplicaNotAvailableError,
+    RequestTimedOutError,
     StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -228,6 +237,7 @@ class ReplicaManager:
                         f"{topic}-{partition}: ISR {p.isr} is below min.insync.replicas "
                         f"{p.min_insync_replicas}"
                     ))  # fmt: skip
+            check_client_batch(read_header(records))  # no control or transactional batches
             info = p.log.append_as_leader(records, p.leader_epoch)
         except (OdradekError, OSError) as exc:
             code, message = _error(exc)
@@ -316,7 +326,7 @@ class ReplicaManager:
                 )
                 r = self._read_one(
                     request.replica_id, topic.name, fp.partition, fp.fetch_offset,
-                    fp.current_leader_epoch, limit, min_one,
+                    fp.current_leader_epoch, limit, min_one, fp.log_start_offset,
                 )  # fmt: skip
                 total += r.size_bytes
                 remaining -= r.size_bytes
@@ -332,6 +342,7 @@ class ReplicaManager:
         leader_epoch: int,
         limit: int,
         min_one: bool,
+        replica_log_start: int = -1,
     ) -> PartitionRead:
         try:
             p = self.leader(topic, partition, leader_epoch)
@@ -345,6 +356,7 @@ class ReplicaManager:
             return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
         elif offset <= log.log_end_offset:
             self._follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
+            p.record_follower_log_start(replica_id, replica_log_start)  # for DeleteRecords
         out = PartitionRead(
             topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
         )
@@ -397,6 +409,42 @@ class ReplicaManager:
             return exc.code, -1, -1
         epoch, end = p.log.end_offset_for_epoch(leader_epoch)
         return NONE, epoch, end
+
+    # ----- the group coordinator's log (GroupLog) --------------------------------------------
+
+    def led_partitions(self, topic: str) -> dict[int, int]:
+        parts = self.partitions.items()
+        return {i: p.leader_epoch for (t, i), p in parts if t == topic and p.is_leader}
+
+    def log_range(self, topic: str, partition: int) -> tuple[int, int] | None:
+        p = self.partitions.get((topic, partition))
+        return None if p is None else (p.log.log_start_offset, p.log.log_end_offset)
+
+    def read_records(
+        self, topic: str, partition: int, offset: int, max_bytes: int, max_offset: int
+    ) -> tuple[bytes, int] | None:
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{partition} is not hosted here")
+        read = p.log.read(offset, max_bytes, max_offset=max_offset)
+        if read.slice is None:
+            return None
+        return os.pread(read.slice.fd, read.slice.length, read.slice.position), read.next_offset
+
+    async def append_replicated(
+        self, topic: str, partition: int, records: bytes, timeout_ms: int
+    ) -> int:
+        out = self.append(topic, partition, records, acks=ACKS_ALL)
+        if out.error_code != NONE:
+            return out.error_code
+        if out.durable is not None:
+            await out.durable
+        done = self.replication_done(topic, partition, out.required_offset)
+        if done is None:
+            pending = [(topic, partition, out.required_offset)]
+            codes = await self.await_replication(pending, timeout_ms)
+            done = codes.get((topic, partition), RequestTimedOutError.code)
+        return done
 
     # ----- ISR (leader side) ----------------------------------------------------------------
 
@@ -559,6 +607,26 @@ class ReplicaManager:
                 return _error(exc)[0]
         log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
         return NONE
+
+    # ----- config changes (coordinator/config_changes.py) -----------------------------------
+
+    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> int:
+        """Give every open log of `topic` (led, followed, or opened at start-up and not yet
+        named by the controller) the defaults plus `overrides`; how many logs changed. A set
+        that LogConfig refuses (written past AlterConfigs' checks) changes nothing."""
+        try:
+            config = LogConfig.from_properties(overrides, base=self.default_log_config)
+        except OdradekError as exc:
+            log.warning("topic %s: config %s not applied: %s", topic, dict(overrides), exc)
+            return 0
+        changed = 0
+        for plog in self.log_manager.logs():
+            if plog.topic == topic and plog.config != config:
+                plog.update_config(config)
+                changed += 1
+        if changed:
+            log.info("topic %s: new config on %d logs: %s", topic, changed, dict(overrides))
+        return changed
 
 
 def _names(names: list[str], shown: int = 5) -> str:

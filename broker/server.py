@@ -1,7 +1,12 @@
 """The broker's TCP server: one `asyncio.Protocol` per connection, requests pipelined.
 
+A server is one front door: a `Door` (broker/doors.py) turns a frame into a request and its
+handler, and a handler's result into the bytes to send. The daemon opens two servers over the
+same services: the native door (msgpack, broker/handlers/) and the Kafka door (Kafka's wire
+protocol, broker/handlers/kafka/). Everything below is the same for both.
+
 Per connection:
-- Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and `decode_request`. Each
+- Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and the door. Each
   request gets a slot at the tail of `pending`, then its handler runs: inline when it returns a
   value, as a task when it returns an awaitable. A finished slot holds its encoded chunks;
   `_flush` writes the done slots at the head of `pending`, so answers leave strictly in request
@@ -11,11 +16,13 @@ Per connection:
   write buffer is above its high-water mark) reading pauses, and resumes once below. One read
   (<= 256 KiB) may overshoot the bound by its frames; never more.
 - Bad input (framing error, undecodable envelope, wrong type, unknown api or version): the done
-  answers at the head are written, every other pending request is dropped, an error response
-  (INVALID_REQUEST or UNSUPPORTED_VERSION) goes out when the correlation id is readable, and the
-  connection closes. Nothing reaches any handler, so nothing reaches any log.
-- A handler's unexpected exception answers that request with its error code (or
-  UNKNOWN_SERVER_ERROR) and the connection carries on.
+  answers at the head are written, every other pending request is dropped, the door's refusal
+  goes out (native: INVALID_REQUEST or UNSUPPORTED_VERSION when the correlation id is readable;
+  Kafka: nothing, as Kafka) and the connection closes. Nothing reaches any handler, so nothing
+  reaches any log.
+- A handler's exception answers that request as the door says (native: its error code, or
+  UNKNOWN_SERVER_ERROR, and the connection carries on; Kafka: the API's own error answer where
+  the adapter gives one, else the connection closes).
 - Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
   `connections_max_idle_ms` by the injected clock; a periodic task calls it.
 
@@ -39,25 +46,10 @@ from collections import deque
 from typing import Any, cast
 
 from broker.context import BrokerContext
-from broker.handlers import CHUNKED, HANDLERS
+from broker.doors import Door, NativeDoor, Refusal
 from protocol.clock import Clock
-from protocol.codec import (
-    Chunk,
-    FileSlice,
-    Request,
-    decode_request,
-    encode_error_response,
-    encode_response,
-    encode_response_chunks,
-    peek_correlation_id,
-)
-from protocol.errors import (
-    InvalidRequestError,
-    OdradekError,
-    ProtocolError,
-    UnknownServerError,
-    UnsupportedVersionError,
-)
+from protocol.codec import Chunk, FileSlice
+from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
 
 log = logging.getLogger("odradek.broker.server")
@@ -81,6 +73,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         config = server.ctx.config
         self.server = server
+        self.door = server.door
         self.ctx = server.ctx
         self.clock = server.clock
         self.decoder = FrameDecoder(config.socket_request_max_bytes)
@@ -136,7 +129,7 @@ class Connection(asyncio.Protocol):
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as exc:
-            self._fatal(None, InvalidRequestError.code, str(exc))
+            self._fatal(Refusal(str(exc)))
             return
         for frame in frames:
             self._on_frame(frame)
@@ -149,17 +142,9 @@ class Connection(asyncio.Protocol):
 
     def _on_frame(self, frame: bytes) -> None:
         try:
-            request = decode_request(frame)
-        except UnsupportedVersionError as exc:
-            self._fatal(peek_correlation_id(frame), UnsupportedVersionError.code, str(exc))
-            return
-        except ProtocolError as exc:
-            self._fatal(peek_correlation_id(frame), InvalidRequestError.code, str(exc))
-            return
-        handler = HANDLERS.get(request.header.api_key)
-        if handler is None:
-            msg = f"{request.spec.name} is not served by brokers"
-            self._fatal(request.header.correlation_id, InvalidRequestError.code, msg)
+            request, handler = self.door.route(frame)
+        except Refusal as refusal:
+            self._fatal(refusal)
             return
         slot = _Slot(len(frame))
         self.pending.append(slot)
@@ -176,7 +161,7 @@ class Connection(asyncio.Protocol):
         else:
             self._encode(slot, request, result)
 
-    def _task_done(self, task: asyncio.Future[Any], slot: _Slot, request: Request) -> None:
+    def _task_done(self, task: asyncio.Future[Any], slot: _Slot, request: Any) -> None:
         self.tasks.discard(task)
         if self.closed or task.cancelled():
             return
@@ -188,32 +173,35 @@ class Connection(asyncio.Protocol):
         self._flush()
         self._check_bounds()
 
-    def _encode(self, slot: _Slot, request: Request, result: Any) -> None:
-        corr = request.header.correlation_id
+    def _encode(self, slot: _Slot, request: Any, result: Any) -> None:
         try:
-            if result is None:
-                pass  # no response (produce with acks=0)
-            elif request.header.api_key in CHUNKED:
-                slot.chunks = encode_response_chunks(corr, result)
-            else:
-                slot.chunks = [encode_response(corr, result)]
+            if result is not None:  # None: no response (produce with acks=0)
+                slot.chunks = self.door.encode(request, result)
         except Exception as exc:  # a handler built a response that does not encode: a bug
             self._fail_request(slot, request, exc)
             return
         slot.done = True
 
-    def _fail_request(self, slot: _Slot, request: Request, exc: BaseException) -> None:
-        if isinstance(exc, OdradekError):
-            code = exc.code
-        else:
-            code = UnknownServerError.code
-            log.error("%s failed for %s", request.spec.name, self.peer, exc_info=exc)
-        slot.chunks = [encode_error_response(request.header.correlation_id, code)]
+    def _fail_request(self, slot: _Slot, request: Any, exc: BaseException) -> None:
+        chunks = self.door.failure(request, exc, self.peer)
+        if chunks is None:
+            slot.done = True
+            self._flush_until(slot)
+            self._fatal(Refusal(f"{self.door.describe(request)} failed: {exc}"))
+            return
+        slot.chunks = chunks
         slot.done = True
 
-    def _fatal(self, correlation_id: int | None, code: int, why: str) -> None:
-        """Bad input: answer what is done, then the error (if addressable), then close."""
-        log.info("closing %s: %s", self.peer, why)
+    def _flush_until(self, failed: _Slot) -> None:
+        """Drop `failed` (and what follows) so that only the answers before it are flushed."""
+        while self.pending and self.pending[-1] is not failed:
+            self.pending.pop()
+        if self.pending:
+            self.pending.pop()
+
+    def _fatal(self, refusal: Refusal) -> None:
+        """Bad input: answer what is done, then the refusal's reply (if any), then close."""
+        log.info("closing %s: %s", self.peer, refusal.why)
         self._flush()
         for task in list(self.tasks):
             task.cancel()
@@ -221,8 +209,8 @@ class Connection(asyncio.Protocol):
         self.pending.clear()
         self.closed = True
         assert self.transport is not None
-        if correlation_id is not None:
-            self.transport.write(encode_error_response(correlation_id, code))
+        if refusal.reply is not None:
+            self.transport.write(refusal.reply)
         self.transport.close()
 
     # ----- writing --------------------------------------------------------------------------
@@ -339,25 +327,35 @@ class Connection(asyncio.Protocol):
 
 
 class BrokerServer:
-    """Accepts connections on (host, port); `port` 0 picks a free one (see `.port`)."""
+    """Accepts connections on (host, port) for one door; `port` 0 picks a free one (`.port`).
 
-    def __init__(self, ctx: BrokerContext, clock: Clock) -> None:
+    Without `door`, `host` and `port` it is the native door on the config's host and port."""
+
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        clock: Clock,
+        door: Door | None = None,
+        host: str | None = None,
+        port: int | None = None,
+    ) -> None:
         self.ctx = ctx
         self.clock = clock
+        self.door = NativeDoor() if door is None else door
+        self.host = ctx.config.host if host is None else host
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
-        self.port = ctx.config.port
+        self.port = ctx.config.port if port is None else port
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        config = self.ctx.config
         self._server = await loop.create_server(
-            lambda: Connection(self), config.host, config.port, backlog=1024
+            lambda: Connection(self), self.host, self.port, backlog=1024
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._idle_task = asyncio.create_task(self._reap_idle())
-        log.info("listening on %s:%d", config.host, self.port)
+        log.info("%s listener on %s:%d", self.door.name, self.host, self.port)
 
     def check_idle(self) -> int:
         """Close idle connections now; return how many were closed."""

@@ -20,9 +20,11 @@ Idempotence (`producer_id` >= 0, KIP-98 without transactions): a batch gets its 
 next sequence number when it is first drained (base_sequence; the counter moves on by its record
 count) and keeps it, and its bytes, on every retry; a retried batch goes back into its queue in
 sequence order (before the batches not sent yet), so retries reach the broker in order even
-with up to 5 batches in flight. `reset_producer` (after a batch with a sequence failed for
-good) starts a new producer id with every sequence at 0: the broker accepts any first sequence
-from an id it does not know, while the failed batch's gap would refuse the old id's next ones.
+with up to 5 batches in flight. The producer gets its id and epoch from a broker
+(InitProducerId) before its first batch is drained. `reset_producer` (after a batch with a
+sequence failed for good, with the epoch the broker bumped) continues at that epoch with every
+sequence at 0: the broker accepts sequence 0 from a newer epoch and fences the older one
+(INVALID_PRODUCER_EPOCH), while the failed batch's gap would refuse the old epoch's next ones.
 Sequence order is compared without wrap-around (2**31 batches' records per partition).
 
 Batch life: open (taking records) -> closed (full or drained) -> in flight -> done, or back to
@@ -40,11 +42,11 @@ from itertools import repeat
 from typing import Any
 
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
-from protocol.batch import CODEC_NONE, NO_PRODUCER_ID, build_batch, with_producer
+from protocol.batch import CODEC_NONE, NO_PRODUCER_ID, build_columns, with_producer
 from protocol.errors import OdradekError
 
 SEQUENCE_MODULUS = 2**31  # sequences are int32 counters that wrap to 0
-RECORD_OVERHEAD_BYTES = 12  # msgpack row framing and deltas, roughly
+RECORD_OVERHEAD_BYTES = 12  # a v2 record's length, attributes, deltas, varint lengths
 NO_LEADER = -1
 APPENDED, NEW_BATCH, BATCH_FULL, NEEDS_BATCH = 0, 1, 2, 3
 _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
@@ -89,7 +91,8 @@ class ProducerBatch:
     def __init__(self, tp: TopicPartition, now_ms: int, delivery_timeout_ms: int) -> None:
         self.tp = tp
         # The records, as columns: appending to four lists keeps no per-record tuple alive
-        # (fewer objects for the cyclic GC to track and walk); `payload` zips them once.
+        # (fewer objects for the cyclic GC to track and walk); `payload` hands the columns to
+        # the batch builder as they are.
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.headers: list[list[tuple[str, bytes | None]] | None] = []
@@ -112,10 +115,10 @@ class ProducerBatch:
     def payload(self, codec: int) -> bytes:
         """The record batch bytes; built once and reused on every retry."""
         if self.built is None:
-            records = list(zip(self.keys, self.values, self.headers, self.stamps, strict=True))
-            self.built = build_batch(
-                records, codec=codec, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+            self.built = build_columns(
+                self.keys, self.values, self.headers, self.stamps, codec=codec,
+                producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
             )  # fmt: skip
             self.keys, self.values, self.headers = [], [], []  # in `built` now
         return self.built
@@ -362,9 +365,11 @@ class RecordAccumulator:
         if batch.built is not None:  # a bulk batch, built without the producer fields
             batch.built = with_producer(batch.built, self.producer_id, self.producer_epoch, seq)
 
-    def reset_producer(self, producer_id: int) -> None:
-        """Continue as a new idempotent producer: new id, every partition's sequence at 0."""
+    def reset_producer(self, producer_id: int, producer_epoch: int = 0) -> None:
+        """Continue under this id and epoch (from InitProducerId): every partition's sequence
+        at 0. Batches that already have a sequence keep their id, epoch and sequence."""
         self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
         self._next_sequence.clear()
 
     # ----- outcomes ---------------------------------------------------------------------------

@@ -1,14 +1,16 @@
-"""AsyncAdmin: create, delete, list and describe topics; describe configs; list offsets;
-preferred leader election and partition reassignments.
+"""AsyncAdmin: create, delete, list and describe topics; add partitions; describe and alter
+configs; list offsets; delete records; preferred leader election and partition reassignments.
 
-CreateTopics, DeleteTopics and DescribeConfigs go to any broker (each acts through ZooKeeper,
-where the controller picks the work up), preferring the controller when it is known.
+CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and AlterConfigs go to any broker
+(each acts through ZooKeeper, where the controller and the other brokers pick the work up),
+preferring the controller when it is known.
 ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments only the controller
 answers: they go to Metadata's controller_id, and a NOT_CONTROLLER answer (the controller moved)
 refreshes the metadata and retries, a bounded number of times.
 Descriptions come from a Metadata request for all topics. `list_offsets` sends one ListOffsets
-request per leader node. Per-topic errors in an answer are raised as their error class, naming
-the topic.
+request per leader node, `delete_records` one DeleteRecords per leader node (retrying the
+partitions whose leader moved). Per-topic errors in an answer are raised as their error class,
+naming the topic.
 """
 
 from __future__ import annotations
@@ -27,9 +29,18 @@ from client.types import (
     TopicPartition,
 )
 from protocol.api.admin import (
+    OP_DELETE,
+    OP_SET,
     RESOURCE_TOPIC,
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResponse,
     ConfigEntry,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -48,6 +59,12 @@ from protocol.api.controller import (
     ReassignmentTarget,
     TopicPartitionRef,
 )
+from protocol.api.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+)
 from protocol.api.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -59,6 +76,7 @@ from protocol.errors import (
     LeaderNotAvailableError,
     NotControllerError,
     OdradekError,
+    UnknownTopicOrPartitionError,
     UsageError,
     for_code,
 )
@@ -156,6 +174,48 @@ class AsyncAdmin(ClusterClient):
             out[result.resource_name] = {c.name: c for c in result.configs}
         return out
 
+    async def alter_configs(
+        self,
+        topic: str,
+        set_configs: Mapping[str, str] | None = None,
+        delete: Iterable[str] = (),
+        validate_only: bool = False,
+    ) -> None:
+        """Change a topic's config overrides: set `set_configs`, remove `delete` (back to the
+        broker default), keep the others. Every broker applies the change to its logs of the
+        topic. Raises InvalidConfigError (a bad name or value), UnknownTopicOrPartitionError."""
+        changes = [AlterableConfig(k, v, OP_SET) for k, v in (set_configs or {}).items()]
+        changes += [AlterableConfig(k, None, OP_DELETE) for k in delete]
+        if not changes:
+            raise UsageError(f"nothing to change in the configs of {topic!r}")
+        resource = AlterConfigsResource(RESOURCE_TOPIC, topic, changes)
+        resp: AlterConfigsResponse = await self._send_admin(
+            AlterConfigsRequest([resource], validate_only), self.request_timeout_ms
+        )
+        for result in resp.results:
+            _raise(result.error_code, result.resource_name, result.error_message)
+
+    async def create_partitions(
+        self,
+        new_counts: Mapping[str, int],
+        assignments: Mapping[str, list[list[int]]] | None = None,
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Give each topic its new (larger) partition count; `assignments` may give a topic's
+        added partitions' replica lists (else they are placed). Returns once the new
+        partitions have leaders; raises the first per-topic error (InvalidPartitionsError...)."""
+        given = assignments or {}
+        topics = [
+            CreatePartitionsTopic(t, n, None if t not in given else [list(r) for r in given[t]])
+            for t, n in new_counts.items()
+        ]
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        request = CreatePartitionsRequest(topics, timeout, validate_only)
+        resp: CreatePartitionsResponse = await self._send_admin(request, timeout)
+        for result in resp.results:
+            _raise(result.error_code, result.name, result.error_message)
+
     # ----- offsets ----------------------------------------------------------------------------
 
     async def list_offsets(
@@ -193,6 +253,60 @@ class AsyncAdmin(ClusterClient):
                     p.offset, p.timestamp
                 )
         return out
+
+    # ----- deleting records (each partition's leader) ---------------------------------------
+
+    async def delete_records(
+        self, before: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        """Delete each partition's records before the offset given (-1: the high watermark):
+        its log start offset moves there. {tp: low watermark} once every live replica has
+        moved too; raises the first per-partition error (OffsetOutOfRangeError above the
+        high watermark, RequestTimedOutError if a replica did not follow in time, ...).
+        A partition whose leader moved is retried, up to CONTROLLER_ATTEMPTS times."""
+        await self.start()
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        pending = dict(before)
+        out: dict[TopicPartition, int] = {}
+        for _ in range(CONTROLLER_ATTEMPTS):
+            meta = await self._cluster.request_update()
+            by_node: dict[int, dict[TopicPartition, int]] = {}
+            for tp, offset in pending.items():
+                if not 0 <= tp.partition < (meta.num_partitions(tp.topic) or 0):
+                    raise UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition}")
+                by_node.setdefault(meta.leader_for(tp.topic, tp.partition), {})[tp] = offset
+            by_node.pop(-1, None)  # no leader known yet: retried after a refresh
+            answers = await asyncio.gather(
+                *[self._delete_records(n, q, timeout) for n, q in by_node.items()]
+            )
+            for answer in answers:
+                for tp, (code, low, message) in answer.items():
+                    if code != 0 and for_code(code).invalid_metadata:
+                        continue  # the leader moved: ask the new one
+                    _raise(code, f"{tp.topic}-{tp.partition}", message)
+                    out[tp] = low
+                    pending.pop(tp)
+            if not pending:
+                return out
+            await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
+        raise LeaderNotAvailableError(f"no leader answered for {sorted(pending)}")
+
+    async def _delete_records(
+        self, node: int, query: dict[TopicPartition, int], timeout_ms: int
+    ) -> dict[TopicPartition, tuple[int, int, str | None]]:
+        by_topic: dict[str, list[DeleteRecordsPartition]] = {}
+        for tp, offset in query.items():
+            by_topic.setdefault(tp.topic, []).append(DeleteRecordsPartition(tp.partition, offset))
+        topics = [DeleteRecordsTopic(t, ps) for t, ps in by_topic.items()]
+        conn = await self._cluster.connection(node)
+        resp: DeleteRecordsResponse = await conn.send(
+            DeleteRecordsRequest(topics, timeout_ms), timeout_ms + self.request_timeout_ms
+        )
+        return {
+            TopicPartition(t.name, p.partition): (p.error_code, p.low_watermark, p.error_message)
+            for t in resp.topics
+            for p in t.partitions
+        }
 
     # ----- leaders and reassignments (the controller answers) -----------------------------
 

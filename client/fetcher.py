@@ -28,14 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add
 from typing import Any
-
-import msgpack
 
 from client.cluster import Cluster
 from client.subscription import EARLIEST, NONE, SubscriptionState
@@ -57,10 +53,11 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.batch import (
-    CODEC_GZIP,
-    HEADER_BYTES,
+    CONTROL_BIT,
     BatchHeader,
     InvalidBatchError,
+    RecordColumns,
+    decode_columns,
     iter_batches,
 )
 from protocol.errors import OdradekError, OffsetOutOfRangeError, for_code
@@ -171,71 +168,38 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def batch_rows(view: memoryview, pos: int, header: BatchHeader) -> tuple[Any, ...]:
-    """The msgpack rows [offset_delta, timestamp_delta, key, value, headers] of the batch at
-    `pos` in `view`, decompressed and unpacked in place (no copy of the payload); raises
-    InvalidBatchError when they do not decode or their count differs from the header's.
-    Shared with the Spark connector, which turns the rows into Arrow columns in bulk."""
-    payload: bytes | memoryview = view[pos + HEADER_BYTES : pos + header.size]
-    try:
-        if header.codec == CODEC_GZIP:
-            payload = zlib.decompress(payload, 47)  # 32 + 15: gzip or zlib header, detected
-        rows = msgpack.unpackb(payload, use_list=False, raw=False)
-    except (ValueError, TypeError, zlib.error, msgpack.UnpackException) as exc:
-        raise InvalidBatchError(
-            f"records at offset {header.base_offset} do not decode: {exc}"
-        ) from None
-    if type(rows) is not tuple or len(rows) != header.record_count:
-        raise InvalidBatchError(
-            f"batch at offset {header.base_offset}: record count does not match "
-            f"({header.record_count} announced)"
-        )
-    return rows
-
-
 def _decode_batches(
     tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
 ) -> list[ConsumerRecord]:
     topic, partition = tp
     out: list[ConsumerRecord] = []
-    view = memoryview(data)  # msgpack and zlib read the records in place, without a copy
     for pos, header in batches:
+        if header.attributes & CONTROL_BIT:
+            continue  # transaction markers, never user records (Kafka's consumer skips them)
         try:
-            rows = batch_rows(view, pos, header)
-            out.extend(_records(topic, partition, header.base_offset, header.first_timestamp,
-                                rows, fetch_offset))  # fmt: skip
+            columns = decode_columns(data, pos, header)  # reads `data` in place, no copy
         except InvalidBatchError as exc:
             raise InvalidBatchError(f"{tp}: {exc}") from None
-        except (ValueError, TypeError) as exc:  # rows not shaped as records
-            raise InvalidBatchError(
-                f"{tp}: records at offset {header.base_offset} do not decode: {exc}"
-            ) from None
+        out.extend(_records(topic, partition, columns, fetch_offset - header.base_offset))
     return out
 
 
 _new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
-def _records(
-    topic: str, partition: int, base: int, ts0: int, rows: tuple[Any, ...], fetch_offset: int
-) -> list[ConsumerRecord]:
-    """One batch's records as ConsumerRecords: the consumer's hot loop, run at C speed.
+def _records(topic: str, partition: int, columns: RecordColumns, skip: int) -> list[ConsumerRecord]:
+    """One batch's records as ConsumerRecords, less the first `skip` (those below the fetch
+    position, in a first batch only): the consumer's hot loop, run at C speed.
 
-    The rows [offset_delta, timestamp_delta, key, value, headers] are transposed into columns
-    with zip(*rows), offsets and timestamps are rebuilt with map, and the records are made by
+    The decoded columns are zipped with the topic and partition and the records made by
     map(tuple.__new__, ...), so no Python bytecode runs per record.
     """
-    count = len(rows)
-    deltas, ts_deltas, keys, values, headers = zip(*rows, strict=False)
-    skip = 0
-    if base < fetch_offset:  # only a first batch holds records below the position
-        while skip < count and base + deltas[skip] < fetch_offset:
-            skip += 1
-    columns = (
-        repeat(topic), repeat(partition), map(add, deltas[skip:], repeat(base)),
-        map(add, ts_deltas[skip:], repeat(ts0)), keys[skip:], values[skip:], headers[skip:],
-    )  # fmt: skip
-    return list(map(_new_tuple, repeat(ConsumerRecord), zip(*columns, strict=False)))
+    if skip > 0:
+        columns = columns.sliced(skip)
+    offsets, stamps, keys, values, headers = columns
+    rows = zip(repeat(topic), repeat(partition), offsets, stamps, keys, values, headers,
+               strict=False)  # fmt: skip
+    return list(map(_new_tuple, repeat(ConsumerRecord), rows))
 
 
 class Fetcher:

@@ -16,12 +16,16 @@ node as its own task (requests to a node are pipelined on one connection). Per p
 With acks=0 the request gets no answer and offsets are -1.
 
 Idempotence (`enable_idempotence`, on by default as in Kafka since 3.0, effective only with
-acks=all): the producer picks its own producer id at start, a random positive 63-bit integer
-(no InitProducerId round trip; two producers colliding is negligible, about n**2 / 2**64), with
-epoch 0, and numbers each partition's batches (client/accumulator.py). The leader stores a
-retried batch only once and answers its first copy's offset (broker/producer_state.py), so each
-acknowledged record is stored exactly once and in order, with up to 5 batches in flight per
-partition. A batch that fails for good makes the producer continue under a new id.
+acks=all): before its first batch goes out the sender asks any broker for a producer id
+(InitProducerId: a fresh id at epoch 0, from the block of ids that broker claimed in ZooKeeper;
+coordinator/producer_ids.py), and numbers each partition's batches (client/accumulator.py).
+The leader stores a retried batch only once and answers its first copy's offset
+(broker/producer_state.py), so each acknowledged record is stored exactly once and in order,
+with up to 5 batches in flight per partition. A batch that fails for good leaves a gap in its
+partition's sequence: the producer then asks for its id at the next epoch (InitProducerId with
+its id and epoch, KIP-360; a fresh id when the epoch is used up) and numbers from 0 again.
+Nothing is drained while an id is awaited; a failed InitProducerId is retried after
+`retry_backoff_ms` (a non-retriable refusal also fails the batches waiting for it).
 
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
@@ -34,7 +38,6 @@ import asyncio
 import bisect
 import contextlib
 import itertools
-import secrets
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -53,6 +56,7 @@ from client.cluster import Cluster, ClusterMetadata
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+from protocol.api.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.batch import CODECS, HEADER_BYTES, NO_PRODUCER_ID, build_batch_from_values
 from protocol.clock import Clock, SystemClock
 from protocol.errors import (
@@ -72,11 +76,6 @@ _ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
 
 
 MAX_IDEMPOTENT_IN_FLIGHT = 5  # the batches per producer a broker remembers per partition
-
-
-def new_producer_id() -> int:
-    """A random positive 63-bit producer id (collisions between producers are negligible)."""
-    return 1 + secrets.randbelow(2**63 - 1)
 
 
 def parse_acks(acks: int | str) -> int:
@@ -137,7 +136,7 @@ class AsyncProducer(ClusterClient):
             batch_size=batch_size, buffer_memory=buffer_memory, linger_ms=linger_ms,
             delivery_timeout_ms=delivery_timeout_ms, codec=self.codec,
             max_in_flight_per_partition=max_in_flight_per_partition,
-            producer_id=new_producer_id() if self.idempotent else NO_PRODUCER_ID,
+            producer_id=NO_PRODUCER_ID,  # idempotent: set from InitProducerId by the sender
         )  # fmt: skip
         self._bulk_bytes = min(max(batch_size, BULK_BATCH_BYTES), max_request_size - 4096)
         self._partitioner = StickyPartitioner()
@@ -156,6 +155,10 @@ class AsyncProducer(ClusterClient):
         self._started = False
         self._closed = False
         self._fatal: BaseException | None = None
+        # idempotence: an InitProducerId is due (first id, or an epoch bump) before draining
+        self._pid_needed = self.idempotent
+        self._pid_task: asyncio.Task[None] | None = None
+        self._pid_retry_at_ms = 0
 
     # ----- life cycle -------------------------------------------------------------------------
 
@@ -301,7 +304,7 @@ class AsyncProducer(ClusterClient):
         return asyncio.gather(*futures)
 
     def _chunks(self, values: Sequence[bytes]) -> Iterable[Sequence[bytes]]:
-        ends = list(itertools.accumulate(len(v) + 6 for v in values))
+        ends = list(itertools.accumulate(len(v) + RECORD_OVERHEAD_BYTES for v in values))
         start, base = 0, 0
         while start < len(values):
             stop = bisect.bisect_right(ends, base + self._bulk_bytes, lo=start + 1)
@@ -416,6 +419,8 @@ class AsyncProducer(ClusterClient):
             self._check_sequence_lost(batch)
             batch.fail(RequestTimedOutError(f"{batch.tp} not delivered within delivery_timeout"))
             self._progress.set()
+        if self._pid_needed:
+            return self._await_producer_id(now_ms)
         meta = self._cluster.metadata
         leader_of = self._leader_of(meta)
         ready = self._acc.ready(leader_of, now_ms)
@@ -517,9 +522,55 @@ class AsyncProducer(ClusterClient):
 
     def _check_sequence_lost(self, batch: ProducerBatch) -> None:
         """A batch with a sequence failed for good: its gap would refuse the partition's next
-        batches, so go on as a new producer id (sequences from 0)."""
-        if batch.base_sequence >= 0 and batch.producer_id == self._acc.producer_id:
-            self._acc.reset_producer(new_producer_id())
+        batches, so ask for the next epoch (sequences from 0) before sending more. Once per
+        epoch: batches of an older epoch failing later change nothing."""
+        acc = self._acc
+        if batch.base_sequence >= 0 and (batch.producer_id, batch.producer_epoch) == (
+            acc.producer_id, acc.producer_epoch,
+        ):  # fmt: skip
+            self._pid_needed = True
+
+    # ----- producer id (InitProducerId) -------------------------------------------------------
+
+    def _await_producer_id(self, now_ms: int) -> int:
+        """The sender's pass while an id is due: start InitProducerId unless one is under way
+        or backing off; ms until the next pass (batches may expire meanwhile; the request
+        wakes the sender when it ends)."""
+        if self._pid_task is None:
+            if now_ms < self._pid_retry_at_ms:
+                return self._pid_retry_at_ms - now_ms
+            self._pid_task = asyncio.create_task(self._init_producer_id())
+            self._requests.add(self._pid_task)
+            self._pid_task.add_done_callback(self._requests.discard)
+        return self.retry_backoff_ms
+
+    async def _init_producer_id(self) -> None:
+        """Ask any broker for an id: a fresh one the first time, else the next epoch of ours."""
+        acc = self._acc
+        request = InitProducerIdRequest(None, self.request_timeout_ms)
+        if acc.producer_id >= 0:
+            request = InitProducerIdRequest(
+                None, self.request_timeout_ms, acc.producer_id, acc.producer_epoch
+            )
+        try:
+            resp: InitProducerIdResponse = await self._cluster.send_to_any(request)
+            if resp.error_code != 0:
+                raise for_code(resp.error_code)(resp.error_message or "InitProducerId refused")
+        except OdradekError as exc:
+            self._pid_retry_at_ms = self._clock.monotonic_ms() + self.retry_backoff_ms
+            if not exc.retriable:
+                self._fail_queued(type(exc)(f"no producer id: {exc.message}"))
+        else:
+            acc.reset_producer(resp.producer_id, resp.producer_epoch)
+            self._pid_needed = False
+        finally:
+            self._pid_task = None
+            self._wake.set()
+
+    def _fail_queued(self, error: OdradekError) -> None:
+        for batch in self._acc.abort_all():
+            batch.fail(error)
+        self._progress.set()
 
     def _closed_hard(self) -> bool:
         return self._sender is None or self._sender.done()

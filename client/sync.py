@@ -455,8 +455,35 @@ class Admin(_SyncClient):
         wanted = list(topics)
         return self._run(lambda a: a.describe_configs(wanted, config_names))
 
+    def alter_configs(
+        self,
+        topic: str,
+        set_configs: Mapping[str, str] | None = None,
+        delete: Iterable[str] = (),
+        validate_only: bool = False,
+    ) -> None:
+        sets, deletes = dict(set_configs or {}), list(delete)
+        self._run(lambda a: a.alter_configs(topic, sets, deletes, validate_only))
+
+    def create_partitions(
+        self,
+        new_counts: Mapping[str, int],
+        assignments: Mapping[str, list[list[int]]] | None = None,
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        counts = dict(new_counts)
+        given = None if assignments is None else dict(assignments)
+        self._run(lambda a: a.create_partitions(counts, given, timeout_ms, validate_only))
+
     def list_offsets(
         self, query: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp]:
         q = dict(query)
         return self._run(lambda a: a.list_offsets(q))
+
+    def delete_records(
+        self, before: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> dict[TopicPartition, int]:
+        wanted = dict(before)
+        return self._run(lambda a: a.delete_records(wanted, timeout_ms))

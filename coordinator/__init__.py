@@ -6,7 +6,9 @@ Modules (kazoo is imported by zk.py only):
 - zk_paths.py: Kafka's znode layout and its JSON as frozen dataclasses.
 - placement.py, election.py (pure decisions), states.py (state tables), context.py (the
   controller's view).
-- topics.py: what any broker does for CreateTopics / DeleteTopics / DescribeConfigs.
+- topics.py: what any broker does for CreateTopics / DeleteTopics / DescribeConfigs /
+  CreatePartitions; config_changes.py: AlterConfigs' write with its /config/changes
+  notification, and the listener every broker runs to apply topic config changes to its logs.
 - registration.py: the ephemeral /brokers/ids/<id>, re-created after a session loss.
 - controller.py: `ControllerElector` (the election); controller_core.py: `Controller` (the work:
   one bounded event queue, events run one at a time); state_writer.py: batched, fenced,

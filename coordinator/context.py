@@ -136,7 +136,14 @@ class ControllerContext:
 
     def broker_infos(self) -> list[BrokerInfo]:
         return [
-            BrokerInfo(b.broker_id, b.registration.host, b.registration.port)
+            BrokerInfo(
+                b.broker_id,
+                b.registration.host,
+                b.registration.port,
+                None,
+                b.registration.kafka_host,
+                b.registration.kafka_port,
+            )
             for b in sorted(self.live.values(), key=lambda b: b.broker_id)
         ]
 

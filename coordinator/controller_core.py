@@ -17,6 +17,10 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
   metadata; the others get the new broker list and the changed partitions.
 - TOPIC_CHANGE: new topics get their state znodes (leader = first live replica, leader epoch 0)
   and LeaderAndIsr(is_new) to their replicas, UpdateMetadata to everyone.
+- PARTITION_MODIFICATIONS: each topic's /brokers/topics/<t> has a data watch (Kafka's
+  PartitionModificationsHandler); partitions found there that the context lacks were added
+  (CreatePartitions, coordinator/topics.py) and start as a new topic's do. Other changes of the
+  znode are this controller's own reassignment writes, already in the context.
 - TOPIC_DELETION: StopReplica(delete_partitions) to live replicas, delete the topic's znodes and
   then the /admin marker, UpdateMetadata(deleted_topics) to everyone.
 - ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
@@ -101,6 +105,7 @@ class Event(Enum):
     BROKER_CHANGE = "broker_change"
     TOPIC_CHANGE = "topic_change"
     TOPIC_DELETION = "topic_deletion"
+    PARTITION_MODIFICATIONS = "partition_modifications"
     ISR_CHANGE = "isr_change"
     RESYNC = "resync"
     CALL = "call"
@@ -143,6 +148,8 @@ class Controller:
         )
         self._queued: set[tuple[Event, int | None]] = set()
         self._watches: list[WatchHandle] = []
+        self._topic_watches: dict[str, WatchHandle] = {}  # /brokers/topics/<t> data watches
+        self._modified_topics: set[str] = set()  # topics whose znode changed, not yet read
         self._task: asyncio.Task[None] | None = None
         self.active = False
         self.events_processed = 0
@@ -168,9 +175,10 @@ class Controller:
     async def stop(self) -> None:
         """Stop acting: no more events, no more requests. Idempotent."""
         self.active = False
-        for handle in self._watches:
+        for handle in [*self._watches, *self._topic_watches.values()]:
             handle.cancel()
         self._watches.clear()
+        self._topic_watches.clear()
         for task in (self._task, self._rebalance_task):
             if task is not None:
                 task.cancel()
@@ -247,6 +255,7 @@ class Controller:
             Event.BROKER_CHANGE: self._on_broker_change,
             Event.TOPIC_CHANGE: self._on_topic_change,
             Event.TOPIC_DELETION: self._on_topic_deletion,
+            Event.PARTITION_MODIFICATIONS: self._on_partition_modifications,
             Event.ISR_CHANGE: self._on_isr_change,
             Event.AUTO_REBALANCE: partial(auto_rebalance, self),
         }
@@ -341,7 +350,11 @@ class Controller:
             for p, state in zip(assignment, states, strict=True):
                 if state is not None:  # else it stays NewPartition: elected later
                     self.ctx.set_leadership((topic, p), *state)
-        for tp in [(topic, p) for p in assignment]:
+        self._replicas_online([(topic, p) for p in assignment])
+        await self._watch_topic(topic)
+
+    def _replicas_online(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
             for r in self.ctx.replicas(tp):
                 target = ReplicaState.ONLINE if r in self.ctx.live else ReplicaState.OFFLINE
                 self.ctx.move_replica(tp, r, target)
@@ -463,10 +476,15 @@ class Controller:
         names = set(await self.zk.get_children(paths.BROKER_TOPICS))
         for gone in [t for t in self.ctx.assignments if t not in names]:
             self.ctx.remove_topic(gone)
+            self._unwatch_topic(gone)
         added = sorted(t for t in names if t not in self.ctx.assignments)
         for topic in added:
             await self._load_topic(topic)
-        tps = [tp for tp in self.ctx.partitions() if tp[0] in added]
+        await self._start_new_partitions([tp for tp in self.ctx.partitions() if tp[0] in added])
+
+    async def _start_new_partitions(self, tps: list[TopicPartition]) -> None:
+        """New partitions (a new topic's, or added to one): their first state znodes,
+        LeaderAndIsr(is_new) to their replicas, UpdateMetadata to every live broker."""
         changed = await self._elect_where_needed(tps)
         if changed:
             self.send_leader_and_isr(changed, is_new=True)
@@ -482,6 +500,7 @@ class Controller:
                 deleted.append(topic)
             await self._delete_topic_znodes(topic)
             self.ctx.remove_topic(topic)
+            self._unwatch_topic(topic)
         if deleted:
             self.send_update_metadata(sorted(self.ctx.live), [], deleted_topics=deleted)
 
@@ -509,6 +528,46 @@ class Controller:
         ):
             with contextlib.suppress(ZkNoNode):
                 await self.zk.delete(path, recursive=recursive)
+
+    # ----- PARTITION_MODIFICATIONS -----------------------------------------------------------
+
+    async def _watch_topic(self, topic: str) -> None:
+        if topic in self._topic_watches:
+            return
+
+        def on_data(data: bytes | None, _version: int | None) -> None:
+            if data is not None:
+                self._modified_topics.add(topic)
+                self.enqueue(Event.PARTITION_MODIFICATIONS)
+
+        self._topic_watches[topic] = await self.zk.watch_data(paths.topic_path(topic), on_data)
+
+    def _unwatch_topic(self, topic: str) -> None:
+        handle = self._topic_watches.pop(topic, None)
+        if handle is not None:
+            handle.cancel()
+
+    async def _on_partition_modifications(self) -> None:
+        topics, self._modified_topics = self._modified_topics, set()
+        added: list[TopicPartition] = []
+        for topic in sorted(topics):
+            known = self.ctx.assignments.get(topic)
+            if known is None or topic in self.ctx.deleting:
+                continue
+            try:
+                data, _ = await self.zk.get(paths.topic_path(topic))
+            except ZkNoNode:
+                continue  # deleted: TOPIC_CHANGE / TOPIC_DELETION handle it
+            assignment = paths.TopicAssignment.decode(data).partitions
+            new = {p: r for p, r in assignment.items() if p not in known}
+            if not new:
+                continue
+            self.ctx.add_topic(topic, {**known, **new}, self.ctx.unclean[topic])
+            tps = [(topic, p) for p in sorted(new)]
+            self._replicas_online(tps)
+            added += tps
+            log.info("topic %s: partitions %s added", topic, sorted(new))
+        await self._start_new_partitions(added)
 
     # ----- ISR_CHANGE ----------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Replica placement for a new topic: seed 002's round-robin, as a pure function.
+"""Replica placement for a new topic (and for partitions added to one): seed 002's
+round-robin, as pure functions.
 
 Sort the live brokers b[0..n-1]; replica j of partition i goes to b[(i + j) mod n]. Replica 0 is
 the partition's preferred leader, so leaders spread over the brokers one partition at a time and
@@ -8,7 +9,7 @@ no partition has two replicas on one broker. With 5 brokers and rf 2: p0 -> [1, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from protocol.errors import InvalidPartitionsError, InvalidReplicationFactorError
 
@@ -35,4 +36,30 @@ def assign_replicas(
         )
     return {
         i: [brokers[(i + j) % n] for j in range(replication_factor)] for i in range(num_partitions)
+    }
+
+
+def assign_added_partitions(
+    live_broker_ids: Iterable[int], existing: Mapping[int, list[int]], total: int
+) -> dict[int, list[int]]:
+    """Replicas for partitions len(existing)..total-1, placed as Kafka places added partitions:
+    the replication factor of partition 0, and the round-robin above continued from the
+    broker where partition 0's preferred leader starts it (the first live broker whose id is
+    >= it). So adding to a topic created on the same brokers gives the replicas that creating
+    it with `total` partitions would have given."""
+    brokers = sorted(set(live_broker_ids))
+    first = existing[0]
+    start = next((i for i, b in enumerate(brokers) if b >= first[0]), 0)
+    if not len(existing) < total <= MAX_PARTITIONS:
+        raise InvalidPartitionsError(
+            f"the new partition count must be above {len(existing)} and at most "
+            f"{MAX_PARTITIONS}, not {total}"
+        )
+    n, rf = len(brokers), len(first)
+    if rf > n:
+        raise InvalidReplicationFactorError(
+            f"the topic's replication factor {rf} is larger than the {n} live brokers"
+        )
+    return {
+        i: [brokers[(start + i + j) % n] for j in range(rf)] for i in range(len(existing), total)
     }

@@ -38,11 +38,17 @@ class BrokerIdInUseError(OdradekError):
     default_message = "Another live broker is registered with this broker id."
 
 
-async def _create_once(zk: ZkClient, broker_id: int, host: str, port: int, clock: Clock) -> bool:
+Endpoint = tuple[str, int]
+
+
+async def _create_once(
+    zk: ZkClient, broker_id: int, host: str, port: int, clock: Clock, kafka: Endpoint | None
+) -> bool:
     """One attempt: True when registered (now or already by this session); False when a stale
     registration of ours must expire first. Raises BrokerIdInUseError for another broker."""
     path = paths.broker_path(broker_id)
-    data = BrokerRegistration(host, port, clock.time_ms()).encode()
+    k_host, k_port = kafka if kafka is not None else (None, -1)
+    data = BrokerRegistration(host, port, clock.time_ms(), k_host, k_port).encode()
     try:
         await zk.create(path, data, ephemeral=True)
         return True
@@ -68,16 +74,18 @@ async def register_broker(
     host: str,
     port: int,
     *,
+    kafka: Endpoint | None = None,
     clock: Clock | None = None,
     sleep: Sleep = asyncio.sleep,
     wait_ms: int | None = None,
 ) -> Registration:
-    """Register now (waiting for our own stale registration to expire); keep it registered."""
+    """Register now (waiting for our own stale registration to expire); keep it registered.
+    `kafka` is the advertised Kafka listener, when the broker has one."""
     clock = clock or SystemClock()
     await ensure_layout(zk)
     wait_ms = zk.session_timeout_ms + WAIT_MARGIN_MS if wait_ms is None else wait_ms
     deadline_ms = clock.monotonic_ms() + wait_ms
-    while not await _create_once(zk, broker_id, host, port, clock):
+    while not await _create_once(zk, broker_id, host, port, clock, kafka):
         if clock.monotonic_ms() >= deadline_ms:
             raise BrokerIdInUseError(
                 f"broker id {broker_id} is still registered by an old session of "
@@ -85,16 +93,24 @@ async def register_broker(
             )
         await sleep(POLL_MS / 1000)
     log.info("broker %d registered at %s:%d", broker_id, host, port)
-    return Registration(zk, broker_id, host, port, clock, sleep)
+    return Registration(zk, broker_id, host, port, clock, sleep, kafka)
 
 
 class Registration:
     """Re-registers after the session is lost. Made by register_broker."""
 
     def __init__(
-        self, zk: ZkClient, broker_id: int, host: str, port: int, clock: Clock, sleep: Sleep
+        self,
+        zk: ZkClient,
+        broker_id: int,
+        host: str,
+        port: int,
+        clock: Clock,
+        sleep: Sleep,
+        kafka: Endpoint | None = None,
     ) -> None:
         self.zk = zk
+        self.kafka = kafka
         self.broker_id = broker_id
         self.host = host
         self.port = port
@@ -115,7 +131,9 @@ class Registration:
 
     async def _reregister(self) -> None:
         try:
-            await _create_once(self.zk, self.broker_id, self.host, self.port, self._clock)
+            await _create_once(
+                self.zk, self.broker_id, self.host, self.port, self._clock, self.kafka
+            )
             log.info("broker %d registered again after session loss", self.broker_id)
         except (ZkConnectionLost, OdradekError) as exc:
             log.error("broker %d could not register again: %s", self.broker_id, exc)

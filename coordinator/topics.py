@@ -6,6 +6,9 @@ DescribeConfigs (the controller does the rest when it sees the znodes change).
   exists without its config); the controller's watch on /brokers/topics elects the leaders.
 - delete: create /admin/delete_topics/<t>; the controller stops the replicas, removes the
   topic's znodes and then the marker.
+- add partitions: validate (`new_partitions`), then set /brokers/topics/<t> to the old
+  assignment plus the new partitions, conditionally on the version read (a reassignment may
+  write it too); the controller's data watch on that znode elects the new partitions' leaders.
 - read: configs, assignments, partition states, the topic list.
 """
 
@@ -15,8 +18,8 @@ import contextlib
 import re
 
 from coordinator import zk_paths as paths
-from coordinator.placement import assign_replicas
-from coordinator.zk import OpCreate, OpSet, ZkClient, ZkNodeExists, ZkNoNode
+from coordinator.placement import assign_added_partitions, assign_replicas
+from coordinator.zk import OpCreate, OpSet, ZkBadVersion, ZkClient, ZkNodeExists, ZkNoNode
 from coordinator.zk_paths import LeaderIsrState, TopicAssignment, TopicConfig
 from protocol.errors import (
     InvalidPartitionsError,
@@ -103,6 +106,86 @@ async def delete_topic(zk: ZkClient, name: str) -> None:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
     with contextlib.suppress(ZkNodeExists):  # already marked: deleting is idempotent
         await zk.create(paths.delete_topic_path(name), b"", makepath=True)
+
+
+def new_partitions(
+    existing: dict[int, list[int]],
+    count: int,
+    assignments: list[list[int]] | None,
+    live_broker_ids: list[int],
+) -> dict[int, list[int]]:
+    """The partitions to add to a topic assigned `existing` so that it has `count`: the given
+    `assignments` (one replica list per added partition, checked as Kafka checks them) or,
+    without them, placed by coordinator.placement."""
+    have = len(existing)
+    if sorted(existing) != list(range(have)) or have == 0:
+        raise InvalidReplicaAssignmentError(f"the topic's partitions are not 0..n-1: {existing}")
+    if count == have:
+        raise InvalidPartitionsError(f"topic already has {have} partitions")
+    if count < have:
+        raise InvalidPartitionsError(
+            f"topic currently has {have} partitions, {count} would not be an increase"
+        )
+    if assignments is None:
+        return assign_added_partitions(live_broker_ids, existing, count)
+    if len(assignments) != count - have:
+        raise InvalidReplicaAssignmentError(
+            f"increasing the number of partitions by {count - have} "
+            f"but {len(assignments)} assignments provided"
+        )
+    rf = len(existing[0])
+    added = {have + i: list(replicas) for i, replicas in enumerate(assignments)}
+    for p, replicas in added.items():
+        if len(replicas) != rf:
+            raise InvalidReplicaAssignmentError(
+                f"inconsistent replication factor between partitions: partition 0 has {rf}, "
+                f"partition {p} has {len(replicas)}"
+            )
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(
+                f"duplicate brokers not allowed in replica assignment: {replicas}"
+            )
+        unknown = sorted(set(replicas) - set(live_broker_ids))
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}"
+            )
+    return added
+
+
+ADD_PARTITIONS_ATTEMPTS = 5  # version conflicts (a reassignment writing too) before giving up
+
+
+async def add_partitions(
+    zk: ZkClient,
+    name: str,
+    count: int,
+    assignments: list[list[int]] | None,
+    live_broker_ids: list[int],
+    validate_only: bool = False,
+) -> dict[int, list[int]]:
+    """Add partitions so that the topic has `count`; returns the added ones' replicas.
+    UnknownTopicOrPartitionError, InvalidTopicError (marked for deletion), InvalidPartitions...
+    """
+    for _ in range(ADD_PARTITIONS_ATTEMPTS):
+        try:
+            data, version = await zk.get(paths.topic_path(name))
+        except ZkNoNode:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
+        if await zk.exists(paths.delete_topic_path(name)) is not None:
+            raise InvalidTopicError(f"topic {name!r} is queued for deletion")
+        existing = TopicAssignment.decode(data).partitions
+        added = new_partitions(existing, count, assignments, live_broker_ids)
+        whole = {**existing, **added}
+        validate_assignment(whole)
+        if validate_only:
+            return added
+        try:
+            await zk.set(paths.topic_path(name), TopicAssignment(whole).encode(), version)
+        except ZkBadVersion:
+            continue  # written meanwhile: decide again on what is there now
+        return added
+    raise ZkBadVersion(f"{paths.topic_path(name)} kept changing", paths.topic_path(name))
 
 
 async def read_topic_config(zk: ZkClient, name: str) -> dict[str, str]:

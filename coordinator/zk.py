@@ -277,11 +277,19 @@ class ZkClient:
             raise _translate(exc, path) from None
 
     async def create(
-        self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False
+        self,
+        path: str,
+        data: bytes = b"",
+        ephemeral: bool = False,
+        makepath: bool = False,
+        sequence: bool = False,
     ) -> str:
-        """Create a node; returns its path. ZkNodeExists if it exists, ZkNoNode if the parent
-        is missing (and not makepath)."""
-        res = self._kz.create_async(path, data, ephemeral=ephemeral, makepath=makepath)
+        """Create a node; returns its path (with the server's ten-digit suffix when
+        `sequence`). ZkNodeExists if it exists, ZkNoNode if the parent is missing (and not
+        makepath)."""
+        res = self._kz.create_async(
+            path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+        )
         return str(await self._await(res, path))
 
     async def get(self, path: str) -> tuple[bytes, int]:

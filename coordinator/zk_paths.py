@@ -11,7 +11,10 @@ break an older reader.
     /brokers/topics/<topic>                       TopicAssignment
     /brokers/topics/<topic>/partitions/<p>/state  LeaderIsrState
     /config/topics/<topic>                        TopicConfig
+    /config/changes/config_change_<seq>           ConfigChange (coordinator/config_changes.py)
     /admin/delete_topics/<topic>                  empty
+    /latest_producer_id_block                     ProducerIdBlock (coordinator/producer_ids.py)
+    /cluster/id                                   ClusterId (coordinator/cluster_id.py)
 """
 
 from __future__ import annotations
@@ -26,12 +29,18 @@ BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"  # + the ten digits ZooKeeper's sequential create adds
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+CLUSTER_ID = "/cluster/id"
 
 # Persistent paths every cluster has; whoever starts first creates them.
-PERSISTENT_PATHS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS)
+PERSISTENT_PATHS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, ADMIN_DELETE_TOPICS)
 
 NO_LEADER = -1
+NATIVE_LISTENER = "ODRADEK"  # odradek's msgpack protocol
+KAFKA_LISTENER = "PLAINTEXT"  # Kafka's wire protocol, named as Kafka names its default
 
 
 class ZkDataError(ValueError):
@@ -96,20 +105,51 @@ def _int_list(obj: dict[str, Any], name: str) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
-    host: str
+    """A broker's endpoints, as Kafka writes them (version 4): `endpoints` lists every
+    listener as NAME://host:port with `listener_security_protocol_map`; `host`/`port` are the
+    Kafka (PLAINTEXT) listener's when there is one, as Kafka's tools expect. The native
+    listener is the ODRADEK endpoint (read from `host`/`port` in a version-1 node)."""
+
+    host: str  # the native listener
     port: int
     timestamp_ms: int
+    kafka_host: str | None = None  # the Kafka listener, advertised; None: none
+    kafka_port: int = -1
 
     def encode(self) -> bytes:
+        endpoints = [f"{NATIVE_LISTENER}://{self.host}:{self.port}"]
+        protocols = {NATIVE_LISTENER: "PLAINTEXT"}
+        host, port = self.host, self.port
+        if self.kafka_host is not None:
+            endpoints.insert(0, f"{KAFKA_LISTENER}://{self.kafka_host}:{self.kafka_port}")
+            protocols[KAFKA_LISTENER] = "PLAINTEXT"
+            host, port = self.kafka_host, self.kafka_port
         return _dump(
-            {"host": self.host, "port": self.port, "timestamp": str(self.timestamp_ms),
-             "version": 1}
+            {"host": host, "port": port, "timestamp": str(self.timestamp_ms), "version": 4,
+             "endpoints": endpoints, "listener_security_protocol_map": protocols, "jmx_port": -1}
         )  # fmt: skip
 
     @classmethod
     def decode(cls, data: bytes) -> BrokerRegistration:
         obj = _load(data)
-        return cls(_field(obj, "host", str), _field(obj, "port", int), int(obj.get("timestamp", 0)))
+        ts = int(obj.get("timestamp", 0))
+        endpoints = obj.get("endpoints")
+        if not isinstance(endpoints, list):
+            return cls(_field(obj, "host", str), _field(obj, "port", int), ts)
+        found: dict[str, tuple[str, int]] = {}
+        for endpoint in endpoints:
+            name, sep, rest = str(endpoint).partition("://")
+            host, colon, port = rest.rpartition(":")
+            if not sep or not colon or not port.isdigit():
+                raise ZkDataError(f"endpoint {endpoint!r} is not NAME://host:port")
+            found[name] = (host, int(port))
+        native = found.get(NATIVE_LISTENER)
+        if native is None:
+            raise ZkDataError(f"no {NATIVE_LISTENER} endpoint in {endpoints!r}")
+        kafka = found.get(KAFKA_LISTENER)
+        if kafka is None:
+            return cls(native[0], native[1], ts)
+        return cls(native[0], native[1], ts, kafka[0], kafka[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,3 +242,75 @@ class TopicConfig:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in config.items()):
             raise ZkDataError(f"topic config values must be strings: {config!r}")
         return cls(dict(config))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """A config change notification, as Kafka writes it: {"version":2,"entity_path":
+    "topics/<topic>"}. `entity_path` is "<entity type>/<name>"; Kafka also writes "brokers/..",
+    "clients/..", "users/..", which `topic` answers None for."""
+
+    entity_path: str
+
+    @classmethod
+    def for_topic(cls, topic: str) -> ConfigChange:
+        return cls(f"topics/{topic}")
+
+    @property
+    def topic(self) -> str | None:
+        kind, sep, name = self.entity_path.partition("/")
+        return name if kind == "topics" and sep and name and "/" not in name else None
+
+    def encode(self) -> bytes:
+        return _dump({"version": 2, "entity_path": self.entity_path})
+
+    @classmethod
+    def decode(cls, data: bytes) -> ConfigChange:
+        return cls(_field(_load(data), "entity_path", str))
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdBlock:
+    """The producer ids [start, end] (both inclusive) last claimed, and by which broker.
+
+    Kafka's JSON, ids as decimal strings as Kafka writes them:
+    {"version":1,"broker":1,"block_start":"0","block_end":"999"}."""
+
+    broker_id: int
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ZkDataError(f"producer id block [{self.start}, {self.end}] is not a range")
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "broker": self.broker_id, "block_start": str(self.start),
+                      "block_end": str(self.end)})  # fmt: skip
+
+    @classmethod
+    def decode(cls, data: bytes) -> ProducerIdBlock:
+        obj = _load(data)
+        start, end = _field(obj, "block_start", str), _field(obj, "block_end", str)
+        try:
+            return cls(_field(obj, "broker", int), int(start), int(end))
+        except ValueError as exc:  # int() of a non-number; ZkDataError is a ValueError too
+            raise ZkDataError(f"bad producer id block {obj!r}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterId:
+    """The cluster's id, as Kafka writes it: {"version":"1","id":"<22 characters>"} (the
+    version is a string in Kafka's JSON)."""
+
+    id: str
+
+    def encode(self) -> bytes:
+        return _dump({"version": "1", "id": self.id})
+
+    @classmethod
+    def decode(cls, data: bytes) -> ClusterId:
+        cluster_id = _field(_load(data), "id", str)
+        if not cluster_id:
+            raise ZkDataError("the cluster id is empty")
+        return cls(cluster_id)

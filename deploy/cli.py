@@ -4,6 +4,8 @@
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
     odradek topics create|list|describe|delete           (client.Admin)
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
+    odradek topics delete-records                        (deploy/records_cli.py)
+    odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
     odradek produce TOPIC   one record per stdin line    (client.Producer)
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
@@ -30,22 +32,28 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from deploy import cli_groups, leaders_cli
+from deploy import cli_groups, leaders_cli, records_cli, topics_alter_cli
+from deploy.cli_common import (
+    BOOTSTRAP_ENV,
+    PROG,
+    admin_from_args,
+    bootstrap_from_args,
+    format_partition,
+    non_negative_int,
+    positive_int,
+    progress,
+)
+from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
+from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from protocol.errors import OdradekError, UsageError, for_code
 
-PROG = "odradek"
-BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
 DEBUG_ENV = "ODRADEK_DEBUG"
 ADMIN_TIMEOUT_MS = 30_000
 MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is about this
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 # ----- pure helpers (unit-tested directly) ---------------------------------------------------
@@ -62,43 +70,6 @@ def parse_topic_configs(items: Sequence[str] | None) -> dict[str, str]:
     return configs
 
 
-def parse_bootstrap(servers: str) -> str:
-    """Check "host:port[,host:port...]" and return it normalised; UsageError when malformed."""
-    out = []
-    for item in (i.strip() for i in servers.split(",")):
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(f"bootstrap address {item!r} is not HOST:PORT")
-        out.append(f"{host}:{int(port)}")
-    if not out:
-        raise UsageError("the bootstrap address is empty")
-    return ",".join(out)
-
-
-def resolve_bootstrap(
-    flag: str | None, environ: dict[str, str] | os._Environ[str], cwd: Path
-) -> str:
-    """--bootstrap, else $ODRADEK_BOOTSTRAP, else the local cluster recorded under cwd."""
-    if flag:
-        return parse_bootstrap(flag)
-    if environ.get(BOOTSTRAP_ENV):
-        return parse_bootstrap(environ[BOOTSTRAP_ENV])
-    cluster_dir = cwd / DEFAULT_DIR
-    if not (cluster_dir / "cluster.json").exists():
-        raise UsageError(
-            "no bootstrap address: pass --bootstrap HOST:PORT, set $ODRADEK_BOOTSTRAP, "
-            f"or start a local cluster here with `{PROG} cluster up`"
-        )
-    cluster = LocalCluster.open(cluster_dir)
-    if all(state == "dead" for state in cluster.broker_states().values()):
-        raise UsageError(
-            f"the local cluster in {cluster_dir} is not running (`{PROG} cluster up` to start it)"
-        )
-    return cluster.bootstrap
-
-
 def split_line(
     line: bytes, key_separator: bytes | None, line_no: int
 ) -> tuple[bytes | None, bytes]:
@@ -109,20 +80,6 @@ def split_line(
     if not sep:
         raise UsageError(f"line {line_no}: no key separator {key_separator.decode()!r} found")
     return key, value
-
-
-def format_partition(topic: str, p: Any) -> str:
-    """Seed 004's line, plus a marker for an offline or under-replicated partition."""
-    leader = "none" if p.leader < 0 else str(p.leader)
-    line = (
-        f"Topic: {topic} Partition: {p.partition} Leader: {leader} "
-        f"Replicas: {','.join(map(str, p.replicas))} Isr: {','.join(map(str, p.isr))}"
-    )
-    if p.leader < 0:
-        line += "  (offline)"
-    elif len(p.isr) < len(p.replicas):
-        line += "  (under-replicated)"
-    return line
 
 
 def format_topic(description: Any, configs: dict[str, str] | None = None) -> list[str]:
@@ -156,26 +113,6 @@ def _text(data: bytes) -> str:
 # ----- the parser ----------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
-
-
 _EXAMPLES = """\
 a first session:
   odradek cluster up                          # ZooKeeper + 3 brokers under ./.odradek
@@ -205,15 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topics_parser(sub, client)
     _add_produce_parser(sub, client)
     _add_consume_parser(sub, client)
-    cli_groups.add_parser(sub, client, _bootstrap)
+    cli_groups.add_parser(sub, client, bootstrap_from_args)
     _add_bench_parser(sub)
     return parser
 
 
 def _add_broker_parser(sub: Any) -> None:
     p = sub.add_parser("broker", help="run one broker in the foreground")
-    p.add_argument("--id", type=_non_negative, help="broker id (small integer)")
-    p.add_argument("--port", type=_non_negative, help="port to listen on")
+    p.add_argument("--id", type=non_negative_int, help="broker id (small integer)")
+    p.add_argument("--port", type=non_negative_int, help="port to listen on")
+    p.add_argument(
+        "--listeners", metavar="PLAINTEXT://HOST:PORT", help="the Kafka-protocol listener"
+    )
     p.add_argument("--log-dir", type=Path, help="where the partitions live")
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
     p.add_argument("--config", type=Path, metavar="FILE", help="broker settings (TOML)")
@@ -227,11 +167,11 @@ def _add_cluster_parser(sub: Any) -> None:
     where.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="cluster directory")
 
     up = csub.add_parser("up", parents=[where], help="start ZooKeeper and the brokers")
-    up.add_argument("--brokers", type=_positive, default=3, help=f"1..{MAX_BROKERS} (default 3)")
+    up.add_argument("--brokers", type=positive_int, default=3, help=f"1..{MAX_BROKERS} (default 3)")
     up.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="use this ZooKeeper")
-    up.add_argument("--base-port", type=_positive, help="broker ports from here (default: free)")
+    up.add_argument("--base-port", type=positive_int, help="broker ports from here (default: free)")
     up.add_argument(
-        "--session-timeout-ms", type=_positive, default=DEFAULT_SESSION_TIMEOUT_MS,
+        "--session-timeout-ms", type=positive_int, default=DEFAULT_SESSION_TIMEOUT_MS,
         help="ZooKeeper session timeout of the brokers",
     )  # fmt: skip
     up.set_defaults(func=cmd_cluster_up)
@@ -240,12 +180,12 @@ def _add_cluster_parser(sub: Any) -> None:
     status.set_defaults(func=cmd_cluster_status)
 
     kill = csub.add_parser("kill", parents=[where], help="kill, stop or pause one broker")
-    kill.add_argument("id", type=_non_negative, metavar="ID")
+    kill.add_argument("id", type=non_negative_int, metavar="ID")
     kill.add_argument("--signal", type=str.upper, choices=["KILL", "TERM", "STOP"], default="KILL")
     kill.set_defaults(func=cmd_cluster_kill)
 
     start = csub.add_parser("start", parents=[where], help="restart or resume one broker")
-    start.add_argument("id", type=_non_negative, metavar="ID")
+    start.add_argument("id", type=non_negative_int, metavar="ID")
     start.set_defaults(func=cmd_cluster_start)
 
     down = csub.add_parser("down", parents=[where], help="stop everything")
@@ -259,8 +199,8 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
     create = tsub.add_parser("create", parents=[client], help="create a topic")
     create.add_argument("name", metavar="NAME")
-    create.add_argument("--partitions", type=_positive, required=True)
-    create.add_argument("--replication-factor", type=_positive, default=1)
+    create.add_argument("--partitions", type=positive_int, required=True)
+    create.add_argument("--replication-factor", type=positive_int, default=1)
     create.add_argument(
         "--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)"
     )
@@ -271,19 +211,24 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
     describe = tsub.add_parser("describe", parents=[client], help="partitions, leaders, ISR")
     describe.add_argument("name", metavar="NAME", nargs="?")
+    describe.add_argument(
+        "--offsets", action="store_true", help="add each partition's log start offset and HW"
+    )
     describe.set_defaults(func=cmd_topics_describe)
 
     delete = tsub.add_parser("delete", parents=[client], help="delete a topic")
     delete.add_argument("name", metavar="NAME")
     delete.set_defaults(func=cmd_topics_delete)
     leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
+    records_cli.add_parsers(tsub, client)  # delete-records
+    topics_alter_cli.add_parsers(tsub, client)  # alter-config, add-partitions
 
 
 def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p = sub.add_parser("produce", parents=[client], help="send one record per stdin line")
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
-    p.add_argument("--partition", type=_non_negative, help="send every line to this partition")
+    p.add_argument("--partition", type=non_negative_int, help="send every line to this partition")
     p.add_argument("--acks", choices=["0", "1", "all"], default="1")
     p.set_defaults(func=cmd_produce)
 
@@ -293,14 +238,14 @@ def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p.add_argument("topic", metavar="TOPIC")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
-    where.add_argument("--offset", type=_non_negative, help="start here (needs --partition)")
-    p.add_argument("--partition", type=_non_negative, help="only this partition (default: all)")
-    p.add_argument("--max-messages", type=_positive, help="stop after this many records")
-    p.add_argument("--timeout-ms", type=_positive, help="stop after this long without a record")
+    where.add_argument("--offset", type=non_negative_int, help="start here (needs --partition)")
+    p.add_argument("--partition", type=non_negative_int, help="only this partition (default: all)")
+    p.add_argument("--max-messages", type=positive_int, help="stop after this many records")
+    p.add_argument("--timeout-ms", type=positive_int, help="stop after this long without a record")
     p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
     p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
     p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
-    p.add_argument("--session-timeout-ms", type=_positive, default=10_000, help="with --group")
+    p.add_argument("--session-timeout-ms", type=positive_int, default=10_000, help="with --group")
     p.set_defaults(func=cmd_consume)
 
 
@@ -339,6 +284,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         port=args.port,
         log_dir=args.log_dir,
         zookeeper=args.zookeeper,
+        listeners=args.listeners,
     )
     return run_forever(config)
 
@@ -350,11 +296,13 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         zookeeper=args.zookeeper,
         base_port=args.base_port,
         session_timeout_ms=args.session_timeout_ms,
-        progress=_progress,
+        progress=progress,
     )
     bootstrap = cluster.up()
-    _progress(f"cluster is up in {cluster.dir}; bootstrap address:")
+    progress(f"cluster is up in {cluster.dir}; bootstrap address (odradek clients):")
     print(bootstrap, flush=True)
+    progress("Kafka clients (kcat, kafka-python, confluent-kafka, aiokafka):")
+    print(f"bootstrap.servers={cluster.kafka_bootstrap}", flush=True)
     return 0
 
 
@@ -366,42 +314,33 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
     zk_pid = "given" if zk.pid is None else f"pid {zk.pid}"
     print(f"ZooKeeper {zk.connect} ({zk_pid}): {cluster.zookeeper_state()}")
     print(f"bootstrap {cluster.bootstrap}")
-    print(f"{'ID':>4}  {'PID':>8}  {'PORT':>5}  {'STATE':<6}  ROLE")
+    print(f"kafka bootstrap.servers={cluster.kafka_bootstrap}")
+    print(f"{'ID':>4}  {'PID':>8}  {'PORT':>5}  {'KAFKA':>5}  {'STATE':<6}  ROLE")
     for s in cluster.status():
         role = "controller" if s.controller else ""
-        print(f"{s.id:>4}  {s.pid:>8}  {s.port:>5}  {s.state:<6}  {role}".rstrip())
+        kafka = str(s.kafka_port) if s.kafka_port else "-"
+        print(f"{s.id:>4}  {s.pid:>8}  {s.port:>5}  {kafka:>5}  {s.state:<6}  {role}".rstrip())
     return 0
 
 
 def cmd_cluster_kill(args: argparse.Namespace) -> int:
-    LocalCluster.open(args.dir, progress=_progress).kill(args.id, args.signal)
+    LocalCluster.open(args.dir, progress=progress).kill(args.id, args.signal)
     return 0
 
 
 def cmd_cluster_start(args: argparse.Namespace) -> int:
-    LocalCluster.open(args.dir, progress=_progress).start(args.id)
+    LocalCluster.open(args.dir, progress=progress).start(args.id)
     return 0
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
     if args.purge and not (Path(args.dir) / "cluster.json").exists():
-        cluster = LocalCluster(args.dir, progress=_progress)
+        cluster = LocalCluster(args.dir, progress=progress)
     else:
-        cluster = LocalCluster.open(args.dir, progress=_progress)
+        cluster = LocalCluster.open(args.dir, progress=progress)
     cluster.down(purge=args.purge)
-    _progress("cluster is down")
+    progress("cluster is down")
     return 0
-
-
-def _bootstrap(args: argparse.Namespace) -> str:
-    return resolve_bootstrap(args.bootstrap, os.environ, Path.cwd())
-
-
-def _admin(args: argparse.Namespace) -> Any:
-    bootstrap = _bootstrap(args)
-    from client import Admin
-
-    return Admin(bootstrap_servers=bootstrap)
 
 
 def cmd_topics_create(args: argparse.Namespace) -> int:
@@ -409,14 +348,14 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
 
     configs = parse_topic_configs(args.config)
     topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
-    with _admin(args) as admin:
+    with admin_from_args(args) as admin:
         admin.create_topics([topic])
     print(f"Created topic {args.name}.")
     return 0
 
 
 def cmd_topics_list(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_from_args(args) as admin:
         names = admin.list_topics()
     for name in sorted(names):
         print(name)
@@ -424,22 +363,23 @@ def cmd_topics_list(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_describe(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_from_args(args) as admin:
         descriptions = admin.describe_topics([args.name] if args.name else None)
         for d in descriptions:
             if d.error_code:
                 raise for_code(d.error_code)(f"topic {d.name!r}")
         names = [d.name for d in descriptions]
         entries = admin.describe_configs(names) if names else {}
+        offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else {}
     for d in sorted(descriptions, key=lambda d: d.name):
         own = {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
-        for line in format_topic(d, own):
+        for line in records_cli.describe_lines(d, format_topic(d, own), offsets):
             print(line)
     return 0
 
 
 def cmd_topics_delete(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with admin_from_args(args) as admin:
         admin.delete_topics([args.name])
     print(f"Deleted topic {args.name}.")
     return 0
@@ -464,7 +404,7 @@ def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    bootstrap = _bootstrap(args)
+    bootstrap = bootstrap_from_args(args)
     from client import Producer
 
     sep = args.key_separator.encode() if args.key_separator else None
@@ -487,7 +427,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         producer.flush()
         while pending:
             pending.popleft().result()
-    _progress(f"produced {count} record(s) to {args.topic}")
+    progress(f"produced {count} record(s) to {args.topic}")
     return 0
 
 
@@ -512,10 +452,10 @@ def cmd_consume(args: argparse.Namespace) -> int:
         return _consume_group(args)
     if args.offset is not None and args.partition is None:
         raise UsageError("--offset needs --partition")
-    bootstrap = _bootstrap(args)
+    bootstrap = bootstrap_from_args(args)
     from client import Consumer
 
-    with _admin(args) as admin:
+    with admin_from_args(args) as admin:
         (description,) = admin.describe_topics([args.topic])
     if description.error_code:
         raise for_code(description.error_code)(f"topic {args.topic!r}")
@@ -529,7 +469,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             pass
         finally:
             sys.stdout.flush()
-    _progress(f"Processed a total of {count} messages")
+    progress(f"Processed a total of {count} messages")
     return 0
 
 
@@ -543,7 +483,7 @@ def _consume_group(args: argparse.Namespace) -> int:
     reset = "earliest" if args.from_beginning else "latest"
     heartbeat_ms = max(1, args.session_timeout_ms // 3)
     with Consumer(
-        bootstrap_servers=_bootstrap(args), group_id=args.group, auto_offset_reset=reset,
+        bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
         session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
         auto_commit_interval_ms=1000,
     ) as consumer:  # fmt: skip
@@ -554,7 +494,7 @@ def _consume_group(args: argparse.Namespace) -> int:
             pass
         finally:
             sys.stdout.flush()
-    _progress(f"Processed a total of {count} messages")
+    progress(f"Processed a total of {count} messages")
     return 0
 
 
@@ -590,7 +530,7 @@ def _records(polled: Any) -> list[Any]:
 def cmd_bench(args: argparse.Namespace) -> int:
     from deploy import perf
 
-    args.bootstrap = _bootstrap(args)
+    args.bootstrap = bootstrap_from_args(args)
     return perf.run(args)
 
 

@@ -17,7 +17,9 @@ Layout of the directory:
 
 cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
                "zookeeper": {"connect": "127.0.0.1:2181", "port": 2181, "pid": 123 | null},
-               "brokers": [{"id": 1, "port": 9092, "pid": 456, "log_dir": "..."}, ...]}
+               "brokers": [{"id": 1, "port": 9092, "pid": 456, "log_dir": "...",
+                            "kafka_port": 9093}, ...]}
+Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`).
 A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
 
 Processes are only ever signalled by the PIDs recorded here, and a recorded broker PID counts as
@@ -69,6 +71,7 @@ class BrokerProc:
     port: int
     pid: int
     log_dir: str
+    kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
 
 
 @dataclass(slots=True)
@@ -108,6 +111,7 @@ class BrokerStatus:
     port: int
     state: str  # "alive" | "paused" | "dead"
     controller: bool
+    kafka_port: int = 0
 
 
 # ----- processes (by PID, through /proc) ------------------------------------------------------
@@ -243,10 +247,12 @@ class LocalCluster:
         host: str = DEFAULT_HOST,
         progress: Progress | None = None,
         ready_timeout_s: float = READY_TIMEOUT_S,
+        broker_settings: dict[str, int | bool | str] | None = None,
     ) -> None:
+        """`broker_settings`: extra settings every broker reads (broker/config.py's names)."""
         if not 1 <= brokers <= MAX_BROKERS:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
-        if base_port is not None and not 1024 <= base_port <= 65535 - brokers:
+        if base_port is not None and not 1024 <= base_port <= 65535 - 2 * brokers:
             raise ClusterError(f"base port {base_port} is out of range")
         if session_timeout_ms < 1000:
             raise ClusterError("the ZooKeeper session timeout must be at least 1000 ms")
@@ -257,6 +263,7 @@ class LocalCluster:
         self.session_timeout_ms = session_timeout_ms
         self.host = host
         self.ready_timeout_s = ready_timeout_s
+        self.broker_settings = dict(broker_settings or {})
         self._progress = progress or (lambda _line: None)
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
@@ -310,6 +317,12 @@ class LocalCluster:
         return ",".join(f"{state.host}:{b.port}" for b in state.brokers)
 
     @property
+    def kafka_bootstrap(self) -> str:
+        """Every broker's Kafka listener as host:port, for Kafka clients' bootstrap.servers."""
+        state = self._require_state()
+        return ",".join(f"{state.host}:{b.kafka_port}" for b in state.brokers if b.kafka_port)
+
+    @property
     def zookeeper_connect(self) -> str:
         return self._require_state().zookeeper.connect
 
@@ -334,9 +347,11 @@ class LocalCluster:
             zk = self._start_zookeeper()
             self.state = ClusterState(self.host, self.session_timeout_ms, zk)
             self._write_broker_config()
-            for broker_id, port in zip(range(1, self.num_brokers + 1), self._ports(), strict=True):
+            ports = self._ports()
+            for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
                 log_dir = self.dir / "data" / f"broker-{broker_id}"
-                proc = BrokerProc(broker_id, port, 0, str(log_dir))
+                port, kafka_port = ports[i], ports[self.num_brokers + i]
+                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port)
                 self.state.brokers.append(proc)
                 self._spawn(proc)
                 self._save_state()
@@ -379,14 +394,16 @@ class LocalCluster:
         return ZooKeeperInfo(zk.connect, zk.port, zk.pid)
 
     def _ports(self) -> list[int]:
+        """Native ports, then Kafka ports: one each per broker (from base_port: consecutive)."""
+        wanted = 2 * self.num_brokers
         if self.base_port is None:
             ports: list[int] = []
-            while len(ports) < self.num_brokers:
+            while len(ports) < wanted:
                 port = free_port(self.host)
                 if port not in ports:
                     ports.append(port)
             return ports
-        ports = [self.base_port + i for i in range(self.num_brokers)]
+        ports = [self.base_port + i for i in range(wanted)]
         busy = [p for p in ports if _port_in_use(self.host, p)]
         if busy:
             raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
@@ -399,6 +416,8 @@ class LocalCluster:
             f'host = "{self.host}"\n'
             f"zookeeper_session_timeout_ms = {self.session_timeout_ms}\n"
         )
+        for name, value in self.broker_settings.items():
+            text += f"{name} = {json.dumps(value)}\n"  # JSON scalars are TOML scalars
         (self.dir / "broker.toml").write_text(text)
 
     def _spawn(self, proc: BrokerProc) -> None:
@@ -409,6 +428,8 @@ class LocalCluster:
             "--id", str(proc.id), "--port", str(proc.port), "--log-dir", proc.log_dir,
             "--zookeeper", state.zookeeper.connect, "--config", str(self.dir / "broker.toml"),
         ]  # fmt: skip
+        if proc.kafka_port:
+            cmd += ["--listeners", f"PLAINTEXT://{state.host}:{proc.kafka_port}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = f"{_PROJECT_ROOT}{os.pathsep}{path}" if path else str(_PROJECT_ROOT)
@@ -424,7 +445,10 @@ class LocalCluster:
             )
         self._procs[proc.id] = child
         proc.pid = child.pid
-        self._progress(f"started broker {proc.id} on {state.host}:{proc.port} (pid {child.pid})")
+        kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
+        self._progress(
+            f"started broker {proc.id} on {state.host}:{proc.port}{kafka} (pid {child.pid})"
+        )
 
     # ----- waiting ---------------------------------------------------------------------------
 
@@ -507,7 +531,8 @@ class LocalCluster:
         for b in state.brokers:
             now = self._broker_state(b)
             # the survivors name a dead controller until its ZooKeeper session expires
-            out.append(BrokerStatus(b.id, b.pid, b.port, now, now != "dead" and b.id == controller))
+            is_controller = now != "dead" and b.id == controller
+            out.append(BrokerStatus(b.id, b.pid, b.port, now, is_controller, b.kafka_port))
         return out
 
     def zookeeper_state(self) -> str:

@@ -6,7 +6,8 @@ elect-leaders prints one line per partition: the new leader, "already led by its
 replica", or why the preferred replica cannot lead; the exit code is 1 only for errors other
 than those two. reassign starts the move, then shows progress on stderr (the replicas still
 joining the ISR and those to be dropped) until the controller reports it done, and prints the
-partition's final line; `--no-wait` returns once the controller has accepted it.
+partition's final line; `--no-wait` returns once the controller has accepted it. Bootstrap,
+Admin client and argument types come from deploy/cli_common.py, as for deploy/cli.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ import sys
 import time
 from typing import Any
 
+from deploy.cli_common import (
+    admin_from_args,
+    format_partition,
+    non_negative_int,
+    positive_int,
+    progress,
+)
 from protocol.errors import (
     ElectionNotNeededError,
     PreferredLeaderNotAvailableError,
@@ -40,8 +48,6 @@ def parse_replicas(text: str) -> list[int]:
 
 
 def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
-    from deploy import cli
-
     elect = tsub.add_parser(
         "elect-leaders", parents=[client], help="move leadership back to preferred replicas"
     )
@@ -52,21 +58,19 @@ def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
         "reassign", parents=[client], help="move a partition to a new replica list"
     )
     reassign.add_argument("name", metavar="TOPIC")
-    reassign.add_argument("--partition", type=cli._non_negative, required=True)
+    reassign.add_argument("--partition", type=non_negative_int, required=True)
     reassign.add_argument("--replicas", type=parse_replicas, required=True, metavar="2,3,4")
     reassign.add_argument("--no-wait", action="store_true", help="do not wait until it is done")
     reassign.add_argument(
-        "--timeout-s", type=cli._positive, default=DEFAULT_REASSIGN_TIMEOUT_S,
+        "--timeout-s", type=positive_int, default=DEFAULT_REASSIGN_TIMEOUT_S,
         help="give up waiting after this long (the move goes on)",
     )  # fmt: skip
     reassign.set_defaults(func=cmd_reassign)
 
 
 def cmd_elect_leaders(args: argparse.Namespace) -> int:
-    from deploy import cli
-
     failed = 0
-    with cli._admin(args) as admin:
+    with admin_from_args(args) as admin:
         results = admin.elect_leaders(args.name)
         leaders = _leaders(admin.describe_topics(sorted({tp.topic for tp in results})))
     for tp, error in sorted(results.items()):
@@ -93,12 +97,11 @@ def _leaders(descriptions: list[Any]) -> dict[Any, int]:
 
 def cmd_reassign(args: argparse.Namespace) -> int:
     from client.types import TopicPartition
-    from deploy import cli
 
     tp = TopicPartition(args.name, args.partition)
-    with cli._admin(args) as admin:
+    with admin_from_args(args) as admin:
         admin.alter_partition_reassignments({tp: args.replicas})
-        cli._progress(f"reassigning {args.name}-{args.partition} to {args.replicas}")
+        progress(f"reassigning {args.name}-{args.partition} to {args.replicas}")
         if args.no_wait:
             return 0
         if not _wait_done(admin, tp, args.timeout_s):
@@ -109,7 +112,7 @@ def cmd_reassign(args: argparse.Namespace) -> int:
         [described] = admin.describe_topics([args.name])
     for p in described.partitions:
         if p.partition == args.partition:
-            print(cli.format_partition(args.name, p))
+            print(format_partition(args.name, p))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Record batches: the unit a producer sends, the log stores and a consumer fetches.
+"""Record batches: Kafka's RecordBatch v2, the unit a producer sends, the log stores and a
+consumer fetches.
 
 The same bytes travel all three ways. Layout (big-endian), 61-byte header then the records:
 
@@ -6,42 +7,69 @@ The same bytes travel all three ways. Layout (big-endian), 61-byte header then t
          0     8  base_offset            stamped by the leader on append
          8     4  batch_length           bytes after this field (header rest + records)
         12     4  partition_leader_epoch stamped by the leader on append
-        16     1  magic                  MAGIC (1)
+        16     1  magic                  MAGIC (2)
         17     4  crc                    CRC32C of bytes [21, end)
-        21     2  attributes             bits 0-2 codec, bit 3 timestamp type
+        21     2  attributes             bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4,
+                                         4 zstd), bit 3 timestamp type (1: LogAppendTime),
+                                         bit 4 transactional, bit 5 control; others 0
         23     4  last_offset_delta      record_count - 1
-        27     8  first_timestamp        ms since the epoch
-        35     8  max_timestamp
+        27     8  first_timestamp        ms since the epoch: the first record's
+        35     8  max_timestamp          the largest record timestamp
         43     8  producer_id            -1: none
         51     2  producer_epoch         -1: none
         53     4  base_sequence          -1: none
         57     4  record_count
-        61     -  records                msgpack array of [offset_delta, timestamp_delta,
-                                         key, value, headers], compressed by the codec
+        61     -  records                back to back, the whole section compressed by the
+                                         codec (protocol/compression.py)
 
-Records: offset_delta is the record's index (0..record_count-1); timestamp_delta is relative to
-first_timestamp (the first record's, which need not be the smallest); key and value are bin or
-nil; headers are nil or an array of [str, bin or nil]. Codec 1 (gzip) is a gzip stream (RFC 1952)
-of that msgpack.
+One record (varint: zigzag LEB128 of an int32, varlong of an int64; a length of -1 is null):
+
+    varint   length          bytes of the record after this field
+    int8     attributes      0 (unused)
+    varlong  timestamp_delta from first_timestamp (may be negative)
+    varint   offset_delta    the record's index in the batch: 0, 1, ...
+    varint   key_length      then that many key bytes; -1: null key
+    varint   value_length    then that many value bytes; -1: null value
+    varint   header_count    then per header: varint key length, UTF-8 key (never null),
+                             varint value length (-1: null), value bytes
+
+A record with no headers and one with an empty list look the same; `Record.headers` is None
+for both. With LogAppendTime a record's timestamp is the batch's max_timestamp.
 
 The CRC starts at the attributes, so the broker stamps base_offset and leader epoch without
-recomputing it. The broker only ever calls `read_header`, `validate` and `stamp`; records are
-decoded by clients alone (`decode_records`).
+recomputing it. The broker only ever calls `read_header`, `validate`, `check_client_batch`,
+`iter_batches` and `stamp`; records are built and decoded by clients alone, with aiokafka's
+compiled (Cython) record classes imported on first use, so a broker never loads them.
+
+Decoding hands aiokafka only buffers it cannot read past: its varint reader stops at a byte
+without the continuation bit and checks bounds only between fields, so the bytes it reads must
+be a bytes or bytearray object or a slice of one (CPython keeps a NUL after their last byte,
+which ends any varint); anything else is copied first. Lengths it cannot allocate, bad UTF-8 in
+a header key and every other complaint become InvalidBatchError.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, attrgetter
+from typing import Any, NamedTuple
 
 import crc32c
-import msgpack
 
-from protocol.errors import CorruptMessageError, MessageTooLargeError, OdradekError, UsageError
+from protocol import compression
+from protocol.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    MessageTooLargeError,
+    OdradekError,
+    UsageError,
+)
 
-MAGIC = 1
+MAGIC = 2
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_BYTES = HEADER.size  # 61
 assert HEADER_BYTES == 61
@@ -49,23 +77,33 @@ LENGTH_PREFIX_BYTES = 12  # base_offset + batch_length: what precedes batch_leng
 CRC_START = 21
 BASE_OFFSET_AT = 0
 LEADER_EPOCH_AT = 12
+MAGIC_AT = 16
+CRC_AT = 17
+ATTRIBUTES_AT = 21
 _STAMP = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 
 CODEC_MASK = 0x07
-CODEC_NONE = 0
-CODEC_GZIP = 1
+CODEC_NONE = compression.NONE
+CODEC_GZIP = compression.GZIP
+CODEC_SNAPPY = compression.SNAPPY
+CODEC_LZ4 = compression.LZ4
+CODEC_ZSTD = compression.ZSTD
 TIMESTAMP_TYPE_BIT = 0x08  # 0: CreateTime, 1: LogAppendTime
-KNOWN_ATTRIBUTE_BITS = CODEC_MASK | TIMESTAMP_TYPE_BIT
-CODECS = {"none": CODEC_NONE, "gzip": CODEC_GZIP}
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+KNOWN_ATTRIBUTE_BITS = CODEC_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT
+CODECS = {name: codec for codec, name in compression.NAMES.items()}
 
 NO_PRODUCER_ID = -1
 NO_PARTITION_LEADER_EPOCH = -1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class InvalidBatchError(CorruptMessageError):
-    """A batch whose header or CRC does not hold. Never stored, never served."""
+    """A batch whose header, CRC or records do not hold. Never stored, never served."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +171,20 @@ def validate(
 ) -> BatchHeader:
     """Check one batch's header fields and CRC; return its header.
 
-    Checks: enough bytes, magic, a length that covers the header and fits the buffer (and
+    Checks: enough bytes, magic 2, a length that covers the header and fits the buffer (and
     `max_batch_bytes`), record_count >= 1 with last_offset_delta == record_count - 1,
-    no unknown attribute bits, timestamps ordered, and the CRC.
+    attributes of Kafka's known bits with a codec 0-4, timestamps ordered, and the CRC.
     """
     header = read_header(buf, pos)
+    _check_fields(header, len(buf) - pos, max_batch_bytes)
+    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header.size])
+    if crc != header.crc:
+        raise InvalidBatchError(f"batch CRC {header.crc:#010x} does not match {crc:#010x}")
+    return header
+
+
+def _check_fields(header: BatchHeader, room: int, max_batch_bytes: int | None = None) -> None:
+    """validate's checks but the CRC; `room`: the bytes the buffer holds from the batch on."""
     if header.magic != MAGIC:
         raise InvalidBatchError(f"batch magic {header.magic}, expected {MAGIC}")
     if header.batch_length < HEADER_BYTES - LENGTH_PREFIX_BYTES:
@@ -146,22 +193,32 @@ def validate(
         raise MessageTooLargeError(
             f"batch of {header.size} bytes is above the maximum of {max_batch_bytes}"
         )
-    end = pos + header.size
-    if end > len(buf):
+    if header.size > room:
         raise InvalidBatchError(f"batch of {header.size} bytes runs past the end of its buffer")
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise InvalidBatchError(
             f"record count {header.record_count} and last offset delta "
             f"{header.last_offset_delta} disagree"
         )
-    if header.attributes & ~KNOWN_ATTRIBUTE_BITS or header.codec not in CODECS.values():
+    if header.attributes & ~KNOWN_ATTRIBUTE_BITS or header.codec not in compression.NAMES:
         raise InvalidBatchError(f"unknown batch attributes {header.attributes:#x}")
     if header.max_timestamp < header.first_timestamp:
         raise InvalidBatchError("max timestamp is before the first timestamp")
-    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : end])
-    if crc != header.crc:
-        raise InvalidBatchError(f"batch CRC {header.crc:#010x} does not match {crc:#010x}")
-    return header
+
+
+def check_client_batch(header: BatchHeader) -> None:
+    """Refuse, on a client's produce, what only brokers write or odradek does not do.
+
+    Control batches (transaction markers) are written by brokers alone, and odradek has no
+    transactions, so a transactional batch could never be committed. Followers copy batches
+    without this check. Raises InvalidRecordError (INVALID_RECORD, as Kafka answers).
+    """
+    if header.attributes & CONTROL_BIT:
+        raise InvalidRecordError("control batches are written by brokers, not by clients")
+    if header.attributes & TRANSACTIONAL_BIT:
+        raise InvalidRecordError(
+            "transactional batches are not supported (odradek has no transactions)"
+        )
 
 
 def iter_batches(
@@ -192,10 +249,13 @@ def stamp(batch: bytearray | memoryview, base_offset: int, leader_epoch: int, po
     _EPOCH.pack_into(batch, pos + LEADER_EPOCH_AT, leader_epoch)
 
 
-# ----- client side: building and decoding records -------------------------------------------
+# ----- client side: building records -------------------------------------------------------
 
 RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]] | None, int]
 """(key, value, headers, timestamp_ms) as a producer hands it to `build_batch`."""
+
+_NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, only ever read by the builder
+_MAX_BUILDER_BYTES = 1 << 62  # the builder's batch_size: never the reason it refuses a record
 
 
 def build_batch(
@@ -213,23 +273,12 @@ def build_batch(
     """
     if not records:
         raise UsageError("a batch needs at least one record")
-    if codec not in CODECS.values():
-        raise UsageError(f"unknown compression codec {codec}")
     try:
-        first_ts = records[0][3]
-        max_ts = first_ts
-        rows = []
-        for delta, (key, value, headers, ts) in enumerate(records):
-            if ts > max_ts:
-                max_ts = ts
-            rows.append((delta, ts - first_ts, key, value, headers))
+        keys, values, headers, stamps = zip(*records, strict=True)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"records must be (key, value, headers, timestamp_ms): {exc}") from None
-    payload = _compress(_pack_rows(rows), codec)
-    return _assemble(
-        payload, len(records), first_ts, max_ts, base_offset, codec, producer_id, producer_epoch,
-        base_sequence,
-    )  # fmt: skip
+    return build_columns(keys, values, headers, stamps, base_offset, codec,
+                         producer_id, producer_epoch, base_sequence)  # fmt: skip
 
 
 def build_batch_from_values(
@@ -243,14 +292,69 @@ def build_batch_from_values(
     """The bulk path: key-less, header-less records sharing one timestamp."""
     if not values:
         raise UsageError("a batch needs at least one record")
-    if codec not in CODECS.values():
+    n = len(values)
+    return build_columns([None] * n, values, None, [timestamp_ms] * n, 0, codec,
+                         producer_id, producer_epoch, base_sequence)  # fmt: skip
+
+
+def build_columns(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
+    stamps: Sequence[int],
+    base_offset: int = 0,
+    codec: int = CODEC_NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """One batch from records given as columns (the producer keeps them so): `headers` None
+    means no record has any. No Python code runs per record: aiokafka's builder encodes them.
+    """
+    if codec not in compression.NAMES:
         raise UsageError(f"unknown compression codec {codec}")
-    rows = [(i, 0, None, v, None) for i, v in enumerate(values)]
-    payload = _compress(_pack_rows(rows), codec)
-    return _assemble(
-        payload, len(values), timestamp_ms, timestamp_ms, 0, codec, producer_id, producer_epoch,
-        base_sequence,
-    )  # fmt: skip
+    n = len(values)
+    if n == 0 or len(keys) != n or len(stamps) != n or (headers is not None and len(headers) != n):
+        raise UsageError("a batch needs at least one record, and every column one per record")
+    first, max_ts, stamps = _timestamps(stamps)
+    builder = _codec().Builder(MAGIC, CODEC_NONE, 0, -1, -1, -1, _MAX_BUILDER_BYTES)
+    try:
+        deque(map(builder.append, range(n), stamps, keys, values, _header_lists(headers)), 0)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise UsageError(f"records do not encode: {exc}") from None
+    raw = builder.build()  # aiokafka's own 61-byte header (replaced below), then the records
+    payload: bytes | memoryview = memoryview(raw)[HEADER_BYTES:]
+    if codec != CODEC_NONE:
+        payload = compression.compress(codec, payload)
+    return _assemble(payload, n, first, max_ts, base_offset, codec, producer_id, producer_epoch,
+                     base_sequence)  # fmt: skip
+
+
+def _timestamps(stamps: Sequence[int]) -> tuple[int, int, Sequence[int]]:
+    """(first, max, what to hand the builder), after checking every delta fits an int64.
+
+    aiokafka's builder takes a first timestamp of -1 for "no record yet" and would rebase the
+    next record on its own; such batches are built shifted by 1 ms (deltas do not change) and
+    the header, written here, carries the real values.
+    """
+    try:
+        first, low, high = stamps[0], min(stamps), max(stamps)
+        if low < INT64_MIN or high > INT64_MAX or high - low > INT64_MAX:
+            raise UsageError(f"timestamps from {low} to {high} do not fit the batch")
+    except TypeError as exc:
+        raise UsageError(f"timestamps must be integers: {exc}") from None
+    if first == -1:
+        return first, high, list(map(add, stamps, repeat(1)))
+    return first, high, stamps
+
+
+def _header_lists(
+    headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
+) -> Iterator[list[tuple[str, bytes | None]]]:
+    """The builder takes a list per record: [] for none."""
+    if headers is None or headers.count(None) == len(headers):
+        return repeat(_NO_HEADERS)
+    return (_NO_HEADERS if not h else h if type(h) is list else list(h) for h in headers)
 
 
 _PRODUCER = struct.Struct(">qhi")
@@ -266,42 +370,12 @@ def with_producer(
         _PRODUCER.pack_into(out, PRODUCER_AT, producer_id, producer_epoch, base_sequence)
     except struct.error as exc:
         raise UsageError(f"producer field out of range: {exc}") from None
-    struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    _CRC.pack_into(out, CRC_AT, crc32c.crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 
 
-def _pack_rows(rows: Sequence[tuple[object, ...]]) -> bytes:
-    try:
-        payload: bytes = msgpack.packb(rows, use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise UsageError(f"records do not encode: {exc}") from None
-    return payload
-
-
-def _compress(payload: bytes, codec: int) -> bytes:
-    if codec == CODEC_GZIP:
-        # wbits 31: a gzip stream (header and CRC-32 trailer), level 1 for speed.
-        gz = zlib.compressobj(1, zlib.DEFLATED, 31)
-        return gz.compress(payload) + gz.flush()
-    return payload
-
-
-def _decompress(payload: bytes, max_records_bytes: int) -> bytes:
-    """Inflate a gzip payload, refusing to produce more than `max_records_bytes` (a bomb)."""
-    gz = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
-    try:
-        out = gz.decompress(payload, max_records_bytes + 1)
-    except zlib.error as exc:
-        raise InvalidBatchError(f"records do not decompress: {exc}") from None
-    if len(out) > max_records_bytes:
-        raise InvalidBatchError(f"records inflate past {max_records_bytes} bytes")
-    if not gz.eof or gz.unused_data:
-        raise InvalidBatchError("compressed records are truncated or followed by garbage")
-    return out
-
-
 def _assemble(
-    payload: bytes,
+    payload: bytes | bytearray | memoryview,
     count: int,
     first_ts: int,
     max_ts: int,
@@ -311,6 +385,7 @@ def _assemble(
     producer_epoch: int,
     base_sequence: int,
 ) -> bytes:
+    """A header for `payload` (the records section, already compressed), CRC included."""
     header = bytearray(HEADER_BYTES)
     try:
         HEADER.pack_into(
@@ -321,13 +396,97 @@ def _assemble(
     except struct.error as exc:
         raise UsageError(f"batch header field out of range: {exc}") from None
     crc = crc32c.crc32c(memoryview(header)[CRC_START:])
-    crc = crc32c.crc32c(payload, crc)
-    struct.pack_into(">I", header, 17, crc)
+    _CRC.pack_into(header, CRC_AT, crc32c.crc32c(payload, crc))
     return bytes(header) + payload
 
 
+# ----- client side: decoding records --------------------------------------------------------
+
 DEFAULT_MAX_RECORDS_BYTES = 100 * 1024 * 1024
 """The most bytes a batch's records may inflate to on the client (as much as a whole frame)."""
+
+
+class RecordColumns(NamedTuple):
+    """One batch's records, field by field (index i of each list is record i)."""
+
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[list[tuple[str, bytes | None]] | None]
+
+    def sliced(self, start: int, stop: int | None = None) -> RecordColumns:
+        """Records [start, stop) of these."""
+        return RecordColumns(self.offsets[start:stop], self.timestamps[start:stop],
+                             self.keys[start:stop], self.values[start:stop],
+                             self.headers[start:stop])  # fmt: skip
+
+
+_OFFSET = attrgetter("offset")
+_TIMESTAMP = attrgetter("timestamp")
+_KEY = attrgetter("key")
+_VALUE = attrgetter("value")
+_HEADERS = attrgetter("headers")
+
+
+def decode_columns(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    header: BatchHeader,
+    max_records_bytes: int = DEFAULT_MAX_RECORDS_BYTES,
+) -> RecordColumns:
+    """The records of the batch at `pos` whose `header` was read there (its CRC is the
+    caller's business: `validate` or `iter_batches` checked it, or the user chose not to).
+
+    Raises InvalidBatchError for anything the batch's bytes do not hold up: header fields,
+    records that do not decompress (or would inflate past `max_records_bytes`) or decode, a
+    record count or an offset delta that disagrees with the header.
+    """
+    if pos < 0:
+        raise InvalidBatchError(f"no batch at position {pos}")
+    _check_fields(header, len(buf) - pos)
+    data = _records_buffer(buf, pos, header, max_records_bytes)
+    codec = _codec()
+    try:
+        records = list(codec.Reader(data))
+    except codec.errors as exc:
+        raise InvalidBatchError(
+            f"records at offset {header.base_offset} do not decode: {exc}"
+        ) from None
+    offsets = list(map(_OFFSET, records))
+    base = header.base_offset
+    if offsets != list(range(base, base + len(offsets))):
+        raise InvalidBatchError(f"records at offset {base}: offset deltas are not 0, 1, 2...")
+    headers: list[Any] = list(map(_HEADERS, records))
+    headers = [h or None for h in headers] if any(headers) else [None] * len(records)
+    return RecordColumns(offsets, list(map(_TIMESTAMP, records)), list(map(_KEY, records)),
+                         list(map(_VALUE, records)), headers)  # fmt: skip
+
+
+def _records_buffer(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader, max_records_bytes: int
+) -> bytes | bytearray | memoryview:
+    """The batch as aiokafka's reader may take it: uncompressed, and in a bytes or bytearray
+    object (see the module docstring), with the codec bits of its attributes cleared."""
+    end = pos + header.size
+    view = memoryview(buf)
+    if header.codec == CODEC_NONE:
+        if isinstance(buf, bytes | bytearray) or (
+            isinstance(view.obj, bytes | bytearray) and view.c_contiguous and view.format == "B"
+        ):
+            return view[pos:end]
+        return bytes(view[pos:end])
+    try:
+        inflated = compression.decompress(
+            header.codec, view[pos + HEADER_BYTES : end], max_records_bytes
+        )
+    except compression.CodecError as exc:
+        raise InvalidBatchError(
+            f"records at offset {header.base_offset} do not decompress: {exc}"
+        ) from None
+    head = bytearray(view[pos : pos + HEADER_BYTES])
+    head[ATTRIBUTES_AT + 1] &= ~CODEC_MASK & 0xFF  # the low byte of the big-endian int16
+    return bytes(head) + inflated
 
 
 def decode_records(
@@ -337,56 +496,11 @@ def decode_records(
 
     Raises InvalidBatchError for anything the batch's bytes do not hold up: a bad header or
     CRC, records that do not decompress (or inflate past `max_records_bytes`) or decode, a
-    record count or an offset delta that disagrees with the header, a value of the wrong type.
+    record count or an offset delta that disagrees with the header.
     """
     header = validate(buf, pos)
-    payload = bytes(memoryview(buf)[pos + HEADER_BYTES : pos + header.size])
-    if header.codec == CODEC_GZIP:
-        payload = _decompress(payload, max_records_bytes)
-    limit = len(payload)  # no declared length can exceed the bytes that would hold it
-    try:
-        rows = msgpack.unpackb(
-            payload, use_list=True, raw=False, strict_map_key=True, max_str_len=limit,
-            max_bin_len=limit, max_array_len=limit, max_map_len=limit, max_ext_len=limit,
-        )  # fmt: skip
-    except Exception as exc:  # msgpack raises several unrelated types for garbage
-        raise InvalidBatchError(f"records do not decode: {exc}") from None
-    if type(rows) is not list or len(rows) != header.record_count:
-        raise InvalidBatchError("record count does not match the records")
-    base, first_ts = header.base_offset, header.first_timestamp
-    return header, [_record(i, row, base, first_ts) for i, row in enumerate(rows)]
-
-
-def _record(index: int, row: object, base_offset: int, first_ts: int) -> Record:
-    """One decoded row, checked: [offset_delta == index, timestamp_delta, key, value, headers]."""
-    if type(row) is not list or len(row) != 5:
-        raise InvalidBatchError(f"record {index} is not a 5-field array")
-    delta, ts_delta, key, value, headers = row
-    if type(delta) is not int or delta != index:
-        raise InvalidBatchError(f"record {index} has offset delta {delta!r}")
-    if type(ts_delta) is not int:
-        raise InvalidBatchError(f"record {index} has a timestamp delta of type {type(ts_delta)}")
-    if not (key is None or type(key) is bytes) or not (value is None or type(value) is bytes):
-        raise InvalidBatchError(f"record {index}: key and value must be bytes or nil")
-    return Record(base_offset + delta, first_ts + ts_delta, key, value, _headers(index, headers))
-
-
-def _headers(index: int, headers: object) -> list[tuple[str, bytes | None]] | None:
-    if headers is None:
-        return None
-    if type(headers) is not list:
-        raise InvalidBatchError(f"record {index}: headers must be an array or nil")
-    out = []
-    for h in headers:
-        if (
-            type(h) is not list
-            or len(h) != 2
-            or type(h[0]) is not str
-            or not (h[1] is None or type(h[1]) is bytes)
-        ):
-            raise InvalidBatchError(f"record {index}: a header must be [str, bytes or nil]")
-        out.append((h[0], h[1]))
-    return out
+    columns = decode_columns(buf, pos, header, max_records_bytes)
+    return header, list(map(Record, *columns))
 
 
 def decode_all(buf: bytes | memoryview) -> list[Record]:
@@ -399,3 +513,35 @@ def decode_all(buf: bytes | memoryview) -> list[Record]:
 
 def as_odradek_error(exc: Exception) -> OdradekError:
     return exc if isinstance(exc, OdradekError) else InvalidBatchError(str(exc))
+
+
+# ----- the record codec, loaded on first use -----------------------------------------------
+
+
+class _Codec:
+    """aiokafka's compiled record classes. `aiokafka.record._crecords` has no pure-Python
+    fallback (that is aiokafka.record.default_records), so importing it proves they are the
+    Cython ones; a broken install fails here, loudly, rather than running 10x slower."""
+
+    def __init__(self) -> None:
+        from aiokafka.errors import CorruptRecordException  # type: ignore[import-untyped]
+        from aiokafka.record._crecords import (  # type: ignore[import-untyped]
+            DefaultRecordBatch,
+            DefaultRecordBatchBuilder,
+        )
+
+        self.Builder: Any = DefaultRecordBatchBuilder
+        self.Reader: Any = DefaultRecordBatch
+        # What the reader raises on hostile bytes: its own error, bad UTF-8 in a header key
+        # (ValueError), and a length it cannot allocate (OverflowError, MemoryError).
+        self.errors = (CorruptRecordException, ValueError, OverflowError, MemoryError)
+
+
+_CODEC: _Codec | None = None
+
+
+def _codec() -> _Codec:
+    global _CODEC
+    if _CODEC is None:
+        _CODEC = _Codec()
+    return _CODEC

@@ -99,6 +99,11 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The broker received an out of order sequence number from an idempotent producer."),
     ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False,
               "The producer's epoch is older than the one the broker has seen for its id."),
+    # Odradek has no transactions; InitProducerId with a transactional id gets this code
+    # because every client treats it as fatal at once (librdkafka, kafka-python and Java fail
+    # the producer; UNSUPPORTED_VERSION would be retried by librdkafka forever).
+    ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
+              "Transactional id refused: transactions are not supported by odradek."),
     ErrorSpec(54, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log."),
     ErrorSpec(56, "BROKER_SHUTDOWN", True, "The broker is shutting down.",
               invalid_metadata=True),
@@ -113,6 +118,8 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     ErrorSpec(84, "ELECTION_NOT_NEEDED", False, "The preferred leader already leads."),
     ErrorSpec(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
               "No reassignment of that partition is in progress."),
+    ErrorSpec(87, "INVALID_RECORD", False,
+              "The batch failed the broker's checks on what a client may produce."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
 )
 # fmt: on
@@ -256,6 +263,9 @@ class OutOfOrderSequenceNumberError(OdradekError): ...
 class InvalidProducerEpochError(OdradekError): ...
 
 
+class TransactionalIdAuthorizationFailedError(OdradekError): ...
+
+
 class KafkaStorageError(OdradekError): ...
 
 
@@ -302,6 +312,9 @@ class PreferredLeaderNotAvailableError(OdradekError): ...
 
 
 class NoReassignmentInProgressError(OdradekError): ...
+
+
+class InvalidRecordError(OdradekError): ...
 
 
 class ThrottlingQuotaExceededError(OdradekError): ...

@@ -6,11 +6,11 @@ A Spark task gets a `RangePartition` (picklable: plain values, no sockets) and c
 Spark runs one after another in the same Python worker reuse their connections.
 
 The loop, per Fetch request to the partition's leader (one partition, `fetch_max_bytes`):
-- records: the whole batches in the answer are CRC-checked, their msgpack rows unpacked and
-  cut to [from, until), and all of them converted to Arrow in one call (a struct array of the
-  rows, split into its columns); offsets and timestamps are computed per batch with Arrow
-  kernels; the result is one `pa.RecordBatch` per answer against the explicit schema of
-  spark_connector/schema.py. No per-row Python work beyond msgpack's own. The next fetch is
+- records: the whole batches in the answer are CRC-checked, decoded into columns by the
+  compiled record decoder (protocol/batch.py `decode_columns`), cut to [from, until), and
+  each column converted to Arrow in one call; the result is one `pa.RecordBatch` per answer
+  against the explicit schema of spark_connector/schema.py. No per-row Python work. Control
+  batches (transaction markers) are skipped, as Spark's Kafka source does. The next fetch is
   sent before the answer is decoded (from the batch headers alone), so the broker serves it
   meanwhile;
 - a lost connection or a stale-metadata error (NOT_LEADER_FOR_PARTITION, a broker killed
@@ -30,7 +30,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -39,7 +39,7 @@ import uvloop
 from pyspark.sql.datasource import InputPartition
 
 from client.cluster import Cluster
-from client.fetcher import batch_rows, gc_paused
+from client.fetcher import gc_paused
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     FetchPartition,
@@ -56,8 +56,11 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.batch import (
+    CONTROL_BIT,
     TIMESTAMP_TYPE_BIT,
     InvalidBatchError,
+    RecordColumns,
+    decode_columns,
     iter_batches,
 )
 from protocol.errors import (
@@ -67,7 +70,12 @@ from protocol.errors import (
     for_code,
 )
 from spark_connector.ranges import DataLoss
-from spark_connector.schema import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ARROW_TIMESTAMP
+from spark_connector.schema import (
+    ARROW_HEADERS,
+    ARROW_SCHEMA,
+    ARROW_SCHEMA_WITH_HEADERS,
+    ARROW_TIMESTAMP,
+)
 
 log = logging.getLogger("spark_connector")
 
@@ -352,102 +360,85 @@ def records_to_arrow(
     """The records of `data`'s whole batches with offsets in [from, until) as one RecordBatch
     (None when there are none), and the offset to fetch next.
 
-    The cyclic garbage collector is paused meanwhile (`client.fetcher.gc_paused`): unpacking
-    allocates a tuple per record, which would set it off many times per fetch (about 12% of
-    the time), and none of these objects can form a cycle.
+    The cyclic garbage collector is paused meanwhile (`client.fetcher.gc_paused`): decoding
+    allocates objects per record, which would set it off many times per fetch, and none of
+    them can form a cycle.
     """
     cols = _Columns()
     next_offset = from_offset
-    view = memoryview(data)
     with gc_paused():
         for pos, h in iter_batches(data, check_crc=True):
             if h.next_offset <= from_offset:
                 continue
             if h.base_offset >= until_offset:
                 break
-            rows = batch_rows(view, pos, h)
             base = h.base_offset
             lo, hi = max(from_offset - base, 0), min(until_offset - base, h.record_count)
-            if lo or hi < len(rows):
-                rows = rows[lo:hi]
-            log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
-            cols.add(rows, base, h.first_timestamp, h.max_timestamp, log_append)
             next_offset = base + hi if hi < h.record_count else h.next_offset
+            if h.attributes & CONTROL_BIT:
+                continue  # transaction markers, never records (Spark's Kafka source skips them)
+            cols.add(decode_columns(data, pos, h), lo, hi, bool(h.attributes & TIMESTAMP_TYPE_BIT))
         if not cols.count:
             return None, next_offset
         return cols.to_batch(topic, partition, include_headers), next_offset
-
-
-_ROW_TYPE = pa.struct(
-    [
-        pa.field("offset_delta", pa.int64()),
-        pa.field("timestamp_delta", pa.int64()),
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("headers", ARROW_SCHEMA_WITH_HEADERS.field(7).type),
-    ]
-)
 
 
 _US_PER_MS = pa.scalar(1000, pa.int64())  # a typed scalar: plain ints cost ~0.2 ms per call
 
 
 class _Columns:
-    """Rows gathered batch by batch, converted to Arrow in one pass (a struct array of the
-    msgpack rows), then offsets and timestamps computed per batch with Arrow kernels."""
+    """Decoded columns gathered batch by batch, converted to Arrow in one call per column.
+    Timestamps come decoded (a LogAppendTime batch's records carry its max timestamp)."""
 
     def __init__(self) -> None:
-        self.rows: list[Any] = []
-        self.spans: list[tuple[int, int, int, int, bool]] = []  # base, first/max ts, n, append
+        self.offsets: list[int] = []
+        self.stamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[Any] = []
+        self.kinds: list[tuple[int, bool]] = []  # (records, LogAppendTime) per batch
         self.count = 0
 
-    def add(
-        self, rows: Sequence[Any], base_offset: int, first_ts: int, max_ts: int, log_append: bool
-    ) -> None:
-        if rows:
-            self.rows.extend(rows)
-            self.spans.append((base_offset, first_ts, max_ts, len(rows), log_append))
-            self.count += len(rows)
+    def add(self, columns: RecordColumns, lo: int, hi: int, log_append: bool) -> None:
+        """Records [lo, hi) of one batch's columns."""
+        if hi <= lo:
+            return
+        if lo or hi < len(columns.offsets):
+            columns = columns.sliced(lo, hi)
+        self.offsets += columns.offsets
+        self.stamps += columns.timestamps
+        self.keys += columns.keys
+        self.values += columns.values
+        self.headers += columns.headers
+        self.kinds.append((hi - lo, log_append))
+        self.count += hi - lo
 
     def to_batch(self, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
         n = self.count
         try:
-            rows = pa.array(self.rows, _ROW_TYPE)
-            deltas, ts_deltas, keys, values, headers = rows.flatten()
-            offsets, stamps, start = [], [], 0
-            for base, first_ts, max_ts, count, log_append in self.spans:
-                offsets.append(pc.add(deltas.slice(start, count), pa.scalar(base, pa.int64())))
-                if log_append:  # every record carries the broker's append time
-                    stamps.append(pa.repeat(pa.scalar(max_ts, pa.int64()), count))
-                else:
-                    stamps.append(
-                        pc.add(ts_deltas.slice(start, count), pa.scalar(first_ts, pa.int64()))
-                    )
-                start += count
-            ts = pc.multiply(pa.concat_arrays(stamps), _US_PER_MS).cast(ARROW_TIMESTAMP)
+            stamps = pc.multiply(pa.array(self.stamps, pa.int64()), _US_PER_MS)
             arrays = [
-                keys,
-                values,
+                pa.array(self.keys, pa.binary()),
+                pa.array(self.values, pa.binary()),
                 pa.repeat(pa.scalar(topic, pa.string()), n),
                 pa.repeat(pa.scalar(partition, pa.int32()), n),
-                pa.concat_arrays(offsets),
-                ts,
-                _timestamp_types(self.spans),
+                pa.array(self.offsets, pa.int64()),
+                stamps.cast(ARROW_TIMESTAMP),
+                _timestamp_types(self.kinds),
             ]
             if include_headers:
-                arrays.append(headers)
+                arrays.append(pa.array(self.headers, ARROW_HEADERS))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
             raise InvalidBatchError(f"records do not fit Spark's Kafka schema: {exc}") from None
         schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _timestamp_types(spans: list[tuple[int, int, int, int, bool]]) -> pa.Array:
+def _timestamp_types(kinds: list[tuple[int, bool]]) -> pa.Array:
     """0 (CreateTime) or 1 (LogAppendTime) per record, from each batch's attribute bit."""
-    kinds = {s[4] for s in spans}
-    if len(kinds) == 1:
-        return pa.repeat(pa.scalar(int(kinds.pop()), pa.int32()), sum(s[3] for s in spans))
-    return pa.array([int(s[4]) for s in spans for _ in range(s[3])], pa.int32())
+    if len({k[1] for k in kinds}) == 1:
+        return pa.repeat(pa.scalar(int(kinds[0][1]), pa.int32()), sum(k[0] for k in kinds))
+    return pa.array([int(log_append) for n, log_append in kinds for _ in range(n)], pa.int32())
 
 
 # ----- timestamps -------------------------------------------------------------------------------
@@ -470,9 +461,11 @@ async def _first_at_or_after(
                     return max(offset, h.base_offset)
                 offset = h.next_offset
                 continue
-            for i, row in enumerate(batch_rows(memoryview(data), pos, h)):
-                if h.base_offset + i >= offset and h.first_timestamp + row[1] >= target_ms:
-                    return h.base_offset + i
+            if not h.attributes & CONTROL_BIT:
+                columns = decode_columns(data, pos, h)
+                for at, ts in zip(columns.offsets, columns.timestamps, strict=True):
+                    if at >= offset and ts >= target_ms:
+                        return at
             offset = h.next_offset
     return offset
 

@@ -14,10 +14,13 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
+    alter_configs,
     alter_partition_reassignments,
     controlled_shutdown,
+    create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_groups,
@@ -25,6 +28,7 @@ from broker.handlers import (
     fetch,
     find_coordinator,
     heartbeat,
+    init_producer_id,
     join_group,
     leader_and_isr,
     leave_group,
@@ -39,7 +43,13 @@ from broker.handlers import (
     stop_replica,
     update_metadata,
 )
-from protocol.api.admin import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
+from protocol.api.admin import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
+)
 from protocol.api.controller import (
     ALTER_PARTITION_REASSIGNMENTS,
     CONTROLLED_SHUTDOWN,
@@ -49,6 +59,7 @@ from protocol.api.controller import (
     STOP_REPLICA,
     UPDATE_METADATA,
 )
+from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
     DELETE_GROUPS,
@@ -64,6 +75,7 @@ from protocol.api.group import (
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
+from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
@@ -80,7 +92,10 @@ HANDLERS: dict[int, Handler] = {
     UPDATE_METADATA.key: update_metadata.handle,
     CREATE_TOPICS.key: create_topics.handle,
     DELETE_TOPICS.key: delete_topics.handle,
+    DELETE_RECORDS.key: delete_records.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
+    ALTER_CONFIGS.key: alter_configs.handle,
+    CREATE_PARTITIONS.key: create_partitions.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     ELECT_LEADERS.key: elect_leaders.handle,
@@ -95,6 +110,7 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_GROUPS.key: describe_groups.handle,
     LIST_GROUPS.key: list_groups.handle,
     DELETE_GROUPS.key: delete_groups.handle,
+    INIT_PRODUCER_ID.key: init_producer_id.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -16,4 +16,6 @@ def handle(ctx: BrokerContext, request: Request) -> MetadataResponse:
     req: MetadataRequest = request.body
     cache = ctx.metadata
     brokers = [cache.brokers[i] for i in cache.live_broker_ids()]
-    return MetadataResponse(brokers, None, cache.controller_id, cache.describe(req.topics))
+    return MetadataResponse(
+        brokers, ctx.cluster_id, cache.controller_id, cache.describe(req.topics)
+    )

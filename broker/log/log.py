@@ -25,10 +25,13 @@ so a slice in flight stays readable; a truncation inside the active segment shor
 in place, so a slice past the cut may come up short (a sender must check what pread/sendfile
 return).
 
-Opening: without the clean-shutdown marker, every segment from the one holding the recovery
-point on is recovered (segment.recover: CRC, lengths, contiguous offsets; a torn or corrupt tail
-is cut and later segments dropped; indexes rebuilt). Earlier segments, and all of them after a
-clean shutdown, load their indexes and are recovered only if an index does not check out.
+Opening: a segment whose first batch is whole but not of magic 2 (odradek's pre-Kafka format
+was magic 1) makes `open` raise LogFormatError, one line naming the directory, before anything
+is recovered or cut. Then, without the clean-shutdown marker, every segment from the one
+holding the recovery point on is recovered (segment.recover: CRC, lengths, contiguous offsets;
+a torn or corrupt tail is cut and later segments dropped; indexes rebuilt). Earlier segments,
+and all of them after a clean shutdown, load their indexes and are recovered only if an index
+does not check out.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from broker.log.segment import (
     H_LENGTH,
     H_MAX_TS,
     LOG_SUFFIX,
+    LogFormatError,
     Segment,
     check_batch,
 )
@@ -148,12 +152,13 @@ class Log:
     def _load(self) -> None:
         clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
         bases = self._clean_directory()
+        segments = [Segment.open_existing(self.directory, base) for base in bases]
+        self._refuse_foreign_format(segments)
         self.epochs, epochs_trusted = LeaderEpochCache.load(self.directory / EPOCH_FILE)
         if not epochs_trusted:
             self.epochs.clear()
         recovery_point = checkpoint.read_offset(self.directory / RECOVERY_POINT_FILE)
         log_start = checkpoint.read_offset(self.directory / LOG_START_FILE)
-        segments = [Segment.open_existing(self.directory, base) for base in bases]
         if clean:
             first_unflushed = len(segments)
         else:
@@ -177,6 +182,23 @@ class Log:
         (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         checkpoint.fsync_dir(self.directory)
         self._rebuild_producer_state()
+
+    def _refuse_foreign_format(self, segments: list[Segment]) -> None:
+        """Raise LogFormatError if a segment holds batches of another record format."""
+        for seg in segments:
+            magic = seg.foreign_magic()
+            if magic is None:
+                continue
+            for opened in segments:
+                opened.close()
+            if magic == 1:
+                what = "odradek's pre-Kafka record format (magic 1)"
+            else:
+                what = f"record batches of magic {magic} in {seg.log_path.name}, not Kafka's v2"
+            raise LogFormatError(
+                f"log directory {self.directory} holds {what}; delete it and start again: "
+                "there is no converter"
+            )
 
     def _clean_directory(self) -> list[int]:
         """Remove leftovers (temp files, deleted segments, orphan indexes); the segment bases."""
@@ -523,6 +545,27 @@ class Log:
         if count:
             self._delete_oldest(count)
         return count
+
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset to `offset` (DeleteRecords on the leader, a follower
+        following its leader's; Kafka's maybeIncrementLogStartOffset). Reads below it are out
+        of range from now on; closed segments wholly below it are deleted at once (retention's
+        deferred delete), the active one never. Never moves down; the caller bounds `offset`
+        (the leader by its high watermark). True when it moved."""
+        self._check_open()
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"log start offset {offset} is past the end {self.log_end_offset} "
+                f"of {self.topic}-{self.partition}"
+            )
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        # the segment holding `offset` and those after it stay; the ones before are below it
+        self._delete_oldest(bisect.bisect_right(self._bases, offset) - 1)
+        assert self.log_start_offset == offset
+        self._check_invariants()
+        return True
 
     def _delete_oldest(self, count: int) -> None:
         doomed = self._segments[:count]

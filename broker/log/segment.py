@@ -17,6 +17,11 @@ strictly increase and point at batch starts, and `next_offset` is one past the l
 
 `recover()` reads the whole file in 8 MiB chunks, checks every batch (lengths, magic, CRC,
 contiguous offsets), cuts the file at the first batch that fails and rebuilds both indexes.
+
+`foreign_magic()` tells a segment written in another record format (odradek's pre-Kafka
+batches were magic 1, with the same header and CRC) from a torn or corrupt one: a first batch
+whose magic is not 2 but whose length and CRC hold is a whole batch of another format, which
+the log refuses to open rather than letting recovery cut it away.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from protocol.batch import (
     MAGIC,
     validate,
 )
-from protocol.errors import KafkaStorageError, OdradekError
+from protocol.errors import KafkaStorageError, OdradekError, UsageError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -60,6 +65,13 @@ OnEpoch = Callable[[int, int], object]
 
 
 _KNOWN_CODECS = frozenset(CODECS.values())
+
+
+class LogFormatError(UsageError):
+    """A log directory written in a record format this broker does not read. Never recovered
+    (that would cut its data away): the broker refuses to start until an operator acts."""
+
+    name = "UNSUPPORTED_LOG_FORMAT"
 
 
 def check_batch(
@@ -214,6 +226,26 @@ class Segment:
         self.size_bytes = pos
         self._set_rolling_base()
         return file_size - pos
+
+    def foreign_magic(self) -> int | None:
+        """The magic of the first batch when it is not MAGIC yet the batch is whole (a length
+        that fits the file, a sound CRC): a segment of another record format. None otherwise,
+        a torn or corrupt first batch included (recovery's business)."""
+        head = os.pread(self.fd, HEADER_BYTES, 0)
+        if len(head) < HEADER_BYTES or head[16] == MAGIC:
+            return None
+        h = HEADER.unpack_from(head)
+        size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
+        if h[H_LENGTH] < MIN_BATCH_LENGTH or size > os.fstat(self.fd).st_size:
+            return None
+        crc, pos = 0, CRC_START
+        while pos < size:  # in chunks: the length is read off the disk, not trusted
+            chunk = os.pread(self.fd, min(RECOVERY_CHUNK_BYTES, size - pos), pos)
+            if not chunk:
+                return None
+            crc = crc32c.crc32c(chunk, crc)
+            pos += len(chunk)
+        return int(h[3]) if crc == h[4] else None
 
     def seal(self) -> None:
         """The segment is no longer active: final time entry, fsync and close the indexes."""

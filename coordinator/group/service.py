@@ -20,6 +20,9 @@ waits on a future completed when its rebalance's group record is replicated.
 
 A background task ticks every `tick_interval_ms`: leadership check, session expiry, rebalance
 timeouts, partition-count changes and new topics matching patterns (group.tick).
+
+The partitions are reached only through `GroupLog` (group_log.py; the broker's ReplicaManager):
+which offsets partitions this broker leads, their records, and replicated appends.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordinator.group import group as ops
 from coordinator.group.group import Group, GroupLimits, Result
+from coordinator.group.group_log import GroupLog
 from coordinator.group.records import (
     MAX_RECORDS_PER_BATCH,
     OFFSETS_TOPIC,
@@ -72,7 +75,6 @@ from protocol.errors import (
     NotCoordinatorError,
     NotLeaderForPartitionError,
     OdradekError,
-    RequestTimedOutError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -80,7 +82,6 @@ from protocol.errors import (
 if TYPE_CHECKING:
     from broker.context import TopicStore
     from broker.metadata_cache import MetadataCache
-    from broker.replica_manager import ReplicaManager
     from protocol.clock import Clock
 
 log = logging.getLogger("odradek.coordinator.group")
@@ -113,7 +114,7 @@ class GroupCoordinator:
     def __init__(
         self,
         broker_id: int,
-        replicas: ReplicaManager,
+        offsets_log: GroupLog,
         metadata: MetadataCache,
         topics: TopicStore,
         clock: Clock,
@@ -121,7 +122,7 @@ class GroupCoordinator:
         new_member_id: Callable[[str], str] | None = None,
     ) -> None:
         self.broker_id = broker_id
-        self.replicas = replicas
+        self.offsets_log = offsets_log
         self.metadata = metadata
         self.topics = topics
         self.clock = clock
@@ -177,10 +178,7 @@ class GroupCoordinator:
     # ----- ownership (seed 000: Down -> Catch up -> Ready) ------------------------------------
 
     def on_leadership_change(self) -> None:
-        led: dict[int, int] = {}
-        for (topic, index), p in list(self.replicas.partitions.items()):
-            if topic == OFFSETS_TOPIC and p.is_leader:
-                led[index] = p.leader_epoch
+        led = self.offsets_log.led_partitions(OFFSETS_TOPIC)
         for index in list(self.owned):
             if led.get(index) != self.owned[index].leader_epoch:
                 self._resign(index)
@@ -218,16 +216,17 @@ class GroupCoordinator:
                  owned.index, count, len(owned.groups))  # fmt: skip
 
     async def _replay(self, owned: OwnedPartition) -> int:
-        p = self.replicas.partitions.get((OFFSETS_TOPIC, owned.index))
-        if p is None:
+        bounds = self.offsets_log.log_range(OFFSETS_TOPIC, owned.index)
+        if bounds is None:
             return 0
-        plog = p.log
-        offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
+        (offset, end), count = bounds, 0
         while offset < end:
-            read = plog.read(offset, READ_BYTES, max_offset=end)
-            if read.slice is None:
+            read = self.offsets_log.read_records(
+                OFFSETS_TOPIC, owned.index, offset, READ_BYTES, end
+            )
+            if read is None:
                 break
-            data = os.pread(read.slice.fd, read.slice.length, read.slice.position)
+            data, next_offset = read
             now = self.clock.monotonic_ms()
             for rec in decode_all(data):
                 if rec.offset < offset:
@@ -238,7 +237,7 @@ class GroupCoordinator:
                 except (OdradekError, KeyError, TypeError, ValueError) as exc:
                     log.warning("%s-%d offset %d: record skipped: %s", OFFSETS_TOPIC,
                                 owned.index, rec.offset, exc)  # fmt: skip
-            offset = read.next_offset
+            offset = next_offset
             await asyncio.sleep(0)
         return count
 
@@ -271,19 +270,9 @@ class GroupCoordinator:
         if self.owned.get(owned.index) is not owned:
             return NotCoordinatorError.code
         batch = build(records, self.clock.time_ms())
-        out = self.replicas.append(OFFSETS_TOPIC, owned.index, batch, acks=-1)
-        code = out.error_code
-        if code == NONE:
-            if out.durable is not None:
-                await out.durable
-            done = self.replicas.replication_done(OFFSETS_TOPIC, owned.index, out.required_offset)
-            if done is None:
-                codes = await self.replicas.await_replication(
-                    [(OFFSETS_TOPIC, owned.index, out.required_offset)],
-                    self.config.append_timeout_ms,
-                )
-                done = codes.get((OFFSETS_TOPIC, owned.index), RequestTimedOutError.code)
-            code = done
+        code = await self.offsets_log.append_replicated(
+            OFFSETS_TOPIC, owned.index, batch, self.config.append_timeout_ms
+        )
         if code in (NotLeaderForPartitionError.code, UnknownTopicOrPartitionError.code):
             return NotCoordinatorError.code
         return code

@@ -3,21 +3,25 @@
 from protocol.api import (
     admin,
     controller,
+    delete_records,
     fetch,
     group,
     list_offsets,
     metadata,
     produce,
+    producer_ids,
     replication,
 )
 
 __all__ = [
     "admin",
     "controller",
+    "delete_records",
     "fetch",
     "group",
     "list_offsets",
     "metadata",
     "produce",
+    "producer_ids",
     "replication",
 ]

@@ -1,7 +1,14 @@
-"""Topic administration: CreateTopics (19), DeleteTopics (20), DescribeConfigs (32).
+"""Topic administration: CreateTopics (19), DeleteTopics (20), DescribeConfigs (32),
+AlterConfigs (33) and CreatePartitions (37).
 
 Any broker accepts these and acts through ZooKeeper (the controller does the placement work
-when it sees the new znodes), as Kafka's ZooKeeper-era brokers did.
+when it sees the new znodes; every broker applies a topic's new config when it sees its change
+notification), as Kafka's ZooKeeper-era brokers did.
+
+AlterConfigs carries both of Kafka's config APIs: `incremental=False` replaces a resource's
+whole override set with the configs listed (Kafka's AlterConfigs, 33); `incremental=True`
+applies each config's `op` (Kafka's IncrementalAlterConfigs, 44: SET, DELETE, and APPEND and
+SUBTRACT, which only list configs take, and odradek has none).
 """
 
 from __future__ import annotations
@@ -12,6 +19,17 @@ from protocol.registry import ApiSpec, register
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+
+# Where a described config's value comes from (Kafka's DescribeConfigs config_source).
+SOURCE_TOPIC_CONFIG = 1  # the topic's own override (/config/topics/<topic>)
+SOURCE_STATIC_BROKER_CONFIG = 4  # set in the broker's config file
+SOURCE_DEFAULT_CONFIG = 5  # nobody set it: the built-in default
+
+# A config's type (Kafka's DescribeConfigs config_type, v3+); UNKNOWN where we cannot tell.
+TYPE_UNKNOWN, TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG = 0, 1, 2, 3, 4, 5
+
+# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids).
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +104,8 @@ class ConfigEntry:
     value: str | None
     read_only: bool
     is_default: bool
+    source: int = SOURCE_DEFAULT_CONFIG
+    config_type: int = TYPE_UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +122,72 @@ class DescribeConfigsResponse:
     results: list[DescribeConfigsResult]
 
 
+@dataclass(frozen=True, slots=True)
+class AlterableConfig:
+    name: str
+    value: str | None  # None: DELETE (incremental), or left out (a whole-set replace)
+    op: int = OP_SET  # incremental only
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResource:
+    resource_type: int
+    resource_name: str
+    configs: list[AlterableConfig]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsRequest:
+    resources: list[AlterConfigsResource]
+    validate_only: bool = False
+    incremental: bool = True  # False: the configs listed replace the whole override set
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResult:
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResponse:
+    results: list[AlterConfigsResult]
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsTopic:
+    name: str
+    count: int  # the new total number of partitions
+    assignments: list[list[int]] | None  # replicas of each added partition; None: placed
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsRequest:
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResult:
+    name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsResponse:
+    results: list[CreatePartitionsResult]
+
+
 CREATE_TOPICS = register(ApiSpec(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse))
 DELETE_TOPICS = register(ApiSpec(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse))
 DESCRIBE_CONFIGS = register(
     ApiSpec(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse)
+)
+ALTER_CONFIGS = register(ApiSpec(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse))
+CREATE_PARTITIONS = register(
+    ApiSpec(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse)
 )

@@ -23,6 +23,8 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    kafka_host: str | None = None  # the broker's Kafka listener, when it has one
+    kafka_port: int = -1
 
 
 @dataclass(frozen=True, slots=True)

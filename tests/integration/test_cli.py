@@ -75,10 +75,14 @@ class CliCluster:
 
     def status(self) -> dict[int, tuple[str, bool]]:
         out = self.run("cluster", "status")
+        lines = out.splitlines()
+        assert lines[2].startswith("kafka bootstrap.servers=127.0.0.1:"), out
+        assert lines[3].split() == ["ID", "PID", "PORT", "KAFKA", "STATE", "ROLE"], out
         rows = {}
-        for line in out.splitlines()[3:]:
+        for line in lines[4:]:
             fields = line.split()
-            rows[int(fields[0])] = (fields[3], fields[-1] == "controller")
+            assert fields[3].isdigit(), f"broker {fields[0]} shows its Kafka port: {line}"
+            rows[int(fields[0])] = (fields[4], fields[-1] == "controller")
         return rows
 
 
@@ -97,8 +101,9 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
         assert up.returncode == 0, up.stderr
         assert "Traceback" not in up.stderr
         assert "cluster ready" in up.stderr  # progress lines
-        bootstrap = up.stdout.strip()
+        bootstrap, kafka = up.stdout.strip().splitlines()
         assert re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", bootstrap), up.stdout
+        assert re.fullmatch(r"bootstrap.servers=127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", kafka)
         yield CliCluster(cwd, bootstrap)
         down = run_odradek("cluster", "down", "--purge", cwd=cwd)
         assert down.returncode == 0, down.stderr

@@ -1,6 +1,7 @@
 """An in-process broker for tests: real server on 127.0.0.1:0, real LogManager in a tmp dir,
 the controller's part played by the test (LeaderAndIsr / UpdateMetadata sent over the wire),
-ZooKeeper replaced by `FakeTopicStore`. `RawClient` speaks frames byte by byte, for bad input."""
+ZooKeeper replaced by `FakeTopicStore` (topics) and `MemoryBlockSource` (producer ids).
+`RawClient` speaks frames byte by byte, for bad input."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.doors import KafkaDoor
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.replica_manager import ReplicaManager
 from broker.server import BrokerServer
 from client.connection import BrokerConnection
+from coordinator.placement import assign_replicas
+from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
+from coordinator.topics import new_partitions
 from protocol.api.controller import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -28,7 +33,7 @@ from protocol.api.controller import (
 from protocol.api.metadata import BrokerInfo
 from protocol.clock import Clock, ManualClock
 from protocol.codec import decode_response, encode_request
-from protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from protocol.errors import OdradekError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 BROKER_ID = 1
 IO_TIMEOUT_S = 10.0
@@ -36,13 +41,20 @@ IO_TIMEOUT_S = 10.0
 
 @dataclass
 class FakeTopicStore:
-    """ZooKeeper's topic znodes in memory. `on_create`/`on_delete` let a test act as controller."""
+    """ZooKeeper's topic znodes in memory. `on_create`/`on_delete`/`on_add_partitions` let a
+    test act as controller, `on_config` as every broker's config change listener. Partitions
+    are added with coordinator/topics.py's own checks, to `assignments` (filled by
+    create_topic, or by the test for topics it made with `lead`)."""
 
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     created: list[tuple[str, int, int]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    config_writes: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     on_create: Any = None
     on_delete: Any = None
+    on_add_partitions: Any = None  # async (topic, {partition: replicas}) -> None
+    on_config: Any = None  # (topic, overrides) -> None
 
     async def read_topic_config(self, topic: str) -> Mapping[str, str]:
         return dict(self.configs.get(topic, {}))
@@ -59,6 +71,10 @@ class FakeTopicStore:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         self.configs[name] = dict(configs)
         self.created.append((name, num_partitions, replication_factor))
+        with contextlib.suppress(OdradekError):  # no live brokers given: no assignment kept
+            self.assignments[name] = assign_replicas(
+                live_broker_ids, num_partitions, replication_factor
+            )
         if self.on_create is not None:
             await self.on_create(name, num_partitions)
 
@@ -66,9 +82,34 @@ class FakeTopicStore:
         if name not in self.configs:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         del self.configs[name]
+        self.assignments.pop(name, None)
         self.deleted.append(name)
         if self.on_delete is not None:
             await self.on_delete(name)
+
+    async def write_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        self.configs[topic] = dict(config)
+        self.config_writes.append((topic, dict(config)))
+        if self.on_config is not None:
+            self.on_config(topic, dict(config))
+
+    async def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignments: list[list[int]] | None,
+        live_broker_ids: list[int],
+        validate_only: bool,
+    ) -> dict[int, list[int]]:
+        existing = self.assignments.get(name)
+        if existing is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        added = new_partitions(existing, count, assignments, live_broker_ids)
+        if not validate_only:
+            existing.update(added)
+            if self.on_add_partitions is not None:
+                await self.on_add_partitions(name, added)
+        return added
 
 
 class BrokerHarness:
@@ -79,10 +120,21 @@ class BrokerHarness:
         self.controller_epoch = 1
         self.leader_epochs: dict[tuple[str, int], int] = {}
         self._conns: list[BrokerConnection] = []
+        self.kafka_server: BrokerServer | None = None  # the Kafka door, on its own port
 
     @property
     def port(self) -> int:
         return self.server.port
+
+    @property
+    def kafka_port(self) -> int:
+        assert self.kafka_server is not None
+        return self.kafka_server.port
+
+    def broker_info(self) -> BrokerInfo:
+        """This broker as the controller would announce it: both listeners."""
+        kafka_port = -1 if self.kafka_server is None else self.kafka_server.port
+        return BrokerInfo(BROKER_ID, "127.0.0.1", self.port, None, "127.0.0.1", kafka_port)
 
     @property
     def topics(self) -> FakeTopicStore:
@@ -109,7 +161,7 @@ class BrokerHarness:
         states = [
             self.state(topic, p, leader, sorted({BROKER_ID, leader})) for p in range(partitions)
         ]
-        live = [BrokerInfo(BROKER_ID, "127.0.0.1", self.port)]
+        live = [self.broker_info()]
         if leader not in (BROKER_ID, -1):
             live.append(BrokerInfo(leader, "127.0.0.1", 1))
         resp = await conn.send(LeaderAndIsrRequest(0, self.controller_epoch, states, live))
@@ -139,13 +191,17 @@ async def running_broker(
         config.max_delayed_fetches, config.fetch_max_bytes,
     )  # fmt: skip
     ctx = BrokerContext.create(config, clock, replicas, topics or FakeTopicStore())
+    ctx.producer_ids = ProducerIdManager(BROKER_ID, MemoryBlockSource())
     server = BrokerServer(ctx, clock)
     await server.start()
     harness = BrokerHarness(ctx, server, log_manager)
+    harness.kafka_server = BrokerServer(ctx, clock, KafkaDoor(), "127.0.0.1", 0)
+    await harness.kafka_server.start()
     try:
         yield harness
     finally:
         await harness.close()
+        await harness.kafka_server.stop()
         await server.stop()
         log_manager.shutdown()
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import struct
+
+import crc32c
+
 from protocol.api.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchTopic
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
-from protocol.batch import build_batch_from_values, stamp
+from protocol.batch import CRC_START, build_batch_from_values, stamp
 from protocol.schema import Records
 
 TS_MS = 1_700_000_000_000
@@ -12,6 +16,14 @@ TS_MS = 1_700_000_000_000
 
 def batch(count: int = 10, size: int = 100, ts_ms: int = TS_MS, fill: bytes = b"v") -> bytes:
     return build_batch_from_values([fill * size] * count, ts_ms)
+
+
+def with_attributes(data: bytes, bits: int) -> bytes:
+    """`data` with these attribute bits set and its CRC made right again."""
+    buf = bytearray(data)
+    struct.pack_into(">h", buf, 21, struct.unpack_from(">h", buf, 21)[0] | bits)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[CRC_START:])))
+    return bytes(buf)
 
 
 def stamped(data: bytes, base_offset: int, leader_epoch: int = 0) -> bytes:

@@ -7,6 +7,9 @@ from pathlib import Path
 from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_STATIC_BROKER_CONFIG,
+    SOURCE_TOPIC_CONFIG,
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
@@ -208,7 +211,7 @@ async def test_describe_configs_merges_defaults_and_overrides(tmp_path: Path) ->
     ) as b:
         await b.lead("c")
         conn = await b.connect()
-        broker_names = ["port", "fetch_use_sendfile"]
+        broker_names = ["port", "fetch.use.sendfile", "log.segment.bytes"]
         req = DescribeConfigsRequest(
             [
                 DescribeConfigsResource(RESOURCE_TOPIC, "c", None),
@@ -231,4 +234,13 @@ async def test_describe_configs_merges_defaults_and_overrides(tmp_path: Path) ->
         assert res[2].error_code == UnknownTopicOrPartitionError.code
         broker_entries = {e.name: e for e in res[3].configs}
         assert broker_entries["port"].value == "0" and broker_entries["port"].read_only
-        assert broker_entries["fetch_use_sendfile"].is_default
+        assert broker_entries["port"].source == SOURCE_STATIC_BROKER_CONFIG
+        assert broker_entries["fetch.use.sendfile"].is_default
+        assert broker_entries["fetch.use.sendfile"].value == "true"
+        assert broker_entries["fetch.use.sendfile"].source == SOURCE_DEFAULT_CONFIG
+        segment = broker_entries["log.segment.bytes"]  # the topic default, by Kafka's name
+        assert (segment.value, segment.source) == ("65536", SOURCE_STATIC_BROKER_CONFIG)
+        assert entries["retention.ms"].source == SOURCE_TOPIC_CONFIG
+        assert entries["segment.bytes"].source == SOURCE_STATIC_BROKER_CONFIG
+        assert entries["flush.ms"].source == SOURCE_DEFAULT_CONFIG
+        assert entries["unclean.leader.election.enable"].value == "false"

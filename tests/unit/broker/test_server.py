@@ -16,11 +16,12 @@ import broker.server
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.api.produce import ProduceResponse
-from protocol.batch import decode_all
+from protocol.batch import CONTROL_BIT, TRANSACTIONAL_BIT, decode_all
 from protocol.clock import ManualClock
 from protocol.codec import FileSlice, encode_request, split_response
 from protocol.errors import (
     CorruptMessageError,
+    InvalidRecordError,
     InvalidRequestError,
     InvalidRequiredAcksError,
     InvalidTopicError,
@@ -31,7 +32,7 @@ from protocol.errors import (
 )
 from protocol.framing import encode_frame
 from tests.unit.broker.harness import FakeTopicStore, RawClient, running_broker
-from tests.unit.broker.helpers import batch, fetch, produce, stamped
+from tests.unit.broker.helpers import batch, fetch, produce, stamped, with_attributes
 
 
 def _records(resp: FetchResponse, partition: int = 0) -> bytes:
@@ -174,6 +175,9 @@ async def test_acks_zero_gets_no_response(tmp_path: Path) -> None:
         ("not leader", NotLeaderForPartitionError.code),
         ("bad crc", CorruptMessageError.code),
         ("bad magic", CorruptMessageError.code),
+        ("old magic 1", CorruptMessageError.code),
+        ("transactional", InvalidRecordError.code),
+        ("control batch", InvalidRecordError.code),
         ("two batches", CorruptMessageError.code),
         ("too large", MessageTooLargeError.code),
         ("bad acks", InvalidRequiredAcksError.code),
@@ -199,6 +203,11 @@ async def test_bad_produce_gets_its_error_and_writes_nothing(
             data = good[:-1] + bytes([good[-1] ^ 0xFF])
         elif case == "bad magic":
             data = good[:16] + b"\x07" + good[17:]
+        elif case == "old magic 1":  # odradek's pre-Kafka batches: same header, other records
+            data = good[:16] + b"\x01" + good[17:]
+        elif case in ("transactional", "control batch"):
+            bit = TRANSACTIONAL_BIT if case == "transactional" else CONTROL_BIT
+            data = with_attributes(good, bit)
         elif case == "two batches":
             data = good + good
         elif case == "too large":

@@ -1,9 +1,10 @@
 """Test scaffolding: a tiny in-memory cluster of fake brokers for the client's network tests.
 
 Each `FakeBroker` is an asyncio server on 127.0.0.1:0 that decodes request frames with
-protocol.codec.decode_request and answers Metadata, Produce, Fetch and ListOffsets from a shared
-`FakeState` (topic -> partitions -> list of stamped batches; leaders per partition). Hooks let a
-test inject faults: per-api delays, error codes for the next N produce/fetch answers, dropped
+protocol.codec.decode_request and answers Metadata, Produce, Fetch, ListOffsets and
+InitProducerId from a shared `FakeState` (topic -> partitions -> list of stamped batches;
+leaders per partition; producer ids from an in-memory block). Hooks let a test inject faults:
+per-api delays, error codes for the next N produce/fetch/InitProducerId answers, dropped
 responses, and leader moves. It is deliberately simple: one log per partition, no replication.
 """
 
@@ -15,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
 from protocol.api.admin import (
     CreatableTopicResult,
     CreateTopicsRequest,
@@ -48,8 +50,10 @@ from protocol.api.produce import (
     ProduceResponse,
     ProduceTopicResponse,
 )
+from protocol.api.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.batch import read_header, stamp, validate
 from protocol.codec import decode_request, encode_response
+from protocol.errors import OdradekError
 from protocol.framing import FrameDecoder
 from protocol.schema import Records
 
@@ -70,8 +74,13 @@ class FakeState:
     fetch_errors: list[int] = field(default_factory=list)
     delay_ms: dict[str, float] = field(default_factory=dict)  # api name -> answer delay
     drop: set[str] = field(default_factory=set)  # api names whose answers are never sent
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)  # api name -> wait for it
     fetch_log: list[tuple[int, list[tuple[str, int, int]]]] = field(default_factory=list)
     data_arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    producer_ids: ProducerIdManager = field(
+        default_factory=lambda: ProducerIdManager(0, MemoryBlockSource())
+    )  # InitProducerId, answered as a real broker would
+    init_producer_id_errors: list[int] = field(default_factory=list)  # next InitProducerIds
 
     def create_topic(self, name: str, partitions: int, leader: int | None = None) -> None:
         self.topics[name] = partitions
@@ -145,6 +154,9 @@ class FakeBroker(asyncio.Protocol):
         delay = self.state.delay_ms.get(api)
         if delay:
             await asyncio.sleep(delay / 1000)
+        gate = self.state.gates.get(api)
+        if gate is not None:
+            await gate.wait()
         handler = getattr(self, f"on_{api}")
         result = handler(body)
         if asyncio.iscoroutine(result):
@@ -238,6 +250,17 @@ class FakeBroker(asyncio.Protocol):
                 parts.append(ListOffsetsPartitionResponse(p.partition, err, -1, offset))
             topics.append(ListOffsetsTopicResponse(t.name, parts))
         return ListOffsetsResponse(topics)
+
+    async def on_InitProducerId(self, req: InitProducerIdRequest) -> InitProducerIdResponse:
+        if self.state.init_producer_id_errors:
+            return InitProducerIdResponse(self.state.init_producer_id_errors.pop(0), -1, -1)
+        try:
+            pid, epoch = await self.state.producer_ids.init_producer_id(
+                req.transactional_id, req.producer_id, req.producer_epoch
+            )
+        except OdradekError as exc:
+            return InitProducerIdResponse(exc.code, -1, -1, exc.message)
+        return InitProducerIdResponse(0, pid, epoch)
 
     def on_CreateTopics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
         out = []

@@ -1,12 +1,18 @@
 """The idempotent producer's client side: sequences per partition, retries in sequence order,
-a new producer id after a batch is lost, and the producer's settings."""
+its id from InitProducerId, the next epoch after a batch is lost, and the producer's settings."""
+
+import asyncio
 
 import pytest
 
 from client.accumulator import RecordAccumulator
-from client.producer import AsyncProducer, new_producer_id
+from client.producer import AsyncProducer
 from protocol.batch import build_batch_from_values, read_header, validate
-from protocol.errors import UsageError
+from protocol.errors import (
+    MessageTooLargeError,
+    TransactionalIdAuthorizationFailedError,
+    UsageError,
+)
 from tests.unit.client.fake_broker import FakeState, bootstrap
 from tests.unit.client.test_accumulator import LEADERS, T0, T1, Fut, add, leader_of
 
@@ -57,18 +63,17 @@ def test_bulk_batches_get_the_producer_fields_and_reset_starts_a_new_id() -> Non
     (batch,) = drain_one(acc)
     h = validate(batch.payload(0))  # the CRC was recomputed
     assert (h.producer_id, h.base_sequence, h.record_count) == (PID, 0, 3)
-    acc.reset_producer(PID + 1)
+    acc.reset_producer(PID, 1)  # the next epoch, as InitProducerId grants it
     acc.append_built(T1, built, 3, 5, Fut(), 0)
     (after,) = drain_one(acc)
-    assert (after.producer_id, after.base_sequence) == (PID + 1, 0)
+    assert (after.producer_id, after.producer_epoch, after.base_sequence) == (PID, 1, 0)
+    assert (read_header(after.payload(0)).producer_epoch, batch.producer_epoch) == (1, 0)
     plain = RecordAccumulator()  # not idempotent: the header says so
     plain.append_built(T1, built, 3, 5, Fut(), 0)
     assert read_header(drain_one(plain)[0].payload(0)).producer_id == -1
 
 
-def test_producer_ids_and_settings() -> None:
-    ids = {new_producer_id() for _ in range(100)}
-    assert len(ids) == 100 and all(0 < i < 2**63 for i in ids)
+def test_producer_settings() -> None:
     assert AsyncProducer("127.0.0.1:1", acks="all").idempotent
     assert not AsyncProducer("127.0.0.1:1", acks=1).idempotent  # Kafka requires acks=all
     assert not AsyncProducer("127.0.0.1:1", acks="all", enable_idempotence=False).idempotent
@@ -83,6 +88,49 @@ async def test_idempotent_producer_stamps_what_it_sends(fake1: FakeState) -> Non
         for i in range(3):
             await (await producer.send("i", b"v%d" % i, partition=0))
     headers = [read_header(b) for b in fake1.logs[("i", 0)]]
-    assert len({h.producer_id for h in headers}) == 1 and headers[0].producer_id > 0
+    assert {(h.producer_id, h.producer_epoch) for h in headers} == {(0, 0)}  # the first id
     assert [h.base_sequence for h in headers] == [0, 1, 2]
+    assert fake1.requests["InitProducerId"] == 1
     assert LEADERS  # the accumulator tests' leader map, shared
+
+
+async def test_a_lost_batch_makes_the_producer_ask_for_the_next_epoch(fake1: FakeState) -> None:
+    fake1.create_topic("i", 2)
+    async with AsyncProducer(bootstrap(fake1), acks="all", linger_ms=0) as producer:
+        await (await producer.send("i", b"a", partition=0))
+        await (await producer.send("i", b"b", partition=1))
+        fake1.produce_errors.append(10)  # MESSAGE_TOO_LARGE: partition 0's sequence 1 is lost
+        with pytest.raises(MessageTooLargeError):
+            await (await producer.send("i", b"lost", partition=0))
+        await (await producer.send("i", b"c", partition=0))
+        await (await producer.send("i", b"d", partition=1))
+    fields = {
+        p: [(h.producer_id, h.producer_epoch, h.base_sequence) for h in map(read_header, logs)]
+        for (_, p), logs in fake1.logs.items()
+    }
+    assert fields == {0: [(0, 0, 0), (0, 1, 0)], 1: [(0, 0, 0), (0, 1, 0)]}
+    assert fake1.requests["InitProducerId"] == 2  # the first id, then the bump
+
+
+async def test_init_producer_id_errors_retried_or_failing_the_waiting_batches(
+    fake1: FakeState,
+) -> None:
+    fake1.create_topic("i", 1)
+    fake1.init_producer_id_errors.extend([14, 15])  # COORDINATOR_LOAD_IN_PROGRESS, ..._AVAILABLE
+    async with AsyncProducer(bootstrap(fake1), acks="all", retry_backoff_ms=5) as producer:
+        assert (await (await producer.send("i", b"a"))).offset == 0
+        assert fake1.requests["InitProducerId"] == 3  # retried
+        fake1.produce_errors.append(10)  # a lost batch: the producer asks for the next epoch,
+        fake1.init_producer_id_errors.append(53)  # which is refused (not retriable), once
+        gate = fake1.gates["InitProducerId"] = asyncio.Event()
+        with pytest.raises(MessageTooLargeError):
+            await (await producer.send("i", b"lost"))
+        waiting = await producer.send("i", b"b")  # queued while the answer is held back
+        gate.set()
+        with pytest.raises(TransactionalIdAuthorizationFailedError, match="no producer id"):
+            await waiting
+        assert (await (await producer.send("i", b"c"))).offset == 1  # asked again: granted
+    headers = [read_header(b) for b in fake1.logs[("i", 0)]]
+    assert [(h.producer_id, h.producer_epoch, h.base_sequence) for h in headers] == [
+        (0, 0, 0), (0, 1, 0),
+    ]  # fmt: skip

@@ -26,11 +26,32 @@ def test_paths() -> None:
 
 
 def test_broker_registration_json_is_kafkas() -> None:
-    raw = BrokerRegistration("127.0.0.1", 9092, 1700000000000).encode()
+    reg = BrokerRegistration("127.0.0.1", 9092, 1700000000000, "10.0.0.5", 9093)
+    raw = reg.encode()
     assert json.loads(raw) == {
-        "host": "127.0.0.1", "port": 9092, "timestamp": "1700000000000", "version": 1,
+        "host": "10.0.0.5", "port": 9093, "timestamp": "1700000000000", "version": 4,
+        "endpoints": ["PLAINTEXT://10.0.0.5:9093", "ODRADEK://127.0.0.1:9092"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "ODRADEK": "PLAINTEXT"},
+        "jmx_port": -1,
     }  # fmt: skip
-    assert BrokerRegistration.decode(raw) == BrokerRegistration("127.0.0.1", 9092, 1700000000000)
+    assert BrokerRegistration.decode(raw) == reg
+
+
+def test_broker_registration_without_a_kafka_listener() -> None:
+    reg = BrokerRegistration("127.0.0.1", 9092, 5)
+    obj = json.loads(reg.encode())
+    assert obj["endpoints"] == ["ODRADEK://127.0.0.1:9092"]
+    assert (obj["host"], obj["port"]) == ("127.0.0.1", 9092)
+    assert BrokerRegistration.decode(reg.encode()) == reg
+
+
+def test_broker_registration_of_version_1_and_bad_endpoints() -> None:
+    old = b'{"host":"h","port":1,"timestamp":"2","version":1}'
+    assert BrokerRegistration.decode(old) == BrokerRegistration("h", 1, 2)
+    with pytest.raises(ZkDataError):
+        BrokerRegistration.decode(b'{"endpoints":["garbage"],"timestamp":"1"}')
+    with pytest.raises(ZkDataError):
+        BrokerRegistration.decode(b'{"endpoints":["PLAINTEXT://h:1"],"timestamp":"1"}')
 
 
 def test_controller_json() -> None:

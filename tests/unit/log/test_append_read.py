@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import os
+import struct
+from pathlib import Path
 
+import crc32c
 import pytest
 
 from broker.log.log import Log, UnexpectedAppendOffsetError
-from protocol.batch import HEADER, InvalidBatchError, build_batch_from_values, iter_batches
+from protocol.batch import (
+    CONTROL_BIT,
+    CRC_START,
+    HEADER,
+    TRANSACTIONAL_BIT,
+    InvalidBatchError,
+    build_batch_from_values,
+    iter_batches,
+    stamp,
+)
 from protocol.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
 
 from .conftest import T0, OpenLog, batch, read_values, slice_bytes
@@ -141,6 +153,24 @@ def test_follower_append_checks_offsets_and_crc_before_writing(open_log: OpenLog
     assert follower.log_end_offset == 0 and follower.size_bytes == 0
     follower.append_as_follower(data)
     assert read_values(follower) == [(0, b"a"), (1, b"b")]
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("bits", [0, TRANSACTIONAL_BIT, CONTROL_BIT])
+def test_every_kafka_batch_kind_is_stored_and_served_unread(
+    open_log: OpenLog, tmp_path: Path, codec: int, bits: int
+) -> None:
+    """Codecs and the transactional and control bits are a client's business: the log takes
+    them from a follower's fetch as they are (only a client's produce refuses the last two,
+    broker/replica_manager.py)."""
+    raw = bytearray(build_batch_from_values([b"v" * 50] * 3, T0, codec))
+    struct.pack_into(">h", raw, 21, codec | bits)
+    struct.pack_into(">I", raw, 17, crc32c.crc32c(bytes(raw[CRC_START:])))
+    stamp(raw, 0, 2)
+    follower = open_log(tmp_path / "topic-1")
+    info = follower.append_as_follower(bytes(raw))
+    assert info is not None and info.record_count == 3
+    assert slice_bytes(follower.read(0, 1 << 20)) == bytes(raw)
 
 
 def _second_batch(data: bytes) -> bytes:

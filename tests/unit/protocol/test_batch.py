@@ -12,7 +12,7 @@ import crc32c
 import pytest
 
 from protocol import batch
-from protocol.errors import MessageTooLargeError, UsageError
+from protocol.errors import InvalidRecordError, MessageTooLargeError, UsageError
 
 ONE = batch.build_batch([(b"k", b"v", None, 1000), (None, b"w", [("h", None)], 1001)])
 
@@ -31,9 +31,11 @@ def test_valid_batch_passes() -> None:
     assert batch.peek_offset_and_length(ONE) == (0, len(ONE) - 12)
 
 
-def test_wrong_magic() -> None:
+@pytest.mark.parametrize("magic", [0, 1, 3, -1])
+def test_wrong_magic(magic: int) -> None:
+    assert ONE[16] == batch.MAGIC == 2
     with pytest.raises(batch.InvalidBatchError, match="magic"):
-        batch.validate(with_field(">b", 16, 2, seal=False))
+        batch.validate(with_field(">b", 16, magic, seal=False))
 
 
 @pytest.mark.parametrize("length", [-1, 0, 48])
@@ -67,7 +69,7 @@ def test_record_count_and_last_offset_delta_disagree(at: int, fmt: str, value: i
         batch.validate(with_field(fmt, at, value))
 
 
-@pytest.mark.parametrize("attributes", [0x10, 0x02, 0x07, -1])
+@pytest.mark.parametrize("attributes", [0x40, 0x80, 0x100, 0x05, 0x07, 0x0F, -1])
 def test_unknown_attributes(attributes: int) -> None:
     with pytest.raises(batch.InvalidBatchError, match="attributes"):
         batch.validate(with_field(">h", 21, attributes))
@@ -75,6 +77,29 @@ def test_unknown_attributes(attributes: int) -> None:
 
 def test_log_append_time_bit_is_known() -> None:
     batch.validate(with_field(">h", 21, batch.TIMESTAMP_TYPE_BIT))
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("flags", [0, 0x08, 0x10, 0x20, 0x38])
+def test_kafka_attribute_bits_are_known(codec: int, flags: int) -> None:
+    """Kafka's bits 0-5 (codec 0-4, timestamp type, transactional, control) all validate."""
+    header = batch.validate(with_field(">h", 21, codec | flags))
+    assert (header.codec, header.attributes) == (codec, codec | flags)
+
+
+def test_check_client_batch_refuses_transactional_and_control_batches() -> None:
+    batch.check_client_batch(batch.validate(ONE))
+    batch.check_client_batch(batch.validate(with_field(">h", 21, batch.TIMESTAMP_TYPE_BIT | 4)))
+    for bits, message in [
+        (batch.TRANSACTIONAL_BIT, "transactional batches are not supported"),
+        (batch.CONTROL_BIT, "control batches"),
+        (batch.TRANSACTIONAL_BIT | batch.CONTROL_BIT, "control batches"),
+    ]:
+        header = batch.validate(with_field(">h", 21, bits))  # valid on a follower's path
+        with pytest.raises(InvalidRecordError, match=message) as info:
+            batch.check_client_batch(header)
+        assert info.value.code == 87 and info.value.name == "INVALID_RECORD"
+        assert not info.value.retriable
 
 
 def test_max_timestamp_before_first() -> None:

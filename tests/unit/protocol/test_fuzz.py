@@ -2,16 +2,16 @@
 
 Random bytes and mutated valid bytes (bit flips, truncations, insertions, overwrites) go to the
 frame decoder, the request decoder, the response decoders and the batch parser. Anything other
-than an OdradekError subclass (TypeError, IndexError, struct.error, a msgpack exception,
-RecursionError, MemoryError...) fails the test. Hostile msgpack (huge declared lengths, deep
-nesting, gzip bombs) must be refused without allocating.
+than an OdradekError subclass (TypeError, IndexError, struct.error, a msgpack exception, an
+aiokafka exception, RecursionError, MemoryError...) fails the test. Hostile msgpack (huge
+declared lengths, deep nesting), hostile v2 records (huge varint lengths) and compression bombs
+of every codec must be refused without allocating.
 """
 
 from __future__ import annotations
 
 import struct
 import tracemalloc
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import batch
+from protocol import batch, compression
 from protocol.codec import (
     decode_request,
     decode_response,
@@ -91,10 +91,11 @@ RECORD = st.tuples(
     st.none() | st.lists(st.tuples(st.text(max_size=4), st.none() | st.binary(max_size=4))),
     st.integers(0, 2**40),
 )
+CODECS = sorted(batch.CODECS.values())
 BATCHES = st.builds(
     batch.build_batch,
     st.lists(RECORD, min_size=1, max_size=5),
-    codec=st.sampled_from([batch.CODEC_NONE, batch.CODEC_GZIP]),
+    codec=st.sampled_from(CODECS),
 )
 
 
@@ -180,25 +181,76 @@ MSGPACK_VALUES = st.recursive(
 )  # fmt: skip
 
 
-def batch_with_payload(rows: Any, count: int, codec: int) -> bytes:
-    payload = msgpack.packb(rows, use_bin_type=True)
-    if codec == batch.CODEC_GZIP:
-        payload = zlib.compress(payload)
+# ----- hand-made v2 records ------------------------------------------------------------------
+
+
+def varint(n: int) -> bytes:
+    """Kafka's varint/varlong: zigzag, then LEB128 (any n: a too-large one is hostile input)."""
+    v, out = (n << 1) ^ (n >> 63) if n >= -(2**63) else -n, bytearray()
+    v &= (1 << 70) - 1
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def field(data: bytes | None) -> bytes:
+    return varint(-1) if data is None else varint(len(data)) + data
+
+
+def record(
+    offset_delta: int = 0,
+    key: bytes | None = b"k",
+    value: bytes | None = b"v",
+    headers: list[tuple[bytes, bytes | None]] | None = None,
+    ts_delta: int = 0,
+    raw_tail: bytes = b"",
+    length_fix: int = 0,
+) -> bytes:
+    """One record, each field given as bytes so that any of them can be wrong."""
+    body = b"\x00" + varint(ts_delta) + varint(offset_delta) + field(key) + field(value)
+    body += varint(len(headers or []))
+    for hk, hv in headers or []:
+        body += field(hk) + field(hv)
+    body += raw_tail
+    return varint(len(body) + length_fix) + body
+
+
+def sealed(records: bytes, count: int, codec: int = batch.CODEC_NONE) -> bytes:
+    """A batch whose header and CRC are right for `records`, whatever they hold."""
+    payload = compression.compress(codec, records) if codec else records
     return batch._assemble(payload, count, 0, 0, 0, codec, -1, -1, -1)
+
+
+FIELD_BYTES = st.none() | st.binary(max_size=6)
+RECORD_FIELDS = st.builds(
+    record,
+    offset_delta=st.integers(-2, 3),
+    key=FIELD_BYTES,
+    value=FIELD_BYTES,
+    headers=st.none() | st.lists(st.tuples(st.binary(max_size=4), FIELD_BYTES), max_size=2),
+    ts_delta=st.integers(-(2**63), 2**63 - 1),
+    raw_tail=st.binary(max_size=3),
+    length_fix=st.integers(-3, 3),
+)
+VARINTS = st.integers(-(2**64), 2**64).map(varint)
 
 
 @FUZZ
 @given(
-    rows=MSGPACK_VALUES
-    | st.lists(st.lists(MSGPACK_VALUES, min_size=5, max_size=5), min_size=1, max_size=4),
-    codec=st.sampled_from([batch.CODEC_NONE, batch.CODEC_GZIP]),
+    parts=st.lists(RECORD_FIELDS | VARINTS | st.binary(max_size=12), min_size=1, max_size=5),
+    count=st.integers(1, 6),
+    codec=st.sampled_from(CODECS),
 )
-def test_well_sealed_batches_with_arbitrary_records(rows: Any, codec: int) -> None:
-    count = len(rows) if isinstance(rows, list) and rows else 1
+def test_well_sealed_batches_with_arbitrary_records(
+    parts: list[bytes], count: int, codec: int
+) -> None:
     try:
-        _, records = batch.decode_records(batch_with_payload(rows, count, codec))
+        _, records = batch.decode_records(sealed(b"".join(parts), count, codec))
     except batch.InvalidBatchError:
         return
+    assert len(records) == count
     for i, r in enumerate(records):  # whatever decodes has the declared types
         assert r.offset == i and type(r.timestamp) is int
         assert r.key is None or type(r.key) is bytes
@@ -208,21 +260,48 @@ def test_well_sealed_batches_with_arbitrary_records(rows: Any, codec: int) -> No
         )
 
 
-def test_records_of_the_wrong_types_are_refused() -> None:
-    good = [0, 0, b"k", b"v", [["h", b"x"]]]
-    assert batch.decode_records(batch_with_payload([good], 1, 0))[1][0].headers == [("h", b"x")]
-    for i, wrong in [
-        (0, "0"), (0, 1), (0, 0.0), (1, "1"), (1, None), (2, "k"), (3, 5),
-        (4, {"h": b"x"}), (4, ["hx"]), (4, [["h"]]), (4, [[1, b"x"]]), (4, [["h", "x"]]),
-    ]:  # fmt: skip
-        row = list(good)
-        row[i] = wrong
-        with pytest.raises(batch.InvalidBatchError, match="record 0"):
-            batch.decode_records(batch_with_payload([row], 1, 0))
-    with pytest.raises(batch.InvalidBatchError, match="record 0"):
-        batch.decode_records(batch_with_payload([{"a": 1}], 1, 0))
-    with pytest.raises(batch.InvalidBatchError, match="count"):
-        batch.decode_records(batch_with_payload([good], 2, 0))
+def test_malformed_records_are_refused() -> None:
+    good = record(headers=[(b"h", b"x")])
+    assert batch.decode_records(sealed(good, 1))[1][0].headers == [("h", b"x")]
+    for name, records, count in [
+        ("offset delta 1 for record 0", record(offset_delta=1), 1),
+        ("offset deltas repeat", good + record(offset_delta=0), 2),
+        ("length longer than the fields", record(length_fix=1), 1),
+        ("length shorter than the fields", record(length_fix=-1), 1),
+        ("bytes after the last record", good + b"\x00", 1),
+        ("fewer records than counted", good, 2),
+        ("more records than counted", good + record(offset_delta=1), 1),
+        ("key past the end", record(key=b"k")[:-5], 1),
+        ("header key null", record(headers=[(None, b"x")]), 1),  # type: ignore[list-item]
+        ("header key not UTF-8", record(headers=[(b"\xff\xfe", b"x")]), 1),
+        ("negative header count", record()[:-1] + varint(-1), 1),
+        ("varint longer than 10 bytes", b"\x80" * 11 + b"\x01", 1),
+        ("varint running off the end", b"\x80\x80\x80", 1),
+        ("empty records", b"", 1),
+    ]:
+        with pytest.raises(batch.InvalidBatchError, match=r"record|offset"):
+            batch.decode_records(sealed(records, count))
+        assert name
+
+
+@pytest.mark.parametrize("length", [2**31, 2**62, 2**63 - 1, 2**63 - 100])
+def test_hostile_lengths_do_not_allocate(length: int) -> None:
+    """(A negative key or value length other than -1 reads as null, as in Kafka's reader.)"""
+    for where in ("key", "value", "header key", "header value", "header count"):
+        body = b"\x00\x00\x00" + field(b"k")
+        if where == "key":
+            body = b"\x00\x00\x00" + varint(length) + b"abc"
+        elif where == "value":
+            body += varint(length) + b"abc"
+        elif where == "header count":
+            body += field(b"v") + varint(length) + field(b"h") + field(b"x")
+        else:
+            body += field(b"v") + varint(1)
+            body += varint(length) + b"h" if where == "header key" else field(b"h") + varint(length)
+        bad = sealed(varint(len(body)) + body, 1)
+        with pytest.raises(batch.InvalidBatchError):
+            batch.decode_records(bad)
+        assert peak_bytes(lambda b=bad: batch.decode_records(b)) < 256 * 1024, where
 
 
 @FUZZ
@@ -265,7 +344,7 @@ def test_msgpack_bombs_do_not_allocate(bomb: bytes) -> None:
         lambda: decode_request(bomb),
         lambda: split_response(bomb),
         lambda: peek_correlation_id(bomb),
-        lambda: batch.decode_records(batch._assemble(bomb, 1, 0, 0, 0, 0, -1, -1, -1)),
+        lambda: batch.decode_records(sealed(bomb, 1)),
     ):
         with pytest.raises(OdradekError):
             result = fn()
@@ -285,17 +364,36 @@ def test_deep_nesting_is_a_protocol_error(depth: int) -> None:
         with pytest.raises(ProtocolError):
             decode_response(body, SPECS[0].response)
     with pytest.raises(batch.InvalidBatchError):
-        batch.decode_records(batch._assemble(deep, 1, 0, 0, 0, 0, -1, -1, -1))
+        batch.decode_records(sealed(deep, 1))
 
 
-def test_gzip_bomb_is_refused() -> None:
-    rows = [[0, 0, None, b"\x00" * 2_000_000, None]]
-    bomb = batch_with_payload(rows, 1, batch.CODEC_GZIP)
-    assert len(bomb) < 10_000
+BOMB_CODECS = [c for c in CODECS if c != batch.CODEC_NONE]
+
+
+@pytest.mark.parametrize("codec", BOMB_CODECS, ids=[compression.NAMES[c] for c in BOMB_CODECS])
+def test_compression_bomb_is_refused(codec: int) -> None:
+    bomb = sealed(record(key=None, value=b"\x00" * 2_000_000), 1, codec)
+    assert len(bomb) < 120_000  # snappy tops out near 21:1; the others go far beyond
     with pytest.raises(batch.InvalidBatchError, match="inflate"):
         batch.decode_records(bomb, max_records_bytes=100_000)
     assert peak_bytes(lambda: batch.decode_records(bomb, max_records_bytes=100_000)) < 1_000_000
     assert batch.decode_records(bomb)[1][0].value == b"\x00" * 2_000_000  # within the default
+
+
+def test_a_huge_zstd_bomb_costs_the_bound_only() -> None:
+    bomb = sealed(compression.compress(batch.CODEC_ZSTD, bytes(1 << 30)), 1)  # 1 GiB in ~32 KiB
+    bomb = batch._assemble(bomb[batch.HEADER_BYTES :], 1, 0, 0, 0, batch.CODEC_ZSTD, -1, -1, -1)
+    assert len(bomb) < 64 * 1024
+    with pytest.raises(batch.InvalidBatchError, match="inflate"):
+        batch.decode_records(bomb, max_records_bytes=1 << 20)
+
+
+@pytest.mark.parametrize("codec", BOMB_CODECS, ids=[compression.NAMES[c] for c in BOMB_CODECS])
+def test_truncated_or_padded_compression_is_refused(codec: int) -> None:
+    built = batch.build_batch([(b"k", bytes(range(256)) * 4, None, 1)], codec=codec)
+    for bad in (built[:-6], built + b"junk", built[:61] + bytes(8) + built[69:]):
+        with pytest.raises(batch.InvalidBatchError, match=r"decompress|decode"):
+            batch.decode_records(reseal(bad))
 
 
 def test_truncated_gzip_is_refused() -> None:

@@ -118,13 +118,13 @@ BATCH_RECORDS: list[batch.RecordInput] = [
     (b"k1", b"v1", [("h", b"x")], T0_MS),
     (None, b"v2", None, T0_MS + 5),
 ]
-BATCH_CRC = 0x37C2D3F4
+BATCH_CRC = 0x97F4442A
 BATCH_HEADER = unhex("""
     00 00 00 00 00 00 00 00   #  0 base_offset 0
-    00 00 00 4d               #  8 batch_length 77 = 49 header bytes after it + 28 of records
+    00 00 00 49               #  8 batch_length 73 = 49 header bytes after it + 24 of records
     ff ff ff ff               # 12 partition_leader_epoch -1 (not stamped yet)
-    01                        # 16 magic 1
-    37 c2 d3 f4               # 17 crc: CRC32C of bytes [21, 89)
+    02                        # 16 magic 2
+    97 f4 44 2a               # 17 crc: CRC32C of bytes [21, 85)
     00 00                     # 21 attributes: codec none, CreateTime
     00 00 00 01               # 23 last_offset_delta 1
     00 00 01 8b cf e5 68 00   # 27 first_timestamp 1_700_000_000_000
@@ -135,13 +135,21 @@ BATCH_HEADER = unhex("""
     00 00 00 02               # 57 record_count 2
 """)
 BATCH_RECORDS_BYTES = unhex("""
-    92                        # 61 array(2) of records
-    95 00 00                  #    [offset_delta 0, timestamp_delta 0,
-    c4 02 6b 31               #     key b"k1",
-    c4 02 76 31               #     value b"v1",
-    91 92 a1 68 c4 01 78      #     headers [["h", b"x"]]]
-    95 01 05                  #    [offset_delta 1, timestamp_delta 5,
-    c0 c4 02 76 32 c0         #     key nil, value b"v2", headers nil]
+    1c                        # 61 record 0: length 14 (varint: zigzag 28)
+    00                        #    attributes
+    00                        #    timestamp_delta 0
+    00                        #    offset_delta 0
+    04 6b 31                  #    key: length 2, b"k1"
+    04 76 31                  #    value: length 2, b"v1"
+    02                        #    header count 1
+    02 68 02 78               #    header: key length 1 "h", value length 1 b"x"
+    10                        # 76 record 1: length 8 (zigzag 16)
+    00                        #    attributes
+    0a                        #    timestamp_delta 5 (zigzag 10)
+    02                        #    offset_delta 1
+    01                        #    key: length -1 (zigzag 1), null
+    04 76 32                  #    value: length 2, b"v2"
+    00                        #    header count 0
 """)
 
 
@@ -159,6 +167,19 @@ def test_batch_golden() -> None:
     assert (header.base_offset, header.size, header.record_count) == (0, len(built), 2)
     assert (header.first_timestamp, header.max_timestamp) == (T0_MS, T0_MS + 5)
     assert header.next_offset == 2
+
+
+def test_batch_golden_matches_an_independent_kafka_implementation() -> None:
+    """kafka-python's pure-Python v2 builder writes the same bytes (it leaves the leader epoch
+    at 0 where a producer's batch here says -1, unstamped: outside the CRC either way)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    for i, (key, value, headers, ts) in enumerate(BATCH_RECORDS):
+        builder.append(i, ts, key, value, list(headers or []))
+    theirs, ours = bytes(builder.build()), BATCH_HEADER + BATCH_RECORDS_BYTES
+    assert theirs[12:16] == bytes(4)  # partition_leader_epoch 0
+    assert theirs[:12] + theirs[16:] == ours[:12] + ours[16:]
 
 
 def test_stamp_changes_offset_and_epoch_and_keeps_crc() -> None:
@@ -183,7 +204,7 @@ def test_stamp_at_position_in_a_larger_buffer() -> None:
     buf = bytearray(one + one)
     batch.stamp(buf, base_offset=10, leader_epoch=3, pos=len(one))
     assert buf[: len(one)] == one
-    assert [(pos, h.base_offset) for pos, h in batch.iter_batches(buf)] == [(0, 0), (89, 10)]
+    assert [(pos, h.base_offset) for pos, h in batch.iter_batches(buf)] == [(0, 0), (85, 10)]
 
 
 def test_gzip_batch_is_a_gzip_stream() -> None:

@@ -1,0 +1,197 @@
+"""bench_cluster.py's results as data (`summarize`) and as Markdown tables (`render`).
+
+`summarize(rows, ref)` picks the best run of each case from every raw JSON row (odradek's
+`odradek bench` lines, the Kafka clients', the baseline's and the peers'): a dict of lists of
+plain dicts, written as-is to the JSON file; `render(summary)` prints exactly those figures.
+Targets are printed beside the figures; they are not assertions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+SIZES = (100, 1024)
+KAFKA_SYSTEMS = ("confluent-kafka", "kafka-python")
+TARGETS = (  # (system, mode, size, records/s), as the issue states them
+    ("confluent-kafka", "produce", 100, 500_000),
+    ("confluent-kafka", "consume", 100, 1_000_000),
+)
+
+
+def best(rows: list[dict], **match: object) -> dict | None:
+    cands = [r for r in rows if all(r.get(k) == v for k, v in match.items()) and "error" not in r]
+    return max(cands, key=lambda r: r.get("msgs_per_s", 0), default=None)
+
+
+def _line(system: str, case: str, r: dict, partitions: Any = 1, runs: int = 1) -> dict:
+    rate, size = float(r["msgs_per_s"]), int(r.get("size") or 0)
+    return {
+        "system": system, "case": case, "size": size, "partitions": partitions,
+        "records_per_s": round(rate), "MB_per_s": round(rate * size / 1e6, 1),
+        "MiB_per_s": round(rate * size / 2**20, 1), "runs": runs,
+    }  # fmt: skip
+
+
+def _runs(rows: list[dict], **match: object) -> int:
+    return sum(1 for r in rows if all(r.get(k) == v for k, v in match.items()) and "error" not in r)
+
+
+def _ours(rows: list[dict]) -> list[dict]:
+    out = []
+    for size in SIZES:
+        for parts in (1, 8):
+            for mode, api in (("produce", "bulk"), ("produce", "send"), ("consume", "poll")):
+                match = dict(system="odradek", mode=mode, api=api, size=size, partitions=parts,
+                             side=None)  # fmt: skip
+                r = best(rows, **match)
+                if r:
+                    out.append(_line("odradek", f"{mode} ({api})", r, parts, _runs(rows, **match)))
+    for system in KAFKA_SYSTEMS:
+        for size in SIZES:
+            for mode in ("produce", "consume"):
+                r = best(rows, system=system, mode=mode, size=size)
+                if r:
+                    runs = _runs(rows, system=system, mode=mode, size=size)
+                    out.append(_line(system, f"{mode} ({r['api']})", r, 1, runs))
+    return out
+
+
+def _peer_key(r: dict) -> tuple:
+    fields = ("peer", "mode", "client", "appendfsync", "size", "consumer", "window")
+    return tuple(r.get(f) for f in fields)
+
+
+def _peers(rows: list[dict]) -> list[dict]:
+    peers = [r for r in rows if "peer" in r and "msgs_per_s" in r and r.get("mode") != "latency"]
+    out, seen = [], set()
+    for r in peers:
+        key = _peer_key(r)
+        if key in seen:
+            continue
+        seen.add(key)
+        group = [x for x in peers if _peer_key(x) == key]
+        top = max(group, key=lambda x: x["msgs_per_s"])
+        fields = [top.get(f) for f in ("mode", "client", "appendfsync", "consumer", "window")]
+        label = " ".join(str(v) for v in fields if v is not None)
+        out.append(_line(str(top.get("peer")), label, top, 1, len(group)))
+    return out
+
+
+def _latency(rows: list[dict]) -> list[dict]:
+    return [
+        {"system": r.get("system") or r.get("peer"), "rate": r.get("rate"),
+         "appendfsync": r.get("appendfsync", ""), "size": r.get("size"),
+         "p50_ms": r.get("e2e_ms_p50"), "p99_ms": r.get("e2e_ms_p99"),
+         "max_ms": r.get("e2e_ms_max")}
+        for r in rows if r.get("mode") == "latency" and "error" not in r
+    ]  # fmt: skip
+
+
+def _side_runs(rows: list[dict], side: str, mode: str, api: str) -> list[dict]:
+    return [r for r in rows if r.get("side") == side and r.get("mode") == mode
+            and r.get("api") == api and "msgs_per_s" in r]  # fmt: skip
+
+
+def _baseline(rows: list[dict], ref: str) -> list[dict]:
+    out = []
+    for mode, api in (("produce", "bulk"), ("produce", "send"), ("consume", "poll")):
+        entry: dict[str, Any] = {"case": f"{mode} ({api})", "size": 100, "partitions": 1}
+        for side in ("baseline", "new"):
+            runs = _side_runs(rows, side, mode, api)
+            rates = [r["msgs_per_s"] for r in runs]
+            entry[side] = {
+                "ref": runs[0]["ref"] if runs else (ref if side == "baseline" else "working tree"),
+                "best": round(max(rates)) if rates else None,
+                "median": round(statistics.median(rates)) if rates else None,
+                "client_cpu_s_median": statistics.median(
+                    [r["client_cpu_s"] for r in runs if "client_cpu_s" in r] or [0.0]
+                ),
+                "runs": [round(x) for x in rates],
+            }
+        old, new = entry["baseline"], entry["new"]
+        if old["runs"] or new["runs"]:
+            for stat in ("best", "median"):
+                ok = old[stat] and new[stat]
+                entry[f"new_over_baseline_{stat}"] = round(new[stat] / old[stat], 2) if ok else None
+            out.append(entry)
+    return out
+
+
+def _targets(throughput: list[dict]) -> list[dict]:
+    out = []
+    for system, mode, size, want in TARGETS:
+        got = next((t for t in throughput if t["system"] == system and t["size"] == size
+                    and t["case"].startswith(mode)), None)  # fmt: skip
+        out.append(
+            {
+                "target": f"{system} {mode} >= {want:,} records/s at {size} B",
+                "records_per_s": got["records_per_s"] if got else None,
+                "met": None if got is None else got["records_per_s"] >= want,
+            }
+        )
+    return out
+
+
+def _settings(rows: list[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for r in rows:
+        if "settings" in r:
+            out.setdefault(f"{r['system']} {r['mode']}", r["settings"])
+    return out
+
+
+def summarize(rows: list[dict], ref: str) -> dict[str, Any]:
+    throughput = _ours(rows) + _peers(rows)
+    return {
+        "throughput": throughput,
+        "latency": _latency(rows),
+        "baseline": _baseline(rows, ref),
+        "targets": _targets(throughput),
+        "client_settings": _settings(rows),
+    }
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines: list[str] = []
+    if summary["throughput"]:
+        lines += ["| system | case | size | partitions | records/s | MB/s | MiB/s |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for t in summary["throughput"]:
+        lines.append(f"| {t['system']} | {t['case']} | {t['size']} | {t['partitions']} | "
+                     f"{t['records_per_s']:,} | {t['MB_per_s']} | {t['MiB_per_s']} |")  # fmt: skip
+    if summary["latency"]:
+        lines += ["", "| system | latency case | size | e2e p50 ms | e2e p99 ms | max ms |",
+                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for r in summary["latency"]:
+            lines.append(f"| {r['system']} | {r['rate']}/s {r['appendfsync']} | {r['size']} | "
+                         f"{r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |")  # fmt: skip
+    if summary["baseline"]:
+        ref = summary["baseline"][0]["baseline"]["ref"]
+        lines += ["", f"| native, 100 B, 1 partition, records/s | baseline {ref}: best / median "
+                  "| new: best / median | new / baseline: best, median "
+                  "| client CPU s, median: baseline / new | runs |",
+                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for b in summary["baseline"]:
+            old, new = b["baseline"], b["new"]
+            lines.append(
+                f"| {b['case']} | {_n(old['best'])} / {_n(old['median'])} | "
+                f"{_n(new['best'])} / {_n(new['median'])} | {b['new_over_baseline_best']}, "
+                f"{b['new_over_baseline_median']} | {old['client_cpu_s_median']} / "
+                f"{new['client_cpu_s_median']} | {len(old['runs'])} + {len(new['runs'])} |"
+            )
+    if any(t["records_per_s"] is not None for t in summary["targets"]):
+        lines += ["", "| target (not an assertion) | measured records/s | |", "| --- | --- | --- |"]
+        for t in summary["targets"]:
+            met = "" if t["met"] is None else "met" if t["met"] else "**missed**"
+            got = "-" if t["records_per_s"] is None else f"{t['records_per_s']:,}"
+            lines.append(f"| {t['target']} | {got} | {met} |")
+    if summary["client_settings"]:
+        lines += ["", "Kafka client settings (everything else at the client's default):"]
+        for who, conf in summary["client_settings"].items():
+            lines.append(f"- {who}: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
+    return "\n".join(lines).lstrip("\n")
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"

@@ -1,0 +1,116 @@
+"""AlterConfigs: change topics' config overrides, for both of Kafka's APIs (AlterConfigs 33 and
+IncrementalAlterConfigs 44; protocol/api/admin.py says how one request carries either).
+
+Per resource, as Kafka's ZooKeeper-era brokers: a broker resource is INVALID_REQUEST (odradek
+has no dynamic broker configs: a broker's settings are its config file); a topic's new override
+set is `altered_config(current, changes, incremental)` (pure: INVALID_REQUEST for a malformed
+change, INVALID_CONFIG for an unknown config), then checked whole by LogConfig (INVALID_CONFIG
+on a bad value). Unless `validate_only`, it is written to /config/topics/<topic> with a change
+notification (coordinator/config_changes.py), and every broker applies it to its logs of that
+topic. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION; a resource named twice in one
+request is INVALID_REQUEST, both times (Kafka's rule).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+
+from broker.context import BrokerContext
+from broker.log.config import CONFIG_NAMES, CONTROLLER_BOOL_CONFIGS, LogConfig
+from protocol.api.admin import (
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResponse,
+    AlterConfigsResult,
+)
+from protocol.codec import Request
+from protocol.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    OdradekError,
+    UnknownTopicOrPartitionError,
+)
+
+log = logging.getLogger("odradek.broker.admin")
+KNOWN_CONFIGS = frozenset({*CONFIG_NAMES, *CONTROLLER_BOOL_CONFIGS})
+LIST_CONFIGS: frozenset[str] = frozenset()  # APPEND / SUBTRACT take only these: odradek has none
+_OP_NAMES = {OP_APPEND: "append", OP_SUBTRACT: "subtract"}
+
+
+async def handle(ctx: BrokerContext, request: Request) -> AlterConfigsResponse:
+    req: AlterConfigsRequest = request.body
+    named = Counter((r.resource_type, r.resource_name) for r in req.resources)
+    results = []
+    for res in req.resources:
+        try:
+            if named[(res.resource_type, res.resource_name)] > 1:
+                raise InvalidRequestError("duplicate resource in request")
+            await _alter(ctx, res, req.incremental, req.validate_only)
+        except OdradekError as exc:
+            results.append(
+                AlterConfigsResult(exc.code, exc.message, res.resource_type, res.resource_name)
+            )
+            continue
+        results.append(AlterConfigsResult(0, None, res.resource_type, res.resource_name))
+    return AlterConfigsResponse(results)
+
+
+async def _alter(
+    ctx: BrokerContext, res: AlterConfigsResource, incremental: bool, validate_only: bool
+) -> None:
+    if res.resource_type == RESOURCE_BROKER:
+        raise InvalidRequestError("dynamic broker configs are not supported")
+    if res.resource_type != RESOURCE_TOPIC:
+        raise InvalidRequestError(f"resource type {res.resource_type} is not supported")
+    topic = res.resource_name
+    if not ctx.metadata.has_topic(topic):
+        raise UnknownTopicOrPartitionError(f"topic {topic} does not exist")
+    current = await ctx.topics.read_topic_config(topic)
+    new = altered_config(current, res.configs, incremental)
+    try:
+        LogConfig.from_properties(new, base=ctx.replicas.default_log_config)
+    except OdradekError as exc:
+        raise InvalidConfigError(exc.message) from None
+    if validate_only:
+        return
+    await ctx.topics.write_topic_config(topic, new)
+    log.info("topic %s: config overrides now %s", topic, new)
+
+
+def altered_config(
+    current: Mapping[str, str], changes: list[AlterableConfig], incremental: bool
+) -> dict[str, str]:
+    """The topic's new override set: `changes` alone (a whole-set replace, null values left
+    out), or `current` with each change's op applied in order."""
+    names = Counter(c.name for c in changes)
+    if any(n > 1 for n in names.values()):
+        raise InvalidRequestError("error due to duplicate config keys")
+    if not incremental:
+        return {c.name: c.value for c in changes if c.value is not None}
+    out = dict(current)
+    for c in changes:
+        if c.op == OP_SET:
+            if c.value is None:
+                raise InvalidRequestError(f"SET {c.name} needs a value, not null")
+            out[c.name] = c.value
+        elif c.op == OP_DELETE:
+            out.pop(c.name, None)
+        elif c.op in _OP_NAMES:
+            if c.name not in KNOWN_CONFIGS:
+                raise InvalidConfigError(f"unknown topic config name: {c.name}")
+            if c.name not in LIST_CONFIGS:
+                raise InvalidRequestError(
+                    f"config value {_OP_NAMES[c.op]} is not allowed for config key: {c.name}"
+                )
+        else:
+            raise InvalidRequestError(f"config operation {c.op} for {c.name} is unknown")
+    return out

@@ -1,0 +1,60 @@
+"""The Kafka door's handlers: one small adapter per Kafka API, each `handle(ctx, request)` with
+a `KafkaRequest` (protocol/kafka/codec.py), returning a kio response entity, chunks (Fetch),
+None (acks=0) or an awaitable of one. Adapters translate to the native request of the same
+meaning and call the native handler, so both doors reach the same services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.kafka import (
+    alter_configs,
+    alter_partition_reassignments,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
+    fetch,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    list_partition_reassignments,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
+from protocol.kafka import versions as v
+from protocol.kafka.versions import SERVED
+
+KAFKA_HANDLERS: dict[int, Any] = {
+    v.PRODUCE: produce.handle,
+    v.FETCH: fetch.handle,
+    v.LIST_OFFSETS: list_offsets.handle,
+    v.METADATA: metadata.handle,
+    v.API_VERSIONS: api_versions.handle,
+    v.CREATE_TOPICS: create_topics.handle,
+    v.DELETE_TOPICS: delete_topics.handle,
+    v.INIT_PRODUCER_ID: init_producer_id.handle,
+    v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    v.DELETE_RECORDS: delete_records.handle,
+    v.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    v.ELECT_LEADERS: elect_leaders.handle,
+    v.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
+    v.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
+    v.DESCRIBE_CLUSTER: describe_cluster.handle,
+    v.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
+    v.DESCRIBE_CONFIGS: describe_configs.handle,
+    v.ALTER_CONFIGS: alter_configs.handle,
+    v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
+    v.CREATE_PARTITIONS: create_partitions.handle,
+}
+assert set(KAFKA_HANDLERS) == set(SERVED), "every served API has a handler, and no other"
+
+__all__ = ["KAFKA_HANDLERS", "SERVED"]

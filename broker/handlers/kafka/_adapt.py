@@ -1,0 +1,33 @@
+"""What the Kafka adapters share.
+
+A Kafka adapter translates a kio request into the native request of the same meaning
+(`as_native`), calls the native handler (the same service code the native door reaches), and
+translates its answer back (`then`, whether the handler answered at once or must be awaited).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from protocol.codec import Request, RequestHeader
+from protocol.kafka.codec import KafkaRequest
+from protocol.registry import ApiSpec
+
+
+def then(result: Any, convert: Callable[[Any], Any]) -> Any:
+    """`convert(result)` now, or an awaitable of it when `result` must be waited for."""
+    if inspect.isawaitable(result):
+        return _later(result, convert)
+    return convert(result)
+
+
+async def _later(result: Awaitable[Any], convert: Callable[[Any], Any]) -> Any:
+    return convert(await result)
+
+
+def as_native(spec: ApiSpec, body: Any, request: KafkaRequest) -> Request:
+    """The native request a native handler takes, carrying a Kafka request's meaning."""
+    h = request.header
+    return Request(RequestHeader(spec.key, 0, h.correlation_id, h.client_id), spec, body)

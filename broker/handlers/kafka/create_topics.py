@@ -1,0 +1,58 @@
+"""CreateTopics (19), v2-v7: the native CreateTopics (validate, write to ZooKeeper, wait for
+leaders), answered in Kafka's shape. Topic ids (v7) are the null id."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers import create_topics as native
+from broker.handlers.kafka._adapt import as_native, then
+from protocol.api.admin import (
+    CREATE_TOPICS,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ReplicaAssignment,
+)
+from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+
+NULL_TOPIC_ID = uuid.UUID(int=0)
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    topics = [
+        CreatableTopic(
+            t.name,
+            t.num_partitions,
+            t.replication_factor,
+            [ReplicaAssignment(a.partition_index, list(a.broker_ids)) for a in t.assignments],
+            {c.name: c.value for c in t.configs if c.value is not None},
+        )
+        for t in req.topics
+    ]
+    native_req = CreateTopicsRequest(topics, millis(req.timeout), bool(req.validate_only))
+    result = native.handle(ctx, as_native(CREATE_TOPICS, native_req, request))
+    return then(result, lambda r: _answer(request.header.api_version, r))
+
+
+def _answer(version: int, resp: CreateTopicsResponse) -> Any:
+    cls = response_class(CREATE_TOPICS.key, version)
+    result_cls = nested(cls, "CreatableTopicResult")
+    topics = tuple(
+        make(
+            result_cls,
+            name=t.name,
+            topic_id=NULL_TOPIC_ID,
+            error_code=t.error_code,
+            error_message=t.error_message,
+            topic_config_error_code=0,
+            num_partitions=t.num_partitions if t.error_code == 0 else -1,
+            replication_factor=t.replication_factor if t.error_code == 0 else -1,
+            configs=None,
+        )
+        for t in resp.topics
+    )
+    return make(cls, throttle_time=0, topics=topics)

@@ -1,0 +1,55 @@
+"""DeleteRecords (21), v0-v2: the native DeleteRecords (raise each partition's log start offset
+on its leader, then wait until every live replica has: broker/delete_records.py), answered in
+Kafka's shape with each partition's low watermark. Offset -1 means the high watermark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers import delete_records as native
+from broker.handlers.kafka._adapt import as_native, then
+from protocol.api.delete_records import (
+    DELETE_RECORDS,
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+)
+from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    topics = [
+        DeleteRecordsTopic(
+            t.name, [DeleteRecordsPartition(p.partition_index, p.offset) for p in t.partitions]
+        )
+        for t in req.topics
+    ]
+    native_req = DeleteRecordsRequest(topics, millis(req.timeout))
+    result = native.handle(ctx, as_native(DELETE_RECORDS, native_req, request))
+    return then(result, lambda r: _answer(request.header.api_version, r))
+
+
+def _answer(version: int, resp: DeleteRecordsResponse) -> Any:
+    cls = response_class(DELETE_RECORDS.key, version)
+    topic_cls = nested(cls, "DeleteRecordsTopicResult")
+    part_cls = nested(cls, "DeleteRecordsPartitionResult")
+    topics = tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partitions=tuple(
+                make(
+                    part_cls,
+                    partition_index=p.partition,
+                    low_watermark=p.low_watermark,
+                    error_code=p.error_code,
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in resp.topics
+    )
+    return make(cls, throttle_time=0, topics=topics)

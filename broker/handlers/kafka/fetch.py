@@ -1,0 +1,73 @@
+"""Fetch (1), v4-v12: the same reads and long polls as the native Fetch, log data sent from the
+segment files (the response is laid out by protocol/kafka/fetch_response.py with FileSlices).
+
+Kafka clients fetch as consumers whatever replica id they send (followers use the native door),
+so only data below the high watermark is served. No fetch sessions (KIP-227): session id 0
+answers every request in full, which clients take as "sessionless". read_committed reads the
+same as read_uncommitted: without transactions the last stable offset is the high watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from broker.context import BrokerContext
+from broker.handlers import fetch as native
+from broker.handlers.kafka._adapt import as_native, then
+from protocol.api.fetch import (
+    CONSUMER_REPLICA_ID,
+    FETCH,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+)
+from protocol.codec import Chunk, FileSlice
+from protocol.kafka.codec import KafkaRequest, millis, response_header
+from protocol.kafka.fetch_response import FetchedPartition, encode_fetch_response
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    topics = [
+        FetchTopic(
+            t.topic,
+            [
+                FetchPartition(
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    getattr(p, "current_leader_epoch", -1),
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in req.topics
+    ]
+    native_req = FetchRequest(
+        CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics
+    )
+    result = native.handle(ctx, as_native(FETCH, native_req, request))
+    return then(result, lambda r: _answer(request, r))
+
+
+def _answer(request: KafkaRequest, resp: FetchResponse) -> list[Chunk]:
+    topics = [
+        (
+            t.name,
+            [
+                FetchedPartition(
+                    p.partition,
+                    p.error_code,
+                    p.high_watermark,
+                    p.log_start_offset,
+                    cast(bytes | FileSlice, p.records),  # bytes, or a FileSlice sent from the file
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in resp.topics
+    ]
+    return encode_fetch_response(
+        request.header.api_version, response_header(request), topics, resp.error_code
+    )

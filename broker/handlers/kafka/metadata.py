@@ -1,0 +1,120 @@
+"""Metadata (3): the cluster as Kafka clients see it, from the same metadata cache.
+
+Brokers are listed at their Kafka endpoints (those without a Kafka listener are left out, as
+Kafka leaves out brokers without the listener asked on). Topics: v0 asks for all with an empty
+list, v1+ with null. An unknown topic is created when the request allows it (v0-3 always do;
+v4+ say so) and the broker's `auto_create_topics_enable` is on, with `num_partitions` and
+`default_replication_factor`, and answered LEADER_NOT_AVAILABLE meanwhile, as Kafka does; the
+client asks again. Topic ids (v10+) are the null id: odradek names topics, Fetch stays <= v12.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.handlers.create_topics import check_topic_name
+from coordinator.group.records import OFFSETS_TOPIC
+from protocol.api.metadata import TopicMetadata
+from protocol.errors import (
+    InvalidReplicationFactorError,
+    LeaderNotAvailableError,
+    OdradekError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+from protocol.kafka.versions import METADATA
+
+log = logging.getLogger("odradek.broker.kafka")
+NULL_TOPIC_ID = uuid.UUID(int=0)
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    version = request.header.api_version
+    names = _requested(req, version)
+    allow = version < 4 or bool(req.allow_auto_topic_creation)
+    missing = [] if names is None else [n for n in names if not ctx.metadata.has_topic(n)]
+    if missing and allow and ctx.config.auto_create_topics_enable:
+        return _create_then_answer(ctx, version, names, missing)
+    return answer(ctx, version, ctx.metadata.describe(names), {})
+
+
+def _requested(req: Any, version: int) -> list[str] | None:
+    if req.topics is None or (version == 0 and not req.topics):
+        return None
+    return [t.name for t in req.topics if t.name is not None]
+
+
+async def _create_then_answer(
+    ctx: BrokerContext, version: int, names: list[str] | None, missing: list[str]
+) -> Any:
+    errors: dict[str, int] = {}
+    for name in missing:
+        errors[name] = await _auto_create(ctx, name)
+    return answer(ctx, version, ctx.metadata.describe(names), errors)
+
+
+async def _auto_create(ctx: BrokerContext, name: str) -> int:
+    """The error code the topic is answered with while it is created (or why it is not)."""
+    live = ctx.metadata.live_broker_ids()
+    rf = ctx.config.default_replication_factor
+    try:
+        check_topic_name(name)
+        if rf > len(live):
+            raise InvalidReplicationFactorError(
+                f"default replication factor {rf} is above the {len(live)} live brokers"
+            )
+        await ctx.topics.create_topic(name, ctx.config.num_partitions, rf, {}, live)
+        log.info("auto-created topic %s for a Kafka client", name)
+    except TopicAlreadyExistsError:
+        pass
+    except OdradekError as exc:
+        return exc.code
+    return LeaderNotAvailableError.code
+
+
+def answer(
+    ctx: BrokerContext, version: int, topics: list[TopicMetadata], errors: dict[str, int]
+) -> Any:
+    cls = response_class(METADATA, version)
+    broker_cls = nested(cls, "MetadataResponseBroker")
+    cache = ctx.metadata
+    brokers = tuple(
+        make(broker_cls, node_id=b.node_id, host=b.kafka_host, port=b.kafka_port, rack=b.rack)
+        for b in (cache.brokers[i] for i in cache.live_broker_ids())
+        if b.kafka_host is not None
+    )
+    return make(
+        cls, throttle_time=0, brokers=brokers, cluster_id=ctx.cluster_id,
+        controller_id=cache.controller_id, topics=tuple(_topic(cls, t, errors) for t in topics),
+        cluster_authorized_operations=-2147483648,
+    )  # fmt: skip
+
+
+def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int]) -> Any:
+    part_cls = nested(cls, "MetadataResponsePartition")
+    code = t.error_code
+    if code == UnknownTopicOrPartitionError.code and t.name in errors:
+        code = errors[t.name]
+    parts = tuple(
+        make(
+            part_cls,
+            error_code=p.error_code,
+            partition_index=p.partition,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=tuple(p.replicas),
+            isr_nodes=tuple(p.isr),
+            offline_replicas=tuple(p.offline_replicas),
+        )
+        for p in t.partitions
+    )
+    return make(
+        nested(cls, "MetadataResponseTopic"), error_code=code, name=t.name,
+        topic_id=NULL_TOPIC_ID, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
+        partitions=parts, topic_authorized_operations=-2147483648,
+    )  # fmt: skip

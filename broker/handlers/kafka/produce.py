@@ -1,0 +1,66 @@
+"""Produce (0), v3-v9: the same appends as the native Produce, answered in Kafka's shape.
+
+Each partition's `records` is one record batch v2 (the bytes the client sent are the bytes
+stored: no transcoding); a null `records` is CORRUPT_MESSAGE. acks 0 sends no response, as Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from broker.context import BrokerContext
+from broker.handlers import produce as native
+from broker.handlers.kafka._adapt import as_native, then
+from protocol.api.produce import PRODUCE, ProducePartition, ProduceRequest, ProduceTopic
+from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.versions import PRODUCE as PRODUCE_KEY
+from protocol.schema import Records
+
+NO_RECORDS = b""  # the native check refuses an empty batch as CORRUPT_MESSAGE
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    topics = [
+        ProduceTopic(
+            t.name,
+            [
+                ProducePartition(
+                    p.index, cast(Records, NO_RECORDS if p.records is None else p.records)
+                )
+                for p in t.partition_data
+            ],
+        )
+        for t in req.topic_data
+    ]
+    native_req = ProduceRequest(req.acks, millis(req.timeout), topics)
+    result = native.handle(ctx, as_native(PRODUCE, native_req, request))
+    version = request.header.api_version
+    return then(result, lambda r: None if r is None else _answer(version, r))
+
+
+def _answer(version: int, resp: Any) -> Any:
+    cls = response_class(PRODUCE_KEY, version)
+    topic_cls = nested(cls, "TopicProduceResponse")
+    part_cls = nested(cls, "PartitionProduceResponse")
+    topics = tuple(
+        make(
+            topic_cls,
+            name=t.name,
+            partition_responses=tuple(
+                make(
+                    part_cls,
+                    index=p.partition,
+                    error_code=p.error_code,
+                    base_offset=p.base_offset,
+                    log_append_time=p.log_append_time_ms,
+                    log_start_offset=p.log_start_offset,
+                    record_errors=(),
+                    error_message=p.error_message,
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in resp.topics
+    )
+    return make(cls, responses=topics, throttle_time=resp.throttle_time_ms)

@@ -1,0 +1,502 @@
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreatePartitions through the Kafka
+door, over a real socket: Kafka's shapes, codes and messages, and the same services the native
+door reaches (the fake topic store plays ZooKeeper, the test plays the controller and the
+config change listener)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from protocol.api.admin import SOURCE_DEFAULT_CONFIG as DEFAULT_CONFIG
+from protocol.api.admin import SOURCE_STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG
+from protocol.api.admin import SOURCE_TOPIC_CONFIG as TOPIC_CONFIG
+from protocol.api.admin import TYPE_BOOLEAN, TYPE_INT, TYPE_LONG
+from protocol.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidRequestError,
+    MessageTooLargeError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+)
+from protocol.kafka import codec
+from protocol.kafka.codec import encode_request, make, nested
+from protocol.kafka.versions import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    SERVED,
+)
+from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
+from tests.unit.broker.helpers import batch, produce
+
+IO_TIMEOUT_S = 10.0
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+class Kafka:
+    """One Kafka connection: `call(key, version, **fields)` -> the decoded response."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.corr = 0
+
+    @classmethod
+    async def connect(cls, b: BrokerHarness) -> Kafka:
+        return cls(*await asyncio.open_connection("127.0.0.1", b.kafka_port))
+
+    async def call(self, key: int, version: int, **fields: Any) -> Any:
+        self.corr += 1
+        body = make(codec.request_class(key, version), **fields)
+        self.writer.write(encode_request(key, version, self.corr, body))
+        async with asyncio.timeout(IO_TIMEOUT_S):
+            (size,) = struct.unpack(">i", await self.reader.readexactly(4))
+            frame = await self.reader.readexactly(size)
+        corr, resp = codec.decode_response(key, version, frame)
+        assert corr == self.corr
+        return resp
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(ConnectionError):
+            await self.writer.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def kafka(b: BrokerHarness) -> AsyncIterator[Kafka]:
+    c = await Kafka.connect(b)
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+def req(key: int, version: int, entity: str, /, **fields: Any) -> Any:
+    """A nested request entity (a resource, a config, a topic) of that API version."""
+    return make(nested(codec.request_class(key, version), entity), **fields)
+
+
+def describe_resource(version: int, kind: int, name: str, keys: Any = None) -> Any:
+    return req(
+        DESCRIBE_CONFIGS,
+        version,
+        "DescribeConfigsResource",
+        resource_type=kind,
+        resource_name=name,
+        configuration_keys=keys,
+    )
+
+
+def alter_resource(version: int, name: str, configs: dict[str, str | None], kind: int = TOPIC):
+    cfgs = tuple(
+        req(ALTER_CONFIGS, version, "AlterableConfig", name=k, value=v) for k, v in configs.items()
+    )
+    return req(
+        ALTER_CONFIGS,
+        version,
+        "AlterConfigsResource",
+        resource_type=kind,
+        resource_name=name,
+        configs=cfgs,
+    )
+
+
+def incremental_resource(
+    version: int, name: str, ops: list[tuple[str, int, str | None]], kind: int = TOPIC
+) -> Any:
+    cfgs = tuple(
+        req(
+            INCREMENTAL_ALTER_CONFIGS,
+            version,
+            "AlterableConfig",
+            name=k,
+            config_operation=op,
+            value=v,
+        )
+        for k, op, v in ops
+    )
+    return req(
+        INCREMENTAL_ALTER_CONFIGS,
+        version,
+        "AlterConfigsResource",
+        resource_type=kind,
+        resource_name=name,
+        configs=cfgs,
+    )
+
+
+def partitions_topic(version: int, name: str, count: int, assignments: Any = None) -> Any:
+    given = None
+    if assignments is not None:
+        given = tuple(
+            req(CREATE_PARTITIONS, version, "CreatePartitionsAssignment", broker_ids=tuple(a))
+            for a in assignments
+        )
+    return req(
+        CREATE_PARTITIONS,
+        version,
+        "CreatePartitionsTopic",
+        name=name,
+        count=count,
+        assignments=given,
+    )
+
+
+def codes(resp: Any) -> list[int]:
+    return [r.error_code.value for r in resp.responses]
+
+
+def acting_as_listener(b: BrokerHarness) -> None:
+    """Every config write reaches this broker's logs, as the config change listener does."""
+    b.topics.on_config = b.ctx.replicas.apply_topic_config
+
+
+# ----- DescribeConfigs -------------------------------------------------------------------------
+
+
+def test_the_four_apis_are_served_at_kafka_4_versions() -> None:
+    assert SERVED[DESCRIBE_CONFIGS] == (1, 4)
+    assert SERVED[ALTER_CONFIGS] == (0, 2)
+    assert SERVED[INCREMENTAL_ALTER_CONFIGS] == (0, 1)
+    assert SERVED[CREATE_PARTITIONS] == (0, 3)
+
+
+async def test_describe_topic_configs_gives_kafka_sources_and_types(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {"retention.ms": "1234"}})
+    async with running_broker(
+        tmp_path, topics=store, topic_defaults={"segment.bytes": "65536"}
+    ) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resp = await c.call(
+                DESCRIBE_CONFIGS,
+                4,
+                resources=(describe_resource(4, TOPIC, "t"),),
+                include_synonyms=True,
+                include_documentation=True,
+            )
+            (result,) = resp.results
+            assert result.error_code.value == 0 and result.resource_name == "t"
+            entries = {e.name: e for e in result.configs}
+            retention = entries["retention.ms"]
+            assert (retention.value, retention.config_source, retention.config_type) == (
+                "1234",
+                TOPIC_CONFIG,
+                TYPE_LONG,
+            )
+            assert not retention.read_only and not retention.is_sensitive
+            assert retention.synonyms == () and retention.documentation is None
+            segment = entries["segment.bytes"]
+            assert (segment.value, segment.config_source, segment.config_type) == (
+                "65536",
+                STATIC_BROKER_CONFIG,
+                TYPE_INT,
+            )
+            assert entries["max.message.bytes"].config_source == DEFAULT_CONFIG
+            unclean = entries["unclean.leader.election.enable"]
+            assert (unclean.value, unclean.config_type) == ("false", TYPE_BOOLEAN)
+
+
+async def test_describe_v1_filters_keys_and_reports_unknown_topics(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resources = (
+                describe_resource(1, TOPIC, "t", ("retention.ms", "segment.bytes")),
+                describe_resource(1, TOPIC, "nope"),
+                describe_resource(1, 99, "x"),
+            )
+            resp = await c.call(DESCRIBE_CONFIGS, 1, resources=resources, include_synonyms=False)
+            found, unknown, bad_type = resp.results
+            assert sorted(e.name for e in found.configs) == ["retention.ms", "segment.bytes"]
+            assert all(e.config_source == DEFAULT_CONFIG for e in found.configs)
+            assert unknown.error_code.value == UnknownTopicOrPartitionError.code
+            assert unknown.configs == ()
+            assert bad_type.error_code.value == InvalidRequestError.code
+
+
+async def test_describe_broker_gives_its_settings_by_kafka_names(tmp_path: Path) -> None:
+    async with (
+        running_broker(
+            tmp_path, num_partitions=3, topic_defaults={"min.insync.replicas": "2"}
+        ) as b,
+        kafka(b) as c,
+    ):
+        resources = (
+            describe_resource(4, BROKER, str(BROKER_ID)),
+            describe_resource(4, BROKER, "9"),
+        )
+        resp = await c.call(
+            DESCRIBE_CONFIGS,
+            4,
+            resources=resources,
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        mine, other = resp.results
+        entries = {e.name: e for e in mine.configs}
+        assert all(e.read_only for e in mine.configs)
+        assert (entries["num.partitions"].value, entries["num.partitions"].config_source) == (
+            "3",
+            STATIC_BROKER_CONFIG,
+        )
+        assert entries["default.replication.factor"].config_source == DEFAULT_CONFIG
+        assert entries["auto.create.topics.enable"].value == "true"
+        assert entries["message.max.bytes"].value == "1048588"
+        assert entries["min.insync.replicas"].config_source == STATIC_BROKER_CONFIG
+        assert entries["broker.id"].value == str(BROKER_ID)
+        assert other.error_code.value == InvalidRequestError.code
+
+
+# ----- AlterConfigs (the whole set) ------------------------------------------------------------
+
+
+async def test_alter_configs_replaces_the_override_set_and_logs_follow(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {"retention.ms": "1234", "flush.ms": "10"}})
+    async with running_broker(tmp_path, topics=store) as b:
+        acting_as_listener(b)
+        await b.lead("t", partitions=2)
+        async with kafka(b) as c:
+            resources = (alter_resource(2, "t", {"retention.bytes": "5000", "segment.ms": None}),)
+            resp = await c.call(ALTER_CONFIGS, 2, resources=resources, validate_only=False)
+            assert codes(resp) == [0]
+            assert store.configs["t"] == {"retention.bytes": "5000"}  # the others are gone
+            for p in (0, 1):
+                config = b.log_manager.get("t", p).config
+                assert (config.retention_bytes, config.flush_ms) == (5000, None)
+
+
+async def test_alter_configs_errors_are_per_resource(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {"retention.ms": "1234"}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resources = (
+                alter_resource(0, "t", {"retention.ms": "soon"}),
+                alter_resource(0, "nope", {"retention.ms": "1"}),
+                alter_resource(0, str(BROKER_ID), {"num.partitions": "3"}, kind=BROKER),
+            )
+            resp = await c.call(ALTER_CONFIGS, 0, resources=resources, validate_only=False)
+            assert codes(resp) == [
+                InvalidConfigError.code,
+                UnknownTopicOrPartitionError.code,
+                InvalidRequestError.code,
+            ]
+            assert resp.responses[2].error_message == "dynamic broker configs are not supported"
+            assert store.config_writes == []
+
+
+async def test_alter_configs_validate_only_writes_nothing(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resources = (alter_resource(1, "t", {"retention.ms": "1"}),)
+            resp = await c.call(ALTER_CONFIGS, 1, resources=resources, validate_only=True)
+            assert codes(resp) == [0] and store.config_writes == []
+            resources = (alter_resource(1, "t", {"no.such.config": "1"}),)
+            resp = await c.call(ALTER_CONFIGS, 1, resources=resources, validate_only=True)
+            assert codes(resp) == [InvalidConfigError.code]
+
+
+async def test_a_resource_named_twice_is_refused_both_times(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resource = alter_resource(2, "t", {"retention.ms": "1"})
+            resp = await c.call(
+                ALTER_CONFIGS, 2, resources=(resource, resource), validate_only=False
+            )
+            assert codes(resp) == [InvalidRequestError.code] * 2
+            assert store.config_writes == []
+
+
+# ----- IncrementalAlterConfigs -----------------------------------------------------------------
+
+
+async def test_incremental_set_and_delete_keep_the_other_overrides(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {"retention.ms": "1234", "flush.ms": "10"}})
+    async with running_broker(tmp_path, topics=store) as b:
+        acting_as_listener(b)
+        await b.lead("t")
+        async with kafka(b) as c:
+            ops = [("retention.bytes", SET, "4096"), ("flush.ms", DELETE, None)]
+            resp = await c.call(
+                INCREMENTAL_ALTER_CONFIGS,
+                1,
+                resources=(incremental_resource(1, "t", ops),),
+                validate_only=False,
+            )
+            assert codes(resp) == [0]
+            assert store.configs["t"] == {"retention.ms": "1234", "retention.bytes": "4096"}
+            config = b.log_manager.get("t", 0).config
+            assert (config.retention_ms, config.retention_bytes, config.flush_ms) == (
+                1234,
+                4096,
+                None,
+            )
+
+
+async def test_incremental_refusals(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resources = (
+                incremental_resource(0, "t", [("retention.ms", APPEND, "1")]),
+                incremental_resource(0, "t", [("no.such", SUBTRACT, "1")]),
+                incremental_resource(
+                    0, "t", [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)]
+                ),
+                incremental_resource(0, "t", [("retention.ms", 7, "1")]),
+                incremental_resource(0, "t", [("segment.bytes", SET, "0")]),
+                incremental_resource(0, "", [("num.partitions", SET, "2")], kind=BROKER),
+            )
+            # all at once: topic t five times (duplicates) and a broker (no dynamic configs)
+            resp = await c.call(
+                INCREMENTAL_ALTER_CONFIGS, 0, resources=resources, validate_only=False
+            )
+            assert codes(resp) == [InvalidRequestError.code] * 6
+            assert resp.responses[0].error_message == "duplicate resource in request"
+            assert resp.responses[5].error_message == "dynamic broker configs are not supported"
+            # then each topic resource alone
+            expected = [
+                (
+                    InvalidRequestError.code,
+                    "config value append is not allowed for config key: retention.ms",
+                ),
+                (InvalidConfigError.code, "unknown topic config name: no.such"),
+                (InvalidRequestError.code, "error due to duplicate config keys"),
+                (InvalidRequestError.code, "config operation 7 for retention.ms is unknown"),
+                (InvalidConfigError.code, None),
+            ]
+            for resource, (code, message) in zip(resources, expected, strict=False):
+                resp = await c.call(
+                    INCREMENTAL_ALTER_CONFIGS, 0, resources=(resource,), validate_only=False
+                )
+                assert codes(resp) == [code], resource
+                if message is not None:
+                    assert resp.responses[0].error_message == message
+            assert store.config_writes == []
+
+
+async def test_lowered_max_message_bytes_refuses_a_bigger_batch(tmp_path: Path) -> None:
+    store = FakeTopicStore(configs={"t": {}})
+    async with running_broker(tmp_path, topics=store) as b:
+        acting_as_listener(b)
+        await b.lead("t")
+        conn = await b.connect()
+        big = batch(count=4, size=500)
+        assert (await conn.send(produce("t", 0, big))).topics[0].partitions[0].error_code == 0
+        async with kafka(b) as c:
+            ops = [("max.message.bytes", SET, str(len(big) - 1))]
+            resp = await c.call(
+                INCREMENTAL_ALTER_CONFIGS,
+                1,
+                resources=(incremental_resource(1, "t", ops),),
+                validate_only=False,
+            )
+            assert codes(resp) == [0]
+            answer = (await conn.send(produce("t", 0, big))).topics[0].partitions[0]
+            assert answer.error_code == MessageTooLargeError.code
+
+
+# ----- CreatePartitions ------------------------------------------------------------------------
+
+
+def playing_controller(b: BrokerHarness) -> None:
+    """New partitions get led at once, as the controller would do on seeing the znode."""
+
+    async def lead(topic: str, added: dict[int, list[int]]) -> None:
+        await b.lead(topic, partitions=max(added) + 1)
+
+    b.topics.on_add_partitions = lead
+
+
+async def test_create_partitions_adds_and_waits_for_leaders(tmp_path: Path) -> None:
+    store = FakeTopicStore(assignments={"t": {0: [BROKER_ID]}})
+    async with running_broker(tmp_path, topics=store) as b:
+        playing_controller(b)
+        await b.lead("t")
+        async with kafka(b) as c:
+            resp = await c.call(
+                CREATE_PARTITIONS,
+                3,
+                topics=(partitions_topic(3, "t", 3),),
+                timeout=5000,
+                validate_only=False,
+            )
+            assert [(r.name, r.error_code.value) for r in resp.results] == [("t", 0)]
+            assert store.assignments["t"] == {0: [1], 1: [1], 2: [1]}
+            assert sorted(b.ctx.metadata.topics["t"]) == [0, 1, 2]
+
+
+async def test_create_partitions_refusals(tmp_path: Path) -> None:
+    store = FakeTopicStore(assignments={"t": {0: [BROKER_ID], 1: [BROKER_ID]}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t", partitions=2)
+        async with kafka(b) as c:
+            cases = [
+                (
+                    partitions_topic(0, "t", 2),
+                    InvalidPartitionsError.code,
+                    "topic already has 2 partitions",
+                ),
+                (partitions_topic(0, "t", 1), InvalidPartitionsError.code, None),
+                (partitions_topic(0, "t", 4, [[1]]), InvalidReplicaAssignmentError.code, None),
+                (partitions_topic(0, "t", 3, [[1, 1]]), InvalidReplicaAssignmentError.code, None),
+                (
+                    partitions_topic(0, "t", 3, [[7]]),
+                    InvalidReplicaAssignmentError.code,
+                    "unknown broker(s) in replica assignment: 7",
+                ),
+                (partitions_topic(0, "nope", 3), UnknownTopicOrPartitionError.code, None),
+            ]
+            for topic, code, message in cases:
+                resp = await c.call(
+                    CREATE_PARTITIONS, 0, topics=(topic,), timeout=1000, validate_only=False
+                )
+                assert resp.results[0].error_code.value == code, topic
+                if message is not None:
+                    assert resp.results[0].error_message == message
+            twice = (partitions_topic(0, "t", 3), partitions_topic(0, "t", 4))
+            resp = await c.call(
+                CREATE_PARTITIONS, 0, topics=twice, timeout=1000, validate_only=False
+            )
+            assert [r.error_code.value for r in resp.results] == [InvalidRequestError.code] * 2
+            assert store.assignments["t"] == {0: [1], 1: [1]}  # nothing changed
+
+
+async def test_create_partitions_validate_only_and_timeout(tmp_path: Path) -> None:
+    store = FakeTopicStore(assignments={"t": {0: [BROKER_ID]}})
+    async with running_broker(tmp_path, topics=store) as b:
+        await b.lead("t")
+        async with kafka(b) as c:
+            resp = await c.call(
+                CREATE_PARTITIONS,
+                2,
+                topics=(partitions_topic(2, "t", 2, [[1]]),),
+                timeout=1000,
+                validate_only=True,
+            )
+            assert resp.results[0].error_code.value == 0
+            assert store.assignments["t"] == {0: [1]}
+            # no controller leads the new partition: the znode is written, the wait times out
+            resp = await c.call(
+                CREATE_PARTITIONS,
+                2,
+                topics=(partitions_topic(2, "t", 2),),
+                timeout=50,
+                validate_only=False,
+            )
+            assert resp.results[0].error_code.value == RequestTimedOutError.code
+            assert store.assignments["t"] == {0: [1], 1: [1]}
