@@ -2,7 +2,7 @@
 
 A door is what differs between the native port and the Kafka port; broker/server.py does the
 rest (framing, pipelining, limits, sendfile) the same for both:
-- `route(frame)` decodes a request and picks its handler, or raises `Refusal` (the connection
+- `route(frame, peer_host)` decodes a request and picks its handler, or raises `Refusal` (the connection
   then closes after `reply`, if any, is sent);
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
@@ -52,7 +52,7 @@ class Refusal(Exception):
 class Door(Protocol):
     name: str
 
-    def route(self, frame: bytes) -> tuple[Any, Any]: ...
+    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]: ...
 
     def encode(self, request: Any, result: Any) -> list[Chunk]: ...
 
@@ -64,7 +64,7 @@ class Door(Protocol):
 class NativeDoor:
     name = "native"
 
-    def route(self, frame: bytes) -> tuple[Any, Any]:
+    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
         try:
             request = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -104,9 +104,9 @@ def _native_error(frame: bytes, code: int) -> bytes | None:
 class KafkaDoor:
     name = "kafka"
 
-    def route(self, frame: bytes) -> tuple[Any, Any]:
+    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
         try:
-            request = kafka_codec.decode_request(frame, SERVED)
+            request = kafka_codec.decode_request(frame, SERVED, f"/{peer_host}")
         except ProtocolError as exc:
             raise Refusal(str(exc)) from None
         return request, KAFKA_HANDLERS[request.header.api_key]

@@ -90,13 +90,16 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.last_active_ms = self.clock.monotonic_ms()
         self.peer = "?"
+        self.peer_host = ""
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCPTransport is not a subclass of asyncio.Transport: no isinstance check
         self.transport = tr = cast(asyncio.Transport, transport)
-        self.peer = str(tr.get_extra_info("peername"))
+        peername = tr.get_extra_info("peername")
+        self.peer = str(peername)
+        self.peer_host = str(peername[0]) if isinstance(peername, tuple) else ""
         sock = tr.get_extra_info("socket")
         self.sock_fd = sock.fileno() if sock is not None else -1
         if len(self.server.connections) >= self.ctx.config.max_connections:
@@ -142,7 +145,7 @@ class Connection(asyncio.Protocol):
 
     def _on_frame(self, frame: bytes) -> None:
         try:
-            request, handler = self.door.route(frame)
+            request, handler = self.door.route(frame, self.peer_host)
         except Refusal as refusal:
             self._fatal(refusal)
             return

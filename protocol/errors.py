@@ -109,15 +109,23 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               invalid_metadata=True),
     ErrorSpec(68, "NON_EMPTY_GROUP", False, "The group is not empty."),
     ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
+    ErrorSpec(72, "LISTENER_NOT_FOUND", True,
+              "The leader has no listener of the kind the request came in on.",
+              invalid_metadata=True),
     ErrorSpec(74, "FENCED_LEADER_EPOCH", True,
               "The leader epoch in the request is older than the broker's.", invalid_metadata=True),
     ErrorSpec(75, "UNKNOWN_LEADER_EPOCH", True,
               "The leader epoch in the request is newer than the broker's.", invalid_metadata=True),
+    ErrorSpec(79, "MEMBER_ID_REQUIRED", False,
+              "The group member needs a member id: rejoin with the one given (KIP-394)."),
     ErrorSpec(80, "PREFERRED_LEADER_NOT_AVAILABLE", True,
               "The preferred replica is not alive or not in the ISR: it cannot lead now."),
     ErrorSpec(84, "ELECTION_NOT_NEEDED", False, "The preferred leader already leads."),
+    ErrorSpec(81, "GROUP_MAX_SIZE_REACHED", False, "The group has as many members as allowed."),
     ErrorSpec(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
               "No reassignment of that partition is in progress."),
+    ErrorSpec(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
+              "The group's members are subscribed to the topic: its offsets cannot be deleted."),
     ErrorSpec(87, "INVALID_RECORD", False,
               "The batch failed the broker's checks on what a client may produce."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
@@ -315,6 +323,18 @@ class NoReassignmentInProgressError(OdradekError): ...
 
 
 class InvalidRecordError(OdradekError): ...
+
+
+class MemberIdRequiredError(OdradekError): ...
+
+
+class GroupMaxSizeReachedError(OdradekError): ...
+
+
+class GroupSubscribedToTopicError(OdradekError): ...
+
+
+class ListenerNotFoundError(OdradekError): ...
 
 
 class ThrottlingQuotaExceededError(OdradekError): ...

@@ -14,6 +14,16 @@ PrepareForRebalance; members learn it from their heartbeats (REBALANCE_IN_PROGRE
 when all have (or the rebalance timeout passes, dropping the rest) the generation is bumped, the
 assignor runs, a group record is written, every pending JoinGroup is answered, and the group
 waits in Rebalancing for one heartbeat of the new generation from each member, then is Ready.
+
+Kafka groups (the classic protocol, `join_classic` / `sync`): members join with the assignors
+they support (name and opaque metadata each); when all have, the generation is bumped, the
+protocol most members prefer among those all support is chosen, the leader (kept, or the first
+to join) is answered with every member's metadata and the others with none, and the group
+waits in Awaiting sync for the leader's SyncGroup. Its assignment (opaque bytes per member) is
+written in the group record, then every SyncGroup is answered with its member's part: Ready.
+A JoinGroup v4+ without a member id gets MEMBER_ID_REQUIRED and a fresh id to rejoin with
+(KIP-394). A group is native or Kafka by its first member; the other kind is refused with
+INCONSISTENT_GROUP_PROTOCOL.
 """
 
 from __future__ import annotations
@@ -28,9 +38,11 @@ from coordinator.group.records import CoordinatorRecord, GroupKey, OffsetKey, of
 from coordinator.group.states import State, check_transition
 from protocol.api.group import JoinGroupResponse, TopicPartitions
 from protocol.errors import (
+    GroupMaxSizeReachedError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
+    MemberIdRequiredError,
     NonEmptyGroupError,
     RebalanceInProgressError,
     UnknownMemberIdError,
@@ -57,6 +69,14 @@ class Member:
     assignment: list[TP] = field(default_factory=list)
     deadline_ms: int = 0  # session expiry: last heartbeat + session timeout
     joined: bool = False  # has sent JoinGroup in the current rebalance
+    # Kafka groups only: the client's host, its protocols (assignor name, metadata) in order
+    # of preference, and its opaque assignment from the leader's SyncGroup
+    client_host: str = ""
+    protocols: list[tuple[str, bytes]] = field(default_factory=list)
+    assignment_bytes: bytes = b""
+
+    def metadata_for(self, protocol: str | None) -> bytes:
+        return next((m for name, m in self.protocols if name == protocol), b"")
 
     def subscribed(self, all_topics: Iterable[str]) -> set[str]:
         found = set(self.topics)
@@ -84,16 +104,45 @@ class Group:
     partition_counts: dict[str, int] = field(default_factory=dict)  # at the last assignment
     rebalance_deadline_ms: int = 0
     awaiting_heartbeat: set[str] = field(default_factory=set)
+    # Kafka groups: protocol_type is set ("consumer", ...) while it has members; None: native
+    protocol_type: str | None = None
+    leader_id: str | None = None
+    pending_members: dict[str, int] = field(default_factory=dict)  # KIP-394 id -> deadline
 
     def move(self, target: State) -> None:
         self.state = check_transition(self.state, target)
+
+    @property
+    def is_kafka(self) -> bool:
+        return self.protocol_type is not None
 
 
 @dataclass(slots=True)
 class Result:
     records: list[CoordinatorRecord] = field(default_factory=list)
     response: Any = None
-    joins: dict[str, JoinGroupResponse] = field(default_factory=dict)
+    joins: dict[str, Any] = field(default_factory=dict)  # member -> its JoinGroup answer
+    syncs: dict[str, SyncAnswer] = field(default_factory=dict)  # member -> its SyncGroup answer
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicJoinAnswer:
+    """A Kafka JoinGroup answer: the leader gets `members` (id, metadata), others none."""
+
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    member_id: str
+    members: list[tuple[str, bytes]] = field(default_factory=list)
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncAnswer:
+    error_code: int
+    assignment: bytes = b""
 
 
 def _join_error(code: int, member_id: str = "", message: str | None = None) -> Result:
@@ -125,6 +174,12 @@ def join(
             re.compile(pattern)
     except Exception as exc:
         return _join_error(InconsistentGroupProtocolError.code, member_id, str(exc))
+    if group.members and group.is_kafka:
+        return _join_error(
+            InconsistentGroupProtocolError.code, member_id,
+            f"group {group.group_id} is a Kafka consumer group (its members assign partitions "
+            "themselves); an odradek consumer cannot join it: use another group id",
+        )  # fmt: skip
     if group.members and group.strategy not in (None, strategy):
         return _join_error(
             InconsistentGroupProtocolError.code, member_id,
@@ -158,6 +213,8 @@ def heartbeat(group: Group, generation: int, member_id: str, now_ms: int) -> Res
         return Result(response=RebalanceInProgressError.code)
     if generation != group.generation:
         return Result(response=IllegalGenerationError.code)
+    if group.state is State.AWAITING_SYNC:
+        return Result(response=NONE)
     if group.state is State.REBALANCING:
         group.awaiting_heartbeat.discard(member_id)
         if not group.awaiting_heartbeat:
@@ -166,23 +223,44 @@ def heartbeat(group: Group, generation: int, member_id: str, now_ms: int) -> Res
 
 
 def leave(group: Group, member_id: str, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
+    if group.pending_members.pop(member_id, None) is not None:
+        return Result(response=NONE)
+    kafka = group.is_kafka
     if group.members.pop(member_id, None) is None:
         return Result(response=UnknownMemberIdError.code)
     result = _after_removal(group, now_ms, partition_counts)
     result.response = NONE
-    result.joins[member_id] = JoinGroupResponse(UnknownMemberIdError.code, -1, member_id, [])
+    gone = UnknownMemberIdError.code
+    result.joins[member_id] = (
+        ClassicJoinAnswer(gone, -1, None, None, "", member_id)
+        if kafka
+        else JoinGroupResponse(gone, -1, member_id, [])
+    )
+    result.syncs[member_id] = SyncAnswer(gone)
     return result
 
 
 def tick(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
     """Session expiry, rebalance timeout, and subscription changes (counts of all topics)."""
-    if group.state in (State.READY, State.REBALANCING):
+    for pending, deadline in list(group.pending_members.items()):
+        if deadline <= now_ms:
+            del group.pending_members[pending]
+    if group.state is State.AWAITING_SYNC and now_ms >= group.rebalance_deadline_ms:
+        # the leader never sent its assignment: it is dropped, the rest rejoin
+        if group.leader_id is not None:
+            group.members.pop(group.leader_id, None)
+        return _after_removal(group, now_ms, partition_counts)
+    if group.state in (State.READY, State.REBALANCING, State.AWAITING_SYNC):
         expired = [m for m in group.members.values() if m.deadline_ms <= now_ms]
         if expired:
             for m in expired:
                 del group.members[m.member_id]
             return _after_removal(group, now_ms, partition_counts)
-        if group.state is State.READY and _subscription_changed(group, partition_counts):
+        if (
+            group.state is State.READY
+            and not group.is_kafka  # a Kafka group's leader watches its topics itself
+            and _subscription_changed(group, partition_counts)
+        ):
             _prepare(group, now_ms)
         return Result()
     if group.state is State.PREPARE_FOR_REBALANCE:
@@ -209,6 +287,7 @@ def _after_removal(group: Group, now_ms: int, partition_counts: Mapping[str, int
         group.move(State.EMPTY)
         group.generation += 1
         group.strategy = None
+        group.protocol_type = group.leader_id = None
         group.awaiting_heartbeat.clear()
         return Result(records=[group_record(group)])
     if group.state is not State.PREPARE_FOR_REBALANCE:
@@ -220,6 +299,8 @@ def _maybe_complete(group: Group, now_ms: int, partition_counts: Mapping[str, in
     """All members rejoined: bump the generation, assign, record, answer every join."""
     if group.state is not State.PREPARE_FOR_REBALANCE:
         return Result()
+    if group.is_kafka:
+        return _complete_classic(group, now_ms) if _all_joined(group) else Result()
     if not all(m.joined for m in group.members.values()):
         return Result()
     subs = {mid: m.subscribed(partition_counts) for mid, m in group.members.items()}
@@ -254,6 +335,164 @@ def to_wire(assignment: Iterable[TP]) -> list[TopicPartitions]:
     return [TopicPartitions(t, ps) for t, ps in by_topic.items()]
 
 
+# ----- Kafka groups: the classic protocol ----------------------------------------------------
+
+
+def join_classic(
+    group: Group,
+    member_id: str,
+    client_id: str,
+    client_host: str,
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    protocol_type: str,
+    protocols: list[tuple[str, bytes]],
+    now_ms: int,
+    new_member_id: str | None = None,
+    limits: GroupLimits = GroupLimits(),
+) -> Result:
+    """A Kafka JoinGroup. `member_id` "" with `new_member_id` given (v4+, KIP-394): answer
+    MEMBER_ID_REQUIRED with that id; "" without it (v0-3): join at once with a fresh id."""
+
+    def error(code: int, message: str | None = None, mid: str = member_id) -> Result:
+        return Result(response=ClassicJoinAnswer(code, -1, None, None, "", mid, [], message))
+
+    if not limits.min_session_timeout_ms <= session_timeout_ms <= limits.max_session_timeout_ms:
+        return error(InvalidSessionTimeoutError.code)
+    if not protocol_type or not protocols:
+        return error(InconsistentGroupProtocolError.code, "a member needs a protocol")
+    if group.members and not group.is_kafka:
+        return error(
+            InconsistentGroupProtocolError.code,
+            f"group {group.group_id} is an odradek consumer group (the coordinator assigns its "
+            "partitions); a Kafka client cannot join it: use another group id",
+        )
+    if group.members and protocol_type != group.protocol_type:
+        why = f"group {group.group_id} has protocol type {group.protocol_type!r}"
+        return error(InconsistentGroupProtocolError.code, why)
+    if group.members and not _supported_by_all(group, protocols, member_id):
+        return error(InconsistentGroupProtocolError.code,
+                     "none of the member's assignors is supported by every member")  # fmt: skip
+    if not member_id:
+        if new_member_id is None:
+            return error(InvalidSessionTimeoutError.code, "no member id")
+        group.pending_members[new_member_id] = now_ms + session_timeout_ms
+        return error(MemberIdRequiredError.code, None, new_member_id)
+    member = group.members.get(member_id)
+    if member is None:
+        if member_id not in group.pending_members:
+            return error(UnknownMemberIdError.code)
+        if len(group.members) >= limits.max_members:
+            return error(GroupMaxSizeReachedError.code)
+        del group.pending_members[member_id]
+        member = Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms, (), None)
+        group.members[member_id] = member
+    elif group.state in (State.READY, State.AWAITING_SYNC) and _unchanged(group, member, protocols):
+        # a known member rejoining with nothing new: the current generation, no rebalance
+        member.deadline_ms = now_ms + session_timeout_ms
+        return Result(response=_classic_answer(group, member_id))
+    member.client_id, member.client_host, member.protocols = client_id, client_host, protocols
+    member.session_timeout_ms, member.rebalance_timeout_ms = (
+        session_timeout_ms,
+        rebalance_timeout_ms,
+    )
+    member.joined = True
+    member.deadline_ms = now_ms + session_timeout_ms
+    group.protocol_type = protocol_type
+    if group.state is not State.PREPARE_FOR_REBALANCE:
+        _prepare(group, now_ms)
+    return _complete_classic(group, now_ms) if _all_joined(group) else Result()
+
+
+def _all_joined(group: Group) -> bool:
+    """Every member rejoined, and no new member is still to come back with its id (Kafka's
+    hasAllMembersJoined: pending members hold the rebalance until they join or expire)."""
+    return all(m.joined for m in group.members.values()) and not group.pending_members
+
+
+def _supported_by_all(group: Group, protocols: list[tuple[str, bytes]], member_id: str) -> bool:
+    names = {n for n, _ in protocols}
+    for m in group.members.values():
+        if m.member_id != member_id and m.protocols:
+            names &= {n for n, _ in m.protocols}
+    return bool(names)
+
+
+def _unchanged(group: Group, member: Member, protocols: list[tuple[str, bytes]]) -> bool:
+    return member.member_id != group.leader_id and member.protocols == protocols
+
+
+def choose_protocol(members: Iterable[Member]) -> str | None:
+    """Kafka's vote: among the protocols every member supports, each member votes for the
+    first of its own list; most votes wins (ties: the first voter's choice)."""
+    members = list(members)
+    if not members:
+        return None
+    common = set.intersection(*({n for n, _ in m.protocols} for m in members))
+    votes: dict[str, int] = {}
+    for m in members:
+        choice = next((n for n, _ in m.protocols if n in common), None)
+        if choice is not None:
+            votes[choice] = votes.get(choice, 0) + 1
+    return max(votes, key=lambda n: votes[n]) if votes else None
+
+
+def _complete_classic(group: Group, now_ms: int) -> Result:
+    """Everyone joined: bump, choose a protocol and a leader, answer every JoinGroup."""
+    group.generation += 1
+    group.strategy = choose_protocol(group.members.values())
+    if group.leader_id not in group.members:
+        group.leader_id = next(iter(group.members))
+    group.move(State.AWAITING_SYNC)
+    timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+    group.rebalance_deadline_ms = now_ms + timeout
+    joins: dict[str, Any] = {}
+    for mid, m in group.members.items():
+        m.joined = False
+        m.deadline_ms = now_ms + m.session_timeout_ms
+        joins[mid] = _classic_answer(group, mid)
+    return Result(joins=joins)
+
+
+def _classic_answer(group: Group, member_id: str) -> ClassicJoinAnswer:
+    members = []
+    if member_id == group.leader_id:
+        members = [(m.member_id, m.metadata_for(group.strategy)) for m in group.members.values()]
+    return ClassicJoinAnswer(NONE, group.generation, group.protocol_type, group.strategy,
+                             group.leader_id or "", member_id, members)  # fmt: skip
+
+
+def sync(
+    group: Group,
+    generation: int,
+    member_id: str,
+    assignments: Mapping[str, bytes],
+    protocol_type: str | None = None,
+    protocol_name: str | None = None,
+) -> Result:
+    """A Kafka SyncGroup. The response is a SyncAnswer, or None: wait for the leader's."""
+    member = group.members.get(member_id)
+    if member is None:
+        return Result(response=SyncAnswer(UnknownMemberIdError.code))
+    if generation != group.generation:
+        return Result(response=SyncAnswer(IllegalGenerationError.code))
+    if (protocol_type is not None and protocol_type != group.protocol_type) or (
+        protocol_name is not None and protocol_name != group.strategy
+    ):
+        return Result(response=SyncAnswer(InconsistentGroupProtocolError.code))
+    if group.state is State.PREPARE_FOR_REBALANCE:
+        return Result(response=SyncAnswer(RebalanceInProgressError.code))
+    if group.state is State.READY:
+        return Result(response=SyncAnswer(NONE, member.assignment_bytes))
+    if group.state is not State.AWAITING_SYNC or member_id != group.leader_id:
+        return Result()  # wait for the leader's
+    for mid, m in group.members.items():
+        m.assignment_bytes = bytes(assignments.get(mid, b""))
+    group.move(State.READY)
+    syncs = {mid: SyncAnswer(NONE, m.assignment_bytes) for mid, m in group.members.items()}
+    return Result(records=[group_record(group)], response=syncs[member_id], syncs=syncs)
+
+
 # ----- offsets ------------------------------------------------------------------------------
 
 
@@ -271,6 +510,8 @@ def commit(
             return Result(response=UnknownMemberIdError.code)
         if generation != group.generation:
             return Result(response=IllegalGenerationError.code)
+        if group.state is State.AWAITING_SYNC:
+            return Result(response=RebalanceInProgressError.code)
         if group.state is State.REBALANCING and member_id in group.awaiting_heartbeat:
             group.awaiting_heartbeat.discard(member_id)
             if not group.awaiting_heartbeat:
@@ -292,14 +533,20 @@ def delete(group: Group) -> Result:
 
 
 def group_record(group: Group) -> CoordinatorRecord:
-    members = [
+    members: list[dict[str, Any]] = [
         {"id": m.member_id, "client_id": m.client_id, "session_timeout_ms": m.session_timeout_ms,
          "rebalance_timeout_ms": m.rebalance_timeout_ms, "topics": list(m.topics),
          "pattern": m.pattern, "assignment": [list(tp) for tp in m.assignment]}
         for m in group.members.values()
     ]  # fmt: skip
+    if group.is_kafka:  # Kafka's GroupMetadataValue: the chosen protocol's metadata only
+        for entry, m in zip(members, group.members.values(), strict=True):
+            entry["client_host"] = m.client_host
+            entry["subscription"] = m.metadata_for(group.strategy)
+            entry["assignment_bytes"] = m.assignment_bytes
     value = {"generation": group.generation, "strategy": group.strategy, "members": members,
-             "partition_counts": group.partition_counts}  # fmt: skip
+             "partition_counts": group.partition_counts,
+             "protocol_type": group.protocol_type, "leader": group.leader_id}  # fmt: skip
     return CoordinatorRecord(GroupKey(group.group_id), value)
 
 
@@ -326,6 +573,8 @@ def load_group_value(group: Group, value: Mapping[str, Any], now_ms: int) -> Non
     """A loaded group is Ready with its recorded members; each gets a fresh session."""
     group.generation = int(value["generation"])
     group.strategy = value.get("strategy")
+    group.protocol_type = value.get("protocol_type")
+    group.leader_id = value.get("leader")
     group.partition_counts = {str(t): int(n) for t, n in value.get("partition_counts", {}).items()}
     group.members = {}
     for m in value.get("members", []):
@@ -336,6 +585,10 @@ def load_group_value(group: Group, value: Mapping[str, Any], now_ms: int) -> Non
             [(str(t), int(p)) for t, p in m.get("assignment", [])],
             now_ms + int(m["session_timeout_ms"]),
         )  # fmt: skip
+        if group.protocol_type is not None:
+            member.client_host = str(m.get("client_host", ""))
+            member.protocols = [(group.strategy or "", bytes(m.get("subscription", b"")))]
+            member.assignment_bytes = bytes(m.get("assignment_bytes", b""))
         group.members[member.member_id] = member
     group.state = State.READY if group.members else State.EMPTY
     group.awaiting_heartbeat = set()

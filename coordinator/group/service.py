@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coordinator.group import group as ops
-from coordinator.group.group import Group, GroupLimits, Result
+from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
 from coordinator.group.group_log import GroupLog
 from coordinator.group.records import (
     MAX_RECORDS_PER_BATCH,
     OFFSETS_TOPIC,
     CoordinatorRecord,
+    OffsetKey,
     build,
     decode,
     partition_for,
@@ -71,6 +72,7 @@ from protocol.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
     InvalidGroupIdError,
     NotCoordinatorError,
     NotLeaderForPartitionError,
@@ -128,7 +130,8 @@ class GroupCoordinator:
         self.clock = clock
         self.config = config
         self.owned: dict[int, OwnedPartition] = {}
-        self._pending: dict[tuple[str, str], asyncio.Future[JoinGroupResponse]] = {}
+        self._pending: dict[tuple[str, str], asyncio.Future[Any]] = {}  # JoinGroups waiting
+        self._syncs: dict[tuple[str, str], asyncio.Future[SyncAnswer]] = {}  # SyncGroups waiting
         self._new_member_id = new_member_id or (
             lambda client: f"{client or 'consumer'}-{uuid.uuid4()}"
         )
@@ -167,7 +170,8 @@ class GroupCoordinator:
                 continue
             for group in list(owned.groups.values()):
                 result = ops.tick(group, now, counts)
-                if result.records or result.joins:
+                self._after(group)
+                if result.records or result.joins or result.syncs:
                     self._spawn(self._finish(owned, group.group_id, result))
 
     def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
@@ -196,6 +200,7 @@ class GroupCoordinator:
                 fut = self._pending.pop(key)
                 if not fut.done():
                     fut.set_result(JoinGroupResponse(NotCoordinatorError.code, -1, key[1], []))
+            self._drop_syncs(gid, NotCoordinatorError.code)
         log.info("no longer coordinator for %s-%d (%d groups)", OFFSETS_TOPIC, index,
                  len(owned.groups))  # fmt: skip
 
@@ -285,7 +290,22 @@ class GroupCoordinator:
             if fut is not None and not fut.done():
                 fut.set_result(response if code == NONE else
                                JoinGroupResponse(code, -1, member_id, []))  # fmt: skip
+        for member_id, answer in result.syncs.items():
+            sync = self._syncs.pop((group_id, member_id), None)
+            if sync is not None and not sync.done():
+                sync.set_result(answer if code == NONE else SyncAnswer(code))
         return code
+
+    def _after(self, group: Group) -> None:
+        """A group that went back to rebalancing (or emptied) fails its waiting SyncGroups."""
+        if group.state in (State.PREPARE_FOR_REBALANCE, State.EMPTY):
+            self._drop_syncs(group.group_id, ops.RebalanceInProgressError.code)
+
+    def _drop_syncs(self, group_id: str, code: int) -> None:
+        for key in [k for k in self._syncs if k[0] == group_id]:
+            fut = self._syncs.pop(key)
+            if not fut.done():
+                fut.set_result(SyncAnswer(code))
 
     # ----- requests ---------------------------------------------------------------------------
 
@@ -384,6 +404,7 @@ class GroupCoordinator:
         result = ops.leave(group, member_id, self.clock.monotonic_ms(), self._partition_counts())
         if result.response != NONE:
             return int(result.response)
+        self._after(group)
         await self._finish(owned, group_id, result)
         return NONE
 
@@ -473,6 +494,134 @@ class GroupCoordinator:
                             ops.replay(owned.groups, record, self.clock.monotonic_ms())
             out.append(DeletedGroup(gid, code))
         return out
+
+    # ----- Kafka groups (the classic protocol) -----------------------------------------------
+
+    async def join_classic(
+        self,
+        group_id: str,
+        member_id: str,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+    ) -> ClassicJoinAnswer:
+        """A Kafka JoinGroup: answered when the rebalance it takes part in completes."""
+        owned, code = self._locate(group_id)
+        if owned is None:
+            return ClassicJoinAnswer(code, -1, None, None, "", member_id)
+        group = owned.groups.setdefault(group_id, Group(group_id))
+        fresh = None if member_id else self._new_member_id(client_id)
+        if fresh is not None and not require_known_member_id:
+            group.pending_members[fresh] = self.clock.monotonic_ms() + session_timeout_ms
+            member_id, fresh = fresh, None
+        key = (group_id, member_id)
+        old = self._pending.pop(key, None) if member_id else None
+        if old is not None and not old.done():
+            old.set_result(ClassicJoinAnswer(ops.RebalanceInProgressError.code, -1, None, None,
+                                             "", member_id))  # fmt: skip
+        result = ops.join_classic(
+            group, member_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
+            protocol_type, protocols, self.clock.monotonic_ms(), fresh, self.config.limits,
+        )  # fmt: skip
+        self._after(group)
+        if result.response is not None:
+            answer: ClassicJoinAnswer = result.response
+            return answer
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[key] = fut
+        await self._finish(owned, group_id, result)
+        try:
+            async with asyncio.timeout((rebalance_timeout_ms + session_timeout_ms) / 1000):
+                got = await asyncio.shield(fut)
+        except TimeoutError:
+            self._pending.pop(key, None)
+            got = None
+        if isinstance(got, ClassicJoinAnswer):
+            return got
+        code = ops.RebalanceInProgressError.code if got is None else got.error_code
+        return ClassicJoinAnswer(code, -1, None, None, "", member_id)
+
+    async def sync(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        assignments: dict[str, bytes],
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> SyncAnswer:
+        """A Kafka SyncGroup: the leader's brings the assignment; the others wait for it."""
+        owned, code = self._locate(group_id)
+        if owned is None:
+            return SyncAnswer(code)
+        group = owned.groups.get(group_id)
+        if group is None:
+            return SyncAnswer(ops.UnknownMemberIdError.code)
+        result = ops.sync(group, generation, member_id, assignments, protocol_type, protocol_name)
+        if result.response is None:
+            key = (group_id, member_id)
+            old = self._syncs.pop(key, None)
+            if old is not None and not old.done():
+                old.set_result(SyncAnswer(ops.RebalanceInProgressError.code))
+            fut: asyncio.Future[SyncAnswer] = asyncio.get_running_loop().create_future()
+            self._syncs[key] = fut
+            timeout_ms = max(group.rebalance_deadline_ms - self.clock.monotonic_ms(), 0) + 1000
+            try:
+                async with asyncio.timeout(timeout_ms / 1000):
+                    return await asyncio.shield(fut)
+            except TimeoutError:
+                self._syncs.pop(key, None)
+                return SyncAnswer(ops.RebalanceInProgressError.code)
+        answer: SyncAnswer = result.response
+        if result.records or result.syncs:
+            code = await self._finish(owned, group_id, result)
+            if code != NONE:
+                return SyncAnswer(code)
+        return answer
+
+    def group_view(self, group_id: str) -> tuple[int, Group | None]:
+        """(error code, the group) for describing it; (NONE, None): no such group here."""
+        owned, code = self._locate(group_id)
+        if owned is None:
+            return code, None
+        return NONE, owned.groups.get(group_id)
+
+    def all_groups(self) -> list[Group]:
+        """Every group of every offsets partition this broker coordinates and has loaded."""
+        return [
+            g
+            for owned in self.owned.values()
+            if owned.state is State.READY
+            for g in owned.groups.values()
+        ]
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]], subscribed: set[str]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete: tombstones for the partitions of topics the group is not subscribed to
+        (`subscribed`: the members' topics, worked out by the caller from their metadata)."""
+        owned, code = self._locate(group_id)
+        group = owned.groups.get(group_id) if owned is not None else None
+        if owned is None or group is None:
+            return (code if owned is None else GroupIdNotFoundError.code), {}
+        codes = {tp: NONE for tp in partitions}
+        records = []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                codes[tp] = GroupSubscribedToTopicError.code
+            elif tp in group.offsets:
+                records.append(CoordinatorRecord(OffsetKey(group_id, tp[0], tp[1]), None))
+        if records:
+            code = await self._append(owned, records)
+            if code != NONE:
+                return code, {}
+            for record in records:
+                ops.replay(owned.groups, record, self.clock.monotonic_ms())
+        return NONE, codes
 
 
 def error_code(exc: BaseException) -> int:

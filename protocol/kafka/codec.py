@@ -44,6 +44,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
 from protocol.errors import ProtocolError
+from protocol.kafka import guard
 
 API_VERSIONS_KEY = 18
 _FIXED = struct.Struct(">hhi")
@@ -69,6 +70,7 @@ class KafkaRequest:
     header: KafkaHeader
     body: Any  # the kio request entity; None for an ApiVersions version we do not serve
     flexible: bool
+    client_host: str = ""  # the peer's address as Kafka shows it ("/127.0.0.1")
 
 
 @functools.cache
@@ -99,7 +101,9 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return int(key), int(version), int(corr)
 
 
-def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> KafkaRequest:
+def decode_request(
+    frame: bytes, served: Mapping[int, tuple[int, int]], client_host: str = ""
+) -> KafkaRequest:
     """Decode one request frame body against the versions `served` (api key -> (min, max))."""
     key, version, corr = peek_header(frame)
     bounds = served.get(key)
@@ -108,7 +112,7 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Kafka
     in_range = bounds[0] <= version <= bounds[1]
     if key == API_VERSIONS_KEY and not in_range:
         header = KafkaHeader(key, version, corr, _client_id_or_none(frame))
-        return KafkaRequest(header, None, False)
+        return KafkaRequest(header, None, False, client_host)
     if not in_range:
         raise KafkaRequestError(f"api key {key} version {version} is not served")
     try:
@@ -118,15 +122,21 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Kafka
         raise KafkaRequestError(f"api key {key} version {version} is not served") from None
     flexible = bool(cls.__flexible__)
     try:
+        guard.check_header(frame, flexible)  # kio's reader must never see an oversize length
         header_entity, used = _reader(RequestHeaderV2 if flexible else RequestHeaderV1)(frame, 0)
+        guard.check(cls, frame, used)
         body, _ = _reader(cls)(frame, used)
+    except guard.OversizeError as exc:
+        raise KafkaRequestError(f"api key {key} v{version}: {exc}") from None
     except Exception as exc:  # kio raises several types for garbage (underflow, utf-8, ...)
         raise KafkaRequestError(f"api key {key} v{version}: malformed request: {exc}") from None
-    return KafkaRequest(KafkaHeader(key, version, corr, header_entity.client_id), body, flexible)
+    header = KafkaHeader(key, version, corr, header_entity.client_id)
+    return KafkaRequest(header, body, flexible, client_host)
 
 
 def _client_id_or_none(frame: bytes) -> str | None:
     try:
+        guard.check_header(frame, False)
         header, _ = _reader(RequestHeaderV1)(frame, 0)
         client_id: str | None = header.client_id
         return client_id

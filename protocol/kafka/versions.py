@@ -13,7 +13,10 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.
-Group APIs are not served yet (the consumer-groups issue adds them).
+- Consumer groups on Kafka's classic protocol: JoinGroup 0-4 (v5+ is static membership,
+  KIP-345, which odradek does not do, so it is not advertised), SyncGroup 0-5, Heartbeat 0-4,
+  LeaveGroup 0-4, OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch groups), FindCoordinator
+  0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ PRODUCE = 0
 FETCH = 1
 LIST_OFFSETS = 2
 METADATA = 3
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -38,10 +50,23 @@ ELECT_LEADERS = 43
 INCREMENTAL_ALTER_CONFIGS = 44
 ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
 DESCRIBE_CLUSTER = 60
 DESCRIBE_TOPIC_PARTITIONS = 75
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
+    OFFSET_COMMIT: (2, 7),
+    OFFSET_FETCH: (1, 7),
+    FIND_COORDINATOR: (0, 4),
+    JOIN_GROUP: (0, 4),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 4),
+    SYNC_GROUP: (0, 5),
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 4),
+    DELETE_GROUPS: (0, 2),
+    OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 9),
     FETCH: (4, 12),
     LIST_OFFSETS: (1, 6),

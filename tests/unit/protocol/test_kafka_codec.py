@@ -195,3 +195,18 @@ def test_mutated_frames_of_every_api_give_only_typed_errors(frame: bytes) -> Non
 )
 def test_random_frames_give_only_typed_errors(key: int, version: int, rest: bytes) -> None:
     _survives(struct.pack(">hhi", key, version, 3) + rest)
+
+
+def test_huge_declared_lengths_are_refused_before_anything_is_allocated() -> None:
+    """kio's reader would allocate what a length declares and abort the process when that
+    fails; the guard refuses such a frame first (this test would crash without it)."""
+    huge_uvarint = b"\xff\xff\xff\xff\x7f"  # 2^35 - 1
+    flexible = struct.pack(">hhih", 3, 9, 1, -1) + b"\x00" + huge_uvarint + b"\x00" * 8
+    with pytest.raises(KafkaRequestError, match="past the request's end"):
+        decode_request(flexible, SERVED)
+    legacy = struct.pack(">hhih", 3, 1, 1, -1) + struct.pack(">i", 2**31 - 1)
+    with pytest.raises(KafkaRequestError):
+        decode_request(legacy, SERVED)
+    for key, version in DECODABLE:  # a body of big lengths, for every API and version
+        for filler in (b"\xff" * 12, b"\x7f" * 12, b"\x80" * 12):
+            _survives(struct.pack(">hhih", key, version, 1, -1) + filler)

@@ -1,0 +1,55 @@
+"""FindCoordinator (10), v0-v4: the group's coordinator at its Kafka endpoint, from the same
+service as the native FindCoordinator (which creates `__consumer_offsets` on first use).
+v4 asks for many keys at once. A transaction coordinator (key type 1) is refused with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients treat as fatal: no transactions here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.errors import (
+    CoordinatorNotAvailableError,
+    ListenerNotFoundError,
+    TransactionalIdAuthorizationFailedError,
+)
+from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+from protocol.kafka.versions import FIND_COORDINATOR
+
+GROUP_KEY_TYPE = 0
+NO_TRANSACTIONS = "transactions are not supported by odradek"
+
+
+async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    version = request.header.api_version
+    key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
+    cls = response_class(FIND_COORDINATOR, version)
+    if version >= 4:
+        found = [(k, *await _find(ctx, k, key_type)) for k in req.coordinator_keys]
+        coordinator_cls = nested(cls, "Coordinator")
+        coordinators = tuple(
+            make(coordinator_cls, key=k, node_id=n, host=h, port=p, error_code=c, error_message=m)
+            for k, c, m, n, h, p in found
+        )
+        return make(cls, throttle_time=0, coordinators=coordinators)
+    code, message, node, host, port = await _find(ctx, req.key, key_type)
+    return make(cls, throttle_time=0, error_code=code, error_message=message, node_id=node,
+                host=host, port=port)  # fmt: skip
+
+
+async def _find(
+    ctx: BrokerContext, key: str, key_type: int
+) -> tuple[int, str | None, int, str, int]:
+    """(error code, message, node id, host, port) at the coordinator's Kafka listener."""
+    if key_type != GROUP_KEY_TYPE:
+        return TransactionalIdAuthorizationFailedError.code, NO_TRANSACTIONS, -1, "", -1
+    if ctx.groups is None:
+        return CoordinatorNotAvailableError.code, None, -1, "", -1
+    found = await ctx.groups.find_coordinator(key)
+    if found.error_code:
+        return found.error_code, found.error_message, -1, "", -1
+    broker = ctx.metadata.brokers.get(found.node_id)
+    if broker is None or broker.kafka_host is None:
+        return ListenerNotFoundError.code, "the coordinator has no Kafka listener", -1, "", -1
+    return 0, None, broker.node_id, broker.kafka_host, broker.kafka_port

@@ -1,0 +1,23 @@
+"""Heartbeat (12), v0-v4: the same session keep-alive as the native Heartbeat; during a
+rebalance it answers REBALANCE_IN_PROGRESS, while awaiting the leader's SyncGroup NONE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api.group import HeartbeatRequest
+from protocol.errors import CoordinatorNotAvailableError
+from protocol.kafka.codec import KafkaRequest, make, response_class
+from protocol.kafka.versions import HEARTBEAT
+
+
+def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    code = CoordinatorNotAvailableError.code
+    if ctx.groups is not None:
+        code = ctx.groups.heartbeat(
+            HeartbeatRequest(req.group_id, req.generation_id, req.member_id)
+        )
+    return make(response_class(HEARTBEAT, request.header.api_version), throttle_time=0,
+                error_code=code)  # fmt: skip

@@ -1,0 +1,42 @@
+"""JoinGroup (11), v0-v4: a Kafka consumer joins a group on the coordinator's classic protocol
+(coordinator/group/group.py `join_classic`): answered when the rebalance completes, the leader
+with every member's metadata. v4+ without a member id gets MEMBER_ID_REQUIRED and its id
+(KIP-394). v5+ (static membership) is not served."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from coordinator.group.group import ClassicJoinAnswer
+from protocol.errors import CoordinatorNotAvailableError
+from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.versions import JOIN_GROUP
+
+REQUIRE_KNOWN_MEMBER_ID_FROM = 4
+
+
+async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    version = request.header.api_version
+    if ctx.groups is None:
+        answer = ClassicJoinAnswer(CoordinatorNotAvailableError.code, -1, None, None, "",
+                                   req.member_id)  # fmt: skip
+    else:
+        session_ms = millis(req.session_timeout)
+        rebalance_ms = millis(getattr(req, "rebalance_timeout", req.session_timeout))
+        answer = await ctx.groups.join_classic(
+            req.group_id, req.member_id, request.header.client_id or "", request.client_host,
+            session_ms, rebalance_ms, req.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in req.protocols],
+            version >= REQUIRE_KNOWN_MEMBER_ID_FROM,
+        )  # fmt: skip
+    cls = response_class(JOIN_GROUP, version)
+    member_cls = nested(cls, "JoinGroupResponseMember")
+    return make(
+        cls, throttle_time=0, error_code=answer.error_code, generation_id=answer.generation_id,
+        protocol_type=answer.protocol_type, protocol_name=answer.protocol_name or "",
+        leader=answer.leader, member_id=answer.member_id, skip_assignment=False,
+        members=tuple(make(member_cls, member_id=m, group_instance_id=None, metadata=md)
+                      for m, md in answer.members),
+    )  # fmt: skip

@@ -1,0 +1,41 @@
+"""OffsetCommit (8), v2-v7: the same commit as the native OffsetCommit (generation and member
+checked, written to `__consumer_offsets` with acks=all before it is answered). Generation -1
+with no member id commits for a group without members (an assign()ing consumer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol.api.group import CommitPartition, CommitTopic, OffsetCommitRequest
+from protocol.errors import CoordinatorNotAvailableError
+from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+from protocol.kafka.versions import OFFSET_COMMIT
+
+
+async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+    req = request.body
+    topics = [
+        CommitTopic(t.name, [CommitPartition(p.partition_index, p.committed_offset,
+                                             p.committed_metadata) for p in t.partitions])
+        for t in req.topics
+    ]  # fmt: skip
+    codes: dict[tuple[str, int], int] = {}
+    if ctx.groups is None:
+        codes = {(t.name, p.partition): CoordinatorNotAvailableError.code
+                 for t in topics for p in t.partitions}  # fmt: skip
+    else:
+        native = OffsetCommitRequest(
+            req.group_id, req.generation_id_or_member_epoch, req.member_id, topics
+        )
+        resp = await ctx.groups.commit(native)
+        codes = {(t.name, p.partition): p.error_code for t in resp.topics for p in t.partitions}
+    cls = response_class(OFFSET_COMMIT, request.header.api_version)
+    topic_cls = nested(cls, "OffsetCommitResponseTopic")
+    part_cls = nested(cls, "OffsetCommitResponsePartition")
+    return make(cls, throttle_time=0, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p.partition, error_code=codes[(t.name, p.partition)])
+            for p in t.partitions))
+        for t in topics
+    ))  # fmt: skip

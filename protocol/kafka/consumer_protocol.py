@@ -1,0 +1,77 @@
+"""Kafka's consumer protocol: what a consumer group's members put in JoinGroup's metadata and
+the leader in SyncGroup's assignments. The coordinator keeps both opaque; it reads them only to
+show and check a group (which topics its members are subscribed to, which partitions each owns).
+
+    subscription = version int16, then ConsumerProtocolSubscription vN (topics [string],
+                   user_data bytes, owned_partitions (v1+), generation_id (v2+), rack_id (v3+))
+    assignment   = version int16, then ConsumerProtocolAssignment vN (assigned_partitions
+                   [topic string, partitions [int32]], user_data bytes)
+
+A version newer than kio knows is read with the newest layout (newer versions only append
+fields). Bytes that do not parse give an empty answer, never an exception: these come from
+clients.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import io
+import struct
+from typing import Any
+
+from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
+from kio.serial import entity_reader, entity_writer
+
+MAX_VERSION = 3
+
+
+@functools.cache
+def _cls(kind: str, version: int) -> Any:
+    module = importlib.import_module(f"kio.schema.{kind}.v{version}.data")
+    if kind.endswith("subscription"):
+        return module.ConsumerProtocolSubscription
+    return module.ConsumerProtocolAssignment
+
+
+def _read(kind: str, data: bytes) -> Any | None:
+    if len(data) < 2:
+        return None
+    (version,) = struct.unpack_from(">h", data)
+    if version < 0:
+        return None
+    try:
+        entity, _ = entity_reader(_cls(kind, min(version, MAX_VERSION)))(data, 2)
+    except Exception:
+        return None
+    return entity
+
+
+def subscribed_topics(metadata: bytes) -> set[str]:
+    entity = _read("consumer_protocol_subscription", metadata)
+    return set() if entity is None else {str(t) for t in entity.topics}
+
+
+def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
+    entity = _read("consumer_protocol_assignment", assignment)
+    if entity is None:
+        return []
+    return sorted(
+        (str(tp.topic), int(p)) for tp in entity.assigned_partitions for p in tp.partitions
+    )
+
+
+def encode_assignment(partitions: list[tuple[str, int]]) -> bytes:
+    """A v3 assignment (for tests and tools)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in sorted(partitions):
+        by_topic.setdefault(topic, []).append(p)
+    tps = tuple(
+        assignment_v3.TopicPartition(topic=t, partitions=tuple(ps))  # type: ignore[arg-type]
+        for t, ps in by_topic.items()
+    )
+    entity = assignment_v3.ConsumerProtocolAssignment(assigned_partitions=tps, user_data=None)
+    buf = io.BytesIO()
+    buf.write(struct.pack(">h", MAX_VERSION))
+    entity_writer(assignment_v3.ConsumerProtocolAssignment)(buf, entity)
+    return buf.getvalue()
