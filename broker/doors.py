@@ -2,8 +2,8 @@
 
 A door is what differs between the native port and the Kafka port; broker/server.py does the
 rest (framing, pipelining, limits, sendfile) the same for both:
-- `route(frame, peer_host)` decodes a request and picks its handler, or raises `Refusal` (the connection
-  then closes after `reply`, if any, is sent);
+- `route(frame, peer_host)` decodes a request and picks its handler, or raises `Refusal`
+  (the connection then closes after `reply`, if any, is sent);
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
 
