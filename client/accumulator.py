@@ -18,14 +18,26 @@ and waits instead (back-pressure). Bulk batches (`append_built`) are counted by 
 
 Idempotence (`producer_id` >= 0, KIP-98 without transactions): a batch gets its partition's
 next sequence number when it is first drained (base_sequence; the counter moves on by its record
-count) and keeps it, and its bytes, on every retry; a retried batch goes back into its queue in
-sequence order (before the batches not sent yet), so retries reach the broker in order even
-with up to 5 batches in flight. The producer gets its id and epoch from a broker
-(InitProducerId) before its first batch is drained. `reset_producer` (after a batch with a
-sequence failed for good, with the epoch the broker bumped) continues at that epoch with every
-sequence at 0: the broker accepts sequence 0 from a newer epoch and fences the older one
-(INVALID_PRODUCER_EPOCH), while the failed batch's gap would refuse the old epoch's next ones.
-Sequence order is compared without wrap-around (2**31 batches' records per partition).
+count) and keeps it, its epoch and its bytes on every retry; a retried batch goes back into its
+queue in sequence order (before the batches not sent yet), so retries reach the broker in order
+even with up to 5 batches in flight. The producer gets its id and epoch from a broker
+(InitProducerId) before its first batch is drained; nothing new is drained while
+`awaiting_producer_id`. Sequence order is compared without wrap-around (2**31 records).
+
+A partition numbers its batches under one (id, epoch) at a time (KIP-360, as the Java client's
+TransactionManager): a numbered batch is *unsettled* from its first drain until it is
+acknowledged or fails for good, and all of a partition's unsettled batches share one epoch.
+- A numbered batch of the partition's epoch failed for good (`sequence_lost`: expired, or
+  refused): the broker will refuse the sequences after its gap, so the partition drains nothing
+  new; its unsettled batches still go (retried at their own epoch and sequence: the lost batch
+  may have been stored after all, its answer lost) until they settle too.
+- `epoch_bump_due` once such a partition has no unsettled batch left: the producer asks for the
+  next epoch and calls `reset_producer`. Asking earlier would let the new epoch overtake the old
+  one's retries (the broker would fence them, or with a fresh id store them after later values).
+- After a bump each partition goes on at the new epoch from sequence 0, but only once it has no
+  unsettled batch of the older epoch: until then its new batches wait, its retries go.
+- `gap_before(batch)`: an OUT_OF_ORDER_SEQUENCE_NUMBER answer is final when a lost batch comes
+  before this one and nothing before it is still unsettled (no retry can fill the gap).
 
 Batch life: open (taking records) -> closed (full or drained) -> in flight -> done, or back to
 the queue's front on a retriable error, until `delivery_timeout_ms` after its creation.
@@ -77,6 +89,7 @@ class ProducerBatch:
         "futures",
         "headers",
         "keys",
+        "last_error",
         "producer_epoch",
         "producer_id",
         "record_count",
@@ -107,6 +120,7 @@ class ProducerBatch:
         self.deadline_ms = now_ms + delivery_timeout_ms
         self.retry_at_ms = 0
         self.attempts = 0
+        self.last_error: str | None = None  # why the last attempt failed (the expiry message)
         self.closed = False
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = -1
@@ -201,7 +215,11 @@ class RecordAccumulator:
         self._in_flight: dict[TopicPartition, int] = {}
         self.producer_id = producer_id  # >= 0: idempotent (see the module docstring)
         self.producer_epoch = 0
+        self.awaiting_producer_id = False  # set by the producer: drain no unnumbered batch
         self._next_sequence: dict[TopicPartition, int] = {}
+        self._numbered_by: dict[TopicPartition, tuple[int, int]] = {}  # (id, epoch) per partition
+        self._unsettled: dict[TopicPartition, list[ProducerBatch]] = {}  # in sequence order
+        self._lost: dict[TopicPartition, int] = {}  # first sequence lost at _numbered_by[tp]
 
     # ----- appending --------------------------------------------------------------------------
 
@@ -317,7 +335,9 @@ class RecordAccumulator:
             if leader == NO_LEADER:
                 result.unknown_leaders.add(tp)
                 continue
-            if head.retry_at_ms > now_ms:
+            if head.base_sequence < 0 and self.holds_new(tp):
+                wait = max(1, head.deadline_ms - now_ms)  # to expire it on time
+            elif head.retry_at_ms > now_ms:
                 wait = head.retry_at_ms - now_ms
             elif hurry or head.closed or len(queue) > 1:
                 wait = 0
@@ -339,9 +359,12 @@ class RecordAccumulator:
             if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
                 continue
             leader = leader_of(tp)
-            if leader not in nodes or queue[0].retry_at_ms > now_ms:
+            head = queue[0]
+            if leader not in nodes or head.retry_at_ms > now_ms:
                 continue
-            size = queue[0].size_bytes
+            if head.base_sequence < 0 and self.holds_new(tp):
+                continue
+            size = head.size_bytes
             used = request_bytes.get(leader, 0)
             if used and used + size > max_request_bytes:
                 continue
@@ -356,21 +379,83 @@ class RecordAccumulator:
             out.setdefault(leader, []).append(batch)
         return out
 
+    def holds_new(self, tp: TopicPartition) -> bool:
+        """Whether an unnumbered batch of `tp` must wait: no id yet, or (idempotent) the
+        partition lost a sequence at its epoch, or it still has batches of an older epoch."""
+        if self.awaiting_producer_id:
+            return True
+        if self.producer_id < 0:
+            return False  # not idempotent
+        if self._numbered_by.get(tp) == (self.producer_id, self.producer_epoch):
+            return tp in self._lost
+        return tp in self._unsettled
+
     def _assign_sequence(self, batch: ProducerBatch) -> None:
-        seq = self._next_sequence.get(batch.tp, 0)
+        tp = batch.tp
+        current = (self.producer_id, self.producer_epoch)
+        if self._numbered_by.get(tp) != current:  # the partition's first batch at this epoch
+            assert tp not in self._unsettled, "a partition numbers under one epoch at a time"
+            self._numbered_by[tp] = current
+            self._next_sequence[tp] = 0
+            self._lost.pop(tp, None)
+        seq = self._next_sequence[tp]
         count = batch.record_count if batch.bulk_future is not None else len(batch.stamps)
-        self._next_sequence[batch.tp] = (seq + count) % SEQUENCE_MODULUS
-        batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+        self._next_sequence[tp] = (seq + count) % SEQUENCE_MODULUS
+        batch.producer_id, batch.producer_epoch = current
         batch.base_sequence = seq
+        self._unsettled.setdefault(tp, []).append(batch)
         if batch.built is not None:  # a bulk batch, built without the producer fields
             batch.built = with_producer(batch.built, self.producer_id, self.producer_epoch, seq)
 
     def reset_producer(self, producer_id: int, producer_epoch: int = 0) -> None:
-        """Continue under this id and epoch (from InitProducerId): every partition's sequence
-        at 0. Batches that already have a sequence keep their id, epoch and sequence."""
+        """Continue under this id and epoch (from InitProducerId). Each partition moves to it,
+        from sequence 0, with its next new batch once its older batches have settled; batches
+        that already have a sequence keep their id, epoch and sequence."""
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self._next_sequence.clear()
+
+    def sequence_lost(self, batch: ProducerBatch) -> None:
+        """A numbered batch failed for good (after `done_in_flight`, or expired): if it was of
+        its partition's epoch, the partition has a gap there (see the module docstring)."""
+        tp = batch.tp
+        if batch.base_sequence < 0 or self._numbered_by.get(tp) != (
+            batch.producer_id, batch.producer_epoch,
+        ):  # fmt: skip
+            return
+        lost = self._lost.get(tp)
+        if lost is None or batch.base_sequence < lost:
+            self._lost[tp] = batch.base_sequence
+
+    def epoch_bump_due(self) -> bool:
+        """A partition lost a sequence at the current epoch and has no unsettled batch left."""
+        current = (self.producer_id, self.producer_epoch)
+        return any(
+            self._numbered_by.get(tp) == current and tp not in self._unsettled for tp in self._lost
+        )
+
+    def gap_before(self, batch: ProducerBatch) -> int | None:
+        """The lost sequence that keeps `batch` (refused as out of order) out for good: one
+        before it at its epoch, with no unsettled batch before it left to fill the gap."""
+        tp, seq = batch.tp, batch.base_sequence
+        lost = self._lost.get(tp)
+        if lost is None or lost >= seq:
+            return None
+        if self._numbered_by.get(tp) != (batch.producer_id, batch.producer_epoch):
+            return None
+        if any(b.base_sequence < seq for b in self._unsettled.get(tp, ()) if b is not batch):
+            return None
+        return lost
+
+    def _settle(self, batch: ProducerBatch) -> None:
+        unsettled = self._unsettled.get(batch.tp)
+        if unsettled is None or batch.base_sequence < 0:
+            return
+        for i, b in enumerate(unsettled):
+            if b is batch:
+                del unsettled[i]
+                break
+        if not unsettled:
+            del self._unsettled[batch.tp]
 
     # ----- outcomes ---------------------------------------------------------------------------
 
@@ -378,7 +463,8 @@ class RecordAccumulator:
         """A retriable failure: back to the front of its queue, sent again after the backoff.
 
         A batch with a sequence goes before the first queued batch with a later sequence or
-        none, so an idempotent producer's retries go out in sequence order."""
+        none, so an idempotent producer's retries go out in sequence order (the numbered
+        batches of a queue share one epoch: see the module docstring)."""
         self._release_slot(batch.tp)
         batch.retry_at_ms = retry_at_ms
         queue = self._queues.get(batch.tp)
@@ -389,13 +475,17 @@ class RecordAccumulator:
             for at, queued in enumerate(queue):  # noqa: B007 - `at` is used after the loop
                 if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
                     break
+                assert (queued.producer_id, queued.producer_epoch) == (
+                    batch.producer_id, batch.producer_epoch,
+                ), "a queue's numbered batches share one epoch"  # fmt: skip
             else:
                 at = len(queue)
         queue.insert(at, batch)
 
     def done_in_flight(self, batch: ProducerBatch) -> None:
-        """An in-flight batch finished for good (acknowledged or failed)."""
+        """An in-flight batch finished for good (acknowledged or failed): it has settled."""
         self._release_slot(batch.tp)
+        self._settle(batch)
         self._forget(batch)
 
     def expire(self, now_ms: int) -> list[ProducerBatch]:
@@ -407,6 +497,7 @@ class RecordAccumulator:
                 if not expired[-1].closed:
                     self._close_open(tp)
         for batch in expired:
+            self._settle(batch)
             self._forget(batch)
         return expired
 
@@ -416,6 +507,7 @@ class RecordAccumulator:
         self._queues.clear()
         self._open.clear()
         for batch in batches:
+            self._settle(batch)
             self._forget(batch)
         return batches
 

@@ -21,11 +21,18 @@ acks=all): before its first batch goes out the sender asks any broker for a prod
 coordinator/producer_ids.py), and numbers each partition's batches (client/accumulator.py).
 The leader stores a retried batch only once and answers its first copy's offset
 (broker/producer_state.py), so each acknowledged record is stored exactly once and in order,
-with up to 5 batches in flight per partition. A batch that fails for good leaves a gap in its
-partition's sequence: the producer then asks for its id at the next epoch (InitProducerId with
-its id and epoch, KIP-360; a fresh id when the epoch is used up) and numbers from 0 again.
-Nothing is drained while an id is awaited; a failed InitProducerId is retried after
-`retry_backoff_ms` (a non-retriable refusal also fails the batches waiting for it).
+with up to 5 batches in flight per partition. A batch that fails for good (expired, or
+refused) leaves a gap in its partition's sequence: the partition sends nothing new until its
+other batches of that epoch have settled, then the producer asks for its id at the next epoch
+(InitProducerId with its id and epoch, KIP-360; a fresh id when the epoch is used up), and
+each partition starts again from sequence 0 once its older batches have settled (the rules are
+in client/accumulator.py). Nothing new is drained while an id is awaited (retries are); a
+failed InitProducerId is retried after `retry_backoff_ms` (a non-retriable refusal also fails
+the batches waiting for it).
+
+An expired batch's futures fail with RequestTimedOutError "delivery timed out after N ms:
+<why>", the last error its attempts met (with the broker it came from) or, never sent, what
+held it back (no leader known, no producer id, earlier batches settling).
 
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
@@ -61,7 +68,9 @@ from protocol.batch import CODECS, HEADER_BYTES, NO_PRODUCER_ID, build_batch_fro
 from protocol.clock import Clock, SystemClock
 from protocol.errors import (
     MessageTooLargeError,
+    NetworkError,
     OdradekError,
+    OutOfOrderSequenceNumberError,
     RequestTimedOutError,
     UnknownServerError,
     UnknownTopicOrPartitionError,
@@ -155,10 +164,12 @@ class AsyncProducer(ClusterClient):
         self._started = False
         self._closed = False
         self._fatal: BaseException | None = None
-        # idempotence: an InitProducerId is due (first id, or an epoch bump) before draining
-        self._pid_needed = self.idempotent
+        # idempotence: an InitProducerId is due (first id, or an epoch bump): nothing new drains
+        self._acc.awaiting_producer_id = self.idempotent
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_retry_at_ms = 0
+        self._pid_error: str | None = None  # why the last InitProducerId failed
+        self._failing: dict[TopicPartition, str] = {}  # the last error of a partition's retries
 
     # ----- life cycle -------------------------------------------------------------------------
 
@@ -413,29 +424,48 @@ class AsyncProducer(ClusterClient):
             raise
 
     def _send_ready(self) -> int | None:
-        """One pass: expire, drain, send. Returns ms until the next pass is needed."""
+        """One pass: expire, ask for an id if due, drain, send. Returns ms until the next pass
+        is needed."""
         now_ms = self._clock.monotonic_ms()
-        for batch in self._acc.expire(now_ms):
-            self._check_sequence_lost(batch)
-            batch.fail(RequestTimedOutError(f"{batch.tp} not delivered within delivery_timeout"))
+        acc = self._acc
+        for batch in acc.expire(now_ms):
+            acc.sequence_lost(batch)
+            batch.fail(RequestTimedOutError(self._expiry_message(batch)))
             self._progress.set()
-        if self._pid_needed:
-            return self._await_producer_id(now_ms)
+        pid_delay = None
+        if self.idempotent and (acc.awaiting_producer_id or acc.epoch_bump_due()):
+            acc.awaiting_producer_id = True
+            pid_delay = self._await_producer_id(now_ms)
         meta = self._cluster.metadata
         leader_of = self._leader_of(meta)
-        ready = self._acc.ready(leader_of, now_ms)
-        delay = ready.next_check_ms
+        ready = acc.ready(leader_of, now_ms)
+        delay = _sooner(ready.next_check_ms, pid_delay)
         if ready.unknown_leaders or self._cluster.metadata_is_stale():
             self._refresh_metadata()
-            delay = (
-                min(delay, self.retry_backoff_ms) if delay is not None else self.retry_backoff_ms
-            )
-        drained = self._acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
+            delay = _sooner(delay, self.retry_backoff_ms)
+        drained = acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
         for node, batches in drained.items():
             task = asyncio.create_task(self._produce(node, batches))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
         return 0 if drained else delay  # drained some: more may be sendable right away
+
+    def _expiry_message(self, batch: ProducerBatch) -> str:
+        """Why a batch missed its delivery timeout: its last error, or what held it back."""
+        why = batch.last_error
+        if why is None:
+            tp = batch.tp
+            if self._leader_of(self._cluster.metadata)(tp) < 0:
+                why = f"no leader of {_name(tp)} was known (unreachable, or being elected)"
+            elif self._acc.awaiting_producer_id:
+                why = f"no producer id yet (InitProducerId: {self._pid_error or 'under way'})"
+            elif batch.base_sequence < 0 and self._acc.holds_new(tp):
+                why = f"{_name(tp)}'s earlier batches were settling before an epoch bump"
+            else:
+                why = f"not sent, behind {_name(tp)}'s earlier batches"
+            if tp in self._failing:
+                why += f" (whose last error: {self._failing[tp]})"
+        return f"delivery timed out after {self._acc.delivery_timeout_ms} ms: {why}"
 
     @staticmethod
     def _leader_of(meta: ClusterMetadata) -> Any:
@@ -467,22 +497,33 @@ class AsyncProducer(ClusterClient):
                 return
             resp = await conn.send(request, self.request_timeout_ms)
         except OdradekError as exc:
+            why = f"broker {node}, the partition's leader, " + (
+                f"was unreachable: {exc}" if isinstance(exc, NetworkError)
+                else f"did not answer in time: {exc}" if isinstance(exc, RequestTimedOutError)
+                else f"failed the request: {exc}"
+            )  # fmt: skip
             for batch in batches:
-                self._on_error(batch, exc)
+                self._on_error(batch, exc, why)
             return
         except asyncio.CancelledError:
             for batch in batches:
                 self._acc.done_in_flight(batch)
                 batch.fail(RequestTimedOutError("the producer closed while the batch was sent"))
             raise
+        except Exception as exc:  # a bug must fail its batches, never leave them in flight
+            bug = UnknownServerError(f"sending to broker {node} failed: {exc!r}")
+            for batch in batches:
+                self._on_error(batch, bug, str(bug))
+            return
         answers = {(t.name, p.partition): p for t in resp.topics for p in t.partitions}
         for batch in batches:
             answer = answers.get(batch.tp)
             if answer is None:
-                self._on_error(batch, UnknownServerError(f"no answer for {batch.tp}"))
+                error: OdradekError = UnknownServerError(f"no answer for {_name(batch.tp)}")
+                self._on_error(batch, error, f"{error} (broker {node})")
             elif answer.error_code != 0:
-                error = for_code(answer.error_code)(answer.error_message or f"{batch.tp}")
-                self._on_error(batch, error)
+                error = for_code(answer.error_code)(answer.error_message or _name(batch.tp))
+                self._on_error(batch, error, f"{error} (broker {node})")
             else:
                 self._finish(batch, answer.base_offset, answer.log_append_time_ms)
 
@@ -495,15 +536,25 @@ class AsyncProducer(ClusterClient):
         return ProduceRequest(self.acks, self.request_timeout_ms, topics)
 
     def _finish(self, batch: ProducerBatch, base_offset: int, append_time_ms: int) -> None:
+        self._failing.pop(batch.tp, None)
         self._acc.done_in_flight(batch)
         batch.complete(base_offset, append_time_ms)
         self._progress.set()
         self._wake.set()
 
-    def _on_error(self, batch: ProducerBatch, error: OdradekError) -> None:
+    def _on_error(self, batch: ProducerBatch, error: OdradekError, why: str) -> None:
+        """A failed attempt (`why`: the error, and where it came from): retry or fail."""
+        acc = self._acc
+        batch.last_error = self._failing[batch.tp] = why
         now_ms = self._clock.monotonic_ms()
         retry_at = now_ms + self.retry_backoff_ms
-        if (
+        lost = acc.gap_before(batch) if isinstance(error, OutOfOrderSequenceNumberError) else None
+        if lost is not None:  # no retry can fill the gap before it
+            error = OutOfOrderSequenceNumberError(
+                f"{_name(batch.tp)}: the batch at sequence {lost} before this one (sequence "
+                f"{batch.base_sequence}, epoch {batch.producer_epoch}) was lost"
+            )
+        elif (
             error.retriable
             and not self._closed_hard()
             and batch.attempts <= self.retries
@@ -511,31 +562,23 @@ class AsyncProducer(ClusterClient):
         ):
             if error.invalid_metadata:
                 self._refresh_metadata()
-            self._acc.requeue(batch, retry_at)
+            acc.requeue(batch, retry_at)
             self._wake.set()
             return
-        self._acc.done_in_flight(batch)
-        self._check_sequence_lost(batch)
+        elif error.retriable and retry_at >= batch.deadline_ms:
+            error = RequestTimedOutError(self._expiry_message(batch))
+        acc.done_in_flight(batch)
+        acc.sequence_lost(batch)
         batch.fail(error)
         self._progress.set()
         self._wake.set()
-
-    def _check_sequence_lost(self, batch: ProducerBatch) -> None:
-        """A batch with a sequence failed for good: its gap would refuse the partition's next
-        batches, so ask for the next epoch (sequences from 0) before sending more. Once per
-        epoch: batches of an older epoch failing later change nothing."""
-        acc = self._acc
-        if batch.base_sequence >= 0 and (batch.producer_id, batch.producer_epoch) == (
-            acc.producer_id, acc.producer_epoch,
-        ):  # fmt: skip
-            self._pid_needed = True
 
     # ----- producer id (InitProducerId) -------------------------------------------------------
 
     def _await_producer_id(self, now_ms: int) -> int:
         """The sender's pass while an id is due: start InitProducerId unless one is under way
         or backing off; ms until the next pass (batches may expire meanwhile; the request
-        wakes the sender when it ends)."""
+        wakes the sender when it ends). Retries of numbered batches still go meanwhile."""
         if self._pid_task is None:
             if now_ms < self._pid_retry_at_ms:
                 return self._pid_retry_at_ms - now_ms
@@ -558,11 +601,13 @@ class AsyncProducer(ClusterClient):
                 raise for_code(resp.error_code)(resp.error_message or "InitProducerId refused")
         except OdradekError as exc:
             self._pid_retry_at_ms = self._clock.monotonic_ms() + self.retry_backoff_ms
+            self._pid_error = str(exc)
             if not exc.retriable:
                 self._fail_queued(type(exc)(f"no producer id: {exc.message}"))
         else:
             acc.reset_producer(resp.producer_id, resp.producer_epoch)
-            self._pid_needed = False
+            acc.awaiting_producer_id = False
+            self._pid_error = None
         finally:
             self._pid_task = None
             self._wake.set()
@@ -574,3 +619,12 @@ class AsyncProducer(ClusterClient):
 
     def _closed_hard(self) -> bool:
         return self._sender is None or self._sender.done()
+
+
+def _name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+def _sooner(a: int | None, b: int | None) -> int | None:
+    """The earlier of two waits in ms; None is no wait at all."""
+    return b if a is None else a if b is None else min(a, b)

@@ -51,6 +51,7 @@ a header key and every other complaint become InvalidBatchError.
 from __future__ import annotations
 
 import struct
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -540,8 +541,15 @@ class _Codec:
 _CODEC: _Codec | None = None
 
 
+_CODEC_LOCK = threading.Lock()
+
+
 def _codec() -> _Codec:
+    """The codec, imported on first use (the broker never loads it); under a lock, because two
+    threads importing aiokafka at once trip over its circular imports."""
     global _CODEC
     if _CODEC is None:
-        _CODEC = _Codec()
+        with _CODEC_LOCK:
+            if _CODEC is None:
+                _CODEC = _Codec()
     return _CODEC

@@ -6,6 +6,14 @@ InitProducerId from a shared `FakeState` (topic -> partitions -> list of stamped
 leaders per partition; producer ids from an in-memory block). Hooks let a test inject faults:
 per-api delays, error codes for the next N produce/fetch/InitProducerId answers, dropped
 responses, and leader moves. It is deliberately simple: one log per partition, no replication.
+
+Idempotent batches meet the broker's own rules (broker/producer_state.py, one table per
+partition): a retry of a stored batch is answered with its first offsets, a sequence gap is
+OUT_OF_ORDER_SEQUENCE_NUMBER and an older epoch INVALID_PRODUCER_EPOCH, nothing stored. A
+test scripts the fate of particular batches with `produce_script(tp, header)`: None lets the
+batch through, a `Refusal` answers its error code, with the batch stored first or not (stored:
+as NOT_ENOUGH_REPLICAS_AFTER_APPEND, or an answer lost on the way). `arrivals` lists every
+produced batch as the leader saw it, in arrival order, with the code it answered.
 """
 
 from __future__ import annotations
@@ -13,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from broker.producer_state import ProducerStateTable
 from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
 from protocol.api.admin import (
     CreatableTopicResult,
@@ -51,7 +61,7 @@ from protocol.api.produce import (
     ProduceTopicResponse,
 )
 from protocol.api.producer_ids import InitProducerIdRequest, InitProducerIdResponse
-from protocol.batch import read_header, stamp, validate
+from protocol.batch import BatchHeader, read_header, stamp, validate
 from protocol.codec import decode_request, encode_response
 from protocol.errors import OdradekError
 from protocol.framing import FrameDecoder
@@ -60,6 +70,28 @@ from protocol.schema import Records
 NOT_LEADER = 6
 UNKNOWN_TOPIC = 3
 OFFSET_OUT_OF_RANGE = 1
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A scripted produce answer: `code`, with the batch stored first (`stored`) or not."""
+
+    code: int
+    stored: bool = False
+
+
+class Arrival(NamedTuple):
+    """One produced batch as its leader saw it, and the code it answered."""
+
+    tp: tuple[str, int]
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    code: int
+
+
+ProduceScript = Callable[[tuple[str, int], BatchHeader], Refusal | None]
 
 
 @dataclass
@@ -81,6 +113,9 @@ class FakeState:
         default_factory=lambda: ProducerIdManager(0, MemoryBlockSource())
     )  # InitProducerId, answered as a real broker would
     init_producer_id_errors: list[int] = field(default_factory=list)  # next InitProducerIds
+    producers: dict[tuple[str, int], ProducerStateTable] = field(default_factory=dict)
+    produce_script: ProduceScript | None = None
+    arrivals: list[Arrival] = field(default_factory=list)
 
     def create_topic(self, name: str, partitions: int, leader: int | None = None) -> None:
         self.topics[name] = partitions
@@ -97,13 +132,39 @@ class FakeState:
         return read_header(log[-1]).next_offset
 
     def append(self, tp: tuple[str, int], batch: bytes) -> int:
-        header = validate(batch)
+        h = validate(batch)
         base = self.end_offset(tp)
-        buf = bytearray(batch[: header.size])
+        buf = bytearray(batch[: h.size])
         stamp(buf, base, 0)
         self.logs[tp].append(bytes(buf))
+        table = self.producers.setdefault(tp, ProducerStateTable())
+        table.record(h.producer_id, h.producer_epoch, h.base_sequence, h.record_count, base,
+                     base + h.last_offset_delta)  # fmt: skip
         self.data_arrived.set()
         return base
+
+    def produce(self, tp: tuple[str, int], batch: bytes) -> tuple[int, int]:
+        """A leader's append: (error code, base offset), by the script and the producer rules."""
+        h = validate(batch)
+        refusal = self.produce_script(tp, h) if self.produce_script is not None else None
+        code, base = 0, -1
+        if refusal is not None and not refusal.stored:
+            code = refusal.code
+        else:
+            table = self.producers.setdefault(tp, ProducerStateTable())
+            try:
+                first = table.admit(h.producer_id, h.producer_epoch, h.base_sequence,
+                                    h.record_count)  # fmt: skip
+            except OdradekError as exc:
+                code = exc.code
+            else:
+                base = first.base_offset if first is not None else self.append(tp, batch)
+            if refusal is not None and code == 0:
+                code, base = refusal.code, -1
+        arrival = Arrival(tp, h.producer_id, h.producer_epoch, h.base_sequence, h.record_count,
+                          code)  # fmt: skip
+        self.arrivals.append(arrival)
+        return code, base
 
     def records_from(self, tp: tuple[str, int], offset: int, max_bytes: int) -> bytes:
         out = bytearray()
@@ -187,7 +248,9 @@ class FakeBroker(asyncio.Protocol):
             for p in topic.partitions:
                 tp = (topic.name, p.partition)
                 err = self._error_for(tp, self.state.produce_errors)
-                base = -1 if err else self.state.append(tp, p.records)
+                base = -1
+                if not err:
+                    err, base = self.state.produce(tp, p.records)
                 parts.append(ProducePartitionResponse(p.partition, err, base, -1, 0))
             out.append(ProduceTopicResponse(topic.name, parts))
         return None if req.acks == 0 else ProduceResponse(out)

@@ -63,6 +63,7 @@ def test_bulk_batches_get_the_producer_fields_and_reset_starts_a_new_id() -> Non
     (batch,) = drain_one(acc)
     h = validate(batch.payload(0))  # the CRC was recomputed
     assert (h.producer_id, h.base_sequence, h.record_count) == (PID, 0, 3)
+    acc.done_in_flight(batch)  # settled: the partition may move to a newer epoch
     acc.reset_producer(PID, 1)  # the next epoch, as InitProducerId grants it
     acc.append_built(T1, built, 3, 5, Fut(), 0)
     (after,) = drain_one(acc)
