@@ -13,9 +13,16 @@
 3. Throughput: `--records` 100-byte records in a 6-partition topic, read by a group of 1 and then
    a group of 3 consumers, each consumer a separate process started at the same time (auto
    commit on, so partitions moved by the group's first rebalances are not read twice);
-   records/s from the first record received to the last.
+   records/s from the first record received to the last, and from the first `subscribe()` to
+   the last (clients that fetch ahead in the background, as both do, have much of the data in
+   memory before they hand out the first record).
+4. The same with confluent-kafka consumers through the Kafka listener, in the same run
+   (bench/bench_groups_kafka.py): rebalance join and kill times of a group of 10 (each its own
+   process, the killed one SIGKILLed) on another 30-partition topic, and the throughput of 1
+   and 3 consumers on the same 6-partition topic. `--no-kafka` skips this part.
 
-Prints a Markdown table and writes JSON lines to bench/results/groups-<time>.jsonl.
+Prints a Markdown table (native and confluent-kafka side by side) and writes JSON lines to
+bench/results/groups-<time>.jsonl (`client`: odradek or confluent-kafka).
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_groups_kafka  # noqa: E402
 
 from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic  # noqa: E402
 
@@ -89,9 +99,13 @@ async def until(check, timeout_s: float = 60.0) -> float:  # type: ignore[no-unt
     return time.monotonic() - start
 
 
-async def rebalance_times(bootstrap: str, runs: int) -> dict[str, list[float]]:
+async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     async with AsyncAdmin(bootstrap) as admin:
-        await admin.create_topics([NewTopic("rb30", 30, 1)])
+        await admin.create_topics([NewTopic(name, partitions, 1)])
+
+
+async def rebalance_times(bootstrap: str, runs: int) -> dict[str, list[float]]:
+    await create_topic(bootstrap, "rb30", 30)
     out: dict[str, list[float]] = {"join": [], "kill": []}
     members = [Polling(bootstrap, "rb", "rb30", f"c{i:02d}") for i in range(10)]
     await until(lambda: stable(members, 30), 120)
@@ -118,9 +132,10 @@ async def rebalance_times(bootstrap: str, runs: int) -> dict[str, list[float]]:
 
 
 def _consume_process(bootstrap: str, group: str, topic: str, total: int, q) -> None:  # type: ignore[no-untyped-def]
-    async def run() -> tuple[int, float, float]:
+    async def run() -> tuple[int, float, float, float]:
         opts = {**OPTS, "enable_auto_commit": True}  # revoking members commit: no re-reads
         consumer = AsyncConsumer(bootstrap, group_id=group, max_poll_records=5000, **opts)  # type: ignore[arg-type]
+        start = time.monotonic()
         consumer.subscribe([topic])
         count, first, last, idle_since = 0, 0.0, 0.0, time.monotonic()
         while time.monotonic() - idle_since < 3.0:
@@ -131,7 +146,7 @@ def _consume_process(bootstrap: str, group: str, topic: str, total: int, q) -> N
                 first = first or now
                 count, last, idle_since = count + n, now, now
         await consumer.close()
-        return count, first, last
+        return count, first, last, start
 
     q.put(asyncio.run(run()))
 
@@ -154,7 +169,6 @@ def throughput(bootstrap: str, topic: str, consumers: int, total: int) -> dict[s
     group = f"tp-{consumers}-{time.time_ns()}"
     procs = [ctx.Process(target=_consume_process, args=(bootstrap, group, topic, total, q))
              for _ in range(consumers)]  # fmt: skip
-    start = time.time()
     for p in procs:
         p.start()
     results = [q.get(timeout=600) for _ in procs]
@@ -163,15 +177,15 @@ def throughput(bootstrap: str, topic: str, consumers: int, total: int) -> dict[s
     count = sum(r[0] for r in results)
     first = min(r[1] for r in results if r[0])
     last = max(r[2] for r in results if r[0])
-    del start
-    return {"consumers": consumers, "records": count, "seconds": last - first,
-            "records_per_s": count / (last - first)}  # fmt: skip
+    start = min(r[3] for r in results)
+    return bench_groups_kafka.rates(consumers, count, start, first, last)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--records", type=int, default=600_000)
+    ap.add_argument("--no-kafka", action="store_true", help="native groups only")
     args = ap.parse_args()
     from deploy.cluster import LocalCluster
 
@@ -182,12 +196,22 @@ def main() -> int:
         bootstrap = cluster.up()
         times = asyncio.run(rebalance_times(bootstrap, args.runs))
         for kind, values in times.items():
-            lines.append({"measure": f"rebalance_{kind}", "runs": values,
+            lines.append({"measure": f"rebalance_{kind}", "client": "odradek", "runs": values,
                           "p50_s": statistics.median(values)})  # fmt: skip
+        if not args.no_kafka:
+            asyncio.run(create_topic(bootstrap, "krb30", bench_groups_kafka.PARTITIONS))
+            times = bench_groups_kafka.rebalance_times(cluster.kafka_bootstrap, "krb30", args.runs)
+            for kind, values in times.items():
+                lines.append({"measure": f"rebalance_{kind}", "client": "confluent-kafka",
+                              "runs": values, "p50_s": statistics.median(values)})  # fmt: skip
         asyncio.run(fill(bootstrap, "tput", args.records))
         for n in (1, 3):
-            lines.append({"measure": "group_throughput", **throughput(bootstrap, "tput", n,
-                                                                       args.records)})  # fmt: skip
+            lines.append({"measure": "group_throughput", "client": "odradek",
+                          **throughput(bootstrap, "tput", n, args.records)})  # fmt: skip
+            if not args.no_kafka:
+                lines.append({"measure": "group_throughput", "client": "confluent-kafka",
+                              **bench_groups_kafka.throughput(cluster.kafka_bootstrap, "tput",
+                                                              n)})  # fmt: skip
     finally:
         cluster.down(purge=True)
     results = ROOT / "bench" / "results"
@@ -195,20 +219,38 @@ def main() -> int:
     with (results / f"groups-{time.strftime('%Y%m%d-%H%M%S')}.jsonl").open("w") as f:
         for line in lines:
             f.write(json.dumps(line) + "\n")
-    print("| measurement | result |\n| --- | --- |")
-    for line in lines:
-        if line["measure"] == "group_throughput":
-            print(f"| group consume, {line['consumers']} consumer(s) | "
-                  f"{line['records_per_s']:,.0f} records/s ({line['records']:,} in "
-                  f"{line['seconds']:.2f} s) |")  # fmt: skip
-        else:
-            runs = line["runs"]
-            assert isinstance(runs, list)
-            print(
-                f"| {line['measure']} (10 consumers, 30 partitions) | p50 {line['p50_s']:.3f} s "
-                f"(min {min(runs):.3f}, max {max(runs):.3f}) |"
-            )
+    print_table(lines)
     return 0
+
+
+def _cell(line: dict[str, object] | None) -> str:
+    if line is None:
+        return "-"
+    if line["measure"] == "group_throughput":
+        return (f"{line['from_subscribe_records_per_s']:,.0f} records/s from subscribe "
+                f"({line['records']:,} in {line['seconds_from_subscribe']:.2f} s); "
+                f"{line['records_per_s']:,.0f} from the first record")  # fmt: skip
+    runs = line["runs"]
+    assert isinstance(runs, list)
+    return f"p50 {line['p50_s']:.3f} s (min {min(runs):.3f}, max {max(runs):.3f})"
+
+
+def print_table(lines: list[dict[str, object]]) -> None:
+    """One row per measurement: the native group's figure beside confluent-kafka's."""
+    rows = [("rebalance_join", None, "rebalance when an 11th member joins (10 consumers, 30 "
+             "partitions)"), ("rebalance_kill", None, "rebalance when a member is killed (10 "
+             "consumers, 30 partitions)"), ("group_throughput", 1, "group consume, 1 consumer"),
+            ("group_throughput", 3, "group consume, 3 consumers (separate processes)")]  # fmt: skip
+
+    def find(measure: str, consumers: int | None, client: str) -> dict[str, object] | None:
+        return next((x for x in lines if x["measure"] == measure and x["client"] == client
+                     and (consumers is None or x["consumers"] == consumers)), None)  # fmt: skip
+
+    print("| measurement | odradek consumers | confluent-kafka consumers |\n| --- | --- | --- |")
+    for measure, consumers, label in rows:
+        native = _cell(find(measure, consumers, "odradek"))
+        kafka = _cell(find(measure, consumers, "confluent-kafka"))
+        print(f"| {label} | {native} | {kafka} |")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 """`odradek groups list|describe|reset-offsets|delete` (client/group/admin.py does the work).
 
-odradek groups list
+odradek groups list            GROUP STATE KIND, tab-separated (KIND: a Kafka group's protocol
+                               type, "consumer"; "odradek" for a native group; "-" without
+                               members)
 odradek groups describe G      seed 004's columns: GROUP TOPIC PARTITION CURRENT-OFFSET
                                LOG-END-OFFSET LAG OWNER, after a line with the group's
                                state, generation and assignor
 odradek groups reset-offsets G --topic T (--to-earliest | --to-latest | --to-offset N)
                                only while the group has no members
 odradek groups delete G        only while the group has no members
+
+Kafka clients' groups are shown too: their state by Kafka's names (Stable, PreparingRebalance,
+CompletingRebalance, Empty), and OWNER as `client-id@host` (e.g. `consumer-1@/127.0.0.1`). They
+are reset and deleted as Kafka's tool does it: only when Empty.
 """
 
 from __future__ import annotations
@@ -53,17 +59,22 @@ async def cmd_list(bootstrap: str) -> int:
     from client.group.admin import GroupAdmin
 
     async with GroupAdmin(bootstrap) as admin:
-        for group, state in await admin.list_groups():
-            print(f"{group}\t{state}")
+        for g in await admin.listed_groups():
+            if g.protocol_type is not None:  # a Kafka group: Kafka's state name and its kind
+                print(f"{g.group_id}\t{g.kafka_state or g.state}\t{g.protocol_type}")
+            else:
+                kind = "-" if g.state in ("Empty", "Dead") else "odradek"
+                print(f"{g.group_id}\t{g.state}\t{kind}")
     return 0
 
 
 async def cmd_describe(bootstrap: str, group: str) -> int:
-    from client.group.admin import GroupAdmin
+    from client.group.admin import GroupAdmin, state_name
 
     async with GroupAdmin(bootstrap) as admin:
         desc, rows = await admin.lag(group)
-    print(f"group {group}: state {desc.state}, generation {desc.generation_id}, "
+    kind = f"Kafka group (protocol type {desc.protocol_type}), " if desc.protocol_type else ""
+    print(f"group {group}: {kind}state {state_name(desc)}, generation {desc.generation_id}, "
           f"assignor {desc.assignment_strategy or '-'}, {len(desc.members)} members")  # fmt: skip
     table: list[tuple[str, ...]] = [COLUMNS]
     for r in rows:

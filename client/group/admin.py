@@ -4,6 +4,11 @@
 it coordinates); the other requests go to the group's coordinator (FindCoordinator first).
 `describe` joins DescribeGroups, OffsetFetch and ListOffsets into seed 004's listing:
 GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG OWNER.
+
+Kafka clients' groups (Kafka's classic protocol, on the same coordinator) are described over
+the same native requests: the coordinator decodes each member's assignment, and OWNER shows a
+Kafka client as `client-id@host`, as Kafka's CLIENT-ID and HOST columns would. As with Kafka's
+tool, offsets are reset and groups deleted only while the group has no members (Empty).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from protocol.api.group import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GroupDescription,
+    ListedGroup,
     ListGroupsRequest,
     ListGroupsResponse,
+    MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -41,6 +48,7 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.errors import (
+    GroupIdNotFoundError,
     NonEmptyGroupError,
     OdradekError,
     UnknownMemberIdError,
@@ -107,13 +115,17 @@ class GroupAdmin:
         raise last or OdradekError("coordinator not found")
 
     async def list_groups(self) -> list[tuple[str, str]]:
+        return [(g.group_id, g.state) for g in await self.listed_groups()]
+
+    async def listed_groups(self) -> list[ListedGroup]:
+        """Every group of every broker, with its kind and Kafka's state name."""
         meta = await self.cluster.request_update()
-        found: dict[str, str] = {}
+        found: dict[str, ListedGroup] = {}
         for node in meta.brokers:
             conn = await self.cluster.connection(node)
             resp: ListGroupsResponse = await conn.send(ListGroupsRequest(None), self.timeout_ms)
-            found.update({g.group_id: g.state for g in resp.groups})
-        return sorted(found.items())
+            found.update({g.group_id: g for g in resp.groups})
+        return [found[g] for g in sorted(found)]
 
     async def describe_group(self, group_id: str) -> GroupDescription:
         resp: DescribeGroupsResponse = await self._ask(group_id, DescribeGroupsRequest([group_id]))
@@ -132,7 +144,7 @@ class GroupAdmin:
     async def lag(self, group_id: str) -> tuple[GroupDescription, list[LagRow]]:
         desc = await self.describe_group(group_id)
         committed = await self.committed(group_id)
-        owners = {(tp.topic, p): m.client_id or m.member_id for m in desc.members
+        owners = {(tp.topic, p): owner(desc, m) for m in desc.members
                   for tp in m.assignment for p in tp.partitions}  # fmt: skip
         tps = sorted(set(committed) | set(owners))
         ends = await self.offsets(tps, LATEST_TIMESTAMP)
@@ -167,6 +179,7 @@ class GroupAdmin:
     async def reset_offsets(self, group_id: str, topic: str, to: str, offset: int | None = None
                             ) -> dict[int, int]:  # fmt: skip
         """Commit new offsets for every partition of `topic`; only for an inactive group."""
+        await self._require_empty(group_id, "resetting offsets")
         meta = await self._topic_metadata(topic)
         parts = [(topic, p.partition) for p in meta]
         if to == "offset":
@@ -198,10 +211,40 @@ class GroupAdmin:
         return parts
 
     async def delete_group(self, group_id: str) -> None:
+        await self._require_empty(group_id, "deleting the group")
         resp: DeleteGroupsResponse = await self._ask(group_id, DeleteGroupsRequest([group_id]))
         for result in resp.results:
+            if result.error_code == NonEmptyGroupError.code:  # a member joined meanwhile
+                raise NonEmptyGroupError(f"group {group_id!r} has members: stop them first")
             if result.error_code != NONE:
                 raise for_code(result.error_code)(f"group {group_id!r}")
+
+    async def _require_empty(self, group_id: str, doing: str) -> None:
+        """Refuse, naming the group's state, unless it has no members (as Kafka's tool). The
+        coordinator refuses too; this says why before anything is sent."""
+        try:
+            desc = await self.describe_group(group_id)
+        except GroupIdNotFoundError:
+            return  # no such group yet: a reset creates it, a delete reports it
+        if desc.members:
+            raise NonEmptyGroupError(
+                f"group {group_id!r} has members ({len(desc.members)}, state "
+                f"{state_name(desc)}): stop them before {doing}; only an Empty group can be"
+            )
+
+
+def state_name(desc: GroupDescription) -> str:
+    """Kafka's name for a Kafka group's state (Stable, ...), odradek's for a native group's."""
+    return desc.kafka_state if desc.protocol_type is not None and desc.kafka_state else desc.state
+
+
+def owner(desc: GroupDescription, member: MemberDescription) -> str:
+    """The OWNER column: a Kafka client as `client-id@host` (its CLIENT-ID and HOST in Kafka's
+    tool), an odradek consumer by its client id (or member id)."""
+    name = member.client_id or member.member_id
+    if desc.protocol_type is not None:
+        return f"{name}@{member.client_host or '-'}"
+    return name
 
 
 def _first_code(resp: Any) -> int:

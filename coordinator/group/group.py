@@ -174,6 +174,8 @@ def join(
             re.compile(pattern)
     except Exception as exc:
         return _join_error(InconsistentGroupProtocolError.code, member_id, str(exc))
+    if not group.members:
+        group.protocol_type = None  # an empty group takes either kind
     if group.members and group.is_kafka:
         return _join_error(
             InconsistentGroupProtocolError.code, member_id,
@@ -287,7 +289,7 @@ def _after_removal(group: Group, now_ms: int, partition_counts: Mapping[str, int
         group.move(State.EMPTY)
         group.generation += 1
         group.strategy = None
-        group.protocol_type = group.leader_id = None
+        group.leader_id = None  # protocol_type stays for describing; the next join resets it
         group.awaiting_heartbeat.clear()
         return Result(records=[group_record(group)])
     if group.state is not State.PREPARE_FOR_REBALANCE:
@@ -498,9 +500,11 @@ def sync(
 
 def commit(
     group: Group, generation: int, member_id: str, offsets: list[tuple[str, int, int, str | None]],
-    now_ms: int,
+    now_ms: int, commit_ms: int | None = None,
 ) -> Result:  # fmt: skip
-    """Validate a commit; the response is one error code for all its partitions."""
+    """Validate a commit; the response is one error code for all its partitions. `now_ms` is
+    the monotonic clock (the member's session runs on it); `commit_ms` the wall clock written
+    in the offset records (default `now_ms`)."""
     if generation < 0 and not member_id:
         if group.members:  # only an inactive group takes commits from outside it
             return Result(response=UnknownMemberIdError.code)
@@ -517,7 +521,8 @@ def commit(
             if not group.awaiting_heartbeat:
                 group.move(State.READY)
         member.deadline_ms = now_ms + member.session_timeout_ms
-    records = [offset_record(group.group_id, t, p, o, md, now_ms) for t, p, o, md in offsets]
+    stamp = now_ms if commit_ms is None else commit_ms
+    records = [offset_record(group.group_id, t, p, o, md, stamp) for t, p, o, md in offsets]
     return Result(records=records, response=NONE)
 
 

@@ -47,7 +47,7 @@ from coordinator.group.records import (
     decode,
     partition_for,
 )
-from coordinator.group.states import State
+from coordinator.group.states import State, kafka_name
 from protocol.api.group import (
     DeletedGroup,
     DescribeGroupsResponse,
@@ -80,6 +80,7 @@ from protocol.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from protocol.kafka.consumer_protocol import assigned_partitions
 
 if TYPE_CHECKING:
     from broker.context import TopicStore
@@ -416,7 +417,7 @@ class GroupCoordinator:
         if owned is not None:
             group = owned.groups.setdefault(req.group_id, Group(req.group_id))
             result = ops.commit(group, req.generation_id, req.member_id, offsets,
-                                self.clock.time_ms())  # fmt: skip
+                                self.clock.monotonic_ms(), self.clock.time_ms())  # fmt: skip
             code = int(result.response)
             if code == NONE and result.records:
                 code = await self._append(owned, result.records)
@@ -451,6 +452,8 @@ class GroupCoordinator:
         return OffsetFetchResponse(NONE, topics)
 
     def describe(self, group_ids: list[str]) -> DescribeGroupsResponse:
+        """Kafka groups too: their kind, Kafka's state name, each member's host and the
+        partitions decoded from the assignment its leader handed out in SyncGroup."""
         out = []
         for gid in group_ids:
             owned, code = self._locate(gid)
@@ -458,23 +461,30 @@ class GroupCoordinator:
             if owned is not None and group is None:
                 code = GroupIdNotFoundError.code
             if group is None:
-                out.append(GroupDescription(code, gid, State.DEAD.value, -1, "", []))
+                out.append(GroupDescription(code, gid, State.DEAD.value, -1, "", [], None,
+                                            kafka_name(State.DEAD)))  # fmt: skip
                 continue
             members = [
-                MemberDescription(m.member_id, m.client_id, ops.to_wire(m.assignment))
+                MemberDescription(m.member_id, m.client_id, ops.to_wire(
+                    assigned_partitions(m.assignment_bytes) if group.is_kafka else m.assignment
+                ), m.client_host)
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
-            ]
+            ]  # fmt: skip
             out.append(GroupDescription(NONE, gid, group.state.value, group.generation,
-                                        group.strategy or "", members))  # fmt: skip
+                                        group.strategy or "", members, group.protocol_type,
+                                        kafka_name(group.state)))  # fmt: skip
         return DescribeGroupsResponse(out)
 
     def list_groups(self, states: list[str] | None) -> list[ListedGroup]:
+        """`states`: names either way (native, e.g. Ready, or Kafka's, e.g. Stable)."""
         out = []
         for owned in self.owned.values():
             if owned.state is State.READY:
                 for g in owned.groups.values():
-                    if states is None or g.state.value in states:
-                        out.append(ListedGroup(g.group_id, g.state.value))
+                    names = {g.state.value, kafka_name(g.state)}
+                    if states is None or names & set(states):
+                        out.append(ListedGroup(g.group_id, g.state.value, g.protocol_type,
+                                               kafka_name(g.state)))  # fmt: skip
         return sorted(out, key=lambda g: g.group_id)
 
     async def delete(self, group_ids: list[str]) -> list[DeletedGroup]:

@@ -14,6 +14,11 @@ so JoinGroup answers with the partitions the member owns and there is no SyncGro
 An empty member id in JoinGroup asks the coordinator for a new one. A JoinGroup is answered
 when the rebalance it takes part in completes (or fails), so it may wait up to the group's
 rebalance timeout.
+
+DescribeGroups and ListGroups also show the groups of Kafka clients (Kafka's classic protocol,
+through the Kafka door): their protocol type ("consumer"; None for a native group or one with
+no members), the state as Kafka names it, each member's host, and the partitions decoded from
+the assignment its leader handed out.
 """
 
 from __future__ import annotations
@@ -179,6 +184,7 @@ class MemberDescription:
     member_id: str
     client_id: str
     assignment: list[TopicPartitions]
+    client_host: str = ""  # Kafka groups: the member's address as Kafka shows it, "/127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +195,8 @@ class GroupDescription:
     generation_id: int
     assignment_strategy: str
     members: list[MemberDescription]
+    protocol_type: str | None = None  # a Kafka group's ("consumer"); None: native, or no members
+    kafka_state: str = ""  # the state as Kafka names it: Stable, PreparingRebalance, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +213,8 @@ class ListGroupsRequest:
 class ListedGroup:
     group_id: str
     state: str
+    protocol_type: str | None = None  # as GroupDescription's
+    kafka_state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

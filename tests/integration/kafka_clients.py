@@ -6,13 +6,23 @@ reads a partition by assignment from a start (earliest, latest, an offset, or a 
 Clients run with their default settings except what a test names; confluent-kafka is given
 `partitioner=murmur2_random`, the Java client's partitioner (librdkafka's default hashes with
 CRC32), so that keyed records land where Kafka's murmur2 puts them for all three.
+
+`spawn_member` starts one of them consuming in a group as its own process
+(tests/integration/kafka_group_member.py: process, then commit), so that a test can close it
+(SIGTERM: LeaveGroup), pause it (SIGSTOP) or kill it (SIGKILL) and read what it processed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 ACKS = {0: 0, 1: 1, -1: "all"}
@@ -318,3 +328,88 @@ CLIENTS: dict[str, type[KafkaClient]] = {
     Confluent.name: Confluent,
     AioKafka.name: AioKafka,
 }
+
+
+# ----- group members as processes ---------------------------------------------------------------
+
+MEMBER_SCRIPT = Path(__file__).with_name("kafka_group_member.py")
+CLOSE_TIMEOUT_S = 30.0
+
+
+@dataclass
+class GroupMember:
+    """A kafka_group_member.py process: one Kafka client consuming in a group."""
+
+    client: str
+    client_id: str
+    out: Path
+    proc: subprocess.Popen[bytes]
+
+    def processed(self) -> set[tuple[int, int]]:
+        """(partition, offset) of every record it processed (wrote before committing)."""
+        return processed_by([self])
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def pause(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup, no last commit."""
+        self.stop()
+
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+        """SIGTERM: the member closes its consumer (LeaveGroup) and exits 0."""
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=timeout_s)
+        assert code == 0, f"{self.client_id} exited {code}: {self.err_tail()}"
+
+    def stop(self) -> None:
+        """Kill it if it still runs (also when paused); for clean-up."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGCONT)
+                os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def err_tail(self, lines: int = 20) -> str:
+        err = self.out.with_suffix(".err")
+        return (
+            "\n".join(err.read_text(errors="replace").splitlines()[-lines:]) if err.exists() else ""
+        )
+
+
+def spawn_member(
+    client: str, bootstrap: str, group: str, topic: str, client_id: str, out_dir: Path,
+    assignor: str = "range", session_ms: int = 5000, max_poll_ms: int = 30_000,
+    log_level: str | None = None,
+) -> GroupMember:  # fmt: skip
+    """Start a `client` ("kafka-python", "confluent-kafka", "aiokafka") group member. Its
+    client's log (WARNING, or $KAFKA_MEMBER_LOG_LEVEL, e.g. DEBUG) goes to `<client_id>.err`."""
+    log_level = log_level or os.environ.get("KAFKA_MEMBER_LOG_LEVEL", "WARNING")
+    out = out_dir / f"{client_id}.out"
+    args = [sys.executable, str(MEMBER_SCRIPT), "--client", client, "--bootstrap", bootstrap,
+            "--group", group, "--topic", topic, "--client-id", client_id, "--out", str(out),
+            "--assignor", assignor, "--session-ms", str(session_ms),
+            "--max-poll-ms", str(max_poll_ms), "--log-level", log_level]  # fmt: skip
+    with out.with_suffix(".err").open("ab") as err:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err)  # fmt: skip
+    return GroupMember(client, client_id, out, proc)
+
+
+def processed_by(members: list[GroupMember]) -> set[tuple[int, int]]:
+    """The union of what `members` processed, as (partition, offset)."""
+    out: set[tuple[int, int]] = set()
+    for m in members:
+        if not m.out.exists():
+            continue
+        for line in m.out.read_text(errors="replace").splitlines():
+            fields = line.split()
+            if len(fields) == 2 and not line.startswith("#"):
+                out.add((int(fields[0]), int(fields[1])))
+    return out

@@ -264,8 +264,23 @@ def test_describe_topic_partitions_pages_like_metadata(shared: LocalCluster) -> 
     cluster = shared
     topic = _topic("dtp")
     _create(cluster, topic, 5, 2)
-    with Admin(cluster.bootstrap) as admin:
-        (native,) = admin.describe_topics([topic])
+    # every broker learns of a new topic a moment after CreateTopics answers: compare once
+    # the broker answering each side knows all of it
+    deadline = time.monotonic() + 30
+    while True:
+        with Admin(cluster.bootstrap) as admin:
+            (native,) = admin.describe_topics([topic])
+        seen = _pages(cluster, topic)
+        want = [(p.partition, p.leader, p.replicas, p.isr) for p in native.partitions]
+        got = [(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"])
+               for p in seen]  # fmt: skip
+        if len(want) == 5 and got == want:
+            return
+        assert time.monotonic() < deadline, f"pages {got} never matched metadata {want}"
+        time.sleep(0.2)
+
+
+def _pages(cluster: LocalCluster, topic: str) -> list[dict[str, Any]]:
     kp = _kafka_admin(cluster)
     try:
         seen: list[dict[str, Any]] = []
@@ -273,16 +288,16 @@ def test_describe_topic_partitions_pages_like_metadata(shared: LocalCluster) -> 
         for _ in range(10):
             page = kp.describe_topic_partitions([topic], response_partition_limit=2, cursor=cursor)
             (t,) = page["topics"]
-            assert t["error_code"] == 0 and len(t["partitions"]) <= 2
+            if t["error_code"] != 0:
+                return []
+            assert len(t["partitions"]) <= 2
             seen += t["partitions"]
             cursor = page["next_cursor"]
             if cursor is None:
                 break
+        return seen
     finally:
         kp.close()
-    assert [
-        (p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"]) for p in seen
-    ] == [(p.partition, p.leader, p.replicas, p.isr) for p in native.partitions]
 
 
 # ----- reassignments ---------------------------------------------------------------------------

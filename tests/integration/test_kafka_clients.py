@@ -14,6 +14,7 @@ import json
 import subprocess
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,19 @@ def _native_read(bootstrap: str, topic: str, partitions: int, count: int) -> lis
     return got
 
 
+def _described(cluster: LocalCluster, topic: str) -> Any:
+    """The topic as odradek describes it, once every broker's metadata has it (a CreateTopics
+    answer waits for the broker that took it; the others learn of the topic a moment later)."""
+    deadline = time.monotonic() + 30
+    with Admin(cluster.bootstrap) as admin:
+        while True:
+            (desc,) = admin.describe_topics([topic])
+            if desc.error_code == 0 and desc.partitions:
+                return desc
+            assert time.monotonic() < deadline, f"{topic} never described: {desc}"
+            time.sleep(0.1)
+
+
 def _by_partition(got: list[Got]) -> dict[int, list[Got]]:
     out: dict[int, list[Got]] = {}
     for g in sorted(got, key=lambda g: (g.partition, g.offset)):
@@ -89,10 +103,9 @@ def test_produce_and_read_back(cluster3: LocalCluster, client_name: str, acks: i
     client = CLIENTS[client_name](cluster3.kafka_bootstrap)
     topic = _topic(f"kc-{client_name}")
     client.create_topic(topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    with Admin(cluster3.bootstrap) as admin:  # the topic exists as odradek sees it
-        (desc,) = admin.describe_topics([topic])
-        assert len(desc.partitions) == PARTITIONS
-        assert all(len(p.replicas) == 3 for p in desc.partitions)
+    desc = _described(cluster3, topic)  # the topic exists as odradek sees it
+    assert len(desc.partitions) == PARTITIONS
+    assert all(len(p.replicas) == 3 for p in desc.partitions)
     sent = _records(40)
     where = client.produce(topic, sent, acks=acks)
     got = _native_read(cluster3.bootstrap, topic, PARTITIONS, len(sent))
@@ -230,9 +243,8 @@ def test_unknown_topic_is_created_when_auto_create_is_on(cluster3: LocalCluster)
     topic = _topic("auto")
     where = CLIENTS["kafka-python"](cluster3.kafka_bootstrap).produce(topic, [Rec(None, b"first")])
     assert where == [(0, 0)]
-    with Admin(cluster3.bootstrap) as admin:
-        (desc,) = admin.describe_topics([topic])
-        assert len(desc.partitions) == 1  # num_partitions, the broker default
+    desc = _described(cluster3, topic)
+    assert len(desc.partitions) == 1  # num_partitions, the broker default
 
 
 # ----- kcat ---------------------------------------------------------------------------------------

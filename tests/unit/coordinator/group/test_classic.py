@@ -120,7 +120,24 @@ def test_session_expiry_and_a_leader_that_never_syncs() -> None:
     assert g.state is State.AWAITING_SYNC and g.leader_id == "b"
     ops.sync(g, g.generation, "b", {"b": b"x"})
     ops.tick(g, 30_100 + 10_001, {})  # b stops heartbeating
-    assert g.state is State.EMPTY and not g.members and g.protocol_type is None
+    assert g.state is State.EMPTY and not g.members
+    assert g.protocol_type == "consumer"  # still described as what it was
+    native = ops.join(g, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 50_000, {"t": 1})
+    assert native.response is None or native.response.error_code == 0  # an empty group is free
+    assert not g.is_kafka
+
+
+def test_a_commit_keeps_the_session_on_the_monotonic_clock() -> None:
+    g = Group("g")
+    _member(g, "a")
+    _join(g, "a")
+    ops.sync(g, 1, "a", {})
+    wall = 1_700_000_000_000
+    done = ops.commit(g, 1, "a", [("t", 0, 3, None)], 1_000, wall)
+    assert done.records[0].value["commit_ms"] == wall
+    assert g.members["a"].deadline_ms == 1_000 + 10_000
+    ops.tick(g, 11_001, {})
+    assert not g.members, "a member whose last request was a commit still expires"
 
 
 def test_replay_restores_a_kafka_group() -> None:
