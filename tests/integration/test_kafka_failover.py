@@ -49,13 +49,13 @@ def _wait_full_isr(cluster: LocalCluster) -> None:
 class SteadyProducer(threading.Thread):
     """Sends v-0, v-1, ... with a librdkafka idempotent producer until stopped."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, timeout_ms: int = 120_000) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
         self.producer = Producer({
             "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-            "linger.ms": 2, "message.timeout.ms": 120_000,
+            "linger.ms": 2, "message.timeout.ms": timeout_ms, "log_level": 2,
         })  # fmt: skip
         self.acked: dict[int, int] = {}  # i -> offset
         self.failed: dict[int, str] = {}
@@ -122,6 +122,48 @@ def test_idempotent_librdkafka_producer_survives_leader_kills(
     assert not producer.is_alive()
     assert not producer.failed, f"deliveries failed: {list(producer.failed.items())[:5]}"
     assert len(producer.acked) == producer.sent > 0
+    end = max(producer.acked.values()) + 1
+    log = _read_all(cluster.bootstrap, end)
+    assert [o for o, _ in log] == list(range(len(log))), "offsets are contiguous"
+    values = [int(v.decode().split("-")[1]) for _, v in log]
+    assert len(values) == len(set(values)), "no message is stored twice"
+    assert values == sorted(values), "messages are stored in send order"
+    for i, offset in producer.acked.items():
+        assert log[offset][1] == f"v-{i}".encode(), f"v-{i} is not at its acknowledged offset"
+
+
+def test_expiring_batches_keep_the_log_in_send_order(cluster_factory: ClusterFactory) -> None:
+    """A short delivery timeout, two brokers killed at once so that sends expire (min ISR 2):
+    what was acknowledged is there exactly once at its offset, and nothing, acknowledged or
+    not, is stored out of send order or twice (librdkafka bumps its epoch, KIP-360)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    cluster = cluster_factory(brokers=3)
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    for f in admin.create_topics(
+        [NewTopic(TOPIC, 1, 3, config={"min.insync.replicas": "2"})]
+    ).values():
+        f.result(timeout=30)
+    producer = SteadyProducer(cluster.kafka_bootstrap, timeout_ms=3000)
+    producer.start()
+    for _ in range(2):
+        time.sleep(rng.uniform(0.5, 1.0))
+        victims = rng.sample(cluster.broker_ids, 2)
+        for v in victims:
+            cluster.kill(v, "KILL")
+        time.sleep(4.5)  # past the delivery timeout: queued sends expire
+        for v in victims:
+            cluster.start(v)
+        _wait_full_isr(cluster)
+    time.sleep(1.0)
+    producer.stop.set()
+    producer.join(timeout=150)
+    assert not producer.is_alive()
+    assert producer.failed, "the kills should have made some sends expire"
+    assert producer.acked
     end = max(producer.acked.values()) + 1
     log = _read_all(cluster.bootstrap, end)
     assert [o for o, _ in log] == list(range(len(log))), "offsets are contiguous"
