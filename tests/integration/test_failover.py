@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shutil
 import subprocess
 import threading
@@ -49,7 +48,7 @@ from client import (
 from client.sync import SendFuture
 from deploy.cluster import LocalCluster
 from protocol.errors import FencedLeaderEpochError, NotLeaderForPartitionError
-from tests.fixtures.cluster import ClusterFactory
+from tests.fixtures.cluster import ClusterFactory, alive_bootstrap, seeded_rng, wait_until
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -58,26 +57,13 @@ WAIT_S = 40.0
 CONTROLLER_KILLS = 4  # cycles of test 2a (each about 5 s with a 4 s session timeout)
 
 
-def _seed() -> random.Random:
-    seed = int(os.environ.get("ODRADEK_TEST_SEED", random.randrange(1 << 30)))
-    print(f"seed {seed}")  # replay with ODRADEK_TEST_SEED
-    return random.Random(seed)
-
-
 def _wait(check: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    return wait_until(check, what, timeout_s)
 
 
 def _partitions(cluster: LocalCluster, topic: str) -> list[PartitionDescription]:
     """The topic's partitions as a running (not paused) broker describes them; [] if none can."""
-    alive = [b for b, state in cluster.broker_states().items() if state == "alive"]
-    bootstrap = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in alive)
+    bootstrap = alive_bootstrap(cluster)
     try:
         with Admin(bootstrap, request_timeout_ms=2000) as admin:
             (desc,) = admin.describe_topics([topic])
@@ -282,7 +268,7 @@ def _new_controller(cluster: LocalCluster, old: int) -> Callable[[], bool]:
 
 
 def test_controller_kill_loses_no_acknowledged_write(cluster_factory: ClusterFactory) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     topic = "ctl"
     _create(cluster, [NewTopic(topic, 3, 3, {"min.insync.replicas": "2"})])
@@ -317,7 +303,7 @@ def test_controller_kill_loses_no_acknowledged_write(cluster_factory: ClusterFac
 def test_paused_leader_acknowledges_nothing_after_replacement(
     cluster_factory: ClusterFactory,
 ) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     topic = "zombie"
     first = [b"a-%d-%d" % (i, rng.randrange(1 << 30)) for i in range(200)]
@@ -374,7 +360,7 @@ def _rf2_partition(cluster: LocalCluster, topic: str, min_isr: int) -> tuple[int
 def test_kip101_restarted_follower_keeps_acknowledged_tail_and_leads(
     cluster_factory: ClusterFactory,
 ) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     topic = "kip101a"
     p, leader, follower = _rf2_partition(cluster, topic, min_isr=2)
@@ -422,7 +408,7 @@ def _tear_tail(cluster: LocalCluster, broker_id: int, topic: str, p: int, cut: i
 
 
 def test_kip101_both_replicas_crash_and_do_not_diverge(cluster_factory: ClusterFactory) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     topic = "kip101b"
     p, leader, follower = _rf2_partition(cluster, topic, min_isr=1)  # the first back writes alone
@@ -480,7 +466,7 @@ def _chattr(flag: str, path: Path) -> bool:
 def test_follower_disk_failure_leaves_isr_and_leader_keeps_serving(
     cluster_factory: ClusterFactory,
 ) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     topic = "diskfail"
     _create(cluster, [NewTopic(topic, 1, 3, {"min.insync.replicas": "2"})])

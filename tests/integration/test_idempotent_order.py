@@ -15,8 +15,6 @@ names its cause. The seed is printed; replay with ODRADEK_TEST_SEED=<seed>.
 from __future__ import annotations
 
 import itertools
-import os
-import random
 import re
 import threading
 import time
@@ -30,7 +28,7 @@ from client import Admin, Consumer, NewTopic, Producer, RecordMetadata, TopicPar
 from client.sync import SendFuture
 from deploy.cluster import LocalCluster
 from protocol.errors import InvalidProducerEpochError, RequestTimedOutError
-from tests.fixtures.cluster import ClusterFactory
+from tests.fixtures.cluster import ClusterFactory, alive_bootstrap, seeded_rng, wait_until
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -45,26 +43,13 @@ WAIT_S = 60.0
 SEND_GAP_S = 0.004
 
 
-def _seed() -> random.Random:
-    seed = int(os.environ.get("ODRADEK_TEST_SEED", random.randrange(1 << 30)))
-    print(f"seed {seed}")  # replay with ODRADEK_TEST_SEED
-    return random.Random(seed)
-
-
 def _wait(check: Callable[[], T], what: str, timeout_s: float = WAIT_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    return wait_until(check, what, timeout_s)
 
 
 def _full_isr(cluster: LocalCluster) -> bool:
     """Every partition has a leader and all three replicas in its ISR (asked of a live broker)."""
-    alive = [b for b, state in cluster.broker_states().items() if state == "alive"]
-    bootstrap = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in alive)
+    bootstrap = alive_bootstrap(cluster)
     try:
         with Admin(bootstrap, request_timeout_ms=2000) as admin:
             (desc,) = admin.describe_topics([TOPIC])
@@ -188,7 +173,7 @@ def _progress(producers: list[NumberedProducer], more: int) -> Callable[[], bool
 
 
 def test_expired_batches_and_epoch_bumps_keep_send_order(cluster_factory: ClusterFactory) -> None:
-    rng = _seed()
+    rng = seeded_rng()
     cluster = cluster_factory(3)
     with Admin(cluster.bootstrap) as admin:
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})])
