@@ -8,7 +8,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import delete_records as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native, per_topic, then
 from protocol.api.delete_records import (
     DELETE_RECORDS,
     DeleteRecordsPartition,
@@ -16,7 +16,7 @@ from protocol.api.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopic,
 )
-from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.codec import KafkaRequest, make, millis, response_class
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -34,22 +34,9 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
 
 def _answer(version: int, resp: DeleteRecordsResponse) -> Any:
     cls = response_class(DELETE_RECORDS.key, version)
-    topic_cls = nested(cls, "DeleteRecordsTopicResult")
-    part_cls = nested(cls, "DeleteRecordsPartitionResult")
-    topics = tuple(
-        make(
-            topic_cls,
-            name=t.name,
-            partitions=tuple(
-                make(
-                    part_cls,
-                    partition_index=p.partition,
-                    low_watermark=p.low_watermark,
-                    error_code=p.error_code,
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
+    topics = per_topic(
+        cls, resp.topics, "DeleteRecordsTopicResult", "DeleteRecordsPartitionResult",
+        lambda p: {"partition_index": p.partition, "low_watermark": p.low_watermark,
+                   "error_code": p.error_code},
+    )  # fmt: skip
     return make(cls, throttle_time=0, topics=topics)

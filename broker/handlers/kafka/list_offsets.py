@@ -7,7 +7,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import list_offsets as native
-from broker.handlers.kafka._adapt import as_native
+from broker.handlers.kafka._adapt import as_native, per_topic
 from protocol.api.fetch import CONSUMER_REPLICA_ID
 from protocol.api.list_offsets import (
     LIST_OFFSETS,
@@ -16,7 +16,7 @@ from protocol.api.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+from protocol.kafka.codec import KafkaRequest, make, response_class
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -35,24 +35,9 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     native_req = ListOffsetsRequest(CONSUMER_REPLICA_ID, topics)
     resp: ListOffsetsResponse = native.handle(ctx, as_native(LIST_OFFSETS, native_req, request))
     cls = response_class(LIST_OFFSETS.key, request.header.api_version)
-    topic_cls = nested(cls, "ListOffsetsTopicResponse")
-    part_cls = nested(cls, "ListOffsetsPartitionResponse")
-    out = tuple(
-        make(
-            topic_cls,
-            name=t.name,
-            partitions=tuple(
-                make(
-                    part_cls,
-                    partition_index=p.partition,
-                    error_code=p.error_code,
-                    timestamp=p.timestamp,
-                    offset=p.offset,
-                    leader_epoch=p.leader_epoch,
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
+    out = per_topic(
+        cls, resp.topics, "ListOffsetsTopicResponse", "ListOffsetsPartitionResponse",
+        lambda p: {"partition_index": p.partition, "error_code": p.error_code,
+                   "timestamp": p.timestamp, "offset": p.offset, "leader_epoch": p.leader_epoch},
+    )  # fmt: skip
     return make(cls, throttle_time=0, topics=out)

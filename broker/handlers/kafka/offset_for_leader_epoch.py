@@ -7,7 +7,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import offsets_for_leader_epoch as native
-from broker.handlers.kafka._adapt import as_native
+from broker.handlers.kafka._adapt import as_native, per_topic
 from protocol.api.fetch import CONSUMER_REPLICA_ID
 from protocol.api.replication import (
     OFFSETS_FOR_LEADER_EPOCH,
@@ -15,7 +15,7 @@ from protocol.api.replication import (
     OffsetForLeaderTopic,
     OffsetsForLeaderEpochRequest,
 )
-from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+from protocol.kafka.codec import KafkaRequest, make, response_class
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -32,23 +32,10 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     native_req = OffsetsForLeaderEpochRequest(CONSUMER_REPLICA_ID, topics)
     resp = native.handle(ctx, as_native(OFFSETS_FOR_LEADER_EPOCH, native_req, request))
     cls = response_class(OFFSETS_FOR_LEADER_EPOCH.key, request.header.api_version)
-    topic_cls = nested(cls, "OffsetForLeaderTopicResult")
-    part_cls = nested(cls, "EpochEndOffset")
-    out = tuple(
-        make(
-            topic_cls,
-            topic=t.name,
-            partitions=tuple(
-                make(
-                    part_cls,
-                    error_code=p.error_code,
-                    partition=p.partition,
-                    leader_epoch=p.leader_epoch,
-                    end_offset=p.end_offset,
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
+    out = per_topic(
+        cls, resp.topics, "OffsetForLeaderTopicResult", "EpochEndOffset",
+        lambda p: {"error_code": p.error_code, "partition": p.partition,
+                   "leader_epoch": p.leader_epoch, "end_offset": p.end_offset},
+        topic_key="topic",
+    )  # fmt: skip
     return make(cls, throttle_time=0, topics=out)

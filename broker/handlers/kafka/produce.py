@@ -10,9 +10,9 @@ from typing import Any, cast
 
 from broker.context import BrokerContext
 from broker.handlers import produce as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native, per_topic, then
 from protocol.api.produce import PRODUCE, ProducePartition, ProduceRequest, ProduceTopic
-from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.codec import KafkaRequest, make, millis, response_class
 from protocol.kafka.versions import PRODUCE as PRODUCE_KEY
 from protocol.schema import Records
 
@@ -41,26 +41,12 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
 
 def _answer(version: int, resp: Any) -> Any:
     cls = response_class(PRODUCE_KEY, version)
-    topic_cls = nested(cls, "TopicProduceResponse")
-    part_cls = nested(cls, "PartitionProduceResponse")
-    topics = tuple(
-        make(
-            topic_cls,
-            name=t.name,
-            partition_responses=tuple(
-                make(
-                    part_cls,
-                    index=p.partition,
-                    error_code=p.error_code,
-                    base_offset=p.base_offset,
-                    log_append_time=p.log_append_time_ms,
-                    log_start_offset=p.log_start_offset,
-                    record_errors=(),
-                    error_message=p.error_message,
-                )
-                for p in t.partitions
-            ),
-        )
-        for t in resp.topics
-    )
+    topics = per_topic(
+        cls, resp.topics, "TopicProduceResponse", "PartitionProduceResponse",
+        lambda p: {"index": p.partition, "error_code": p.error_code,
+                   "base_offset": p.base_offset, "log_append_time": p.log_append_time_ms,
+                   "log_start_offset": p.log_start_offset, "record_errors": (),
+                   "error_message": p.error_message},
+        parts_key="partition_responses",
+    )  # fmt: skip
     return make(cls, responses=topics, throttle_time=resp.throttle_time_ms)
