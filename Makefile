@@ -27,7 +27,7 @@ kcat: $(KCAT)
 
 $(KCAT):
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat iptables >/dev/null
 
 $(ZK_JAR):
 	@command -v java >/dev/null || { echo "java is required for ZooKeeper"; exit 1; }

@@ -58,6 +58,9 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = 500  # a follower's fetch long-polls this long at most
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000  # after a fetch error, before retrying
+    # Kafka's replica.high.watermark.checkpoint.interval.ms: how often every partition's high
+    # watermark is written to <log_dir>/replication-offset-checkpoint (and at shutdown)
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
     offsets_topic_num_partitions: int = 10  # __consumer_offsets (consumer groups)
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when created
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
@@ -146,6 +149,7 @@ _POSITIVE_FIELDS = (
     "replica_fetch_wait_max_ms",
     "replica_fetch_min_bytes",
     "replica_fetch_backoff_ms",
+    "replica_high_watermark_checkpoint_interval_ms",
     "controlled_shutdown_max_retries",
     "controlled_shutdown_retry_backoff_ms",
     "leader_imbalance_check_interval_seconds",

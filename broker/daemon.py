@@ -5,8 +5,10 @@ ZooKeeper session and the cluster id (/cluster/id, created by the first broker),
 server (so the port is known), then the /brokers/ids registration (from here on the
 controller may send requests), then the controller election, then the log's background work
 (retention, flush.ms). Shutdown reverses it: stop accepting, leave the election, deregister,
-close connections, close the logs (writing the clean-shutdown marker), close the ZooKeeper
-session. Any start-up failure is one log line and exit status 1.
+close connections, stop the replicas (writing the high watermark checkpoint), close the logs
+(writing the clean-shutdown marker; a log directory that went offline gets neither), close the
+ZooKeeper session. The replica manager reports a failed log directory to the controller through
+coordinator/controller_log_dirs.py. Any start-up failure is one log line and exit status 1.
 
 `ZkTopicStore` is the broker's only view of topic znodes (coordinator/topics.py behind the
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
@@ -34,10 +36,12 @@ from broker.log.manager import LogManager
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
+from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator import config_changes
 from coordinator import topics as zk_topics
 from coordinator.cluster_id import get_or_create_cluster_id
 from coordinator.controller import ControllerConfig, ControllerElector
+from coordinator.controller_log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.isr import ZkIsrWriter
 from coordinator.producer_ids import ProducerIdManager, ZkBlockSource
@@ -160,6 +164,7 @@ class Broker:
             clock=self.clock,
             replication=replication_settings(config),
             isr_writer=self.isr_writer,
+            log_dir_notifier=ZkLogDirNotifier(self.zk, config.broker_id),
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
         offsets = GroupConfig(
@@ -185,12 +190,15 @@ class Broker:
         self._elector: ControllerElector | None = None
         self._background: asyncio.Task[Any] | None = None
         self._zk_started = False
+        # cut from ZooKeeper past the session timeout: lead nothing (broker/zk_fence.py)
+        self.fence = ZkFenceWatcher(self.zk, lambda: resign_leaderships(self.replicas), self.clock)
 
     async def start(self) -> None:
         self.log_manager.load_all()
         log.info("logs loaded from %s", self.config.log_dir)
         await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
         self._zk_started = True
+        self.fence.start()
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
         await self.server.start()
@@ -244,6 +252,7 @@ class Broker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._background
         self.log_manager.shutdown()
+        await _quietly(self.fence.stop())
         if self._zk_started:
             await _quietly(self.zk.stop())
 
@@ -270,7 +279,11 @@ def replication_settings(config: BrokerConfig) -> ReplicationSettings:
         min_bytes=config.replica_fetch_min_bytes,
         backoff_ms=config.replica_fetch_backoff_ms,
     )
-    return ReplicationSettings(config.replica_lag_time_max_ms, fetcher)
+    return ReplicationSettings(
+        config.replica_lag_time_max_ms,
+        fetcher,
+        hw_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
+    )
 
 
 async def _quietly(step: Awaitable[Any]) -> None:

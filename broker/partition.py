@@ -4,8 +4,11 @@ Replica roles (a table, as STYLE.md asks; transitions happen on LeaderAndIsr/Sto
 `resign` when ZooKeeper shows a newer leader epoch than ours):
 
     role      what it does                                            next
-    LEADER    accepts produce, serves fetch, tracks followers, ISR    FOLLOWER, (removed)
-    FOLLOWER  fetches from the leader (broker/replica_fetcher.py)     LEADER, (removed)
+    LEADER    accepts produce, serves fetch, tracks followers, ISR    FOLLOWER, OFFLINE, (removed)
+    FOLLOWER  fetches from the leader (broker/replica_fetcher.py)     LEADER, OFFLINE, (removed)
+    OFFLINE   its log directory failed (broker/log/dir_failure.py):   (removed; a restart)
+              neither leads nor follows, every request for it gets
+              KAFKA_STORAGE_ERROR
 
 The high watermark (HW) is a field of its own, advanced only by `advance_high_watermark`, a pure
 function of the ISR members' log end offsets: the smallest of them, never going backwards. The
@@ -38,7 +41,7 @@ from broker.replication_decisions import (
     out_of_sync_replicas,
     record_fetch,
 )
-from protocol.errors import NotLeaderForPartitionError
+from protocol.errors import LogDirOfflineError, NotLeaderForPartitionError
 
 if TYPE_CHECKING:
     from broker.log.log import Log
@@ -50,6 +53,7 @@ UNKNOWN_OFFSET = -1
 class Role(Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
+    OFFLINE = "offline"
 
 
 def advance_high_watermark(
@@ -183,8 +187,19 @@ class Partition:
         self.follower_log_starts.clear()
         self._stop_leading()
 
-    def _stop_leading(self) -> None:
-        self.produce_waiters.fail_all(NotLeaderForPartitionError.code)
+    def go_offline(self) -> None:
+        """Its log directory failed: stop leading and following for good (until a restart).
+        Waiting acks=all produces get KAFKA_STORAGE_ERROR: what they wait for may not be on
+        this broker's disk."""
+        self.role = Role.OFFLINE
+        self.leader_id = -1
+        self.storage_failed = True
+        self.followers.clear()
+        self.follower_log_starts.clear()
+        self._stop_leading(LogDirOfflineError.code)
+
+    def _stop_leading(self, error_code: int = NotLeaderForPartitionError.code) -> None:
+        self.produce_waiters.fail_all(error_code)
         self.notify_waiters()  # parked fetches re-read and get NOT_LEADER_FOR_PARTITION
         self.notify_replica_waiters()
         self.notify_log_start_waiters()  # waiting DeleteRecords get NOT_LEADER_FOR_PARTITION

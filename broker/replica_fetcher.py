@@ -21,8 +21,10 @@ until the next LeaderAndIsr; OFFSET_OUT_OF_RANGE truncates to the leader's end o
 log start (replication_decisions.out_of_range_restart); others (UNKNOWN_LEADER_EPOCH: the leader
 has not heard of this epoch yet, NOT_LEADER_FOR_PARTITION, ...) back off for
 replica_fetch_backoff_ms and retry. A disk failure while appending or truncating
-(OSError / KafkaStorageError) marks the partition `storage_failed` and stops fetching it; the
-leader then drops this replica from the ISR by lag. A network failure closes the connection and
+(OSError / KafkaStorageError) marks the partition `storage_failed`, stops fetching it, and is
+reported to `on_storage_failure` (the replica manager takes the whole log directory offline,
+broker/log/dir_failure.py, and tells the controller, which drops this replica from the ISRs; the
+leader would otherwise drop it by lag). A network failure closes the connection and
 the whole fetcher backs off and reconnects. Backoffs and long polls are measured on the event
 loop's clock (this is the network edge); the ISR decisions use the injected clock.
 """
@@ -204,6 +206,8 @@ class ReplicaFetcher:
         log.error("%s-%d: disk failure, no longer fetching it: %s", key[0], key[1], exc)
         state.partition.storage_failed = True
         self.manager.remove(key)
+        if self.manager.on_storage_failure is not None:
+            self.manager.on_storage_failure(exc, f"replication of {key[0]}-{key[1]}")
 
     # ----- truncation -----------------------------------------------------------------------
 
@@ -368,10 +372,12 @@ class ReplicaFetcherManager:
         broker_id: int,
         settings: FetcherSettings,
         connect: Connector = default_connector,
+        on_storage_failure: Callable[[BaseException, str], object] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.settings = settings
         self.connect = connect
+        self.on_storage_failure = on_storage_failure  # (error, what was being done)
         self.addresses: dict[int, tuple[str, int]] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[Key, int] = {}

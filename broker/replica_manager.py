@@ -38,6 +38,21 @@ and takes leaders away from it.
 
 The group coordinator sees the partitions only through `GroupLog` (coordinator/group/group_log.py):
 `led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
+
+A failed log directory (KIP-112; broker/log/dir_failure.py): an I/O error met by an append, a
+flush, a read, a LeaderAndIsr or a follower's fetcher goes to `LogManager.fail`, which takes the
+directory offline and calls back `_on_log_dir_offline`: every partition stops fetching and goes
+OFFLINE (waiting acks=all produces fail), and the injected `LogDirNotifier` tells the controller
+(coordinator/controller_log_dirs.py), which elects other leaders and drops this broker from the
+ISRs. Produce, fetch and list-offsets for those partitions answer KAFKA_STORAGE_ERROR (56,
+retriable; the client refreshes its metadata). A LeaderAndIsr for them is refused with it, and
+when it still names this broker leader or in-sync (a new controller that has not heard) the
+controller is told again.
+
+High watermarks: a partition created here starts from the HW in the log directory's
+`replication-offset-checkpoint` (bounded by its log), so a restarted leader serves what was
+committed before it died at once; `checkpoint_high_watermarks` writes every hosted partition's HW
+there every replica_high_watermark_checkpoint_interval_ms (`run_hw_checkpoints`) and at shutdown.
 """
 
 from __future__ import annotations
@@ -51,8 +66,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.delayed_produce import DelayedProduce
 from broker.log.config import LogConfig
+from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.partition import Partition
-from broker.replica_fetcher import Connector, FetcherSettings, ReplicaFetcherManager
+from broker.replica_fetcher import (
+    Connector,
+    FetcherSettings,
+    ReplicaFetcherManager,
+    default_connector,
+)
 from broker.replication_decisions import (
     IsrWriteResult,
     check_enough_replicas,
@@ -72,6 +93,7 @@ from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
     KafkaStorageError,
+    LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
     OffsetOutOfRangeError,
@@ -80,6 +102,7 @@ from protocol.errors import (
     StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
+    for_code,
 )
 
 if TYPE_CHECKING:
@@ -89,6 +112,13 @@ if TYPE_CHECKING:
 
 TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
+
+
+class LogDirNotifier(Protocol):
+    """Tells the controller this broker's log directory failed (coordinator/controller_log_dirs.py
+    writes /log_dir_event_notification/log_dir_event_<seq>)."""
+
+    async def notify_log_dir_failure(self) -> None: ...
 
 
 class IsrWriter(Protocol):
@@ -109,6 +139,7 @@ class IsrWriter(Protocol):
 class ReplicationSettings:
     replica_lag_time_max_ms: int = 10_000
     fetcher: FetcherSettings = field(default_factory=FetcherSettings)
+    hw_checkpoint_interval_ms: int = 5000  # replica.high.watermark.checkpoint.interval.ms
 
 
 NONE = 0
@@ -156,6 +187,18 @@ def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
     return total >= min_bytes
 
 
+def must_report_log_dir_failure(states: list[PartitionState], broker_id: int) -> bool:
+    """While our log directory is offline: does a LeaderAndIsr still count on this broker (it
+    leads a partition, or is in an ISR it is not the last member of)? Then the controller has
+    not heard (a new one, say) and is told again. The last ISR member stays in the ISR on
+    purpose (coordinator/election.py), so that alone is not a reason."""
+    return any(s.leader == broker_id or (broker_id in s.isr and len(s.isr) > 1) for s in states)
+
+
+NOTIFY_ATTEMPTS = 10
+NOTIFY_BACKOFF_S = 1.0
+
+
 def _error(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, OdradekError):
         return exc.code, exc.message
@@ -176,6 +219,7 @@ class ReplicaManager:
         replication: ReplicationSettings | None = None,
         isr_writer: IsrWriter | None = None,
         connect: Connector | None = None,
+        log_dir_notifier: LogDirNotifier | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -186,25 +230,32 @@ class ReplicaManager:
         self.clock: Clock = clock or SystemClock()
         self.replication = replication or ReplicationSettings()
         self.isr_writer = isr_writer
+        self.log_dir_notifier = log_dir_notifier
+        self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.delayed_fetches = 0
         self._leader_and_isr_lock = asyncio.Lock()
         self.fetchers = ReplicaFetcherManager(
-            broker_id, self.replication.fetcher, *(() if connect is None else (connect,))
+            broker_id, self.replication.fetcher, connect or default_connector,
+            on_storage_failure=self.log_manager.fail,
         )  # fmt: skip
         self._tasks: set[asyncio.Task[None]] = set()
+        log_manager.add_failure_listener(self._on_log_dir_offline)
 
     # ----- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the periodic ISR check (the daemon calls this; unit tests drive check_isr)."""
+        """Start the periodic ISR check and HW checkpoint (the daemon calls this; unit tests
+        drive check_isr and checkpoint_high_watermarks)."""
         self._spawn(self.run_isr_checks())
+        self._spawn(self.run_hw_checkpoints())
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetchers.shutdown()
+        self.checkpoint_high_watermarks()  # the logs close after this (Kafka's order too)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -218,12 +269,53 @@ class ReplicaManager:
         p = self.partitions.get((topic, partition))
         if p is None:
             raise UnknownTopicOrPartitionError(f"{topic}-{partition} is not hosted here")
+        if p.storage_failed:
+            raise LogDirOfflineError(
+                f"the log directory of {topic}-{partition} on broker {self.broker_id} is offline"
+            )
         if not p.is_leader:
             raise NotLeaderForPartitionError(
                 f"broker {self.broker_id} does not lead {topic}-{partition}"
             )
         check_leader_epoch(p, leader_epoch)
         return p
+
+    # ----- a failed log directory -----------------------------------------------------------
+
+    def _failed(self, exc: BaseException, action: str) -> tuple[int, str]:
+        """(error code, message) for an error a log operation raised; an I/O error takes the
+        log directory offline first."""
+        if is_log_dir_failure(exc):
+            self.log_manager.fail(exc, action)
+        if self.log_manager.offline:
+            return LogDirOfflineError.code, f"{action}: the log directory is offline ({exc})"
+        return _error(exc)
+
+    def _on_log_dir_offline(self, failure: LogDirFailure) -> None:
+        """LogManager's listener: stop leading and following everything, tell the controller."""
+        for key, p in self.partitions.items():
+            self.fetchers.remove(key)
+            p.go_offline()
+        self._notify_controller()
+
+    def _notify_controller(self) -> None:
+        if self.log_dir_notifier is None or self._notifying:
+            return
+        self._notifying = True
+        self._spawn(self._send_notification(self.log_dir_notifier))
+
+    async def _send_notification(self, notifier: LogDirNotifier) -> None:
+        try:
+            for attempt in range(1, NOTIFY_ATTEMPTS + 1):
+                try:
+                    await notifier.notify_log_dir_failure()
+                    log.info("told the controller that the log directory is offline")
+                    return
+                except Exception as exc:  # ZooKeeper unreachable: try again
+                    log.warning("log directory failure notification %d failed: %s", attempt, exc)
+                    await asyncio.sleep(NOTIFY_BACKOFF_S)
+        finally:
+            self._notifying = False
 
     # ----- produce --------------------------------------------------------------------------
 
@@ -240,17 +332,26 @@ class ReplicaManager:
             check_client_batch(read_header(records))  # no control or transactional batches
             info = p.log.append_as_leader(records, p.leader_epoch)
         except (OdradekError, OSError) as exc:
-            code, message = _error(exc)
+            code, message = self._failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
         if not info.duplicate:  # a retry of a stored batch appended nothing
             p.notify_replica_waiters()
             p.update_high_watermark()
         durable = None
         if p.log.config.flush_messages == 1:
-            durable = self.flusher.wait_durable(p.log, info.last_offset)
+            durable = self._wait_durable(p, info.last_offset)
         return AppendOutcome(
             NONE, info.base_offset, p.log.log_start_offset, None, durable, info.last_offset + 1
         )
+
+    async def _wait_durable(self, p: Partition, offset: int) -> None:
+        """Group commit; a failed flush takes the directory offline and raises
+        LogDirOfflineError (the produce is answered with it, never acknowledged)."""
+        try:
+            await self.flusher.wait_durable(p.log, offset)
+        except (OdradekError, OSError) as exc:
+            code, message = self._failed(exc, f"flush of {p.topic}-{p.index}")
+            raise for_code(code)(message) from None
 
     def replication_done(self, topic: str, partition: int, required_offset: int) -> int | None:
         """acks=all: the answer now, or None when the HW has not reached the batch yet."""
@@ -367,7 +468,7 @@ class ReplicaManager:
         try:
             result = log.read(offset, limit, max_offset=max_offset, min_one_batch=min_one)
         except (OdradekError, OSError) as exc:
-            out.error_code = _error(exc)[0]
+            out.error_code = self._failed(exc, f"read of {topic}-{partition}")[0]
             return out
         if result.slice is not None and result.size_bytes > 0:
             out.records = result.slice
@@ -522,6 +623,11 @@ class ReplicaManager:
         async with self._leader_and_isr_lock:
             self.fetchers.update_brokers(live_leaders or [])
             ours = [s for s in states if self.broker_id in s.replicas]
+            if self.log_manager.offline:
+                if must_report_log_dir_failure(ours, self.broker_id):
+                    self._notify_controller()
+                code = LogDirOfflineError.code
+                return [(s.topic, s.partition, code) for s in ours]
             configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
             results = [self._try_apply(state, configs[state.topic]) for state in ours]
         self._log_roles(results)
@@ -553,7 +659,8 @@ class ReplicaManager:
             return state.topic, state.partition, NONE
         except (OdradekError, OSError) as exc:
             log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
-            return state.topic, state.partition, _error(exc)[0]
+            action = f"LeaderAndIsr of {state.topic}-{state.partition}"
+            return state.topic, state.partition, self._failed(exc, action)[0]
 
     def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
         leading: list[str] = []
@@ -577,7 +684,11 @@ class ReplicaManager:
         if p is None:
             log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
             p = Partition(state.topic, state.partition, log, self.broker_id)
-            # the HW starts at 0 and the ISR's offsets move it (a leader alone: its LEO at once)
+            # the HW starts where the checkpoint left it (else 0); the ISR's offsets move it
+            checkpointed = self.log_manager.checkpointed_high_watermark(*key)
+            p.high_watermark = initial_high_watermark(
+                checkpointed, log.log_start_offset, log.log_end_offset
+            )
             self.partitions[key] = p
         if p.log.config != config:
             p.log.update_config(config)
@@ -593,6 +704,33 @@ class ReplicaManager:
                 state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
             )
             self.fetchers.add(p)  # truncates first, then fetches (none when leader is -1)
+
+    # ----- the high watermark checkpoint ---------------------------------------------------
+
+    def checkpoint_high_watermarks(self) -> bool:
+        """Write every hosted partition's HW to replication-offset-checkpoint now. False when
+        nothing was written (the directory is offline, or the write failed and took it
+        offline)."""
+        if self.log_manager.offline:
+            return False
+        hws = {key: p.high_watermark for key, p in self.partitions.items()}
+        try:
+            self.log_manager.write_high_watermarks(hws)
+        except (OdradekError, OSError) as exc:
+            self._failed(exc, "the high watermark checkpoint")
+            return False
+        return True
+
+    async def run_hw_checkpoints(
+        self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> None:
+        interval_s = self.replication.hw_checkpoint_interval_ms / 1000
+        while True:
+            await sleep(interval_s)
+            try:
+                self.checkpoint_high_watermarks()
+            except Exception:  # a bug here must not end the checkpoints
+                log.exception("high watermark checkpoint failed")
 
     def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
         self.fetchers.remove((topic, partition))
@@ -635,6 +773,15 @@ def _names(names: list[str], shown: int = 5) -> str:
         return "none"
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
+
+
+def initial_high_watermark(checkpointed: int | None, log_start: int, log_end: int) -> int:
+    """A partition's HW when it is created at start-up: the checkpointed one, within
+    [log start, log end] (the log may have lost an unflushed tail, or had its start moved);
+    the log start without a checkpoint (0 for a log from offset 0, as before)."""
+    if checkpointed is None:
+        return log_start
+    return min(max(checkpointed, log_start), log_end)
 
 
 def check_leader_epoch(p: Partition, leader_epoch: int) -> None:

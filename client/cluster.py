@@ -12,7 +12,9 @@ topic's partitions with leader, leader epoch, replicas and ISR. Lookups are dict
   topics when `all_topics`);
 - a connection pool keyed by node id: one `BrokerConnection` per broker, reopened on demand
   after it closes (a lost connection is noticed by the next request) and replaced when the
-  broker's address changes.
+  broker's address changes. A connection is pooled by the task that opens it, so one whose
+  callers were cancelled meanwhile is still owned (and closed by `close()`, which also cancels
+  the opens under way).
 """
 
 from __future__ import annotations
@@ -249,11 +251,32 @@ class Cluster:
             return conn
         pending = self._connecting.get(target)
         if pending is None:
-            pending = asyncio.ensure_future(self._open(target))
+            pending = asyncio.ensure_future(self._open_into(target, pool))
             pending.add_done_callback(_retrieve)
             self._connecting[target] = pending
             pending.add_done_callback(lambda _f: self._connecting.pop(target, None))
-        conn = await asyncio.shield(pending)
+        try:
+            return await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if pending.cancelled() and task is not None and not task.cancelling():
+                raise NetworkError("the client is closed") from None  # close() stopped the open
+            raise
+
+    async def _open_into(
+        self, target: int | tuple[str, int], pool: dict[Any, BrokerConnection]
+    ) -> BrokerConnection:
+        """Open a connection and put it in its pool, in one task: the connection is pooled
+        (and so closed by `close()`) even when every caller waiting for it was cancelled, and
+        one opened after `close()` is closed at once. Never a connection nobody owns."""
+        conn = await self._open(target)
+        if self._closed:
+            conn.abort()
+            raise NetworkError("the client is closed")
+        old = pool.get(target)
+        if old is not None and not old.closed:  # not expected (opens are coalesced): keep one
+            conn.abort()
+            return old
         pool[target] = conn
         return conn
 
@@ -283,6 +306,10 @@ class Cluster:
         self._closed = True
         if self._refresh is not None and not self._refresh.done():
             self._refresh.cancel()
+        opening = list(self._connecting.values())
+        for task in opening:
+            task.cancel()
+        await asyncio.gather(*opening, return_exceptions=True)
         conns = [*self._conns.values(), *self._bootstrap_conns.values()]
         self._conns.clear()
         self._bootstrap_conns.clear()

@@ -31,8 +31,11 @@ failed InitProducerId is retried after `retry_backoff_ms` (a non-retriable refus
 the batches waiting for it).
 
 An expired batch's futures fail with RequestTimedOutError "delivery timed out after N ms:
-<why>", the last error its attempts met (with the broker it came from) or, never sent, what
-held it back (no leader known, no producer id, earlier batches settling).
+<why>": the cause, not only a code (client/explain.py). A partition without a leader says why
+from the metadata ("partition chaos-0 has no leader: its replicas 1,2 are down"), followed by
+the last error its attempts met; else the last error (with the broker it came from, and the
+broker's own message: "acks=all refused: chaos-0: ISR [3] is below min.insync.replicas 2");
+else, never sent, what held it back (no producer id, earlier batches settling).
 
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
@@ -60,6 +63,7 @@ from client.accumulator import (
     estimate_size,
 )
 from client.cluster import Cluster, ClusterMetadata
+from client.explain import leaderless_reason, produce_refusal
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
@@ -451,21 +455,32 @@ class AsyncProducer(ClusterClient):
         return 0 if drained else delay  # drained some: more may be sendable right away
 
     def _expiry_message(self, batch: ProducerBatch) -> str:
-        """Why a batch missed its delivery timeout: its last error, or what held it back."""
-        why = batch.last_error
-        if why is None:
-            tp = batch.tp
-            if self._leader_of(self._cluster.metadata)(tp) < 0:
-                why = f"no leader of {_name(tp)} was known (unreachable, or being elected)"
-            elif self._acc.awaiting_producer_id:
-                why = f"no producer id yet (InitProducerId: {self._pid_error or 'under way'})"
-            elif batch.base_sequence < 0 and self._acc.holds_new(tp):
-                why = f"{_name(tp)}'s earlier batches were settling before an epoch bump"
-            else:
-                why = f"not sent, behind {_name(tp)}'s earlier batches"
-            if tp in self._failing:
-                why += f" (whose last error: {self._failing[tp]})"
+        """Why a batch missed its delivery timeout: the partition has no leader (the cause, said
+        from the metadata, with the last error met as the symptom), else its last error, else
+        what held it back."""
+        tp = batch.tp
+        why = leaderless_reason(self._cluster.metadata, tp.topic, tp.partition)
+        last = batch.last_error or self._failing.get(tp)
+        if why is not None:
+            why += f" (last error: {last})" if last else ""
+        elif batch.last_error is not None:
+            why = batch.last_error
+        else:
+            why = self._held_back(batch)
         return f"delivery timed out after {self._acc.delivery_timeout_ms} ms: {why}"
+
+    def _held_back(self, batch: ProducerBatch) -> str:
+        """Why a batch that was never sent, to a partition with a leader, stayed queued."""
+        tp = batch.tp
+        if self._acc.awaiting_producer_id:
+            why = f"no producer id yet (InitProducerId: {self._pid_error or 'under way'})"
+        elif batch.base_sequence < 0 and self._acc.holds_new(tp):
+            why = f"{_name(tp)}'s earlier batches were settling before an epoch bump"
+        else:
+            why = f"not sent, behind {_name(tp)}'s earlier batches"
+        if tp in self._failing:
+            why += f" (whose last error: {self._failing[tp]})"
+        return why
 
     @staticmethod
     def _leader_of(meta: ClusterMetadata) -> Any:
@@ -522,7 +537,8 @@ class AsyncProducer(ClusterClient):
                 error: OdradekError = UnknownServerError(f"no answer for {_name(batch.tp)}")
                 self._on_error(batch, error, f"{error} (broker {node})")
             elif answer.error_code != 0:
-                error = for_code(answer.error_code)(answer.error_message or _name(batch.tp))
+                text = produce_refusal(answer.error_code, answer.error_message, _name(batch.tp))
+                error = for_code(answer.error_code)(text)
                 self._on_error(batch, error, f"{error} (broker {node})")
             else:
                 self._finish(batch, answer.base_offset, answer.log_append_time_ms)

@@ -25,6 +25,9 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
   then the /admin marker, UpdateMetadata(deleted_topics) to everyone.
 - ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
   (coordinator/isr.py): re-read those partitions, UpdateMetadata to everyone, delete the notes.
+- LOG_DIR_EVENT: a broker's log directory failed (/log_dir_event_notification children,
+  coordinator/controller_log_dirs.py): its replicas go offline as if it had died (new leaders,
+  out of the ISRs), though it stays registered; it is never elected until it restarts.
 - RESYNC(broker): the channel dropped requests; send that broker its full state again.
 - CALL(id): a request that only the controller answers (controlled shutdown, preferred leader
   election, reassignments: coordinator/controller_admin.py) runs as an event, in order with the
@@ -61,11 +64,16 @@ from typing import Any, TypeVar
 
 from coordinator import zk_paths as paths
 from coordinator.channel import ControllerChannel, send_leaders_first
-from coordinator.context import ControllerContext, LiveBroker, TopicPartition, diff_brokers
+from coordinator.context import LiveBroker, TopicPartition, diff_brokers
 from coordinator.controller_admin import (
     advance_reassignments,
     auto_rebalance,
     load_reassignments,
+)
+from coordinator.controller_log_dirs import (
+    LOG_DIR_EVENT_NOTIFICATION,
+    LogDirContext,
+    on_log_dir_event,
 )
 from coordinator.election import (
     after_brokers_died,
@@ -107,6 +115,7 @@ class Event(Enum):
     TOPIC_DELETION = "topic_deletion"
     PARTITION_MODIFICATIONS = "partition_modifications"
     ISR_CHANGE = "isr_change"
+    LOG_DIR_EVENT = "log_dir_event"
     RESYNC = "resync"
     CALL = "call"
     AUTO_REBALANCE = "auto_rebalance"
@@ -140,7 +149,7 @@ class Controller:
         self.broker_id = broker_id
         self.channel = channel
         self.config = config or ControllerConfig()
-        self.ctx = ControllerContext(epoch, epoch_zk_version)
+        self.ctx = LogDirContext(epoch, epoch_zk_version)
         self.writer = StateWriter(zk, self.ctx)
         self._on_stopped = on_stopped
         self._queue: asyncio.Queue[tuple[Event, int | None]] = asyncio.Queue(
@@ -257,6 +266,7 @@ class Controller:
             Event.TOPIC_DELETION: self._on_topic_deletion,
             Event.PARTITION_MODIFICATIONS: self._on_partition_modifications,
             Event.ISR_CHANGE: self._on_isr_change,
+            Event.LOG_DIR_EVENT: partial(on_log_dir_event, self),
             Event.AUTO_REBALANCE: partial(auto_rebalance, self),
         }
         while self.active:
@@ -311,11 +321,13 @@ class Controller:
         self._send_full_state(sorted(self.ctx.live))
         await load_reassignments(self)
         await self.zk.ensure_path(ISR_CHANGE_NOTIFICATION)
+        await self.zk.ensure_path(LOG_DIR_EVENT_NOTIFICATION)
         for path, event in (
             (paths.BROKER_IDS, Event.BROKER_CHANGE),
             (paths.BROKER_TOPICS, Event.TOPIC_CHANGE),
             (paths.ADMIN_DELETE_TOPICS, Event.TOPIC_DELETION),
             (ISR_CHANGE_NOTIFICATION, Event.ISR_CHANGE),
+            (LOG_DIR_EVENT_NOTIFICATION, Event.LOG_DIR_EVENT),
         ):
             self._watches.append(await self.zk.watch_children(path, self._trigger(event)))
         log.info(
@@ -325,6 +337,9 @@ class Controller:
 
     def _trigger(self, event: Event) -> Callable[[list[str]], None]:
         return lambda _children: self.enqueue(event)
+
+    def enqueue_log_dir_event(self) -> None:
+        self.enqueue(Event.LOG_DIR_EVENT)
 
     async def _read_live_brokers(self) -> dict[int, LiveBroker]:
         out: dict[int, LiveBroker] = {}
@@ -419,6 +434,7 @@ class Controller:
         for b in dead:
             del self.ctx.live[b]
             self.ctx.shutting_down.discard(b)
+            self.ctx.offline_log_dirs.discard(b)  # a restart recovers the log directory
             self.channel.remove_broker(b)
         if dead:
             changed += await self._on_brokers_dead(dead)
@@ -438,7 +454,7 @@ class Controller:
         return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
 
     async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
-        await self._refresh_unclean({t for b in dead for t, _ in self.ctx.partitions_on(b)})
+        await self.refresh_unclean({t for b in dead for t, _ in self.ctx.partitions_on(b)})
         live = self.ctx.eligible_ids
         decisions: dict[TopicPartition, Decide] = {}
         for tp in self.ctx.partitions():
@@ -459,10 +475,10 @@ class Controller:
                 if tp[0] not in self.ctx.deleting:
                     self.ctx.move_replica(tp, b, ReplicaState.ONLINE)
         offline = {tp[0] for tp in self.ctx.partitions() if self.ctx.leader_of(tp) == -1}
-        await self._refresh_unclean(offline)
+        await self.refresh_unclean(offline)
         return await self._elect_where_needed(self.ctx.partitions())
 
-    async def _refresh_unclean(self, topics: set[str]) -> None:
+    async def refresh_unclean(self, topics: set[str]) -> None:
         """Read unclean.leader.election.enable again where an election may need it, so a
         change of /config/topics/<t> counts without a controller restart (Kafka reads it when
         it elects)."""

@@ -10,14 +10,21 @@
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
+    odradek chaos run|faults|check                       (deploy/chaos/)
+
+`topics describe` prints seed 004's listing on stdout and, on stderr, why each partition
+without a leader has none (its replicas that are down, unclean election off or on).
 
 `main(argv)` parses with argparse, runs one handler and returns the exit code. Every error a user
 can cause ends as one line on stderr, `odradek: error: ...`, and a non-zero code: 2 for misuse
 (argparse's own errors and `UsageError`), 1 for a failure (an `OdradekError` from a broker, an
 `OSError`), 130 for Ctrl-C. Progress of long operations goes to stderr, results to stdout.
 
-The commands that talk to brokers find them by `--bootstrap HOST:PORT[,...]`, else
-$ODRADEK_BOOTSTRAP, else the cluster `odradek cluster up` recorded in ./.odradek/cluster.json.
+The commands that talk to brokers find them by `--bootstrap HOST:PORT[,...]`, else the local
+cluster in `--dir D`, else $ODRADEK_BOOTSTRAP, else the cluster `odradek cluster up` recorded in
+./.odradek/cluster.json. `--bootstrap` and `--dir` go before the command or after it
+(`odradek --bootstrap X topics list`, `odradek topics list --bootstrap X`), as `--dir` does for
+the cluster commands.
 """
 
 from __future__ import annotations
@@ -33,12 +40,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from deploy import cli_groups, leaders_cli, records_cli, topics_alter_cli
+from deploy.chaos import cli as chaos_cli
+from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
 from deploy.cli_common import (
-    BOOTSTRAP_ENV,
     PROG,
+    Parser,
     admin_from_args,
     bootstrap_from_args,
+    client_options,
     format_partition,
+    leaderless_notes,
     non_negative_int,
     positive_int,
     progress,
@@ -124,19 +135,16 @@ a first session:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="A Kafka-like distributed log.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    for action in client_options(default=None)._actions:
+        parser._add_action(action)  # the same flags before the command
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    client = argparse.ArgumentParser(add_help=False)
-    client.add_argument(
-        "--bootstrap",
-        metavar="HOST:PORT[,...]",
-        help=f"brokers to ask first (default: ${BOOTSTRAP_ENV}, else ./{DEFAULT_DIR})",
-    )
+    client = client_options(default=argparse.SUPPRESS)
     _add_broker_parser(sub)
     _add_cluster_parser(sub)
     _add_topics_parser(sub, client)
@@ -144,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_consume_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     _add_bench_parser(sub)
+    chaos_cli.add_parser(sub)
     return parser
 
 
@@ -164,7 +173,9 @@ def _add_cluster_parser(sub: Any) -> None:
     p = sub.add_parser("cluster", help="a local ZooKeeper plus brokers, in the background")
     csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="cluster directory")
+    where.add_argument(  # SUPPRESS: keeps a --dir given before `cluster`
+        "--dir", type=Path, default=argparse.SUPPRESS, help=f"cluster directory ({DEFAULT_DIR})"
+    )
 
     up = csub.add_parser("up", parents=[where], help="start ZooKeeper and the brokers")
     up.add_argument("--brokers", type=positive_int, default=3, help=f"1..{MAX_BROKERS} (default 3)")
@@ -173,6 +184,14 @@ def _add_cluster_parser(sub: Any) -> None:
     up.add_argument(
         "--session-timeout-ms", type=positive_int, default=DEFAULT_SESSION_TIMEOUT_MS,
         help="ZooKeeper session timeout of the brokers",
+    )  # fmt: skip
+    up.add_argument(
+        "--netns", action="store_true",
+        help="each broker in its own network namespace, for network faults (root)",
+    )  # fmt: skip
+    up.add_argument(
+        "--tmpfs-mb", type=positive_int, metavar="N",
+        help="each broker's log dir on a tmpfs of N MiB, for disk-full faults (root)",
     )  # fmt: skip
     up.set_defaults(func=cmd_cluster_up)
 
@@ -259,7 +278,7 @@ def bench_parser() -> argparse.ArgumentParser:
     """`odradek bench MODE ...`: deploy/perf.py's arguments, plus --bootstrap on every mode."""
     from deploy import perf
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=f"{PROG} bench", description="Load generators (kafka-producer-perf-test style)."
     )
     perf.add_arguments(parser)
@@ -289,14 +308,21 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return run_forever(config)
 
 
+def cluster_dir(args: argparse.Namespace) -> Path:
+    """--dir (before or after `cluster`), else ./.odradek."""
+    return args.dir if getattr(args, "dir", None) is not None else Path(DEFAULT_DIR)
+
+
 def cmd_cluster_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(
-        args.dir,
+        cluster_dir(args),
         brokers=args.brokers,
         zookeeper=args.zookeeper,
         base_port=args.base_port,
         session_timeout_ms=args.session_timeout_ms,
         progress=progress,
+        network="netns" if args.netns else "loopback",
+        tmpfs_mb=args.tmpfs_mb or 0,
     )
     bootstrap = cluster.up()
     progress(f"cluster is up in {cluster.dir}; bootstrap address (odradek clients):")
@@ -307,7 +333,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    cluster = LocalCluster.open(args.dir)
+    cluster = LocalCluster.open(cluster_dir(args))
     state = cluster.state
     assert state is not None
     zk = state.zookeeper
@@ -324,20 +350,21 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_kill(args: argparse.Namespace) -> int:
-    LocalCluster.open(args.dir, progress=progress).kill(args.id, args.signal)
+    cluster = LocalCluster.open(cluster_dir(args), progress=progress)
+    cluster.kill(args.id, args.signal, reload=True)  # the PID as it is once we hold the lock
     return 0
 
 
 def cmd_cluster_start(args: argparse.Namespace) -> int:
-    LocalCluster.open(args.dir, progress=progress).start(args.id)
+    LocalCluster.open(cluster_dir(args), progress=progress).start(args.id)
     return 0
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    if args.purge and not (Path(args.dir) / "cluster.json").exists():
-        cluster = LocalCluster(args.dir, progress=progress)
+    if args.purge and not (cluster_dir(args) / "cluster.json").exists():
+        cluster = LocalCluster(cluster_dir(args), progress=progress)
     else:
-        cluster = LocalCluster.open(args.dir, progress=progress)
+        cluster = LocalCluster.open(cluster_dir(args), progress=progress)
     cluster.down(purge=args.purge)
     progress("cluster is down")
     return 0
@@ -371,10 +398,14 @@ def cmd_topics_describe(args: argparse.Namespace) -> int:
         names = [d.name for d in descriptions]
         entries = admin.describe_configs(names) if names else {}
         offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else {}
+        notes = leaderless_notes(admin, descriptions, entries)
     for d in sorted(descriptions, key=lambda d: d.name):
         own = {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
         for line in records_cli.describe_lines(d, format_topic(d, own), offsets):
             print(line)
+    sys.stdout.flush()
+    for note in notes:  # on stderr: stdout keeps seed 004's listing, one line per partition
+        progress(note)
     return 0
 
 
@@ -543,14 +574,14 @@ def _error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:
-        try:
+    try:
+        if argv[:1] == ["bench"]:
             args = bench_parser().parse_args(argv[1:])
-        except ImportError as exc:  # a broken install: say which module is missing
-            _error(f"cannot load the bench tools: {exc}")
-            return 1
-    else:
-        args = build_parser().parse_args(argv)
+        else:
+            args = build_parser().parse_args(argv)
+    except ImportError as exc:  # a broken install: say which module is missing
+        _error(f"cannot load a module the command needs: {exc}")
+        return 1
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

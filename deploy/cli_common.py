@@ -1,7 +1,9 @@
 """Helpers every `odradek` subcommand module shares (deploy/cli.py, deploy/leaders_cli.py):
-where the brokers are (--bootstrap, else $ODRADEK_BOOTSTRAP, else the local cluster recorded
-in ./.odradek/cluster.json), an Admin client for them, argparse number types, the partition
-line `topics describe` prints, and progress lines on stderr (results go to stdout).
+where the brokers are (--bootstrap, else the local cluster in --dir D, else $ODRADEK_BOOTSTRAP,
+else the local cluster recorded in ./.odradek/cluster.json; both flags are accepted before the
+command or after it, see `client_options`), an Admin client for them, argparse number types,
+the partition line `topics describe` prints (and why a partition has no leader), and progress
+lines on stderr (results go to stdout).
 """
 
 from __future__ import annotations
@@ -10,13 +12,22 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from deploy.cluster import DEFAULT_DIR, LocalCluster
 from protocol.errors import UsageError
 
 PROG = "odradek"
 BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line, usage pointer included, exit code 2:
+    `odradek topics create: error: argument --partitions: '0' must be positive (usage:
+    odradek topics create --help)`. Subcommand parsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
 
 def progress(line: str) -> None:
@@ -38,20 +49,50 @@ def parse_bootstrap(servers: str) -> str:
     return ",".join(out)
 
 
+def client_options(default: Any) -> argparse.ArgumentParser:
+    """--bootstrap and --dir, for the top-level parser (`default` None) and, as a parent, for
+    every client command (`default` argparse.SUPPRESS: a flag not given after the command
+    leaves the value given before it, where argparse would overwrite it with the default)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--bootstrap", metavar="HOST:PORT[,...]", default=default,
+        help=f"brokers to ask first (default: --dir, else ${BOOTSTRAP_ENV}, else ./{DEFAULT_DIR})",
+    )  # fmt: skip
+    options.add_argument(
+        "--dir", type=Path, metavar="D", default=default,
+        help=f"the local cluster in D (`{PROG} cluster up --dir D`): its brokers",
+    )  # fmt: skip
+    return options
+
+
 def resolve_bootstrap(
-    flag: str | None, environ: dict[str, str] | os._Environ[str], cwd: Path
+    flag: str | None,
+    environ: dict[str, str] | os._Environ[str],
+    cwd: Path,
+    cluster_dir: Path | None = None,
 ) -> str:
-    """--bootstrap, else $ODRADEK_BOOTSTRAP, else the local cluster recorded under cwd."""
+    """--bootstrap, else the local cluster in `cluster_dir` (--dir), else $ODRADEK_BOOTSTRAP,
+    else the local cluster recorded under cwd."""
+    if flag and cluster_dir is not None:
+        raise UsageError("give --bootstrap or --dir, not both")
     if flag:
         return parse_bootstrap(flag)
+    if cluster_dir is not None:
+        if not (cluster_dir / "cluster.json").exists():
+            raise UsageError(f"no local cluster in {cluster_dir} (`{PROG} cluster up --dir` it)")
+        return _local_bootstrap(cluster_dir)
     if environ.get(BOOTSTRAP_ENV):
         return parse_bootstrap(environ[BOOTSTRAP_ENV])
     cluster_dir = cwd / DEFAULT_DIR
     if not (cluster_dir / "cluster.json").exists():
         raise UsageError(
-            "no bootstrap address: pass --bootstrap HOST:PORT, set $ODRADEK_BOOTSTRAP, "
-            f"or start a local cluster here with `{PROG} cluster up`"
+            "no bootstrap address: pass --bootstrap HOST:PORT or --dir D, set "
+            f"${BOOTSTRAP_ENV}, or start a local cluster here with `{PROG} cluster up`"
         )
+    return _local_bootstrap(cluster_dir)
+
+
+def _local_bootstrap(cluster_dir: Path) -> str:
     cluster = LocalCluster.open(cluster_dir)
     if all(state == "dead" for state in cluster.broker_states().values()):
         raise UsageError(
@@ -61,7 +102,8 @@ def resolve_bootstrap(
 
 
 def bootstrap_from_args(args: argparse.Namespace) -> str:
-    return resolve_bootstrap(args.bootstrap, os.environ, Path.cwd())
+    flag, cluster_dir = getattr(args, "bootstrap", None), getattr(args, "dir", None)
+    return resolve_bootstrap(flag, os.environ, Path.cwd(), cluster_dir)
 
 
 def admin_from_args(args: argparse.Namespace) -> Any:
@@ -84,6 +126,28 @@ def format_partition(topic: str, p: Any) -> str:
     elif len(p.isr) < len(p.replicas):
         line += "  (under-replicated)"
     return line
+
+
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+
+
+def leaderless_notes(admin: Any, descriptions: list[Any], configs: dict[str, Any]) -> list[str]:
+    """For `topics describe`: one sentence per partition without a leader, saying why (the live
+    brokers come from one more Metadata request, made only when some partition has no leader).
+    `configs`: describe_configs' answer, {topic: {name: ConfigEntry}}."""
+    offline = [(d, p) for d in descriptions for p in d.partitions if p.leader < 0]
+    if not offline:
+        return []
+    from client.explain import why_no_leader
+
+    live = admin.describe_cluster().brokers
+    notes = []
+    for d, p in sorted(offline, key=lambda dp: (dp[0].name, dp[1].partition)):
+        entry = configs.get(d.name, {}).get(UNCLEAN_CONFIG)
+        unclean = None if entry is None else str(entry.value).lower() == "true"
+        name = f"{d.name}-{p.partition}"
+        notes.append(why_no_leader(name, p.replicas, p.isr, live, unclean))
+    return notes
 
 
 def positive_int(text: str) -> int:

@@ -22,14 +22,31 @@ cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
 Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`).
 A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
 
+Commands may run from several shells at once (`cluster kill 1` here, `cluster start 2` there):
+each read-modify-write of cluster.json (up, kill, start, down) holds an exclusive flock on
+cluster.json.lock beside it and reads the state afresh under it, so no command saves a state
+that has lost another's broker PID. Waiting for readiness happens after the lock is released.
+
 Processes are only ever signalled by the PIDs recorded here, and a recorded broker PID counts as
 ours only while /proc/<pid>/cmdline still names its log dir (PIDs are reused).
+
+Network mode (`network="netns"`, `cluster up --netns`, root only): each broker runs in its own
+network namespace of a lab (deploy/netns.py) as `ip netns exec <ns> python -m deploy.cli
+broker ...` (`ip netns exec` execs, so the recorded PID and its cmdline are the broker's). A
+broker's host, advertised on both listeners, is its namespace address (`host` in its entry,
+`broker_host(id)`; its settings are in broker-<id>.toml); brokers reach ZooKeeper at the lab's
+bridge address, which forwards to the loopback port. The state file keeps "network" and the lab
+("netlab": deploy/netns.py's LabSpec) so later commands reopen it; `cluster.netlab` is the lab
+for fault injection (None on loopback); `down` tears it down. `tmpfs_mb=N` (root only) mounts
+a tmpfs of N MiB at each data/broker-<id> before its broker first starts (a disk that can fill
+up), unmounted by `down`; recorded as "tmpfs_mb".
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -38,13 +55,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from deploy.netns import LabSpec, NetLab, loopback_ports, require_root, rewrite_connect
 from protocol.errors import OdradekError, UsageError
 
 STATE_FILE = "cluster.json"
+LOCK_FILE = "cluster.json.lock"  # flock'ed across every read-modify-write of the state file
 DEFAULT_DIR = ".odradek"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_SESSION_TIMEOUT_MS = 6000
@@ -53,6 +73,8 @@ STOP_TIMEOUT_S = 10.0  # SIGTERM, then SIGKILL after this long
 KILL_TIMEOUT_S = 5.0
 PROBE_TIMEOUT_MS = 2000
 MAX_BROKERS = 64
+NETWORKS = ("loopback", "netns")
+NETNS_ROOT_MESSAGE = "--netns and --tmpfs-mb need root: run as root or leave them out"
 SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +94,7 @@ class BrokerProc:
     pid: int
     log_dir: str
     kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
+    host: str = ""  # its own address (a network namespace's); "": the cluster's host
 
 
 @dataclass(slots=True)
@@ -88,6 +111,9 @@ class ClusterState:
     zookeeper: ZooKeeperInfo
     brokers: list[BrokerProc] = field(default_factory=list)
     version: int = 1
+    network: str = "loopback"  # or "netns": brokers in a network lab (deploy/netns.py)
+    netlab: dict[str, Any] | None = None  # the lab's LabSpec, in netns mode
+    tmpfs_mb: int = 0  # each broker's log dir on a tmpfs of this size (0: none)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -101,6 +127,9 @@ class ClusterState:
             zookeeper=ZooKeeperInfo(**raw["zookeeper"]),
             brokers=[BrokerProc(**b) for b in raw["brokers"]],
             version=int(raw.get("version", 1)),
+            network=str(raw.get("network", "loopback")),
+            netlab=raw.get("netlab"),
+            tmpfs_mb=int(raw.get("tmpfs_mb", 0)),
         )
 
 
@@ -216,18 +245,25 @@ async def _probe_one(host: str, port: int, timeout_ms: int) -> tuple[set[int], i
 
 
 async def _probe_all(
-    host: str, ports: list[int], timeout_ms: int
+    addrs: list[tuple[str, int]], timeout_ms: int
 ) -> list[tuple[set[int], int] | None]:
-    return await asyncio.gather(*(_probe_one(host, p, timeout_ms) for p in ports))
+    return await asyncio.gather(*(_probe_one(h, p, timeout_ms) for h, p in addrs))
 
 
 def probe_metadata(
     host: str, ports: list[int], timeout_ms: int = PROBE_TIMEOUT_MS
 ) -> list[tuple[set[int], int] | None]:
     """Ask each broker for Metadata at once; one (broker ids, controller id) or None per port."""
-    if not ports:
+    return probe_addresses([(host, p) for p in ports], timeout_ms)
+
+
+def probe_addresses(
+    addrs: list[tuple[str, int]], timeout_ms: int = PROBE_TIMEOUT_MS
+) -> list[tuple[set[int], int] | None]:
+    """probe_metadata for brokers on different hosts: one answer per (host, port)."""
+    if not addrs:
         return []
-    return asyncio.run(_probe_all(host, ports, timeout_ms))
+    return asyncio.run(_probe_all(addrs, timeout_ms))
 
 
 # ----- the cluster ---------------------------------------------------------------------------
@@ -248,8 +284,18 @@ class LocalCluster:
         progress: Progress | None = None,
         ready_timeout_s: float = READY_TIMEOUT_S,
         broker_settings: dict[str, int | bool | str] | None = None,
+        network: str = "loopback",
+        tmpfs_mb: int = 0,
     ) -> None:
-        """`broker_settings`: extra settings every broker reads (broker/config.py's names)."""
+        """`broker_settings`: extra settings every broker reads (broker/config.py's names).
+        `network`: "loopback" or "netns" (a namespace per broker); `tmpfs_mb`: log dirs on a
+        tmpfs of this many MiB each (0: none). Both of the latter need root."""
+        if network not in NETWORKS:
+            raise ClusterError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
+        if tmpfs_mb < 0:
+            raise ClusterError(f"tmpfs size must be positive, not {tmpfs_mb}")
+        if network == "netns" or tmpfs_mb:
+            require_root(NETNS_ROOT_MESSAGE)
         if not 1 <= brokers <= MAX_BROKERS:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
         if base_port is not None and not 1024 <= base_port <= 65535 - 2 * brokers:
@@ -264,6 +310,8 @@ class LocalCluster:
         self.host = host
         self.ready_timeout_s = ready_timeout_s
         self.broker_settings = dict(broker_settings or {})
+        self.network = network
+        self.tmpfs_mb = tmpfs_mb
         self._progress = progress or (lambda _line: None)
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
@@ -287,6 +335,8 @@ class LocalCluster:
         cluster.num_brokers = len(state.brokers)
         cluster.host = state.host
         cluster.session_timeout_ms = state.session_timeout_ms
+        cluster.network = state.network
+        cluster.tmpfs_mb = state.tmpfs_mb
         return cluster
 
     def _read_state(self) -> ClusterState | None:
@@ -305,6 +355,30 @@ class LocalCluster:
         tmp.write_text(self.state.to_json())
         os.replace(tmp, self.state_path)
 
+    @contextlib.contextmanager
+    def _state_lock(self, reload: bool = True) -> Iterator[None]:
+        """Hold the cluster's lock (fcntl.flock on LOCK_FILE) and, with `reload`, take the
+        state file as it is now: another process may have changed it since we read it."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / LOCK_FILE, "a") as lock:  # children do not inherit it (close_fds)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if reload:
+                    fresh = self._read_state()
+                    if fresh is not None:
+                        self.state = fresh
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _current_state(self) -> ClusterState:
+        """The state file as it is now (saved whole, by rename: no lock needed to read it),
+        else the state in hand."""
+        fresh = self._read_state()
+        if fresh is not None:
+            self.state = fresh
+        return self._require_state()
+
     def _require_state(self) -> ClusterState:
         if self.state is None:
             raise ClusterError(f"no local cluster in {self.dir}")
@@ -314,13 +388,28 @@ class LocalCluster:
     def bootstrap(self) -> str:
         """Every broker as host:port, comma-separated, for clients."""
         state = self._require_state()
-        return ",".join(f"{state.host}:{b.port}" for b in state.brokers)
+        return ",".join(f"{b.host or state.host}:{b.port}" for b in state.brokers)
 
     @property
     def kafka_bootstrap(self) -> str:
         """Every broker's Kafka listener as host:port, for Kafka clients' bootstrap.servers."""
         state = self._require_state()
-        return ",".join(f"{state.host}:{b.kafka_port}" for b in state.brokers if b.kafka_port)
+        return ",".join(
+            f"{b.host or state.host}:{b.kafka_port}" for b in state.brokers if b.kafka_port
+        )
+
+    def broker_host(self, broker_id: int) -> str:
+        """The address the broker listens on and advertises (its namespace's, in netns mode)."""
+        return self.broker(broker_id).host or self._require_state().host
+
+    @property
+    def netlab(self) -> NetLab | None:
+        """The network lab of a netns cluster, for faults (`isolate`, `cut_zookeeper`, `heal`
+        by broker id); None for a loopback cluster."""
+        state = self._require_state()
+        if state.network != "netns" or state.netlab is None:
+            return None
+        return NetLab(LabSpec.from_json(state.netlab))
 
     @property
     def zookeeper_connect(self) -> str:
@@ -341,22 +430,32 @@ class LocalCluster:
 
     def up(self) -> str:
         """Start ZooKeeper (unless given) and the brokers, wait until ready; the bootstrap."""
-        self._refuse_if_running()
         self.dir.mkdir(parents=True, exist_ok=True)
+        lock = contextlib.ExitStack()  # the state lock, held until every broker is recorded
+        lock.enter_context(self._state_lock(reload=False))
         try:
+            self._refuse_if_running()
             zk = self._start_zookeeper()
             self.state = ClusterState(self.host, self.session_timeout_ms, zk)
+            self.state.network, self.state.tmpfs_mb = self.network, self.tmpfs_mb
+            lab = self._setup_netlab(zk.connect) if self.network == "netns" else None
             self._write_broker_config()
             ports = self._ports()
             for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
                 log_dir = self.dir / "data" / f"broker-{broker_id}"
                 port, kafka_port = ports[i], ports[self.num_brokers + i]
-                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port)
+                host = "" if lab is None else lab.spec.broker_ip(broker_id)
+                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host)
                 self.state.brokers.append(proc)
+                if host:
+                    self._write_broker_config(host, self._config_path(proc))
+                self._mount_tmpfs(proc)
                 self._spawn(proc)
                 self._save_state()
+            lock.close()
             self.wait_ready(must_run=self.broker_ids)
         except BaseException:
+            lock.close()
             if self.state is not None:
                 self._progress("start-up failed; stopping what was started")
                 with contextlib.suppress(Exception):
@@ -409,27 +508,70 @@ class LocalCluster:
             raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
         return ports
 
-    def _write_broker_config(self) -> None:
-        """Settings shared by every broker of this cluster, in the broker's TOML format."""
+    def _setup_netlab(self, zk_connect: str) -> NetLab:
+        """Plan the lab (recorded before anything is made, so `down` can undo a half-made
+        one), then make it: namespaces, veths, bridge, ZooKeeper's port forwarded."""
+        state = self._require_state()
+        ids = range(1, self.num_brokers + 1)
+        lab = NetLab.plan(str(self.dir), ids, loopback_ports(zk_connect))
+        state.netlab = lab.spec.to_json()
+        self._save_state()
+        self._progress(f"network lab {lab.spec.bridge} on {lab.spec.subnet}.0/24")
+        lab.setup()
+        return lab
+
+    def _config_path(self, proc: BrokerProc) -> Path:
+        """broker-<id>.toml for a broker with its own host (netns), else the shared file."""
+        return self.dir / (f"broker-{proc.id}.toml" if proc.host else "broker.toml")
+
+    def _mount_tmpfs(self, proc: BrokerProc) -> None:
+        state = self._require_state()
+        log_dir = Path(proc.log_dir)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        if not state.tmpfs_mb or os.path.ismount(log_dir):
+            return
+        size = f"size={state.tmpfs_mb}m"
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(log_dir)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise ClusterError(f"cannot mount a tmpfs at {log_dir}: {done.stderr.strip()}")
+        self._progress(f"broker {proc.id}: log dir on a {state.tmpfs_mb} MiB tmpfs")
+
+    def _unmount_tmpfs(self, state: ClusterState) -> None:
+        for b in state.brokers:
+            if state.tmpfs_mb and os.path.ismount(b.log_dir):
+                subprocess.run(["umount", b.log_dir], capture_output=True, check=False)
+
+    def _write_broker_config(self, host: str | None = None, path: Path | None = None) -> None:
+        """Settings shared by every broker of this cluster, in the broker's TOML format (with
+        `host` and `path`: one broker's own file, in netns mode)."""
         text = (
             "# Written by `odradek cluster up`: settings shared by this cluster's brokers.\n"
-            f'host = "{self.host}"\n'
+            f'host = "{host or self.host}"\n'
             f"zookeeper_session_timeout_ms = {self.session_timeout_ms}\n"
         )
         for name, value in self.broker_settings.items():
             text += f"{name} = {json.dumps(value)}\n"  # JSON scalars are TOML scalars
-        (self.dir / "broker.toml").write_text(text)
+        (path or self.dir / "broker.toml").write_text(text)
 
     def _spawn(self, proc: BrokerProc) -> None:
         state = self._require_state()
         Path(proc.log_dir).mkdir(parents=True, exist_ok=True)
+        lab, connect = self.netlab, state.zookeeper.connect
+        if lab is not None:
+            connect = rewrite_connect(connect, lab.spec.bridge_ip)
+        host = proc.host or state.host
         cmd = [
             sys.executable, "-m", "deploy.cli", "broker",
             "--id", str(proc.id), "--port", str(proc.port), "--log-dir", proc.log_dir,
-            "--zookeeper", state.zookeeper.connect, "--config", str(self.dir / "broker.toml"),
+            "--zookeeper", connect, "--config", str(self._config_path(proc)),
         ]  # fmt: skip
+        if lab is not None:
+            cmd = lab.exec_prefix(proc.id) + cmd
         if proc.kafka_port:
-            cmd += ["--listeners", f"PLAINTEXT://{state.host}:{proc.kafka_port}"]
+            cmd += ["--listeners", f"PLAINTEXT://{host}:{proc.kafka_port}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = f"{_PROJECT_ROOT}{os.pathsep}{path}" if path else str(_PROJECT_ROOT)
@@ -446,9 +588,7 @@ class LocalCluster:
         self._procs[proc.id] = child
         proc.pid = child.pid
         kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
-        self._progress(
-            f"started broker {proc.id} on {state.host}:{proc.port}{kafka} (pid {child.pid})"
-        )
+        self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {child.pid})")
 
     # ----- waiting ---------------------------------------------------------------------------
 
@@ -460,14 +600,14 @@ class LocalCluster:
         a broker in `must_run` that is dead is an error. Returns the controller id; raises
         ClusterError when such a broker dies or time runs out.
         """
-        state = self._require_state()
         deadline = time.monotonic() + (timeout_s or self.ready_timeout_s)
         last_line = ""
         while True:
+            state = self._current_state()  # other shells may restart brokers meanwhile
             self._fail_if_died(must_run)
             states = {b.id: self._broker_state(b) for b in state.brokers}
             alive = [b for b in state.brokers if states[b.id] == "alive"]
-            answers = probe_metadata(state.host, [b.port for b in alive])
+            answers = probe_addresses([(b.host or state.host, b.port) for b in alive])
             expected = {b.id for b in alive}
             ok = [a for a in answers if a is not None and expected <= a[0] and a[1] in expected]
             controllers = {a[1] for a in ok}
@@ -518,8 +658,9 @@ class LocalCluster:
     def controller_id(self) -> int | None:
         """The controller as the running brokers see it (None when none answers)."""
         state = self._require_state()
-        ports = [b.port for b in state.brokers if self._broker_state(b) == "alive"]
-        for answer in probe_metadata(state.host, ports, timeout_ms=1000):
+        addrs = [(b.host or state.host, b.port) for b in state.brokers
+                 if self._broker_state(b) == "alive"]  # fmt: skip
+        for answer in probe_addresses(addrs, timeout_ms=1000):
             if answer is not None and answer[1] >= 0:
                 return answer[1]
         return None
@@ -542,8 +683,14 @@ class LocalCluster:
 
     # ----- kill and start ----------------------------------------------------------------------
 
-    def kill(self, broker_id: int, sig: str = "KILL") -> None:
-        """Send SIGKILL, SIGTERM or SIGSTOP to one broker and wait until it takes effect."""
+    def kill(self, broker_id: int, sig: str = "KILL", *, reload: bool = False) -> None:
+        """Send SIGKILL, SIGTERM or SIGSTOP to one broker and wait until it takes effect.
+        Under the state lock (kill writes nothing, but waits out a `start` under way);
+        `reload`: take its PID from the state file then, not from the state in hand."""
+        with self._state_lock(reload=reload):
+            self._kill(broker_id, sig)
+
+    def _kill(self, broker_id: int, sig: str) -> None:
         if sig.upper() not in SIGNALS:
             raise ClusterError(f"unknown signal {sig!r} (choose from KILL, TERM, STOP)")
         sig = sig.upper()
@@ -570,6 +717,12 @@ class LocalCluster:
 
     def start(self, broker_id: int, wait: bool = True) -> None:
         """Resume a paused broker, or restart a dead one with its id, port and data."""
+        with self._state_lock():
+            self._start(broker_id)
+        if wait:
+            self.wait_ready(must_run=[broker_id])
+
+    def _start(self, broker_id: int) -> None:
         proc = self.broker(broker_id)
         now = self._broker_state(proc)
         if now == "alive":
@@ -580,13 +733,11 @@ class LocalCluster:
             self._progress(f"broker {broker_id} (pid {proc.pid}) resumed")
         else:
             state = self._require_state()
-            if _port_in_use(state.host, proc.port):
+            if not proc.host and _port_in_use(state.host, proc.port):
                 raise ClusterError(f"port {proc.port} of broker {broker_id} is taken")
             self._reap(broker_id)
             self._spawn(proc)
             self._save_state()
-        if wait:
-            self.wait_ready(must_run=[broker_id])
 
     def _reap(self, broker_id: int) -> None:
         child = self._procs.pop(broker_id, None)
@@ -598,6 +749,13 @@ class LocalCluster:
 
     def down(self, purge: bool = False) -> None:
         """Stop the brokers (SIGTERM, then SIGKILL after a bound), then our ZooKeeper."""
+        if not self.dir.exists():
+            self._down(purge)  # raises: no cluster here
+            return
+        with self._state_lock():
+            self._down(purge)
+
+    def _down(self, purge: bool) -> None:
         state = self.state if self.state is not None else self._read_state()
         if state is None and not (purge and self.dir.exists()):
             raise ClusterError(f"no local cluster in {self.dir}")
@@ -606,6 +764,11 @@ class LocalCluster:
             self._stop_brokers(state.brokers)
             if state.zookeeper.pid is not None:
                 self._stop_zookeeper(state.zookeeper.pid)
+            self._unmount_tmpfs(state)
+            lab = self.netlab
+            if lab is not None:
+                self._progress(f"tearing down network lab {lab.spec.bridge}")
+                lab.teardown()
             self.state_path.unlink(missing_ok=True)
         if purge:
             shutil.rmtree(self.dir, ignore_errors=True)

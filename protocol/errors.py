@@ -392,3 +392,14 @@ def raise_for_code(code: int, message: str | None = None) -> None:
     """Raise the error for `code`, or return when it is 0 (NONE)."""
     if code != 0:
         raise for_code(code)(message)
+
+
+class LogDirOfflineError(BrokerShutdownError):
+    """Code 56, which Kafka names KAFKA_STORAGE_ERROR: the partition's log directory on this
+    broker is offline after an I/O error (disk full, EIO). Retriable, and the client refreshes
+    its metadata first, since the controller moves leadership to another replica. ERROR_TABLE
+    still names code 56 BROKER_SHUTDOWN (a row nothing else sends) and gives KAFKA_STORAGE_ERROR
+    code 54 (Kafka's SECURITY_DISABLED), so this class keeps row 56's name and a code read off
+    the wire decodes as BrokerShutdownError; Kafka clients read it as KAFKA_STORAGE_ERROR."""
+
+    default_message = "The log directory holding this partition is offline (disk error)."

@@ -9,7 +9,8 @@ replicated (a leader alone in its ISR) the answer is immediate, without a task. 
 value: INVALID_REQUIRED_ACKS for every partition, nothing written. Internal topics
 (`__consumer_offsets`) are written only by the group coordinator: a client's produce to one gets
 INVALID_TOPIC_EXCEPTION and writes nothing. Topics with flush.messages=1 answer after group
-commit.
+commit; a partition whose flush fails (its log directory went offline) gets that error
+(KAFKA_STORAGE_ERROR), never an acknowledgement. So does a partition whose append failed.
 """
 
 from __future__ import annotations
@@ -30,12 +31,18 @@ from protocol.api.produce import (
     ProduceTopicResponse,
 )
 from protocol.codec import Request
-from protocol.errors import InvalidRequiredAcksError, InvalidTopicError
+from protocol.errors import (
+    InvalidRequiredAcksError,
+    InvalidTopicError,
+    LogDirOfflineError,
+    OdradekError,
+)
 
 VALID_ACKS = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
 NONE = 0
 
 Outcomes = dict[tuple[str, int], AppendOutcome]
+Durable = dict[tuple[str, int], Awaitable[None]]
 
 
 def handle(
@@ -45,7 +52,7 @@ def handle(
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
     outcomes: Outcomes = {}
-    durable: list[Awaitable[None]] = []
+    durable: Durable = {}
     for topic in req.topics:
         for part in topic.partitions:
             if topic.name == OFFSETS_TOPIC:
@@ -56,7 +63,7 @@ def handle(
             outcome = ctx.replicas.append(topic.name, part.partition, part.records, req.acks)
             outcomes[(topic.name, part.partition)] = outcome
             if outcome.durable is not None:
-                durable.append(outcome.durable)
+                durable[(topic.name, part.partition)] = outcome.durable
     waiting = _unreplicated(ctx, req, outcomes) if req.acks == ACKS_ALL else []
     if durable or waiting:
         return _delayed(ctx, req, outcomes, durable, waiting)
@@ -90,22 +97,35 @@ async def _delayed(
     ctx: BrokerContext,
     req: ProduceRequest,
     outcomes: Outcomes,
-    durable: list[Awaitable[None]],
+    durable: Durable,
     waiting: list[tuple[str, int, int]],
 ) -> ProduceResponse | None:
     if waiting:
         replicated = ctx.replicas.await_replication(waiting, req.timeout_ms)
         codes = await replicated
-        if durable:
-            await asyncio.gather(*durable)
+        await _await_durable(outcomes, durable)
         for key, code in codes.items():
             if code != NONE:
                 _fail(outcomes[key], code)
     else:
-        await asyncio.gather(*durable)
+        await _await_durable(outcomes, durable)
     if req.acks == ACKS_NONE:
         return None
     return _response(req, lambda t, p: outcomes[(t, p)])
+
+
+async def _await_durable(outcomes: Outcomes, durable: Durable) -> None:
+    """Wait for every group commit; a partition whose flush failed gets the error."""
+    if not durable:
+        return
+    results = await asyncio.gather(*durable.values(), return_exceptions=True)
+    for key, result in zip(durable, results, strict=True):
+        if isinstance(result, OdradekError):
+            _fail(outcomes[key], result.code)
+            outcomes[key].error_message = result.message
+        elif isinstance(result, BaseException):
+            _fail(outcomes[key], LogDirOfflineError.code)
+            outcomes[key].error_message = f"{type(result).__name__}: {result}"
 
 
 def _response(

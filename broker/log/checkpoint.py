@@ -7,7 +7,10 @@ Every checkpoint is text in Kafka's checkpoint layout:
     <a> [<b>]         one entry per line, decimal integers separated by one space
 
 Files: `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` (one entry of one
-integer) and `leader-epoch-checkpoint` (epoch and start offset per line).
+integer) and `leader-epoch-checkpoint` (epoch and start offset per line), in each partition
+directory; and in the log directory itself `replication-offset-checkpoint`, the high watermark
+of every partition, one `<topic> <partition> <offset>` line each (Kafka's file of that name;
+topic names never hold a space).
 
 Writing: the content goes to `<name>.tmp`, which is fsynced, renamed over `<name>`, and the
 directory is fsynced, so a crash leaves either the old or the new file, never a torn one. The
@@ -18,13 +21,15 @@ entries are checked before writing and again after reading; a file that fails is
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from protocol.errors import KafkaStorageError
 
 VERSION = 0
 MAX_CHECKPOINT_BYTES = 1 << 20  # a bound on what we read back
+# replication-offset-checkpoint: up to LogManager.MAX_LOGS lines of a 249-byte topic name
+MAX_PARTITION_OFFSETS_BYTES = 32 << 20
 TMP_SUFFIX = ".tmp"
 
 
@@ -116,3 +121,56 @@ def read_offset(path: Path) -> int | None:
     if entries is None or len(entries) != 1 or entries[0][0] < 0:
         return None
     return entries[0][0]
+
+
+def encode_partition_offsets(offsets: Mapping[tuple[str, int], int]) -> bytes:
+    """`<topic> <partition> <offset>` lines, sorted, after the version and count lines."""
+    for (topic, partition), offset in offsets.items():
+        assert topic and not any(c.isspace() for c in topic), f"topic {topic!r} in a checkpoint"
+        assert partition >= 0 and offset >= 0, (topic, partition, offset)
+    lines = [str(VERSION), str(len(offsets))]
+    lines.extend(f"{t} {p} {o}" for (t, p), o in sorted(offsets.items()))
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def decode_partition_offsets(data: bytes) -> dict[tuple[str, int], int]:
+    """The inverse of encode_partition_offsets; CorruptCheckpointError when it does not parse."""
+    try:
+        lines = data.decode("ascii").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) < 2 or int(lines[0]) != VERSION:
+            raise ValueError("bad version line")
+        count = int(lines[1])
+        if count != len(lines) - 2:
+            raise ValueError(f"{count} entries announced, {len(lines) - 2} present")
+        out: dict[tuple[str, int], int] = {}
+        for line in lines[2:]:
+            topic, partition, offset = line.split(" ")
+            key, value = (topic, int(partition)), int(offset)
+            if not topic or key[1] < 0 or value < 0 or key in out:
+                raise ValueError(f"bad entry {line!r}")
+            out[key] = value
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptCheckpointError(f"checkpoint does not parse: {exc}") from None
+    return out
+
+
+def write_partition_offsets(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
+    data = encode_partition_offsets(offsets)
+    assert decode_partition_offsets(data) == dict(offsets)
+    write_atomically(path, data)
+
+
+def read_partition_offsets(path: Path) -> dict[tuple[str, int], int]:
+    """The offsets in the file; {} when it is absent. CorruptCheckpointError when it is bad."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PARTITION_OFFSETS_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    if len(data) > MAX_PARTITION_OFFSETS_BYTES:
+        raise CorruptCheckpointError(
+            f"{path.name} is larger than {MAX_PARTITION_OFFSETS_BYTES} bytes"
+        )
+    return decode_partition_offsets(data)

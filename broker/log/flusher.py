@@ -8,6 +8,10 @@ therefore rides on the next one, which covers everything appended up to when it 
 load the number of fdatasyncs per second stays near the disk's fdatasync rate whatever the
 number of concurrent producers.
 
+A flush that fails (fdatasync's EIO) fails every append waiting on it; the caller takes the log
+directory offline (dir_failure.py), and a waiter on a log already offline fails at once, never
+counted as durable.
+
 The flush plan is made and marked on the event loop (Log is single-threaded); only
 `FlushPlan.run()` (the fdatasync calls) goes to the executor. This is the only asyncio module
 in broker/log.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Executor
 
+from broker.log.dir_failure import LogDirIOError
 from broker.log.log import Log
 from protocol.errors import KafkaStorageError
 
@@ -31,6 +36,11 @@ class GroupCommitFlusher:
     async def wait_durable(self, log: Log, offset: int) -> None:
         """Return once every offset <= `offset` of `log` has been fdatasynced."""
         while log.recovery_point <= offset:
+            if log.offline:  # its directory failed: this offset may never reach the disk
+                raise LogDirIOError(
+                    f"offset {offset} of {log.topic}-{log.partition} was not made durable: "
+                    "the log directory is offline"
+                )
             if log.closed:
                 return  # close() flushed everything
             if offset >= log.log_end_offset:

@@ -34,6 +34,7 @@ import sys
 from array import array
 from pathlib import Path
 
+from broker.log.dir_failure import LogDirIOError
 from protocol.errors import KafkaStorageError
 
 OFFSET_ENTRY = struct.Struct(">IIII")
@@ -89,7 +90,7 @@ class _IndexFile:
         if self._pending:
             written = os.write(self.fd(), self._pending)
             if written != len(self._pending):
-                raise KafkaStorageError(f"short write to {self.path.name}")
+                raise LogDirIOError(f"short write to {self.path.name}")
             self._pending.clear()
 
     def truncate(self, size: int) -> None:

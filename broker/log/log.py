@@ -19,6 +19,10 @@ written when it goes down (truncation), on open, retention and close, and otherw
 a minute (Kafka's log.flush.offset.checkpoint.interval.ms): a stale one only means more to
 recover, while one per fsync would triple the fsyncs of policy "always".
 
+A failed I/O call raises `LogDirIOError` (dir_failure.py): the caller takes the whole log
+directory offline (`mark_offline` on every log), and the log is not touched again until the
+broker restarts.
+
 Reads return `FileSlice`s on the segment's fd. Segments that retention or truncation removes
 are renamed `.deleted` and closed only after file.delete.delay.ms (`purge_deleted_segments`),
 so a slice in flight stays readable; a truncation inside the active segment shortens the file
@@ -47,6 +51,7 @@ from pathlib import Path
 
 from broker.log import checkpoint
 from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
+from broker.log.dir_failure import LogDirIOError
 from broker.log.epoch import LeaderEpochCache
 from broker.log.index import CorruptIndexError
 from broker.log.segment import (
@@ -114,7 +119,7 @@ class FlushPlan:
             for fd in self.fds:
                 os.fdatasync(fd)
         except OSError as exc:
-            raise KafkaStorageError(f"fdatasync failed: {exc}") from None
+            raise LogDirIOError(f"fdatasync failed: {exc}") from None
         finally:
             for fd in self.fds:
                 os.close(fd)
@@ -138,6 +143,7 @@ class Log:
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
+        self.offline = False  # its log directory failed (dir_failure.py): closed for good
 
     # ----- opening ------------------------------------------------------------------------
 
@@ -392,8 +398,7 @@ class Log:
         min_one_batch: bool = True,
     ) -> ReadResult:
         """Whole batches from the one holding `offset`, within one segment file."""
-        if self.closed:
-            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+        self._check_open()
         segments = self._segments
         leo = segments[-1].next_offset
         if offset < self.log_start_offset or offset > leo:
@@ -411,7 +416,7 @@ class Log:
             try:
                 found = seg.read_range(offset, max_bytes, max_offset, min_one_batch)
             except OSError as exc:
-                raise KafkaStorageError(f"reading {seg.log_path.name}: {exc}") from None
+                raise LogDirIOError(f"reading {seg.log_path.name}: {exc}") from None
             i += 1
             if found is None:
                 continue
@@ -611,6 +616,12 @@ class Log:
         """Refuse every further call, but keep the files open for slices in flight."""
         self.closed = True
 
+    def mark_offline(self) -> None:
+        """Its directory failed (dir_failure.py): refuse every further call and write nothing
+        more, not even at close (no clean-shutdown marker: the next start recovers the log).
+        The files stay open, so a fetch response already being sent from them completes."""
+        self.closed = self.offline = True
+
     def delete(self) -> None:
         """Close everything and remove the directory."""
         self._close_files()
@@ -627,6 +638,8 @@ class Log:
     # ----- checks ---------------------------------------------------------------------------
 
     def _check_open(self) -> None:
+        if self.offline:
+            raise LogDirIOError(f"the log directory of {self.topic}-{self.partition} is offline")
         if self.closed:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
 

@@ -11,6 +11,18 @@ flushes logs whose flush.ms has passed (the fdatasync runs in the default execut
 `.deleted` segments and `-delete` directories whose delay is over; every `check_interval_ms`
 (Kafka's log.retention.check.interval.ms) it applies retention; once a minute it checkpoints
 recovery points. Time comes from the injected clock; `sleep` is injectable for tests.
+
+High watermarks: `replication-offset-checkpoint` in log_dir (checkpoint.py's partition-offset
+layout) is read once by `load_all` (`checkpointed_high_watermark`) and rewritten, atomically,
+by `write_high_watermarks` (the replica manager calls it every
+replica_high_watermark_checkpoint_interval_ms and at shutdown). A corrupt file is logged and
+ignored: the high watermarks then start at 0, as without the file.
+
+A failed directory (dir_failure.py): `fail(exc, action)` is called by whoever met the I/O error
+(the replica manager, the fetchers, this module's own background work). The first call logs one
+line naming the directory and the cause, marks every log offline, and calls the listeners
+(`add_failure_listener`); later calls change nothing. From then on the background work, the
+checkpoints and the clean shutdown write nothing to the directory.
 """
 
 from __future__ import annotations
@@ -19,10 +31,17 @@ import asyncio
 import logging
 import shutil
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
+from broker.log import checkpoint
 from broker.log.config import LogConfig
+from broker.log.dir_failure import (
+    LogDirFailure,
+    LogDirIOError,
+    failure_cause,
+    is_log_dir_failure,
+)
 from broker.log.log import (
     RECOVERY_CHECKPOINT_INTERVAL_MS,
     Log,
@@ -33,6 +52,7 @@ from protocol.clock import Clock
 from protocol.errors import OdradekError, UsageError
 
 DELETE_DIR_SUFFIX = "-delete"
+HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 TICK_MS = 1000
 MAX_LOGS = 100_000  # a bound on partitions per broker
 
@@ -46,10 +66,18 @@ class LogManager:
         self.clock = clock
         self._logs: dict[tuple[str, int], Log] = {}
         self._deleted: list[tuple[int, Log, Path]] = []  # (remove at monotonic ms, log, dir)
+        self._high_watermarks: dict[tuple[str, int], int] = {}  # as read at start-up
+        self.failure: LogDirFailure | None = None  # set once: the directory is offline
+        self._failure_listeners: list[Callable[[LogDirFailure], None]] = []
+
+    @property
+    def offline(self) -> bool:
+        return self.failure is not None
 
     def load_all(self) -> None:
         """Open (and recover where needed) every partition directory under log_dir."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._high_watermarks = self._read_high_watermarks()
         for path in sorted(self.log_dir.iterdir()):
             if not path.is_dir():
                 continue
@@ -64,6 +92,58 @@ class LogManager:
             if (topic, partition) not in self._logs:
                 self._add(topic, partition, Log.open(path, self.default_config, self.clock))
 
+    # ----- a failed directory ----------------------------------------------------------------
+
+    def add_failure_listener(self, listener: Callable[[LogDirFailure], None]) -> None:
+        self._failure_listeners.append(listener)
+
+    def fail(self, exc: BaseException, action: str) -> bool:
+        """An I/O error (`exc`) while doing `action`: take the directory offline. True when
+        this call did (the first one)."""
+        if self.failure is not None:
+            return False
+        self.failure = LogDirFailure(self.log_dir, action, failure_cause(exc))
+        logger.error("%s", self.failure.describe())
+        for log in self.logs():
+            log.mark_offline()
+        for listener in self._failure_listeners:
+            try:
+                listener(self.failure)
+            except Exception:  # one listener's bug must not stop the others
+                logger.exception("log directory failure listener failed")
+        return True
+
+    def _check_online(self) -> None:
+        if self.failure is not None:
+            raise LogDirIOError(f"log directory {self.log_dir} is offline")
+
+    # ----- high watermarks ---------------------------------------------------------------
+
+    def _read_high_watermarks(self) -> dict[tuple[str, int], int]:
+        path = self.log_dir / HW_CHECKPOINT_FILE
+        path.with_name(path.name + checkpoint.TMP_SUFFIX).unlink(missing_ok=True)
+        try:
+            return checkpoint.read_partition_offsets(path)
+        except checkpoint.CorruptCheckpointError as exc:
+            logger.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def checkpointed_high_watermark(self, topic: str, partition: int) -> int | None:
+        """The high watermark the checkpoint read at start-up holds for the partition."""
+        return self._high_watermarks.get((topic, partition))
+
+    def write_high_watermarks(self, high_watermarks: Mapping[tuple[str, int], int]) -> None:
+        """Checkpoint the given high watermarks, plus, for logs open here but not in the map
+        (not yet named by the controller), the values read at start-up. Raises on an I/O
+        error (the caller fails the directory); does nothing while it is offline."""
+        if self.failure is not None:
+            return
+        hws = {k: v for k, v in self._high_watermarks.items() if k in self._logs}
+        hws.update((k, v) for k, v in high_watermarks.items() if k in self._logs)
+        checkpoint.write_partition_offsets(self.log_dir / HW_CHECKPOINT_FILE, hws)
+
+    # ----- logs ------------------------------------------------------------------------------
+
     def get(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
@@ -75,6 +155,7 @@ class LogManager:
             return log
         if "/" in topic or topic in ("", ".", "..") or partition < 0:
             raise UsageError(f"invalid partition {topic!r}-{partition}")
+        self._check_online()
         path = self.log_dir / directory_name(topic, partition)
         log = Log.open(path, config or self.default_config, self.clock)
         self._add(topic, partition, log)
@@ -121,18 +202,21 @@ class LogManager:
         last_retention_ms: int | None = None
         last_checkpoint_ms = self.clock.monotonic_ms()
         while True:
+            if self.failure is not None:  # offline: nothing more is written here
+                await sleep(TICK_MS / 1000)
+                continue
             now = self.clock.monotonic_ms()
             if last_retention_ms is None or now - last_retention_ms >= check_interval_ms:
                 last_retention_ms = now
                 self.apply_retention()
             await self.flush_due()
             for log in self.logs():
-                log.purge_deleted_segments()
+                self._guard(log, log.purge_deleted_segments)
             self.purge_deleted(now)
             if now - last_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
                 last_checkpoint_ms = now
                 for log in self.logs():
-                    _guard(log, log.checkpoint_offsets)
+                    self._guard(log, log.checkpoint_offsets)
             await sleep(min(check_interval_ms, TICK_MS) / 1000)
 
     def apply_retention(self) -> int:
@@ -140,7 +224,10 @@ class LogManager:
         for log in self.logs():
             try:
                 deleted += log.delete_retained_segments()
-            except OdradekError:
+            except (OdradekError, OSError) as exc:
+                if is_log_dir_failure(exc):
+                    self.fail(exc, f"retention of {log.topic}-{log.partition}")
+                    break
                 logger.exception("retention failed for %s-%s", log.topic, log.partition)
         return deleted
 
@@ -154,7 +241,10 @@ class LogManager:
             plan = log.flush_plan()
             try:
                 await loop.run_in_executor(None, plan.run)
-            except OdradekError:
+            except (OdradekError, OSError) as exc:
+                if is_log_dir_failure(exc):
+                    self.fail(exc, f"flush of {log.topic}-{log.partition}")
+                    break
                 logger.exception("flush failed for %s-%s", log.topic, log.partition)
                 continue
             if not log.closed:
@@ -165,13 +255,18 @@ class LogManager:
     def shutdown(self) -> None:
         """Close every log cleanly (each writes its clean-shutdown marker)."""
         for log in self.logs():
-            _guard(log, log.close)
+            self._guard(log, log.close)  # an offline log writes nothing (no marker)
         self._logs.clear()
         self.purge_deleted(1 << 62)
 
-
-def _guard(log: Log, action: Callable[[], None]) -> None:
-    try:
-        action()
-    except (OdradekError, OSError):
-        logger.exception("%s failed for %s-%s", action.__name__, log.topic, log.partition)
+    def _guard(self, log: Log, action: Callable[[], object]) -> None:
+        if log.closed:
+            return
+        try:
+            action()
+        except (OdradekError, OSError) as exc:
+            if is_log_dir_failure(exc):
+                self.fail(exc, f"{action.__name__} of {log.topic}-{log.partition}")
+            else:
+                logger.exception("%s failed for %s-%s", action.__name__, log.topic,
+                                 log.partition)  # fmt: skip

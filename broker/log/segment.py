@@ -34,6 +34,7 @@ from pathlib import Path
 
 import crc32c
 
+from broker.log.dir_failure import LogDirIOError
 from broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from protocol.batch import (
     CODEC_MASK,
@@ -46,7 +47,7 @@ from protocol.batch import (
     MAGIC,
     validate,
 )
-from protocol.errors import KafkaStorageError, OdradekError, UsageError
+from protocol.errors import OdradekError, UsageError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -128,7 +129,7 @@ class _Window:
             self.start = pos
             off = 0
             if len(self.buf) < HEADER_BYTES:
-                raise KafkaStorageError("segment file is shorter than its recorded size")
+                raise LogDirIOError("segment file is shorter than its recorded size")
         return HEADER.unpack_from(self.buf, off)
 
 
@@ -303,8 +304,11 @@ class Segment:
                 while rest:
                     rest = rest[os.write(self.fd, rest) :]
         except OSError as exc:
-            os.ftruncate(self.fd, pos)  # leave no partial batch behind
-            raise KafkaStorageError(f"append to {self.log_path.name} failed: {exc}") from None
+            # Leave no partial batch behind; if even this fails, the torn tail stays until
+            # the next start's recovery cuts it (the failed directory leaves no clean-shutdown
+            # marker, so the active segment is recovered).
+            os.ftruncate(self.fd, pos)
+            raise LogDirIOError(f"append to {self.log_path.name} failed: {exc}") from None
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
         # _account, inlined: this runs once per appended batch.

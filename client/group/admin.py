@@ -5,6 +5,14 @@ it coordinates); the other requests go to the group's coordinator (FindCoordinat
 `describe` joins DescribeGroups, OffsetFetch and ListOffsets into seed 004's listing:
 GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG OWNER.
 
+The coordinator moves (its broker died, the group's offsets partition got a new leader): every
+request follows it within one deadline, `request_timeout_ms` from the call. FindCoordinator is
+asked again, after `RETRY_BACKOFF_S`, while the answer is a retriable error (no coordinator yet),
+the broker it names refuses connections (its death not yet noticed), or that broker answers
+NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS. ListGroups and
+ListOffsets retry the same way while a broker the metadata still lists cannot be reached. The
+error raised at the deadline is the last one met, saying how long it was tried.
+
 Kafka clients' groups (Kafka's classic protocol, on the same coordinator) are described over
 the same native requests: the coordinator decodes each member's assignment, and OWNER shows a
 Kafka client as `client-id@host`, as Kafka's CLIENT-ID and HOST columns would. As with Kafka's
@@ -57,7 +65,7 @@ from protocol.errors import (
 )
 
 NONE = 0
-RETRIES = 20
+RETRY_BACKOFF_S = 0.25  # between attempts to find and reach a moving coordinator
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,44 +94,98 @@ class GroupAdmin:
     async def __aexit__(self, *exc: object) -> None:
         await self.cluster.close()
 
-    async def _coordinator(self, group_id: str) -> BrokerConnection:
-        for _ in range(RETRIES):
-            resp: FindCoordinatorResponse = await self.cluster.send_to_any(
-                FindCoordinatorRequest(group_id), self.timeout_ms
-            )
-            if resp.error_code == NONE:
-                return await BrokerConnection.connect(resp.host, resp.port)
-            if not for_code(resp.error_code).retriable:
-                raise for_code(resp.error_code)(resp.error_message)
-            await asyncio.sleep(0.25)
-        raise for_code(resp.error_code)(resp.error_message)
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self.timeout_ms / 1000
+
+    @staticmethod
+    def _left_ms(deadline: float) -> float:
+        return max(1.0, (deadline - asyncio.get_running_loop().time()) * 1000)
+
+    async def _retry_or_raise(self, deadline: float, last: OdradekError, what: str) -> None:
+        """Back off before the next attempt, or raise `last` (retriable) once time is up."""
+        if asyncio.get_running_loop().time() + RETRY_BACKOFF_S >= deadline:
+            raise type(last)(f"{what}: still failing after {self.timeout_ms} ms: {last.message}")
+        await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def find_coordinator(self, group_id: str, deadline: float | None = None) -> int:
+        """The node id of the group's coordinator (retried while none is known)."""
+        conn, node_id = await self._connect_coordinator(group_id, deadline)
+        await conn.close()
+        return node_id
+
+    async def _coordinator(self, group_id: str, deadline: float | None = None) -> BrokerConnection:
+        conn, _node_id = await self._connect_coordinator(group_id, deadline)
+        return conn
+
+    async def _connect_coordinator(
+        self, group_id: str, deadline: float | None
+    ) -> tuple[BrokerConnection, int]:
+        """FindCoordinator, then a connection of our own to it (closed by the caller);
+        retriable failures of either are retried until `deadline`."""
+        deadline = self._deadline() if deadline is None else deadline
+        while True:
+            try:
+                resp: FindCoordinatorResponse = await self.cluster.send_to_any(
+                    FindCoordinatorRequest(group_id), self._left_ms(deadline)
+                )
+                if resp.error_code != NONE:
+                    why = resp.error_message or "FindCoordinator refused"
+                    raise for_code(resp.error_code)(f"group {group_id!r}: {why}")
+                conn = await BrokerConnection.connect(
+                    resp.host, resp.port, client_id=self.cluster.client_id,
+                    connect_timeout_ms=int(min(self._left_ms(deadline), 5000)),
+                )  # fmt: skip
+                return conn, resp.node_id
+            except OdradekError as exc:
+                if not exc.retriable:
+                    raise
+                await self._retry_or_raise(deadline, exc, f"group {group_id!r}: no coordinator")
 
     async def _ask(self, group_id: str, request: Any) -> Any:
-        """Send to the group's coordinator, retrying while it moves or loads."""
-        last: OdradekError | None = None
-        for _ in range(RETRIES):
-            conn = await self._coordinator(group_id)
+        """Send to the group's coordinator, following it while it moves or loads."""
+        deadline = self._deadline()
+        while True:
+            conn = await self._coordinator(group_id, deadline)  # retries until the deadline
             try:
-                resp = await conn.send(request, self.timeout_ms)
+                resp = await conn.send(request, self._left_ms(deadline))
+            except OdradekError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+            else:
+                code = _first_code(resp)
+                if code == NONE or not for_code(code).retriable:
+                    return resp
+                last = for_code(code)(f"group {group_id!r}")
             finally:
                 await conn.close()
-            code = _first_code(resp)
-            if code == NONE or not for_code(code).retriable:
-                return resp
-            last = for_code(code)()
-            await asyncio.sleep(0.25)
-        raise last or OdradekError("coordinator not found")
+            await self._retry_or_raise(deadline, last, f"group {group_id!r}")
 
     async def list_groups(self) -> list[tuple[str, str]]:
         return [(g.group_id, g.state) for g in await self.listed_groups()]
 
     async def listed_groups(self) -> list[ListedGroup]:
-        """Every group of every broker, with its kind and Kafka's state name."""
+        """Every group of every broker, with its kind and Kafka's state name. A broker that
+        cannot be reached (dead, still in the metadata) means asking all again, until the
+        deadline: its groups move to the others."""
+        deadline = self._deadline()
+        while True:
+            try:
+                return await self._list_groups_once(deadline)
+            except OdradekError as exc:
+                if not exc.retriable:
+                    raise
+                await self._retry_or_raise(deadline, exc, "listing groups")
+
+    async def _list_groups_once(self, deadline: float) -> list[ListedGroup]:
         meta = await self.cluster.request_update()
         found: dict[str, ListedGroup] = {}
         for node in meta.brokers:
             conn = await self.cluster.connection(node)
-            resp: ListGroupsResponse = await conn.send(ListGroupsRequest(None), self.timeout_ms)
+            request = ListGroupsRequest(None)
+            resp: ListGroupsResponse = await conn.send(request, self._left_ms(deadline))
+            if resp.error_code != NONE:  # loading its groups, say: asked again
+                raise for_code(resp.error_code)(f"ListGroups at broker {node}")
             found.update({g.group_id: g for g in resp.groups})
         return [found[g] for g in sorted(found)]
 
@@ -155,26 +217,50 @@ class GroupAdmin:
     async def offsets(
         self, tps: list[tuple[str, int]], timestamp: int
     ) -> dict[tuple[str, int], int]:
+        """Each partition's offset at `timestamp` (-1 latest, -2 earliest), from its leader.
+        Partitions without a leader are left out; a leader that cannot be reached (it died,
+        the metadata does not know yet) or answers a retriable error is asked again after a
+        metadata refresh, until the deadline."""
         self.cluster.add_topics(t for t, _ in tps)
-        meta = await self.cluster.request_update()
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        for t, p in tps:
-            by_leader.setdefault(meta.leader_for(t, p), []).append((t, p))
+        deadline = self._deadline()
         out: dict[tuple[str, int], int] = {}
-        for leader, parts in by_leader.items():
-            if leader < 0:
-                continue
-            topics: dict[str, list[ListOffsetsPartition]] = {}
-            for t, p in parts:
-                topics.setdefault(t, []).append(ListOffsetsPartition(p, timestamp, -1))
-            conn = await self.cluster.connection(leader)
-            req = ListOffsetsRequest(-1, [ListOffsetsTopic(t, ps) for t, ps in topics.items()])
-            resp: ListOffsetsResponse = await conn.send(req, self.timeout_ms)
-            for topic in resp.topics:
-                for part in topic.partitions:
-                    if part.error_code == NONE:
-                        out[(topic.name, part.partition)] = part.offset
-        return out
+        pending = list(tps)
+        while True:
+            meta = await self.cluster.request_update()
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for t, p in pending:
+                by_leader.setdefault(meta.leader_for(t, p), []).append((t, p))
+            by_leader.pop(-1, None)  # no leader: no log end offset to show
+            pending, last = [], None
+            for leader, parts in by_leader.items():
+                try:
+                    codes = await self._list_offsets(leader, parts, timestamp, deadline)
+                except OdradekError as exc:
+                    if not exc.retriable:
+                        raise
+                    pending, last = pending + parts, exc
+                    continue
+                for tp, (code, offset) in codes.items():
+                    if code == NONE:
+                        out[tp] = offset
+                    elif for_code(code).retriable:
+                        pending.append(tp)
+                        last = for_code(code)(f"{tp[0]}-{tp[1]}")
+            if last is None:
+                return out
+            await self._retry_or_raise(deadline, last, "listing offsets")
+
+    async def _list_offsets(
+        self, leader: int, parts: list[tuple[str, int]], timestamp: int, deadline: float
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        topics: dict[str, list[ListOffsetsPartition]] = {}
+        for t, p in parts:
+            topics.setdefault(t, []).append(ListOffsetsPartition(p, timestamp, -1))
+        conn = await self.cluster.connection(leader)
+        req = ListOffsetsRequest(-1, [ListOffsetsTopic(t, ps) for t, ps in topics.items()])
+        resp: ListOffsetsResponse = await conn.send(req, self._left_ms(deadline))
+        return {(t.name, p.partition): (p.error_code, p.offset) for t in resp.topics
+                for p in t.partitions}  # fmt: skip
 
     async def reset_offsets(self, group_id: str, topic: str, to: str, offset: int | None = None
                             ) -> dict[int, int]:  # fmt: skip

@@ -106,6 +106,7 @@ class GroupMembership:
         self.pattern: str | None = None
         self.coordinator_id = -1
         self._conn: BrokerConnection | None = None
+        self._finding = asyncio.Lock()  # held while the coordinator is looked up and connected
         self._last_poll_s = 0.0
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -134,19 +135,27 @@ class GroupMembership:
     # ----- coordinator ------------------------------------------------------------------------
 
     async def _coordinator(self) -> BrokerConnection:
-        if self._conn is not None and not self._conn.closed:
-            return self._conn
-        resp: FindCoordinatorResponse = await self.cluster.send_to_any(
-            FindCoordinatorRequest(self.settings.group_id), self.settings.request_timeout_ms
-        )
-        if resp.error_code != NONE:
-            raise for_code(resp.error_code)(resp.error_message)
-        self._conn = await BrokerConnection.connect(
-            resp.host, resp.port, client_id=self.cluster.client_id,
-            connect_timeout_ms=self.cluster.connect_timeout_ms, max_in_flight=10,
-        )  # fmt: skip
-        self.coordinator_id = resp.node_id
-        return self._conn
+        """The connection to the coordinator, found and opened when there is none. One lookup
+        at a time: the heartbeat task and the consumer both rediscover after a coordinator
+        dies, and two concurrent opens would leave one connection nobody closes."""
+        async with self._finding:
+            if self._conn is not None and not self._conn.closed:
+                return self._conn
+            resp: FindCoordinatorResponse = await self.cluster.send_to_any(
+                FindCoordinatorRequest(self.settings.group_id), self.settings.request_timeout_ms
+            )
+            if resp.error_code != NONE:
+                raise for_code(resp.error_code)(resp.error_message)
+            conn = await BrokerConnection.connect(
+                resp.host, resp.port, client_id=self.cluster.client_id,
+                connect_timeout_ms=self.cluster.connect_timeout_ms, max_in_flight=10,
+            )  # fmt: skip
+            if self._closed and self.state is ConsumerState.DOWN:  # close() is done with it
+                conn.abort()
+                raise NetworkError(f"group {self.settings.group_id!r}: the consumer is closed")
+            self._conn = conn
+            self.coordinator_id = resp.node_id
+            return conn
 
     def _drop_coordinator(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,95 @@
+"""Errors that say their cause: sentences built from what the client knows, no I/O.
+
+An error code names a symptom (LEADER_NOT_AVAILABLE, NOT_ENOUGH_REPLICAS, a batch that expired);
+the user wants the cause. These pure functions turn the cluster metadata and a broker's answer
+into that sentence, for the producer's failed sends, `odradek topics describe` and the Admin:
+
+- `why_no_leader`: a partition without a leader, from its replicas, its ISR and the live brokers
+  (a Metadata answer lists only live brokers): "partition chaos-0 has no leader: its replicas
+  1,2 are down and unclean election is off". Whether unclean election is on is a topic config
+  (DescribeConfigs), given when the caller has it and left out of the sentence otherwise.
+- `leaderless_reason`: the same from a `ClusterMetadata` snapshot, None while the partition has a
+  live leader.
+- `produce_refusal`: the text of a produce refusal, the broker's own message kept whole, with
+  what was refused in front: "acks=all refused: chaos-0: ISR [3] is below min.insync.replicas 2".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from client.cluster import NO_LEADER, ClusterMetadata
+from protocol.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _replicas(ids: Sequence[int], owner: str = "") -> str:
+    """ "its replicas 1,2 are" / "replica 3 is": subject and verb agree."""
+    if len(ids) == 1:
+        return f"{owner}replica {ids[0]} is"
+    return f"{owner}replicas {_ids(ids)} are"
+
+
+def why_no_leader(
+    name: str,
+    replicas: Sequence[int],
+    isr: Sequence[int],
+    live: Collection[int],
+    unclean: bool | None = None,
+) -> str:
+    """Why partition `name` (topic-partition) has no leader. `live`: the live brokers' ids;
+    `unclean`: the topic's unclean.leader.election.enable, None when not known."""
+    head = f"partition {name} has no leader: "
+    down = [r for r in replicas if r not in live]
+    up = [r for r in replicas if r in live]
+    election = "" if unclean is None else f"unclean election is {'on' if unclean else 'off'}"
+    if not replicas:
+        return head + "it has no replicas"
+    if not up:
+        return head + f"{_replicas(down, 'its ')} down" + (f" and {election}" if election else "")
+    in_sync_up = [r for r in isr if r in live]
+    if not down or in_sync_up:
+        where = f" ({_replicas(down)} down)" if down else ""
+        return head + f"an election is under way: {_replicas(up)} up{where}"
+    text = (
+        f"{_replicas(down, 'its ')} down and {_replicas(up)} up but out of sync (ISR [{_ids(isr)}])"
+    )
+    if unclean is None:
+        return head + text
+    if unclean:
+        return head + text + f"; {election}: an out-of-sync replica may be elected"
+    return head + text + f", and {election}"
+
+
+def leaderless_reason(
+    meta: ClusterMetadata, topic: str, partition: int, unclean: bool | None = None
+) -> str | None:
+    """Why the partition has no live leader in `meta`, or None when it has one."""
+    parts = meta.partitions.get(topic)
+    name = f"{topic}-{partition}"
+    if parts is None:
+        code = meta.topic_errors.get(topic)
+        return f"topic {topic!r} is not in the metadata" + (f" (error {code})" if code else "")
+    if not 0 <= partition < len(parts):
+        return f"partition {name} does not exist ({topic!r} has {len(parts)})"
+    p = parts[partition]
+    if p.leader != NO_LEADER and p.leader in meta.brokers:
+        return None
+    return why_no_leader(name, p.replicas, p.isr, meta.brokers, unclean)
+
+
+def produce_refusal(code: int, message: str | None, name: str) -> str:
+    """The message a produce refusal raises with: the broker's text (or the partition's name),
+    with what was refused in front when the code alone would not say it."""
+    if code == NotEnoughReplicasError.code:
+        return "acks=all refused: " + (
+            message or f"{name}: fewer in-sync replicas than min.insync.replicas"
+        )
+    if code == NotEnoughReplicasAfterAppendError.code:
+        return "acks=all not confirmed: " + (
+            message or f"{name}: the ISR shrank below min.insync.replicas before it replicated"
+        )
+    return message or name

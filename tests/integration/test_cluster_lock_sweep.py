@@ -1,0 +1,95 @@
+"""The leftover sweep (tests/fixtures/sweep.py) on real processes: stand-ins for brokers and a
+ZooKeeper whose command lines name what the state files record, as the real ones do.
+
+A base temp dir whose session is gone is swept: the recorded processes that are still the
+recorded ones are killed, a PID now used by another program is left alone. A dir whose session
+still runs (or that has no session marker) is not touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deploy.cluster import STATE_FILE, process_state
+from tests.fixtures.sweep import SESSION_MARKER, sweep, sweep_dead_sessions, write_marker
+
+pytestmark = pytest.mark.integration
+
+SLEEP = "import time; time.sleep(120)"
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def _leftovers(base: Path, procs: list[subprocess.Popen[bytes]]) -> dict[str, int]:
+    """A cluster state file and a ZooKeeper state file under `base`, as a killed run leaves
+    them, with processes running for them; {name: pid}."""
+    cluster_dir = base / "test_x0" / "cluster-0"
+    log_dir = str(cluster_dir / "data" / "broker-1")
+    zk_dir = (base / "zookeeper0").resolve()
+    broker = subprocess.Popen([sys.executable, "-c", SLEEP, "broker", "--log-dir", log_dir])
+    stranger = subprocess.Popen([sys.executable, "-c", SLEEP, "not-a-broker"])
+    zk = subprocess.Popen(
+        [sys.executable, "-c", SLEEP, str(zk_dir / "zoo.cfg")], start_new_session=True
+    )
+    procs += [broker, stranger, zk]
+    cluster_dir.mkdir(parents=True)
+    zk_dir.mkdir(parents=True)
+    brokers = [
+        {"id": 1, "port": 1, "pid": broker.pid, "log_dir": log_dir},
+        {"id": 2, "port": 2, "pid": stranger.pid, "log_dir": str(cluster_dir / "data" / "b2")},
+    ]
+    zookeeper = {"connect": "x", "port": None, "pid": None}
+    state = {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
+             "zookeeper": zookeeper, "brokers": brokers}  # fmt: skip
+    (cluster_dir / STATE_FILE).write_text(json.dumps(state))
+    (zk_dir / "zookeeper.json").write_text(json.dumps({"pid": zk.pid, "port": 1, "connect": "x"}))
+    return {"broker": broker.pid, "stranger": stranger.pid, "zookeeper": zk.pid}
+
+
+def _dead_session_marker(base: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=10)
+    (base / SESSION_MARKER).write_text(json.dumps({"pid": gone.pid, "start_time": 1}))
+
+
+def test_a_dead_sessions_leftovers_are_killed_by_pid(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    base = tmp_path / "pytest-7"
+    pids = _leftovers(base, spawned)
+    _dead_session_marker(base)
+    killed = sweep_dead_sessions([base])
+    assert sorted(line.split()[0] for line in killed) == ["ZooKeeper", "broker"]
+    for proc in spawned:
+        proc.poll()  # reap: a zombie counts as dead already, but be plain about it
+    assert process_state(pids["broker"]) == "dead"
+    assert process_state(pids["zookeeper"]) == "dead"
+    assert process_state(pids["stranger"]) == "alive"  # its PID names another program
+
+
+def test_a_running_or_unmarked_session_is_left_alone(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    running, unmarked = tmp_path / "pytest-8", tmp_path / "pytest-9"
+    pids = [*_leftovers(running, spawned).values(), *_leftovers(unmarked, spawned).values()]
+    write_marker(running)  # this very process: alive
+    assert sweep_dead_sessions([running, unmarked]) == []
+    assert all(process_state(pid) == "alive" for pid in pids)
+    # the session's own end-of-run sweep takes its dir regardless of the marker
+    assert len(sweep(running)) == 2
+    assert os.path.exists(running / SESSION_MARKER)
