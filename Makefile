@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
 
-.PHONY: setup zookeeper kcat lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark clean
+.PHONY: setup zookeeper kcat lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark chaos clean
 
 setup: $(STAMP)
 
@@ -72,6 +72,11 @@ bench-failover: setup zookeeper
 
 bench-groups: setup zookeeper
 	$(BIN)/python bench/bench_groups.py
+
+# a longer `odradek chaos run` than the one in `make test`: every fault kind this machine allows
+# (as root: network namespaces and tmpfs too); CHAOS_ARGS e.g. "--seed 7 --workload kafka"
+chaos: setup zookeeper
+	$(BIN)/python -m deploy.cli chaos run --dir .odradek-chaos --cycles 36 --json chaos-run.json $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
