@@ -101,14 +101,21 @@ class ZkIsrWriter:
             self._flush_task = asyncio.create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self.notify_delay_ms / 1000)
-        pending, self._pending = sorted(self._pending), set()
-        if not pending:
-            return
-        try:
-            await self.notify(pending)
-        except ZkError as exc:
-            log.warning("ISR change notification for %d partitions failed: %s", len(pending), exc)
+        """Notify what is pending after the delay, and again for what `_announce` added while
+        a notification was being written (it starts no task while this one runs: without the
+        loop such a change would never be announced, and every broker's metadata would keep
+        the old ISR until some later change of the same broker came along)."""
+        while True:
+            await asyncio.sleep(self.notify_delay_ms / 1000)
+            pending, self._pending = sorted(self._pending), set()
+            if not pending:
+                return
+            try:
+                await self.notify(pending)
+            except ZkError as exc:
+                log.warning(
+                    "ISR change notification for %d partitions failed: %s", len(pending), exc
+                )
 
     async def notify(self, partitions: list[tuple[str, int]]) -> str:
         """Create one isr_change_<seq> node naming `partitions`; returns its path."""
