@@ -71,17 +71,23 @@ def encode(entries: Sequence[tuple[int, ...]], arity: int) -> bytes:
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
+def _entry_lines(data: bytes) -> list[str]:
+    """The entry lines after the version and count lines (ValueError/UnicodeDecodeError if the
+    header is wrong or the count disagrees)."""
+    lines = data.decode("ascii").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2 or int(lines[0]) != VERSION:
+        raise ValueError("bad version line")
+    count = int(lines[1])
+    if count != len(lines) - 2:
+        raise ValueError(f"{count} entries announced, {len(lines) - 2} present")
+    return lines[2:]
+
+
 def decode(data: bytes, arity: int) -> list[tuple[int, ...]]:
     try:
-        lines = data.decode("ascii").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if len(lines) < 2 or int(lines[0]) != VERSION:
-            raise ValueError("bad version line")
-        count = int(lines[1])
-        if count != len(lines) - 2:
-            raise ValueError(f"{count} entries announced, {len(lines) - 2} present")
-        entries = [tuple(int(v) for v in line.split(" ")) for line in lines[2:]]
+        entries = [tuple(int(v) for v in line.split(" ")) for line in _entry_lines(data)]
     except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptCheckpointError(f"checkpoint does not parse: {exc}") from None
     if any(len(e) != arity for e in entries):
@@ -136,16 +142,8 @@ def encode_partition_offsets(offsets: Mapping[tuple[str, int], int]) -> bytes:
 def decode_partition_offsets(data: bytes) -> dict[tuple[str, int], int]:
     """The inverse of encode_partition_offsets; CorruptCheckpointError when it does not parse."""
     try:
-        lines = data.decode("ascii").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if len(lines) < 2 or int(lines[0]) != VERSION:
-            raise ValueError("bad version line")
-        count = int(lines[1])
-        if count != len(lines) - 2:
-            raise ValueError(f"{count} entries announced, {len(lines) - 2} present")
         out: dict[tuple[str, int], int] = {}
-        for line in lines[2:]:
+        for line in _entry_lines(data):
             topic, partition, offset = line.split(" ")
             key, value = (topic, int(partition)), int(offset)
             if not topic or key[1] < 0 or value < 0 or key in out:
