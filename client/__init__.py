@@ -20,7 +20,9 @@ to one broker that the clients (and the controller) use.
 from client.admin import AsyncAdmin
 from client.consumer import AsyncConsumer
 from client.producer import AsyncProducer
-from client.sync import Admin, Consumer, Producer
+from client.sync import Admin
+from client.sync_consumer import Consumer
+from client.sync_producer import Producer
 from client.types import (
     BatchMetadata,
     ConsumerRecord,

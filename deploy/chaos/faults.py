@@ -19,6 +19,7 @@ import contextlib
 import errno
 import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,9 @@ class Injected:
     affected: list[int]  # partitions whose leader was hit
     heal: Callable[[], None]
     hold_s: float | None = None  # overrides the step's hold (zombie: past the session)
+    # when the fault took hold (monotonic): built right after the kill, the rule or the
+    # ballast, so the metadata lookups before it are not counted as time to recover
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass

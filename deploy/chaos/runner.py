@@ -170,6 +170,8 @@ class Chaos:
                 self.out(f"[{step.index + 1}/{len(steps)}] t={record.at_s:.1f}s {step.kind} {exc}")
                 continue
             record.target, record.affected = injected.target, injected.affected
+            t_inject = injected.at
+            record.at_s = round(t_inject - self.t0, 2)
             hold = injected.hold_s if injected.hold_s is not None else step.hold_s
             time.sleep(hold)
             try:

@@ -45,7 +45,7 @@ from client import (
     RecordMetadata,
     TopicPartition,
 )
-from client.sync import SendFuture
+from client.sync_producer import SendFuture
 from deploy.cluster import LocalCluster
 from protocol.errors import FencedLeaderEpochError, NotLeaderForPartitionError
 from tests.fixtures.cluster import ClusterFactory, alive_bootstrap, seeded_rng, wait_until

@@ -25,7 +25,7 @@ from typing import TypeVar
 import pytest
 
 from client import Admin, Consumer, NewTopic, Producer, RecordMetadata, TopicPartition
-from client.sync import SendFuture
+from client.sync_producer import SendFuture
 from deploy.cluster import LocalCluster
 from protocol.errors import InvalidProducerEpochError, RequestTimedOutError
 from tests.fixtures.cluster import ClusterFactory, alive_bootstrap, seeded_rng, wait_until

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from client import Admin
 from client.connection import BrokerConnection
-from client.sync import Admin
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from protocol.api.metadata import MetadataRequest

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from client.sync import Admin, Consumer, Producer
+from client import Admin, Consumer, Producer
 from client.types import NewTopic, TopicPartition
 from deploy.cluster import LocalCluster
 from protocol.kafka import codec

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from client import Admin, Consumer, Producer
 from client.partitioner import partition_for_key
-from client.sync import Admin, Consumer, Producer
 from client.types import TopicPartition
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory

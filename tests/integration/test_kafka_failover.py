@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from client.sync import Admin, Consumer
+from client import Admin, Consumer
 from client.types import TopicPartition
 from deploy.cluster import LocalCluster
 from protocol.batch import decode_records, iter_batches

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from client.sync import Admin, Consumer, Producer
+from client import Admin, Consumer, Producer
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from protocol.errors import InconsistentGroupProtocolError

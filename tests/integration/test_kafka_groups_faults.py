@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from client.sync import Admin
+from client import Admin
 from coordinator.group.records import OFFSETS_TOPIC, partition_for
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory
