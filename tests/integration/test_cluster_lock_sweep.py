@@ -93,3 +93,33 @@ def test_a_running_or_unmarked_session_is_left_alone(
     # the session's own end-of-run sweep takes its dir regardless of the marker
     assert len(sweep(running)) == 2
     assert os.path.exists(running / SESSION_MARKER)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and tmpfs mounts need root")
+def test_a_killed_runs_network_lab_and_tmpfs_are_undone(tmp_path: Path) -> None:
+    """A netns cluster killed mid-run leaves namespaces, a bridge and tmpfs mounts in the
+    kernel; the sweep undoes them from what its state file records."""
+    from deploy.netns import NetLab
+    from tests.fixtures.zk import free_port
+
+    cluster_dir = tmp_path / "cluster-0"
+    log_dir = cluster_dir / "data" / "broker-1"
+    log_dir.mkdir(parents=True)
+    lab = NetLab.plan(str(cluster_dir), [1], [free_port()])
+    lab.setup()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(log_dir)], check=True)
+    try:
+        state = {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
+                 "zookeeper": {"connect": "x", "port": None, "pid": None},
+                 "brokers": [{"id": 1, "port": 1, "pid": 0, "log_dir": str(log_dir)}],
+                 "network": "netns", "netlab": lab.spec.to_json(), "tmpfs_mb": 1}  # fmt: skip
+        (cluster_dir / STATE_FILE).write_text(json.dumps(state))
+        report = sweep(tmp_path)
+        assert not lab.exists()
+        assert not os.path.ismount(log_dir)
+        assert any(lab.spec.bridge in line for line in report)
+        assert any("tmpfs" in line for line in report)
+    finally:
+        if os.path.ismount(log_dir):
+            subprocess.run(["umount", str(log_dir)], check=False)
+        lab.teardown()
