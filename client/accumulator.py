@@ -12,6 +12,11 @@ batches on the wire, or whose head batch is backing off after a retriable error,
 A retried batch goes back to the front of its queue, so records of a partition keep their order
 when `max_in_flight_per_partition` is 1.
 
+Records are appended from the caller's thread (the sync Producer) as well as the loop's: the
+accumulator is not thread-safe itself; its users hold `lock` around every call. `append` and
+`append_new` create the record's future (`fut_cls(batch, index)`, client/record_future.py): it
+refers to its batch, which settles all its records at once (`complete` / `fail`).
+
 Memory: every record's estimated size is counted in `used_bytes` from `append` until its batch
 completes (acknowledged, failed or expired); the producer refuses to append past `buffer_memory`
 and waits instead (back-pressure). Bulk batches (`append_built`) are counted by their bytes.
@@ -46,23 +51,21 @@ the queue's front on a retriable error, until `delivery_timeout_ms` after its cr
 from __future__ import annotations
 
 import asyncio
-import gc
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
-from client.types import BatchMetadata, RecordMetadata, TopicPartition
+from client.record_future import FAILED, SUCCEEDED, BatchState, RecordFuture
+from client.types import BatchMetadata, TopicPartition
 from protocol.batch import CODEC_NONE, NO_PRODUCER_ID, build_columns, with_producer
 from protocol.errors import OdradekError
 
 SEQUENCE_MODULUS = 2**31  # sequences are int32 counters that wrap to 0
 RECORD_OVERHEAD_BYTES = 12  # a v2 record's length, attributes, deltas, varint lengths
 NO_LEADER = -1
-APPENDED, NEW_BATCH, BATCH_FULL, NEEDS_BATCH = 0, 1, 2, 3
-_new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
-_set_result = asyncio.Future.set_result  # futures come from loop.create_future()
+_new = object.__new__
 
 
 def estimate_size(
@@ -75,7 +78,7 @@ def estimate_size(
     return size
 
 
-class ProducerBatch:
+class ProducerBatch(BatchState):
     """Records bound for one partition, sent as one record batch."""
 
     __slots__ = (
@@ -86,7 +89,6 @@ class ProducerBatch:
         "closed",
         "created_ms",
         "deadline_ms",
-        "futures",
         "headers",
         "keys",
         "last_error",
@@ -101,7 +103,11 @@ class ProducerBatch:
         "values",
     )
 
-    def __init__(self, tp: TopicPartition, now_ms: int, delivery_timeout_ms: int) -> None:
+    def __init__(
+        self, tp: TopicPartition, now_ms: int, delivery_timeout_ms: int,
+        loop: asyncio.AbstractEventLoop | None = None, lock: Any = None,
+    ) -> None:  # fmt: skip
+        self.init_state(loop, lock if lock is not None else threading.Lock())
         self.tp = tp
         # The records, as columns: appending to four lists keeps no per-record tuple alive
         # (fewer objects for the cyclic GC to track and walk); `payload` hands the columns to
@@ -109,8 +115,7 @@ class ProducerBatch:
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.headers: list[list[tuple[str, bytes | None]] | None] = []
-        self.stamps: list[int] = []  # timestamps, ms
-        self.futures: list[Any] = []  # asyncio futures of RecordMetadata, one per record
+        self.stamps: list[int] = []  # timestamps, ms (kept after the build: for metadata)
         self.built: bytes | None = None
         self.bulk_future: Any = None  # a future of BatchMetadata, for append_built batches
         self.record_count = 0
@@ -138,43 +143,30 @@ class ProducerBatch:
         return self.built
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
-        topic, partition = self.tp
+        """Acknowledged: every record's future settles at once (see client/record_future.py)."""
         if self.bulk_future is not None:
             if not self.bulk_future.done():
+                topic, partition = self.tp
                 ts = log_append_time_ms if log_append_time_ms >= 0 else self.timestamp_ms
                 done = BatchMetadata(topic, partition, base_offset, self.record_count, ts)
                 self.bulk_future.set_result(done)
             return
-        futures = self.futures
-        n = len(futures)
-        stamps = repeat(log_append_time_ms, n) if log_append_time_ms >= 0 else self.stamps
-        rows = zip(repeat(topic, n), repeat(partition, n), range(base_offset, base_offset + n),
-                   stamps, strict=False)  # fmt: skip
-        # The cyclic GC is paused while a batch's metadata tuples are made (bounded by one
-        # batch): collections in the middle would walk every live future, for nothing.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            metas = list(map(_new_tuple, repeat(RecordMetadata, n), rows))
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        # One C-level pass sets every result; a future the caller cancelled stops it, and then
-        # the rest are set one by one, skipping those already done.
-        try:
-            if not futures or type(futures[0]) is not asyncio.Future:
-                raise asyncio.InvalidStateError  # another future type (tests): the slow path
-            deque(map(_set_result, futures, metas), 0)
-        except asyncio.InvalidStateError:
-            for fut, record_meta in zip(futures, metas, strict=True):
-                if not fut.done():
-                    fut.set_result(record_meta)
+        self.resolve(SUCCEEDED, base_offset, log_append_time_ms, None)
 
     def fail(self, error: OdradekError) -> None:
-        futures = [self.bulk_future] if self.bulk_future is not None else self.futures
-        for fut in futures:
-            if not fut.done():
-                fut.set_exception(type(error)(error.message))
+        if self.bulk_future is not None:
+            if not self.bulk_future.done():
+                self.bulk_future.set_exception(type(error)(error.message))
+            return
+        self.resolve(FAILED, -1, -1, error)
+
+
+def failed_batch(tp: TopicPartition, error: OdradekError, loop: Any = None) -> ProducerBatch:
+    """A batch that never held a record, failed: for a future of a send refused up front."""
+    batch = ProducerBatch(tp, 0, 0, loop)
+    batch.stamps.append(-1)
+    batch.fail(error)
+    return batch
 
 
 @dataclass(slots=True)
@@ -210,6 +202,11 @@ class RecordAccumulator:
         self.flushing = 0
         self.closing = False
         self.memory_waiters = 0
+        self.closed_batches = 0  # batches closed so far (a caller sees whether one just was)
+        self.lock = threading.Lock()  # held by the accumulator's users around every call
+        self.room = threading.Condition(self.lock)  # notified when memory frees up
+        self.blocked_appenders = 0  # threads waiting on `room` (the sync Producer's callers)
+        self.loop: asyncio.AbstractEventLoop | None = None  # for the batches' RecordFutures
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records
         self._in_flight: dict[TopicPartition, int] = {}
@@ -233,29 +230,31 @@ class RecordAccumulator:
         value: bytes | None,
         headers: list[tuple[str, bytes | None]] | None,
         timestamp_ms: int,
-        future: Any,
         size: int,
-    ) -> int:
+        fut_cls: type = RecordFuture,
+    ) -> Any:
         """Add one record (of `estimate_size` bytes) to its partition's open batch.
 
-        Returns APPENDED, BATCH_FULL (that batch is now full: time to send it, and to move the
-        sticky partition), or NEEDS_BATCH: nothing was added, call `append_new`. The split
-        keeps the common case (the record joins the open batch) free of clock reads.
+        Returns the record's future (`fut_cls`); `future.batch.closed` when that batch is now
+        full (time to send it, and to move the sticky partition). None: nothing was added,
+        call `append_new`. The split keeps the common case free of clock reads.
         """
         batch = self._open.get(tp)
         if batch is None or batch.size_bytes + size > self.batch_size:
-            return NEEDS_BATCH
+            return None
+        stamps = batch.stamps
+        future: Any = _new(fut_cls)
+        future.batch = batch
+        future.index = len(stamps)
         batch.keys.append(key)
         batch.values.append(value)
         batch.headers.append(headers)
-        batch.stamps.append(timestamp_ms)
-        batch.futures.append(future)
+        stamps.append(timestamp_ms)
         batch.size_bytes += size
         self.used_bytes += size
         if batch.size_bytes >= self.batch_size:
-            self._close_open(tp)
-            return BATCH_FULL
-        return APPENDED
+            self.close_open(tp)
+        return future
 
     def append_new(
         self,
@@ -264,39 +263,39 @@ class RecordAccumulator:
         value: bytes | None,
         headers: list[tuple[str, bytes | None]] | None,
         timestamp_ms: int,
-        future: Any,
         size: int,
         now_ms: int,
-    ) -> int:
+        fut_cls: type = RecordFuture,
+    ) -> Any:
         """Close the open batch of `tp` (if any), open a new one and add the record to it.
 
-        Returns NEW_BATCH (the sender should re-plan its wait) or BATCH_FULL (a batch closed).
+        Returns the record's future; the sender should re-plan its wait (a new batch).
         """
-        outcome = BATCH_FULL if self._close_open(tp) else NEW_BATCH
-        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
+        self.close_open(tp)
+        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms, self.loop, self.lock)
         batch.timestamp_ms = timestamp_ms
         self._queue(tp).append(batch)
         self._open[tp] = batch
         self.incomplete += 1
-        # The same seven lines as in append(), written out on purpose: append() is the
-        # per-record hot path, and a shared helper would cost a call per record.
-        batch.keys.append(key)
-        batch.values.append(value)
-        batch.headers.append(headers)
-        batch.stamps.append(timestamp_ms)
-        batch.futures.append(future)
-        batch.size_bytes += size
-        self.used_bytes += size
-        if batch.size_bytes >= self.batch_size:  # a record as big as a batch: alone in it
-            self._close_open(tp)
-            return BATCH_FULL
-        return outcome
+        future: Any = self.append(tp, key, value, headers, timestamp_ms, size, fut_cls)
+        if future is None:  # a record as big as a batch: alone in it
+            future = _new(fut_cls)
+            future.batch, future.index = batch, 0
+            batch.keys.append(key)
+            batch.values.append(value)
+            batch.headers.append(headers)
+            batch.stamps.append(timestamp_ms)
+            batch.size_bytes += size
+            self.used_bytes += size
+            self.close_open(tp)
+        return future
 
-    def _close_open(self, tp: TopicPartition) -> bool:
+    def close_open(self, tp: TopicPartition) -> bool:
         batch = self._open.pop(tp, None)
         if batch is None:
             return False
         batch.closed = True
+        self.closed_batches += 1
         return True
 
     def _queue(self, tp: TopicPartition) -> deque[ProducerBatch]:
@@ -310,14 +309,14 @@ class RecordAccumulator:
         now_ms: int,
     ) -> None:  # fmt: skip
         """Queue a batch built by the caller (the bulk path); it is sent as it is."""
-        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms)
+        batch = ProducerBatch(tp, now_ms, self.delivery_timeout_ms, self.loop, self.lock)
         batch.built = payload
         batch.bulk_future = future
         batch.record_count = count
         batch.size_bytes = len(payload)
         batch.timestamp_ms = timestamp_ms
         batch.closed = True
-        self._close_open(tp)
+        self.close_open(tp)
         self._queue(tp).append(batch)
         self.incomplete += 1
         self.used_bytes += batch.size_bytes
@@ -370,7 +369,7 @@ class RecordAccumulator:
                 continue
             batch = queue.popleft()
             if not batch.closed:
-                self._close_open(tp)
+                self.close_open(tp)
             batch.attempts += 1
             if self.producer_id >= 0 and batch.base_sequence < 0:
                 self._assign_sequence(batch)
@@ -495,7 +494,7 @@ class RecordAccumulator:
             while queue and queue[0].deadline_ms <= now_ms:
                 expired.append(queue.popleft())
                 if not expired[-1].closed:
-                    self._close_open(tp)
+                    self.close_open(tp)
         for batch in expired:
             self._settle(batch)
             self._forget(batch)
@@ -525,3 +524,5 @@ class RecordAccumulator:
         self.used_bytes -= batch.size_bytes
         self.incomplete -= 1
         assert self.used_bytes >= 0 and self.incomplete >= 0
+        if self.blocked_appenders:
+            self.room.notify_all()

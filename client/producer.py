@@ -54,9 +54,6 @@ from typing import Any
 
 from client._lifecycle import ClusterClient
 from client.accumulator import (
-    APPENDED,
-    BATCH_FULL,
-    NEEDS_BATCH,
     RECORD_OVERHEAD_BYTES,
     ProducerBatch,
     RecordAccumulator,
@@ -65,7 +62,8 @@ from client.accumulator import (
 from client.cluster import Cluster, ClusterMetadata
 from client.explain import leaderless_reason, produce_refusal
 from client.partitioner import StickyPartitioner, partition_for_key
-from client.types import BatchMetadata, RecordMetadata, TopicPartition
+from client.record_future import RecordFuture
+from client.types import BatchMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.api.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.batch import CODECS, HEADER_BYTES, NO_PRODUCER_ID, build_batch_from_values
@@ -162,6 +160,9 @@ class AsyncProducer(ClusterClient):
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start
         self._bulk_rr = itertools.count()
         self._wake = asyncio.Event()
+        self._waker = self._wake.set  # how append_record wakes the sender (see start)
+        self._wake_scheduled = False  # a threadsafe wake is on its way to the loop
+        self.threaded = False  # set by the sync Producer: appends come from other threads
         self._progress = asyncio.Event()  # set whenever a batch completes (memory, flush)
         self._sender: asyncio.Task[None] | None = None
         self._requests: set[asyncio.Task[None]] = set()
@@ -184,6 +185,10 @@ class AsyncProducer(ClusterClient):
         if self._closed:
             raise UsageError("the producer is closed")
         self._loop = asyncio.get_running_loop()
+        if self.threaded:  # SendFutures: callbacks run where the batch completes
+            self._waker = self._wake_threadsafe
+        else:
+            self._acc.loop = self._loop
         await self._cluster.request_update()  # NetworkError when no bootstrap server answers
         self._started = True
         self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
@@ -219,7 +224,9 @@ class AsyncProducer(ClusterClient):
             await self._shutdown()
 
     async def _shutdown(self) -> None:
-        for batch in self._acc.abort_all():
+        with self._acc.lock:
+            aborted = self._acc.abort_all()
+        for batch in aborted:
             batch.fail(RequestTimedOutError("the producer closed before the batch was sent"))
         if self._sender is not None:
             self._sender.cancel()
@@ -240,64 +247,116 @@ class AsyncProducer(ClusterClient):
         partition: int | None = None,
         headers: list[tuple[str, bytes | None]] | None = None,
         timestamp_ms: int | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> RecordFuture:
         """Queue one record; returns (once it is buffered) a future of where it landed.
 
-        This is the per-record hot path: it avoids calls it does not need (one clock read for
-        the timestamp, cached TopicPartition keys, the accumulator's open-batch fast path).
+        As aiokafka's: `fut = await producer.send(...)`, then `await fut` (or gather many).
+        The future is a RecordFuture (client/record_future.py): asyncio-compatible, resolved
+        with its whole batch. Cancelling it does not take the record back.
         """
         if not self._usable:
             self._check_usable()
+        acc = self._acc
+        closed = acc.closed_batches
+        future = self.append_record(topic, value, key, partition, headers, timestamp_ms)
+        if future is None:
+            future = await self._append_waiting(topic, value, key, partition, headers, timestamp_ms)
+        if acc.closed_batches != closed:
+            # A batch filled: let the sender ship it now, so the broker works while
+            # the caller keeps producing (a caller that never yields would otherwise fill the
+            # buffer before anything is sent).
+            await asyncio.sleep(0)
+        return future
+
+    def append_record(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        timestamp_ms: int | None = None,
+        fut_cls: type = RecordFuture,
+    ) -> Any:
+        """The per-record path of both send()s, callable from any thread: pick the partition,
+        append under the accumulator's lock, wake the sender only when a batch opened or filled.
+
+        Returns the record's future (`fut_cls`), or None when the topic's metadata or buffer
+        memory must be waited for first (each caller waits its own way, then calls again).
+        It avoids calls it does not need: one clock read for the timestamp, cached
+        TopicPartition keys, the accumulator's open-batch fast path.
+        """
         meta = self._cluster.metadata
         parts = meta.partitions.get(topic)
         if parts is None:
-            await self._wait_for_topic(topic)
-            meta = self._cluster.metadata
-            parts = meta.partitions[topic]
+            return None
         num = len(parts)
-        if partition is None:
-            if key is None:
-                partition = self._sticky.get(topic)
-                if partition is None or partition >= num:
-                    partition = self._partitioner.sticky(topic, num, meta)
-            else:
-                partition = partition_for_key(key, num)
-        elif not 0 <= partition < num:
-            raise UsageError(f"partition {partition} out of range: {topic!r} has {num}")
         size = RECORD_OVERHEAD_BYTES + (len(value) if value else 0) + (len(key) if key else 0)
         if headers:
             size = estimate_size(key, value, headers)
         if size > self._max_record_bytes:
             raise MessageTooLargeError(f"a {size}-byte record is above max_request_size")
-        acc = self._acc
-        if acc.used_bytes + size > acc.buffer_memory and acc.used_bytes:
-            await self._wait_for_memory(size)
         if timestamp_ms is not None:
             ts = timestamp_ms
         elif self._wall_ns is not None:
             ts = self._wall_ns() // 1_000_000
         else:
             ts = self._clock.time_ms()
-        future: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        tps = self._tps.get(topic)
-        if tps is None or partition >= len(tps):
-            tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(num)]
-        tp = tps[partition]
-        outcome = acc.append(tp, key, value, headers, ts, future, size)
-        if outcome == APPENDED:
-            return future
-        if outcome == NEEDS_BATCH:
-            now_ms = self._clock.monotonic_ms()
-            outcome = acc.append_new(tp, key, value, headers, ts, future, size, now_ms)
-        self._wake.set()
-        if outcome == BATCH_FULL:
-            if key is None:
+        acc = self._acc
+        with acc.lock:
+            if acc.used_bytes + size > acc.buffer_memory and acc.used_bytes:
+                return None
+            if partition is None:
+                if key is None:
+                    partition = self._sticky.get(topic)
+                    if partition is None or partition >= num:
+                        partition = self._partitioner.sticky(topic, num, meta)
+                else:
+                    partition = partition_for_key(key, num)
+            elif not 0 <= partition < num:
+                raise UsageError(f"partition {partition} out of range: {topic!r} has {num}")
+            tps = self._tps.get(topic)
+            if tps is None or partition >= len(tps):
+                tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(num)]
+            tp = tps[partition]
+            future = acc.append(tp, key, value, headers, ts, size, fut_cls)
+            if future is not None and not future.batch.closed:
+                return future  # joined the open batch: nothing for the sender to re-plan
+            if future is None:
+                full = acc.close_open(tp)
+                now_ms = self._clock.monotonic_ms()
+                future = acc.append_new(tp, key, value, headers, ts, size, now_ms, fut_cls)
+                full = full or future.batch.closed
+            else:
+                full = True
+            if full and key is None:
                 self._partitioner.on_new_batch(topic, num, meta.available_partitions(topic))
-            # A full batch: let the sender ship it now, so the broker works while the caller
-            # keeps producing (a caller that never yields would otherwise fill the buffer
-            # before anything is sent).
-            await asyncio.sleep(0)
+        self._waker()
         return future
+
+    async def _append_waiting(
+        self, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
+        headers: list[tuple[str, bytes | None]] | None, timestamp_ms: int | None,
+    ) -> RecordFuture:  # fmt: skip
+        """send()'s slow path: wait for the topic's metadata or buffer memory, then append."""
+        while True:
+            if topic not in self._cluster.metadata.partitions:
+                await self._wait_for_topic(topic)
+            else:
+                await self._wait_for_memory(estimate_size(key, value, headers))
+            future = self.append_record(topic, value, key, partition, headers, timestamp_ms)
+            if future is not None:
+                return future
+
+    def _wake_threadsafe(self) -> None:
+        """Wake the sender from another thread: one call_soon_threadsafe at a time."""
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            self._loop.call_soon_threadsafe(self._wake_now)
+
+    def _wake_now(self) -> None:
+        self._wake_scheduled = False
+        self._wake.set()
 
     async def send_batch(
         self, topic: str, values: Sequence[bytes], partition: int | None = None
@@ -342,7 +401,8 @@ class AsyncProducer(ClusterClient):
             await self._wait_for_memory(len(payload))
         future: asyncio.Future[BatchMetadata] = asyncio.get_running_loop().create_future()
         tp = TopicPartition(topic, partition)
-        self._acc.append_built(tp, payload, len(chunk), ts, future, self._clock.monotonic_ms())
+        with self._acc.lock:
+            self._acc.append_built(tp, payload, len(chunk), ts, future, self._clock.monotonic_ms())
         self._wake.set()
         return future
 
@@ -387,7 +447,8 @@ class AsyncProducer(ClusterClient):
         )
 
     async def _wait_for_memory(self, size: int) -> None:
-        self._acc.memory_waiters += 1
+        with self._acc.lock:
+            self._acc.memory_waiters += 1
         self._wake.set()
         try:
             async with asyncio.timeout(self.max_block_ms / 1000):
@@ -400,7 +461,8 @@ class AsyncProducer(ClusterClient):
                 f"no buffer memory for a {size}-byte record within {self.max_block_ms} ms"
             ) from None
         finally:
-            self._acc.memory_waiters -= 1
+            with self._acc.lock:
+                self._acc.memory_waiters -= 1
 
     # ----- the sender -------------------------------------------------------------------------
 
@@ -432,22 +494,27 @@ class AsyncProducer(ClusterClient):
         is needed."""
         now_ms = self._clock.monotonic_ms()
         acc = self._acc
-        for batch in acc.expire(now_ms):
-            acc.sequence_lost(batch)
-            batch.fail(RequestTimedOutError(self._expiry_message(batch)))
+        with acc.lock:  # the sync Producer appends from its callers' threads
+            expired = acc.expire(now_ms)
+            for batch in expired:
+                acc.sequence_lost(batch)
+            failures = [RequestTimedOutError(self._expiry_message(b)) for b in expired]
+        for batch, failure in zip(expired, failures, strict=True):
+            batch.fail(failure)
             self._progress.set()
         pid_delay = None
-        if self.idempotent and (acc.awaiting_producer_id or acc.epoch_bump_due()):
-            acc.awaiting_producer_id = True
-            pid_delay = self._await_producer_id(now_ms)
         meta = self._cluster.metadata
         leader_of = self._leader_of(meta)
-        ready = acc.ready(leader_of, now_ms)
+        with acc.lock:
+            if self.idempotent and (acc.awaiting_producer_id or acc.epoch_bump_due()):
+                acc.awaiting_producer_id = True
+                pid_delay = self._await_producer_id(now_ms)
+            ready = acc.ready(leader_of, now_ms)
+            drained = acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
         delay = _sooner(ready.next_check_ms, pid_delay)
         if ready.unknown_leaders or self._cluster.metadata_is_stale():
             self._refresh_metadata()
             delay = _sooner(delay, self.retry_backoff_ms)
-        drained = acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
         for node, batches in drained.items():
             task = asyncio.create_task(self._produce(node, batches))
             self._requests.add(task)
@@ -522,7 +589,8 @@ class AsyncProducer(ClusterClient):
             return
         except asyncio.CancelledError:
             for batch in batches:
-                self._acc.done_in_flight(batch)
+                with self._acc.lock:
+                    self._acc.done_in_flight(batch)
                 batch.fail(RequestTimedOutError("the producer closed while the batch was sent"))
             raise
         except Exception as exc:  # a bug must fail its batches, never leave them in flight
@@ -553,13 +621,27 @@ class AsyncProducer(ClusterClient):
 
     def _finish(self, batch: ProducerBatch, base_offset: int, append_time_ms: int) -> None:
         self._failing.pop(batch.tp, None)
-        self._acc.done_in_flight(batch)
+        with self._acc.lock:
+            self._acc.done_in_flight(batch)
         batch.complete(base_offset, append_time_ms)
         self._progress.set()
         self._wake.set()
 
     def _on_error(self, batch: ProducerBatch, error: OdradekError, why: str) -> None:
         """A failed attempt (`why`: the error, and where it came from): retry or fail."""
+        with self._acc.lock:
+            final = self._retry_or_settle(batch, error, why)
+            if final is None:
+                return
+        batch.fail(final)
+        self._progress.set()
+        self._wake.set()
+
+    def _retry_or_settle(
+        self, batch: ProducerBatch, error: OdradekError, why: str
+    ) -> OdradekError | None:
+        """Under the accumulator's lock: requeue a retriable failure (None), else settle the
+        batch and return the error to fail it with."""
         acc = self._acc
         batch.last_error = self._failing[batch.tp] = why
         now_ms = self._clock.monotonic_ms()
@@ -580,14 +662,12 @@ class AsyncProducer(ClusterClient):
                 self._refresh_metadata()
             acc.requeue(batch, retry_at)
             self._wake.set()
-            return
+            return None
         elif error.retriable and retry_at >= batch.deadline_ms:
             error = RequestTimedOutError(self._expiry_message(batch))
         acc.done_in_flight(batch)
         acc.sequence_lost(batch)
-        batch.fail(error)
-        self._progress.set()
-        self._wake.set()
+        return error
 
     # ----- producer id (InitProducerId) -------------------------------------------------------
 
@@ -621,15 +701,18 @@ class AsyncProducer(ClusterClient):
             if not exc.retriable:
                 self._fail_queued(type(exc)(f"no producer id: {exc.message}"))
         else:
-            acc.reset_producer(resp.producer_id, resp.producer_epoch)
-            acc.awaiting_producer_id = False
+            with acc.lock:
+                acc.reset_producer(resp.producer_id, resp.producer_epoch)
+                acc.awaiting_producer_id = False
             self._pid_error = None
         finally:
             self._pid_task = None
             self._wake.set()
 
     def _fail_queued(self, error: OdradekError) -> None:
-        for batch in self._acc.abort_all():
+        with self._acc.lock:
+            aborted = self._acc.abort_all()
+        for batch in aborted:
             batch.fail(error)
         self._progress.set()
 

@@ -1,61 +1,56 @@
 """Synchronous Producer: the AsyncProducer on a private loop thread (client/sync.py).
 
-`send()` does not cross threads per record (a thread round trip costs hundreds of
-microseconds): it queues the record for the loop and returns a `SendFuture` (a
-`concurrent.futures.Future` with kafka-python's `get()`), resolved once the broker acknowledges
-the record or with its error; it blocks only when the queue is full.
+`send()` appends the record into the async producer's accumulator from the caller's own thread,
+under the accumulator's lock (AsyncProducer.append_record): no thread hop per record. It wakes
+the sender on the loop thread (`call_soon_threadsafe`) only when a batch opened or filled, so a
+loop of sends costs the loop thread one wake per batch, and a lone send with linger_ms=0 goes
+to the socket at once. It returns a `SendFuture` (client/record_future.py): two slots referring
+to the record's batch, resolved with the whole batch when the broker answers, with
+`concurrent.futures.Future`'s surface and kafka-python's `get(timeout)`.
+
+Back-pressure: past `buffer_memory` the caller blocks (on the accumulator's condition, notified
+as batches complete) up to `max_block_ms`, then gets RequestTimedOutError. Records sent from one
+thread keep their order (appended in call order under one lock); several threads may send.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import contextlib
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from client.accumulator import estimate_size, failed_batch
 from client.producer import AsyncProducer
+from client.record_future import SendFuture
 from client.sync import _SyncClient
-from client.types import BatchMetadata, RecordMetadata
-from protocol.errors import UsageError
+from client.types import BatchMetadata, RecordMetadata, TopicPartition
+from protocol.errors import OdradekError, RequestTimedOutError, UsageError
+
+__all__ = ["Producer", "SendFuture"]
 
 T = TypeVar("T")
+BLOCKED_CHECK_S = 1.0  # a caller blocked for memory re-checks the producer's health this often
 
 
-class SendFuture(concurrent.futures.Future[T]):
-    """A concurrent future with kafka-python's `get(timeout)` spelling of `result`."""
+class BatchFuture(concurrent.futures.Future[T]):
+    """A concurrent future with kafka-python's `get(timeout)`: what `send_batch` returns."""
 
     def get(self, timeout: float | None = None) -> T:
         return self.result(timeout)
 
 
-_Item = tuple[str, Any, Any, Any, Any, Any, SendFuture[RecordMetadata]]
-MAX_PENDING_RECORDS = 50_000
-MOVER_IDLE_ROUNDS = 3
-MOVER_IDLE_WAIT_S = 0.005
-
-
 class Producer(_SyncClient):
-    """Synchronous twin of AsyncProducer (same arguments).
-
-    `send` does not cross threads per record (a round trip costs hundreds of microseconds):
-    it appends the record to a hand-off queue and returns a `SendFuture`; one task on the
-    private loop moves queued records into the async producer. The queue holds at most
-    MAX_PENDING_RECORDS; past that `send` blocks until the loop catches up (back-pressure,
-    together with the async producer's own buffer_memory).
-    """
+    """Synchronous twin of AsyncProducer (same arguments); see the module docstring."""
 
     _name = "odradek-producer"
 
     def __init__(self, bootstrap_servers: str | Iterable[str], **config: Any) -> None:
-        super().__init__(lambda: AsyncProducer(bootstrap_servers, **config))
-        self._queue: deque[_Item] = deque()
-        self._cond = threading.Condition()
-        self._draining = False
-        self._in_hand = False  # the mover is handing a taken slice of the queue over
-        self._mover: asyncio.Task[None] | None = None
+        def make() -> AsyncProducer:
+            producer = AsyncProducer(bootstrap_servers, **config)
+            producer.threaded = True  # appends come from the callers' threads
+            return producer
+
+        super().__init__(make)
 
     def __enter__(self) -> Producer:
         return self
@@ -69,99 +64,96 @@ class Producer(_SyncClient):
         headers: list[tuple[str, bytes | None]] | None = None,
         timestamp_ms: int | None = None,
     ) -> SendFuture[RecordMetadata]:
-        if self._client is None:
-            self._run(_started)
-        future: SendFuture[RecordMetadata] = SendFuture()
-        with self._cond:
-            while len(self._queue) >= MAX_PENDING_RECORDS and not self._thread.stopped:
-                if self._thread.is_current():
-                    raise UsageError("send queue full inside a producer callback: would deadlock")
-                self._cond.wait(1.0)
-            if self._thread.stopped:
-                raise UsageError("the producer is closed")
-            self._queue.append((topic, value, key, partition, headers, timestamp_ms, future))
-            start = not self._draining
-            self._draining = True
-        if start:
-            self._thread.call_soon(self._start_mover)
+        """Buffer one record; the future settles when the broker acknowledges its batch.
+
+        A refused record (too large, a bad partition, an unknown topic) gets a failed future;
+        a closed producer raises UsageError.
+        """
+        p: AsyncProducer = self._client
+        if p is None or not p._usable:
+            p = self._usable_client()
+        try:
+            future = p.append_record(topic, value, key, partition, headers, timestamp_ms,
+                                     SendFuture)  # fmt: skip
+            if future is None:
+                future = self._append_blocking(p, topic, value, key, partition, headers,
+                                               timestamp_ms)  # fmt: skip
+        except OdradekError as exc:
+            if not p._usable:
+                raise
+            tp = TopicPartition(topic, -1 if partition is None else partition)
+            return SendFuture(failed_batch(tp, exc), 0)
         return future
 
-    def _start_mover(self) -> None:
-        self._mover = asyncio.ensure_future(self._move())
+    def _usable_client(self) -> AsyncProducer:
+        if self._thread.stopped:
+            raise UsageError("the producer is closed")
+        if self._client is None:
+            self._run(_started)
+        p: AsyncProducer = self._client
+        p._check_usable()
+        return p
 
-    async def _move(self) -> None:
-        """Loop side: hand queued records to the async producer, in order."""
-        producer: AsyncProducer = self._client
-        idle_rounds = 0
+    def _append_blocking(
+        self, p: AsyncProducer, topic: str, value: bytes | None, key: bytes | None,
+        partition: int | None, headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int | None,
+    ) -> SendFuture[RecordMetadata]:  # fmt: skip
+        """The slow path: wait for the topic's metadata (on the loop) or for buffer memory."""
+        deadline_ms = p._clock.monotonic_ms() + p.max_block_ms
         while True:
-            with self._cond:
-                if not self._queue:
-                    idle_rounds += 1
-                    if idle_rounds > MOVER_IDLE_ROUNDS:
-                        self._draining = False
-                        return
-                else:
-                    idle_rounds = 0
-            if idle_rounds:
-                # Linger a little before going idle: a caller sending in a loop keeps adding,
-                # and waking this loop thread per record would cost a thread switch each.
-                await asyncio.sleep(MOVER_IDLE_WAIT_S)
-                continue
-            with self._cond:
-                items = list(self._queue)
-                self._queue.clear()
-                self._cond.notify_all()
-                self._in_hand = True
+            if topic not in p._cluster.metadata.partitions:
+                self._run(lambda c: c._wait_for_topic(topic))
+            else:
+                self._wait_for_room(p, estimate_size(key, value, headers), deadline_ms)
+            future = p.append_record(topic, value, key, partition, headers, timestamp_ms,
+                                     SendFuture)  # fmt: skip
+            if future is not None:
+                return future
+
+    def _wait_for_room(self, p: AsyncProducer, size: int, deadline_ms: int) -> None:
+        """Block until `size` bytes fit in buffer_memory (the sender hurries meanwhile)."""
+        if self._thread.is_current():
+            raise UsageError("buffer_memory full inside a producer callback: would deadlock")
+        acc = p._acc
+        with acc.room:
+            acc.blocked_appenders += 1
+            acc.memory_waiters += 1
             try:
-                for topic, value, key, partition, headers, ts, future in items:
-                    try:
-                        sent = await producer.send(topic, value, key, partition, headers, ts)
-                    except Exception as exc:
-                        future.set_exception(exc)
-                        continue
-                    sent.add_done_callback(_copier(future))
+                p._waker()
+                while not acc.has_room(size):
+                    left_ms = deadline_ms - p._clock.monotonic_ms()
+                    if left_ms <= 0:
+                        raise RequestTimedOutError(
+                            f"no buffer memory for a {size}-byte record within {p.max_block_ms} ms"
+                        )
+                    if not p._usable:
+                        p._check_usable()
+                    acc.room.wait(min(left_ms / 1000, BLOCKED_CHECK_S))
             finally:
-                self._in_hand = False
-
-    async def _moved(self) -> None:
-        """Until every record queued so far is in the async producer (polled: flush is rare)."""
-        while True:
-            with self._cond:
-                pending = bool(self._queue) or self._in_hand
-            if not pending:
-                return
-            await asyncio.sleep(0.001)
-
-    async def _stop_mover(self) -> None:
-        await self._moved()
-        mover = self._mover
-        if mover is not None and not mover.done():
-            mover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await mover
+                acc.blocked_appenders -= 1
+                acc.memory_waiters -= 1
 
     def send_batch(
         self, topic: str, values: Sequence[bytes], partition: int | None = None
     ) -> concurrent.futures.Future[list[BatchMetadata]]:
         async def go(p: AsyncProducer) -> concurrent.futures.Future[list[BatchMetadata]]:
-            await self._moved()  # keep the order of earlier sends
-            return _chain(await p.send_batch(topic, values, partition))
+            # Records sent before are in the accumulator already: the order is kept.
+            out: BatchFuture[list[BatchMetadata]] = BatchFuture()
+            (await p.send_batch(topic, values, partition)).add_done_callback(_copier(out))
+            return out
 
         return self._run(go)
 
     def flush(self, timeout_ms: float | None = None) -> None:
-        async def go(p: AsyncProducer) -> None:
-            await self._moved()
-            await p.flush(timeout_ms)
-
-        self._run(go)
+        self._run(lambda p: p.flush(timeout_ms))
 
     def close(self) -> None:
-        if self._client is not None and not self._thread.stopped:
-            self._run(lambda _p: self._stop_mover())
         super().close()
-        with self._cond:
-            self._cond.notify_all()
+        p: AsyncProducer | None = self._client
+        if p is not None:
+            with p._acc.room:  # callers blocked for memory see the producer closed
+                p._acc.room.notify_all()
 
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(lambda p: p.partitions_for(topic))
@@ -171,8 +163,8 @@ async def _started(_client: Any) -> None:
     """Nothing: running it starts the client."""
 
 
-def _copier(target: SendFuture[T]) -> Callable[[asyncio.Future[T]], None]:
-    def copy(f: asyncio.Future[T]) -> None:
+def _copier(target: BatchFuture[T]) -> Any:
+    def copy(f: Any) -> None:
         if f.cancelled():
             target.cancel()
         elif (exc := f.exception()) is not None:
@@ -181,10 +173,3 @@ def _copier(target: SendFuture[T]) -> Callable[[asyncio.Future[T]], None]:
             target.set_result(f.result())
 
     return copy
-
-
-def _chain(future: asyncio.Future[T]) -> SendFuture[T]:
-    """A concurrent future that follows an asyncio future (callbacks run on the loop)."""
-    out: SendFuture[T] = SendFuture()
-    future.add_done_callback(_copier(out))
-    return out

@@ -73,7 +73,7 @@ async def produce(
     await producer.start()
     try:
         start = time.perf_counter()
-        window: deque[list[asyncio.Future[Any]]] = deque()  # per chunk, not yet checked
+        window: deque[list[Any]] = deque()  # per chunk, not yet checked
         sent = 0
         while sent < num_records:
             n = min(chunk_records, num_records - sent)

@@ -2,26 +2,26 @@
 
 import asyncio
 
-from client.accumulator import (
-    APPENDED,
-    BATCH_FULL,
-    NEEDS_BATCH,
-    NEW_BATCH,
-    RecordAccumulator,
-    estimate_size,
-)
+import pytest
+
+from client.accumulator import RecordAccumulator, estimate_size
+from client.record_future import RecordFuture, SendFuture
 from client.types import TopicPartition
 from protocol.batch import decode_all
 from protocol.errors import NotLeaderForPartitionError
 
+APPENDED, NEW_BATCH, BATCH_FULL = "appended", "new batch", "batch full"
+
 
 class Fut:
-    """A stand-in for an asyncio future: the accumulator only calls done/set_*."""
+    """A stand-in for a bulk batch's asyncio future (the accumulator only calls done/set_*);
+    `add` puts the record's own future (a SendFuture) in `record`."""
 
     def __init__(self) -> None:
         self.result: object = None
         self.error: BaseException | None = None
         self._done = False
+        self.record: SendFuture | None = None
 
     def done(self) -> bool:
         return self._done
@@ -43,12 +43,15 @@ def add(
     acc: RecordAccumulator, tp: TopicPartition, key: bytes | None, value: bytes,
     headers: list | None, ts: int, fut: Fut, now_ms: int,
 ) -> int:  # fmt: skip
-    """The producer's two-step append: the open batch, else a new one."""
+    """The producer's two-step append: the open batch, else a new one; the outcome."""
     size = estimate_size(key, value, headers)
-    outcome = acc.append(tp, key, value, headers, ts, fut, size)
-    if outcome == NEEDS_BATCH:
-        outcome = acc.append_new(tp, key, value, headers, ts, fut, size, now_ms)
-    return outcome
+    record = acc.append(tp, key, value, headers, ts, size, SendFuture)
+    outcome = APPENDED
+    if record is None:
+        outcome = BATCH_FULL if acc.close_open(tp) else NEW_BATCH
+        record = acc.append_new(tp, key, value, headers, ts, size, now_ms, SendFuture)
+    fut.record = record
+    return BATCH_FULL if record.batch.closed else outcome
 
 
 def leader_of(tp: TopicPartition) -> int:
@@ -60,8 +63,8 @@ def test_records_fill_batches_up_to_batch_size() -> None:
     size = estimate_size(None, b"x" * 38, None)  # 50
     outcomes = [add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0) for _ in range(5)]
     assert outcomes == [NEW_BATCH, BATCH_FULL, NEW_BATCH, BATCH_FULL, NEW_BATCH]
-    assert acc.append(T0, None, b"x" * 38, None, 1, Fut(), size) == BATCH_FULL
-    assert acc.append(T0, None, b"x" * 38, None, 1, Fut(), size) == NEEDS_BATCH
+    assert acc.append(T0, None, b"x" * 38, None, 1, size).batch.closed  # full
+    assert acc.append(T0, None, b"x" * 38, None, 1, size) is None  # needs a new batch
     assert acc.used_bytes == 6 * size
     assert acc.incomplete == 3
 
@@ -133,33 +136,37 @@ def test_completion_assigns_offsets_and_frees_memory() -> None:
         (b"k", b"v%d" % i, 1000 + i, [("h", b"1")]) for i in range(3)
     ]
     acc.done_in_flight(batch)
+    assert not any(f.record.done() for f in futs)
     batch.complete(42, -1)
-    assert [f.result for f in futs] == [("t", 0, 42 + i, 1000 + i) for i in range(3)]
+    assert [f.record.get(0) for f in futs] == [("t", 0, 42 + i, 1000 + i) for i in range(3)]
     assert acc.used_bytes == 0 and acc.incomplete == 0
 
 
-async def test_completion_with_real_futures_skips_a_cancelled_one() -> None:
-    """The C-level fast path sets every result; a cancelled future falls back per record."""
+async def test_record_futures_settle_with_their_batch_and_one_may_be_cancelled() -> None:
+    """RecordFutures (asyncio flavour): a cancelled one stays cancelled, its record is sent."""
     loop = asyncio.get_running_loop()
     acc = RecordAccumulator()
-    futs = [loop.create_future() for _ in range(5)]
-    for i, f in enumerate(futs):
-        add(acc, T0, None, b"v%d" % i, None, 2000 + i, f, 0)  # type: ignore[arg-type]
-    futs[2].cancel()
+    acc.loop = loop
+    futs = [acc.append_new(T0, None, b"v0", None, 2000, 14, 0)]
+    futs += [acc.append(T0, None, b"v%d" % i, None, 2000 + i, 14) for i in range(1, 5)]
+    assert all(type(f) is RecordFuture and not f.done() for f in futs)
+    assert futs[2].cancel() and not futs[2].cancel()
     (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
-    batch.payload(0)
+    assert [r.value for r in decode_all(batch.payload(0))] == [b"v%d" % i for i in range(5)]
     acc.done_in_flight(batch)
     batch.complete(7, -1)
-    assert futs[2].cancelled()
+    assert futs[2].cancelled() and futs[2].done()
+    with pytest.raises(asyncio.CancelledError):
+        futs[2].result()
     assert [f.result() for i, f in enumerate(futs) if i != 2] == [
         ("t", 0, 7 + i, 2000 + i) for i in (0, 1, 3, 4)
     ]
-    more = [loop.create_future() for _ in range(3)]
-    for f in more:
-        add(acc, T0, None, b"x", None, 5, f, 0)  # type: ignore[arg-type]
+    more = [acc.append_new(T0, None, b"x", None, 5, 13, 0)]
+    more += [acc.append(T0, None, b"x", None, 5, 13) for _ in range(2)]
+    gathered = asyncio.gather(*more)
     (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
     batch.complete(100, 999)  # LogAppendTime: the broker's timestamp for every record
-    assert [f.result() for f in more] == [("t", 0, 100 + i, 999) for i in range(3)]
+    assert await gathered == [("t", 0, 100 + i, 999) for i in range(3)]
 
 
 def test_requeue_goes_first_and_backs_off() -> None:
@@ -182,7 +189,9 @@ def test_expire_fails_only_queued_batches_past_deadline() -> None:
     assert acc.expire(999) == []
     (batch,) = acc.expire(1000)
     batch.fail(NotLeaderForPartitionError("gone"))
-    assert isinstance(f.error, NotLeaderForPartitionError)
+    assert f.record is not None and isinstance(f.record.exception(), NotLeaderForPartitionError)
+    with pytest.raises(NotLeaderForPartitionError):
+        f.record.get()
     assert acc.used_bytes == 0 and acc.incomplete == 0
 
 
