@@ -47,6 +47,7 @@ class BatchState:
         "base_offset",
         "callbacks",
         "cancelled",
+        "cf",
         "error",
         "event",
         "lock",
@@ -64,6 +65,9 @@ class BatchState:
     event: threading.Event | None  # made by the first SendFuture.result() that has to wait
     loop: asyncio.AbstractEventLoop | None  # RecordFuture callbacks run on it; None: at once
     lock: Any  # threading.Lock, the accumulator's
+    # concurrent.futures.wait/as_completed's view of SendFutures, made on first use by them:
+    # (their condition, {id(future): (future, its waiters)})
+    cf: tuple[threading.RLock, dict[int, tuple[Any, list[Any]]]] | None
 
     def init_state(self, loop: asyncio.AbstractEventLoop | None, lock: Any) -> None:
         self.state = PENDING
@@ -73,6 +77,7 @@ class BatchState:
         self.callbacks = None
         self.cancelled = None
         self.event = None
+        self.cf = None
         self.loop = loop
         self.lock = lock
 
@@ -93,12 +98,34 @@ class BatchState:
             event = self.event
         if event is not None:
             event.set()
+        if self.cf is not None:
+            self._notify_cf_waiters(self.cf)
         if not callbacks:
             return
         if self.loop is None:
             _run_callbacks(callbacks)
         else:
             self.loop.call_soon(_run_callbacks, callbacks)
+
+    def cf_view(self) -> tuple[threading.RLock, dict[int, tuple[Any, list[Any]]]]:
+        with self.lock:
+            if self.cf is None:
+                self.cf = (threading.RLock(), {})
+            return self.cf
+
+    def _notify_cf_waiters(
+        self, cf: tuple[threading.RLock, dict[int, tuple[Any, list[Any]]]]
+    ) -> None:
+        """As concurrent.futures.Future.set_result does: under the condition, after the state
+        is set (a waiter installed before sees the call; one installed after sees the state)."""
+        condition, waiting = cf
+        with condition:
+            for future, waiters in waiting.values():
+                for waiter in waiters:
+                    if self.state == FAILED:
+                        waiter.add_exception(future)
+                    else:
+                        waiter.add_result(future)
 
     def add_callback(self, future: Any, fn: Callable[[Any], object]) -> bool:
         """Register `fn(future)` for completion; False: already settled, call it yourself."""
@@ -242,8 +269,9 @@ class SendFuture(concurrent.futures.Future[T]):
     """The concurrent-flavoured future of one record (see the module docstring).
 
     A `concurrent.futures.Future` by type (isinstance holds, as before), but none of the base
-    class's state is made: every method is overridden over the batch's state, so
-    `concurrent.futures.wait` / `as_completed` (which reach into that state) are not supported.
+    class's state is made: every method is overridden over the batch's state. What
+    `concurrent.futures.wait` / `as_completed` reach into (`_condition`, `_state`, `_waiters`)
+    is served from the batch, made only when they are used.
     """
 
     __slots__ = ("batch", "index")
@@ -299,6 +327,22 @@ class SendFuture(concurrent.futures.Future[T]):
                 fn(self)
             except Exception as exc:
                 _report(self, exc)
+
+    @property
+    def _condition(self) -> threading.RLock:  # type: ignore[override]
+        return self.batch.cf_view()[0]
+
+    @property
+    def _state(self) -> str:  # type: ignore[override]
+        return "RUNNING" if self.batch.state == PENDING else "FINISHED"
+
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        _condition, waiting = self.batch.cf_view()
+        entry = waiting.get(id(self))
+        if entry is None:
+            entry = waiting[id(self)] = (self, [])
+        return entry[1]
 
     def set_result(self, result: Any) -> None:
         raise RuntimeError("a SendFuture is settled by its producer")

@@ -100,3 +100,33 @@ async def test_record_futures_under_gather_wait_for_and_cancel() -> None:
 
 async def _await(future: RecordFuture) -> object:
     return await future
+
+
+def test_concurrent_futures_wait_and_as_completed_follow_send_futures() -> None:
+    """kafka-python and concurrent.futures users wait on many sends at once."""
+    acc = RecordAccumulator()
+    futures = _fill(acc, 3, SendFuture)
+    done, pending = concurrent.futures.wait(futures, timeout=0.01)
+    assert not done and set(pending) == set(futures)
+    batch = _drained(acc)
+    timer = threading.Timer(0.05, batch.complete, (10, -1))
+    timer.start()
+    done, pending = concurrent.futures.wait(futures, timeout=10)  # woken by the completion
+    timer.join()
+    assert set(done) == set(futures) and not pending
+    finished = list(concurrent.futures.as_completed(futures, timeout=10))
+    assert sorted(f.get(0).offset for f in finished) == [10, 11, 12]
+
+    failing = _fill(acc, 2, SendFuture)
+    waited: list[set[concurrent.futures.Future]] = []
+    waiter = threading.Thread(
+        target=lambda: waited.append(
+            concurrent.futures.wait(failing, return_when="FIRST_EXCEPTION", timeout=10)[0]
+        )
+    )
+    waiter.start()
+    while not failing[0].batch.cf:  # the waiter has installed itself
+        threading.Event().wait(0.001)
+    _drained(acc).fail(NotLeaderForPartitionError("gone"))
+    waiter.join(10)
+    assert waited and waited[0] == set(failing)
