@@ -6,14 +6,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup zookeeper kcat lint format test test-unit test-integration cluster bench bench-log bench-failover bench-groups bench-spark chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-failover bench-partitions bench-groups bench-spark chaos clean
 
 setup: $(STAMP)
 
 # editable_mode=compat puts the checkout itself on sys.path (a .pth file), so Spark's Python
-# data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself.
-$(STAMP): pyproject.toml
+# data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself. The
+# install also compiles the record decoder (protocol/_records.c), so an edited C file reinstalls.
+$(STAMP): pyproject.toml protocol/_records.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat
@@ -24,6 +26,13 @@ zookeeper: $(ZK_JAR)
 
 # Debian's kcat (librdkafka's command-line client): the tests use it against the Kafka listener.
 kcat: $(KCAT)
+
+# Debian's Chromium (and its driver): the console's browser tests drive it through Playwright.
+chromium: $(CHROMIUM)
+
+$(CHROMIUM):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null
 
 $(KCAT):
 	apt-get update -qq
@@ -45,13 +54,13 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: setup zookeeper kcat
+test: setup zookeeper kcat chromium
 	$(BIN)/pytest -q
 
 test-unit: setup
 	$(BIN)/pytest -q tests/unit
 
-test-integration: setup zookeeper kcat
+test-integration: setup zookeeper kcat chromium
 	$(BIN)/pytest -q tests/integration
 
 cluster: setup zookeeper
@@ -69,6 +78,10 @@ bench-spark: setup zookeeper
 
 bench-failover: setup zookeeper
 	$(BIN)/python bench/bench_failover.py
+
+# 3 brokers, 3,000 partitions at RF 3: creation, re-election after SIGKILL, idle CPU and memory
+bench-partitions: setup zookeeper
+	$(BIN)/python bench/bench_partitions.py
 
 bench-groups: setup zookeeper
 	$(BIN)/python bench/bench_groups.py

@@ -52,16 +52,24 @@ class Side:
     root: Path
     dir: Path  # its cluster directory
     bootstrap: str = ""
+    brokers: int = BROKERS
+
+    def env(self) -> dict[str, str]:
+        """The environment of a process running this side's code: its tree on PYTHONPATH."""
+        return dict(os.environ, PYTHONPATH=str(self.root))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, PYTHONPATH=str(self.root))
         cmd = [sys.executable, "-m", "deploy.cli", *args]
         return subprocess.run(
-            cmd, cwd=self.root, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S
-        )
+            cmd, cwd=self.root, env=self.env(), capture_output=True, text=True,
+            timeout=CLI_TIMEOUT_S,
+        )  # fmt: skip
 
     def up(self) -> None:
-        out = self.cli("cluster", "up", "--dir", str(self.dir), "--brokers", str(BROKERS))
+        args = ["cluster", "up", "--dir", str(self.dir), "--brokers", str(self.brokers)]
+        if (self.root / "deploy" / "console").is_dir():
+            args.append("--no-console")  # trees that have one: no console process to compete
+        out = self.cli(*args)
         lines = [line for line in out.stdout.splitlines() if line.strip()]
         if out.returncode != 0 or not lines:
             raise BaselineError(f"{self.name} cluster did not start: {out.stderr.strip()[-300:]}")

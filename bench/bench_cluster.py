@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,baseline,peers`, all by default), in this order:
+Parts (`--only native,kafka,baseline,user,peers`, all by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -13,6 +13,12 @@ kafka     on the same cluster, through its Kafka listener: confluent-kafka and k
 baseline  the native bulk, send() and consume cases at 100 B against a cluster run from a git
           worktree of --baseline REF (default: the last commit before the Kafka listener) and
           against one run from this tree, alternating (bench/bench_baseline.py).
+user      the paths users take, through the public clients only, against a worktree of
+          --baseline (default here: ad616d3, the main of the start of the latency work) and this
+          tree, alternating: sync send()+flush, async send+gather, a poll() loop, and end-to-end
+          latency at --rate through Producer(linger_ms=0) and a Consumer in another process,
+          RF 1 acks 1 and RF 3 acks=all (bench/bench_user.py); NATS JetStream and Redis
+          Streams latency from the peers' harness (ONLY=latency) when `peers` is not run.
 peers     the peers' own harness (../shared/peers/run_peers.sh): Redis Streams (AOF everysec
           and always) and NATS JetStream with the same record sizes. Skipped, with one line
           saying why, when ../shared/peers/setup.sh has not installed them or they fail.
@@ -40,9 +46,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_baseline  # noqa: E402
 import bench_kafka_clients  # noqa: E402
+import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "baseline", "peers")
+PARTS = ("native", "kafka", "baseline", "user", "peers")
+USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
 def log(line: str) -> None:
@@ -122,11 +130,13 @@ def run_cluster(args: argparse.Namespace, parts: set[str]) -> list[dict]:
     return results
 
 
-def run_peers(n: int, repeat: int, lat_n: int, lat_rate: int, notes: list[str]) -> list[dict]:
+def run_peers(
+    n: int, repeat: int, lat_n: int, lat_rate: int, notes: list[str], only: str = "all"
+) -> list[dict]:
     if not (PEERS / "run_peers.sh").exists() or not shutil.which("redis-server"):
         notes.append("peers: not installed (run ../shared/peers/setup.sh); skipped")
         return []
-    env = dict(os.environ, LAT_N=str(lat_n), LAT_RATE=str(lat_rate), PY="python3")
+    env = dict(os.environ, LAT_N=str(lat_n), LAT_RATE=str(lat_rate), PY="python3", ONLY=only)
     out = subprocess.run(["bash", str(PEERS / "run_peers.sh"), str(n), str(repeat)],
                          capture_output=True, text=True, env=env, timeout=3600)  # fmt: skip
     rows = []
@@ -183,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--baseline",
         metavar="REF",
-        default=bench_baseline.DEFAULT_REF,
-        help="git ref of the code to compare with (default %(default)s)",
+        help=f"git ref of the code to compare with (default: {bench_baseline.DEFAULT_REF} for "
+        f"the baseline part, {USER_DEFAULT_REF} for the user part)",
     )
     ap.add_argument(
         "--baseline-messages",
@@ -193,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="baseline bulk and consume runs (send(): a quarter)",
     )
     ap.add_argument("--baseline-rounds", type=int, default=3, help="alternating rounds")
+    ap.add_argument(
+        "--user-messages", type=int, default=200_000, help="user part: records per produce run"
+    )
+    ap.add_argument("--user-rounds", type=int, default=2, help="user part: alternating rounds")
     ap.add_argument("--no-peers", action="store_true", help="same as leaving peers out of --only")
     ap.add_argument("--json", type=Path, help="where to write the results")
     return ap
@@ -213,17 +227,33 @@ def main() -> int:
         t = time.monotonic()
         try:
             rows += bench_baseline.run_baseline(
-                args.baseline, args.baseline_messages, args.baseline_rounds, report=log_row
+                args.baseline or bench_baseline.DEFAULT_REF,
+                args.baseline_messages,
+                args.baseline_rounds,
+                report=log_row,
             )
         except bench_baseline.BaselineError as exc:
             notes.append(f"baseline: {exc}; skipped")
         phases["baseline"] = round(time.monotonic() - t, 1)
+    if "user" in parts:
+        t = time.monotonic()
+        try:
+            rows += bench_user.run_user(
+                args.baseline or USER_DEFAULT_REF, args.user_messages, args.latency_messages,
+                args.rate, args.user_rounds, report=log_row,
+            )  # fmt: skip
+        except bench_baseline.BaselineError as exc:
+            notes.append(f"user: {exc}; skipped")
+        if "peers" not in parts:  # the peers' latency beside ours, in the same run
+            rows += run_peers(args.peer_messages, 1, args.latency_messages, args.rate, notes,
+                              only="latency")  # fmt: skip
+        phases["user"] = round(time.monotonic() - t, 1)
     if "peers" in parts:
         t = time.monotonic()
         rows += run_peers(args.peer_messages, args.repeat, args.latency_messages, args.rate,
                           notes)  # fmt: skip
         phases["peers"] = round(time.monotonic() - t, 1)
-    summary = summarize(rows, args.baseline)
+    summary = summarize(rows, args.baseline or bench_baseline.DEFAULT_REF)
     text = render(summary)
     out = args.json or ROOT / "bench" / "results" / time.strftime("cluster-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
 """`make bench-failover`: unavailability per failover, and produce throughput with replication.
 
-1. Starts a local cluster (ZooKeeper + 3 brokers) with a 2-second ZooKeeper session timeout in
-   a temporary directory; creates `failover` (1 partition, RF 3, min.insync.replicas 2).
+Both sides in the same run: the working tree, and a git worktree of --ref (default `ad616d3`,
+today's main when fast death detection was added; bench/bench_baseline.py's `worktree`), each
+measured in its own process with that tree first on sys.path, so its cluster runs its code
+(--ref '' skips the baseline; the baseline side measures failovers only, not throughput).
+
+1. Starts a local cluster (ZooKeeper + 3 brokers) with the local cluster's default ZooKeeper
+   session timeout (6 s; --session-ms to change it: the point is not to wait for it, since the
+   controller acts on a refused connection, coordinator/fast_death.py) in a temporary
+   directory; creates `failover` (1 partition, RF 3, min.insync.replicas 2).
 2. A prober (its own thread and event loop) sends one acks=all record at a time to that
    partition, for the whole run, and records when each send started and when it was
    acknowledged (time.monotonic).
@@ -16,8 +23,8 @@
    --acks all beside RF 1 with --acks 1, each run --repeat times (best kept).
 5. Prints a Markdown table and writes every figure to bench/results/failover-<time>.json.
 
-Targets (issue 4): SIGKILL p50 <= session timeout + 1 s; SIGTERM p50 <= 0.5 s;
-RF=3 acks=all >= 100,000 records/s.
+Targets (issue 12): SIGKILL p50 <= 0.5 s (issue 4 had: session timeout + 1 s); SIGTERM p50
+<= 0.5 s; RF=3 acks=all >= 100,000 records/s.
 """
 
 from __future__ import annotations
@@ -38,14 +45,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# a side's run (--side-run --tree T) imports the code of tree T, so its brokers run it too
+TREE = Path(sys.argv[sys.argv.index("--tree") + 1]).resolve() if "--tree" in sys.argv else ROOT
+sys.path.insert(0, str(TREE))
 
 from client import Admin, AsyncProducer, NewTopic  # noqa: E402
-from deploy.cluster import LocalCluster  # noqa: E402
+from deploy.cluster import DEFAULT_SESSION_TIMEOUT_MS, LocalCluster  # noqa: E402
 from deploy.perf import percentile  # noqa: E402
 
 TOPIC = "failover"
-SESSION_TIMEOUT_MS = 2000
+SESSION_TIMEOUT_MS = DEFAULT_SESSION_TIMEOUT_MS
+DEFAULT_REF = "ad616d3"
 MAX_ACKS_KEPT = 200_000
 
 
@@ -195,7 +205,7 @@ def produce_throughput(cluster: LocalCluster, records: int, repeat: int) -> list
             cmd = [sys.executable, "-m", "deploy.cli", "bench", "produce", "--topic", topic,
                    "--num-records", str(records), "--record-size", "100", "--acks", acks,
                    "--bootstrap", cluster.bootstrap]  # fmt: skip
-            out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+            out = subprocess.run(cmd, cwd=TREE, capture_output=True, text=True, timeout=900)
             if out.returncode != 0:
                 row: dict[str, Any] = {"error": out.stderr.strip()[-500:]}
             else:
@@ -209,18 +219,24 @@ def produce_throughput(cluster: LocalCluster, records: int, repeat: int) -> list
     return results
 
 
-def table(failovers: list[dict[str, Any]], tput: list[dict[str, Any]]) -> str:
-    session_s = SESSION_TIMEOUT_MS / 1000
-    targets = {"KILL": 1000 * (session_s + 1), "TERM": 500.0}
-    lines = ["| failover | cycles | p50 | max | target (p50) | longest ack gap p50 / max |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for f in failovers:
-        target = targets[f["signal"]]
-        verdict = "met" if f["p50_ms"] <= target else "**missed**"
-        lines.append(f"| SIG{f['signal']} of the leader | {f['cycles']} | {f['p50_ms']:,.0f} ms | "
-                     f"{f['max_ms']:,.0f} ms | <= {target:,.0f} ms: {verdict} | "
-                     f"{f['gap_p50_ms']:,.0f} / {f['gap_max_ms']:,.0f} ms |")  # fmt: skip
-    lines += ["", "| produce, 100 B, 3 partitions | records/s | MiB/s | target |",
+def table(sides: dict[str, dict[str, Any]]) -> str:
+    targets = {"KILL": 500.0, "TERM": 500.0}
+    lines = ["| failover | side | cycles | p50 | max | target (p50) | longest ack gap p50 / max |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name, side in sides.items():
+        if "error" in side:
+            lines.append(f"| - | {name} | failed: {side['error'][-120:]} | | | | |")
+        for f in side.get("failovers", []):
+            target = targets[f["signal"]]
+            verdict = "met" if f["p50_ms"] <= target else "**missed**"
+            gap = f"{f['gap_p50_ms']:,.0f} / {f['gap_max_ms']:,.0f} ms"
+            lines.append(f"| SIG{f['signal']} of the leader | {name} | {f['cycles']} | "
+                         f"{f['p50_ms']:,.0f} ms | {f['max_ms']:,.0f} ms | <= {target:,.0f} ms: "
+                         f"{verdict} | {gap} |")  # fmt: skip
+    tput = [r for side in sides.values() for r in side.get("throughput", [])]
+    if not tput:
+        return "\n".join(lines)
+    lines += ["", "| produce, 100 B, 3 partitions (working tree) | records/s | MiB/s | target |",
               "| --- | --- | --- | --- |"]  # fmt: skip
     for r in tput:
         case = f"RF {r['replication_factor']}, acks={r['acks']}"
@@ -235,21 +251,15 @@ def table(failovers: list[dict[str, Any]], tput: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--cycles", type=int, default=20, help="failovers per signal")
-    ap.add_argument("--max-wait-s", type=float, default=30.0)
-    ap.add_argument("--records", type=int, default=1_000_000, help="per throughput run")
-    ap.add_argument("--repeat", type=int, default=2, help="throughput runs per case")
-    ap.add_argument("--signals", default="KILL,TERM")
-    args = ap.parse_args()
+def run_side(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurement on this process's tree: failovers, then throughput (--records > 0)."""
     tmp = Path(tempfile.mkdtemp(prefix="odradek-failover-"))
     cluster = LocalCluster(
-        tmp / "cluster", brokers=3, session_timeout_ms=SESSION_TIMEOUT_MS,
+        tmp / "cluster", brokers=3, session_timeout_ms=args.session_ms,
         progress=lambda s: print(s, file=sys.stderr),
     )  # fmt: skip
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     load_before = os.getloadavg()
+    tput: list[dict[str, Any]] = []
     try:
         cluster.up()
         with Admin(cluster.bootstrap) as admin:
@@ -263,20 +273,61 @@ def main() -> int:
             ]
         finally:
             prober.stop()
-        tput = produce_throughput(cluster, args.records, args.repeat)
+        if args.records > 0:
+            tput = produce_throughput(cluster, args.records, args.repeat)
     finally:
         cluster.down(purge=True)
         shutil.rmtree(tmp, ignore_errors=True)
+    return {"session_timeout_ms": args.session_ms, "failovers": failovers, "throughput": tput,
+            "prober_errors": prober.errors,
+            "load_average_before_after": [load_before, os.getloadavg()]}  # fmt: skip
+
+
+def _run_in(tree: Path, args: argparse.Namespace, records: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(ROOT / "bench" / "bench_failover.py"), "--side-run",
+           "--tree", str(tree), "--cycles", str(args.cycles), "--signals", args.signals,
+           "--max-wait-s", str(args.max_wait_s), "--records", str(records),
+           "--repeat", str(args.repeat), "--session-ms", str(args.session_ms)]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        return {"error": f"exit status {out.returncode} (its log is above)"}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--cycles", type=int, default=20, help="failovers per signal")
+    ap.add_argument("--max-wait-s", type=float, default=30.0)
+    ap.add_argument("--records", type=int, default=1_000_000, help="per throughput run (0: none)")
+    ap.add_argument("--repeat", type=int, default=2, help="throughput runs per case")
+    ap.add_argument("--signals", default="KILL,TERM")
+    ap.add_argument("--session-ms", type=int, default=SESSION_TIMEOUT_MS)
+    ap.add_argument("--ref", default=DEFAULT_REF, help="the baseline git ref ('' to skip it)")
+    ap.add_argument("--side-run", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=str(ROOT), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side_run:
+        print(json.dumps(run_side(args)))
+        return 0
+    from bench.bench_baseline import worktree
+
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    sides: dict[str, dict[str, Any]] = {}
+    if args.ref:
+        with worktree(args.ref) as (src, commit):
+            sides[f"baseline {commit}"] = _run_in(src, args, 0)
+    sides["working tree"] = _run_in(ROOT, args, args.records)
     out = ROOT / "bench" / "results" / time.strftime("failover-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"started": started, "session_timeout_ms": SESSION_TIMEOUT_MS,
-              "failovers": failovers, "throughput": tput,
-              "prober_errors": prober.errors,
-              "load_average_before_after": [load_before, os.getloadavg()]}  # fmt: skip
+    record = {"started": started, "sides": sides}
     out.write_text(json.dumps(record, indent=1) + "\n")
-    print(table(failovers, tput))
+    print(table(sides))
     print(f"\nraw results: {out.relative_to(ROOT)}", file=sys.stderr)
-    return 1 if any("error" in r for r in tput) else 0
+    failed = any("error" in side for side in sides.values())
+    return (
+        1 if failed or any("error" in r for r in sides["working tree"].get("throughput", [])) else 0
+    )
 
 
 if __name__ == "__main__":

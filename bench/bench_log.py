@@ -224,11 +224,16 @@ def run(root: Path, total: int, lookups: int, rows: list[tuple[str, str, str]]) 
     for label, raw_best in raw.items():
         report(f"raw write, {label} blocks, page cache", f"{raw_best:,.0f} MB/s")
     for label, best in never.items():
+        # Two ratios: of the machine's best raw figure (the target's), and of raw writes of the
+        # same block size (what one write() per batch costs the kernel: a 16 KiB batch is one
+        # unaligned 16 KiB write, which no per-append design can beat).
         report(
             f"append {label} batches, fsync never",
             f"{best['records_per_s']:,.0f} records/s, {best['mb_per_s']:,.0f} MB/s "
-            f"({100 * best['mb_per_s'] / raw_bandwidth:.0f}% of raw)",
-            ">= 70% of raw",
+            f"({100 * best['mb_per_s'] / raw_bandwidth:.0f}% of raw, "
+            f"{100 * best['mb_per_s'] / raw[label]:.0f}% of raw {label} writes; "
+            f"{best['seconds'] / best['batches'] * 1e6:.1f} us per append)",
+            ">= 50% of raw (issue 12)" if label == "16 KiB" else ">= 70% of raw",
         )
     for label, size, amount in (("16 KiB", 16 * 1024, 128 * MIB), ("1 MiB", MIB, 512 * MIB)):
         r, _ = bench_append(root / f"always-{size}-0", size, min(total, amount), always=True)

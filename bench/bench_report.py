@@ -17,6 +17,15 @@ TARGETS = (  # (system, mode, size, records/s), as the issue states them
     ("confluent-kafka", "produce", 100, 500_000),
     ("confluent-kafka", "consume", 100, 1_000_000),
 )
+# issue 12, through the public Producer(linger_ms=0) and a Consumer in another process:
+# (case, statistic, ceiling ms); "nats" compares with NATS JetStream's p99 in the same run
+USER_LATENCY_TARGETS = (
+    ("rf1 acks=1", "p50_ms", 0.25),
+    ("rf1 acks=1", "p99_ms", 0.6),
+    ("rf1 acks=1", "p99_ms", "nats"),
+    ("rf3 acks=all", "p99_ms", 2.0),
+)
+USER_CASES = ("produce-sync", "produce-async", "consume")
 
 
 def best(rows: list[dict], **match: object) -> dict | None:
@@ -141,11 +150,67 @@ def _settings(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _user_throughput(rows: list[dict]) -> list[dict]:
+    out = []
+    for case in USER_CASES:
+        entry: dict[str, Any] = {"case": case, "api": None}
+        for side in ("baseline", "new"):
+            runs = [r for r in rows if r.get("mode") == "user" and r.get("case") == case
+                    and r.get("side") == side and "msgs_per_s" in r]  # fmt: skip
+            rates = [r["msgs_per_s"] for r in runs]
+            entry["api"] = entry["api"] or (runs[0]["api"] if runs else None)
+            median = round(statistics.median(rates)) if rates else None
+            entry[side] = {"ref": runs[0]["ref"] if runs else None, "runs": rates,
+                           "best": max(rates, default=None), "median": median}  # fmt: skip
+        old, new = entry["baseline"]["median"], entry["new"]["median"]
+        entry["new_over_baseline_median"] = round(new / old, 2) if old and new else None
+        if entry["api"]:
+            out.append(entry)
+    return out
+
+
+def _user_latency(rows: list[dict]) -> list[dict]:
+    """Per case and side the run with the lowest p99 (the median of runs is in the raw rows)."""
+    out = []
+    for case in {r["case"]: 0 for r in rows if r.get("mode") == "user-latency"}:
+        for side in ("baseline", "new"):
+            runs = [r for r in rows if r.get("mode") == "user-latency" and r.get("case") == case
+                    and r.get("side") == side and r.get("e2e_ms_p99") is not None]  # fmt: skip
+            if not runs:
+                continue
+            top = min(runs, key=lambda r: r["e2e_ms_p99"])
+            out.append({"case": case, "side": side, "ref": top.get("ref"), "rate": top["rate"],
+                        "p50_ms": top["e2e_ms_p50"], "p99_ms": top["e2e_ms_p99"],
+                        "max_ms": top["e2e_ms_max"], "ack_p50_ms": top.get("ack_ms_p50"),
+                        "ack_p99_ms": top.get("ack_ms_p99"), "received": top.get("received"),
+                        "runs": len(runs)})  # fmt: skip
+    return out
+
+
+def _user_targets(latency: list[dict], peers: list[dict]) -> list[dict]:
+    nats = [p["p99_ms"] for p in peers if str(p["system"]).startswith("nats")
+            and p["size"] == 100 and p["p99_ms"] is not None]  # fmt: skip
+    out = []
+    for case, stat, want in USER_LATENCY_TARGETS:
+        got = next((x[stat] for x in latency if x["case"] == case and x["side"] == "new"), None)
+        ceiling = (min(nats) if nats else None) if want == "nats" else want
+        label = "NATS JetStream's p99 in this run" if want == "nats" else f"{want} ms"
+        out.append({"target": f"{case} {stat.removesuffix('_ms')} <= {label}",
+                    "ceiling_ms": ceiling, "measured_ms": got,
+                    "met": None if got is None or ceiling is None else got <= ceiling})  # fmt: skip
+    return out
+
+
 def summarize(rows: list[dict], ref: str) -> dict[str, Any]:
     throughput = _ours(rows) + _peers(rows)
+    latency = _latency(rows)
+    user_latency = _user_latency(rows)
     return {
         "throughput": throughput,
-        "latency": _latency(rows),
+        "latency": latency,
+        "user_throughput": _user_throughput(rows),
+        "user_latency": user_latency,
+        "user_targets": _user_targets(user_latency, latency),
         "baseline": _baseline(rows, ref),
         "targets": _targets(throughput),
         "client_settings": _settings(rows),
@@ -166,6 +231,7 @@ def render(summary: dict[str, Any]) -> str:
         for r in summary["latency"]:
             lines.append(f"| {r['system']} | {r['rate']}/s {r['appendfsync']} | {r['size']} | "
                          f"{r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |")  # fmt: skip
+    lines += _render_user(summary)
     if summary["baseline"]:
         ref = summary["baseline"][0]["baseline"]["ref"]
         lines += ["", f"| native, 100 B, 1 partition, records/s | baseline {ref}: best / median "
@@ -191,6 +257,40 @@ def render(summary: dict[str, Any]) -> str:
         for who, conf in summary["client_settings"].items():
             lines.append(f"- {who}: " + ", ".join(f"{k}={v}" for k, v in conf.items()))
     return "\n".join(lines).lstrip("\n")
+
+
+def _render_user(summary: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    if summary.get("user_throughput"):
+        ref = next((u["baseline"]["ref"] for u in summary["user_throughput"]
+                    if u["baseline"]["ref"]), "baseline")  # fmt: skip
+        lines += ["", f"| user path, 100 B, 1 partition, acks 1, records/s | baseline {ref}: "
+                  "median (runs) | new: median (runs) | new / baseline |",
+                  "| --- | --- | --- | --- |"]  # fmt: skip
+        for u in summary["user_throughput"]:
+            old, new = u["baseline"], u["new"]
+            lines.append(f"| {u['case']} ({u['api']}) | {_n(old['median'])} ({_runs_text(old)}) "
+                         f"| {_n(new['median'])} ({_runs_text(new)}) | "
+                         f"{u['new_over_baseline_median']} |")  # fmt: skip
+    if summary.get("user_latency"):
+        lines += ["", "| user e2e latency, Producer(linger_ms=0) -> Consumer.poll, 100 B | side "
+                  "| rate/s | p50 ms | p99 ms | max ms | ack p50 / p99 ms | runs |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for x in summary["user_latency"]:
+            lines.append(f"| {x['case']} | {x['side']} {x['ref']} | {x['rate']} | {x['p50_ms']} | "
+                         f"{x['p99_ms']} | {x['max_ms']} | {x['ack_p50_ms']} / "
+                         f"{x['ack_p99_ms']} | {x['runs']} |")  # fmt: skip
+    if summary.get("user_targets"):
+        lines += ["", "| user latency target (issue 12, not an assertion) | ceiling ms "
+                  "| measured ms | |", "| --- | --- | --- | --- |"]  # fmt: skip
+        for t in summary["user_targets"]:
+            met = "" if t["met"] is None else "met" if t["met"] else "**missed**"
+            lines.append(f"| {t['target']} | {t['ceiling_ms']} | {t['measured_ms']} | {met} |")
+    return lines
+
+
+def _runs_text(side: dict) -> str:
+    return ", ".join(f"{x:,}" for x in side["runs"]) or "-"
 
 
 def _n(value: float | None) -> str:

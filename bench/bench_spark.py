@@ -5,14 +5,17 @@
    topic with `--partitions` partitions (2 by default: one per Spark core) and produces
    `--records` records of `--size` bytes (10 million of 100 bytes by default) with the bulk
    producer API, acks=1.
-2. Consumer: one process, `client.Consumer` assigned every partition from the beginning; counts
-   the records and sums value lengths per partition (the same aggregate Spark computes).
+2. Consumer: one process, `client.Consumer` assigned every partition from the beginning; first
+   a plain `poll()` loop that only counts the records (issue 12's consumer figure), then one
+   that also sums value lengths per partition (the same aggregate Spark computes).
 3. Spark: one SparkSession, local[2]; `df.count()` and then
    `df.groupBy("partition").agg(count("*"), sum(length("value")))`, each timed from the action
    to its result (the session is started and warmed up on a small read first, not timed);
-   then, for scale, `count()` over a stand-in source that yields pre-built Arrow batches of the
-   same shape (no network, no decoding): the most Spark's Python data source path delivers here.
-4. Prints a Markdown table and writes the JSON to bench/results/spark-<time>.json.
+   and `count()` over a stand-in source that yields pre-built Arrow batches of the same shape
+   (no network, no decoding: the most Spark's Python data source path delivers here), the two
+   back to back for `--rounds` rounds (load drifts), then the groupBy.
+4. Prints a Markdown table, each Spark figure beside the ceiling measured in the same run (as
+   a share of it), and writes the JSON to bench/results/spark-<time>.json.
 
 Usage: .venv/bin/python bench/bench_spark.py [--records N] [--size B] [--partitions P]
 """
@@ -55,6 +58,20 @@ def produce(bootstrap: str, records: int, size: int, partitions: int) -> float:
         for future in window:
             future.result(timeout=120)
     return time.perf_counter() - start
+
+
+def poll_loop(bootstrap: str, partitions: int, records: int) -> dict[str, Any]:
+    """A plain poll loop: records counted, nothing else touched."""
+    with Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=100_000) as c:
+        c.assign([TopicPartition(TOPIC, p) for p in range(partitions)])
+        got, deadline = 0, time.monotonic() + CONSUME_TIMEOUT_S
+        start = time.perf_counter()
+        while got < records and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=1000).values():
+                got += len(recs)
+        elapsed = time.perf_counter() - start
+    return {"what": "consumer: plain poll() loop, records counted", "records": got,
+            "seconds": round(elapsed, 2), "records_per_s": round(got / elapsed)}  # fmt: skip
 
 
 def consume(bootstrap: str, partitions: int, records: int) -> dict[str, Any]:
@@ -116,7 +133,18 @@ def ceiling_source(records: int, size: int, partitions: int) -> Any:
     return Ceiling
 
 
-def spark_run(bootstrap: str, records: int, size: int, partitions: int) -> list[dict[str, Any]]:
+def _timed(what: str, action: Any, records: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    n = action()
+    elapsed = time.perf_counter() - start
+    assert n == records, f"{what} saw {n} of {records}"
+    return {"what": what, "records": n, "seconds": round(elapsed, 2),
+            "records_per_s": round(n / elapsed)}  # fmt: skip
+
+
+def spark_run(
+    bootstrap: str, records: int, size: int, partitions: int, rounds: int
+) -> list[dict[str, Any]]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -141,32 +169,28 @@ def spark_run(bootstrap: str, records: int, size: int, partitions: int) -> list[
         warm = reader().option("endingOffsets", json.dumps({TOPIC: dict.fromkeys(
             (str(p) for p in range(partitions)), 1000)})).load()  # fmt: skip
         warm.collect()  # start the Python workers
-        full = reader().load()
-        start = time.perf_counter()
-        n = full.count()
-        elapsed = time.perf_counter() - start
-        assert n == records, f"count() saw {n} of {records}"
-        out.append({"what": "spark local[2]: df.count()", "records": n,
-                    "seconds": round(elapsed, 2), "records_per_s": round(n / elapsed)})  # fmt: skip
-        start = time.perf_counter()
-        rows = (
-            full.groupBy("partition")
-            .agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"))
-            .collect()
-        )
-        elapsed = time.perf_counter() - start
-        n = sum(r.n for r in rows)
-        assert n == records, f"the aggregate saw {n} of {records}"
-        out.append({"what": "spark local[2]: groupBy(partition).agg(count, sum(length(value)))",
-                    "records": n, "seconds": round(elapsed, 2),
-                    "records_per_s": round(n / elapsed)})  # fmt: skip
         spark.dataSource.register(ceiling_source(records, size, partitions))
-        start = time.perf_counter()
-        n = spark.read.format("odradek-bench-ceiling").load().count()
-        elapsed = time.perf_counter() - start
-        out.append({"what": "spark local[2]: count() of pre-built Arrow batches (no I/O, "
-                    "no decoding: the ceiling)", "records": n, "seconds": round(elapsed, 2),
-                    "records_per_s": round(n / elapsed)})  # fmt: skip
+        ceiling = spark.read.format("odradek-bench-ceiling")
+        ceiling.load().count()  # warm its path too
+        full = reader().load()
+        # rounds of (odradek, ceiling) back to back: the load other jobs put on the machine
+        # drifts, and each share compares two figures taken seconds apart
+        for i in range(rounds):
+            out.append(_timed(f"spark local[2]: df.count(), round {i + 1}", full.count, records))
+            out.append(_timed(f"spark local[2]: count() of pre-built Arrow batches (no I/O, "
+                              f"no decoding: the ceiling), round {i + 1}",
+                              ceiling.load().count, records))  # fmt: skip
+
+        def aggregate() -> int:
+            rows = (
+                full.groupBy("partition")
+                .agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes"))
+                .collect()
+            )
+            return sum(r.n for r in rows)
+
+        out.append(_timed("spark local[2]: groupBy(partition).agg(count, sum(length(value)))",
+                          aggregate, records))  # fmt: skip
     finally:
         spark.stop()
     return out
@@ -177,6 +201,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=10_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="Spark count/ceiling pairs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", brokers=1, progress=print)
@@ -187,17 +212,28 @@ def main() -> int:
             time.sleep(1)
             seconds = produce(bootstrap, args.records, args.size, args.partitions)
             print(f"produced {args.records} records in {seconds:.1f} s", flush=True)
-            results = [consume(bootstrap, args.partitions, args.records)]
+            results = [poll_loop(bootstrap, args.partitions, args.records)]
             print(results[-1], flush=True)
-            results += spark_run(bootstrap, args.records, args.size, args.partitions)
+            results.append(consume(bootstrap, args.partitions, args.records))
+            print(results[-1], flush=True)
+            results += spark_run(bootstrap, args.records, args.size, args.partitions, args.rounds)
         finally:
             cluster.down(purge=True)
     load = os.getloadavg()
     print(f"\n{args.records} records of {args.size} B, {args.partitions} partitions, "
           f"load average {load[0]:.1f}\n")  # fmt: skip
-    print("| reader | records/s | seconds |\n| --- | --- | --- |")
+    print("| reader | records/s | seconds | share of the ceiling |\n| --- | --- | --- | --- |")
+    ceiling = 0
+    for r in reversed(results):  # each count() beside the ceiling measured right after it
+        if "the ceiling" in r["what"]:
+            ceiling = r["records_per_s"]
+        r["share"] = round(r["records_per_s"] / ceiling, 2) if ceiling else None
     for r in results:
-        print(f"| {r['what']} | {r['records_per_s']:,} | {r['seconds']} |")
+        share = f"{r['share']:.0%}" if r["what"].startswith("spark") and r["share"] else ""
+        print(f"| {r['what']} | {r['records_per_s']:,} | {r['seconds']} | {share} |")
+    shares = sorted(r["share"] for r in results if "df.count()" in r["what"])
+    if shares:
+        print(f"\ndf.count() as a share of the ceiling: median {shares[len(shares) // 2]:.0%}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / f"spark-{stamp}.json").write_text(

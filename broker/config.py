@@ -70,18 +70,25 @@ class BrokerConfig:
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
     unclean_leader_election_enable: bool = False  # default of the topic config of that name
+    # A broker (or the controller) whose every port refuses connections is dead at once, not
+    # when its ZooKeeper session expires (coordinator/fast_death.py); False: only the session
+    controller_fast_death_detection: bool = True
     # The Kafka-protocol listener, as Kafka's `listeners` / `advertised.listeners`:
     # "PLAINTEXT://host:port" ("" : no Kafka listener; port 0 picks a free one). Advertised
     # defaults to the listener (with the port actually bound).
     listeners: str = ""
     advertised_listeners: str = ""
     auto_create_topics_enable: bool = True  # Kafka's auto.create.topics.enable (Kafka door)
+    # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
+    metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_positive(self, _POSITIVE_FIELDS)
         if not 0 <= self.port <= 65535:
             raise UsageError(f"port {self.port} is not in 0..65535")
+        if not 0 <= self.metrics_port <= 65535:
+            raise UsageError(f"metrics_port {self.metrics_port} is not in 0..65535 (0: off)")
         if self.broker_id < 0:
             raise UsageError(f"broker_id {self.broker_id} must be >= 0")
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
@@ -177,6 +184,7 @@ _TYPES: dict[str, type] = {
     "auto_leader_rebalance_enable": bool,
     "unclean_leader_election_enable": bool,
     "auto_create_topics_enable": bool,
+    "controller_fast_death_detection": bool,
     "listeners": str,
     "advertised_listeners": str,
     "topic_defaults": dict,

@@ -14,6 +14,10 @@ coordinator/controller_log_dirs.py. Any start-up failure is one log line and exi
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
 The `ConfigChangeListener` (coordinator/config_changes.py) starts before the registration, so
 a topic config changed while the broker starts reaches its logs.
+
+With a `metrics_port`, both listeners' doors are metered and the Prometheus metrics
+(broker/metrics.py) are served from a thread of their own once the listeners are up (a port
+that cannot be bound fails the start, as a listener's would); they stop as shutdown begins.
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ import uvloop
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.doors import KafkaDoor
+from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
+from broker.metrics import BrokerMetrics, BrokerParts
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
@@ -175,14 +180,22 @@ class Broker:
         )
         self.ctx.groups = self.groups
         self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
-        self.server = BrokerServer(self.ctx, self.clock)
+        parts = BrokerParts(self.replicas, self.ctx.metadata, self.ctx.controller_epoch)
+        parts.groups = self.groups
+        self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
+        self.server = BrokerServer(self.ctx, self.clock, self._door(NativeDoor()))
         self.port = config.port
         listener = config.kafka_listener()
         self.kafka_server = (
             None
             if listener is None
-            else BrokerServer(self.ctx, self.clock, KafkaDoor(), listener[0], listener[1])
+            else BrokerServer(
+                self.ctx, self.clock, self._door(KafkaDoor()), listener[0], listener[1]
+            )
         )
+        parts.servers = {"native": self.server}
+        if self.kafka_server is not None:
+            parts.servers["kafka"] = self.kafka_server
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.apply_topic_config, self._hosted_topics
         )
@@ -198,6 +211,8 @@ class Broker:
         log.info("logs loaded from %s", self.config.log_dir)
         await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
         self._zk_started = True
+        self.metrics.parts.zk_state = "CONNECTED"
+        self.zk.add_state_listener(self.metrics.on_zk_state)
         self.fence.start()
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
@@ -207,16 +222,22 @@ class Broker:
         if self.kafka_server is not None:
             await self.kafka_server.start()
             kafka = self.config.kafka_advertised(self.kafka_server.port)
+        if self.config.metrics_port:
+            port = self.metrics.start(self.config.host, self.config.metrics_port)
+            log.info("metrics on http://%s:%d/metrics", self.config.host, port)
         self.replicas.start()
         self.groups.start()
         await self.config_changes.start()
+        # our listener holds the port: a stale registration of it is our dead predecessor's
         self._registration = await register_broker(
-            self.zk, self.config.broker_id, self.config.host, self.port, kafka=kafka
-        )
+            self.zk, self.config.broker_id, self.config.host, self.port, kafka=kafka,
+            holds_port=True,
+        )  # fmt: skip
         self._elector = ControllerElector(
             self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config)
         )
         self.ctx.elector = self._elector
+        self.metrics.parts.elector = self._elector
         await self._elector.start()
         self._background = asyncio.create_task(
             self.log_manager.run_background(
@@ -236,6 +257,7 @@ class Broker:
         self.server.stop_accepting()
         if self.kafka_server is not None:
             self.kafka_server.stop_accepting()
+        await asyncio.get_running_loop().run_in_executor(None, self.metrics.stop)
         if self._elector is not None:
             await _quietly(self._elector.stop())
         if self._registration is not None:
@@ -256,6 +278,10 @@ class Broker:
         if self._zk_started:
             await _quietly(self.zk.stop())
 
+    def _door(self, door: Door) -> Door:
+        """The door, metered when metrics are served (else requests pay nothing for them)."""
+        return self.metrics.door(door) if self.config.metrics_port else door
+
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}
 
@@ -268,6 +294,7 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
         auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
         leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
+        fast_death_detection=config.controller_fast_death_detection,
     )
 
 

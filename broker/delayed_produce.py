@@ -9,6 +9,9 @@ replication_decisions.produce_outcome: NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
 shrank below min.insync.replicas meanwhile. Losing leadership fails the whole queue with
 NOT_LEADER_FOR_PARTITION (`fail_all`). `wait` bounds the request by its timeout_ms: partitions
 still pending then are answered REQUEST_TIMED_OUT (their batches stay in the log, as in Kafka).
+`start` is the same without a coroutine: a loop timer for the timeout, and `deferred`
+(broker/deferred.py) resolved synchronously by the HW move that completes the last partition,
+so the produce handler's answer is written in that iteration (a follower's fetch, usually).
 
 Bound: a queue holds at most one entry per in-flight acks=all request on the partition (the
 server bounds in-flight requests per connection and connections); entries of requests already
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+from broker.deferred import Deferred
 from broker.replication_decisions import produce_outcome
 from protocol.errors import RequestTimedOutError
 
@@ -29,9 +33,15 @@ Key = tuple[str, int]
 
 class DelayedProduce:
     def __init__(self) -> None:
-        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.deferred: Deferred[dict[Key, int]] = Deferred(self._stop_timer)
         self.results: dict[Key, int] = {}
         self.pending: set[Key] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def future(self) -> Deferred[dict[Key, int]]:
+        """The completion (`done()`), as the asyncio future it used to be."""
+        return self.deferred
 
     def expect(self, key: Key) -> None:
         self.pending.add(key)
@@ -41,19 +51,32 @@ class DelayedProduce:
             return
         self.pending.discard(key)
         self.results[key] = error_code
-        if not self.pending and not self.future.done():
-            self.future.set_result(None)
+        if not self.pending:
+            self._stop_timer()
+            self.deferred.resolve(self.results)
+
+    def start(self, timeout_ms: int) -> Deferred[dict[Key, int]]:
+        """Every expected partition's error code once known, REQUEST_TIMED_OUT for those not
+        done within timeout_ms; resolved at once when nothing is pending."""
+        if not self.pending:
+            self.deferred.resolve(self.results)
+        elif self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(max(0, timeout_ms) / 1000, self._expire)
+        return self.deferred
 
     async def wait(self, timeout_ms: int) -> dict[Key, int]:
-        """Every expected partition's error code, REQUEST_TIMED_OUT for those not done in time."""
-        if self.pending:
-            try:
-                async with asyncio.timeout(max(0, timeout_ms) / 1000):
-                    await asyncio.shield(self.future)
-            except TimeoutError:
-                for key in list(self.pending):
-                    self.complete(key, RequestTimedOutError.code)
-        return self.results
+        return await self.start(timeout_ms)
+
+    def _expire(self) -> None:
+        self._timer = None
+        for key in list(self.pending):
+            self.complete(key, RequestTimedOutError.code)
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class ProduceWaiters:

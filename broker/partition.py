@@ -32,7 +32,7 @@ import asyncio
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.delayed_produce import ProduceWaiters
 from broker.replication_decisions import (
@@ -47,6 +47,17 @@ if TYPE_CHECKING:
     from broker.log.log import Log
 
 MAX_WAITERS_BEFORE_PRUNE = 1024
+
+
+class Waiter(Protocol):
+    """What a partition wakes: an asyncio.Future[None], or a parked fetch's waiter
+    (broker/delayed_fetch.py). `done()` ones are skipped and pruned."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: None, /) -> None: ...
+
+
 UNKNOWN_OFFSET = -1
 
 
@@ -111,9 +122,9 @@ class Partition:
     follower_log_starts: dict[int, int] = field(default_factory=dict)  # from their fetches
     isr_update_in_flight: bool = False
     storage_failed: bool = False  # a follower whose disk write failed stops fetching
-    waiters: list[asyncio.Future[None]] = field(default_factory=list)
-    replica_waiters: list[asyncio.Future[None]] = field(default_factory=list)
-    log_start_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    waiters: list[Waiter] = field(default_factory=list)
+    replica_waiters: list[Waiter] = field(default_factory=list)
+    log_start_waiters: list[Waiter] = field(default_factory=list)
     produce_waiters: ProduceWaiters = field(init=False)
 
     def __post_init__(self) -> None:
@@ -275,7 +286,7 @@ class Partition:
 
     # ----- waiters --------------------------------------------------------------------------
 
-    def add_waiter(self, waiter: asyncio.Future[None], replica: bool = False) -> None:
+    def add_waiter(self, waiter: Waiter, replica: bool = False) -> None:
         waiters = self.replica_waiters if replica else self.waiters
         _add(waiters, waiter)
 
@@ -298,13 +309,13 @@ class Partition:
             _wake(waiters)
 
 
-def _add(waiters: list[asyncio.Future[None]], waiter: asyncio.Future[None]) -> None:
+def _add(waiters: list[Waiter], waiter: Waiter) -> None:
     if len(waiters) >= MAX_WAITERS_BEFORE_PRUNE:
         waiters[:] = [w for w in waiters if not w.done()]
     waiters.append(waiter)
 
 
-def _wake(waiters: list[asyncio.Future[None]]) -> None:
+def _wake(waiters: list[Waiter]) -> None:
     for waiter in waiters:
         if not waiter.done():
             waiter.set_result(None)

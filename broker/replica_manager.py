@@ -58,15 +58,20 @@ there every replica_high_watermark_checkpoint_interval_ms (`run_hw_checkpoints`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.deferred import Deferred
+from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
+from broker.metrics_counters import TopicTraffic
 from broker.partition import Partition
 from broker.replica_fetcher import (
     Connector,
@@ -167,6 +172,7 @@ class PartitionRead:
     log_end_offset: int = -1
     records: FileSlice | bytes = NO_DATA
     size_bytes: int = 0
+    record_count: int = 0  # offsets in the batches read (metrics: records out)
 
 
 def read_limit(
@@ -196,6 +202,7 @@ def must_report_log_dir_failure(states: list[PartitionState], broker_id: int) ->
 
 
 NOTIFY_ATTEMPTS = 10
+NEW_LOG_THREADS = 16  # new partition logs created at once (LeaderAndIsr, `_open_new_logs`)
 NOTIFY_BACKOFF_S = 1.0
 
 
@@ -233,7 +240,8 @@ class ReplicaManager:
         self.log_dir_notifier = log_dir_notifier
         self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.delayed_fetches = 0
+        self.purgatory = FetchPurgatory()  # parked long-polling fetches
+        self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
         self._leader_and_isr_lock = asyncio.Lock()
         self.fetchers = ReplicaFetcherManager(
             broker_id, self.replication.fetcher, connect or default_connector,
@@ -335,8 +343,10 @@ class ReplicaManager:
             code, message = self._failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
         if not info.duplicate:  # a retry of a stored batch appended nothing
+            self.traffic.produced(topic, len(records), info.last_offset - info.base_offset + 1)
             p.notify_replica_waiters()
             p.update_high_watermark()
+            self.purgatory.complete_woken()  # answer the fetches it satisfied, now
         durable = None
         if p.log.config.flush_messages == 1:
             durable = self._wait_durable(p, info.last_offset)
@@ -364,11 +374,18 @@ class ReplicaManager:
         self, pending: list[tuple[str, int, int]], timeout_ms: int
     ) -> dict[tuple[str, int], int]:
         """acks=all: wait until each (topic, partition, required offset) is replicated."""
+        return await self.replication_deferred(pending, timeout_ms)
+
+    def replication_deferred(
+        self, pending: list[tuple[str, int, int]], timeout_ms: int
+    ) -> Deferred[dict[tuple[str, int], int]]:
+        """`await_replication` as a Deferred, resolved inside the HW move that completes it."""
         op = DelayedProduce()
+        for topic, index, _ in pending:  # all first: no answer before every partition is in
+            op.expect((topic, index))
         for topic, index, required in pending:
             p = self.partitions.get((topic, index))
             if p is None or not p.is_leader:
-                op.expect((topic, index))
                 op.complete((topic, index), NotLeaderForPartitionError.code)
             else:
                 p.produce_waiters.add(required, op)
@@ -376,47 +393,51 @@ class ReplicaManager:
                 p.produce_waiters.on_high_watermark(
                     p.high_watermark, len(p.isr), p.min_insync_replicas
                 )
-        return await op.wait(timeout_ms)
+        return op.start(timeout_ms)
 
     # ----- fetch ----------------------------------------------------------------------------
 
-    async def fetch(
-        self, request: FetchRequest, reads: list[PartitionRead] | None = None
-    ) -> list[PartitionRead]:
-        """Read, and long-poll if fewer than min_bytes came back; `reads`: a first read done."""
-        if reads is None:
-            reads = self.read_all(request)
+    @property
+    def delayed_fetches(self) -> int:
+        return self.purgatory.parked
+
+    def park_fetch(self, request: FetchRequest) -> Deferred[list[PartitionRead]] | None:
+        """Long-poll a fetch whose first read came back short (broker/delayed_fetch.py): the
+        reads once min_bytes is there or max_wait_ms ends; None when too many are parked
+        (the caller answers with what it read)."""
+        if self.purgatory.parked >= self.max_delayed_fetches:
+            return None
+        replica = request.replica_id >= 0
+        keys = [(t.name, fp.partition) for t in request.topics for fp in t.partitions]
+
+        def park(waiter: Any) -> None:
+            for key in keys:
+                p = self.partitions.get(key)
+                if p is not None:
+                    p.add_waiter(waiter, replica=replica)
+
+        fetch: DelayedFetch[list[PartitionRead]] = DelayedFetch(
+            self.purgatory,
+            lambda: self.read_all(request),
+            lambda reads: fetch_satisfied(reads, request.min_bytes),
+            park,
+        )
+        return self.purgatory.add(fetch, request.max_wait_ms)
+
+    async def fetch(self, request: FetchRequest) -> list[PartitionRead]:
+        """Read, and long-poll if fewer than min_bytes came back."""
+        reads = self.read_all(request)
         if request.max_wait_ms <= 0 or fetch_satisfied(reads, request.min_bytes):
             return reads
-        if self.delayed_fetches >= self.max_delayed_fetches:
-            return reads
-        self.delayed_fetches += 1
-        try:
-            async with asyncio.timeout(request.max_wait_ms / 1000):
-                while True:
-                    await self._wait_for_change(request)
-                    reads = self.read_all(request)
-                    if fetch_satisfied(reads, request.min_bytes):
-                        return reads
-        except TimeoutError:
-            return self.read_all(request)
-        finally:
-            self.delayed_fetches -= 1
-
-    async def _wait_for_change(self, request: FetchRequest) -> None:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        for topic in request.topics:
-            for fp in topic.partitions:
-                p = self.partitions.get((topic.name, fp.partition))
-                if p is not None:
-                    p.add_waiter(waiter, replica=request.replica_id >= 0)
-        try:
-            await waiter
-        finally:
-            if not waiter.done():
-                waiter.cancel()  # partitions drop cancelled waiters on their next notify
+        parked = self.park_fetch(request)
+        return reads if parked is None else await parked
 
     def read_all(self, request: FetchRequest) -> list[PartitionRead]:
+        reads = self._read_all(request)
+        self.purgatory.complete_woken()  # a follower's fetch may have moved the HW
+        return reads
+
+    def _read_all(self, request: FetchRequest) -> list[PartitionRead]:
         reads: list[PartitionRead] = []
         remaining = min(request.max_bytes, self.fetch_max_bytes)
         total = 0
@@ -473,6 +494,7 @@ class ReplicaManager:
         if result.slice is not None and result.size_bytes > 0:
             out.records = result.slice
             out.size_bytes = result.size_bytes
+            out.record_count = result.next_offset - result.first_offset
         return out
 
     # ----- list offsets ---------------------------------------------------------------------
@@ -597,6 +619,7 @@ class ReplicaManager:
         verdict = isr_write_verdict(result, self.broker_id, epoch)
         if verdict == "apply":
             log.info("%s-%d: ISR %s -> %s", p.topic, p.index, p.isr, isr)
+            self.traffic.isr_changed(len(p.isr), len(isr))
             p.apply_isr(isr, result.zk_version)
         elif verdict == "resign":
             log.warning(
@@ -629,6 +652,7 @@ class ReplicaManager:
                 code = LogDirOfflineError.code
                 return [(s.topic, s.partition, code) for s in ours]
             configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
+            await self._open_new_logs(ours, configs)
             results = [self._try_apply(state, configs[state.topic]) for state in ours]
         self._log_roles(results)
         return results
@@ -648,6 +672,29 @@ class ReplicaManager:
             except OdradekError as exc:
                 configs[topic] = exc
         return configs
+
+    async def _open_new_logs(
+        self, states: list[PartitionState], configs: Mapping[str, LogConfig | BaseException]
+    ) -> None:
+        """Create the logs of partitions new to this broker first, NEW_LOG_THREADS at a time
+        in threads: each new log fsyncs its checkpoint files and directory, so 3,000 of them one
+        after the other held the event loop for most of a minute, while concurrent fsyncs share
+        journal commits. A failure is left for `_try_apply`, which meets it again and reports it."""
+        new = {(s.topic, s.partition): c for s in states
+               if not isinstance(c := configs[s.topic], BaseException)
+               and self.log_manager.get(s.topic, s.partition) is None}  # fmt: skip
+        if len(new) < 2:  # (a dict: never two threads on one directory)
+            return
+
+        def create(topic: str, partition: int, config: LogConfig) -> None:
+            with contextlib.suppress(OdradekError, OSError):
+                self.log_manager.get_or_create(topic, partition, config)
+
+        loop = asyncio.get_running_loop()
+        with ThreadPoolExecutor(NEW_LOG_THREADS, thread_name_prefix="new-log") as pool:
+            await asyncio.gather(
+                *(loop.run_in_executor(pool, create, t, p, c) for (t, p), c in new.items())
+            )
 
     def _try_apply(
         self, state: PartitionState, config: LogConfig | BaseException

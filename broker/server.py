@@ -8,9 +8,12 @@ protocol, broker/handlers/kafka/). Everything below is the same for both.
 Per connection:
 - Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and the door. Each
   request gets a slot at the tail of `pending`, then its handler runs: inline when it returns a
-  value, as a task when it returns an awaitable. A finished slot holds its encoded chunks;
-  `_flush` writes the done slots at the head of `pending`, so answers leave strictly in request
-  order whatever order handlers finish in. Bytes of several answers are joined into one write.
+  value; a `Deferred` (broker/deferred.py: a parked fetch) is answered from its listener, in
+  the loop iteration that completes it; any other awaitable runs as a task. Every request ends
+  in `_finished` (one place: its answer or its failure), whichever way it ran. A finished
+  slot holds its encoded chunks; `_flush` writes the done slots at the head of `pending`, so
+  answers leave strictly in request order whatever order handlers finish in. Bytes of several
+  answers are joined into one write.
 - Limits: at most `max_inflight_requests_per_connection` unanswered requests and
   `max_inflight_bytes_per_connection` of their frames; at either bound (or while the transport's
   write buffer is above its high-water mark) reading pauses, and resumes once below. One read
@@ -46,6 +49,7 @@ from collections import deque
 from typing import Any, cast
 
 from broker.context import BrokerContext
+from broker.deferred import Deferred
 from broker.doors import Door, NativeDoor, Refusal
 from protocol.clock import Clock
 from protocol.codec import Chunk, FileSlice
@@ -84,7 +88,7 @@ class Connection(asyncio.Protocol):
         self.sock_fd = -1
         self.pending: deque[_Slot] = deque()
         self.inflight_bytes = 0
-        self.tasks: set[asyncio.Future[Any]] = set()
+        self.tasks: set[asyncio.Future[Any] | Deferred[Any]] = set()  # cancelled on close
         self.reading_paused = False
         self.writing_paused = False
         self.closed = False
@@ -155,26 +159,46 @@ class Connection(asyncio.Protocol):
         try:
             result = handler(self.ctx, request)
         except Exception as exc:
-            self._fail_request(slot, request, exc)
+            self._finished(slot, request, None, exc)
             return
-        if inspect.isawaitable(result):
+        if type(result) is Deferred:
+            deferred: Deferred[Any] = result
+            self.tasks.add(deferred)
+            deferred.add_listener(lambda v, e: self._deferred_done(deferred, slot, request, v, e))
+        elif inspect.isawaitable(result):
             task = asyncio.ensure_future(result)
             self.tasks.add(task)
             task.add_done_callback(lambda t: self._task_done(t, slot, request))
         else:
-            self._encode(slot, request, result)
+            self._finished(slot, request, result, None)
 
     def _task_done(self, task: asyncio.Future[Any], slot: _Slot, request: Any) -> None:
         self.tasks.discard(task)
         if self.closed or task.cancelled():
             return
         exc = task.exception()
+        self._finished(slot, request, None if exc else task.result(), exc)
+        self._flush()
+        self._check_bounds()
+
+    def _deferred_done(
+        self, deferred: Deferred[Any], slot: _Slot, request: Any, result: Any,
+        exc: BaseException | None,
+    ) -> None:  # fmt: skip
+        """Runs inside whatever completed it (an append, a timer): answer and write now."""
+        self.tasks.discard(deferred)
+        if self.closed:
+            return
+        self._finished(slot, request, result, exc)
+        self._flush()
+        self._check_bounds()
+
+    def _finished(self, slot: _Slot, request: Any, result: Any, exc: BaseException | None) -> None:
+        """Where every request ends: its result encoded into its slot, or its failure."""
         if exc is not None:
             self._fail_request(slot, request, exc)
         else:
-            self._encode(slot, request, task.result())
-        self._flush()
-        self._check_bounds()
+            self._encode(slot, request, result)
 
     def _encode(self, slot: _Slot, request: Any, result: Any) -> None:
         try:

@@ -102,6 +102,7 @@ class BrokerConnection:
         self._corr = itertools.count(1)
         self._closed = False
         self._close_error: OdradekError | None = None
+        self._closed_event = asyncio.Event()  # set once closed (`wait_closed`)
 
     # ----- construction ---------------------------------------------------------------------
 
@@ -176,6 +177,11 @@ class BrokerConnection:
             await self._writable.wait()
             self._check_open()
 
+    async def wait_closed(self) -> None:
+        """Return once the connection is closed, by either side (the controller watches its
+        connections to brokers with this: coordinator/fast_death.py)."""
+        await self._closed_event.wait()
+
     def abort(self) -> None:
         """Close now, without waiting; pending requests fail with NetworkError."""
         self._fail(NetworkError(f"{self.address}: connection closed by the client"))
@@ -236,6 +242,7 @@ class BrokerConnection:
             return
         self._closed = True
         self._close_error = error
+        self._closed_event.set()
         pending, self._pending = self._pending, {}
         for p in pending.values():
             if not p.future.done():

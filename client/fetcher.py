@@ -17,7 +17,15 @@
    the next fetch to that node is sent at once, before anything is decoded; batches are CRC
    checked on arrival and their records decoded when first handed out.
 4. `drain(max_records)` hands out buffered records, advancing positions as records are handed
-   out (never as they arrive); what is left over stays buffered for the next poll.
+   out (never as they arrive); what is left over stays buffered for the next poll. Records are
+   made by the C record walker (protocol/columns.py), ConsumerRecord tuples built in C.
+
+The same engine reads offset ranges for Spark (spark_connector/fetch.py): `stop_at(tp, until)`
+keeps fetches below the range's end, `drain_segments(tp, until)` hands over the buffered
+batches as segments the C walker turns into Arrow columns (no record objects), and
+`empty_answers` / `log_bounds` let the range reader tell a truncated log from a slow one.
+Retries, leader changes and OFFSET_OUT_OF_RANGE (raised with auto_offset_reset="none") are
+handled here for both.
 
 `reset_positions()` finds offsets for partitions without a position with one ListOffsets
 request per leader node (earliest = -2, latest = -1).
@@ -30,7 +38,6 @@ import contextlib
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 from client.cluster import Cluster
@@ -52,15 +59,14 @@ from protocol.api.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from protocol.batch import (
-    CONTROL_BIT,
-    BatchHeader,
-    InvalidBatchError,
-    RecordColumns,
-    decode_columns,
-    iter_batches,
+from protocol.batch import BatchHeader, InvalidBatchError, iter_batches
+from protocol.columns import Segment, keep_freed_arenas, segments, to_records
+from protocol.errors import (
+    LeaderNotAvailableError,
+    OdradekError,
+    OffsetOutOfRangeError,
+    for_code,
 )
-from protocol.errors import OdradekError, OffsetOutOfRangeError, for_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +150,15 @@ def decode_fetched(
 def decode_scanned(
     tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
 ) -> list[ConsumerRecord]:
-    """The records of scanned batches at or after `fetch_offset` (the cyclic GC paused, see
-    `gc_paused`)."""
-    with gc_paused():
-        return _decode_batches(tp, data, batches, fetch_offset)
+    """The records of scanned batches at or after `fetch_offset`, made into ConsumerRecords by
+    the C record walker (protocol/columns.py: no Python code per record) with the cyclic GC
+    paused (`gc_paused`). Raises InvalidBatchError (CorruptRecordError) naming `tp`."""
+    try:
+        segs, _ = segments(data, batches, fetch_offset)
+        with gc_paused():
+            return to_records(ConsumerRecord, tp.topic, tp.partition, segs)
+    except InvalidBatchError as exc:
+        raise type(exc)(f"{tp}: {exc}") from None
 
 
 @contextlib.contextmanager
@@ -156,8 +167,7 @@ def gc_paused() -> Iterator[None]:
 
     Decoding makes hundreds of thousands of tuples (no cycles among them), and with GC on, the
     collections they trigger cost as much as the decoding itself when the caller holds many
-    records. The pause is bounded by one response (fetch_max_bytes). Shared with the Spark
-    connector (spark_connector/fetch.py).
+    records. The pause is bounded by one response (fetch_max_bytes).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -168,42 +178,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _decode_batches(
-    tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
-) -> list[ConsumerRecord]:
-    topic, partition = tp
-    out: list[ConsumerRecord] = []
-    for pos, header in batches:
-        if header.attributes & CONTROL_BIT:
-            continue  # transaction markers, never user records (Kafka's consumer skips them)
-        try:
-            columns = decode_columns(data, pos, header)  # reads `data` in place, no copy
-        except InvalidBatchError as exc:
-            raise InvalidBatchError(f"{tp}: {exc}") from None
-        out.extend(_records(topic, partition, columns, fetch_offset - header.base_offset))
-    return out
-
-
-_new_tuple = tuple.__new__  # NamedTuple construction without its Python-level __new__
-
-
-def _records(topic: str, partition: int, columns: RecordColumns, skip: int) -> list[ConsumerRecord]:
-    """One batch's records as ConsumerRecords, less the first `skip` (those below the fetch
-    position, in a first batch only): the consumer's hot loop, run at C speed.
-
-    The decoded columns are zipped with the topic and partition and the records made by
-    map(tuple.__new__, ...), so no Python bytecode runs per record.
-    """
-    if skip > 0:
-        columns = columns.sliced(skip)
-    offsets, stamps, keys, values, headers = columns
-    rows = zip(repeat(topic), repeat(partition), offsets, stamps, keys, values, headers,
-               strict=False)  # fmt: skip
-    return list(map(_new_tuple, repeat(ConsumerRecord), rows))
-
-
 class Fetcher:
     def __init__(self, cluster: Cluster, subscription: SubscriptionState, config: FetchConfig):
+        keep_freed_arenas()  # process-wide, bounded: see protocol/columns.py
         self._cluster = cluster
         self._subs = subscription
         self._config = config
@@ -216,6 +193,8 @@ class Fetcher:
         self._rotation = 0
         self._metadata_task: asyncio.Future[Any] | None = None
         self._closed = False
+        self._stop: dict[TopicPartition, int] = {}  # range reads: never fetch from here on
+        self._empty: dict[TopicPartition, tuple[int, int]] = {}  # (empty answers, log end)
 
     # ----- planning and sending ---------------------------------------------------------------
 
@@ -241,7 +220,8 @@ class Fetcher:
             head = self._buffer.get(tp)
             position = head.next_offset if head is not None else self._subs.position(tp)
             assert position is not None  # fetchable() guarantees it
-            plan.setdefault(leader, []).append((tp, position))
+            if position < self._stop.get(tp, position + 1):
+                plan.setdefault(leader, []).append((tp, position))
         if missing_leader:
             self.refresh_metadata()
         return plan
@@ -327,7 +307,10 @@ class Fetcher:
             return False
         subs.set_high_watermark(tp, p.high_watermark)
         if not p.records:
+            if head is None:
+                self._empty[tp] = (self._empty.get(tp, (0, 0))[0] + 1, p.log_end_offset)
             return False
+        self._empty.pop(tp, None)
         try:
             batches, next_offset = scan_fetched(p.records, fetch_offset, self._config.check_crcs)
         except OdradekError as exc:
@@ -394,6 +377,53 @@ class Fetcher:
                     self._buffer[tp] = fetch
         return out
 
+    def drain_segments(self, tp: TopicPartition, until: int) -> tuple[list[Segment], int]:
+        """The range reader's drain (Spark): the buffered records of `tp` with offsets below
+        `until`, as segments for the C record walker (protocol/columns.py: Arrow columns, no
+        record objects), and the position after them, where `tp`'s position moves. Nothing
+        buffered (or stale data): ([], the position). Raises InvalidBatchError."""
+        position = self._subs.position(tp)
+        assert position is not None, "drain_segments needs a position"
+        fetch = self._buffer.pop(tp, None)
+        if fetch is None:
+            return [], position
+        if fetch.position != position or fetch.records is not None:
+            self._next.pop(tp, None)  # sought meanwhile (or handed out as records): drop it
+            return [], position
+        try:
+            segs, next_offset = segments(fetch.data, fetch.batches, position, until)
+        except InvalidBatchError as exc:
+            self._next.pop(tp, None)
+            raise type(exc)(f"{tp}: {exc}") from None
+        self._subs.advance(tp, next_offset)
+        following = self._next.pop(tp, None)
+        if following is not None and following.position == next_offset:
+            self._buffer[tp] = following
+        return segs, next_offset
+
+    def stop_at(self, tp: TopicPartition, offset: int) -> None:
+        """Never fetch `tp` at or past `offset` (a range read ends there)."""
+        self._stop[tp] = offset
+
+    def empty_answers(self, tp: TopicPartition) -> tuple[int, int]:
+        """(answers without records in a row, the log end offset the last one gave)."""
+        return self._empty.get(tp, (0, 0))
+
+    async def log_bounds(self, tp: TopicPartition) -> tuple[int, int]:
+        """(log start offset, high watermark) of `tp` from its leader; raises OdradekError."""
+        meta = self._cluster.metadata
+        leader = meta.leader_for(tp.topic, tp.partition)
+        if leader < 0 or leader not in meta.brokers:
+            meta = await self._cluster.request_update()
+            leader = meta.leader_for(tp.topic, tp.partition)
+        if leader < 0 or leader not in meta.brokers:
+            raise LeaderNotAvailableError(f"{tp} has no leader")
+        start = await self.list_offsets(leader, {tp: EARLIEST_TIMESTAMP})
+        end = await self.list_offsets(leader, {tp: LATEST_TIMESTAMP})
+        if tp not in start or tp not in end:
+            raise LeaderNotAvailableError(f"{tp}: its leader did not list its offsets")
+        return start[tp], end[tp]
+
     def raise_errors(self) -> None:
         if self._errors:
             error = self._errors.pop(0)
@@ -405,7 +435,7 @@ class Fetcher:
 
     def clear(self, tps: set[TopicPartition] | None = None) -> None:
         """Forget buffered data (of `tps`, or all)."""
-        for buffer in (self._buffer, self._next):
+        for buffer in (self._buffer, self._next, self._empty):
             for tp in list(buffer):
                 if tps is None or tp in tps:
                     del buffer[tp]

@@ -9,6 +9,11 @@ time-out reconnects with exponential backoff and sends the same request again, u
 answered or the broker is removed. An error answer (for example STALE_CONTROLLER_EPOCH) is handed
 to `on_response` and not retried.
 
+Death watch: when `on_unreachable` is set (the controller sets it), each broker's sender also
+keeps its connection open while idle and calls `on_unreachable(broker_id)` the moment it drops
+or cannot be opened (again after each backoff): a SIGKILLed broker's kernel closes the socket
+at once, and the controller probes its ports (coordinator/fast_death.py).
+
 Limits: `queue_max` requests per broker. When a queue is full the channel drops that broker's
 queue and calls `on_overflow(broker_id)`; the controller then sends that broker its full state
 again (one LeaderAndIsr and one UpdateMetadata), which supersedes everything dropped.
@@ -86,7 +91,10 @@ class _BrokerSender:
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue(channel.queue_max)
         self.conn: BrokerConnection | None = None
         self.busy = False  # a request taken from the queue is being delivered
-        self.task = asyncio.get_running_loop().create_task(self._run())
+        self._connecting = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        self.task = loop.create_task(self._run())
+        self.watch = loop.create_task(self._watch()) if channel.on_unreachable else None
 
     @property
     def idle(self) -> bool:
@@ -113,9 +121,8 @@ class _BrokerSender:
         backoff_ms = BACKOFF_MIN_MS
         while True:
             try:
-                if self.conn is None or self.conn.closed:
-                    self.conn = await self.channel.connect(self.host, self.port)
-                return await self.conn.send(request, timeout_ms=self.channel.request_timeout_ms)
+                conn = await self._connection()
+                return await conn.send(request, timeout_ms=self.channel.request_timeout_ms)
             except (NetworkError, RequestTimedOutError) as exc:
                 log.info("broker %d: %s; retrying in %d ms", self.broker_id, exc, backoff_ms)
                 await self._drop_connection()
@@ -124,15 +131,38 @@ class _BrokerSender:
             await self.channel.sleep(backoff_ms / 1000)
             backoff_ms = min(backoff_ms * 2, BACKOFF_MAX_MS)
 
+    async def _connection(self) -> BrokerConnection:
+        async with self._connecting:  # the sender and the watch share one connection
+            if self.conn is None or self.conn.closed:
+                self.conn = await self.channel.connect(self.host, self.port)
+            return self.conn
+
+    async def _watch(self) -> None:
+        """Hold a connection open; report the broker each time it drops or fails to open."""
+        backoff_ms = BACKOFF_MIN_MS
+        while True:
+            try:
+                conn = await self._connection()
+            except (NetworkError, RequestTimedOutError):
+                self.channel.report_unreachable(self.broker_id)
+                await self.channel.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, BACKOFF_MAX_MS)
+                continue
+            backoff_ms = BACKOFF_MIN_MS
+            await conn.wait_closed()
+            self.channel.report_unreachable(self.broker_id)
+
     async def _drop_connection(self) -> None:
         if self.conn is not None:
             await self.conn.close()
             self.conn = None
 
     async def close(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        for task in (self.task, self.watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self._drop_connection()
 
 
@@ -151,6 +181,8 @@ class BrokerChannel:
     ) -> None:
         self.controller_id = controller_id
         self.on_overflow = on_overflow
+        # set before add_broker: each sender then watches its connection (see the docstring)
+        self.on_unreachable: Callable[[int], None] | None = None
         self.queue_max = queue_max
         self.request_timeout_ms = request_timeout_ms
         self.connect: Connect = connect or self._connect
@@ -162,6 +194,13 @@ class BrokerChannel:
         return await BrokerConnection.connect(
             host, port, client_id=f"controller-{self.controller_id}"
         )
+
+    def report_unreachable(self, broker_id: int) -> None:
+        if self.on_unreachable is not None and broker_id in self._senders:
+            try:
+                self.on_unreachable(broker_id)
+            except Exception:
+                log.exception("controller unreachable callback failed")
 
     def add_broker(self, broker_id: int, host: str, port: int) -> None:
         old = self._senders.get(broker_id)

@@ -19,6 +19,10 @@ a controller that still owns /controller starts afresh from ZooKeeper's state.
 
 `stop()` stops the controller and deletes /controller if it is ours, so another broker takes
 over at once instead of after the session timeout.
+
+While another broker is controller, a task (`fast_death.watch_controller`) holds a connection
+to it; if the controller's ports refuse connections (its process is gone), that /controller
+node is deleted and the election runs at once (coordinator/fast_death.py says why it is safe).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from coordinator import zk_paths as paths
 from coordinator.channel import BrokerChannel, ControllerChannel
 from coordinator.controller_core import Controller, ControllerConfig, Event
+from coordinator.fast_death import watch_controller
 from coordinator.topics import ensure_layout
 from coordinator.zk import (
     WatchHandle,
@@ -115,6 +120,7 @@ class ControllerElector:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._watch: WatchHandle | None = None
+        self._ctrl_watch: tuple[int, int, asyncio.Task[bool]] | None = None  # (id, czxid, task)
 
     @property
     def is_controller(self) -> bool:
@@ -147,6 +153,7 @@ class ControllerElector:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._unwatch_controller()
         was_controller = self.controller is not None
         await self._resign("stopping")
         if was_controller:
@@ -215,11 +222,34 @@ class ControllerElector:
             self.controller_id = ControllerInfo.decode(data).broker_id
         if stat.ephemeral_owner != self.zk.session_id:
             await self._resign("another broker is controller")
+            other = self.controller_id is not None and self.controller_id != self.broker_id
+            if other and self.config.fast_death_detection and self.controller_id is not None:
+                self._watch_controller(self.controller_id, stat.czxid)
         elif self.controller is None:
             epoch, version = await read_controller_epoch(self.zk)
             await self._begin(epoch, version)  # ours still (the session survived a SUSPENDED)
 
+    def _watch_controller(self, controller_id: int, czxid: int) -> None:
+        if self._ctrl_watch is not None:
+            watched_id, watched_czxid, task = self._ctrl_watch
+            if (watched_id, watched_czxid) == (controller_id, czxid) and not task.done():
+                return
+            task.cancel()
+        task = asyncio.get_running_loop().create_task(
+            watch_controller(self.zk, controller_id, czxid, sleep=self._sleep)
+        )
+        self._ctrl_watch = (controller_id, czxid, task)
+
+    async def _unwatch_controller(self) -> None:
+        if self._ctrl_watch is not None:
+            task = self._ctrl_watch[2]
+            self._ctrl_watch = None
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
     async def _try_become(self) -> None:
+        await self._unwatch_controller()  # whoever it watched is gone from /controller
         info = ControllerInfo(self.broker_id, self.clock.time_ms())
         try:
             await self.zk.create(paths.CONTROLLER, info.encode(), ephemeral=True)

@@ -29,6 +29,10 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
   coordinator/controller_log_dirs.py): its replicas go offline as if it had died (new leaders,
   out of the ISRs), though it stays registered; it is never elected until it restarts.
 - RESYNC(broker): the channel dropped requests; send that broker its full state again.
+- BROKER_PROBED_DEAD(broker): the channel lost its connection to a broker and every port it
+  registered refused a new one (coordinator/fast_death.py): that registration (czxid) counts
+  as gone, and BROKER_CHANGE runs as if ZooKeeper had dropped it; seconds before the session
+  expires. Timeouts and hangs stay with ZooKeeper.
 - CALL(id): a request that only the controller answers (controlled shutdown, preferred leader
   election, reassignments: coordinator/controller_admin.py) runs as an event, in order with the
   rest, and its answer goes back through a future (`Controller.call`).
@@ -63,7 +67,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from coordinator import zk_paths as paths
-from coordinator.channel import ControllerChannel, send_leaders_first
+from coordinator.channel import BrokerChannel, ControllerChannel, send_leaders_first
 from coordinator.context import LiveBroker, TopicPartition, diff_brokers
 from coordinator.controller_admin import (
     advance_reassignments,
@@ -81,6 +85,7 @@ from coordinator.election import (
     reconcile_at_failover,
     reelect_if_leaderless,
 )
+from coordinator.fast_death import DeathProber, without_probed_dead
 from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.state_writer import ControllerFenced, Decide, StateWriter
 from coordinator.states import PartitionState, ReplicaState
@@ -106,11 +111,13 @@ T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+SPLIT_SHRINKS_ABOVE = 200  # ISR shrinks at a death: more are written after the new leaders
 
 
 class Event(Enum):
     STARTUP = "startup"
     BROKER_CHANGE = "broker_change"
+    BROKER_PROBED_DEAD = "broker_probed_dead"
     TOPIC_CHANGE = "topic_change"
     TOPIC_DELETION = "topic_deletion"
     PARTITION_MODIFICATIONS = "partition_modifications"
@@ -130,6 +137,9 @@ class ControllerConfig:
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_per_broker_percentage: int = 10
     max_pending_calls: int = 64  # admin requests waiting for the controller at once
+    # act on refused connections (coordinator/fast_death.py); the daemon turns it on, tests
+    # whose registrations name ports nobody listens on leave it off
+    fast_death_detection: bool = False
 
 
 class Controller:
@@ -167,6 +177,11 @@ class Controller:
         self._calls: dict[int, tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = {}
         self._call_ids = itertools.count(1)
         self._rebalance_task: asyncio.Task[None] | None = None
+        self.probed_dead: dict[int, int] = {}  # broker -> registration czxid proven dead
+        self._proofs: dict[int, int] = {}  # proven by a probe, not yet acted on
+        self.prober = DeathProber(self.ctx.live.get, self._on_proven_dead)
+        if self.config.fast_death_detection and isinstance(channel, BrokerChannel):
+            channel.on_unreachable = self.prober.suspect
 
     @property
     def epoch(self) -> int:
@@ -195,6 +210,7 @@ class Controller:
                     await task
         self._task = self._rebalance_task = None
         self._fail_calls()
+        await self.prober.close()
         await self.channel.close()
 
     async def call(self, fn: Callable[[], Awaitable[T]], timeout_s: float) -> T:
@@ -280,6 +296,8 @@ class Controller:
                         self._send_full_state([arg])
                 elif event is Event.CALL:
                     await self._run_call(arg)
+                elif event is Event.BROKER_PROBED_DEAD:
+                    await self._on_probed_dead(arg)
                 else:
                     await handlers[event]()
             except ControllerFenced:
@@ -351,7 +369,8 @@ class Controller:
                 log.warning("skipping broker registration %s: %s", child, exc)
                 continue
             out[int(child)] = LiveBroker(int(child), reg, stat.czxid)
-        return out
+        live, self.probed_dead = without_probed_dead(out, self.probed_dead)
+        return live
 
     async def _load_topic(self, topic: str) -> None:
         try:
@@ -450,24 +469,50 @@ class Controller:
         self.send_update_metadata(new, self._stated())
         await advance_reassignments(self)
 
+    def _on_proven_dead(self, broker_id: int, czxid: int) -> None:
+        self._proofs[broker_id] = czxid
+        self.enqueue(Event.BROKER_PROBED_DEAD, broker_id)
+
+    async def _on_probed_dead(self, broker_id: int | None) -> None:
+        czxid = self._proofs.pop(broker_id or 0, None)
+        known = self.ctx.live.get(broker_id or 0)
+        if broker_id is None or known is None or known.czxid != czxid:
+            return  # gone already, or registered again since the probe: nothing proven
+        log.warning("broker %d refuses connections on every port: dead", broker_id)
+        self.probed_dead[broker_id] = known.czxid
+        await self._on_broker_change()
+
     def _stated(self) -> list[TopicPartition]:
         return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
 
     async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
+        """New leaders for the partitions the dead led; with many other partitions to shrink
+        (over SPLIT_SHRINKS_ABOVE), those elections are written and sent first (LeaderAndIsr
+        and UpdateMetadata), then the ISR shrinks, returned for the caller to send (Kafka's
+        onBrokerFailure: OnlinePartition elections before OfflineReplica). With few, one
+        round of writes and one request per broker is as fast."""
         await self.refresh_unclean({t for b in dead for t, _ in self.ctx.partitions_on(b)})
         live = self.ctx.eligible_ids
-        decisions: dict[TopicPartition, Decide] = {}
+        leaderless: dict[TopicPartition, Decide] = {}
+        shrinks: dict[TopicPartition, Decide] = {}
         for tp in self.ctx.partitions():
             replicas = self.ctx.replicas(tp)
             for b in dead:
                 if b in replicas:
                     self.ctx.move_replica(tp, b, ReplicaState.OFFLINE)
             if tp in self.ctx.leadership and tp[0] not in self.ctx.deleting:
-                decisions[tp] = partial(
+                decide = partial(
                     _after_death, replicas=replicas, dead=dead, live=live,
                     unclean=self.ctx.unclean[tp[0]],
                 )  # fmt: skip
-        return await self.writer.update_states(decisions)
+                (leaderless if self.ctx.leader_of(tp) in dead else shrinks)[tp] = decide
+        if not leaderless or len(shrinks) <= SPLIT_SHRINKS_ABOVE:
+            return await self.writer.update_states({**leaderless, **shrinks})
+        elected = await self.writer.update_states(leaderless)
+        self.send_leader_and_isr(elected)
+        self.send_update_metadata(sorted(self.ctx.live), elected)
+        log.info("brokers %s dead: %d partitions have new leaders (sent)", dead, len(elected))
+        return await self.writer.update_states(shrinks)
 
     async def _on_brokers_back(self, new: list[int]) -> list[TopicPartition]:
         for b in new:

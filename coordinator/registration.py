@@ -3,8 +3,12 @@
 `register_broker` creates the znode with {"host", "port", "timestamp"}. If the node exists:
 - owned by our own session (a retried create whose first answer was lost): done;
 - same host and port, another session: our previous incarnation was killed and its session has
-  not expired yet; wait (polling) until ZooKeeper drops it, bounded by the session timeout plus
-  a margin;
+  not expired yet. With `holds_port` (the daemon: its listener is bound to that port, so no
+  other process listens there and the old incarnation's port refuses, the same proof the
+  controller acts on in coordinator/fast_death.py), the stale node is deleted (conditionally on
+  its version) and ours created at once: the controller sees a new czxid, a bounce, and takes
+  the broker back. Without it, wait (polling) until ZooKeeper drops it, bounded by the session
+  timeout plus a margin;
 - a different host or port: another live broker has this id; fail with BrokerIdInUseError.
 
 The returned `Registration` listens to the session: after LOST (ephemerals gone) it registers
@@ -15,12 +19,20 @@ the session is closed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from coordinator import zk_paths as paths
 from coordinator.topics import ensure_layout
-from coordinator.zk import ZkClient, ZkConnectionLost, ZkNodeExists, ZkNoNode, ZkState
+from coordinator.zk import (
+    ZkBadVersion,
+    ZkClient,
+    ZkConnectionLost,
+    ZkNodeExists,
+    ZkNoNode,
+    ZkState,
+)
 from coordinator.zk_paths import BrokerRegistration
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError
@@ -42,7 +54,13 @@ Endpoint = tuple[str, int]
 
 
 async def _create_once(
-    zk: ZkClient, broker_id: int, host: str, port: int, clock: Clock, kafka: Endpoint | None
+    zk: ZkClient,
+    broker_id: int,
+    host: str,
+    port: int,
+    clock: Clock,
+    kafka: Endpoint | None,
+    holds_port: bool = False,
 ) -> bool:
     """One attempt: True when registered (now or already by this session); False when a stale
     registration of ours must expire first. Raises BrokerIdInUseError for another broker."""
@@ -65,6 +83,10 @@ async def _create_once(
         raise BrokerIdInUseError(
             f"broker id {broker_id} is registered by a live broker at {other.host}:{other.port}"
         )
+    if holds_port:
+        log.info("broker %d: replacing the registration of its previous incarnation", broker_id)
+        with contextlib.suppress(ZkNoNode, ZkBadVersion):  # gone or changed: look again
+            await zk.delete(path, stat.version)
     return False
 
 
@@ -78,14 +100,17 @@ async def register_broker(
     clock: Clock | None = None,
     sleep: Sleep = asyncio.sleep,
     wait_ms: int | None = None,
+    holds_port: bool = False,
 ) -> Registration:
-    """Register now (waiting for our own stale registration to expire); keep it registered.
-    `kafka` is the advertised Kafka listener, when the broker has one."""
+    """Register now (waiting for our own stale registration to expire, or replacing it with
+    `holds_port`); keep it registered. `kafka` is the advertised Kafka listener, if any."""
     clock = clock or SystemClock()
     await ensure_layout(zk)
     wait_ms = zk.session_timeout_ms + WAIT_MARGIN_MS if wait_ms is None else wait_ms
     deadline_ms = clock.monotonic_ms() + wait_ms
-    while not await _create_once(zk, broker_id, host, port, clock, kafka):
+    while not await _create_once(zk, broker_id, host, port, clock, kafka, holds_port):
+        if holds_port and await _create_once(zk, broker_id, host, port, clock, kafka):
+            break  # the stale node was replaced
         if clock.monotonic_ms() >= deadline_ms:
             raise BrokerIdInUseError(
                 f"broker id {broker_id} is still registered by an old session of "

@@ -12,8 +12,11 @@
     odradek bench produce|consume|latency                (deploy/perf.py)
     odradek chaos run|faults|check                       (deploy/chaos/)
 
-`topics describe` prints seed 004's listing on stdout and, on stderr, why each partition
-without a leader has none (its replicas that are down, unclean election off or on).
+`topics describe` prints seed 004's listing on stdout (labels aligned) and, on stderr, why
+each partition without a leader has none (its replicas that are down, unclean election off or
+on). Every listing command takes `-o json` (one JSON document, docs/cli.md); long operations
+(produce, consume, `cluster up`) draw a progress bar on stderr when it is a terminal or
+`--progress` is given (deploy/cli_output.py), and print plain lines otherwise.
 
 `main(argv)` parses with argparse, runs one handler and returns the exit code. Every error a user
 can cause ends as one line on stderr, `odradek: error: ...`, and a non-zero code: 2 for misuse
@@ -39,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from deploy import cli_groups, leaders_cli, records_cli, topics_alter_cli
+from deploy import cli_groups, cli_views, leaders_cli, records_cli, topics_alter_cli
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
 from deploy.cli_common import (
@@ -56,7 +59,20 @@ from deploy.cli_common import (
 )
 from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
 from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
+from deploy.cli_output import (
+    NullMeter,
+    RateCounter,
+    done_text,
+    emit_json,
+    meter,
+    output_options,
+    print_lines,
+    progress_options,
+    stdin_file_bytes,
+    wants_json,
+)
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
+from deploy.console import cli as console_cli
 from protocol.errors import OdradekError, UsageError, for_code
 
 DEBUG_ENV = "ODRADEK_DEBUG"
@@ -143,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for action in client_options(default=None)._actions:
         parser._add_action(action)  # the same flags before the command
+    for action in output_options(None)._actions + progress_options(None)._actions:
+        parser._add_action(action)  # and these: -o json topics list, --progress produce T
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     client = client_options(default=argparse.SUPPRESS)
     _add_broker_parser(sub)
@@ -153,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)
+    console_cli.add_parser(sub, client, bootstrap_from_args)
     return parser
 
 
@@ -164,6 +183,9 @@ def _add_broker_parser(sub: Any) -> None:
         "--listeners", metavar="PLAINTEXT://HOST:PORT", help="the Kafka-protocol listener"
     )
     p.add_argument("--log-dir", type=Path, help="where the partitions live")
+    p.add_argument(
+        "--metrics-port", type=non_negative_int, help="serve Prometheus metrics here (0: off)"
+    )
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
     p.add_argument("--config", type=Path, metavar="FILE", help="broker settings (TOML)")
     p.set_defaults(func=cmd_broker)
@@ -177,7 +199,8 @@ def _add_cluster_parser(sub: Any) -> None:
         "--dir", type=Path, default=argparse.SUPPRESS, help=f"cluster directory ({DEFAULT_DIR})"
     )
 
-    up = csub.add_parser("up", parents=[where], help="start ZooKeeper and the brokers")
+    bar = progress_options(argparse.SUPPRESS)
+    up = csub.add_parser("up", parents=[where, bar], help="start ZooKeeper and the brokers")
     up.add_argument("--brokers", type=positive_int, default=3, help=f"1..{MAX_BROKERS} (default 3)")
     up.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="use this ZooKeeper")
     up.add_argument("--base-port", type=positive_int, help="broker ports from here (default: free)")
@@ -193,9 +216,11 @@ def _add_cluster_parser(sub: Any) -> None:
         "--tmpfs-mb", type=positive_int, metavar="N",
         help="each broker's log dir on a tmpfs of N MiB, for disk-full faults (root)",
     )  # fmt: skip
+    console_cli.add_up_options(up)  # --console-port, --no-console
     up.set_defaults(func=cmd_cluster_up)
 
-    status = csub.add_parser("status", parents=[where], help="each broker's state")
+    listing = output_options(argparse.SUPPRESS)
+    status = csub.add_parser("status", parents=[where, listing], help="each broker's state")
     status.set_defaults(func=cmd_cluster_status)
 
     kill = csub.add_parser("kill", parents=[where], help="kill, stop or pause one broker")
@@ -225,10 +250,11 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     )
     create.set_defaults(func=cmd_topics_create)
 
-    lst = tsub.add_parser("list", parents=[client], help="list topic names")
+    listing = [client, output_options(argparse.SUPPRESS)]
+    lst = tsub.add_parser("list", parents=listing, help="list topic names")
     lst.set_defaults(func=cmd_topics_list)
 
-    describe = tsub.add_parser("describe", parents=[client], help="partitions, leaders, ISR")
+    describe = tsub.add_parser("describe", parents=listing, help="partitions, leaders, ISR")
     describe.add_argument("name", metavar="NAME", nargs="?")
     describe.add_argument(
         "--offsets", action="store_true", help="add each partition's log start offset and HW"
@@ -244,7 +270,8 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
 
 def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("produce", parents=[client], help="send one record per stdin line")
+    bar = progress_options(argparse.SUPPRESS)
+    p = sub.add_parser("produce", parents=[client, bar], help="send one record per stdin line")
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
     p.add_argument("--partition", type=non_negative_int, help="send every line to this partition")
@@ -253,7 +280,8 @@ def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
 
 def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("consume", parents=[client], help="print one record per line")
+    bar = progress_options(argparse.SUPPRESS)
+    p = sub.add_parser("consume", parents=[client, bar], help="print one record per line")
     p.add_argument("topic", metavar="TOPIC")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
@@ -304,6 +332,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         log_dir=args.log_dir,
         zookeeper=args.zookeeper,
         listeners=args.listeners,
+        metrics_port=args.metrics_port,
     )
     return run_forever(config)
 
@@ -324,28 +353,31 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         network="netns" if args.netns else "loopback",
         tmpfs_mb=args.tmpfs_mb or 0,
     )
-    bootstrap = cluster.up()
+    with meter(args, "cluster up", total=args.brokers) as bar:
+        if bar.live:  # counts on the bar instead of "waiting for brokers" lines
+
+            def waiting(registered: int, ready: int, brokers: int) -> None:
+                counts = f"{done_text(registered, brokers, 'registered')}, {ready} ready"
+                bar.update(ready, brokers, counts)
+
+            cluster.on_waiting = waiting
+        bootstrap = cluster.up()
     progress(f"cluster is up in {cluster.dir}; bootstrap address (odradek clients):")
     print(bootstrap, flush=True)
     progress("Kafka clients (kcat, kafka-python, confluent-kafka, aiokafka):")
     print(f"bootstrap.servers={cluster.kafka_bootstrap}", flush=True)
+    console_cli.start_beside(cluster, args)  # prints the console's URL
     return 0
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
     cluster = LocalCluster.open(cluster_dir(args))
-    state = cluster.state
-    assert state is not None
-    zk = state.zookeeper
-    zk_pid = "given" if zk.pid is None else f"pid {zk.pid}"
-    print(f"ZooKeeper {zk.connect} ({zk_pid}): {cluster.zookeeper_state()}")
-    print(f"bootstrap {cluster.bootstrap}")
-    print(f"kafka bootstrap.servers={cluster.kafka_bootstrap}")
-    print(f"{'ID':>4}  {'PID':>8}  {'PORT':>5}  {'KAFKA':>5}  {'STATE':<6}  ROLE")
-    for s in cluster.status():
-        role = "controller" if s.controller else ""
-        kafka = str(s.kafka_port) if s.kafka_port else "-"
-        print(f"{s.id:>4}  {s.pid:>8}  {s.port:>5}  {kafka:>5}  {s.state:<6}  {role}".rstrip())
+    assert cluster.state is not None
+    doc = cli_views.status_doc(cluster, cluster.zookeeper_state(), cluster.status())
+    if wants_json(args):
+        emit_json(doc)
+    else:
+        print_lines(cli_views.status_lines(doc))
     return 0
 
 
@@ -383,9 +415,12 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
 
 def cmd_topics_list(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
+        if wants_json(args):  # with each topic's partition count and replication factor
+            described = [d for d in admin.describe_topics(None) if not d.is_internal]
+            emit_json(cli_views.topics_list_doc(described))
+            return 0
         names = admin.list_topics()
-    for name in sorted(names):
-        print(name)
+    print_lines(sorted(names))  # one column: names only, as kafka-topics.sh --list
     return 0
 
 
@@ -397,13 +432,19 @@ def cmd_topics_describe(args: argparse.Namespace) -> int:
                 raise for_code(d.error_code)(f"topic {d.name!r}")
         names = [d.name for d in descriptions]
         entries = admin.describe_configs(names) if names else {}
-        offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else {}
+        offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else None
         notes = leaderless_notes(admin, descriptions, entries)
-    for d in sorted(descriptions, key=lambda d: d.name):
-        own = {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
-        for line in records_cli.describe_lines(d, format_topic(d, own), offsets):
-            print(line)
-    sys.stdout.flush()
+    own = {
+        d.name: {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
+        for d in descriptions
+    }
+    ordered = sorted(descriptions, key=lambda d: d.name)
+    if wants_json(args):
+        topics = [cli_views.topic_doc(d, own[d.name], offsets) for d in ordered]
+        emit_json({"topics": topics, "notes": notes})
+    else:
+        headers = {d.name: format_topic(d, own[d.name])[0] for d in ordered}
+        print_lines(cli_views.describe_lines(ordered, headers, offsets))
     for note in notes:  # on stderr: stdout keeps seed 004's listing, one line per partition
         progress(note)
     return 0
@@ -441,11 +482,14 @@ def cmd_produce(args: argparse.Namespace) -> int:
     sep = args.key_separator.encode() if args.key_separator else None
     pending: deque[Any] = deque()
     count = 0
+    stdin = sys.stdin.buffer
+    total, start = stdin_file_bytes(stdin)  # a file's size: the bar shows how much is sent
+    sent = RateCounter("records")
     # One request in flight per partition: a retried batch cannot overtake a later line.
-    with Producer(
+    with meter(args, f"producing to {args.topic}", total) as bar, Producer(
         bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1
-    ) as producer:
-        for lines in stdin_chunks(sys.stdin.buffer):
+    ) as producer:  # fmt: skip
+        for lines in stdin_chunks(stdin):
             if sep is None:  # the bulk path: one call per chunk
                 pending.append(producer.send_batch(args.topic, lines, args.partition))
             else:
@@ -453,6 +497,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
                     key, value = split_line(line, sep, i)
                     pending.append(producer.send(args.topic, value, key, args.partition))
             count += len(lines)
+            if bar.live:
+                sent.add(len(lines))
+                bar.update(None if total is None else stdin.tell() - start, total, sent.text())
             while len(pending) > MAX_PENDING_SENDS:
                 pending.popleft().result()  # raises the record's error, if any
         producer.flush()
@@ -530,8 +577,17 @@ def _consume_group(args: argparse.Namespace) -> int:
 
 
 def _consume_loop(consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]) -> int:
-    """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C)."""
+    """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C); a bar
+    of the records read (of --max-messages) and their rate on a terminal or with --progress."""
+    with meter(args, f"consuming {args.topic}", args.max_messages) as bar:
+        return _poll_loop(consumer, args, emit, bar)
+
+
+def _poll_loop(
+    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None], bar: NullMeter
+) -> int:
     count = 0
+    read = RateCounter("records")
     last_record = time.monotonic()
     while args.max_messages is None or count < args.max_messages:
         wait_ms = POLL_STEP_MS
@@ -548,6 +604,9 @@ def _consume_loop(consumer: Any, args: argparse.Namespace, emit: Callable[[str],
         if records:
             sys.stdout.flush()
             last_record = time.monotonic()
+            if bar.live:
+                read.add(len(records[:limit]))
+                bar.update(count, args.max_messages, read.text())
     return count
 
 

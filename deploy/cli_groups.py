@@ -1,14 +1,17 @@
 """`odradek groups list|describe|reset-offsets|delete` (client/group/admin.py does the work).
 
-odradek groups list            GROUP STATE KIND, tab-separated (KIND: a Kafka group's protocol
-                               type, "consumer"; "odradek" for a native group; "-" without
-                               members)
+odradek groups list            aligned columns GROUP STATE KIND (KIND: a Kafka group's
+                               protocol type, "consumer"; "odradek" for a native group; "-"
+                               without members)
 odradek groups describe G      seed 004's columns: GROUP TOPIC PARTITION CURRENT-OFFSET
                                LOG-END-OFFSET LAG OWNER, after a line with the group's
                                state, generation and assignor
 odradek groups reset-offsets G --topic T (--to-earliest | --to-latest | --to-offset N)
-                               only while the group has no members
+                               only while the group has no members; GROUP TOPIC PARTITION
+                               NEW-OFFSET
 odradek groups delete G        only while the group has no members
+
+list, describe and reset-offsets take `-o json` (one document, field names in docs/cli.md).
 
 Kafka clients' groups are shown too: their state by Kafka's names (Stable, PreparingRebalance,
 CompletingRebalance, Empty), and OWNER as `client-id@host` (e.g. `consumer-1@/127.0.0.1`). They
@@ -22,18 +25,23 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from deploy.cli_output import emit_json, output_options, print_lines, table_lines, wants_json
+
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER")
+LIST_COLUMNS = ("GROUP", "STATE", "KIND")
+RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
 def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..., str]) -> None:
     p = sub.add_parser("groups", help="list, describe, reset and delete consumer groups")
     gsub = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
-    lst = gsub.add_parser("list", parents=[client], help="every group and its state")
-    lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a))))
-    describe = gsub.add_parser("describe", parents=[client], help="members, offsets and lag")
+    listing = [client, output_options(argparse.SUPPRESS)]
+    lst = gsub.add_parser("list", parents=listing, help="every group and its state")
+    lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a), wants_json(a))))
+    describe = gsub.add_parser("describe", parents=listing, help="members, offsets and lag")
     describe.add_argument("group", metavar="GROUP")
-    describe.set_defaults(func=lambda a: _run(cmd_describe(bootstrap(a), a.group)))
-    reset = gsub.add_parser("reset-offsets", parents=[client], help="move an idle group")
+    describe.set_defaults(func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a))))
+    reset = gsub.add_parser("reset-offsets", parents=listing, help="move an idle group")
     reset.add_argument("group", metavar="GROUP")
     reset.add_argument("--topic", required=True)
     to = reset.add_mutually_exclusive_group(required=True)
@@ -50,40 +58,63 @@ def _run(coro: Any) -> int:
     return int(asyncio.run(coro))
 
 
-def format_rows(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+def listed_doc(g: Any) -> dict[str, Any]:
+    """One group of `groups list`: a Kafka group by Kafka's state name and its protocol type,
+    a native one as kind "odradek" (null without members: nothing says which it is)."""
+    if g.protocol_type is not None:
+        return {"group": g.group_id, "state": g.kafka_state or g.state, "kind": g.protocol_type}
+    kind = None if g.state in ("Empty", "Dead") else "odradek"
+    return {"group": g.group_id, "state": g.state, "kind": kind}
 
 
-async def cmd_list(bootstrap: str) -> int:
+async def cmd_list(bootstrap: str, as_json: bool = False) -> int:
     from client.group.admin import GroupAdmin
 
     async with GroupAdmin(bootstrap) as admin:
-        for g in await admin.listed_groups():
-            if g.protocol_type is not None:  # a Kafka group: Kafka's state name and its kind
-                print(f"{g.group_id}\t{g.kafka_state or g.state}\t{g.protocol_type}")
-            else:
-                kind = "-" if g.state in ("Empty", "Dead") else "odradek"
-                print(f"{g.group_id}\t{g.state}\t{kind}")
+        groups = [listed_doc(g) for g in await admin.listed_groups()]
+    groups.sort(key=lambda g: g["group"])
+    if as_json:
+        emit_json({"groups": groups})
+    else:
+        print_lines(
+            table_lines(LIST_COLUMNS, [(g["group"], g["state"], g["kind"]) for g in groups])
+        )
     return 0
 
 
-async def cmd_describe(bootstrap: str, group: str) -> int:
-    from client.group.admin import GroupAdmin, state_name
+def describe_doc(group: str, desc: Any, rows: list[Any]) -> dict[str, Any]:
+    from client.group.admin import state_name
+
+    return {
+        "group": group,
+        "state": state_name(desc),
+        "protocol_type": desc.protocol_type,  # null: a native group
+        "generation": desc.generation_id,
+        "assignor": desc.assignment_strategy or None,
+        "members": len(desc.members),
+        "partitions": [
+            {"topic": r.topic, "partition": r.partition, "current_offset": r.current_offset,
+             "log_end_offset": r.log_end_offset, "lag": r.lag, "owner": r.owner}
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+async def cmd_describe(bootstrap: str, group: str, as_json: bool = False) -> int:
+    from client.group.admin import GroupAdmin
 
     async with GroupAdmin(bootstrap) as admin:
         desc, rows = await admin.lag(group)
+    doc = describe_doc(group, desc, rows)
+    if as_json:
+        emit_json(doc)
+        return 0
     kind = f"Kafka group (protocol type {desc.protocol_type}), " if desc.protocol_type else ""
-    print(f"group {group}: {kind}state {state_name(desc)}, generation {desc.generation_id}, "
-          f"assignor {desc.assignment_strategy or '-'}, {len(desc.members)} members")  # fmt: skip
-    table: list[tuple[str, ...]] = [COLUMNS]
-    for r in rows:
-        table.append((r.group, r.topic, str(r.partition),
-                      "-" if r.current_offset is None else str(r.current_offset),
-                      str(r.log_end_offset), "-" if r.lag is None else str(r.lag),
-                      r.owner or "-"))  # fmt: skip
-    for line in format_rows(table):
-        print(line)
+    print(f"group {group}: {kind}state {doc['state']}, generation {desc.generation_id}, "
+          f"assignor {doc['assignor'] or '-'}, {len(desc.members)} members")  # fmt: skip
+    table = [(group, p["topic"], p["partition"], p["current_offset"], p["log_end_offset"],
+              p["lag"], p["owner"]) for p in doc["partitions"]]  # fmt: skip
+    print_lines(table_lines(COLUMNS, table))
     return 0
 
 
@@ -93,8 +124,12 @@ async def cmd_reset(bootstrap: str, args: argparse.Namespace) -> int:
     to = "earliest" if args.to_earliest else "latest" if args.to_latest else "offset"
     async with GroupAdmin(bootstrap) as admin:
         done = await admin.reset_offsets(args.group, args.topic, to, args.to_offset)
-    for partition, offset in done.items():
-        print(f"{args.group}\t{args.topic}\t{partition}\t{offset}")
+    if wants_json(args):
+        partitions = [{"partition": p, "offset": o} for p, o in sorted(done.items())]
+        emit_json({"group": args.group, "topic": args.topic, "partitions": partitions})
+        return 0
+    rows = [(args.group, args.topic, p, o) for p, o in sorted(done.items())]
+    print_lines(table_lines(RESET_COLUMNS, rows))
     return 0
 
 

@@ -18,8 +18,9 @@ Layout of the directory:
 cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
                "zookeeper": {"connect": "127.0.0.1:2181", "port": 2181, "pid": 123 | null},
                "brokers": [{"id": 1, "port": 9092, "pid": 456, "log_dir": "...",
-                            "kafka_port": 9093}, ...]}
-Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`).
+                            "kafka_port": 9093, "metrics_port": 9094}, ...]}
+Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`), and
+serves Prometheus metrics on `metrics_port` (broker/metrics.py; 0 in a state file from before).
 A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
 
 Commands may run from several shells at once (`cluster kill 1` here, `cluster start 2` there):
@@ -79,6 +80,7 @@ SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTO
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 Progress = Callable[[str], None]
+ReadyHook = Callable[[int, int, int], None]  # (registered, ready, expected) brokers
 
 
 class ClusterError(UsageError):
@@ -95,6 +97,7 @@ class BrokerProc:
     log_dir: str
     kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
     host: str = ""  # its own address (a network namespace's); "": the cluster's host
+    metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
 
 
 @dataclass(slots=True)
@@ -114,6 +117,8 @@ class ClusterState:
     network: str = "loopback"  # or "netns": brokers in a network lab (deploy/netns.py)
     netlab: dict[str, Any] | None = None  # the lab's LabSpec, in netns mode
     tmpfs_mb: int = 0  # each broker's log dir on a tmpfs of this size (0: none)
+    console_pid: int = 0  # the console `cluster up` started (deploy/console/launch.py)
+    console_port: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -130,6 +135,8 @@ class ClusterState:
             network=str(raw.get("network", "loopback")),
             netlab=raw.get("netlab"),
             tmpfs_mb=int(raw.get("tmpfs_mb", 0)),
+            console_pid=int(raw.get("console_pid", 0)),
+            console_port=int(raw.get("console_port", 0)),
         )
 
 
@@ -141,6 +148,7 @@ class BrokerStatus:
     state: str  # "alive" | "paused" | "dead"
     controller: bool
     kafka_port: int = 0
+    metrics_port: int = 0
 
 
 # ----- processes (by PID, through /proc) ------------------------------------------------------
@@ -272,6 +280,8 @@ def probe_addresses(
 class LocalCluster:
     """ZooKeeper plus N brokers on this machine, managed by PID through a state file."""
 
+    on_waiting: ReadyHook | None = None  # set: wait_ready reports counts here, not as lines
+
     def __init__(
         self,
         dir: Path | str = DEFAULT_DIR,
@@ -298,7 +308,7 @@ class LocalCluster:
             require_root(NETNS_ROOT_MESSAGE)
         if not 1 <= brokers <= MAX_BROKERS:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
-        if base_port is not None and not 1024 <= base_port <= 65535 - 2 * brokers:
+        if base_port is not None and not 1024 <= base_port <= 65535 - 3 * brokers:
             raise ClusterError(f"base port {base_port} is out of range")
         if session_timeout_ms < 1000:
             raise ClusterError("the ZooKeeper session timeout must be at least 1000 ms")
@@ -398,6 +408,13 @@ class LocalCluster:
             f"{b.host or state.host}:{b.kafka_port}" for b in state.brokers if b.kafka_port
         )
 
+    def set_console(self, pid: int, port: int) -> None:
+        """Record the console started beside this cluster (`cluster down` stops it by PID)."""
+        with self._state_lock():
+            state = self._require_state()
+            state.console_pid, state.console_port = pid, port
+            self._save_state()
+
     def broker_host(self, broker_id: int) -> str:
         """The address the broker listens on and advertises (its namespace's, in netns mode)."""
         return self.broker(broker_id).host or self._require_state().host
@@ -443,9 +460,10 @@ class LocalCluster:
             ports = self._ports()
             for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
                 log_dir = self.dir / "data" / f"broker-{broker_id}"
-                port, kafka_port = ports[i], ports[self.num_brokers + i]
+                n = self.num_brokers
+                port, kafka_port, metrics_port = ports[i], ports[n + i], ports[2 * n + i]
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
-                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host)
+                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port)
                 self.state.brokers.append(proc)
                 if host:
                     self._write_broker_config(host, self._config_path(proc))
@@ -493,8 +511,9 @@ class LocalCluster:
         return ZooKeeperInfo(zk.connect, zk.port, zk.pid)
 
     def _ports(self) -> list[int]:
-        """Native ports, then Kafka ports: one each per broker (from base_port: consecutive)."""
-        wanted = 2 * self.num_brokers
+        """Native ports, then Kafka ports, then metrics ports: one each per broker (from
+        base_port: consecutive)."""
+        wanted = 3 * self.num_brokers
         if self.base_port is None:
             ports: list[int] = []
             while len(ports) < wanted:
@@ -572,6 +591,8 @@ class LocalCluster:
             cmd = lab.exec_prefix(proc.id) + cmd
         if proc.kafka_port:
             cmd += ["--listeners", f"PLAINTEXT://{host}:{proc.kafka_port}"]
+        if proc.metrics_port:
+            cmd += ["--metrics-port", str(proc.metrics_port)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = f"{_PROJECT_ROOT}{os.pathsep}{path}" if path else str(_PROJECT_ROOT)
@@ -588,6 +609,7 @@ class LocalCluster:
         self._procs[proc.id] = child
         proc.pid = child.pid
         kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
+        kafka += f", metrics port {proc.metrics_port}" if proc.metrics_port else ""
         self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {child.pid})")
 
     # ----- waiting ---------------------------------------------------------------------------
@@ -613,12 +635,16 @@ class LocalCluster:
             controllers = {a[1] for a in ok}
             if len(ok) == len(alive) and len(controllers) == 1:
                 controller = controllers.pop()
+                if self.on_waiting is not None:
+                    self.on_waiting(len(alive), len(alive), len(alive))
                 self._progress(f"cluster ready: {len(alive)} broker(s), controller {controller}")
                 return controller
             registered = max((len(a[0] & expected) for a in answers if a is not None), default=0)
             line = f"waiting for brokers: {registered}/{len(alive)} registered"
             line += f", {len(ok)}/{len(alive)} ready"
-            if line != last_line:
+            if self.on_waiting is not None:
+                self.on_waiting(registered, len(ok), len(alive))
+            elif line != last_line:
                 self._progress(line)
                 last_line = line
             if time.monotonic() >= deadline:
@@ -673,7 +699,9 @@ class LocalCluster:
             now = self._broker_state(b)
             # the survivors name a dead controller until its ZooKeeper session expires
             is_controller = now != "dead" and b.id == controller
-            out.append(BrokerStatus(b.id, b.pid, b.port, now, is_controller, b.kafka_port))
+            out.append(
+                BrokerStatus(b.id, b.pid, b.port, now, is_controller, b.kafka_port, b.metrics_port)
+            )
         return out
 
     def zookeeper_state(self) -> str:
@@ -761,6 +789,11 @@ class LocalCluster:
             raise ClusterError(f"no local cluster in {self.dir}")
         if state is not None:
             self.state = state
+            if state.console_pid:
+                from deploy.console.launch import stop_console
+
+                if stop_console(state.console_pid, self.dir):
+                    self._progress(f"stopped the console (pid {state.console_pid})")
             self._stop_brokers(state.brokers)
             if state.zookeeper.pid is not None:
                 self._stop_zookeeper(state.zookeeper.pid)

@@ -158,7 +158,8 @@ def split_connect(connect: str) -> tuple[list[tuple[str, int]], str]:
     return out, slash + chroot
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether `host` is this machine's loopback (by name or address)."""
     if host == "localhost":
         return True
     try:
@@ -169,13 +170,13 @@ def _is_loopback(host: str) -> bool:
 
 def loopback_ports(connect: str) -> list[int]:
     """The ports of a connect string's loopback servers (the ones the lab must forward)."""
-    return [port for host, port in split_connect(connect)[0] if _is_loopback(host)]
+    return [port for host, port in split_connect(connect)[0] if is_loopback(host)]
 
 
 def rewrite_connect(connect: str, bridge_ip: str) -> str:
     """The connect string as brokers in namespaces use it: loopback hosts become the bridge."""
     servers, chroot = split_connect(connect)
-    hosts = [f"{bridge_ip if _is_loopback(h) else h}:{p}" for h, p in servers]
+    hosts = [f"{bridge_ip if is_loopback(h) else h}:{p}" for h, p in servers]
     return ",".join(hosts) + chroot
 
 

@@ -6,7 +6,8 @@ delete-records moves the partition's log start offset to OFFSET (`hw`: the high 
 records before it are gone for every reader, and each replica deletes the segments wholly below
 it. It prints the partition's low watermark (the smallest log start offset over its live
 replicas) once every live replica has moved. `describe --offsets` appends each partition's log
-start offset and high watermark (ListOffsets earliest and latest) to its line.
+start offset and high watermark (ListOffsets earliest and latest) to its line. delete-records
+takes `-o json` (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from deploy.cli_common import admin_from_args, non_negative_int
+from deploy.cli_output import emit_json, output_options, wants_json
 from protocol.api.delete_records import DELETE_TO_HIGH_WATERMARK
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
@@ -32,7 +34,9 @@ def before_offset(text: str) -> int:
 
 def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
     p = tsub.add_parser(
-        "delete-records", parents=[client], help="delete a partition's records before an offset"
+        "delete-records",
+        parents=[client, output_options(argparse.SUPPRESS)],
+        help="delete a partition's records before an offset",
     )
     p.add_argument("name", metavar="TOPIC")
     p.add_argument("--partition", type=non_negative_int, required=True)
@@ -49,7 +53,10 @@ def cmd_delete_records(args: argparse.Namespace) -> int:
     tp = TopicPartition(args.name, args.partition)
     with admin_from_args(args) as admin:
         low = admin.delete_records({tp: args.before})[tp]
-    print(f"Topic: {args.name} Partition: {args.partition} LowWatermark: {low}")
+    if wants_json(args):
+        emit_json({"topic": args.name, "partition": args.partition, "low_watermark": low})
+    else:
+        print(f"Topic: {args.name} Partition: {args.partition} LowWatermark: {low}")
     return 0
 
 
@@ -77,14 +84,3 @@ def with_offsets(line: str, offsets: tuple[int, int] | None) -> str:
         return line
     base, sep, marker = line.partition("  (")
     return f"{base} LogStartOffset: {offsets[0]} HighWatermark: {offsets[1]}{sep}{marker}"
-
-
-def describe_lines(description: Any, lines: list[str], offsets: Offsets) -> list[str]:
-    """`format_topic`'s lines (header, then partitions in order) with offsets added."""
-    if not offsets:
-        return lines
-    parts = sorted(p.partition for p in description.partitions)
-    return lines[:1] + [
-        with_offsets(line, offsets.get((description.name, p)))
-        for line, p in zip(lines[1:], parts, strict=True)
-    ]

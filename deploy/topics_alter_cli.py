@@ -7,7 +7,8 @@ alter-config changes only the configs named (the others keep their overrides; a 
 goes back to the broker default) and prints the topic's overrides afterwards; every broker
 applies the change to its logs. add-partitions takes the new total, returns once the new
 partitions have leaders, and prints every partition's line. `--validate-only` checks without
-changing anything. Helpers come from deploy/cli_common.py, as for deploy/cli.py.
+changing anything. Both take `-o json` (docs/cli.md). Helpers come from deploy/cli_common.py,
+as for deploy/cli.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from deploy.cli_common import admin_from_args, format_partition, positive_int
+from deploy.cli_common import admin_from_args, positive_int
+from deploy.cli_output import emit_json, field_lines, output_options, wants_json
+from deploy.cli_views import partition_doc, partition_fields
 from protocol.errors import UsageError
 
 
@@ -58,8 +61,9 @@ def parse_assignment(text: str) -> list[list[int]]:
 
 
 def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
+    listing = [client, output_options(argparse.SUPPRESS)]
     alter = tsub.add_parser(
-        "alter-config", parents=[client], help="set or delete some of a topic's configs"
+        "alter-config", parents=listing, help="set or delete some of a topic's configs"
     )
     alter.add_argument("name", metavar="TOPIC")
     alter.add_argument("--set", action="append", dest="set_configs", metavar="KEY=VALUE",
@@ -70,7 +74,7 @@ def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
     alter.set_defaults(func=cmd_alter_config)
 
     add = tsub.add_parser(
-        "add-partitions", parents=[client], help="raise a topic's number of partitions"
+        "add-partitions", parents=listing, help="raise a topic's number of partitions"
     )
     add.add_argument("name", metavar="TOPIC")
     add.add_argument("--partitions", type=positive_int, required=True, help="the new total")
@@ -85,8 +89,13 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
         admin.alter_configs(args.name, configs, removed, args.validate_only)
         entries = admin.describe_configs([args.name]).get(args.name, {})
-    own = ",".join(f"{e.name}={e.value}" for e in sorted(entries.values(), key=lambda e: e.name)
-                   if not e.is_default)  # fmt: skip
+    overrides = {e.name: e.value for e in sorted(entries.values(), key=lambda e: e.name)
+                 if not e.is_default}  # fmt: skip
+    if wants_json(args):
+        emit_json({"topic": args.name, "validate_only": args.validate_only,
+                   "configs": overrides})  # fmt: skip
+        return 0
+    own = ",".join(f"{k}={v}" for k, v in overrides.items())
     if args.validate_only:
         print(f"Valid; nothing changed. Topic: {args.name} Configs: {own}".rstrip())
     else:
@@ -100,10 +109,16 @@ def cmd_add_partitions(args: argparse.Namespace) -> int:
         admin.create_partitions({args.name: args.partitions}, assignments,
                                 validate_only=args.validate_only)  # fmt: skip
         [described] = admin.describe_topics([args.name])
-    if args.validate_only:
-        print(f"Valid; topic {args.name} still has {len(described.partitions)} partitions.")
+    partitions = sorted(described.partitions, key=lambda p: p.partition)
+    if wants_json(args):
+        docs = [partition_doc(args.name, p, None) for p in partitions]
+        emit_json({"topic": args.name, "validate_only": args.validate_only,
+                   "partition_count": len(partitions), "partitions": docs})  # fmt: skip
         return 0
-    print(f"Topic {args.name} now has {len(described.partitions)} partitions.")
-    for p in sorted(described.partitions, key=lambda p: p.partition):
-        print(format_partition(args.name, p))
+    if args.validate_only:
+        print(f"Valid; topic {args.name} still has {len(partitions)} partitions.")
+        return 0
+    print(f"Topic {args.name} now has {len(partitions)} partitions.")
+    for line in field_lines([partition_fields(args.name, p, None) for p in partitions]):
+        print(line)
     return 0

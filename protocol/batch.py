@@ -402,6 +402,8 @@ def _assemble(
 
 
 # ----- client side: decoding records --------------------------------------------------------
+# The consumer and the Spark connector decode fetched records with our C walker instead
+# (protocol/columns.py, protocol/_records.c); these stay for the group coordinator and tests.
 
 DEFAULT_MAX_RECORDS_BYTES = 100 * 1024 * 1024
 """The most bytes a batch's records may inflate to on the client (as much as a whole frame)."""

@@ -5,20 +5,21 @@ A Spark task gets a `RangePartition` (picklable: plain values, no sockets) and c
 (metadata plus a connection per broker) per bootstrap string in module state, so tasks that
 Spark runs one after another in the same Python worker reuse their connections.
 
-The loop, per Fetch request to the partition's leader (one partition, `fetch_max_bytes`):
-- records: the whole batches in the answer are CRC-checked, decoded into columns by the
-  compiled record decoder (protocol/batch.py `decode_columns`), cut to [from, until), and
-  each column converted to Arrow in one call; the result is one `pa.RecordBatch` per answer
-  against the explicit schema of spark_connector/schema.py. No per-row Python work. Control
-  batches (transaction markers) are skipped, as Spark's Kafka source does. The next fetch is
-  sent before the answer is decoded (from the batch headers alone), so the broker serves it
-  meanwhile;
-- a lost connection or a stale-metadata error (NOT_LEADER_FOR_PARTITION, a broker killed
-  mid-read, ...): refresh the metadata and ask the new leader, after a short backoff;
-- OFFSET_OUT_OF_RANGE: ask the leader for its log start and high watermark; offsets below the
-  log start were deleted by retention, offsets at or above the end were truncated away. Either
-  is data loss: an error with `failOnDataLoss=true`, else a warning and the rest is read;
-- nothing new and the leader's log ends before the offset wanted, three times in a row: the
+Fetching is the consumer's engine (client/fetcher.py `Fetcher`): the range's partition is
+assigned to a `SubscriptionState` of its own at `from_offset`, and the fetcher sends, retries,
+follows leader changes (a stale-metadata error or a lost connection refreshes the metadata) and
+prefetches (the next fetch goes out when an answer arrives, before it is decoded), never past
+`until_offset`. This module only drives it, step by step on the worker's loop:
+- records: `Fetcher.drain_segments` hands over the answer's whole batches (CRC-checked) cut to
+  [from, until), and the C record walker (protocol/columns.py) fills Arrow buffers straight
+  from their bytes: one `pa.RecordBatch` per answer against the schema of
+  spark_connector/schema.py, no Python object per record. Control batches (transaction
+  markers) are skipped, as Spark's Kafka source does;
+- OFFSET_OUT_OF_RANGE (the fetcher raises it: the subscription has no reset policy): ask the
+  leader for its log start and high watermark; offsets below the log start were deleted by
+  retention, offsets at or above the end were truncated away. Either is data loss: an error
+  with `failOnDataLoss=true`, else a warning and the rest is read;
+- nothing new and the leader's log ends before the offset wanted, three answers in a row: the
   range was truncated (data loss, as above).
 Without progress for `poll_timeout_ms` the task fails with a message saying where it stuck.
 """
@@ -26,7 +27,6 @@ Without progress for `poll_timeout_ms` the task fails with a message saying wher
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -34,48 +34,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import uvloop
 from pyspark.sql.datasource import InputPartition
 
 from client.cluster import Cluster
-from client.fetcher import gc_paused
-from protocol.api.fetch import (
-    CONSUMER_REPLICA_ID,
-    FetchPartition,
-    FetchPartitionResponse,
-    FetchRequest,
-    FetchTopic,
-)
-from protocol.api.list_offsets import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    ListOffsetsTopic,
-)
-from protocol.batch import (
-    CONTROL_BIT,
-    TIMESTAMP_TYPE_BIT,
-    InvalidBatchError,
-    RecordColumns,
-    decode_columns,
-    iter_batches,
-)
-from protocol.errors import (
-    OdradekError,
-    OffsetOutOfRangeError,
-    RequestTimedOutError,
-    for_code,
-)
+from client.fetcher import FetchConfig, Fetcher
+from client.subscription import NONE, SubscriptionState
+from client.types import ConsumerRecord, TopicPartition
+from protocol.batch import InvalidBatchError, iter_batches
+from protocol.columns import US_PER_MS, Segment, arrow_arrays, segments, to_buffers, to_records
+from protocol.errors import OdradekError, OffsetOutOfRangeError, RequestTimedOutError
 from spark_connector.ranges import DataLoss
-from spark_connector.schema import (
-    ARROW_HEADERS,
-    ARROW_SCHEMA,
-    ARROW_SCHEMA_WITH_HEADERS,
-    ARROW_TIMESTAMP,
-)
+from spark_connector.schema import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ARROW_TIMESTAMP
 
 log = logging.getLogger("spark_connector")
 
@@ -158,144 +128,72 @@ def worker_state() -> _WorkerState:
     return _STATE
 
 
-# ----- fetching -------------------------------------------------------------------------------
-
-
-async def _leader_connection(cluster: Cluster, topic: str, partition: int) -> Any:
-    cluster.add_topics([topic])
-    meta = cluster.metadata
-    leader = meta.leader_for(topic, partition)
-    if leader < 0 or leader not in meta.brokers:
-        meta = await cluster.request_update()
-        leader = meta.leader_for(topic, partition)
-    if leader < 0 or leader not in meta.brokers:
-        raise OdradekError(f"{topic}/{partition} has no leader")
-    return await cluster.connection(leader)
-
-
-async def _fetch(
-    cluster: Cluster, part: RangePartition, offset: int
-) -> FetchPartitionResponse | None:
-    conn = await _leader_connection(cluster, part.topic, part.partition)
-    request = FetchRequest(
-        CONSUMER_REPLICA_ID, FETCH_MAX_WAIT_MS, 1, part.fetch_max_bytes,
-        [FetchTopic(part.topic, [FetchPartition(part.partition, offset, part.fetch_max_bytes)])],
-    )  # fmt: skip
-    resp = await conn.send(request, REQUEST_TIMEOUT_MS + FETCH_MAX_WAIT_MS)
-    for t in resp.topics:
-        for p in t.partitions:
-            if t.name == part.topic and p.partition == part.partition:
-                return p
-    return None
-
-
-async def _log_bounds(cluster: Cluster, topic: str, partition: int) -> tuple[int, int]:
-    """(log start, high watermark) from the leader."""
-    conn = await _leader_connection(cluster, topic, partition)
-    out = []
-    for ts in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
-        request = ListOffsetsRequest(
-            CONSUMER_REPLICA_ID, [ListOffsetsTopic(topic, [ListOffsetsPartition(partition, ts)])]
-        )
-        resp: ListOffsetsResponse = await conn.send(request, REQUEST_TIMEOUT_MS)
-        p = resp.topics[0].partitions[0]
-        if p.error_code:
-            raise for_code(p.error_code)(f"{topic}/{partition}: listing offsets failed")
-        out.append(p.offset)
-    return out[0], out[1]
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    """A fetch sent ahead and then not used: its error (if any) counts as seen."""
-    if not task.cancelled():
-        task.exception()
-
-
-async def _refresh(cluster: Cluster) -> None:
-    # every broker unreachable for now: the caller backs off and tries again
-    with contextlib.suppress(OdradekError):
-        await cluster.request_update()
-    await asyncio.sleep(RETRY_BACKOFF_S)
+# ----- reading a range ---------------------------------------------------------------------
 
 
 class _RangeReader:
+    """Drives one Fetcher over [from_offset, until_offset) of one partition."""
+
     def __init__(self, part: RangePartition) -> None:
         self.part = part
         self.state = worker_state()
-        self.cluster = self.state.cluster(part.bootstrap)
+        cluster = self.state.cluster(part.bootstrap)
+        cluster.add_topics([part.topic])
+        self.tp = TopicPartition(part.topic, part.partition)
+        self.subs = SubscriptionState(NONE)
+        self.subs.assign([self.tp])
+        self.subs.seek(self.tp, part.from_offset)
+        config = FetchConfig(
+            fetch_max_bytes=part.fetch_max_bytes, max_partition_fetch_bytes=part.fetch_max_bytes,
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS, request_timeout_ms=REQUEST_TIMEOUT_MS,
+            retry_backoff_ms=int(RETRY_BACKOFF_S * 1000),
+        )  # fmt: skip
+        self.fetcher = Fetcher(cluster, self.subs, config)
+        self.fetcher.stop_at(self.tp, part.until_offset)
         self.offset = part.from_offset
-        self.empty_polls = 0
         self.last_progress_s = time.monotonic()
         self.last_error: str = "no answer yet"
-        self.ahead: tuple[int, asyncio.Task[FetchPartitionResponse | None]] | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         try:
             yield from self._batches()
         finally:
-            self.close()
+            self.state.run(self.fetcher.close())
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         part = self.part
         while self.offset < part.until_offset:
             self._check_stuck()
-            answer = self._fetch_once()
-            if answer is None:
-                continue
-            if answer.error_code == OffsetOutOfRangeError.code:
-                self._on_out_of_range()
-                continue
-            if answer.error_code:
-                self.last_error = for_code(answer.error_code).name
-                self.state.run(_refresh(self.cluster))
-                continue
-            self._fetch_ahead(answer.records)
-            batch, next_offset = records_to_arrow(
-                answer.records, part.topic, part.partition, self.offset, part.until_offset,
-                part.include_headers,
-            )  # fmt: skip
+            segs, next_offset = self.state.run(self._step())
             if next_offset > self.offset:
-                self.offset, self.empty_polls = next_offset, 0
+                self.offset = next_offset
                 self.last_progress_s = time.monotonic()
-                if batch is not None:
-                    yield batch
-            elif answer.log_end_offset <= self.offset and answer.high_watermark <= self.offset:
-                self._on_missing_tail(answer.log_end_offset)
+            if segs:
+                yield segments_to_arrow(segs, part.topic, part.partition, part.include_headers)
 
-    def _fetch_once(self) -> FetchPartitionResponse | None:
-        ahead, self.ahead = self.ahead, None
+    async def _step(self) -> tuple[list[Segment], int]:
+        """One turn: errors the last fetches left, buffered records, else the next fetch."""
+        fetcher, tp = self.fetcher, self.tp
         try:
-            if ahead is not None and ahead[0] == self.offset:
-                answer = self.state.run(ahead[1])
-            else:
-                if ahead is not None:
-                    ahead[1].cancel()
-                answer = self.state.run(_fetch(self.cluster, self.part, self.offset))
-        except (OdradekError, OSError) as exc:
-            if isinstance(exc, InvalidBatchError):
-                raise
-            self.last_error = str(exc)
-            self.state.run(_refresh(self.cluster))
-            return None
-        if answer is None:
-            self.last_error = "the leader did not answer for this partition"
-        return answer
-
-    def _fetch_ahead(self, data: bytes) -> None:
-        """Send the next fetch now, so the broker serves it while this answer is decoded."""
-        nxt = self.offset
-        for _pos, h in iter_batches(data, check_crc=False):
-            nxt = max(nxt, h.next_offset)
-        if self.offset < nxt < self.part.until_offset:
-            task = self.state.loop.create_task(_fetch(self.cluster, self.part, nxt))
-            task.add_done_callback(_retrieve)
-            self.state.run(asyncio.sleep(0))  # one loop turn: the request goes on the wire
-            self.ahead = (nxt, task)
-
-    def close(self) -> None:
-        if self.ahead is not None:
-            self.ahead[1].cancel()
-            self.ahead = None
+            fetcher.raise_errors()
+        except OffsetOutOfRangeError:
+            await self._on_out_of_range()
+            return [], self.offset
+        except InvalidBatchError:
+            raise
+        except (OdradekError, OSError) as exc:  # retried until poll_timeout_ms
+            self.last_error = str(exc) or type(exc).__name__
+            fetcher.refresh_metadata()
+        got = fetcher.drain_segments(tp, self.part.until_offset)
+        fetcher.send_fetches()
+        if got[1] > self.offset:
+            return got
+        await fetcher.wait(FETCH_MAX_WAIT_MS * 2 / 1000)
+        empty, log_end = fetcher.empty_answers(tp)
+        high_watermark = self.subs.high_watermark(tp)
+        if empty >= EMPTY_POLLS_BEFORE_TRUNCATION and max(log_end, high_watermark) <= self.offset:
+            self._on_missing_tail(log_end)
+        return [], self.offset
 
     def _check_stuck(self) -> None:
         waited_s = time.monotonic() - self.last_progress_s
@@ -306,28 +204,32 @@ class _RangeReader:
                 f"{p.until_offset}) for {waited_s:.0f} s; last problem: {self.last_error}"
             )
 
-    def _on_out_of_range(self) -> None:
+    async def _on_out_of_range(self) -> None:
         p = self.part
         try:
-            start, end = self.state.run(_log_bounds(self.cluster, p.topic, p.partition))
+            start, end = await self.fetcher.log_bounds(self.tp)
         except OdradekError as exc:
             self.last_error = str(exc)
-            self.state.run(_refresh(self.cluster))
+            self.fetcher.refresh_metadata()
+            await asyncio.sleep(RETRY_BACKOFF_S)
             return
         if self.offset < start:
             until = min(start, p.until_offset)
             self._lost(DataLoss(p.topic, p.partition, self.offset, until, "deleted by retention"))
-            self.offset = until
+            self._move_to(until)
         elif self.offset >= end:
-            self._on_missing_tail(end, confirmed=True)
+            self._on_missing_tail(end)
 
-    def _on_missing_tail(self, log_end: int, confirmed: bool = False) -> None:
-        self.empty_polls += 1
-        if confirmed or self.empty_polls >= EMPTY_POLLS_BEFORE_TRUNCATION:
-            p = self.part
-            reason = f"the log now ends at {log_end}: truncated"
-            self._lost(DataLoss(p.topic, p.partition, self.offset, p.until_offset, reason))
-            self.offset = p.until_offset
+    def _on_missing_tail(self, log_end: int) -> None:
+        p = self.part
+        reason = f"the log now ends at {log_end}: truncated"
+        self._lost(DataLoss(p.topic, p.partition, self.offset, p.until_offset, reason))
+        self._move_to(p.until_offset)
+
+    def _move_to(self, offset: int) -> None:
+        self.offset = offset
+        self.fetcher.clear({self.tp})
+        self.subs.seek(self.tp, offset)
 
     def _lost(self, loss: DataLoss) -> None:
         if self.part.fail_on_data_loss:
@@ -357,88 +259,36 @@ def records_to_arrow(
     until_offset: int,
     include_headers: bool,
 ) -> tuple[pa.RecordBatch | None, int]:
-    """The records of `data`'s whole batches with offsets in [from, until) as one RecordBatch
-    (None when there are none), and the offset to fetch next.
-
-    The cyclic garbage collector is paused meanwhile (`client.fetcher.gc_paused`): decoding
-    allocates objects per record, which would set it off many times per fetch, and none of
-    them can form a cycle.
-    """
-    cols = _Columns()
-    next_offset = from_offset
-    with gc_paused():
-        for pos, h in iter_batches(data, check_crc=True):
-            if h.next_offset <= from_offset:
-                continue
-            if h.base_offset >= until_offset:
-                break
-            base = h.base_offset
-            lo, hi = max(from_offset - base, 0), min(until_offset - base, h.record_count)
-            next_offset = base + hi if hi < h.record_count else h.next_offset
-            if h.attributes & CONTROL_BIT:
-                continue  # transaction markers, never records (Spark's Kafka source skips them)
-            cols.add(decode_columns(data, pos, h), lo, hi, bool(h.attributes & TIMESTAMP_TYPE_BIT))
-        if not cols.count:
-            return None, next_offset
-        return cols.to_batch(topic, partition, include_headers), next_offset
+    """The records of `data`'s whole batches (CRC-checked) with offsets in [from, until) as one
+    RecordBatch (None when there are none), and the offset to fetch next."""
+    batches = list(iter_batches(data, check_crc=True))
+    segs, next_offset = segments(data, batches, from_offset, until_offset)
+    if not segs:
+        return None, next_offset
+    return segments_to_arrow(segs, topic, partition, include_headers), next_offset
 
 
-_US_PER_MS = pa.scalar(1000, pa.int64())  # a typed scalar: plain ints cost ~0.2 ms per call
-
-
-class _Columns:
-    """Decoded columns gathered batch by batch, converted to Arrow in one call per column.
-    Timestamps come decoded (a LogAppendTime batch's records carry its max timestamp)."""
-
-    def __init__(self) -> None:
-        self.offsets: list[int] = []
-        self.stamps: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.headers: list[Any] = []
-        self.kinds: list[tuple[int, bool]] = []  # (records, LogAppendTime) per batch
-        self.count = 0
-
-    def add(self, columns: RecordColumns, lo: int, hi: int, log_append: bool) -> None:
-        """Records [lo, hi) of one batch's columns."""
-        if hi <= lo:
-            return
-        if lo or hi < len(columns.offsets):
-            columns = columns.sliced(lo, hi)
-        self.offsets += columns.offsets
-        self.stamps += columns.timestamps
-        self.keys += columns.keys
-        self.values += columns.values
-        self.headers += columns.headers
-        self.kinds.append((hi - lo, log_append))
-        self.count += hi - lo
-
-    def to_batch(self, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
-        n = self.count
-        try:
-            stamps = pc.multiply(pa.array(self.stamps, pa.int64()), _US_PER_MS)
-            arrays = [
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.repeat(pa.scalar(topic, pa.string()), n),
-                pa.repeat(pa.scalar(partition, pa.int32()), n),
-                pa.array(self.offsets, pa.int64()),
-                stamps.cast(ARROW_TIMESTAMP),
-                _timestamp_types(self.kinds),
-            ]
-            if include_headers:
-                arrays.append(pa.array(self.headers, ARROW_HEADERS))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
-            raise InvalidBatchError(f"records do not fit Spark's Kafka schema: {exc}") from None
-        schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _timestamp_types(kinds: list[tuple[int, bool]]) -> pa.Array:
-    """0 (CreateTime) or 1 (LogAppendTime) per record, from each batch's attribute bit."""
-    if len({k[1] for k in kinds}) == 1:
-        return pa.repeat(pa.scalar(int(kinds[0][1]), pa.int32()), sum(k[0] for k in kinds))
-    return pa.array([int(log_append) for n, log_append in kinds for _ in range(n)], pa.int32())
+def segments_to_arrow(
+    segs: list[Segment], topic: str, partition: int, include_headers: bool
+) -> pa.RecordBatch:
+    """One RecordBatch of the segments' records: key, value, offset, timestamp (us) and
+    timestampType over the buffers the C walker filled (not copied), topic and partition
+    repeated. Raises CorruptRecordError for records that do not hold up."""
+    cols = arrow_arrays(to_buffers(segs, include_headers, US_PER_MS))
+    n = len(cols["offset"])
+    arrays = [
+        cols["key"],
+        cols["value"],
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        cols["offset"],
+        cols["timestamp"].view(ARROW_TIMESTAMP),
+        cols["timestampType"],
+    ]
+    if include_headers:
+        arrays.append(cols["headers"])
+    schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # ----- timestamps -------------------------------------------------------------------------------
@@ -447,27 +297,45 @@ def _timestamp_types(kinds: list[tuple[int, bool]]) -> pa.Array:
 async def _first_at_or_after(
     cluster: Cluster, topic: str, partition: int, offset: int, target_ms: int, max_fetches: int
 ) -> int:
-    part = RangePartition("", topic, partition, offset, offset + 1, fetch_max_bytes=1024 * 1024)
-    for _ in range(max_fetches):
-        answer = await _fetch(cluster, part, offset)
-        if answer is None or answer.error_code or not answer.records:
-            return offset
-        data = answer.records
-        for pos, h in iter_batches(data, check_crc=True):
-            if h.next_offset <= offset:
-                continue
-            if h.attributes & TIMESTAMP_TYPE_BIT:
-                if h.max_timestamp >= target_ms:
-                    return max(offset, h.base_offset)
-                offset = h.next_offset
-                continue
-            if not h.attributes & CONTROL_BIT:
-                columns = decode_columns(data, pos, h)
-                for at, ts in zip(columns.offsets, columns.timestamps, strict=True):
-                    if at >= offset and ts >= target_ms:
-                        return at
-            offset = h.next_offset
+    tp = TopicPartition(topic, partition)
+    cluster.add_topics([topic])
+    subs = SubscriptionState(NONE)
+    subs.assign([tp])
+    subs.seek(tp, offset)
+    config = FetchConfig(fetch_max_bytes=1 << 20, max_partition_fetch_bytes=1 << 20,
+                         fetch_max_wait_ms=FETCH_MAX_WAIT_MS)  # fmt: skip
+    fetcher = Fetcher(cluster, subs, config)
+    try:
+        for _ in range(max_fetches):
+            segs, next_offset = await _next_answer(fetcher, tp)
+            if next_offset <= offset:
+                return offset
+            for record in to_records(ConsumerRecord, topic, partition, segs):
+                if record.timestamp >= target_ms:  # LogAppendTime: the batch's max timestamp
+                    return int(record.offset)
+            offset = next_offset
+    finally:
+        await fetcher.close()
     return offset
+
+
+async def _next_answer(fetcher: Fetcher, tp: TopicPartition) -> tuple[list[Segment], int]:
+    """The records of the next answer for `tp` ([] and the position when it brought none, or an
+    error, or none came within the request timeout)."""
+    position = fetcher.drain_segments(tp, 2**63 - 1)[1]
+    empty_before = fetcher.empty_answers(tp)[0]
+    deadline = time.monotonic() + (REQUEST_TIMEOUT_MS + FETCH_MAX_WAIT_MS) / 1000
+    while time.monotonic() < deadline:
+        try:
+            fetcher.raise_errors()
+        except OdradekError:
+            break
+        fetcher.send_fetches()
+        await fetcher.wait(FETCH_MAX_WAIT_MS / 1000)
+        got = fetcher.drain_segments(tp, 2**63 - 1)
+        if got[1] > position or fetcher.empty_answers(tp)[0] > empty_before:
+            return got
+    return [], position
 
 
 def first_offset_at_or_after(

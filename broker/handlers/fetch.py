@@ -2,7 +2,9 @@
 
 Reads what is there at once; when that is at least `min_bytes` (or `max_wait_ms` is 0, or a
 partition has an error) it answers without a task. Otherwise it long-polls in the replica
-manager, which wakes it as soon as a partition it reads moves. Records are `FileSlice`s: the
+manager's purgatory (broker/delayed_fetch.py) and returns a `Deferred` (broker/deferred.py):
+the append that satisfies it completes it synchronously, and the server writes the answer in
+that same event-loop iteration (no task, no future hop). Records are `FileSlice`s: the
 server sends them with sendfile after the response header (fetch is in handlers.CHUNKED).
 
 Consumers (replica_id -1) read below the high watermark. Followers (replica_id = their broker
@@ -13,10 +15,10 @@ log end offset (HW, ISR), and their long poll wakes on appends rather than on HW
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import cast
 
 from broker.context import BrokerContext
+from broker.deferred import Deferred
 from broker.replica_manager import PartitionRead, fetch_satisfied
 from protocol.api.fetch import (
     FetchPartitionResponse,
@@ -28,18 +30,19 @@ from protocol.codec import Request
 from protocol.schema import Records
 
 
-def handle(ctx: BrokerContext, request: Request) -> FetchResponse | Awaitable[FetchResponse]:
+def handle(ctx: BrokerContext, request: Request) -> FetchResponse | Deferred[FetchResponse]:
     req: FetchRequest = request.body
     reads = ctx.replicas.read_all(req)
-    if req.max_wait_ms <= 0 or fetch_satisfied(reads, req.min_bytes):
-        return build_response(reads)
-    return _delayed(ctx, req, reads)
+    if req.max_wait_ms > 0 and not fetch_satisfied(reads, req.min_bytes):
+        parked = ctx.replicas.park_fetch(req)
+        if parked is not None:
+            return parked.map(lambda later: _answer(ctx, req, later))
+    return _answer(ctx, req, reads)
 
 
-async def _delayed(
-    ctx: BrokerContext, req: FetchRequest, reads: list[PartitionRead]
-) -> FetchResponse:
-    return build_response(await ctx.replicas.fetch(req, reads))
+def _answer(ctx: BrokerContext, req: FetchRequest, reads: list[PartitionRead]) -> FetchResponse:
+    ctx.replicas.traffic.fetched(req.replica_id, reads)  # bytes out (metrics)
+    return build_response(reads)
 
 
 def build_response(reads: list[PartitionRead]) -> FetchResponse:

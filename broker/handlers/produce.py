@@ -6,7 +6,9 @@ in-sync replica has the batch: the replica manager refuses it up front with NOT_
 HW has not yet passed their batch wait in the delayed-produce queues (broker/delayed_produce.py)
 for at most the request's timeout_ms (REQUEST_TIMED_OUT). When every partition is already
 replicated (a leader alone in its ISR) the answer is immediate, without a task. Any other acks
-value: INVALID_REQUIRED_ACKS for every partition, nothing written. Internal topics
+value: INVALID_REQUIRED_ACKS for every partition, nothing written. A waiting acks=all answer is a
+`Deferred` (broker/deferred.py) resolved by the HW move that completes it, and written in that
+iteration; only group commit (flush.messages=1) still waits in a task. Internal topics
 (`__consumer_offsets`) are written only by the group coordinator: a client's produce to one gets
 INVALID_TOPIC_EXCEPTION and writes nothing. Topics with flush.messages=1 answer after group
 commit; a partition whose flush fails (its log directory went offline) gets that error
@@ -19,6 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from broker.context import BrokerContext
+from broker.deferred import Deferred
 from broker.replica_manager import AppendOutcome
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.produce import (
@@ -47,7 +50,7 @@ Durable = dict[tuple[str, int], Awaitable[None]]
 
 def handle(
     ctx: BrokerContext, request: Request
-) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
+) -> ProduceResponse | Deferred[ProduceResponse] | Awaitable[ProduceResponse | None] | None:
     req: ProduceRequest = request.body
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
@@ -65,6 +68,9 @@ def handle(
             if outcome.durable is not None:
                 durable[(topic.name, part.partition)] = outcome.durable
     waiting = _unreplicated(ctx, req, outcomes) if req.acks == ACKS_ALL else []
+    if waiting and not durable:  # answered inside the HW move that completes it, no task
+        replicated = ctx.replicas.replication_deferred(waiting, req.timeout_ms)
+        return replicated.map(lambda codes: _replicated(req, outcomes, codes))
     if durable or waiting:
         return _delayed(ctx, req, outcomes, durable, waiting)
     if req.acks == ACKS_NONE:
@@ -86,6 +92,15 @@ def _unreplicated(
         elif code != NONE:
             _fail(outcome, code)
     return waiting
+
+
+def _replicated(
+    req: ProduceRequest, outcomes: Outcomes, codes: dict[tuple[str, int], int]
+) -> ProduceResponse:
+    for key, code in codes.items():
+        if code != NONE:
+            _fail(outcomes[key], code)
+    return _response(req, lambda t, p: outcomes[(t, p)])
 
 
 def _fail(outcome: AppendOutcome, code: int) -> None:

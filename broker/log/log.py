@@ -48,6 +48,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from broker.log import checkpoint
 from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
@@ -67,6 +68,7 @@ from broker.log.segment import (
     Segment,
     check_batch,
 )
+from broker.metrics_counters import timed_fdatasync
 from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
 from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, BatchHeader, InvalidBatchError
 from protocol.clock import Clock
@@ -88,8 +90,10 @@ class UnexpectedAppendOffsetError(OffsetOutOfRangeError):
     """A replicated batch does not start at the log end offset."""
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
+    """What one append did (a NamedTuple: built once per batch, cheaper than a frozen
+    dataclass's per-field object.__setattr__)."""
+
     base_offset: int
     last_offset: int
     record_count: int
@@ -117,7 +121,7 @@ class FlushPlan:
     def run(self) -> None:
         try:
             for fd in self.fds:
-                os.fdatasync(fd)
+                timed_fdatasync(fd)  # os.fdatasync, counted (metrics)
         except OSError as exc:
             raise LogDirIOError(f"fdatasync failed: {exc}") from None
         finally:
@@ -288,10 +292,12 @@ class Log:
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if size != len(batch):
             raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
-        first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT])
-        if first is not None:  # an idempotent producer's retry: answer the first copy
-            return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS], 0,
-                              duplicate=True)  # fmt: skip
+        idempotent = h[H_PID] >= 0 and h[H_SEQ] >= 0  # else the producer table ignores it
+        if idempotent:
+            first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT])
+            if first is not None:  # an idempotent producer's retry: answer the first copy
+                return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS],
+                                  0, duplicate=True)  # fmt: skip
         segment = self._segments[-1]
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
@@ -306,7 +312,8 @@ class Log:
         parts = (prefix, memoryview(batch)[_PREFIX.size :])
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
-        self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last)
+        if idempotent:
+            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last)
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
 
     def _rebuild_producer_state(self) -> None:

@@ -3,11 +3,13 @@
 odradek chaos run    [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
                      [--workload native|kafka] [--rate R] [--json FILE]
 odradek chaos faults [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
-odradek chaos check  FILE      re-check a record written by `run --json`
+odradek chaos check  FILE [-o json]   re-check a record written by `run --json`
 
 LIST is comma-separated fault kinds (deploy/chaos/plan.py; default: all of them; kinds this
 machine or cluster cannot do are skipped with one line saying why). Without --seed a seed is
-drawn and printed; the same seed gives the same fault schedule.
+drawn and printed; the same seed gives the same fault schedule. `run` and `faults` print one
+line per fault on stdout; on a terminal (or with --progress) a bar on stderr also counts the
+faults done of the schedule and the records acknowledged so far.
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from deploy.chaos import checker, plan, runner
+from deploy.cli_output import (
+    done_text,
+    emit_json,
+    meter,
+    output_options,
+    print_lines,
+    progress_options,
+    table_lines,
+    wants_json,
+)
 from deploy.cluster import DEFAULT_DIR
 from protocol.errors import UsageError
 
@@ -29,7 +41,7 @@ DEFAULT_CYCLES = 12
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("chaos", help="faults while a workload runs, and a check of what was kept")
     csub = p.add_subparsers(dest="chaos_command", metavar="ACTION", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, parents=[progress_options(argparse.SUPPRESS)])
     common.add_argument("--dir", default=DEFAULT_DIR, help="the local cluster's directory")
     howlong = common.add_mutually_exclusive_group()
     howlong.add_argument("--cycles", type=int, help=f"fault cycles (default {DEFAULT_CYCLES})")
@@ -40,17 +52,33 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--workload", choices=("native", "kafka"), default="native")
     run.add_argument("--rate", type=float, default=400.0, help="records/s, all producers")
     run.add_argument("--json", dest="json_path", metavar="FILE", help="write the whole record")
-    run.set_defaults(func=lambda a: runner.run(_options(a), _say))
+    run.set_defaults(func=lambda a: _with_bar(a, runner.run))
     faults = csub.add_parser("faults", parents=[common], help="the faults alone, as a timeline")
     faults.add_argument("--topic", help="aim at this topic's leaders (default: created)")
-    faults.set_defaults(func=lambda a: runner.run_faults(_options(a), _say))
-    chk = csub.add_parser("check", help="check a record written by `chaos run --json`")
+    faults.set_defaults(func=lambda a: _with_bar(a, runner.run_faults))
+    chk = csub.add_parser(
+        "check", parents=[output_options(argparse.SUPPRESS)],
+        help="check a record written by `chaos run --json`",
+    )  # fmt: skip
     chk.add_argument("file", metavar="FILE")
-    chk.set_defaults(func=lambda a: check_file(a.file))
+    chk.set_defaults(func=lambda a: check_file(a.file, wants_json(a)))
 
 
 def _say(line: str) -> None:
     print(line, flush=True)
+
+
+def _with_bar(args: argparse.Namespace, run: Any) -> int:
+    """runner.run or runner.run_faults, with a bar of the faults done (and records acked)."""
+    options = _options(args)
+    with meter(args, "chaos", total=options.cycles) as bar:
+
+        def on_fault(done: int, total: int, acked: int | None) -> None:
+            detail = done_text(done, total, "faults")
+            bar.update(done, total, detail if acked is None else f"{detail}, {acked:,} acked")
+
+        options.on_fault = on_fault
+        return int(run(options, _say))
 
 
 def _options(args: argparse.Namespace) -> runner.Options:
@@ -74,16 +102,21 @@ def _options(args: argparse.Namespace) -> runner.Options:
     )  # fmt: skip
 
 
-def check_file(path: str) -> int:
+def check_file(path: str, as_json: bool = False) -> int:
     try:
         doc = json.loads(Path(path).read_text())
         record = checker.RunRecord.from_json(doc["record"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"{path} is not a record of `chaos run --json`: {exc}") from None
     findings = checker.check(record)
-    for f in findings:
-        print(f"{f.check:<22} {'PASS' if f.ok else 'FAIL':<8} {f.detail}")
     verdict = checker.passed(findings)
+    if as_json:
+        emit_json({"findings": [{"check": f.check, "ok": f.ok, "detail": f.detail}
+                                for f in findings],
+                   "verdict": "PASS" if verdict else "FAIL"})  # fmt: skip
+        return 0 if verdict else 1
+    rows = [(f.check, "PASS" if f.ok else "FAIL", f.detail) for f in findings]
+    print_lines(table_lines(("CHECK", "VERDICT", "DETAIL"), rows))
     print(f"verdict: {'PASS' if verdict else 'FAIL'}")
     sys.stdout.flush()
     return 0 if verdict else 1

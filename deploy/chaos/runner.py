@@ -31,6 +31,7 @@ from typing import Any
 from client import Admin, Consumer, NewTopic, TopicPartition
 from deploy.chaos import checker, faults, plan, workload
 from deploy.cluster import LocalCluster
+from deploy.console import timeline  # the events file the console shows
 from protocol.batch import iter_batches
 
 PARTITIONS = 4
@@ -57,6 +58,8 @@ class Options:
     brokers: int = 3
     topic: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # after each fault: (faults done, faults in the schedule, records acked or None), for a bar
+    on_fault: Callable[[int, int, int | None], None] | None = None
 
 
 def open_or_start(
@@ -165,13 +168,18 @@ class Chaos:
                 injected = faults.inject(self.ctx, step)
             except faults.Unavailable as exc:
                 record.skipped = str(exc)
+                timeline.append_event(self.cluster.dir, "skipped", kind=step.kind, detail=str(exc))
                 self.faults.append(record)
                 self._fault_times.append(t_inject)
                 self.out(f"[{step.index + 1}/{len(steps)}] t={record.at_s:.1f}s {step.kind} {exc}")
+                self._report(step, steps, acked)
                 continue
             record.target, record.affected = injected.target, injected.affected
             t_inject = injected.at
             record.at_s = round(t_inject - self.t0, 2)
+            timeline.append_event(
+                self.cluster.dir, "injected", kind=step.kind, target=str(injected.target)
+            )
             hold = injected.hold_s if injected.hold_s is not None else step.hold_s
             time.sleep(hold)
             try:
@@ -179,6 +187,9 @@ class Chaos:
             except Exception as exc:  # heal again at the end; say so now
                 self.out(f"      heal failed ({type(exc).__name__}: {exc}); retried at the end")
             record.healed_at_s = self.now()
+            timeline.append_event(
+                self.cluster.dir, "healed", kind=step.kind, target=str(injected.target)
+            )
             self.faults.append(record)
             self._fault_times.append(t_inject)
             wait_full_isr(self.cluster, self.topic, PARTITIONS, HEAL_WAIT_S)
@@ -188,6 +199,13 @@ class Chaos:
                 f"[{step.index + 1}/{len(steps)}] t={record.at_s:.1f}s {step.kind} "
                 f"{injected.target}: held {hold:.1f}s{count}"
             )
+            self._report(step, steps, acked)
+
+    def _report(
+        self, step: plan.Step, steps: list[plan.Step], acked: Callable[[], int] | None
+    ) -> None:
+        if self.o.on_fault is not None:
+            self.o.on_fault(step.index + 1, len(steps), acked() if acked is not None else None)
 
     def heal_all(self) -> None:
         lab = getattr(self.cluster, "netlab", None)
@@ -261,6 +279,8 @@ def _run(cluster: LocalCluster, options: Options, steps: list[plan.Step], out: P
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
     avail = checker.availability(record.faults)
     _print_report(findings, avail, out)
+    verdict = "PASS" if checker.passed(findings) else "FAIL"
+    timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
     if options.json_path:
         doc = {"seed": options.seed, "workload": options.workload,
                "schedule": [vars(s) for s in steps], "record": record.to_json(),

@@ -21,8 +21,8 @@ from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, run_odradek
 
 pytestmark = pytest.mark.integration
 
-LINE = re.compile(
-    r"Topic: (\S+) Partition: (\d+) Leader: (\d+|none) Replicas: ([\d,]*) Isr: ([\d,]*)(.*)"
+LINE = re.compile(  # labels are padded to line up (docs/cli.md): one space or more
+    r"Topic: (\S+) +Partition: (\d+) +Leader: (\d+|none) +Replicas: ([\d,]*) +Isr: ([\d,]*)(.*)"
 )
 
 
@@ -77,12 +77,13 @@ class CliCluster:
         out = self.run("cluster", "status")
         lines = out.splitlines()
         assert lines[2].startswith("kafka bootstrap.servers=127.0.0.1:"), out
-        assert lines[3].split() == ["ID", "PID", "PORT", "KAFKA", "STATE", "ROLE"], out
+        assert lines[3].split() == ["ID", "PID", "PORT", "KAFKA", "METRICS", "STATE", "ROLE"], out
         rows = {}
         for line in lines[4:]:
             fields = line.split()
             assert fields[3].isdigit(), f"broker {fields[0]} shows its Kafka port: {line}"
-            rows[int(fields[0])] = (fields[4], fields[-1] == "controller")
+            assert fields[4].isdigit(), f"broker {fields[0]} shows its metrics port: {line}"
+            rows[int(fields[0])] = (fields[5], fields[-1] == "controller")
         return rows
 
 
@@ -101,9 +102,10 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
         assert up.returncode == 0, up.stderr
         assert "Traceback" not in up.stderr
         assert "cluster ready" in up.stderr  # progress lines
-        bootstrap, kafka = up.stdout.strip().splitlines()
+        bootstrap, kafka, console = up.stdout.strip().splitlines()
         assert re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", bootstrap), up.stdout
         assert re.fullmatch(r"bootstrap.servers=127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", kafka)
+        assert re.fullmatch(r"console=http://127\.0\.0\.1:\d+/", console)  # docs/console.md
         yield CliCluster(cwd, bootstrap)
         down = run_odradek("cluster", "down", "--purge", cwd=cwd)
         assert down.returncode == 0, down.stderr

@@ -7,6 +7,7 @@ file is locked across each read-modify-write), and client commands find that clu
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -39,13 +40,9 @@ def _side_by_side(cluster_dir: Path, *commands: tuple[str, int]) -> None:
 
 
 def _status(cluster_dir: Path) -> dict[int, tuple[int, str]]:
-    done = run_odradek("--dir", str(cluster_dir), "cluster", "status")
+    done = run_odradek("--dir", str(cluster_dir), "cluster", "status", "-o", "json")
     assert done.returncode == 0, done.stderr
-    rows = {}
-    for line in done.stdout.splitlines()[4:]:
-        fields = line.split()
-        rows[int(fields[0])] = (int(fields[1]), fields[4])
-    return rows
+    return {b["id"]: (b["pid"], b["state"]) for b in json.loads(done.stdout)["brokers"]}
 
 
 def _kill_strays(cluster_dir: Path) -> None:

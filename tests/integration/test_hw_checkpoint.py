@@ -62,6 +62,9 @@ def test_restarted_leader_serves_up_to_checkpointed_hw_at_once(
         broker_settings={
             "replica_high_watermark_checkpoint_interval_ms": CHECKPOINT_INTERVAL_MS,
             "replica_lag_time_max_ms": 30_000,
+            # the window above needs the session to be the only judge of death: with fast
+            # death detection the killed leader and followers leave the ISR at once
+            "controller_fast_death_detection": False,
         },
     )
     with Admin(cluster.bootstrap) as admin:

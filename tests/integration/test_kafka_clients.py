@@ -62,16 +62,22 @@ def _native_read(bootstrap: str, topic: str, partitions: int, count: int) -> lis
 
 
 def _described(cluster: LocalCluster, topic: str) -> Any:
-    """The topic as odradek describes it, once every broker's metadata has it (a CreateTopics
-    answer waits for the broker that took it; the others learn of the topic a moment later)."""
+    """The topic as odradek describes it, once every broker's metadata has it with a leader for
+    every partition (a CreateTopics answer waits for the broker that took it; the others learn
+    of the topic a moment later, and an acks=0 record sent to a broker that does not lead yet
+    is dropped, as Kafka drops it)."""
     deadline = time.monotonic() + 30
-    with Admin(cluster.bootstrap) as admin:
-        while True:
-            (desc,) = admin.describe_topics([topic])
-            if desc.error_code == 0 and desc.partitions:
-                return desc
-            assert time.monotonic() < deadline, f"{topic} never described: {desc}"
-            time.sleep(0.1)
+    desc = None
+    for address in cluster.bootstrap.split(","):
+        with Admin(address) as admin:
+            while True:
+                (desc,) = admin.describe_topics([topic])
+                parts = desc.partitions if desc.error_code == 0 else []
+                if parts and all(p.leader >= 0 for p in parts):
+                    break
+                assert time.monotonic() < deadline, f"{topic} never described: {desc}"
+                time.sleep(0.1)
+    return desc
 
 
 def _by_partition(got: list[Got]) -> dict[int, list[Got]]:

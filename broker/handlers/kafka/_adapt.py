@@ -11,13 +11,17 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from broker.deferred import Deferred
 from protocol.codec import Request, RequestHeader
 from protocol.kafka.codec import KafkaRequest, make, nested
 from protocol.registry import ApiSpec
 
 
 def then(result: Any, convert: Callable[[Any], Any]) -> Any:
-    """`convert(result)` now, or an awaitable of it when `result` must be waited for."""
+    """`convert(result)` now, or an awaitable of it when `result` must be waited for (a
+    Deferred stays one: the server completes it synchronously, broker/deferred.py)."""
+    if isinstance(result, Deferred):
+        return result.map(convert)
     if inspect.isawaitable(result):
         return _later(result, convert)
     return convert(result)

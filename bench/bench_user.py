@@ -1,0 +1,282 @@
+"""`make bench` part `user`: the paths users take, through the public client API only.
+
+Every case runs in its own process (`bench_user.py worker CASE ...`) whose only imports from the
+project are `from client import ...` (Producer, AsyncProducer, Consumer, TopicPartition), so the
+same worker runs unchanged against this tree and against a git worktree of the baseline ref
+(PYTHONPATH and cwd set to that side's tree; bench/bench_baseline.py's worktree and Side):
+
+produce-sync   `Producer.send()` in a plain loop, then `flush()`; 100 B, acks 1, linger default,
+               1 partition: records/s from the first send to the end of flush.
+produce-async  `await AsyncProducer.send()` per record and `asyncio.gather` per 1,000 futures
+               (asyncio.run, the loop a user gets).
+consume        a plain `Consumer.poll()` loop from the start of the produce-sync topic until N
+               records came back: records/s.
+latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned before the
+               first send) polling in one process, the sync `Producer` (linger_ms=0) in another
+               sending 100 B records at --rate on an absolute schedule; each value carries its
+               send time as CLOCK_MONOTONIC ns (system-wide on Linux, so both processes read
+               the same clock); RF 1 acks 1 and RF 3 acks=all. Warm-up records (send time -1)
+               go first, acknowledged one by one, and are skipped by the consumer.
+
+Both sides get a cluster of 3 brokers (RF 3 needs them) through their own CLI; each round runs
+every case on both sides back to back, alternating which side goes first. NATS JetStream and
+Redis Streams latency come from the peers' harness (ONLY=latency) in the same run, unless the
+`peers` part runs anyway. Rows: throughput rows mode "user" (api, msgs_per_s), latency rows
+mode "user-latency" (rf, acks, e2e_ms_p50/p99/max, ack_ms_p50/p99); both with side, ref, round.
+bench_report.py turns them into tables beside the targets of issue 12.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+SIZE = 100
+WARMUP_RECORDS = 20
+WARMUP_NS = -1
+CASE_TIMEOUT_S = 600
+LATENCY_CASES = ((1, "1"), (3, "all"))  # (replication factor, acks)
+_TS = struct.Struct(">q")
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC: one clock for every process of the machine (Linux)."""
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def percentile(sorted_values: list[float], pct: float) -> float | None:
+    if not sorted_values:
+        return None
+    k = min(len(sorted_values) - 1, max(0, round(pct / 100.0 * (len(sorted_values) - 1))))
+    return round(sorted_values[k], 3)
+
+
+# ----- workers: public API only, run with PYTHONPATH = the side's tree ---------------------------
+
+
+def produce_sync(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+    from client import Producer
+
+    value = bytes(SIZE)
+    with Producer(bootstrap, acks=1) as producer:
+        producer.send(topic, value).get(timeout=30)  # connect and learn the metadata first
+        start = time.perf_counter()
+        for _ in range(n):
+            producer.send(topic, value)
+        producer.flush()
+        elapsed = time.perf_counter() - start
+    return {"api": "sync send+flush", "messages": n, "msgs_per_s": round(n / elapsed)}
+
+
+def produce_async(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+    from client import AsyncProducer
+
+    async def run() -> float:
+        value = bytes(SIZE)
+        producer = AsyncProducer(bootstrap, acks=1)
+        await producer.start()
+        try:
+            await (await producer.send(topic, value))
+            start = time.perf_counter()
+            for done in range(0, n, 1000):
+                futures = [await producer.send(topic, value) for _ in range(min(1000, n - done))]
+                await asyncio.gather(*futures)
+            return time.perf_counter() - start
+        finally:
+            await producer.close()
+
+    elapsed = asyncio.run(run())
+    return {"api": "async send+gather/1000", "messages": n, "msgs_per_s": round(n / elapsed)}
+
+
+def consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+    from client import Consumer, TopicPartition
+
+    got = 0
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        start = time.perf_counter()
+        deadline = time.monotonic() + 120
+        while got < n and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=1000).values():
+                got += len(records)
+        elapsed = time.perf_counter() - start
+    return {"api": "sync poll", "messages": got, "msgs_per_s": round(got / elapsed)}
+
+
+def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+    from client import Consumer, TopicPartition
+
+    lat: list[float] = []
+    with Consumer(bootstrap) as consumer:  # auto_offset_reset latest: only what comes next
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.position(tp)  # pin "latest" before the producer starts
+        print("ready", flush=True)
+        deadline = time.monotonic() + 120
+        while len(lat) < n and time.monotonic() < deadline:
+            batch = consumer.poll(timeout_ms=500)
+            now = now_ns()
+            for records in batch.values():
+                for r in records:
+                    (sent,) = _TS.unpack_from(r.value or bytes(8))
+                    if sent != WARMUP_NS:
+                        lat.append((now - sent) / 1e6)
+    lat.sort()
+    return {"received": len(lat), "e2e_ms_p50": percentile(lat, 50),
+            "e2e_ms_p99": percentile(lat, 99), "e2e_ms_max": percentile(lat, 100)}  # fmt: skip
+
+
+def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -> dict[str, Any]:
+    from client import Producer
+
+    pad = bytes(SIZE - _TS.size)
+    acked: list[float] = []
+
+    def on_ack(sent: int) -> Callable[[Any], None]:
+        return lambda _f: acked.append((now_ns() - sent) / 1e6)
+
+    with Producer(bootstrap, acks=1 if acks == "1" else "all", linger_ms=0) as producer:
+        for _ in range(WARMUP_RECORDS):
+            producer.send(topic, _TS.pack(WARMUP_NS) + pad).get(timeout=30)
+        start = time.perf_counter()
+        for i in range(n):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            sent = now_ns()
+            producer.send(topic, _TS.pack(sent) + pad).add_done_callback(on_ack(sent))
+        producer.flush()
+    acked.sort()
+    return {"ack_ms_p50": percentile(acked, 50), "ack_ms_p99": percentile(acked, 99)}
+
+
+def worker_main(argv: list[str]) -> int:
+    case, bootstrap, topic, n = argv[0], argv[1], argv[2], int(argv[3])
+    if case == "produce-sync":
+        out = produce_sync(bootstrap, topic, n)
+    elif case == "produce-async":
+        out = produce_async(bootstrap, topic, n)
+    elif case == "consume":
+        out = consume(bootstrap, topic, n)
+    elif case == "latency-consumer":
+        out = latency_consumer(bootstrap, topic, n)
+    elif case == "latency-producer":
+        out = latency_producer(bootstrap, topic, n, int(argv[4]), argv[5])
+    else:
+        print(f"unknown case {case!r}", file=sys.stderr)
+        return 2
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+# ----- the orchestration (run by bench_cluster.py) ----------------------------------------------
+
+
+def _worker_cmd(*args: object) -> list[str]:
+    return [sys.executable, str(HERE), "worker", *map(str, args)]
+
+
+def _last_json(text: str) -> dict[str, Any]:
+    return dict(json.loads(text.strip().splitlines()[-1]))
+
+
+def run_worker(side: Any, *args: object) -> dict[str, Any]:
+    out = subprocess.run(_worker_cmd(*args), cwd=side.root, env=side.env(), capture_output=True,
+                         text=True, timeout=CASE_TIMEOUT_S)  # fmt: skip
+    if out.returncode != 0 or not out.stdout.strip():
+        return {"error": out.stderr.strip()[-500:] or f"exit {out.returncode}"}
+    return _last_json(out.stdout)
+
+
+def run_latency(side: Any, topic: str, n: int, rate: int, acks: str) -> dict[str, Any]:
+    """The consumer process first (until it says ready), then the producer process."""
+    consumer = subprocess.Popen(
+        _worker_cmd("latency-consumer", side.bootstrap, topic, n), cwd=side.root, env=side.env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert consumer.stdout is not None
+        if consumer.stdout.readline().strip() != "ready":
+            consumer.kill()
+            _, err = consumer.communicate(timeout=30)
+            return {"error": f"latency consumer did not start: {err.strip()[-300:]}"}
+        produced = run_worker(side, "latency-producer", side.bootstrap, topic, n, rate, acks)
+        rest, err = consumer.communicate(timeout=CASE_TIMEOUT_S)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    if consumer.returncode != 0 or not rest.strip():
+        return {"error": f"latency consumer: {err.strip()[-300:]}", **produced}
+    return {**_last_json(rest), **produced}
+
+
+def _create(side: Any, topic: str, rf: int) -> str | None:
+    made = side.cli("topics", "create", topic, "--partitions", "1", "--replication-factor",
+                    str(rf), "--bootstrap", side.bootstrap)  # fmt: skip
+    return None if made.returncode == 0 else made.stderr.strip()[-300:]
+
+
+USER_CASES = ("produce-sync", "produce-async", "consume",
+              *(f"rf{rf} acks={acks}" for rf, acks in LATENCY_CASES))  # fmt: skip
+
+
+def run_case(side: Any, case: str, r: int, n: int, lat_n: int, rate: int) -> dict[str, Any]:
+    """One case on one side; the consume case reads round r's produce-sync topic."""
+    base = {"system": "odradek", "size": SIZE, "partitions": 1, "side": side.name, "round": r}
+    if case in ("produce-sync", "produce-async", "consume"):
+        topic = f"user-sync-{r}" if case != "produce-async" else f"user-async-{r}"
+        err = None if case == "consume" else _create(side, topic, 1)
+        row = {"error": err} if err else run_worker(side, case, side.bootstrap, topic, n)
+        return {**base, "mode": "user", "case": case, "acks": "1", **row}
+    rf, acks = next((f, a) for f, a in LATENCY_CASES if case == f"rf{f} acks={a}")
+    topic = f"user-lat-rf{rf}-{r}"
+    err = _create(side, topic, rf)
+    row = {"error": err} if err else run_latency(side, topic, lat_n, rate, acks)
+    return {**base, "mode": "user-latency", "case": case, "rf": rf, "acks": acks, "rate": rate,
+            "messages": lat_n, **row}  # fmt: skip
+
+
+def run_user(
+    ref: str, n: int, lat_n: int, rate: int, rounds: int,
+    report: Callable[[dict], None] = lambda _r: None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every case on both sides (this tree, the worktree of `ref`), `rounds` times, alternating."""
+    import bench_baseline
+
+    rows: list[dict[str, Any]] = []
+    with bench_baseline.worktree(ref) as (src, commit):
+        sides = [
+            bench_baseline.Side("baseline", src, src.parent / "cluster-baseline", brokers=3),
+            bench_baseline.Side("new", bench_baseline.ROOT, src.parent / "cluster-new", brokers=3),
+        ]
+        try:
+            for side in sides:
+                side.up()
+            for r in range(rounds):
+                for case in USER_CASES:
+                    for side in sides if r % 2 == 0 else sides[::-1]:
+                        row = run_case(side, case, r, n, lat_n, rate)
+                        row["ref"] = commit if side.name == "baseline" else "working tree"
+                        rows.append(row)
+                        report(row)
+        finally:
+            for side in sides:
+                side.down()
+    return rows
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        sys.exit(worker_main(sys.argv[2:]))
+    print("run through bench/bench_cluster.py --only user (or `make bench`)", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,563 @@
+"""A broker's Prometheus metrics: one CollectorRegistry per broker, served on the metrics port.
+
+Three kinds of metric, each kept where it costs least (docs/metrics.md lists every one, with
+its Kafka counterpart):
+- Per request (`RequestMetrics`, fed by `MeteredDoor`): count, latency histogram and errors by
+  code, per API and protocol (native or Kafka). `MeteredDoor` wraps a listener's door
+  (broker/doors.py) so the server itself is unchanged: its `route` hands the server a handler
+  wrapped to time the call and look at the answer (a coroutine is wrapped in one of its own;
+  a Deferred is returned as it is, with a listener added). The latency is the handler's (from the
+  decoded request to its answer, long-poll waits included; not the socket write). Errors: the
+  code of an exception a handler raised (UNKNOWN_SERVER_ERROR for a bug), else every non-zero
+  `error_code` in the response (its topics and partitions too, as Kafka's errorCounts); frames
+  refused before any handler (undecodable, unknown API) are counted apart. One counter and one
+  histogram update per request, in plain dicts (no lock; the scrape reads them on the loop).
+- Hot-path counters (bytes and records in and out per topic, ISR shrinks and expands, fsyncs):
+  plain ints bumped by the replica manager and the log (broker/metrics_counters.py) and only
+  read at scrape time.
+- State (partition counts, under-replicated, purgatory sizes, controller, ZooKeeper session,
+  log sizes, connections, groups): computed at scrape time by `BrokerStateCollector` from the
+  broker's own objects, never updated on change.
+
+Threads: the HTTP server (broker/metrics_http.py) runs on its own thread and renders the
+registry there. The scrape-time collection must read the broker's state on the broker's event
+loop (nothing else may touch it), so `BrokerStateCollector.collect` runs `read_state` there with
+`run_coroutine_threadsafe` (a copy of the numbers as plain data: one pass over partitions and
+groups) and builds the families from the copy on the HTTP thread; it waits at most
+`collect_timeout_s`, and a broker loop too busy to answer in time gives a scrape without the
+state families (and one log line), not a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import concurrent.futures
+import dataclasses
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from broker.doors import Door, Refusal
+from broker.metrics_counters import FSYNCS, FsyncStats
+from broker.metrics_http import HttpLimits, MetricsHttpServer
+from coordinator.group.metrics import GroupSample, group_samples
+from protocol.errors import OdradekError, UnknownServerError, for_code
+from protocol.kafka import versions as kafka_versions
+
+if TYPE_CHECKING:
+    from broker.context import ControllerEpoch
+    from broker.metadata_cache import MetadataCache
+    from broker.replica_manager import ReplicaManager
+    from coordinator.controller import ControllerElector
+    from coordinator.group.service import GroupCoordinator
+
+log = logging.getLogger("odradek.broker.metrics")
+
+# seconds: from a sub-millisecond produce to a long-polling fetch's max wait
+LATENCY_BUCKETS_S: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+WALK_MAX_NODES = 10_000  # the response walk for error codes stops there (a bound, not a limit met)
+ZK_STATES = ("CONNECTED", "SUSPENDED", "LOST")
+
+KAFKA_API_NAMES: dict[int, str] = {
+    getattr(kafka_versions, name): "".join(w.capitalize() for w in name.split("_"))
+    for name in dir(kafka_versions)
+    if name.isupper() and isinstance(getattr(kafka_versions, name), int)
+}
+
+
+def error_label(code: int) -> str:
+    return for_code(code).name if code in _KNOWN_CODES else f"CODE_{code}"
+
+
+_KNOWN_CODES = {code for code in range(-1, 200) if for_code(code).code == code}
+
+
+# ----- per request ----------------------------------------------------------------------------
+
+
+class RequestMetrics:
+    """Request counts, latencies and errors by API and protocol: plain ints and lists bumped on
+    the broker's loop (no lock, no Prometheus object: ~1 us a request), turned into families
+    at scrape time on the same loop (`families`)."""
+
+    def __init__(self, buckets_s: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
+        self.buckets_s = buckets_s
+        self.stats: dict[tuple[str, str], list[Any]] = {}  # [count, sum_s, bucket counts]
+        self.errors: dict[tuple[str, str, int], int] = {}
+        self.refused: dict[str, int] = {}
+
+    def finished(self, request: str, protocol: str, seconds: float, codes: Iterable[int]) -> None:
+        stat = self.stats.get((request, protocol))
+        if stat is None:
+            stat = self.stats[(request, protocol)] = [0, 0.0, [0] * (len(self.buckets_s) + 1)]
+        stat[0] += 1
+        stat[1] += seconds
+        stat[2][bisect.bisect_left(self.buckets_s, seconds)] += 1
+        for code in codes:
+            key = (request, protocol, code)
+            self.errors[key] = self.errors.get(key, 0) + 1
+
+    def refuse(self, protocol: str) -> None:
+        self.refused[protocol] = self.refused.get(protocol, 0) + 1
+
+    def snapshot(self) -> RequestsReading:
+        """A copy of the counts (on the loop), for `request_families` (off it)."""
+        stats = [(k, count, sum_s, list(b)) for k, (count, sum_s, b) in self.stats.items()]
+        return RequestsReading(self.buckets_s, stats, dict(self.errors), dict(self.refused))
+
+    def families(self) -> list[Metric]:
+        return request_families(self.snapshot())
+
+
+@dataclass(frozen=True, slots=True)
+class RequestsReading:
+    buckets_s: tuple[float, ...]
+    stats: list[tuple[tuple[str, str], int, float, list[int]]]
+    errors: dict[tuple[str, str, int], int]
+    refused: dict[str, int]
+
+
+def request_families(reading: RequestsReading) -> list[Metric]:
+    labels = ["request", "protocol"]
+    requests = CounterMetricFamily(
+        "odradek_network_requests", "Requests answered (Kafka: kafka.network:"
+        "type=RequestMetrics,name=RequestsPerSec).", labels=labels,
+    )  # fmt: skip
+    latency = HistogramMetricFamily(
+        "odradek_network_request_duration_seconds", "Time from a decoded request to its "
+        "answer (Kafka: RequestMetrics TotalTimeMs).", labels=labels,
+    )  # fmt: skip
+    bounds = [*map(str, reading.buckets_s), "+Inf"]
+    for (request, protocol), count, sum_s, counts in sorted(reading.stats):
+        requests.add_metric([request, protocol], count)
+        cumulative = list(itertools.accumulate(counts))
+        latency.add_metric([request, protocol], list(zip(bounds, cumulative, strict=True)),
+                           sum_s)  # fmt: skip
+    errors = CounterMetricFamily(
+        "odradek_network_errors", "Error codes answered, by code (Kafka: RequestMetrics "
+        "ErrorsPerSec).", labels=[*labels, "error", "code"],
+    )  # fmt: skip
+    for (request, protocol, code), n in sorted(reading.errors.items()):
+        errors.add_metric([request, protocol, error_label(code), str(code)], n)
+    refused = CounterMetricFamily(
+        "odradek_network_refused_requests", "Frames refused before any handler: "
+        "undecodable, unknown API or version (Kafka closes the connection too).",
+        labels=["protocol"],
+    )  # fmt: skip
+    for protocol, n in sorted(reading.refused.items()):
+        refused.add_metric([protocol], n)
+    return [requests, latency, errors, refused]
+
+
+def response_error_codes(obj: Any) -> list[int]:
+    """Every non-zero `error_code` in a response (dataclasses, and lists or tuples of them),
+    walked to at most WALK_MAX_NODES objects."""
+    out: list[int] = []
+    todo = [obj]
+    seen = 0
+    while todo and seen < WALK_MAX_NODES:
+        node = todo.pop()
+        seen += 1
+        has_code, containers = _plan(type(node))
+        if has_code:
+            value = node.error_code
+            code = value if type(value) is int else int(getattr(value, "value", value or 0))
+            if code:
+                out.append(code)
+        for name in containers:
+            items = getattr(node, name)
+            if items and type(items) in (list, tuple) and _plan(type(items[0])) != _NOTHING:
+                todo.extend(items)
+    return out
+
+
+_NOTHING: tuple[bool, tuple[str, ...]] = (False, ())
+_PLANS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
+    """(has an error_code field, the fields that may hold lists of messages) of a class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _NOTHING
+        if dataclasses.is_dataclass(cls):
+            fields = dataclasses.fields(cls)
+            containers = tuple(
+                f.name for f in fields if "[" in str(f.type) and "dict" not in str(f.type)
+            )
+            plan = (any(f.name == "error_code" for f in fields), containers)
+        _PLANS[cls] = plan
+    return plan
+
+
+class MeteredDoor:
+    """A door (broker/doors.py) whose handlers are timed and whose answers are counted."""
+
+    def __init__(
+        self, door: Door, metrics: RequestMetrics, now: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.door = door
+        self.name = door.name
+        self.metrics = metrics
+        self._now = now
+
+    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
+        try:
+            request, handler = self.door.route(frame, peer_host)
+        except Refusal:
+            self.metrics.refuse(self.name)
+            raise
+        return request, self._timed(self.api_name(request), handler)
+
+    def api_name(self, request: Any) -> str:
+        if self.name == "kafka":
+            key = request.header.api_key
+            return KAFKA_API_NAMES.get(key, f"api{key}")
+        return str(request.spec.name)
+
+    def _timed(self, api: str, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        now, finished, protocol = self._now, self.metrics.finished, self.name
+
+        def run(ctx: Any, request: Any) -> Any:
+            start = now()
+            try:
+                result = handler(ctx, request)
+            except BaseException as exc:
+                finished(api, protocol, now() - start, (_exception_code(exc),))
+                raise
+            kind = type(result)
+            if hasattr(kind, "add_listener"):  # a Deferred (broker/deferred.py): stays one
+                result.add_listener(lambda value, exc: finished(api, protocol, now() - start,
+                                    _result_codes(value) if exc is None else
+                                    (_exception_code(exc),)))  # fmt: skip
+                return result
+            if hasattr(kind, "__await__"):
+                return self._awaited(result, api, start)
+            finished(api, protocol, now() - start, _result_codes(result))
+            return result
+
+        return run
+
+    async def _awaited(self, result: Awaitable[Any], api: str, start: float) -> Any:
+        try:
+            answer = await result
+        except asyncio.CancelledError:
+            raise  # the connection closed: nothing was answered
+        except BaseException as exc:
+            self.metrics.finished(api, self.name, self._now() - start, (_exception_code(exc),))
+            raise
+        self.metrics.finished(api, self.name, self._now() - start, _result_codes(answer))
+        return answer
+
+    def encode(self, request: Any, result: Any) -> Any:
+        return self.door.encode(request, result)
+
+    def failure(self, request: Any, exc: BaseException, peer: str) -> Any:
+        return self.door.failure(request, exc, peer)
+
+    def describe(self, request: Any) -> str:
+        return self.door.describe(request)
+
+
+def _exception_code(exc: BaseException) -> int:
+    return exc.code if isinstance(exc, OdradekError) else UnknownServerError.code
+
+
+def _result_codes(result: Any) -> list[int]:
+    if result is None or type(result) is list:  # acks=0, or Kafka fetch chunks (no codes)
+        return []
+    return response_error_codes(result)
+
+
+# ----- state, at scrape time ------------------------------------------------------------------
+
+
+class HasConnections(Protocol):
+    connections: Any  # a sized collection (broker/server.py: a set of Connections)
+
+
+@dataclass
+class BrokerParts:
+    """What the state collector reads; the daemon fills it in as the pieces start."""
+
+    replicas: ReplicaManager
+    metadata: MetadataCache
+    controller_epoch: ControllerEpoch
+    servers: dict[str, HasConnections] = dataclasses.field(default_factory=dict)  # by protocol
+    elector: ControllerElector | None = None
+    groups: GroupCoordinator | None = None
+    zk_state: str = "NOT_CONNECTED"  # updated by the ZooKeeper state listener
+    requests: RequestMetrics | None = None  # per-request counts (MeteredDoor)
+    fsyncs: FsyncStats = FSYNCS
+
+
+class BrokerStateCollector(Collector):
+    def __init__(
+        self, parts: BrokerParts, loop: asyncio.AbstractEventLoop, collect_timeout_s: float = 5.0
+    ) -> None:
+        self.parts = parts
+        self.loop = loop
+        self.collect_timeout_s = collect_timeout_s
+
+    def collect(self) -> Iterator[Metric]:
+        async def on_loop() -> Callable[[], list[Metric]]:
+            return read_state(self.parts)
+
+        future = asyncio.run_coroutine_threadsafe(on_loop(), self.loop)
+        try:
+            build = future.result(self.collect_timeout_s)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            future.cancel()
+            log.warning("metrics: the broker's state was not read in time (%r)", exc)
+            return iter(())
+        return iter(build())  # the families are built here, off the broker's loop
+
+
+def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
+    """On the broker's event loop: copy what the families need as plain data (one pass over
+    the partitions and groups); the function returned builds the families from that copy,
+    off the loop (most of a scrape's cost for many partitions is building the samples)."""
+    small = [*_replica_families(parts), *_controller_families(parts)]  # a few samples each
+    requests = parts.requests.snapshot() if parts.requests is not None else None
+    t = parts.replicas.traffic
+    traffic = [dict(d) for d in (t.bytes_in, t.records_in, t.bytes_out, t.records_out,
+                                 t.replication_bytes_out)]  # fmt: skip
+    logs = [
+        (topic, index, p.log.size_bytes, p.log.segment_count)
+        for (topic, index), p in parts.replicas.partitions.items()
+        if not p.log.closed
+    ]
+    fsyncs = parts.fsyncs.snapshot()
+    groups = _group_reading(parts)
+
+    def build() -> list[Metric]:
+        return [
+            *(request_families(requests) if requests is not None else []),
+            *small,
+            *_traffic_families(traffic),
+            *_log_families(logs, fsyncs),
+            *_group_families(groups),
+        ]
+
+    return build
+
+
+def state_families(parts: BrokerParts) -> list[Metric]:
+    """Every scrape-time family, read and built at once (tests; the collector splits them)."""
+    return read_state(parts)()
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+def _replica_families(parts: BrokerParts) -> list[Metric]:
+    rm = parts.replicas
+    partitions = list(rm.partitions.values())
+    leaders = [p for p in partitions if p.is_leader]
+    under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+    under_min = sum(1 for p in leaders if len(p.isr) < p.min_insync_replicas)
+    purgatory = GaugeMetricFamily(
+        "odradek_server_delayedoperationpurgatory_purgatorysize",
+        "Requests waiting (Kafka: kafka.server:type=DelayedOperationPurgatory,"
+        "name=PurgatorySize): acks=all produces per partition (as Kafka's, an entry answered "
+        "by its timeout counts until the high watermark passes it), long-polling fetches.",
+        labels=["operation"],
+    )
+    purgatory.add_metric(["Produce"], sum(len(p.produce_waiters) for p in leaders))
+    purgatory.add_metric(["Fetch"], rm.delayed_fetches)
+    connections = GaugeMetricFamily(
+        "odradek_network_connections", "Open client and broker connections per listener "
+        "(Kafka: socket-server-metrics connection-count).", labels=["protocol"],
+    )  # fmt: skip
+    for protocol, server in sorted(parts.servers.items()):
+        connections.add_metric([protocol], len(server.connections))
+    shrinks = CounterMetricFamily(
+        "odradek_server_replicamanager_isrshrinks", "ISR shrinks this broker wrote as leader "
+        "(Kafka: ReplicaManager IsrShrinksPerSec).", value=rm.traffic.isr_shrinks,
+    )  # fmt: skip
+    expands = CounterMetricFamily(
+        "odradek_server_replicamanager_isrexpands", "ISR expansions this broker wrote as "
+        "leader (Kafka: ReplicaManager IsrExpandsPerSec).", value=rm.traffic.isr_expands,
+    )  # fmt: skip
+    return [
+        _gauge("odradek_server_replicamanager_underreplicatedpartitions", "Partitions led here "
+               "whose ISR is smaller than their replica set (Kafka: ReplicaManager "
+               "UnderReplicatedPartitions).", under),
+        _gauge("odradek_server_replicamanager_underminisrpartitioncount", "Partitions led "
+               "here whose ISR is below min.insync.replicas (Kafka: ReplicaManager "
+               "UnderMinIsrPartitionCount).", under_min),
+        _gauge("odradek_server_replicamanager_leadercount", "Partitions led here (Kafka: "
+               "ReplicaManager LeaderCount).", len(leaders)),
+        _gauge("odradek_server_replicamanager_partitioncount", "Partitions hosted here, led "
+               "or followed (Kafka: ReplicaManager PartitionCount).", len(partitions)),
+        purgatory, connections, shrinks, expands,
+    ]  # fmt: skip
+
+
+def _per_topic(name: str, doc: str, values: dict[str, int]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=["topic"])
+    for topic, value in sorted(values.items()):
+        family.add_metric([topic], value)
+    return family
+
+
+def _traffic_families(traffic: list[dict[str, int]]) -> list[Metric]:
+    """`traffic`: bytes in, records in, bytes out, records out, replication bytes out."""
+    bytes_in, records_in, bytes_out, records_out, replication_out = traffic
+    prefix = "odradek_server_brokertopicmetrics_"
+    return [
+        _per_topic(prefix + "bytes_in", "Bytes produced to partitions led here (Kafka: "
+                   "BrokerTopicMetrics BytesInPerSec).", bytes_in),
+        _per_topic(prefix + "messages_in", "Records produced to partitions led here (Kafka: "
+                   "BrokerTopicMetrics MessagesInPerSec).", records_in),
+        _per_topic(prefix + "bytes_out", "Bytes sent to consumers (Kafka: BrokerTopicMetrics "
+                   "BytesOutPerSec).", bytes_out),
+        _per_topic(prefix + "messages_out", "Records sent to consumers (whole batches; no "
+                   "Kafka counterpart).", records_out),
+        _per_topic(prefix + "replication_bytes_out", "Bytes sent to followers (Kafka: "
+                   "BrokerTopicMetrics ReplicationBytesOutPerSec).", replication_out),
+    ]  # fmt: skip
+
+
+def _controller_families(parts: BrokerParts) -> list[Metric]:
+    elector = parts.elector
+    active = elector is not None and elector.is_controller
+    epoch = elector.controller_epoch if active and elector is not None else None
+    offline = 0
+    if active:  # as Kafka: the controller reports offline partitions, the others 0
+        offline = sum(
+            1 for states in parts.metadata.topics.values() for s in states.values() if s.leader < 0
+        )
+    session = GaugeMetricFamily(
+        "odradek_server_sessionexpirelistener_sessionstate", "ZooKeeper session state, 1 for "
+        "the current one (Kafka: kafka.server:type=SessionExpireListener,name=SessionState).",
+        labels=["state"],
+    )  # fmt: skip
+    for state in (*ZK_STATES, "NOT_CONNECTED"):
+        session.add_metric([state], 1 if parts.zk_state == state else 0)
+    return [
+        _gauge("odradek_controller_kafkacontroller_activecontrollercount", "1 on the active "
+               "controller, 0 elsewhere (Kafka: KafkaController ActiveControllerCount).",
+               1 if active else 0),
+        _gauge("odradek_controller_kafkacontroller_controllerepoch", "The controller epoch: "
+               "this broker's own while it is the controller, else the highest seen in "
+               "controller requests (-1: none yet).",
+               epoch if epoch is not None else parts.controller_epoch.current),
+        _gauge("odradek_controller_kafkacontroller_offlinepartitionscount", "Partitions "
+               "without a leader, on the controller (0 elsewhere) (Kafka: KafkaController "
+               "OfflinePartitionsCount).", offline),
+        session,
+    ]  # fmt: skip
+
+
+def _log_families(
+    logs: list[tuple[str, int, int, int]], fsyncs: tuple[list[tuple[str, int]], float, int]
+) -> list[Metric]:
+    """`logs`: (topic, partition, size, segments); `fsyncs`: FsyncStats.snapshot()."""
+    size = GaugeMetricFamily(
+        "odradek_log_log_size", "Bytes in the partition's log segments (Kafka: kafka.log:"
+        "type=Log,name=Size).", labels=["topic", "partition"],
+    )  # fmt: skip
+    segments = GaugeMetricFamily(
+        "odradek_log_log_numlogsegments", "Segments of the partition's log (Kafka: kafka.log:"
+        "type=Log,name=NumLogSegments).", labels=["topic", "partition"],
+    )  # fmt: skip
+    for topic, index, size_bytes, segment_count in sorted(logs):
+        size.add_metric([topic, str(index)], size_bytes)
+        segments.add_metric([topic, str(index)], segment_count)
+    buckets, total_s, count = fsyncs
+    flush = HistogramMetricFamily(
+        "odradek_log_logflushstats_logflush_seconds", "fdatasync calls on log segments and "
+        "their latency (Kafka: kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs).",
+        buckets=buckets, sum_value=total_s,
+    )  # fmt: skip
+    flushes = CounterMetricFamily(
+        "odradek_log_logflushstats_flushes", "fdatasync calls on log segments (the count of "
+        "the histogram above, as a counter).", value=count,
+    )  # fmt: skip
+    return [size, segments, flush, flushes]
+
+
+def _group_reading(parts: BrokerParts) -> list[GroupSample]:
+    if parts.groups is None:
+        return []
+    hosted = parts.replicas.partitions
+
+    def end_offset(topic: str, partition: int) -> int | None:
+        p = hosted.get((topic, partition))
+        return None if p is None else p.high_watermark
+
+    return group_samples(parts.groups.all_groups(), end_offset)
+
+
+def _group_families(groups: list[GroupSample]) -> list[Metric]:
+    state = GaugeMetricFamily(
+        "odradek_coordinator_group_state", "1 for the group's current state (the groups this "
+        "broker coordinates; Kafka names the states as DescribeGroups).", labels=["group", "state"],
+    )  # fmt: skip
+    members = GaugeMetricFamily(
+        "odradek_coordinator_group_members", "Members of the group (Kafka: the member count "
+        "kafka-consumer-groups --describe shows).", labels=["group"],
+    )  # fmt: skip
+    lag = GaugeMetricFamily(
+        "odradek_coordinator_group_lag", "High watermark of this broker's replica minus the "
+        "group's committed offset (Kafka: records-lag, as kafka-consumer-groups computes it).",
+        labels=["group", "topic", "partition"],
+    )  # fmt: skip
+    for g in groups:
+        state.add_metric([g.group_id, g.state], 1)
+        members.add_metric([g.group_id], g.members)
+        for topic, partition, value in g.lags:
+            lag.add_metric([g.group_id, topic, str(partition)], value)
+    return [state, members, lag]
+
+
+# ----- the whole -----------------------------------------------------------------------------
+
+
+class BrokerMetrics:
+    """The registry of one broker, its request metrics, and (once started) its HTTP server."""
+
+    def __init__(self, parts: BrokerParts) -> None:
+        self.parts = parts
+        self.registry = CollectorRegistry()
+        self.requests = parts.requests = RequestMetrics()
+        self.http: MetricsHttpServer | None = None
+
+    def door(self, door: Door) -> MeteredDoor:
+        return MeteredDoor(door, self.requests)
+
+    def on_zk_state(self, state: str) -> None:
+        """A ZooKeeper session state listener (coordinator/zk.py calls it on the loop)."""
+        self.parts.zk_state = state
+
+    def start(self, host: str, port: int, limits: HttpLimits | None = None) -> int:
+        """Register the state collector (reading on the running loop) and serve; the port."""
+        self.registry.register(BrokerStateCollector(self.parts, asyncio.get_running_loop()))
+        self.http = MetricsHttpServer(host, port, self.render, limits)
+        self.http.start()
+        return self.http.port
+
+    def render(self) -> bytes:
+        """The exposition text; called on the HTTP server's thread."""
+        return generate_latest(self.registry)
+
+    def stop(self) -> None:
+        if self.http is not None:
+            self.http.stop()

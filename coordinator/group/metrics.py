@@ -1,0 +1,43 @@
+"""What the metrics port shows of the groups this broker coordinates: a pure function of them.
+
+For each group of a loaded offsets partition this broker leads (`GroupCoordinator.all_groups`):
+its state as DescribeGroups names it (Kafka's names: Stable, PreparingRebalance, Empty...), its
+member count, and for each partition it has a committed offset for, the lag: the partition's
+end offset minus the committed offset (never below 0). The end offset is the high watermark
+of this broker's replica of the partition (what a consumer could read up to; as the leader,
+exact; as a follower, as of its last fetch from the leader, so a little behind). A partition
+this broker does not host has no lag sample here (its end offset is not known locally).
+broker/metrics.py calls `group_samples` at scrape time on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from coordinator.group.group import Group
+from coordinator.group.states import kafka_name
+
+EndOffset = Callable[[str, int], "int | None"]
+"""(topic, partition) -> the end offset known here, None when the partition is not hosted."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSample:
+    group_id: str
+    state: str  # the Kafka name of the group's state
+    members: int
+    lags: tuple[tuple[str, int, int], ...]  # (topic, partition, lag), sorted
+
+
+def group_samples(groups: Iterable[Group], end_offset: EndOffset) -> list[GroupSample]:
+    out = []
+    for g in groups:
+        lags = []
+        for (topic, partition), entry in g.offsets.items():
+            end = end_offset(topic, partition)
+            if end is not None:
+                lags.append((topic, partition, max(0, end - entry.offset)))
+        sample = GroupSample(g.group_id, kafka_name(g.state), len(g.members), tuple(sorted(lags)))
+        out.append(sample)
+    return sorted(out, key=lambda s: s.group_id)

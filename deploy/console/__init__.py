@@ -1,0 +1,17 @@
+"""`odradek console`: a live web console of a cluster (issue 13).
+
+    model.py    pure functions: partition status and its explained cause, record rendering
+                (text, JSON, hex), search matching, start positions, lag history, staleness
+    gather.py   one snapshot of the cluster through the client library and the admin APIs
+                (Metadata, ListOffsets, DescribeLogDirs on the Kafka listener, the groups'
+                coordinator), each section kept with its age when a refresh of it fails
+    browse.py   the message browser: one page of records per request (AsyncConsumer, assign and
+                seek), a bounded forward search
+    timeline.py the chaos events file (`odradek chaos` appends, the console reads its tail)
+    server.py   the aiohttp app: the page, the snapshot pushed by Server-Sent Events, the browser
+                and the local cluster's kill / pause / start buttons
+    launch.py   `cluster up` starts a console in the background; `cluster down` stops it
+    static/     one HTML page, its JavaScript and CSS; no build step
+
+Nothing here reads segment files: all of it goes over the brokers' APIs.
+"""

@@ -1,0 +1,411 @@
+"""One snapshot of the cluster for the console, through the client library and the admin APIs.
+
+`Gatherer.refresh()` asks, each part bounded by `timeout_ms` and the parts at once:
+
+    metadata   AsyncAdmin.describe_cluster: brokers, controller, leaders, replicas, ISR
+    offsets    ListOffsets to each partition's leader: log start (earliest), high watermark
+               (latest, as a consumer sees it) and log end (latest, as the leader's own replica
+               reads it: replica_id >= 0 gets the log end offset instead of the HW)
+    sizes      DescribeLogDirs on every live broker's Kafka listener (bytes per replica), every
+               `sizes_every` refreshes
+    groups     client/group/admin.py's GroupAdmin: ListGroups, DescribeGroups, OffsetFetch and
+               the end offsets: state, generation, members, committed offset and lag
+    processes  with a local cluster (--dir): each broker's process state from its state file
+               (alive, paused, dead), which the Metadata answer cannot tell
+    chaos      the tail of the chaos events file (deploy/console/timeline.py)
+
+A part that fails keeps its last good data and is reported stale with its age (model.py); a
+partition whose leader did not answer keeps its last offsets. The metadata is stale while no
+controller is up: a controller id the brokers do not list, or (local cluster) whose process is
+not alive. Nothing reads segment files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from client.admin import AsyncAdmin
+from client.cluster import Cluster, ClusterMetadata
+from client.group.admin import GroupAdmin, owner, state_name
+from deploy.console import model, timeline
+from protocol.api.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from protocol.errors import OdradekError
+
+GROUPS_MAX = 50  # groups described per refresh
+UNCLEAN = "unclean.leader.election.enable"
+DESCRIBE_LOG_DIRS = 35
+DESCRIBE_LOG_DIRS_VERSION = 4
+FRAME_BYTES_MAX = 16 * 1024 * 1024  # a DescribeLogDirs answer larger than this is refused
+_correlation = itertools.count(1)
+
+Offsets = dict[tuple[str, int], tuple[int, int, int]]  # (log start, high watermark, log end)
+
+
+class PartlyFailed(Exception):
+    """Some brokers did not answer (what the others said is kept)."""
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    if isinstance(exc, OdradekError | PartlyFailed):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def describe_log_dirs(host: str, port: int, timeout_s: float) -> dict[tuple[str, int], int]:
+    """{(topic, partition): bytes} of one broker's replicas, from its Kafka listener."""
+    from protocol.kafka import codec
+
+    body = codec.make(
+        codec.request_class(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION), topics=None
+    )
+    corr = next(_correlation)
+    frame = codec.encode_request(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, corr, body,
+                                 client_id="odradek-console")  # fmt: skip
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    try:
+        writer.write(frame)
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout_s))
+        if not 0 < size <= FRAME_BYTES_MAX:
+            raise OdradekError(f"DescribeLogDirs answer of {size} bytes")
+        data = await asyncio.wait_for(reader.readexactly(size), timeout_s)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    _, resp = codec.decode_response(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, data)
+    return {(t.name, int(p.partition_index)): int(p.partition_size)
+            for r in resp.results for t in r.topics for p in t.partitions}  # fmt: skip
+
+
+class Gatherer:
+    def __init__(
+        self,
+        bootstrap: str,
+        cluster_dir: Path | None = None,
+        *,
+        timeout_ms: int = 2000,
+        sizes_every: int = 5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.cluster_dir = cluster_dir
+        self.timeout_s = timeout_ms / 1000
+        self.sizes_every = sizes_every
+        self.clock = clock
+        self.admin = AsyncAdmin(
+            bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms
+        )
+        self.conns = Cluster(bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms)
+        self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms)
+        names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos")
+        self.sections = {n: model.Section(n) for n in names}
+        self.lag: dict[str, model.LagHistory] = {}
+        self.known_brokers: dict[int, dict[str, Any]] = {}  # every broker ever seen, by id
+        self.offsets: Offsets = {}
+        self.sizes: dict[int, dict[tuple[str, int], int]] = {}
+        self.controller_down_since_ms: int | None = None
+        self.last_controller = -1
+        self.unclean: dict[str, bool | None] = {}  # of topics with offline partitions
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    async def close(self) -> None:
+        await self.admin.close()
+        await self.conns.close()
+        await self.groups_admin.cluster.close()
+
+    async def _bounded(self, name: str, coro: Any) -> None:
+        """Run one part's refresh; a failure or timeout leaves its last data, marked stale."""
+        section = self.sections[name]
+        try:
+            data = await asyncio.wait_for(coro, self.timeout_s * 1.5)
+        except (OdradekError, PartlyFailed, OSError, TimeoutError, ValueError) as exc:
+            section.failed(_why(exc))
+        else:
+            section.ok(data, self.now_ms())
+
+    def _parts(self) -> dict[str, tuple[Callable[[], Awaitable[Any]], float]]:
+        """Each part's refresh and how often it runs (in units of the refresh interval)."""
+        return {
+            "metadata": (self._metadata, 1),
+            "processes": (lambda: asyncio.to_thread(self._processes), 1),
+            "chaos": (lambda: asyncio.to_thread(self._chaos), 2),
+            "offsets": (self._offsets, 1),
+            "sizes": (self._sizes, self.sizes_every),
+            "groups": (self._groups, 1),
+        }
+
+    async def refresh(self) -> dict[str, Any]:
+        """Refresh every part once (the metadata first) and return the snapshot."""
+        parts = self._parts()
+        await asyncio.gather(*(self._bounded(n, parts[n][0]()) for n in ("metadata", "processes")))
+        await asyncio.gather(*(self._bounded(n, f()) for n, (f, _) in parts.items()
+                               if n not in ("metadata", "processes")))  # fmt: skip
+        return self.snapshot()
+
+    async def run(self, interval_s: float) -> None:
+        """Refresh every part forever, each in a loop of its own, so that a slow part (a
+        request waiting out its timeout at a dead broker) never holds up the others."""
+        await asyncio.gather(
+            *(self._loop(name, f, interval_s * every) for name, (f, every) in self._parts().items())
+        )
+
+    async def _loop(self, name: str, make: Callable[[], Awaitable[Any]], every_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            began = loop.time()
+            await self._bounded(name, make())
+            await asyncio.sleep(max(0.05, every_s - (loop.time() - began)))
+
+    # ----- the parts -------------------------------------------------------------------------
+
+    async def _metadata(self) -> ClusterMetadata:
+        meta = await self.admin.describe_cluster()
+        offline = sorted({t for t, ps in meta.partitions.items() for p in ps
+                          if p.leader < 0 or p.leader not in meta.brokers})  # fmt: skip
+        self.unclean = await self.unclean_configs(offline) if offline else {}
+        return meta
+
+    def _processes(self) -> dict[int, str] | None:
+        if self.cluster_dir is None:
+            return None
+        from deploy.cluster import LocalCluster
+
+        cluster = LocalCluster.open(self.cluster_dir)  # afresh: another shell may restart one
+        state = cluster.state
+        assert state is not None
+        for b in state.brokers:
+            self.known_brokers.setdefault(b.id, {
+                "host": b.host or state.host, "port": b.port,
+                "kafka_host": b.host or state.host, "kafka_port": b.kafka_port,
+            })  # fmt: skip
+        for b in state.brokers:  # reap the brokers this console restarted, once they died
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(b.pid, os.WNOHANG)
+        return cluster.broker_states()
+
+    def _chaos(self) -> list[dict[str, Any]]:
+        if self.cluster_dir is None:
+            return []
+        return timeline.read_tail(self.cluster_dir)
+
+    async def _offsets(self) -> Offsets:
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        if meta is None:
+            raise PartlyFailed("no metadata yet")
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for topic, parts in meta.partitions.items():
+            for p in parts:
+                if p.leader >= 0 and p.leader in meta.brokers:
+                    by_leader.setdefault(p.leader, []).append((topic, p.partition))
+        if not set(by_leader) <= set(self.conns.metadata.brokers):
+            await self.conns.request_update()  # its connections need the brokers' addresses
+        answers = await asyncio.gather(
+            *(self._leader_offsets(n, tps) for n, tps in by_leader.items()), return_exceptions=True
+        )
+        failed = []
+        for node, answer in zip(by_leader, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, OdradekError | OSError | TimeoutError):
+                    raise answer
+                failed.append(f"broker {node}: {_why(answer)}")
+            else:
+                self.offsets.update(answer)
+        if failed:
+            raise PartlyFailed("ListOffsets failed at " + "; ".join(failed))
+        return self.offsets
+
+    async def _leader_offsets(self, node: int, tps: list[tuple[str, int]]) -> Offsets:
+        conn = await self.conns.connection(node)
+
+        async def ask(timestamp: int, replica_id: int) -> dict[tuple[str, int], int]:
+            topics: dict[str, list[ListOffsetsPartition]] = {}
+            for t, p in tps:
+                topics.setdefault(t, []).append(ListOffsetsPartition(p, timestamp))
+            req = ListOffsetsRequest(
+                replica_id, [ListOffsetsTopic(t, ps) for t, ps in topics.items()]
+            )
+            resp: ListOffsetsResponse = await conn.send(req, self.timeout_s * 1000)
+            return {(t.name, p.partition): p.offset for t in resp.topics for p in t.partitions
+                    if p.error_code == 0}  # fmt: skip
+
+        start, hw, end = await asyncio.gather(
+            ask(EARLIEST_TIMESTAMP, -1), ask(LATEST_TIMESTAMP, -1), ask(LATEST_TIMESTAMP, node)
+        )
+        return {tp: (start[tp], hw[tp], end[tp]) for tp in start if tp in hw and tp in end}
+
+    async def _sizes(self) -> dict[int, dict[tuple[str, int], int]]:
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        if meta is None:
+            raise PartlyFailed("no metadata yet")
+        brokers = [b for b in meta.brokers.values() if b.kafka_port > 0]
+        answers = await asyncio.gather(
+            *(describe_log_dirs(b.kafka_host or b.host, b.kafka_port, self.timeout_s)
+              for b in brokers), return_exceptions=True,
+        )  # fmt: skip
+        failed = []
+        for b, answer in zip(brokers, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, OdradekError | OSError | TimeoutError | ValueError):
+                    raise answer
+                failed.append(f"broker {b.node_id}: {_why(answer)}")
+            else:
+                self.sizes[b.node_id] = answer
+        if failed:
+            raise PartlyFailed("DescribeLogDirs failed at " + "; ".join(failed))
+        return self.sizes
+
+    async def _groups(self) -> list[dict[str, Any]]:
+        admin = self.groups_admin
+        listed = (await admin.listed_groups())[:GROUPS_MAX]
+        described = await asyncio.gather(*(admin.lag(g.group_id) for g in listed))
+        now = self.now_ms()
+        out = []
+        for (desc, rows), g in zip(described, listed, strict=True):
+            offsets = [
+                {"topic": r.topic, "partition": r.partition, "committed": r.current_offset,
+                 "end": r.log_end_offset, "lag": r.lag, "owner": r.owner}
+                for r in rows
+            ]  # fmt: skip
+            history = self.lag.setdefault(g.group_id, model.LagHistory())
+            total = model.group_total_lag(offsets)
+            history.add(now, total)
+            kind = "kafka" if desc.protocol_type is not None else "native"
+            members = [
+                {"id": m.member_id, "owner": owner(desc, m),
+                 "assignment": [f"{tp.topic}-{p}" for tp in m.assignment for p in tp.partitions]}
+                for m in desc.members
+            ]  # fmt: skip
+            out.append({
+                "id": g.group_id, "kind": kind, "state": state_name(desc),
+                "generation": desc.generation_id, "assignor": desc.assignment_strategy,
+                "members": members, "offsets": offsets, "lag": total,
+                "history": history.as_list(),
+            })  # fmt: skip
+        return out
+
+    async def unclean_configs(self, topics: list[str]) -> dict[str, bool | None]:
+        """unclean.leader.election.enable of topics with offline partitions (for the cause)."""
+        try:
+            configs = await asyncio.wait_for(
+                self.admin.describe_configs(topics, [UNCLEAN]), self.timeout_s
+            )
+        except (OdradekError, OSError, TimeoutError):
+            return {}
+        out: dict[str, bool | None] = {}
+        for topic, entries in configs.items():
+            entry = entries.get(UNCLEAN)
+            out[topic] = None if entry is None else str(entry.value).lower() == "true"
+        return out
+
+    # ----- the snapshot ----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        now = self.now_ms()
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        procs: dict[int, str] | None = self.sections["processes"].data
+        live = set(meta.brokers) if meta is not None else set()
+        if procs is not None:  # a paused or killed broker may still be listed for a while
+            live = {b for b in live if procs.get(b, "alive") == "alive"}
+        controller = meta.controller_id if meta is not None else -1
+        for info in meta.brokers.values() if meta is not None else ():
+            self.known_brokers[info.node_id] = {
+                "host": info.host, "port": info.port,
+                "kafka_host": info.kafka_host or info.host, "kafka_port": info.kafka_port,
+            }  # fmt: skip
+        if controller in live:
+            self.controller_down_since_ms = None
+            self.last_controller = controller
+        elif self.controller_down_since_ms is None:
+            self.controller_down_since_ms = now
+        topics = self._topics(meta, live) if meta is not None else []
+        return {
+            "now_ms": now,
+            "local": self.cluster_dir is not None,
+            "bootstrap": self.bootstrap,
+            "controller": controller if controller in live else None,
+            "cluster_id": meta.cluster_id if meta is not None else None,
+            "brokers": self._brokers(meta, live, procs, controller, topics),
+            "topics": topics,
+            "groups": self.sections["groups"].data or [],
+            "chaos": self.sections["chaos"].data or [],
+            "stale": model.stale_sections(
+                list(self.sections.values()), now, self.controller_down_since_ms
+            ),
+        }
+
+    def _topics(self, meta: ClusterMetadata, live: set[int]) -> list[dict[str, Any]]:
+        out = []
+        for topic in sorted(meta.partitions):
+            rows = []
+            for p in meta.partitions[topic]:
+                key = (topic, p.partition)
+                status, cause = model.partition_status(
+                    f"{topic}-{p.partition}",
+                    p.leader,
+                    p.replicas,
+                    p.isr,
+                    live,
+                    self.unclean.get(topic),
+                )
+                start, hw, end = self.offsets.get(key, (None, None, None))
+                sizes = [self.sizes[r][key] for r in p.replicas
+                         if r in self.sizes and key in self.sizes[r]]  # fmt: skip
+                leader_size = self.sizes.get(p.leader, {}).get(key)
+                rows.append({
+                    "partition": p.partition, "leader": p.leader if p.leader in live else None,
+                    "replicas": list(p.replicas), "isr": list(p.isr), "status": status,
+                    "cause": cause, "log_start": start, "hw": hw, "log_end": end,
+                    "size": leader_size if leader_size is not None else max(sizes, default=None),
+                })  # fmt: skip
+            out.append({"name": topic, "internal": topic.startswith("__"), "partitions": rows})
+        return out
+
+    def _brokers(
+        self,
+        meta: ClusterMetadata | None,
+        live: set[int],
+        procs: dict[int, str] | None,
+        controller: int,
+        topics: list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        ids = set(self.known_brokers) | set(procs or ())
+        out = []
+        for b in sorted(ids):
+            info = self.known_brokers.get(b, {})
+            if procs is not None and b in procs:
+                state = procs[b]
+            else:
+                state = "alive" if b in live else "dead"
+            parts = [p for t in topics for p in t["partitions"]]
+            endpoints = []
+            if info:
+                endpoints.append(f"{info['host']}:{info['port']}")
+                if info.get("kafka_port", 0) > 0:
+                    endpoints.append(f"kafka://{info['kafka_host']}:{info['kafka_port']}")
+            out.append({
+                "id": b, "state": state, "endpoints": endpoints,
+                "controller": b == controller and b in live,
+                "partitions": sum(1 for p in parts if b in p["replicas"]),
+                "leaders": sum(1 for p in parts if p["leader"] == b),
+                "listed": meta is not None and b in meta.brokers,
+            })  # fmt: skip
+        return out

@@ -1,0 +1,95 @@
+"""The console that `odradek cluster up` starts beside a local cluster, and `cluster down` stops.
+
+`start_console(cluster)` runs `python -m deploy.cli console --dir D --port P` in its own
+session (a Ctrl-C at the terminal does not reach it), output appended to D/console.log, waits
+(bounded) until it answers /api/health, and records its PID and port in the cluster's state
+(`LocalCluster.set_console`). `cluster down` stops it by that PID, once /proc/<pid>/cmdline
+still names the console and the directory (PIDs are reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from deploy.cluster import ClusterError, LocalCluster, free_port, process_state
+
+READY_TIMEOUT_S = 20.0
+LOG_FILE = "console.log"
+# consoles this process started, by PID: kept so that they are reaped (and Popen does not warn
+# that it was dropped while its child runs); a few per process at most
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def console_url(host: str, port: int) -> str:
+    return f"http://{host}:{port}/"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "api/health", timeout=1.0) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def start_console(cluster: LocalCluster, port: int = 0, host: str = "127.0.0.1") -> str:
+    """Start the console for `cluster` in the background; its URL once it answers."""
+    port = port or free_port(host)
+    root = Path(__file__).resolve().parent.parent.parent
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "deploy.cli", "console", "--dir", str(cluster.dir),
+           "--host", host, "--port", str(port)]  # fmt: skip
+    with open(cluster.dir / LOG_FILE, "ab") as log:
+        child = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=env, cwd=cluster.dir,
+        )  # fmt: skip
+    _STARTED[child.pid] = child
+    cluster.set_console(child.pid, port)
+    url = console_url(host, port)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _answers(url):
+        if child.poll() is not None:
+            raise ClusterError(f"the console exited with code {child.returncode} "
+                               f"(see {cluster.dir / LOG_FILE})")  # fmt: skip
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the console did not answer at {url} in time")
+        time.sleep(0.1)
+    return url
+
+
+def is_console(pid: int, cluster_dir: Path) -> bool:
+    """True while `pid` is a console of `cluster_dir` (not a reused PID)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    return "console" in args and str(cluster_dir) in args
+
+
+def stop_console(pid: int, cluster_dir: Path, timeout_s: float = 5.0) -> bool:
+    """SIGTERM the console (SIGKILL after `timeout_s`); False when it was not running."""
+    import signal
+
+    if pid <= 0 or not is_console(pid, cluster_dir):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while process_state(pid) != "dead" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_state(pid) != "dead":
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    child = _STARTED.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=timeout_s)
+    return True

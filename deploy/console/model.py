@@ -1,0 +1,254 @@
+"""The console's decisions, as pure functions of data (no I/O, time given by the caller).
+
+- `partition_status`: "ok", "under-replicated" or "offline", with the cause in a sentence: an
+  offline partition's is client/explain.py's `why_no_leader` (what `odradek topics describe`
+  prints), an under-replicated one's names the replicas out of the ISR and whether they are down.
+- `render_bytes`: a key or value for the page: None, UTF-8 text, JSON (pretty-printed) or hex,
+  cut at `limit` bytes (and said so).
+- `record_matches`: the browser's search: a substring of the key, the value, or a header's name
+  or value (case-insensitive; bytes that are not UTF-8 are searched as their hex too).
+- `parse_start`: "earliest", "latest", "offset:N" or "time:MS" (or an ISO date) -> `Start`.
+- `LagHistory`: a bounded ring of (time, total lag) per group, one point per `step_ms` at most.
+- `Section` and `stale_sections`: each part of the snapshot with the time it was last
+  refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
+  the metadata, whose controller is down) is listed as stale with its age.
+"""
+
+from __future__ import annotations
+
+import binascii
+import datetime
+import json
+from collections import deque
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from client.explain import why_no_leader
+from protocol.errors import UsageError
+
+RENDER_LIMIT_BYTES = 16 * 1024  # of one key or value shown on the page
+LAG_POINTS_MAX = 300  # per group: five minutes at one point a second
+LAG_STEP_MS = 1000
+
+
+# ----- partitions --------------------------------------------------------------------------
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def partition_status(
+    name: str,
+    leader: int,
+    replicas: Sequence[int],
+    isr: Sequence[int],
+    live: Collection[int],
+    unclean: bool | None = None,
+) -> tuple[str, str | None]:
+    """("ok" | "under-replicated" | "offline", the cause or None) for partition `name`."""
+    if leader < 0 or leader not in live:
+        return "offline", why_no_leader(name, replicas, isr, live, unclean)
+    out = [r for r in replicas if r not in isr]
+    if not out:
+        return "ok", None
+    down = [r for r in out if r not in live]
+    what = f"replica {out[0]} is" if len(out) == 1 else f"replicas {_ids(out)} are"
+    text = f"partition {name}: {what} out of the ISR [{_ids(isr)}]"
+    if down:
+        text += f" (broker{'s' if len(down) > 1 else ''} {_ids(down)} down)"
+    else:
+        text += " (catching up)"
+    return "under-replicated", text
+
+
+# ----- records ------------------------------------------------------------------------------
+
+
+def render_bytes(data: bytes | None, limit: int = RENDER_LIMIT_BYTES) -> dict[str, Any]:
+    """{"kind": "null" | "text" | "json" | "hex", "text": ..., "size": n, "truncated": bool}."""
+    if data is None:
+        return {"kind": "null", "text": "", "size": 0, "truncated": False}
+    cut = data[:limit]
+    truncated = len(data) > limit
+    try:
+        text = cut.decode("utf-8")
+    except UnicodeDecodeError:
+        if not truncated:
+            return {"kind": "hex", "text": cut.hex(" "), "size": len(data), "truncated": False}
+        try:  # a multi-byte character cut in two at the limit
+            text = cut[:-3].decode("utf-8") + cut[-3:].decode("utf-8", "ignore")
+        except UnicodeDecodeError:
+            return {"kind": "hex", "text": cut.hex(" "), "size": len(data), "truncated": True}
+    if not truncated and text.lstrip()[:1] in ("{", "["):
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+        else:
+            return {"kind": "json", "text": pretty, "size": len(data), "truncated": False}
+    return {"kind": "text", "text": text, "size": len(data), "truncated": truncated}
+
+
+def _searchable(data: bytes | None) -> str:
+    if data is None:
+        return ""
+    try:
+        return data.decode("utf-8").lower()
+    except UnicodeDecodeError:
+        return binascii.hexlify(data).decode()
+
+
+def record_matches(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    needle: str,
+) -> bool:
+    """True when `needle` (case-insensitive) is in the key, the value or a header."""
+    n = needle.lower()
+    if not n:
+        return True
+    if n in _searchable(key) or n in _searchable(value):
+        return True
+    return any(n in name.lower() or n in _searchable(v) for name, v in headers or ())
+
+
+def render_record(r: Any, limit: int = RENDER_LIMIT_BYTES) -> dict[str, Any]:
+    """A ConsumerRecord as the page shows it."""
+    return {
+        "partition": r.partition,
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "key": render_bytes(r.key, limit),
+        "value": render_bytes(r.value, limit),
+        "headers": [[name, render_bytes(v, limit)] for name, v in r.headers or ()],
+    }
+
+
+# ----- where the browser starts ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    kind: str  # "earliest" | "latest" | "offset" | "time"
+    value: int = 0  # the offset, or the time in ms since the epoch
+
+
+def parse_start(text: str) -> Start:
+    """ "earliest", "latest", "offset:N", "time:MS" or "time:2026-11-24T01:00:00Z"."""
+    text = text.strip()
+    if text in ("earliest", "latest"):
+        return Start(text)
+    kind, sep, arg = text.partition(":")
+    if sep and kind == "offset":
+        if arg.isdigit():
+            return Start("offset", int(arg))
+        raise UsageError(f"offset {arg!r} is not a non-negative integer")
+    if sep and kind == "time":
+        if arg.isdigit():
+            return Start("time", int(arg))
+        try:
+            when = datetime.datetime.fromisoformat(arg.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"time {arg!r} is neither milliseconds nor an ISO date") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return Start("time", int(when.timestamp() * 1000))
+    raise UsageError(f"start {text!r}: use earliest, latest, offset:N or time:MS")
+
+
+def parse_partitions(text: str, count: int, max_partitions: int) -> list[int]:
+    """ "" or "all": every partition; else "0,2,5". Checked against the topic's count."""
+    if text.strip() in ("", "all"):
+        wanted = list(range(count))
+    else:
+        try:
+            wanted = sorted({int(p) for p in text.split(",") if p.strip()})
+        except ValueError:
+            raise UsageError(f"partitions {text!r}: give numbers separated by commas") from None
+    bad = [p for p in wanted if not 0 <= p < count]
+    if bad:
+        raise UsageError(f"partition {bad[0]} does not exist (the topic has {count})")
+    if len(wanted) > max_partitions:
+        raise UsageError(f"at most {max_partitions} partitions at a time")
+    return wanted
+
+
+def merge_page(per_partition: dict[int, list[Any]], limit: int, last: bool) -> list[Any]:
+    """One page from each partition's records: ordered by (timestamp, partition, offset); the
+    first `limit` (paging forward) or the last `limit` (`last`: paging back)."""
+    merged = sorted(
+        (r for rs in per_partition.values() for r in rs),
+        key=lambda r: (r.timestamp, r.partition, r.offset),
+    )
+    return merged[-limit:] if last else merged[:limit]
+
+
+# ----- lag over time -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LagHistory:
+    """(time ms, total lag) points of one group, at most one per `step_ms`, `max_points` kept."""
+
+    step_ms: int = LAG_STEP_MS
+    max_points: int = LAG_POINTS_MAX
+    points: deque[tuple[int, int]] = field(default_factory=deque)
+
+    def add(self, now_ms: int, lag: int) -> bool:
+        """Record a point (a newer one within `step_ms` replaces the last); True if added."""
+        if self.points and now_ms - self.points[-1][0] < self.step_ms:
+            self.points[-1] = (self.points[-1][0], lag)
+            return False
+        self.points.append((now_ms, lag))
+        while len(self.points) > self.max_points:
+            self.points.popleft()
+        return True
+
+    def as_list(self) -> list[list[int]]:
+        return [[t, lag] for t, lag in self.points]
+
+
+# ----- freshness -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Section:
+    """One part of the snapshot: its data as last refreshed and how that went."""
+
+    name: str
+    data: Any = None
+    updated_ms: int | None = None  # when data was last refreshed (None: never)
+    error: str | None = None  # why the last refresh failed (None: it worked)
+
+    def ok(self, data: Any, now_ms: int) -> None:
+        self.data, self.updated_ms, self.error = data, now_ms, None
+
+    def failed(self, error: str) -> None:
+        self.error = error
+
+
+def stale_sections(
+    sections: Sequence[Section], now_ms: int, controller_down_since_ms: int | None
+) -> list[dict[str, Any]]:
+    """The stale parts, each {"section", "age_ms", "why"}: a failed refresh (its data is the
+    last good one), and the metadata while no controller is up (the brokers' caches are what
+    the controller last sent them)."""
+    out = []
+    for s in sections:
+        if s.error is not None:
+            age = None if s.updated_ms is None else now_ms - s.updated_ms
+            out.append({"section": s.name, "age_ms": age, "why": s.error})
+    if controller_down_since_ms is not None:
+        out.append({
+            "section": "metadata",
+            "age_ms": now_ms - controller_down_since_ms,
+            "why": "the controller is down: leaders and ISRs are as it last sent them",
+        })  # fmt: skip
+    return out
+
+
+def group_total_lag(rows: Sequence[dict[str, Any]]) -> int:
+    return sum(r["lag"] for r in rows if r.get("lag") is not None)

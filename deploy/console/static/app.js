@@ -1,0 +1,284 @@
+// odradek console: vanilla JavaScript, no build step.
+// The server pushes the whole snapshot over Server-Sent Events (/api/events) each time it
+// changes; render() redraws the tables from it. The message browser asks /api/browse for one
+// page at a time and keeps the page's two cursors (where it starts and where it ends).
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+let snap = null;
+const browser = { start: null, end: null, last: null };
+
+function esc(text) {
+  return String(text ?? "").replace(/[&<>"']/g, (c) => ({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+  }[c]));
+}
+
+function fmtBytes(n) {
+  if (n === null || n === undefined) return "-";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + units[i];
+}
+
+const num = (v) => (v === null || v === undefined ? "-" : String(v));
+const ids = (list) => (list && list.length ? list.join(",") : "-");
+
+function fmtAge(ms) {
+  if (ms === null || ms === undefined) return "never refreshed";
+  return ms < 1000 ? `${ms} ms old` : `${(ms / 1000).toFixed(1)} s old`;
+}
+
+// ----- tabs -----------------------------------------------------------------------------------
+
+function showTab() {
+  const name = (location.hash || "#brokers").slice(1);
+  document.querySelectorAll("section[data-section]").forEach((s) =>
+    s.classList.toggle("active", s.dataset.section === name));
+  document.querySelectorAll("nav a").forEach((a) =>
+    a.classList.toggle("active", a.dataset.tab === name));
+}
+window.addEventListener("hashchange", showTab);
+
+// ----- the live snapshot ----------------------------------------------------------------------
+
+function connect() {
+  const source = new EventSource("/api/events");
+  source.onopen = () => $("#live").classList.remove("off");
+  source.onerror = () => $("#live").classList.add("off");
+  source.onmessage = (ev) => {
+    snap = JSON.parse(ev.data);
+    render();
+  };
+}
+
+function render() {
+  const alive = snap.brokers.filter((b) => b.state === "alive").length;
+  const ctl = snap.controller === null ? "no controller" : `controller ${snap.controller}`;
+  $("#summary").textContent =
+    `${alive}/${snap.brokers.length} brokers alive, ${ctl}, ${snap.topics.length} topics, ` +
+    `${snap.groups.length} groups`;
+  renderStale();
+  renderBrokers();
+  renderTopics();
+  renderGroups();
+  renderChaos();
+  renderTopicChoices();
+  document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
+}
+
+function renderStale() {
+  const box = $("#stale");
+  if (!snap.stale.length) { box.hidden = true; box.innerHTML = ""; return; }
+  box.hidden = false;
+  box.innerHTML = "<strong>Stale data:</strong> " + snap.stale.map((s) =>
+    `<span class="stale-item" data-stale="${esc(s.section)}">${esc(s.section)} ` +
+    `(${esc(fmtAge(s.age_ms))}): ${esc(s.why)}</span>`).join("; ");
+}
+
+function renderBrokers() {
+  const rows = snap.brokers.map((b) => {
+    const role = b.controller ? '<span class="badge controller">controller</span>' : "";
+    let actions = "";
+    if (snap.controls) {
+      actions =
+        `<button class="danger" data-action="kill" data-broker="${b.id}"` +
+        `${b.state === "dead" ? " disabled" : ""}>Kill</button> ` +
+        `<button data-action="pause" data-broker="${b.id}"` +
+        `${b.state !== "alive" ? " disabled" : ""}>Pause</button> ` +
+        `<button data-action="start" data-broker="${b.id}"` +
+        `${b.state === "alive" ? " disabled" : ""}>Start</button>`;
+    }
+    return `<tr data-broker="${b.id}"><td class="num">${b.id}</td>` +
+      `<td>${b.endpoints.map(esc).join("<br>") || "-"}</td>` +
+      `<td class="state state-${esc(b.state)}">${esc(b.state)}</td><td>${role}</td>` +
+      `<td class="num partitions">${b.partitions}</td><td class="num leaders">${b.leaders}</td>` +
+      `<td class="controls-col">${actions}</td></tr>`;
+  });
+  $("#brokers tbody").innerHTML = rows.join("") ||
+    '<tr><td colspan="7" class="empty">no broker known yet</td></tr>';
+  document.querySelectorAll(".controls-col").forEach((c) => { c.hidden = !snap.controls; });
+}
+
+function renderTopics() {
+  const internal = $("#show-internal").checked;
+  const html = snap.topics.filter((t) => internal || !t.internal).map((t) => {
+    const bad = t.partitions.filter((p) => p.status !== "ok").length;
+    const rows = t.partitions.map((p) =>
+      `<tr class="status-${esc(p.status)}" data-topic="${esc(t.name)}" ` +
+      `data-partition="${p.partition}"><td class="num">${p.partition}</td>` +
+      `<td class="num leader">${p.leader === null ? "none" : p.leader}</td>` +
+      `<td class="replicas">${ids(p.replicas)}</td><td class="isr">${ids(p.isr)}</td>` +
+      `<td class="num">${num(p.log_start)}</td><td class="num hw">${num(p.hw)}</td>` +
+      `<td class="num">${num(p.log_end)}</td><td class="num">${fmtBytes(p.size)}</td>` +
+      `<td class="status status-${esc(p.status)}">${esc(p.status)}` +
+      `${p.cause ? `<div class="cause">${esc(p.cause)}</div>` : ""}</td></tr>`).join("");
+    return `<h3 data-topic-name="${esc(t.name)}">${esc(t.name)} ` +
+      `<span class="badge">${t.partitions.length} partitions</span>` +
+      `${bad ? ` <span class="badge status-offline">${bad} not ok</span>` : ""}</h3>` +
+      `<table class="partitions"><thead><tr><th class="num">Partition</th>` +
+      `<th class="num">Leader</th><th>Replicas</th><th>ISR</th><th class="num">Log start</th>` +
+      `<th class="num">High watermark</th><th class="num">Log end</th><th class="num">Size</th>` +
+      `<th>Status</th></tr></thead><tbody>${rows}</tbody></table>`;
+  });
+  $("#topics").innerHTML = html.join("") || '<p class="empty">no topics</p>';
+}
+
+function lagChart(history) {
+  const w = 320, h = 70, pad = 4;
+  if (!history || history.length < 2) {
+    return `<svg class="chart" width="${w}" height="${h}"><text x="8" y="38">` +
+      "lag over time: collecting</text></svg>";
+  }
+  const t0 = history[0][0], t1 = history[history.length - 1][0];
+  const max = Math.max(1, ...history.map((p) => p[1]));
+  const pts = history.map(([t, lag]) => {
+    const x = pad + ((t - t0) / Math.max(1, t1 - t0)) * (w - 2 * pad);
+    const y = h - pad - (lag / max) * (h - 2 * pad - 12);
+    return `${x.toFixed(1)},${y.toFixed(1)}`;
+  }).join(" ");
+  const span = Math.round((t1 - t0) / 1000);
+  return `<svg class="chart" width="${w}" height="${h}" data-points="${history.length}">` +
+    `<text x="6" y="11">max ${max}</text><text x="${w - 60}" y="11">last ${span} s</text>` +
+    `<polyline points="${pts}"></polyline></svg>`;
+}
+
+function renderGroups() {
+  const html = snap.groups.map((g) => {
+    const members = g.members.map((m) =>
+      `<li><span class="owner">${esc(m.owner)}</span>: ${esc(m.assignment.join(", ") || "-")}` +
+      "</li>").join("");
+    const rows = g.offsets.map((o) =>
+      `<tr data-topic="${esc(o.topic)}" data-partition="${o.partition}">` +
+      `<td>${esc(o.topic)}</td><td class="num">${o.partition}</td>` +
+      `<td class="num committed">${num(o.committed)}</td><td class="num end">${num(o.end)}</td>` +
+      `<td class="num lag">${num(o.lag)}</td><td>${esc(o.owner || "-")}</td></tr>`).join("");
+    return `<div class="group" data-group="${esc(g.id)}"><header>` +
+      `<span class="name">${esc(g.id)}</span><span class="meta">${esc(g.kind)} group, state ` +
+      `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}` +
+      `${g.assignor ? ", assignor " + esc(g.assignor) : ""}</span>` +
+      `<span>total lag <span class="lag-total">${g.lag}</span></span></header>` +
+      lagChart(g.history) +
+      `<ul class="members">${members || '<li class="empty">no members</li>'}</ul>` +
+      `<table><thead><tr><th>Topic</th><th class="num">Partition</th>` +
+      `<th class="num">Committed</th><th class="num">End offset</th><th class="num">Lag</th>` +
+      `<th>Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  });
+  $("#groups").innerHTML = html.join("") || '<p class="empty">no consumer groups</p>';
+}
+
+function renderChaos() {
+  const events = snap.chaos || [];
+  $("#chaos").innerHTML = events.map((e) => {
+    const when = new Date(e.t * 1000).toISOString().slice(11, 23);
+    const rest = Object.entries(e).filter(([k]) => k !== "t" && k !== "event")
+      .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(" ");
+    return `<li data-event="${esc(e.event)}"><span class="t">${when}</span>` +
+      `<strong>${esc(e.event)}</strong> ${rest}</li>`;
+  }).join("") || `<li class="empty">${snap.local ? "no chaos run yet" :
+    "only for a local cluster's console (--dir)"}</li>`;
+}
+
+function renderTopicChoices() {
+  const select = $("#topic");
+  const names = snap.topics.map((t) => t.name);
+  const have = Array.from(select.options).map((o) => o.value);
+  if (names.join("\n") === have.join("\n")) return;
+  const chosen = select.value;
+  select.innerHTML = names.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`).join("");
+  if (names.includes(chosen)) select.value = chosen;
+}
+
+// ----- broker controls ------------------------------------------------------------------------
+
+function notice(text, isError) {
+  const box = $("#notice");
+  box.hidden = false;
+  box.textContent = text;
+  box.classList.toggle("error", Boolean(isError));
+}
+
+document.addEventListener("click", async (ev) => {
+  const button = ev.target.closest("button[data-action]");
+  if (!button) return;
+  button.disabled = true;
+  const { action, broker } = button.dataset;
+  notice(`broker ${broker}: ${action}…`);
+  try {
+    const resp = await fetch(`/api/brokers/${broker}/${action}`, {
+      method: "POST", headers: { "X-Odradek-Console": "1" },
+    });
+    const body = await resp.json();
+    notice(resp.ok ? body.message : body.error, !resp.ok);
+  } catch (err) {
+    notice(`broker ${broker}: ${err}`, true);
+  }
+});
+
+// ----- the message browser ----------------------------------------------------------------------
+
+function renderValue(v) {
+  if (v.kind === "null") return '<span class="kind">null</span>';
+  const cut = v.truncated ? ` (first part of ${v.size} bytes)` : "";
+  return `<span class="kind">${esc(v.kind)}${esc(cut)}</span><pre>${esc(v.text)}</pre>`;
+}
+
+function renderRecords(answer) {
+  const rows = answer.records.map((r) =>
+    `<tr class="record" data-partition="${r.partition}" data-offset="${r.offset}">` +
+    `<td class="num">${r.partition}</td><td class="num">${r.offset}</td>` +
+    `<td>${esc(new Date(r.timestamp).toISOString())}</td><td class="key">${renderValue(r.key)}</td>` +
+    `<td class="value">${renderValue(r.value)}</td><td class="headers">` +
+    r.headers.map(([k, v]) => `<div class="hdr">${esc(k)}: ${esc(v.text)}</div>`).join("") +
+    "</td></tr>").join("");
+  $("#records tbody").innerHTML = rows ||
+    '<tr><td colspan="6" class="empty">no records here</td></tr>';
+}
+
+async function browse(extra) {
+  const kind = $("#start-kind").value;
+  const value = $("#start-value").value.trim();
+  const request = {
+    topic: $("#topic").value,
+    partitions: $("#partitions").value.trim(),
+    start: kind === "offset" || kind === "time" ? `${kind}:${value}` : kind,
+    limit: Number($("#limit").value || 20),
+    search: $("#search").value,
+    ...extra,
+  };
+  $("#browse-status").textContent = request.search ? "searching…" : "loading…";
+  const resp = await fetch("/api/browse", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(request),
+  });
+  const answer = await resp.json();
+  if (!resp.ok) {
+    $("#browse-status").textContent = answer.error;
+    $("#browse-status").classList.add("error");
+    return;
+  }
+  $("#browse-status").classList.remove("error");
+  browser.start = answer.start;
+  browser.end = answer.end;
+  browser.last = answer;
+  renderRecords(answer);
+  const n = answer.records.length;
+  let status = `${n} record${n === 1 ? "" : "s"}`;
+  if (answer.search) {
+    status = `${n} match${n === 1 ? "" : "es"} for “${answer.search.text}”, ` +
+      `${answer.scanned} records scanned` +
+      (answer.search.done ? ", reached the end" : "; Forward searches on");
+  }
+  $("#browse-status").textContent = status;
+  $("#prev").disabled = answer.at_start || Boolean(answer.search);
+  $("#next").disabled = answer.at_end;
+}
+
+$("#browse-form").addEventListener("submit", (ev) => { ev.preventDefault(); browse({}); });
+$("#next").addEventListener("click", () => browse({ cursor: browser.end, direction: "forward" }));
+$("#prev").addEventListener("click", () => browse({ cursor: browser.start, direction: "back" }));
+$("#show-internal").addEventListener("change", () => snap && renderTopics());
+
+showTab();
+connect();

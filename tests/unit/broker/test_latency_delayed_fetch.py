@@ -1,0 +1,109 @@
+"""A parked fetch is answered inside the append that satisfies it (broker/delayed_fetch.py).
+
+No timing: the server's `_on_frame` is wrapped, and the test looks at the consumer connection's
+pending answers right after the produce frame's call returns, before the event loop turns
+again. With a task per parked fetch (the old way) the fetch answer was still pending then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import broker.server
+from broker.deferred import Deferred
+from broker.delayed_produce import DelayedProduce, ProduceWaiters
+from protocol.api.fetch import FetchResponse
+from tests.unit.broker.harness import running_broker
+from tests.unit.broker.helpers import batch, fetch, produce, stamped
+
+
+async def test_a_parked_fetch_is_answered_in_the_iteration_of_the_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[int, int]] = []  # (pending answers of the other connections, parked)
+    original = broker.server.Connection._on_frame
+
+    def watched(self: broker.server.Connection, frame: bytes) -> None:
+        original(self, frame)
+        others = [c for c in self.server.connections if c is not self]
+        seen.append((sum(len(c.pending) for c in others), self.ctx.replicas.delayed_fetches))
+
+    async with running_broker(tmp_path) as b:
+        await b.lead("lat")
+        consumer = await b.connect()
+        producer = await b.connect()
+        waiting = asyncio.create_task(consumer.send(fetch("lat", {0: 0}, max_wait_ms=30_000)))
+        while b.ctx.replicas.delayed_fetches == 0:
+            await asyncio.sleep(0.01)
+        monkeypatch.setattr(broker.server.Connection, "_on_frame", watched)
+        data = batch(3)
+        await producer.send(produce("lat", 0, data))
+        resp: FetchResponse = await waiting
+        assert bytes(resp.topics[0].partitions[0].records) == stamped(data, 0)
+    # the produce frame's _on_frame: the fetch was answered and unparked within it
+    assert seen[0] == (0, 0)
+
+
+async def test_a_parked_fetch_whose_connection_closes_is_unparked(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("gone")
+        consumer = await b.connect()
+        waiting = asyncio.create_task(consumer.send(fetch("gone", {0: 0}, max_wait_ms=30_000)))
+        while b.ctx.replicas.delayed_fetches == 0:
+            await asyncio.sleep(0.01)
+        await consumer.close()
+        for _ in range(500):  # the server sees the close within a few loop turns
+            if b.ctx.replicas.delayed_fetches == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert b.ctx.replicas.delayed_fetches == 0  # cancelled: its timer and count released
+        assert all(w.done() for w in b.ctx.replicas.partitions[("gone", 0)].waiters)
+        waiting.cancel()
+
+
+def test_deferred_runs_listeners_synchronously_and_maps() -> None:
+    d: Deferred[int] = Deferred()
+    got: list[Any] = []
+    mapped = d.map(lambda v: v * 2)
+    mapped.add_listener(lambda v, e: got.append((v, e)))
+    assert got == []
+    d.resolve(21)
+    assert got == [(42, None)]  # within resolve, not on a later loop turn
+    late: list[Any] = []
+    mapped.add_listener(lambda v, e: late.append(v))
+    assert late == [42]
+
+
+def test_deferred_map_passes_a_conversion_error_on() -> None:
+    d: Deferred[int] = Deferred()
+    got: list[Any] = []
+    d.map(lambda v: 1 // v).add_listener(lambda v, e: got.append(type(e)))
+    d.resolve(0)
+    assert got == [ZeroDivisionError]
+
+
+async def test_an_acks_all_wait_is_answered_inside_the_hw_move() -> None:
+    q = ProduceWaiters(("t", 0))
+    op = DelayedProduce()
+    q.add(10, op)
+    got: list[Any] = []
+    op.start(timeout_ms=30_000).add_listener(lambda codes, e: got.append(codes))
+    q.on_high_watermark(10, isr_size=2, min_insync=2)
+    assert got == [{("t", 0): 0}]  # synchronously, not on a later loop turn
+
+
+async def test_an_acks_all_wait_answers_only_once_every_partition_is_known(
+    tmp_path: Path,
+) -> None:
+    """One partition led here and one not: the not-led one's answer must not end the wait."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("two", partitions=2)
+        rm = b.ctx.replicas
+        rm.partitions[("two", 0)].isr.append(99)  # a follower that never fetches
+        d = rm.replication_deferred([("gone", 0, 1), ("two", 0, 1)], timeout_ms=30_000)
+        assert not d.done()  # ("two", 0) is still waiting for its follower
+        d.cancel()

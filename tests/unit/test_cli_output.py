@@ -1,0 +1,234 @@
+"""The CLI's output layer without a cluster: aligned tables and seed-style field lines, the JSON
+documents built from Admin/LocalCluster values, when a progress bar is drawn, the bar's text,
+and that every listing command takes -o json (deploy/cli_output.py, deploy/cli_views.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from deploy import cli, cli_groups, cli_output, cli_views, leaders_cli
+from protocol.errors import ElectionNotNeededError, PreferredLeaderNotAvailableError
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def column_starts(header: str) -> list[int]:
+    return [m.start() for m in re.finditer(r"\S+", header)]
+
+
+def test_table_lines_align_every_column_with_its_header() -> None:
+    lines = cli_output.table_lines(
+        ("GROUP", "STATE", "KIND"),
+        [("a-very-long-group-name", "Stable", "consumer"), ("g", "Empty", None)],
+    )
+    starts = column_starts(lines[0])
+    for line in lines[1:]:
+        assert [line[s - 1] if s else " " for s in starts] == [" "] * 3, line
+        assert all(line[s] != " " for s in starts), line
+    assert lines[2].split() == ["g", "Empty", "-"]  # None shows as "-"
+    assert all(line == line.rstrip() for line in lines)  # no trailing spaces
+
+
+def test_table_lines_refuses_a_ragged_row() -> None:
+    with pytest.raises(ValueError):
+        cli_output.table_lines(("A", "B"), [("1",)])
+
+
+def test_field_lines_start_each_label_at_one_column() -> None:
+    rows = [
+        ([("Topic", "t"), ("Partition", "9"), ("Leader", "none"), ("Isr", "")], "(offline)"),
+        ([("Topic", "t"), ("Partition", "10"), ("Leader", "2"), ("Isr", "2,3")], ""),
+        (
+            [("Topic", "t"), ("Partition", "11"), ("Leader", "3"), ("Isr", "3")],
+            "(under-replicated)",
+        ),
+    ]
+    lines = cli_output.field_lines(rows)
+    for label in ("Partition:", "Leader:", "Isr:"):
+        assert len({line.index(label) for line in lines}) == 1, (label, lines)
+    assert lines[1] == "Topic: t Partition: 10 Leader: 2    Isr: 2,3"
+    assert lines[0].endswith("Isr:      (offline)")  # the Isr column is 3 wide
+    assert lines[2].index("(under") == lines[0].index("(offline)")
+
+
+def test_progress_is_drawn_on_a_terminal_or_when_asked() -> None:
+    assert cli_output.progress_enabled(None, True)
+    assert not cli_output.progress_enabled(None, False)
+    assert cli_output.progress_enabled(True, False)  # --progress into a pipe
+    assert not cli_output.progress_enabled(False, True)  # --no-progress on a terminal
+
+
+def test_rate_text_from_an_injected_clock() -> None:
+    now = [100.0]
+    counter = cli_output.RateCounter("records", clock=lambda: now[0])
+    counter.add(5)
+    assert counter.text() == "5 records"  # no rate before any time has passed
+    now[0] += 2.0
+    counter.add(1995)
+    assert counter.text() == "2,000 records, 1,000 records/s"
+    assert cli_output.done_text(2, 3, "brokers") == "2/3 brokers"
+
+
+def test_stdin_file_bytes_knows_a_file_but_not_a_pipe(tmp_path: Path) -> None:
+    path = tmp_path / "lines"
+    path.write_bytes(b"a\nbb\nccc\n")
+    with path.open("rb") as f:
+        f.read(2)
+        assert cli_output.stdin_file_bytes(f) == (7, 2)
+    assert cli_output.stdin_file_bytes(io.BytesIO(b"x")) == (None, 0)  # no file descriptor
+
+
+def test_a_meter_draws_only_when_live() -> None:
+    out = io.StringIO()
+    with cli_output.Meter("producing", 10, force_terminal=True, file=out) as bar:
+        bar.update(10, 10, "10 records")
+    drawn = out.getvalue()
+    assert "\x1b[" in drawn and "10 records" in ANSI.sub("", drawn)
+    assert not cli_output.NullMeter().live and bar.live
+    args = SimpleNamespace(progress=False)
+    assert isinstance(cli_output.meter(args, "x"), cli_output.NullMeter)
+    assert not cli_output.meter(args, "x").live
+
+
+def test_emit_json_is_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    cli_output.emit_json({"topics": [{"name": "é"}]})
+    out = capsys.readouterr().out
+    assert json.loads(out) == {"topics": [{"name": "é"}]} and out.endswith("}\n")
+
+
+# ----- the documents -------------------------------------------------------------------------
+
+
+def part(n: int, leader: int, replicas: list[int], isr: list[int]) -> SimpleNamespace:
+    return SimpleNamespace(partition=n, leader=leader, replicas=replicas, isr=isr)
+
+
+DESC = SimpleNamespace(
+    name="events",
+    partitions=[part(1, -1, [2, 3], []), part(0, 1, [1, 2], [1, 2]), part(2, 3, [3, 1], [3])],
+)
+
+
+def test_topic_doc_has_partitions_in_order_with_their_status() -> None:
+    doc = cli_views.topic_doc(DESC, {"retention.ms": "5"}, None)
+    assert doc["name"] == "events" and doc["partition_count"] == 3
+    assert doc["replication_factor"] == 2 and doc["configs"] == {"retention.ms": "5"}
+    assert [p["partition"] for p in doc["partitions"]] == [0, 1, 2]
+    assert [p["leader"] for p in doc["partitions"]] == [1, None, 3]
+    assert [p["status"] for p in doc["partitions"]] == ["ok", "offline", "under-replicated"]
+    assert "high_watermark" not in doc["partitions"][0]
+    with_offsets = cli_views.topic_doc(DESC, {}, {("events", 0): (4, 9)})
+    assert with_offsets["partitions"][0]["log_start_offset"] == 4
+    assert with_offsets["partitions"][1]["high_watermark"] is None  # offline: not known
+
+
+def test_describe_lines_keep_seed_004_and_align_the_labels() -> None:
+    lines = cli_views.describe_lines(
+        [DESC], {"events": "Topic: events ..."}, {("events", 0): (0, 7)}
+    )
+    assert lines[0] == "Topic: events ..."
+    assert lines[1].startswith("Topic: events Partition: 0 Leader: 1    Replicas: 1,2 Isr: 1,2")
+    assert "LogStartOffset: 0 HighWatermark: 7" in lines[1]
+    assert lines[2].endswith("(offline)") and lines[3].endswith("(under-replicated)")
+    for label in ("Leader:", "Replicas:", "Isr:"):
+        assert len({line.index(label) for line in lines[1:]}) == 1
+
+
+def test_status_doc_and_its_table() -> None:
+    zk = SimpleNamespace(connect="127.0.0.1:2181", pid=None)
+    cluster = SimpleNamespace(
+        dir=Path("/c"), state=SimpleNamespace(zookeeper=zk), bootstrap="127.0.0.1:1",
+        kafka_bootstrap="127.0.0.1:2",
+    )  # fmt: skip
+    brokers = [
+        SimpleNamespace(
+            id=1, pid=4242, port=1, kafka_port=2, metrics_port=5, state="alive", controller=True
+        ),
+        SimpleNamespace(
+            id=12, pid=7, port=3, kafka_port=0, metrics_port=0, state="dead", controller=False
+        ),
+    ]
+    doc = cli_views.status_doc(cluster, "running", brokers)
+    assert doc["zookeeper"] == {"connect": "127.0.0.1:2181", "pid": None, "state": "running"}
+    assert doc["brokers"][1] == {
+        "id": 12, "pid": 7, "port": 3, "kafka_port": None, "metrics_port": None, "state": "dead",
+        "controller": False,
+    }  # fmt: skip
+    lines = cli_views.status_lines(doc)
+    assert lines[0] == "ZooKeeper 127.0.0.1:2181 (given): running"
+    assert lines[3].split() == list(cli_views.STATUS_COLUMNS)
+    assert lines[4].split() == ["1", "4242", "1", "2", "5", "alive", "controller"]
+    assert lines[5].split() == ["12", "7", "3", "-", "-", "dead"]
+    starts = column_starts(lines[3])
+    assert all(line[s] != " " for line in lines[4:] for s in starts[:6])
+
+
+def test_election_docs_and_lines() -> None:
+    tp = SimpleNamespace(topic="t", partition=0)
+    tp1 = SimpleNamespace(topic="t", partition=10)
+    docs = [
+        leaders_cli.election_doc(tp, None, 1),
+        leaders_cli.election_doc(tp1, ElectionNotNeededError("x"), 2),
+        leaders_cli.election_doc(tp, PreferredLeaderNotAvailableError("down"), -1),
+    ]
+    assert [d["result"] for d in docs] == ["elected", "already-preferred", "not-moved"]
+    assert docs[0]["error"] is None and docs[1]["error"] is None and "down" in docs[2]["error"]
+    lines = leaders_cli.election_lines(docs)
+    assert lines[0].endswith("Leader: 1  (elected)")
+    assert lines[0].index("Leader:") == lines[1].index("Leader:")
+    assert "not moved: " in lines[2]
+
+
+def test_listed_group_docs() -> None:
+    kafka = SimpleNamespace(group_id="k", protocol_type="consumer", kafka_state="Stable", state="x")
+    native = SimpleNamespace(group_id="n", protocol_type=None, kafka_state=None, state="Stable")
+    empty = SimpleNamespace(group_id="e", protocol_type=None, kafka_state=None, state="Empty")
+    assert cli_groups.listed_doc(kafka) == {"group": "k", "state": "Stable", "kind": "consumer"}
+    assert cli_groups.listed_doc(native)["kind"] == "odradek"
+    assert cli_groups.listed_doc(empty)["kind"] is None
+
+
+# ----- the parser ----------------------------------------------------------------------------
+
+LISTING = [
+    ["topics", "list"],
+    ["topics", "describe", "t"],
+    ["topics", "elect-leaders"],
+    ["topics", "reassign", "t", "--partition", "0", "--replicas", "1,2"],
+    ["topics", "alter-config", "t", "--set", "a=b"],
+    ["topics", "add-partitions", "t", "--partitions", "3"],
+    ["topics", "delete-records", "t", "--partition", "0", "--before", "1"],
+    ["groups", "list"],
+    ["groups", "describe", "g"],
+    ["groups", "reset-offsets", "g", "--topic", "t", "--to-latest"],
+    ["cluster", "status"],
+    ["chaos", "check", "f.json"],
+]
+
+
+@pytest.mark.parametrize("argv", LISTING, ids=lambda a: " ".join(a[:2]))
+def test_every_listing_command_takes_output_json(argv: list[str]) -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args([*argv, "-o", "json"]).output == "json"
+    assert parser.parse_args([*argv, "--output", "json"]).output == "json"
+    assert parser.parse_args(["-o", "json", *argv]).output == "json"  # before the command
+    assert parser.parse_args(argv).output in (None, "table")
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv, "-o", "yaml"])
+
+
+@pytest.mark.parametrize(
+    "argv", [["produce", "t"], ["consume", "t"], ["cluster", "up"], ["chaos", "run"]]
+)
+def test_long_operations_take_progress_flags(argv: list[str]) -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args(argv).progress is None  # decided by the terminal
+    assert parser.parse_args([*argv, "--progress"]).progress is True
+    assert parser.parse_args([*argv, "--no-progress"]).progress is False
+    assert parser.parse_args(["--progress", *argv]).progress is True

@@ -1,0 +1,217 @@
+"""The console's pure parts: partition status and cause, record rendering and search, start
+positions, paging merge, lag history, staleness, the chaos events file, and the snapshot a
+Gatherer builds from given sections (no network: its clients are never started)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from client.cluster import ClusterMetadata, PartitionInfo
+from deploy.console import model, timeline
+from deploy.console.gather import Gatherer
+from deploy.netns import is_loopback
+from protocol.api.metadata import BrokerInfo
+from protocol.errors import UsageError
+
+# ----- partitions --------------------------------------------------------------------------
+
+
+def test_partition_ok_under_replicated_and_offline() -> None:
+    assert model.partition_status("t-0", 1, [1, 2, 3], [1, 2, 3], {1, 2, 3}) == ("ok", None)
+    status, cause = model.partition_status("t-0", 1, [1, 2, 3], [1, 3], {1, 3})
+    assert status == "under-replicated"
+    assert cause == "partition t-0: replica 2 is out of the ISR [1,3] (broker 2 down)"
+    status, cause = model.partition_status("t-0", 1, [1, 2, 3], [1], {1, 2, 3})
+    assert cause is not None and "replicas 2,3 are out" in cause and "catching up" in cause
+
+
+def test_offline_cause_is_the_clis() -> None:
+    status, cause = model.partition_status("t-1", -1, [2, 3], [3], {1}, unclean=False)
+    assert status == "offline"
+    assert (
+        cause
+        == "partition t-1 has no leader: its replicas 2,3 are down and unclean election is off"
+    )
+    # a leader the brokers still name but that is not alive is no leader
+    status, _ = model.partition_status("t-1", 2, [2, 3], [2, 3], {3})
+    assert status == "offline"
+
+
+# ----- records -----------------------------------------------------------------------------
+
+
+def test_render_text_json_hex_null_and_cut() -> None:
+    assert model.render_bytes(None)["kind"] == "null"
+    assert model.render_bytes(b"hello") == {
+        "kind": "text", "text": "hello", "size": 5, "truncated": False,
+    }  # fmt: skip
+    pretty = model.render_bytes(b'{"a":[1,2]}')
+    assert pretty["kind"] == "json" and pretty["text"] == '{\n  "a": [\n    1,\n    2\n  ]\n}'
+    assert model.render_bytes(b"{not json")["kind"] == "text"
+    assert model.render_bytes(b"\xff\x00\x10") == {
+        "kind": "hex", "text": "ff 00 10", "size": 3, "truncated": False,
+    }  # fmt: skip
+    cut = model.render_bytes(b"x" * 100, limit=10)
+    assert cut == {"kind": "text", "text": "x" * 10, "size": 100, "truncated": True}
+    # a multi-byte character cut at the limit is dropped, not turned into hex
+    euro = model.render_bytes("ab€".encode() * 10, limit=4)
+    assert euro["kind"] == "text" and euro["text"] == "ab" and euro["truncated"]
+
+
+def test_search_matches_key_value_and_headers() -> None:
+    headers = [("trace", b"abc-123"), ("Source", None)]
+    assert model.record_matches(b"k", b"v", headers, "ABC-1")
+    assert model.record_matches(b"k", b"v", headers, "source")
+    assert model.record_matches(b"user-9", None, None, "user")
+    assert model.record_matches(None, b"Hello", None, "hello")
+    assert model.record_matches(None, b"\xff\xfe", None, "fffe")  # binary: as hex
+    assert not model.record_matches(b"k", b"v", headers, "nothing")
+    assert model.record_matches(None, None, None, "")
+
+
+def test_start_positions() -> None:
+    assert model.parse_start("earliest") == model.Start("earliest")
+    assert model.parse_start(" latest ") == model.Start("latest")
+    assert model.parse_start("offset:42") == model.Start("offset", 42)
+    assert model.parse_start("time:1700000000000") == model.Start("time", 1700000000000)
+    assert model.parse_start("time:2023-11-14T22:13:20Z") == model.Start("time", 1700000000000)
+    for bad in ("offset:-1", "offset:x", "time:yesterday", "middle", ""):
+        with pytest.raises(UsageError):
+            model.parse_start(bad)
+
+
+def test_partitions_picked() -> None:
+    assert model.parse_partitions("", 3, 8) == [0, 1, 2]
+    assert model.parse_partitions("all", 2, 8) == [0, 1]
+    assert model.parse_partitions("2, 0,2", 3, 8) == [0, 2]
+    with pytest.raises(UsageError, match="partition 3 does not exist"):
+        model.parse_partitions("3", 3, 8)
+    with pytest.raises(UsageError, match="numbers"):
+        model.parse_partitions("a", 3, 8)
+    with pytest.raises(UsageError, match="at most 2"):
+        model.parse_partitions("", 3, 2)
+
+
+class Rec(NamedTuple):
+    partition: int
+    offset: int
+    timestamp: int
+
+
+def test_merge_page_forward_and_back() -> None:
+    per = {0: [Rec(0, 0, 10), Rec(0, 1, 30)], 1: [Rec(1, 5, 20), Rec(1, 6, 40)]}
+    assert model.merge_page(per, 3, last=False) == [Rec(0, 0, 10), Rec(1, 5, 20), Rec(0, 1, 30)]
+    assert model.merge_page(per, 2, last=True) == [Rec(0, 1, 30), Rec(1, 6, 40)]
+
+
+# ----- lag and staleness ---------------------------------------------------------------------
+
+
+def test_lag_history_one_point_a_step_and_bounded() -> None:
+    h = model.LagHistory(step_ms=1000, max_points=3)
+    assert h.add(0, 5)
+    assert not h.add(500, 7)  # within the step: replaces the last
+    assert h.as_list() == [[0, 7]]
+    for t in range(1, 6):
+        h.add(t * 1000, t)
+    assert h.as_list() == [[3000, 3], [4000, 4], [5000, 5]]
+
+
+def test_stale_sections_with_age() -> None:
+    ok = model.Section("groups")
+    ok.ok([], 1000)
+    failed = model.Section("offsets")
+    failed.ok({}, 1000)
+    failed.failed("no answer in time")
+    never = model.Section("sizes")
+    never.failed("refused")
+    assert model.stale_sections([ok, failed, never], 4000, None) == [
+        {"section": "offsets", "age_ms": 3000, "why": "no answer in time"},
+        {"section": "sizes", "age_ms": None, "why": "refused"},
+    ]
+    [down] = model.stale_sections([ok], 4000, 2500)
+    assert down["section"] == "metadata" and down["age_ms"] == 1500
+    assert "controller is down" in down["why"]
+
+
+# ----- the chaos events file -------------------------------------------------------------------
+
+
+def test_events_append_and_tail(tmp_path: Path) -> None:
+    timeline.append_event(tmp_path, "injected", kind="term", target="broker 2")
+    timeline.append_event(tmp_path, "healed", kind="term")
+    events = timeline.read_tail(tmp_path)
+    assert [e["event"] for e in events] == ["injected", "healed"]
+    assert events[0]["target"] == "broker 2" and isinstance(events[0]["t"], float)
+    assert timeline.read_tail(tmp_path / "none") == []
+    # a tail that starts mid-line, and a line being written, are skipped
+    cut = b'ted", "kind": "x"}\n{"t": 1, "event": "healed"}\n{"t": 2, "ev'
+    assert timeline.parse_tail(cut) == [{"t": 1, "event": "healed"}]
+    many = b"".join(json.dumps({"event": str(i)}).encode() + b"\n" for i in range(10))
+    assert [e["event"] for e in timeline.parse_tail(many, limit=2)] == ["8", "9"]
+
+
+def test_loopback() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    assert not is_loopback("example.org")
+
+
+# ----- the snapshot from given sections ----------------------------------------------------------
+
+
+def _meta(controller: int, brokers: list[int], leader: int) -> ClusterMetadata:
+    infos = {b: BrokerInfo(b, "127.0.0.1", 9000 + b, None, "127.0.0.1", 9100 + b) for b in brokers}
+    part = PartitionInfo("t", 0, leader, 3, (1, 2, 3), (1, 2, 3), (), 0)
+    return ClusterMetadata(infos, {"t": [part]}, {}, controller, "cid")
+
+
+def _gatherer(now: list[float]) -> Gatherer:
+    return Gatherer("127.0.0.1:1", Path("/nonexistent"), clock=lambda: now[0])
+
+
+def test_snapshot_marks_a_paused_controller_and_its_partitions(tmp_path: Path) -> None:
+    now = [100.0]
+    g = _gatherer(now)
+    g.sections["metadata"].ok(_meta(1, [1, 2, 3], 1), 100_000)
+    g.sections["processes"].ok({1: "alive", 2: "alive", 3: "alive"}, 100_000)
+    g.offsets[("t", 0)] = (0, 10, 12)
+    snap = g.snapshot()
+    assert snap["controller"] == 1 and snap["stale"] == []
+    [row] = snap["topics"][0]["partitions"]
+    assert (row["leader"], row["hw"], row["log_end"], row["status"]) == (1, 10, 12, "ok")
+    assert [b["controller"] for b in snap["brokers"]] == [True, False, False]
+    assert snap["brokers"][0]["endpoints"] == ["127.0.0.1:9001", "kafka://127.0.0.1:9101"]
+    assert snap["brokers"][0]["leaders"] == 1 and snap["brokers"][1]["partitions"] == 1
+    # broker 1 is paused: the others still name it controller and leader
+    g.sections["processes"].ok({1: "paused", 2: "alive", 3: "alive"}, 100_500)
+    now[0] = 101.0
+    snap = g.snapshot()
+    now[0] = 103.5
+    snap = g.snapshot()
+    assert snap["controller"] is None
+    [stale] = snap["stale"]
+    assert stale["section"] == "metadata" and stale["age_ms"] == 2500
+    assert snap["brokers"][0]["state"] == "paused"
+    [row] = snap["topics"][0]["partitions"]
+    assert row["leader"] is None and row["status"] == "offline"
+    # a new controller: fresh again
+    g.sections["metadata"].ok(_meta(2, [2, 3], 2), 104_000)
+    snap = g.snapshot()
+    assert snap["controller"] == 2 and snap["stale"] == []
+
+
+def test_snapshot_keeps_a_failed_sections_data_and_says_so() -> None:
+    now = [50.0]
+    g = _gatherer(now)
+    g.sections["metadata"].ok(_meta(1, [1, 2], 1), 50_000)
+    g.sections["groups"].ok([{"id": "g"}], 50_000)
+    now[0] = 52.0
+    g.sections["groups"].failed("no answer in time")
+    snap: dict[str, Any] = g.snapshot()
+    assert snap["groups"] == [{"id": "g"}]
+    assert snap["stale"] == [{"section": "groups", "age_ms": 2000, "why": "no answer in time"}]

@@ -1,0 +1,58 @@
+"""bench_report's `user` tables: best runs per side, and the issue's targets met or missed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from bench_report import render, summarize
+
+
+def _lat(side: str, case: str, p50: float, p99: float) -> dict:
+    return {"system": "odradek", "mode": "user-latency", "case": case, "side": side,
+            "ref": "abc" if side == "baseline" else "working tree", "rate": 1000,
+            "e2e_ms_p50": p50, "e2e_ms_p99": p99, "e2e_ms_max": p99 * 2}  # fmt: skip
+
+
+def test_user_latency_targets_use_the_best_new_run_and_nats_of_the_same_run() -> None:
+    rows = [
+        _lat("new", "rf1 acks=1", 0.2, 0.9),
+        _lat("new", "rf1 acks=1", 0.3, 0.5),  # the lower p99 is the one shown
+        _lat("baseline", "rf1 acks=1", 3.0, 6.0),
+        _lat("new", "rf3 acks=all", 1.0, 2.5),
+        {
+            "peer": "nats-jetstream",
+            "mode": "latency",
+            "size": 100,
+            "rate": 1000,
+            "e2e_ms_p50": 0.2,
+            "e2e_ms_p99": 0.45,
+            "e2e_ms_max": 1.0,
+        },
+    ]
+    summary = summarize(rows, "abc")
+    met = {t["target"]: t["met"] for t in summary["user_targets"]}
+    assert met == {
+        "rf1 acks=1 p50 <= 0.25 ms": False,  # 0.3, from the run with the best p99
+        "rf1 acks=1 p99 <= 0.6 ms": True,
+        "rf1 acks=1 p99 <= NATS JetStream's p99 in this run": False,  # 0.5 > 0.45
+        "rf3 acks=all p99 <= 2.0 ms": False,
+    }
+    text = render(summary)
+    assert "| rf1 acks=1 | baseline abc | 1000 | 3.0 | 6.0 |" in text
+    assert "**missed**" in text
+
+
+def test_user_throughput_compares_medians_and_ignores_failed_runs() -> None:
+    base = {"system": "odradek", "mode": "user", "case": "produce-sync", "api": "sync"}
+    rows = [
+        {**base, "side": "baseline", "ref": "abc", "msgs_per_s": 100},
+        {**base, "side": "baseline", "ref": "abc", "msgs_per_s": 300},
+        {**base, "side": "new", "ref": "working tree", "msgs_per_s": 400},
+        {**base, "side": "new", "ref": "working tree", "error": "boom"},
+    ]
+    (entry,) = summarize(rows, "abc")["user_throughput"]
+    assert entry["baseline"]["median"] == 200 and entry["new"]["median"] == 400
+    assert entry["new_over_baseline_median"] == 2.0
