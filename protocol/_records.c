@@ -145,6 +145,13 @@ static const char *read_record(const uint8_t **pp, const uint8_t *end, record *r
     return NULL;
 }
 
+/* The record at index i of its batch: read_record, and its offset delta must be i. */
+static const char *read_indexed(const uint8_t **pp, const uint8_t *end, int i, record *r) {
+    const char *err = read_record(pp, end, r);
+    if (!err && r->offset_delta != i) err = "its offset delta is not its index";
+    return err;
+}
+
 /* ----- segments ---------------------------------------------------------------------------- */
 
 static void release_segments(segment *segs, Py_ssize_t n) {
@@ -259,9 +266,8 @@ static int walk_arrow(segment *segs, Py_ssize_t nsegs, int want_headers, int64_t
         const uint8_t *end = (const uint8_t *)s->view.buf + s->end;
         for (int i = 0; i < s->count; i++) {
             record r;
-            const char *err = read_record(&p, end, &r);
+            const char *err = read_indexed(&p, end, i, &r);
             if (err) return fail(s, i, err), -1;
-            if (r.offset_delta != i) return fail(s, i, "its offset delta is not its index"), -1;
             if (i < s->lo || i >= s->hi) continue;
             if (!offsets) { /* pass 1: sizes */
                 sz->n++;
@@ -462,12 +468,8 @@ static PyObject *records(PyObject *self, PyObject *args) {
         const uint8_t *end = (const uint8_t *)s->view.buf + s->end;
         for (int i = 0; i < s->count; i++) {
             record r;
-            const char *err = read_record(&p, end, &r);
+            const char *err = read_indexed(&p, end, i, &r);
             if (err) goto bad;
-            if (r.offset_delta != i) {
-                err = "its offset delta is not its index";
-                goto bad;
-            }
             if (i < s->lo || i >= s->hi) continue;
             int64_t ts = stamp_of(s, &r);
             if (!stamp || ts != stamp_value) { /* records of a batch mostly share one */
