@@ -136,11 +136,12 @@ def test_paused_leader_is_not_proven_dead(
         outcomes, probes = asyncio.run(probe())
         assert probes == 1 and dead == []
         assert len(outcomes) == 2 and Outcome.REFUSED not in outcomes
-        now = zk.exists(paths.broker_path(victim))
-        assert now is not None and now.czxid == stat.czxid
         led = [p.partition for p in parts if p.leader == victim]
-        described = _partitions(cluster)
-        assert described and all(described[i].leader == victim for i in led)
+        # the admin asks a random known broker, the paused one too (its request times out)
+        described = wait_until(lambda: _partitions(cluster), "an answer", WAIT_S / 2)
+        assert all(described[i].leader == victim for i in led)
+        now = zk.exists(paths.broker_path(victim))  # and all of that inside the old session
+        assert now is not None and now.czxid == stat.czxid
     finally:
         os.kill(cluster.broker(victim).pid, signal.SIGCONT)
 
