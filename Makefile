@@ -14,8 +14,9 @@ setup: $(STAMP)
 
 # editable_mode=compat puts the checkout itself on sys.path (a .pth file), so Spark's Python
 # data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself. The
-# install also compiles the record decoder (protocol/_records.c), so an edited C file reinstalls.
-$(STAMP): pyproject.toml protocol/_records.c
+# install also compiles the record decoder and encoder (protocol/_records.c, _encoder.c), so an
+# edited C file reinstalls.
+$(STAMP): pyproject.toml protocol/_records.c protocol/_encoder.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat

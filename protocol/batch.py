@@ -38,8 +38,9 @@ for both. With LogAppendTime a record's timestamp is the batch's max_timestamp.
 
 The CRC starts at the attributes, so the broker stamps base_offset and leader epoch without
 recomputing it. The broker only ever calls `read_header`, `validate`, `check_client_batch`,
-`iter_batches` and `stamp`; records are built and decoded by clients alone, with aiokafka's
-compiled (Cython) record classes imported on first use, so a broker never loads them.
+`iter_batches` and `stamp`; records are built and decoded by clients alone: built by our C
+encoder (protocol/_encoder.c), decoded here with aiokafka's compiled (Cython) record classes,
+imported on first use so a broker never loads them (the consumer and Spark use our C walker).
 
 Decoding hands aiokafka only buffers it cannot read past: its varint reader stops at a byte
 without the continuation bit and checks bounds only between fields, so the bytes it reads must
@@ -52,16 +53,15 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, attrgetter
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import crc32c
 
 from protocol import compression
+from protocol._encoder import encode_records
 from protocol.errors import (
     CorruptMessageError,
     InvalidRecordError,
@@ -255,9 +255,6 @@ def stamp(batch: bytearray | memoryview, base_offset: int, leader_epoch: int, po
 RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]] | None, int]
 """(key, value, headers, timestamp_ms) as a producer hands it to `build_batch`."""
 
-_NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, only ever read by the builder
-_MAX_BUILDER_BYTES = 1 << 62  # the builder's batch_size: never the reason it refuses a record
-
 
 def build_batch(
     records: Sequence[RecordInput],
@@ -310,52 +307,40 @@ def build_columns(
     base_sequence: int = -1,
 ) -> bytes:
     """One batch from records given as columns (the producer keeps them so): `headers` None
-    means no record has any. No Python code runs per record: aiokafka's builder encodes them.
+    means no record has any. No Python code runs per record: protocol/_encoder.c encodes them.
     """
     if codec not in compression.NAMES:
         raise UsageError(f"unknown compression codec {codec}")
     n = len(values)
     if n == 0 or len(keys) != n or len(stamps) != n or (headers is not None and len(headers) != n):
         raise UsageError("a batch needs at least one record, and every column one per record")
-    first, max_ts, stamps = _timestamps(stamps)
-    builder = _codec().Builder(MAGIC, CODEC_NONE, 0, -1, -1, -1, _MAX_BUILDER_BYTES)
+    first, max_ts = _timestamps(stamps)
     try:
-        deque(map(builder.append, range(n), stamps, keys, values, _header_lists(headers)), 0)
+        payload: bytes | memoryview = encode_records(
+            _as_list(keys), _as_list(values), None if headers is None else _as_list(headers),
+            _as_list(stamps), first,
+        )  # fmt: skip
     except (TypeError, ValueError, OverflowError) as exc:
         raise UsageError(f"records do not encode: {exc}") from None
-    raw = builder.build()  # aiokafka's own 61-byte header (replaced below), then the records
-    payload: bytes | memoryview = memoryview(raw)[HEADER_BYTES:]
     if codec != CODEC_NONE:
         payload = compression.compress(codec, payload)
     return _assemble(payload, n, first, max_ts, base_offset, codec, producer_id, producer_epoch,
                      base_sequence)  # fmt: skip
 
 
-def _timestamps(stamps: Sequence[int]) -> tuple[int, int, Sequence[int]]:
-    """(first, max, what to hand the builder), after checking every delta fits an int64.
-
-    aiokafka's builder takes a first timestamp of -1 for "no record yet" and would rebase the
-    next record on its own; such batches are built shifted by 1 ms (deltas do not change) and
-    the header, written here, carries the real values.
-    """
+def _timestamps(stamps: Sequence[int]) -> tuple[int, int]:
+    """(first, max), after checking every delta from the first fits an int64."""
     try:
         first, low, high = stamps[0], min(stamps), max(stamps)
         if low < INT64_MIN or high > INT64_MAX or high - low > INT64_MAX:
             raise UsageError(f"timestamps from {low} to {high} do not fit the batch")
     except TypeError as exc:
         raise UsageError(f"timestamps must be integers: {exc}") from None
-    if first == -1:
-        return first, high, list(map(add, stamps, repeat(1)))
-    return first, high, stamps
+    return first, high
 
 
-def _header_lists(
-    headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
-) -> Iterator[list[tuple[str, bytes | None]]]:
-    """The builder takes a list per record: [] for none."""
-    if headers is None or headers.count(None) == len(headers):
-        return repeat(_NO_HEADERS)
-    return (_NO_HEADERS if not h else h if type(h) is list else list(h) for h in headers)
+def _as_list(column: Sequence[Any]) -> list[Any]:
+    return column if type(column) is list else list(column)
 
 
 _PRODUCER = struct.Struct(">qhi")

@@ -16,12 +16,19 @@ Writing: the content goes to `<name>.tmp`, which is fsynced, renamed over `<name
 directory is fsynced, so a crash leaves either the old or the new file, never a torn one. The
 entries are checked before writing and again after reading; a file that fails is reported as
 `CorruptCheckpointError` and the caller falls back to recovering the value from the log.
+
+`CheckpointFile` is one such file written from the event loop or from a thread (the 60 s pass
+and the leader epochs of a LeaderAndIsr write in threads, so their fsyncs do not hold the
+loop): writes of one file are serialised by a lock, each write is numbered when it is asked
+for, and an older one never lands over a newer one; content equal to the last asked for (or
+to what an absent file means) is not written again.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from protocol.errors import KafkaStorageError
@@ -62,6 +69,55 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+class CheckpointFile:
+    def __init__(self, path: Path, content: bytes | None = None) -> None:
+        """`content`: what the file holds now (or what its absence means), None if unknown."""
+        self.path = path
+        self._wanted = content  # the content of the newest write asked for
+        self._asked = 0  # writes asked for; the number of the newest
+        self._landed = 0  # the number of the newest write on disk
+        self._lock = threading.Lock()
+        self._retired = False
+
+    def holds(self, content: bytes) -> None:
+        """The file holds `content` (it was just read, or its absence means that)."""
+        self._wanted = content
+
+    def write_job(self, data: bytes) -> Callable[[], None] | None:
+        """A call that writes `data` (from any thread), or None when nothing needs writing.
+        Ask on the thread that owns the values (the event loop), in the order they change."""
+        if data == self._wanted or self._retired:
+            return None
+        self._wanted = data
+        self._asked += 1
+        number = self._asked
+
+        def write() -> None:
+            with self._lock:
+                if number <= self._landed or self._retired:
+                    return  # a newer content is on disk already, or the file is let go
+                try:
+                    write_atomically(self.path, data)
+                except BaseException:
+                    self._wanted = None  # unknown now: the next ask writes again
+                    raise
+                self._landed = number
+
+        return write
+
+    def retire(self) -> None:
+        """Nothing is written any more, not even a write asked for before (waits for one in
+        progress): the directory is being deleted, or has failed, or the log is closed."""
+        with self._lock:
+            self._retired = True
+
+    def write(self, data: bytes) -> None:
+        """Write `data` now, on this thread (unless it is there already)."""
+        job = self.write_job(data)
+        if job is not None:
+            job()
 
 
 def encode(entries: Sequence[tuple[int, ...]], arity: int) -> bytes:
@@ -114,8 +170,12 @@ def read_entries(path: Path, arity: int) -> list[tuple[int, ...]] | None:
 
 
 def write_offset(path: Path, offset: int) -> None:
+    write_atomically(path, encode_offset(offset))
+
+
+def encode_offset(offset: int) -> bytes:
     assert offset >= 0, f"checkpointed offset {offset} is negative"
-    write_entries(path, [(offset,)], 1)
+    return encode([(offset,)], 1)
 
 
 def read_offset(path: Path) -> int | None:

@@ -4,12 +4,17 @@ Kept as sorted (epoch, start_offset) pairs, both strictly increasing, and persis
 `leader-epoch-checkpoint` (see checkpoint.py for the layout) every time it changes. It answers
 OffsetsForLeaderEpoch with Kafka's rules (`end_offset_for`), and follows the log when it is
 truncated at either end. Changes are rare (one per leader change), so every change is written
-through at once.
+through at once (Kafka's `assign` does the same: the file never misses an entry the cache has).
+The one exception: a LeaderAndIsr that makes this broker leader of many partitions writes each
+one's next content ahead, in threads (`assign_job`), before the loop applies it; the loop's
+`assign` then finds the file already holding it. A write whose content is already on disk is
+skipped (checkpoint.CheckpointFile).
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.log import checkpoint
@@ -19,7 +24,10 @@ UNDEFINED_OFFSET = -1
 
 
 class LeaderEpochCache:
-    def __init__(self, path: Path, entries: list[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, path: Path, entries: list[tuple[int, int]] | None = None, on_disk: bool = False
+    ) -> None:
+        """`on_disk`: the file at `path` holds `entries` already."""
         self.path = path
         self._epochs: list[int] = []
         self._starts: list[int] = []
@@ -27,6 +35,13 @@ class LeaderEpochCache:
             self._epochs.append(epoch)
             self._starts.append(start)
         self._check()
+        self._file = checkpoint.CheckpointFile(path, _encode(self.entries()) if on_disk else None)
+
+    @classmethod
+    def absent(cls, path: Path) -> LeaderEpochCache:
+        """The empty cache of a new log, whose file is not written: an absent file loads as
+        untrusted, and an untrusted cache is rebuilt from the log's batches (none)."""
+        return cls(path, on_disk=True)
 
     @classmethod
     def load(cls, path: Path) -> tuple[LeaderEpochCache, bool]:
@@ -40,7 +55,7 @@ class LeaderEpochCache:
         entries = [(e[0], e[1]) for e in raw]
         if not _well_formed(entries):
             return cls(path), False
-        return cls(path, entries), True
+        return cls(path, entries, on_disk=True), True
 
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._epochs, self._starts, strict=True))
@@ -55,6 +70,12 @@ class LeaderEpochCache:
         Batches of an older or the same epoch change nothing (Kafka's cache ignores them too).
         Returns whether the cache changed (and was written).
         """
+        if self._assign(epoch, start_offset):
+            self.flush()
+            return True
+        return False
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
         if epoch < 0 or (self._epochs and epoch <= self._epochs[-1]):
             return False
         if self._starts and start_offset < self._starts[-1]:
@@ -68,8 +89,15 @@ class LeaderEpochCache:
             self._starts.pop()
         self._epochs.append(epoch)
         self._starts.append(start_offset)
-        self.flush()
         return True
+
+    def assign_job(self, epoch: int, start_offset: int) -> Callable[[], None] | None:
+        """A call that writes the file as `assign(epoch, start_offset)` will leave it (from any
+        thread), or None when that assign would change nothing. The cache is not changed."""
+        ahead = LeaderEpochCache(self.path, self.entries())
+        if not ahead._assign(epoch, start_offset):
+            return None
+        return self._file.write_job(_encode(ahead.entries()))
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch answer: (epoch found, end offset of that epoch).
@@ -115,11 +143,20 @@ class LeaderEpochCache:
         self.flush()
 
     def flush(self) -> None:
+        """Write the file now, on this thread, unless it holds the entries already."""
         self._check()
-        checkpoint.write_entries(self.path, self.entries(), 2)
+        self._file.write(_encode(self.entries()))
+
+    def retire(self) -> None:
+        """Write nothing more (the log is closed, deleted or offline)."""
+        self._file.retire()
 
     def _check(self) -> None:
         assert _well_formed(self.entries()), f"epoch cache out of order: {self.entries()}"
+
+
+def _encode(entries: list[tuple[int, int]]) -> bytes:
+    return checkpoint.encode(entries, 2)
 
 
 def _well_formed(entries: list[tuple[int, int]]) -> bool:

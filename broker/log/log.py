@@ -15,9 +15,15 @@ Directory contents:
 `Log` is synchronous and single-threaded: the broker's event loop owns it. Only fdatasync may
 run elsewhere: `flush_plan()` (loop) dups the fds that need it, `FlushPlan.run()` (any thread)
 syncs them, `mark_flushed()` (loop) moves the recovery point. The recovery point checkpoint is
-written when it goes down (truncation), on open, retention and close, and otherwise at most once
-a minute (Kafka's log.flush.offset.checkpoint.interval.ms): a stale one only means more to
-recover, while one per fsync would triple the fsyncs of policy "always".
+written when it goes down (truncation), on open, retention and close, and otherwise once a
+minute by LogManager's pass, in a thread (`offsets_checkpoint_jobs`; Kafka's
+log.flush.offset.checkpoint.interval.ms): a stale one only means more to recover, while one per
+fsync would triple the fsyncs of policy "always". A checkpoint whose value is on disk already
+is not written again (checkpoint.CheckpointFile), so an idle log writes nothing.
+
+A new log (its directory did not exist) writes only its segment files and one fsync of the
+directory: absent checkpoint files read as offset 0 and an untrusted, empty epoch cache,
+which is what a new log holds.
 
 A failed I/O call raises `LogDirIOError` (dir_failure.py): the caller takes the whole log
 directory offline (`mark_offline` on every log), and the log is not touched again until the
@@ -45,7 +51,7 @@ import itertools
 import os
 import shutil
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -143,7 +149,8 @@ class Log:
         self.log_start_offset = 0
         self.recovery_point = 0
         self._last_flush_ms = clock.monotonic_ms()
-        self._last_rp_checkpoint_ms = clock.monotonic_ms()
+        self._recovery_point_file = checkpoint.CheckpointFile(directory / RECOVERY_POINT_FILE)
+        self._log_start_file = checkpoint.CheckpointFile(directory / LOG_START_FILE)
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
@@ -154,10 +161,25 @@ class Log:
     @classmethod
     def open(cls, directory: Path, config: LogConfig, clock: Clock) -> Log:
         """Open the log in `directory`, creating it or recovering it as needed."""
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True)
+        except FileExistsError:
+            log = cls(directory, config, clock)
+            log._load()
+            return log
         log = cls(directory, config, clock)
-        log._load()
+        log._create()
         return log
+
+    def _create(self) -> None:
+        """A new log in the new, empty `directory`: one segment at 0 and nothing else."""
+        self._segments = [Segment.create(self.directory, 0)]
+        self._bases = [0]
+        self.epochs = LeaderEpochCache.absent(self.directory / EPOCH_FILE)
+        zero = checkpoint.encode_offset(0)  # what the absent files read as
+        self._recovery_point_file.holds(zero)
+        self._log_start_file.holds(zero)
+        checkpoint.fsync_dir(self.directory)
 
     def _load(self) -> None:
         clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
@@ -169,6 +191,9 @@ class Log:
             self.epochs.clear()
         recovery_point = checkpoint.read_offset(self.directory / RECOVERY_POINT_FILE)
         log_start = checkpoint.read_offset(self.directory / LOG_START_FILE)
+        # what the files mean (absent or corrupt: 0) is not written again
+        self._recovery_point_file.holds(checkpoint.encode_offset(recovery_point or 0))
+        self._log_start_file.holds(checkpoint.encode_offset(log_start or 0))
         if clean:
             first_unflushed = len(segments)
         else:
@@ -513,8 +538,6 @@ class Log:
         if up_to_offset <= self.recovery_point:
             return
         self.recovery_point = up_to_offset
-        if now - self._last_rp_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
-            self._write_offsets_checkpoints()
 
     def flush(self) -> None:
         plan = self.flush_plan()
@@ -526,13 +549,23 @@ class Log:
         if not self.closed:
             self._write_offsets_checkpoints()
 
-    def _write_offsets_checkpoints(self) -> None:
+    def offsets_checkpoint_jobs(self) -> list[Callable[[], None]]:
+        """The writes (to run in any thread) that persist the recovery point and log start
+        offset as they are now; none when the files hold them already."""
+        if self.closed:
+            return []
         assert self.log_start_offset <= self.recovery_point <= self.log_end_offset, (
             self.log_start_offset, self.recovery_point, self.log_end_offset,
         )  # fmt: skip
-        checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self.recovery_point)
-        checkpoint.write_offset(self.directory / LOG_START_FILE, self.log_start_offset)
-        self._last_rp_checkpoint_ms = self.clock.monotonic_ms()
+        jobs = (
+            self._recovery_point_file.write_job(checkpoint.encode_offset(self.recovery_point)),
+            self._log_start_file.write_job(checkpoint.encode_offset(self.log_start_offset)),
+        )
+        return [job for job in jobs if job is not None]
+
+    def _write_offsets_checkpoints(self) -> None:
+        for job in self.offsets_checkpoint_jobs():
+            job()
 
     # ----- retention and deletion -----------------------------------------------------------
 
@@ -620,14 +653,22 @@ class Log:
         self._close_files()
 
     def mark_deleted(self) -> None:
-        """Refuse every further call, but keep the files open for slices in flight."""
+        """Refuse every further call, but keep the files open for slices in flight. A
+        checkpoint being written in a thread lands before this returns; none after."""
         self.closed = True
+        self._retire_checkpoints()
+
+    def _retire_checkpoints(self) -> None:
+        for file in (self._recovery_point_file, self._log_start_file):
+            file.retire()
+        self.epochs.retire()
 
     def mark_offline(self) -> None:
         """Its directory failed (dir_failure.py): refuse every further call and write nothing
         more, not even at close (no clean-shutdown marker: the next start recovers the log).
         The files stay open, so a fetch response already being sent from them completes."""
         self.closed = self.offline = True
+        self._retire_checkpoints()
 
     def delete(self) -> None:
         """Close everything and remove the directory."""
@@ -636,6 +677,7 @@ class Log:
 
     def _close_files(self) -> None:
         self.closed = True
+        self._retire_checkpoints()
         for seg in self._segments:
             seg.close()
         for _, seg in self._pending_deletes:
