@@ -78,6 +78,13 @@ def estimate_size(
     return size
 
 
+def _add_headers(batch: ProducerBatch, headers: list[tuple[str, bytes | None]] | None) -> None:
+    """The next record's headers (call before its timestamp is appended)."""
+    if batch.headers is None:
+        batch.headers = [None] * len(batch.stamps)
+    batch.headers.append(headers)
+
+
 class ProducerBatch(BatchState):
     """Records bound for one partition, sent as one record batch."""
 
@@ -114,7 +121,8 @@ class ProducerBatch(BatchState):
         # the batch builder as they are.
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
-        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        # None until a record of the batch has headers (most never do: one append less each)
+        self.headers: list[list[tuple[str, bytes | None]] | None] | None = None
         self.stamps: list[int] = []  # timestamps, ms (kept after the build: for metadata)
         self.built: bytes | None = None
         self.bulk_future: Any = None  # a future of BatchMetadata, for append_built batches
@@ -139,7 +147,7 @@ class ProducerBatch(BatchState):
                 producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                 base_sequence=self.base_sequence,
             )  # fmt: skip
-            self.keys, self.values, self.headers = [], [], []  # in `built` now
+            self.keys, self.values, self.headers = [], [], None  # in `built` now
         return self.built
 
     def complete(self, base_offset: int, log_append_time_ms: int) -> None:
@@ -248,7 +256,8 @@ class RecordAccumulator:
         future.index = len(stamps)
         batch.keys.append(key)
         batch.values.append(value)
-        batch.headers.append(headers)
+        if headers is not None or batch.headers is not None:
+            _add_headers(batch, headers)
         stamps.append(timestamp_ms)
         batch.size_bytes += size
         self.used_bytes += size
@@ -283,7 +292,8 @@ class RecordAccumulator:
             future.batch, future.index = batch, 0
             batch.keys.append(key)
             batch.values.append(value)
-            batch.headers.append(headers)
+            if headers is not None:
+                _add_headers(batch, headers)
             batch.stamps.append(timestamp_ms)
             batch.size_bytes += size
             self.used_bytes += size

@@ -78,6 +78,20 @@ def test_a_record_joins_the_open_batch_until_it_is_full() -> None:
     assert acc.incomplete == 1
 
 
+def test_headers_of_some_records_only_keep_their_places() -> None:
+    """A batch keeps no headers column until a record has headers; then it is filled in."""
+    acc = RecordAccumulator()
+    sent = [(None, b"a", None), (b"k", b"b", None), (None, b"c", [("h", b"1")]), (None, b"d", None)]
+    for key, value, headers in sent:
+        add(acc, T0, key, value, headers, 5, Fut(), 0)
+    batch = acc.close_open(T0) and acc._queue(T0)[0]
+    assert batch
+    got = [(r.key, r.value, r.headers) for r in decode_all(batch.payload(0))]
+    assert got == sent
+    plain = acc.append_new(T1, None, b"x", None, 5, estimate_size(None, b"x", None), 0)
+    assert plain.batch.headers is None  # no record with headers: no column at all
+
+
 def test_linger_decides_readiness() -> None:
     acc = RecordAccumulator(linger_ms=10)
     add(acc, T0, None, b"v", None, 1, Fut(), 100)
