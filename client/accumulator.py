@@ -250,6 +250,22 @@ class RecordAccumulator:
         batch = self._open.get(tp)
         if batch is None or batch.size_bytes + size > self.batch_size:
             return None
+        future = self.join(batch, key, value, headers, timestamp_ms, size, fut_cls)
+        if batch.size_bytes >= self.batch_size:
+            self.close_open(tp)
+        return future
+
+    def join(
+        self,
+        batch: ProducerBatch,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int,
+        size: int,
+        fut_cls: type,
+    ) -> Any:
+        """Add the record to `batch` (open, with room: the caller checked); its future."""
         stamps = batch.stamps
         future: Any = _new(fut_cls)
         future.batch = batch
@@ -261,8 +277,6 @@ class RecordAccumulator:
         stamps.append(timestamp_ms)
         batch.size_bytes += size
         self.used_bytes += size
-        if batch.size_bytes >= self.batch_size:
-            self.close_open(tp)
         return future
 
     def append_new(
@@ -514,6 +528,8 @@ class RecordAccumulator:
         """Remove and return every queued batch (closing without waiting)."""
         batches = [b for q in self._queues.values() for b in q]
         self._queues.clear()
+        for batch in self._open.values():
+            batch.closed = True  # nothing joins it any more (the producer's append_value looks)
         self._open.clear()
         for batch in batches:
             self._settle(batch)

@@ -156,6 +156,9 @@ class AsyncProducer(ClusterClient):
         self._wall_ns = time.time_ns if isinstance(self._clock, SystemClock) else None
         self._max_record_bytes = max_request_size - HEADER_BYTES
         self._tps: dict[str, list[TopicPartition]] = {}  # per topic, indexed by partition
+        # per topic, the open batch of its sticky partition, where the next keyless record
+        # without a partition goes (`append_value`); closed batches are skipped, then replaced
+        self._sticky_batch: dict[str, ProducerBatch] = {}
         self._usable = False  # started, not closed, sender alive: send() skips its checks
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start
         self._bulk_rr = itertools.count()
@@ -258,7 +261,11 @@ class AsyncProducer(ClusterClient):
             self._check_usable()
         acc = self._acc
         closed = acc.closed_batches
-        future = self.append_record(topic, value, key, partition, headers, timestamp_ms)
+        future = None
+        if key is None and partition is None and headers is None and timestamp_ms is None:
+            future = self.append_value(topic, value)
+        if future is None:
+            future = self.append_record(topic, value, key, partition, headers, timestamp_ms)
         if future is None:
             future = await self._append_waiting(topic, value, key, partition, headers, timestamp_ms)
         if acc.closed_batches != closed:
@@ -267,6 +274,29 @@ class AsyncProducer(ClusterClient):
             # buffer before anything is sent).
             await asyncio.sleep(0)
         return future
+
+    def append_value(self, topic: str, value: bytes | None, fut_cls: type = RecordFuture) -> Any:
+        """The fast path of both send()s for a record with only a value (no key, partition,
+        headers or timestamp: the sticky partitioner's case), callable from any thread: join
+        the sticky partition's open batch when it has room for the record without filling.
+        None: take `append_record` (no open batch, the batch would fill, memory is short).
+        """
+        batch = self._sticky_batch.get(topic)
+        wall_ns = self._wall_ns
+        if batch is None or wall_ns is None:
+            return None
+        size = RECORD_OVERHEAD_BYTES + (len(value) if value else 0)
+        ts = wall_ns() // 1_000_000
+        acc = self._acc
+        with acc.lock:
+            if (
+                batch.closed
+                or batch.size_bytes + size >= acc.batch_size
+                or acc.used_bytes + size > acc.buffer_memory
+                or size > self._max_record_bytes
+            ):
+                return None
+            return acc.join(batch, None, value, None, ts, size, fut_cls)
 
     def append_record(
         self,
@@ -303,6 +333,7 @@ class AsyncProducer(ClusterClient):
         else:
             ts = self._clock.time_ms()
         acc = self._acc
+        sticky = key is None and partition is None
         with acc.lock:
             if acc.used_bytes + size > acc.buffer_memory and acc.used_bytes:
                 return None
@@ -331,6 +362,8 @@ class AsyncProducer(ClusterClient):
                 full = True
             if full and key is None:
                 self._partitioner.on_new_batch(topic, num, meta.available_partitions(topic))
+            if sticky and not future.batch.closed and self._sticky.get(topic) == partition:
+                self._sticky_batch[topic] = future.batch  # where append_value sends the next
         self._waker()
         return future
 

@@ -73,8 +73,12 @@ class Producer(_SyncClient):
         if p is None or not p._usable:
             p = self._usable_client()
         try:
-            future = p.append_record(topic, value, key, partition, headers, timestamp_ms,
-                                     SendFuture)  # fmt: skip
+            future = None
+            if key is None and partition is None and headers is None and timestamp_ms is None:
+                future = p.append_value(topic, value, SendFuture)
+            if future is None:
+                future = p.append_record(topic, value, key, partition, headers, timestamp_ms,
+                                         SendFuture)  # fmt: skip
             if future is None:
                 future = self._append_blocking(p, topic, value, key, partition, headers,
                                                timestamp_ms)  # fmt: skip

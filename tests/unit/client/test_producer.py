@@ -246,3 +246,39 @@ async def test_start_without_a_reachable_broker_raises_and_can_be_retried(
     with pytest.raises(UsageError):
         await producer.send("s", b"v")
     await producer.close()
+
+
+async def test_value_only_records_join_the_sticky_batch_in_order(fake1: FakeState) -> None:
+    """A record with only a value takes `append_value` (no partition choice, no metadata):
+    into the sticky partition's open batch, in send order, until the batch would fill; mixed
+    with records taking the full path, everything lands in send order."""
+    fake1.create_topic("v", 3)
+    async with AsyncProducer(bootstrap(fake1), linger_ms=50, batch_size=400) as producer:
+        first = await producer.send("v", b"r0")
+        sticky = first.batch
+        joined = producer.append_value("v", b"r1")
+        assert joined is not None and joined.batch is sticky and joined.index == 1
+        keyed = await producer.send("v", b"r2", key=b"k")  # the full path, another batch maybe
+        futures = [first, joined, keyed]
+        futures += [await producer.send("v", b"r%d" % i) for i in range(3, 40)]
+        metas = await asyncio.gather(*futures)
+    by_partition: dict[int, list[bytes]] = {}
+    for i, meta in enumerate(metas):
+        by_partition.setdefault(meta.partition, []).append(b"r%d" % i)
+    for partition, values in by_partition.items():
+        assert _values(fake1, "v", partition) == values  # each partition in send order
+    assert len(by_partition) > 1  # batches filled, the sticky partition moved on
+
+
+async def test_value_only_records_skip_a_closed_batch(fake1: FakeState) -> None:
+    fake1.create_topic("c", 1)
+    async with AsyncProducer(bootstrap(fake1), linger_ms=10_000) as producer:
+        first = await producer.send("c", b"a")
+        with producer._acc.lock:
+            producer._acc.close_open(first.batch.tp)  # drained, say
+        assert producer.append_value("c", b"b") is None  # the full path opens a new one
+        second = await producer.send("c", b"b")
+        assert second.batch is not first.batch
+        assert producer.append_value("c", b"c").batch is second.batch
+        await producer.flush()
+    assert _values(fake1, "c", 0) == [b"a", b"b", b"c"]
