@@ -678,9 +678,9 @@ class ReplicaManager:
     async def _open_new_logs(
         self, states: list[PartitionState], configs: Mapping[str, LogConfig | BaseException]
     ) -> None:
-        """Create the logs of partitions new to this broker first, in threads: 3,000 new logs
-        one after the other held the event loop for most of a minute (a new log fsyncs its
-        directory), while concurrent fsyncs share journal commits."""
+        """Create the logs of partitions new to this broker first, in threads: a new log is a
+        directory and a file (log.py), 0.3-0.8 ms of file-system metadata work each on this
+        machine's disk, which would otherwise hold the event loop for seconds per 3,000."""
         new = {(s.topic, s.partition): c for s in states
                if not isinstance(c := configs[s.topic], BaseException)
                and self.log_manager.get(s.topic, s.partition) is None}  # fmt: skip

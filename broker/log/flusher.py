@@ -60,6 +60,6 @@ class GroupCommitFlusher:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._executor, plan.run)
             self.flush_count += 1
-            log.mark_flushed(plan.up_to_offset, plan.generation)
+            log.finish_flush(plan)
         finally:
             self._in_flight.pop(id(log), None)

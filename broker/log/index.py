@@ -98,12 +98,15 @@ class _IndexFile:
         os.ftruncate(self.fd(), size)
 
     def seal(self) -> None:
-        """Write what is buffered, fsync and close."""
+        """Write what is buffered, fsync and close (creating the file if no entry ever came:
+        a sealed segment always has its indexes)."""
         self.write_pending()
-        if self._fd is not None:
-            os.fdatasync(self._fd)
-            os.close(self._fd)
-            self._fd = None
+        if self._fd is None and self.path.exists():
+            return  # nothing written since it was loaded
+        fd = self.fd()
+        os.fdatasync(fd)
+        os.close(fd)
+        self._fd = None
 
     def close(self) -> None:
         """Close without writing what is buffered (as a crash would)."""

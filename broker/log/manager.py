@@ -272,7 +272,7 @@ class LogManager:
                 logger.exception("flush failed for %s-%s", log.topic, log.partition)
                 continue
             if not log.closed:
-                log.mark_flushed(plan.up_to_offset, plan.generation)
+                log.finish_flush(plan)
             flushed += 1
         return flushed
 

@@ -63,11 +63,11 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Writes]:
     yield Writes(monkeypatch)
 
 
-def test_a_new_log_writes_no_checkpoint_and_fsyncs_its_directory_once(
+def test_a_new_log_fsyncs_nothing_and_writes_no_checkpoint(
     open_log: OpenLog, log_dir: Path, writes: Writes
 ) -> None:
     log = open_log()
-    assert writes.fsyncs == 1 and writes.files == []
+    assert writes.fsyncs == 0 and writes.files == []
     assert not any((log_dir / name).exists() for name in CHECKPOINTS)
     log.close_unclean()  # a crash: the absent files read as what a new log holds
     reopened = open_log()
@@ -79,6 +79,20 @@ def test_a_new_log_writes_no_checkpoint_and_fsyncs_its_directory_once(
     assert reopened.epochs.entries() == [(3, 0)] and read_values(reopened) == [(0, b"a"), (1, b"b")]
 
 
+def test_the_first_flush_of_a_new_log_fsyncs_its_directories(
+    open_log: OpenLog, writes: Writes
+) -> None:
+    log = open_log()
+    log.append_as_leader(batch([b"x"]), 1)
+    writes.reset()
+    log.flush()  # the data (fdatasync, not counted here), then both directories
+    assert writes.fsyncs == 2 and log.recovery_point == 1
+    log.append_as_leader(batch([b"y"]), 1)
+    writes.reset()
+    log.flush()
+    assert writes.fsyncs == 0 and log.recovery_point == 2  # once is enough
+
+
 def test_an_unchanged_checkpoint_is_not_written_again(
     open_log: OpenLog, log_dir: Path, writes: Writes
 ) -> None:
@@ -87,7 +101,8 @@ def test_an_unchanged_checkpoint_is_not_written_again(
     log.flush()
     writes.reset()
     log.checkpoint_offsets()
-    assert [name for name, _ in writes.files] == [RECOVERY_POINT_FILE]  # the log start is 0
+    log.epochs.flush()  # a new log's first epoch from 0 was left unwritten until now
+    assert [name for name, _ in writes.files] == [RECOVERY_POINT_FILE, EPOCH_FILE]
     writes.reset()
     log.checkpoint_offsets()
     log.epochs.flush()
@@ -176,19 +191,31 @@ async def _no_overrides(_topic: str) -> dict[str, str]:
 async def test_new_leaderships_write_their_epochs_in_threads(
     tmp_path: Path, writes: Writes
 ) -> None:
+    """New logs leave their first epoch unwritten (rebuilt from the batches if lost); a
+    leadership of logs holding data writes each one's epoch file in a thread."""
     broker = 1
     manager = _manager(tmp_path)
     replicas = ReplicaManager(broker, manager, GroupCommitFlusher(), LogConfig(), 100, 1 << 20,
                               clock=ManualClock(T0))  # fmt: skip
-    states = [PartitionState("t", p, 1, broker, 7, [1], 0, [1], []) for p in range(4)]
-    results = await replicas.apply_leader_and_isr(states, _no_overrides)
-    assert [code for _, _, code in results] == [0] * 4
+
+    async def lead(epoch: int) -> None:
+        states = [PartitionState("t", p, 1, broker, epoch, [1], 0, [1], []) for p in range(4)]
+        results = await replicas.apply_leader_and_isr(states, _no_overrides)
+        assert [code for _, _, code in results] == [0] * 4
+
+    await lead(7)
+    assert not [name for name, _ in writes.files if name == EPOCH_FILE]
+    for p in range(4):
+        log = manager.get("t", p)
+        assert log is not None and log.epochs.entries() == [(7, 0)]
+        log.append_as_leader(batch([b"x"]), 7)
+    await lead(8)
     epoch_writes = [thread for name, thread in writes.files if name == EPOCH_FILE]
     assert len(epoch_writes) == 4
     assert all(thread != threading.main_thread().name for thread in epoch_writes)
     for p in range(4):
-        assert LeaderEpochCache.load(tmp_path / f"t-{p}" / EPOCH_FILE)[0].entries() == [(7, 0)]
-        assert manager.get("t", p).epochs.entries() == [(7, 0)]  # type: ignore[union-attr]
+        on_disk = LeaderEpochCache.load(tmp_path / f"t-{p}" / EPOCH_FILE)[0].entries()
+        assert on_disk == [(7, 0), (8, 1)] == manager.get("t", p).epochs.entries()  # type: ignore[union-attr]
     manager.shutdown()
 
 
@@ -200,3 +227,26 @@ def test_a_moved_log_start_is_written_and_read_back(open_log: OpenLog, log_dir: 
     assert checkpoint.read_offset(log_dir / LOG_START_FILE) == 3
     log.close()
     assert open_log(segment_bytes=200).log_start_offset == 3
+
+
+def test_a_new_logs_first_epoch_is_rebuilt_when_its_file_was_never_written(
+    open_log: OpenLog, log_dir: Path
+) -> None:
+    log = open_log()
+    log.append_as_leader(batch([b"a", b"b"]), 3)
+    assert log.epochs.entries() == [(3, 0)] and not (log_dir / EPOCH_FILE).exists()
+    log.close_unclean()
+    crashed = open_log()
+    assert crashed.epochs.entries() == [(3, 0)]  # from the batches
+    crashed.append_as_leader(batch([b"c"]), 5)  # a second epoch: written through at once
+    assert LeaderEpochCache.load(log_dir / EPOCH_FILE)[0].entries() == [(3, 0), (5, 2)]
+    crashed.close_unclean()
+    assert open_log().epochs.entries() == [(3, 0), (5, 2)]
+
+
+def test_a_clean_close_writes_a_new_logs_first_epoch(open_log: OpenLog, log_dir: Path) -> None:
+    log = open_log()
+    log.epochs.assign(4, 0)  # a leadership, nothing written yet
+    assert not (log_dir / EPOCH_FILE).exists()
+    log.close()
+    assert LeaderEpochCache.load(log_dir / EPOCH_FILE)[0].entries() == [(4, 0)]
