@@ -80,7 +80,7 @@ class LeaderEpochCache:
         """Record that `epoch` starts at `start_offset` if it is newer than the latest epoch.
 
         Batches of an older or the same epoch change nothing (Kafka's cache ignores them too).
-        Returns whether the cache changed (and was written).
+        Returns whether the cache changed (and was written, but for `_first_unwritten`).
         """
         if self._assign(epoch, start_offset):
             if not self._first_unwritten():  # (which a later flush, at close, writes)
