@@ -46,7 +46,7 @@ from protocol.errors import LogDirOfflineError, NotLeaderForPartitionError
 if TYPE_CHECKING:
     from broker.log.log import Log
 
-MAX_WAITERS_BEFORE_PRUNE = 1024
+MIN_WAITERS_BEFORE_PRUNE = 8
 
 
 class Waiter(Protocol):
@@ -310,7 +310,13 @@ class Partition:
 
 
 def _add(waiters: list[Waiter], waiter: Waiter) -> None:
-    if len(waiters) >= MAX_WAITERS_BEFORE_PRUNE:
+    """Append, pruning the done waiters whenever the list reaches a power of two (from 8): a
+    list holds at most about twice its live waiters, for O(1) amortised work per add. (An idle
+    partition's parked fetches time out without a wake-up: pruning only at 1,024 kept up to
+    1,024 finished fetches, and what they hold, per partition; 3,000 partitions' brokers grew
+    by ~70 MB a minute to ~450 MB.)"""
+    n = len(waiters)
+    if n >= MIN_WAITERS_BEFORE_PRUNE and n & (n - 1) == 0:
         waiters[:] = [w for w in waiters if not w.done()]
     waiters.append(waiter)
 
