@@ -102,6 +102,7 @@ from protocol.errors import (
     LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
+    OffsetNotAvailableError,
     OffsetOutOfRangeError,
     ReplicaNotAvailableError,
     RequestTimedOutError,
@@ -511,6 +512,10 @@ class ReplicaManager:
         log = p.log
         if timestamp == EARLIEST_TIMESTAMP:
             return NONE, -1, log.log_start_offset, p.leader_epoch
+        if replica_id < 0 and p.high_watermark < p.leader_epoch_start_offset:
+            # KIP-207: a new leader whose HW still lags the start of its epoch could answer an
+            # offset below one a consumer already saw from the old leader; ask again later
+            return OffsetNotAvailableError.code, -1, -1, -1
         if timestamp == LATEST_TIMESTAMP:
             end = p.high_watermark if replica_id < 0 else log.log_end_offset
             return NONE, -1, end, p.leader_epoch

@@ -64,6 +64,7 @@ class AsyncConsumer(ClusterClient):
             raise UsageError("max_poll_records must be at least 1")
         self.max_poll_records = max_poll_records
         self.request_timeout_ms = request_timeout_ms
+        self._retry_backoff_ms = retry_backoff_ms
         self._cluster = Cluster(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
@@ -201,20 +202,32 @@ class AsyncConsumer(ClusterClient):
         return await self._offsets(tps, LATEST_TIMESTAMP)
 
     async def _offsets(self, tps: Iterable[TopicPartition], ts: int) -> dict[TopicPartition, int]:
+        """Every partition's offset from its leader; a partition whose leader answered an error
+        (moved, or OFFSET_NOT_AVAILABLE right after an election: KIP-207) is asked again after
+        retry_backoff_ms, until request_timeout_ms."""
         await self._ensure_started()
         wanted = list(tps)
         self._cluster.add_topics(tp.topic for tp in wanted)
-        meta = await self._cluster.request_update()
-        by_node: dict[int, dict[TopicPartition, int]] = {}
-        for tp in wanted:
-            leader = meta.leader_for(tp.topic, tp.partition)
-            if leader < 0:
-                raise NetworkError(f"{tp} has no leader")
-            by_node.setdefault(leader, {})[tp] = ts
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout_ms / 1000
         out: dict[TopicPartition, int] = {}
-        for node, query in by_node.items():
-            out.update(await self._fetcher.list_offsets(node, query))
-        return out
+        while True:
+            meta = await self._cluster.request_update()
+            by_node: dict[int, dict[TopicPartition, int]] = {}
+            for tp in wanted:
+                leader = meta.leader_for(tp.topic, tp.partition)
+                if leader < 0:
+                    raise NetworkError(f"{tp} has no leader")
+                if tp not in out:
+                    by_node.setdefault(leader, {})[tp] = ts
+            for node, query in by_node.items():
+                out.update(await self._fetcher.list_offsets(node, query))
+            missing = [tp for tp in wanted if tp not in out]
+            if not missing:
+                return out
+            if loop.time() >= deadline:
+                raise RequestTimedOutError(f"no offset listed for {missing}")
+            await asyncio.sleep(self._retry_backoff_ms / 1000)
 
     # ----- polling ----------------------------------------------------------------------------
 

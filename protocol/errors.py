@@ -116,6 +116,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The leader epoch in the request is older than the broker's.", invalid_metadata=True),
     ErrorSpec(75, "UNKNOWN_LEADER_EPOCH", True,
               "The leader epoch in the request is newer than the broker's.", invalid_metadata=True),
+    ErrorSpec(78, "OFFSET_NOT_AVAILABLE", True,
+              "The leader's high watermark has not reached the start of its epoch since its "
+              "election: offsets could go backwards (KIP-207)."),
     ErrorSpec(79, "MEMBER_ID_REQUIRED", False,
               "The group member needs a member id: rejoin with the one given (KIP-394)."),
     ErrorSpec(80, "PREFERRED_LEADER_NOT_AVAILABLE", True,
@@ -284,6 +287,9 @@ class FencedLeaderEpochError(OdradekError): ...
 
 
 class UnknownLeaderEpochError(OdradekError): ...
+
+
+class OffsetNotAvailableError(OdradekError): ...
 
 
 class GroupIdNotFoundError(OdradekError): ...

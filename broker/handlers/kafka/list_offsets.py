@@ -1,5 +1,7 @@
 """ListOffsets (2), v1-v6: earliest (-2), latest (-1: the high watermark) or by timestamp,
-through the same lookup as the native ListOffsets. Kafka clients are consumers (replica -1)."""
+through the same lookup as the native ListOffsets. Kafka clients are consumers (replica -1).
+A new leader whose HW lags its epoch's start answers OFFSET_NOT_AVAILABLE (v5+) or
+LEADER_NOT_AVAILABLE (older), as Kafka does (KIP-207)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from protocol.api.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
+from protocol.errors import LeaderNotAvailableError, OffsetNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 
 
@@ -34,10 +37,19 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     ]
     native_req = ListOffsetsRequest(CONSUMER_REPLICA_ID, topics)
     resp: ListOffsetsResponse = native.handle(ctx, as_native(LIST_OFFSETS, native_req, request))
-    cls = response_class(LIST_OFFSETS.key, request.header.api_version)
+    version = request.header.api_version
+    cls = response_class(LIST_OFFSETS.key, version)
     out = per_topic(
         cls, resp.topics, "ListOffsetsTopicResponse", "ListOffsetsPartitionResponse",
-        lambda p: {"partition_index": p.partition, "error_code": p.error_code,
+        lambda p: {"partition_index": p.partition, "error_code": _code(p.error_code, version),
                    "timestamp": p.timestamp, "offset": p.offset, "leader_epoch": p.leader_epoch},
     )  # fmt: skip
     return make(cls, throttle_time=0, topics=out)
+
+
+def _code(code: int, version: int) -> int:
+    """OFFSET_NOT_AVAILABLE came with v5 (KIP-207); Kafka answers older versions with
+    LEADER_NOT_AVAILABLE, which their clients retry too."""
+    if code == OffsetNotAvailableError.code and version < 5:
+        return LeaderNotAvailableError.code
+    return code

@@ -115,3 +115,41 @@ async def test_restarted_leader_starts_from_the_checkpointed_hw(tmp_path: Path) 
     assert replicas.list_offset(-1, "t", 0, -1, -1)[2] == 5  # consumers see it at once
     await replicas.shutdown()
     manager.shutdown()
+
+
+async def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
+    tmp_path: Path,
+) -> None:
+    """KIP-207: a leader whose HW (no checkpoint here) lags the start of its epoch would list
+    an end below what consumers saw from the old leader: OFFSET_NOT_AVAILABLE (78, retriable)
+    until the followers' fetches bring the HW there; earliest and replicas are answered."""
+    clock = ManualClock(T0)
+    manager = LogManager(tmp_path, LogConfig(), clock)
+    manager.load_all()
+    replicas = _replicas(manager, clock)
+    await replicas.apply_leader_and_isr(
+        [PartitionState("t", 0, 1, 1, 1, [1], 0, [1, 2, 3], [])], _no_overrides
+    )
+    for i in range(5):
+        assert replicas.append("t", 0, build_batch_from_values([b"v%d" % i], T0), 1).error_code == 0
+    await replicas.shutdown()
+    manager.shutdown()
+    (tmp_path / HW_CHECKPOINT_FILE).unlink()  # as if killed before any HW checkpoint
+
+    manager = LogManager(tmp_path, LogConfig(), clock)
+    manager.load_all()
+    replicas = _replicas(manager, clock)
+    full_isr = [PartitionState("t", 0, 1, 1, 2, [1, 2, 3], 1, [1, 2, 3], [])]
+    await replicas.apply_leader_and_isr(full_isr, _no_overrides)
+    p = replicas.partitions[("t", 0)]
+    assert (p.high_watermark, p.leader_epoch_start_offset) == (0, 5)
+    assert replicas.list_offset(-1, "t", 0, -1, -1)[0] == 78  # latest
+    assert replicas.list_offset(-1, "t", 0, T0, -1)[0] == 78  # by time
+    assert replicas.list_offset(-1, "t", 0, -2, -1)[:3] == (0, -1, 0)  # earliest
+    assert replicas.list_offset(2, "t", 0, -1, -1)[2] == 5  # a replica: the log end
+    for follower in (2, 3):
+        p.record_follower_fetch(follower, 5, clock.time_ms())
+    assert p.high_watermark == 5
+    assert replicas.list_offset(-1, "t", 0, -1, -1)[:3] == (0, -1, 5)
+    await replicas.shutdown()
+    manager.shutdown()
