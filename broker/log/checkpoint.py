@@ -151,12 +151,6 @@ def decode(data: bytes, arity: int) -> list[tuple[int, ...]]:
     return entries
 
 
-def write_entries(path: Path, entries: Sequence[tuple[int, ...]], arity: int) -> None:
-    data = encode(entries, arity)
-    assert decode(data, arity) == [tuple(e) for e in entries]
-    write_atomically(path, data)
-
-
 def read_entries(path: Path, arity: int) -> list[tuple[int, ...]] | None:
     """The entries, or None when the file is absent. CorruptCheckpointError when it is bad."""
     try:
@@ -167,10 +161,6 @@ def read_entries(path: Path, arity: int) -> list[tuple[int, ...]] | None:
     if len(data) > MAX_CHECKPOINT_BYTES:
         raise CorruptCheckpointError(f"{path.name} is larger than {MAX_CHECKPOINT_BYTES} bytes")
     return decode(data, arity)
-
-
-def write_offset(path: Path, offset: int) -> None:
-    write_atomically(path, encode_offset(offset))
 
 
 def encode_offset(offset: int) -> bytes:
