@@ -9,6 +9,7 @@ record format the Kafka clients write).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import struct
@@ -21,8 +22,10 @@ from typing import Any
 import pytest
 
 from client import Admin, Consumer, Producer
+from client.connection import BrokerConnection
 from client.types import NewTopic, TopicPartition
 from deploy.cluster import LocalCluster
+from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.kafka import codec
 from protocol.kafka.versions import DESCRIBE_CLUSTER
 from tests.fixtures.cluster import ClusterFactory, run_odradek
@@ -63,7 +66,24 @@ def _create(cluster: LocalCluster, topic: str, partitions: int, rf: int,
             configs: dict[str, str] | None = None) -> None:  # fmt: skip
     with Admin(cluster.bootstrap) as admin:
         admin.create_topics([NewTopic(topic, partitions, rf, configs or {})])
-        _eventually(lambda: _all_led(admin, topic), f"{topic} to have leaders")
+    # every broker's metadata, not one's: the next Admin may ask any of them
+    for address in cluster.bootstrap.split(","):
+        _eventually(lambda a=address: _led_at(a, topic), f"{topic} led, as {address} sees it")
+
+
+def _led_at(address: str, topic: str) -> bool:
+    """The broker at `address` itself names a leader for every partition of `topic`."""
+    host, port = address.rsplit(":", 1)
+
+    async def ask() -> MetadataResponse:
+        conn = await BrokerConnection.connect(host, int(port), connect_timeout_ms=2000)
+        try:
+            return await conn.send(MetadataRequest(topics=[topic]), 5000)  # type: ignore[no-any-return]
+        finally:
+            await conn.close()
+
+    (t,) = asyncio.run(ask()).topics
+    return not t.error_code and bool(t.partitions) and all(p.leader >= 0 for p in t.partitions)
 
 
 def _all_led(admin: Admin, topic: str) -> bool:
