@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from broker.deferred import Deferred
 
 R = TypeVar("R")
+_REJECTED = object()  # what `_read_or_reject` gives when the read raised
 
 
 class _Waiter:
@@ -82,11 +83,8 @@ class DelayedFetch(Generic[R]):
         self.woken = False
         if self.finished:
             return
-        try:
-            reads = self._read()
-        except Exception as exc:  # a bug in a read: answer this fetch with it, not the appender
-            self._finish()
-            self.deferred.reject(exc)
+        reads = self._read_or_reject()
+        if reads is _REJECTED:
             return
         if self._satisfied(reads):
             self._finish()
@@ -99,14 +97,21 @@ class DelayedFetch(Generic[R]):
         self._timer = None
         if self.finished:
             return
-        try:
-            reads = self._read()
-        except Exception as exc:
-            self._finish()
-            self.deferred.reject(exc)
+        reads = self._read_or_reject()
+        if reads is _REJECTED:
             return
         self._finish()
         self.deferred.resolve(reads)
+
+    def _read_or_reject(self) -> Any:
+        """The re-read; a bug in it answers this fetch with the error (not the appender, whose
+        append woke it) and gives _REJECTED."""
+        try:
+            return self._read()
+        except Exception as exc:
+            self._finish()
+            self.deferred.reject(exc)
+            return _REJECTED
 
     def _finish(self) -> None:
         self.finished = True

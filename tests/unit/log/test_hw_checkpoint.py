@@ -90,9 +90,9 @@ def _replicas(manager: LogManager, clock: ManualClock) -> ReplicaManager:
     return ReplicaManager(1, manager, GroupCommitFlusher(), LogConfig(), 100, 1 << 20, clock=clock)
 
 
-async def test_restarted_leader_starts_from_the_checkpointed_hw(tmp_path: Path) -> None:
-    clock = ManualClock(T0)
-    manager = LogManager(tmp_path, LogConfig(), clock)
+async def _five_records_led_alone(where: Path, clock: ManualClock) -> None:
+    """Lead t-0 alone, append 5 records (HW 5), shut down (which checkpoints the HWs)."""
+    manager = LogManager(where, LogConfig(), clock)
     manager.load_all()
     replicas = _replicas(manager, clock)
     alone = [PartitionState("t", 0, 1, 1, 1, [1], 0, [1, 2, 3], [])]
@@ -101,15 +101,27 @@ async def test_restarted_leader_starts_from_the_checkpointed_hw(tmp_path: Path) 
         batch = build_batch_from_values([b"v%d" % i], T0)
         assert replicas.append("t", 0, batch, acks=1).error_code == 0
     assert replicas.partitions[("t", 0)].high_watermark == 5
-    await replicas.shutdown()  # checkpoints the HWs
+    await replicas.shutdown()
     manager.shutdown()
 
-    manager = LogManager(tmp_path, LogConfig(), clock)
+
+async def _leader_again_with_full_isr(
+    where: Path, clock: ManualClock
+) -> tuple[LogManager, ReplicaManager]:
+    """Restart and lead t-0 again, its followers in the ISR but not heard from."""
+    manager = LogManager(where, LogConfig(), clock)
     manager.load_all()
     replicas = _replicas(manager, clock)
-    # leader again, its followers still in the ISR but not heard from: nothing moves the HW
     full_isr = [PartitionState("t", 0, 1, 1, 2, [1, 2, 3], 1, [1, 2, 3], [])]
     await replicas.apply_leader_and_isr(full_isr, _no_overrides)
+    return manager, replicas
+
+
+async def test_restarted_leader_starts_from_the_checkpointed_hw(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    await _five_records_led_alone(tmp_path, clock)
+    # leader again, its followers not heard from: nothing moves the HW
+    manager, replicas = await _leader_again_with_full_isr(tmp_path, clock)
     p = replicas.partitions[("t", 0)]
     assert p.is_leader and p.high_watermark == 5
     assert replicas.list_offset(-1, "t", 0, -1, -1)[2] == 5  # consumers see it at once
@@ -124,23 +136,9 @@ async def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
     an end below what consumers saw from the old leader: OFFSET_NOT_AVAILABLE (78, retriable)
     until the followers' fetches bring the HW there; earliest and replicas are answered."""
     clock = ManualClock(T0)
-    manager = LogManager(tmp_path, LogConfig(), clock)
-    manager.load_all()
-    replicas = _replicas(manager, clock)
-    await replicas.apply_leader_and_isr(
-        [PartitionState("t", 0, 1, 1, 1, [1], 0, [1, 2, 3], [])], _no_overrides
-    )
-    for i in range(5):
-        assert replicas.append("t", 0, build_batch_from_values([b"v%d" % i], T0), 1).error_code == 0
-    await replicas.shutdown()
-    manager.shutdown()
+    await _five_records_led_alone(tmp_path, clock)
     (tmp_path / HW_CHECKPOINT_FILE).unlink()  # as if killed before any HW checkpoint
-
-    manager = LogManager(tmp_path, LogConfig(), clock)
-    manager.load_all()
-    replicas = _replicas(manager, clock)
-    full_isr = [PartitionState("t", 0, 1, 1, 2, [1, 2, 3], 1, [1, 2, 3], [])]
-    await replicas.apply_leader_and_isr(full_isr, _no_overrides)
+    manager, replicas = await _leader_again_with_full_isr(tmp_path, clock)
     p = replicas.partitions[("t", 0)]
     assert (p.high_watermark, p.leader_epoch_start_offset) == (0, 5)
     assert replicas.list_offset(-1, "t", 0, -1, -1)[0] == 78  # latest
