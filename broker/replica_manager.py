@@ -545,6 +545,10 @@ class ReplicaManager:
         parts = self.partitions.items()
         return {i: p.leader_epoch for (t, i), p in parts if t == topic and p.is_leader}
 
+    def leads(self, topic: str, partition: int, leader_epoch: int) -> bool:
+        p = self.partitions.get((topic, partition))
+        return p is not None and p.is_leader and p.leader_epoch == leader_epoch
+
     def log_range(self, topic: str, partition: int) -> tuple[int, int] | None:
         p = self.partitions.get((topic, partition))
         return None if p is None else (p.log.log_start_offset, p.log.log_end_offset)

@@ -17,6 +17,12 @@ class GroupLog(Protocol):
         """Partition -> leader epoch, for every partition of `topic` this broker leads now."""
         ...
 
+    def leads(self, topic: str, partition: int, leader_epoch: int) -> bool:
+        """Does this broker still lead the partition, in that leader epoch? (Checked on every
+        group request, so a coordinator whose leadership ended answers NOT_COORDINATOR at once,
+        however the leadership ended: LeaderAndIsr, StopReplica, the ZooKeeper fence.)"""
+        ...
+
     def log_range(self, topic: str, partition: int) -> tuple[int, int] | None:
         """(log start offset, log end offset) of a partition hosted here; None if it is not."""
         ...

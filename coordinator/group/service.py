@@ -7,7 +7,9 @@ TopicStore CreateTopics uses.
 
 Ownership follows leadership (seed 000's coordinator failover): `on_leadership_change` (called
 after LeaderAndIsr and StopReplica, and on every tick as a safety net) compares the offsets
-partitions this broker leads with those it coordinates. A newly led partition is Catch up: its
+partitions this broker leads with those it coordinates, and every group request first checks
+that its partition is still led in the epoch it was loaded in (a zombie fenced from ZooKeeper
+must not answer OffsetFetch from its cache). A newly led partition is Catch up: its
 log is replayed (group.replay) from the log start to the log end, while requests for its groups
 get COORDINATOR_LOAD_IN_PROGRESS; then Ready. A partition no longer led goes Down: its groups are
 dropped and waiting joins get NOT_COORDINATOR.
@@ -254,6 +256,9 @@ class GroupCoordinator:
         n = len(parts) if parts else self.config.offsets_partitions
         owned = self.owned.get(partition_for(group_id, n))
         if owned is None:
+            return None, NotCoordinatorError.code
+        if not self.offsets_log.leads(OFFSETS_TOPIC, owned.index, owned.leader_epoch):
+            self._resign(owned.index)  # the leadership ended since the last check
             return None, NotCoordinatorError.code
         if owned.state is not State.READY:
             return None, CoordinatorLoadInProgressError.code

@@ -5,11 +5,13 @@ pulled cable.
 - isolate: the leader of an RF=3, min.insync.replicas=2 partition is cut from everything.
   Leadership moves, acks=all produce goes on through the new leader; after heal the old leader
   rejoins the ISR and every replica holds the same bytes.
-- cut ZooKeeper: the leader still reaches its peers and clients but not ZooKeeper. After its
-  session timeout it fences itself (broker/zk_fence.py): an acks=all produce sent straight to it
-  is refused with a retriable error and never acknowledged, while the controller has elected
-  another leader. After heal it rejoins the ISR; the replicas are identical and hold every
-  acknowledged record once, and none of the refused ones.
+- cut ZooKeeper: the leader still reaches its peers and clients but not ZooKeeper. It fences
+  itself (broker/zk_fence.py) before ZooKeeper may expire its session, so that
+  once the controller has elected another leader, a produce sent straight to it (acks=1 or all)
+  is refused with a retriable error, and an OffsetFetch for a group it coordinated gets
+  NOT_COORDINATOR rather than its cached offsets. After heal it rejoins the ISR; the replicas
+  are identical and hold every acknowledged record once, and none of the refused ones, and the
+  new coordinator has the group's commit.
 
 Root only (namespaces, iptables): skipped otherwise.
 """
@@ -21,14 +23,25 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
 from client import Admin, Consumer, NewTopic, PartitionDescription, Producer, TopicPartition
 from deploy.cluster import LocalCluster
 from deploy.netns import NetLab
-from protocol.errors import NotLeaderForPartitionError, for_code
+from protocol.api.group import (
+    CommitPartition,
+    CommitTopic,
+    FindCoordinatorRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    TopicPartitions,
+)
+from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+from protocol.batch import build_batch_from_values
+from protocol.errors import NotCoordinatorError, NotLeaderForPartitionError, for_code
+from protocol.schema import Records
 from tests.fixtures.cluster import ClusterFactory, wait_until
 
 pytestmark = [
@@ -97,28 +110,62 @@ def _read(bootstrap: str, count: int) -> list[bytes]:
         return got
 
 
-def _produce_raw(host: str, port: int, value: bytes, timeout_ms: int = 2000) -> int:
-    """One acks=all batch straight to one broker (no client retries): its error code, or -1
-    when the connection failed or no answer came."""
+def _ask(host: str, port: int, request: Any, timeout_ms: int = 10_000) -> Any:
+    """One request straight to one broker (no client retries): its response, or None when the
+    connection failed or no answer came."""
     from client.connection import BrokerConnection
-    from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
-    from protocol.batch import build_batch_from_values
-    from protocol.schema import Records
 
-    async def send() -> int:
+    async def send() -> Any:
         conn = await BrokerConnection.connect(host, port, connect_timeout_ms=2000)
         try:
-            data = Records(build_batch_from_values([value], int(time.time() * 1000)))
-            topics = [ProduceTopic(TOPIC, [ProducePartition(0, data)])]
-            resp = await conn.send(ProduceRequest(-1, timeout_ms, topics), timeout_ms=10_000)
-            return int(resp.topics[0].partitions[0].error_code)
+            return await conn.send(request, timeout_ms=timeout_ms)
         finally:
             await conn.close()
 
     try:
         return asyncio.run(send())
     except Exception:
-        return -1
+        return None
+
+
+def _produce_raw(host: str, port: int, value: bytes, timeout_ms: int = 2000, acks: int = -1) -> int:
+    """One batch straight to one broker: its error code, or -1 when no answer came."""
+    data = Records(build_batch_from_values([value], int(time.time() * 1000)))
+    topics = [ProduceTopic(TOPIC, [ProducePartition(0, data)])]
+    resp = _ask(host, port, ProduceRequest(acks, timeout_ms, topics))
+    return -1 if resp is None else int(resp.topics[0].partitions[0].error_code)
+
+
+def _group_coordinated_by(cluster: LocalCluster, broker_id: int) -> str:
+    """A group id whose coordinator is `broker_id`, with offset 20 committed for partition 0."""
+    host, port = cluster.broker_host(broker_id), cluster.broker(broker_id).port
+
+    def find() -> str | None:
+        for i in range(64):
+            resp = _ask(host, port, FindCoordinatorRequest(f"fenced-{i}"))
+            if resp is not None and resp.error_code == 0 and resp.node_id == broker_id:
+                return f"fenced-{i}"
+        return None
+
+    group = _wait(find, f"a group coordinated by broker {broker_id}")
+    commit = OffsetCommitRequest(group, -1, "", [CommitTopic(TOPIC, [CommitPartition(0, 20)])])
+
+    def committed() -> bool:
+        resp = _ask(host, port, commit)
+        return resp is not None and resp.topics[0].partitions[0].error_code == 0
+
+    _wait(committed, "an offset commit")
+    return group
+
+
+def _fetch_offset(host: str, port: int, group: str) -> tuple[int, int]:
+    """(error code, offset of partition 0) as one broker answers OffsetFetch; (-1, -1) if none."""
+    resp = _ask(host, port, OffsetFetchRequest(group, [TopicPartitions(TOPIC, [0])]))
+    if resp is None:
+        return -1, -1
+    if resp.error_code:
+        return int(resp.error_code), -1
+    return 0, int(resp.topics[0].partitions[0].offset)
 
 
 def _segments(cluster: LocalCluster, broker_id: int) -> bytes:
@@ -170,6 +217,8 @@ def test_leader_cut_from_zookeeper_fences_itself(cluster_factory: ClusterFactory
     before = [f"before-{i}".encode() for i in range(20)]
     assert _send(cluster.bootstrap, before) == list(range(20))
     assert _produce_raw(host, port, b"acked") == 0  # offset 20
+    group = _group_coordinated_by(cluster, leader)
+    assert _fetch_offset(host, port, group) == (0, 20)
 
     lab.cut_zookeeper(leader)
     assert lab.fault(leader) == "cut_zookeeper"
@@ -179,16 +228,12 @@ def test_leader_cut_from_zookeeper_fences_itself(cluster_factory: ClusterFactory
         return p.leader if p is not None and p.leader in others else 0
 
     _wait(moved, "a new leader elected by the controller")
-    # From here on the old leader must acknowledge nothing; once fenced it says so at once.
-    refused: list[int] = []
-
-    def fenced() -> bool:
-        code = _produce_raw(host, port, b"zombie")
-        refused.append(code)
-        assert code != 0, "a broker cut from ZooKeeper acknowledged a write"
-        return code == NotLeaderForPartitionError.code
-
-    _wait(fenced, "the cut-off leader to refuse produces", timeout_s=3 * SESSION_TIMEOUT_MS / 1000)
+    # It fenced itself before ZooKeeper could expire its session, so by the time another leader
+    # was elected it acknowledges nothing, not even acks=1, and answers no coordinator read
+    # from its cache: the first answers already say so.
+    assert _produce_raw(host, port, b"zombie", acks=1) == NotLeaderForPartitionError.code
+    assert _produce_raw(host, port, b"zombie") == NotLeaderForPartitionError.code
+    assert _fetch_offset(host, port, group) == (NotCoordinatorError.code, -1)
     assert for_code(NotLeaderForPartitionError.code).retriable
     assert _partition(cluster, [leader]) is not None  # still reachable: not a pulled cable
 
@@ -198,4 +243,14 @@ def test_leader_cut_from_zookeeper_fences_itself(cluster_factory: ClusterFactory
     lab.heal(leader)
     _wait_healed(cluster, leader)
     got = _read(cluster.bootstrap, 41)
-    assert got == [*before, b"acked", *during], f"refused produces answered {refused}"
+    assert got == [*before, b"acked", *during], "a refused produce was kept"
+    # the commit it acknowledged is the new coordinator's too
+    assert _wait(lambda: _committed_anywhere(cluster, others, group), "the group's offset") == 20
+
+
+def _committed_anywhere(cluster: LocalCluster, ask: list[int], group: str) -> int | None:
+    for b in ask:
+        code, offset = _fetch_offset(cluster.broker_host(b), cluster.broker(b).port, group)
+        if code == 0:
+            return offset
+    return None

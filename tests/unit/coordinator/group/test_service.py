@@ -93,3 +93,25 @@ async def test_join_commit_failover_expiry_and_resign(tmp_path: Path) -> None:
         await h.lead(OFFSETS_TOPIC, 1, leader=2)
         assert again.heartbeat(hb) == NotCoordinatorError.code
         await again.shutdown()
+
+
+async def test_a_resigned_leadership_answers_not_coordinator_at_once(tmp_path: Path) -> None:
+    """The ZooKeeper fence resigns partitions without a LeaderAndIsr or a coordinator tick: the
+    very next group request must not be answered from the dropped leadership's cache."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as h:
+        groups = coordinator_for(h, clock)
+        await h.lead("t", 1)
+        await h.lead(OFFSETS_TOPIC, 1)
+        await settle(groups)
+        conn = await h.connect()
+        commit = OffsetCommitRequest("g", -1, "", [CommitTopic("t", [CommitPartition(0, 7)])])
+        assert (await conn.send(commit)).topics[0].partitions[0].error_code == 0
+        wanted = OffsetFetchRequest("g", [TopicPartitions("t", [0])])
+        assert (await conn.send(wanted)).topics[0].partitions[0].offset == 7
+
+        h.ctx.replicas.partitions[(OFFSETS_TOPIC, 0)].resign()  # as broker/zk_fence.py does
+        fetched = await conn.send(wanted)
+        assert (fetched.error_code, fetched.topics) == (NotCoordinatorError.code, [])
+        assert groups.owned == {}, "the coordinator gave the partition up"
+        await groups.shutdown()
