@@ -104,8 +104,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     # the producer; UNSUPPORTED_VERSION would be retried by librdkafka forever).
     ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
               "Transactional id refused: transactions are not supported by odradek."),
-    ErrorSpec(54, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log."),
-    ErrorSpec(56, "BROKER_SHUTDOWN", True, "The broker is shutting down.",
+    # Kafka's KafkaStorageException is an InvalidMetadataException: clients refresh metadata,
+    # since the controller moves leadership away from a failed log directory.
+    ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
               invalid_metadata=True),
     ErrorSpec(68, "NON_EMPTY_GROUP", False, "The group is not empty."),
     ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
@@ -280,9 +281,6 @@ class TransactionalIdAuthorizationFailedError(OdradekError): ...
 class KafkaStorageError(OdradekError): ...
 
 
-class BrokerShutdownError(OdradekError): ...
-
-
 class FencedLeaderEpochError(OdradekError): ...
 
 
@@ -400,12 +398,10 @@ def raise_for_code(code: int, message: str | None = None) -> None:
         raise for_code(code)(message)
 
 
-class LogDirOfflineError(BrokerShutdownError):
-    """Code 56, which Kafka names KAFKA_STORAGE_ERROR: the partition's log directory on this
-    broker is offline after an I/O error (disk full, EIO). Retriable, and the client refreshes
-    its metadata first, since the controller moves leadership to another replica. ERROR_TABLE
-    still names code 56 BROKER_SHUTDOWN (a row nothing else sends) and gives KAFKA_STORAGE_ERROR
-    code 54 (Kafka's SECURITY_DISABLED), so this class keeps row 56's name and a code read off
-    the wire decodes as BrokerShutdownError; Kafka clients read it as KAFKA_STORAGE_ERROR."""
+class LogDirOfflineError(KafkaStorageError):
+    """KAFKA_STORAGE_ERROR (56) for a partition whose log directory on this broker is offline
+    after an I/O error (disk full, EIO). Retriable, and the client refreshes its metadata first,
+    since the controller moves leadership to another replica. A code read off the wire decodes
+    as KafkaStorageError."""
 
     default_message = "The log directory holding this partition is offline (disk error)."

@@ -40,6 +40,7 @@ KAFKA_CODES = {
     "REBALANCE_IN_PROGRESS": 27,
     "UNSUPPORTED_VERSION": 35,
     "INVALID_REQUEST": 42,
+    "KAFKA_STORAGE_ERROR": 56,
     "FENCED_LEADER_EPOCH": 74,
 }
 
@@ -62,6 +63,30 @@ def test_kafka_names_and_numbers() -> None:
     table = {spec.name: spec.code for spec in ERROR_TABLE}
     for name, code in KAFKA_CODES.items():
         assert table[name] == code, name
+
+
+# Kafka's names (ours) where kafka-python spells them its own way
+KAFKA_PYTHON_SPELLING = {
+    "UNKNOWN_SERVER_ERROR": "UNKNOWN",
+    "NONE": "NO_ERROR",
+    "MESSAGE_TOO_LARGE": "MESSAGE_SIZE_TOO_LARGE",
+    "INVALID_TOPIC_EXCEPTION": "INVALID_TOPIC",
+    "INVALID_REPLICA_ASSIGNMENT": "INVALID_REPLICATION_ASSIGNMENT",
+}
+
+
+def test_every_code_means_what_it_means_in_kafka() -> None:
+    """Each row's number against kafka-python's table of Kafka's codes: a Kafka client reads
+    the code, not our name (54 is SECURITY_DISABLED, 56 KAFKA_STORAGE_ERROR)."""
+    import kafka.errors as ke
+
+    kafka = {
+        c.errno: c.message
+        for c in vars(ke).values()
+        if isinstance(c, type) and issubclass(c, ke.BrokerResponseError) and c.errno is not None
+    }
+    for spec in ERROR_TABLE:
+        assert kafka.get(spec.code) == KAFKA_PYTHON_SPELLING.get(spec.name, spec.name), spec
 
 
 def test_every_row_has_a_class_with_its_fields() -> None:
