@@ -8,7 +8,7 @@ ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments only th
 answers: they go to Metadata's controller_id, and a NOT_CONTROLLER answer (the controller moved)
 refreshes the metadata and retries, a bounded number of times.
 Descriptions come from a Metadata request for all topics. `list_offsets` sends one ListOffsets
-request per leader node, `delete_records` one DeleteRecords per leader node (retrying the
+request per leader node, `delete_records` one DeleteRecords per leader node (both retrying the
 partitions whose leader moved). Per-topic errors in an answer are raised as their error class,
 naming the topic.
 """
@@ -221,38 +221,72 @@ class AsyncAdmin(ClusterClient):
     async def list_offsets(
         self, query: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """{tp: timestamp ms, or -1 latest, -2 earliest} -> {tp: (offset, timestamp)}."""
+        """{tp: timestamp ms, or -1 latest, -2 earliest} -> {tp: (offset, timestamp)}.
+
+        As Kafka's AdminClient: a partition with no leader yet, or whose leader answers a
+        retriable error (it moved; OFFSET_NOT_AVAILABLE right after an election), is asked
+        again after a metadata refresh until `request_timeout_ms`, then its last error is
+        raised. A topic or partition that does not exist fails at once."""
         await self.start()
-        meta = await self._cluster.request_update()
-        by_node: dict[int, dict[TopicPartition, int]] = {}
-        for tp, ts in query.items():
-            leader = meta.leader_for(tp.topic, tp.partition)
-            if leader < 0:
-                raise LeaderNotAvailableError(f"{tp} has no leader")
-            by_node.setdefault(leader, {})[tp] = ts
-        answers = await asyncio.gather(*[self._list_offsets(n, q) for n, q in by_node.items()])
+        deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
+        pending = dict(query)
         out: dict[TopicPartition, OffsetAndTimestamp] = {}
-        for answer in answers:
-            out.update(answer)
-        return out
+        while True:
+            meta = await self._cluster.request_update()
+            failed: list[OdradekError] = []
+            by_node: dict[int, dict[TopicPartition, int]] = {}
+            for tp, ts in pending.items():
+                if not 0 <= tp.partition < (meta.num_partitions(tp.topic) or 0):
+                    raise UnknownTopicOrPartitionError(f"{tp.topic}-{tp.partition}")
+                leader = meta.leader_for(tp.topic, tp.partition)
+                if leader < 0:
+                    failed.append(LeaderNotAvailableError(f"{tp.topic}-{tp.partition}: no leader"))
+                else:
+                    by_node.setdefault(leader, {})[tp] = ts
+            answers = await asyncio.gather(
+                *[self._list_offsets(n, q) for n, q in by_node.items()], return_exceptions=True
+            )
+            for answer in answers:
+                if isinstance(answer, BaseException):
+                    if not isinstance(answer, OdradekError) or not answer.retriable:
+                        raise answer
+                    failed.append(answer)  # the node's connection failed: ask again
+                    continue
+                for tp, (code, found) in answer.items():
+                    if code == 0:
+                        out[tp] = found
+                        pending.pop(tp)
+                        continue
+                    error = for_code(code)(
+                        f"{tp.topic}-{tp.partition}: {for_code(code).default_message}"
+                    )
+                    if not error.retriable:
+                        raise error
+                    failed.append(error)
+            if not pending:
+                return out
+            loop_time = asyncio.get_running_loop().time()
+            if loop_time >= deadline:
+                raise failed[-1]
+            await asyncio.sleep(min(self._cluster.retry_backoff_ms / 1000, deadline - loop_time))
 
     async def _list_offsets(
         self, node: int, query: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp]:
+    ) -> dict[TopicPartition, tuple[int, OffsetAndTimestamp]]:
         by_topic: dict[str, list[ListOffsetsPartition]] = {}
         for tp, ts in query.items():
             by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
         request = ListOffsetsRequest(-1, [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()])
         conn = await self._cluster.connection(node)
         resp: ListOffsetsResponse = await conn.send(request, self.request_timeout_ms)
-        out = {}
-        for topic in resp.topics:
-            for p in topic.partitions:
-                _raise(p.error_code, f"{topic.name}-{p.partition}", None)
-                out[TopicPartition(topic.name, p.partition)] = OffsetAndTimestamp(
-                    p.offset, p.timestamp
-                )
-        return out
+        return {
+            TopicPartition(t.name, p.partition): (
+                p.error_code,
+                OffsetAndTimestamp(p.offset, p.timestamp),
+            )
+            for t in resp.topics
+            for p in t.partitions
+        }
 
     # ----- deleting records (each partition's leader) ---------------------------------------
 

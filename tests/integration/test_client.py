@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -19,8 +20,12 @@ from client import (
 )
 from client.partitioner import partition_for_key
 from deploy.cluster import LocalCluster
-from protocol.errors import TopicAlreadyExistsError
-from tests.fixtures.cluster import ClusterFactory
+from protocol.errors import (
+    LeaderNotAvailableError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from tests.fixtures.cluster import ClusterFactory, alive_bootstrap
 
 pytestmark = pytest.mark.integration
 
@@ -148,3 +153,37 @@ def test_produce_waits_out_a_dead_leader_and_data_survives(
     assert [r.value for r in got] == [b"before-%d" % i for i in range(5)] + [
         b"during-%d" % i for i in range(5)
     ]
+
+
+def test_admin_list_offsets_waits_out_a_dead_leader(cluster_factory: ClusterFactory) -> None:
+    """As Kafka's AdminClient: a partition without a leader is asked again until the request
+    timeout; a topic that does not exist fails at once."""
+    cluster = cluster_factory(2)
+    topic, tp = "client-offsets", TopicPartition("client-offsets", 0)
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        victim = _wait_for_leaders(admin, topic)[0]
+    with Producer(cluster.bootstrap) as producer:
+        sent = [producer.send(topic, b"%d" % i, partition=0) for i in range(3)]
+        assert [f.result(30).offset for f in sent] == [0, 1, 2]
+    cluster.kill(victim)
+    other = alive_bootstrap(cluster)
+    with Admin(other) as admin:  # the controller marks the partition offline
+        deadline = time.monotonic() + 30
+        while admin.describe_topics([topic])[0].partitions[0].leader != -1:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+    with Admin(other, request_timeout_ms=500) as admin:
+        with pytest.raises(LeaderNotAvailableError):  # still no leader after 0.5 s of asking
+            admin.list_offsets({tp: -1})
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admin.list_offsets({TopicPartition("client-no-such-topic", 0): -1})
+    restart = threading.Timer(1.0, cluster.start, args=(victim,))
+    restart.start()
+    try:
+        with Admin(other, request_timeout_ms=60_000) as admin:
+            found = admin.list_offsets({tp: -1})
+            assert found[tp].offset == 3
+            assert admin.list_offsets({tp: -2})[tp].offset == 0
+    finally:
+        restart.join()
