@@ -42,6 +42,11 @@ loop; it resigns through the callback it is given (the daemon passes `resign_lea
 
 The price: ZooKeeper itself down (or unreachable from every broker) for about a session timeout
 fences every broker, as if each had been cut off; they bounce and rejoin when it is back.
+
+Left open: a process paused or stalled past its deadline (SIGSTOP, the zombie case) handles the
+requests that arrived meanwhile before its next tick fences it, so it may still acknowledge an
+acks=1 produce then, as Kafka's old leader may. acks=all stays safe: its followers moved to the
+new leader, so its high watermark does not move.
 """
 
 from __future__ import annotations
