@@ -311,8 +311,7 @@ def test_a_group_takes_one_kind_of_consumer(cluster3: LocalCluster, tmp_path: Pa
         native.subscribe([s.topic])
         wire.wait_for(lambda: native.poll(timeout_ms=100) is not None and native.assignment(),
                       "the odradek consumer to join", CONVERGE_S)  # fmt: skip
-        found = wire.find_coordinator(s.kafka, group)
-        assert found is not None
+        found = wire.ready_coordinator(s.kafka, group)
         with wire.KafkaConn(found[1]) as conn:
             refused = wire.join(conn, group, [s.topic])
         assert refused.error_code.value == wire.INCONSISTENT_GROUP_PROTOCOL
@@ -349,8 +348,7 @@ def test_commits_with_a_wrong_generation_or_member_are_refused(
     known), then against a running kafka-python member."""
     s = Scenario.new(cluster3, tmp_path, "fence", partitions=1)
     tp = (s.topic, 0)
-    found = wire.find_coordinator(s.kafka, s.group)
-    assert found is not None
+    found = wire.ready_coordinator(s.kafka, s.group)
     with wire.KafkaConn(found[1]) as conn:
         joined = wire.join(conn, s.group, [s.topic])
         assert joined.error_code.value == wire.NONE
@@ -371,8 +369,7 @@ def test_commits_with_a_wrong_generation_or_member_are_refused(
         view = real.converge([kp])
         real.wait_all_committed()
         (member,) = view.members
-        found = wire.find_coordinator(real.kafka, real.group)
-        assert found is not None
+        found = wire.ready_coordinator(real.kafka, real.group)
         rtp = (real.topic, 0)
         with wire.KafkaConn(found[1]) as conn:
             assert wire.commit(conn, real.group, 1_000_000, member.member_id, {rtp: 1}) == {

@@ -118,8 +118,7 @@ def test_a_member_that_commits_then_dies_is_expired(cluster3: LocalCluster) -> N
     kafka = cluster3.kafka_bootstrap
     topic, group = _name("expiry"), _name("expiry")
     _create(cluster3.bootstrap, topic, 1, 1)
-    found = wire.find_coordinator(kafka, group)
-    assert found is not None
+    found = wire.ready_coordinator(kafka, group)
     with wire.KafkaConn(found[1]) as conn:
         joined = wire.join(conn, group, [topic], session_ms=1000)
         assert joined.error_code.value == wire.NONE
