@@ -193,28 +193,9 @@ def wait_converged(bootstrap: str, group: str, topic: str, partitions: int,
     return found
 
 
-def ready_coordinator(bootstrap: str, group: str, timeout_s: float = 30.0) -> tuple[int, Address]:
-    """The group's coordinator once it answers as one (an OffsetFetch gets no error). The broker
-    asked names the leader its metadata has, which may be ahead of that leader's own
-    LeaderAndIsr: a Kafka client then meets NOT_COORDINATOR and looks again, and so do we."""
-
-    def ready() -> tuple[int, Address] | None:
-        found = find_coordinator(bootstrap, group)
-        if found is None:
-            return None
-        try:
-            resp = call(found[1], OFFSET_FETCH, 5, group_id=group, topics=None)
-        except OSError:
-            return None
-        return found if resp.error_code.value == NONE else None
-
-    found: tuple[int, Address] = wait_for(ready, f"the coordinator of {group}", timeout_s)
-    return found
-
-
-def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int] | None:
-    """Every committed offset of the group (OffsetFetch v5, all topics); None when the
-    coordinator cannot answer just now (moving, loading)."""
+def _offsets_at_coordinator(bootstrap: str, group: str) -> tuple[tuple[int, Address], Any] | None:
+    """(the coordinator, its OffsetFetch v5 answer for all topics); None when it cannot answer
+    without an error just now (moving, loading, not yet told it leads)."""
     found = find_coordinator(bootstrap, group)
     if found is None:
         return None
@@ -222,10 +203,27 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int] | None:
         resp = call(found[1], OFFSET_FETCH, 5, group_id=group, topics=None)
     except OSError:
         return None
-    if resp.error_code.value != NONE:
+    return None if resp.error_code.value != NONE else (found, resp)
+
+
+def ready_coordinator(bootstrap: str, group: str, timeout_s: float = 30.0) -> tuple[int, Address]:
+    """The group's coordinator once it answers as one (an OffsetFetch gets no error). The broker
+    asked names the leader its metadata has, which may be ahead of that leader's own
+    LeaderAndIsr: a Kafka client then meets NOT_COORDINATOR and looks again, and so do we."""
+    got = wait_for(lambda: _offsets_at_coordinator(bootstrap, group),
+                   f"the coordinator of {group}", timeout_s)  # fmt: skip
+    found: tuple[int, Address] = got[0]
+    return found
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int] | None:
+    """Every committed offset of the group (OffsetFetch v5, all topics); None when the
+    coordinator cannot answer just now (moving, loading)."""
+    got = _offsets_at_coordinator(bootstrap, group)
+    if got is None:
         return None
     return {(t.name, p.partition_index): int(p.committed_offset)
-            for t in resp.topics for p in t.partitions
+            for t in got[1].topics for p in t.partitions
             if p.error_code.value == NONE and p.committed_offset >= 0}  # fmt: skip
 
 
