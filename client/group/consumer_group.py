@@ -93,8 +93,15 @@ class ConsumerGroup:
                 log.info("commit before rejoining refused: %s", exc)
         await _call(self.listener.on_partitions_revoked if self.listener else None, old)
         new = set(await self.membership.join())
+        # The committed offsets first: from the assignment's change to the assigned callback
+        # nothing awaits, so no other task sees the new partitions before the listener does.
+        try:
+            committed = await self.membership.committed(new) if new else {}
+        except BaseException:
+            self.consumer._apply_assignment(())  # owns nothing it can start; rejoins next poll
+            self.membership.rejoin_later()
+            raise
         self.consumer._apply_assignment(new)
-        committed = await self.membership.committed(new) if new else {}
         for tp in sorted(new):
             offset = committed.get(tp)
             if offset is not None:

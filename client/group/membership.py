@@ -129,6 +129,11 @@ class GroupMembership:
     def needs_join(self) -> bool:
         return self.state in (ConsumerState.DISCOVER, ConsumerState.STOPPED)
 
+    def rejoin_later(self) -> None:
+        """The next poll rejoins (the assignment could not be taken up)."""
+        if self.state in (ConsumerState.MEMBER, ConsumerState.REDISCOVER):
+            self._move(ConsumerState.STOPPED)
+
     def polled(self) -> None:
         self._last_poll_s = self._now()
 

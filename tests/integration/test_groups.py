@@ -226,6 +226,43 @@ class Recorder:
         self.calls.append(("assigned", {tp.partition for tp in assigned}))
 
 
+async def test_no_task_sees_an_assignment_before_the_assigned_callback(
+    cluster3: LocalCluster,
+) -> None:
+    """As in a Kafka client's poll, the new partitions and the assigned callback come together:
+    another task reading assignment() never meets a partition the listener was not told of
+    (before, the committed offsets were fetched in between)."""
+    bootstrap = cluster3.bootstrap
+    await create_topic(bootstrap, "told-first", 2)
+    told: set[TopicPartition] = set()
+    early: list[set[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            pass
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            told.update(assigned)
+
+    consumer = AsyncConsumer(bootstrap, group_id="told-first-g", client_id="t1", **GROUP_OPTS)  # type: ignore[arg-type]
+    consumer.subscribe(["told-first"], listener=Listener())
+
+    async def watch() -> None:
+        while True:
+            if consumer.assignment() - told:
+                early.append(consumer.assignment() - told)
+            await asyncio.sleep(0)
+
+    watcher = asyncio.ensure_future(watch())
+    m = Member(consumer).start()
+    try:
+        await wait_for(lambda: len(told) == 2, what="the assigned callback")
+    finally:
+        watcher.cancel()
+        await m.stop()
+    assert not early, f"assignment() showed {early[0]} before the callback"
+
+
 async def test_pattern_listener_and_max_poll_interval(cluster3: LocalCluster) -> None:
     bootstrap = cluster3.bootstrap
     await create_topic(bootstrap, "pat-a", 2)

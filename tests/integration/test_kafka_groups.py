@@ -419,6 +419,9 @@ def test_cli_describes_resets_and_deletes_a_kafka_group(
             header = out.splitlines()[0]
             assert "Kafka group (protocol type consumer)" in header, header
             assert "state Stable" in header and "assignor range" in header, header
+            # one join: the member knew its topic's partitions when it joined (else
+            # kafka-python rejoins by itself, and the pause above may catch it half done)
+            assert "generation 1," in header, header
             owner = "kp-cli@/127.0.0.1"
             assert _rows(out) == [[s.group, s.topic, str(p), "10", "15", "5", owner]
                                   for p in range(3)]  # fmt: skip

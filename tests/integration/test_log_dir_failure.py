@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,27 +59,43 @@ def _part(cluster: LocalCluster, p: int) -> PartitionDescription | None:
     return parts[p] if len(parts) > p else None
 
 
-def _produce_raw(cluster: LocalCluster, broker_id: int, p: int, value: bytes, acks: int) -> int:
-    """One batch straight to `broker_id`, no retries: its error code (-1: no answer)."""
+def _ask(cluster: LocalCluster, broker_id: int, request: Any) -> Any:
+    """One request straight to `broker_id`, no retries: its answer (None: no answer)."""
     from client.connection import BrokerConnection
-    from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
-    from protocol.batch import build_batch_from_values
-    from protocol.schema import Records
 
-    async def send() -> int:
+    async def send() -> Any:
         conn = await BrokerConnection.connect("127.0.0.1", cluster.broker(broker_id).port)
         try:
-            data = Records(build_batch_from_values([value], int(time.time() * 1000)))
-            topics = [ProduceTopic(TOPIC, [ProducePartition(p, data)])]
-            resp = await conn.send(ProduceRequest(acks, 10_000, topics), timeout_ms=20_000)
-            return int(resp.topics[0].partitions[0].error_code)
+            return await conn.send(request, timeout_ms=20_000)
         finally:
             await conn.close()
 
     try:
         return asyncio.run(send())
     except Exception:
-        return -1
+        return None
+
+
+def _produce_raw(cluster: LocalCluster, broker_id: int, p: int, value: bytes, acks: int) -> int:
+    """One batch straight to `broker_id`: its error code (-1: no answer)."""
+    from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+    from protocol.batch import build_batch_from_values
+    from protocol.schema import Records
+
+    data = Records(build_batch_from_values([value], int(time.time() * 1000)))
+    topics = [ProduceTopic(TOPIC, [ProducePartition(p, data)])]
+    resp = _ask(cluster, broker_id, ProduceRequest(acks, 10_000, topics))
+    return -1 if resp is None else int(resp.topics[0].partitions[0].error_code)
+
+
+def _leads(cluster: LocalCluster, broker_id: int, p: int) -> bool:
+    """Whether `broker_id` itself answers as the leader of `p` (its LeaderAndIsr arrived):
+    the controller's view, which describe shows, runs ahead of the broker's."""
+    from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+
+    topics = [ListOffsetsTopic(TOPIC, [ListOffsetsPartition(p, -1)])]
+    resp = _ask(cluster, broker_id, ListOffsetsRequest(-1, topics))
+    return resp is not None and resp.topics[0].partitions[0].error_code == 0
 
 
 def _segment_bytes(cluster: LocalCluster, broker_id: int, p: int) -> bytes:
@@ -155,6 +172,7 @@ def _run_scenario(cluster: LocalCluster, data_dir: Path, tag: int) -> None:
 
     parts = wait_until(all_in_sync, "three in-sync replicas everywhere", WAIT_S)
     p = next(d.partition for d in parts if d.leader == VICTIM)
+    wait_until(lambda: _leads(cluster, VICTIM, p), f"{VICTIM} leading {TOPIC}-{p}", WAIT_S)
     ballast = _fill(data_dir, HEADROOM_BYTES)
 
     # 1. Straight to the full broker, no retries, until an append fails.
