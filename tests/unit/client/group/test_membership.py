@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from client.cluster import Cluster
+from client.consumer import AsyncConsumer
 from client.group.membership import GroupMembership, GroupSettings
 from client.group.states import (
     TABLE,
@@ -17,6 +18,8 @@ from client.group.states import (
 )
 from client.types import TopicPartition
 from protocol.api.group import (
+    FetchedOffset,
+    FetchedTopic,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -27,6 +30,8 @@ from protocol.api.group import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
     PartitionResult,
     TopicPartitions,
     TopicResult,
@@ -34,6 +39,7 @@ from protocol.api.group import (
 from protocol.errors import (
     CoordinatorLoadInProgressError,
     IllegalGenerationError,
+    InvalidRequestError,
     NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
@@ -73,6 +79,15 @@ class FakeCoordinator(FakeBroker):
     def on_LeaveGroup(self, req: LeaveGroupRequest) -> LeaveGroupResponse:
         self.seen.append(req)
         return LeaveGroupResponse(0)
+
+    def on_OffsetFetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        self.seen.append(req)
+        code = self._code("OffsetFetch")
+        if code:
+            return OffsetFetchResponse(code, [])
+        topics = [FetchedTopic(t.topic, [FetchedOffset(p, -1, None, 0) for p in t.partitions])
+                  for t in req.topics or []]  # fmt: skip
+        return OffsetFetchResponse(0, topics)
 
     def on_OffsetCommit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
         self.seen.append(req)
@@ -172,6 +187,38 @@ async def test_max_poll_interval_leaves_the_group(coordinator: FakeCoordinator) 
     assert m.state is C.STOPPED and m.member_id == ""
     assert isinstance(coordinator.seen[-1], LeaveGroupRequest)
     await m.close()
+
+
+async def test_an_assignment_whose_offsets_cannot_be_read_is_not_taken_up(
+    coordinator: FakeCoordinator,
+) -> None:
+    """The committed offsets are read before the new partitions are taken up (so that no
+    other task sees them before the assigned callback). If that read fails, poll raises, the
+    consumer owns nothing, and the next poll joins again."""
+    coordinator.state.create_topic("t", 3)
+    coordinator.codes["OffsetFetch"] = [InvalidRequestError.code]
+    told: list[set[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            pass
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            told.append(assigned)
+
+    consumer = AsyncConsumer(bootstrap(coordinator.state), group_id="g", retry_backoff_ms=1,
+                             heartbeat_interval_ms=60_000, session_timeout_ms=120_000)  # fmt: skip
+    consumer.subscribe(["t"], listener=Listener())
+    try:
+        with pytest.raises(InvalidRequestError):
+            await consumer.poll(timeout_ms=0)
+        assert consumer.assignment() == set() and told == []
+        await consumer.poll(timeout_ms=0)
+        mine = {TopicPartition("t", 0), TopicPartition("t", 2)}
+        assert consumer.assignment() == mine and told == [mine]
+        assert sum(isinstance(r, JoinGroupRequest) for r in coordinator.seen) == 2
+    finally:
+        await consumer.close()
 
 
 def test_state_table() -> None:
