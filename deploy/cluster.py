@@ -50,6 +50,7 @@ import contextlib
 import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -180,8 +181,28 @@ def _cmdline(pid: int) -> list[str]:
     return []
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_FROM = 10_000  # listening ports are picked from here to the ephemeral range
+
+
 def free_port(host: str = DEFAULT_HOST) -> int:
-    """A port nobody listens on right now (the OS picks it)."""
+    """A port nobody uses right now, below the kernel's ephemeral range. A killed broker is
+    restarted on its old port; a port from that range (what binding port 0 gives) may meanwhile
+    have become the local end of some client's outgoing connection, and the restart fails
+    with "address already in use". Ports below the range are never handed out that way."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    pick = random.SystemRandom()  # not the seeded module state: concurrent runs pick apart
+    for _ in range(200 if low > LISTEN_PORTS_FROM + 1000 else 0):
+        port = pick.randrange(LISTEN_PORTS_FROM, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

@@ -22,7 +22,7 @@ from client import Admin, Consumer, Producer
 from client.partitioner import partition_for_key
 from client.types import TopicPartition
 from deploy.cluster import LocalCluster
-from tests.fixtures.cluster import ClusterFactory
+from tests.fixtures.cluster import ClusterFactory, wait_until
 from tests.integration.kafka_clients import CLIENTS, Got, Rec
 
 pytestmark = pytest.mark.integration
@@ -270,7 +270,14 @@ def test_kcat_lists_the_cluster_truthfully_after_a_broker_dies(
     cluster = cluster_factory(brokers=3)
     topic = _topic("kcat")
     CLIENTS["kafka-python"](cluster.kafka_bootstrap).create_topic(topic, 3, 3, {})
-    meta = _kcat_metadata(cluster.kafka_bootstrap)
+
+    def listed() -> dict | None:
+        # CreateTopics answers once the broker asked knows the topic; kcat may ask another
+        # broker, whose UpdateMetadata is still on its way (as in Kafka)
+        meta = _kcat_metadata(cluster.kafka_bootstrap)
+        return meta if any(t["topic"] == topic for t in meta["topics"]) else None
+
+    meta = wait_until(listed, f"kcat to list {topic}", 30)
     ports = {b.id: b.kafka_port for b in cluster.state.brokers}  # type: ignore[union-attr]
     assert {(b["id"], b["name"]) for b in meta["brokers"]} == {
         (i, f"127.0.0.1:{port}") for i, port in ports.items()

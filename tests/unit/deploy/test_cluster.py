@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deploy.cluster import (
+    LISTEN_PORTS_FROM,
     BrokerProc,
     ClusterError,
     ClusterState,
@@ -56,6 +58,18 @@ def fakes(tmp_path: Path) -> Iterator[tuple[LocalCluster, list[subprocess.Popen[
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
+
+
+def test_free_ports_are_below_the_ephemeral_range() -> None:
+    """A broker restarts on its old port, so that port must not be one the kernel hands to
+    outgoing connections meanwhile (a CI run once failed with "address already in use")."""
+    low, _high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = {free_port() for _ in range(50)}
+    assert all(LISTEN_PORTS_FROM <= p < low for p in ports), sorted(ports)
+    assert len(ports) > 40  # spread out, so concurrent test runs pick apart
+    for port in ports:  # and free
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
 
 
 def test_state_round_trip() -> None:
