@@ -181,6 +181,7 @@ def _cmdline(pid: int) -> list[str]:
     return []
 
 
+PORT_RETRIES = 3  # `up`: fresh ports for a broker whose port was taken before it bound it
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LISTEN_PORTS_FROM = 10_000  # listening ports are picked from here to the ephemeral range
 
@@ -492,7 +493,7 @@ class LocalCluster:
                 self._spawn(proc)
                 self._save_state()
             lock.close()
-            self.wait_ready(must_run=self.broker_ids)
+            self._wait_ready_moving_taken_ports()
         except BaseException:
             lock.close()
             if self.state is not None:
@@ -547,6 +548,42 @@ class LocalCluster:
         if busy:
             raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
         return ports
+
+    def _wait_ready_moving_taken_ports(self) -> None:
+        """`wait_ready` for `up`. Ports are picked free here and bound by the broker processes
+        a moment later, so another process may take one in between (any pick-then-bind has
+        this race). A broker that exits for that gets fresh ports and starts again."""
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                self.wait_ready(must_run=self.broker_ids)
+                return
+            except ClusterError:
+                with self._state_lock():
+                    state = self._require_state()
+                    taken = [b for b in state.brokers if self._port_was_taken(b)]
+                    if attempt == PORT_RETRIES or not taken:
+                        raise
+                    used = {
+                        p for b in state.brokers for p in (b.port, b.kafka_port, b.metrics_port)
+                    }
+                    for proc in taken:
+                        fresh: list[int] = []
+                        while len(fresh) < 3:
+                            port = free_port(self.host)
+                            if port not in used:
+                                fresh.append(port)
+                                used.add(port)
+                        proc.port, proc.kafka_port, proc.metrics_port = fresh
+                        self._progress(f"broker {proc.id}: a port was taken before it bound it; "
+                                       "starting it again on new ports")  # fmt: skip
+                        self._spawn(proc)
+                    self._save_state()
+
+    def _port_was_taken(self, proc: BrokerProc) -> bool:
+        """Dead, its last words "address already in use" (the broker's start-up error)."""
+        if self._broker_state(proc) != "dead":
+            return False
+        return "address already in use" in _log_tail(self.dir / f"broker-{proc.id}.log").lower()
 
     def _setup_netlab(self, zk_connect: str) -> NetLab:
         """Plan the lab (recorded before anything is made, so `down` can undo a half-made

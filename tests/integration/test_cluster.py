@@ -3,6 +3,7 @@ start through the Python API (the CLI's own tests are in test_cli.py)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 
@@ -93,3 +94,21 @@ def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
     status = {s.id: s for s in cluster.status()}
     assert [status[i].state for i in (1, 2, 3)] == ["alive"] * 3
     assert status[new_controller].controller
+
+
+def test_up_moves_a_broker_whose_port_was_taken_before_it_bound_it(
+    cluster_factory: ClusterFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cluster up` picks free ports and the brokers bind them a moment later; a port taken in
+    between (here: held by the test) gets that broker fresh ports instead of failing `up`."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        held = holder.getsockname()[1]
+        picked = LocalCluster._ports
+        monkeypatch.setattr(LocalCluster, "_ports", lambda self: [held, *picked(self)[1:]])
+        cluster = cluster_factory(2)
+        assert cluster.broker(1).port != held
+        assert cluster.broker_states() == {1: "alive", 2: "alive"}
+        log = (cluster.dir / "broker-1.log").read_text()
+        assert "address already in use" in log.lower()  # its first start met the held port
