@@ -537,16 +537,21 @@ class LocalCluster:
         base_port: consecutive)."""
         wanted = 3 * self.num_brokers
         if self.base_port is None:
-            ports: list[int] = []
-            while len(ports) < wanted:
-                port = free_port(self.host)
-                if port not in ports:
-                    ports.append(port)
-            return ports
+            return self._free_ports(wanted, set())
         ports = [self.base_port + i for i in range(wanted)]
         busy = [p for p in ports if _port_in_use(self.host, p)]
         if busy:
             raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
+        return ports
+
+    def _free_ports(self, count: int, used: set[int]) -> list[int]:
+        """`count` distinct free ports, none in `used` (which gets them too)."""
+        ports: list[int] = []
+        while len(ports) < count:
+            port = free_port(self.host)
+            if port not in used:
+                ports.append(port)
+                used.add(port)
         return ports
 
     def _wait_ready_moving_taken_ports(self) -> None:
@@ -567,13 +572,7 @@ class LocalCluster:
                         p for b in state.brokers for p in (b.port, b.kafka_port, b.metrics_port)
                     }
                     for proc in taken:
-                        fresh: list[int] = []
-                        while len(fresh) < 3:
-                            port = free_port(self.host)
-                            if port not in used:
-                                fresh.append(port)
-                                used.add(port)
-                        proc.port, proc.kafka_port, proc.metrics_port = fresh
+                        proc.port, proc.kafka_port, proc.metrics_port = self._free_ports(3, used)
                         self._progress(f"broker {proc.id}: a port was taken before it bound it; "
                                        "starting it again on new ports")  # fmt: skip
                         self._spawn(proc)

@@ -234,29 +234,25 @@ async def test_no_task_sees_an_assignment_before_the_assigned_callback(
     (before, the committed offsets were fetched in between)."""
     bootstrap = cluster3.bootstrap
     await create_topic(bootstrap, "told-first", 2)
-    told: set[TopicPartition] = set()
-    early: list[set[TopicPartition]] = []
-
-    class Listener:
-        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-            pass
-
-        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-            told.update(assigned)
-
+    recorder = Recorder()
+    early: list[set[int]] = []
     consumer = AsyncConsumer(bootstrap, group_id="told-first-g", client_id="t1", **GROUP_OPTS)  # type: ignore[arg-type]
-    consumer.subscribe(["told-first"], listener=Listener())
+    consumer.subscribe(["told-first"], listener=recorder)
+
+    def told() -> set[int]:
+        return {p for kind, ps in recorder.calls if kind == "assigned" for p in ps}
 
     async def watch() -> None:
         while True:
-            if consumer.assignment() - told:
-                early.append(consumer.assignment() - told)
+            seen = {tp.partition for tp in consumer.assignment()}
+            if seen - told():
+                early.append(seen - told())
             await asyncio.sleep(0)
 
     watcher = asyncio.ensure_future(watch())
     m = Member(consumer).start()
     try:
-        await wait_for(lambda: len(told) == 2, what="the assigned callback")
+        await wait_for(lambda: len(told()) == 2, what="the assigned callback")
     finally:
         watcher.cancel()
         await m.stop()
