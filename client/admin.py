@@ -426,7 +426,7 @@ class AsyncAdmin(ClusterClient):
 
     async def _metadata(self, topics: list[str] | None) -> MetadataResponse:
         await self.start()
-        resp = await self._cluster.send_to_any(MetadataRequest(topics))
+        resp = await self._cluster.send_to_any(MetadataRequest(topics), read=True)
         assert isinstance(resp, MetadataResponse)
         return resp
 

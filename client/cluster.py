@@ -27,7 +27,7 @@ from typing import Any
 
 from client.connection import BrokerConnection
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
-from protocol.errors import NetworkError, OdradekError, UsageError
+from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 
 NO_LEADER = -1
 
@@ -220,8 +220,16 @@ class Cluster:
         rest = [n for n in nodes if n not in connected]
         return [*connected, *rest, *self.bootstrap]
 
-    async def send_to_any(self, request: Any, timeout_ms: float | None = None) -> Any:
-        """Send to some reachable broker (admin requests any broker accepts)."""
+    async def send_to_any(
+        self, request: Any, timeout_ms: float | None = None, *, read: bool = False
+    ) -> Any:
+        """Send to some reachable broker (admin requests any broker accepts).
+
+        A broker that refuses the connection is passed over. `read`: the request only reads
+        (Metadata, FindCoordinator), so one that times out or loses its connection is asked
+        of the next broker too, as Kafka's admin client does: a paused broker still accepts
+        connections (its kernel does) but never answers.
+        """
         timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
         last: OdradekError | None = None
         for target in self._metadata_targets():
@@ -230,8 +238,15 @@ class Cluster:
             except OdradekError as exc:
                 last = exc
                 continue
-            return await conn.send(request, timeout)
-        raise NetworkError(f"no broker is reachable (last error: {last})")
+            if not read:
+                return await conn.send(request, timeout)
+            try:
+                return await conn.send(request, timeout)
+            except (NetworkError, RequestTimedOutError) as exc:
+                last = exc
+        raise NetworkError(
+            f"no broker {'answered' if read else 'is reachable'} (last error: {last})"
+        )
 
     # ----- connections ----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from protocol.codec import encode_request, split_response
@@ -148,17 +149,23 @@ class BrokerConnection:
         """Requests written and not yet answered (or timed out)."""
         return len(self._pending)
 
-    async def send(self, request: Any, timeout_ms: float | None = 30_000) -> Any:
+    async def send(
+        self,
+        request: Any,
+        timeout_ms: float | None = 30_000,
+        on_written: Callable[[], None] | None = None,
+    ) -> Any:
         """Send one request and wait for its response dataclass.
 
         `timeout_ms` covers waiting for an in-flight slot, the write and the response.
+        `on_written` is called right after the request's frame is handed to the transport.
         """
         spec = spec_for_request(type(request))
         if timeout_ms is None:
-            return await self._send(request, spec.response)
+            return await self._send(request, spec.response, on_written)
         try:
             async with asyncio.timeout(timeout_ms / 1000):
-                return await self._send(request, spec.response)
+                return await self._send(request, spec.response, on_written)
         except TimeoutError:
             raise RequestTimedOutError(
                 f"{self.address}: no {spec.name} response within {timeout_ms} ms"
@@ -195,7 +202,9 @@ class BrokerConnection:
 
     # ----- internals ------------------------------------------------------------------------
 
-    async def _send(self, request: Any, response_cls: type) -> Any:
+    async def _send(
+        self, request: Any, response_cls: type, on_written: Callable[[], None] | None
+    ) -> Any:
         self._check_open()
         async with self._slots:
             await self.wait_writable()
@@ -206,6 +215,8 @@ class BrokerConnection:
             assert self._transport is not None
             try:
                 self._transport.write(frame)
+                if on_written is not None:
+                    on_written()
                 return await future
             finally:
                 self._pending.pop(corr, None)

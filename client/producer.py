@@ -169,6 +169,8 @@ class AsyncProducer(ClusterClient):
         self._progress = asyncio.Event()  # set whenever a batch completes (memory, flush)
         self._sender: asyncio.Task[None] | None = None
         self._requests: set[asyncio.Task[None]] = set()
+        # per node, resolved once its latest produce request is written (or given up)
+        self._written: dict[int, asyncio.Future[None]] = {}
         self._started = False
         self._closed = False
         self._fatal: BaseException | None = None
@@ -549,7 +551,9 @@ class AsyncProducer(ClusterClient):
             self._refresh_metadata()
             delay = _sooner(delay, self.retry_backoff_ms)
         for node, batches in drained.items():
-            task = asyncio.create_task(self._produce(node, batches))
+            before, written = self._written.get(node), self._loop.create_future()
+            self._written[node] = written
+            task = asyncio.create_task(self._produce(node, batches, before, written))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
         return 0 if drained else delay  # drained some: more may be sendable right away
@@ -600,17 +604,38 @@ class AsyncProducer(ClusterClient):
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         task.add_done_callback(lambda _t: self._wake.set())
 
-    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+    async def _produce(
+        self,
+        node: int,
+        batches: list[ProducerBatch],
+        before: asyncio.Future[None] | None,
+        written: asyncio.Future[None],
+    ) -> None:
+        """Send one drained request to `node` and settle its batches by the answer.
+
+        Requests to a node are written in drain order: this one waits until the one drained
+        before it is written (`before`), then resolves `written`. Without that, a request
+        drained while an earlier one still awaits the connection's opening could find the
+        connection open and overtake it (a partition's records stored out of send order).
+        """
+
+        def wrote() -> None:
+            if not written.done():
+                written.set_result(None)
+
         try:
             request = self._build_request(batches)
+            if before is not None and not before.done():
+                await before
             conn = await self._cluster.connection(node)
             if self.acks == 0:
                 await conn.wait_writable()
                 conn.send_no_response(request)
+                wrote()
                 for batch in batches:
                     self._finish(batch, -1, -1)
                 return
-            resp = await conn.send(request, self.request_timeout_ms)
+            resp = await conn.send(request, self.request_timeout_ms, on_written=wrote)
         except OdradekError as exc:
             why = f"broker {node}, the partition's leader, " + (
                 f"was unreachable: {exc}" if isinstance(exc, NetworkError)
@@ -631,6 +656,8 @@ class AsyncProducer(ClusterClient):
             for batch in batches:
                 self._on_error(batch, bug, str(bug))
             return
+        finally:
+            wrote()  # or given up: the next request to the node goes on
         answers = {(t.name, p.partition): p for t in resp.topics for p in t.partitions}
         for batch in batches:
             answer = answers.get(batch.tp)

@@ -126,7 +126,7 @@ class GroupAdmin:
         while True:
             try:
                 resp: FindCoordinatorResponse = await self.cluster.send_to_any(
-                    FindCoordinatorRequest(group_id), self._left_ms(deadline)
+                    FindCoordinatorRequest(group_id), self._left_ms(deadline), read=True
                 )
                 if resp.error_code != NONE:
                     why = resp.error_message or "FindCoordinator refused"

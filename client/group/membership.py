@@ -147,7 +147,9 @@ class GroupMembership:
             if self._conn is not None and not self._conn.closed:
                 return self._conn
             resp: FindCoordinatorResponse = await self.cluster.send_to_any(
-                FindCoordinatorRequest(self.settings.group_id), self.settings.request_timeout_ms
+                FindCoordinatorRequest(self.settings.group_id),
+                self.settings.request_timeout_ms,
+                read=True,
             )
             if resp.error_code != NONE:
                 raise for_code(resp.error_code)(resp.error_message)

@@ -137,7 +137,8 @@ def test_paused_leader_is_not_proven_dead(
         assert probes == 1 and dead == []
         assert len(outcomes) == 2 and Outcome.REFUSED not in outcomes
         led = [p.partition for p in parts if p.leader == victim]
-        # the admin asks a random known broker, the paused one too (its request times out)
+        # the admin asks a random known broker, the paused one too: it times out there and
+        # asks the next (a read)
         described = wait_until(lambda: _partitions(cluster), "an answer", WAIT_S / 2)
         assert all(described[i].leader == victim for i in led)
         now = zk.exists(paths.broker_path(victim))  # and all of that inside the old session

@@ -106,6 +106,7 @@ class FakeState:
     fetch_errors: list[int] = field(default_factory=list)
     delay_ms: dict[str, float] = field(default_factory=dict)  # api name -> answer delay
     drop: set[str] = field(default_factory=set)  # api names whose answers are never sent
+    paused: set[int] = field(default_factory=set)  # brokers that accept but never answer
     gates: dict[str, asyncio.Event] = field(default_factory=dict)  # api name -> wait for it
     fetch_log: list[tuple[int, list[tuple[str, int, int]]]] = field(default_factory=list)
     data_arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -367,6 +368,8 @@ class _Conn(asyncio.Protocol):
             self.tail = task
 
     async def _answer(self, req: Any, prev: asyncio.Future[None] | None) -> None:
+        if self.broker.node_id in self.broker.state.paused:
+            return  # a SIGSTOPped broker: its kernel took the connection, nothing answers
         result = await self.broker.handle(req.spec.name, req.body)
         if prev is not None:
             await prev  # responses go out in request order

@@ -4,9 +4,16 @@ import asyncio
 
 import pytest
 
+from client.admin import AsyncAdmin
 from client.cluster import Cluster, ClusterMetadata, parse_bootstrap
-from protocol.api.metadata import BrokerInfo, MetadataResponse, PartitionMetadata, TopicMetadata
-from protocol.errors import NetworkError, UsageError
+from protocol.api.metadata import (
+    BrokerInfo,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionMetadata,
+    TopicMetadata,
+)
+from protocol.errors import NetworkError, RequestTimedOutError, UsageError
 from tests.unit.client.fake_broker import FakeState, bootstrap
 
 
@@ -68,3 +75,28 @@ async def test_concurrent_refreshes_share_one_request(fake1: FakeState) -> None:
     await asyncio.gather(*[cluster.request_update() for _ in range(10)])
     assert fake1.requests["Metadata"] == before + 1
     await cluster.close()
+
+
+async def test_a_read_passes_over_a_broker_that_accepts_but_never_answers(
+    fake3: FakeState,
+) -> None:
+    """A paused broker's kernel still takes connections: a request any broker answers is asked
+    of the next broker when it times out there (`read`); other requests keep the error."""
+    fake3.create_topic("p", 3)
+    cluster = Cluster(bootstrap(fake3), request_timeout_ms=200, retry_backoff_ms=1)
+    await cluster.request_update()
+    await cluster.connection(2)  # connected brokers are asked first
+    fake3.paused.add(2)
+    with pytest.raises(RequestTimedOutError):
+        await cluster.send_to_any(MetadataRequest(["p"]))
+    resp = await cluster.send_to_any(MetadataRequest(["p"]), read=True)
+    assert [t.name for t in resp.topics] == ["p"] and len(resp.topics[0].partitions) == 3
+    await cluster.close()
+    async with AsyncAdmin(bootstrap(fake3), request_timeout_ms=200) as admin:
+        await admin.describe_cluster()
+        for node, conn in admin._cluster._conns.items():
+            if node != 2:
+                conn.abort()
+        await admin._cluster.connection(2)  # the one connected broker: asked first
+        (desc,) = await admin.describe_topics(["p"])
+    assert desc.error_code == 0 and len(desc.partitions) == 3

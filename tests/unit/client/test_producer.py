@@ -282,3 +282,31 @@ async def test_value_only_records_skip_a_closed_batch(fake1: FakeState) -> None:
         assert producer.append_value("c", b"c").batch is second.batch
         await producer.flush()
     assert _values(fake1, "c", 0) == [b"a", b"b", b"c"]
+
+
+async def test_requests_reach_a_node_in_drain_order_while_its_connection_opens(
+    fake1: FakeState,
+) -> None:
+    """A batch drained while the first request to a node still waits for the connection to
+    open must not be written before it (acks=1, no idempotence: nothing would reorder it)."""
+    fake1.create_topic("o", 1)
+    async with AsyncProducer(bootstrap(fake1), acks=1, linger_ms=0) as producer:
+        await producer.partitions_for("o")
+        cluster = producer._cluster
+        for conn in cluster._conns.values():
+            conn.abort()  # the produce request opens the leader's connection itself
+        real_open = cluster._open
+        later: list[asyncio.Future[object]] = []
+
+        async def open_then_send_more(target: int | tuple[str, int]) -> object:
+            conn = await real_open(target)
+            if isinstance(target, int) and not later:
+                # the connection is open; the first request's task has not resumed yet
+                later.append(producer.append_record("o", b"second", partition=0))
+            return conn
+
+        cluster._open = open_then_send_more  # type: ignore[method-assign]
+        first = await (await producer.send("o", b"first", partition=0))
+        second = await later[0]
+    assert (first.offset, second.offset) == (0, 1)
+    assert _values(fake1, "o", 0) == [b"first", b"second"]
