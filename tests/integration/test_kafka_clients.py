@@ -271,14 +271,17 @@ def test_kcat_lists_the_cluster_truthfully_after_a_broker_dies(
     topic = _topic("kcat")
     CLIENTS["kafka-python"](cluster.kafka_bootstrap).create_topic(topic, 3, 3, {})
 
-    def listed() -> dict | None:
-        # CreateTopics answers once the broker asked knows the topic; kcat may ask another
-        # broker, whose UpdateMetadata is still on its way (as in Kafka)
-        meta = _kcat_metadata(cluster.kafka_bootstrap)
-        return meta if any(t["topic"] == topic for t in meta["topics"]) else None
-
-    meta = wait_until(listed, f"kcat to list {topic}", 30)
     ports = {b.id: b.kafka_port for b in cluster.state.brokers}  # type: ignore[union-attr]
+
+    def listed() -> dict | None:
+        # CreateTopics answers once the broker asked knows the topic; the others' UpdateMetadata
+        # may still be on its way (as in Kafka), and kcat asks the survivors below: every
+        # broker, asked alone, must list it first
+        metas = [_kcat_metadata(f"127.0.0.1:{port}") for port in ports.values()]
+        known = all(any(t["topic"] == topic for t in meta["topics"]) for meta in metas)
+        return metas[0] if known else None
+
+    meta = wait_until(listed, f"every broker to list {topic} to kcat", 30)
     assert {(b["id"], b["name"]) for b in meta["brokers"]} == {
         (i, f"127.0.0.1:{port}") for i, port in ports.items()
     }
