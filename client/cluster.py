@@ -238,11 +238,11 @@ class Cluster:
             except OdradekError as exc:
                 last = exc
                 continue
-            if not read:
-                return await conn.send(request, timeout)
             try:
                 return await conn.send(request, timeout)
             except (NetworkError, RequestTimedOutError) as exc:
+                if not read:
+                    raise
                 last = exc
         raise NetworkError(
             f"no broker {'answered' if read else 'is reachable'} (last error: {last})"
