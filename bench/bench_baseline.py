@@ -3,7 +3,8 @@
 `run_baseline(ref, ...)` (called by bench_cluster.py):
 
 1. `git worktree add --detach <tmp>/src REF` (a separate directory: nothing in the working tree
-   changes), removed at the end with `git worktree remove --force`, also on errors and Ctrl-C.
+   changes), removed at the end with `git worktree remove --force`, also on errors and Ctrl-C;
+   the C modules its pyproject.toml lists are compiled into it (`build_extensions`).
 2. Starts two clusters of one broker each, one per side, through each side's own CLI:
    `python -m deploy.cli cluster up --dir ... --brokers 1` run with cwd and PYTHONPATH set to
    that side's tree, so its ZooKeeper-registered brokers and its load generator run its code.
@@ -27,7 +28,9 @@ import resource
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,11 +125,30 @@ def worktree(ref: str) -> Iterator[tuple[Path, str]]:
     src = tmp / "src"
     try:
         _git("worktree", "add", "--detach", str(src), commit)
+        build_extensions(src)
         yield src, commit
     finally:
         with contextlib.suppress(BaselineError):
             _git("worktree", "remove", "--force", str(src))
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_extensions(src: Path) -> None:
+    """Compile the C modules `src`'s pyproject.toml lists (`[tool.setuptools] ext-modules`) in
+    place, as `pip install -e` does for the working tree: a ref from after the C record codec
+    cannot import without them. gcc and the running Python's headers, one module at a time."""
+    with open(src / "pyproject.toml", "rb") as f:
+        modules = tomllib.load(f).get("tool", {}).get("setuptools", {}).get("ext-modules", [])
+    include = sysconfig.get_paths()["include"]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for module in modules:
+        target = src / (module["name"].replace(".", "/") + suffix)
+        sources = [str(src / s) for s in module["sources"]]
+        cmd = ["gcc", "-shared", "-fPIC", "-O3", "-DNDEBUG", "-fwrapv", f"-I{include}",
+               *sources, "-o", str(target)]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise BaselineError(f"building {module['name']} failed: {out.stderr.strip()[-500:]}")
 
 
 def run_baseline(
