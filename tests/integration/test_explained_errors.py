@@ -47,9 +47,12 @@ def test_leaderless_and_short_isr_errors_say_why(cluster_factory: ClusterFactory
     for victim in victims:
         cluster.kill(victim)
     bootstrap = f"127.0.0.1:{cluster.broker(survivor).port}"
+    # the survivor may not know the topic yet (its UpdateMetadata was still on its way when the
+    # other brokers answered above): it says UNKNOWN_TOPIC_OR_PARTITION, no partitions, until then
     after = wait_until(
         lambda: (
-            (d := _describe(bootstrap)).partitions[0].leader < 0
+            (d := _describe(bootstrap)).partitions
+            and d.partitions[0].leader < 0
             and all(p.leader == survivor for p in d.partitions if survivor in p.replicas)
             and d
         ),
