@@ -5,8 +5,9 @@ The user assigns partitions, optionally seeks, and polls. `poll` is a short loop
     raise an error a fetch left behind (OFFSET_OUT_OF_RANGE with auto_offset_reset="none", ...)
     look up positions for partitions that have none (ListOffsets, per auto_offset_reset)
     hand out buffered records, up to max_records           -> return them (after sending the
-                                                              next fetches, so they overlap
-                                                              with the user's processing)
+                                                              fetches of partitions behind
+                                                              their high watermark, so they
+                                                              overlap with the user's work)
     send fetches for fetchable partitions (one per leader node)
     wait for a fetch to finish, until the timeout
 
@@ -250,7 +251,8 @@ class AsyncConsumer(ClusterClient):
             if self._subs.needs_position():
                 await self._fetcher.reset_positions()
             records = self._fetcher.drain(limit)
-            self._fetcher.send_fetches()
+            # with records to return, only fetches that read more now; long polls wait
+            self._fetcher.send_fetches(ahead_only=bool(records))
             if records:
                 return records
             remaining = deadline - loop.time()

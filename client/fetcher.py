@@ -14,8 +14,12 @@
    `CompletedFetch`; OFFSET_OUT_OF_RANGE asks for a position reset; an error that means stale
    metadata (NOT_LEADER_FOR_PARTITION, ...) refreshes the metadata, so the next fetch goes to
    the new leader; other errors are raised from the next `poll`. When an answer brought data,
-   the next fetch to that node is sent at once, before anything is decoded; batches are CRC
-   checked on arrival and their records decoded when first handed out.
+   the next fetch to that node is sent at once for the partitions it left behind their high
+   watermark (more to read now), before anything is decoded; batches are CRC checked on
+   arrival and their records decoded when first handed out. A caught-up partition's next fetch
+   (a long poll) waits for the next `poll`: writing it costs a lone record's latency ~0.1 ms
+   (a syscall that wakes the broker) before `poll` returns, and buys nothing, since the
+   broker has nothing more to send yet.
 4. `drain(max_records)` hands out buffered records, advancing positions as records are handed
    out (never as they arrive); what is left over stays buffered for the next poll. Records are
    made by the C record walker (protocol/columns.py), ConsumerRecord tuples built in C.
@@ -198,13 +202,15 @@ class Fetcher:
 
     # ----- planning and sending ---------------------------------------------------------------
 
-    def plan(self) -> dict[int, list[tuple[TopicPartition, int]]]:
+    def plan(self, ahead_only: bool = False) -> dict[int, list[tuple[TopicPartition, int]]]:
         """Per leader node with no fetch in flight: (partition, offset) to fetch.
 
         A partition with buffered data is fetched ahead from where that data ends (prefetch),
         unless a prefetched response is already waiting behind it: at most two responses per
-        partition are held.
+        partition are held. `ahead_only`: only partitions whose last known high watermark is
+        above that offset (records to read now, not a long poll).
         """
+        hw = self._subs.high_watermark
         meta = self._cluster.metadata
         plan: dict[int, list[tuple[TopicPartition, int]]] = {}
         missing_leader = False
@@ -220,14 +226,17 @@ class Fetcher:
             head = self._buffer.get(tp)
             position = head.next_offset if head is not None else self._subs.position(tp)
             assert position is not None  # fetchable() guarantees it
+            if ahead_only and position >= hw(tp):
+                continue
             if position < self._stop.get(tp, position + 1):
                 plan.setdefault(leader, []).append((tp, position))
         if missing_leader:
             self.refresh_metadata()
         return plan
 
-    def send_fetches(self) -> None:
-        for node, parts in self.plan().items():
+    def send_fetches(self, ahead_only: bool = False) -> None:
+        """Send the planned fetches (see `plan`), one task per node."""
+        for node, parts in self.plan(ahead_only).items():
             self._rotation += 1
             k = self._rotation % len(parts)
             parts = parts[k:] + parts[:k]
@@ -255,7 +264,8 @@ class Fetcher:
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
         """One fetch; when its answer brought data, the next fetch to the node goes out at once
-        (prefetch). An empty answer leaves the next fetch to `poll`: no background polling."""
+        for the partitions still behind their high watermark (prefetch). A caught-up partition,
+        or an empty answer, leaves the next fetch to `poll`: no background polling."""
         cfg = self._config
         got_data = False
         try:
@@ -276,7 +286,7 @@ class Fetcher:
             self._in_flight_tps.difference_update(tp for tp, _ in parts)
             self._ready.set()
         if got_data and not self._closed:
-            self.send_fetches()
+            self.send_fetches(ahead_only=True)
 
     def _on_response(self, parts: list[tuple[TopicPartition, int]], resp: FetchResponse) -> bool:
         """Handle each partition's answer; True when any buffered new data."""

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import uvloop
 
 from client.admin import AsyncAdmin, PartitionReassignment
+from client.caller_loop import CallerLoop, running_loop
 from client.cluster import ClusterMetadata
 from client.types import (
     NewTopic,
@@ -56,7 +57,7 @@ class _LoopThread:
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         try:
             loop = self._ensure()
-            if _running_loop() is loop:
+            if running_loop() is loop:
                 raise UsageError("a sync client cannot be called from its own event loop")
         except BaseException:
             coro.close()
@@ -84,21 +85,21 @@ class _LoopThread:
         loop.close()
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 class _SyncClient:
-    """Owns the loop thread and the async twin, built inside that loop on first use."""
+    """Owns the loop thread and the async twin, built inside that loop on first use.
+
+    `_caller_runs_loop`: the loop is a CallerLoop (client/caller_loop.py), run in the caller's
+    thread during each call (the Consumer), instead of a dedicated loop thread.
+    """
 
     _name = "odradek-client"
+    _caller_runs_loop = False
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
-        self._thread = _LoopThread(self._name)
+        self._thread: _LoopThread | CallerLoop = (
+            CallerLoop(self._name) if self._caller_runs_loop else _LoopThread(self._name)
+        )
         self._client: Any = None
         self._starting: asyncio.Future[Any] | None = None  # on the loop: the client's start
 

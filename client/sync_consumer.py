@@ -1,4 +1,12 @@
-"""Synchronous Consumer: the AsyncConsumer on a private loop thread (client/sync.py)."""
+"""Synchronous Consumer: the AsyncConsumer on a private loop that the calling thread runs.
+
+Each call runs the consumer's loop in the caller's own thread until it is done (CallerLoop,
+client/caller_loop.py): a `poll()` that waits reads, decodes and returns the fetch response in
+that thread, with no hand-off from a loop thread. Between calls a background thread runs the
+loop once the caller has been away for 50 ms, so a group member's heartbeats, auto-commits and
+rebalance callbacks go on while the user processes records (the callbacks run in whichever of
+the two threads runs the loop then).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ class Consumer(_SyncClient):
     """Synchronous twin of AsyncConsumer (same arguments)."""
 
     _name = "odradek-consumer"
+    _caller_runs_loop = True
 
     def __init__(self, bootstrap_servers: str | Iterable[str], **config: Any) -> None:
         super().__init__(lambda: AsyncConsumer(bootstrap_servers, **config))
@@ -73,7 +82,7 @@ class Consumer(_SyncClient):
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         return self._run(lambda c: c.poll(timeout_ms, max_records))
 
-    # consumer groups: the listener's callbacks run on the consumer's loop thread
+    # consumer groups: the listener's callbacks run in the thread running the loop (see above)
 
     def subscribe(
         self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None

@@ -129,6 +129,26 @@ async def test_next_fetch_goes_out_ahead_from_where_buffered_data_ends(fake1: Fa
     assert [r.offset for r in after] == list(range(45, 60))
 
 
+async def test_a_caught_up_partitions_next_fetch_waits_for_the_next_poll(
+    fake1: FakeState,
+) -> None:
+    """Data that ends at the high watermark is not followed by a prefetch (its long poll would
+    cost the returning poll a write and bring nothing yet): the next poll sends it."""
+    fake1.create_topic("t", 1)
+    _fill(fake1, "t", 0, 10, per_batch=10)
+    tp = TopicPartition("t", 0)
+    async with AsyncConsumer(
+        bootstrap(fake1), auto_offset_reset="earliest", fetch_max_wait_ms=50
+    ) as consumer:
+        consumer.assign([tp])
+        got = await _poll_all(consumer, 10)
+        await asyncio.sleep(0.1)  # a prefetch, had one been sent, is answered by now
+        assert [r.offset for r in got] == list(range(10))
+        assert [parts[0][2] for _, parts in fake1.fetch_log] == [0]
+        assert await consumer.poll(timeout_ms=20) == {}
+        assert [parts[0][2] for _, parts in fake1.fetch_log][:2] == [0, 10]
+
+
 async def test_empty_answers_do_not_fetch_in_the_background(fake1: FakeState) -> None:
     fake1.create_topic("t", 1)
     tp = TopicPartition("t", 0)

@@ -1,15 +1,19 @@
-"""The synchronous twins (private loop thread) and AsyncAdmin, against the fake cluster.
+"""The synchronous twins (a private loop, run by a thread of its own or by the caller) and
+AsyncAdmin, against the fake cluster.
 
 The fake cluster runs on a loop in its own thread here, since the sync clients block."""
 
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from client import Admin, AsyncAdmin, Consumer, NewTopic, Producer, TopicPartition
+from client.fetcher import Fetcher
 from client.types import BatchMetadata, RecordMetadata
 from protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, UsageError
 from tests.unit.client.fake_broker import FakeState, bootstrap, start_cluster, stop_cluster
@@ -118,3 +122,35 @@ def test_sync_producer_is_thread_safe_and_keeps_each_threads_order(
     all_offsets = sorted(o for offs in results.values() for o in offs)
     assert all_offsets == list(range(1200))  # each record acknowledged exactly once
     assert all(offs == sorted(offs) for offs in results.values())  # per-thread order kept
+
+
+def test_sync_consumer_reads_its_fetch_answers_in_the_callers_thread(
+    fake_thread: FakeState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No loop-thread hand-off on a poll's way back: the answer that a waiting poll() gets is
+    read and decoded in the thread that called poll() (client/caller_loop.py)."""
+    handled_in: list[threading.Thread] = []
+    on_response = Fetcher._on_response
+
+    def recording(self: Fetcher, *args: Any) -> bool:
+        handled_in.append(threading.current_thread())
+        return on_response(self, *args)
+
+    monkeypatch.setattr(Fetcher, "_on_response", recording)
+    fake_thread.create_topic("w", 1)
+    tp = TopicPartition("w", 0)
+    with Consumer(bootstrap(fake_thread), fetch_max_wait_ms=2000) as consumer:
+        consumer.assign([tp])
+        assert consumer.position(tp) == 0
+
+        def produce_soon() -> None:
+            time.sleep(0.2)  # the poll below is waiting on its fetch by then
+            with Producer(bootstrap(fake_thread)) as producer:
+                producer.send("w", b"late").get(5)
+
+        sender = threading.Thread(target=produce_soon)
+        sender.start()
+        got = consumer.poll(timeout_ms=5000)
+        sender.join(5)
+    assert [r.value for r in got[tp]] == [b"late"]
+    assert handled_in and handled_in[-1] is threading.current_thread()

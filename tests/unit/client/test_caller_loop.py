@@ -1,0 +1,116 @@
+"""CallerLoop (client/caller_loop.py): who runs the sync Consumer's loop, and when."""
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from client.caller_loop import CallerLoop
+from protocol.errors import UsageError
+
+
+@pytest.fixture
+def loop() -> Iterator[CallerLoop]:
+    caller_loop = CallerLoop("test-loop", idle_s=0.02)
+    yield caller_loop
+    caller_loop.stop()
+
+
+async def _thread_after(delay_s: float = 0.0) -> threading.Thread:
+    await asyncio.sleep(delay_s)
+    return threading.current_thread()
+
+
+def _in_thread(fn: object) -> tuple[threading.Thread, list[object]]:
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(fn()))  # type: ignore[operator]
+    thread.start()
+    return thread, out
+
+
+def test_a_call_runs_in_the_callers_own_thread(loop: CallerLoop) -> None:
+    assert loop.run(_thread_after()) is threading.current_thread()
+    assert loop.run(_thread_after(0.01)) is threading.current_thread()
+
+
+def test_the_runner_runs_the_loop_while_callers_are_away_and_gives_it_back(
+    loop: CallerLoop,
+) -> None:
+    fired = threading.Event()
+    ran_in: list[threading.Thread] = []
+
+    async def arm() -> None:
+        def fire() -> None:
+            ran_in.append(threading.current_thread())
+            fired.set()
+
+        asyncio.get_running_loop().call_later(0.05, fire)
+
+    loop.run(arm())
+    assert fired.wait(5), "a timer set during a call never fired while the caller was away"
+    assert ran_in[0] is not threading.current_thread()  # the runner thread ran it
+    time.sleep(0.05)  # the runner owns the loop now; a call takes it back
+    assert loop.run(_thread_after()) is threading.current_thread()
+
+
+def test_a_caller_running_its_own_event_loop_is_a_guest(loop: CallerLoop) -> None:
+    async def from_async_code() -> threading.Thread:
+        return loop.run(_thread_after(0.01))
+
+    ran_in = asyncio.run(from_async_code())
+    assert ran_in is not threading.current_thread()
+
+
+def test_a_second_thread_calls_while_the_first_runs_the_loop(loop: CallerLoop) -> None:
+    first, first_out = _in_thread(lambda: (loop.run(_thread_after(0.3)), time.monotonic()))
+    time.sleep(0.1)  # the first thread owns the loop now
+    second_ran_in = loop.run(_thread_after())
+    second_done = time.monotonic()
+    first.join(5)
+    first_thread, first_done = first_out[0]  # type: ignore[misc]
+    assert first_thread is first  # the owner ran its own coroutine
+    assert second_ran_in is first  # the guest's coroutine ran on the owner's turn
+    assert second_done < first_done
+
+
+def test_a_guest_left_behind_by_a_finishing_owner_is_carried_on(loop: CallerLoop) -> None:
+    owner, _ = _in_thread(lambda: loop.run(_thread_after(0.1)))
+    time.sleep(0.05)
+    ran_in = loop.run(_thread_after(0.3))  # outlives the owner's call
+    owner.join(5)
+    assert ran_in is not owner and ran_in is not threading.current_thread()
+
+
+def test_a_call_from_inside_the_loop_is_refused(loop: CallerLoop) -> None:
+    async def reenter() -> None:
+        loop.run(_thread_after())
+
+    with pytest.raises(UsageError, match="its own event loop"):
+        loop.run(reenter())
+
+
+def test_a_timeout_raises_while_the_coroutine_goes_on(loop: CallerLoop) -> None:
+    done = threading.Event()
+
+    async def slow() -> None:
+        await asyncio.sleep(0.1)
+        done.set()
+
+    with pytest.raises(TimeoutError):
+        loop.run(slow(), timeout_s=0.01)
+    assert done.wait(5)  # finished by the runner
+
+
+def test_stop_ends_the_runner_and_refuses_later_calls() -> None:
+    caller_loop = CallerLoop("test-loop", idle_s=0.01)
+    assert caller_loop.run(_thread_after()) is threading.current_thread()
+    time.sleep(0.05)  # the runner has taken the loop
+    runner = caller_loop._runner
+    caller_loop.stop()
+    assert runner is not None and not runner.is_alive()
+    coro = _thread_after()
+    with pytest.raises(UsageError, match="closed"):
+        caller_loop.run(coro)
+    assert coro.cr_frame is None  # closed, not left un-awaited
