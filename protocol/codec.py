@@ -18,6 +18,7 @@ memory; clients decode with msgpack.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -153,20 +154,50 @@ def encode_error_response(correlation_id: int, error_code: int) -> bytes:
 
 
 def encode_response_chunks(correlation_id: int, body: Any) -> list[Chunk]:
-    """A whole frame as chunks; FileSlices stand where Records fields hold one."""
-    wire = [correlation_id, 0, to_wire(body)]
+    """A whole frame as chunks; FileSlices stand where Records fields hold one.
+
+    The frame is packed by msgpack in C in one call, each FileSlice packed as a stand-in (an
+    ext value holding this process's random mark and the slice's index, via `default`); the
+    packed bytes are then cut at each stand-in, which is replaced by the bin header of the
+    slice's length followed by the slice itself. (A Python walk of the message, value by value,
+    cost ~20 us per fetch response, most of a lone record's broker time.)
+    """
+    slices: list[FileSlice] = []
+
+    def stand_in(value: Any) -> Any:
+        if type(value) is FileSlice:
+            slices.append(value)
+            return msgpack.ExtType(_SLICE_EXT, _MARK + _INDEX.pack(len(slices) - 1))
+        raise TypeError(f"cannot msgpack {type(value).__name__}")
+
+    data = msgpack.packb([correlation_id, 0, to_wire(body)], use_bin_type=True, default=stand_in)
+    if not slices:
+        return [frame_header(len(data)), data]
     chunks: list[Chunk] = []
-    pending = bytearray()
-    total = _pack_into(wire, pending, chunks)
-    if pending:
-        chunks.append(bytes(pending))
+    start = total = 0
+    for index, piece in enumerate(slices):
+        at = data.find(_STAND_IN_HEAD, start)
+        if at < 0 or _INDEX.unpack_from(data, at + len(_STAND_IN_HEAD))[0] != index:
+            raise ProtocolError("a file slice's stand-in was not found where packed")
+        head = _bin_header(piece.length)
+        chunks.append(data[start:at] + head)
+        chunks.append(piece)
+        total += at - start + len(head) + piece.length
+        start = at + _STAND_IN_SIZE
+    if start < len(data):
+        chunks.append(data[start:])
+        total += len(data) - start
     return [frame_header(total), *chunks]
 
 
 _BIN8 = struct.Struct(">BB")
 _BIN16 = struct.Struct(">BH")
 _BIN32 = struct.Struct(">BI")
-_packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+_INDEX = struct.Struct(">I")
+_SLICE_EXT = 0x53  # the ext type of a FileSlice's stand-in (never on the wire)
+_MARK = os.urandom(12)  # random per process: no data a client sent can hold it by chance
+_STAND_IN_HEAD = bytes([0xD8, _SLICE_EXT]) + _MARK  # fixext16: 12 mark bytes + a 4-byte index
+_STAND_IN_SIZE = len(_STAND_IN_HEAD) + _INDEX.size
 
 
 def _bin_header(length: int) -> bytes:
@@ -176,31 +207,6 @@ def _bin_header(length: int) -> bytes:
     if length < 0x10000:
         return _BIN16.pack(0xC5, length)
     return _BIN32.pack(0xC6, length)
-
-
-def _pack_into(value: Any, pending: bytearray, chunks: list[Chunk]) -> int:
-    """Append msgpack of `value` to pending/chunks; return the bytes it takes on the wire."""
-    if type(value) is FileSlice:
-        head = _bin_header(value.length)
-        pending += head
-        chunks.append(bytes(pending))
-        pending.clear()
-        chunks.append(value)
-        return len(head) + value.length
-    if type(value) is list:
-        head = _packer.pack_array_header(len(value))
-        pending += head
-        return len(head) + sum(_pack_into(v, pending, chunks) for v in value)
-    if type(value) is dict:
-        head = _packer.pack_map_header(len(value))
-        pending += head
-        size = len(head)
-        for k, v in value.items():
-            size += _pack_into(k, pending, chunks) + _pack_into(v, pending, chunks)
-        return size
-    data = _packer.pack(value)
-    pending += data
-    return len(data)
 
 
 def decode_response(frame: bytes, response_cls: type) -> tuple[int, Any]:
