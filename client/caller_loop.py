@@ -26,6 +26,7 @@ on that loop, one piece at a time, as with a dedicated loop thread.
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -170,7 +171,7 @@ class CallerLoop:
                     else:
                         self._cv.wait(self._idle_s)
                 if self.stopped:
-                    return
+                    break
                 self._owner = me
             try:
                 loop.run_forever()  # until a caller (or stop) asks for the loop back
@@ -178,18 +179,56 @@ class CallerLoop:
                 with self._cv:
                     self._owner = None
                     self._cv.notify_all()
+        finish_tasks(loop)  # stopped, and no caller runs the loop any more
 
 
 def _run_in_this_thread(
     loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], timeout_s: float | None
 ) -> T:
+    """`loop.run_until_complete` in this thread. In the main thread, Ctrl-C (SIGINT) cancels the
+    call's task and then raises KeyboardInterrupt here, as `asyncio.run` does: raised anywhere
+    inside the loop instead, it would land in whatever task ran then."""
     task = loop.create_task(coro)
-    if timeout_s is None:
-        return loop.run_until_complete(task)
-    loop.run_until_complete(asyncio.wait({task}, timeout=timeout_s))
-    if not task.done():
-        raise TimeoutError(f"no result within {timeout_s} s (still running)")
-    return task.result()
+    interrupted = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        if interrupted or task.done():
+            raise KeyboardInterrupt()
+        interrupted = True
+        task.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # wake a loop waiting for I/O
+
+    ours = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    if ours:
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        if timeout_s is None:
+            return loop.run_until_complete(task)
+        loop.run_until_complete(asyncio.wait({task}, timeout=timeout_s))
+        if not task.done():
+            raise TimeoutError(f"no result within {timeout_s} s (still running)")
+        return task.result()
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt() from None
+        raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is still pending on a stopped `loop` and let it end (a poll interrupted by
+    Ctrl-C, a fetch sent meanwhile), so that closing the loop destroys no pending task."""
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:

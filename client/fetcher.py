@@ -235,7 +235,9 @@ class Fetcher:
         return plan
 
     def send_fetches(self, ahead_only: bool = False) -> None:
-        """Send the planned fetches (see `plan`), one task per node."""
+        """Send the planned fetches (see `plan`), one task per node; none once closed."""
+        if self._closed:
+            return
         for node, parts in self.plan(ahead_only).items():
             self._rotation += 1
             k = self._rotation % len(parts)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import uvloop
 
 from client.admin import AsyncAdmin, PartitionReassignment
-from client.caller_loop import CallerLoop, running_loop
+from client.caller_loop import CallerLoop, finish_tasks, running_loop
 from client.cluster import ClusterMetadata
 from client.types import (
     NewTopic,
@@ -49,10 +49,16 @@ class _LoopThread:
                 raise UsageError(f"{self._name} is closed")
             if self._loop is None:
                 loop = uvloop.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread = threading.Thread(target=self._main, args=(loop,), name=self._name,
+                                          daemon=True)  # fmt: skip
                 thread.start()
                 self._loop, self._thread = loop, thread
             return self._loop
+
+    @staticmethod
+    def _main(loop: asyncio.AbstractEventLoop) -> None:
+        loop.run_forever()
+        finish_tasks(loop)  # stopped: nothing may be left pending when the loop closes
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         try:

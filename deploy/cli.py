@@ -589,24 +589,27 @@ def _poll_loop(
     count = 0
     read = RateCounter("records")
     last_record = time.monotonic()
-    while args.max_messages is None or count < args.max_messages:
-        wait_ms = POLL_STEP_MS
-        if args.timeout_ms is not None:
-            left_ms = args.timeout_ms - (time.monotonic() - last_record) * 1000
-            if left_ms <= 0:
-                break
-            wait_ms = int(min(wait_ms, max(left_ms, 1)))
-        limit = None if args.max_messages is None else args.max_messages - count
-        records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
-        for record in records[:limit]:
-            emit(format_record(record, args.print_key, args.print_offset))
-            count += 1
-        if records:
-            sys.stdout.flush()
-            last_record = time.monotonic()
-            if bar.live:
-                read.add(len(records[:limit]))
-                bar.update(count, args.max_messages, read.text())
+    try:  # Ctrl-C ends the loop, and the summary still counts what was printed
+        while args.max_messages is None or count < args.max_messages:
+            wait_ms = POLL_STEP_MS
+            if args.timeout_ms is not None:
+                left_ms = args.timeout_ms - (time.monotonic() - last_record) * 1000
+                if left_ms <= 0:
+                    break
+                wait_ms = int(min(wait_ms, max(left_ms, 1)))
+            limit = None if args.max_messages is None else args.max_messages - count
+            records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
+            for record in records[:limit]:
+                emit(format_record(record, args.print_key, args.print_offset))
+                count += 1
+            if records:
+                sys.stdout.flush()
+                last_record = time.monotonic()
+                if bar.live:
+                    read.add(len(records[:limit]))
+                    bar.update(count, args.max_messages, read.text())
+    except KeyboardInterrupt:
+        pass
     return count
 
 

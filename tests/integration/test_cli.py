@@ -9,6 +9,9 @@ brokers and puts the cluster back as it found it.
 from __future__ import annotations
 
 import re
+import select
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from deploy.cluster import LocalCluster
-from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, run_odradek
+from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, odradek_command, run_odradek
 
 pytestmark = pytest.mark.integration
 
@@ -188,6 +191,34 @@ def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:
     assert out.splitlines() == ["y", "z"]
     # from the end (the default): nothing new arrives, so it stops after the timeout
     assert cli.run("consume", "lines", "--timeout-ms", "1000") == ""
+
+
+@pytest.mark.parametrize("group", [[], ["--group", "ctrl-c"]], ids=["assigned", "group"])
+def test_ctrl_c_ends_consume_with_its_summary_line_only(cli: CliCluster, group: list[str]) -> None:
+    """Ctrl-C while `consume` waits in poll() (its loop runs in the main thread): exit 0, the
+    summary on stderr and nothing else (no traceback, no task destroyed pending)."""
+    topic = "ctrl-c-" + ("group" if group else "assigned")
+    cli.run("topics", "create", topic, "--partitions", "2")
+    cli.wait_describe(topic, lambda rows: all(r.leader is not None for r in rows))
+    proc = subprocess.Popen(
+        [*odradek_command(), "consume", topic, *group, "--from-beginning"], cwd=cli.cwd,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )  # fmt: skip
+    try:
+        cli.run("produce", topic, input="one\n")
+        assert proc.stdout is not None
+        readable, _, _ = select.select([proc.stdout], [], [], 60)
+        assert readable, "consume printed nothing within 60 s"
+        assert proc.stdout.readline() == "one\n"  # it is polling now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert err.splitlines() == ["Processed a total of 1 messages"], err
 
 
 def _offline(broker: int) -> object:

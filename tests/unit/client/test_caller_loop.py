@@ -1,6 +1,8 @@
 """CallerLoop (client/caller_loop.py): who runs the sync Consumer's loop, and when."""
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -114,3 +116,52 @@ def test_stop_ends_the_runner_and_refuses_later_calls() -> None:
     with pytest.raises(UsageError, match="closed"):
         caller_loop.run(coro)
     assert coro.cr_frame is None  # closed, not left un-awaited
+
+
+def test_stop_cancels_what_is_left_pending() -> None:
+    """A call cut short (Ctrl-C in the caller's thread) leaves tasks on the loop; stop cancels
+    and finishes them before closing it, so no task is destroyed pending."""
+    caller_loop = CallerLoop("test-loop", idle_s=0.01)
+    cancelled = threading.Event()
+
+    async def leave_a_task() -> None:
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        asyncio.get_running_loop().create_task(forever())
+
+    caller_loop.run(leave_a_task())
+    caller_loop.stop()
+    assert cancelled.is_set()
+
+
+def test_ctrl_c_in_the_main_thread_cancels_only_the_call(loop: CallerLoop) -> None:
+    """SIGINT while the main thread runs the loop cancels that call's task and raises
+    KeyboardInterrupt from run(); other tasks on the loop are left alone."""
+    hit = threading.Event()
+
+    async def background() -> None:
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except BaseException:
+                hit.set()
+                raise
+
+        asyncio.get_running_loop().create_task(forever())
+
+    loop.run(background())
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(asyncio.sleep(10))
+    timer.join()
+    assert time.monotonic() - started < 5
+    assert not hit.is_set()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert loop.run(_thread_after()) is threading.current_thread()  # still usable
