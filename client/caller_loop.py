@@ -54,6 +54,7 @@ class CallerLoop:
         self._guests = 0  # callers waiting for a coroutine they handed to the loop
         self._waiting = 0  # callers waiting for the runner to give the loop back
         self._released_at = 0.0  # monotonic time a caller last gave the loop back
+        self._interrupts = _Interrupts()  # see _run_in_this_thread
         self.stopped = False
 
     # ----- the callers' side ------------------------------------------------------------------
@@ -62,6 +63,9 @@ class CallerLoop:
         """Run `coro` to its end on the loop, in this thread when it can; return its result.
         With `timeout_s`, raise TimeoutError after that long (the coroutine goes on)."""
         try:
+            if self._interrupts.pending and threading.current_thread() is threading.main_thread():
+                self._interrupts.pending = False
+                raise KeyboardInterrupt()  # it came as the last call was returning
             loop = self._ensure()
             theirs = running_loop()
             if theirs is loop:
@@ -95,7 +99,7 @@ class CallerLoop:
                 with self._cv:
                     self._guests -= 1
         try:
-            return _run_in_this_thread(loop, coro, timeout_s)
+            return _run_in_this_thread(loop, coro, timeout_s, self._interrupts)
         finally:
             with self._cv:
                 self._owner = None
@@ -183,21 +187,27 @@ class CallerLoop:
 
 
 def _run_in_this_thread(
-    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], timeout_s: float | None
+    loop: asyncio.AbstractEventLoop,
+    coro: Coroutine[Any, Any, T],
+    timeout_s: float | None,
+    interrupts: _Interrupts,
 ) -> T:
     """`loop.run_until_complete` in this thread. In the main thread, Ctrl-C (SIGINT) cancels the
-    call's task and then raises KeyboardInterrupt here, as `asyncio.run` does: raised anywhere
-    inside the loop instead, it would land in whatever task ran then."""
+    call's task and raises KeyboardInterrupt from here, as `asyncio.run` does (raised inside the
+    loop instead, it would land in whatever task ran then). One that comes once the task is
+    done leaves the result alone and is raised by the next call (`interrupts.pending`), so a
+    poll's records are never dropped between the loop and the caller."""
     task = loop.create_task(coro)
     interrupted = False
 
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal interrupted
-        if interrupted or task.done():
-            raise KeyboardInterrupt()
-        interrupted = True
-        task.cancel()
-        loop.call_soon_threadsafe(lambda: None)  # wake a loop waiting for I/O
+        if task.done():
+            interrupts.pending = True
+        elif not interrupted:
+            interrupted = True
+            task.cancel()
+            loop.call_soon_threadsafe(lambda: None)  # wake a loop waiting for I/O
 
     ours = (
         threading.current_thread() is threading.main_thread()
@@ -219,6 +229,15 @@ def _run_in_this_thread(
     finally:
         if ours:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class _Interrupts:
+    """A Ctrl-C that came after a call's result was ready, for the next call to raise."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = False
 
 
 def finish_tasks(loop: asyncio.AbstractEventLoop) -> None:

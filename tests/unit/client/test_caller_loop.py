@@ -142,6 +142,7 @@ def test_stop_cancels_what_is_left_pending() -> None:
 def test_ctrl_c_in_the_main_thread_cancels_only_the_call(loop: CallerLoop) -> None:
     """SIGINT while the main thread runs the loop cancels that call's task and raises
     KeyboardInterrupt from run(); other tasks on the loop are left alone."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark may set one
     hit = threading.Event()
 
     async def background() -> None:
@@ -154,14 +155,39 @@ def test_ctrl_c_in_the_main_thread_cancels_only_the_call(loop: CallerLoop) -> No
 
         asyncio.get_running_loop().create_task(forever())
 
-    loop.run(background())
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        loop.run(asyncio.sleep(10))
-    timer.join()
-    assert time.monotonic() - started < 5
-    assert not hit.is_set()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
-    assert loop.run(_thread_after()) is threading.current_thread()  # still usable
+    try:
+        loop.run(background())
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            loop.run(asyncio.sleep(10))
+        timer.join()
+        assert time.monotonic() - started < 5
+        assert not hit.is_set()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+        assert loop.run(_thread_after()) is threading.current_thread()  # still usable
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_after_the_result_is_ready_is_raised_by_the_next_call(loop: CallerLoop) -> None:
+    """The result of a call that finished as Ctrl-C came is returned (a poll's records are
+    not dropped); the interrupt is raised by the next call instead."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    async def done_then_interrupted() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        task.add_done_callback(lambda _task: os.kill(os.getpid(), signal.SIGINT))
+        return "result"
+
+    try:
+        assert loop.run(done_then_interrupted()) == "result"
+        coro = _thread_after()
+        with pytest.raises(KeyboardInterrupt):
+            loop.run(coro)
+        assert coro.cr_frame is None  # closed, never run
+        assert loop.run(_thread_after()) is threading.current_thread()
+    finally:
+        signal.signal(signal.SIGINT, previous)
