@@ -21,6 +21,10 @@ Who runs the loop, decided under one condition variable:
 
 So exactly one thread runs the loop at any time, and all of the async client's code still runs
 on that loop, one piece at a time, as with a dedicated loop thread.
+
+Ctrl-C: while the main thread runs the loop, SIGINT cancels the call's task and the call raises
+KeyboardInterrupt (as `asyncio.run` does); one that comes after the call's result is ready is
+raised by the next call, so no result is lost (`_run_in_this_thread`).
 """
 
 from __future__ import annotations
