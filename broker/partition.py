@@ -244,8 +244,10 @@ class Partition:
         state = self.followers.get(replica_id)
         if state is None:
             state = self.followers[replica_id] = FollowerState()
+        moved = state.log_end_offset != fetch_offset
         record_fetch(state, fetch_offset, self.log.log_end_offset, now_ms)
-        self.update_high_watermark()
+        if moved:  # the HW depends on the followers' LEOs only through this fetch
+            self.update_high_watermark()
         return replica_id not in self.isr and may_join_isr(
             fetch_offset, self.high_watermark, self.leader_epoch_start_offset
         )

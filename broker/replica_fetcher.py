@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from broker.fetch_session_handler import FetchSessionHandler
 from broker.log.log import UnexpectedAppendOffsetError
 from broker.partition import Partition
 from broker.replication_decisions import (
@@ -45,7 +46,7 @@ from broker.replication_decisions import (
     out_of_range_restart,
     truncation_step,
 )
-from protocol.api.fetch import FetchPartition, FetchPartitionResponse, FetchRequest, FetchTopic
+from protocol.api.fetch import FetchPartition, FetchPartitionResponse, FetchRequest
 from protocol.api.metadata import BrokerInfo
 from protocol.api.replication import (
     EpochEndOffset,
@@ -58,6 +59,7 @@ from protocol.errors import (
     KafkaStorageError,
     OdradekError,
     OffsetOutOfRangeError,
+    for_code,
 )
 
 log = logging.getLogger("odradek.broker.replica_fetcher")
@@ -99,6 +101,23 @@ class FetchState:
     leader_epoch: int  # the leadership being followed: current_leader_epoch on every request
     truncating: bool = True
     retry_at_ms: int = 0
+    _asked: FetchPartition | None = None  # the last one built: kept while nothing moved
+
+    def fetch_partition(self, max_bytes: int) -> FetchPartition:
+        """What to ask the leader for (the same object while the log has not moved, which the
+        fetch session compares first)."""
+        log = self.partition.log
+        fp = self._asked
+        if (
+            fp is None
+            or fp.fetch_offset != log.log_end_offset
+            or fp.log_start_offset != log.log_start_offset
+        ):
+            fp = self._asked = FetchPartition(
+                self.partition.index, log.log_end_offset, max_bytes, self.leader_epoch,
+                log.log_start_offset,
+            )  # fmt: skip
+        return fp
 
 
 def _now_ms() -> int:
@@ -119,6 +138,7 @@ class ReplicaFetcher:
         self.partitions: dict[Key, FetchState] = {}
         self._wake = asyncio.Event()
         self._conn: Connection | None = None
+        self.session = FetchSessionHandler()  # KIP-227: each request names what moved
         self._stopped = False
         self.task: asyncio.Task[None] | None = None
 
@@ -142,6 +162,7 @@ class ReplicaFetcher:
         await self._close()
 
     async def _close(self) -> None:
+        self.session.reset()  # the leader may or may not have taken the request in flight
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -262,21 +283,14 @@ class ReplicaFetcher:
 
     async def _fetch(self, conn: Connection, states: list[FetchState]) -> None:
         settings = self.manager.settings
-        by_topic: dict[str, list[FetchPartition]] = {}
-        for s in states:
-            p = s.partition
-            by_topic.setdefault(p.topic, []).append(
-                FetchPartition(
-                    p.index,
-                    p.log.log_end_offset,
-                    settings.fetch_max_bytes,
-                    s.leader_epoch,
-                    p.log.log_start_offset,
-                )
-            )
+        max_bytes = settings.fetch_max_bytes
+        wanted = {(s.partition.topic, s.partition.index): s.fetch_partition(max_bytes)
+                  for s in states}  # fmt: skip
+        asked = self.session.build(wanted)
         request = FetchRequest(
             self.manager.broker_id, settings.wait_max_ms, settings.min_bytes,
-            settings.response_max_bytes, [FetchTopic(t, ps) for t, ps in by_topic.items()],
+            settings.response_max_bytes, asked.topics, asked.session_id, asked.epoch,
+            asked.forgotten,
         )  # fmt: skip
         # Answers go to the FetchState they were asked for: a LeaderAndIsr that arrives while
         # the request is in flight replaces the state (a new epoch), and an answer to the old
@@ -284,6 +298,10 @@ class ReplicaFetcher:
         sent = {(s.partition.topic, s.partition.index): (s, s.partition.log.log_end_offset)
                 for s in states}  # fmt: skip
         response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
+        if not self.session.on_response(asked, response):
+            log.info("fetch session with broker %d: %s; starting a new one", self.leader_id,
+                     for_code(response.error_code).name)  # fmt: skip
+            return
         for topic in response.topics:
             for answer in topic.partitions:
                 key = (topic.name, answer.partition)

@@ -61,7 +61,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
+from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, request_parts
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.metrics_counters import TopicTraffic
@@ -89,7 +90,7 @@ from broker.replication_decisions import (
     shrunk_isr,
 )
 from protocol.api.controller import PartitionState
-from protocol.api.fetch import FetchRequest
+from protocol.api.fetch import FetchPartition, FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
@@ -229,6 +230,7 @@ class ReplicaManager:
         isr_writer: IsrWriter | None = None,
         connect: Connector | None = None,
         log_dir_notifier: LogDirNotifier | None = None,
+        fetch_session_slots: int = DEFAULT_SLOTS,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -243,6 +245,7 @@ class ReplicaManager:
         self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.purgatory = FetchPurgatory()  # parked long-polling fetches
+        self.sessions = FetchSessionCache(fetch_session_slots)  # followers' fetch sessions
         self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
         self._leader_and_isr_lock = asyncio.Lock()
         self.fetchers = ReplicaFetcherManager(
@@ -403,14 +406,17 @@ class ReplicaManager:
     def delayed_fetches(self) -> int:
         return self.purgatory.parked
 
-    def park_fetch(self, request: FetchRequest) -> Deferred[list[PartitionRead]] | None:
+    def park_fetch(
+        self, request: FetchRequest, context: FetchContext | None = None
+    ) -> Deferred[list[PartitionRead]] | None:
         """Long-poll a fetch whose first read came back short (broker/delayed_fetch.py): the
         reads once min_bytes is there or max_wait_ms ends; None when too many are parked
-        (the caller answers with what it read)."""
+        (the caller answers with what it read). `context`: the partitions its session reads."""
         if self.purgatory.parked >= self.max_delayed_fetches:
             return None
         replica = request.replica_id >= 0
-        keys = [(t.name, fp.partition) for t in request.topics for fp in t.partitions]
+        parts = request_parts(request) if context is None else context.parts
+        keys = [(topic, fp.partition) for topic, fp in parts]
 
         def park(waiter: Any) -> None:
             for key in keys:
@@ -420,7 +426,7 @@ class ReplicaManager:
 
         fetch: DelayedFetch[list[PartitionRead]] = DelayedFetch(
             self.purgatory,
-            lambda: self.read_all(request),
+            lambda: self.read_all(request, context),
             lambda reads: fetch_satisfied(reads, request.min_bytes),
             park,
         )
@@ -434,27 +440,37 @@ class ReplicaManager:
         parked = self.park_fetch(request)
         return reads if parked is None else await parked
 
-    def read_all(self, request: FetchRequest) -> list[PartitionRead]:
-        reads = self._read_all(request)
+    def fetch_context(self, request: FetchRequest) -> FetchContext:
+        """The request through its fetch session (broker/fetch_session.py); raises the
+        session's errors (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH)."""
+        return self.sessions.context(request, self.clock.monotonic_ms())
+
+    def read_all(
+        self, request: FetchRequest, context: FetchContext | None = None
+    ) -> list[PartitionRead]:
+        """Read the request's partitions (or its session's: `context`), in order."""
+        parts = request_parts(request) if context is None else context.parts
+        reads = self._read_all(request.replica_id, request.max_bytes, parts)
         self.purgatory.complete_woken()  # a follower's fetch may have moved the HW
         return reads
 
-    def _read_all(self, request: FetchRequest) -> list[PartitionRead]:
+    def _read_all(
+        self, replica_id: int, max_bytes: int, parts: Iterable[tuple[str, FetchPartition]]
+    ) -> list[PartitionRead]:
         reads: list[PartitionRead] = []
-        remaining = min(request.max_bytes, self.fetch_max_bytes)
+        remaining = min(max_bytes, self.fetch_max_bytes)
         total = 0
-        for topic in request.topics:
-            for fp in topic.partitions:
-                limit, min_one = read_limit(
-                    min(fp.partition_max_bytes, self.fetch_max_bytes), remaining, total
-                )
-                r = self._read_one(
-                    request.replica_id, topic.name, fp.partition, fp.fetch_offset,
-                    fp.current_leader_epoch, limit, min_one, fp.log_start_offset,
-                )  # fmt: skip
-                total += r.size_bytes
-                remaining -= r.size_bytes
-                reads.append(r)
+        for topic, fp in parts:
+            limit, min_one = read_limit(
+                min(fp.partition_max_bytes, self.fetch_max_bytes), remaining, total
+            )
+            r = self._read_one(
+                replica_id, topic, fp.partition, fp.fetch_offset,
+                fp.current_leader_epoch, limit, min_one, fp.log_start_offset,
+            )  # fmt: skip
+            total += r.size_bytes
+            remaining -= r.size_bytes
+            reads.append(r)
         return reads
 
     def _read_one(
@@ -484,8 +500,9 @@ class ReplicaManager:
         out = PartitionRead(
             topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
         )
-        if max_offset is not None and max_offset <= offset <= log.log_end_offset:
-            return out  # nothing committed past this offset yet: an empty answer
+        end = log.log_end_offset
+        if offset == end or (max_offset is not None and max_offset <= offset < end):
+            return out  # nothing (committed) past this offset yet: an empty answer
         if limit <= 0 and not min_one:
             return out  # the response's byte budget is spent
         try:

@@ -110,6 +110,10 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               invalid_metadata=True),
     ErrorSpec(68, "NON_EMPTY_GROUP", False, "The group is not empty."),
     ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
+    ErrorSpec(70, "FETCH_SESSION_ID_NOT_FOUND", True,
+              "The fetch session is not known to the leader (evicted, or the leader restarted)."),
+    ErrorSpec(71, "INVALID_FETCH_SESSION_EPOCH", True,
+              "The fetch session's epoch is not the one the leader expects next."),
     ErrorSpec(72, "LISTENER_NOT_FOUND", True,
               "The leader has no listener of the kind the request came in on.",
               invalid_metadata=True),
@@ -291,6 +295,12 @@ class OffsetNotAvailableError(OdradekError): ...
 
 
 class GroupIdNotFoundError(OdradekError): ...
+
+
+class FetchSessionIdNotFoundError(OdradekError): ...
+
+
+class InvalidFetchSessionEpochError(OdradekError): ...
 
 
 class NonEmptyGroupError(OdradekError): ...

@@ -11,6 +11,8 @@ Consumers (replica_id -1) read below the high watermark. Followers (replica_id =
 id, with the leadership epoch they follow as current_leader_epoch: older -> FENCED_LEADER_EPOCH,
 newer -> UNKNOWN_LEADER_EPOCH) read up to the log end; their fetch offset tells the leader their
 log end offset (HW, ISR), and their long poll wakes on appends rather than on HW moves.
+Followers fetch in sessions (broker/fetch_session.py, KIP-227): each request names only the
+partitions that moved, and the answer only those with something new.
 """
 
 from __future__ import annotations
@@ -19,38 +21,49 @@ from typing import cast
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
+from broker.fetch_session import FetchContext
 from broker.replica_manager import PartitionRead, fetch_satisfied
 from protocol.api.fetch import (
+    NO_SESSION,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
     FetchTopicResponse,
 )
 from protocol.codec import Request
+from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 from protocol.schema import Records
 
 
 def handle(ctx: BrokerContext, request: Request) -> FetchResponse | Deferred[FetchResponse]:
     req: FetchRequest = request.body
-    reads = ctx.replicas.read_all(req)
+    try:
+        context = ctx.replicas.fetch_context(req)
+    except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
+        return FetchResponse(exc.code, [])
+    reads = ctx.replicas.read_all(req, context)
     if req.max_wait_ms > 0 and not fetch_satisfied(reads, req.min_bytes):
-        parked = ctx.replicas.park_fetch(req)
+        parked = ctx.replicas.park_fetch(req, context)
         if parked is not None:
-            return parked.map(lambda later: _answer(ctx, req, later))
-    return _answer(ctx, req, reads)
+            return parked.map(lambda later: _answer(ctx, req, context, later))
+    return _answer(ctx, req, context, reads)
 
 
-def _answer(ctx: BrokerContext, req: FetchRequest, reads: list[PartitionRead]) -> FetchResponse:
-    ctx.replicas.traffic.fetched(req.replica_id, reads)  # bytes out (metrics)
-    return build_response(reads)
+def _answer(
+    ctx: BrokerContext, req: FetchRequest, context: FetchContext, reads: list[PartitionRead]
+) -> FetchResponse:
+    answered = context.answer(reads)
+    ctx.replicas.traffic.fetched(req.replica_id, answered)  # bytes out (metrics)
+    return build_response(answered, context.session_id)
 
 
-def build_response(reads: list[PartitionRead]) -> FetchResponse:
-    topics: list[FetchTopicResponse] = []
+def build_response(reads: list[PartitionRead], session_id: int = NO_SESSION) -> FetchResponse:
+    topics: dict[str, FetchTopicResponse] = {}
     for r in reads:
-        if not topics or topics[-1].name != r.topic:
-            topics.append(FetchTopicResponse(r.topic, []))
-        topics[-1].partitions.append(
+        topic = topics.get(r.topic)
+        if topic is None:
+            topic = topics[r.topic] = FetchTopicResponse(r.topic, [])
+        topic.partitions.append(
             FetchPartitionResponse(
                 r.partition,
                 r.error_code,
@@ -60,4 +73,4 @@ def build_response(reads: list[PartitionRead]) -> FetchResponse:
                 cast(Records, r.records),  # bytes, or a FileSlice the server sends from disk
             )
         )
-    return FetchResponse(0, topics)
+    return FetchResponse(0, list(topics.values()), 0, session_id)

@@ -5,16 +5,28 @@ to max_wait_ms for min_bytes to accumulate (long polling) and answers with at mo
 partition_max_bytes per partition and max_bytes in all; at least one whole batch is returned for
 the first partition with data even when it is larger, so a consumer never gets stuck.
 `records` is served straight from the segment file.
+
+Fetch sessions (KIP-227), used by followers: a request with session_epoch 0 (INITIAL_EPOCH)
+asks the leader to remember its partitions (the answer's session_id names the session; 0 means
+no room, fetch in full). Each later request names the session and its next epoch, and carries
+only the partitions whose fetch position changed (and `forgotten` ones to drop); the answer
+carries only partitions with records, an error, or a new high watermark or log start.
+session_epoch -1 (FINAL_EPOCH, the default) is a plain full fetch without a session and closes
+a session named by session_id. Top-level errors: FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH (start a new session).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.registry import ApiSpec, register
 from protocol.schema import Records
 
 CONSUMER_REPLICA_ID = -1
+INITIAL_EPOCH = 0  # session_epoch: open a new session (closing the one named, if any)
+FINAL_EPOCH = -1  # session_epoch: no session (a full fetch), closing the one named, if any
+NO_SESSION = 0  # session_id: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +51,17 @@ class FetchRequest:
     min_bytes: int
     max_bytes: int
     topics: list[FetchTopic]
+    session_id: int = NO_SESSION
+    session_epoch: int = FINAL_EPOCH
+    forgotten: list[ForgottenTopic] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ForgottenTopic:
+    """Partitions an incremental fetch drops from its session."""
+
+    name: str
+    partitions: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +85,7 @@ class FetchResponse:
     error_code: int
     topics: list[FetchTopicResponse]
     throttle_time_ms: int = 0
+    session_id: int = NO_SESSION
 
 
 FETCH = register(ApiSpec(1, "Fetch", FetchRequest, FetchResponse))

@@ -1,0 +1,219 @@
+"""Fetch sessions, the leader's side (KIP-227): a follower's fetch names only what changed.
+
+A follower fetching 1,000 partitions from one leader would otherwise send all of them in every
+request and get all of them back in every answer, though one partition moved. The leader keeps
+a `FetchSession` per fetcher: its partitions (the last `FetchPartition` sent for each, in a
+fixed order) and, per partition, the high watermark and log start offset last answered.
+
+`FetchSessionCache.context(request, now_ms)` turns a request into a `FetchContext`:
+
+    session_epoch  session_id  meaning
+    -1 (FINAL)     any         a full fetch without a session; closes the one named
+     0 (INITIAL)   any         a full fetch that opens a session (closing the one named); the
+                               answer's session_id is 0 when the cache has no room
+    n > 0          an id       incremental: the request's partitions replace or join the
+                               session's, `forgotten` ones leave it; the session is read whole
+
+An unknown id answers FETCH_SESSION_ID_NOT_FOUND, an epoch other than the one expected
+INVALID_FETCH_SESSION_EPOCH; both leave the session alone (the follower starts a new one).
+`FetchContext.answer(reads)` gives the reads the answer carries: all of them for a full fetch;
+for an incremental one only partitions with records, an error, or a high watermark or log
+start offset the follower has not been told (`_changed`). Those answered with records move to
+the end of the session's order, so one busy partition cannot starve the others of the
+response's byte budget (Kafka does the same). Only `answer` updates what the session last
+sent: a read that parks and re-reads changes nothing until it is answered.
+
+Limits: at most `max_slots` sessions (Kafka's max.incremental.fetch.session.cache.slots). When
+full, the least recently used session is evicted if unused for `eviction_ms`; otherwise the new
+one is refused (answered sessionless). The clock is injected; ids come from an injected RNG.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from protocol.api.fetch import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    NO_SESSION,
+    FetchPartition,
+    FetchRequest,
+)
+from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+
+Key = tuple[str, int]
+MAX_EPOCH = 2**31 - 1
+DEFAULT_SLOTS = 1000
+DEFAULT_EVICTION_MS = 120_000  # Kafka's minimum eviction time for a session
+
+
+def next_epoch(epoch: int) -> int:
+    """The epoch after `epoch`: it wraps to 1, never to INITIAL or FINAL."""
+    return 1 if epoch >= MAX_EPOCH else epoch + 1
+
+
+class _Sent:
+    """What the follower was last told of one partition."""
+
+    __slots__ = ("high_watermark", "log_start_offset")
+
+    def __init__(self) -> None:
+        self.high_watermark = -1
+        self.log_start_offset = -1
+
+
+@dataclass(slots=True)
+class FetchSession:
+    id: int
+    replica_id: int
+    epoch: int  # the epoch the next request must carry
+    last_used_ms: int
+    partitions: dict[Key, FetchPartition] = field(default_factory=dict)
+    sent: dict[Key, _Sent] = field(default_factory=dict)
+
+    def update(self, request: FetchRequest) -> None:
+        for topic in request.topics:
+            for fp in topic.partitions:
+                key = (topic.name, fp.partition)
+                self.partitions[key] = fp
+                if key not in self.sent:
+                    self.sent[key] = _Sent()
+        for forgotten in request.forgotten:
+            for index in forgotten.partitions:
+                key = (forgotten.name, index)
+                self.partitions.pop(key, None)
+                self.sent.pop(key, None)
+
+
+class _Read(Protocol):
+    """The part of a broker's PartitionRead a session looks at (broker/replica_manager.py)."""
+
+    topic: str
+    partition: int
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    size_bytes: int
+
+
+R = TypeVar("R", bound=_Read)
+
+
+def _changed(sent: _Sent, read: _Read) -> bool:
+    return (
+        read.size_bytes > 0
+        or read.error_code != 0
+        or read.high_watermark != sent.high_watermark
+        or read.log_start_offset != sent.log_start_offset
+    )
+
+
+@dataclass(slots=True)
+class FetchContext:
+    """One request as seen through its session: what to read, and what to answer."""
+
+    parts: Sequence[tuple[str, FetchPartition]]
+    session: FetchSession | None = None
+    incremental: bool = False
+
+    @property
+    def session_id(self) -> int:
+        return NO_SESSION if self.session is None else self.session.id
+
+    def answer(self, reads: list[R]) -> list[R]:
+        session = self.session
+        if session is None:
+            return reads
+        out: list[R] = []
+        busy: list[Key] = []
+        for r in reads:
+            key = (r.topic, r.partition)
+            sent = session.sent.get(key)
+            if sent is None:  # forgotten by a later request meanwhile
+                continue
+            if self.incremental and not _changed(sent, r):
+                continue
+            sent.high_watermark = r.high_watermark
+            sent.log_start_offset = r.log_start_offset
+            out.append(r)
+            if r.size_bytes > 0:
+                busy.append(key)
+        for key in busy:  # to the end of the order: the others go first next time
+            fp = session.partitions.pop(key, None)
+            if fp is not None:
+                session.partitions[key] = fp
+        return out
+
+
+def request_parts(request: FetchRequest) -> list[tuple[str, FetchPartition]]:
+    return [(t.name, fp) for t in request.topics for fp in t.partitions]
+
+
+class FetchSessionCache:
+    def __init__(
+        self,
+        max_slots: int = DEFAULT_SLOTS,
+        eviction_ms: int = DEFAULT_EVICTION_MS,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.max_slots = max_slots
+        self.eviction_ms = eviction_ms
+        self._rng = rng or random.Random()
+        self._sessions: dict[int, FetchSession] = {}  # least recently used first
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self._sessions.get(session_id)
+
+    def context(self, request: FetchRequest, now_ms: int) -> FetchContext:
+        """The request's FetchContext; raises FetchSessionIdNotFoundError or
+        InvalidFetchSessionEpochError for an incremental request the cache cannot take."""
+        epoch = request.session_epoch
+        if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
+            if request.session_id != NO_SESSION:
+                self._sessions.pop(request.session_id, None)
+            parts = request_parts(request)
+            if epoch == FINAL_EPOCH:
+                return FetchContext(parts)
+            return FetchContext(parts, self._create(request, now_ms))
+        session = self._sessions.get(request.session_id)
+        if session is None:
+            raise FetchSessionIdNotFoundError(f"fetch session {request.session_id} is not known")
+        if epoch != session.epoch:
+            raise InvalidFetchSessionEpochError(
+                f"fetch session {session.id}: epoch {epoch}, expected {session.epoch}"
+            )
+        session.update(request)
+        session.epoch = next_epoch(epoch)
+        self._touch(session, now_ms)
+        return FetchContext(
+            [(key[0], fp) for key, fp in session.partitions.items()], session, incremental=True
+        )
+
+    def _create(self, request: FetchRequest, now_ms: int) -> FetchSession | None:
+        if len(self._sessions) >= self.max_slots and not self._evict_one(now_ms):
+            return None
+        session_id = NO_SESSION
+        while session_id == NO_SESSION or session_id in self._sessions:
+            session_id = self._rng.randint(1, MAX_EPOCH)
+        session = FetchSession(session_id, request.replica_id, next_epoch(INITIAL_EPOCH), now_ms)
+        session.update(request)
+        self._sessions[session_id] = session
+        return session
+
+    def _evict_one(self, now_ms: int) -> bool:
+        """Evict the least recently used session if it has been idle for eviction_ms."""
+        oldest = next(iter(self._sessions.values()), None)
+        if oldest is None or now_ms - oldest.last_used_ms < self.eviction_ms:
+            return False
+        del self._sessions[oldest.id]
+        return True
+
+    def _touch(self, session: FetchSession, now_ms: int) -> None:
+        session.last_used_ms = now_ms
+        self._sessions[session.id] = self._sessions.pop(session.id)
