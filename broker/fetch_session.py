@@ -163,9 +163,14 @@ class FetchSessionCache:
         self.eviction_ms = eviction_ms
         self._rng = rng or random.Random()
         self._sessions: dict[int, FetchSession] = {}  # least recently used first
+        self.evictions = 0  # sessions evicted to make room (metrics)
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    @property
+    def partitions_cached(self) -> int:
+        return sum(len(s.partitions) for s in self._sessions.values())
 
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
@@ -212,6 +217,7 @@ class FetchSessionCache:
         if oldest is None or now_ms - oldest.last_used_ms < self.eviction_ms:
             return False
         del self._sessions[oldest.id]
+        self.evictions += 1
         return True
 
     def _touch(self, session: FetchSession, now_ms: int) -> None:

@@ -395,7 +395,18 @@ def _replica_families(parts: BrokerParts) -> list[Metric]:
         "odradek_server_replicamanager_isrexpands", "ISR expansions this broker wrote as "
         "leader (Kafka: ReplicaManager IsrExpandsPerSec).", value=rm.traffic.isr_expands,
     )  # fmt: skip
+    evictions = CounterMetricFamily(
+        "odradek_server_fetchsessioncache_incrementalfetchsessionevictions", "Fetch sessions "
+        "evicted to make room for new ones (Kafka: FetchSessionCache "
+        "IncrementalFetchSessionEvictionsPerSec).", value=rm.sessions.evictions,
+    )  # fmt: skip
     return [
+        _gauge("odradek_server_fetchsessioncache_numincrementalfetchsessions", "Fetch sessions "
+               "(KIP-227) this broker keeps for followers and Kafka consumers (Kafka: "
+               "FetchSessionCache NumIncrementalFetchSessions).", len(rm.sessions)),
+        _gauge("odradek_server_fetchsessioncache_numincrementalfetchpartitionscached",
+               "Partitions held in all fetch sessions (Kafka: FetchSessionCache "
+               "NumIncrementalFetchPartitionsCached).", rm.sessions.partitions_cached),
         _gauge("odradek_server_replicamanager_underreplicatedpartitions", "Partitions led here "
                "whose ISR is smaller than their replica set (Kafka: ReplicaManager "
                "UnderReplicatedPartitions).", under),
@@ -406,7 +417,7 @@ def _replica_families(parts: BrokerParts) -> list[Metric]:
                "ReplicaManager LeaderCount).", len(leaders)),
         _gauge("odradek_server_replicamanager_partitioncount", "Partitions hosted here, led "
                "or followed (Kafka: ReplicaManager PartitionCount).", len(partitions)),
-        purgatory, connections, shrinks, expands,
+        purgatory, connections, shrinks, expands, evictions,
     ]  # fmt: skip
 
 

@@ -8,7 +8,7 @@ field section, one 0 byte, closing each struct):
 
     throttle_time_ms int32
     error_code int16                               v7+
-    session_id int32                               v7+ (always 0: no fetch sessions, KIP-227)
+    session_id int32                               v7+ (the fetch session, KIP-227; 0: none)
     responses [
       topic string
       partitions [
@@ -117,6 +117,7 @@ def encode_fetch_response(
     topics: list[tuple[str, list[FetchedPartition]]],
     error_code: int = 0,
     throttle_time_ms: int = 0,
+    session_id: int = 0,
 ) -> list[Chunk]:
     """The whole response frame (size, `header`, body) as chunks."""
     if not MIN_VERSION <= version <= MAX_VERSION:
@@ -124,7 +125,7 @@ def encode_fetch_response(
     w = _Writer(version >= FLEXIBLE_FROM)
     w.raw(_I32.pack(throttle_time_ms))
     if version >= 7:
-        w.raw(_I16.pack(error_code) + _I32.pack(0))
+        w.raw(_I16.pack(error_code) + _I32.pack(session_id))
     w.length(len(topics))
     for name, partitions in topics:
         w.string(name)

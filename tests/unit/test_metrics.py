@@ -252,8 +252,11 @@ def test_zookeeper_session_state_follows_the_listener() -> None:
     from broker.metadata_cache import MetadataCache
     from broker.metrics import BrokerMetrics, BrokerParts, state_families
 
+    from broker.fetch_session import FetchSessionCache
+
     replicas: Any = type("R", (), {"partitions": {}, "delayed_fetches": 0,
-                                   "traffic": TopicTraffic()})()  # fmt: skip
+                                   "traffic": TopicTraffic(),
+                                   "sessions": FetchSessionCache()})()  # fmt: skip
     metrics = BrokerMetrics(BrokerParts(replicas, MetadataCache(), ControllerEpoch()))
     for state in ("CONNECTED", "SUSPENDED", "LOST"):
         metrics.on_zk_state(state)

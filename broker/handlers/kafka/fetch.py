@@ -2,8 +2,10 @@
 segment files (the response is laid out by protocol/kafka/fetch_response.py with FileSlices).
 
 Kafka clients fetch as consumers whatever replica id they send (followers use the native door),
-so only data below the high watermark is served. No fetch sessions (KIP-227): session id 0
-answers every request in full, which clients take as "sessionless". read_committed reads the
+so only data below the high watermark is served. Fetch sessions (KIP-227, v7+) are the native
+door's (broker/fetch_session.py): a client that asks for one (kafka-python does) gets
+incremental answers; one that does not (librdkafka, aiokafka) is answered in full, as Kafka
+answers session id 0. read_committed reads the
 same as read_uncommitted: without transactions the last stable offset is the high watermark.
 """
 
@@ -17,10 +19,13 @@ from broker.handlers.kafka._adapt import as_native, then
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     FETCH,
+    FINAL_EPOCH,
+    NO_SESSION,
     FetchPartition,
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    ForgottenTopic,
 )
 from protocol.codec import Chunk, FileSlice
 from protocol.kafka.codec import KafkaRequest, millis, response_header
@@ -44,9 +49,15 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         )
         for t in req.topics
     ]
+    forgotten = [
+        ForgottenTopic(t.topic, [int(p) for p in t.partitions])
+        for t in getattr(req, "forgotten_topics_data", ())
+    ]
     native_req = FetchRequest(
-        CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics
-    )
+        CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics,
+        getattr(req, "session_id", NO_SESSION), getattr(req, "session_epoch", FINAL_EPOCH),
+        forgotten,
+    )  # fmt: skip
     result = native.handle(ctx, as_native(FETCH, native_req, request))
     return then(result, lambda r: _answer(request, r))
 
@@ -69,5 +80,6 @@ def _answer(request: KafkaRequest, resp: FetchResponse) -> list[Chunk]:
         for t in resp.topics
     ]
     return encode_fetch_response(
-        request.header.api_version, response_header(request), topics, resp.error_code
-    )
+        request.header.api_version, response_header(request), topics, resp.error_code,
+        session_id=resp.session_id,
+    )  # fmt: skip

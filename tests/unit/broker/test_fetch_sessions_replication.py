@@ -16,6 +16,7 @@ from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpoc
 from tests.unit.broker.helpers import batch
 from tests.unit.broker.helpers import produce as produce_request
 from tests.unit.broker.replication_cluster import Cluster, cluster, eventually, log_bytes
+from tests.unit.test_metrics_isr import gauges
 
 PARTITIONS = 10
 LEADER = 1
@@ -61,6 +62,10 @@ async def test_a_follower_asks_for_and_gets_only_the_partition_that_moved(
         await _ten_partitions_in_sync(c)
         sessions = _sessions_of(c)
         assert all(s is not None and len(s.partitions) == PARTITIONS for s in sessions)
+        seen = gauges(c.nodes[LEADER].replicas)  # what the broker's metrics say of them
+        assert seen["odradek_server_fetchsessioncache_numincrementalfetchsessions"] == 2
+        cached = "odradek_server_fetchsessioncache_numincrementalfetchpartitionscached"
+        assert seen[cached] == 2 * PARTITIONS
 
         asked: list[set[int]] = []
         answered: list[set[int]] = []

@@ -14,7 +14,7 @@ from protocol.kafka import codec
 from protocol.kafka.codec import encode_request, make
 from protocol.kafka.versions import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE, SERVED
 from tests.unit.broker.harness import BROKER_ID, running_broker
-from tests.unit.broker.helpers import TS_MS, fetch
+from tests.unit.broker.helpers import TS_MS, batch, fetch, produce
 
 IO_TIMEOUT_S = 10.0
 UNSUPPORTED_VERSION = 35
@@ -160,4 +160,61 @@ async def test_one_log_through_both_doors(tmp_path: Path) -> None:
         c.send(LIST_OFFSETS, 6, 30, replica_id=-1, isolation_level=0, topics=(lt,))
         _, lresp = await c.read(LIST_OFFSETS, 6)
         assert lresp.topics[0].partitions[0].offset == 2
+        c.close()
+
+
+def _fetch_v12(session_id: int, epoch: int, parts: dict[int, int], **more: Any) -> dict[str, Any]:
+    fetch_cls = codec.request_class(FETCH, 12)
+    fps = tuple(
+        make(codec.nested(fetch_cls, "FetchPartition"), partition=p, fetch_offset=offset,
+             partition_max_bytes=1 << 20, current_leader_epoch=-1, last_fetched_epoch=-1,
+             log_start_offset=-1)
+        for p, offset in parts.items()
+    )  # fmt: skip
+    topics = (make(codec.nested(fetch_cls, "FetchTopic"), topic="t", partitions=fps),)
+    fields = dict(replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                  session_id=session_id, session_epoch=epoch, topics=topics if parts else (),
+                  forgotten_topics_data=(), rack_id="")  # fmt: skip
+    fields.update(more)
+    return fields
+
+
+async def test_a_kafka_client_that_asks_for_a_fetch_session_gets_incremental_answers(
+    tmp_path: Path,
+) -> None:
+    """KIP-227 as kafka-python uses it: epoch 0 opens a session; each later fetch names what
+    moved and is answered with the partitions that have something new."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("t", partitions=3)
+        native = await b.connect()
+        assert (await native.send(produce("t", 0, batch(2)))).topics[0].partitions[
+            0
+        ].error_code == 0
+        c = await KafkaRaw.connect(b.kafka_port)
+        c.send(FETCH, 12, 1, **_fetch_v12(0, 0, {0: 0, 1: 0, 2: 0}))
+        _, full = await c.read(FETCH, 12)
+        assert full.error_code.value == 0 and full.session_id != 0
+        got = {p.partition_index: p for t in full.responses for p in t.partitions}
+        assert sorted(got) == [0, 1, 2] and len(decode_all(bytes(got[0].records))) == 2
+        sid = full.session_id
+
+        c.send(FETCH, 12, 2, **_fetch_v12(sid, 1, {0: 2}))  # partition 0 moved past its records
+        _, quiet = await c.read(FETCH, 12)
+        assert quiet.error_code.value == 0 and quiet.session_id == sid
+        assert quiet.responses == ()  # nothing new anywhere: an empty answer
+
+        assert (await native.send(produce("t", 2, batch(1)))).topics[0].partitions[
+            0
+        ].error_code == 0
+        c.send(FETCH, 12, 3, **_fetch_v12(sid, 2, {}))
+        _, moved = await c.read(FETCH, 12)
+        assert [(p.partition_index, p.high_watermark) for t in moved.responses
+                for p in t.partitions] == [(2, 1)]  # fmt: skip
+
+        c.send(FETCH, 12, 4, **_fetch_v12(sid, 2, {}))  # an epoch already used
+        _, stale = await c.read(FETCH, 12)
+        assert stale.error_code.value == 71 and stale.responses == ()  # INVALID_FETCH_SESSION_EPOCH
+        c.send(FETCH, 12, 5, **_fetch_v12(sid + 1, 1, {}))
+        _, unknown = await c.read(FETCH, 12)
+        assert unknown.error_code.value == 70  # FETCH_SESSION_ID_NOT_FOUND
         c.close()
