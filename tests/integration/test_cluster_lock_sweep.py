@@ -75,10 +75,12 @@ def test_a_dead_sessions_leftovers_are_killed_by_pid(
     _dead_session_marker(base)
     killed = sweep_dead_sessions([base])
     assert sorted(line.split()[0] for line in killed) == ["ZooKeeper", "broker"]
-    for proc in spawned:
-        proc.poll()  # reap: a zombie counts as dead already, but be plain about it
-    assert process_state(pids["broker"]) == "dead"
-    assert process_state(pids["zookeeper"]) == "dead"
+    # SIGKILL is delivered when the target next runs, which on a busy machine can be a few ms
+    # after kill() returns: wait for the exits (a process the sweep missed sleeps for 120 s)
+    by_pid = {proc.pid: proc for proc in spawned}
+    for name in ("broker", "zookeeper"):
+        by_pid[pids[name]].wait(timeout=10)
+        assert process_state(pids[name]) == "dead"
     assert process_state(pids["stranger"]) == "alive"  # its PID names another program
 
 
