@@ -18,7 +18,7 @@ An unknown id answers FETCH_SESSION_ID_NOT_FOUND, an epoch other than the one ex
 INVALID_FETCH_SESSION_EPOCH; both leave the session alone (the follower starts a new one).
 `FetchContext.answer(reads)` gives the reads the answer carries: all of them for a full fetch;
 for an incremental one only partitions with records, an error, or a high watermark or log
-start offset the follower has not been told (`_changed`). Those answered with records move to
+start offset the follower has not been told. Those answered with records move to
 the end of the session's order, so one busy partition cannot starve the others of the
 response's byte budget (Kafka does the same). Only `answer` updates what the session last
 sent: a read that parks and re-reads changes nothing until it is answered.
@@ -102,15 +102,6 @@ class _Read(Protocol):
 R = TypeVar("R", bound=_Read)
 
 
-def _changed(sent: _Sent, read: _Read) -> bool:
-    return (
-        read.size_bytes > 0
-        or read.error_code != 0
-        or read.high_watermark != sent.high_watermark
-        or read.log_start_offset != sent.log_start_offset
-    )
-
-
 @dataclass(slots=True)
 class FetchContext:
     """One request as seen through its session: what to read, and what to answer."""
@@ -134,8 +125,13 @@ class FetchContext:
             sent = session.sent.get(key)
             if sent is None:  # forgotten by a later request meanwhile
                 continue
-            if self.incremental and not _changed(sent, r):
-                continue
+            if self.incremental and not (
+                r.size_bytes > 0
+                or r.error_code != 0
+                or r.high_watermark != sent.high_watermark
+                or r.log_start_offset != sent.log_start_offset
+            ):
+                continue  # nothing the follower has not been told
             sent.high_watermark = r.high_watermark
             sent.log_start_offset = r.log_start_offset
             out.append(r)

@@ -4,6 +4,9 @@ One `FetchSessionHandler` per replica fetcher (one leader). It remembers the ses
 gave (id, next epoch) and the `FetchPartition` the leader's session holds for each partition.
 `build(wanted)` takes every partition the fetcher wants now and gives a `SessionRequest`:
 
+- fewer than `min_partitions` wanted: a plain full request (epoch -1), closing the session if
+  there was one. For one or two partitions a session's bookkeeping costs more than the
+  partitions it leaves out of each request and answer (MIN_SESSION_PARTITIONS);
 - no session yet (or after an error): a full request with epoch 0, opening one;
 - otherwise an incremental one: only the partitions whose FetchPartition differs from what the
   session holds (a new fetch offset, leader epoch or log start), and as `forgotten` those the
@@ -18,11 +21,11 @@ the leader may or may not have applied the request in flight.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 
 from broker.fetch_session import next_epoch
 from protocol.api.fetch import (
+    FINAL_EPOCH,
     INITIAL_EPOCH,
     NO_SESSION,
     FetchPartition,
@@ -33,44 +36,77 @@ from protocol.api.fetch import (
 from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 
 Key = tuple[str, int]
+MIN_SESSION_PARTITIONS = 3
+"""Below this many partitions from one leader, fetch without a session. Measured with three
+brokers in one event loop, acks=all, one record per produce (2026-11-24): a session cost 20-30
+us of CPU per produce with 1 or 2 partitions and saved 18 us with 3, 47 with 5, 130 with 10."""
 
 
-@dataclass(frozen=True, slots=True)
 class SessionRequest:
-    session_id: int
-    epoch: int
-    topics: list[FetchTopic]
-    forgotten: list[ForgottenTopic]
-    wanted: Mapping[Key, FetchPartition]  # what the session holds once this is answered
+    """One request's session fields, and what the session holds once it is answered."""
+
+    __slots__ = ("epoch", "forgotten", "session_id", "topics", "wanted")
+
+    def __init__(
+        self,
+        session_id: int,
+        epoch: int,
+        topics: list[FetchTopic],
+        forgotten: list[ForgottenTopic],
+        wanted: Mapping[Key, FetchPartition],
+    ) -> None:
+        self.session_id = session_id
+        self.epoch = epoch
+        self.topics = topics
+        self.forgotten = forgotten
+        self.wanted = wanted
 
 
-def _by_topic(parts: Mapping[Key, FetchPartition]) -> list[FetchTopic]:
+def _by_topic(parts: Iterable[tuple[Key, FetchPartition]]) -> list[FetchTopic]:
     topics: dict[str, list[FetchPartition]] = {}
-    for (topic, _), fp in parts.items():
-        topics.setdefault(topic, []).append(fp)
+    for (topic, _), fp in parts:
+        fps = topics.get(topic)
+        if fps is None:
+            topics[topic] = [fp]
+        else:
+            fps.append(fp)
     return [FetchTopic(name, fps) for name, fps in topics.items()]
 
 
 class FetchSessionHandler:
-    def __init__(self) -> None:
+    def __init__(self, min_partitions: int = MIN_SESSION_PARTITIONS) -> None:
+        self.min_partitions = min_partitions
         self.session_id = NO_SESSION
         self.epoch = INITIAL_EPOCH
-        self._held: dict[Key, FetchPartition] = {}  # what the leader's session holds
+        self._held: Mapping[Key, FetchPartition] = {}  # what the leader's session holds
 
-    def build(self, wanted: dict[Key, FetchPartition]) -> SessionRequest:
+    def build(self, wanted: Mapping[Key, FetchPartition]) -> SessionRequest:
+        """The next request for `wanted` (which the caller then leaves unchanged)."""
+        if len(wanted) < self.min_partitions:  # closes the session named, if any
+            return SessionRequest(
+                self.session_id, FINAL_EPOCH, _by_topic(wanted.items()), [], wanted
+            )
         if self.epoch == INITIAL_EPOCH:
-            return SessionRequest(self.session_id, INITIAL_EPOCH, _by_topic(wanted), [], wanted)
+            return SessionRequest(
+                self.session_id, INITIAL_EPOCH, _by_topic(wanted.items()), [], wanted
+            )
         held = self._held
-        changed = {}
+        changed: list[tuple[Key, FetchPartition]] = []
+        known = 0
         for key, fp in wanted.items():
             old = held.get(key)
-            if old is not fp and old != fp:
-                changed[key] = fp
-        gone: dict[str, list[int]] = {}
-        for key in held:
-            if key not in wanted:
-                gone.setdefault(key[0], []).append(key[1])
-        forgotten = [ForgottenTopic(name, indexes) for name, indexes in gone.items()]
+            if old is not None:
+                known += 1
+                if old is fp or old == fp:
+                    continue
+            changed.append((key, fp))
+        forgotten: list[ForgottenTopic] = []
+        if known < len(held):  # some held partitions are no longer wanted
+            gone: dict[str, list[int]] = {}
+            for key in held:
+                if key not in wanted:
+                    gone.setdefault(key[0], []).append(key[1])
+            forgotten = [ForgottenTopic(name, indexes) for name, indexes in gone.items()]
         return SessionRequest(self.session_id, self.epoch, _by_topic(changed), forgotten, wanted)
 
     def on_response(self, request: SessionRequest, response: FetchResponse) -> bool:
@@ -81,12 +117,16 @@ class FetchSessionHandler:
                 self.session_id = NO_SESSION
             self.reset()
             return False
+        if request.epoch == FINAL_EPOCH:  # no session now
+            self.session_id = NO_SESSION
+            self.reset()
+            return True
         if request.epoch == INITIAL_EPOCH:
             self.session_id = response.session_id
             self.epoch = INITIAL_EPOCH if response.session_id == NO_SESSION else next_epoch(0)
         else:
             self.epoch = next_epoch(self.epoch)
-        self._held = dict(request.wanted)
+        self._held = request.wanted
         return True
 
     def reset(self) -> None:

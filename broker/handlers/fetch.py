@@ -58,11 +58,13 @@ def _answer(
 
 
 def build_response(reads: list[PartitionRead], session_id: int = NO_SESSION) -> FetchResponse:
-    topics: dict[str, FetchTopicResponse] = {}
+    topics: dict[str, FetchTopicResponse] = {}  # a session's order may interleave topics
+    topic: FetchTopicResponse | None = None
     for r in reads:
-        topic = topics.get(r.topic)
-        if topic is None:
-            topic = topics[r.topic] = FetchTopicResponse(r.topic, [])
+        if topic is None or topic.name != r.topic:
+            topic = topics.get(r.topic)
+            if topic is None:
+                topic = topics[r.topic] = FetchTopicResponse(r.topic, [])
         topic.partitions.append(
             FetchPartitionResponse(
                 r.partition,

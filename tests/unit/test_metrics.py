@@ -249,10 +249,9 @@ def test_http_server_limits() -> None:
 
 def test_zookeeper_session_state_follows_the_listener() -> None:
     from broker.context import ControllerEpoch
+    from broker.fetch_session import FetchSessionCache
     from broker.metadata_cache import MetadataCache
     from broker.metrics import BrokerMetrics, BrokerParts, state_families
-
-    from broker.fetch_session import FetchSessionCache
 
     replicas: Any = type("R", (), {"partitions": {}, "delayed_fetches": 0,
                                    "traffic": TopicTraffic(),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from broker.fetch_session import MAX_EPOCH, FetchSessionCache, next_epoch
-from broker.fetch_session_handler import FetchSessionHandler
+from broker.fetch_session_handler import MIN_SESSION_PARTITIONS, FetchSessionHandler
 from protocol.api.fetch import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -162,7 +162,7 @@ def named(req_topics: list[FetchTopic]) -> list[int]:
 
 
 def test_the_follower_asks_in_full_then_only_for_what_moved() -> None:
-    h = FetchSessionHandler()
+    h = FetchSessionHandler(min_partitions=1)
     wanted = {("t", p): fp(p) for p in range(3)}
     first = h.build(wanted)
     assert (first.session_id, first.epoch, named(first.topics)) == (NO_SESSION, 0, [0, 1, 2])
@@ -179,7 +179,7 @@ def test_the_follower_asks_in_full_then_only_for_what_moved() -> None:
 
 
 def test_a_leader_without_room_keeps_the_follower_asking_in_full() -> None:
-    h = FetchSessionHandler()
+    h = FetchSessionHandler(min_partitions=1)
     wanted = {("t", 0): fp(0)}
     assert h.on_response(h.build(wanted), response(session_id=NO_SESSION))
     again = h.build(wanted)
@@ -191,7 +191,7 @@ def test_a_leader_without_room_keeps_the_follower_asking_in_full() -> None:
     [(FetchSessionIdNotFoundError.code, NO_SESSION), (InvalidFetchSessionEpochError.code, 42)],
 )
 def test_a_session_error_starts_over_in_full(error: int, next_id: int) -> None:
-    h = FetchSessionHandler()
+    h = FetchSessionHandler(min_partitions=1)
     wanted = {("t", 0): fp(0), ("t", 1): fp(1)}
     h.on_response(h.build(wanted), response(session_id=42))
     assert not h.on_response(h.build(wanted), response(error_code=error))
@@ -200,10 +200,27 @@ def test_a_session_error_starts_over_in_full(error: int, next_id: int) -> None:
 
 
 def test_a_lost_connection_starts_over_in_full_naming_the_old_session() -> None:
-    h = FetchSessionHandler()
+    h = FetchSessionHandler(min_partitions=1)
     wanted = {("t", 0): fp(0)}
     h.on_response(h.build(wanted), response(session_id=42))
     h.build(wanted)  # sent; the connection is lost before the answer
     h.reset()
     again = h.build(wanted)
     assert (again.session_id, again.epoch, named(again.topics)) == (42, 0, [0])
+
+
+def test_a_follower_of_few_partitions_fetches_without_a_session_and_closes_one_it_had() -> None:
+    h = FetchSessionHandler()
+    few = {("t", p): fp(p) for p in range(MIN_SESSION_PARTITIONS - 1)}
+    plain = h.build(few)
+    assert (plain.session_id, plain.epoch) == (NO_SESSION, FINAL_EPOCH)
+    assert named(plain.topics) == list(range(MIN_SESSION_PARTITIONS - 1))
+    assert h.on_response(plain, response())
+    many = {("t", p): fp(p) for p in range(MIN_SESSION_PARTITIONS)}
+    opening = h.build(many)
+    assert opening.epoch == INITIAL_EPOCH
+    assert h.on_response(opening, response(session_id=42))
+    closing = h.build(few)  # down to few again: the full fetch names the session, closing it
+    assert (closing.session_id, closing.epoch) == (42, FINAL_EPOCH)
+    assert h.on_response(closing, response())
+    assert (h.build(few).session_id, h.build(many).epoch) == (NO_SESSION, INITIAL_EPOCH)
