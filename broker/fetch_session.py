@@ -73,6 +73,7 @@ class FetchSession:
     last_used_ms: int
     partitions: dict[Key, FetchPartition] = field(default_factory=dict)
     sent: dict[Key, _Sent] = field(default_factory=dict)
+    _parts: list[tuple[str, FetchPartition]] | None = None  # `partitions` as read: cached
 
     def update(self, request: FetchRequest) -> None:
         for topic in request.topics:
@@ -81,11 +82,25 @@ class FetchSession:
                 self.partitions[key] = fp
                 if key not in self.sent:
                     self.sent[key] = _Sent()
+                self._parts = None
         for forgotten in request.forgotten:
             for index in forgotten.partitions:
                 key = (forgotten.name, index)
                 self.partitions.pop(key, None)
                 self.sent.pop(key, None)
+                self._parts = None
+
+    def parts(self) -> list[tuple[str, FetchPartition]]:
+        """(topic, FetchPartition) in the session's order, rebuilt only after a change."""
+        if self._parts is None:
+            self._parts = [(key[0], fp) for key, fp in self.partitions.items()]
+        return self._parts
+
+    def to_end(self, key: Key) -> None:
+        fp = self.partitions.pop(key, None)
+        if fp is not None:
+            self.partitions[key] = fp
+            self._parts = None
 
 
 class _Read(Protocol):
@@ -109,6 +124,12 @@ class FetchContext:
     parts: Sequence[tuple[str, FetchPartition]]
     session: FetchSession | None = None
     incremental: bool = False
+    named: frozenset[Key] = frozenset()  # incremental: the partitions the request named
+
+    def told(self, key: Key) -> tuple[int, int] | None:
+        """(high watermark, log start offset) the fetcher was last told of `key`, or None."""
+        sent = None if self.session is None else self.session.sent.get(key)
+        return None if sent is None else (sent.high_watermark, sent.log_start_offset)
 
     @property
     def session_id(self) -> int:
@@ -138,10 +159,14 @@ class FetchContext:
             if r.size_bytes > 0:
                 busy.append(key)
         for key in busy:  # to the end of the order: the others go first next time
-            fp = session.partitions.pop(key, None)
-            if fp is not None:
-                session.partitions[key] = fp
+            session.to_end(key)
         return out
+
+    def keys(self) -> list[Key]:
+        """The partitions read, as keys (where a long poll parks)."""
+        if self.session is not None and self.incremental:
+            return list(self.session.partitions)
+        return [(topic, fp.partition) for topic, fp in self.parts]
 
 
 def request_parts(request: FetchRequest) -> list[tuple[str, FetchPartition]]:
@@ -192,9 +217,8 @@ class FetchSessionCache:
         session.update(request)
         session.epoch = next_epoch(epoch)
         self._touch(session, now_ms)
-        return FetchContext(
-            [(key[0], fp) for key, fp in session.partitions.items()], session, incremental=True
-        )
+        named = frozenset((t.name, fp.partition) for t in request.topics for fp in t.partitions)
+        return FetchContext(session.parts(), session, True, named)
 
     def _create(self, request: FetchRequest, now_ms: int) -> FetchSession | None:
         if len(self._sessions) >= self.max_slots and not self._evict_one(now_ms):

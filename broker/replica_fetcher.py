@@ -107,17 +107,17 @@ class FetchState:
         """What to ask the leader for (the same object while the log has not moved, which the
         fetch session compares first)."""
         log = self.partition.log
+        end = log.log_end_offset
         fp = self._asked
-        if (
-            fp is None
-            or fp.fetch_offset != log.log_end_offset
-            or fp.log_start_offset != log.log_start_offset
-        ):
+        if fp is None or fp.fetch_offset != end or fp.log_start_offset != log.log_start_offset:
             fp = self._asked = FetchPartition(
-                self.partition.index, log.log_end_offset, max_bytes, self.leader_epoch,
-                log.log_start_offset,
-            )  # fmt: skip
+                self.partition.index, end, max_bytes, self.leader_epoch, log.log_start_offset
+            )
         return fp
+
+    def asked(self, fp: FetchPartition | None) -> bool:
+        """`fp` is what this state last asked for (so an answer to it is this state's)."""
+        return fp is not None and fp is self._asked
 
 
 def _now_ms() -> int:
@@ -292,22 +292,23 @@ class ReplicaFetcher:
             settings.response_max_bytes, asked.topics, asked.session_id, asked.epoch,
             asked.forgotten,
         )  # fmt: skip
-        # Answers go to the FetchState they were asked for: a LeaderAndIsr that arrives while
-        # the request is in flight replaces the state (a new epoch), and an answer to the old
-        # epoch (e.g. FENCED_LEADER_EPOCH) must not drop the new one.
-        sent = {(s.partition.topic, s.partition.index): (s, s.partition.log.log_end_offset)
-                for s in states}  # fmt: skip
         response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
         if not self.session.on_response(asked, response):
             log.info("fetch session with broker %d: %s; starting a new one", self.leader_id,
                      for_code(response.error_code).name)  # fmt: skip
             return
+        # Answers go to the FetchState they were asked for (the one whose FetchPartition is
+        # in `wanted`): a LeaderAndIsr that arrives while the request is in flight replaces
+        # the state (a new epoch), and an answer to the old epoch (e.g. FENCED_LEADER_EPOCH)
+        # must not drop the new one.
         for topic in response.topics:
             for answer in topic.partitions:
                 key = (topic.name, answer.partition)
-                state, fetch_offset = sent.get(key, (None, 0))
-                if state is not None and self._current(key, state):
-                    self._apply_fetch_answer(key, state, answer, fetch_offset)
+                state = self.partitions.get(key)
+                fp = wanted.get(key)
+                if state is not None and state.asked(fp) and self._current(key, state):
+                    assert fp is not None
+                    self._apply_fetch_answer(key, state, answer, fp.fetch_offset)
 
     def _apply_fetch_answer(
         self, key: Key, state: FetchState, answer: FetchPartitionResponse, fetch_offset: int

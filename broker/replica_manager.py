@@ -87,6 +87,7 @@ from broker.replication_decisions import (
     expanded_isr,
     isr_write_verdict,
     produce_outcome,
+    record_fetch,
     shrunk_isr,
 )
 from protocol.api.controller import PartitionState
@@ -415,8 +416,10 @@ class ReplicaManager:
         if self.purgatory.parked >= self.max_delayed_fetches:
             return None
         replica = request.replica_id >= 0
-        parts = request_parts(request) if context is None else context.parts
-        keys = [(topic, fp.partition) for topic, fp in parts]
+        if context is None:
+            keys = [(topic, fp.partition) for topic, fp in request_parts(request)]
+        else:
+            keys = context.keys()
 
         def park(waiter: Any) -> None:
             for key in keys:
@@ -448,11 +451,43 @@ class ReplicaManager:
     def read_all(
         self, request: FetchRequest, context: FetchContext | None = None
     ) -> list[PartitionRead]:
-        """Read the request's partitions (or its session's: `context`), in order."""
-        parts = request_parts(request) if context is None else context.parts
+        """Read the request's partitions (or its session's: `context`), in order. An
+        incremental session's read leaves out the quiet partitions (`_quiet`)."""
+        if context is None:
+            parts: Sequence[tuple[str, FetchPartition]] = request_parts(request)
+        elif context.incremental and request.replica_id >= 0:
+            now = self.clock.monotonic_ms()
+            named, replica = context.named, request.replica_id
+            parts = [
+                (topic, fp)
+                for topic, fp in context.parts
+                if (topic, fp.partition) in named
+                or not self._quiet(topic, fp, replica, context, now)
+            ]
+        else:
+            parts = context.parts
         reads = self._read_all(request.replica_id, request.max_bytes, parts)
         self.purgatory.complete_woken()  # a follower's fetch may have moved the HW
         return reads
+
+    def _quiet(
+        self, topic: str, fp: FetchPartition, replica_id: int, context: FetchContext, now_ms: int
+    ) -> bool:
+        """A session partition the request did not name, whose follower is in the ISR at the
+        log end and was told its HW and log start: nothing to read or answer. Its fetch is
+        noted (the follower stays caught up, as a full read would note); a False answer
+        leaves the partition to the full read."""
+        p = self.partitions.get((topic, fp.partition))
+        if p is None or not p.is_leader or p.storage_failed or replica_id not in p.isr:
+            return False
+        if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
+            return False
+        end = p.log.log_end_offset
+        state = p.followers.get(replica_id)
+        if fp.fetch_offset != end or state is None or state.log_end_offset != end:
+            return False
+        record_fetch(state, end, end, now_ms)
+        return context.told((topic, fp.partition)) == (p.high_watermark, p.log.log_start_offset)
 
     def _read_all(
         self, replica_id: int, max_bytes: int, parts: Iterable[tuple[str, FetchPartition]]

@@ -5,6 +5,7 @@ session the leader no longer has is refused on the wire and the follower opens a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from protocol.api.fetch import FetchRequest
 from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 from tests.unit.broker.helpers import batch
 from tests.unit.broker.helpers import produce as produce_request
-from tests.unit.broker.replication_cluster import Cluster, cluster, eventually, log_bytes
+from tests.unit.broker.replication_cluster import LAG_MS, Cluster, cluster, eventually, log_bytes
 from tests.unit.test_metrics_isr import gauges
 
 PARTITIONS = 10
@@ -123,3 +124,36 @@ async def test_a_session_the_leader_dropped_is_refused_and_the_follower_opens_an
         await eventually(lambda: fetcher.session.session_id not in (0, old))
         renewed = leader.replicas.sessions.get(fetcher.session.session_id)
         assert renewed is not None and len(renewed.partitions) == PARTITIONS
+
+
+async def test_quiet_partitions_are_not_read_yet_their_followers_stay_in_the_isr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with cluster(tmp_path, 3) as c:
+        await _ten_partitions_in_sync(c)
+        leader = c.nodes[LEADER].replicas
+        read: list[list[int]] = []  # partitions read per follower fetch
+        real_read_all = leader._read_all
+
+        def spy(replica_id: int, max_bytes: int, parts: Any) -> Any:
+            parts = list(parts)
+            if replica_id in FOLLOWERS:
+                read.append([fp.partition for _, fp in parts])
+            return real_read_all(replica_id, max_bytes, parts)
+
+        monkeypatch.setattr(leader, "_read_all", spy)
+        assert await produce(c, batch(3), 3) == 0
+        await eventually(lambda: len(read) >= 8)  # fetches of both followers, parked and ended
+        assert all(set(parts) <= {3} for parts in read), read  # never the 9 quiet ones
+
+        # The quiet partitions' fetches are still noted: a follower that fetched within
+        # replica.lag.time.max.ms stays in every ISR though nothing was read for it.
+        c.clock.advance(LAG_MS - 1)
+        seen = len(read)
+        await eventually(lambda: len(read) >= seen + 4)  # both followers fetched again
+        c.clock.advance(2)  # LAG_MS + 1 after the last records
+        writes = len(c.store.writes)
+        leader.check_isr()
+        await asyncio.sleep(0.05)  # an ISR shrink would be written by now
+        assert len(c.store.writes) == writes  # no shrink asked for
+        assert all(leader.partitions[("t", p)].isr == [1, 2, 3] for p in range(PARTITIONS))
