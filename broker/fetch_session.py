@@ -21,7 +21,9 @@ for an incremental one only partitions with records, an error, or a high waterma
 start offset the follower has not been told. Those answered with records move to
 the end of the session's order, so one busy partition cannot starve the others of the
 response's byte budget (Kafka does the same). Only `answer` updates what the session last
-sent: a read that parks and re-reads changes nothing until it is answered.
+sent: a read that parks and re-reads changes nothing until it is answered. The replica manager
+does not even read a follower's quiet partitions (ReplicaManager._quiet): those the request did
+not name (`named`), whose follower is at the log end and was `told` their HW and log start.
 
 Limits: at most `max_slots` sessions (Kafka's max.incremental.fetch.session.cache.slots). When
 full, the least recently used session is evicted if unused for `eviction_ms`; otherwise the new

@@ -5,8 +5,8 @@ Kafka clients fetch as consumers whatever replica id they send (followers use th
 so only data below the high watermark is served. Fetch sessions (KIP-227, v7+) are the native
 door's (broker/fetch_session.py): a client that asks for one (kafka-python does) gets
 incremental answers; one that does not (librdkafka, aiokafka) is answered in full, as Kafka
-answers session id 0. read_committed reads the
-same as read_uncommitted: without transactions the last stable offset is the high watermark.
+answers session id 0. read_committed reads the same as read_uncommitted: without transactions
+the last stable offset is the high watermark.
 """
 
 from __future__ import annotations
