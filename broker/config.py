@@ -48,6 +48,8 @@ class BrokerConfig:
     connections_max_idle_ms: int = 600_000
     max_delayed_fetches: int = 10_000  # long-polling fetches parked at once, broker-wide
     fetch_max_bytes: int = 55 * MiB  # caps a fetch request's max_bytes (Kafka's fetch.max.bytes)
+    # fetch sessions kept at once (KIP-227; Kafka's max.incremental.fetch.session.cache.slots)
+    max_incremental_fetch_session_cache_slots: int = 1000
     log_retention_check_interval_ms: int = 300_000  # Kafka's log.retention.check.interval.ms
     fetch_use_sendfile: bool = True  # False: always pread + write (for benchmarks)
     num_partitions: int = 1
@@ -147,6 +149,7 @@ _POSITIVE_FIELDS = (
     "connections_max_idle_ms",
     "max_delayed_fetches",
     "fetch_max_bytes",
+    "max_incremental_fetch_session_cache_slots",
     "log_retention_check_interval_ms",
     "num_partitions",
     "default_replication_factor",

@@ -170,6 +170,7 @@ class Broker:
             replication=replication_settings(config),
             isr_writer=self.isr_writer,
             log_dir_notifier=ZkLogDirNotifier(self.zk, config.broker_id),
+            fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
         offsets = GroupConfig(

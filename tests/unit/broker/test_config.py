@@ -75,3 +75,14 @@ def test_unknown_override() -> None:
 def test_dataclass_validates_directly(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         BrokerConfig(broker_id=-1, log_dir=tmp_path)
+
+
+def test_the_fetch_session_cache_takes_its_size_from_the_config(tmp_path: Path) -> None:
+    from broker.daemon import Broker
+
+    path = _write(tmp_path, "max_incremental_fetch_session_cache_slots = 7\n")
+    broker = Broker(load_config(path, broker_id=1, log_dir=str(tmp_path / "logs")))
+    assert broker.replicas.sessions.max_slots == 7
+    with pytest.raises(UsageError, match="max_incremental_fetch_session_cache_slots"):
+        zero = _write(tmp_path, "max_incremental_fetch_session_cache_slots = 0\n")
+        load_config(zero, broker_id=1, log_dir=str(tmp_path / "logs"))
