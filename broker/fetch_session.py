@@ -57,12 +57,13 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch >= MAX_EPOCH else epoch + 1
 
 
-class _Sent:
-    """What the follower was last told of one partition."""
+class _Held:
+    """One partition of a session: what the fetcher last asked, and was last told."""
 
-    __slots__ = ("high_watermark", "log_start_offset")
+    __slots__ = ("fp", "high_watermark", "log_start_offset")
 
-    def __init__(self) -> None:
+    def __init__(self, fp: FetchPartition) -> None:
+        self.fp = fp
         self.high_watermark = -1
         self.log_start_offset = -1
 
@@ -70,38 +71,40 @@ class _Sent:
 @dataclass(slots=True)
 class FetchSession:
     id: int
-    replica_id: int
     epoch: int  # the epoch the next request must carry
     last_used_ms: int
-    partitions: dict[Key, FetchPartition] = field(default_factory=dict)
-    sent: dict[Key, _Sent] = field(default_factory=dict)
+    partitions: dict[Key, _Held] = field(default_factory=dict)  # in the session's order
     _parts: list[tuple[str, FetchPartition]] | None = None  # `partitions` as read: cached
 
-    def update(self, request: FetchRequest) -> None:
+    def update(self, request: FetchRequest) -> frozenset[Key]:
+        """Take the request's partitions and forgotten ones; the keys it named."""
+        named = []
         for topic in request.topics:
             for fp in topic.partitions:
                 key = (topic.name, fp.partition)
-                self.partitions[key] = fp
-                if key not in self.sent:
-                    self.sent[key] = _Sent()
+                named.append(key)
+                held = self.partitions.get(key)
+                if held is None:
+                    self.partitions[key] = _Held(fp)
+                else:
+                    held.fp = fp
                 self._parts = None
         for forgotten in request.forgotten:
             for index in forgotten.partitions:
-                key = (forgotten.name, index)
-                self.partitions.pop(key, None)
-                self.sent.pop(key, None)
+                self.partitions.pop((forgotten.name, index), None)
                 self._parts = None
+        return frozenset(named)
 
     def parts(self) -> list[tuple[str, FetchPartition]]:
         """(topic, FetchPartition) in the session's order, rebuilt only after a change."""
         if self._parts is None:
-            self._parts = [(key[0], fp) for key, fp in self.partitions.items()]
+            self._parts = [(key[0], held.fp) for key, held in self.partitions.items()]
         return self._parts
 
     def to_end(self, key: Key) -> None:
-        fp = self.partitions.pop(key, None)
-        if fp is not None:
-            self.partitions[key] = fp
+        held = self.partitions.pop(key, None)
+        if held is not None:
+            self.partitions[key] = held
             self._parts = None
 
 
@@ -130,8 +133,8 @@ class FetchContext:
 
     def told(self, key: Key) -> tuple[int, int] | None:
         """(high watermark, log start offset) the fetcher was last told of `key`, or None."""
-        sent = None if self.session is None else self.session.sent.get(key)
-        return None if sent is None else (sent.high_watermark, sent.log_start_offset)
+        held = None if self.session is None else self.session.partitions.get(key)
+        return None if held is None else (held.high_watermark, held.log_start_offset)
 
     @property
     def session_id(self) -> int:
@@ -145,18 +148,18 @@ class FetchContext:
         busy: list[Key] = []
         for r in reads:
             key = (r.topic, r.partition)
-            sent = session.sent.get(key)
-            if sent is None:  # forgotten by a later request meanwhile
+            held = session.partitions.get(key)
+            if held is None:  # forgotten by a later request meanwhile
                 continue
             if self.incremental and not (
                 r.size_bytes > 0
                 or r.error_code != 0
-                or r.high_watermark != sent.high_watermark
-                or r.log_start_offset != sent.log_start_offset
+                or r.high_watermark != held.high_watermark
+                or r.log_start_offset != held.log_start_offset
             ):
                 continue  # nothing the follower has not been told
-            sent.high_watermark = r.high_watermark
-            sent.log_start_offset = r.log_start_offset
+            held.high_watermark = r.high_watermark
+            held.log_start_offset = r.log_start_offset
             out.append(r)
             if r.size_bytes > 0:
                 busy.append(key)
@@ -216,10 +219,9 @@ class FetchSessionCache:
             raise InvalidFetchSessionEpochError(
                 f"fetch session {session.id}: epoch {epoch}, expected {session.epoch}"
             )
-        session.update(request)
+        named = session.update(request)
         session.epoch = next_epoch(epoch)
         self._touch(session, now_ms)
-        named = frozenset((t.name, fp.partition) for t in request.topics for fp in t.partitions)
         return FetchContext(session.parts(), session, True, named)
 
     def _create(self, request: FetchRequest, now_ms: int) -> FetchSession | None:
@@ -228,7 +230,7 @@ class FetchSessionCache:
         session_id = NO_SESSION
         while session_id == NO_SESSION or session_id in self._sessions:
             session_id = self._rng.randint(1, MAX_EPOCH)
-        session = FetchSession(session_id, request.replica_id, next_epoch(INITIAL_EPOCH), now_ms)
+        session = FetchSession(session_id, next_epoch(INITIAL_EPOCH), now_ms)
         session.update(request)
         self._sessions[session_id] = session
         return session

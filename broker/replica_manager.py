@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
-from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, request_parts
+from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.metrics_counters import TopicTraffic
@@ -456,14 +456,12 @@ class ReplicaManager:
         if context is None:
             parts: Sequence[tuple[str, FetchPartition]] = request_parts(request)
         elif context.incremental and request.replica_id >= 0:
-            now = self.clock.monotonic_ms()
-            named, replica = context.named, request.replica_id
-            parts = [
-                (topic, fp)
-                for topic, fp in context.parts
-                if (topic, fp.partition) in named
-                or not self._quiet(topic, fp, replica, context, now)
-            ]
+            now, named, replica = self.clock.monotonic_ms(), context.named, request.replica_id
+            parts = []
+            for topic, fp in context.parts:
+                key = (topic, fp.partition)
+                if key in named or not self._quiet(key, fp, replica, context, now):
+                    parts.append((topic, fp))
         else:
             parts = context.parts
         reads = self._read_all(request.replica_id, request.max_bytes, parts)
@@ -471,23 +469,23 @@ class ReplicaManager:
         return reads
 
     def _quiet(
-        self, topic: str, fp: FetchPartition, replica_id: int, context: FetchContext, now_ms: int
+        self, key: Key, fp: FetchPartition, replica_id: int, context: FetchContext, now_ms: int
     ) -> bool:
         """A session partition the request did not name, whose follower is in the ISR at the
         log end and was told its HW and log start: nothing to read or answer. Its fetch is
         noted (the follower stays caught up, as a full read would note); a False answer
         leaves the partition to the full read."""
-        p = self.partitions.get((topic, fp.partition))
+        p = self.partitions.get(key)
         if p is None or not p.is_leader or p.storage_failed or replica_id not in p.isr:
             return False
-        if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != p.leader_epoch:
+        if not leader_epoch_matches(p, fp.current_leader_epoch):
             return False
         end = p.log.log_end_offset
         state = p.followers.get(replica_id)
         if fp.fetch_offset != end or state is None or state.log_end_offset != end:
             return False
         record_fetch(state, end, end, now_ms)
-        return context.told((topic, fp.partition)) == (p.high_watermark, p.log.log_start_offset)
+        return context.told(key) == (p.high_watermark, p.log.log_start_offset)
 
     def _read_all(
         self, replica_id: int, max_bytes: int, parts: Iterable[tuple[str, FetchPartition]]
@@ -897,9 +895,14 @@ def initial_high_watermark(checkpointed: int | None, log_start: int, log_end: in
     return min(max(checkpointed, log_start), log_end)
 
 
+def leader_epoch_matches(p: Partition, leader_epoch: int) -> bool:
+    """-1 matches any epoch (no check asked)."""
+    return leader_epoch < 0 or leader_epoch == p.leader_epoch
+
+
 def check_leader_epoch(p: Partition, leader_epoch: int) -> None:
     """-1 skips the check; an older epoch is fenced, a newer one is not known here yet."""
-    if leader_epoch < 0 or leader_epoch == p.leader_epoch:
+    if leader_epoch_matches(p, leader_epoch):
         return
     if leader_epoch < p.leader_epoch:
         raise FencedLeaderEpochError(

@@ -135,17 +135,17 @@ class CallerLoop:
         if loop is None or runner is None:
             return
         while runner.is_alive():
-            loop.call_soon_threadsafe(self._stop_runners_turn, loop)
+            self._ask_runner_to_stop(loop)
             runner.join(ASK_AGAIN_S)
         loop.close()
 
     # ----- the runner's side ------------------------------------------------------------------
 
     def _ask_runner_to_stop(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Make the runner's `run_forever` return (under the condition). The request is asked
-        again every ASK_AGAIN_S while the runner still runs (a wake-up sent just as the runner
-        enters the loop must not be the only one); one that comes late does nothing, since only
-        the runner's own turn is stopped."""
+        """Make the runner's `run_forever` return. Callers ask again every ASK_AGAIN_S while
+        the runner still runs (a wake-up sent just as the runner enters the loop must not be
+        the only one); one that comes late does nothing, since only the runner's own turn is
+        stopped."""
         loop.call_soon_threadsafe(self._stop_runners_turn, loop)
 
     def _stop_runners_turn(self, loop: asyncio.AbstractEventLoop) -> None:
