@@ -7,10 +7,10 @@ two loop iterations after the append. A `Deferred` calls its listeners synchrono
 append that satisfied it (broker/delayed_fetch.py). It is also awaitable (through a future made
 on first await) for code that wants to wait the ordinary way.
 
-Listeners run in the order they were added, exactly once; one added after completion runs at
-once. A listener's exception is logged, never raised into whoever completed it (an append must
-not fail because writing some fetch's answer did). `cancel()` (the connection went away) runs
-the canceller and drops the listeners.
+Listeners run in the order they were added (one added `first` ahead of the others), exactly
+once; one added after completion runs at once. A listener's exception is logged, never raised
+into whoever completed it (an append must not fail because writing some fetch's answer did).
+`cancel()` (the connection went away) runs the canceller and drops the listeners.
 """
 
 from __future__ import annotations
@@ -39,10 +39,16 @@ class Deferred(Generic[T]):
     def done(self) -> bool:
         return self._finished
 
-    def add_listener(self, listener: Callable[[T | None, BaseException | None], None]) -> None:
-        """`listener(value, None)` or `listener(None, error)`, now if already complete."""
+    def add_listener(
+        self, listener: Callable[[T | None, BaseException | None], None], first: bool = False
+    ) -> None:
+        """`listener(value, None)` or `listener(None, error)`, now if already complete.
+        `first`: ahead of those added before (the server's write of the answer goes before
+        listeners that only observe it, such as the request metrics)."""
         if self._finished:
             listener(self._value, self._error)
+        elif first:
+            self._listeners.insert(0, listener)
         else:
             self._listeners.append(listener)
 

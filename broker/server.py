@@ -164,7 +164,9 @@ class Connection(asyncio.Protocol):
         if type(result) is Deferred:
             deferred: Deferred[Any] = result
             self.tasks.add(deferred)
-            deferred.add_listener(lambda v, e: self._deferred_done(deferred, slot, request, v, e))
+            deferred.add_listener(
+                lambda v, e: self._deferred_done(deferred, slot, request, v, e), first=True
+            )  # the answer is written before the request metrics look at it
         elif inspect.isawaitable(result):
             task = asyncio.ensure_future(result)
             self.tasks.add(task)

@@ -9,7 +9,10 @@ resolve an offset to a byte range that the server sends with sendfile.
 Finding offset O: bisect the offset index for the last indexed batch at or before O, then walk
 batch headers forward (pread of an 8 KiB window, so a walk over small batches is one system
 call). Finding where a read of `max_bytes` ends: bisect the index positions for the last batch
-that starts within the budget, then walk the few headers after it.
+that starts within the budget, then walk the few headers after it. The batches after the last
+indexed one (index_interval_bytes at most) are also kept in memory (`Tail`), so a read at the
+log's end, a caught-up consumer's or follower's fetch answered as the append lands, finds its
+batches by bisection, with no read and no walk.
 
 Invariants (asserted where they are established): batches are contiguous in offsets
 (`base == previous next offset`), `size_bytes` is the end of the last whole batch, index keys
@@ -29,6 +32,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -133,6 +137,30 @@ class _Window:
         return HEADER.unpack_from(self.buf, off)
 
 
+class Tail:
+    """Position, size, base and last offset of every batch appended after the segment's last
+    indexed one (bounded by index_interval_bytes: the next indexed batch empties it)."""
+
+    __slots__ = ("bases", "lasts", "positions", "sizes")
+
+    def __init__(self) -> None:
+        self.positions, self.sizes = array("q"), array("q")
+        self.bases, self.lasts = array("q"), array("q")
+
+    def add(self, pos: int, size: int, base: int, last: int) -> None:
+        self.positions.append(pos)
+        self.sizes.append(size)
+        self.bases.append(base)
+        self.lasts.append(last)
+
+    def find(self, offset: int) -> tuple[int, int, int, int] | None:
+        """(position, size, base, last) of the first batch ending at or past `offset`."""
+        j = bisect.bisect_left(self.lasts, offset)
+        if j == len(self.lasts):
+            return None
+        return self.positions[j], self.sizes[j], self.bases[j], self.lasts[j]
+
+
 class Segment:
     def __init__(self, directory: Path, base_offset: int, fd: int) -> None:
         self.directory = directory
@@ -148,6 +176,7 @@ class Segment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_base_ms: int | None = None  # when the first batch was appended
         self.bytes_since_index = 0
+        self.tail = Tail()  # the batches after the last indexed one (kept by every writer)
         self.closed = False
 
     # ----- life cycle ---------------------------------------------------------------------
@@ -323,8 +352,10 @@ class Segment:
             self.index.append(base_offset, pos, last_offset, size)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_index = size
+            self.tail = Tail()
         else:
             self.bytes_since_index += size
+            self.tail.add(pos, size, base_offset, last_offset)
         self.size_bytes = pos + size
         self.next_offset = last_offset + 1
 
@@ -338,6 +369,9 @@ class Segment:
             self.index.append(base, pos, last, size)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_index = 0
+            self.tail = Tail()
+        else:
+            self.tail.add(pos, size, base, last)
         self.bytes_since_index += size
         self.size_bytes = pos + size
         self.next_offset = last + 1
@@ -393,7 +427,12 @@ class Segment:
             start, size, first, last = positions[i], sizes[i], offsets[i], lasts[i]
             first, last = first + base_offset, last + base_offset
         else:
-            found = self._walk_to(positions[i] + sizes[i] if i >= 0 else 0, offset)
+            # past the last indexed batch: in the tail; else walk from entry i's batch
+            found = (
+                self.tail.find(offset)
+                if i == len(offsets) - 1
+                else self._walk_to(positions[i] + sizes[i] if i >= 0 else 0, offset)
+            )
             if found is None:
                 return None
             start, size, first, last = found
@@ -436,11 +475,15 @@ class Segment:
         fd, log_end, base_offset = self.fd, self.size_bytes, self.base_offset
         positions, lasts, sizes = self.index.positions, self.index.lasts, self.index.sizes
         count = len(positions)
+        tail = self.tail
         buf, buf_start = b"", 0
         while pos < log_end:
             j = bisect.bisect_left(positions, pos)
+            t = bisect.bisect_left(tail.positions, pos)
             if j < count and positions[j] == pos:
                 size, last = sizes[j], lasts[j] + base_offset
+            elif t < len(tail.positions) and tail.positions[t] == pos:
+                size, last = tail.sizes[t], tail.lasts[t]
             else:
                 off = pos - buf_start
                 if off < 0 or off + _PEEK.size > len(buf):
@@ -490,6 +533,7 @@ class Segment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = self.base_offset
         self.bytes_since_index = 0
+        self.tail = Tail()
         self.rolling_base_ms = None
 
     def _rescan_tail(self) -> None:
@@ -502,6 +546,7 @@ class Segment:
         next_offset = self.base_offset
         end = self.size_bytes
         window = _Window(self.fd, end)
+        self.tail = tail = Tail()
         while pos < end:
             header = window.header(pos)
             size = LENGTH_PREFIX_BYTES + header[H_LENGTH] if header else 0
@@ -513,6 +558,8 @@ class Segment:
                 self.max_timestamp = header[H_MAX_TS]
                 self.offset_of_max_timestamp = header[H_BASE]
             next_offset = expected = header[H_BASE] + header[H_LAST_DELTA] + 1
+            if pos != start:  # the indexed batch itself is found through the index
+                tail.add(pos, size, header[H_BASE], next_offset - 1)
             pos += size
         if start is not None and start >= self.size_bytes:
             raise CorruptIndexError(f"{self.index.file.path.name} points past the log")

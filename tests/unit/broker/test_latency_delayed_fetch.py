@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import broker.metrics
 import broker.server
 from broker.deferred import Deferred
 from broker.delayed_produce import DelayedProduce, ProduceWaiters
@@ -46,6 +47,35 @@ async def test_a_parked_fetch_is_answered_in_the_iteration_of_the_append(
         assert bytes(resp.topics[0].partitions[0].records) == stamped(data, 0)
     # the produce frame's _on_frame: the fetch was answered and unparked within it
     assert seen[0] == (0, 0)
+
+
+async def test_a_parked_fetchs_answer_is_written_before_its_request_metrics_are_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's listener goes first on a parked fetch's Deferred: its answer leaves before
+    the metrics walk the response for error codes (they only observe it)."""
+    unanswered: list[int] = []  # the fetch connection's pending answers, as metrics see them
+    parked_on: list[broker.server.Connection] = []
+    original = broker.metrics.RequestMetrics.finished
+
+    def watched(self: Any, api: str, protocol: str, seconds: float, codes: Any) -> None:
+        if api == "Fetch" and parked_on:
+            unanswered.append(len(parked_on[0].pending))
+        original(self, api, protocol, seconds, codes)
+
+    monkeypatch.setattr(broker.metrics.RequestMetrics, "finished", watched)
+    async with running_broker(tmp_path) as b:
+        await b.lead("metered")
+        b.server.door = broker.metrics.MeteredDoor(b.server.door, broker.metrics.RequestMetrics())
+        consumer = await b.connect()
+        producer = await b.connect()
+        waiting = asyncio.create_task(consumer.send(fetch("metered", {0: 0}, max_wait_ms=30_000)))
+        while b.ctx.replicas.delayed_fetches == 0:
+            await asyncio.sleep(0.01)
+        parked_on.extend(c for c in b.server.connections if c.pending)
+        await producer.send(produce("metered", 0, batch(2)))
+        await waiting
+    assert len(parked_on) == 1 and unanswered == [0]
 
 
 async def test_a_parked_fetch_whose_connection_closes_is_unparked(tmp_path: Path) -> None:
