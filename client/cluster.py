@@ -252,10 +252,15 @@ class Cluster:
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The open connection to `node_id`, connecting when needed. NetworkError if unknown."""
-        conn = self._conns.get(node_id)
-        if conn is not None and not conn.closed:
+        conn = self.open_connection(node_id)
+        if conn is not None:
             return conn
         return await self._connect_target(node_id)
+
+    def open_connection(self, node_id: int) -> BrokerConnection | None:
+        """The connection to `node_id` if one is open now (None: `connection` must open it)."""
+        conn = self._conns.get(node_id)
+        return conn if conn is not None and not conn.closed else None
 
     async def _connect_target(self, target: int | tuple[str, int]) -> BrokerConnection:
         pool: dict[Any, BrokerConnection] = (

@@ -14,7 +14,11 @@ Failure rules:
 - a non-zero envelope error code: the request fails with that code's error class.
 
 Back-pressure: `send` waits for a free in-flight slot and for the transport to drain below its
-high-water mark before writing. `send_no_response` (produce with acks=0) never waits.
+high-water mark before writing. `send_now` writes at once or not at all (None: no free slot, or
+the transport is above its mark), for a caller that would rather not wait a loop turn: the
+producer's sender writes a request in the pass that drained it, then awaits `wait_answer`. A
+slot is given back when the request's answer future is done, whichever way (answered, failed,
+timed out, connection closed). `send_no_response` (produce with acks=0) never waits.
 
 Users: the client library and the broker's controller (controller-to-broker requests).
 """
@@ -22,7 +26,9 @@ Users: the client library and the broker's controller (controller-to-broker requ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +53,45 @@ class _Pending:
     def __init__(self, future: asyncio.Future[Any], response_cls: type) -> None:
         self.future = future
         self.response_cls = response_cls
+
+
+class _Slots:
+    """At most `n` requests between write and answer: a slot is taken at once when one is free
+    (`try_take`) or waited for in turn (`take`), and given back by `give`."""
+
+    __slots__ = ("free", "waiters")
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_take(self) -> bool:
+        if self.free and not self.waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        if self.try_take():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter  # `give` hands this waiter its slot
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot just as it was cancelled: pass it on
+            with contextlib.suppress(ValueError):
+                self.waiters.remove(waiter)
+            raise
+
+    def give(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
 
 
 class _BrokerProtocol(asyncio.Protocol):
@@ -97,7 +142,7 @@ class BrokerConnection:
         self.max_in_flight = max_in_flight
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, _Pending] = {}
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._slots = _Slots(max_in_flight)
         self._writable = asyncio.Event()
         self._writable.set()
         self._corr = itertools.count(1)
@@ -161,14 +206,33 @@ class BrokerConnection:
         `on_written` is called right after the request's frame is handed to the transport.
         """
         spec = spec_for_request(type(request))
+        return await self._within(self._send(request, spec.response, on_written), spec.name,
+                                  timeout_ms)  # fmt: skip
+
+    def send_now(self, request: Any) -> asyncio.Future[Any] | None:
+        """Write one request now, without waiting; the future of its response dataclass (to
+        await with `wait_answer`), or None when that would mean waiting (no free in-flight
+        slot, or the transport above its high-water mark): then use `send`."""
+        self._check_open()
+        if not self._writable.is_set() or not self._slots.try_take():
+            return None
+        return self._write(request, spec_for_request(type(request)).response)
+
+    async def wait_answer(
+        self, answer: asyncio.Future[Any], api: str, timeout_ms: float | None
+    ) -> Any:
+        """The response of an `api` request written by `send_now`, within `timeout_ms`."""
+        return await self._within(answer, api, timeout_ms)
+
+    async def _within(self, answer: Any, name: str, timeout_ms: float | None) -> Any:
         if timeout_ms is None:
-            return await self._send(request, spec.response, on_written)
+            return await answer
         try:
             async with asyncio.timeout(timeout_ms / 1000):
-                return await self._send(request, spec.response, on_written)
+                return await answer
         except TimeoutError:
             raise RequestTimedOutError(
-                f"{self.address}: no {spec.name} response within {timeout_ms} ms"
+                f"{self.address}: no {name} response within {timeout_ms} ms"
             ) from None
 
     def send_no_response(self, request: Any) -> None:
@@ -206,20 +270,36 @@ class BrokerConnection:
         self, request: Any, response_cls: type, on_written: Callable[[], None] | None
     ) -> Any:
         self._check_open()
-        async with self._slots:
+        await self._slots.take()
+        try:
             await self.wait_writable()
+        except BaseException:
+            self._slots.give()
+            raise
+        future = self._write(request, response_cls)
+        if on_written is not None:
+            on_written()
+        return await future
+
+    def _write(self, request: Any, response_cls: type) -> asyncio.Future[Any]:
+        """Encode and write one request holding a slot (taken by the caller); its answer's
+        future, which gives the slot back and forgets the request once done."""
+        try:
             corr = self._next_correlation_id()
             frame = encode_request(request, corr, self.client_id)
-            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._pending[corr] = _Pending(future, response_cls)
-            assert self._transport is not None
-            try:
-                self._transport.write(frame)
-                if on_written is not None:
-                    on_written()
-                return await future
-            finally:
-                self._pending.pop(corr, None)
+        except BaseException:
+            self._slots.give()
+            raise
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[corr] = _Pending(future, response_cls)
+        future.add_done_callback(lambda _f: self._done(corr))
+        assert self._transport is not None
+        self._transport.write(frame)
+        return future
+
+    def _done(self, corr: int) -> None:
+        self._pending.pop(corr, None)  # a timed-out or cancelled request's late answer is dropped
+        self._slots.give()
 
     def _next_correlation_id(self) -> int:
         corr = next(self._corr)

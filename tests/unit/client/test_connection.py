@@ -67,6 +67,50 @@ async def test_timeout_raises_and_connection_survives(fake1: FakeState) -> None:
     await conn.close()
 
 
+async def test_send_now_writes_at_once_within_the_in_flight_bound(fake1: FakeState) -> None:
+    """send_now writes without awaiting anything, or not at all: a slot is taken at the write
+    and given back when the answer comes (or fails), and waiting senders get theirs in turn."""
+    fake1.delay_ms["Metadata"] = 50
+    conn = await _connect(fake1, max_in_flight=2)
+    first, second = conn.send_now(MetadataRequest([])), conn.send_now(MetadataRequest([]))
+    assert first is not None and second is not None and conn.in_flight == 2
+    assert conn.send_now(MetadataRequest([])) is None  # no free slot: nothing written
+    waiting = asyncio.ensure_future(conn.send(MetadataRequest([])))
+    await asyncio.sleep(0.01)
+    assert conn.in_flight == 2 and not waiting.done()
+    resp = await conn.wait_answer(first, "Metadata", 1000)
+    assert resp.cluster_id == "fake"
+    assert (await waiting).cluster_id == "fake"  # it took the slot the first answer gave back
+    await conn.wait_answer(second, "Metadata", 1000)
+    assert conn.in_flight == 0
+    fake1.drop.add("Metadata")
+    lost = conn.send_now(MetadataRequest([]))
+    assert lost is not None
+    with pytest.raises(RequestTimedOutError):
+        await conn.wait_answer(lost, "Metadata", 30)
+    assert conn.in_flight == 0  # the timed-out request gave its slot back
+    assert conn.send_now(MetadataRequest([])) is not None
+    assert conn.send_now(MetadataRequest([])) is not None
+    await conn.close()
+    with pytest.raises(NetworkError):
+        conn.send_now(MetadataRequest([]))
+
+
+async def test_a_sender_cancelled_while_waiting_for_a_slot_passes_it_on(fake1: FakeState) -> None:
+    fake1.delay_ms["Metadata"] = 30
+    conn = await _connect(fake1, max_in_flight=1)
+    holder = asyncio.ensure_future(conn.send(MetadataRequest([])))
+    await asyncio.sleep(0.005)
+    cancelled = asyncio.ensure_future(conn.send(MetadataRequest([])))
+    after = asyncio.ensure_future(conn.send(MetadataRequest([])))
+    await asyncio.sleep(0.005)
+    cancelled.cancel()
+    await holder
+    assert (await after).cluster_id == "fake"
+    assert cancelled.cancelled() and conn.in_flight == 0
+    await conn.close()
+
+
 async def test_disconnect_fails_every_pending_request(fake1: FakeState) -> None:
     fake1.drop.add("Metadata")
     conn = await _connect(fake1)

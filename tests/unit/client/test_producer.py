@@ -310,3 +310,27 @@ async def test_requests_reach_a_node_in_drain_order_while_its_connection_opens(
         second = await later[0]
     assert (first.offset, second.offset) == (0, 1)
     assert _values(fake1, "o", 0) == [b"first", b"second"]
+
+
+async def test_a_lone_records_request_is_written_in_the_senders_pass(fake1: FakeState) -> None:
+    """linger_ms=0 and the leader's connection open: the sender writes the request in the pass
+    that drains it (BrokerConnection.send_now), not from the produce task a loop turn later."""
+    fake1.create_topic("n", 1)
+    async with AsyncProducer(bootstrap(fake1), acks=1, linger_ms=0) as producer:
+        await (await producer.send("n", b"warm", partition=0))  # the connection is open now
+        conn = producer._cluster.open_connection(1)
+        assert conn is not None
+        written_in_pass: list[int] = []
+        real_send_ready = producer._send_ready
+
+        def watched() -> int | None:
+            before = conn.in_flight
+            delay = real_send_ready()
+            written_in_pass.append(conn.in_flight - before)
+            return delay
+
+        producer._send_ready = watched  # type: ignore[method-assign]
+        metas = [await (await producer.send("n", b"lone-%d" % i, partition=0)) for i in range(3)]
+    assert written_in_pass.count(1) == 3  # each request went out inside its pass
+    assert [m.offset for m in metas] == [1, 2, 3]
+    assert _values(fake1, "n", 0) == [b"warm", b"lone-0", b"lone-1", b"lone-2"]
