@@ -183,7 +183,8 @@ def _user_latency(rows: list[dict]) -> list[dict]:
                         "p50_ms": top["e2e_ms_p50"], "p99_ms": top["e2e_ms_p99"],
                         "max_ms": top["e2e_ms_max"], "ack_p50_ms": top.get("ack_ms_p50"),
                         "ack_p99_ms": top.get("ack_ms_p99"), "received": top.get("received"),
-                        "runs": len(runs)})  # fmt: skip
+                        "runs": len(runs),
+                        **{k: v for k, v in top.items() if k.startswith("hop_us_")}})  # fmt: skip
     return out
 
 
@@ -259,6 +260,13 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+HOPS = (  # bench_user.py's hop stamps: (row key prefix, column)
+    ("hop_us_send_to_write", "send() -> request written (producer)"),
+    ("hop_us_send_to_arrival", "send() -> answer arrives (consumer; the broker in between)"),
+    ("hop_us_arrival_to_poll", "arrival -> poll() returns (consumer)"),
+)
+
+
 def _render_user(summary: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     if summary.get("user_throughput"):
@@ -280,6 +288,14 @@ def _render_user(summary: dict[str, Any]) -> list[str]:
             lines.append(f"| {x['case']} | {x['side']} {x['ref']} | {x['rate']} | {x['p50_ms']} | "
                          f"{x['p99_ms']} | {x['max_ms']} | {x['ack_p50_ms']} / "
                          f"{x['ack_p99_ms']} | {x['runs']} |")  # fmt: skip
+    hops = [x for x in summary.get("user_latency", []) if any(k + "_p50" in x for k, _ in HOPS)]
+    if hops:
+        lines += ["", "| where a record's time goes (same runs), p50 / p99 us | side "
+                  + "".join(f"| {label} " for _, label in HOPS) + "|",
+                  "| --- | --- " + "| --- " * len(HOPS) + "|"]  # fmt: skip
+        for x in hops:
+            cells = "".join(f"| {x.get(k + '_p50')} / {x.get(k + '_p99')} " for k, _ in HOPS)
+            lines.append(f"| {x['case']} | {x['side']} {x['ref']} {cells}|")
     if summary.get("user_targets"):
         lines += ["", "| user latency target (issue 12, not an assertion) | ceiling ms "
                   "| measured ms | |", "| --- | --- | --- | --- |"]  # fmt: skip

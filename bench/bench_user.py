@@ -17,6 +17,13 @@ latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned
                send time as CLOCK_MONOTONIC ns (system-wide on Linux, so both processes read
                the same clock); RF 1 acks 1 and RF 3 acks=all. Warm-up records (send time -1)
                go first, acknowledged one by one, and are skipped by the consumer.
+               Where the time goes (the latency rows' hop_us_*): the one exception to "public
+               API only", two stamps on the same clock taken inside the client, by wrapping
+               `client.connection.encode_request` (the Produce request's frame is made, just
+               before its write) and `_BrokerProtocol.data_received` (bytes from the broker
+               arrive): send -> write in the producer, send -> the fetch answer's arrival and
+               arrival -> poll()'s return in the consumer. What lies between write and arrival
+               is the two kernel hops and the broker. A side without those names runs without.
 
 Both sides get a cluster of 3 brokers (RF 3 needs them) through their own CLI; each round runs
 every case on both sides back to back, alternating which side goes first. NATS JetStream and
@@ -29,6 +36,7 @@ bench_report.py turns them into tables beside the targets of issue 12.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import struct
 import subprocess
@@ -112,10 +120,52 @@ def consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     return {"api": "sync poll", "messages": got, "msgs_per_s": round(got / elapsed)}
 
 
+def _stamp_arrivals(into: list[int]) -> None:
+    """Stamp every read of bytes from a broker (see the module docstring: hop stamps)."""
+    try:
+        from client.connection import _BrokerProtocol
+    except ImportError:
+        return
+    received = _BrokerProtocol.data_received
+
+    def stamped(self: Any, data: bytes) -> None:
+        into.append(now_ns())
+        received(self, data)
+
+    _BrokerProtocol.data_received = stamped  # type: ignore[method-assign]
+
+
+def _stamp_produce_writes(into: list[int]) -> None:
+    """Stamp every Produce request's frame as it is made, just before its write."""
+    try:
+        import client.connection as connection
+        from protocol.api.produce import ProduceRequest
+    except ImportError:
+        return
+    encode = connection.encode_request
+
+    def stamped(request: Any, *args: Any) -> bytes:
+        if type(request) is ProduceRequest:
+            into.append(now_ns())
+        return encode(request, *args)
+
+    connection.encode_request = stamped
+
+
+def _hops(name: str, values_ns: list[int]) -> dict[str, Any]:
+    values = sorted(v / 1000 for v in values_ns)
+    return {f"hop_us_{name}_p50": percentile(values, 50),
+            f"hop_us_{name}_p99": percentile(values, 99)}  # fmt: skip
+
+
 def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     from client import Consumer, TopicPartition
 
     lat: list[float] = []
+    arrivals: list[int] = []
+    to_arrival: list[int] = []
+    to_return: list[int] = []
+    _stamp_arrivals(arrivals)
     with Consumer(bootstrap) as consumer:  # auto_offset_reset latest: only what comes next
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -123,16 +173,23 @@ def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
         print("ready", flush=True)
         deadline = time.monotonic() + 120
         while len(lat) < n and time.monotonic() < deadline:
+            arrivals.clear()
             batch = consumer.poll(timeout_ms=500)
             now = now_ns()
+            arrived = arrivals[-1] if arrivals else None  # the fetch answer that brought them
             for records in batch.values():
                 for r in records:
                     (sent,) = _TS.unpack_from(r.value or bytes(8))
                     if sent != WARMUP_NS:
                         lat.append((now - sent) / 1e6)
+                        if arrived is not None and sent <= arrived:
+                            to_arrival.append(arrived - sent)
+                            to_return.append(now - arrived)
     lat.sort()
     return {"received": len(lat), "e2e_ms_p50": percentile(lat, 50),
-            "e2e_ms_p99": percentile(lat, 99), "e2e_ms_max": percentile(lat, 100)}  # fmt: skip
+            "e2e_ms_p99": percentile(lat, 99), "e2e_ms_max": percentile(lat, 100),
+            **_hops("send_to_arrival", to_arrival),
+            **_hops("arrival_to_poll", to_return)}  # fmt: skip
 
 
 def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -> dict[str, Any]:
@@ -140,6 +197,8 @@ def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -
 
     pad = bytes(SIZE - _TS.size)
     acked: list[float] = []
+    sends: list[int] = []
+    writes: list[int] = []
 
     def on_ack(sent: int) -> Callable[[Any], None]:
         return lambda _f: acked.append((now_ns() - sent) / 1e6)
@@ -147,16 +206,24 @@ def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -
     with Producer(bootstrap, acks=1 if acks == "1" else "all", linger_ms=0) as producer:
         for _ in range(WARMUP_RECORDS):
             producer.send(topic, _TS.pack(WARMUP_NS) + pad).get(timeout=30)
+        _stamp_produce_writes(writes)
         start = time.perf_counter()
         for i in range(n):
             delay = start + i / rate - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
             sent = now_ns()
+            sends.append(sent)
             producer.send(topic, _TS.pack(sent) + pad).add_done_callback(on_ack(sent))
         producer.flush()
     acked.sort()
-    return {"ack_ms_p50": percentile(acked, 50), "ack_ms_p99": percentile(acked, 99)}
+    to_write = []  # each send to the first Produce frame made after it
+    for sent in sends:
+        k = bisect.bisect_left(writes, sent)
+        if k < len(writes):
+            to_write.append(writes[k] - sent)
+    return {"ack_ms_p50": percentile(acked, 50), "ack_ms_p99": percentile(acked, 99),
+            **_hops("send_to_write", to_write)}  # fmt: skip
 
 
 def worker_main(argv: list[str]) -> int:

@@ -56,3 +56,17 @@ def test_user_throughput_compares_medians_and_ignores_failed_runs() -> None:
     (entry,) = summarize(rows, "abc")["user_throughput"]
     assert entry["baseline"]["median"] == 200 and entry["new"]["median"] == 400
     assert entry["new_over_baseline_median"] == 2.0
+
+
+def test_the_hop_stamps_of_the_shown_run_make_the_where_the_time_goes_table() -> None:
+    hops = {"hop_us_send_to_write_p50": 52.1, "hop_us_send_to_write_p99": 95.0,
+            "hop_us_send_to_arrival_p50": 205.0, "hop_us_send_to_arrival_p99": 410.0,
+            "hop_us_arrival_to_poll_p50": 90.5, "hop_us_arrival_to_poll_p99": 140.0}  # fmt: skip
+    rows = [
+        {**_lat("new", "rf1 acks=1", 0.3, 0.9), "hop_us_send_to_write_p50": 999.0},
+        {**_lat("new", "rf1 acks=1", 0.3, 0.5), **hops},  # the lower p99: its hops are shown
+        _lat("baseline", "rf1 acks=1", 3.0, 6.0),  # no stamps: no hop row
+    ]
+    text = render(summarize(rows, "abc"))
+    assert "| rf1 acks=1 | new working tree | 52.1 / 95.0 | 205.0 / 410.0 | 90.5 / 140.0 |" in text
+    assert "999.0" not in text and "| rf1 acks=1 | baseline abc | None" not in text
