@@ -1,11 +1,12 @@
 """Synchronous clients for scripts and Spark executors: the shared loop thread, and Admin.
 
 Each sync client owns one private event loop (uvloop) running in one background thread, started
-on first use and stopped by `close()` (or the `with` block's end). Every method hands a
-coroutine or a call to that loop and blocks for its result, so the async client is only ever
-touched from its own thread. The sync wrappers never use the caller's event loop, so they also
-work inside programs that run their own. `Producer` is in client/sync_producer.py, `Consumer`
-in client/sync_consumer.py.
+on first use and stopped by `close()` (or the `with` block's end); the Consumer's instead runs
+in the caller's thread during each call (client/caller_loop.py, asyncio's own loop). Every
+method hands a coroutine or a call to that loop and blocks for its result, so the async client
+is only ever touched from its own thread. The sync wrappers never use the caller's event loop,
+so they also work inside programs that run their own. `Producer` is in client/sync_producer.py,
+`Consumer` in client/sync_consumer.py.
 """
 
 from __future__ import annotations
