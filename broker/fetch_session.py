@@ -88,11 +88,11 @@ class FetchSession:
                     self.partitions[key] = _Held(fp)
                 else:
                     held.fp = fp
-                self._parts = None
         for forgotten in request.forgotten:
             for index in forgotten.partitions:
                 self.partitions.pop((forgotten.name, index), None)
-                self._parts = None
+        if named or request.forgotten:
+            self._parts = None
         return frozenset(named)
 
     def parts(self) -> list[tuple[str, FetchPartition]]:

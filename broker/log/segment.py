@@ -479,10 +479,10 @@ class Segment:
         buf, buf_start = b"", 0
         while pos < log_end:
             j = bisect.bisect_left(positions, pos)
-            t = bisect.bisect_left(tail.positions, pos)
+            t = bisect.bisect_left(tail.positions, pos) if j == count else -1  # past the index
             if j < count and positions[j] == pos:
                 size, last = sizes[j], lasts[j] + base_offset
-            elif t < len(tail.positions) and tail.positions[t] == pos:
+            elif 0 <= t < len(tail.positions) and tail.positions[t] == pos:
                 size, last = tail.sizes[t], tail.lasts[t]
             else:
                 off = pos - buf_start
