@@ -36,6 +36,7 @@ raised by the next call, so no result is lost (`_run_in_this_thread`).
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal's C functions: see _run_in_this_thread
 import asyncio
 import signal
 import threading
@@ -165,7 +166,7 @@ class CallerLoop:
             if self.stopped:
                 raise UsageError(f"{self._name} is closed")
             if self._loop is None:
-                self._loop = asyncio.new_event_loop()
+                self._loop = _CallerEventLoop()
                 self._released_at = time.monotonic()
                 self._runner = threading.Thread(target=self._runner_main, name=self._name,
                                                  daemon=True)  # fmt: skip
@@ -205,11 +206,12 @@ def _run_in_this_thread(
     timeout_s: float | None,
     interrupts: _Interrupts,
 ) -> T:
-    """`loop.run_until_complete` in this thread. In the main thread, Ctrl-C (SIGINT) cancels the
-    call's task and raises KeyboardInterrupt from here, as `asyncio.run` does (raised inside the
-    loop instead, it would land in whatever task ran then). One that comes once the task is
-    done leaves the result alone and is raised by the next call (`interrupts.pending`), so a
-    poll's records are never dropped between the loop and the caller."""
+    """Run `coro` on `loop` in this thread until it is done (`_CallerEventLoop.run_until_done`).
+    In the main thread, Ctrl-C (SIGINT) cancels the call's task and raises KeyboardInterrupt
+    from here, as `asyncio.run` does (raised inside the loop instead, it would land in whatever
+    task ran then). One that comes once the task is done leaves the result alone and is raised
+    by the next call (`interrupts.pending`), so a poll's records are never dropped between the
+    loop and the caller."""
     task = loop.create_task(coro)
     interrupted = False
 
@@ -222,15 +224,21 @@ def _run_in_this_thread(
             task.cancel()
             loop.call_soon_threadsafe(lambda: None)  # wake a loop waiting for I/O
 
+    # _signal's functions, not signal's: those wrap handlers in enums at ~2 us a call, and a
+    # call takes three of them
     ours = (
         threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        and _signal.getsignal(_SIGINT) is _default_int_handler
     )
     if ours:
-        signal.signal(signal.SIGINT, on_sigint)
+        _signal.signal(_SIGINT, on_sigint)
     try:
         if timeout_s is None:
-            return loop.run_until_complete(task)
+            if isinstance(loop, _CallerEventLoop):
+                loop.run_until_done(task)
+            else:
+                loop.run_until_complete(task)
+            return task.result()
         loop.run_until_complete(asyncio.wait({task}, timeout=timeout_s))
         if not task.done():
             raise TimeoutError(f"no result within {timeout_s} s (still running)")
@@ -241,7 +249,43 @@ def _run_in_this_thread(
         raise
     finally:
         if ours:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            _signal.signal(_SIGINT, _default_int_handler)
+
+
+_SIGINT = int(signal.SIGINT)
+_default_int_handler = signal.default_int_handler
+
+
+class _CallerEventLoop(asyncio.SelectorEventLoop):
+    """asyncio's selector loop, whose `run_until_done(future)` returns at the end of the
+    iteration that finished `future` when nothing else is ready then, else one iteration later
+    (when `run_until_complete`'s done callback would have stopped it).
+
+    It relies on two internals of asyncio's BaseEventLoop: `_run_once` (one iteration) and
+    `_ready` (the callbacks due in the next one). Both have been there since Python 3.4;
+    tests/unit/client/test_caller_loop.py checks the behaviour that depends on them.
+    """
+
+    _until: asyncio.Future[Any] | None = None
+    _ended = False  # `_until` finished in an iteration that left callbacks ready
+
+    def run_until_done(self, future: asyncio.Future[Any]) -> None:
+        self._until, self._ended = future, False
+        try:
+            while not future.done():
+                self.run_forever()  # stopped by `_run_once` below, once `future` is done
+        finally:
+            self._until = None
+
+    def _run_once(self) -> None:
+        super()._run_once()  # type: ignore[misc]
+        until = self._until
+        if until is None or not until.done():
+            return
+        if self._ended or not self._ready:  # type: ignore[attr-defined]
+            self.stop()
+        else:
+            self._ended = True  # what it left ready runs in one more iteration
 
 
 class _Interrupts:

@@ -16,7 +16,9 @@ Failure rules:
 Back-pressure: `send` waits for a free in-flight slot and for the transport to drain below its
 high-water mark before writing. `send_now` writes at once or not at all (None: no free slot, or
 the transport is above its mark), for a caller that would rather not wait a loop turn: the
-producer's sender writes a request in the pass that drained it, then awaits `wait_answer`. A
+producer's sender writes a request in the pass that drained it, then awaits `wait_answer`; the
+consumer's fetcher passes an `InlineAnswer`, whose callbacks run inside the `data_received` that
+brings the answer, not a loop turn later as an asyncio future's do. A
 slot is given back when the request's answer future is done, whichever way (answered, failed,
 timed out, connection closed). `send_no_response` (produce with acks=0) never waits.
 
@@ -47,10 +49,55 @@ from protocol.schema import from_wire
 _CORRELATION_LIMIT = 2**31 - 1
 
 
+class InlineAnswer:
+    """A response's future, settled once, whose callbacks run inside the call that settles it:
+    `_on_frame` for an answer, `_fail` for a lost connection, the owner's timer for a timeout.
+    A callback must not raise (it would run inside the connection's `data_received`)."""
+
+    __slots__ = ("_callbacks", "_error", "_result", "_settled")
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[InlineAnswer], object]] = []
+        self._settled = False
+        self._result: Any = None
+        self._error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self._settled
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def add_done_callback(self, fn: Callable[[InlineAnswer], object]) -> None:
+        if self._settled:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def set_result(self, result: Any) -> None:
+        self._settle(result, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(None, error)
+
+    def _settle(self, result: Any, error: BaseException | None) -> None:
+        if self._settled:
+            return
+        self._settled, self._result, self._error = True, result, error
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+
 class _Pending:
     __slots__ = ("future", "response_cls")
 
-    def __init__(self, future: asyncio.Future[Any], response_cls: type) -> None:
+    def __init__(self, future: Any, response_cls: type) -> None:
         self.future = future
         self.response_cls = response_cls
 
@@ -209,14 +256,15 @@ class BrokerConnection:
         return await self._within(self._send(request, spec.response, on_written), spec.name,
                                   timeout_ms)  # fmt: skip
 
-    def send_now(self, request: Any) -> asyncio.Future[Any] | None:
-        """Write one request now, without waiting; the future of its response dataclass (to
-        await with `wait_answer`), or None when that would mean waiting (no free in-flight
-        slot, or the transport above its high-water mark): then use `send`."""
+    def send_now(self, request: Any, answer: Any = None) -> Any:
+        """Write one request now, without waiting; the future of its response dataclass (an
+        asyncio future to await with `wait_answer`, or `answer`, an `InlineAnswer`, whose
+        owner times it out), or None when that would mean waiting (no free in-flight slot, or
+        the transport above its high-water mark): then use `send`."""
         self._check_open()
         if not self._writable.is_set() or not self._slots.try_take():
             return None
-        return self._write(request, spec_for_request(type(request)).response)
+        return self._write(request, spec_for_request(type(request)).response, answer)
 
     async def wait_answer(
         self, answer: asyncio.Future[Any], api: str, timeout_ms: float | None
@@ -281,16 +329,17 @@ class BrokerConnection:
             on_written()
         return await future
 
-    def _write(self, request: Any, response_cls: type) -> asyncio.Future[Any]:
+    def _write(self, request: Any, response_cls: type, answer: Any = None) -> Any:
         """Encode and write one request holding a slot (taken by the caller); its answer's
-        future, which gives the slot back and forgets the request once done."""
+        future (`answer`, or a new asyncio future), which gives the slot back and forgets the
+        request once done."""
         try:
             corr = self._next_correlation_id()
             frame = encode_request(request, corr, self.client_id)
         except BaseException:
             self._slots.give()
             raise
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future = answer if answer is not None else asyncio.get_running_loop().create_future()
         self._pending[corr] = _Pending(future, response_cls)
         future.add_done_callback(lambda _f: self._done(corr))
         assert self._transport is not None

@@ -247,7 +247,8 @@ class AsyncConsumer(ClusterClient):
             if self._group is not None:
                 await self._group.ensure_active()
             self._fetcher.raise_errors()
-            await self._update_metadata_if_needed()
+            if self._metadata_needed():
+                await self._update_metadata()
             if self._subs.needs_position():
                 await self._fetcher.reset_positions()
             records = self._fetcher.drain(limit)
@@ -278,11 +279,17 @@ class AsyncConsumer(ClusterClient):
             await self.start()
 
     async def _update_metadata_if_needed(self) -> None:
-        topics = self._subs.topics()
+        if self._metadata_needed():
+            await self._update_metadata()
+
+    def _metadata_needed(self) -> bool:
         known = self._cluster.metadata.partitions
-        if any(t not in known for t in topics) or self._cluster.metadata_is_stale():
-            with contextlib.suppress(OdradekError):  # none reachable now: fetches retry later
-                await self._cluster.request_update()
+        stale = self._cluster.metadata_is_stale()
+        return stale or any(t not in known for t in self._subs.topics())
+
+    async def _update_metadata(self) -> None:
+        with contextlib.suppress(OdradekError):  # none reachable now: fetches retry later
+            await self._cluster.request_update()
 
     def _check_open(self) -> None:
         if self._closed:

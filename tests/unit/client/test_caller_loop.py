@@ -93,6 +93,48 @@ def test_a_call_from_inside_the_loop_is_refused(loop: CallerLoop) -> None:
         loop.run(reenter())
 
 
+def test_a_call_ends_in_the_loop_iteration_that_finished_its_coroutine(loop: CallerLoop) -> None:
+    """No iteration more than needed (run_until_complete takes one more, for its callback)."""
+    event_loop = loop._ensure()
+    selects = 0
+    select = event_loop._selector.select  # type: ignore[attr-defined]
+
+    def counting(timeout: float | None = None) -> object:
+        nonlocal selects
+        selects += 1
+        return select(timeout)
+
+    event_loop._selector.select = counting  # type: ignore[attr-defined]
+
+    async def three_steps() -> int:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return 7
+
+    assert loop.run(three_steps()) == 7
+    assert selects == 3
+
+
+def test_what_a_call_left_ready_runs_before_it_returns(loop: CallerLoop) -> None:
+    """A task made by the call has taken its first step (a fetch made in `poll()` has
+    written its request), and a callback it scheduled has run, when the call returns."""
+    seen: list[str] = []
+    left: list[asyncio.Task[None]] = []
+
+    async def leave_work() -> None:
+        async def first_step() -> None:
+            seen.append("task")
+            await asyncio.sleep(3600)
+
+        running = asyncio.get_running_loop()
+        left.append(running.create_task(first_step()))
+        running.call_soon(seen.append, "callback")
+
+    loop.run(leave_work())
+    assert seen == ["task", "callback"]
+    assert not left[0].done()  # stop() cancels it
+
+
 def test_a_timeout_raises_while_the_coroutine_goes_on(loop: CallerLoop) -> None:
     done = threading.Event()
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import msgpack
 import pytest
 
-from client.connection import BrokerConnection
+from client.connection import BrokerConnection, InlineAnswer, _BrokerProtocol
 from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.codec import encode_response
@@ -109,6 +109,41 @@ async def test_a_sender_cancelled_while_waiting_for_a_slot_passes_it_on(fake1: F
     assert (await after).cluster_id == "fake"
     assert cancelled.cancelled() and conn.in_flight == 0
     await conn.close()
+
+
+async def test_an_inline_answers_callbacks_run_inside_the_read_that_brings_it(
+    fake1: FakeState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An InlineAnswer is settled in data_received (an answer) or in the close (a lost
+    connection), its callbacks run there, and its slot is given back first."""
+    reading = False
+    original = _BrokerProtocol.data_received
+
+    def data_received(self: _BrokerProtocol, data: bytes) -> None:
+        nonlocal reading
+        reading = True
+        try:
+            original(self, data)
+        finally:
+            reading = False
+
+    monkeypatch.setattr(_BrokerProtocol, "data_received", data_received)
+    conn = await _connect(fake1, max_in_flight=1)
+    seen: list[tuple[bool, int, object]] = []
+    answer = conn.send_now(MetadataRequest([]), InlineAnswer())
+    answer.add_done_callback(lambda a: seen.append((reading, conn.in_flight, a.result())))
+    for _ in range(100):
+        if seen:
+            break
+        await asyncio.sleep(0.01)
+    assert seen and seen[0][:2] == (True, 0)
+    assert isinstance(seen[0][2], MetadataResponse)
+    fake1.drop.add("Metadata")
+    lost = conn.send_now(MetadataRequest([]), InlineAnswer())
+    failed: list[BaseException | None] = []
+    lost.add_done_callback(lambda a: failed.append(a.exception()))
+    conn.abort()
+    assert len(failed) == 1 and isinstance(failed[0], NetworkError)
 
 
 async def test_disconnect_fails_every_pending_request(fake1: FakeState) -> None:

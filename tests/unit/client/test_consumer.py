@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 
+from client.connection import _BrokerProtocol
 from client.consumer import AsyncConsumer
 from client.types import TopicPartition
 from protocol.batch import build_batch
@@ -284,3 +285,47 @@ async def test_fenced_leader_epoch_refreshes_metadata_and_carries_on(fake1: Fake
         got = await _poll_all(consumer, 5)
         assert [r.offset for r in got] == [0, 1, 2, 3, 4]
         assert fake1.requests["Metadata"] > metadata_before
+
+
+async def test_a_fetch_answer_is_buffered_inside_the_read_that_brings_it(
+    fake1: FakeState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No task turn between a fetch answer's arrival and the waiting poll: the answer is
+    handled in the connection's data_received (an InlineAnswer), a lone record's way shorter."""
+    fake1.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    buffered_on_return: list[bool] = []
+    async with AsyncConsumer(bootstrap(fake1), fetch_max_wait_ms=5000) as consumer:
+        original = _BrokerProtocol.data_received
+
+        def data_received(self: _BrokerProtocol, data: bytes) -> None:
+            original(self, data)
+            buffered_on_return.append(tp in consumer._fetcher.buffered())
+
+        monkeypatch.setattr(_BrokerProtocol, "data_received", data_received)
+        consumer.assign([tp])
+        await consumer.position(tp)
+        poll = asyncio.ensure_future(consumer.poll(timeout_ms=3000))
+        await asyncio.sleep(0.1)
+        _fill(fake1, "t", 0, 1)
+        assert [r.offset for r in (await poll)[tp]] == [0]
+        assert True in buffered_on_return
+
+
+async def test_an_unanswered_fetch_times_out_and_the_partition_is_fetched_again(
+    fake1: FakeState,
+) -> None:
+    fake1.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    fake1.drop.add("Fetch")
+    async with AsyncConsumer(
+        bootstrap(fake1), fetch_max_wait_ms=50, request_timeout_ms=200, retry_backoff_ms=10
+    ) as consumer:
+        consumer.assign([tp])
+        await consumer.position(tp)
+        _fill(fake1, "t", 0, 2)
+        assert await consumer.poll(timeout_ms=100) == {}  # the fetch is on the wire, unanswered
+        fake1.drop.clear()
+        got = await _poll_all(consumer, 2)
+        assert [r.offset for r in got] == [0, 1]
+        assert fake1.requests["Fetch"] >= 2
