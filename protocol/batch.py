@@ -178,10 +178,14 @@ def validate(
     """
     header = read_header(buf, pos)
     _check_fields(header, len(buf) - pos, max_batch_bytes)
+    _check_crc(buf, pos, header)
+    return header
+
+
+def _check_crc(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
     crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header.size])
     if crc != header.crc:
         raise InvalidBatchError(f"batch CRC {header.crc:#010x} does not match {crc:#010x}")
-    return header
 
 
 def _check_fields(header: BatchHeader, room: int, max_batch_bytes: int | None = None) -> None:
@@ -238,8 +242,9 @@ def iter_batches(
             raise InvalidBatchError(f"batch length {header.batch_length} at {pos} is too short")
         if pos + header.size > end:
             return
-        if check_crc:
-            header = validate(buf, pos)
+        if check_crc:  # validate's checks, on the header already read
+            _check_fields(header, end - pos)
+            _check_crc(buf, pos, header)
         yield pos, header
         pos += header.size
 
