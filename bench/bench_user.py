@@ -20,10 +20,11 @@ latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned
                Where the time goes (the latency rows' hop_us_*): the one exception to "public
                API only", two stamps on the same clock taken inside the client, by wrapping
                `client.connection.encode_request` (the Produce request's frame is made, just
-               before its write) and `_BrokerProtocol.data_received` (bytes from the broker
-               arrive): send -> write in the producer, send -> the fetch answer's arrival and
-               arrival -> poll()'s return in the consumer. What lies between write and arrival
-               is the two kernel hops and the broker. A side without those names runs without.
+               before its write) and `_BrokerProtocol.buffer_updated` (`data_received` in
+               trees before it: bytes from the broker arrive): send -> write in the producer,
+               send -> the fetch answer's arrival and arrival -> poll()'s return in the
+               consumer. What lies between write and arrival is the two kernel hops and the
+               broker. A side without those names runs without.
 
 Both sides get a cluster of 3 brokers (RF 3 needs them) through their own CLI; each round runs
 every case on both sides back to back, alternating which side goes first. NATS JetStream and
@@ -126,13 +127,15 @@ def _stamp_arrivals(into: list[int]) -> None:
         from client.connection import _BrokerProtocol
     except ImportError:
         return
-    received = _BrokerProtocol.data_received
+    # buffer_updated since the client reads into its own buffers; data_received before
+    name = "buffer_updated" if "buffer_updated" in vars(_BrokerProtocol) else "data_received"
+    received = getattr(_BrokerProtocol, name)
 
-    def stamped(self: Any, data: bytes) -> None:
+    def stamped(self: Any, data: Any) -> None:
         into.append(now_ns())
         received(self, data)
 
-    _BrokerProtocol.data_received = stamped  # type: ignore[method-assign]
+    setattr(_BrokerProtocol, name, stamped)
 
 
 def _stamp_produce_writes(into: list[int]) -> None:

@@ -2,7 +2,7 @@
 
 Built on `asyncio.Protocol` (not streams): each request is encoded into one whole frame and
 written with one `transport.write`; any number of requests (up to `max_in_flight`) may be on the
-wire at once. Incoming bytes go through `protocol.framing.FrameDecoder`; each frame body is split
+wire at once. Incoming bytes go through `protocol.framing.FrameReader`; each frame body is split
 into (correlation id, error code, body), the body is decoded into the response dataclass the
 request's `ApiSpec` names, and the future waiting on that correlation id is resolved.
 
@@ -17,7 +17,7 @@ Back-pressure: `send` waits for a free in-flight slot and for the transport to d
 high-water mark before writing. `send_now` writes at once or not at all (None: no free slot, or
 the transport is above its mark), for a caller that would rather not wait a loop turn: the
 producer's sender writes a request in the pass that drained it, then awaits `wait_answer`; the
-consumer's fetcher passes an `InlineAnswer`, whose callbacks run inside the `data_received` that
+consumer's fetcher passes an `InlineAnswer`, whose callbacks run inside the `buffer_updated` that
 brings the answer, not a loop turn later as an asyncio future's do. A
 slot is given back when the request's answer future is done, whichever way (answered, failed,
 timed out, connection closed). `send_no_response` (produce with acks=0) never waits.
@@ -42,7 +42,7 @@ from protocol.errors import (
     UsageError,
     for_code,
 )
-from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader
 from protocol.registry import spec_for_request
 from protocol.schema import from_wire
 
@@ -52,7 +52,7 @@ _CORRELATION_LIMIT = 2**31 - 1
 class InlineAnswer:
     """A response's future, settled once, whose callbacks run inside the call that settles it:
     `_on_frame` for an answer, `_fail` for a lost connection, the owner's timer for a timeout.
-    A callback must not raise (it would run inside the connection's `data_received`)."""
+    A callback must not raise (it would run inside the connection's `buffer_updated`)."""
 
     __slots__ = ("_callbacks", "_error", "_result", "_settled")
 
@@ -141,21 +141,26 @@ class _Slots:
         self.free += 1
 
 
-class _BrokerProtocol(asyncio.Protocol):
-    """The asyncio side: bytes in, responses routed to their futures."""
+class _BrokerProtocol(asyncio.BufferedProtocol):
+    """The asyncio side: bytes in (read into the FrameReader's buffers: a large response, a
+    fetch of megabytes, lands in its own buffer without a copy), responses routed to their
+    futures."""
 
     def __init__(self, conn: BrokerConnection, max_frame_bytes: int) -> None:
         self._conn = conn
-        self._decoder = FrameDecoder(max_frame_bytes)
+        self._reader = FrameReader(max_frame_bytes)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCPTransport is not a subclass of asyncio.Transport: no isinstance check
         self._conn._transport = transport  # type: ignore[assignment]
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         conn = self._conn
         try:
-            for frame in self._decoder.feed(data):
+            for frame in self._reader.buffer_updated(nbytes):
                 conn._on_frame(frame)
         except Exception as exc:  # any decode failure: the stream can no longer be trusted
             conn._fail(NetworkError(f"{conn.address}: undecodable response ({exc}); closed"))
@@ -362,7 +367,7 @@ class BrokerConnection:
             err = self._close_error
             raise type(err)(err.message) if err else NetworkError(f"{self.address}: closed")
 
-    def _on_frame(self, frame: bytes) -> None:
+    def _on_frame(self, frame: bytes | bytearray) -> None:
         corr, error_code, body = split_response(frame)
         pending = self._pending.get(corr)
         if pending is None or pending.future.done():

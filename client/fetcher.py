@@ -7,7 +7,7 @@
    At most one fetch is in flight per node.
 2. `send_fetches()` sends one FetchRequest per node carrying all its planned partitions, each
    from its current position. On an open connection it is written at once and its answer is
-   handled inside the connection's `data_received` that brings it (an `InlineAnswer`: no task
+   handled inside the connection's `buffer_updated` that brings it (an `InlineAnswer`: no task
    turn between the answer and the waiting `poll`); else a task opens the connection first.
    The partition order rotates between requests so a partition near the end of a full
    response is not starved.
@@ -235,7 +235,7 @@ class Fetcher:
     def send_fetches(self, ahead_only: bool = False) -> None:
         """Send the planned fetches (see `plan`), one per node; none once closed. A fetch is
         written at once on an open connection, and its answer handled inside the
-        `data_received` that brings it (`InlineAnswer`: no task, no loop turn between the
+        `buffer_updated` that brings it (`InlineAnswer`: no task, no loop turn between the
         answer and `poll()`); without an open connection (or a free slot) a task sends it."""
         if self._closed:
             return

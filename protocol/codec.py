@@ -67,7 +67,7 @@ def _packb(value: Any) -> bytes:
     return out
 
 
-def _unpackb(body: bytes) -> Any:
+def _unpackb(body: bytes | bytearray) -> Any:
     """msgpack-decode a whole body, or raise ProtocolError.
 
     Every declared length is bounded by the body's own length, so a tiny body announcing a
@@ -224,7 +224,7 @@ def decode_response(frame: bytes, response_cls: type) -> tuple[int, Any]:
     return corr, from_wire(response_cls, body)
 
 
-def split_response(frame: bytes) -> tuple[int, int, Any]:
+def split_response(frame: bytes | bytearray) -> tuple[int, int, Any]:
     """(correlation_id, error_code, raw body) without decoding the body's schema.
 
     Clients use this to route a response to the request that awaits it, then `from_wire`.

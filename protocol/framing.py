@@ -11,6 +11,14 @@ one partial frame. A length <= 0 or above `max_frame_bytes` is rejected as soon 
 length bytes are in, before any of the body is buffered, so a peer cannot make us allocate.
 After an error the decoder is dead: the connection must be closed (the byte stream has lost
 its framing and nothing after the bad length can be trusted).
+
+`FrameReader` is the same for a reader that lets the socket write into buffers it hands out
+(`asyncio.BufferedProtocol`): small frames are read into one reusable receive buffer and cut out
+of it (one copy each); a frame of at least `big_frame_bytes` whose body has not all arrived gets
+a buffer of its own, the socket reads the rest of the body straight into it, and that buffer is
+the frame handed back. `FrameDecoder`'s way costs a large frame three copies (the bytes object
+of each read, the buffer it is appended to, the body cut out of that); this one copies a large
+frame's body at most once (the part that came with its header).
 """
 
 from __future__ import annotations
@@ -114,6 +122,100 @@ class FrameDecoder:
             raise BadFrameLengthError(f"frame length {length} is not positive")
         if length > self.max_frame_bytes:
             self._dead = True
+            raise FrameTooLargeError(
+                f"frame length {length} is above the maximum of {self.max_frame_bytes} bytes"
+            )
+
+
+class FrameReader:
+    """Frames read into buffers it hands out: `get_buffer()`, then `buffer_updated(n)`.
+
+    Invariants: `_recv[_start:_end]` holds the received bytes not yet cut into frames (at most
+    one partial frame); while a big frame is being read, `_big` is its body, filled up to
+    `_big_got`, and `_recv` holds nothing.
+    """
+
+    __slots__ = ("_big", "_big_got", "_dead", "_end", "_recv", "_start", "big_frame_bytes",
+                 "max_frame_bytes")  # fmt: skip
+
+    def __init__(
+        self,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        recv_bytes: int = 256 * 1024,
+        big_frame_bytes: int = 64 * 1024,
+    ) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        if not FRAME_HEADER_BYTES <= big_frame_bytes <= recv_bytes - FRAME_HEADER_BYTES:
+            raise ValueError("big_frame_bytes must leave room for a header in recv_bytes")
+        self.max_frame_bytes = max_frame_bytes
+        self.big_frame_bytes = big_frame_bytes
+        self._recv = bytearray(recv_bytes)
+        self._start = self._end = 0
+        self._big: bytearray | None = None
+        self._big_got = 0
+        self._dead = False
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._big_got if self._big is not None else self._end - self._start
+
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes go (never empty)."""
+        if self._dead:
+            raise ProtocolError("frame reader used after a framing error")
+        if self._big is not None:
+            return memoryview(self._big)[self._big_got :]
+        if self._end == len(self._recv):  # full: what is left moves to the front
+            left = self._end - self._start
+            self._recv[:left] = self._recv[self._start : self._end]
+            self._start, self._end = 0, left
+        return memoryview(self._recv)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """`nbytes` were written into the last buffer; every frame body they completed.
+
+        Raises FrameTooLargeError / BadFrameLengthError (ProtocolError) on a bad length, after
+        which the reader holds nothing and refuses to be used again.
+        """
+        big = self._big
+        if big is not None:
+            self._big_got += nbytes
+            if self._big_got < len(big):
+                return []
+            self._big, self._big_got = None, 0
+            return [big]
+        self._end += nbytes
+        frames: list[bytes | bytearray] = []
+        recv, pos, end = self._recv, self._start, self._end
+        with memoryview(recv) as view:
+            while end - pos >= FRAME_HEADER_BYTES:
+                (length,) = FRAME_HEADER.unpack_from(recv, pos)
+                self._check_length(length)
+                body = pos + FRAME_HEADER_BYTES
+                if end - body >= length:
+                    frames.append(bytes(view[body : body + length]))
+                    pos = body + length
+                    continue
+                if length >= self.big_frame_bytes:  # the rest is read straight into its own
+                    self._big = bytearray(length)
+                    self._big[: end - body] = view[body:end]
+                    self._big_got = end - body
+                    pos = end
+                break
+        if pos == end:
+            self._start = self._end = 0
+        else:
+            self._start = pos
+        return frames
+
+    def _check_length(self, length: int) -> None:
+        if length <= 0 or length > self.max_frame_bytes:
+            self._dead = True
+            self._start = self._end = 0
+        if length <= 0:
+            raise BadFrameLengthError(f"frame length {length} is not positive")
+        if length > self.max_frame_bytes:
             raise FrameTooLargeError(
                 f"frame length {length} is above the maximum of {self.max_frame_bytes} bytes"
             )

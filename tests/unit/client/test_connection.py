@@ -114,20 +114,20 @@ async def test_a_sender_cancelled_while_waiting_for_a_slot_passes_it_on(fake1: F
 async def test_an_inline_answers_callbacks_run_inside_the_read_that_brings_it(
     fake1: FakeState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An InlineAnswer is settled in data_received (an answer) or in the close (a lost
+    """An InlineAnswer is settled in buffer_updated (an answer) or in the close (a lost
     connection), its callbacks run there, and its slot is given back first."""
     reading = False
-    original = _BrokerProtocol.data_received
+    original = _BrokerProtocol.buffer_updated
 
-    def data_received(self: _BrokerProtocol, data: bytes) -> None:
+    def buffer_updated(self: _BrokerProtocol, nbytes: int) -> None:
         nonlocal reading
         reading = True
         try:
-            original(self, data)
+            original(self, nbytes)
         finally:
             reading = False
 
-    monkeypatch.setattr(_BrokerProtocol, "data_received", data_received)
+    monkeypatch.setattr(_BrokerProtocol, "buffer_updated", buffer_updated)
     conn = await _connect(fake1, max_in_flight=1)
     seen: list[tuple[bool, int, object]] = []
     answer = conn.send_now(MetadataRequest([]), InlineAnswer())

@@ -291,18 +291,18 @@ async def test_a_fetch_answer_is_buffered_inside_the_read_that_brings_it(
     fake1: FakeState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No task turn between a fetch answer's arrival and the waiting poll: the answer is
-    handled in the connection's data_received (an InlineAnswer), a lone record's way shorter."""
+    handled in the connection's buffer_updated (an InlineAnswer), a lone record's way shorter."""
     fake1.create_topic("t", 1)
     tp = TopicPartition("t", 0)
     buffered_on_return: list[bool] = []
     async with AsyncConsumer(bootstrap(fake1), fetch_max_wait_ms=5000) as consumer:
-        original = _BrokerProtocol.data_received
+        original = _BrokerProtocol.buffer_updated
 
-        def data_received(self: _BrokerProtocol, data: bytes) -> None:
-            original(self, data)
+        def buffer_updated(self: _BrokerProtocol, nbytes: int) -> None:
+            original(self, nbytes)
             buffered_on_return.append(tp in consumer._fetcher.buffered())
 
-        monkeypatch.setattr(_BrokerProtocol, "data_received", data_received)
+        monkeypatch.setattr(_BrokerProtocol, "buffer_updated", buffer_updated)
         consumer.assign([tp])
         await consumer.position(tp)
         poll = asyncio.ensure_future(consumer.poll(timeout_ms=3000))

@@ -1,16 +1,20 @@
-"""FrameDecoder: bad lengths are refused before any body is buffered, and kill the decoder."""
+"""FrameDecoder and FrameReader: bad lengths are refused before any body is buffered, and kill
+the decoder; FrameReader hands a large frame a buffer of its own."""
 
 from __future__ import annotations
 
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocol.errors import ProtocolError
 from protocol.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     BadFrameLengthError,
     FrameDecoder,
+    FrameReader,
     FrameTooLargeError,
     encode_frame,
     frame_header,
@@ -97,3 +101,65 @@ def test_feeding_nothing() -> None:
 def test_maximum_must_be_positive() -> None:
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_bytes=0)
+
+
+# ----- FrameReader: the socket writes into the buffers it hands out ----------------------------
+
+
+def _deliver(reader: FrameReader, stream: bytes, chunks: list[int]) -> list[bytes]:
+    """Write `stream` through the reader's buffers, at most chunks[i] bytes per read."""
+    frames: list[bytes] = []
+    pos, i = 0, 0
+    while pos < len(stream):
+        buf = reader.get_buffer()
+        n = min(len(buf), chunks[i % len(chunks)], len(stream) - pos)
+        buf[:n] = stream[pos : pos + n]
+        pos += n
+        i += 1
+        frames.extend(bytes(f) for f in reader.buffer_updated(n))
+    return frames
+
+
+@given(
+    bodies=st.lists(st.binary(min_size=1, max_size=300), max_size=30),
+    chunks=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=10),
+)
+def test_the_reader_gives_back_every_frame_whatever_the_reads(
+    bodies: list[bytes], chunks: list[int]
+) -> None:
+    reader = FrameReader(max_frame_bytes=1000, recv_bytes=128, big_frame_bytes=32)
+    stream = b"".join(encode_frame(b) for b in bodies)
+    assert _deliver(reader, stream, chunks) == bodies
+    assert reader.buffered_bytes == 0
+
+
+def test_a_big_frame_is_read_straight_into_the_buffer_it_is_handed_back_in() -> None:
+    reader = FrameReader(max_frame_bytes=1 << 20, recv_bytes=1024, big_frame_bytes=100)
+    body = bytes(range(256)) * 40  # 10,240 bytes
+    first = encode_frame(b"small") + encode_frame(body)[:50]
+    buf = reader.get_buffer()
+    buf[: len(first)] = first
+    assert reader.buffer_updated(len(first)) == [b"small"]
+    rest = reader.get_buffer()
+    home = rest.obj  # the frame's own buffer: no copy of what follows
+    assert len(rest) == len(body) - 46 and reader.buffered_bytes == 46
+    rest[:] = body[46:]
+    (frame,) = reader.buffer_updated(len(rest))
+    assert frame is home and frame == body
+    assert reader.buffered_bytes == 0 and reader.get_buffer().obj is not home
+
+
+@pytest.mark.parametrize(("bad", "error"), [(0, BadFrameLengthError), (-3, BadFrameLengthError),
+                                            (1001, FrameTooLargeError)])  # fmt: skip
+def test_the_reader_refuses_a_bad_length_before_reading_its_body(
+    bad: int, error: type[ProtocolError]
+) -> None:
+    reader = FrameReader(max_frame_bytes=1000, recv_bytes=256, big_frame_bytes=64)
+    data = encode_frame(b"ok") + length(bad) + b"x" * 100
+    buf = reader.get_buffer()
+    buf[: len(data)] = data
+    with pytest.raises(error):
+        reader.buffer_updated(len(data))
+    assert reader.buffered_bytes == 0
+    with pytest.raises(ProtocolError, match="after a framing error"):
+        reader.get_buffer()
