@@ -1,6 +1,6 @@
 """One TCP connection to one broker: pipelined requests matched to responses by correlation id.
 
-Built on `asyncio.Protocol` (not streams): each request is encoded into one whole frame and
+Built on `asyncio.BufferedProtocol` (not streams): each request is encoded into one whole frame and
 written with one `transport.write`; any number of requests (up to `max_in_flight`) may be on the
 wire at once. Incoming bytes go through `protocol.framing.FrameReader`; each frame body is split
 into (correlation id, error code, body), the body is decoded into the response dataclass the
