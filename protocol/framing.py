@@ -166,7 +166,9 @@ class FrameReader:
             raise ProtocolError("frame reader used after a framing error")
         if self._big is not None:
             return memoryview(self._big)[self._big_got :]
-        if self._end == len(self._recv):  # full: what is left moves to the front
+        if len(self._recv) - self._end < self.big_frame_bytes and self._start:
+            # little room left: what is left (a partial frame, below big_frame_bytes) moves to
+            # the front, so reads stay large
             left = self._end - self._start
             self._recv[:left] = self._recv[self._start : self._end]
             self._start, self._end = 0, left

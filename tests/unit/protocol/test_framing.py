@@ -163,3 +163,17 @@ def test_the_reader_refuses_a_bad_length_before_reading_its_body(
     assert reader.buffered_bytes == 0
     with pytest.raises(ProtocolError, match="after a framing error"):
         reader.get_buffer()
+
+
+def test_the_reader_keeps_room_for_large_reads() -> None:
+    """With less than big_frame_bytes of room left, what is left moves to the front: the
+    socket is never handed a sliver of the receive buffer."""
+    reader = FrameReader(max_frame_bytes=1000, recv_bytes=256, big_frame_bytes=64)
+    stream = encode_frame(b"a" * 196) + encode_frame(b"b" * 40)  # 200 + 44 bytes
+    buf = reader.get_buffer()
+    buf[:230] = stream[:230]  # the first frame and 30 bytes of the second
+    assert reader.buffer_updated(230) == [b"a" * 196]
+    rest = reader.get_buffer()
+    assert len(rest) == 256 - 30  # moved to the front, not the 26 bytes left at the end
+    rest[:14] = stream[230:]
+    assert reader.buffer_updated(14) == [b"b" * 40]
