@@ -23,7 +23,10 @@ report is kept for DeleteRecords, broker/delete_records.py). When fewer than
 `min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
 any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
 once; beyond that a fetch is answered at once with what there is. The wait is measured on the
-event loop's clock (asyncio.timeout): the loop is the edge that owns real time here.
+event loop's clock (asyncio.timeout): the loop is the edge that owns real time here. A read
+of at most SMALL_READ_BYTES (a caught-up reader's answer, the latency path) comes back as the
+bytes themselves, read from the segment file there and then; a larger one as a `FileSlice`
+that the server sends from the file (sendfile).
 
 ISR changes (leader side): expansion is decided on a follower's fetch, shrinking by
 `check_isr` (run every replica_lag_time_max_ms / 2 by `run_isr_checks`, on the injected clock).
@@ -59,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -153,7 +157,21 @@ class ReplicationSettings:
 
 NONE = 0
 NO_DATA = b""
+# Up to this, a read's log data is read into memory at once: its answer then goes out in one
+# write with the response around it and the encoder has no slice to stand in for.
+SMALL_READ_BYTES = 16 * 1024
 log = logging.getLogger("odradek.broker.replicas")
+
+
+def read_slice(s: FileSlice) -> bytes:
+    """A slice's bytes, read now. A file shorter than the log's own index says is damage on
+    the disk: an OSError (EIO), which takes the log directory offline like any read error."""
+    data = os.pread(s.fd, s.length, s.position)
+    if len(data) < s.length:
+        raise OSError(
+            errno.EIO, f"segment file shorter than the {s.length}-byte read at {s.position}"
+        )
+    return data
 
 
 @dataclass(slots=True)
@@ -540,11 +558,14 @@ class ReplicaManager:
             return out  # the response's byte budget is spent
         try:
             result = log.read(offset, limit, max_offset=max_offset, min_one_batch=min_one)
+            records: bytes | FileSlice | None = result.slice
+            if result.slice is not None and 0 < result.size_bytes <= SMALL_READ_BYTES:
+                records = read_slice(result.slice)
         except (OdradekError, OSError) as exc:
             out.error_code = self._failed(exc, f"read of {topic}-{partition}")[0]
             return out
-        if result.slice is not None and result.size_bytes > 0:
-            out.records = result.slice
+        if records is not None and result.size_bytes > 0:
+            out.records = records
             out.size_bytes = result.size_bytes
             out.record_count = result.next_offset - result.first_offset
         return out

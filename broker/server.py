@@ -32,10 +32,10 @@ Per connection:
 Log data (`FileSlice` chunks of fetch responses) is sent with `os.sendfile` from the segment file
 to the socket's fd when the transport's write buffer is empty (so byte order is kept); when the
 buffer is not empty, the socket would block part-way, or `fetch_use_sendfile` is off, the rest
-goes through `os.pread` + `transport.write`. uvloop has no `loop.sendfile`. A slice of at most
-SMALL_SLICE_BYTES is read with `os.pread` and written together with the response header in one
-write (one segment on the wire, not two: the long-poll latency path). A file shorter than
-its slice (truncated meanwhile) closes the connection: the frame could not be completed.
+goes through `os.pread` + `transport.write`. uvloop has no `loop.sendfile`. Small log data
+never comes as a slice: the replica manager reads it at once (SMALL_READ_BYTES), so a caught-up
+reader's answer is one write, one segment on the wire. A file shorter than its slice
+(truncated meanwhile) closes the connection: the frame could not be completed.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ from protocol.framing import FrameDecoder
 log = logging.getLogger("odradek.broker.server")
 
 IDLE_CHECK_MAX_INTERVAL_S = 1.0
-SMALL_SLICE_BYTES = 16 * 1024  # up to this, log data joins the header in one write
 
 
 class _Slot:
@@ -258,12 +257,6 @@ class Connection(asyncio.Protocol):
                     out.append(chunk)
                     continue
                 assert isinstance(chunk, FileSlice)
-                if chunk.length <= SMALL_SLICE_BYTES:
-                    data = self._read_slice(chunk)
-                    if data is None:
-                        return
-                    out.append(data)
-                    continue
                 if out:
                     self.transport.write(b"".join(out))
                     out = []
@@ -302,19 +295,6 @@ class Connection(asyncio.Protocol):
             self._abort()
             return False
         return True
-
-    def _read_slice(self, s: FileSlice) -> bytes | None:
-        """A small slice's bytes; None (and the connection closed) when they cannot be read."""
-        try:
-            data = os.pread(s.fd, s.length, s.position)
-        except OSError as exc:
-            log.warning("closing %s: reading log data failed: %s", self.peer, exc)
-            self._abort()
-            return None
-        if len(data) < s.length:
-            self._short_file(s)
-            return None
-        return data
 
     def _short_file(self, s: FileSlice) -> bool:
         log.warning("closing %s: log file shorter than the %d-byte slice sent", self.peer, s.length)

@@ -305,8 +305,9 @@ async def test_sendfile_and_pread_paths_deliver_identical_bytes(
 async def test_small_log_slices_join_the_header_in_one_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A fetch answer with little log data goes out as one write (pread), not header+sendfile;
-    a large one still uses sendfile. The bytes are the same either way."""
+    """A fetch answer with little log data goes out as one write (read when the fetch reads:
+    SMALL_READ_BYTES), not header+sendfile; a large one still uses sendfile. The bytes are the
+    same either way."""
     calls = {"sendfile": 0}
     real_sendfile = os.sendfile
 
@@ -323,12 +324,36 @@ async def test_small_log_slices_join_the_header_in_one_write(
         got = await conn.send(fetch("small", {0: 0}))
         assert _records(got) == stamped(small, resp.topics[0].partitions[0].base_offset)
         assert calls["sendfile"] == 0
-        big = batch(100, 1000)  # ~100 KB: above SMALL_SLICE_BYTES
+        big = batch(100, 1000)  # ~100 KB: above SMALL_READ_BYTES
         resp = await conn.send(produce("small", 0, big))
         base = resp.topics[0].partitions[0].base_offset
         got = await conn.send(fetch("small", {0: base}))
         assert _records(got) == stamped(big, base)
         assert calls["sendfile"] > 0
+
+
+async def test_a_small_read_is_the_log_bytes_and_a_large_one_a_file_slice(tmp_path: Path) -> None:
+    """The encoder gets a small read's bytes (no stand-in for a slice, no pread at flush) and a
+    large read's FileSlice (sendfile)."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("reads")
+        conn = await b.connect()
+        small, big = batch(1, 100), batch(100, 1000)
+        await conn.send(produce("reads", 0, small))
+        resp = await conn.send(produce("reads", 0, big))
+        big_at = resp.topics[0].partitions[0].base_offset
+        replicas = b.ctx.replicas
+        for offset, limit, kind, data in [
+            (0, len(small), bytes, stamped(small, 0)),
+            (big_at, 1 << 20, FileSlice, stamped(big, big_at)),
+        ]:
+            req = fetch("reads", {0: offset}, partition_max_bytes=limit)
+            (read,) = replicas.read_all(req, replicas.fetch_context(req))
+            assert type(read.records) is kind
+            records = read.records
+            if isinstance(records, FileSlice):
+                records = os.pread(records.fd, records.length, records.position)
+            assert records == data
 
 
 @pytest.mark.parametrize("bound", ["requests", "bytes"])
