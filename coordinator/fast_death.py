@@ -73,7 +73,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from coordinator import zk_paths as paths
 from coordinator.context import LiveBroker
-from coordinator.zk import ZkClient, ZkError
+from coordinator.zk import OpCheck, OpDelete, ZkClient, ZkError
 from coordinator.zk_paths import BrokerRegistration, ControllerInfo
 
 log = logging.getLogger(__name__)
@@ -243,11 +243,22 @@ async def watch_controller(
 
 
 async def _delete_controller(zk: ZkClient, controller_id: int, czxid: int) -> bool:
+    """Delete /controller if it is still the node judged. A delete conditional on its version
+    alone could remove a successor's node: every /controller is created at version 0, and
+    another broker may delete the dead one's and win the election between our read and our
+    delete (seen as two elections in a row). The winner bumps /controller_epoch, so the delete
+    goes in one transaction with a check that the epoch is still the one read before."""
     try:
+        _, epoch_version = await zk.get(paths.CONTROLLER_EPOCH)
         data, stat = await zk.get_with_stat(paths.CONTROLLER)
         if stat.czxid != czxid or ControllerInfo.decode(data).broker_id != controller_id:
             return False  # another controller already
-        await zk.delete(paths.CONTROLLER, stat.version)
+        await zk.transaction(
+            [
+                OpCheck(paths.CONTROLLER_EPOCH, epoch_version),
+                OpDelete(paths.CONTROLLER, stat.version),
+            ]
+        )
     except (ZkError, ValueError):  # gone, changed, or ZooKeeper unavailable: nothing to do
         return False
     log.warning("controller %d refuses connections on every port: /controller deleted",

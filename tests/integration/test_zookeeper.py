@@ -280,3 +280,40 @@ async def test_server_crash_and_restart(tmp_path: Path) -> None:
 def test_port_in_use_is_refused(zk_server: ZkProcess, tmp_path: Path) -> None:
     with pytest.raises(ZooKeeperError, match="already in use"):
         start_zookeeper(tmp_path / "zk", zk_server.port)
+
+
+async def test_a_dead_controllers_node_is_deleted_only_while_no_successor_was_elected(
+    zk: ZkClient,
+) -> None:
+    """Two brokers judge the same dead controller. The first deletes its /controller and wins
+    the election between the second's read and delete; the second must not delete the
+    winner's node, though it has the same version (0) as the one it judged."""
+    from coordinator.fast_death import _delete_controller
+    from coordinator.zk_paths import ControllerInfo
+
+    await zk.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
+    await zk.create(paths.CONTROLLER, ControllerInfo(1, 0).encode())
+    _, judged = await zk.get_with_stat(paths.CONTROLLER)
+    read = zk.get_with_stat
+
+    async def successor_wins_meanwhile(path: str) -> tuple[bytes, object]:
+        answer = await read(path)
+        if path == paths.CONTROLLER:  # the other broker: delete, create, bump the epoch
+            await zk.delete(paths.CONTROLLER)
+            await zk.create(paths.CONTROLLER, ControllerInfo(3, 0).encode())
+            await zk.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(2), version=0)
+        return answer
+
+    zk.get_with_stat = successor_wins_meanwhile  # type: ignore[method-assign]
+    try:
+        assert not await _delete_controller(zk, 1, judged.czxid)
+    finally:
+        zk.get_with_stat = read  # type: ignore[method-assign]
+    data, _ = await zk.get(paths.CONTROLLER)
+    assert ControllerInfo.decode(data).broker_id == 3  # the winner's node stands
+    # with no successor, the judged node is deleted
+    await zk.delete(paths.CONTROLLER)
+    await zk.create(paths.CONTROLLER, ControllerInfo(1, 0).encode())
+    _, judged = await zk.get_with_stat(paths.CONTROLLER)
+    assert await _delete_controller(zk, 1, judged.czxid)
+    assert await zk.exists(paths.CONTROLLER) is None
