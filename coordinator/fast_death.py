@@ -48,7 +48,10 @@ re-registration, or its own zk_fence bounce); until then it leads nothing.
 The controller itself: every other broker runs `watch_controller` while another broker holds
 /controller: it keeps a TCP connection open to the controller's registered native endpoint and,
 when that drops or cannot be opened, probes the controller's endpoints the same way. On proof
-it deletes /controller, conditionally on the znode it judged (same czxid, its version), so the
+it deletes /controller, conditionally on the znode it judged (same czxid, its version) and on
+/controller_epoch being unchanged since it read it (one transaction): several brokers judge the
+same death, and the first may delete the node and win the election before another's delete,
+whose version check alone would pass on the winner's new node. So the
 election (coordinator/controller.py) runs at once instead of after the session timeout. The
 new controller bumps /controller_epoch: an old controller that is in fact alive is fenced by
 that epoch in every ZooKeeper write (coordinator/state_writer.py) and at every broker (stale
