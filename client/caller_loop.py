@@ -58,7 +58,7 @@ class CallerLoop:
         self._name = name
         self._idle_s = idle_s
         self._cv = threading.Condition()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: _CallerEventLoop | None = None
         self._runner: threading.Thread | None = None
         self._owner: threading.Thread | None = None  # the thread running the loop now
         self._guests = 0  # callers waiting for a coroutine they handed to the loop
@@ -161,7 +161,7 @@ class CallerLoop:
         if threading.current_thread() is self._runner and not self._finishing:
             loop.stop()
 
-    def _ensure(self) -> asyncio.AbstractEventLoop:
+    def _ensure(self) -> _CallerEventLoop:
         with self._cv:
             if self.stopped:
                 raise UsageError(f"{self._name} is closed")
@@ -201,7 +201,7 @@ class CallerLoop:
 
 
 def _run_in_this_thread(
-    loop: asyncio.AbstractEventLoop,
+    loop: _CallerEventLoop,
     coro: Coroutine[Any, Any, T],
     timeout_s: float | None,
     interrupts: _Interrupts,
@@ -234,10 +234,7 @@ def _run_in_this_thread(
         _signal.signal(_SIGINT, on_sigint)
     try:
         if timeout_s is None:
-            if isinstance(loop, _CallerEventLoop):
-                loop.run_until_done(task)
-            else:
-                loop.run_until_complete(task)
+            loop.run_until_done(task)
             return task.result()
         loop.run_until_complete(asyncio.wait({task}, timeout=timeout_s))
         if not task.done():
