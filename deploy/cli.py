@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -599,18 +601,49 @@ def _poll_loop(
                 wait_ms = int(min(wait_ms, max(left_ms, 1)))
             limit = None if args.max_messages is None else args.max_messages - count
             records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
-            for record in records[:limit]:
-                emit(format_record(record, args.print_key, args.print_offset))
-                count += 1
-            if records:
+            if not records:
+                continue
+            with _CtrlCHeld():  # a record written is a record counted
+                for record in records[:limit]:
+                    emit(format_record(record, args.print_key, args.print_offset))
+                    count += 1
                 sys.stdout.flush()
-                last_record = time.monotonic()
-                if bar.live:
-                    read.add(len(records[:limit]))
-                    bar.update(count, args.max_messages, read.text())
+            last_record = time.monotonic()
+            if bar.live:
+                read.add(len(records[:limit]))
+                bar.update(count, args.max_messages, read.text())
     except KeyboardInterrupt:
         pass
     return count
+
+
+class _CtrlCHeld:
+    """Ctrl-C held back while a polled batch is printed and counted, and raised once it is: with
+    stdout unbuffered (PYTHONUNBUFFERED), a KeyboardInterrupt between a record's write and its
+    count made the summary miss a record that was printed. A second Ctrl-C is raised at once
+    (stdout may be a pipe nobody reads)."""
+
+    def __init__(self) -> None:
+        self.caught = False
+        self.previous: Any = None
+
+    def __enter__(self) -> None:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+            self.previous = signal.signal(signal.SIGINT, self._hold)
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        if self.caught:
+            raise KeyboardInterrupt
+        self.caught = True
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)  # runs _hold for one that is pending
+        if self.caught and exc_type is None:
+            raise KeyboardInterrupt
 
 
 def _records(polled: Any) -> list[Any]:

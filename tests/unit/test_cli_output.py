@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -232,3 +234,29 @@ def test_long_operations_take_progress_flags(argv: list[str]) -> None:
     assert parser.parse_args([*argv, "--progress"]).progress is True
     assert parser.parse_args([*argv, "--no-progress"]).progress is False
     assert parser.parse_args(["--progress", *argv]).progress is True
+
+
+def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
+    """Ctrl-C landing between a record's write and its count (stdout unbuffered, as with
+    PYTHONUNBUFFERED): the batch is finished, the loop ends, and the count it returns is what
+    was written. Before, the summary could say 0 for a record that was printed."""
+    written: list[str] = []
+
+    def a_python_call() -> None:  # entering a Python function checks for pending signals
+        pass
+
+    def emit(line: str) -> None:
+        written.append(line)
+        if len(written) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, right after the write
+        a_python_call()
+
+    batch = [SimpleNamespace(partition=0, offset=i, key=None, value=b"v%d" % i) for i in (0, 1)]
+    polls = [batch]
+    consumer = SimpleNamespace(poll=lambda timeout_ms, max_records: polls.pop() if polls else [])
+    args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
+    count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
+    assert written == ["v0", "v1"]
+    assert count == 2
+    assert polls == []  # one poll: the Ctrl-C ended the loop right after its batch
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
