@@ -2,8 +2,9 @@
 
 How it works: `ControllerElector.start()` watches /controller and the session state; every
 change wakes one reconcile task, which compares the world with what we are doing:
-- /controller missing: create it ({"brokerid": N, "timestamp": ..., "version": 1}); the winner
-  bumps /controller_epoch (created as 1 if missing, else a set conditional on its version) and
+- /controller missing: create it ({"brokerid": N, "timestamp": ..., "version": 1}) and bump
+  /controller_epoch (created as 1 if missing, else a set conditional on its version) in one
+  ZooKeeper transaction (so /controller never exists at the epoch it replaces); the winner
   starts a `Controller` (coordinator/controller_core.py) with that epoch. Losers get
   ZkNodeExists and keep watching.
 - /controller owned by our session but no controller running (we were SUSPENDED and the
@@ -38,6 +39,8 @@ from coordinator.controller_core import Controller, ControllerConfig, Event
 from coordinator.fast_death import watch_controller
 from coordinator.topics import ensure_layout
 from coordinator.zk import (
+    OpCreate,
+    OpSet,
     WatchHandle,
     ZkBadVersion,
     ZkClient,
@@ -66,26 +69,35 @@ def default_channel_factory(
     return BrokerChannel(broker_id, on_overflow=on_overflow)
 
 
-async def bump_controller_epoch(zk: ZkClient) -> tuple[int, int]:
+async def bump_controller_epoch(
+    zk: ZkClient, create_controller: bytes | None = None
+) -> tuple[int, int]:
     """Increment /controller_epoch (create it as 1 if missing), conditionally on its version.
-    Returns (epoch, znode version)."""
+    With `create_controller`, the ephemeral /controller holding it is created in the same
+    transaction, as Kafka registers its controller: /controller never exists at the epoch it
+    replaces, so a broker that judged the previous controller dead, its epoch read before, can
+    never delete the winner's node (coordinator/fast_death.py; the node is at version 0 like the
+    dead one's). Raises ZkNodeExists (path /controller) when another broker holds /controller.
+    Returns (epoch, /controller_epoch's znode version)."""
+    register = [] if create_controller is None else [
+        OpCreate(paths.CONTROLLER, create_controller, ephemeral=True)
+    ]  # fmt: skip
     for _ in range(EPOCH_RETRIES):
+        bump: OpCreate | OpSet
         try:
             data, version = await zk.get(paths.CONTROLLER_EPOCH)
         except ZkNoNode:
-            try:
-                await zk.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
-                return 1, 0
-            except ZkNodeExists:
-                continue
-        epoch = paths.decode_controller_epoch(data) + 1
+            epoch, bump = 1, OpCreate(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
+        else:
+            epoch = paths.decode_controller_epoch(data) + 1
+            bump = OpSet(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch), version)
         try:
-            new_version = await zk.set(
-                paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch), version
-            )
-        except ZkBadVersion:
-            continue
-        return epoch, new_version
+            results = await zk.transaction([*register, bump])
+        except (ZkBadVersion, ZkNodeExists, ZkNoNode) as exc:
+            if exc.path == paths.CONTROLLER_EPOCH:
+                continue  # another broker moved the epoch between our read and our write
+            raise
+        return epoch, 0 if isinstance(bump, OpCreate) else results[-1].version
     raise ZkBadVersion("/controller_epoch kept changing", paths.CONTROLLER_EPOCH)
 
 
@@ -252,17 +264,11 @@ class ControllerElector:
         await self._unwatch_controller()  # whoever it watched is gone from /controller
         info = ControllerInfo(self.broker_id, self.clock.time_ms())
         try:
-            await self.zk.create(paths.CONTROLLER, info.encode(), ephemeral=True)
-        except ZkNodeExists:
+            epoch, version = await bump_controller_epoch(self.zk, create_controller=info.encode())
+        except ZkNodeExists:  # (the epoch's own races are retried inside)
             self._kick()  # someone else won: read who
             return
         self.controller_id = self.broker_id
-        try:
-            epoch, version = await bump_controller_epoch(self.zk)
-        except ZkError:
-            with contextlib.suppress(ZkError):
-                await self.zk.delete(paths.CONTROLLER)
-            raise
         await self._begin(epoch, version)
 
     async def _begin(self, epoch: int, epoch_zk_version: int) -> None:

@@ -249,8 +249,9 @@ async def _delete_controller(zk: ZkClient, controller_id: int, czxid: int) -> bo
     """Delete /controller if it is still the node judged. A delete conditional on its version
     alone could remove a successor's node: every /controller is created at version 0, and
     another broker may delete the dead one's and win the election between our read and our
-    delete (seen as two elections in a row). The winner bumps /controller_epoch, so the delete
-    goes in one transaction with a check that the epoch is still the one read before."""
+    delete (seen as two elections in a row). The winner creates its node and bumps
+    /controller_epoch in one transaction (coordinator/controller.py), so the delete goes in one
+    transaction with a check that the epoch is still the one read before."""
     try:
         _, epoch_version = await zk.get(paths.CONTROLLER_EPOCH)
         data, stat = await zk.get_with_stat(paths.CONTROLLER)

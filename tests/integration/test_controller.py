@@ -479,3 +479,48 @@ async def test_unclean_election_is_a_topic_choice(cluster: Cluster) -> None:
     assert (await all_states(cluster, "dirty", 1))[0] == LeaderIsrState(2, 1, 1, [2])
     # ...consistency first (the default): offline until broker 1 returns.
     assert (await all_states(cluster, "clean", 1))[0] == LeaderIsrState(-1, 1, 1, [1])
+
+
+async def test_no_stale_judge_can_delete_the_winners_node_at_any_step_of_its_election(
+    cluster: Cluster,
+) -> None:
+    """A broker that judged the previous controller dead read /controller_epoch before the
+    election; its delete (fast_death: conditional on that epoch and on version 0, the version
+    of every new /controller) is tried after each of the winner's ZooKeeper calls. It must
+    never remove the winner's node: the winner creates it and bumps the epoch in one step."""
+    from coordinator.zk import OpCheck, OpDelete, ZkError
+
+    await bump_controller_epoch(cluster.admin)  # the dead controller's epoch, 1
+    _, judged_epoch_version = await cluster.admin.get(paths.CONTROLLER_EPOCH)
+    deleted: list[str] = []
+
+    async def stale_delete(after: str) -> None:
+        try:
+            await cluster.admin.transaction(
+                [
+                    OpCheck(paths.CONTROLLER_EPOCH, judged_epoch_version),
+                    OpDelete(paths.CONTROLLER, 0),
+                ]
+            )
+        except ZkError:
+            return
+        deleted.append(after)
+
+    zk = await cluster.add_broker(1)
+    for name in ("create", "get", "get_with_stat", "set", "transaction"):
+        call = getattr(zk, name)
+
+        async def then_stale_delete(
+            *args: Any, _call: Any = call, _name: str = name, **kw: Any
+        ) -> Any:
+            result = await _call(*args, **kw)
+            await stale_delete(f"{_name}{args[:1]}")
+            return result
+
+        setattr(zk, name, then_stale_delete)
+    elector = await cluster.add_elector(1)
+    await wait_until(lambda: elector.is_controller, WAIT_S, "broker 1 to be controller")
+    assert deleted == []
+    assert elector.controller_epoch == 2
+    data, _ = await cluster.admin.get(paths.CONTROLLER)
+    assert json.loads(data)["brokerid"] == 1
