@@ -211,6 +211,7 @@ class RecordAccumulator:
         self.closing = False
         self.memory_waiters = 0
         self.closed_batches = 0  # batches closed so far (a caller sees whether one just was)
+        self.left_behind = False  # the last drain left batches that may be ready at once
         self.lock = threading.Lock()  # held by the accumulator's users around every call
         self.room = threading.Condition(self.lock)  # notified when memory frees up
         self.blocked_appenders = 0  # threads waiting on `room` (the sync Producer's callers)
@@ -375,9 +376,13 @@ class RecordAccumulator:
     def drain(
         self, nodes: set[int], leader_of: LeaderOf, max_request_bytes: int, now_ms: int
     ) -> dict[int, list[ProducerBatch]]:
-        """Take, per ready node, one batch from each partition it leads (within the limits)."""
+        """Take, per ready node, one batch from each partition it leads (within the limits).
+        `left_behind` says whether it left batches that may be sendable at once: a partition's
+        next batch, or one that did not fit its request (else nothing is, until an append, an
+        answer or a timer: the sender need not look again)."""
         out: dict[int, list[ProducerBatch]] = {}
         request_bytes: dict[int, int] = {}
+        self.left_behind = False
         for tp, queue in self._queues.items():
             if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
                 continue
@@ -390,8 +395,11 @@ class RecordAccumulator:
             size = head.size_bytes
             used = request_bytes.get(leader, 0)
             if used and used + size > max_request_bytes:
+                self.left_behind = True
                 continue
             batch = queue.popleft()
+            if queue:
+                self.left_behind = True
             if not batch.closed:
                 self.close_open(tp)
             batch.attempts += 1
@@ -535,6 +543,12 @@ class RecordAccumulator:
             self._settle(batch)
             self._forget(batch)
         return batches
+
+    def may_send_after(self, tp: TopicPartition) -> bool:
+        """Whether `tp`'s batch settling may let the sender send something: `tp` has batches
+        queued (behind its in-flight limit, or held until it settles), or an epoch bump may be
+        due. Else the sender need not look until the next append."""
+        return bool(self._queues.get(tp)) or bool(self._lost) or self.awaiting_producer_id
 
     def queued_batches(self) -> int:
         return sum(len(q) for q in self._queues.values())

@@ -560,7 +560,7 @@ class AsyncProducer(ClusterClient):
             task = asyncio.create_task(self._produce(node, batches, before, written, sent))
             self._requests.add(task)
             task.add_done_callback(self._requests.discard)
-        return 0 if drained else delay  # drained some: more may be sendable right away
+        return 0 if drained and acc.left_behind else delay  # 0: more is sendable right away
 
     def _expiry_message(self, batch: ProducerBatch) -> str:
         """Why a batch missed its delivery timeout: the partition has no leader (the cause, said
@@ -717,9 +717,11 @@ class AsyncProducer(ClusterClient):
         self._failing.pop(batch.tp, None)
         with self._acc.lock:
             self._acc.done_in_flight(batch)
+            wake = self._acc.may_send_after(batch.tp)
         batch.complete(base_offset, append_time_ms)
         self._progress.set()
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
     def _on_error(self, batch: ProducerBatch, error: OdradekError, why: str) -> None:
         """A failed attempt (`why`: the error, and where it came from): retry or fail."""

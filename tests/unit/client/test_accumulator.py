@@ -132,6 +132,23 @@ def test_drain_respects_max_request_bytes_and_in_flight_limit() -> None:
     assert acc.drain({1}, leader_of, 150, 0) == {}  # both partitions at their in-flight limit
 
 
+def test_drain_says_whether_it_left_batches_that_may_be_ready_at_once() -> None:
+    acc = RecordAccumulator(batch_size=100)
+    add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0)
+    acc.drain({1}, leader_of, 1 << 20, 0)
+    assert not acc.left_behind  # a lone batch: nothing more until an append or an answer
+    for _ in range(4):  # two batches of T0
+        add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0)
+    acc.drain({1}, leader_of, 1 << 20, 0)
+    assert acc.left_behind  # T0's second batch
+    acc.drain({1}, leader_of, 1 << 20, 0)
+    assert not acc.left_behind
+    for tp in (T0, T2):  # both on node 1, too big for one request together
+        add(acc, tp, None, b"x" * 88, None, 1, Fut(), 0)
+    assert len(acc.drain({1}, leader_of, 150, 0)[1]) == 1
+    assert acc.left_behind  # the one that did not fit
+
+
 def test_unknown_leader_is_reported() -> None:
     acc = RecordAccumulator()
     tp = TopicPartition("other", 0)

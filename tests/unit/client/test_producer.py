@@ -334,3 +334,26 @@ async def test_a_lone_records_request_is_written_in_the_senders_pass(fake1: Fake
     assert written_in_pass.count(1) == 3  # each request went out inside its pass
     assert [m.offset for m in metas] == [1, 2, 3]
     assert _values(fake1, "n", 0) == [b"warm", b"lone-0", b"lone-1", b"lone-2"]
+
+
+async def test_the_pass_that_sends_a_lone_record_does_not_ask_for_another(fake1: FakeState) -> None:
+    """A pass that drained everything there was waits for the next append: it does not ask for
+    an immediate second pass (`_send_ready` returning 0), and the answer does not wake it when
+    nothing waits behind the batch. Each of those passes found nothing and cost CPU that the
+    broker and the consumer could use."""
+    fake1.create_topic("p", 1)
+    async with AsyncProducer(bootstrap(fake1), acks=1, linger_ms=0) as producer:
+        await (await producer.send("p", b"warm", partition=0))
+        delays: list[int | None] = []
+        real_send_ready = producer._send_ready
+
+        def watched() -> int | None:
+            delay = real_send_ready()
+            delays.append(delay)
+            return delay
+
+        producer._send_ready = watched  # type: ignore[method-assign]
+        for i in range(3):
+            await (await producer.send("p", b"lone-%d" % i, partition=0))
+    assert delays == [None, None, None]  # one pass per record: none after its answer either
+    assert _values(fake1, "p", 0) == [b"warm", b"lone-0", b"lone-1", b"lone-2"]
