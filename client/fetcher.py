@@ -67,7 +67,7 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.batch import BatchHeader, InvalidBatchError, iter_batches
-from protocol.columns import Segment, keep_freed_arenas, segments, to_records
+from protocol.columns import Segment, keep_freed_memory, segments, to_records
 from protocol.errors import (
     LeaderNotAvailableError,
     OdradekError,
@@ -181,7 +181,7 @@ def decode_scanned(
 
 class Fetcher:
     def __init__(self, cluster: Cluster, subscription: SubscriptionState, config: FetchConfig):
-        keep_freed_arenas()  # process-wide, bounded: see protocol/columns.py
+        keep_freed_memory()  # process-wide, bounded: see protocol/columns.py
         self._cluster = cluster
         self._subs = subscription
         self._config = config

@@ -114,13 +114,25 @@ def to_records(cls: type, topic: str, partition: int, segs: list[Segment]) -> li
 
 KEPT_ARENAS = 64
 """Freed 1 MiB pymalloc arenas a consumer process keeps for reuse: 64 MiB at most."""
+HEAP_BLOCK_BYTES = 32 << 20
+"""Blocks glibc's malloc takes from its heap rather than a fresh mapping: up to 32 MiB (the
+ceiling of glibc's own dynamic threshold)."""
+KEPT_HEAP_BYTES = 64 << 20
+"""Freed heap top glibc keeps mapped for reuse: 64 MiB at most."""
 
 
-def keep_freed_arenas(arenas: int = KEPT_ARENAS) -> None:
-    """Keep up to `arenas` freed pymalloc arenas for reuse, process-wide (see keep_arenas in
-    _records.c): records made and dropped by the hundred thousand then reuse the memory of the
-    last poll's instead of page-faulting fresh memory in (that halved the cost of a record)."""
+def keep_freed_memory(arenas: int = KEPT_ARENAS) -> bool:
+    """Keep freed memory for reuse, process-wide, bounded, instead of page-faulting fresh
+    memory in for every poll and every fetch answer (see keep_arenas and keep_heap in
+    _records.c):
+    - up to `arenas` freed pymalloc arenas: records made and dropped by the hundred thousand
+      reuse the last poll's memory (that halved the cost of a record);
+    - glibc's malloc takes blocks below HEAP_BLOCK_BYTES from its heap and keeps up to
+      KEPT_HEAP_BYTES of it freed: a fetch answer's buffer and its records' copy reuse the last
+      answer's (a quarter of a Spark task's CPU per record). False where malloc is not glibc's.
+    """
     _records.keep_arenas(arenas)
+    return _records.keep_heap(HEAP_BLOCK_BYTES, KEPT_HEAP_BYTES)
 
 
 class BinaryBuffers(NamedTuple):

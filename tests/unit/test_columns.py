@@ -8,6 +8,9 @@ from __future__ import annotations
 import contextlib
 import random
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import crc32c
 import pytest
@@ -237,3 +240,42 @@ def test_random_bytes_raise_only_the_typed_error() -> None:
         raw = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 60)))
         count = rng.randrange(1, 5)
         decode_or_typed_error((raw, 0, len(raw), 0, TS, TS, count, 0, count, False), True)
+
+
+FAULTS_SCRIPT = """
+import resource, sys
+from protocol.columns import keep_freed_memory
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+size = 4 << 20
+
+def answer():
+    frame = bytearray(size)  # a fetch answer read into a buffer of its own
+    frame[::4096] = bytes(len(frame[::4096]))
+    return len(bytes(frame))  # msgpack's copy of its records
+
+for _ in range(3):
+    answer()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    answer()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_kept_memory_serves_each_fetch_answers_buffers_without_page_faults() -> None:
+    """A fetch answer's own buffer and msgpack's copy of its records, 4 MiB each, made and
+    freed per answer: with keep_freed_memory the next answer reuses the heap (no page fault),
+    where glibc's defaults trim it and fault every page in again."""
+
+    def faults(mode: str) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", FAULTS_SCRIPT, mode], capture_output=True, text=True,
+            check=True, cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+        return int(out.stdout)
+
+    pages = 20 * 2 * (4 << 20) // 4096  # 20 answers, two 4 MiB blocks each
+    assert faults("default") > pages // 2  # what it saves (the defaults' behaviour)
+    assert faults("keep") < pages // 100
