@@ -255,8 +255,12 @@ def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
     polls = [batch]
     consumer = SimpleNamespace(poll=lambda timeout_ms, max_records: polls.pop() if polls else [])
     args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
-    count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark may set one
+    try:
+        count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert written == ["v0", "v1"]
     assert count == 2
     assert polls == []  # one poll: the Ctrl-C ended the loop right after its batch
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
