@@ -1,4 +1,5 @@
-"""bench_report's `user` tables: best runs per side, and the issue's targets met or missed."""
+"""bench_report's `user` tables: medians and best runs per side, and the issue's targets met or
+missed (on the medians)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ def _lat(side: str, case: str, p50: float, p99: float) -> dict:
             "e2e_ms_p50": p50, "e2e_ms_p99": p99, "e2e_ms_max": p99 * 2}  # fmt: skip
 
 
-def test_user_latency_targets_use_the_best_new_run_and_nats_of_the_same_run() -> None:
+def test_user_latency_targets_are_judged_on_the_median_of_the_new_runs() -> None:
     rows = [
         _lat("new", "rf1 acks=1", 0.2, 0.9),
-        _lat("new", "rf1 acks=1", 0.3, 0.5),  # the lower p99 is the one shown
+        _lat("new", "rf1 acks=1", 0.3, 0.5),  # the best run (lowest p99), shown whole
+        _lat("new", "rf1 acks=1", 0.26, 0.7),
         _lat("baseline", "rf1 acks=1", 3.0, 6.0),
         _lat("new", "rf3 acks=all", 1.0, 2.5),
         {
@@ -33,15 +35,16 @@ def test_user_latency_targets_use_the_best_new_run_and_nats_of_the_same_run() ->
         },
     ]
     summary = summarize(rows, "abc")
-    met = {t["target"]: t["met"] for t in summary["user_targets"]}
-    assert met == {
-        "rf1 acks=1 p50 <= 0.25 ms": False,  # 0.3, from the run with the best p99
-        "rf1 acks=1 p99 <= 0.6 ms": True,
-        "rf1 acks=1 p99 <= NATS JetStream's p99 in this run": False,  # 0.5 > 0.45
-        "rf3 acks=all p99 <= 2.0 ms": False,
+    measured = {t["target"]: (t["measured_ms"], t["met"]) for t in summary["user_targets"]}
+    assert measured == {
+        "rf1 acks=1 p50 <= 0.25 ms": (0.26, False),  # the median, not the best run's 0.3
+        "rf1 acks=1 p99 <= 0.6 ms": (0.7, False),  # the best run's 0.5 would have met it
+        "rf1 acks=1 p99 <= NATS JetStream's p99 in this run": (0.7, False),
+        "rf3 acks=all p99 <= 2.0 ms": (2.5, False),
     }
     text = render(summary)
-    assert "| rf1 acks=1 | baseline abc | 1000 | 3.0 | 6.0 |" in text
+    assert "| rf1 acks=1 | new working tree | 1000 | 0.26 (0.3) | 0.7 (0.5) | 1.0 |" in text
+    assert "| rf1 acks=1 | baseline abc | 1000 | 3.0 (3.0) | 6.0 (6.0) |" in text
     assert "**missed**" in text
 
 
