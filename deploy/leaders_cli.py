@@ -171,20 +171,33 @@ def cmd_reassign(args: argparse.Namespace) -> int:
         admin.alter_partition_reassignments({tp: args.replicas})
         progress(f"reassigning {args.name}-{args.partition} to {args.replicas}")
         if not args.no_wait:
+            deadline = time.monotonic() + args.timeout_s
             with meter(args, f"reassigning {args.name}-{args.partition}", total=1) as bar:
                 if not _wait_done(admin, tp, args.timeout_s, bar):
                     raise UsageError(
                         f"{args.name}-{args.partition} is still moving after {args.timeout_s} s "
                         "(it goes on; see `odradek topics describe`)"
                     )
-            [described] = admin.describe_topics([args.name])
-            [final] = [p for p in described.partitions if p.partition == args.partition]
+            final = _described(admin, args.name, args.partition, args.replicas, deadline)
             doc |= {"done": True, **partition_doc(args.name, final, None)}
     if wants_json(args):
         emit_json(doc)
     elif doc["done"]:
         print(format_partition(args.name, final))
     return 0
+
+
+def _described(admin: Any, topic: str, partition: int, replicas: list[int], deadline: float) -> Any:
+    """The partition as described once the metadata shows its new replicas. The controller has
+    finished when the reassignment is gone, but each broker's metadata cache learns it by an
+    UpdateMetadata of its own: the broker asked may not have yet. Until `deadline`, else as it
+    is then."""
+    while True:
+        [described] = admin.describe_topics([topic])
+        [final] = [p for p in described.partitions if p.partition == partition]
+        if list(final.replicas) == list(replicas) or time.monotonic() >= deadline:
+            return final
+        time.sleep(POLL_INTERVAL_S)
 
 
 def _wait_done(admin: Any, tp: Any, timeout_s: float, bar: NullMeter) -> bool:
