@@ -62,6 +62,7 @@ class Deferred(Generic[T]):
         if self._finished:
             return
         self._finished, self._value, self._error = True, value, error
+        self._canceller = None  # often a method of our owner: no cycle left for the GC
         listeners, self._listeners = self._listeners, []
         for listener in listeners:
             try:
@@ -74,8 +75,9 @@ class Deferred(Generic[T]):
             return
         self._finished = True
         self._listeners = []
-        if self._canceller is not None:
-            self._canceller()
+        canceller, self._canceller = self._canceller, None
+        if canceller is not None:
+            canceller()
 
     def map(self, convert: Callable[[T], U]) -> Deferred[U]:
         """A Deferred of `convert(value)`, completed (synchronously) when this one is."""

@@ -8,6 +8,8 @@ again. With a task per parked fetch (the old way) the fetch answer was still pen
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +139,60 @@ async def test_an_acks_all_wait_answers_only_once_every_partition_is_known(
         d = rm.replication_deferred([("gone", 0, 1), ("two", 0, 1)], timeout_ms=30_000)
         assert not d.done()  # ("two", 0) is still waiting for its follower
         d.cancel()
+
+
+def test_a_completed_deferred_holds_no_reference_back_to_its_owner() -> None:
+    """A Deferred's canceller is often a method of its owner (a DelayedFetch's `_cancel`), a
+    cycle while it is pending. Completed or cancelled, it lets go of it, so the owner is freed
+    by reference counting instead of waiting for the cyclic GC (whose collections, fed by one
+    such cycle per parked fetch, paused the leader for up to 15 ms)."""
+
+    class Owner:
+        def __init__(self) -> None:
+            self.deferred: Deferred[int] = Deferred(self.cancelled)
+
+        def cancelled(self) -> None:
+            pass
+
+    gc.disable()
+    try:
+        for finish in (lambda d: d.resolve(1), lambda d: d.reject(ValueError()), Deferred.cancel):
+            owner = Owner()
+            finish(owner.deferred)
+            alive = weakref.ref(owner)
+            del owner
+            assert alive() is None
+    finally:
+        gc.enable()
+
+
+async def test_parked_fetches_answered_by_appends_leave_no_garbage_cycles(tmp_path: Path) -> None:
+    """The lone-record path (a fetch parked, an append answering it) frees everything it made
+    by reference counting: with none of it in reference cycles, the cyclic GC finds nothing
+    (before, ~28 objects per produce and fetch pair, collected by gen0 runs of ~80 us)."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("lat")
+        b.server.door = broker.metrics.MeteredDoor(b.server.door, broker.metrics.RequestMetrics())
+        consumer = await b.connect()
+        producer = await b.connect()
+        data = batch(1)
+
+        async def pair(offset: int) -> None:
+            waiting = asyncio.create_task(
+                consumer.send(fetch("lat", {0: offset}, max_wait_ms=30_000))
+            )
+            while b.ctx.replicas.delayed_fetches == 0:
+                await asyncio.sleep(0)
+            await producer.send(produce("lat", 0, data))
+            await waiting
+
+        await pair(0)  # warm: connections, caches, the first segment's state
+        gc.collect()
+        gc.disable()
+        try:
+            for offset in range(1, 51):
+                await pair(offset)
+            unreachable = gc.collect()
+        finally:
+            gc.enable()
+    assert unreachable == 0
