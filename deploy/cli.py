@@ -621,7 +621,11 @@ class _CtrlCHeld:
     """Ctrl-C held back while a polled batch is printed and counted, and raised once it is: with
     stdout unbuffered (PYTHONUNBUFFERED), a KeyboardInterrupt between a record's write and its
     count made the summary miss a record that was printed. A second Ctrl-C is raised at once
-    (stdout may be a pipe nobody reads)."""
+    (stdout may be a pipe nobody reads), and the previous handler is put back before it is
+    raised: it may land in __exit__, where signal.signal() runs a pending handler before it
+    swaps, and a _hold left installed for the rest of the process turns a later Ctrl-C (the
+    consumer's final commit, leaving the group) into a KeyboardInterrupt inside an event-loop
+    callback (client/caller_loop.py takes Ctrl-C over only from default_int_handler)."""
 
     def __init__(self) -> None:
         self.caught = False
@@ -636,12 +640,18 @@ class _CtrlCHeld:
 
     def _hold(self, signum: int, frame: Any) -> None:
         if self.caught:
+            self._restore()  # first: the raise may come out of __exit__ before it restores
             raise KeyboardInterrupt
         self.caught = True
 
+    def _restore(self) -> None:
+        # signal.signal() runs _hold for a Ctrl-C that is pending: if it is the second, _hold
+        # restores (this again, nested) and raises, and this swap is skipped but already done.
+        signal.signal(signal.SIGINT, self.previous)
+
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)  # runs _hold for one that is pending
+            self._restore()
         if self.caught and exc_type is None:
             raise KeyboardInterrupt
 

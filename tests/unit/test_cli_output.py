@@ -11,6 +11,7 @@ import re
 import signal
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -264,3 +265,58 @@ def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
     assert written == ["v0", "v1"]
     assert count == 2
     assert polls == []  # one poll: the Ctrl-C ended the loop right after its batch
+
+
+class _SignalWithACtrlCPending:
+    """deploy.cli's `signal` module, except that a Ctrl-C is pending the first time the default
+    handler is put back; it runs the handler still installed first, as the real signal.signal()
+    runs a pending one before it swaps."""
+
+    def __init__(self) -> None:
+        self.pending = 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(signal, name)
+
+    def signal(self, signum: int, handler: Any) -> Any:
+        if handler is signal.default_int_handler and self.pending:
+            self.pending = 0
+            signal.raise_signal(signal.SIGINT)  # runs the installed handler, which may raise
+        return signal.signal(signum, handler)
+
+
+def test_a_second_ctrl_c_pending_as_the_batch_ends_leaves_the_default_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two Ctrl-Cs while a batch is printed, the second still pending when the batch ends: the
+    held-back handler raised out of the signal.signal() meant to remove it, and stayed the SIGINT
+    handler for the rest of the process, so client/caller_loop.py no longer took Ctrl-C over and
+    a later one (the consumer's final commit, leaving the group) raised inside an event-loop
+    callback. Now the default handler is back and the loop ends once, its batch counted."""
+    written: list[str] = []
+
+    def a_python_call() -> None:  # entering a Python function checks for pending signals
+        pass
+
+    def emit(line: str) -> None:
+        written.append(line)
+        if len(written) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C, right after the write
+        a_python_call()
+
+    batch = [SimpleNamespace(partition=0, offset=i, key=None, value=b"v%d" % i) for i in (0, 1)]
+    polls = [batch]
+    consumer = SimpleNamespace(poll=lambda timeout_ms, max_records: polls.pop() if polls else [])
+    args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
+    second = _SignalWithACtrlCPending()
+    monkeypatch.setattr(cli, "signal", second)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark may set one
+    try:
+        count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, previous)  # even with the held-back handler left installed
+    assert second.pending == 0  # the second Ctrl-C came
+    assert written == ["v0", "v1"]
+    assert count == 2
+    assert polls == []  # one poll: the KeyboardInterrupt ended the loop right after its batch
