@@ -398,14 +398,14 @@ class RecordAccumulator:
                 self.left_behind = True
                 continue
             batch = queue.popleft()
-            if queue:
-                self.left_behind = True
             if not batch.closed:
                 self.close_open(tp)
             batch.attempts += 1
             if self.producer_id >= 0 and batch.base_sequence < 0:
                 self._assign_sequence(batch)
-            self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+            in_flight = self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+            if queue and in_flight < self.max_in_flight_per_partition:
+                self.left_behind = True  # (at the bound, its answer wakes the sender)
             request_bytes[leader] = used + size
             out.setdefault(leader, []).append(batch)
         return out

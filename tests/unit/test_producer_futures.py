@@ -130,3 +130,50 @@ def test_concurrent_futures_wait_and_as_completed_follow_send_futures() -> None:
     _drained(acc).fail(NotLeaderForPartitionError("gone"))
     waiter.join(10)
     assert waited and waited[0] == set(failing)
+
+
+class _CountingLoop(asyncio.SelectorEventLoop):
+    """Counts what is scheduled with call_soon (callbacks, not the loop's own wake-ups)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scheduled = 0
+
+    def call_soon(self, *args, **kwargs):  # type: ignore[no-untyped-def,override]
+        self.scheduled += 1
+        return super().call_soon(*args, **kwargs)
+
+
+def test_callbacks_added_to_a_settled_batch_run_soon_in_one_pass_in_their_order() -> None:
+    """asyncio's rule for a done future (a callback added runs soon, never inline) with one
+    call_soon for every callback added before the loop gets to them, not a Handle each: the
+    case of `asyncio.gather` over records acknowledged before it was called. One added while
+    they run gets a later pass."""
+    loop = _CountingLoop()
+    try:
+        acc = RecordAccumulator()
+        acc.loop = loop
+        futures = _fill(acc, 500, RecordFuture)
+        _drained(acc).complete(0, -1)
+        order: list[int] = []
+        late: list[int] = []
+
+        def first(f: RecordFuture) -> None:
+            order.append(f.index)
+            if f.index == 0:
+                f.add_done_callback(lambda g: late.append(len(order)))
+
+        async def gather_after_callbacks() -> list[object]:
+            for f in futures:
+                f.add_done_callback(first)
+            assert order == []  # not inline
+            loop.scheduled = 0
+            return await asyncio.gather(*futures)
+
+        results = loop.run_until_complete(gather_after_callbacks())
+        assert order == list(range(500))
+        assert late == [500]  # after the pass it was added in
+        assert [r.offset for r in results] == list(range(500))  # type: ignore[attr-defined]
+        assert loop.scheduled <= 5  # was one per future: 500 for gather alone
+    finally:
+        loop.close()

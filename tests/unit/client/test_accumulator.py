@@ -149,6 +149,17 @@ def test_drain_says_whether_it_left_batches_that_may_be_ready_at_once() -> None:
     assert acc.left_behind  # the one that did not fit
 
 
+def test_a_partition_at_its_in_flight_bound_leaves_nothing_ready_behind() -> None:
+    """Its next batch waits for an answer (which wakes the sender), so the drain that took the
+    last slot does not ask for another pass at once."""
+    acc = RecordAccumulator(batch_size=100, max_in_flight_per_partition=1)
+    for _ in range(4):  # two batches of T0
+        add(acc, T0, None, b"x" * 38, None, 1, Fut(), 0)
+    assert [b.tp for b in acc.drain({1}, leader_of, 1 << 20, 0)[1]] == [T0]
+    assert not acc.left_behind
+    assert acc.drain({1}, leader_of, 1 << 20, 0) == {}  # indeed: nothing until the answer
+
+
 def test_unknown_leader_is_reported() -> None:
     acc = RecordAccumulator()
     tp = TopicPartition("other", 0)
