@@ -11,7 +11,9 @@ Failure rules:
   pending request fails with `NetworkError` (NETWORK_EXCEPTION, retriable, invalid_metadata);
 - a request sees no response within its `timeout_ms`: it fails with `RequestTimedOutError`; the
   connection stays open and a late response to it is dropped;
-- a non-zero envelope error code: the request fails with that code's error class.
+- a non-zero envelope error code: the request fails with that code's error class;
+- a callback of an `InlineAnswer` raises: the loop's exception handler is told; the read (or
+  the close) that settled the answer carries on.
 
 Back-pressure: `send` waits for a free in-flight slot and for the transport to drain below its
 high-water mark before writing. `send_now` writes at once or not at all (None: no free slot, or
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -48,11 +51,16 @@ from protocol.schema import from_wire
 
 _CORRELATION_LIMIT = 2**31 - 1
 
+log = logging.getLogger(__name__)
+
 
 class InlineAnswer:
     """A response's future, settled once, whose callbacks run inside the call that settles it:
-    `_on_frame` for an answer, `_fail` for a lost connection, the owner's timer for a timeout.
-    A callback must not raise (it would run inside the connection's `buffer_updated`)."""
+    `_on_frame` for an answer, `_fail` for a lost connection, its owner for a timeout (a timer)
+    or when it stops waiting (`Fetcher.close`). A callback that raises is reported to the
+    loop's exception handler (as asyncio reports a raising callback of its futures) and the
+    others still run: a callback's bug must not pass for an undecodable answer inside
+    `buffer_updated`, nor stop `_fail` halfway."""
 
     __slots__ = ("_callbacks", "_error", "_result", "_settled")
 
@@ -74,10 +82,13 @@ class InlineAnswer:
         return self._error
 
     def add_done_callback(self, fn: Callable[[InlineAnswer], object]) -> None:
-        if self._settled:
-            fn(self)
-        else:
+        if not self._settled:
             self._callbacks.append(fn)
+            return
+        try:
+            fn(self)
+        except Exception as exc:
+            _report_callback_error(self, fn, exc)
 
     def set_result(self, result: Any) -> None:
         self._settle(result, None)
@@ -91,7 +102,22 @@ class InlineAnswer:
         self._settled, self._result, self._error = True, result, error
         callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
-            fn(self)
+            try:  # free when nothing raises (3.11's zero-cost try)
+                fn(self)
+            except Exception as exc:
+                _report_callback_error(self, fn, exc)
+
+
+def _report_callback_error(answer: InlineAnswer, fn: object, exc: Exception) -> None:
+    """Hand a callback's exception to the running loop's exception handler (asyncio's default
+    logs it), or to the log when no loop runs."""
+    message = f"exception in callback {fn!r} of an InlineAnswer"
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        log.error("%s", message, exc_info=exc)
+        return
+    loop.call_exception_handler({"message": message, "exception": exc, "future": answer})
 
 
 class _Pending:
@@ -382,16 +408,18 @@ class BrokerConnection:
         pending.future.set_result(response)
 
     def _fail(self, error: OdradekError) -> None:
-        """Close once; fail every pending request and wake every waiter with `error`."""
+        """Close once; fail every pending request and wake every waiter with `error`. The
+        socket is closed and the writers woken first: failing an `InlineAnswer` runs its
+        callbacks here, and whatever they do, the connection is closed by then."""
         if self._closed:
             return
         self._closed = True
         self._close_error = error
         self._closed_event.set()
         pending, self._pending = self._pending, {}
-        for p in pending.values():
-            if not p.future.done():
-                p.future.set_exception(type(error)(error.message))
         self._writable.set()  # writers wake, see the connection closed, and raise
         if self._transport is not None:
             self._transport.close()
+        for p in pending.values():
+            if not p.future.done():
+                p.future.set_exception(type(error)(error.message))

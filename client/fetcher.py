@@ -70,6 +70,7 @@ from protocol.batch import BatchHeader, InvalidBatchError, iter_batches
 from protocol.columns import Segment, keep_freed_memory, segments, to_records
 from protocol.errors import (
     LeaderNotAvailableError,
+    NetworkError,
     OdradekError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
@@ -179,6 +180,10 @@ def decode_scanned(
             gc.enable()
 
 
+# a node's fetch: being sent (a task), written (its timeout timer and answer), or backing off
+_InFlight = asyncio.Task[None] | asyncio.TimerHandle | tuple[asyncio.TimerHandle, InlineAnswer]
+
+
 class Fetcher:
     def __init__(self, cluster: Cluster, subscription: SubscriptionState, config: FetchConfig):
         keep_freed_memory()  # process-wide, bounded: see protocol/columns.py
@@ -187,8 +192,9 @@ class Fetcher:
         self._config = config
         self._buffer: dict[TopicPartition, CompletedFetch] = {}  # being handed out
         self._next: dict[TopicPartition, CompletedFetch] = {}  # prefetched, behind _buffer
-        # per node: the task sending its fetch, the timer of the fetch written, or the back-off
-        self._in_flight: dict[int, asyncio.Task[None] | asyncio.TimerHandle] = {}
+        # per node: the task sending its fetch, the fetch written (its timer and its answer,
+        # which close() settles), or the back-off timer
+        self._in_flight: dict[int, _InFlight] = {}
         self._in_flight_tps: set[TopicPartition] = set()
         self._errors: list[Exception] = []
         self._waiters: list[asyncio.Future[None]] = []  # `wait`s, woken as a fetch finishes
@@ -264,7 +270,7 @@ class Fetcher:
             (cfg.request_timeout_ms + cfg.fetch_max_wait_ms) / 1000, answer.set_exception,
             RequestTimedOutError(f"{conn.address}: no Fetch response in time"),
         )  # fmt: skip
-        self._in_flight[node] = timer
+        self._in_flight[node] = (timer, answer)
         answer.add_done_callback(lambda a: self._fetched(node, parts, a, timer))
         return True
 
@@ -309,9 +315,12 @@ class Fetcher:
         """A fetch's answer (or failure). When it brought data, the next fetch to the node goes
         out at once for the partitions still behind their high watermark (prefetch). A
         caught-up partition, or an empty answer, leaves the next fetch to `poll`: no background
-        polling. A failure keeps the node's fetches back for retry_backoff_ms."""
+        polling. A failure keeps the node's fetches back for retry_backoff_ms. Once closed,
+        nothing: close() failed the answer, or it came as close() waited for the tasks."""
         if timer is not None:
             timer.cancel()
+        if self._closed:
+            return
         try:
             got_data = self._on_response(parts, answer.result())
         except Exception as exc:
@@ -321,12 +330,10 @@ class Fetcher:
                 if not exc.retriable:
                     self._errors.append(exc)
                 self.refresh_metadata()
-            if not self._closed:  # do not hammer a failing node
-                self._in_flight[node] = asyncio.get_running_loop().call_later(
-                    self._config.retry_backoff_ms / 1000, self._fetch_ended, node, parts, False
-                )
-                return
-            got_data = False
+            self._in_flight[node] = asyncio.get_running_loop().call_later(
+                self._config.retry_backoff_ms / 1000, self._fetch_ended, node, parts, False
+            )  # do not hammer a failing node
+            return
         self._fetch_ended(node, parts, got_data)
 
     def _fetch_ended(
@@ -571,16 +578,27 @@ class Fetcher:
         return out
 
     async def close(self) -> None:
-        self._closed = True  # no prefetch from here on
+        """Stop fetching and let go of everything: tasks and timers are cancelled, and a fetch
+        written has its answer failed, so the connection (shared: it may outlive this fetcher,
+        as the Spark worker's Cluster does its range readers) gets its in-flight slot back at
+        once and drops the late answer, and nothing on it keeps this fetcher alive. Buffered
+        data is dropped."""
+        self._closed = True  # no prefetch from here on; `_fetched` ignores what comes
         waiting = list(self._in_flight.values())
         for handle in waiting:
-            handle.cancel()  # a fetch written is answered, or failed as the connection closes
+            if isinstance(handle, tuple):
+                timer, answer = handle
+                timer.cancel()
+                answer.set_exception(NetworkError("the fetcher closed; answer not waited for"))
+            else:
+                handle.cancel()
         if self._metadata_task is not None:
             self._metadata_task.cancel()
         tasks = [h for h in waiting if isinstance(h, asyncio.Task)]
         await asyncio.gather(*tasks, return_exceptions=True)
         self._in_flight.clear()
         self._in_flight_tps.clear()
+        self.clear()
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

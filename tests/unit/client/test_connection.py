@@ -229,3 +229,59 @@ async def test_wrong_response_shape_closes_connection() -> None:
         with pytest.raises(NetworkError, match="expected 4 fields"):
             await conn.send(MetadataRequest([]), timeout_ms=2000)
         assert conn.closed
+
+
+async def test_a_raising_inline_callback_does_not_break_the_read_that_brings_its_answer(
+    fake1: FakeState,
+) -> None:
+    """A callback of an InlineAnswer runs inside buffer_updated: one that raises is reported
+    to the loop's exception handler, the answer's other callbacks still run, and the answer
+    is not taken for an undecodable one (the connection and the answers after it live on)."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        conn = await _connect(fake1)
+        first = conn.send_now(MetadataRequest([]), InlineAnswer())
+        second = conn.send_now(MetadataRequest([]), InlineAnswer())
+        seen: list[object] = []
+        first.add_done_callback(lambda a: 1 / 0)
+        first.add_done_callback(lambda a: seen.append(a.result()))
+        second.add_done_callback(lambda a: seen.append(a.result()))
+        for _ in range(100):
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert [type(r) for r in seen] == [MetadataResponse, MetadataResponse]
+        assert not conn.closed and conn.in_flight == 0
+        assert [type(c.get("exception")) for c in reported] == [ZeroDivisionError]
+        assert (await conn.send(MetadataRequest([]), timeout_ms=1000)).cluster_id == "fake"
+        await conn.close()
+    finally:
+        loop.set_exception_handler(None)
+
+
+async def test_a_raising_inline_callback_does_not_break_the_close(fake1: FakeState) -> None:
+    """A callback of an InlineAnswer failed by a lost connection runs inside the close: one
+    that raises is reported, and the close still fails every other pending request, wakes the
+    writers and closes the socket."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        fake1.drop.add("Metadata")
+        conn = await _connect(fake1)
+        raising = conn.send_now(MetadataRequest([]), InlineAnswer())
+        raising.add_done_callback(lambda a: 1 / 0)
+        inline = conn.send_now(MetadataRequest([]), InlineAnswer())
+        plain = conn.send_now(MetadataRequest([]))
+        await asyncio.sleep(0.02)
+        fake1.brokers[1].kill_connections()
+        with pytest.raises(NetworkError):
+            await conn.wait_answer(plain, "Metadata", 1000)
+        assert inline.done() and isinstance(inline.exception(), NetworkError)
+        assert conn.closed and conn.in_flight == 0 and conn._writable.is_set()
+        assert conn._transport is not None and conn._transport.is_closing()
+        assert [type(c.get("exception")) for c in reported] == [ZeroDivisionError]
+    finally:
+        loop.set_exception_handler(None)
