@@ -4,8 +4,10 @@
 `odradek bench` lines, the Kafka clients', the baseline's and the peers'): a dict of lists of
 plain dicts, written as-is to the JSON file; `render(summary)` prints exactly those figures.
 The `user` part's latency is shown as the median of its runs beside the best run, and its
-targets are judged on the medians. Targets are printed beside the figures; they are not
-assertions.
+targets are judged on the medians. Its produce-async row is followed by the same loop over a
+`send` that does no work (bench_user.py's produce-async-floor) and, per side, the share of
+that ceiling the real producer reaches (median over median). Targets are printed beside the
+figures; they are not assertions.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ USER_LATENCY_TARGETS = (
     ("rf1 acks=1", "p99_ms", "nats"),
     ("rf3 acks=all", "p99_ms", 2.0),
 )
-USER_CASES = ("produce-sync", "produce-async", "consume")
+USER_CASES = ("produce-sync", "produce-async", "produce-async-floor", "consume")
+# bench_user.py's produce-async loop over a send that does no work: (its case, the real case)
+USER_FLOOR = ("produce-async-floor", "produce-async")
 
 
 def best(rows: list[dict], **match: object) -> dict | None:
@@ -168,7 +172,22 @@ def _user_throughput(rows: list[dict]) -> list[dict]:
         entry["new_over_baseline_median"] = round(new / old, 2) if old and new else None
         if entry["api"]:
             out.append(entry)
+    _add_floor_share(out)
     return out
+
+
+def _add_floor_share(entries: list[dict]) -> None:
+    """On the floor's entry, per side: the real case's median over the floor's (the share of
+    the loop shape's ceiling that the producer reaches)."""
+    by_case = {e["case"]: e for e in entries}
+    floor, real = (by_case.get(case) for case in USER_FLOOR)
+    if floor is None or real is None:
+        return
+    shares = {}
+    for side in ("baseline", "new"):
+        got, ceiling = real[side]["median"], floor[side]["median"]
+        shares[side] = round(got / ceiling, 2) if got and ceiling else None
+    floor["real_over_floor_median"] = shares
 
 
 def _user_latency(rows: list[dict]) -> list[dict]:
@@ -287,9 +306,16 @@ def _render_user(summary: dict[str, Any]) -> list[str]:
                   "| --- | --- | --- | --- |"]  # fmt: skip
         for u in summary["user_throughput"]:
             old, new = u["baseline"], u["new"]
-            lines.append(f"| {u['case']} ({u['api']}) | {_n(old['median'])} ({_runs_text(old)}) "
+            label = f"{u['case']} ({u['api']})"
+            if u["case"] == USER_FLOOR[0]:
+                label = f"{u['case']}: async loop shape alone (no producer work)"
+            lines.append(f"| {label} | {_n(old['median'])} ({_runs_text(old)}) "
                          f"| {_n(new['median'])} ({_runs_text(new)}) | "
                          f"{u['new_over_baseline_median']} |")  # fmt: skip
+            share = u.get("real_over_floor_median")
+            if share:
+                lines.append(f"| {USER_FLOOR[1]} / loop shape alone: share of its ceiling, "
+                             f"medians | {share['baseline']} | {share['new']} | |")  # fmt: skip
     if summary.get("user_latency"):
         lines += ["", "| user e2e latency, Producer(linger_ms=0) -> Consumer.poll, 100 B | side "
                   "| rate/s | p50 ms: median of runs (best run) | p99 ms: median of runs "

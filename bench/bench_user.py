@@ -9,6 +9,11 @@ produce-sync   `Producer.send()` in a plain loop, then `flush()`; 100 B, acks 1,
                1 partition: records/s from the first send to the end of flush.
 produce-async  `await AsyncProducer.send()` per record and `asyncio.gather` per 1,000 futures
                (asyncio.run, the loop a user gets).
+produce-async-floor  the same loop (same code, same n, asyncio.run, a worker process of its own)
+               over a `send` that does no work: the ceiling the loop shape itself leaves. No
+               broker. An exception to "public API only", as the hop stamps below: its settled
+               futures are made with client/record_future.py and client/accumulator.py (in a
+               tree from before them, asyncio futures: what that tree's AsyncProducer returned).
 consume        a plain `Consumer.poll()` loop from the start of the produce-sync topic until N
                records came back: records/s.
 latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned before the
@@ -17,7 +22,7 @@ latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned
                send time as CLOCK_MONOTONIC ns (system-wide on Linux, so both processes read
                the same clock); RF 1 acks 1 and RF 3 acks=all. Warm-up records (send time -1)
                go first, acknowledged one by one, and are skipped by the consumer.
-               Where the time goes (the latency rows' hop_us_*): the one exception to "public
+               Where the time goes (the latency rows' hop_us_*): an exception to "public
                API only", two stamps on the same clock taken inside the client, by wrapping
                `client.connection.encode_request` (the Produce request's frame is made, just
                before its write) and `_BrokerProtocol.buffer_updated` (`data_received` in
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import json
 import struct
 import subprocess
@@ -49,6 +55,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve()
 SIZE = 100
+GATHER_EVERY = 1000  # produce-async: futures per asyncio.gather
 WARMUP_RECORDS = 20
 WARMUP_NS = -1
 CASE_TIMEOUT_S = 600
@@ -85,25 +92,89 @@ def produce_sync(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     return {"api": "sync send+flush", "messages": n, "msgs_per_s": round(n / elapsed)}
 
 
+async def _send_and_gather(producer: Any, topic: str, n: int) -> float:
+    """The user's loop of produce-async and of its floor: seconds for n sends, gathered per
+    GATHER_EVERY (after one record sent and awaited alone: connected, metadata known)."""
+    value = bytes(SIZE)
+    await (await producer.send(topic, value))
+    start = time.perf_counter()
+    for done in range(0, n, GATHER_EVERY):
+        futures = [await producer.send(topic, value) for _ in range(min(GATHER_EVERY, n - done))]
+        await asyncio.gather(*futures)
+    return time.perf_counter() - start
+
+
 def produce_async(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     from client import AsyncProducer
 
     async def run() -> float:
-        value = bytes(SIZE)
         producer = AsyncProducer(bootstrap, acks=1)
         await producer.start()
         try:
-            await (await producer.send(topic, value))
-            start = time.perf_counter()
-            for done in range(0, n, 1000):
-                futures = [await producer.send(topic, value) for _ in range(min(1000, n - done))]
-                await asyncio.gather(*futures)
-            return time.perf_counter() - start
+            return await _send_and_gather(producer, topic, n)
         finally:
             await producer.close()
 
     elapsed = asyncio.run(run())
     return {"api": "async send+gather/1000", "messages": n, "msgs_per_s": round(n / elapsed)}
+
+
+def _settled_futures(loop: asyncio.AbstractEventLoop, count: int) -> list[Any]:
+    """`count` settled futures of the class this tree's `AsyncProducer.send` returns.
+
+    RecordFutures over one batch acknowledged once (`ProducerBatch.complete`, as the sender
+    does; their `result()` builds each record's RecordMetadata, as in produce-async); in a
+    tree from before client/record_future.py, asyncio futures (what its producer returned).
+    """
+    try:
+        from client import TopicPartition
+        from client.accumulator import ProducerBatch
+        from client.record_future import RecordFuture
+    except ImportError:
+        futures = []
+        for _ in range(count):
+            future = loop.create_future()
+            future.set_result(None)
+            futures.append(future)
+        return futures
+    batch = ProducerBatch(TopicPartition("floor", 0), 0, 0, loop)
+    batch.stamps.extend([0] * count)  # the records' timestamps, read by result()
+    batch.complete(0, -1)  # base offset 0, no LogAppendTime
+    return [RecordFuture(batch, index) for index in range(count)]
+
+
+class _IdleProducer:
+    """A `send` that does no work: each call hands out the next of `futures`, in turn."""
+
+    def __init__(self, futures: list[Any]) -> None:
+        self._next = itertools.cycle(futures).__next__
+
+    async def send(self, topic: str, value: bytes) -> Any:
+        return self._next()
+
+
+def produce_async_floor(topic: str, n: int) -> dict[str, Any]:
+    """produce-async's loop (`_send_and_gather`, same n, asyncio.run) with no producer work.
+
+    What is left is the loop shape: a coroutine call per record and `asyncio.gather` over each
+    GATHER_EVERY futures (it asks each future for its loop, adds and runs its done callback,
+    and reads its exception and result). `send` hands out GATHER_EVERY settled futures in
+    turn, made before the clock starts: any GATHER_EVERY in a row are distinct (gather counts
+    a repeated future once), and no more of them are alive than in produce-async (200,000
+    would cost this case its own full GC passes).
+
+    They are settled before gather sees them, so gather's callback goes through one
+    `loop.call_soon` per future; a batch the broker acknowledges after gather registered runs
+    all its records' callbacks in one. Per record this is the dearer of the two paths.
+    """
+
+    async def run() -> float:
+        producer = _IdleProducer(_settled_futures(asyncio.get_running_loop(), GATHER_EVERY))
+        return await _send_and_gather(producer, topic, n)
+
+    elapsed = asyncio.run(run())
+    api = f"async send+gather/{GATHER_EVERY}, send does no work"
+    return {"api": api, "messages": n, "msgs_per_s": round(n / elapsed)}
 
 
 def consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
@@ -235,6 +306,8 @@ def worker_main(argv: list[str]) -> int:
         out = produce_sync(bootstrap, topic, n)
     elif case == "produce-async":
         out = produce_async(bootstrap, topic, n)
+    elif case == "produce-async-floor":
+        out = produce_async_floor(topic, n)
     elif case == "consume":
         out = consume(bootstrap, topic, n)
     elif case == "latency-consumer":
@@ -296,13 +369,16 @@ def _create(side: Any, topic: str, rf: int) -> str | None:
     return None if made.returncode == 0 else made.stderr.strip()[-300:]
 
 
-USER_CASES = ("produce-sync", "produce-async", "consume",
+USER_CASES = ("produce-sync", "produce-async", "produce-async-floor", "consume",
               *(f"rf{rf} acks={acks}" for rf, acks in LATENCY_CASES))  # fmt: skip
 
 
 def run_case(side: Any, case: str, r: int, n: int, lat_n: int, rate: int) -> dict[str, Any]:
     """One case on one side; the consume case reads round r's produce-sync topic."""
     base = {"system": "odradek", "size": SIZE, "partitions": 1, "side": side.name, "round": r}
+    if case == "produce-async-floor":  # no topic, no broker (the topic name is only passed on)
+        row = run_worker(side, case, side.bootstrap, f"user-async-floor-{r}", n)
+        return {**base, "mode": "user", "case": case, **row}
     if case in ("produce-sync", "produce-async", "consume"):
         topic = f"user-sync-{r}" if case != "produce-async" else f"user-async-{r}"
         err = None if case == "consume" else _create(side, topic, 1)

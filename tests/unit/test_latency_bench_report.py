@@ -73,3 +73,45 @@ def test_the_hop_stamps_of_the_shown_run_make_the_where_the_time_goes_table() ->
     text = render(summarize(rows, "abc"))
     assert "| rf1 acks=1 | new working tree | 52.1 / 95.0 | 205.0 / 410.0 | 90.5 / 140.0 |" in text
     assert "999.0" not in text and "| rf1 acks=1 | baseline abc | None" not in text
+
+
+def test_the_async_loop_shape_floor_is_shown_beside_the_async_row_with_the_share_reached() -> None:
+    def row(case: str, side: str, rate: int) -> dict:
+        api = "async send+gather/1000" + (", send does no work" if "floor" in case else "")
+        ref = "abc" if side == "baseline" else "working tree"
+        return {"system": "odradek", "mode": "user", "case": case, "api": api, "side": side,
+                "ref": ref, "msgs_per_s": rate}  # fmt: skip
+
+    rows = [
+        row("produce-async", "baseline", 200_000),
+        row("produce-async", "new", 350_000),
+        row("produce-async", "new", 330_000),
+        row("produce-async-floor", "baseline", 800_000),
+        row("produce-async-floor", "new", 700_000),
+        row("produce-async-floor", "new", 700_000),
+    ]
+    summary = summarize(rows, "abc")
+    cases = [u["case"] for u in summary["user_throughput"]]
+    assert cases == ["produce-async", "produce-async-floor"]
+    assert summary["user_throughput"][1]["real_over_floor_median"] == {
+        "baseline": 0.25,
+        "new": 0.49,  # 340,000 / 700,000
+    }
+    lines = render(summary).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("| produce-async ("))
+    assert lines[at + 1] == (
+        "| produce-async-floor: async loop shape alone (no producer work) "
+        "| 800,000 (800,000) | 700,000 (700,000, 700,000) | 0.88 |"
+    )
+    assert lines[at + 2] == (
+        "| produce-async / loop shape alone: share of its ceiling, medians | 0.25 | 0.49 | |"
+    )
+
+
+def test_results_from_before_the_floor_case_print_without_its_rows() -> None:
+    base = {"system": "odradek", "mode": "user", "case": "produce-async", "api": "async"}
+    rows = [{**base, "side": "new", "ref": "working tree", "msgs_per_s": 350_000}]
+    summary = summarize(rows, "abc")
+    text = render(summary)
+    assert "| produce-async (async) | - (-) | 350,000 (350,000) | None |" in text
+    assert "loop shape" not in text
