@@ -237,10 +237,11 @@ def test_long_operations_take_progress_flags(argv: list[str]) -> None:
     assert parser.parse_args(["--progress", *argv]).progress is True
 
 
-def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
-    """Ctrl-C landing between a record's write and its count (stdout unbuffered, as with
-    PYTHONUNBUFFERED): the batch is finished, the loop ends, and the count it returns is what
-    was written. Before, the summary could say 0 for a record that was printed."""
+def _poll_a_batch_with_a_ctrl_c_after_its_first_record() -> tuple[list[str], int, list[Any]]:
+    """`_poll_loop` over one batch of two records, the user's Ctrl-C sent right after the first
+    is written (stdout unbuffered, as with PYTHONUNBUFFERED), with Python's default SIGINT
+    handler installed for the run (Spark may have set its own), checked to be back after it.
+    Returns what was written, the count the loop returned and the polls left."""
     written: list[str] = []
 
     def a_python_call() -> None:  # entering a Python function checks for pending signals
@@ -253,15 +254,23 @@ def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
         a_python_call()
 
     batch = [SimpleNamespace(partition=0, offset=i, key=None, value=b"v%d" % i) for i in (0, 1)]
-    polls = [batch]
+    polls: list[Any] = [batch]
     consumer = SimpleNamespace(poll=lambda timeout_ms, max_records: polls.pop() if polls else [])
     args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark may set one
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous)  # even with the held-back handler left installed
+    return written, count, polls
+
+
+def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
+    """Ctrl-C landing between a record's write and its count: the batch is finished, the loop
+    ends, and the count it returns is what was written. Before, the summary could say 0 for a
+    record that was printed."""
+    written, count, polls = _poll_a_batch_with_a_ctrl_c_after_its_first_record()
     assert written == ["v0", "v1"]
     assert count == 2
     assert polls == []  # one poll: the Ctrl-C ended the loop right after its batch
@@ -293,29 +302,9 @@ def test_a_second_ctrl_c_pending_as_the_batch_ends_leaves_the_default_handler(
     handler for the rest of the process, so client/caller_loop.py no longer took Ctrl-C over and
     a later one (the consumer's final commit, leaving the group) raised inside an event-loop
     callback. Now the default handler is back and the loop ends once, its batch counted."""
-    written: list[str] = []
-
-    def a_python_call() -> None:  # entering a Python function checks for pending signals
-        pass
-
-    def emit(line: str) -> None:
-        written.append(line)
-        if len(written) == 1:
-            os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C, right after the write
-        a_python_call()
-
-    batch = [SimpleNamespace(partition=0, offset=i, key=None, value=b"v%d" % i) for i in (0, 1)]
-    polls = [batch]
-    consumer = SimpleNamespace(poll=lambda timeout_ms, max_records: polls.pop() if polls else [])
-    args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
     second = _SignalWithACtrlCPending()
     monkeypatch.setattr(cli, "signal", second)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Spark may set one
-    try:
-        count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
-    finally:
-        signal.signal(signal.SIGINT, previous)  # even with the held-back handler left installed
+    written, count, polls = _poll_a_batch_with_a_ctrl_c_after_its_first_record()
     assert second.pending == 0  # the second Ctrl-C came
     assert written == ["v0", "v1"]
     assert count == 2
