@@ -88,6 +88,11 @@ class FetchConfig:
     retry_backoff_ms: int = 100
     check_crcs: bool = True
 
+    @property
+    def fetch_timeout_ms(self) -> int:
+        """How long a fetch's answer may take: the request timeout on top of the long poll."""
+        return self.request_timeout_ms + self.fetch_max_wait_ms
+
 
 class CompletedFetch:
     """One partition's fetched data not yet handed out, and where the user will be after.
@@ -265,9 +270,8 @@ class Fetcher:
         answer = conn.send_now(self.build_request(parts), InlineAnswer())
         if answer is None:
             return False
-        cfg = self._config
         timer = asyncio.get_running_loop().call_later(
-            (cfg.request_timeout_ms + cfg.fetch_max_wait_ms) / 1000, answer.set_exception,
+            self._config.fetch_timeout_ms / 1000, answer.set_exception,
             RequestTimedOutError(f"{conn.address}: no Fetch response in time"),
         )  # fmt: skip
         self._in_flight[node] = (timer, answer)
@@ -299,9 +303,8 @@ class Fetcher:
             conn = await self._cluster.connection(node)
             if self._write_fetch(node, parts, conn):
                 return
-            cfg = self._config
-            timeout = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
-            answer.set_result(await conn.send(self.build_request(parts), timeout))
+            request = self.build_request(parts)
+            answer.set_result(await conn.send(request, self._config.fetch_timeout_ms))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

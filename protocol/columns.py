@@ -118,7 +118,9 @@ HEAP_BLOCK_BYTES = 32 << 20
 """Blocks glibc's malloc takes from its heap rather than a fresh mapping: up to 32 MiB (the
 ceiling of glibc's own dynamic threshold)."""
 KEPT_HEAP_BYTES = 64 << 20
-"""Freed heap top glibc keeps mapped for reuse: 64 MiB at most."""
+"""Freed heap top glibc keeps mapped for reuse: 64 MiB at most per malloc arena (glibc gives
+threads that allocate at once arenas of their own: the sync consumer's answers are made on the
+caller's thread or the loop's, so up to two)."""
 
 
 def keep_freed_memory(arenas: int = KEPT_ARENAS) -> bool:
@@ -130,6 +132,9 @@ def keep_freed_memory(arenas: int = KEPT_ARENAS) -> bool:
     - glibc's malloc takes blocks below HEAP_BLOCK_BYTES from its heap and keeps up to
       KEPT_HEAP_BYTES of it freed: a fetch answer's buffer and its records' copy reuse the last
       answer's (a quarter of a Spark task's CPU per record). False where malloc is not glibc's.
+      These are mallopt settings of the whole process (the application a consumer runs in
+      included), and they turn glibc's dynamic mmap threshold off; a freed block below a live
+      one stays on the heap until the block above is freed, as with any heap block.
     """
     _records.keep_arenas(arenas)
     return _records.keep_heap(HEAP_BLOCK_BYTES, KEPT_HEAP_BYTES)

@@ -4,8 +4,13 @@ Reads what is there at once; when that is at least `min_bytes` (or `max_wait_ms`
 partition has an error) it answers without a task. Otherwise it long-polls in the replica
 manager's purgatory (broker/delayed_fetch.py) and returns a `Deferred` (broker/deferred.py):
 the append that satisfies it completes it synchronously, and the server writes the answer in
-that same event-loop iteration (no task, no future hop). Records are `FileSlice`s: the
-server sends them with sendfile after the response header (fetch is in handlers.CHUNKED).
+that same event-loop iteration (no task, no future hop). Records of a read above
+SMALL_READ_BYTES (16 KiB, broker/replica_manager.py) are `FileSlice`s: the server sends them
+with sendfile after the response header (fetch is in handlers.CHUNKED); smaller reads are read
+into memory as the fetch reads, and go out in one write with the response around them. A
+segment file shorter than the index says, found then, is an I/O error that takes the log
+directory offline (the read and the index come from the same loop pass, with nothing between
+them that could truncate the file).
 
 Consumers (replica_id -1) read below the high watermark. Followers (replica_id = their broker
 id, with the leadership epoch they follow as current_leader_epoch: older -> FENCED_LEADER_EPOCH,
