@@ -12,7 +12,7 @@ Two flavours over the same state:
   `loop.call_soon` pass per batch, never inside the sender's task; so do those registered on
   an already settled batch (`run_soon`: one pass for all added before it runs, where an asyncio
   future makes a Handle each: `asyncio.gather` over a thousand futures acknowledged before it
-  was called costs half as much again per record that way). `cancel()` marks only the
+  was called cost nearly twice as much per record that way). `cancel()` marks only the
   future cancelled (its waiters get CancelledError, its callbacks run): the record is already
   in its batch and is still sent, as with aiokafka's futures.
 - `SendFuture` (Producer.send): `concurrent.futures.Future`'s surface plus kafka-python's
