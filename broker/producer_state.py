@@ -177,7 +177,9 @@ class ProducerStateTable:
             return
         self.update(
             h.producer_id, h.producer_epoch, h.base_sequence,
-            last_sequence(h.base_sequence, h.record_count), h.base_offset, h.last_offset,
+            # from the offset span, not the count: a cleaned batch keeps the one, not the other
+            last_sequence(h.base_sequence, h.last_offset - h.base_offset + 1),
+            h.base_offset, h.last_offset,
         )  # fmt: skip
 
     def rebuild(self, headers: Iterable[BatchHeader], complete: bool) -> None:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import random
 import shutil
 import struct
 from collections.abc import Callable, Iterator
@@ -72,9 +73,11 @@ from broker.log.segment import (
     H_LENGTH,
     H_MAX_TS,
     LOG_SUFFIX,
+    MAX_RELATIVE_OFFSET,
     LogFormatError,
     Segment,
     check_batch,
+    check_stored_batch,
 )
 from broker.metrics_counters import timed_fdatasync
 from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
@@ -88,7 +91,6 @@ RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
 RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
-MAX_RELATIVE_OFFSET = (1 << 31) - 1
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 assert _PREFIX.size == LEADER_EPOCH_AT + 4
 H_PID, H_PEPOCH, H_SEQ = 9, 10, 11  # producer id, producer epoch, base sequence
@@ -162,6 +164,9 @@ class Log:
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
         self.offline = False  # its log directory failed (dir_failure.py): closed for good
+        # segment.jitter.ms: random.randrange by default, a test's own to be deterministic
+        self.random_below: Callable[[int], int] = random.randrange
+        self._jitter: tuple[int, int] | None = None  # (active segment's base, its jitter)
 
     # ----- opening ------------------------------------------------------------------------
 
@@ -265,8 +270,13 @@ class Log:
         interval = self.config.index_interval_bytes
         kept: list[Segment] = []
         for i, seg in enumerate(segments):
-            if kept and seg.base_offset != kept[-1].next_offset:
-                # A gap or an overlap: nothing from here on can be trusted.
+            if kept and seg.base_offset < kept[-1].next_offset:
+                # An overlap: nothing from here on can be trusted. (A gap is the cleaner's:
+                # it removed the last batches of a segment, or emptied one.) If the previous
+                # segment's last batch jumped, its base offset was flipped: it goes too.
+                jumped_at = kept[-1].last_batch_jumped_at
+                if jumped_at is not None:
+                    kept[-1].truncate_at_position(jumped_at)
                 for later in segments[i:]:
                     later.unlink()
                 break
@@ -365,8 +375,8 @@ class Log:
         headers = []
         pos = 0
         while pos < len(view):
-            h = check_batch(view, pos)
-            if h[H_BASE] != expected:
+            h = check_stored_batch(view, pos)  # the leader's cleaner may have rewritten it
+            if h[H_BASE] < expected:  # past it: the leader's cleaner removed what was between
                 raise UnexpectedAppendOffsetError(
                     f"batch at offset {h[H_BASE]}, the log ends at {expected}"
                 )
@@ -379,7 +389,9 @@ class Log:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
-            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], h[H_BASE], last)
+            # a cleaned batch keeps its offset span, and its sequences span the same
+            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_LAST_DELTA] + 1,
+                                  h[H_BASE], last)  # fmt: skip
         return AppendInfo(
             headers[0][1][H_BASE],
             expected - 1,
@@ -410,12 +422,24 @@ class Log:
 
     def _should_roll(self, seg: Segment, size: int, last_offset: int, now_ms: int) -> bool:
         cfg = self.config
+        roll_ms = cfg.segment_ms - self._roll_jitter_ms(seg)
         return (
             seg.size_bytes + size > cfg.segment_bytes
-            or (seg.rolling_base_ms is not None and now_ms - seg.rolling_base_ms >= cfg.segment_ms)
+            or (seg.rolling_base_ms is not None and now_ms - seg.rolling_base_ms >= roll_ms)
             or len(seg.index) >= cfg.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES
             or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
         )
+
+    def _roll_jitter_ms(self, seg: Segment) -> int:
+        """segment.jitter.ms: a jitter in [0, min(jitter, segment.ms)) taken off segment.ms,
+        drawn once per active segment (Kafka's randomSegmentJitter) from `self.random_below`
+        (injected: tests make it deterministic)."""
+        jitter_max = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        if jitter_max <= 0:
+            return 0
+        if self._jitter is None or self._jitter[0] != seg.base_offset:
+            self._jitter = (seg.base_offset, self.random_below(jitter_max))
+        return self._jitter[1]
 
     def roll(self) -> None:
         """Close the active segment and start a new one at the log end offset."""
@@ -586,11 +610,14 @@ class Log:
     # ----- retention and deletion -----------------------------------------------------------
 
     def delete_retained_segments(self) -> int:
-        """Delete closed segments past retention.ms / retention.bytes, oldest first."""
+        """Delete closed segments past retention.ms / retention.bytes, oldest first; only
+        when cleanup.policy has delete (a compact-only log is never deleted by retention)."""
         self._check_open()
         self.purge_deleted_segments()
-        closed = self._segments[:-1]
         cfg = self.config
+        if not cfg.delete_enabled:
+            return 0
+        closed = self._segments[:-1]
         count = 0
         if cfg.retention_ms is not None:
             now = self.clock.time_ms()
@@ -712,7 +739,8 @@ class Log:
         segs = self._segments
         assert segs and self._bases == [s.base_offset for s in segs]
         for prev, seg in itertools.pairwise(segs):
-            assert prev.next_offset == seg.base_offset, f"gap after segment {prev.base_offset}"
+            # gaps are the cleaner's (segment.py); an overlap is a bug
+            assert prev.next_offset <= seg.base_offset, f"overlap after {prev.base_offset}"
         assert self.log_start_offset <= self.recovery_point <= self.log_end_offset
 
 

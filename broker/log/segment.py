@@ -49,6 +49,7 @@ from protocol.batch import (
     KNOWN_ATTRIBUTE_BITS,
     LENGTH_PREFIX_BYTES,
     MAGIC,
+    InvalidBatchError,
     validate,
 )
 from protocol.errors import OdradekError, UsageError
@@ -60,6 +61,7 @@ DELETED_SUFFIX = ".deleted"
 WINDOW_BYTES = 8192
 RECOVERY_CHUNK_BYTES = 8 << 20
 MIN_BATCH_LENGTH = HEADER_BYTES - LENGTH_PREFIX_BYTES
+MAX_RELATIVE_OFFSET = (1 << 31) - 1  # offsets in a segment stay within base + this (index)
 # Fields of a HEADER.unpack tuple.
 H_BASE, H_LENGTH, H_EPOCH, H_LAST_DELTA, H_MAX_TS, H_COUNT = 0, 1, 2, 6, 8, 12
 _PEEK = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta
@@ -70,6 +72,10 @@ OnEpoch = Callable[[int, int], object]
 
 
 _KNOWN_CODECS = frozenset(CODECS.values())
+# KIP-534: set by the log cleaner on a batch whose tombstones it has seen once; the batch's
+# first_timestamp then holds the time after which they may be removed.
+DELETE_HORIZON_BIT = 0x40
+STORED_ATTRIBUTE_BITS = KNOWN_ATTRIBUTE_BITS | DELETE_HORIZON_BIT
 
 
 class LogFormatError(UsageError):
@@ -106,6 +112,29 @@ def check_batch(
             return h
     validate(buf, pos, max_batch_bytes)
     raise AssertionError("validate accepted a batch the fast check refused")
+
+
+def check_stored_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, ...]:
+    """`check_batch` for a batch a leader stamped already (recovery, a follower's copy), which
+    the log cleaner may have rewritten: it may hold fewer records than its offsets span, none at
+    all (a producer's last batch, kept for its state), and a delete horizon in its
+    first_timestamp (then above max_timestamp)."""
+    if len(buf) - pos >= HEADER_BYTES:
+        h = HEADER.unpack_from(buf, pos)
+        end = pos + LENGTH_PREFIX_BYTES + h[H_LENGTH]
+        if (
+            h[3] == MAGIC
+            and h[H_LENGTH] >= MIN_BATCH_LENGTH
+            and end <= len(buf)
+            and 0 <= h[H_COUNT] <= h[H_LAST_DELTA] + 1
+            and not h[5] & ~STORED_ATTRIBUTE_BITS
+            and h[5] & CODEC_MASK in _KNOWN_CODECS
+            and (h[H_MAX_TS] >= h[7] or h[5] & DELETE_HORIZON_BIT)
+            and crc32c.crc32c(memoryview(buf)[pos + CRC_START : end]) == h[4]
+        ):
+            return h
+    validate(buf, pos)
+    raise InvalidBatchError("the batch's record count exceeds its offset span")
 
 
 def segment_name(base_offset: int) -> str:
@@ -175,6 +204,9 @@ class Segment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self.rolling_base_ms: int | None = None  # when the first batch was appended
+        # set by recover(): the position of the last batch when it started past the one
+        # before it (a gap, or a flipped base offset if the next segment overlaps it)
+        self.last_batch_jumped_at: int | None = None
         self.bytes_since_index = 0
         self.tail = Tail()  # the batches after the last indexed one (kept by every writer)
         self.closed = False
@@ -222,6 +254,10 @@ class Segment:
         """
         file_size = os.fstat(self.fd).st_size
         self._reset(OffsetIndex.create, TimeIndex.create)
+        # The base offset is outside the CRC (a leader stamps it), so a bit flip there looks
+        # like the cleaner's gap. A real gap is followed by higher offsets; a flipped one by
+        # an overlap, which cuts the file at the batch that jumped.
+        jumped_at: int | None = None
         buf = bytearray(RECOVERY_CHUNK_BYTES)
         view = memoryview(buf)
         buf_start = buf_len = 0
@@ -245,11 +281,18 @@ class Segment:
                 if buf_len < size:
                     break
             try:
-                h = check_batch(view[:buf_len], off)
+                h = check_stored_batch(view[:buf_len], off)
             except OdradekError:
                 break
-            if h[H_BASE] != self.next_offset:
+            if h[H_BASE] < self.next_offset:  # offsets only increase (gaps: compaction)
+                if jumped_at is not None:
+                    view.release()
+                    os.ftruncate(self.fd, jumped_at)
+                    return file_size - jumped_at + self.recover(index_interval_bytes, on_epoch)
                 break
+            if h[H_BASE] + h[H_LAST_DELTA] - self.base_offset > MAX_RELATIVE_OFFSET:
+                break  # no segment spans more (the log rolls first): a flipped base offset
+            jumped_at = pos if h[H_BASE] > self.next_offset else None
             on_epoch(h[H_EPOCH], h[H_BASE])
             self._account(pos, size, h[H_BASE], h[H_BASE] + h[H_LAST_DELTA], h[H_MAX_TS],
                           index_interval_bytes)  # fmt: skip
@@ -258,6 +301,7 @@ class Segment:
         if pos < file_size:
             os.ftruncate(self.fd, pos)
         self.size_bytes = pos
+        self.last_batch_jumped_at = jumped_at
         self._set_rolling_base()
         return file_size - pos
 
@@ -324,9 +368,9 @@ class Segment:
         now_ms: int,
         index_interval_bytes: int,
     ) -> None:
-        assert base_offset == self.next_offset, (
+        assert base_offset >= self.next_offset, (
             f"append at {base_offset} to a segment ending at {self.next_offset}"
-        )
+        )  # a gap only where the leader's cleaner removed whole batches
         pos = self.size_bytes
         try:
             written = os.writev(self.fd, parts)
@@ -391,6 +435,11 @@ class Segment:
         if pos == 0:
             self.rolling_base_ms = None
         return removed
+
+    def truncate_at_position(self, pos: int) -> int:
+        """Drop the batch at byte `pos` and every one after it. Returns the bytes removed."""
+        header = _Window(self.fd, self.size_bytes).header(pos)
+        return 0 if header is None else self.truncate_to(header[H_BASE])
 
     # ----- reads ----------------------------------------------------------------------------
 
@@ -552,7 +601,7 @@ class Segment:
             size = LENGTH_PREFIX_BYTES + header[H_LENGTH] if header else 0
             if header is None or header[H_LENGTH] < MIN_BATCH_LENGTH or pos + size > end:
                 raise CorruptIndexError(f"{self.log_path.name}: no whole batch at {pos}")
-            if expected is not None and header[H_BASE] != expected:
+            if expected is not None and header[H_BASE] < expected:
                 raise CorruptIndexError(f"{self.log_path.name}: offsets break at {pos}")
             if header[H_MAX_TS] > self.max_timestamp:
                 self.max_timestamp = header[H_MAX_TS]

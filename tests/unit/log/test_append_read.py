@@ -146,13 +146,29 @@ def test_follower_append_checks_offsets_and_crc_before_writing(open_log: OpenLog
     leader.append_as_leader(batch([b"b"]), 1)
     data = slice_bytes(leader.read(0, 1 << 20))
     follower = open_log(tmp_path / "topic-1")
-    with pytest.raises(UnexpectedAppendOffsetError):
-        follower.append_as_follower(_second_batch(data))
     with pytest.raises(InvalidBatchError):
         follower.append_as_follower(_corrupt(data, len(data) - 1))  # second batch's CRC
     assert follower.log_end_offset == 0 and follower.size_bytes == 0
     follower.append_as_follower(data)
     assert read_values(follower) == [(0, b"a"), (1, b"b")]
+    with pytest.raises(UnexpectedAppendOffsetError):  # a batch before the log's end
+        follower.append_as_follower(_second_batch(data))
+    assert follower.log_end_offset == 2
+
+
+def test_follower_append_takes_a_cleaners_gap(open_log: OpenLog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    leader = open_log()
+    leader.append_as_leader(batch([b"a"]), 1)
+    leader.append_as_leader(batch([b"b"]), 1)
+    data = slice_bytes(leader.read(0, 1 << 20))
+    follower = open_log(tmp_path / "topic-1")
+    follower.append_as_follower(_second_batch(data))  # offset 0 was cleaned away
+    assert follower.log_end_offset == 2
+    assert read_values(follower) == [(1, b"b")]
+    assert slice_bytes(follower.read(0, 1 << 20)) == _second_batch(data)  # 0 -> the next batch
+    follower.close()
+    reopened = open_log(tmp_path / "topic-1")
+    assert reopened.log_end_offset == 2 and read_values(reopened) == [(1, b"b")]
 
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
