@@ -84,6 +84,9 @@ class BrokerConfig:
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    # the settings given in the config file or as flags (load_config fills it; never set from a
+    # file): DescribeConfigs calls them STATIC_BROKER_CONFIG, the others DEFAULT_CONFIG
+    explicit: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         _check_positive(self, _POSITIVE_FIELDS)
@@ -175,7 +178,7 @@ def _check_positive(config: BrokerConfig, names: tuple[str, ...]) -> None:
             raise UsageError(f"{name} must be positive, got {value}")
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "explicit"}
 _TYPES: dict[str, type] = {
     "broker_id": int,
     "log_dir": Path,
@@ -237,7 +240,7 @@ def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
     for required in ("broker_id", "log_dir"):
         if required not in values:
             raise UsageError(f"the broker needs {required} (in the config file or as a flag)")
-    return BrokerConfig(**values)
+    return BrokerConfig(**values, explicit=frozenset(values))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -3,12 +3,16 @@ IncrementalAlterConfigs 44; protocol/api/admin.py says how one request carries e
 
 Per resource, as Kafka's ZooKeeper-era brokers: a broker resource is INVALID_REQUEST (odradek
 has no dynamic broker configs: a broker's settings are its config file); a topic's new override
-set is `altered_config(current, changes, incremental)` (pure: INVALID_REQUEST for a malformed
-change, INVALID_CONFIG for an unknown config), then checked whole by LogConfig (INVALID_CONFIG
-on a bad value). Unless `validate_only`, it is written to /config/topics/<topic> with a change
-notification (coordinator/config_changes.py), and every broker applies it to its logs of that
-topic. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION; a resource named twice in one
-request is INVALID_REQUEST, both times (Kafka's rule).
+set is `altered_config(current, changes, incremental, defaults)` (pure: INVALID_REQUEST for
+a malformed change, INVALID_CONFIG for an unknown or refused config), then checked whole by
+LogConfig (INVALID_CONFIG on a bad value, or a refused config with its reason). APPEND and
+SUBTRACT take only LIST configs (protocol/topic_config.py: `cleanup.policy`): they add items
+missing from, or remove items from, the topic's value (its override, else the broker's default),
+as Kafka's ConfigAdminManager does. Unless `validate_only`, it is written to
+/config/topics/<topic> with a change notification (coordinator/config_changes.py), and every
+broker applies it to its logs of that topic. A topic that does not exist is
+UNKNOWN_TOPIC_OR_PARTITION; a resource named twice in one request is INVALID_REQUEST, both
+times (Kafka's rule).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from broker.context import BrokerContext
-from broker.log.config import CONFIG_NAMES, CONTROLLER_BOOL_CONFIGS, LogConfig
+from broker.log.config import LogConfig
 from protocol.api.admin import (
     OP_APPEND,
     OP_DELETE,
@@ -39,10 +43,9 @@ from protocol.errors import (
     OdradekError,
     UnknownTopicOrPartitionError,
 )
+from protocol.topic_config import LIST_CONFIGS, lookup
 
 log = logging.getLogger("odradek.broker.admin")
-KNOWN_CONFIGS = frozenset({*CONFIG_NAMES, *CONTROLLER_BOOL_CONFIGS})
-LIST_CONFIGS: frozenset[str] = frozenset()  # APPEND / SUBTRACT take only these: odradek has none
 _OP_NAMES = {OP_APPEND: "append", OP_SUBTRACT: "subtract"}
 
 
@@ -75,9 +78,10 @@ async def _alter(
     if not ctx.metadata.has_topic(topic):
         raise UnknownTopicOrPartitionError(f"topic {topic} does not exist")
     current = await ctx.topics.read_topic_config(topic)
-    new = altered_config(current, res.configs, incremental)
+    defaults = ctx.replicas.default_log_config
+    new = altered_config(current, res.configs, incremental, defaults.to_properties())
     try:
-        LogConfig.from_properties(new, base=ctx.replicas.default_log_config)
+        LogConfig.from_properties(new, base=defaults)
     except OdradekError as exc:
         raise InvalidConfigError(exc.message) from None
     if validate_only:
@@ -87,10 +91,14 @@ async def _alter(
 
 
 def altered_config(
-    current: Mapping[str, str], changes: list[AlterableConfig], incremental: bool
+    current: Mapping[str, str],
+    changes: list[AlterableConfig],
+    incremental: bool,
+    defaults: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The topic's new override set: `changes` alone (a whole-set replace, null values left
-    out), or `current` with each change's op applied in order."""
+    out), or `current` with each change's op applied in order; `defaults` (the broker's topic
+    defaults) is what APPEND and SUBTRACT start from where `current` has no override."""
     names = Counter(c.name for c in changes)
     if any(n > 1 for n in names.values()):
         raise InvalidRequestError("error due to duplicate config keys")
@@ -105,12 +113,23 @@ def altered_config(
         elif c.op == OP_DELETE:
             out.pop(c.name, None)
         elif c.op in _OP_NAMES:
-            if c.name not in KNOWN_CONFIGS:
-                raise InvalidConfigError(f"unknown topic config name: {c.name}")
+            lookup(c.name)  # unknown or refused: InvalidConfigError
             if c.name not in LIST_CONFIGS:
                 raise InvalidRequestError(
                     f"config value {_OP_NAMES[c.op]} is not allowed for config key: {c.name}"
                 )
+            start = out.get(c.name, (defaults or {}).get(c.name, ""))
+            out[c.name] = _list_op(c.op, start, c.value or "")
         else:
             raise InvalidRequestError(f"config operation {c.op} for {c.name} is unknown")
     return out
+
+
+def _list_op(op: int, current: str, value: str) -> str:
+    """APPEND: `current`'s items then those of `value` it lacks; SUBTRACT: `current`'s items
+    but those of `value` (comma-separated lists, items trimmed)."""
+    have = [i.strip() for i in current.split(",") if i.strip()]
+    given = [i.strip() for i in value.split(",") if i.strip()]
+    if op == OP_APPEND:
+        return ",".join(have + [i for i in given if i not in have])
+    return ",".join(i for i in have if i not in given)

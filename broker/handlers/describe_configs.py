@@ -1,14 +1,22 @@
 """DescribeConfigs: a topic's effective configs (broker defaults merged with its ZooKeeper
-overrides, `is_default` telling which is which), or this broker's own settings (read-only).
-`config_names` None asks for every config.
+overrides), or this broker's own settings (read-only). `config_names` None asks for every
+config.
 
-Names and sources are Kafka's, so Kafka tools read them as they read Kafka's: a topic's value
-comes from its override (TOPIC_CONFIG), the broker's [topic_defaults] (STATIC_BROKER_CONFIG)
-or the built-in default (DEFAULT_CONFIG). A broker's settings are listed under Kafka's broker
-config names where Kafka has the setting (`num.partitions`, `message.max.bytes` for the
-topic default `max.message.bytes`, ...), else as the setting's name with dots for underscores;
-set in its config file means STATIC_BROKER_CONFIG, else DEFAULT_CONFIG. Types are Kafka's
-where it has the config, else told from the Python type.
+A topic's configs are the registry's rows in effect (protocol/topic_config.py), answered as
+Kafka answers them. A value comes from the topic's override (DYNAMIC_TOPIC_CONFIG, 1), else
+from the broker's config file, where its `[topic_defaults]` sets it (STATIC_BROKER_CONFIG, 4),
+else it is the built-in default (DEFAULT_CONFIG, 5). With `include_synonyms` each entry lists
+those places in that order, under their own names (the topic config's name for the override,
+the broker setting's, e.g. `log.cleanup.policy`, for the other two). Types and docs are the
+registry's; nothing is sensitive; a topic config is never read-only. `is_default` (odradek's
+own field) is true where the topic has no override of its own.
+
+A broker's settings are listed under Kafka's broker config names where Kafka has the setting
+(`num.partitions`, ...), else as the setting's name with dots for underscores; its topic
+defaults under their broker names (`log.cleanup.policy`, `message.max.bytes`, ...). Given in
+its config file or as a flag (or differing from the default) is STATIC_BROKER_CONFIG, else
+DEFAULT_CONFIG; all read-only (odradek has no dynamic broker configs, so DYNAMIC_BROKER_CONFIG
+is never answered).
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.log.config import CONTROLLER_BOOL_CONFIGS, LogConfig
 from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -32,6 +39,7 @@ from protocol.api.admin import (
     TYPE_STRING,
     TYPE_UNKNOWN,
     ConfigEntry,
+    ConfigSynonym,
     DescribeConfigsRequest,
     DescribeConfigsResource,
     DescribeConfigsResponse,
@@ -39,19 +47,27 @@ from protocol.api.admin import (
 )
 from protocol.codec import Request
 from protocol.errors import InvalidRequestError, OdradekError, UnknownTopicOrPartitionError
+from protocol.topic_config import CONTROLLER, IN_EFFECT, TOPIC_CONFIGS, TopicConfigDef
+
+UNCLEAN = "unclean.leader.election.enable"
 
 
 async def handle(ctx: BrokerContext, request: Request) -> DescribeConfigsResponse:
     req: DescribeConfigsRequest = request.body
-    return DescribeConfigsResponse([await _describe(ctx, r) for r in req.resources])
+    return DescribeConfigsResponse([await _describe(ctx, req, r) for r in req.resources])
 
 
-async def _describe(ctx: BrokerContext, res: DescribeConfigsResource) -> DescribeConfigsResult:
+async def _describe(
+    ctx: BrokerContext, req: DescribeConfigsRequest, res: DescribeConfigsResource
+) -> DescribeConfigsResult:
     try:
         if res.resource_type == RESOURCE_TOPIC:
-            entries = await _topic_entries(ctx, res.resource_name)
+            if not ctx.metadata.has_topic(res.resource_name):
+                raise UnknownTopicOrPartitionError(f"topic {res.resource_name} does not exist")
+            overrides = await ctx.topics.read_topic_config(res.resource_name)
+            entries = topic_entries(ctx.config, overrides, req.include_synonyms)
         elif res.resource_type == RESOURCE_BROKER:
-            entries = _broker_entries(ctx.config, res.resource_name)
+            entries = broker_entries(ctx.config, res.resource_name, req.include_synonyms)
         else:
             raise InvalidRequestError(f"resource type {res.resource_type} is not supported")
     except OdradekError as exc:
@@ -61,26 +77,56 @@ async def _describe(ctx: BrokerContext, res: DescribeConfigsResource) -> Describ
     if res.config_names is not None:
         wanted = set(res.config_names)
         entries = [e for e in entries if e.name in wanted]
+    if not req.include_documentation:
+        entries = [dataclasses.replace(e, documentation=None) for e in entries]
     return DescribeConfigsResult(0, None, res.resource_type, res.resource_name, entries)
 
 
-# Topic config -> (Kafka's broker config for its default, Kafka's type).
-TOPIC_CONFIGS: dict[str, tuple[str, int]] = {
-    "segment.bytes": ("log.segment.bytes", TYPE_INT),
-    "segment.ms": ("log.roll.ms", TYPE_LONG),
-    "index.interval.bytes": ("log.index.interval.bytes", TYPE_INT),
-    "segment.index.bytes": ("log.index.size.max.bytes", TYPE_INT),
-    "flush.messages": ("log.flush.interval.messages", TYPE_LONG),
-    "flush.ms": ("log.flush.interval.ms", TYPE_LONG),
-    "retention.ms": ("log.retention.ms", TYPE_LONG),
-    "retention.bytes": ("log.retention.bytes", TYPE_LONG),
-    "max.message.bytes": ("message.max.bytes", TYPE_INT),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms", TYPE_LONG),
-    "min.insync.replicas": ("min.insync.replicas", TYPE_INT),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable", TYPE_BOOLEAN),
-}
-UNCLEAN = "unclean.leader.election.enable"
-assert set(TOPIC_CONFIGS) == {*LogConfig().to_properties(), *CONTROLLER_BOOL_CONFIGS}
+def topic_entries(
+    config: BrokerConfig, overrides: Mapping[str, str], synonyms: bool
+) -> list[ConfigEntry]:
+    """A topic's entries (pure): every config in effect, plus any override the registry does
+    not know (written before it, e.g. odradek's `fsync`), shown as stored."""
+    broker_values = _broker_topic_values(config)
+    in_file = set_in_file(config)
+    entries = []
+    for name in sorted({*IN_EFFECT, *overrides}):
+        row = TOPIC_CONFIGS.get(name)
+        found = []  # (name, value, source): where the value may come from, first wins
+        if name in overrides:
+            found.append((name, overrides[name], SOURCE_TOPIC_CONFIG))
+        if row is not None:
+            broker_name = row.broker_name or name
+            if name in in_file:
+                found.append((broker_name, broker_values[name], SOURCE_STATIC_BROKER_CONFIG))
+            found.append((broker_name, row.default, SOURCE_DEFAULT_CONFIG))
+        _, value, source = found[0]
+        entries.append(ConfigEntry(
+            name, value, False, source != SOURCE_TOPIC_CONFIG, source,
+            row.type_code if row is not None else TYPE_UNKNOWN, False,
+            [ConfigSynonym(*f) for f in found] if synonyms else [],
+            row.doc if row is not None else None,
+        ))  # fmt: skip
+    return entries
+
+
+def _broker_topic_values(config: BrokerConfig) -> dict[str, str]:
+    """{topic config: the value this broker gives topics that do not override it}."""
+    values = config.default_log_config().to_properties()
+    values[UNCLEAN] = _text(config.unclean_leader_election_enable)
+    return values
+
+
+def set_in_file(config: BrokerConfig) -> set[str]:
+    """The topic configs whose default the broker's config sets."""
+    names = {n for n in config.topic_defaults if TOPIC_CONFIGS.get(n, None) is not None}
+    if "fsync" in config.topic_defaults:
+        names.add("flush.messages")
+    field = "unclean_leader_election_enable"
+    if field in config.explicit or getattr(config, field) != _FIELD_DEFAULTS[field]:
+        names.add(UNCLEAN)
+    return names
+
 
 # BrokerConfig field -> Kafka's broker config name, where Kafka has that setting.
 BROKER_NAMES: dict[str, str] = {
@@ -94,6 +140,51 @@ LONG_SETTINGS = frozenset(
     {"connections.max.idle.ms", "log.retention.check.interval.ms", "replica.lag.time.max.ms",
      "controlled.shutdown.retry.backoff.ms", "leader.imbalance.check.interval.seconds"}
 )  # fmt: skip
+
+
+def broker_entries(config: BrokerConfig, name: str, synonyms: bool) -> list[ConfigEntry]:
+    """This broker's settings, then the topic defaults it gives, by Kafka's names (pure)."""
+    if name not in ("", str(config.broker_id)):
+        raise InvalidRequestError(f"this is broker {config.broker_id}, not {name}")
+    entries = {}
+    for field, default in _FIELD_DEFAULTS.items():
+        value = getattr(config, field)
+        kafka_name = BROKER_NAMES.get(field, field.replace("_", "."))
+        static = field in config.explicit or value != default
+        shown_default = None if default is _NO_DEFAULT else _setting_text(default)
+        entries[kafka_name] = _broker_entry(
+            kafka_name,
+            _setting_text(value),
+            shown_default,
+            static,
+            _type_of(value, kafka_name),
+            None,
+            synonyms,
+        )
+    in_file = set_in_file(config)
+    values = _broker_topic_values(config)
+    for topic_name in IN_EFFECT:
+        row = TOPIC_CONFIGS[topic_name]
+        if row.broker_name is None or row.reader == CONTROLLER:  # the controller's: above
+            continue
+        entries[row.broker_name] = _broker_entry(
+            row.broker_name, values[topic_name], row.default, topic_name in in_file,
+            row.type_code, _topic_default_doc(row), synonyms,
+        )  # fmt: skip
+    return sorted(entries.values(), key=lambda e: e.name)
+
+
+def _topic_default_doc(row: TopicConfigDef) -> str:
+    return f"The default of topic config {row.name}: {row.doc}"
+
+
+def _broker_entry(name: str, value: str | None, default: str | None, static: bool,
+                  kind: int, doc: str | None, synonyms: bool) -> ConfigEntry:  # fmt: skip
+    source = SOURCE_STATIC_BROKER_CONFIG if static else SOURCE_DEFAULT_CONFIG
+    found = [ConfigSynonym(name, value, SOURCE_STATIC_BROKER_CONFIG)] if static else []
+    found.append(ConfigSynonym(name, default, SOURCE_DEFAULT_CONFIG))
+    return ConfigEntry(name, value, True, not static, source, kind, False,
+                       found if synonyms else [], doc)  # fmt: skip
 
 
 def _type_of(value: object, name: str) -> int:
@@ -117,62 +208,10 @@ def _setting_text(value: object) -> str | None:
     return None if value == "" else _text(value)
 
 
-async def _topic_entries(ctx: BrokerContext, topic: str) -> list[ConfigEntry]:
-    if not ctx.metadata.has_topic(topic):
-        raise UnknownTopicOrPartitionError(f"topic {topic} does not exist")
-    overrides: Mapping[str, str] = await ctx.topics.read_topic_config(topic)
-    defaults = ctx.replicas.default_log_config.to_properties()
-    defaults[UNCLEAN] = _text(ctx.config.unclean_leader_election_enable)
-    by_broker = _set_in_file(ctx.config)
-    values = {**defaults, **overrides}
-    entries = []
-    for name in sorted(values):
-        if name in overrides:
-            source = SOURCE_TOPIC_CONFIG
-        elif name in by_broker:
-            source = SOURCE_STATIC_BROKER_CONFIG
-        else:
-            source = SOURCE_DEFAULT_CONFIG
-        kind = TOPIC_CONFIGS.get(name, (name, TYPE_UNKNOWN))[1]
-        entries.append(ConfigEntry(name, values[name], False, name not in overrides, source, kind))
-    return entries
-
-
-def _set_in_file(config: BrokerConfig) -> set[str]:
-    """The topic configs whose default the broker's config sets."""
-    names = set(config.topic_defaults)
-    if "fsync" in names:
-        names.add("flush.messages")
-    if config.unclean_leader_election_enable != _FIELD_DEFAULTS["unclean_leader_election_enable"]:
-        names.add(UNCLEAN)
-    return names
-
-
-def _broker_entries(config: BrokerConfig, name: str) -> list[ConfigEntry]:
-    if name not in ("", str(config.broker_id)):
-        raise InvalidRequestError(f"this is broker {config.broker_id}, not {name}")
-    entries = []
-    for field, default in _FIELD_DEFAULTS.items():
-        value = getattr(config, field)
-        kafka_name = BROKER_NAMES.get(field, field.replace("_", "."))
-        entries.append(_broker_entry(kafka_name, _setting_text(value), value == default,
-                                     _type_of(value, kafka_name)))  # fmt: skip
-    by_file = _set_in_file(config)
-    for topic_name, value in config.default_log_config().to_properties().items():
-        kafka_name, kind = TOPIC_CONFIGS[topic_name]
-        entries.append(_broker_entry(kafka_name, value, topic_name not in by_file, kind))
-    return sorted(entries, key=lambda e: e.name)
-
-
-def _broker_entry(name: str, value: str | None, is_default: bool, kind: int) -> ConfigEntry:
-    source = SOURCE_DEFAULT_CONFIG if is_default else SOURCE_STATIC_BROKER_CONFIG
-    return ConfigEntry(name, value, True, is_default, source, kind)
-
-
 _NO_DEFAULT = object()  # broker_id, log_dir: always set, never a default
 # BrokerConfig field -> its built-in default.
 _FIELD_DEFAULTS: dict[str, object] = {
     f.name: (f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT)
     for f in dataclasses.fields(BrokerConfig)
-    if f.name != "topic_defaults"
+    if f.name not in ("topic_defaults", "explicit")
 }

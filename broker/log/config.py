@@ -1,22 +1,15 @@
 """A partition log's configuration, by Kafka's topic-config names.
 
-`LogConfig` is frozen; a log changes configuration by `Log.update_config(new)`. The fields map
-one-to-one to Kafka topic configs (`from_properties` / `to_properties`):
+`LogConfig` is frozen; a log changes configuration by `Log.update_config(new)`. Its fields are
+the topic configs read by the log, the cleaner and the partition, one field per row of the
+registry (protocol/topic_config.py: name, type, default, bounds, doc), which `from_properties`
+/ `to_properties` and `__post_init__` read; a field's name is its row's `attr`. So adding a
+config is a row there and a field here.
 
-    segment.bytes          segment_bytes          roll the active segment at this size
-    segment.ms             segment_ms             ... or this long after its first append
-    index.interval.bytes   index_interval_bytes   one sparse index entry per this many bytes
-    segment.index.bytes    segment_index_bytes    roll when the offset index reaches this size
-    flush.messages         flush_messages         fsync after this many messages (None: never)
-    flush.ms               flush_ms               fsync this long after an unflushed append
-    retention.ms           retention_ms           delete closed segments older (-1: unlimited)
-    retention.bytes        retention_bytes        keep the log under this size (-1: unlimited)
-    max.message.bytes      max_message_bytes      the largest batch accepted
-    file.delete.delay.ms   file_delete_delay_ms   keep deleted segments open this long
-    min.insync.replicas    min_insync_replicas    acks=all needs at least this many in the ISR
-
-plus the shorthand `fsync = always | never` (flush.messages 1 / never). "Never" is written as
-Kafka writes it, Long.MAX_VALUE (9223372036854775807); -1 is accepted too.
+`unclean.leader.election.enable` (read by the controller) is checked and skipped; a refused
+config (tiered storage, ...) raises InvalidConfigError with its reason. Plus odradek's own
+shorthand `fsync = always | never` (flush.messages 1 / never). "Never" and "unlimited" are
+None; Kafka writes them as Long.MAX_VALUE (flush.*) or -1 (retention.*), and either is read.
 """
 
 from __future__ import annotations
@@ -26,44 +19,33 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from protocol.errors import InvalidConfigError
+from protocol.topic_config import (
+    CLEANUP_COMPACT,
+    CLEANUP_DELETE,
+    CONTROLLER,
+    INT_MAX,
+    LONG_MAX,
+    OFFSET_INDEX_ENTRY_BYTES,
+    TOPIC_CONFIGS,
+    TopicConfigDef,
+    lookup,
+)
 
-LONG_MAX = (1 << 63) - 1
-INT_MAX = (1 << 31) - 1
-OFFSET_INDEX_ENTRY_BYTES = 16
+__all__ = ["CONFIG_NAMES", "INT_MAX", "LONG_MAX", "OFFSET_INDEX_ENTRY_BYTES", "LogConfig"]
 
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    attr: str
-    minimum: int
-    maximum: int
-    optional: bool  # may be None ("never" / "unlimited")
-
-
-# Kafka config name -> how it maps. Positions stay below 2^32 in the index, so segment.bytes
-# is an int as in Kafka.
-_FIELDS: dict[str, _Field] = {
-    "segment.bytes": _Field("segment_bytes", 1, INT_MAX, False),
-    "segment.ms": _Field("segment_ms", 1, LONG_MAX, False),
-    "index.interval.bytes": _Field("index_interval_bytes", 0, INT_MAX, False),
-    "segment.index.bytes": _Field("segment_index_bytes", OFFSET_INDEX_ENTRY_BYTES, INT_MAX, False),
-    "flush.messages": _Field("flush_messages", 1, LONG_MAX, True),
-    "flush.ms": _Field("flush_ms", 0, LONG_MAX, True),
-    "retention.ms": _Field("retention_ms", 0, LONG_MAX, True),
-    "retention.bytes": _Field("retention_bytes", 0, LONG_MAX, True),
-    "max.message.bytes": _Field("max_message_bytes", 61, INT_MAX, False),
-    "file.delete.delay.ms": _Field("file_delete_delay_ms", 0, LONG_MAX, False),
-    "min.insync.replicas": _Field("min_insync_replicas", 1, INT_MAX, False),
-}
-_UNLIMITED_TEXT = {"flush.messages": str(LONG_MAX), "flush.ms": str(LONG_MAX)}
+_ROWS: dict[str, TopicConfigDef] = {
+    row.attr: row for row in TOPIC_CONFIGS.values() if row.attr is not None
+}  # LogConfig field -> its row
 # Topic configs the controller reads from ZooKeeper (not the log): accepted, checked, skipped.
-CONTROLLER_BOOL_CONFIGS = frozenset({"unclean.leader.election.enable"})
+CONTROLLER_CONFIGS = frozenset(n for n, r in TOPIC_CONFIGS.items() if r.reader == CONTROLLER)
+CONTROLLER_BOOL_CONFIGS = CONTROLLER_CONFIGS  # the old name
 
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     segment_bytes: int = 1 << 30
     segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096
     segment_index_bytes: int = 10 * 1024 * 1024
     flush_messages: int | None = None  # None: never fsync (the OS decides); 1: always
@@ -73,22 +55,45 @@ class LogConfig:
     max_message_bytes: int = 1048588
     file_delete_delay_ms: int = 60000
     min_insync_replicas: int = 1  # a partition-level setting; the log itself ignores it
+    cleanup_policy: str = CLEANUP_DELETE  # "delete", "compact" or "compact,delete"
+    delete_retention_ms: int = 86_400_000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    preallocate: bool = False  # a hint: stored and described only
+    message_downconversion_enable: bool = True  # a hint: stored and described only
 
     def __post_init__(self) -> None:
-        for key, spec in _FIELDS.items():
-            value = getattr(self, spec.attr)
-            if value is None and spec.optional:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidConfigError(f"{key} must be an integer, not {value!r}")
-            if not spec.minimum <= value <= spec.maximum:
-                raise InvalidConfigError(
-                    f"{key} = {value} is outside [{spec.minimum}, {spec.maximum}]"
-                )
+        for attr, row in _ROWS.items():
+            value = getattr(self, attr)
+            checked = row.check(value)
+            if checked != value or type(checked) is not type(value):
+                object.__setattr__(self, attr, checked)  # normalized: "delete,compact", 1 -> 1.0
 
     @property
     def fsync_always(self) -> bool:
         return self.flush_messages == 1
+
+    @property
+    def compact(self) -> bool:
+        """The cleaner compacts this log (policy compact or compact,delete)."""
+        return CLEANUP_COMPACT in self.cleanup_policy.split(",")
+
+    @property
+    def delete_enabled(self) -> bool:
+        """Retention deletes old segments (policy delete or compact,delete)."""
+        return CLEANUP_DELETE in self.cleanup_policy.split(",")
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
@@ -98,22 +103,15 @@ class LogConfig:
             if key == "fsync":
                 changes["flush_messages"] = _parse_fsync(text)
                 continue
-            if key in CONTROLLER_BOOL_CONFIGS:
-                if str(text).strip().lower() not in ("true", "false"):
-                    raise InvalidConfigError(f"{key} must be true or false, not {text!r}")
-                continue
-            spec = _FIELDS.get(key)
-            if spec is None:
-                raise InvalidConfigError(f"unknown log config {key!r}")
-            changes[spec.attr] = _parse_value(key, spec, text)
+            row = lookup(key)  # unknown or refused: InvalidConfigError
+            value = row.parse(text)
+            if row.attr is not None:
+                changes[row.attr] = value
         return replace(base if base is not None else cls(), **changes)
 
     def to_properties(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key, spec in _FIELDS.items():
-            value = getattr(self, spec.attr)
-            out[key] = str(value) if value is not None else _UNLIMITED_TEXT.get(key, "-1")
-        return out
+        """{Kafka name: text} of every field, in the registry's order."""
+        return {row.name: row.text(getattr(self, attr)) for attr, row in _ROWS.items()}
 
 
 def _parse_fsync(text: str) -> int | None:
@@ -125,17 +123,6 @@ def _parse_fsync(text: str) -> int | None:
     raise InvalidConfigError(f"fsync must be 'always' or 'never', not {text!r}")
 
 
-def _parse_value(key: str, spec: _Field, text: str) -> int | None:
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise InvalidConfigError(f"{key} must be an integer, not {text!r}") from None
-    if spec.optional and (value == -1 or (value == LONG_MAX and key.startswith("flush."))):
-        return None
-    if not spec.minimum <= value <= spec.maximum:
-        raise InvalidConfigError(f"{key} = {value} is outside [{spec.minimum}, {spec.maximum}]")
-    return value
-
-
-CONFIG_NAMES: tuple[str, ...] = (*_FIELDS, "fsync")
-assert {f.name for f in fields(LogConfig)} == {s.attr for s in _FIELDS.values()}
+CONFIG_NAMES: tuple[str, ...] = (*(r.name for r in _ROWS.values()), "fsync")
+assert {f.name for f in fields(LogConfig)} == set(_ROWS), "a LogConfig field without a row"
+assert LogConfig().to_properties() == {r.name: r.default for r in _ROWS.values()}

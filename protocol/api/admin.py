@@ -8,12 +8,17 @@ notification), as Kafka's ZooKeeper-era brokers did.
 AlterConfigs carries both of Kafka's config APIs: `incremental=False` replaces a resource's
 whole override set with the configs listed (Kafka's AlterConfigs, 33); `incremental=True`
 applies each config's `op` (Kafka's IncrementalAlterConfigs, 44: SET, DELETE, and APPEND and
-SUBTRACT, which only list configs take, and odradek has none).
+SUBTRACT, which only list configs take: `cleanup.policy`). Which topic configs exist, their
+types, defaults and docs: protocol/topic_config.py.
+
+DescribeConfigs answers as Kafka's: each entry's source, its synonyms when asked (the topic's
+override, then the broker's setting, then the default: where the value would come from in
+turn), read-only and sensitive flags, type, and its documentation when asked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.registry import ApiSpec, register
 
@@ -22,11 +27,13 @@ RESOURCE_BROKER = 4
 
 # Where a described config's value comes from (Kafka's DescribeConfigs config_source).
 SOURCE_TOPIC_CONFIG = 1  # the topic's own override (/config/topics/<topic>)
+SOURCE_DYNAMIC_BROKER_CONFIG = 2  # Kafka's dynamic broker configs: odradek has none, never sent
 SOURCE_STATIC_BROKER_CONFIG = 4  # set in the broker's config file
 SOURCE_DEFAULT_CONFIG = 5  # nobody set it: the built-in default
 
 # A config's type (Kafka's DescribeConfigs config_type, v3+); UNKNOWN where we cannot tell.
 TYPE_UNKNOWN, TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG = 0, 1, 2, 3, 4, 5
+TYPE_DOUBLE, TYPE_LIST, TYPE_CLASS, TYPE_PASSWORD = 6, 7, 8, 9
 
 # IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids).
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -96,6 +103,18 @@ class DescribeConfigsResource:
 @dataclass(frozen=True, slots=True)
 class DescribeConfigsRequest:
     resources: list[DescribeConfigsResource]
+    include_synonyms: bool = False
+    include_documentation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """One place a config's value may come from: `name` as that place calls it (the topic
+    config's name for an override, the broker setting's name for the broker's)."""
+
+    name: str
+    value: str | None
+    source: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +125,9 @@ class ConfigEntry:
     is_default: bool
     source: int = SOURCE_DEFAULT_CONFIG
     config_type: int = TYPE_UNKNOWN
+    is_sensitive: bool = False
+    synonyms: list[ConfigSynonym] = field(default_factory=list)  # when include_synonyms
+    documentation: str | None = None  # when include_documentation
 
 
 @dataclass(frozen=True, slots=True)

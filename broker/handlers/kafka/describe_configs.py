@@ -1,8 +1,9 @@
 """DescribeConfigs (32), v1-v4: the native DescribeConfigs, answered in Kafka's shape.
 
-Topic (2) and broker (4) resources; config_source, and config_type from v3, as the native
-entries give them (broker/handlers/describe_configs.py); never sensitive, no synonyms (odradek
-has one name per setting), no documentation. A null or empty key list asks for every config.
+Topic (2) and broker (4) resources; config_source, read-only and sensitive flags, synonyms
+(when include_synonyms), and config_type and documentation (v3+, documentation when
+include_documentation) as the native entries give them (broker/handlers/describe_configs.py,
+from the registry protocol/topic_config.py). A null or empty key list asks for every config.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         )
         for r in request.body.resources
     ]
-    native_req = DescribeConfigsRequest(resources)
+    body = request.body
+    native_req = DescribeConfigsRequest(
+        resources,
+        bool(body.include_synonyms),
+        bool(getattr(body, "include_documentation", False)),  # v3+
+    )
     result = native.handle(ctx, as_native(DESCRIBE_CONFIGS, native_req, request))
     return then(result, lambda r: _answer(request.header.api_version, r))
 
@@ -54,8 +60,12 @@ def _answer(version: int, resp: DescribeConfigsResponse) -> Any:
 
 
 def _entry(cls: Any, e: ConfigEntry) -> Any:
+    synonym_cls = nested(cls, "DescribeConfigsSynonym")
+    synonyms = tuple(
+        make(synonym_cls, name=s.name, value=s.value, source=s.source) for s in e.synonyms
+    )
     return make(
         nested(cls, "DescribeConfigsResourceResult"), name=e.name, value=e.value,
-        read_only=e.read_only, config_source=e.source, is_sensitive=False, synonyms=(),
-        config_type=e.config_type, documentation=None,
+        read_only=e.read_only, config_source=e.source, is_sensitive=e.is_sensitive,
+        synonyms=synonyms, config_type=e.config_type, documentation=e.documentation,
     )  # fmt: skip

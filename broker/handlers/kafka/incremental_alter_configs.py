@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs (44), v0-v1: the native AlterConfigs applying each config's
-operation (SET 0, DELETE 1; APPEND 2 and SUBTRACT 3 only on list configs, which odradek's
-topics have none of: INVALID_REQUEST) to the topic's overrides, answered in Kafka's shape."""
+operation (SET 0, DELETE 1; APPEND 2 and SUBTRACT 3 only on list configs, `cleanup.policy`,
+else INVALID_REQUEST) to the topic's overrides, answered in Kafka's shape."""
 
 from __future__ import annotations
 

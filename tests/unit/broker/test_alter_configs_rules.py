@@ -59,6 +59,20 @@ def test_incremental_refusals(change: AlterableConfig, error: type, message: str
         altered_config(CURRENT, [change], incremental=True)
 
 
+def test_append_and_subtract_work_on_the_list_config_cleanup_policy() -> None:
+    defaults = {"cleanup.policy": "delete"}
+    append = [AlterableConfig("cleanup.policy", "compact", OP_APPEND)]
+    assert altered_config({}, append, True, defaults) == {"cleanup.policy": "delete,compact"}
+    again = [AlterableConfig("cleanup.policy", "compact,delete", OP_APPEND)]
+    got = altered_config({"cleanup.policy": "compact"}, again, True, defaults)
+    assert got == {"cleanup.policy": "compact,delete"}  # no item twice
+    subtract = [AlterableConfig("cleanup.policy", "delete", OP_SUBTRACT)]
+    got = altered_config({"cleanup.policy": "delete,compact"}, subtract, True, defaults)
+    assert got == {"cleanup.policy": "compact"}
+    with pytest.raises(InvalidConfigError, match="no tiered storage"):
+        altered_config({}, [AlterableConfig("remote.storage.enable", "x", OP_APPEND)], True)
+
+
 @pytest.mark.parametrize("incremental", [True, False])
 def test_a_key_named_twice_is_refused(incremental: bool) -> None:
     changes = [AlterableConfig("retention.ms", "1"), AlterableConfig("retention.ms", "2")]

@@ -15,7 +15,7 @@ from typing import Any
 from protocol.api.admin import SOURCE_DEFAULT_CONFIG as DEFAULT_CONFIG
 from protocol.api.admin import SOURCE_STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG
 from protocol.api.admin import SOURCE_TOPIC_CONFIG as TOPIC_CONFIG
-from protocol.api.admin import TYPE_BOOLEAN, TYPE_INT, TYPE_LONG
+from protocol.api.admin import TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG
 from protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -34,6 +34,7 @@ from protocol.kafka.versions import (
     INCREMENTAL_ALTER_CONFIGS,
     SERVED,
 )
+from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
 from tests.unit.broker.helpers import batch, produce
 
@@ -193,14 +194,27 @@ async def test_describe_topic_configs_gives_kafka_sources_and_types(tmp_path: Pa
                 TYPE_LONG,
             )
             assert not retention.read_only and not retention.is_sensitive
-            assert retention.synonyms == () and retention.documentation is None
+            assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+                ("retention.ms", "1234", TOPIC_CONFIG),
+                ("log.retention.ms", "604800000", DEFAULT_CONFIG),
+            ]
+            assert retention.documentation == TOPIC_CONFIGS["retention.ms"].doc
             segment = entries["segment.bytes"]
             assert (segment.value, segment.config_source, segment.config_type) == (
                 "65536",
                 STATIC_BROKER_CONFIG,
                 TYPE_INT,
             )
+            assert [(s.name, s.value, s.source) for s in segment.synonyms] == [
+                ("log.segment.bytes", "65536", STATIC_BROKER_CONFIG),
+                ("log.segment.bytes", str(1 << 30), DEFAULT_CONFIG),
+            ]
             assert entries["max.message.bytes"].config_source == DEFAULT_CONFIG
+            policy = entries["cleanup.policy"]
+            assert (policy.value, policy.config_type, policy.config_source) == (
+                "delete", TYPE_LIST, DEFAULT_CONFIG,
+            )  # fmt: skip
+            assert set(entries) == set(IN_EFFECT)
             unclean = entries["unclean.leader.election.enable"]
             assert (unclean.value, unclean.config_type) == ("false", TYPE_BOOLEAN)
 
@@ -374,7 +388,7 @@ async def test_incremental_refusals(tmp_path: Path) -> None:
                     InvalidRequestError.code,
                     "config value append is not allowed for config key: retention.ms",
                 ),
-                (InvalidConfigError.code, "unknown topic config name: no.such"),
+                (InvalidConfigError.code, "unknown topic config 'no.such'"),
                 (InvalidRequestError.code, "error due to duplicate config keys"),
                 (InvalidRequestError.code, "config operation 7 for retention.ms is unknown"),
                 (InvalidConfigError.code, None),
