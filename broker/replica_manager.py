@@ -7,7 +7,9 @@ decoded requests and turn what it returns into responses; it never sees sockets 
 Produce (`append`): a client's control or transactional batch is refused (INVALID_RECORD,
 protocol/batch.py `check_client_batch`; followers copy batches without this check); the batch
 bytes go to `Log.append_as_leader` unread (the log checks header, CRC and size, stamps offset
-and leader epoch, and writes nothing on error); parked follower fetches wake, and the HW moves
+and leader epoch, and writes nothing on error), unless the topic's compression.type or
+message.timestamp.* configs ask the leader to check or rewrite it first (broker/log_validator.py:
+INVALID_TIMESTAMP, recompression, LogAppendTime); parked follower fetches wake, and the HW moves
 if the ISR allows. For a topic with `flush.messages=1` the caller
 awaits `AppendOutcome.durable` (group commit) before answering. acks=all: refused with
 NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replicas; otherwise
@@ -77,6 +79,7 @@ from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
+from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
 from broker.partition import Partition
 from broker.replica_fetcher import (
@@ -182,6 +185,7 @@ class AppendOutcome:
     error_message: str | None = None
     durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
     required_offset: int = -1  # acks=all: the HW this batch needs (its last offset + 1)
+    log_append_time_ms: int = -1  # message.timestamp.type=LogAppendTime: the time stamped
 
 
 @dataclass(slots=True)
@@ -362,6 +366,11 @@ class ReplicaManager:
                         f"{p.min_insync_replicas}"
                     ))  # fmt: skip
             check_client_batch(read_header(records))  # no control or transactional batches
+            append_time = -1
+            if needs_rewrite(p.log.config):  # compression.type, message.timestamp.*
+                records, append_time = validate_for_leader(
+                    records, p.log.config, p.log.clock.time_ms()
+                )
             info = p.log.append_as_leader(records, p.leader_epoch)
         except (OdradekError, OSError) as exc:
             code, message = self._failed(exc, f"append to {topic}-{partition}")
@@ -374,9 +383,8 @@ class ReplicaManager:
         durable = None
         if p.log.config.flush_messages == 1:
             durable = self._wait_durable(p, info.last_offset)
-        return AppendOutcome(
-            NONE, info.base_offset, p.log.log_start_offset, None, durable, info.last_offset + 1
-        )
+        return AppendOutcome(NONE, info.base_offset, p.log.log_start_offset, None, durable,
+                             info.last_offset + 1, append_time)  # fmt: skip
 
     async def _wait_durable(self, p: Partition, offset: int) -> None:
         """Group commit; a failed flush takes the directory offline and raises

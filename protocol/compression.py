@@ -51,10 +51,12 @@ class CodecError(ValueError):
     """Bytes that do not decompress, or that would inflate past the bound."""
 
 
-def compress(codec: int, data: Buffer) -> bytes:
-    """`data` compressed as `codec` writes it (see the module docstring)."""
+def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
+    """`data` compressed as `codec` writes it (see the module docstring); `level` (gzip,
+    lz4 and zstd: a topic's compression.<codec>.level) replaces the codec's default level."""
     if codec == GZIP:
-        gz = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # wbits 31: gzip header, CRC-32
+        gz_level = GZIP_LEVEL if level is None else level  # -1: zlib's default (6)
+        gz = zlib.compressobj(gz_level, zlib.DEFLATED, 31)  # wbits 31: gzip header, CRC-32
         return gz.compress(data) + gz.flush()
     if codec == SNAPPY:
         view = memoryview(data)
@@ -64,11 +66,15 @@ def compress(codec: int, data: Buffer) -> bytes:
             parts += (_BLOCK_LENGTH.pack(len(block)), bytes(block))
         return b"".join(parts)
     if codec == LZ4:
-        lz4 = cramjam.lz4.Compressor(level=LZ4_LEVEL, content_checksum=False, block_linked=False)
+        lz4 = cramjam.lz4.Compressor(
+            level=LZ4_LEVEL if level is None else level,
+            content_checksum=False,
+            block_linked=False,
+        )
         lz4.compress(bytes(data))  # the streaming compressor takes bytes only
         return bytes(lz4.finish())
     if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
+        return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL if level is None else level))
     if codec == NONE:
         return bytes(data)
     raise CodecError(f"unknown compression codec {codec}")

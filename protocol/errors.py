@@ -82,6 +82,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The group is rebalancing: rejoin to take part."),
     ErrorSpec(28, "INVALID_COMMIT_OFFSET_SIZE", False,
               "The committed offset metadata is too large."),
+    ErrorSpec(32, "INVALID_TIMESTAMP", False,
+              "A record's timestamp is outside the range the topic accepts "
+              "(message.timestamp.before.max.ms / after.max.ms)."),
     ErrorSpec(35, "UNSUPPORTED_VERSION", False, "This server does not support that API version."),
     ErrorSpec(36, "TOPIC_ALREADY_EXISTS", False, "A topic with that name already exists."),
     ErrorSpec(37, "INVALID_PARTITIONS", False, "The number of partitions is invalid."),
@@ -250,6 +253,9 @@ class UnknownMemberIdError(OdradekError): ...
 
 
 class RebalanceInProgressError(OdradekError): ...
+
+
+class InvalidTimestampError(OdradekError): ...
 
 
 class UnsupportedVersionError(OdradekError): ...

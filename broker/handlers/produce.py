@@ -156,7 +156,7 @@ def _response(
                     part.partition,
                     o.error_code,
                     o.base_offset,
-                    -1,
+                    o.log_append_time_ms,
                     o.log_start_offset,
                     o.error_message,
                 )

@@ -1,0 +1,103 @@
+"""The leader's checks and rewrites of a client's batch (broker/log_validator.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.log.config import LogConfig
+from broker.log_validator import needs_rewrite, validate_for_leader
+from protocol import compression
+from protocol.batch import (
+    TIMESTAMP_TYPE_BIT,
+    InvalidBatchError,
+    build_batch,
+    decode_all,
+    read_header,
+    validate,
+)
+from protocol.errors import InvalidTimestampError
+
+NOW = 1_700_000_000_000
+RECORDS = [(b"k%d" % i, b"value-%d" % i * 20, [("h", b"x")], NOW - 1000 + i) for i in range(50)]
+
+
+def _records(batch: bytes) -> list[tuple[int, bytes | None, bytes | None, object]]:
+    return [(r.offset, r.key, r.value, r.headers) for r in decode_all(batch)]
+
+
+def test_defaults_need_no_rewrite() -> None:
+    assert not needs_rewrite(LogConfig())
+    for changed in (
+        {"compression.type": "zstd"},
+        {"message.timestamp.type": "LogAppendTime"},
+        {"message.timestamp.before.max.ms": "1000"},
+        {"message.timestamp.after.max.ms": "1000"},
+    ):
+        assert needs_rewrite(LogConfig.from_properties(changed)), changed
+
+
+def test_log_append_time_stamps_max_timestamp_and_the_bit_with_a_new_crc() -> None:
+    batch = build_batch(RECORDS)
+    cfg = LogConfig(message_timestamp_type="LogAppendTime")
+    out, append_time = validate_for_leader(batch, cfg, NOW + 5)
+    header = validate(out)  # the CRC checks out
+    assert append_time == NOW + 5 and header.max_timestamp == NOW + 5
+    assert header.attributes & TIMESTAMP_TYPE_BIT
+    assert header.first_timestamp == read_header(batch).first_timestamp
+    assert _records(out) == _records(batch)
+
+
+@pytest.mark.parametrize("codec", [compression.NONE, compression.GZIP, compression.LZ4])
+@pytest.mark.parametrize("target", ["uncompressed", "gzip", "snappy", "lz4", "zstd"])
+def test_a_batch_whose_codec_differs_is_recompressed(codec: int, target: str) -> None:
+    batch = build_batch(RECORDS, codec=codec)
+    cfg = LogConfig(compression_type=target)
+    out, append_time = validate_for_leader(batch, cfg, NOW)
+    header = validate(out)
+    assert header.codec == {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[target]
+    assert append_time == -1 and _records(out) == _records(batch)
+    if header.codec == codec:
+        assert out == batch  # the same codec: appended as sent
+
+
+def test_recompression_and_log_append_time_together() -> None:
+    cfg = LogConfig(compression_type="zstd", message_timestamp_type="LogAppendTime",
+                    compression_zstd_level=19)  # fmt: skip
+    out, _ = validate_for_leader(build_batch(RECORDS), cfg, NOW)
+    header = validate(out)
+    assert header.codec == compression.ZSTD and header.attributes & TIMESTAMP_TYPE_BIT
+    assert header.max_timestamp == NOW
+
+
+@pytest.mark.parametrize(
+    "before, after, stamps, ok",
+    [
+        (1000, 1000, [NOW - 1000, NOW + 1000], True),
+        (1000, 1000, [NOW - 1001, NOW], False),
+        (1000, 1000, [NOW, NOW + 1001], False),
+        (10, (1 << 63) - 1, [NOW + 10**9], True),
+    ],
+)
+def test_timestamps_outside_the_bounds_are_invalid(
+    before: int, after: int, stamps: list[int], ok: bool
+) -> None:
+    batch = build_batch([(None, b"v", None, ts) for ts in stamps])
+    cfg = LogConfig(message_timestamp_before_max_ms=before, message_timestamp_after_max_ms=after)
+    if ok:
+        assert validate_for_leader(batch, cfg, NOW) == (batch, -1)
+    else:
+        with pytest.raises(InvalidTimestampError, match="out of range"):
+            validate_for_leader(batch, cfg, NOW)
+
+
+def test_log_append_time_ignores_the_bounds() -> None:
+    batch = build_batch([(None, b"v", None, 5)])
+    cfg = LogConfig(message_timestamp_type="LogAppendTime", message_timestamp_before_max_ms=1)
+    assert validate(validate_for_leader(batch, cfg, NOW)[0]).max_timestamp == NOW
+
+
+def test_a_corrupt_batch_is_never_given_a_new_crc() -> None:
+    batch = bytearray(build_batch(RECORDS))
+    batch[-1] ^= 0xFF
+    with pytest.raises(InvalidBatchError, match="CRC"):
+        validate_for_leader(bytes(batch), LogConfig(compression_type="gzip"), NOW)
