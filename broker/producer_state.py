@@ -172,6 +172,11 @@ class ProducerStateTable:
             last_seq = last_sequence(base_sequence, record_count)
             self.update(producer_id, epoch, base_sequence, last_seq, base_offset, last_offset)
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> the last offset of its last batch (the log cleaner keeps that
+        batch, even emptied, so that the producer's state survives cleaning)."""
+        return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
+
     def update_from_header(self, h: BatchHeader) -> None:
         if h.producer_id == NO_PRODUCER_ID or h.base_sequence < 0:
             return

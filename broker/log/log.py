@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.log import checkpoint
+from broker.log.cleaner import hold as cleaner_hold
 from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
 from broker.log.dir_failure import LogDirIOError
 from broker.log.epoch import LeaderEpochCache
@@ -78,6 +79,7 @@ from broker.log.segment import (
     Segment,
     check_batch,
     check_stored_batch,
+    segment_name,
 )
 from broker.metrics_counters import timed_fdatasync
 from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
@@ -86,6 +88,9 @@ from protocol.clock import Clock
 from protocol.codec import FileSlice
 from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
 
+CLEANED_SUFFIX = ".cleaned"  # a cleaner's output, not yet swapped in: removed at start
+SWAP_SUFFIX = ".swap"  # a committed swap: finished at start
+SWAP_END_SUFFIX = ".swap-end"  # beside a swap: the end offset of the segments it replaces
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
@@ -251,10 +256,11 @@ class Log:
 
     def _clean_directory(self) -> list[int]:
         """Remove leftovers (temp files, deleted segments, orphan indexes); the segment bases."""
+        self._finish_swaps()
         bases = []
         for path in self.directory.iterdir():
             name = path.name
-            if name.endswith((checkpoint.TMP_SUFFIX, DELETED_SUFFIX)):
+            if name.endswith((checkpoint.TMP_SUFFIX, DELETED_SUFFIX, CLEANED_SUFFIX)):
                 path.unlink()
             elif name.endswith(LOG_SUFFIX) and len(path.stem) == 20 and path.stem.isdigit():
                 bases.append(int(path.stem))
@@ -263,6 +269,35 @@ class Log:
             if suffix in ("index", "timeindex") and (not stem.isdigit() or int(stem) not in bases):
                 path.unlink()
         return sorted(bases)
+
+    def _finish_swaps(self) -> None:
+        """Finish a swap the cleaner committed (`<base>.log.swap` exists): remove every segment
+        the swap replaces, [base, the end in `<base>.swap-end`), then give the swap's files
+        their final names. Its indexes are rebuilt from the log (they may be half renamed)."""
+        for path in sorted(self.directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
+            stem = path.name.partition(".")[0]
+            if not (len(stem) == 20 and stem.isdigit()):
+                continue
+            base = int(stem)
+            end_file = self.directory / (stem + SWAP_END_SUFFIX)
+            end = checkpoint.read_offset(end_file)
+            if end is None:  # written before the rename; its loss means no swap was made
+                path.unlink()
+                continue
+            for other in self.directory.iterdir():
+                o_stem, _, suffix = other.name.partition(".")
+                if (
+                    o_stem.isdigit()
+                    and len(o_stem) == 20
+                    and base <= int(o_stem) < end
+                    and (suffix in ("log", "index", "timeindex", "index.swap", "timeindex.swap"))
+                ):
+                    other.unlink()
+            os.replace(path, self.directory / (stem + LOG_SUFFIX))
+            end_file.unlink()
+            checkpoint.fsync_dir(self.directory)
+        for path in self.directory.glob("*" + SWAP_END_SUFFIX):
+            path.unlink()
 
     def _load_segments(
         self, segments: list[Segment], first_unflushed: int, epochs_trusted: bool
@@ -538,6 +573,67 @@ class Log:
         self.producers.rebuild((), offset == 0)
         self._write_offsets_checkpoints()
         checkpoint.fsync_dir(self.directory)
+
+    # ----- the log cleaner (cleaner/) ---------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever batches are removed (a truncation): a cleaning planned before
+        must not be swapped in."""
+        return len(self._truncations)
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    def closed_segments(self) -> list[Segment]:
+        """Every segment but the active one, oldest first (the cleaner reads these)."""
+        return self._segments[:-1]
+
+    def replace_segments(self, old: list[Segment], new: Segment, generation: int) -> bool:
+        """Swap the cleaner's `new` segment (files under `.cleaned`, synced) in for the
+        consecutive closed segments `old`, by Kafka's suffix protocol:
+
+        1. `.cleaned` -> `.swap`: from here a restart finishes the swap (`_clean_directory`);
+        2. the old segments but the first renamed `.deleted` (deferred, for reads in flight);
+        3. `.swap` -> the final names, over the first old segment's files.
+
+        False (and nothing done) when the log changed since the cleaning was planned: a
+        truncation, the old segments gone (retention) or the log closed."""
+        if self.closed or generation != self.generation:
+            return False
+        try:
+            i = next(k for k, seg in enumerate(self._segments) if seg is old[0])
+        except StopIteration:
+            return False
+        if i + len(old) >= len(self._segments) or any(
+            a is not b for a, b in zip(self._segments[i : i + len(old)], old, strict=True)
+        ):
+            return False
+        assert new.base_offset == old[0].base_offset and new.next_offset <= old[-1].next_offset
+        end_file = self.directory / (segment_name(new.base_offset) + SWAP_END_SUFFIX)
+        checkpoint.write_atomically(end_file, checkpoint.encode_offset(old[-1].next_offset))
+        new.rename_suffix(SWAP_SUFFIX)
+        checkpoint.fsync_dir(self.directory)
+        self.hold("swap")
+        due = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
+        for seg in old[1:]:
+            seg.rename_deleted()
+            self._pending_deletes.append((due, seg))
+        self.hold("deleted")
+        new.rename_suffix("")
+        old[0].replaced = True
+        self._pending_deletes.append((due, old[0]))
+        end_file.unlink()
+        checkpoint.fsync_dir(self.directory)
+        self._segments[i : i + len(old)] = [new]
+        self._bases[i : i + len(old)] = [new.base_offset]
+        self._check_invariants()
+        return True
+
+    def hold(self, step: str) -> None:
+        """A test hook (cleaner/hold.py): may block at a named step of a swap."""
+        cleaner_hold.hold(self.directory.parent, step)
 
     # ----- durability -----------------------------------------------------------------------
 

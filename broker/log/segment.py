@@ -191,14 +191,16 @@ class Tail:
 
 
 class Segment:
-    def __init__(self, directory: Path, base_offset: int, fd: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, fd: int, suffix: str = "") -> None:
+        """`suffix`: the log cleaner's `.cleaned` or `.swap` after every file's name."""
         self.directory = directory
         self.base_offset = base_offset
         self.fd = fd
         name = segment_name(base_offset)
-        self.log_path = directory / (name + LOG_SUFFIX)
-        self.index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset)
+        self.log_path = directory / (name + LOG_SUFFIX + suffix)
+        self.index = OffsetIndex(directory / (name + INDEX_SUFFIX + suffix), base_offset)
+        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX + suffix), base_offset)
+        self.replaced = False  # its files now belong to a cleaned segment: unlink closes only
         self.size_bytes = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -214,13 +216,15 @@ class Segment:
     # ----- life cycle ---------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, new_directory: bool = False) -> Segment:
+    def create(
+        cls, directory: Path, base_offset: int, new_directory: bool = False, suffix: str = ""
+    ) -> Segment:
         """A new, empty segment. In a `new_directory` its index files are left to their first
         entry (no file to empty: creating a file costs ~0.7 ms on this machine's disk, and an
         absent index makes a load rebuild it from the log, as recovery does)."""
-        path = directory / (segment_name(base_offset) + LOG_SUFFIX)
+        path = directory / (segment_name(base_offset) + LOG_SUFFIX + suffix)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        seg = cls(directory, base_offset, fd)
+        seg = cls(directory, base_offset, fd, suffix)
         if not new_directory:
             seg.index = OffsetIndex.create(seg.index.file.path, base_offset)
             seg.time_index = TimeIndex.create(seg.time_index.file.path, base_offset)
@@ -350,8 +354,20 @@ class Segment:
         os.replace(self.log_path, deleted)
         self.log_path = deleted
 
+    def rename_suffix(self, suffix: str) -> None:
+        """Give every file the suffix `suffix` instead of its own (the cleaner's swap): the
+        indexes first, the log last, so a log file under its final name has final indexes."""
+        name = segment_name(self.base_offset)
+        self.index.file.rename(self.directory / (name + INDEX_SUFFIX + suffix))
+        self.time_index.file.rename(self.directory / (name + TIME_INDEX_SUFFIX + suffix))
+        path = self.directory / (name + LOG_SUFFIX + suffix)
+        os.replace(self.log_path, path)
+        self.log_path = path
+
     def unlink(self) -> None:
         self.close()
+        if self.replaced:
+            return
         for path in (self.log_path, self.index.file.path, self.time_index.file.path):
             if path.exists():
                 os.unlink(path)

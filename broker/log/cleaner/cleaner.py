@@ -1,0 +1,243 @@
+"""One cleaning pass over one log (Kafka's `Cleaner`), run in a cleaner thread.
+
+The event loop owns the Log; this module never touches it. `CleanTask` is what the loop hands
+over: duplicated fds of the closed segments to read (their sizes frozen at hand-over: nothing
+below the active segment is ever appended to), the cleanable range, the topic's config and the
+last offset of each idempotent producer's last batch. `clean(task)`:
+
+1. builds the offset map (plan.OffsetMap: key -> last offset) over the dirty section, segment
+   by segment; when the map is full it stops at the start of the segment that did not fit, and
+   that is where this pass's cleaning ends (`end_offset`, the next checkpoint);
+2. groups the segments below `end_offset` (plan.group_segments) and rewrites each group into
+   one new segment `<first base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`),
+   batch by batch: a batch with nothing to drop and no tombstone to stamp is copied as it is;
+   otherwise records.rebuild keeps what plan.retain keeps, setting the delete horizon
+   (now + delete.retention.ms) on a batch that keeps a tombstone and has none yet. A batch
+   left with no record goes, unless it is its producer's last (kept empty, for the producer's
+   state, as Kafka does). Control batches are kept as they are;
+3. fsyncs the new files. The swap (`.cleaned` -> `.swap` -> final names) is the loop's,
+   through Log.replace_segments, which also checks that nothing changed the log meanwhile.
+
+I/O is throttled to `io_max_bytes_per_second` (read and written bytes) by sleeping through the
+injected `sleep`. `hold(step)` is a test hook: it may block at a named step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.log.cleaner import plan, records
+from broker.log.segment import Segment, check_stored_batch
+from protocol.batch import HEADER_BYTES, LENGTH_PREFIX_BYTES
+
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+READ_CHUNK_BYTES = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentToRead:
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    fd: int  # a dup, closed by the task
+
+
+@dataclass(slots=True)
+class CleanTask:
+    directory: Path
+    segments: list[SegmentToRead]  # every closed segment from the log start, oldest first
+    first_dirty: int
+    first_uncleanable: int
+    now_ms: int
+    delete_retention_ms: int
+    segment_bytes: int
+    segment_index_bytes: int
+    index_interval_bytes: int
+    max_message_bytes: int
+    map_bytes: int
+    producer_last_offsets: dict[int, int]  # producer id -> last offset of its last batch
+    io_max_bytes_per_second: float | None = None
+    sleep: Callable[[float], None] = field(default=lambda s: None)
+    monotonic: Callable[[], float] = field(default=lambda: 0.0)
+    hold: Callable[[str], None] = field(default=lambda step: None)
+
+    def close(self) -> None:
+        for seg in self.segments:
+            os.close(seg.fd)
+
+
+@dataclass(slots=True)
+class CleanedGroup:
+    old_bases: list[int]
+    new: Segment  # files under CLEANED_SUFFIX, synced
+
+
+@dataclass(slots=True)
+class CleanResult:
+    end_offset: int  # the next first dirty offset
+    groups: list[CleanedGroup]
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    delete_horizon_ms: int | None = None  # the latest horizon this pass set
+
+
+class _Throttle:
+    def __init__(self, task: CleanTask) -> None:
+        self.task = task
+        self.start = task.monotonic()
+        self.bytes = 0
+
+    def spent(self, n: int) -> None:
+        self.bytes += n
+        rate = self.task.io_max_bytes_per_second
+        if rate is not None:
+            ahead = self.bytes / rate - (self.task.monotonic() - self.start)
+            if ahead > 0:
+                self.task.sleep(ahead)
+
+
+def batches(seg: SegmentToRead, throttle: _Throttle) -> list[tuple[int, bytes]]:
+    """(position, bytes) of every batch of a segment, in chunks of READ_CHUNK_BYTES."""
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while pos < seg.size_bytes:
+        chunk = os.pread(seg.fd, min(READ_CHUNK_BYTES, seg.size_bytes - pos), pos)
+        throttle.spent(len(chunk))
+        at = 0
+        while len(chunk) - at >= HEADER_BYTES:
+            size = LENGTH_PREFIX_BYTES + int.from_bytes(chunk[at + 8 : at + 12], "big")
+            if at + size > len(chunk):
+                break
+            check_stored_batch(chunk, at)  # the loop wrote and checked it; a disk may not keep it
+            out.append((pos + at, chunk[at : at + size]))
+            at += size
+        if at == 0:  # one batch larger than a chunk
+            size = LENGTH_PREFIX_BYTES + int.from_bytes(chunk[8:12], "big")
+            whole = os.pread(seg.fd, size, pos)
+            check_stored_batch(whole)
+            out.append((pos, whole))
+            at = len(whole)
+        pos += at
+    return out
+
+
+def clean(task: CleanTask) -> CleanResult:
+    try:
+        return _clean(task)
+    finally:
+        task.close()
+
+
+def _clean(task: CleanTask) -> CleanResult:
+    throttle = _Throttle(task)
+    offset_map = plan.OffsetMap(task.map_bytes)
+    end = task.first_dirty
+    for seg in task.segments:
+        if seg.next_offset <= task.first_dirty:
+            continue
+        if seg.base_offset >= task.first_uncleanable:
+            break
+        if not _map_segment(seg, offset_map, task, throttle):
+            break
+        end = max(end, seg.next_offset)
+    end = min(end, task.first_uncleanable)
+    result = CleanResult(end, [], bytes_read=throttle.bytes)
+    task.hold("mapped")
+    to_clean = [s for s in task.segments if s.next_offset <= end]
+    infos = [plan.SegmentInfo(s.base_offset, s.next_offset, s.size_bytes, -1, -1)
+             for s in to_clean]  # fmt: skip
+    for group in plan.group_segments(infos, task.segment_bytes, task.segment_index_bytes):
+        segs = [to_clean[i] for i in group]
+        new = _clean_group(segs, offset_map.latest, task, throttle, result)
+        result.groups.append(CleanedGroup([s.base_offset for s in segs], new))
+    result.bytes_read = throttle.bytes - result.bytes_written
+    task.hold("cleaned")
+    return result
+
+
+def _map_segment(
+    seg: SegmentToRead, offset_map: plan.OffsetMap, task: CleanTask, throttle: _Throttle
+) -> bool:
+    """Add the segment's keys to the map; False (map unchanged) if they do not fit."""
+    found: dict[bytes, int] = {}
+    for _, data in batches(seg, throttle):
+        scanned = records.scan(data, task.max_message_bytes * 4 + (1 << 20))
+        if scanned.is_control:
+            continue
+        for r in scanned.records:
+            if r.key is not None and task.first_dirty <= r.offset < task.first_uncleanable:
+                found[r.key] = r.offset
+    new_keys = [k for k in found if k not in offset_map.latest]
+    if not offset_map.has_room_for(len(new_keys), sum(len(k) for k in new_keys)):
+        if not offset_map.latest:
+            raise MemoryError(
+                f"segment {seg.base_offset} holds more keys than "
+                f"log.cleaner.dedupe.buffer.size ({task.map_bytes} bytes) can map"
+            )
+        return False
+    for key, offset in found.items():
+        offset_map.put(key, offset)
+    return True
+
+
+def _clean_group(
+    segs: list[SegmentToRead],
+    latest: dict[bytes, int],
+    task: CleanTask,
+    throttle: _Throttle,
+    result: CleanResult,
+) -> Segment:
+    new = Segment.create(task.directory, segs[0].base_offset, suffix=CLEANED_SUFFIX)
+    try:
+        for seg in segs:
+            for _, data in batches(seg, throttle):
+                out = _clean_batch(data, latest, task, result)
+                if out is None:
+                    continue
+                h = check_stored_batch(out)
+                last = h[0] + h[6]
+                new.append((out,), len(out), h[0], last, h[8], task.now_ms,
+                           task.index_interval_bytes)  # fmt: skip
+                result.bytes_written += len(out)
+                throttle.spent(len(out))
+        new.seal()
+        os.fdatasync(new.fd)
+    except BaseException:
+        new.unlink()
+        raise
+    return new
+
+
+def _clean_batch(
+    data: bytes, latest: dict[bytes, int], task: CleanTask, result: CleanResult
+) -> bytes | None:
+    """The batch as the cleaned segment stores it, or None to drop it."""
+    scanned = records.scan(data, task.max_message_bytes * 4 + (1 << 20))
+    if scanned.is_control:
+        return data
+    horizon = scanned.delete_horizon_ms
+    keep = [
+        r for r in scanned.records
+        if plan.retain(r.offset, r.key, r.tombstone, latest, horizon, task.now_ms)
+    ]  # fmt: skip
+    result.records_read += len(scanned.records)
+    result.records_kept += len(keep)
+    needs_horizon = horizon is None and any(r.tombstone for r in keep)
+    if needs_horizon:
+        horizon = task.now_ms + task.delete_retention_ms
+        if result.delete_horizon_ms is None or horizon > result.delete_horizon_ms:
+            result.delete_horizon_ms = horizon
+    if not keep:
+        pid = scanned.producer_id
+        if pid < 0 or task.producer_last_offsets.get(pid) != scanned.last_offset:
+            return None
+    if len(keep) == len(scanned.records) and not needs_horizon:
+        return data
+    return records.rebuild(data, scanned, keep, horizon if needs_horizon or
+                           scanned.delete_horizon_ms is not None else None)  # fmt: skip

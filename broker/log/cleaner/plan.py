@@ -1,0 +1,177 @@
+"""The log cleaner's decisions, as pure functions of a log's shape (Kafka's LogCleanerManager
+and Cleaner): which range of a log may be cleaned, how dirty it is, which log goes first, how
+segments are grouped, and which records a pass keeps.
+
+A compacted log has a clean head (already cleaned: each key at most once... per pass) and a
+dirty tail:
+
+    log start            first dirty              first uncleanable          log end
+       |---- clean ---------|------- dirty -----------|---- never touched ------|
+
+`first_dirty` is the cleaner's checkpoint (cleaner-offset-checkpoint), clamped to the log.
+`first_uncleanable` is the least of: the active segment's base (never cleaned), the high
+watermark (nothing a consumer cannot see yet), and the base of the first segment holding a
+record younger than min.compaction.lag.ms. Only whole segments below it are cleaned.
+
+The dirty ratio is dirty bytes / (clean + dirty bytes). A log is cleanable when the ratio
+reaches min.cleanable.dirty.ratio, or when its first dirty segment's oldest record is older
+than max.compaction.lag.ms (it must be cleaned, whatever the ratio). The filthiest goes first:
+a must-clean log before the others, then the highest ratio.
+
+A record is kept (`retain`) when it has a key, it is the latest of its key in the offset map
+(or its key is not in the map: the map covers only the dirty section it was built over), and
+it is not a tombstone past its batch's delete horizon. Keyless records are dropped, as Kafka's
+cleaner drops them (a compacted topic refuses them on produce).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+NO_LIMIT = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """What the plan needs of one segment."""
+
+    base_offset: int
+    next_offset: int  # one past its last batch
+    size_bytes: int
+    first_timestamp_ms: int  # its first batch's max timestamp (Kafka's: for max.compaction.lag)
+    max_timestamp_ms: int  # its largest timestamp (-1: none)
+    index_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanableRange:
+    first_dirty: int
+    first_uncleanable: int
+    clean_bytes: int
+    dirty_bytes: int
+    must_clean: bool  # max.compaction.lag.ms has passed for its first dirty record
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+
+def cleanable_range(
+    segments: Sequence[SegmentInfo],
+    log_start_offset: int,
+    checkpoint: int | None,
+    high_watermark: int,
+    now_ms: int,
+    min_compaction_lag_ms: int,
+    max_compaction_lag_ms: int,
+) -> CleanableRange:
+    """The clean and dirty sections of a log whose segments (oldest first, the last active)
+    are `segments`."""
+    log_end = segments[-1].next_offset if segments else log_start_offset
+    first_dirty = checkpoint if checkpoint is not None else log_start_offset
+    if not log_start_offset <= first_dirty <= log_end:
+        first_dirty = log_start_offset  # a stale checkpoint (truncation, DeleteRecords)
+    uncleanable = min(segments[-1].base_offset if segments else log_end, high_watermark)
+    for seg in segments:
+        if seg.base_offset >= uncleanable:
+            break
+        if min_compaction_lag_ms > 0 and seg.max_timestamp_ms > now_ms - min_compaction_lag_ms:
+            uncleanable = seg.base_offset
+            break
+    uncleanable = max(uncleanable, first_dirty)
+    clean = dirty = 0
+    must = False
+    for i, seg in enumerate(segments[:-1]):
+        end = segments[i + 1].base_offset
+        if end <= first_dirty:
+            clean += seg.size_bytes
+        elif end <= uncleanable:
+            if not dirty and max_compaction_lag_ms < NO_LIMIT:
+                must = seg.first_timestamp_ms >= 0 and (
+                    now_ms - seg.first_timestamp_ms > max_compaction_lag_ms
+                )
+            dirty += seg.size_bytes
+    return CleanableRange(first_dirty, uncleanable, clean, dirty, must)
+
+
+def is_cleanable(r: CleanableRange, min_cleanable_ratio: float) -> bool:
+    return r.dirty_bytes > 0 and (r.must_clean or r.dirty_ratio >= min_cleanable_ratio)
+
+
+def filthiest(candidates: Iterable[tuple[object, CleanableRange]]) -> object | None:
+    """The key of the candidate to clean first (must-clean first, then by dirty ratio)."""
+    best = max(candidates, key=lambda c: (c[1].must_clean, c[1].dirty_ratio), default=None)
+    return None if best is None else best[0]
+
+
+def group_segments(
+    segments: Sequence[SegmentInfo], max_bytes: int, max_index_bytes: int
+) -> list[list[int]]:
+    """Consecutive segments (indexes into `segments`) rewritten into one file each: a group
+    stays within segment.bytes, the index size limit and a 2^31 offset span (Kafka's
+    groupSegmentsBySize)."""
+    groups: list[list[int]] = []
+    i = 0
+    while i < len(segments):
+        group = [i]
+        size, index = segments[i].size_bytes, segments[i].index_bytes
+        while i + 1 < len(segments):
+            nxt = segments[i + 1]
+            if (
+                size + nxt.size_bytes > max_bytes
+                or index + nxt.index_bytes > max_index_bytes
+                or nxt.next_offset - segments[group[0]].base_offset - 1 > (1 << 31) - 1
+            ):
+                break
+            size += nxt.size_bytes
+            index += nxt.index_bytes
+            i += 1
+            group.append(i)
+        groups.append(group)
+        i += 1
+    return groups
+
+
+def retain(
+    offset: int,
+    key: bytes | None,
+    tombstone: bool,
+    latest: dict[bytes, int],
+    delete_horizon_ms: int | None,
+    now_ms: int,
+) -> bool:
+    """Kafka's shouldRetainRecord: keep the latest record of each key, and a tombstone only
+    until its batch's delete horizon has passed."""
+    if key is None:
+        return False
+    found = latest.get(key)
+    if found is not None and offset < found:
+        return False  # a later record of the key exists
+    return not (tombstone and delete_horizon_ms is not None and now_ms >= delete_horizon_ms)
+
+
+class OffsetMap:
+    """Key -> the last offset seen for it, over the dirty section, with a bound on memory
+    (log.cleaner.dedupe.buffer.size). Kafka's SkimpyOffsetMap stores a 16-byte hash and an
+    offset per key (24 bytes); a dict of the keys themselves costs about `ENTRY_BYTES` plus the
+    key, which is what the bound counts."""
+
+    ENTRY_BYTES = 100
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.latest: dict[bytes, int] = {}
+        self.bytes = 0
+
+    def has_room_for(self, keys: int, key_bytes: int) -> bool:
+        return self.bytes + keys * self.ENTRY_BYTES + key_bytes <= self.max_bytes
+
+    def put(self, key: bytes, offset: int) -> None:
+        if key not in self.latest:
+            self.bytes += self.ENTRY_BYTES + len(key)
+        self.latest[key] = offset
+
+    def __len__(self) -> int:
+        return len(self.latest)

@@ -1,0 +1,220 @@
+"""The log cleaner on real logs (no broker): a pass keeps the latest value of each key, in
+offset order; tombstones live until their delete horizon; producers' last batches stay; the
+cleaner's swap survives a restart at every step; readers see increasing offsets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from broker.log.cleaner import plan
+from broker.log.cleaner.manager import CleanerSettings, LogCleaner
+from broker.log.config import LogConfig
+from broker.log.log import Log
+from broker.log.manager import LogManager
+from protocol.batch import BatchHeader, build_batch, decode_all, iter_batches
+from protocol.clock import ManualClock
+from tests.unit.log.conftest import T0, slice_bytes
+
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": "600", "min.cleanable.dirty.ratio": "0.01"}
+
+
+def keyed(pairs: Sequence[tuple[bytes, bytes | None]], ts: int = T0, **kw: int) -> bytes:
+    return build_batch([(k, v, None, ts) for k, v in pairs], **kw)
+
+
+def read_all(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    pos = log.log_start_offset
+    while pos < log.log_end_offset:
+        result = log.read(pos, 1 << 20)
+        if result.slice is None:
+            break
+        data = slice_bytes(result)
+        assert sum(h.size for _, h in iter_batches(data)) == len(data)  # whole, CRC-valid
+        out.extend((r.offset, r.key, r.value) for r in decode_all(data) if r.offset >= pos)
+        assert result.next_offset > pos
+        pos = result.next_offset
+    return out
+
+
+def latest(writes: Sequence[tuple[bytes, bytes | None]]) -> dict[bytes, bytes | None]:
+    out: dict[bytes, bytes | None] = {}
+    for k, v in writes:
+        out[k] = v
+    return out
+
+
+class Harness:
+    def __init__(self, log_dir: Path, clock: ManualClock, **config: str) -> None:
+        self.log_dir, self.clock, self.config = log_dir, clock, {**COMPACT, **config}
+        self.manager = LogManager(log_dir, LogConfig.from_properties(self.config), clock)
+        self.manager.load_all()
+        self.hw: int | None = None  # None: the log end
+        self.cleaner = self._cleaner()
+
+    def _cleaner(self) -> LogCleaner:
+        return LogCleaner(self.manager, self.clock, CleanerSettings(backoff_ms=10), self._hw)
+
+    def _hw(self, topic: str, partition: int) -> int:
+        return self.hw if self.hw is not None else self.log.log_end_offset
+
+    @property
+    def log(self) -> Log:
+        return self.manager.get_or_create("t", 0)
+
+    def clean(self) -> bool:
+        return asyncio.run(self.cleaner.clean_once())
+
+    def restart(self) -> None:
+        for log in self.manager.logs():
+            log.close()
+        self.manager = LogManager(self.log_dir, LogConfig.from_properties(self.config), self.clock)
+        self.manager.load_all()
+        self.cleaner = self._cleaner()
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "logs", ManualClock(time_ms=T0))
+
+
+def test_a_pass_keeps_the_latest_value_of_each_key_in_offset_order(harness: Harness) -> None:
+    writes = [(b"k%d" % (i % 7), b"v%d" % i) for i in range(120)]
+    for i in range(0, len(writes), 3):
+        harness.log.append_as_leader(keyed(writes[i : i + 3]), 1)
+    before = harness.log.size_bytes
+    assert harness.log.segment_count > 5
+    assert harness.clean()
+    got = read_all(harness.log)
+    want = latest(writes)
+    active_base = harness.log.active_segment.base_offset
+    cleaned = [(o, k, v) for o, k, v in got if o < active_base]
+    assert len({k for _, k, _ in cleaned}) == len(cleaned)  # one record per key below the head
+    assert {k: v for _, k, v in got} == want  # and the latest value of every key survives
+    assert [o for o, _, _ in got] == sorted(o for o, _, _ in got)
+    assert harness.log.size_bytes < before / 3
+    assert harness.cleaner.checkpointed("t", 0) == active_base
+    assert not harness.clean()  # nothing dirty now
+    harness.restart()
+    assert {k: v for _, k, v in read_all(harness.log)} == want
+    assert not list((harness.log_dir / "t-0").glob("*.cleaned"))
+
+
+def test_the_cleaner_never_touches_the_active_segment_or_what_is_past_the_hw(
+    harness: Harness,
+) -> None:
+    for i in range(60):
+        harness.log.append_as_leader(keyed([(b"same", b"%d" % i)]), 1)
+    harness.hw = harness.log.closed_segments()[1].base_offset
+    assert harness.clean()
+    got = read_all(harness.log)
+    below = [o for o, _, _ in got if o < harness.hw]
+    assert len(below) == 1  # cleaned below the high watermark
+    assert [o for o, _, _ in got if o >= harness.hw] == list(range(harness.hw, 60))
+
+
+def test_tombstones_stay_until_their_delete_horizon_then_go(harness: Harness) -> None:
+    harness.config["delete.retention.ms"] = "1000"
+    harness.restart()
+    for i in range(30):
+        harness.log.append_as_leader(keyed([(b"a%d" % i, b"x"), (b"b", b"%d" % i)]), 1)
+    harness.log.append_as_leader(keyed([(b"a3", None)]), 1)  # a tombstone
+    for i in range(30):
+        harness.log.append_as_leader(keyed([(b"b", b"y%d" % i)]), 1)
+    assert harness.clean()
+    got = {k: v for _, k, v in read_all(harness.log)}
+    assert got[b"a3"] is None  # kept for delete.retention.ms
+    harness.clock.advance(1001)
+    harness.log.append_as_leader(keyed([(b"b", b"z")]), 1)
+    assert harness.clean()  # the horizon passed: a pass is due even with little dirt
+    got2 = {k: v for _, k, v in read_all(harness.log)}
+    assert b"a3" not in got2
+    assert got2[b"a4"] == b"x" and got2[b"b"] == b"z"
+
+
+def test_a_producers_last_batch_stays_empty_so_its_state_survives(harness: Harness) -> None:
+    for seq in range(20):
+        harness.log.append_as_leader(
+            keyed([(b"k", b"%d" % seq)], producer_id=7, producer_epoch=0, base_sequence=seq), 1
+        )
+        harness.log.append_as_leader(keyed([(b"k", b"other%d" % seq)]), 1)
+    harness.log.roll()
+    last = harness.log.producers.last_offsets()[7]
+    assert harness.clean()
+    headers: list[BatchHeader] = []
+    for seg in harness.log.closed_segments():
+        data = os.pread(seg.fd, seg.size_bytes, 0)
+        headers.extend(h for _, h in iter_batches(data))
+    kept = [h for h in headers if h.producer_id == 7]
+    assert [h.last_offset for h in kept] == [last]
+    assert kept[0].record_count == 0  # emptied, kept for the producer
+    again = harness.log.append_as_leader(
+        keyed([(b"k", b"retry")], producer_id=7, producer_epoch=0, base_sequence=19), 1
+    )
+    assert again.duplicate  # the producer's state still knows its last batch
+
+
+@pytest.mark.parametrize("codec", [1, 4])
+def test_compressed_batches_are_rewritten_with_their_codec(harness: Harness, codec: int) -> None:
+    for i in range(40):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v%d" % i)] * 2, codec=codec), 1)
+    assert harness.clean()
+    codecs = set()
+    for seg in harness.log.closed_segments():
+        codecs |= {h.codec for _, h in iter_batches(os.pread(seg.fd, seg.size_bytes, 0))}
+    assert codecs == {codec}
+    assert {k: v for _, k, v in read_all(harness.log)}[b"k0"] == b"v39"
+
+
+def test_a_swap_left_half_done_is_finished_at_start(harness: Harness) -> None:
+    for i in range(60):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 4), b"v%d" % i)]), 1)
+    records_before = len(read_all(harness.log))
+    want = {k: v for _, k, v in read_all(harness.log)}
+    log = harness.log
+    old = log.closed_segments()
+    # do what a swap does up to its commit, then "crash"
+    original = log.hold
+    steps: list[str] = []
+
+    def crash_at(step: str) -> None:
+        steps.append(step)
+        if step == "deleted":
+            raise KeyboardInterrupt
+
+    log.hold = crash_at  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        harness.clean()
+    log.hold = original  # type: ignore[method-assign]
+    assert steps == ["swap", "deleted"]
+    assert list((harness.log_dir / "t-0").glob("*.log.swap"))
+    log.close_unclean()
+    harness.manager = LogManager(harness.log_dir, LogConfig.from_properties(harness.config),
+                                 harness.clock)  # fmt: skip
+    harness.manager.load_all()
+    assert {k: v for _, k, v in read_all(harness.log)} == want
+    first = harness.log.closed_segments()[0]
+    assert first.base_offset == old[0].base_offset and first.size_bytes < old[0].size_bytes
+    assert len(read_all(harness.log)) < records_before  # the swapped-in group is the cleaned one
+    names = [p.name for p in (harness.log_dir / "t-0").iterdir()]
+    assert not [n for n in names if n.endswith((".swap", ".cleaned", ".swap-end", ".deleted"))]
+
+
+def test_plan_dirty_ratio_and_uncleanable_offset() -> None:
+    shapes = [(0, 10, 100, T0), (10, 20, 100, T0), (20, 30, 100, T0 + 5000), (30, 35, 50, T0)]
+    segs = [plan.SegmentInfo(b, n, size, T0, ts) for b, n, size, ts in shapes]
+    r = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 0, plan.NO_LIMIT)
+    assert (r.first_dirty, r.first_uncleanable, r.clean_bytes, r.dirty_bytes) == (10, 30, 100, 200)
+    assert r.dirty_ratio == pytest.approx(2 / 3)
+    lagged = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 2000, plan.NO_LIMIT)
+    assert lagged.first_uncleanable == 20  # a record younger than min.compaction.lag.ms
+    hw = plan.cleanable_range(segs, 0, 10, 15, T0 + 6000, 0, plan.NO_LIMIT)
+    assert hw.first_uncleanable == 15 and hw.dirty_bytes == 0
+    must = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 0, 1000)
+    assert must.must_clean and plan.is_cleanable(must, 0.99)
+    assert not plan.is_cleanable(r, 0.9)
