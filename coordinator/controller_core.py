@@ -10,6 +10,7 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
 - STARTUP: load live brokers, topics, assignments, configs and partition states; elect leaders
   for new partitions and for partitions whose leader is gone; send every live broker
   LeaderAndIsr for its partitions and the full UpdateMetadata (this also tells them our epoch).
+  An existing `__consumer_offsets` is given its enforced configs (coordinator/internal_topics.py).
 - BROKER_CHANGE: diff the registrations (a changed czxid is a bounce: death plus return).
   Death: each partition it led gets a new leader from ISR ∩ live (coordinator/election.py), or
   goes offline (leader -1, ISR kept); it leaves the ISR of the others. Return: offline and new
@@ -86,6 +87,7 @@ from coordinator.election import (
     reelect_if_leaderless,
 )
 from coordinator.fast_death import DeathProber, without_probed_dead
+from coordinator.internal_topics import enforce_offsets_topic_config
 from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.state_writer import ControllerFenced, Decide, StateWriter
 from coordinator.states import PartitionState, ReplicaState
@@ -335,6 +337,7 @@ class Controller:
             self.channel.add_broker(b.broker_id, b.registration.host, b.registration.port)
         for topic in await self.zk.get_children(paths.BROKER_TOPICS):
             await self._load_topic(topic)
+        await enforce_offsets_topic_config(self.zk)  # a cluster made before it was compacted
         await self._elect_where_needed(self.ctx.partitions(), decide=_reconcile)
         self._send_full_state(sorted(self.ctx.live))
         await load_reassignments(self)

@@ -2,8 +2,8 @@
 
 A group's coordinator is the leader of partition `partition_for(group, N)` of
 `__consumer_offsets` (records.py). The topic is created on the first FindCoordinator, with N
-partitions and a replication factor of min(configured, live brokers), through the same
-TopicStore CreateTopics uses.
+partitions and a replication factor of min(configured, live brokers), compacted
+(coordinator/internal_topics.py), through the same TopicStore CreateTopics uses.
 
 Ownership follows leadership (seed 000's coordinator failover): `on_leadership_change` (called
 after LeaderAndIsr and StopReplica, and on every tick as a safety net) compares the offsets
@@ -50,6 +50,7 @@ from coordinator.group.records import (
     partition_for,
 )
 from coordinator.group.states import State, kafka_name
+from coordinator.internal_topics import OFFSETS_TOPIC_CONFIGS
 from protocol.api.group import (
     DeletedGroup,
     DescribeGroupsResponse,
@@ -346,7 +347,7 @@ class GroupCoordinator:
             rf = max(1, min(self.config.offsets_replication_factor, len(live)))
             try:
                 await self.topics.create_topic(
-                    OFFSETS_TOPIC, self.config.offsets_partitions, rf, {"retention.ms": "-1"}, live
+                    OFFSETS_TOPIC, self.config.offsets_partitions, rf, OFFSETS_TOPIC_CONFIGS, live
                 )
                 log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
                          self.config.offsets_partitions, rf)  # fmt: skip
