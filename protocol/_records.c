@@ -1,10 +1,18 @@
 /* protocol/_records.c: the records of uncompressed Kafka RecordBatch v2 payloads, walked at C
  * speed into Arrow column buffers (Spark) or into record tuples (the consumer).
  *
- * Input: "segments", one per batch: (buffer, start, end, base_offset, first_timestamp,
- * max_timestamp, record_count, lo, hi, log_append). buffer[start:end) is the batch's records
- * section (after its 61-byte header, already decompressed: protocol/columns.py does that).
- * Records [lo, hi) of the batch are produced; every record is walked and checked.
+ * Input: "segments", one per batch: (buffer, start, end, base_offset, last_offset_delta,
+ * first_timestamp, max_timestamp, record_count, lo, hi, log_append). buffer[start:end) is the
+ * batch's records section (after its 61-byte header, already decompressed: protocol/columns.py
+ * does that). The records whose offset delta is in [lo, hi) are produced, each at offset
+ * base_offset + its offset delta; every record is walked and checked.
+ *
+ * Compacted batches (Kafka's log cleaner) are read as Kafka's consumer reads them: a batch keeps
+ * its base offset and last_offset_delta but may hold fewer records than last_offset_delta + 1
+ * (none at all: an empty batch kept for its producer's state), each with its ORIGINAL offset
+ * delta; so deltas strictly increase and stay <= last_offset_delta, but may skip. The
+ * delete-horizon attribute (KIP-534) only means first_timestamp holds the horizon; record
+ * timestamps are still first_timestamp + timestamp_delta, so nothing here changes for it.
  *
  * One record (varint: zigzag LEB128 of an int32, at most 5 bytes; varlong: of an int64, at
  * most 10 bytes; a length of -1 is null):
@@ -12,7 +20,8 @@
  *     varint   length           bytes of the record after this field (>= 0, within the section)
  *     int8     attributes       unused
  *     varlong  timestamp_delta  from first_timestamp (LogAppendTime batches: max_timestamp)
- *     varint   offset_delta     must be the record's index: 0, 1, 2...
+ *     varint   offset_delta     above the previous record's (0, 1, 2... unless compacted),
+ *                               at most last_offset_delta
  *     varint   key_length       -1: null; then the key bytes
  *     varint   value_length     -1: null; then the value bytes
  *     varint   header_count     >= 0; per header: varint key length (>= 0), UTF-8 key,
@@ -51,7 +60,8 @@ typedef struct {
     Py_buffer view;
     Py_ssize_t start, end;
     long long base_offset, first_ts, max_ts;
-    int count, lo, hi, log_append;
+    long long lo, hi; /* offset deltas wanted: [lo, hi) */
+    int last_delta, count, log_append;
 } segment;
 
 typedef struct {
@@ -148,11 +158,16 @@ static const char *read_record(const uint8_t **pp, const uint8_t *end, record *r
     return NULL;
 }
 
-/* The record at index i of its batch: read_record, and its offset delta must be i. */
-static const char *read_indexed(const uint8_t **pp, const uint8_t *end, int i, record *r) {
+/* The next record of a batch: read_record, and its offset delta must be above the previous
+ * record's (`*prev`, -1 before the first) and at most the batch's last offset delta. */
+static inline const char *read_next(const uint8_t **pp, const uint8_t *end, int32_t *prev,
+                                    int32_t last_delta, record *r) {
     const char *err = read_record(pp, end, r);
-    if (!err && r->offset_delta != i) err = "its offset delta is not its index";
-    return err;
+    if (err) return err;
+    if (r->offset_delta <= *prev) return "its offset delta is not above the previous record's";
+    if (r->offset_delta > last_delta) return "its offset delta is past the batch's last one";
+    *prev = r->offset_delta;
+    return NULL;
 }
 
 /* ----- segments ---------------------------------------------------------------------------- */
@@ -173,15 +188,19 @@ static segment *parse_segments(PyObject *list, Py_ssize_t *count) {
     if (!segs) return (segment *)PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
         segment *s = &segs[i];
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "y*nnLLLiiip;a segment is (buffer, "
-                              "start, end, base, first_ts, max_ts, count, lo, hi, log_append)",
-                              &s->view, &s->start, &s->end, &s->base_offset, &s->first_ts,
-                              &s->max_ts, &s->count, &s->lo, &s->hi, &s->log_append)) {
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(list, i), "y*nnLiLLiLLp;a segment is (buffer, "
+                              "start, end, base, last_delta, first_ts, max_ts, count, lo, hi, "
+                              "log_append)",
+                              &s->view, &s->start, &s->end, &s->base_offset, &s->last_delta,
+                              &s->first_ts, &s->max_ts, &s->count, &s->lo, &s->hi,
+                              &s->log_append)) {
             release_segments(segs, i);
             return NULL;
         }
-        if (s->start < 0 || s->start > s->end || s->end > s->view.len || s->count < 1 ||
-            s->lo < 0 || s->lo > s->hi || s->hi > s->count) {
+        /* count <= last_delta + 1: deltas strictly increase from 0 up to last_delta */
+        if (s->start < 0 || s->start > s->end || s->end > s->view.len || s->last_delta < 0 ||
+            s->count < 0 || s->count > (long long)s->last_delta + 1 || s->lo < 0 ||
+            s->lo > s->hi || s->hi > (long long)s->last_delta + 1) {
             PyErr_Format(PyExc_ValueError, "segment %zd is out of its buffer's bounds", i);
             release_segments(segs, i + 1);
             return NULL;
@@ -267,11 +286,12 @@ static int walk_arrow(segment *segs, Py_ssize_t nsegs, int want_headers, int64_t
         segment *s = &segs[si];
         const uint8_t *p = (const uint8_t *)s->view.buf + s->start;
         const uint8_t *end = (const uint8_t *)s->view.buf + s->end;
+        int32_t prev = -1;
         for (int i = 0; i < s->count; i++) {
             record r;
-            const char *err = read_indexed(&p, end, i, &r);
+            const char *err = read_next(&p, end, &prev, s->last_delta, &r);
             if (err) return fail(s, i, err), -1;
-            if (i < s->lo || i >= s->hi) continue;
+            if (r.offset_delta < s->lo || r.offset_delta >= s->hi) continue;
             if (!offsets) { /* pass 1: sizes */
                 sz->n++;
                 if (r.key) sz->key_bytes += r.key_len; else sz->key_nulls++;
@@ -289,7 +309,7 @@ static int walk_arrow(segment *segs, Py_ssize_t nsegs, int want_headers, int64_t
                 }
                 continue;
             }
-            offsets[out] = s->base_offset + i;
+            offsets[out] = s->base_offset + r.offset_delta;
             stamps[out] = (int64_t)((uint64_t)stamp_of(s, &r) * (uint64_t)scale);
             types[out] = s->log_append;
             put_binary(key, out, r.key, r.key_len);
@@ -432,7 +452,7 @@ static PyObject *make_record(PyTypeObject *cls, PyObject *topic, PyObject *parti
     items[0] = Py_NewRef(topic);
     items[1] = Py_NewRef(partition);
     items[3] = Py_NewRef(stamp);
-    if (!(items[2] = PyLong_FromLongLong(s->base_offset + i))) goto fail;
+    if (!(items[2] = PyLong_FromLongLong(s->base_offset + r->offset_delta))) goto fail;
     if (!(items[4] = bytes_or_none(r->key, r->key_len))) goto fail;
     if (!(items[5] = bytes_or_none(r->value, r->value_len))) goto fail;
     if (r->header_count) {
@@ -460,7 +480,9 @@ static PyObject *records(PyObject *self, PyObject *args) {
     Py_ssize_t nsegs, total = 0;
     segment *segs = parse_segments(list, &nsegs);
     if (!segs) return NULL;
-    for (Py_ssize_t i = 0; i < nsegs; i++) total += segs[i].hi - segs[i].lo;
+    for (Py_ssize_t i = 0; i < nsegs; i++) /* at most: fewer when compaction left gaps */
+        total += (Py_ssize_t)(segs[i].hi - segs[i].lo < segs[i].count ? segs[i].hi - segs[i].lo
+                                                                       : segs[i].count);
     PyObject *out = PyList_New(total), *stamp = NULL;
     int64_t stamp_value = 0;
     Py_ssize_t at = 0;
@@ -469,11 +491,12 @@ static PyObject *records(PyObject *self, PyObject *args) {
         segment *s = &segs[si];
         const uint8_t *p = (const uint8_t *)s->view.buf + s->start;
         const uint8_t *end = (const uint8_t *)s->view.buf + s->end;
+        int32_t prev = -1;
         for (int i = 0; i < s->count; i++) {
             record r;
-            const char *err = read_indexed(&p, end, i, &r);
+            const char *err = read_next(&p, end, &prev, s->last_delta, &r);
             if (err) goto bad;
-            if (i < s->lo || i >= s->hi) continue;
+            if (r.offset_delta < s->lo || r.offset_delta >= s->hi) continue;
             int64_t ts = stamp_of(s, &r);
             if (!stamp || ts != stamp_value) { /* records of a batch mostly share one */
                 Py_XDECREF(stamp);
@@ -493,6 +516,8 @@ static PyObject *records(PyObject *self, PyObject *args) {
             goto error;
         }
     }
+    if (at < total) /* the unset tail (NULLs) is cut: the list was never seen */
+        Py_SET_SIZE(out, at);
     goto done;
 error:
     Py_CLEAR(out); /* the unset tail of the list is NULL, which list_dealloc skips */

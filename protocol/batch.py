@@ -11,9 +11,11 @@ The same bytes travel all three ways. Layout (big-endian), 61-byte header then t
         17     4  crc                    CRC32C of bytes [21, end)
         21     2  attributes             bits 0-2 codec (0 none, 1 gzip, 2 snappy, 3 lz4,
                                          4 zstd), bit 3 timestamp type (1: LogAppendTime),
-                                         bit 4 transactional, bit 5 control; others 0
-        23     4  last_offset_delta      record_count - 1
-        27     8  first_timestamp        ms since the epoch: the first record's
+                                         bit 4 transactional, bit 5 control, bit 6 delete
+                                         horizon (KIP-534, set by the log cleaner); others 0
+        23     4  last_offset_delta      record_count - 1 (compacted: may be more)
+        27     8  first_timestamp        ms since the epoch: the first record's (with the
+                                         delete horizon bit: the horizon)
         35     8  max_timestamp          the largest record timestamp
         43     8  producer_id            -1: none
         51     2  producer_epoch         -1: none
@@ -27,7 +29,8 @@ One record (varint: zigzag LEB128 of an int32, varlong of an int64; a length of 
     varint   length          bytes of the record after this field
     int8     attributes      0 (unused)
     varlong  timestamp_delta from first_timestamp (may be negative)
-    varint   offset_delta    the record's index in the batch: 0, 1, ...
+    varint   offset_delta    the record's index in the batch: 0, 1, ... (compacted: its
+                             original delta; deltas increase but may skip)
     varint   key_length      then that many key bytes; -1: null key
     varint   value_length    then that many value bytes; -1: null value
     varint   header_count    then per header: varint key length, UTF-8 key (never null),
@@ -35,6 +38,14 @@ One record (varint: zigzag LEB128 of an int32, varlong of an int64; a length of 
 
 A record with no headers and one with an empty list look the same; `Record.headers` is None
 for both. With LogAppendTime a record's timestamp is the batch's max_timestamp.
+
+Compacted batches: Kafka's log cleaner rewrites a batch keeping its base offset, its
+last_offset_delta and each kept record's offset delta, so record_count may be below
+last_offset_delta + 1, and 0 (an empty batch kept for its producer's state). It may set the
+delete horizon bit; first_timestamp then holds the horizon (after the records' timestamps, so
+max_timestamp may be below it) and record timestamps are still first_timestamp + their delta.
+Gaps between batches follow. `validate` and `iter_batches` take all of that, as every stored
+batch passes them; `check_client_batch` refuses it on produce (a producer writes none of it).
 
 The CRC starts at the attributes, so the broker stamps base_offset and leader epoch without
 recomputing it. The broker only ever calls `read_header`, `validate`, `check_client_batch`,
@@ -55,7 +66,7 @@ import struct
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, lt
 from typing import Any, NamedTuple
 
 import crc32c
@@ -95,7 +106,10 @@ CODEC_ZSTD = compression.ZSTD
 TIMESTAMP_TYPE_BIT = 0x08  # 0: CreateTime, 1: LogAppendTime
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
-KNOWN_ATTRIBUTE_BITS = CODEC_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT
+DELETE_HORIZON_BIT = 0x40  # KIP-534: first_timestamp is the delete horizon (log cleaner only)
+KNOWN_ATTRIBUTE_BITS = (
+    CODEC_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT | DELETE_HORIZON_BIT
+)
 CODECS = {name: codec for codec, name in compression.NAMES.items()}
 
 NO_PRODUCER_ID = -1
@@ -173,8 +187,10 @@ def validate(
     """Check one batch's header fields and CRC; return its header.
 
     Checks: enough bytes, magic 2, a length that covers the header and fits the buffer (and
-    `max_batch_bytes`), record_count >= 1 with last_offset_delta == record_count - 1,
-    attributes of Kafka's known bits with a codec 0-4, timestamps ordered, and the CRC.
+    `max_batch_bytes`), 0 <= record_count <= last_offset_delta + 1 (fewer, or none, once
+    compacted), attributes of Kafka's known bits with a codec 0-4, timestamps ordered (unless
+    first_timestamp is a delete horizon), and the CRC. What only the log cleaner writes is
+    accepted here: `check_client_batch` refuses it on produce.
     """
     header = read_header(buf, pos)
     _check_fields(header, len(buf) - pos, max_batch_bytes)
@@ -200,14 +216,16 @@ def _check_fields(header: BatchHeader, room: int, max_batch_bytes: int | None = 
         )
     if header.size > room:
         raise InvalidBatchError(f"batch of {header.size} bytes runs past the end of its buffer")
-    if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+    if header.record_count < 0 or header.last_offset_delta < max(header.record_count - 1, 0):
         raise InvalidBatchError(
             f"record count {header.record_count} and last offset delta "
             f"{header.last_offset_delta} disagree"
         )
     if header.attributes & ~KNOWN_ATTRIBUTE_BITS or header.codec not in compression.NAMES:
         raise InvalidBatchError(f"unknown batch attributes {header.attributes:#x}")
-    if header.max_timestamp < header.first_timestamp:
+    if header.max_timestamp < header.first_timestamp and not (
+        header.attributes & DELETE_HORIZON_BIT
+    ):
         raise InvalidBatchError("max timestamp is before the first timestamp")
 
 
@@ -215,9 +233,20 @@ def check_client_batch(header: BatchHeader) -> None:
     """Refuse, on a client's produce, what only brokers write or odradek does not do.
 
     Control batches (transaction markers) are written by brokers alone, and odradek has no
-    transactions, so a transactional batch could never be committed. Followers copy batches
-    without this check. Raises InvalidRecordError (INVALID_RECORD, as Kafka answers).
+    transactions, so a transactional batch could never be committed. A producer's batch holds
+    every offset it spans (record_count == last_offset_delta + 1 >= 1) and no delete horizon:
+    fewer records, or the horizon bit, are the log cleaner's (`validate` accepts them, as
+    stored batches). Kafka's LogValidator checks the same for a client's append. Followers
+    copy batches without this check. Raises InvalidRecordError (INVALID_RECORD, as Kafka
+    answers).
     """
+    if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+        raise InvalidRecordError(
+            f"a produced batch's record count {header.record_count} must be its last offset "
+            f"delta {header.last_offset_delta} + 1 (only the log cleaner leaves gaps)"
+        )
+    if header.attributes & DELETE_HORIZON_BIT:
+        raise InvalidRecordError("a delete horizon is set by the log cleaner, not by clients")
     if header.attributes & CONTROL_BIT:
         raise InvalidRecordError("control batches are written by brokers, not by clients")
     if header.attributes & TRANSACTIONAL_BIT:
@@ -433,7 +462,8 @@ def decode_columns(
 
     Raises InvalidBatchError for anything the batch's bytes do not hold up: header fields,
     records that do not decompress (or would inflate past `max_records_bytes`) or decode, a
-    record count or an offset delta that disagrees with the header.
+    record count or an offset delta that disagrees with the header (deltas must increase and
+    stay within the batch's last offset delta: compacted batches skip some).
     """
     if pos < 0:
         raise InvalidBatchError(f"no batch at position {pos}")
@@ -448,8 +478,14 @@ def decode_columns(
         ) from None
     offsets = list(map(_OFFSET, records))
     base = header.base_offset
-    if offsets != list(range(base, base + len(offsets))):
-        raise InvalidBatchError(f"records at offset {base}: offset deltas are not 0, 1, 2...")
+    if offsets and (
+        offsets[0] < base
+        or offsets[-1] > header.last_offset
+        or not all(map(lt, offsets, offsets[1:]))
+    ):
+        raise InvalidBatchError(
+            f"records at offset {base}: offset deltas do not increase within the batch's span"
+        )
     headers: list[Any] = list(map(_HEADERS, records))
     headers = [h or None for h in headers] if any(headers) else [None] * len(records)
     return RecordColumns(offsets, list(map(_TIMESTAMP, records)), list(map(_KEY, records)),

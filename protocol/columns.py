@@ -15,12 +15,19 @@ The steps:
    which checked their CRCs or not, the caller's choice) into one "segment" per batch: its
    records section, decompressed here in Python when the batch is compressed (cramjam, bounded
    by `max_records_bytes`: protocol/compression.py), and which of its records are wanted
-   (offsets in [from, until)). Control batches (transaction markers) are skipped.
+   (offsets in [from, until), as offset deltas). Control batches (transaction markers) and
+   empty batches are skipped.
 2. `to_records()` makes the wanted records into tuples of a NamedTuple class (the consumer's
    ConsumerRecord) in C; `arrow_arrays()` makes them into Arrow arrays (Spark) from buffers the
    C code filled, without copying them again (`pa.Array.from_buffers`).
 Every record is walked and checked (varint bounds, lengths within their record, record counts,
 offset deltas); bytes that do not hold up raise CorruptRecordError, whatever they are.
+
+Compacted topics: Kafka's log cleaner leaves batches with fewer records than their offset span
+(each record keeps its offset delta, so offsets skip), empty batches, and gaps between batches.
+A record's offset is base_offset + its offset delta, and a batch always ends at base_offset +
+last_offset_delta + 1, whatever is left in it: the offset to read next moves past gaps, never
+onto an offset that is gone, and a gap is no error.
 """
 
 from __future__ import annotations
@@ -40,16 +47,17 @@ from protocol.batch import (
 )
 
 Buffer = bytes | bytearray | memoryview
-Segment = tuple[Buffer, int, int, int, int, int, int, int, int, bool]
-"""(buffer, start, end, base_offset, first_timestamp, max_timestamp, record_count, lo, hi,
-log_append): records [lo, hi) of the batch whose records section is buffer[start:end)."""
+Segment = tuple[Buffer, int, int, int, int, int, int, int, int, int, bool]
+"""(buffer, start, end, base_offset, last_offset_delta, first_timestamp, max_timestamp,
+record_count, lo, hi, log_append): the records with offset deltas in [lo, hi) of the batch
+whose records section is buffer[start:end) (0 <= lo <= hi <= last_offset_delta + 1)."""
 
 US_PER_MS = 1000
 
 
 class CorruptRecordError(InvalidBatchError):
     """A batch whose records section does not hold up (bad varint, a length past its record,
-    too few or too many records, offset deltas that are not 0, 1, 2...)."""
+    too few or too many records, offset deltas that do not increase or pass the batch's last)."""
 
 
 def segments(
@@ -60,9 +68,10 @@ def segments(
     max_records_bytes: int = DEFAULT_MAX_RECORDS_BYTES,
 ) -> tuple[list[Segment], int]:
     """The segments of `batches` (found in `data`) holding records with offsets in [from,
-    until), and the offset to read next: after the last record taken, or after the last batch
-    (`from_offset` when there is none). Raises InvalidBatchError for a batch that does not hold
-    up or does not decompress."""
+    until), and the offset to read next: `until` when a batch reaches past it, else the end of
+    the last batch (`from_offset` when there is none). A batch ends at its last offset delta
+    whatever records compaction left in it, and a gap before or between batches is skipped.
+    Raises InvalidBatchError for a batch that does not hold up or does not decompress."""
     out: list[Segment] = []
     next_offset = from_offset
     until = until_offset if until_offset is not None else 2**63 - 1
@@ -70,17 +79,20 @@ def segments(
         if h.next_offset <= from_offset:
             continue
         base = h.base_offset
-        if base >= until:
+        if base >= until:  # batches come in offset order: [next_offset, until) holds nothing
+            next_offset = max(next_offset, until)
             break
-        lo, hi = max(from_offset - base, 0), min(until - base, h.record_count)
-        next_offset = max(next_offset, base + hi if hi < h.record_count else h.next_offset)
+        lo, hi = max(from_offset - base, 0), min(until - base, h.last_offset_delta + 1)
+        next_offset = max(next_offset, base + hi)
         if h.attributes & CONTROL_BIT:
             continue  # transaction markers, never user records (Kafka's consumer skips them)
         _check_fields(h, len(data) - pos)
+        if h.record_count == 0:
+            continue  # compaction left none: the batch only moves the offset on
         records, start, end = _records_section(data, pos, h, max_records_bytes)
         log_append = bool(h.attributes & TIMESTAMP_TYPE_BIT)
-        out.append((records, start, end, base, h.first_timestamp, h.max_timestamp,
-                    h.record_count, lo, hi, log_append))  # fmt: skip
+        out.append((records, start, end, base, h.last_offset_delta, h.first_timestamp,
+                    h.max_timestamp, h.record_count, lo, hi, log_append))  # fmt: skip
     return out, next_offset
 
 

@@ -68,10 +68,10 @@ def test_golden_bytes() -> None:
         0x02, ord("h"), 0x01,  # key "h", null value
     ])  # fmt: skip
     assert record[0] // 2 == len(record) - 1
-    got = to_records(ConsumerRecord, "t", 0, [(record, 0, len(record), 7, 100, 100, 1, 0, 1,
-                                                False)])  # fmt: skip
+    got = to_records(ConsumerRecord, "t", 0, [(record, 0, len(record), 7, 0, 100, 100, 1, 0,
+                                                1, False)])  # fmt: skip
     assert got == [ConsumerRecord("t", 0, 7, 102, b"k", b"val", [("h", None)])]
-    buffers = to_buffers([(record, 0, len(record), 7, 100, 100, 1, 0, 1, False)], True, 1000)
+    buffers = to_buffers([(record, 0, len(record), 7, 0, 100, 100, 1, 0, 1, False)], True, 1000)
     assert buffers.length == 1 and struct.unpack("<qq", buffers.offsets + buffers.timestamps) == (
         7, 102_000,
     )  # fmt: skip
@@ -150,9 +150,9 @@ def test_control_batches_are_skipped_but_passed() -> None:
     assert len(segs) == 1 and next_offset == 2
 
 
-def _one_record(fields: bytes) -> tuple[bytes, int, int, int, int, int, int, int, int, bool]:
+def _one_record(fields: bytes) -> Segment:
     body = fields
-    return (bytes([len(body) * 2]) + body, 0, len(body) + 1, 0, TS, TS, 1, 0, 1, False)
+    return (bytes([len(body) * 2]) + body, 0, len(body) + 1, 0, 0, TS, TS, 1, 0, 1, False)
 
 
 @pytest.mark.parametrize(
@@ -179,17 +179,18 @@ def test_malformed_records_name_what_is_wrong(fields: bytes, message: str) -> No
 def test_a_section_with_fewer_records_than_its_count() -> None:
     raw = stamped(build_batch([(None, b"a" * 20, None, TS), (None, b"b" * 20, None, TS)]), 0)
     start, end = batch.HEADER_BYTES, len(raw)
-    seg = (raw, start, end, 0, TS, TS, 3, 0, 3, False)  # the header would say 3 records
+    seg = (raw, start, end, 0, 2, TS, TS, 3, 0, 3, False)  # the header would say 3 records
     with pytest.raises(CorruptRecordError, match="record 2"):
         to_records(ConsumerRecord, "t", 0, [seg])
-    seg = (raw, start, end, 0, TS, TS, 1, 0, 1, False)
+    seg = (raw, start, end, 0, 0, TS, TS, 1, 0, 1, False)
     with pytest.raises(CorruptRecordError, match="follow the last record"):
         to_buffers([seg], False)
 
 
 def test_a_count_the_section_cannot_hold_is_refused_before_anything_is_sized() -> None:
     raw = stamped(build_batch([(None, b"a", None, TS)]), 0)
-    seg = (raw, batch.HEADER_BYTES, len(raw), 0, TS, TS, 2**31 - 1, 0, 2**31 - 1, False)
+    n = 2**31 - 1
+    seg = (raw, batch.HEADER_BYTES, len(raw), 0, n, TS, TS, n, 0, n, False)
     with pytest.raises(CorruptRecordError, match="cannot fit"):
         to_records(ConsumerRecord, "t", 0, [seg])
     with pytest.raises(CorruptRecordError, match="cannot fit"):
@@ -197,8 +198,11 @@ def test_a_count_the_section_cannot_hold_is_refused_before_anything_is_sized() -
 
 
 def test_bad_segments_are_usage_errors_not_reads_out_of_bounds() -> None:
-    for seg in [(b"abc", 0, 9, 0, 0, 0, 1, 0, 1, False), (b"abc", 0, 3, 0, 0, 0, 1, 0, 2, False),
-                (b"abc", -1, 3, 0, 0, 0, 1, 0, 1, False)]:  # fmt: skip
+    for seg in [(b"abc", 0, 9, 0, 0, 0, 0, 1, 0, 1, False),
+                (b"abc", 0, 3, 0, 0, 0, 0, 1, 0, 2, False),  # lo..hi past the last delta
+                (b"abc", 0, 3, 0, 0, 0, 0, 2, 0, 1, False),  # more records than deltas
+                (b"abc", 0, 3, 0, -1, 0, 0, 0, 0, 0, False),
+                (b"abc", -1, 3, 0, 0, 0, 0, 1, 0, 1, False)]:  # fmt: skip
         with pytest.raises(ValueError, match="bounds"):
             to_records(ConsumerRecord, "t", 0, [seg])  # type: ignore[list-item]
 
@@ -221,7 +225,8 @@ def test_fuzzed_sections_raise_only_the_typed_error(
     rows: list[batch.RecordInput], cuts: list[tuple[int, int]], truncate: int, headers: bool
 ) -> None:
     raw = _garble(build_batch(rows), cuts, truncate)
-    seg = (raw, batch.HEADER_BYTES, len(raw), 0, TS, TS, len(rows), 0, len(rows), False)
+    n = len(rows)
+    seg = (raw, batch.HEADER_BYTES, len(raw), 0, n - 1, TS, TS, n, 0, n, False)
     decode_or_typed_error(seg, headers)
 
 
@@ -229,11 +234,11 @@ def decode_or_typed_error(seg: Segment, headers: bool) -> None:
     """Both decoders on `seg`: whole results or CorruptRecordError, nothing else."""
     try:
         records = to_records(ConsumerRecord, "t", 0, [seg])
-        assert len(records) == seg[8] - seg[7]
+        assert len(records) == seg[9] - seg[8]
     except CorruptRecordError:
         pass
     with contextlib.suppress(CorruptRecordError):
-        assert to_buffers([seg], headers, 1000).length == seg[8] - seg[7]
+        assert to_buffers([seg], headers, 1000).length == seg[9] - seg[8]
 
 
 def test_random_bytes_raise_only_the_typed_error() -> None:
@@ -241,7 +246,8 @@ def test_random_bytes_raise_only_the_typed_error() -> None:
     for _ in range(3000):
         raw = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 60)))
         count = rng.randrange(1, 5)
-        decode_or_typed_error((raw, 0, len(raw), 0, TS, TS, count, 0, count, False), True)
+        seg = (raw, 0, len(raw), 0, count - 1, TS, TS, count, 0, count, False)
+        decode_or_typed_error(seg, True)
 
 
 FAULTS_SCRIPT = """

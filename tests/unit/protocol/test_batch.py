@@ -62,14 +62,44 @@ def test_above_max_batch_bytes_is_message_too_large() -> None:
 
 @pytest.mark.parametrize(
     ("at", "fmt", "value"),
-    [(57, ">i", 3), (57, ">i", 0), (23, ">i", 0), (23, ">i", -1)],
+    [(57, ">i", 3), (57, ">i", -1), (23, ">i", 0), (23, ">i", -1)],
 )
 def test_record_count_and_last_offset_delta_disagree(at: int, fmt: str, value: int) -> None:
+    """More records than the offsets the batch spans, or a negative count or span."""
     with pytest.raises(batch.InvalidBatchError, match="record count"):
         batch.validate(with_field(fmt, at, value))
 
 
-@pytest.mark.parametrize("attributes", [0x40, 0x80, 0x100, 0x05, 0x07, 0x0F, -1])
+@pytest.mark.parametrize(("count", "last_delta"), [(0, 1), (1, 1), (0, 0), (2, 9)])
+def test_compacted_counts_validate_but_are_refused_on_produce(count: int, last_delta: int) -> None:
+    """The log cleaner leaves fewer records than the batch spans (none: an empty batch kept for
+    its producer's state): a stored batch, read by followers, recovery and consumers. A
+    producer never writes one: check_client_batch (the produce path's) refuses it."""
+    out = bytearray(ONE)
+    struct.pack_into(">i", out, 23, last_delta)
+    struct.pack_into(">i", out, 57, count)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[batch.CRC_START :])))
+    header = batch.validate(bytes(out))
+    assert (header.record_count, header.next_offset) == (count, last_delta + 1)
+    assert list(batch.iter_batches(bytes(out))) == [(0, header)]
+    with pytest.raises(InvalidRecordError, match="record count") as info:
+        batch.check_client_batch(header)
+    assert info.value.name == "INVALID_RECORD"
+
+
+def test_delete_horizon_bit_is_known_but_refused_on_produce() -> None:
+    """KIP-534: the cleaner sets bit 6 and puts the delete horizon, later than the records'
+    timestamps, in first_timestamp: max_timestamp may then be below it."""
+    out = bytearray(with_field(">h", 21, batch.DELETE_HORIZON_BIT))
+    struct.pack_into(">q", out, 27, 5000)  # the horizon, after max_timestamp 1001
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[batch.CRC_START :])))
+    header = batch.validate(bytes(out))
+    assert header.first_timestamp > header.max_timestamp
+    with pytest.raises(InvalidRecordError, match="delete horizon"):
+        batch.check_client_batch(header)
+
+
+@pytest.mark.parametrize("attributes", [0x80, 0x100, 0x05, 0x07, 0x0F, -1])
 def test_unknown_attributes(attributes: int) -> None:
     with pytest.raises(batch.InvalidBatchError, match="attributes"):
         batch.validate(with_field(">h", 21, attributes))
@@ -80,9 +110,10 @@ def test_log_append_time_bit_is_known() -> None:
 
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
-@pytest.mark.parametrize("flags", [0, 0x08, 0x10, 0x20, 0x38])
+@pytest.mark.parametrize("flags", [0, 0x08, 0x10, 0x20, 0x38, 0x40, 0x78])
 def test_kafka_attribute_bits_are_known(codec: int, flags: int) -> None:
-    """Kafka's bits 0-5 (codec 0-4, timestamp type, transactional, control) all validate."""
+    """Kafka's bits 0-6 (codec 0-4, timestamp type, transactional, control, delete horizon)
+    all validate."""
     header = batch.validate(with_field(">h", 21, codec | flags))
     assert (header.codec, header.attributes) == (codec, codec | flags)
 
