@@ -174,6 +174,25 @@ class AsyncAdmin(ClusterClient):
             out[result.resource_name] = {c.name: c for c in result.configs}
         return out
 
+    async def describe_config_entries(
+        self,
+        resource_type: int,
+        name: str,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> list[ConfigEntry]:
+        """Every config of one resource (RESOURCE_TOPIC or RESOURCE_BROKER, by its id) with its
+        source, and its synonyms / documentation when asked."""
+        request = DescribeConfigsRequest(
+            [DescribeConfigsResource(resource_type, name, None)],
+            include_synonyms,
+            include_documentation,
+        )
+        resp: DescribeConfigsResponse = await self._send_admin(request, self.request_timeout_ms)
+        (result,) = resp.results
+        _raise(result.error_code, result.resource_name, result.error_message)
+        return list(result.configs)
+
     async def alter_configs(
         self,
         topic: str,

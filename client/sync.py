@@ -204,6 +204,19 @@ class Admin(_SyncClient):
         wanted = list(topics)
         return self._run(lambda a: a.describe_configs(wanted, config_names))
 
+    def describe_config_entries(
+        self,
+        resource_type: int,
+        name: str,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> list[ConfigEntry]:
+        return self._run(
+            lambda a: a.describe_config_entries(
+                resource_type, name, include_synonyms, include_documentation
+            )
+        )
+
     def alter_configs(
         self,
         topic: str,

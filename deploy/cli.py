@@ -9,6 +9,7 @@
     odradek produce TOPIC   one record per stdin line    (client.Producer)
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
+    odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
     odradek chaos run|faults|check                       (deploy/chaos/)
 
@@ -44,7 +45,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from deploy import cli_groups, cli_views, leaders_cli, records_cli, topics_alter_cli
+from deploy import (
+    cli_groups,
+    cli_views,
+    configs_cli,
+    leaders_cli,
+    records_cli,
+    topics_alter_cli,
+)
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
 from deploy.cli_common import (
@@ -171,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_produce_parser(sub, client)
     _add_consume_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
+    configs_cli.add_parser(sub, client)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)
     console_cli.add_parser(sub, client, bootstrap_from_args)

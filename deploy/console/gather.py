@@ -10,6 +10,8 @@
                `sizes_every` refreshes
     groups     client/group/admin.py's GroupAdmin: ListGroups, DescribeGroups, OffsetFetch and
                the end offsets: state, generation, members, committed offset and lag
+    configs    DescribeConfigs of every topic's cleanup.policy (delete, compact or
+               compact,delete), every `sizes_every` refreshes
     processes  with a local cluster (--dir): each broker's process state from its state file
                (alive, paused, dead), which the Metadata answer cannot tell
     chaos      the tail of the chaos events file (deploy/console/timeline.py)
@@ -48,6 +50,7 @@ from protocol.errors import OdradekError
 
 GROUPS_MAX = 50  # groups described per refresh
 UNCLEAN = "unclean.leader.election.enable"
+POLICY = "cleanup.policy"
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_LOG_DIRS_VERSION = 4
 FRAME_BYTES_MAX = 16 * 1024 * 1024  # a DescribeLogDirs answer larger than this is refused
@@ -114,7 +117,7 @@ class Gatherer:
         )
         self.conns = Cluster(bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms)
         self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms)
-        names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos")
+        names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs")
         self.sections = {n: model.Section(n) for n in names}
         self.lag: dict[str, model.LagHistory] = {}
         self.known_brokers: dict[int, dict[str, Any]] = {}  # every broker ever seen, by id
@@ -151,6 +154,7 @@ class Gatherer:
             "offsets": (self._offsets, 1),
             "sizes": (self._sizes, self.sizes_every),
             "groups": (self._groups, 1),
+            "configs": (self._configs, self.sizes_every),
         }
 
     async def refresh(self) -> dict[str, Any]:
@@ -302,6 +306,15 @@ class Gatherer:
             })  # fmt: skip
         return out
 
+    async def _configs(self) -> dict[str, str]:
+        """{topic: its cleanup.policy} of every topic the metadata lists."""
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        topics = sorted(meta.partitions) if meta is not None else []
+        if not topics:
+            return {}
+        configs = await self.admin.describe_configs(topics, [POLICY])
+        return {t: str(e[POLICY].value) for t, e in configs.items() if POLICY in e}
+
     async def unclean_configs(self, topics: list[str]) -> dict[str, bool | None]:
         """unclean.leader.election.enable of topics with offline partitions (for the cause)."""
         try:
@@ -376,7 +389,9 @@ class Gatherer:
                     "cause": cause, "log_start": start, "hw": hw, "log_end": end,
                     "size": leader_size if leader_size is not None else max(sizes, default=None),
                 })  # fmt: skip
-            out.append({"name": topic, "internal": topic.startswith("__"), "partitions": rows})
+            policies = self.sections["configs"].data or {}
+            out.append({"name": topic, "internal": topic.startswith("__"), "partitions": rows,
+                        "cleanup_policy": policies.get(topic)})  # fmt: skip
         return out
 
     def _brokers(

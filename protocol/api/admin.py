@@ -30,6 +30,10 @@ SOURCE_TOPIC_CONFIG = 1  # the topic's own override (/config/topics/<topic>)
 SOURCE_DYNAMIC_BROKER_CONFIG = 2  # Kafka's dynamic broker configs: odradek has none, never sent
 SOURCE_STATIC_BROKER_CONFIG = 4  # set in the broker's config file
 SOURCE_DEFAULT_CONFIG = 5  # nobody set it: the built-in default
+SOURCE_NAMES = {SOURCE_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
+                SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
+                SOURCE_STATIC_BROKER_CONFIG: "STATIC_BROKER_CONFIG",
+                SOURCE_DEFAULT_CONFIG: "DEFAULT_CONFIG"}  # Kafka's names  # fmt: skip
 
 # A config's type (Kafka's DescribeConfigs config_type, v3+); UNKNOWN where we cannot tell.
 TYPE_UNKNOWN, TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG = 0, 1, 2, 3, 4, 5

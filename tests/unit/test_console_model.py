@@ -215,3 +215,11 @@ def test_snapshot_keeps_a_failed_sections_data_and_says_so() -> None:
     snap: dict[str, Any] = g.snapshot()
     assert snap["groups"] == [{"id": "g"}]
     assert snap["stale"] == [{"section": "groups", "age_ms": 2000, "why": "no answer in time"}]
+
+
+def test_snapshot_shows_each_topics_cleanup_policy() -> None:
+    g = _gatherer([10.0])
+    g.sections["metadata"].ok(_meta(1, [1, 2, 3], 1), 10_000)
+    assert g.snapshot()["topics"][0]["cleanup_policy"] is None  # not described yet
+    g.sections["configs"].ok({"t": "compact,delete"}, 10_000)
+    assert g.snapshot()["topics"][0]["cleanup_policy"] == "compact,delete"

@@ -116,6 +116,7 @@ function renderTopics() {
       `${p.cause ? `<div class="cause">${esc(p.cause)}</div>` : ""}</td></tr>`).join("");
     return `<h3 data-topic-name="${esc(t.name)}">${esc(t.name)} ` +
       `<span class="badge">${t.partitions.length} partitions</span>` +
+      `${t.cleanup_policy ? ` <span class="badge policy">cleanup.policy=${esc(t.cleanup_policy)}</span>` : ""}` +
       `${bad ? ` <span class="badge status-offline">${bad} not ok</span>` : ""}</h3>` +
       `<table class="partitions"><thead><tr><th class="num">Partition</th>` +
       `<th class="num">Leader</th><th>Replicas</th><th>ISR</th><th class="num">Log start</th>` +

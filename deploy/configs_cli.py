@@ -1,0 +1,90 @@
+"""`odradek configs describe (--topic T | --broker N) [--synonyms] [--docs]`: every config of a
+topic or a broker with its value and where the value comes from (Kafka's sources:
+DYNAMIC_TOPIC_CONFIG, a topic's own override; STATIC_BROKER_CONFIG, the broker's config file;
+DEFAULT_CONFIG, the built-in default), as `kafka-configs.sh --describe --all` lists them.
+
+Aligned columns NAME VALUE SOURCE, plus SYNONYMS (each place the value may come from, first
+wins: `name=value (SOURCE)`) with `--synonyms`, and DOC with `--docs`. `-o json`: one
+document {resource, name, configs: [{name, value, source, read_only, sensitive, type,
+synonyms, documentation}]}. The broker answers from the topic-config registry
+(protocol/topic_config.py); this module only asks and prints (client.Admin does the call).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from deploy.cli_common import admin_from_args
+from deploy.cli_output import emit_json, output_options, print_lines, table_lines, wants_json
+from protocol.api.admin import RESOURCE_BROKER, RESOURCE_TOPIC, SOURCE_NAMES, ConfigEntry
+from protocol.topic_config import TYPE_CODES
+
+TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
+
+
+def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("configs", help="a topic's or a broker's configs and their sources")
+    csub = p.add_subparsers(dest="configs_command", metavar="ACTION", required=True)
+    describe = csub.add_parser(
+        "describe", parents=[client, output_options(argparse.SUPPRESS)],
+        help="every config with its value and source",
+    )  # fmt: skip
+    which = describe.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", metavar="TOPIC")
+    which.add_argument("--broker", type=int, metavar="ID")
+    describe.add_argument("--synonyms", action="store_true", help="where else each may come from")
+    describe.add_argument("--docs", action="store_true", help="one line of doc per config")
+    describe.set_defaults(func=cmd_describe)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    kind, name = (
+        (RESOURCE_TOPIC, args.topic)
+        if args.topic is not None
+        else (RESOURCE_BROKER, str(args.broker))
+    )
+    with admin_from_args(args) as admin:
+        entries = admin.describe_config_entries(kind, name, args.synonyms, args.docs)
+    entries = sorted(entries, key=lambda e: e.name)
+    if wants_json(args):
+        emit_json({"resource": "topic" if kind == RESOURCE_TOPIC else "broker", "name": name,
+                   "configs": [entry_doc(e) for e in entries]})  # fmt: skip
+        return 0
+    print_lines(describe_lines(entries, args.synonyms, args.docs))
+    return 0
+
+
+def describe_lines(entries: list[ConfigEntry], synonyms: bool, docs: bool) -> list[str]:
+    """The table (pure): NAME VALUE SOURCE [SYNONYMS] [DOC]."""
+    headers = ["NAME", "VALUE", "SOURCE"] + (["SYNONYMS"] if synonyms else [])
+    headers += ["DOC"] if docs else []
+    rows = []
+    for e in entries:
+        row = [e.name, _value(e), source_name(e.source)]
+        if synonyms:
+            row.append(", ".join(f"{s.name}={s.value} ({source_name(s.source)})"
+                                 for s in e.synonyms) or None)  # fmt: skip
+        if docs:
+            row.append(e.documentation)
+        rows.append(row)
+    return table_lines(headers, rows)
+
+
+def entry_doc(e: ConfigEntry) -> dict[str, Any]:
+    return {
+        "name": e.name, "value": _value(e), "source": source_name(e.source),
+        "read_only": e.read_only, "sensitive": e.is_sensitive,
+        "type": TYPE_NAMES.get(e.config_type, "UNKNOWN"),
+        "synonyms": [{"name": s.name, "value": s.value, "source": source_name(s.source)}
+                     for s in e.synonyms],
+        "documentation": e.documentation,
+    }  # fmt: skip
+
+
+def source_name(source: int) -> str:
+    return SOURCE_NAMES.get(source, f"SOURCE_{source}")
+
+
+def _value(e: ConfigEntry) -> str | None:
+    return "(sensitive)" if e.is_sensitive else e.value

@@ -1,0 +1,51 @@
+"""`odradek configs describe`: the parser and the table (deploy/configs_cli.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from deploy.cli import build_parser
+from deploy.configs_cli import describe_lines, entry_doc
+from protocol.api.admin import (
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_STATIC_BROKER_CONFIG,
+    SOURCE_TOPIC_CONFIG,
+    TYPE_LIST,
+    ConfigEntry,
+    ConfigSynonym,
+)
+
+POLICY = ConfigEntry(
+    "cleanup.policy", "compact", False, False, SOURCE_TOPIC_CONFIG, TYPE_LIST, False,
+    [ConfigSynonym("cleanup.policy", "compact", SOURCE_TOPIC_CONFIG),
+     ConfigSynonym("log.cleanup.policy", "delete", SOURCE_DEFAULT_CONFIG)],
+    "delete or compact",
+)  # fmt: skip
+SEGMENT = ConfigEntry("segment.bytes", "1000", False, True, SOURCE_STATIC_BROKER_CONFIG)
+
+
+def test_the_table_names_each_source() -> None:
+    assert describe_lines([POLICY, SEGMENT], synonyms=False, docs=False) == [
+        "NAME            VALUE    SOURCE",
+        "cleanup.policy  compact  DYNAMIC_TOPIC_CONFIG",
+        "segment.bytes   1000     STATIC_BROKER_CONFIG",
+    ]
+    lines = describe_lines([POLICY], synonyms=True, docs=True)
+    assert lines[1].endswith(
+        "cleanup.policy=compact (DYNAMIC_TOPIC_CONFIG), "
+        "log.cleanup.policy=delete (DEFAULT_CONFIG)  delete or compact"
+    )
+
+
+def test_json_doc_has_kafkas_names() -> None:
+    doc = entry_doc(POLICY)
+    assert (doc["source"], doc["type"], doc["synonyms"][1]["source"]) == (
+        "DYNAMIC_TOPIC_CONFIG", "LIST", "DEFAULT_CONFIG",
+    )  # fmt: skip
+
+
+def test_parser_takes_a_topic_or_a_broker() -> None:
+    args = build_parser().parse_args(["configs", "describe", "--broker", "2", "--synonyms"])
+    assert (args.broker, args.topic, args.synonyms) == (2, None, True)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["configs", "describe", "--topic", "t", "--broker", "1"])
