@@ -16,7 +16,7 @@ import broker.server
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.api.produce import ProduceResponse
-from protocol.batch import CONTROL_BIT, TRANSACTIONAL_BIT, decode_all
+from protocol.batch import CONTROL_BIT, DELETE_HORIZON_BIT, TRANSACTIONAL_BIT, decode_all
 from protocol.clock import ManualClock
 from protocol.codec import FileSlice, encode_request, split_response
 from protocol.errors import (
@@ -33,6 +33,7 @@ from protocol.errors import (
 from protocol.framing import encode_frame
 from tests.unit.broker.harness import FakeTopicStore, RawClient, running_broker
 from tests.unit.broker.helpers import batch, fetch, produce, stamped, with_attributes
+from tests.unit.compacted_batches import compact
 
 
 def _records(resp: FetchResponse, partition: int = 0) -> bytes:
@@ -178,6 +179,8 @@ async def test_acks_zero_gets_no_response(tmp_path: Path) -> None:
         ("old magic 1", CorruptMessageError.code),
         ("transactional", InvalidRecordError.code),
         ("control batch", InvalidRecordError.code),
+        ("compacted", InvalidRecordError.code),  # the log cleaner's shapes: never a producer's
+        ("delete horizon", InvalidRecordError.code),
         ("two batches", CorruptMessageError.code),
         ("too large", MessageTooLargeError.code),
         ("bad acks", InvalidRequiredAcksError.code),
@@ -208,6 +211,10 @@ async def test_bad_produce_gets_its_error_and_writes_nothing(
         elif case in ("transactional", "control batch"):
             bit = TRANSACTIONAL_BIT if case == "transactional" else CONTROL_BIT
             data = with_attributes(good, bit)
+        elif case == "compacted":
+            data = compact(good, [0, 4])
+        elif case == "delete horizon":
+            data = with_attributes(good, DELETE_HORIZON_BIT)
         elif case == "two batches":
             data = good + good
         elif case == "too large":
