@@ -27,6 +27,13 @@
    out (never as they arrive); what is left over stays buffered for the next poll. Records are
    made by the C record walker (protocol/columns.py), ConsumerRecord tuples built in C.
 
+Compacted partitions need nothing of their own here. Offsets skip where the log cleaner took
+records out of a batch; a batch may hold none (kept for its producer's state); whole batches
+may be gone (a gap); a fetch from an offset that is gone answers with the next batch. Once its
+records are handed out, a fetch moves the position to its last batch's end (base offset +
+last_offset_delta + 1, whatever records are left in it), so empty batches and gaps are passed
+and nothing is reported lost (as Kafka's consumer does).
+
 The same engine reads offset ranges for Spark (spark_connector/fetch.py): `stop_at(tp, until)`
 keeps fetches below the range's end, `drain_segments(tp, until)` hands over the buffered
 batches as segments the C walker turns into Arrow columns (no record objects), and

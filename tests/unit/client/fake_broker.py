@@ -100,6 +100,7 @@ class FakeState:
     leaders: dict[tuple[str, int], int] = field(default_factory=dict)
     logs: dict[tuple[str, int], list[bytes]] = field(default_factory=dict)
     log_start: dict[tuple[str, int], int] = field(default_factory=dict)
+    log_end: dict[tuple[str, int], int] = field(default_factory=dict)  # past the last batch
     brokers: dict[int, FakeBroker] = field(default_factory=dict)
     requests: Counter[str] = field(default_factory=Counter)
     produce_errors: list[int] = field(default_factory=list)  # next produce answers, per partition
@@ -128,9 +129,17 @@ class FakeState:
 
     def end_offset(self, tp: tuple[str, int]) -> int:
         log = self.logs[tp]
-        if not log:
-            return self.log_start[tp]
-        return read_header(log[-1]).next_offset
+        last = read_header(log[-1]).next_offset if log else self.log_start[tp]
+        return max(last, self.log_end.get(tp, last))
+
+    def store(self, tp: tuple[str, int], batches: list[bytes], log_end: int | None = None) -> None:
+        """Batches kept as they are, base offsets included: a compacted log (records gone from
+        inside batches, empty batches, gaps between batches: tests/unit/compacted_batches.py).
+        `log_end`: where the log ends when the batches that ended it were cleaned away."""
+        self.logs[tp].extend(batches)
+        if log_end is not None:
+            self.log_end[tp] = log_end
+        self.data_arrived.set()
 
     def append(self, tp: tuple[str, int], batch: bytes) -> int:
         h = validate(batch)
