@@ -20,8 +20,12 @@ from client import Admin
 from client.connection import BrokerConnection
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
+from protocol.api.admin import TYPE_LIST, TYPE_LONG
 from protocol.api.metadata import MetadataRequest
+from protocol.kafka.versions import DESCRIBE_CONFIGS
+from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.fixtures.cluster import run_odradek
+from tests.integration import kafka_wire
 from tests.integration.kafka_clients import CLIENTS, Rec
 
 pytestmark = pytest.mark.integration
@@ -155,6 +159,77 @@ def test_confluent_describes_sources_and_broker_settings(
     assert broker["default.replication.factor"].is_read_only
 
 
+def test_kafka_python_broker_resource_says_what_its_file_sets(
+    cluster3: LocalCluster, kafka_python: Any
+) -> None:
+    """kafka-python's expectation: a config set in the broker's file is STATIC_BROKER_CONFIG
+    (the test cluster's broker.toml sets host and zookeeper_session_timeout_ms; host to its
+    default value, which is still a setting the file gives)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    res = [ConfigResource(ConfigResourceType.BROKER, "1")]
+    static = kafka_python.describe_configs(res, config_filter="static")["broker"]["1"]
+    for name in ("host.name", "zookeeper.session.timeout.ms", "broker.id", "log.dir"):
+        assert static[name]["config_source"] == "STATIC_BROKER_CONFIG", name
+    every = kafka_python.describe_configs(res, include_synonyms=True, config_filter="all")
+    broker = every["broker"]["1"]
+    assert broker["host.name"]["value"] == "127.0.0.1"
+    assert broker["log.cleanup.policy"]["value"] == "delete"  # a topic default, by its broker name
+    assert broker["log.cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
+    assert broker["message.max.bytes"]["config_source"] == "DEFAULT_CONFIG"
+
+
+def test_confluent_describes_synonyms_types_and_docs(
+    cluster3: LocalCluster, confluent: Any
+) -> None:
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+    topic = _topic("synonyms")
+    _create(cluster3, topic, 1, 1, **{"cleanup.policy": "compact"})
+    found = _confluent_wait(confluent.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]))
+    (entries,) = found.values()
+    policy = entries["cleanup.policy"]
+    assert (policy.value, policy.source) == ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert [(s.name, s.value, s.source) for s in policy.synonyms.values()] == [
+        ("cleanup.policy", "compact", ConfigSource.DYNAMIC_TOPIC_CONFIG.value),
+        ("log.cleanup.policy", "delete", ConfigSource.DEFAULT_CONFIG.value),
+    ]
+    assert not policy.is_sensitive and not policy.is_read_only
+    ratio = entries["min.cleanable.dirty.ratio"]
+    assert (ratio.value, ratio.source) == ("0.5", ConfigSource.DEFAULT_CONFIG.value)
+    assert "remote.storage.enable" not in entries  # refused configs are not described
+
+
+def test_every_config_of_the_registry_is_described_with_docs(
+    cluster3: LocalCluster, kafka_python: Any
+) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    topic = _topic("docs")
+    _create(cluster3, topic, 1, 1)
+    got = kafka_python.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+    )["topic"][topic]
+    assert set(got) == set(IN_EFFECT)
+    resource = kafka_wire.nested(
+        DESCRIBE_CONFIGS,
+        4,
+        "DescribeConfigsResource",
+        resource_type=2,
+        resource_name=topic,
+        configuration_keys=None,
+    )
+    for with_docs in (True, False):
+        answer = kafka_wire.call(
+            kafka_wire.addresses(cluster3.kafka_bootstrap)[0], DESCRIBE_CONFIGS, 4,
+            resources=(resource,), include_synonyms=False, include_documentation=with_docs,
+        )  # fmt: skip
+        entries = {e.name: e for e in answer.results[0].configs}
+        jitter = entries["segment.jitter.ms"]
+        assert jitter.documentation == (TOPIC_CONFIGS[jitter.name].doc if with_docs else None)
+        assert (jitter.config_type, entries["cleanup.policy"].config_type) == (TYPE_LONG, TYPE_LIST)
+
+
 # ----- altering -----------------------------------------------------------------------------
 
 
@@ -177,6 +252,54 @@ def test_confluent_incremental_alter_is_seen_natively_and_by_the_cli(
     assert native["flush.ms"][1]  # back to the default
     header = _cli_describe(cluster3, topic)[0]
     assert header.endswith("Configs: retention.bytes=1048576,retention.ms=3600000")
+
+
+def test_confluent_appends_and_subtracts_cleanup_policy(
+    cluster3: LocalCluster, confluent: Any
+) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    topic = _topic("policy")
+    _create(cluster3, topic, 1, 1)
+
+    def alter(op: AlterConfigOpType, value: str) -> str | None:
+        change = [ConfigEntry("cleanup.policy", value, incremental_operation=op)]
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=change)
+        _confluent_wait(confluent.incremental_alter_configs([res]))
+        return _native_configs(cluster3, topic)["cleanup.policy"][0]
+
+    assert alter(AlterConfigOpType.APPEND, "compact") == "delete,compact"  # onto the default
+    assert alter(AlterConfigOpType.SUBTRACT, "delete") == "compact"
+    assert alter(AlterConfigOpType.APPEND, "compact") == "compact"  # already there
+
+
+def test_unknown_and_refused_configs_are_invalid_config_saying_why(
+    cluster3: LocalCluster, confluent: Any
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic as KafkaNewTopic
+
+    refused = _topic("tiered")
+    unknown = _topic("unknown")
+    futures = confluent.create_topics([
+        KafkaNewTopic(refused, 1, 1, config={"remote.storage.enable": "true"}),
+        KafkaNewTopic(unknown, 1, 1, config={"no.such.config": "1"}),
+    ])  # fmt: skip
+    errors = {}
+    for name, future in futures.items():
+        with pytest.raises(KafkaException) as exc:
+            future.result(timeout=TIMEOUT_S)
+        errors[name] = exc.value.args[0]
+    assert {e.code() for e in errors.values()} == {KafkaError.INVALID_CONFIG}
+    assert "odradek has no tiered storage" in errors[refused].str()
+    assert "unknown topic config 'no.such.config'" in errors[unknown].str()
+
+
+def test_the_offsets_topic_is_compacted(cluster3: LocalCluster) -> None:
+    kafka_wire.ready_coordinator(cluster3.kafka_bootstrap, "compacted-group")  # creates it
+    own = {n: v for n, (v, default) in _native_configs(cluster3, "__consumer_offsets").items()
+           if not default}  # fmt: skip
+    assert own == {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 
 
 def test_refusals_come_back_per_resource(
