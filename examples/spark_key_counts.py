@@ -5,10 +5,12 @@
     .venv/bin/odradek topics create clicks --partitions 2
     printf 'alice:home\nbob:cart\nalice:cart\n' | .venv/bin/odradek produce clicks --key-separator :
     .venv/bin/python examples/spark_key_counts.py --source clicks --sink click-counts
-    .venv/bin/odradek consume click-counts --from-beginning --print-key --max-messages 2
+    .venv/bin/odradek consume click-counts --from-beginning --print-key --timeout-ms 5000
 
 (`.venv/bin/spark-submit examples/spark_key_counts.py ...` works the same way.) `--demo N`
-first creates the source topic if needed and produces N sample records into it.
+first creates the source topic if needed and produces N sample records into it (five users).
+The consume prints every count in the sink and exits once 5 s pass without a record: a
+second run of the job appends its counts after the first run's.
 
 The job is a plain batch query: `spark.read.format("odradek")` over the whole source topic
 (earliest to latest), `groupBy("key").count()`, then `df.write.format("odradek")` with the key
@@ -38,11 +40,17 @@ def ensure_topic(bootstrap: str, name: str, partitions: int) -> None:
             admin.create_topics([NewTopic(name, partitions, 1)])
 
 
+# Each cycle of 15 demo records: alice 5, bob 4, carol 3, dave 2, erin 1, so every user comes
+# and each gets a different count (--demo 500: 170, 132, 99, 66, 33).
+DEMO_CYCLE = [0] * 5 + [1] * 4 + [2] * 3 + [3] * 2 + [4]
+DEMO_USERS = ["alice", "bob", "carol", "dave", "erin"]
+
+
 def produce_demo(bootstrap: str, topic: str, count: int) -> None:
-    users = ["alice", "bob", "carol", "dave", "erin"]
     with Producer(bootstrap, acks="all") as producer:
         for i in range(count):
-            producer.send(topic, f"page-{i % 7}".encode(), key=users[(i * i) % len(users)].encode())
+            user = DEMO_USERS[DEMO_CYCLE[i % len(DEMO_CYCLE)]]
+            producer.send(topic, f"page-{i % 7}".encode(), key=user.encode())
         producer.flush()
 
 
