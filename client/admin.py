@@ -31,6 +31,7 @@ from client.types import (
 from protocol.api.admin import (
     OP_DELETE,
     OP_SET,
+    RESOURCE_BROKER,
     RESOURCE_TOPIC,
     AlterableConfig,
     AlterConfigsRequest,
@@ -182,13 +183,20 @@ class AsyncAdmin(ClusterClient):
         include_documentation: bool = False,
     ) -> list[ConfigEntry]:
         """Every config of one resource (RESOURCE_TOPIC or RESOURCE_BROKER, by its id) with its
-        source, and its synonyms / documentation when asked."""
+        source, and its synonyms / documentation when asked. A broker's configs are asked of
+        that broker (only it knows its file), a topic's of any."""
         request = DescribeConfigsRequest(
             [DescribeConfigsResource(resource_type, name, None)],
             include_synonyms,
             include_documentation,
         )
-        resp: DescribeConfigsResponse = await self._send_admin(request, self.request_timeout_ms)
+        resp: DescribeConfigsResponse
+        if resource_type == RESOURCE_BROKER:
+            await self.start()
+            conn = await self._cluster.connection(int(name))
+            resp = await conn.send(request, 2 * self.request_timeout_ms)
+        else:
+            resp = await self._send_admin(request, self.request_timeout_ms)
         (result,) = resp.results
         _raise(result.error_code, result.resource_name, result.error_message)
         return list(result.configs)
