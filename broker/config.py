@@ -51,6 +51,15 @@ class BrokerConfig:
     # fetch sessions kept at once (KIP-227; Kafka's max.incremental.fetch.session.cache.slots)
     max_incremental_fetch_session_cache_slots: int = 1000
     log_retention_check_interval_ms: int = 300_000  # Kafka's log.retention.check.interval.ms
+    # The log cleaner (broker/log/cleaner/), Kafka's log.cleaner.* settings: compacted topics
+    # are cleaned by `log_cleaner_threads` threads, each with an offset map of at most
+    # dedupe_buffer_size / threads bytes, reading and writing at most io_max_bytes_per_second
+    # (0: unthrottled), looking for work every backoff_ms when none was found.
+    log_cleaner_enable: bool = True
+    log_cleaner_threads: int = 1
+    log_cleaner_dedupe_buffer_size: int = 128 * MiB
+    log_cleaner_io_max_bytes_per_second: int = 0
+    log_cleaner_backoff_ms: int = 15_000
     fetch_use_sendfile: bool = True  # False: always pread + write (for benchmarks)
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -154,6 +163,9 @@ _POSITIVE_FIELDS = (
     "fetch_max_bytes",
     "max_incremental_fetch_session_cache_slots",
     "log_retention_check_interval_ms",
+    "log_cleaner_threads",
+    "log_cleaner_dedupe_buffer_size",
+    "log_cleaner_backoff_ms",
     "num_partitions",
     "default_replication_factor",
     "replica_lag_time_max_ms",

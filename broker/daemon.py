@@ -35,6 +35,7 @@ import uvloop
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.doors import Door, KafkaDoor, NativeDoor
+from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerParts
@@ -53,7 +54,7 @@ from coordinator.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.registration import Registration, register_broker
 from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
-from protocol.clock import SystemClock
+from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 
 log = logging.getLogger("odradek.broker")
@@ -149,6 +150,24 @@ async def _main(config: BrokerConfig) -> int:
     return 0
 
 
+def make_cleaner(
+    config: BrokerConfig,
+    logs: LogManager,
+    clock: Clock,
+    high_watermark: Callable[[str, int], int | None],
+) -> LogCleaner | None:
+    """The log cleaner of compacted topics, from the broker's log.cleaner.* settings."""
+    if not config.log_cleaner_enable:
+        return None
+    settings = CleanerSettings(
+        threads=config.log_cleaner_threads,
+        dedupe_buffer_bytes=config.log_cleaner_dedupe_buffer_size,
+        io_max_bytes_per_second=config.log_cleaner_io_max_bytes_per_second or None,
+        backoff_ms=config.log_cleaner_backoff_ms,
+    )
+    return LogCleaner(logs, clock, settings, high_watermark)
+
+
 class Broker:
     """Owns every long-lived piece; `start` and `shutdown` in the order the module describes."""
 
@@ -157,6 +176,7 @@ class Broker:
         self.clock = SystemClock()
         self.log_manager = LogManager(config.log_dir, config.default_log_config(), self.clock)
         self.flusher = GroupCommitFlusher()
+        self.cleaner = make_cleaner(config, self.log_manager, self.clock, self._high_watermark)
         self.zk = ZkClient(config.zookeeper, config.zookeeper_session_timeout_ms)
         self.isr_writer = ZkIsrWriter(self.zk, config.broker_id)
         self.replicas = ReplicaManager(
@@ -203,6 +223,7 @@ class Broker:
         self._registration: Registration | None = None
         self._elector: ControllerElector | None = None
         self._background: asyncio.Task[Any] | None = None
+        self._cleaning: asyncio.Task[Any] | None = None
         self._zk_started = False
         # cut from ZooKeeper past the session timeout: lead nothing (broker/zk_fence.py)
         self.fence = ZkFenceWatcher(self.zk, lambda: resign_leaderships(self.replicas), self.clock)
@@ -245,6 +266,8 @@ class Broker:
                 check_interval_ms=self.config.log_retention_check_interval_ms
             )
         )
+        if self.cleaner is not None:
+            self._cleaning = asyncio.create_task(self.cleaner.run())
 
     async def shutdown(self) -> None:
         if self.config.controlled_shutdown_enable and self._registration is not None:
@@ -270,14 +293,20 @@ class Broker:
         await _quietly(self.groups.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
-        if self._background is not None:
-            self._background.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._background
+        for task in (self._cleaning, self._background):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         self.log_manager.shutdown()
         await _quietly(self.fence.stop())
         if self._zk_started:
             await _quietly(self.zk.stop())
+
+    def _high_watermark(self, topic: str, partition: int) -> int | None:
+        """What the log cleaner may clean below (None: not a partition this broker hosts)."""
+        p = self.replicas.partitions.get((topic, partition))
+        return None if p is None else p.high_watermark
 
     def _door(self, door: Door) -> Door:
         """The door, metered when metrics are served (else requests pay nothing for them)."""
