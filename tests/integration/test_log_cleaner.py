@@ -104,6 +104,7 @@ def test_sigkill_at_every_step_of_a_pass_loses_no_key(cluster_factory: ClusterFa
         return offsets if len(offsets) < written * KEYS * 3 // 2 else None
 
     offsets = wait_until(cleaned_down, "the log cleaned down", 60)
+    assert offsets is not None
     assert offsets[-1] == written * KEYS * 3 - 1  # the newest record keeps its offset
     names = [p.name for p in (log_dir / f"{TOPIC}-0").iterdir()]
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".swap-end"))]
