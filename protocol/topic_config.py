@@ -360,3 +360,23 @@ def non_default(values: dict[str, str]) -> dict[str, str]:
         if not same:
             out[name] = text
     return out
+
+
+def markdown_table() -> list[str]:
+    """The registry as docs/configs.md shows it (a unit test keeps the two the same):
+    `python -m protocol.topic_config` prints it."""
+    lines = [
+        "| config | type | default | valid values | broker setting | read by | what it does |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in TOPIC_CONFIGS.values():
+        what = row.doc if row.refused is None else f"Refused: {row.refused}. ({row.doc})"
+        cells = (f"`{row.name}`", row.kind, f"`{row.default}`" if row.default else "(empty)",
+                 row.valid.replace("|", "\\|") or "-", f"`{row.broker_name}`"
+                 if row.broker_name else "-", row.reader, what)  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(markdown_table()))
