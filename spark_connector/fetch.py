@@ -21,6 +21,13 @@ prefetches (the next fetch goes out when an answer arrives, before it is decoded
   with `failOnDataLoss=true`, else a warning and the rest is read;
 - nothing new and the leader's log ends before the offset wanted, three answers in a row: the
   range was truncated (data loss, as above).
+Compacted topics (Kafka's log cleaner): a range of offsets holds the records left in it, fewer
+than its size, as with Spark's Kafka source. Offsets the cleaner took out of a batch, empty
+batches and whole batches gone (gaps) are passed as the batches' ends say (protocol/columns.py
+`segments`); a next batch that starts at or past the range's end ends the range; and when the
+leader has nothing from the offset wanted up to its high watermark, three answers in a row,
+those offsets were cleaned away: the range moves on to the high watermark. None of it is data
+loss: the offsets are within the log, their records are gone by the topic's own policy.
 Without progress for `poll_timeout_ms` the task fails with a message saying where it stuck.
 """
 
@@ -168,8 +175,10 @@ class _RangeReader:
             if next_offset > self.offset:
                 self.offset = next_offset
                 self.last_progress_s = time.monotonic()
-            if segs:
-                yield segments_to_arrow(segs, part.topic, part.partition, part.include_headers)
+            if segs:  # compaction may have left none of their records in the range
+                batch = segments_to_arrow(segs, part.topic, part.partition, part.include_headers)
+                if batch.num_rows:
+                    yield batch
 
     async def _step(self) -> tuple[list[Segment], int]:
         """One turn: errors the last fetches left, buffered records, else the next fetch."""
@@ -191,8 +200,11 @@ class _RangeReader:
         await fetcher.wait(FETCH_MAX_WAIT_MS * 2 / 1000)
         empty, log_end = fetcher.empty_answers(tp)
         high_watermark = self.subs.high_watermark(tp)
-        if empty >= EMPTY_POLLS_BEFORE_TRUNCATION and max(log_end, high_watermark) <= self.offset:
-            self._on_missing_tail(log_end)
+        if empty >= EMPTY_POLLS_BEFORE_TRUNCATION:
+            if max(log_end, high_watermark) <= self.offset:
+                self._on_missing_tail(log_end)
+            elif self.offset < high_watermark:
+                self._on_cleaned_away(high_watermark)
         return [], self.offset
 
     def _check_stuck(self) -> None:
@@ -225,6 +237,17 @@ class _RangeReader:
         reason = f"the log now ends at {log_end}: truncated"
         self._lost(DataLoss(p.topic, p.partition, self.offset, p.until_offset, reason))
         self._move_to(p.until_offset)
+
+    def _on_cleaned_away(self, high_watermark: int) -> None:
+        """Answers without records, though the offset wanted is below the high watermark: the
+        log holds no record from there up to it (the log cleaner removed the batches that ended
+        the log). Spark's Kafka source skips offsets it cannot see below the end the same way."""
+        p = self.part
+        until = min(high_watermark, p.until_offset)
+        log.debug("%s/%d: offsets %d..%d hold no record (compacted)", p.topic, p.partition,
+                  self.offset, until - 1)  # fmt: skip
+        self._move_to(until)
+        self.last_progress_s = time.monotonic()
 
     def _move_to(self, offset: int) -> None:
         self.offset = offset
@@ -265,7 +288,8 @@ def records_to_arrow(
     segs, next_offset = segments(data, batches, from_offset, until_offset)
     if not segs:
         return None, next_offset
-    return segments_to_arrow(segs, topic, partition, include_headers), next_offset
+    batch = segments_to_arrow(segs, topic, partition, include_headers)
+    return (batch if batch.num_rows else None), next_offset
 
 
 def segments_to_arrow(

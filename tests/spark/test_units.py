@@ -26,6 +26,7 @@ from spark_connector.ranges import (  # noqa: E402
     split_ranges,
 )
 from spark_connector.schema import arrow_schema, spark_schema  # noqa: E402
+from tests.unit.compacted_batches import compact_log  # noqa: E402
 
 BOOT = {"bootstrap": "127.0.0.1:9092"}
 
@@ -161,6 +162,23 @@ def test_records_to_arrow_log_append_time() -> None:
     d = batch.to_pydict()
     assert d["timestampType"] == [1, 1]
     assert [int(t.timestamp() * 1000) for t in d["timestamp"]] == [5000, 5000]
+
+
+def test_records_to_arrow_over_compacted_batches() -> None:
+    """A range holds the records compaction left (fewer than its size, as with Spark's Kafka
+    source), and ends where asked even when its last offsets, or the batches after them, are
+    gone: 0-4 keeps 1 and 3; 5-9 is gone (a gap); 10-14 keeps 10 and 14."""
+    log = [_batch(b, [(b"k%d" % o, b"v%d" % o, None, 1000 + o) for o in range(b, b + 5)])
+           for b in (0, 5, 10)]  # fmt: skip
+    data = b"".join(compact_log(log, lambda o: o in (1, 3, 10, 14)))
+    batch, next_offset = records_to_arrow(data, "t", 0, 0, 15, False)
+    assert batch.to_pydict()["offset"] == [1, 3, 10, 14] and next_offset == 15
+    assert batch.to_pydict()["value"] == [b"v1", b"v3", b"v10", b"v14"]
+    batch, next_offset = records_to_arrow(data, "t", 0, 2, 8, False)
+    assert batch.to_pydict()["offset"] == [3] and next_offset == 8  # the next batch starts at 10
+    assert records_to_arrow(data, "t", 0, 4, 10, False) == (None, 10)  # only gone offsets
+    batch, next_offset = records_to_arrow(data, "t", 0, 11, 13, False)
+    assert batch is None and next_offset == 13
 
 
 def test_spark_data_source_lookup_finds_the_source() -> None:

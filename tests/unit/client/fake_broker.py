@@ -23,7 +23,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from broker.producer_state import ProducerStateTable
 from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
@@ -365,9 +365,9 @@ class _Conn(asyncio.Protocol):
         self.tail: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.broker.transports.append(transport)
+        # a stream transport (uvloop's, under the Spark range reader's loop, is no subclass)
+        self.transport = cast(asyncio.Transport, transport)
+        self.broker.transports.append(self.transport)
 
     def data_received(self, data: bytes) -> None:
         for frame in self.decoder.feed(data):
