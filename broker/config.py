@@ -74,6 +74,10 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     offsets_topic_num_partitions: int = 10  # __consumer_offsets (consumer groups)
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when created
+    # KIP-211: an empty group's committed offsets expire this long after the later of its
+    # last commit and when it became empty (tombstones: compaction then removes them)
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600_000
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 200
@@ -180,6 +184,8 @@ _POSITIVE_FIELDS = (
     "leader_imbalance_check_interval_seconds",
     "offsets_topic_num_partitions",
     "offsets_topic_replication_factor",
+    "offsets_retention_minutes",
+    "offsets_retention_check_interval_ms",
 )
 
 

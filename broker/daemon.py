@@ -194,7 +194,10 @@ class Broker:
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
         offsets = GroupConfig(
-            config.offsets_topic_num_partitions, config.offsets_topic_replication_factor
+            config.offsets_topic_num_partitions,
+            config.offsets_topic_replication_factor,
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
         )
         self.groups = GroupCoordinator(
             config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets
@@ -203,6 +206,7 @@ class Broker:
         self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
         parts = BrokerParts(self.replicas, self.ctx.metadata, self.ctx.controller_epoch)
         parts.groups = self.groups
+        parts.cleaner = self.cleaner
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
         self.server = BrokerServer(self.ctx, self.clock, self._door(NativeDoor()))
         self.port = config.port

@@ -59,6 +59,7 @@ from protocol.kafka import versions as kafka_versions
 
 if TYPE_CHECKING:
     from broker.context import ControllerEpoch
+    from broker.log.cleaner.manager import LogCleaner
     from broker.metadata_cache import MetadataCache
     from broker.replica_manager import ReplicaManager
     from coordinator.controller import ControllerElector
@@ -304,6 +305,7 @@ class BrokerParts:
     zk_state: str = "NOT_CONNECTED"  # updated by the ZooKeeper state listener
     requests: RequestMetrics | None = None  # per-request counts (MeteredDoor)
     fsyncs: FsyncStats = FSYNCS
+    cleaner: LogCleaner | None = None  # None: log.cleaner.enable = false
 
 
 class BrokerStateCollector(Collector):
@@ -344,6 +346,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     ]
     fsyncs = parts.fsyncs.snapshot()
     groups = _group_reading(parts)
+    cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
 
     def build() -> list[Metric]:
         return [
@@ -352,6 +355,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *_traffic_families(traffic),
             *_log_families(logs, fsyncs),
             *_group_families(groups),
+            *cleaner,
         ]
 
     return build
@@ -503,6 +507,30 @@ def _log_families(
         "the histogram above, as a counter).", value=count,
     )  # fmt: skip
     return [size, segments, flush, flushes]
+
+
+def _cleaner_families(cleaner: LogCleaner) -> list[Metric]:
+    """Kafka's log cleaner gauges (kafka.log:type=LogCleaner / LogCleanerManager), on the loop
+    (a few numbers; the dirty ratios were worked out by the cleaner's last look for work)."""
+    s = cleaner.stats
+    kafka = "kafka.log:type=LogCleaner"
+    manager = "kafka.log:type=LogCleanerManager"
+    return [
+        _gauge("odradek_log_cleaner_max_dirty_percent", "The highest dirty ratio of a "
+               f"compacted log, in percent ({manager},name=max-dirty-percent).",
+               s.max_dirty_percent),
+        _gauge("odradek_log_cleaner_recopy_percent", "Bytes written over bytes read by the "
+               f"last cleaning pass, in percent ({kafka},name=cleaner-recopy-percent).",
+               s.recopy_percent),
+        _gauge("odradek_log_cleaner_max_clean_time_secs", "Seconds the last cleaning pass "
+               f"took ({kafka},name=max-clean-time-secs).", s.max_clean_time_secs),
+        _gauge("odradek_log_cleaner_max_compaction_delay_secs", "How far past "
+               "max.compaction.lag.ms the most overdue log is, in seconds "
+               f"({kafka},name=max-compaction-delay-secs).", s.max_compaction_delay_secs),
+        _gauge("odradek_log_cleaner_uncleanable_partitions_count", "Logs whose cleaning "
+               f"failed, left alone until restart ({manager},name=uncleanable-partitions-count).",
+               len(cleaner.uncleanable)),
+    ]  # fmt: skip
 
 
 def _group_reading(parts: BrokerParts) -> list[GroupSample]:

@@ -13,6 +13,7 @@ every live key, each record once, offsets increasing, and clean the log down in 
 from __future__ import annotations
 
 import os
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,15 @@ def _check(bootstrap: str, expected: dict[bytes, bytes | None]) -> list[int]:
     return offsets
 
 
+def _scrape(cluster: LocalCluster) -> dict[str, float]:
+    """The broker's unlabelled metrics (Kafka's cleaner gauges among them)."""
+    port = cluster.broker(1).metrics_port
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    pairs = (line.split(" ") for line in text.splitlines() if line and not line.startswith("#"))
+    return {p[0]: float(p[1]) for p in pairs if len(p) == 2 and "{" not in p[0]}
+
+
 def _restart(cluster: LocalCluster, hold: str | None) -> None:
     cluster.kill(1, "KILL")
     if hold is None:
@@ -106,5 +116,10 @@ def test_sigkill_at_every_step_of_a_pass_loses_no_key(cluster_factory: ClusterFa
     offsets = wait_until(cleaned_down, "the log cleaned down", 60)
     assert offsets is not None
     assert offsets[-1] == written * KEYS * 3 - 1  # the newest record keeps its offset
+    metrics = _scrape(cluster)
+    assert 0 < metrics["odradek_log_cleaner_recopy_percent"] < 100
+    assert metrics["odradek_log_cleaner_max_clean_time_secs"] > 0
+    assert metrics["odradek_log_cleaner_uncleanable_partitions_count"] == 0
+    assert "odradek_log_cleaner_max_dirty_percent" in metrics
     names = [p.name for p in (log_dir / f"{TOPIC}-0").iterdir()]
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".swap-end"))]
