@@ -526,6 +526,22 @@ def commit(
     return Result(records=records, response=NONE)
 
 
+def expire_offsets(group: Group, now_ms: int, retention_ms: int, empty_since_ms: int) -> Result:
+    """KIP-211, for a group with no members: tombstones for the offsets committed longer than
+    `retention_ms` before now and before the group became empty (`empty_since_ms`), and for
+    the group itself when that leaves it no offsets (Kafka's group goes Dead)."""
+    if group.members:
+        return Result()
+    expired = [
+        tp for tp, entry in group.offsets.items()
+        if now_ms - max(entry.commit_ms, empty_since_ms) >= retention_ms
+    ]  # fmt: skip
+    records = [CoordinatorRecord(OffsetKey(group.group_id, t, p), None) for t, p in expired]
+    if expired and len(expired) == len(group.offsets):
+        records.append(CoordinatorRecord(GroupKey(group.group_id), None))
+    return Result(records=records)
+
+
 def delete(group: Group) -> Result:
     if group.members:
         return Result(response=NonEmptyGroupError.code)

@@ -103,6 +103,8 @@ class GroupConfig:
     append_timeout_ms: int = 5000
     topic_create_wait_ms: int = 5000
     limits: GroupLimits = field(default_factory=GroupLimits)
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000
 
 
 @dataclass(slots=True)
@@ -142,6 +144,8 @@ class GroupCoordinator:
         self._creating: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
+        self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
 
     # ----- life cycle -------------------------------------------------------------------------
 
@@ -169,6 +173,10 @@ class GroupCoordinator:
         self.on_leadership_change()
         now = self.clock.monotonic_ms()
         counts = self._partition_counts()
+        expire = now - self._last_expiry_ms >= self.config.offsets_retention_check_interval_ms
+        if expire:
+            self._last_expiry_ms = now
+        wall = self.clock.time_ms()
         for owned in list(self.owned.values()):
             if owned.state is not State.READY:
                 continue
@@ -177,6 +185,24 @@ class GroupCoordinator:
                 self._after(group)
                 if result.records or result.joins or result.syncs:
                     self._spawn(self._finish(owned, group.group_id, result))
+                elif expire:
+                    self._expire(owned, group, wall)
+
+    def _expire(self, owned: OwnedPartition, group: Group, wall_ms: int) -> None:
+        """KIP-211: tombstones for an empty group's offsets past offsets.retention.minutes
+        (and for the group itself once nothing is left), so compaction forgets it."""
+        if group.members:
+            self._empty_since.pop(group.group_id, None)
+            return
+        since = self._empty_since.setdefault(group.group_id, wall_ms)
+        result = ops.expire_offsets(group, wall_ms, self.config.offsets_retention_ms, since)
+        if result.records:
+            self._spawn(self._finish_expiry(owned, result))
+
+    async def _finish_expiry(self, owned: OwnedPartition, result: Result) -> None:
+        if await self._append(owned, result.records) == NONE:
+            for record in result.records:
+                ops.replay(owned.groups, record, self.clock.monotonic_ms())
 
     def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
