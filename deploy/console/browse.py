@@ -8,14 +8,22 @@ P. The partitions' records are merged by timestamp (model.merge_page) and the pa
 back, last) `limit` kept. A page comes with two cursors, {partition: offset}: where it starts
 (the cursor to page back from) and where it ends (to page forward from); the page keeps them.
 
+Compacted topics: offsets skip where the log cleaner removed records, so `limit` offsets may
+hold fewer records, or none. A range's reading ends at its end offset whatever is left (a record
+past it, or the consumer's position past it, ends it: the position moves past empty batches and
+gaps). Paging back reads windows of `limit` offsets, widened (doubled) while they hold fewer
+than `limit` records, at most BACK_WINDOWS_MAX; paging forward reads `limit` records, however
+many offsets they span. A cursor moves past offsets read that held nothing, so a page of gone
+offsets is followed by the next, never shown again.
+
 A search scans forward from the start (or a cursor), record by record, keeping those whose key,
 value or a header holds the text, until it has `limit` matches, reaches every partition's high
 watermark, or has scanned `scan_max` records; it answers with how far it got (`scanned`, the
 end cursor, `done`), and the page offers to go on from there.
 
 Where to start: earliest (each partition's log start), latest (the last `limit` records before
-the high watermark), offset:N, or time:MS (ListOffsets by timestamp; past the last record: the
-high watermark).
+the high watermark, found by reading back as a back page does), offset:N, or time:MS
+(ListOffsets by timestamp; past the last record: the high watermark).
 """
 
 from __future__ import annotations
@@ -35,19 +43,26 @@ PARTITIONS_MAX = 64  # picked at once
 SCAN_MAX = 20_000  # records one search request looks at
 READ_DEADLINE_S = 8.0  # a request returns what it has read by then
 PARTITION_FETCH_BYTES = 256 * 1024  # bounds what the consumer buffers per partition
+BACK_WINDOWS_MAX = 6  # reads of one back page: windows of limit, 2x, 4x... offsets
 
 
 class Range:
-    """Offsets [lo, hi) of one partition still to read, and where reading has got to."""
+    """Offsets [lo, hi) of one partition still to read, where reading has got to, and how many
+    records it may still take (None: all in the range)."""
 
-    __slots__ = ("hi", "lo", "pos")
+    __slots__ = ("hi", "left", "lo", "pos")
 
-    def __init__(self, lo: int, hi: int) -> None:
-        self.lo, self.hi, self.pos = lo, hi, lo
+    def __init__(self, lo: int, hi: int, records_max: int | None = None) -> None:
+        self.lo, self.hi, self.pos, self.left = lo, hi, lo, records_max
 
     @property
     def done(self) -> bool:
-        return self.pos >= self.hi
+        return self.pos >= self.hi or self.left == 0
+
+    def took(self, offset: int) -> None:
+        self.pos = offset + 1
+        if self.left is not None:
+            self.left -= 1
 
 
 async def _read(
@@ -72,16 +87,18 @@ async def _read(
             consumer.seek(tp, r.pos)
         while todo and loop.time() < end:
             polled = await consumer.poll(timeout_ms=min(500, (end - loop.time()) * 1000))
-            for tp, records in polled.items():
-                span = todo.get(tp)
-                if span is None:
-                    continue
-                for rec in records:
+            for tp, span in list(todo.items()):
+                for rec in polled.get(tp, ()):
                     if rec.offset >= span.hi:
+                        span.pos = span.hi  # nothing left before hi (compacted away)
                         break
-                    span.pos = rec.offset + 1
+                    span.took(rec.offset)
                     if not visit(rec):
                         return True
+                    if span.done:
+                        break
+                if not span.done:  # moved past empty batches and gaps, where no record is
+                    span.pos = max(span.pos, min(await consumer.position(tp), span.hi))
                 if span.done:
                     consumer.pause(tp)
                     del todo[tp]
@@ -100,13 +117,15 @@ async def _bounds(
 
 
 async def _start_positions(
-    admin: AsyncAdmin, topic: str, start: model.Start, bounds: dict[int, tuple[int, int]],
-    limit: int,
+    admin: AsyncAdmin, bootstrap: str, topic: str, start: model.Start,
+    bounds: dict[int, tuple[int, int]], limit: int,
 ) -> dict[int, int]:  # fmt: skip
     if start.kind == "earliest":
         return {p: lo for p, (lo, _) in bounds.items()}
-    if start.kind == "latest":
-        return {p: max(lo, hi - limit) for p, (lo, hi) in bounds.items()}
+    if start.kind == "latest":  # where each partition's last `limit` records start
+        ends = {p: hi for p, (_, hi) in bounds.items()}
+        got, reached = await _read_back(bootstrap, topic, bounds, ends, limit)
+        return {p: rs[-limit].offset if len(rs) >= limit else reached[p] for p, rs in got.items()}
     if start.kind == "offset":
         return {p: min(max(start.value, lo), hi) for p, (lo, hi) in bounds.items()}
     found = await admin.list_offsets({TopicPartition(topic, p): start.value for p in bounds})
@@ -152,33 +171,86 @@ async def browse(
     if cursor is not None:
         positions = _cursor(cursor, bounds)
     else:
-        positions = await _start_positions(admin, topic, model.parse_start(start), bounds, limit)
+        start_at = model.parse_start(start)
+        positions = await _start_positions(admin, bootstrap, topic, start_at, bounds, limit)
     if search:
         return await _search(bootstrap, topic, bounds, positions, limit, search, scan_max)
     if direction == "back":
-        ranges = {p: Range(max(bounds[p][0], pos - limit), pos) for p, pos in positions.items()}
+        got, reached = await _read_back(bootstrap, topic, bounds, positions, limit)
     else:
-        ranges = {p: Range(pos, min(bounds[p][1], pos + limit)) for p, pos in positions.items()}
-    got: dict[int, list[ConsumerRecord]] = {p: [] for p in picked}
-
-    def keep(r: ConsumerRecord) -> bool:
-        got[r.partition].append(r)
-        return True
-
-    await _read(bootstrap, topic, ranges, keep)
+        got, reached = await _read_forward(bootstrap, topic, bounds, positions, limit)
     page = model.merge_page(got, limit, last=direction == "back")
     first: dict[int, int] = {}
     after: dict[int, int] = {}
+    kept: dict[int, int] = {}
     for r in page:
         first.setdefault(r.partition, r.offset)
         after[r.partition] = r.offset + 1
+        kept[r.partition] = kept.get(r.partition, 0) + 1
+    # a partition whose records read are all on the page (or that had none): its cursor moves
+    # to where reading got, past offsets that held no record
+    whole = {p: kept.get(p, 0) == len(got[p]) for p in picked}
     if direction == "back":
-        start_c = {p: first.get(p, positions[p]) for p in picked}
+        start_c = {p: reached[p] if whole[p] else first.get(p, positions[p]) for p in picked}
         end_c = dict(positions)
     else:
         start_c = dict(positions)
-        end_c = {p: after.get(p, positions[p]) for p in picked}
+        end_c = {p: reached[p] if whole[p] else after.get(p, positions[p]) for p in picked}
     return _answer(page, bounds, start_c, end_c, scanned=sum(len(v) for v in got.values()))
+
+
+Read = tuple[dict[int, list[ConsumerRecord]], dict[int, int]]
+"""Each partition's records read, and where reading got (forward: the offset after what was
+read; back: the lowest offset read from)."""
+
+
+async def _read_forward(
+    bootstrap: str, topic: str, bounds: dict[int, tuple[int, int]], positions: dict[int, int],
+    limit: int,
+) -> Read:  # fmt: skip
+    """Up to `limit` records of each partition from its position, up to its high watermark."""
+    ranges = {p: Range(pos, bounds[p][1], limit) for p, pos in positions.items()}
+    got: dict[int, list[ConsumerRecord]] = {p: [] for p in positions}
+    await _read(bootstrap, topic, ranges, _collect(got))
+    return got, {p: r.pos for p, r in ranges.items()}
+
+
+async def _read_back(
+    bootstrap: str, topic: str, bounds: dict[int, tuple[int, int]], positions: dict[int, int],
+    limit: int,
+) -> Read:  # fmt: skip
+    """The last `limit` records of each partition before its position (fewer at its log start):
+    a window of `limit` offsets, then windows twice as wide before it while a partition has
+    fewer than `limit` records (compaction left gaps), at most BACK_WINDOWS_MAX reads within
+    the request's deadline. A window not read to its end (the deadline) stops the partition."""
+    got: dict[int, list[ConsumerRecord]] = {p: [] for p in positions}
+    reached = dict(positions)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + READ_DEADLINE_S
+    width = limit
+    for _ in range(BACK_WINDOWS_MAX):
+        ranges = {p: Range(max(bounds[p][0], at - width), at) for p, at in reached.items()
+                  if len(got[p]) < limit and at > bounds[p][0]}  # fmt: skip
+        if not ranges or loop.time() >= end:
+            break
+        window: dict[int, list[ConsumerRecord]] = {p: [] for p in ranges}
+        await _read(bootstrap, topic, ranges, _collect(window), end - loop.time())
+        for p, r in ranges.items():
+            if r.done:  # else the deadline came: what it read would leave a hole, dropped
+                got[p] = window[p] + got[p]
+                reached[p] = r.lo
+        width *= 2
+    return got, reached
+
+
+def _collect(into: dict[int, list[ConsumerRecord]]) -> Callable[[ConsumerRecord], bool]:
+    """A `_read` visitor that keeps every record, by partition."""
+
+    def visit(r: ConsumerRecord) -> bool:
+        into[r.partition].append(r)
+        return True
+
+    return visit
 
 
 async def _search(
