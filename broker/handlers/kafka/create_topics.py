@@ -1,5 +1,7 @@
 """CreateTopics (19), v2-v7: the native CreateTopics (validate, write to ZooKeeper, wait for
-leaders), answered in Kafka's shape. Topic ids (v7) are the null id."""
+leaders), answered in Kafka's shape. Topic ids (v7) are the null id. From v5 a created topic's
+answer lists its configs with their sources, as DescribeConfigs gives them
+(broker/handlers/describe_configs.py `topic_entries`); a failed one's is null."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import create_topics as native
+from broker.handlers.describe_configs import topic_entries
 from broker.handlers.kafka._adapt import as_native, then
 from protocol.api.admin import (
     CREATE_TOPICS,
@@ -35,12 +38,26 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     ]
     native_req = CreateTopicsRequest(topics, millis(req.timeout), bool(req.validate_only))
     result = native.handle(ctx, as_native(CREATE_TOPICS, native_req, request))
-    return then(result, lambda r: _answer(request.header.api_version, r))
+    given = {t.name: t.configs for t in topics}
+    return then(result, lambda r: _answer(ctx, request.header.api_version, r, given))
 
 
-def _answer(version: int, resp: CreateTopicsResponse) -> Any:
+def _answer(
+    ctx: BrokerContext, version: int, resp: CreateTopicsResponse, given: dict[str, dict[str, str]]
+) -> Any:
     cls = response_class(CREATE_TOPICS.key, version)
     result_cls = nested(cls, "CreatableTopicResult")
+    config_cls = nested(cls, "CreatableTopicConfigs") if version >= 5 else None
+
+    def configs(name: str, error_code: int) -> tuple[Any, ...] | None:
+        if config_cls is None or error_code != 0:
+            return None
+        return tuple(
+            make(config_cls, name=e.name, value=e.value, read_only=e.read_only,
+                 config_source=e.source, is_sensitive=e.is_sensitive)
+            for e in topic_entries(ctx.config, given.get(name, {}), synonyms=False)
+        )  # fmt: skip
+
     topics = tuple(
         make(
             result_cls,
@@ -51,7 +68,7 @@ def _answer(version: int, resp: CreateTopicsResponse) -> Any:
             topic_config_error_code=0,
             num_partitions=t.num_partitions if t.error_code == 0 else -1,
             replication_factor=t.replication_factor if t.error_code == 0 else -1,
-            configs=None,
+            configs=configs(t.name, t.error_code),
         )
         for t in resp.topics
     )

@@ -30,6 +30,7 @@ from protocol.kafka.codec import encode_request, make, nested
 from protocol.kafka.versions import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
+    CREATE_TOPICS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
     SERVED,
@@ -422,6 +423,45 @@ async def test_lowered_max_message_bytes_refuses_a_bigger_batch(tmp_path: Path) 
             assert codes(resp) == [0]
             answer = (await conn.send(produce("t", 0, big))).topics[0].partitions[0]
             assert answer.error_code == MessageTooLargeError.code
+
+
+# ----- CreateTopics ----------------------------------------------------------------------------
+
+
+async def test_create_topics_v7_answers_the_new_topics_configs_and_their_sources(
+    tmp_path: Path,
+) -> None:
+    async with running_broker(tmp_path, topic_defaults={"segment.bytes": "65536"}) as b:
+        await b.lead("other")  # broker 1 is live in the cache
+
+        async def lead(name: str, partitions: int) -> None:
+            await b.lead(name, partitions)
+
+        b.topics.on_create = lead
+        config = req(CREATE_TOPICS, 7, "CreatableTopicConfig", name="cleanup.policy",
+                     value="delete,compact")  # fmt: skip
+
+        def topic(name: str, configs: tuple[Any, ...]) -> Any:
+            return req(CREATE_TOPICS, 7, "CreatableTopic", name=name, num_partitions=1,
+                       replication_factor=1, assignments=(), configs=configs)  # fmt: skip
+
+        bad = req(CREATE_TOPICS, 7, "CreatableTopicConfig", name="local.retention.ms", value="1")
+        async with kafka(b) as c:
+            both = (topic("c", (config,)), topic("x", (bad,)))
+            resp = await c.call(CREATE_TOPICS, 7, topics=both, timeout=5000, validate_only=False)
+        made, refused = resp.topics
+        assert made.error_code.value == 0
+        entries = {e.name: e for e in made.configs}
+        assert set(entries) == set(IN_EFFECT)
+        assert (entries["cleanup.policy"].value, entries["cleanup.policy"].config_source) == (
+            "delete,compact", TOPIC_CONFIG,
+        )  # fmt: skip
+        assert entries["segment.bytes"].config_source == STATIC_BROKER_CONFIG
+        assert entries["retention.ms"].config_source == DEFAULT_CONFIG
+        assert refused.error_code.value == InvalidConfigError.code and refused.configs is None
+        assert (
+            refused.error_message == "local.retention.ms is refused: odradek has no tiered storage"
+        )
 
 
 # ----- CreatePartitions ------------------------------------------------------------------------
