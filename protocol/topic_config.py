@@ -324,7 +324,6 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {row.name: row for row in (
 
 IN_EFFECT: tuple[str, ...] = tuple(n for n, r in TOPIC_CONFIGS.items() if r.refused is None)
 LIST_CONFIGS = frozenset(n for n in IN_EFFECT if TOPIC_CONFIGS[n].kind == "LIST")
-BY_BROKER_NAME = {r.broker_name: r for r in TOPIC_CONFIGS.values() if r.broker_name}
 
 
 def lookup(name: str) -> TopicConfigDef:
@@ -335,31 +334,6 @@ def lookup(name: str) -> TopicConfigDef:
     if row.refused is not None:
         raise InvalidConfigError(f"{name} is refused: {row.refused}")
     return row
-
-
-def check_configs(props: dict[str, str]) -> dict[str, object]:
-    """Every config of `props` parsed ({name: value}); the first bad one raises."""
-    return {name: lookup(name).parse(text) for name, text in props.items()}
-
-
-def defaults() -> dict[str, str]:
-    """{name: default text} of every config in effect."""
-    return {name: TOPIC_CONFIGS[name].default for name in IN_EFFECT}
-
-
-def non_default(values: dict[str, str]) -> dict[str, str]:
-    """The entries of `values` that differ from their config's default (compared as parsed
-    values, so "compact, delete" equals "compact,delete"); unknown names are kept."""
-    out = {}
-    for name, text in values.items():
-        row = TOPIC_CONFIGS.get(name)
-        try:
-            same = row is not None and row.parse(text) == row.parse(row.default)
-        except InvalidConfigError:
-            same = False
-        if not same:
-            out[name] = text
-    return out
 
 
 def markdown_table() -> list[str]:

@@ -22,7 +22,6 @@ from protocol.errors import InvalidConfigError
 from protocol.topic_config import (
     CLEANUP_COMPACT,
     CLEANUP_DELETE,
-    CONTROLLER,
     INT_MAX,
     LONG_MAX,
     OFFSET_INDEX_ENTRY_BYTES,
@@ -36,9 +35,6 @@ __all__ = ["CONFIG_NAMES", "INT_MAX", "LONG_MAX", "OFFSET_INDEX_ENTRY_BYTES", "L
 _ROWS: dict[str, TopicConfigDef] = {
     row.attr: row for row in TOPIC_CONFIGS.values() if row.attr is not None
 }  # LogConfig field -> its row
-# Topic configs the controller reads from ZooKeeper (not the log): accepted, checked, skipped.
-CONTROLLER_CONFIGS = frozenset(n for n, r in TOPIC_CONFIGS.items() if r.reader == CONTROLLER)
-CONTROLLER_BOOL_CONFIGS = CONTROLLER_CONFIGS  # the old name
 
 
 @dataclass(frozen=True, slots=True)

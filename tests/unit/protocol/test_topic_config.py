@@ -21,9 +21,7 @@ from protocol.topic_config import (
     READERS,
     REFUSED,
     TOPIC_CONFIGS,
-    check_configs,
     lookup,
-    non_default,
 )
 
 # Kafka 4.x's topic configs (TopicConfig.java, and LogConfig's throttled-replica lists).
@@ -161,14 +159,6 @@ def test_defaults_are_kafkas() -> None:
     assert cfg.delete_enabled and not cfg.compact and cfg.segment_jitter_ms == 0
 
 
-def test_unknown_and_check_configs() -> None:
+def test_unknown_configs_are_named() -> None:
     with pytest.raises(InvalidConfigError, match=re.escape("unknown topic config 'no.such'")):
-        check_configs({"no.such": "1"})
-    assert check_configs({"cleanup.policy": "delete,compact"}) == {
-        "cleanup.policy": "compact,delete"
-    }
-
-
-def test_non_default_compares_values() -> None:
-    got = non_default({"cleanup.policy": "delete", "retention.ms": "1", "segment.ms": "604800000"})
-    assert got == {"retention.ms": "1"}
+        lookup("no.such")
