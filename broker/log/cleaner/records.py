@@ -24,12 +24,12 @@ from typing import NamedTuple
 
 import crc32c
 
-from broker.log.segment import DELETE_HORIZON_BIT
 from protocol import compression
 from protocol.batch import (
     CODEC_MASK,
     CONTROL_BIT,
     CRC_START,
+    DELETE_HORIZON_BIT,
     HEADER,
     HEADER_BYTES,
     LENGTH_PREFIX_BYTES,
