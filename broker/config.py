@@ -77,6 +77,7 @@ class BrokerConfig:
     # KIP-211: an empty group's committed offsets expire this long after the later of its
     # last commit and when it became empty (tombstones: compaction then removes them)
     offsets_retention_minutes: int = 10080
+    offsets_topic_segment_bytes: int = 100 * MiB  # Kafka's offsets.topic.segment.bytes
     offsets_retention_check_interval_ms: int = 600_000
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
     controlled_shutdown_max_retries: int = 3
@@ -185,6 +186,7 @@ _POSITIVE_FIELDS = (
     "offsets_topic_num_partitions",
     "offsets_topic_replication_factor",
     "offsets_retention_minutes",
+    "offsets_topic_segment_bytes",
     "offsets_retention_check_interval_ms",
 )
 

@@ -198,6 +198,7 @@ class Broker:
             config.offsets_topic_replication_factor,
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+            offsets_segment_bytes=config.offsets_topic_segment_bytes,
         )
         self.groups = GroupCoordinator(
             config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets

@@ -50,7 +50,7 @@ from coordinator.group.records import (
     partition_for,
 )
 from coordinator.group.states import State, kafka_name
-from coordinator.internal_topics import OFFSETS_TOPIC_CONFIGS
+from coordinator.internal_topics import OFFSETS_SEGMENT_BYTES, OFFSETS_TOPIC_CONFIGS
 from protocol.api.group import (
     DeletedGroup,
     DescribeGroupsResponse,
@@ -105,6 +105,7 @@ class GroupConfig:
     limits: GroupLimits = field(default_factory=GroupLimits)
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000
+    offsets_segment_bytes: int = OFFSETS_SEGMENT_BYTES  # the topic's segment.bytes at creation
 
 
 @dataclass(slots=True)
@@ -367,13 +368,16 @@ class GroupCoordinator:
         with contextlib.suppress(Exception):
             await asyncio.shield(self._creating)
 
+    def _offsets_configs(self) -> dict[str, str]:
+        return {**OFFSETS_TOPIC_CONFIGS, "segment.bytes": str(self.config.offsets_segment_bytes)}
+
     async def _create_offsets_topic(self) -> None:
         if not self.metadata.has_topic(OFFSETS_TOPIC):
             live = self.metadata.live_broker_ids()
             rf = max(1, min(self.config.offsets_replication_factor, len(live)))
             try:
                 await self.topics.create_topic(
-                    OFFSETS_TOPIC, self.config.offsets_partitions, rf, OFFSETS_TOPIC_CONFIGS, live
+                    OFFSETS_TOPIC, self.config.offsets_partitions, rf, self._offsets_configs(), live
                 )
                 log.info("created %s: %d partitions, replication factor %d", OFFSETS_TOPIC,
                          self.config.offsets_partitions, rf)  # fmt: skip
