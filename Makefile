@@ -16,7 +16,7 @@ setup: $(STAMP)
 # data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself. The
 # install also compiles the record decoder and encoder (protocol/_records.c, _encoder.c), so an
 # edited C file reinstalls.
-$(STAMP): pyproject.toml protocol/_records.c protocol/_encoder.c
+$(STAMP): pyproject.toml protocol/_records.c protocol/_encoder.c broker/log/cleaner/_compact.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat

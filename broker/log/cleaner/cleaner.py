@@ -29,9 +29,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.log.cleaner import plan, records
+from broker.log.cleaner import _compact, plan, records
+from broker.log.cleaner.records import (
+    H_ATTRIBUTES,
+    H_BASE,
+    H_COUNT,
+    H_FIRST_TS,
+    H_LAST_DELTA,
+    H_PID,
+)
 from broker.log.segment import Segment, check_stored_batch
-from protocol.batch import HEADER_BYTES, LENGTH_PREFIX_BYTES
+from protocol.batch import (
+    CONTROL_BIT,
+    DELETE_HORIZON_BIT,
+    HEADER,
+    HEADER_BYTES,
+    LENGTH_PREFIX_BYTES,
+)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -166,13 +180,13 @@ def _map_segment(
 ) -> bool:
     """Add the segment's keys to the map; False (map unchanged) if they do not fit."""
     found: dict[bytes, int] = {}
+    lo, hi = task.first_dirty, task.first_uncleanable
     for _, data in batches(seg, throttle):
-        scanned = records.scan(data, task.max_message_bytes * 4 + (1 << 20))
-        if scanned.is_control:
+        h = HEADER.unpack_from(data, 0)
+        if h[H_ATTRIBUTES] & CONTROL_BIT or h[H_BASE] + h[H_LAST_DELTA] < lo or h[H_BASE] >= hi:
             continue
-        for r in scanned.records:
-            if r.key is not None and task.first_dirty <= r.offset < task.first_uncleanable:
-                found[r.key] = r.offset
+        section = records.section(data, _max_section(task))
+        _compact.map_keys(section, h[H_COUNT], h[H_BASE], lo, hi, found)
     new_keys = [k for k in found if k not in offset_map.latest]
     if not offset_map.has_room_for(len(new_keys), sum(len(k) for k in new_keys)):
         if not offset_map.latest:
@@ -214,30 +228,42 @@ def _clean_group(
     return new
 
 
+def _max_section(task: CleanTask) -> int:
+    """The most a batch's records may inflate to (a bound against compression bombs)."""
+    return task.max_message_bytes * 4 + (1 << 20)
+
+
 def _clean_batch(
     data: bytes, latest: dict[bytes, int], task: CleanTask, result: CleanResult
 ) -> bytes | None:
-    """The batch as the cleaned segment stores it, or None to drop it."""
-    scanned = records.scan(data, task.max_message_bytes * 4 + (1 << 20))
-    if scanned.is_control:
+    """The batch as the cleaned segment stores it, or None to drop it. The records are kept
+    or dropped in C (_compact.retain: plan.retain for each); only a batch that keeps a
+    tombstone and has no delete horizon yet, once per batch, is rebuilt record by record
+    in Python (records.rebuild), to restamp its timestamp deltas against the horizon."""
+    h = HEADER.unpack_from(data, 0)
+    if h[H_ATTRIBUTES] & CONTROL_BIT:
         return data
-    horizon = scanned.delete_horizon_ms
-    keep = [
-        r for r in scanned.records
-        if plan.retain(r.offset, r.key, r.tombstone, latest, horizon, task.now_ms)
-    ]  # fmt: skip
-    result.records_read += len(scanned.records)
-    result.records_kept += len(keep)
-    needs_horizon = horizon is None and any(r.tombstone for r in keep)
-    if needs_horizon:
+    count = h[H_COUNT]
+    horizon = h[H_FIRST_TS] if h[H_ATTRIBUTES] & DELETE_HORIZON_BIT else None
+    section = records.section(data, _max_section(task))
+    kept, n, tombstones = _compact.retain(
+        section, count, h[H_BASE], latest, task.now_ms, -1 if horizon is None else horizon
+    )
+    result.records_read += count
+    result.records_kept += n
+    if n == 0:
+        pid, last = h[H_PID], h[H_BASE] + h[H_LAST_DELTA]
+        if pid < 0 or task.producer_last_offsets.get(pid) != last:
+            return None
+    if horizon is None and tombstones:
         horizon = task.now_ms + task.delete_retention_ms
         if result.delete_horizon_ms is None or horizon > result.delete_horizon_ms:
             result.delete_horizon_ms = horizon
-    if not keep:
-        pid = scanned.producer_id
-        if pid < 0 or task.producer_last_offsets.get(pid) != scanned.last_offset:
-            return None
-    if len(keep) == len(scanned.records) and not needs_horizon:
+        scanned = records.scan(data, _max_section(task))
+        now = task.now_ms
+        keep = [r for r in scanned.records
+                if plan.retain(r.offset, r.key, r.tombstone, latest, None, now)]  # fmt: skip
+        return records.rebuild(data, scanned, keep, horizon)
+    if n == count:
         return data
-    return records.rebuild(data, scanned, keep, horizon if needs_horizon or
-                           scanned.delete_horizon_ms is not None else None)  # fmt: skip
+    return records.assemble(data, kept, n, horizon)

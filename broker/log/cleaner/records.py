@@ -36,7 +36,6 @@ from protocol.batch import (
     InvalidBatchError,
 )
 
-_CRC_AND_ATTRIBUTES = struct.Struct(">Ih")
 _FIRST_TIMESTAMP = struct.Struct(">q")
 _COUNT = struct.Struct(">i")
 _LENGTH = struct.Struct(">i")
@@ -136,6 +135,14 @@ def scan(batch: bytes | bytearray | memoryview, max_section_bytes: int) -> Scann
     return ScannedBatch(header, section, records)
 
 
+def section(batch: bytes | bytearray | memoryview, max_section_bytes: int) -> bytes | memoryview:
+    """The batch's records section, decompressed (bounded)."""
+    h = HEADER.unpack_from(batch, 0)
+    raw = memoryview(batch)[HEADER_BYTES : LENGTH_PREFIX_BYTES + h[H_LENGTH]]
+    codec = h[H_ATTRIBUTES] & CODEC_MASK
+    return bytes(compression.decompress(codec, raw, max_section_bytes)) if codec else raw
+
+
 def rebuild(
     batch: bytes | bytearray | memoryview,
     scanned: ScannedBatch,
@@ -146,17 +153,30 @@ def rebuild(
     h = scanned.header
     section = scanned.section
     first_ts = h[H_FIRST_TS] if delete_horizon_ms is None else delete_horizon_ms
-    attributes = h[H_ATTRIBUTES] | (0 if delete_horizon_ms is None else DELETE_HORIZON_BIT)
     if first_ts == h[H_FIRST_TS]:
         records = b"".join(section[r.start : r.end] for r in keep)
     else:
         records = b"".join(_restamped(section, r, r.timestamp - first_ts) for r in keep)
+    return assemble(batch, records, len(keep), delete_horizon_ms)
+
+
+def assemble(
+    batch: bytes | bytearray | memoryview,
+    records: bytes,
+    count: int,
+    delete_horizon_ms: int | None,
+) -> bytes:
+    """`batch`'s header over a new records section of `count` records (compressed with the
+    batch's codec), with the delete horizon when given, and its CRC computed afresh."""
+    h = HEADER.unpack_from(batch, 0)
+    first_ts = h[H_FIRST_TS] if delete_horizon_ms is None else delete_horizon_ms
+    attributes = h[H_ATTRIBUTES] | (0 if delete_horizon_ms is None else DELETE_HORIZON_BIT)
     codec = attributes & CODEC_MASK
     body = compression.compress(codec, records) if codec else records
     out = bytearray(batch[:HEADER_BYTES])
     _LENGTH.pack_into(out, 8, HEADER_BYTES - LENGTH_PREFIX_BYTES + len(body))
     _FIRST_TIMESTAMP.pack_into(out, FIRST_TIMESTAMP_AT, first_ts)
-    _COUNT.pack_into(out, RECORD_COUNT_AT, len(keep))
+    _COUNT.pack_into(out, RECORD_COUNT_AT, count)
     out += body
     struct.pack_into(">h", out, 21, attributes)
     struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[CRC_START:]))

@@ -1,0 +1,169 @@
+/* The log cleaner's per-record work, in C (broker/log/cleaner/cleaner.py calls it per batch).
+ *
+ * Input: a batch's records section, decompressed (protocol/batch.py gives the record layout:
+ * varint length, int8 attributes, varlong timestamp delta, varint offset delta, varint key
+ * length + key, varint value length + value, headers), its record count and base offset.
+ *
+ * map_keys(section, count, base, lo, hi, found) -> records
+ *     found[key] = offset for every record with a key whose offset is in [lo, hi): the
+ *     cleaner's offset map over the dirty section (plan.OffsetMap bounds it per segment).
+ *
+ * retain(section, count, base, latest, now_ms, horizon_ms) -> (kept, kept_count,
+ *                                                              kept_tombstones)
+ *     plan.retain for every record: a keyless record goes; a record whose key maps to a later
+ *     offset in `latest` goes; a tombstone goes when horizon_ms >= 0 and now_ms >= horizon_ms.
+ *     `kept` is the kept records' bytes back to back, each copied as it is (offset deltas
+ *     kept), ready to be the records section of the rebuilt batch.
+ *
+ * A record that runs past the section, or a malformed varint, raises ValueError naming its
+ * index: the batch's CRC held, so this is a batch no producer could have written.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int64_t offset_delta;
+    const uint8_t *key; /* NULL: a null key */
+    Py_ssize_t key_len;
+    int tombstone;
+    const uint8_t *start, *end;
+} rec;
+
+static int read_varlong(const uint8_t **p, const uint8_t *end, int64_t *out) {
+    uint64_t result = 0;
+    int shift = 0;
+    while (*p < end && shift <= 63) {
+        uint8_t b = *(*p)++;
+        result |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
+            return 0;
+        }
+        shift += 7;
+    }
+    return -1;
+}
+
+/* The record at *p; *p moves past it. NULL, or the reason it is malformed. */
+static const char *next_record(const uint8_t **p, const uint8_t *end, rec *r) {
+    int64_t length, ts_delta, key_len, value_len;
+    r->start = *p;
+    if (read_varlong(p, end, &length) < 0) return "its length is malformed";
+    if (length < 1 || length > end - *p) return "it runs past the section";
+    const uint8_t *rend = *p + length;
+    r->end = rend;
+    (*p)++; /* attributes */
+    if (read_varlong(p, rend, &ts_delta) < 0) return "its timestamp delta is malformed";
+    if (read_varlong(p, rend, &r->offset_delta) < 0) return "its offset delta is malformed";
+    if (read_varlong(p, rend, &key_len) < 0) return "its key length is malformed";
+    if (key_len > rend - *p || key_len < -1) return "its key runs past it";
+    r->key = key_len < 0 ? NULL : *p;
+    r->key_len = key_len < 0 ? 0 : (Py_ssize_t)key_len;
+    *p += r->key_len;
+    if (read_varlong(p, rend, &value_len) < 0) return "its value length is malformed";
+    if (value_len > rend - *p || value_len < -1) return "its value runs past it";
+    r->tombstone = value_len < 0;
+    *p = rend;
+    return NULL;
+}
+
+static PyObject *fail(int index, const char *why) {
+    PyErr_Format(PyExc_ValueError, "record %d of the batch: %s", index, why);
+    return NULL;
+}
+
+static PyObject *map_keys(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    int count;
+    long long base, lo, hi;
+    PyObject *found;
+    if (!PyArg_ParseTuple(args, "y*iLLLO!", &buf, &count, &base, &lo, &hi, &PyDict_Type, &found))
+        return NULL;
+    const uint8_t *p = buf.buf, *end = p + buf.len;
+    rec r;
+    int i;
+    for (i = 0; i < count; i++) {
+        const char *why = next_record(&p, end, &r);
+        if (why) {
+            PyBuffer_Release(&buf);
+            return fail(i, why);
+        }
+        long long offset = base + r.offset_delta;
+        if (!r.key || offset < lo || offset >= hi) continue;
+        PyObject *key = PyBytes_FromStringAndSize((const char *)r.key, r.key_len);
+        PyObject *value = key ? PyLong_FromLongLong(offset) : NULL;
+        if (!value || PyDict_SetItem(found, key, value) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+        Py_DECREF(key);
+        Py_DECREF(value);
+    }
+    PyBuffer_Release(&buf);
+    return PyLong_FromLong(i);
+}
+
+static PyObject *retain(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    int count;
+    long long base, now_ms, horizon_ms;
+    PyObject *latest;
+    if (!PyArg_ParseTuple(args, "y*iLO!LL", &buf, &count, &base, &PyDict_Type, &latest, &now_ms,
+                          &horizon_ms))
+        return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, buf.len);
+    if (!out) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    uint8_t *w = (uint8_t *)PyBytes_AS_STRING(out);
+    const uint8_t *p = buf.buf, *end = p + buf.len;
+    int kept = 0, tombstones = 0;
+    int drop_tombstones = horizon_ms >= 0 && now_ms >= horizon_ms;
+    rec r;
+    for (int i = 0; i < count; i++) {
+        const char *why = next_record(&p, end, &r);
+        if (why) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return fail(i, why);
+        }
+        if (!r.key || (r.tombstone && drop_tombstones)) continue;
+        PyObject *key = PyBytes_FromStringAndSize((const char *)r.key, r.key_len);
+        if (!key) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+        PyObject *found = PyDict_GetItemWithError(latest, key); /* borrowed */
+        Py_DECREF(key);
+        if (!found && PyErr_Occurred()) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+        if (found && base + r.offset_delta < PyLong_AsLongLong(found)) continue;
+        memcpy(w, r.start, (size_t)(r.end - r.start));
+        w += r.end - r.start;
+        kept++;
+        tombstones += r.tombstone;
+    }
+    PyBuffer_Release(&buf);
+    Py_ssize_t size = (Py_ssize_t)(w - (uint8_t *)PyBytes_AS_STRING(out));
+    if (_PyBytes_Resize(&out, size) < 0) return NULL;
+    return Py_BuildValue("(Nii)", out, kept, tombstones);
+}
+
+static PyMethodDef methods[] = {
+    {"map_keys", map_keys, METH_VARARGS, "found[key] = offset for keyed records in [lo, hi)."},
+    {"retain", retain, METH_VARARGS, "The records the cleaner keeps, back to back."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_compact", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__compact(void) { return PyModule_Create(&module); }
