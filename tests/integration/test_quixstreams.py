@@ -13,12 +13,13 @@ documented defaults (tests/integration/quix_counter.py, one process per run).
 3. It recovers: its local state directory deleted, restarted on AFTER more messages, it
    rebuilds each key's total from the changelog and carries on from it.
 
-Between 2 and 3 is where the changelog gets compacted once the brokers run the log cleaner
-(`compact_changelog`): the issue's test recovers from a changelog that has been compacted. Until
-then the step checks what the restart will read (every key at least ROUNDS times) and no more;
-it does not pretend the changelog was cleaned. (Quix leaves the changelog's segments at the
-broker's default size, so the cleaning step will also have to give the changelog small segments,
-e.g. segment.ms, as the cleaner never touches the active segment.)
+Between 2 and 3 the changelog is compacted (`compact_changelog`): after the first run the
+changelog is given `segment.ms=1` and `min.cleanable.dirty.ratio=0.01` (Quix leaves its
+segments at the broker's default size, and the cleaner never touches the active segment), so
+the later runs' checkpoints land in many small segments; the step waits until every broker's
+log cleaner has cleaned the changelog's partitions (its cleaner-offset-checkpoint names them)
+and checks that the changelog now serves fewer records than were written to it. The restart
+then recovers from a changelog that has been compacted.
 
 Each run is bounded (`app.run(count=..., timeout=...)` in the app and a hang guard here), so a
 broken broker fails the test rather than hanging it. quixstreams is imported only in the app's
@@ -39,7 +40,9 @@ from typing import Any
 
 import pytest
 
+from broker.log.cleaner.manager import CHECKPOINT_FILE as CLEANER_CHECKPOINT
 from deploy.cluster import LocalCluster
+from tests.fixtures.cluster import wait_until
 from tests.integration.kafka_clients import KafkaPython, Rec
 
 pytestmark = [
@@ -132,14 +135,48 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+def small_segments(bootstrap: str, topic: str) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        configs = {"cleanup.policy": "compact", "segment.ms": "1",
+                   "min.cleanable.dirty.ratio": "0.01"}  # fmt: skip
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)])
+    finally:
+        admin.close()
+
+
+def served(bootstrap: str, topic: str) -> int:
+    """The records a consumer reads from the topic's beginning to its end."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    ends = end_offsets(bootstrap, topic)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False)  # fmt: skip
+    try:
+        tps = [TopicPartition(topic, p) for p in ends]
+        consumer.assign(tps)
+        count = 0
+        while any(consumer.position(tp) < ends[tp.partition] for tp in tps):
+            count += sum(len(rs) for rs in consumer.poll(timeout_ms=1000).values())
+        return count
+    finally:
+        consumer.close()
+
+
 def compact_changelog(cluster: LocalCluster, changelog: str) -> None:
-    """Where the changelog is compacted before the restart. Until the brokers' log cleaner
-    runs on it, this only checks that the changelog holds every key once per run at least (what
-    a restart would replay without compaction); the cleaning step (give the changelog small
-    segments, wait until its dirty segments are cleaned, then check it holds about one record
-    per key) is added with the cleaner."""
+    """Wait until every broker's log cleaner has cleaned the changelog's partitions, then
+    check that it serves fewer records than were written to it (the restart replays these)."""
     written = sum(end_offsets(cluster.kafka_bootstrap, changelog).values())
     assert written >= ROUNDS * len(USERS), written
+
+    def cleaned(broker: int) -> bool:
+        path = Path(cluster.broker(broker).log_dir) / CLEANER_CHECKPOINT
+        return path.exists() and f"{changelog} " in path.read_text()
+
+    wait_until(lambda: all(cleaned(b) for b in cluster.broker_ids), "changelog cleaned", 120)
+    assert served(cluster.kafka_bootstrap, changelog) < written
 
 
 def test_a_stateful_quix_app_counts_and_recovers_its_counts_from_the_changelog(
@@ -156,6 +193,8 @@ def test_a_stateful_quix_app_counts_and_recovers_its_counts_from_the_changelog(
     for start in range(0, ROUNDS * PER_ROUND, PER_ROUND):
         produce(bootstrap, names["input"], events(start, PER_ROUND))
         totals = check_totals(run_app(bootstrap, names, state_dir, PER_ROUND), totals)
+        if start == 0:  # Quix made the changelog: small segments, so it can be cleaned
+            small_segments(bootstrap, changelog)
     assert totals == Counter(user for user, _ in events(0, ROUNDS * PER_ROUND))
     policy = topic_configs(bootstrap, changelog)["cleanup.policy"]
     assert (policy["value"], policy["config_source"]) == ("compact", "DYNAMIC_TOPIC_CONFIG")
