@@ -1,9 +1,13 @@
 """What a leader does to a client's batch before appending it, by the topic's configs (Kafka's
 LogValidator): pure functions of (batch bytes, LogConfig, the broker's time).
 
-With Kafka's defaults (compression.type=producer, message.timestamp.type=CreateTime, both
-timestamp bounds Long.MAX_VALUE) `needs_rewrite` is false and the batch is appended as sent, so
-the produce path pays one check per batch. Otherwise, in this order:
+With Kafka's defaults (cleanup.policy=delete, compression.type=producer,
+message.timestamp.type=CreateTime, both timestamp bounds Long.MAX_VALUE) `needs_rewrite` is
+false and the batch is appended as sent, so the produce path pays one check per batch.
+Otherwise, in this order:
+
+0. `cleanup.policy` with compact: a batch holding a record without a key is refused with
+   INVALID_RECORD (`check_keys`, the records walked in C by the log cleaner's scanner).
 
 1. `message.timestamp.before.max.ms` / `after.max.ms` (CreateTime only): a batch whose
    timestamps fall outside [now - before, now + after] is refused with INVALID_TIMESTAMP.
@@ -31,6 +35,7 @@ import struct
 
 import crc32c
 
+from broker.log.cleaner import _compact
 from broker.log.config import LONG_MAX, LogConfig
 from protocol import compression
 from protocol.batch import (
@@ -46,7 +51,7 @@ from protocol.batch import (
     InvalidBatchError,
     validate,
 )
-from protocol.errors import InvalidTimestampError
+from protocol.errors import InvalidRecordError, InvalidTimestampError
 
 CODEC_OF = {
     "uncompressed": compression.NONE, "gzip": compression.GZIP,
@@ -63,7 +68,8 @@ _LONG = struct.Struct(">q")
 def needs_rewrite(cfg: LogConfig) -> bool:
     """False with Kafka's defaults: the batch is appended as it came."""
     return (
-        cfg.compression_type != "producer"
+        cfg.compact
+        or cfg.compression_type != "producer"
         or cfg.message_timestamp_type != "CreateTime"
         or cfg.message_timestamp_before_max_ms != LONG_MAX
         or cfg.message_timestamp_after_max_ms != LONG_MAX
@@ -76,6 +82,8 @@ def validate_for_leader(batch: bytes, cfg: LogConfig, now_ms: int) -> tuple[byte
     header = validate(batch)  # the CRC too: a batch rewritten here gets a new one
     if header.size != len(batch):
         raise InvalidBatchError(f"{len(batch) - header.size} bytes follow the batch")
+    if cfg.compact:
+        check_keys(batch, header)
     if not cfg.log_append_time:
         check_timestamps(header, cfg, now_ms)
     out = batch
@@ -85,6 +93,28 @@ def validate_for_leader(batch: bytes, cfg: LogConfig, now_ms: int) -> tuple[byte
     if cfg.log_append_time:
         return stamp_log_append_time(out, now_ms), now_ms
     return (out if out is batch else _with_crc(bytearray(out))), -1
+
+
+def check_keys(batch: bytes, header: BatchHeader) -> None:
+    """A compacted topic keeps the latest record per key: a record without one could never be
+    cleaned, so the batch is refused (INVALID_RECORD, Kafka's answer). The records section is
+    walked in C (the cleaner's scanner), decompressed first if need be."""
+    section = memoryview(batch)[HEADER_BYTES : header.size]
+    if header.codec:
+        try:
+            section = memoryview(
+                compression.decompress(header.codec, section, DEFAULT_MAX_RECORDS_BYTES)
+            )
+        except compression.CodecError as exc:
+            raise InvalidBatchError(f"records do not decompress: {exc}") from None
+    try:
+        missing = _compact.keyless(section, header.record_count)
+    except ValueError as exc:
+        raise InvalidBatchError(str(exc)) from None
+    if missing:
+        raise InvalidRecordError(
+            f"compacted topic cannot accept a record without a key ({missing} in the batch)"
+        )
 
 
 def check_timestamps(header: BatchHeader, cfg: LogConfig, now_ms: int) -> None:

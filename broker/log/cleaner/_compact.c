@@ -15,6 +15,9 @@
  *     `kept` is the kept records' bytes back to back, each copied as it is (offset deltas
  *     kept), ready to be the records section of the rebuilt batch.
  *
+ * keyless(section, count) -> the number of records without a key (a compacted topic refuses
+ *     a produced batch holding one, as Kafka's LogValidator does).
+ *
  * A record that runs past the section, or a malformed varint, raises ValueError naming its
  * index: the batch's CRC held, so this is a batch no producer could have written.
  */
@@ -107,6 +110,24 @@ static PyObject *map_keys(PyObject *self, PyObject *args) {
     return PyLong_FromLong(i);
 }
 
+static PyObject *keyless(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    int count, n = 0;
+    if (!PyArg_ParseTuple(args, "y*i", &buf, &count)) return NULL;
+    const uint8_t *p = buf.buf, *end = p + buf.len;
+    rec r;
+    for (int i = 0; i < count; i++) {
+        const char *why = next_record(&p, end, &r);
+        if (why) {
+            PyBuffer_Release(&buf);
+            return fail(i, why);
+        }
+        n += !r.key;
+    }
+    PyBuffer_Release(&buf);
+    return PyLong_FromLong(n);
+}
+
 static PyObject *retain(PyObject *self, PyObject *args) {
     Py_buffer buf;
     int count;
@@ -161,6 +182,7 @@ static PyObject *retain(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"map_keys", map_keys, METH_VARARGS, "found[key] = offset for keyed records in [lo, hi)."},
     {"retain", retain, METH_VARARGS, "The records the cleaner keeps, back to back."},
+    {"keyless", keyless, METH_VARARGS, "The number of records without a key."},
     {NULL, NULL, 0, NULL},
 };
 

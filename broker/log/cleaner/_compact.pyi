@@ -5,6 +5,7 @@ Buffer = bytes | bytearray | memoryview
 def map_keys(
     section: Buffer, count: int, base: int, lo: int, hi: int, found: dict[bytes, int], /
 ) -> int: ...
+def keyless(section: Buffer, count: int, /) -> int: ...
 def retain(
     section: Buffer,
     count: int,

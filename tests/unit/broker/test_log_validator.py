@@ -15,7 +15,7 @@ from protocol.batch import (
     read_header,
     validate,
 )
-from protocol.errors import InvalidTimestampError
+from protocol.errors import InvalidRecordError, InvalidTimestampError
 
 NOW = 1_700_000_000_000
 RECORDS = [(b"k%d" % i, b"value-%d" % i * 20, [("h", b"x")], NOW - 1000 + i) for i in range(50)]
@@ -101,3 +101,16 @@ def test_a_corrupt_batch_is_never_given_a_new_crc() -> None:
     batch[-1] ^= 0xFF
     with pytest.raises(InvalidBatchError, match="CRC"):
         validate_for_leader(bytes(batch), LogConfig(compression_type="gzip"), NOW)
+
+
+@pytest.mark.parametrize("codec", [0, 4])
+def test_a_compacted_topic_refuses_a_record_without_a_key(codec: int) -> None:
+    cfg = LogConfig.from_properties({"cleanup.policy": "compact"})
+    assert needs_rewrite(cfg)
+    keyed = build_batch([(b"k", b"v", None, NOW), (b"k2", None, None, NOW)], codec=codec)
+    assert validate_for_leader(keyed, cfg, NOW) == (keyed, -1)  # appended as it came
+    mixed = build_batch([(b"k", b"v", None, NOW), (None, b"v", None, NOW)], codec=codec)
+    with pytest.raises(InvalidRecordError, match="without a key"):
+        validate_for_leader(mixed, cfg, NOW)
+    delete = LogConfig.from_properties({"cleanup.policy": "delete"})
+    assert not needs_rewrite(delete)
