@@ -347,6 +347,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     fsyncs = parts.fsyncs.snapshot()
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
+    ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
 
     def build() -> list[Metric]:
         return [
@@ -356,6 +357,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *_log_families(logs, fsyncs),
             *_group_families(groups),
             *cleaner,
+            *_dirty_ratio_families(ratios),
         ]
 
     return build
@@ -531,6 +533,17 @@ def _cleaner_families(cleaner: LogCleaner) -> list[Metric]:
                f"failed, left alone until restart ({manager},name=uncleanable-partitions-count).",
                len(cleaner.uncleanable)),
     ]  # fmt: skip
+
+
+def _dirty_ratio_families(ratios: dict[tuple[str, int], float]) -> list[Metric]:
+    family = GaugeMetricFamily(
+        "odradek_log_cleaner_dirty_ratio", "Dirty bytes over cleanable bytes of each compacted "
+        "log this broker holds (what min.cleanable.dirty.ratio is compared with).",
+        labels=["topic", "partition"],
+    )  # fmt: skip
+    for (topic, index), ratio in sorted(ratios.items()):
+        family.add_metric([topic, str(index)], ratio)
+    return [family]
 
 
 def _group_reading(parts: BrokerParts) -> list[GroupSample]:

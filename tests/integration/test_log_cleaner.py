@@ -121,5 +121,9 @@ def test_sigkill_at_every_step_of_a_pass_loses_no_key(cluster_factory: ClusterFa
     assert metrics["odradek_log_cleaner_max_clean_time_secs"] > 0
     assert metrics["odradek_log_cleaner_uncleanable_partitions_count"] == 0
     assert "odradek_log_cleaner_max_dirty_percent" in metrics
+    port = cluster.broker(1).metrics_port
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    assert f'odradek_log_cleaner_dirty_ratio{{partition="0",topic="{TOPIC}"}}' in text
     names = [p.name for p in (log_dir / f"{TOPIC}-0").iterdir()]
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".swap-end"))]

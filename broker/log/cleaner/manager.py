@@ -116,9 +116,15 @@ class LogCleaner:
             log.config.min_compaction_lag_ms, log.config.max_compaction_lag_ms,
         )  # fmt: skip
 
-    def dirty_ratio(self, log: Log) -> float | None:
-        r = self.cleanable(log, self.clock.time_ms())
-        return None if r is None else r.dirty_ratio
+    def dirty_ratios(self) -> dict[Key, float]:
+        """Every compacted log's dirty ratio now (metrics, the console)."""
+        now = self.clock.time_ms()
+        out: dict[Key, float] = {}
+        for log in self.logs.logs():
+            r = self.cleanable(log, now)
+            if r is not None:
+                out[(log.topic, log.partition)] = r.dirty_ratio
+        return out
 
     def _choose(self, now_ms: int) -> tuple[Log, plan.CleanableRange] | None:
         candidates: list[tuple[object, plan.CleanableRange]] = []
