@@ -10,6 +10,9 @@ wait for every partition's ISR to be full, let the group catch up, then read bac
   - the log of every partition through the native client (leader, offsets 0 to the HW);
   - every replica's bytes up to the high watermark from its segment files (the brokers are on
     this machine): the whole batches below the HW, hashed; equal hashes = identical replicas.
+    A compacted topic's replicas are compared by what they serve instead (each broker's log
+    cleaner rewrites its own files, at its own time): the latest value of every key below
+    the HW, hashed (`replica_digest(..., compacted=True)`).
 
 The record (checker.RunRecord) goes to checker.check; the verdict table is printed and the whole
 record, findings and availability figures are written as JSON with `--json`. The exit status is
@@ -32,7 +35,7 @@ from client import Admin, Consumer, NewTopic, TopicPartition
 from deploy.chaos import checker, faults, plan, workload
 from deploy.cluster import LocalCluster
 from deploy.console import timeline  # the events file the console shows
-from protocol.batch import iter_batches
+from protocol.batch import decode_all, iter_batches
 
 PARTITIONS = 4
 REPLICATION = 3
@@ -117,14 +120,24 @@ def wait_full_isr(cluster: LocalCluster, topic: str, partitions: int, timeout_s:
     return False
 
 
-def replica_digest(partition_dir: Path, high_watermark: int) -> str:
-    """sha256 of the whole batches below `high_watermark` in a replica's segment files."""
+def replica_digest(partition_dir: Path, high_watermark: int, compacted: bool = False) -> str:
+    """sha256 of the whole batches below `high_watermark` in a replica's segment files; for a
+    compacted topic, of the latest value of each key among the records below it."""
     h = hashlib.sha256()
+    latest: dict[bytes | None, bytes | None] = {}
     for segment in sorted(partition_dir.glob("*.log")):
         buf = segment.read_bytes()
         for pos, header in iter_batches(buf, check_crc=False):
-            if header.last_offset < high_watermark:
+            if header.last_offset >= high_watermark:
+                continue
+            if not compacted:
                 h.update(buf[pos : pos + header.size])
+                continue
+            for record in decode_all(buf[pos : pos + header.size]):
+                latest[record.key] = record.value
+    for key, value in sorted(latest.items(), key=lambda kv: kv[0] or b""):
+        h.update(b"%d:%s:%d:%s" % (len(key or b""), key or b"", -1 if value is None else
+                                   len(value), value or b""))  # fmt: skip
     return h.hexdigest()
 
 
