@@ -205,6 +205,7 @@ _TYPES: dict[str, type] = {
     "port": int,
     "host": str,
     "zookeeper": str,
+    "log_cleaner_enable": bool,
     "fetch_use_sendfile": bool,
     "controlled_shutdown_enable": bool,
     "auto_leader_rebalance_enable": bool,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,17 @@ def test_bad_config_is_one_clear_line(tmp_path: Path, text: str, fragment: str) 
         load_config(_write(tmp_path, text))
     assert fragment in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "name", [f.name for f in dataclasses.fields(BrokerConfig) if isinstance(f.default, bool)]
+)
+def test_every_switch_is_read_from_the_file_as_a_bool(tmp_path: Path, name: str) -> None:
+    # log_cleaner_enable was read as an integer: `log_cleaner_enable = false` was refused, so
+    # no broker (nor LocalCluster's broker_settings) could turn the cleaner off
+    default = getattr(BrokerConfig, name)
+    text = f'broker_id = 1\nlog_dir = "/x"\n{name} = {str(not default).lower()}\n'
+    assert getattr(load_config(_write(tmp_path, text)), name) is (not default)
 
 
 def test_missing_file(tmp_path: Path) -> None:
