@@ -8,7 +8,7 @@ ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-failover bench-partitions bench-groups bench-spark chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark chaos clean
 
 setup: $(STAMP)
 
@@ -69,6 +69,11 @@ cluster: setup zookeeper
 
 bench-log: setup
 	$(BIN)/python bench/bench_log.py
+
+# the log cleaner's pass, produce beside a running cleaner (one-broker clusters), a coordinator's
+# load of 1,000,000 commits before and after compaction; BENCH_ARGS e.g. "--records 300000"
+bench-compaction: setup zookeeper
+	$(BIN)/python bench/bench_compaction.py $(BENCH_ARGS)
 
 # BENCH_ARGS: e.g. "--only kafka,baseline" or "--baseline REF" (bench/bench_cluster.py --help)
 bench: setup zookeeper

@@ -34,11 +34,20 @@ from protocol.clock import SystemClock
 MIB = 1 << 20
 RECORD_BYTES = 100
 REPEATS = 3
+RAW_FILE = "raw.dat"
 
 
-def raw_write(directory: Path, total_bytes: int, block_bytes: int, sync_every: bool) -> float:
-    """MB/s of sequential os.write (+ fdatasync per block when sync_every)."""
-    path = directory / "raw.dat"
+def raw_write(
+    directory: Path,
+    total_bytes: int,
+    block_bytes: int,
+    sync_every: bool,
+    sync_at_end: bool = False,
+    keep: bool = False,
+) -> float:
+    """MB/s of sequential os.write (+ fdatasync per block when sync_every, or one fdatasync
+    at the end, timed, when sync_at_end) into directory/raw.dat, removed unless `keep`."""
+    path = directory / RAW_FILE
     block = os.urandom(block_bytes)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
     try:
@@ -47,11 +56,30 @@ def raw_write(directory: Path, total_bytes: int, block_bytes: int, sync_every: b
             os.write(fd, block)
             if sync_every:
                 os.fdatasync(fd)
+        if sync_at_end:
+            os.fdatasync(fd)
         elapsed = time.perf_counter() - start
     finally:
         os.close(fd)
-        path.unlink()
+        if not keep:
+            path.unlink()
     return total_bytes / elapsed / 1e6
+
+
+def raw_read(path: Path, block_bytes: int, cold: bool) -> float:
+    """MB/s of sequential os.read of a whole file; cold: evicted from the page cache first."""
+    if cold:
+        evict_file(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        total = 0
+        start = time.perf_counter()
+        while chunk := os.read(fd, block_bytes):
+            total += len(chunk)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+    return total / elapsed / 1e6
 
 
 def raw_fdatasync_rate(directory: Path, count: int = 3000) -> float:
@@ -158,12 +186,17 @@ def tear_and_crash(log: Log) -> Path:
 
 def evict(directory: Path) -> None:
     for path in directory.iterdir():
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        evict_file(path)
+
+
+def evict_file(path: Path) -> None:
+    """Write the file's dirty pages, then drop its pages from the page cache."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def bench_recovery(directory: Path, cold: bool) -> tuple[float, int, int]:
