@@ -45,6 +45,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -391,7 +392,8 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     results["load_average_after"] = os.getloadavg()
     print()
-    print(f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on "
+    results["tree"] = tree = tree_state()
+    print(f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC at {tree} on "
           f"{os.cpu_count()} cores, {root.parent}; load average "
           f"{results['load_average_before'][0]:.1f} before, "
           f"{results['load_average_after'][0]:.1f} after")  # fmt: skip
@@ -405,6 +407,17 @@ def main() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"raw results: {path}")
+
+
+def tree_state() -> str:
+    """The commit of the code measured, and whether files it tracks differed from it."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if dirty else "")
 
 
 def run(
