@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 NO_LIMIT = (1 << 63) - 1
 
@@ -150,6 +151,33 @@ def retain(
     if found is not None and offset < found:
         return False  # a later record of the key exists
     return not (tombstone and delete_horizon_ms is not None and now_ms >= delete_horizon_ms)
+
+
+class Rec(NamedTuple):
+    """A record as a pass sees it (the pure model of a pass, `one_pass`)."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    delete_horizon_ms: int | None = None  # its batch's (KIP-534), for a tombstone
+
+
+def one_pass(
+    records: Sequence[Rec], first_dirty: int, end: int, now_ms: int, delete_retention_ms: int
+) -> list[Rec]:
+    """What one cleaning pass over [log start, end) leaves of `records` (offset order), with
+    the offset map built over [first_dirty, end): the specification the cleaner (cleaner.py,
+    _compact.c) is tested against. A tombstone kept without a horizon gets one."""
+    latest = {r.key: r.offset for r in records if first_dirty <= r.offset < end and r.key}
+    out = []
+    for r in records:
+        if r.offset >= end:
+            out.append(r)
+        elif retain(r.offset, r.key, r.value is None, latest, r.delete_horizon_ms, now_ms):
+            if r.value is None and r.delete_horizon_ms is None:
+                r = r._replace(delete_horizon_ms=now_ms + delete_retention_ms)
+            out.append(r)
+    return out
 
 
 class OffsetMap:
