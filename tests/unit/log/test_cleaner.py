@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from broker.log.cleaner import plan
+from broker.log.cleaner.cleaner import clean
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.config import LogConfig
 from broker.log.log import Log
@@ -218,3 +219,44 @@ def test_plan_dirty_ratio_and_uncleanable_offset() -> None:
     must = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 0, 1000)
     assert must.must_clean and plan.is_cleanable(must, 0.99)
     assert not plan.is_cleanable(r, 0.9)
+
+
+def test_a_full_offset_map_ends_the_pass_at_a_segment_and_the_next_goes_on(
+    harness: Harness,
+) -> None:
+    for i in range(90):
+        harness.log.append_as_leader(keyed([(b"key-%03d" % i, b"v")]), 1)  # 90 distinct keys
+    harness.cleaner.settings = CleanerSettings(dedupe_buffer_bytes=30 * 110)  # ~30 keys
+    end = harness.log.active_segment.base_offset
+    assert harness.clean()
+    first = harness.cleaner.checkpointed("t", 0)
+    assert first is not None and 0 < first < end  # stopped where the map was full
+    assert first in harness.log.segment_base_offsets() or first == end
+    while harness.clean():
+        pass
+    assert harness.cleaner.checkpointed("t", 0) == end
+    assert len(read_all(harness.log)) == 90  # distinct keys: nothing to remove, nothing lost
+
+
+def test_cleaner_io_is_throttled_to_its_rate(harness: Harness) -> None:
+    for i in range(60):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"x" * 50)]), 1)
+    slept: list[float] = []
+    clock = [0.0]
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        clock[0] += s
+
+    rate = 2000.0  # bytes per second
+    task = harness.cleaner._task(  # what a worker hands its thread, with a fake clock
+        harness.log, harness.log.closed_segments(),
+        harness.cleaner.cleanable(harness.log, T0), T0,  # type: ignore[arg-type]
+    )  # fmt: skip
+    task.io_max_bytes_per_second, task.sleep, task.monotonic = rate, sleep, lambda: clock[0]
+    result = clean(task)
+    for group in result.groups:
+        group.new.unlink()
+    moved = result.bytes_read + result.bytes_written
+    assert moved > 0
+    assert sum(slept) >= moved / rate - 1e-6  # never faster than the rate allows
