@@ -16,7 +16,7 @@ cleaner    one full pass (`LogCleaner.clean_once()`, in-process, as tests/unit/l
            is dirty and cleanable): MB/s of dirty log cleaned, records/s, records kept;
            uncompressed, then with --codec. Each --repeats times on a fresh log (written just
            before, so in the page cache): median and spread (min-max); MB/s as a share of the
-           raw warm read figure;
+           raw read figures (from the page cache, where the pass reads, and from the disk);
 produce    a one-broker cluster (deploy/cluster.py) per run: a compacted topic (segment.bytes
            1 MiB, min.cleanable.dirty.ratio 0.01, so the cleaner always has work), the native
            `client.Producer` (acks 1) sending 100 B records over --produce-keys keys in a plain
@@ -153,7 +153,7 @@ def cleaner_run(directory: Path, batches: list[bytes], segment_bytes: int) -> di
 
 
 def bench_cleaner(
-    root: Path, args: argparse.Namespace, raw_read_mb_s: float, report: Callable[..., None]
+    root: Path, args: argparse.Namespace, raw: dict[str, float], report: Callable[..., None]
 ) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for codec_name in dict.fromkeys(("none", args.codec)):
@@ -167,7 +167,9 @@ def bench_cleaner(
             f"cleaner pass, {codec_name}, {first['records']:,} records, {args.keys:,} keys",
             f"{spread([r['records_per_s'] for r in runs], ',.0f')} records/s; "
             f"{spread(mb, ',.1f')} MB/s of dirty log "
-            f"({100 * statistics.median(mb) / raw_read_mb_s:.1f}% of raw warm read); "
+            f"({100 * statistics.median(mb) / raw['read_warm_mb_s']:.1f}% of raw read from the "
+            f"page cache, {100 * statistics.median(mb) / raw['read_cold_mb_s']:.0f}% of raw read "
+            f"from the disk); "
             f"{first['dirty_bytes'] / 1e6:,.0f} MB in {first['segments']} segments, "
             f"{first['records_kept']:,} records kept, {first['bytes_written'] / 1e6:,.2f} MB "
             f"written",
@@ -433,7 +435,7 @@ def run(
     results["raw"] = raw = bench_raw(root, test_log_bytes, report)
     if "cleaner" in parts:
         print("## cleaner", flush=True)
-        results["cleaner"] = bench_cleaner(root, args, raw["read_warm_mb_s"], report)
+        results["cleaner"] = bench_cleaner(root, args, raw, report)
     if "produce" in parts:
         print("## produce", flush=True)
         results["produce"] = with_zookeeper(
