@@ -28,6 +28,7 @@ import struct
 from dataclasses import dataclass
 
 from protocol.codec import Chunk, FileSlice
+from protocol.varint import write_uvarint
 
 MIN_VERSION = 4
 MAX_VERSION = 12
@@ -48,15 +49,6 @@ class FetchedPartition:
     records: bytes | FileSlice | None
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 class _Writer:
     """Collects bytes, cutting a new chunk around each FileSlice."""
 
@@ -71,11 +63,11 @@ class _Writer:
 
     def length(self, n: int) -> None:
         """An array or string length (n >= 0)."""
-        self.buf += _uvarint(n + 1) if self.flexible else _I32.pack(n)
+        self.buf += write_uvarint(n + 1) if self.flexible else _I32.pack(n)
 
     def string(self, value: str) -> None:
         data = value.encode()
-        self.buf += _uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))
+        self.buf += write_uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))
         self.buf += data
 
     def null_array(self) -> None:

@@ -42,6 +42,7 @@ from protocol.batch import (
     BatchHeader,
     read_header,
 )
+from protocol.varint import read_zigzag, write_zigzag
 
 NO_TIMESTAMP = -1
 _INFLATE_MAX_BYTES = 256 << 20
@@ -56,31 +57,6 @@ class RawRecord:
     offset_delta: int
     fields: bytes  # key, value and headers, as encoded (copied as they are)
     key: bytes | None
-
-
-# ----- varints (zigzag LEB128) ----------------------------------------------------------------
-
-
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-
-
-def _varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)  # zigzag of an int64 (an int32's is the same bits)
-    z &= (1 << 64) - 1
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
 
 
 # ----- one batch ------------------------------------------------------------------------------
@@ -100,12 +76,12 @@ def raw_records(batch: bytes) -> tuple[BatchHeader, list[RawRecord]]:
     out: list[RawRecord] = []
     pos = 0
     for _ in range(h.record_count):
-        length, pos = _read_varint(section, pos)
+        length, pos = read_zigzag(section, pos)
         end = pos + length
         attributes = section[pos]
-        ts_delta, at = _read_varint(section, pos + 1)
-        offset_delta, at = _read_varint(section, at)
-        key_len, key_at = _read_varint(section, at)
+        ts_delta, at = read_zigzag(section, pos + 1)
+        offset_delta, at = read_zigzag(section, at)
+        key_len, key_at = read_zigzag(section, at)
         key = None if key_len < 0 else section[key_at : key_at + key_len]
         out.append(RawRecord(attributes, h.first_timestamp + ts_delta, offset_delta,
                              section[at:end], key))  # fmt: skip
@@ -117,9 +93,9 @@ def raw_records(batch: bytes) -> tuple[BatchHeader, list[RawRecord]]:
 def _encode(records: Sequence[RawRecord], first_timestamp: int) -> bytes:
     out = bytearray()
     for r in records:
-        body = (bytes([r.attributes]) + _varint(r.timestamp - first_timestamp)
-                + _varint(r.offset_delta) + r.fields)  # fmt: skip
-        out += _varint(len(body)) + body
+        body = (bytes([r.attributes]) + write_zigzag(r.timestamp - first_timestamp)
+                + write_zigzag(r.offset_delta) + r.fields)  # fmt: skip
+        out += write_zigzag(len(body)) + body
     return bytes(out)
 
 

@@ -35,6 +35,7 @@ from protocol.batch import (
     LENGTH_PREFIX_BYTES,
     InvalidBatchError,
 )
+from protocol.varint import read_zigzag, write_zigzag
 
 _FIRST_TIMESTAMP = struct.Struct(">q")
 _COUNT = struct.Struct(">i")
@@ -85,27 +86,10 @@ class ScannedBatch(NamedTuple):
 
 
 def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """A zigzag LEB128 varint/varlong at `pos` -> (value, position after it)."""
-    shift = result = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise InvalidBatchError("a record's varint runs past its batch")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _zigzag(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    try:
+        return read_zigzag(buf, pos)
+    except ValueError:
+        raise InvalidBatchError("a record's varint runs past its batch") from None
 
 
 def scan(batch: bytes | bytearray | memoryview, max_section_bytes: int) -> ScannedBatch:
@@ -188,5 +172,5 @@ def _restamped(section: bytes | bytearray | memoryview, r: ScannedRecord, delta:
     _, at = _varint(section, r.start)
     attributes = bytes(section[at : at + 1])
     _, at = _varint(section, at + 1)  # the old timestamp delta
-    inner = attributes + _zigzag(delta) + bytes(section[at : r.end])
-    return _zigzag(len(inner)) + inner
+    inner = attributes + write_zigzag(delta) + bytes(section[at : r.end])
+    return write_zigzag(len(inner)) + inner
