@@ -12,6 +12,11 @@
                the end offsets: state, generation, members, committed offset and lag
     configs    DescribeConfigs of every topic's cleanup.policy (delete, compact or
                compact,delete), every `sizes_every` refreshes
+    dirty      each compacted partition's dirty ratio, from the Prometheus metrics of the broker
+               that leads it (`odradek_log_cleaner_dirty_ratio`, parsed by model.dirty_ratios),
+               every `sizes_every` refreshes. Only brokers whose metrics port is known are asked:
+               a local cluster's state file has it (--dir); the Metadata answer does not, so
+               against any other cluster no ratio is shown rather than a port guessed
     processes  with a local cluster (--dir): each broker's process state from its state file
                (alive, paused, dead), which the Metadata answer cannot tell
     chaos      the tail of the chaos events file (deploy/console/timeline.py)
@@ -34,6 +39,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from client.admin import AsyncAdmin
 from client.cluster import Cluster, ClusterMetadata
 from client.group.admin import GroupAdmin, owner, state_name
@@ -54,9 +61,11 @@ POLICY = "cleanup.policy"
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_LOG_DIRS_VERSION = 4
 FRAME_BYTES_MAX = 16 * 1024 * 1024  # a DescribeLogDirs answer larger than this is refused
+METRICS_BYTES_MAX = 16 * 1024 * 1024  # a /metrics answer larger than this is refused
 _correlation = itertools.count(1)
 
 Offsets = dict[tuple[str, int], tuple[int, int, int]]  # (log start, high watermark, log end)
+Scrape = Callable[[str, int, float], Awaitable[str]]  # (host, metrics port, timeout) -> text
 
 
 class PartlyFailed(Exception):
@@ -97,6 +106,24 @@ async def describe_log_dirs(host: str, port: int, timeout_s: float) -> dict[tupl
             for r in resp.results for t in r.topics for p in t.partitions}  # fmt: skip
 
 
+async def scrape_metrics(host: str, port: int, timeout_s: float) -> str:
+    """One broker's Prometheus metrics text (http://host:port/metrics), at most
+    METRICS_BYTES_MAX bytes."""
+    where = f"[{host}]" if ":" in host else host
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session,
+        session.get(f"http://{where}:{port}/metrics") as resp,
+    ):
+        if resp.status != 200:
+            raise OdradekError(f"/metrics answered HTTP {resp.status}")
+        body = bytearray()
+        async for chunk in resp.content.iter_chunked(64 * 1024):
+            body += chunk
+            if len(body) > METRICS_BYTES_MAX:
+                raise OdradekError(f"/metrics answer over {METRICS_BYTES_MAX} bytes")
+    return body.decode("utf-8")
+
+
 class Gatherer:
     def __init__(
         self,
@@ -106,23 +133,28 @@ class Gatherer:
         timeout_ms: int = 2000,
         sizes_every: int = 5,
         clock: Callable[[], float] = time.time,
+        scrape: Scrape = scrape_metrics,
     ) -> None:
         self.bootstrap = bootstrap
         self.cluster_dir = cluster_dir
         self.timeout_s = timeout_ms / 1000
         self.sizes_every = sizes_every
         self.clock = clock
+        self.scrape = scrape
         self.admin = AsyncAdmin(
             bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms
         )
         self.conns = Cluster(bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms)
         self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms)
-        names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs")
+        names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs",
+                 "dirty")  # fmt: skip
         self.sections = {n: model.Section(n) for n in names}
         self.lag: dict[str, model.LagHistory] = {}
         self.known_brokers: dict[int, dict[str, Any]] = {}  # every broker ever seen, by id
         self.offsets: Offsets = {}
         self.sizes: dict[int, dict[tuple[str, int], int]] = {}
+        self.metrics_at: dict[int, tuple[str, int]] = {}  # broker -> (host, metrics port)
+        self.dirty: dict[tuple[str, int], float] = {}  # dirty ratios, from the leaders' metrics
         self.controller_down_since_ms: int | None = None
         self.last_controller = -1
         self.unclean: dict[str, bool | None] = {}  # of topics with offline partitions
@@ -155,6 +187,7 @@ class Gatherer:
             "sizes": (self._sizes, self.sizes_every),
             "groups": (self._groups, 1),
             "configs": (self._configs, self.sizes_every),
+            "dirty": (self._dirty, self.sizes_every),
         }
 
     async def refresh(self) -> dict[str, Any]:
@@ -201,6 +234,8 @@ class Gatherer:
                 "host": b.host or state.host, "port": b.port,
                 "kafka_host": b.host or state.host, "kafka_port": b.kafka_port,
             })  # fmt: skip
+        self.metrics_at = {b.id: (b.host or state.host, b.metrics_port)
+                           for b in state.brokers if b.metrics_port > 0}  # fmt: skip
         for b in state.brokers:  # reap the brokers this console restarted, once they died
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(b.pid, os.WNOHANG)
@@ -212,14 +247,7 @@ class Gatherer:
         return timeline.read_tail(self.cluster_dir)
 
     async def _offsets(self) -> Offsets:
-        meta: ClusterMetadata | None = self.sections["metadata"].data
-        if meta is None:
-            raise PartlyFailed("no metadata yet")
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        for topic, parts in meta.partitions.items():
-            for p in parts:
-                if p.leader >= 0 and p.leader in meta.brokers:
-                    by_leader.setdefault(p.leader, []).append((topic, p.partition))
+        by_leader = self._by_leader()
         if not set(by_leader) <= set(self.conns.metadata.brokers):
             await self.conns.request_update()  # its connections need the brokers' addresses
         answers = await asyncio.gather(
@@ -236,6 +264,18 @@ class Gatherer:
         if failed:
             raise PartlyFailed("ListOffsets failed at " + "; ".join(failed))
         return self.offsets
+
+    def _by_leader(self) -> dict[int, list[tuple[str, int]]]:
+        """{leader: the partitions it leads}, of the partitions whose leader is listed."""
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        if meta is None:
+            raise PartlyFailed("no metadata yet")
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for topic, parts in meta.partitions.items():
+            for p in parts:
+                if p.leader >= 0 and p.leader in meta.brokers:
+                    by_leader.setdefault(p.leader, []).append((topic, p.partition))
+        return by_leader
 
     async def _leader_offsets(self, node: int, tps: list[tuple[str, int]]) -> Offsets:
         conn = await self.conns.connection(node)
@@ -276,6 +316,34 @@ class Gatherer:
         if failed:
             raise PartlyFailed("DescribeLogDirs failed at " + "; ".join(failed))
         return self.sizes
+
+    async def _dirty(self) -> dict[tuple[str, int], float]:
+        """{(topic, partition): dirty ratio} of the compacted partitions, each from its
+        leader's metrics (a broker reports its follower copies too: those are left out). A
+        leader that did not answer keeps its partitions' last ratios."""
+        asked = {n: tps for n, tps in self._by_leader().items() if n in self.metrics_at}
+        answers = await asyncio.gather(
+            *(self._leader_dirty(*self.metrics_at[n]) for n in asked), return_exceptions=True
+        )
+        out: dict[tuple[str, int], float] = {}
+        failed = []
+        for (node, tps), answer in zip(asked.items(), answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, OdradekError | OSError | TimeoutError | ValueError
+                                  | aiohttp.ClientError):  # fmt: skip
+                    raise answer
+                failed.append(f"broker {node}: {_why(answer)}")
+                out.update({tp: self.dirty[tp] for tp in tps if tp in self.dirty})
+            else:
+                out.update({tp: answer[tp] for tp in tps if tp in answer})
+        self.dirty = out
+        if failed:
+            raise PartlyFailed("metrics failed at " + "; ".join(failed))
+        return out
+
+    async def _leader_dirty(self, host: str, port: int) -> dict[tuple[str, int], float]:
+        text = await self.scrape(host, port, self.timeout_s)
+        return await asyncio.to_thread(model.dirty_ratios, text)  # a big text: off the loop
 
     async def _groups(self) -> list[dict[str, Any]]:
         admin = self.groups_admin
@@ -366,6 +434,7 @@ class Gatherer:
         }
 
     def _topics(self, meta: ClusterMetadata, live: set[int]) -> list[dict[str, Any]]:
+        policies: dict[str, str] = self.sections["configs"].data or {}
         out = []
         for topic in sorted(meta.partitions):
             rows = []
@@ -383,13 +452,14 @@ class Gatherer:
                 sizes = [self.sizes[r][key] for r in p.replicas
                          if r in self.sizes and key in self.sizes[r]]  # fmt: skip
                 leader_size = self.sizes.get(p.leader, {}).get(key)
+                dirty = self.dirty.get(key) if model.is_compacted(policies.get(topic)) else None
                 rows.append({
                     "partition": p.partition, "leader": p.leader if p.leader in live else None,
                     "replicas": list(p.replicas), "isr": list(p.isr), "status": status,
                     "cause": cause, "log_start": start, "hw": hw, "log_end": end,
                     "size": leader_size if leader_size is not None else max(sizes, default=None),
+                    "dirty_ratio": dirty,
                 })  # fmt: skip
-            policies = self.sections["configs"].data or {}
             out.append({"name": topic, "internal": topic.startswith("__"), "partitions": rows,
                         "cleanup_policy": policies.get(topic)})  # fmt: skip
         return out

@@ -8,6 +8,9 @@
 - `record_matches`: the browser's search: a substring of the key, the value, or a header's name
   or value (case-insensitive; bytes that are not UTF-8 are searched as their hex too).
 - `parse_start`: "earliest", "latest", "offset:N" or "time:MS" (or an ISO date) -> `Start`.
+- `dirty_ratios`: each compacted log's dirty ratio from a broker's Prometheus metrics text
+  (the gauge `odradek_log_cleaner_dirty_ratio{topic,partition}`, broker/metrics.py), parsed by
+  prometheus_client's own parser.
 - `LagHistory`: a bounded ring of (time, total lag) per group, one point per `step_ms` at most.
 - `Section` and `stale_sections`: each part of the snapshot with the time it was last
   refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
@@ -23,6 +26,8 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from client.explain import why_no_leader
 from protocol.errors import UsageError
@@ -184,6 +189,32 @@ def merge_page(per_partition: dict[int, list[Any]], limit: int, last: bool) -> l
         key=lambda r: (r.timestamp, r.partition, r.offset),
     )
     return merged[-limit:] if last else merged[:limit]
+
+
+# ----- compaction ---------------------------------------------------------------------------
+
+DIRTY_RATIO_METRIC = "odradek_log_cleaner_dirty_ratio"
+
+
+def is_compacted(policy: str | None) -> bool:
+    """True for cleanup.policy "compact" or "compact,delete" (None: not described yet)."""
+    return policy is not None and "compact" in policy.split(",")
+
+
+def dirty_ratios(metrics_text: str) -> dict[tuple[str, int], float]:
+    """{(topic, partition): dirty ratio} from one broker's /metrics answer: one sample per
+    compacted log it holds, led or followed. A sample that is not a ratio in 0..1 (NaN, a
+    partition label that is not a number) is left out; a text that is not Prometheus's text
+    format raises ValueError."""
+    out: dict[tuple[str, int], float] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        if family.name != DIRTY_RATIO_METRIC:
+            continue
+        for sample in family.samples:
+            topic, partition = sample.labels.get("topic"), sample.labels.get("partition", "")
+            if topic and partition.isdigit() and 0.0 <= sample.value <= 1.0:
+                out[(topic, int(partition))] = float(sample.value)
+    return out
 
 
 # ----- lag over time -----------------------------------------------------------------------

@@ -3,13 +3,17 @@
 One three-broker cluster and one console (started as `cluster up` starts it, by
 deploy/console/launch.py) for the module, one Chromium page loaded once: every check after the
 first load happens without a reload (the page's `performance.timeOrigin` and a marker set at
-load stay). Tests that kill a broker start it again before they end. Every wait is a bounded
+load stay). Tests that kill a broker start it again before they end. The brokers' cleaners look
+for work every 200 ms (Kafka's default is 15 s), so a compacted topic is cleaned while a test
+waits. Every wait is a bounded
 wait for a condition on the page (Playwright's `wait_for_function`), never a fixed sleep.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 import urllib.error
 import urllib.request
@@ -33,6 +37,7 @@ pytestmark = pytest.mark.integration
 SESSION_TIMEOUT_MS = 20_000  # a paused controller stays the controller this long
 WAIT_MS = 40_000  # a killed broker's partitions move after its ZooKeeper session (4 s) expires
 MARKER = "odradek-console-test-marker"
+CLEANER_BACKOFF_MS = 200
 T = TypeVar("T")
 
 
@@ -41,7 +46,8 @@ def cluster(
     zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
     where = tmp_path_factory.mktemp("console")
-    c = _make_cluster(zk_server, where, 3, session_timeout_ms=SESSION_TIMEOUT_MS)
+    c = _make_cluster(zk_server, where, 3, session_timeout_ms=SESSION_TIMEOUT_MS,
+                      broker_settings={"log_cleaner_backoff_ms": CLEANER_BACKOFF_MS})  # fmt: skip
     try:
         c.up()
         yield c
@@ -170,6 +176,77 @@ def test_pages_load_and_show_the_cluster(cluster: LocalCluster, page: Any) -> No
     assert cells[1] in {"1", "2", "3"} and cells[3].count(",") == 2
     assert cells[4] == "0" and cells[6] == str(in_0) and cells[7].endswith("B")
     assert row.locator("td.status").inner_text() == "ok"
+    not_reloaded(page)
+
+
+def leader_dirty_ratio(cluster: LocalCluster, topic: str, partition: int) -> float | None:
+    """The dirty ratio the partition's leader serves on its metrics port (None: none)."""
+    leader = next(p.leader for p in describe(cluster, topic) if p.partition == partition)
+    port = cluster.broker(leader).metrics_port
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    line = f'odradek_log_cleaner_dirty_ratio{{partition="{partition}",topic="{topic}"}} '
+    found = re.search("^" + re.escape(line) + "(\\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else None
+
+
+def test_a_compacted_topics_partitions_show_their_dirty_ratio(
+    cluster: LocalCluster, page: Any, url: str
+) -> None:
+    """Each partition's first round of unique keys (several 1 KiB segments) is cleaned in one
+    pass once it is older than min.compaction.lag.ms (every record has the same timestamp, so
+    no pass starts while the round is being written); a second round as large, as old, makes
+    the ratio about one half, below the topic's min.cleanable.dirty.ratio of 0.9, so it stays
+    there. The page shows each partition's ratio as its leader's metrics give it, and "—" for
+    a topic that is not compacted."""
+    lag_ms = 5000  # longer than writing a round takes
+    configs = {"cleanup.policy": "compact", "segment.bytes": "1024",
+               "min.cleanable.dirty.ratio": "0.9",
+               "min.compaction.lag.ms": str(lag_ms)}  # fmt: skip
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic("changelog", 2, 3, configs), NewTopic("plain", 1, 1)])
+
+    written_ms = int(time.time() * 1000)
+
+    def write(round_: int) -> None:
+        with Producer(cluster.bootstrap, acks="all") as producer:
+            for i in range(40):
+                for partition in (0, 1):
+                    producer.send("changelog", b"v" * 60, key=b"r%d-k%d" % (round_, i),
+                                  partition=partition, timestamp_ms=written_ms)  # fmt: skip
+                if i % 4 == 3:
+                    producer.flush()  # small batches: several segments per round
+
+    write(1)
+    assert time.time() * 1000 < written_ms + lag_ms, "the first round took longer than the lag"
+
+    def cleaned() -> bool:  # once the round is old enough, its dirty ratio is 1 until cleaned
+        old = time.time() * 1000 > written_ms + lag_ms + 500
+        return old and all(leader_dirty_ratio(cluster, "changelog", p) == 0.0 for p in (0, 1))
+
+    wait_until(cleaned, "the first round cleaned", 30)
+    write(2)
+    ratios = [leader_dirty_ratio(cluster, "changelog", p) for p in (0, 1)]
+    assert all(r is not None and 0 < r < 0.9 for r in ratios), ratios
+
+    def shown() -> list[float | None]:
+        with urllib.request.urlopen(url + "api/snapshot", timeout=10) as answer:
+            snap = json.loads(answer.read())
+        [topic] = [t for t in snap["topics"] if t["name"] == "changelog"]
+        return [p["dirty_ratio"] for p in topic["partitions"]]
+
+    wait_until(lambda: shown() == ratios, f"the snapshot's dirty ratios {ratios}", 30)
+    tab(page, "topics")
+    cells = [f"{math.floor(r * 100 + 0.5)}%" for r in ratios if r is not None]
+    wait_js(page, """(want) => JSON.stringify(want) === JSON.stringify(
+      [0, 1].map(p => { const r = document.querySelector(
+        `#topics tr[data-topic="changelog"][data-partition="${p}"] td.dirty`);
+        return r && r.textContent; }))""", cells)  # fmt: skip
+    heading = page.inner_text('#topics h3[data-topic-name="changelog"]')
+    assert "cleanup.policy=compact" in heading
+    wait_js(page, """() => { const r = document.querySelector(
+      '#topics tr[data-topic="plain"][data-partition="0"] td.dirty');
+      return r && r.textContent === '\u2014'; }""")  # fmt: skip
     not_reloaded(page)
 
 

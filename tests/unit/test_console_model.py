@@ -223,3 +223,107 @@ def test_snapshot_shows_each_topics_cleanup_policy() -> None:
     assert g.snapshot()["topics"][0]["cleanup_policy"] is None  # not described yet
     g.sections["configs"].ok({"t": "compact,delete"}, 10_000)
     assert g.snapshot()["topics"][0]["cleanup_policy"] == "compact,delete"
+
+
+# ----- dirty ratios, from the leaders' metrics ---------------------------------------------------
+
+METRICS_TEXT = """# HELP odradek_log_cleaner_dirty_ratio Dirty bytes over cleanable bytes.
+# TYPE odradek_log_cleaner_dirty_ratio gauge
+odradek_log_cleaner_dirty_ratio{partition="0",topic="kv"} 0.25
+odradek_log_cleaner_dirty_ratio{partition="1",topic="kv"} 0.75
+odradek_log_cleaner_dirty_ratio{partition="x",topic="kv"} 0.5
+odradek_log_cleaner_dirty_ratio{partition="2",topic="kv"} NaN
+# HELP odradek_log_cleaner_max_dirty_percent Kafka's max-dirty-percent.
+# TYPE odradek_log_cleaner_max_dirty_percent gauge
+odradek_log_cleaner_max_dirty_percent 75.0
+# HELP odradek_bytes_in_total Bytes in.
+# TYPE odradek_bytes_in_total counter
+odradek_bytes_in_total{topic="kv"} 1234.0
+"""
+
+
+def test_dirty_ratios_from_a_metrics_text() -> None:
+    assert model.dirty_ratios(METRICS_TEXT) == {("kv", 0): 0.25, ("kv", 1): 0.75}
+    assert model.dirty_ratios("") == {}
+    with pytest.raises(ValueError):
+        model.dirty_ratios("odradek_log_cleaner_dirty_ratio{topic= 1\n")
+    assert model.is_compacted("compact") and model.is_compacted("compact,delete")
+    assert not model.is_compacted("delete") and not model.is_compacted(None)
+
+
+def _two_topics() -> ClusterMetadata:
+    ids = (1, 2, 3)
+    infos = {b: BrokerInfo(b, "127.0.0.1", 9000 + b, None, "127.0.0.1", 9100 + b) for b in ids}
+    kv = [PartitionInfo("kv", p, p + 1, 3, (1, 2, 3), (1, 2, 3), (), 0) for p in range(3)]
+    logs = [PartitionInfo("logs", 0, 1, 3, (1, 2, 3), (1, 2, 3), (), 0)]
+    return ClusterMetadata(infos, {"kv": kv, "logs": logs}, {}, 1, "cid")
+
+
+async def test_dirty_ratio_of_each_compacted_partition_from_its_leader() -> None:
+    """Broker 1 leads kv-0, broker 2 kv-1, broker 3 kv-2; every broker holds a copy of each,
+    and its metrics give a ratio for all of them: only the leader's is taken. Broker 3's
+    metrics port is not known: kv-2 shows nothing, and broker 3 is never asked."""
+    answers: dict[int, str | Exception] = {
+        1: METRICS_TEXT,
+        2: METRICS_TEXT.replace("0.75", "0.5"),
+    }
+    asked: list[tuple[str, int]] = []
+
+    async def scrape(host: str, port: int, timeout_s: float) -> str:
+        asked.append((host, port))
+        answer = answers[port - 9200]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    g = Gatherer("127.0.0.1:1", Path("/nonexistent"), clock=lambda: 10.0, scrape=scrape)
+    g.sections["metadata"].ok(_two_topics(), 10_000)
+    g.sections["configs"].ok({"kv": "compact", "logs": "delete"}, 10_000)
+    g.metrics_at = {1: ("127.0.0.1", 9201), 2: ("127.0.0.1", 9202)}
+    await g._bounded("dirty", g._dirty())
+    assert sorted(asked) == [("127.0.0.1", 9201), ("127.0.0.1", 9202)]
+    snap = g.snapshot()
+    [kv, logs] = snap["topics"]
+    assert [p["dirty_ratio"] for p in kv["partitions"]] == [0.25, 0.5, None]
+    assert [p["dirty_ratio"] for p in logs["partitions"]] == [None]  # not compacted
+    assert snap["stale"] == []
+    # broker 2 stops answering: kv-1 keeps its last ratio, and the part is stale
+    answers[2] = OSError("connection refused")
+    answers[1] = METRICS_TEXT.replace("0.25", "0.125")
+    await g._bounded("dirty", g._dirty())
+    snap = g.snapshot()
+    assert [p["dirty_ratio"] for p in snap["topics"][0]["partitions"]] == [0.125, 0.5, None]
+    [stale] = snap["stale"]
+    assert stale["section"] == "dirty" and "broker 2: OSError: connection refused" in stale["why"]
+    # a topic whose policy is no longer compact shows no ratio
+    g.sections["configs"].ok({"kv": "delete", "logs": "delete"}, 11_000)
+    assert [p["dirty_ratio"] for p in g.snapshot()["topics"][0]["partitions"]] == [None] * 3
+    # against a cluster that is not local, no metrics port is known: nothing is asked
+    g.metrics_at, asked[:] = {}, []
+    await g._bounded("dirty", g._dirty())
+    assert asked == [] and g.dirty == {}
+
+
+async def test_scrape_metrics_over_http_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiohttp import web
+
+    from deploy.console import gather
+    from protocol.errors import OdradekError
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(text=METRICS_TEXT)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        assert await gather.scrape_metrics("127.0.0.1", port, 5.0) == METRICS_TEXT
+        monkeypatch.setattr(gather, "METRICS_BYTES_MAX", 100)
+        with pytest.raises(OdradekError, match="over 100 bytes"):
+            await gather.scrape_metrics("127.0.0.1", port, 5.0)
+    finally:
+        await runner.cleanup()

@@ -22,6 +22,16 @@ function fmtBytes(n) {
   return (i ? n.toFixed(1) : n) + " " + units[i];
 }
 
+// a compacted partition's dirty ratio as a percentage ("-": not known, as for a cluster whose
+// metrics ports the console does not know); "—" for a topic that is not compacted
+function fmtDirty(policy, ratio) {
+  if (!policy) return "-";
+  if (!policy.split(",").includes("compact")) return "—";
+  if (ratio === null || ratio === undefined) return "-";
+  if (ratio > 0 && ratio < 0.01) return "<1%";
+  return Math.round(ratio * 100) + "%";
+}
+
 const num = (v) => (v === null || v === undefined ? "-" : String(v));
 const ids = (list) => (list && list.length ? list.join(",") : "-");
 
@@ -112,6 +122,7 @@ function renderTopics() {
       `<td class="replicas">${ids(p.replicas)}</td><td class="isr">${ids(p.isr)}</td>` +
       `<td class="num">${num(p.log_start)}</td><td class="num hw">${num(p.hw)}</td>` +
       `<td class="num">${num(p.log_end)}</td><td class="num">${fmtBytes(p.size)}</td>` +
+      `<td class="num dirty">${fmtDirty(t.cleanup_policy, p.dirty_ratio)}</td>` +
       `<td class="status status-${esc(p.status)}">${esc(p.status)}` +
       `${p.cause ? `<div class="cause">${esc(p.cause)}</div>` : ""}</td></tr>`).join("");
     return `<h3 data-topic-name="${esc(t.name)}">${esc(t.name)} ` +
@@ -121,7 +132,8 @@ function renderTopics() {
       `<table class="partitions"><thead><tr><th class="num">Partition</th>` +
       `<th class="num">Leader</th><th>Replicas</th><th>ISR</th><th class="num">Log start</th>` +
       `<th class="num">High watermark</th><th class="num">Log end</th><th class="num">Size</th>` +
-      `<th>Status</th></tr></thead><tbody>${rows}</tbody></table>`;
+      `<th class="num" title="a compacted partition's dirty bytes over its cleanable bytes, ` +
+      `from its leader's metrics">Dirty</th><th>Status</th></tr></thead><tbody>${rows}</tbody></table>`;
   });
   $("#topics").innerHTML = html.join("") || '<p class="empty">no topics</p>';
 }
