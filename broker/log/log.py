@@ -92,6 +92,10 @@ CLEANED_SUFFIX = ".cleaned"  # a cleaner's output, not yet swapped in: removed a
 SWAP_SUFFIX = ".swap"  # a committed swap: finished at start
 SWAP_END_SUFFIX = ".swap-end"  # beside a swap: the end offset of the segments it replaces
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+# Present once the log may hold an offset gap: the cleaner swapped a segment in here, or a
+# follower appended a batch past its end (its leader's cleaner). Without it a gap is a torn or
+# broken log (recovery cuts there), as before compaction; with it, offsets need only increase.
+GAPS_FILE = "offset-gaps"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
@@ -169,6 +173,7 @@ class Log:
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
         self.offline = False  # its log directory failed (dir_failure.py): closed for good
+        self.has_gaps = (directory / GAPS_FILE).exists()
         # segment.jitter.ms: random.randrange by default, a test's own to be deterministic
         self.random_below: Callable[[int], int] = random.randrange
         self._jitter: tuple[int, int] | None = None  # (active segment's base, its jitter)
@@ -204,6 +209,8 @@ class Log:
         clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
         bases = self._clean_directory()
         segments = [Segment.open_existing(self.directory, base) for base in bases]
+        for seg in segments:
+            seg.allow_gaps = self.has_gaps
         self._refuse_foreign_format(segments)
         self.epochs, epochs_trusted = LeaderEpochCache.load(self.directory / EPOCH_FILE)
         if not epochs_trusted:
@@ -305,7 +312,10 @@ class Log:
         interval = self.config.index_interval_bytes
         kept: list[Segment] = []
         for i, seg in enumerate(segments):
-            if kept and seg.base_offset < kept[-1].next_offset:
+            if kept and (
+                seg.base_offset < kept[-1].next_offset
+                or (seg.base_offset > kept[-1].next_offset and not self.has_gaps)
+            ):
                 # An overlap: nothing from here on can be trusted. (A gap is the cleaner's:
                 # it removed the last batches of a segment, or emptied one.) If the previous
                 # segment's last batch jumped, its base offset was flipped: it goes too.
@@ -409,17 +419,21 @@ class Log:
         expected = self.log_end_offset
         headers = []
         pos = 0
+        gap = False
         while pos < len(view):
             h = check_stored_batch(view, pos)  # the leader's cleaner may have rewritten it
-            if h[H_BASE] < expected:  # past it: the leader's cleaner removed what was between
+            if h[H_BASE] < expected:
                 raise UnexpectedAppendOffsetError(
                     f"batch at offset {h[H_BASE]}, the log ends at {expected}"
                 )
+            gap = gap or h[H_BASE] > expected  # the leader's cleaner removed what was between
             headers.append((pos, h))
             expected = h[H_BASE] + h[H_LAST_DELTA] + 1
             pos += LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if not headers:
             return None
+        if gap:
+            self.mark_gaps()
         for at, h in headers:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
@@ -457,7 +471,12 @@ class Log:
 
     def _should_roll(self, seg: Segment, size: int, last_offset: int, now_ms: int) -> bool:
         cfg = self.config
-        roll_ms = cfg.segment_ms - self._roll_jitter_ms(seg)
+        # Kafka's maxSegmentMs: a compacted log rolls by max.compaction.lag.ms too, or records
+        # in its active segment (which the cleaner never touches) could outlive that lag
+        segment_ms = (
+            min(cfg.segment_ms, cfg.max_compaction_lag_ms) if cfg.compact else cfg.segment_ms
+        )
+        roll_ms = segment_ms - self._roll_jitter_ms(seg)
         return (
             seg.size_bytes + size > cfg.segment_bytes
             or (seg.rolling_base_ms is not None and now_ms - seg.rolling_base_ms >= roll_ms)
@@ -484,6 +503,7 @@ class Log:
             return
         active.seal()
         new = Segment.create(self.directory, active.next_offset)
+        new.allow_gaps = self.has_gaps
         self._segments.append(new)
         self._bases.append(new.base_offset)
         checkpoint.fsync_dir(self.directory)
@@ -567,6 +587,7 @@ class Log:
         self._truncations.append(offset)
         self._defer_delete(self._segments)
         self._segments = [Segment.create(self.directory, offset)]
+        self._segments[0].allow_gaps = self.has_gaps
         self._bases = [offset]
         self.log_start_offset = self.recovery_point = offset
         self.epochs.clear()
@@ -611,6 +632,8 @@ class Log:
         ):
             return False
         assert new.base_offset == old[0].base_offset and new.next_offset <= old[-1].next_offset
+        self.mark_gaps()
+        new.allow_gaps = True
         end_file = self.directory / (segment_name(new.base_offset) + SWAP_END_SUFFIX)
         checkpoint.write_atomically(end_file, checkpoint.encode_offset(old[-1].next_offset))
         new.rename_suffix(SWAP_SUFFIX)
@@ -630,6 +653,15 @@ class Log:
         self._bases[i : i + len(old)] = [new.base_offset]
         self._check_invariants()
         return True
+
+    def mark_gaps(self) -> None:
+        """From now on the log may hold offset gaps (GAPS_FILE), durably, before any does."""
+        if self.has_gaps:
+            return
+        checkpoint.write_atomically(self.directory / GAPS_FILE, b"")
+        self.has_gaps = True
+        for seg in self._segments:
+            seg.allow_gaps = True
 
     def hold(self, step: str) -> None:
         """A test hook (cleaner/hold.py): may block at a named step of a swap."""
@@ -835,8 +867,9 @@ class Log:
         segs = self._segments
         assert segs and self._bases == [s.base_offset for s in segs]
         for prev, seg in itertools.pairwise(segs):
-            # gaps are the cleaner's (segment.py); an overlap is a bug
+            # gaps are the cleaner's (segment.py, GAPS_FILE); an overlap is a bug
             assert prev.next_offset <= seg.base_offset, f"overlap after {prev.base_offset}"
+            assert self.has_gaps or prev.next_offset == seg.base_offset, f"gap after {prev}"
         assert self.log_start_offset <= self.recovery_point <= self.log_end_offset
 
 

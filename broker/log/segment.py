@@ -207,6 +207,9 @@ class Segment:
         # set by recover(): the position of the last batch when it started past the one
         # before it (a gap, or a flipped base offset if the next segment overlaps it)
         self.last_batch_jumped_at: int | None = None
+        # the log may hold offset gaps (the cleaner's, log.py's GAPS_FILE): recovery and the
+        # rescan take a batch past the previous one's end; without, that is a broken log
+        self.allow_gaps = False
         self.bytes_since_index = 0
         self.tail = Tail()  # the batches after the last indexed one (kept by every writer)
         self.closed = False
@@ -286,7 +289,8 @@ class Segment:
                 h = check_stored_batch(view[:buf_len], off)
             except OdradekError:
                 break
-            if h[H_BASE] < self.next_offset:  # offsets only increase (gaps: compaction)
+            gap = h[H_BASE] > self.next_offset
+            if h[H_BASE] < self.next_offset or (gap and not self.allow_gaps):
                 if jumped_at is not None:
                     view.release()
                     os.ftruncate(self.fd, jumped_at)
@@ -294,7 +298,7 @@ class Segment:
                 break
             if h[H_BASE] + h[H_LAST_DELTA] - self.base_offset > MAX_RELATIVE_OFFSET:
                 break  # no segment spans more (the log rolls first): a flipped base offset
-            jumped_at = pos if h[H_BASE] > self.next_offset else None
+            jumped_at = pos if gap else None
             on_epoch(h[H_EPOCH], h[H_BASE])
             self._account(pos, size, h[H_BASE], h[H_BASE] + h[H_LAST_DELTA], h[H_MAX_TS],
                           index_interval_bytes)  # fmt: skip
@@ -615,7 +619,9 @@ class Segment:
             size = LENGTH_PREFIX_BYTES + header[H_LENGTH] if header else 0
             if header is None or header[H_LENGTH] < MIN_BATCH_LENGTH or pos + size > end:
                 raise CorruptIndexError(f"{self.log_path.name}: no whole batch at {pos}")
-            if expected is not None and header[H_BASE] < expected:
+            if expected is not None and (
+                header[H_BASE] < expected or (header[H_BASE] > expected and not self.allow_gaps)
+            ):
                 raise CorruptIndexError(f"{self.log_path.name}: offsets break at {pos}")
             if header[H_MAX_TS] > self.max_timestamp:
                 self.max_timestamp = header[H_MAX_TS]

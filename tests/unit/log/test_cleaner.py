@@ -260,3 +260,39 @@ def test_cleaner_io_is_throttled_to_its_rate(harness: Harness) -> None:
     moved = result.bytes_read + result.bytes_written
     assert moved > 0
     assert sum(slept) >= moved / rate - 1e-6  # never faster than the rate allows
+
+
+def test_a_compacted_log_rolls_by_max_compaction_lag(harness: Harness) -> None:
+    harness.config.update({"max.compaction.lag.ms": "5000", "segment.bytes": "1048576"})
+    harness.restart()
+    harness.log.append_as_leader(keyed([(b"k", b"1")]), 1)
+    harness.clock.advance(5000)
+    harness.log.append_as_leader(keyed([(b"k", b"2")]), 1)
+    assert harness.log.segment_count == 2  # rolled: the first record can now be cleaned
+    harness.clock.advance(1)
+    r = harness.cleaner.cleanable(harness.log, harness.clock.time_ms())
+    assert r is not None and r.must_clean  # max.compaction.lag.ms passed: due, whatever the ratio
+    assert harness.clean()  # it must be cleaned: it is older than max.compaction.lag.ms
+    assert harness.cleaner.checkpointed("t", 0) == 1
+
+
+def test_only_a_log_that_was_cleaned_takes_offset_gaps_at_recovery(harness: Harness) -> None:
+    """A gap in a log never cleaned is a torn or broken log (recovery cuts there); once the
+    cleaner swapped a segment in (offset-gaps marker), gaps are the cleaner's."""
+    for i in range(40):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v%d" % i)]), 1)
+    assert not (harness.log.directory / "offset-gaps").exists()
+    assert harness.clean()
+    assert (harness.log.directory / "offset-gaps").exists()
+    want = read_all(harness.log)
+    offsets = [o for o, _, _ in want]
+    start = harness.log.log_start_offset
+    assert offsets != list(range(start, start + len(offsets)))  # gaps
+    harness.log.close_unclean()
+    (harness.log.directory / "recovery-point-offset-checkpoint").unlink(missing_ok=True)
+    harness.manager = LogManager(harness.log_dir, LogConfig.from_properties(harness.config),
+                                 harness.clock)  # fmt: skip
+    harness.manager.load_all()
+    assert read_all(harness.log) == want
+    harness.log.truncate_to(offsets[-2])  # into a cleaned segment: its tail is rescanned
+    assert read_all(harness.log) == want[:-1] or read_all(harness.log) == want[:-2]
