@@ -66,7 +66,9 @@ from broker.log.dir_failure import LogDirIOError
 from broker.log.epoch import LeaderEpochCache
 from broker.log.index import CorruptIndexError
 from broker.log.segment import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
+    GAPS_FILE,
     H_BASE,
     H_COUNT,
     H_EPOCH,
@@ -75,6 +77,8 @@ from broker.log.segment import (
     H_MAX_TS,
     LOG_SUFFIX,
     MAX_RELATIVE_OFFSET,
+    SWAP_END_SUFFIX,
+    SWAP_SUFFIX,
     LogFormatError,
     Segment,
     check_batch,
@@ -88,14 +92,11 @@ from protocol.clock import Clock
 from protocol.codec import FileSlice
 from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
 
-CLEANED_SUFFIX = ".cleaned"  # a cleaner's output, not yet swapped in: removed at start
-SWAP_SUFFIX = ".swap"  # a committed swap: finished at start
-SWAP_END_SUFFIX = ".swap-end"  # beside a swap: the end offset of the segments it replaces
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
-# Present once the log may hold an offset gap: the cleaner swapped a segment in here, or a
-# follower appended a batch past its end (its leader's cleaner). Without it a gap is a torn or
-# broken log (recovery cuts there), as before compaction; with it, offsets need only increase.
-GAPS_FILE = "offset-gaps"
+# GAPS_FILE (segment.py) is present once the log may hold an offset gap: the cleaner wrote it
+# before its first swap here, or a follower before appending a batch past its end (its
+# leader's cleaner). Without it a gap is a torn or broken log (recovery cuts there), as before
+# compaction; with it, offsets need only increase.
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
@@ -612,15 +613,18 @@ class Log:
         return self._segments[:-1]
 
     def replace_segments(self, old: list[Segment], new: Segment, generation: int) -> bool:
-        """Swap the cleaner's `new` segment (files under `.cleaned`, synced) in for the
+        """Swap the cleaner's `new` segment (files under `.cleaned`, synced, with its
+        `.swap-end` file and GAPS_FILE written and synced by the cleaner's thread) in for the
         consecutive closed segments `old`, by Kafka's suffix protocol:
 
         1. `.cleaned` -> `.swap`: from here a restart finishes the swap (`_clean_directory`);
         2. the old segments but the first renamed `.deleted` (deferred, for reads in flight);
         3. `.swap` -> the final names, over the first old segment's files.
 
-        False (and nothing done) when the log changed since the cleaning was planned: a
-        truncation, the old segments gone (retention) or the log closed."""
+        Renames only: nothing here waits for the disk (the caller fsyncs the directory off the
+        loop afterwards; a crash before that finds either the old names or the swap, which
+        recovery finishes). False (and nothing done) when the log changed since the cleaning
+        was planned: a truncation, the old segments gone (retention) or the log closed."""
         if self.closed or generation != self.generation:
             return False
         try:
@@ -635,9 +639,8 @@ class Log:
         self.mark_gaps()
         new.allow_gaps = True
         end_file = self.directory / (segment_name(new.base_offset) + SWAP_END_SUFFIX)
-        checkpoint.write_atomically(end_file, checkpoint.encode_offset(old[-1].next_offset))
+        assert checkpoint.read_offset(end_file) == old[-1].next_offset, "no swap-end file"
         new.rename_suffix(SWAP_SUFFIX)
-        checkpoint.fsync_dir(self.directory)
         self.hold("swap")
         due = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
         for seg in old[1:]:
@@ -648,7 +651,6 @@ class Log:
         old[0].replaced = True
         self._pending_deletes.append((due, old[0]))
         end_file.unlink()
-        checkpoint.fsync_dir(self.directory)
         self._segments[i : i + len(old)] = [new]
         self._bases[i : i + len(old)] = [new.base_offset]
         self._check_invariants()
@@ -658,7 +660,8 @@ class Log:
         """From now on the log may hold offset gaps (GAPS_FILE), durably, before any does."""
         if self.has_gaps:
             return
-        checkpoint.write_atomically(self.directory / GAPS_FILE, b"")
+        if not (self.directory / GAPS_FILE).exists():  # the cleaner's thread writes it first
+            checkpoint.write_atomically(self.directory / GAPS_FILE, b"")
         self.has_gaps = True
         for seg in self._segments:
             seg.allow_gaps = True

@@ -59,6 +59,13 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+# The log cleaner's (log.py replace_segments): its output before the swap, a committed swap,
+# and, beside it, the end offset of the segments the swap replaces.
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+SWAP_END_SUFFIX = ".swap-end"
+# Present once the log may hold offset gaps (log.py says when)
+GAPS_FILE = "offset-gaps"
 WINDOW_BYTES = 8192
 RECOVERY_CHUNK_BYTES = 8 << 20
 MIN_BATCH_LENGTH = HEADER_BYTES - LENGTH_PREFIX_BYTES

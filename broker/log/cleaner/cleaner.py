@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.log import checkpoint
 from broker.log.cleaner import _compact, plan, records
 from broker.log.cleaner.records import (
     H_ATTRIBUTES,
@@ -38,7 +39,14 @@ from broker.log.cleaner.records import (
     H_LAST_DELTA,
     H_PID,
 )
-from broker.log.segment import Segment, check_stored_batch
+from broker.log.segment import (
+    CLEANED_SUFFIX,
+    GAPS_FILE,
+    SWAP_END_SUFFIX,
+    Segment,
+    check_stored_batch,
+    segment_name,
+)
 from protocol.batch import (
     CONTROL_BIT,
     DELETE_HORIZON_BIT,
@@ -47,8 +55,6 @@ from protocol.batch import (
     LENGTH_PREFIX_BYTES,
 )
 
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
 READ_CHUNK_BYTES = 4 << 20
 
 
@@ -171,6 +177,9 @@ def _clean(task: CleanTask) -> CleanResult:
         new = _clean_group(segs, offset_map.latest, task, throttle, result)
         result.groups.append(CleanedGroup([s.base_offset for s in segs], new))
     result.bytes_read = throttle.bytes - result.bytes_written
+    gaps = task.directory / GAPS_FILE
+    if result.groups and not gaps.exists():  # before the first swap may make a gap
+        checkpoint.write_atomically(gaps, b"")
     task.hold("cleaned")
     return result
 
@@ -222,6 +231,9 @@ def _clean_group(
                 throttle.spent(len(out))
         new.seal()
         os.fdatasync(new.fd)
+        # what a restart needs to finish the swap once it is committed (Log.replace_segments)
+        end_file = task.directory / (segment_name(new.base_offset) + SWAP_END_SUFFIX)
+        checkpoint.write_atomically(end_file, checkpoint.encode_offset(segs[-1].next_offset))
     except BaseException:
         new.unlink()
         raise

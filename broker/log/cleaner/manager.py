@@ -36,7 +36,7 @@ from broker.log.cleaner.hold import hold
 from broker.log.dir_failure import is_log_dir_failure
 from broker.log.log import Log
 from broker.log.manager import LogManager
-from broker.log.segment import Segment
+from broker.log.segment import SWAP_END_SUFFIX, Segment, segment_name
 from protocol.clock import Clock
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
@@ -212,11 +212,15 @@ class LogCleaner:
             if swapped:
                 swapped = log.replace_segments([by_base[b] for b in group.old_bases], group.new,
                                                generation)  # fmt: skip
-            if not swapped:
-                group.new.unlink()  # the log changed meanwhile: this pass is void
+            if not swapped:  # the log changed meanwhile: this pass is void
+                group.new.unlink()
+                end = segment_name(group.new.base_offset) + SWAP_END_SUFFIX
+                (log.directory / end).unlink(missing_ok=True)
         if not swapped:
             logger.info("cleaning of %s-%s dropped: the log changed", log.topic, log.partition)
             return
+        # the swaps' renames made durable, off the loop (Log.replace_segments waits for none)
+        await loop.run_in_executor(None, checkpoint.fsync_dir, log.directory)
         key = (log.topic, log.partition)
         hold(self.logs.log_dir, "checkpoint")
         self._checkpoint[key] = result.end_offset
