@@ -228,6 +228,7 @@ class Log:
         self._segments = self._load_segments(segments, first_unflushed, epochs_trusted)
         if not self._segments:
             self._segments = [Segment.create(self.directory, log_start or 0)]
+            self._segments[0].allow_gaps = self.has_gaps
         self._bases = [s.base_offset for s in self._segments]
         for seg in self._segments[:-1]:
             seg.seal()
@@ -409,7 +410,9 @@ class Log:
     def _rebuild_producer_state(self) -> None:
         """Replay the headers of the log's tail (producer_state.py: the bound)."""
         n = rebuild_window([seg.size_bytes for seg in self._segments])
-        whole = n == len(self._segments) and self._bases[0] == 0
+        # a cleaned log may have dropped a producer's batches: never `complete` (an unknown
+        # producer's next sequence then appends instead of failing OUT_OF_ORDER)
+        whole = n == len(self._segments) and self._bases[0] == 0 and not self.has_gaps
         tail = self._segments[-n:]
         self.producers.rebuild((h for seg in tail for h in _segment_headers(seg)), whole)
 
@@ -607,6 +610,11 @@ class Log:
     @property
     def active_segment(self) -> Segment:
         return self._segments[-1]
+
+    def truncated_below(self, generation: int) -> int | None:
+        """The lowest offset truncated to since `generation` (None: no truncation since)."""
+        since = self._truncations[generation:]
+        return min(since) if since else None
 
     def closed_segments(self) -> list[Segment]:
         """Every segment but the active one, oldest first (the cleaner reads these)."""

@@ -71,6 +71,7 @@ class LogManager:
         self._high_watermarks: dict[tuple[str, int], int] = {}  # as read at start-up
         self.failure: LogDirFailure | None = None  # set once: the directory is offline
         self._failure_listeners: list[Callable[[LogDirFailure], None]] = []
+        self._delete_listeners: list[Callable[[str, int], None]] = []
 
     @property
     def offline(self) -> bool:
@@ -169,11 +170,17 @@ class LogManager:
             raise UsageError(f"this broker already holds {MAX_LOGS} partition logs")
         self._logs[(topic, partition)] = log
 
+    def add_delete_listener(self, listener: Callable[[str, int], None]) -> None:
+        """Called with (topic, partition) when a partition's log is deleted (the cleaner)."""
+        self._delete_listeners.append(listener)
+
     def delete(self, topic: str, partition: int) -> None:
         """Forget the partition now; its files go after file.delete.delay.ms."""
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return
+        for listener in self._delete_listeners:
+            listener(topic, partition)
         target = log.directory.with_name(
             f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         )

@@ -4,11 +4,16 @@
  * varint length, int8 attributes, varlong timestamp delta, varint offset delta, varint key
  * length + key, varint value length + value, headers), its record count and base offset.
  *
- * map_keys(section, count, base, lo, hi, found) -> records
+ * Every record's offset delta must be above the previous one's and at most the batch's
+ * last_offset_delta (`last`), as a cleaned batch's are; `keyless` (a producer's batch) wants
+ * them dense: 0, 1, 2, ... (protocol/batch.py). A record that breaks this raises ValueError:
+ * nothing the cleaner keeps or drops may come from an offset the batch does not span.
+ *
+ * map_keys(section, count, base, last, lo, hi, found) -> records
  *     found[key] = offset for every record with a key whose offset is in [lo, hi): the
  *     cleaner's offset map over the dirty section (plan.OffsetMap bounds it per segment).
  *
- * retain(section, count, base, latest, now_ms, horizon_ms) -> (kept, kept_count,
+ * retain(section, count, base, last, latest, now_ms, horizon_ms) -> (kept, kept_count,
  *                                                              kept_tombstones)
  *     plan.retain for every record: a keyless record goes; a record whose key maps to a later
  *     offset in `latest` goes; a tombstone goes when horizon_ms >= 0 and now_ms >= horizon_ms.
@@ -72,6 +77,13 @@ static const char *next_record(const uint8_t **p, const uint8_t *end, rec *r) {
     return NULL;
 }
 
+/* The record's offset delta against the one before it (-1 at first) and the batch's span. */
+static const char *check_delta(const rec *r, int64_t previous, int64_t last) {
+    if (r->offset_delta <= previous) return "its offset delta does not increase";
+    if (r->offset_delta > last) return "its offset delta is past the batch's last";
+    return NULL;
+}
+
 static PyObject *fail(int index, const char *why) {
     PyErr_Format(PyExc_ValueError, "record %d of the batch: %s", index, why);
     return NULL;
@@ -80,15 +92,19 @@ static PyObject *fail(int index, const char *why) {
 static PyObject *map_keys(PyObject *self, PyObject *args) {
     Py_buffer buf;
     int count;
-    long long base, lo, hi;
+    long long base, last, lo, hi;
     PyObject *found;
-    if (!PyArg_ParseTuple(args, "y*iLLLO!", &buf, &count, &base, &lo, &hi, &PyDict_Type, &found))
+    if (!PyArg_ParseTuple(args, "y*iLLLLO!", &buf, &count, &base, &last, &lo, &hi, &PyDict_Type,
+                          &found))
         return NULL;
     const uint8_t *p = buf.buf, *end = p + buf.len;
     rec r;
     int i;
+    int64_t previous = -1;
     for (i = 0; i < count; i++) {
         const char *why = next_record(&p, end, &r);
+        if (!why) why = check_delta(&r, previous, last);
+        previous = r.offset_delta;
         if (why) {
             PyBuffer_Release(&buf);
             return fail(i, why);
@@ -118,6 +134,7 @@ static PyObject *keyless(PyObject *self, PyObject *args) {
     rec r;
     for (int i = 0; i < count; i++) {
         const char *why = next_record(&p, end, &r);
+        if (!why && r.offset_delta != i) why = "its offset delta is not its index";
         if (why) {
             PyBuffer_Release(&buf);
             return fail(i, why);
@@ -131,10 +148,10 @@ static PyObject *keyless(PyObject *self, PyObject *args) {
 static PyObject *retain(PyObject *self, PyObject *args) {
     Py_buffer buf;
     int count;
-    long long base, now_ms, horizon_ms;
+    long long base, last, now_ms, horizon_ms;
     PyObject *latest;
-    if (!PyArg_ParseTuple(args, "y*iLO!LL", &buf, &count, &base, &PyDict_Type, &latest, &now_ms,
-                          &horizon_ms))
+    if (!PyArg_ParseTuple(args, "y*iLLO!LL", &buf, &count, &base, &last, &PyDict_Type, &latest,
+                          &now_ms, &horizon_ms))
         return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, buf.len);
     if (!out) {
@@ -146,8 +163,11 @@ static PyObject *retain(PyObject *self, PyObject *args) {
     int kept = 0, tombstones = 0;
     int drop_tombstones = horizon_ms >= 0 && now_ms >= horizon_ms;
     rec r;
+    int64_t previous = -1;
     for (int i = 0; i < count; i++) {
         const char *why = next_record(&p, end, &r);
+        if (!why) why = check_delta(&r, previous, last);
+        previous = r.offset_delta;
         if (why) {
             Py_DECREF(out);
             PyBuffer_Release(&buf);

@@ -3,13 +3,21 @@
 Buffer = bytes | bytearray | memoryview
 
 def map_keys(
-    section: Buffer, count: int, base: int, lo: int, hi: int, found: dict[bytes, int], /
+    section: Buffer,
+    count: int,
+    base: int,
+    last: int,
+    lo: int,
+    hi: int,
+    found: dict[bytes, int],
+    /,
 ) -> int: ...
 def keyless(section: Buffer, count: int, /) -> int: ...
 def retain(
     section: Buffer,
     count: int,
     base: int,
+    last: int,
     latest: dict[bytes, int],
     now_ms: int,
     horizon_ms: int,

@@ -25,7 +25,7 @@ injected `sleep`. `hold(step)` is a test hook: it may block at a named step.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +39,9 @@ from broker.log.cleaner.records import (
     H_LAST_DELTA,
     H_PID,
 )
+from broker.log.config import LONG_MAX
 from broker.log.segment import (
     CLEANED_SUFFIX,
-    GAPS_FILE,
     SWAP_END_SUFFIX,
     Segment,
     check_stored_batch,
@@ -49,6 +49,7 @@ from broker.log.segment import (
 )
 from protocol.batch import (
     CONTROL_BIT,
+    DEFAULT_MAX_RECORDS_BYTES,
     DELETE_HORIZON_BIT,
     HEADER,
     HEADER_BYTES,
@@ -122,9 +123,9 @@ class _Throttle:
                 self.task.sleep(ahead)
 
 
-def batches(seg: SegmentToRead, throttle: _Throttle) -> list[tuple[int, bytes]]:
-    """(position, bytes) of every batch of a segment, in chunks of READ_CHUNK_BYTES."""
-    out: list[tuple[int, bytes]] = []
+def batches(seg: SegmentToRead, throttle: _Throttle) -> Iterator[tuple[int, bytes]]:
+    """(position, bytes) of every batch of a segment, read in chunks of READ_CHUNK_BYTES (at
+    most a chunk and a batch in memory)."""
     pos = 0
     while pos < seg.size_bytes:
         chunk = os.pread(seg.fd, min(READ_CHUNK_BYTES, seg.size_bytes - pos), pos)
@@ -135,16 +136,15 @@ def batches(seg: SegmentToRead, throttle: _Throttle) -> list[tuple[int, bytes]]:
             if at + size > len(chunk):
                 break
             check_stored_batch(chunk, at)  # the loop wrote and checked it; a disk may not keep it
-            out.append((pos + at, chunk[at : at + size]))
+            yield pos + at, chunk[at : at + size]
             at += size
         if at == 0:  # one batch larger than a chunk
             size = LENGTH_PREFIX_BYTES + int.from_bytes(chunk[8:12], "big")
             whole = os.pread(seg.fd, size, pos)
             check_stored_batch(whole)
-            out.append((pos, whole))
+            yield pos, whole
             at = len(whole)
         pos += at
-    return out
 
 
 def clean(task: CleanTask) -> CleanResult:
@@ -177,9 +177,6 @@ def _clean(task: CleanTask) -> CleanResult:
         new = _clean_group(segs, offset_map.latest, task, throttle, result)
         result.groups.append(CleanedGroup([s.base_offset for s in segs], new))
     result.bytes_read = throttle.bytes - result.bytes_written
-    gaps = task.directory / GAPS_FILE
-    if result.groups and not gaps.exists():  # before the first swap may make a gap
-        checkpoint.write_atomically(gaps, b"")
     task.hold("cleaned")
     return result
 
@@ -195,7 +192,7 @@ def _map_segment(
         if h[H_ATTRIBUTES] & CONTROL_BIT or h[H_BASE] + h[H_LAST_DELTA] < lo or h[H_BASE] >= hi:
             continue
         section = records.section(data, _max_section(task))
-        _compact.map_keys(section, h[H_COUNT], h[H_BASE], lo, hi, found)
+        _compact.map_keys(section, h[H_COUNT], h[H_BASE], h[H_LAST_DELTA], lo, hi, found)
     new_keys = [k for k in found if k not in offset_map.latest]
     if not offset_map.has_room_for(len(new_keys), sum(len(k) for k in new_keys)):
         if not offset_map.latest:
@@ -241,8 +238,9 @@ def _clean_group(
 
 
 def _max_section(task: CleanTask) -> int:
-    """The most a batch's records may inflate to (a bound against compression bombs)."""
-    return task.max_message_bytes * 4 + (1 << 20)
+    """The most a batch's records may inflate to: the bound produce accepted them under (a
+    smaller one would leave a partition uncleanable for good)."""
+    return DEFAULT_MAX_RECORDS_BYTES
 
 
 def _clean_batch(
@@ -258,8 +256,9 @@ def _clean_batch(
     count = h[H_COUNT]
     horizon = h[H_FIRST_TS] if h[H_ATTRIBUTES] & DELETE_HORIZON_BIT else None
     section = records.section(data, _max_section(task))
+    stamp = -1 if horizon is None else horizon
     kept, n, tombstones = _compact.retain(
-        section, count, h[H_BASE], latest, task.now_ms, -1 if horizon is None else horizon
+        section, count, h[H_BASE], h[H_LAST_DELTA], latest, task.now_ms, stamp
     )
     result.records_read += count
     result.records_kept += n
@@ -268,7 +267,7 @@ def _clean_batch(
         if pid < 0 or task.producer_last_offsets.get(pid) != last:
             return None
     if horizon is None and tombstones:
-        horizon = task.now_ms + task.delete_retention_ms
+        horizon = min(task.now_ms + task.delete_retention_ms, LONG_MAX)  # an int64 field
         if result.delete_horizon_ms is None or horizon > result.delete_horizon_ms:
             result.delete_horizon_ms = horizon
         scanned = records.scan(data, _max_section(task))

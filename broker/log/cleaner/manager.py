@@ -93,6 +93,11 @@ class LogCleaner:
             logger.warning("%s: %s; cleaning starts over", self._path, exc)
             self._checkpoint = {}
         self._pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="log-cleaner")
+        # the Log and its generation each checkpoint entry was written for (in memory only: a
+        # checkpoint read at start belongs to the log opened then)
+        self._checkpoint_at: dict[Key, tuple[Log, int]] = {}
+        self._checkpoint_lock = asyncio.Lock()  # one write of the file at a time
+        logs.add_delete_listener(self.forget)
         self._wake = asyncio.Event()
 
     def checkpointed(self, topic: str, partition: int) -> int | None:
@@ -112,7 +117,7 @@ class LogCleaner:
             return None
         segments = [_info(seg) for seg in (*log.closed_segments(), log.active_segment)]
         return plan.cleanable_range(
-            segments, log.log_start_offset, self._checkpoint.get(key), hw, now_ms,
+            segments, log.log_start_offset, self._first_dirty(log), hw, now_ms,
             log.config.min_compaction_lag_ms, log.config.max_compaction_lag_ms,
         )  # fmt: skip
 
@@ -186,10 +191,17 @@ class LogCleaner:
         log, r = chosen
         key = (log.topic, log.partition)
         self._in_progress.add(key)
+        generation = log.generation
+        first = next(iter(log.closed_segments()), None)
         try:
             await self._clean_log(log, r, now_ms)
         except Exception as exc:  # one log's failure must not stop the rest
-            if is_log_dir_failure(exc):
+            if log.closed or log.generation != generation or first not in log.closed_segments():
+                # deleted, closed, truncated or shortened by retention under the pass: its
+                # files changed as it read or wrote them; the pass is void, nothing is wrong
+                logger.info("cleaning of %s-%s dropped: the log changed (%s)",
+                            log.topic, log.partition, exc)  # fmt: skip
+            elif is_log_dir_failure(exc):
                 self.logs.fail(exc, f"cleaning of {log.topic}-{log.partition}")
             else:
                 logger.error("cleaning %s-%s failed, it is left uncleaned: %s",
@@ -198,6 +210,30 @@ class LogCleaner:
         finally:
             self._in_progress.discard(key)
         return True
+
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition left this broker (deleted, moved away): its checkpoint and marks go,
+        so a partition of the same name made later starts clean (Kafka's updateCheckpoints)."""
+        key = (topic, partition)
+        self._checkpoint.pop(key, None)
+        self._checkpoint_at.pop(key, None)
+        self._horizons.pop(key, None)
+        self.uncleanable.discard(key)
+
+    def _first_dirty(self, log: Log) -> int | None:
+        """The checkpoint, lowered to any truncation since it was written (Kafka's
+        maybeTruncateCheckpoint); forgotten if the log is not the one it was written for."""
+        key = (log.topic, log.partition)
+        offset = self._checkpoint.get(key)
+        at = self._checkpoint_at.get(key)
+        if offset is None or at is None:
+            return offset
+        owner, generation = at
+        if owner is not log:  # another Log object: recreated since
+            self.forget(*key)
+            return None
+        below = log.truncated_below(generation)
+        return offset if below is None else min(offset, below)
 
     async def _clean_log(self, log: Log, r: plan.CleanableRange, now_ms: int) -> None:
         started = time.monotonic()
@@ -224,6 +260,7 @@ class LogCleaner:
         key = (log.topic, log.partition)
         hold(self.logs.log_dir, "checkpoint")
         self._checkpoint[key] = result.end_offset
+        self._checkpoint_at[key] = (log, log.generation)
         if result.delete_horizon_ms is not None:
             self._horizons[key] = max(self._horizons.get(key, 0), result.delete_horizon_ms)
         elif self._horizons.get(key, now_ms + 1) <= now_ms:
@@ -255,13 +292,14 @@ class LogCleaner:
         )  # fmt: skip
 
     async def _write_checkpoint(self) -> None:
-        live = {(log.topic, log.partition) for log in self.logs.logs()}
-        offsets = {k: v for k, v in self._checkpoint.items() if k in live}
-        self._checkpoint = offsets
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(
-            None, checkpoint.write_partition_offsets, self._path, dict(offsets)
-        )
+        async with self._checkpoint_lock:  # threads > 1: two passes may end together
+            live = {(log.topic, log.partition) for log in self.logs.logs()}
+            offsets = {k: v for k, v in self._checkpoint.items() if k in live}
+            self._checkpoint = offsets
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(
+                None, checkpoint.write_partition_offsets, self._path, dict(offsets)
+            )
 
     def _account(self, result: CleanResult, secs: float) -> None:
         s = self.stats

@@ -9,9 +9,10 @@ dirty tail:
        |---- clean ---------|------- dirty -----------|---- never touched ------|
 
 `first_dirty` is the cleaner's checkpoint (cleaner-offset-checkpoint), clamped to the log.
-`first_uncleanable` is the least of: the active segment's base (never cleaned), the high
-watermark (nothing a consumer cannot see yet), and the base of the first segment holding a
-record younger than min.compaction.lag.ms. Only whole segments below it are cleaned.
+`first_uncleanable` is the least of: the active segment's base (never cleaned), the base of
+the segment holding the high watermark (nothing a consumer cannot see yet), and the base of
+the first segment holding a record younger than min.compaction.lag.ms: always a segment base,
+so a pass maps exactly the segments it rewrites.
 
 The dirty ratio is dirty bytes / (clean + dirty bytes). A log is cleanable when the ratio
 reaches min.cleanable.dirty.ratio, or when its first dirty segment's oldest record is older
@@ -75,6 +76,11 @@ def cleanable_range(
     if not log_start_offset <= first_dirty <= log_end:
         first_dirty = log_start_offset  # a stale checkpoint (truncation, DeleteRecords)
     uncleanable = min(segments[-1].base_offset if segments else log_end, high_watermark)
+    # whole segments only: a pass maps and rewrites the same segments, so a high watermark
+    # inside a closed segment makes that segment's base the limit (else records mapped there
+    # would count as clean without ever being rewritten)
+    uncleanable = max((s.base_offset for s in segments if s.base_offset <= uncleanable),
+                      default=uncleanable)  # fmt: skip
     for seg in segments:
         if seg.base_offset >= uncleanable:
             break

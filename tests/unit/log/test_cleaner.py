@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 
+import crc32c
 import pytest
 
 from broker.log.cleaner import plan
@@ -17,7 +19,15 @@ from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.log.manager import LogManager
-from protocol.batch import BatchHeader, build_batch, decode_all, iter_batches
+from broker.log_validator import validate_for_leader
+from protocol.batch import (
+    HEADER_BYTES,
+    BatchHeader,
+    InvalidBatchError,
+    build_batch,
+    decode_all,
+    iter_batches,
+)
 from protocol.clock import ManualClock
 from tests.unit.log.conftest import T0, slice_bytes
 
@@ -215,7 +225,9 @@ def test_plan_dirty_ratio_and_uncleanable_offset() -> None:
     lagged = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 2000, plan.NO_LIMIT)
     assert lagged.first_uncleanable == 20  # a record younger than min.compaction.lag.ms
     hw = plan.cleanable_range(segs, 0, 10, 15, T0 + 6000, 0, plan.NO_LIMIT)
-    assert hw.first_uncleanable == 15 and hw.dirty_bytes == 0
+    assert hw.first_uncleanable == 10 and hw.dirty_bytes == 0  # the HW's segment is not cleaned
+    hw = plan.cleanable_range(segs, 0, 0, 25, T0 + 6000, 0, plan.NO_LIMIT)
+    assert hw.first_uncleanable == 20 and hw.dirty_bytes == 200  # whole segments below it
     must = plan.cleanable_range(segs, 0, 10, 35, T0 + 6000, 0, 1000)
     assert must.must_clean and plan.is_cleanable(must, 0.99)
     assert not plan.is_cleanable(r, 0.9)
@@ -296,3 +308,85 @@ def test_only_a_log_that_was_cleaned_takes_offset_gaps_at_recovery(harness: Harn
     assert read_all(harness.log) == want
     harness.log.truncate_to(offsets[-2])  # into a cleaned segment: its tail is rescanned
     assert read_all(harness.log) == want[:-1] or read_all(harness.log) == want[:-2]
+
+
+def test_a_tombstoned_key_stays_deleted_when_the_hw_is_inside_a_closed_segment(
+    harness: Harness,
+) -> None:
+    """A high watermark inside a closed segment ends the cleanable range at that segment's
+    base: the segment is neither mapped nor counted clean (else its tombstone could later go
+    while older values of its key, never rewritten, came back)."""
+    harness.config["delete.retention.ms"] = "10"
+    harness.restart()
+    for i in range(30):
+        harness.log.append_as_leader(keyed([(b"k", b"old%d" % i)]), 1)
+    harness.log.append_as_leader(keyed([(b"k", None)]), 1)  # the tombstone, at 30
+    for i in range(30):
+        harness.log.append_as_leader(keyed([(b"other", b"%d" % i)]), 1)
+    harness.hw = 31  # inside the closed segment holding the tombstone and older values of k
+    for _ in range(4):
+        harness.clean()
+        harness.clock.advance(20)  # past the tombstone's horizon after a pass or two
+        harness.hw = harness.log.log_end_offset  # the replicas caught up
+    assert [r for r in read_all(harness.log) if r[1] == b"k"] == []  # deleted, and gone
+
+
+def _with_offset_delta(batch: bytes, delta: int) -> bytes:
+    """A one-record uncompressed batch whose record claims offset delta `delta` (one byte of
+    zigzag), its CRC made good: what no producer writes, yet a CRC does not catch."""
+    out = bytearray(batch)
+    at = HEADER_BYTES + 1 + 1 + 1  # record length (1 byte here), attributes, timestamp delta
+    assert out[at] == 0 and delta < 64
+    out[at] = delta * 2
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def test_a_record_claiming_an_offset_outside_its_batch_is_refused_not_trusted(
+    harness: Harness,
+) -> None:
+    bad = _with_offset_delta(keyed([(b"k", b"forged")]), 50)
+    cfg = LogConfig.from_properties(COMPACT)
+    with pytest.raises(InvalidBatchError, match="offset delta"):
+        validate_for_leader(bad, cfg, T0)  # the produce path of a compacted topic
+    for i in range(20):
+        harness.log.append_as_leader(keyed([(b"k", b"v%d" % i)]), 1)
+    harness.log.append_as_leader(bad, 1)  # past the produce check (a test only)
+    harness.log.roll()
+    harness.clean()
+    assert ("t", 0) in harness.cleaner.uncleanable  # refused, left alone
+    values, pos = [], 0
+    while pos < 20:  # the records before the forged one, segment by segment
+        result = harness.log.read(pos, 1 << 20, max_offset=20)
+        values += [r.value for r in decode_all(slice_bytes(result))]
+        pos = result.next_offset
+    assert values == [b"v%d" % i for i in range(20)]  # nothing dropped
+
+
+def test_a_deleted_partition_leaves_no_checkpoint_and_its_void_pass_no_failure(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v")]), 1)
+    assert harness.clean()
+    assert harness.cleaner.checkpointed("t", 0) is not None
+    harness.log.append_as_leader(keyed([(b"k0", b"w")] * 20), 1)
+    harness.log.roll()
+
+    def delete_meanwhile(task: object) -> None:
+        harness.manager.delete("t", 0)  # the partition goes while its pass runs
+        raise FileNotFoundError("the directory was renamed under the pass")
+
+    monkeypatch.setattr("broker.log.cleaner.manager.clean", delete_meanwhile)
+    assert harness.clean()
+    assert harness.manager.failure is None  # not a disk failure
+    assert not harness.cleaner.uncleanable
+    assert harness.cleaner.checkpointed("t", 0) is None  # a new partition starts clean
+
+
+def test_a_cleaned_log_never_claims_to_know_every_producer(harness: Harness) -> None:
+    for i in range(40):
+        harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v")]), 1)
+    assert harness.clean()
+    harness.restart()
+    assert harness.log.has_gaps and not harness.log.producers.complete
