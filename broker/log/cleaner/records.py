@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import crc32c
 
+from broker.log.segment import H_BASE, H_COUNT, H_LAST_DELTA, H_LENGTH
 from protocol import compression
 from protocol.batch import (
     CODEC_MASK,
@@ -42,10 +43,8 @@ _COUNT = struct.Struct(">i")
 _LENGTH = struct.Struct(">i")
 FIRST_TIMESTAMP_AT = 27
 RECORD_COUNT_AT = 57
-# Fields of a HEADER.unpack tuple.
-H_BASE, H_LENGTH, H_ATTRIBUTES, H_LAST_DELTA, H_FIRST_TS, H_MAX_TS, H_PID, H_COUNT = (
-    0, 1, 5, 6, 7, 8, 9, 12,
-)  # fmt: skip
+# Fields of a HEADER.unpack tuple that segment.py does not name already.
+H_ATTRIBUTES, H_FIRST_TS, H_PID = 5, 7, 9
 
 
 class ScannedRecord(NamedTuple):
