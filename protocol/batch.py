@@ -232,13 +232,13 @@ def _check_fields(header: BatchHeader, room: int, max_batch_bytes: int | None = 
 def check_client_batch(header: BatchHeader) -> None:
     """Refuse, on a client's produce, what only brokers write or odradek does not do.
 
-    Control batches (transaction markers) are written by brokers alone, and odradek has no
-    transactions, so a transactional batch could never be committed. A producer's batch holds
-    every offset it spans (record_count == last_offset_delta + 1 >= 1) and no delete horizon:
-    fewer records, or the horizon bit, are the log cleaner's (`validate` accepts them, as
-    stored batches). Kafka's LogValidator checks the same for a client's append. Followers
-    copy batches without this check. Raises InvalidRecordError (INVALID_RECORD, as Kafka
-    answers).
+    Control batches (transaction markers, protocol/control.py) are written by brokers alone;
+    a transactional batch needs a producer id and sequence (the log checks its producer
+    state). A producer's batch holds every offset it spans (record_count ==
+    last_offset_delta + 1 >= 1) and no delete horizon: fewer records, or the horizon bit, are
+    the log cleaner's (`validate` accepts them, as stored batches). Kafka's LogValidator
+    checks the same for a client's append. Followers copy batches without this check. Raises
+    InvalidRecordError (INVALID_RECORD, as Kafka answers).
     """
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise InvalidRecordError(
@@ -249,10 +249,10 @@ def check_client_batch(header: BatchHeader) -> None:
         raise InvalidRecordError("a delete horizon is set by the log cleaner, not by clients")
     if header.attributes & CONTROL_BIT:
         raise InvalidRecordError("control batches are written by brokers, not by clients")
-    if header.attributes & TRANSACTIONAL_BIT:
-        raise InvalidRecordError(
-            "transactional batches are not supported (odradek has no transactions)"
-        )
+    if header.attributes & TRANSACTIONAL_BIT and (
+        header.producer_id < 0 or header.base_sequence < 0
+    ):
+        raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
 
 
 def iter_batches(

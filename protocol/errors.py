@@ -102,6 +102,11 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The broker received an out of order sequence number from an idempotent producer."),
     ErrorSpec(47, "INVALID_PRODUCER_EPOCH", False,
               "The producer's epoch is older than the one the broker has seen for its id."),
+    ErrorSpec(48, "INVALID_TXN_STATE", False,
+              "The producer attempted a transactional operation in an invalid state."),
+    ErrorSpec(52, "TRANSACTION_COORDINATOR_FENCED", False,
+              "A transaction marker came from a coordinator epoch older than one seen before "
+              "(another transaction coordinator took over)."),
     # Odradek has no transactions; InitProducerId with a transactional id gets this code
     # because every client treats it as fatal at once (librdkafka, kafka-python and Java fail
     # the producer; UNSUPPORTED_VERSION would be retried by librdkafka forever).
@@ -283,6 +288,12 @@ class OutOfOrderSequenceNumberError(OdradekError): ...
 
 
 class InvalidProducerEpochError(OdradekError): ...
+
+
+class InvalidTxnStateError(OdradekError): ...
+
+
+class TransactionCoordinatorFencedError(OdradekError): ...
 
 
 class TransactionalIdAuthorizationFailedError(OdradekError): ...

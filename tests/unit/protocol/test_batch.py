@@ -118,11 +118,11 @@ def test_kafka_attribute_bits_are_known(codec: int, flags: int) -> None:
     assert (header.codec, header.attributes) == (codec, codec | flags)
 
 
-def test_check_client_batch_refuses_transactional_and_control_batches() -> None:
+def test_check_client_batch_refuses_control_and_anonymous_transactional_batches() -> None:
     batch.check_client_batch(batch.validate(ONE))
     batch.check_client_batch(batch.validate(with_field(">h", 21, batch.TIMESTAMP_TYPE_BIT | 4)))
     for bits, message in [
-        (batch.TRANSACTIONAL_BIT, "transactional batches are not supported"),
+        (batch.TRANSACTIONAL_BIT, "transactional batch needs a producer id"),
         (batch.CONTROL_BIT, "control batches"),
         (batch.TRANSACTIONAL_BIT | batch.CONTROL_BIT, "control batches"),
     ]:
