@@ -77,6 +77,10 @@ class TxnLogValue:
 class TxnRecord:
     transactional_id: str
     value: TxnLogValue | None  # None: tombstone (the id expired)
+    # Not written: Kafka keeps the last epoch (KIP-360's retry check) in memory only, so a
+    # record read back from the log has -1 here, and a retry across a coordinator move is fenced
+    # (Kafka's limitation too). The live path replays the record it appended, with the hint.
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 class UnknownVersionError(CorruptMessageError):
