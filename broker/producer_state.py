@@ -44,9 +44,25 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
-from protocol.batch import HEADER_BYTES, NO_PRODUCER_ID, BatchHeader, read_header
-from protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from broker.txn_state import AbortedTxn, CompletedTxn, TxnTracker
+from broker.txn_state import last_stable_offset_for_index as _index_lso
+from protocol.batch import (
+    CONTROL_BIT,
+    HEADER_BYTES,
+    NO_PRODUCER_ID,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    read_header,
+)
+from protocol.control import Marker
+from protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
+)
 
 MAX_RETAINED_BATCHES = 5
 DEFAULT_MAX_PRODUCERS = 10_000
@@ -77,6 +93,20 @@ class ProducerEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=MAX_RETAINED_BATCHES)
     )
+    coordinator_epoch: int = -1  # of the last marker seen (-1: none)
+    current_txn_first_offset: int | None = None  # its open transaction's first offset
+    last_timestamp: int = -1  # max timestamp of its last batch or marker
+
+
+class ProducerRow(NamedTuple):
+    """One producer as DescribeProducers shows it."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int  # -1: no batch retained
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1: no open transaction
 
 
 def last_sequence(base_sequence: int, record_count: int) -> int:
@@ -92,6 +122,8 @@ class ProducerStateTable:
         self.max_producers = max_producers
         self.producers: OrderedDict[int, ProducerEntry] = OrderedDict()
         self.complete = True
+        self.txns = TxnTracker()  # ongoing and unreplicated transactions (txn_state.py)
+        self.high_watermark: int | None = None  # the partition's, once told (Log)
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -125,27 +157,54 @@ class ProducerStateTable:
         last_seq: int,
         base_offset: int,
         last_offset: int,
+        transactional: bool = False,
+        timestamp: int = -1,
     ) -> None:
-        """Record an appended batch (leader or follower)."""
+        """Record an appended batch (leader or follower); a transactional one opens its
+        producer's transaction if none is (a newer epoch keeps it open, as Kafka does)."""
         if producer_id < 0 or first_seq < 0:
             return
         entry = self.producers.get(producer_id)
-        if entry is None or epoch > entry.epoch:
+        if entry is None:
             entry = ProducerEntry(epoch)
             self.producers[producer_id] = entry
+        elif epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
         elif epoch < entry.epoch:
             return  # a fenced epoch's batch replicated byte for byte: keep the newer state
         self.producers.move_to_end(producer_id)
         entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
-        while len(self.producers) > self.max_producers:
-            self.producers.popitem(last=False)
+        entry.last_timestamp = timestamp
+        if transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = base_offset
+            self.txns.begin(producer_id, base_offset, timestamp)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Forget the least recently appended producers beyond max_producers; never one with
+        an open transaction (Kafka expires none of those either)."""
+        for _ in range(len(self.producers)):
+            if len(self.producers) <= self.max_producers:
+                return
+            pid, oldest = next(iter(self.producers.items()))
+            if oldest.current_txn_first_offset is not None:
+                self.producers.move_to_end(pid)
+                continue
+            del self.producers[pid]
             self.complete = False
 
     def admit(
-        self, producer_id: int, epoch: int, base_sequence: int, record_count: int
+        self,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        record_count: int,
+        transactional: bool = False,
     ) -> BatchMetadata | None:
         """`check` for a leader append: None to append, the first copy if the batch is a retry;
-        raises OutOfOrderSequenceNumberError or InvalidProducerEpochError to refuse it."""
+        raises OutOfOrderSequenceNumberError or InvalidProducerEpochError to refuse it, and
+        InvalidTxnStateError for a plain batch from a producer whose transaction is open."""
         if producer_id < 0 or base_sequence < 0:
             return None
         last_seq = last_sequence(base_sequence, record_count)
@@ -156,7 +215,96 @@ class ProducerStateTable:
             )
         if verdict is Verdict.FENCED:
             raise InvalidProducerEpochError(f"producer {producer_id} epoch {epoch} is fenced")
+        entry = self.producers.get(producer_id)
+        if (
+            first is None
+            and not transactional
+            and entry is not None
+            and (entry.current_txn_first_offset is not None)
+        ):
+            raise InvalidTxnStateError(
+                f"producer {producer_id} sent a non-transactional batch while its transaction "
+                f"from offset {entry.current_txn_first_offset} is open"
+            )
         return first
+
+    def admit_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """The leader's checks on a marker (WriteTxnMarkers), as Kafka's ProducerAppendInfo:
+        an older producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
+        TRANSACTION_COORDINATOR_FENCED. Followers and recovery take markers unchecked."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} at epoch {epoch}, older than {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}"
+            )
+
+    def end_txn(
+        self,
+        producer_id: int,
+        epoch: int,
+        marker: Marker,
+        offset: int,
+        timestamp: int = -1,
+    ) -> CompletedTxn | None:
+        """Record a marker appended at `offset`: the producer's open transaction, if any, is
+        completed (returned; it holds the LSO until the HW passes `offset`). A marker with no
+        open transaction completes nothing (Kafka: it changes neither LSO nor index)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(epoch)
+        self.producers.move_to_end(producer_id)
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.last_timestamp = timestamp
+        first, entry.current_txn_first_offset = entry.current_txn_first_offset, None
+        self._evict()
+        if first is None:
+            return None
+        done = CompletedTxn(producer_id, first, offset, not marker.commit)
+        self.txns.complete(done, self.high_watermark)
+        return done
+
+    def index_entry(self, txn: CompletedTxn) -> AbortedTxn:
+        """The `.txnindex` entry of an abort just completed."""
+        lso = _index_lso(txn, self.txns.next_other_ongoing(txn.producer_id))
+        return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+
+    def on_high_watermark(self, high_watermark: int) -> bool:
+        """The partition's HW moved: completed transactions below it stop holding the LSO."""
+        self.high_watermark = high_watermark
+        return self.txns.on_high_watermark(high_watermark)
+
+    def first_unstable_offset(self) -> int | None:
+        return self.txns.first_unstable_offset()
+
+    def ongoing_transactions(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, producer epoch, first offset, start timestamp) of every open
+        transaction, oldest first (DescribeProducers / DescribeTransactions)."""
+        out = []
+        for txn in self.txns.ongoing_in_order():
+            entry = self.producers.get(txn.producer_id)
+            epoch = -1 if entry is None else entry.epoch
+            out.append((txn.producer_id, epoch, txn.first_offset, txn.start_ms))
+        return out
+
+    def rows(self) -> list[ProducerRow]:
+        """Every known producer, for DescribeProducers."""
+        out = []
+        for pid, e in self.producers.items():
+            last_seq = e.batches[-1].last_seq if e.batches else -1
+            txn = -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
+            out.append(ProducerRow(pid, e.epoch, last_seq, e.last_timestamp,
+                                   e.coordinator_epoch, txn))  # fmt: skip
+        return out
 
     def record(
         self,
@@ -166,34 +314,64 @@ class ProducerStateTable:
         record_count: int,
         base_offset: int,
         last_offset: int,
+        transactional: bool = False,
+        timestamp: int = -1,
     ) -> None:
         """`update` from a batch header's fields (not idempotent batches are ignored)."""
         if producer_id >= 0 and base_sequence >= 0:
             last_seq = last_sequence(base_sequence, record_count)
-            self.update(producer_id, epoch, base_sequence, last_seq, base_offset, last_offset)
+            self.update(producer_id, epoch, base_sequence, last_seq, base_offset, last_offset,
+                        transactional, timestamp)  # fmt: skip
 
     def last_offsets(self) -> dict[int, int]:
         """Producer id -> the last offset of its last batch (the log cleaner keeps that
         batch, even emptied, so that the producer's state survives cleaning)."""
         return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
 
-    def update_from_header(self, h: BatchHeader) -> None:
-        if h.producer_id == NO_PRODUCER_ID or h.base_sequence < 0:
-            return
+    def update_from_header(
+        self, h: BatchHeader, marker: Marker | None = None
+    ) -> CompletedTxn | None:
+        """Replay one stored batch; a control batch needs its `marker` (protocol/control.py).
+        Returns the transaction a marker completed."""
+        if h.producer_id == NO_PRODUCER_ID:
+            return None
+        if h.attributes & CONTROL_BIT:
+            if marker is None:
+                return None
+            return self.end_txn(h.producer_id, h.producer_epoch, marker, h.base_offset,
+                                h.max_timestamp)  # fmt: skip
+        if h.base_sequence < 0:
+            return None
         self.update(
             h.producer_id, h.producer_epoch, h.base_sequence,
             # from the offset span, not the count: a cleaned batch keeps the one, not the other
             last_sequence(h.base_sequence, h.last_offset - h.base_offset + 1),
-            h.base_offset, h.last_offset,
+            h.base_offset, h.last_offset, bool(h.attributes & TRANSACTIONAL_BIT), h.max_timestamp,
         )  # fmt: skip
+        return None
 
-    def rebuild(self, headers: Iterable[BatchHeader], complete: bool) -> None:
-        """Forget everything, then replay these headers (a log's tail, oldest first);
-        `complete`: they are every batch the partition ever held."""
+    def reset(self, complete: bool) -> None:
+        """Forget everything (then replay, or load a snapshot)."""
         self.producers.clear()
+        self.txns.clear()
         self.complete = complete
-        for h in headers:
-            self.update_from_header(h)
+
+    def replay(self, entries: Iterable[tuple[BatchHeader, Marker | None]]) -> Iterator[AbortedTxn]:
+        """Apply stored batches (oldest first); yields the index entry of each abort met."""
+        for h, marker in entries:
+            done = self.update_from_header(h, marker)
+            if done is not None and done.is_abort:
+                yield self.index_entry(done)
+
+    def rebuild(
+        self, headers: Iterable[BatchHeader | tuple[BatchHeader, Marker | None]], complete: bool
+    ) -> None:
+        """Forget everything, then replay these headers (a log's tail, oldest first; control
+        batches with their markers); `complete`: they are every batch the partition held."""
+        self.reset(complete)
+        pairs = (x if isinstance(x, tuple) else (x, None) for x in headers)
+        for _ in self.replay(pairs):
+            pass
 
 
 def rebuild_window(sizes_bytes: Sequence[int]) -> int:
