@@ -66,8 +66,9 @@ from broker.log.config import LogConfig  # noqa: E402
 from broker.log.log import Log  # noqa: E402
 from broker.log.manager import LogManager  # noqa: E402
 from coordinator.group.records import OFFSETS_TOPIC, build, offset_record  # noqa: E402
-from coordinator.group.service import GroupCoordinator, OwnedPartition  # noqa: E402
+from coordinator.group.service import GroupCoordinator, GroupOwned  # noqa: E402
 from coordinator.internal_topics import OFFSETS_TOPIC_CONFIGS  # noqa: E402
+from coordinator.runtime.runtime import Owned  # noqa: E402
 from protocol.batch import CODECS, build_batch  # noqa: E402
 from protocol.clock import ManualClock  # noqa: E402
 
@@ -289,8 +290,8 @@ def _per_run(runs: list[dict[str, Any]], cpu: str) -> str:
 # ----- coordinator load -----------------------------------------------------------------------
 
 
-class LogAsGroupLog:
-    """The two GroupLog methods a coordinator's load uses, over one Log (as ReplicaManager)."""
+class LogAsCoordinatorLog:
+    """The two CoordinatorLog methods a load uses, over one Log (as ReplicaManager)."""
 
     def __init__(self, log: Log) -> None:
         self.log = log
@@ -307,14 +308,15 @@ class LogAsGroupLog:
         return os.pread(read.slice.fd, read.slice.length, read.slice.position), read.next_offset
 
 
-def coordinator_load(log: Log) -> tuple[float, int, OwnedPartition]:
-    """Seconds and records of GroupCoordinator._replay over the log, and what it loaded."""
+def coordinator_load(log: Log) -> tuple[float, int, GroupOwned]:
+    """Seconds and records of the group coordinator's replay over the log, and what it loaded."""
     coordinator = GroupCoordinator(
-        0, cast(Any, LogAsGroupLog(log)), cast(Any, None), cast(Any, None), ManualClock(T0_MS)
-    )
-    owned = OwnedPartition(0, 0)
+        0, cast(Any, LogAsCoordinatorLog(log)), cast(Any, None), cast(Any, None),
+        ManualClock(T0_MS),
+    )  # fmt: skip
+    owned: GroupOwned = Owned(0, 0, {})
     start = time.perf_counter()
-    count = asyncio.run(coordinator._replay(owned))
+    count = asyncio.run(coordinator.runtime._replay(owned))
     return time.perf_counter() - start, count, owned
 
 
@@ -334,7 +336,7 @@ def bench_load(root: Path, args: argparse.Namespace, report: Callable[..., None]
         if when == "after":
             out["clean_seconds"], _ = clean_pass(manager, log)
         seconds, count, owned = coordinator_load(log)
-        got = {tp: e.offset for tp, e in owned.groups["bench-group"].offsets.items()}
+        got = {tp: e.offset for tp, e in owned.shard["bench-group"].offsets.items()}
         assert got == want, "the load gave other offsets than the last commits"
         out[when] = {"seconds": seconds, "records": count, "log_bytes": log.size_bytes}
         report(

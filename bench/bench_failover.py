@@ -8,7 +8,7 @@ measured in its own process with that tree first on sys.path, so its cluster run
 
 1. Starts a local cluster (ZooKeeper + 3 brokers) with the local cluster's default ZooKeeper
    session timeout (6 s; --session-ms to change it: the point is not to wait for it, since the
-   controller acts on a refused connection, coordinator/fast_death.py) in a temporary
+   controller acts on a refused connection, coordinator/controller/fast_death.py) in a temporary
    directory; creates `failover` (1 partition, RF 3, min.insync.replicas 2).
 2. A prober (its own thread and event loop) sends one acks=all record at a time to that
    partition, for the whole run, and records when each send started and when it was

@@ -87,7 +87,8 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     unclean_leader_election_enable: bool = False  # default of the topic config of that name
     # A broker (or the controller) whose every port refuses connections is dead at once, not
-    # when its ZooKeeper session expires (coordinator/fast_death.py); False: only the session
+    # when its ZooKeeper session expires (coordinator/controller/fast_death.py); False: only
+    # the session
     controller_fast_death_detection: bool = True
     # The Kafka-protocol listener, as Kafka's `listeners` / `advertised.listeners`:
     # "PLAINTEXT://host:port" ("" : no Kafka listener; port 0 picks a free one). Advertised

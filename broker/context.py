@@ -2,7 +2,7 @@
 
 Handlers are functions `handle(ctx, request) -> response | None | Awaitable[...]`; they reach
 the partitions through `ctx.replicas`, the cluster view through `ctx.metadata`, and ZooKeeper
-only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/topics.py behind it,
+only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/cluster/topics.py behind it,
 tests pass an in-memory fake), so no handler imports kazoo.
 
 `ControllerEpoch` keeps the highest controller epoch seen; controller-to-broker requests with
@@ -21,9 +21,9 @@ from broker.replica_manager import ReplicaManager
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
-    from coordinator.controller import ControllerElector
+    from coordinator.cluster.producer_ids import ProducerIdManager
+    from coordinator.controller.elector import ControllerElector
     from coordinator.group.service import GroupCoordinator
-    from coordinator.producer_ids import ProducerIdManager
 
 
 class TopicStore(Protocol):
@@ -89,8 +89,10 @@ class BrokerContext:
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
     elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
-    producer_ids: ProducerIdManager | None = None  # InitProducerId (coordinator/producer_ids.py)
-    cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster_id.py)
+    producer_ids: ProducerIdManager | None = (
+        None  # InitProducerId (coordinator/cluster/producer_ids.py)
+    )
+    cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster/cluster_id.py)
 
     @classmethod
     def create(

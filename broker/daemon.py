@@ -8,12 +8,12 @@ controller may send requests), then the controller election, then the log's back
 close connections, stop the replicas (writing the high watermark checkpoint), close the logs
 (writing the clean-shutdown marker; a log directory that went offline gets neither), close the
 ZooKeeper session. The replica manager reports a failed log directory to the controller through
-coordinator/controller_log_dirs.py. Any start-up failure is one log line and exit status 1.
+coordinator/controller/log_dirs.py. Any start-up failure is one log line and exit status 1.
 
-`ZkTopicStore` is the broker's only view of topic znodes (coordinator/topics.py behind the
+`ZkTopicStore` is the broker's only view of topic znodes (coordinator/cluster/topics.py behind the
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
-The `ConfigChangeListener` (coordinator/config_changes.py) starts before the registration, so
-a topic config changed while the broker starts reaches its logs.
+The `ConfigChangeListener` (coordinator/cluster/config_changes.py) starts before the registration,
+so a topic config changed while the broker starts reaches its logs.
 
 With a `metrics_port`, both listeners' doors are metered and the Prometheus metrics
 (broker/metrics.py) are served from a thread of their own once the listeners are up (a port
@@ -43,17 +43,17 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
-from coordinator import config_changes
-from coordinator import topics as zk_topics
-from coordinator.cluster_id import get_or_create_cluster_id
-from coordinator.controller import ControllerConfig, ControllerElector
-from coordinator.controller_log_dirs import ZkLogDirNotifier
+from coordinator.cluster import config_changes
+from coordinator.cluster import topics as zk_topics
+from coordinator.cluster.cluster_id import get_or_create_cluster_id
+from coordinator.cluster.isr import ZkIsrWriter
+from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
+from coordinator.cluster.registration import Registration, register_broker
+from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
+from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
+from coordinator.controller.elector import ControllerConfig, ControllerElector
+from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupConfig, GroupCoordinator
-from coordinator.isr import ZkIsrWriter
-from coordinator.producer_ids import ProducerIdManager, ZkBlockSource
-from coordinator.registration import Registration, register_broker
-from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
-from coordinator.zk import ZkClient, ZkConnectionLost, ZkError
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 
@@ -62,7 +62,7 @@ T = TypeVar("T")
 
 
 class ZkTopicStore:
-    """TopicStore over coordinator/topics.py."""
+    """TopicStore over coordinator/cluster/topics.py."""
 
     def __init__(self, zk: ZkClient) -> None:
         self.zk = zk

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from broker.log.cleaner.manager import LogCleaner
     from broker.metadata_cache import MetadataCache
     from broker.replica_manager import ReplicaManager
-    from coordinator.controller import ControllerElector
+    from coordinator.controller.elector import ControllerElector
     from coordinator.group.service import GroupCoordinator
 
 log = logging.getLogger("odradek.broker.metrics")
@@ -596,7 +596,7 @@ class BrokerMetrics:
         return MeteredDoor(door, self.requests)
 
     def on_zk_state(self, state: str) -> None:
-        """A ZooKeeper session state listener (coordinator/zk.py calls it on the loop)."""
+        """A ZooKeeper session state listener (coordinator/cluster/zk.py calls it on the loop)."""
         self.parts.zk_state = state
 
     def start(self, host: str, port: int, limits: HttpLimits | None = None) -> int:

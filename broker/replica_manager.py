@@ -33,22 +33,22 @@ that the server sends from the file (sendfile).
 ISR changes (leader side): expansion is decided on a follower's fetch, shrinking by
 `check_isr` (run every replica_lag_time_max_ms / 2 by `run_isr_checks`, on the injected clock).
 Either is written first to the partition's state znode, conditionally on its version, through
-the injected `IsrWriter` (coordinator/isr.py; it also notifies the controller), and applied to
-the partition only once written. A write refused because ZooKeeper shows another leader or a
+the injected `IsrWriter` (coordinator/cluster/isr.py; it also notifies the controller), and applied
+to the partition only once written. A write refused because ZooKeeper shows another leader or a
 newer leader epoch makes this broker stop acting as leader (`Partition.resign`) until the
 controller says what it is. One write per partition at a time.
 
 Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
 and takes leaders away from it.
 
-The group coordinator sees the partitions only through `GroupLog` (coordinator/group/group_log.py):
+The coordinators see the partitions only through `CoordinatorLog` (coordinator/runtime/log.py):
 `led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
 
 A failed log directory (KIP-112; broker/log/dir_failure.py): an I/O error met by an append, a
 flush, a read, a LeaderAndIsr or a follower's fetcher goes to `LogManager.fail`, which takes the
 directory offline and calls back `_on_log_dir_offline`: every partition stops fetching and goes
 OFFLINE (waiting acks=all produces fail), and the injected `LogDirNotifier` tells the controller
-(coordinator/controller_log_dirs.py), which elects other leaders and drops this broker from the
+(coordinator/controller/log_dirs.py), which elects other leaders and drops this broker from the
 ISRs. Produce, fetch and list-offsets for those partitions answer KAFKA_STORAGE_ERROR (56,
 retriable; the client refreshes its metadata). A LeaderAndIsr for them is refused with it, and
 when it still names this broker leader or in-sync (a new controller that has not heard) the
@@ -89,7 +89,6 @@ from broker.replica_fetcher import (
     default_connector,
 )
 from broker.replication_decisions import (
-    IsrWriteResult,
     check_enough_replicas,
     expanded_isr,
     isr_write_verdict,
@@ -97,6 +96,7 @@ from broker.replication_decisions import (
     record_fetch,
     shrunk_isr,
 )
+from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import FetchPartition, FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -131,14 +131,14 @@ TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 
 
 class LogDirNotifier(Protocol):
-    """Tells the controller this broker's log directory failed (coordinator/controller_log_dirs.py
+    """Tells the controller this broker's log directory failed (coordinator/controller/log_dirs.py
     writes /log_dir_event_notification/log_dir_event_<seq>)."""
 
     async def notify_log_dir_failure(self) -> None: ...
 
 
 class IsrWriter(Protocol):
-    """The leader's conditional write of a partition's state znode (coordinator/isr.py)."""
+    """The leader's conditional write of a partition's state znode (coordinator/cluster/isr.py)."""
 
     async def write_isr(
         self,
@@ -223,7 +223,7 @@ def must_report_log_dir_failure(states: list[PartitionState], broker_id: int) ->
     """While our log directory is offline: does a LeaderAndIsr still count on this broker (it
     leads a partition, or is in an ISR it is not the last member of)? Then the controller has
     not heard (a new one, say) and is told again. The last ISR member stays in the ISR on
-    purpose (coordinator/election.py), so that alone is not a reason."""
+    purpose (coordinator/controller/election.py), so that alone is not a reason."""
     return any(s.leader == broker_id or (broker_id in s.isr and len(s.isr) > 1) for s in states)
 
 
@@ -618,7 +618,7 @@ class ReplicaManager:
         epoch, end = p.log.end_offset_for_epoch(leader_epoch)
         return NONE, epoch, end
 
-    # ----- the group coordinator's log (GroupLog) --------------------------------------------
+    # ----- the coordinators' log (CoordinatorLog) ----------------------------------------
 
     def led_partitions(self, topic: str) -> dict[int, int]:
         parts = self.partitions.items()
@@ -886,7 +886,7 @@ class ReplicaManager:
         log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
         return NONE
 
-    # ----- config changes (coordinator/config_changes.py) -----------------------------------
+    # ----- config changes (coordinator/cluster/config_changes.py) ----------------------------
 
     def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> int:
         """Give every open log of `topic` (led, followed, or opened at start-up and not yet

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from coordinator.cluster.isr import IsrWriteResult
 from protocol.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
 
 NONE = 0
@@ -148,17 +149,6 @@ def out_of_range_restart(
     if leader_leo >= 0 and fetch_offset > leader_leo:
         return "truncate", leader_leo
     return "restart", max(leader_log_start, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class IsrWriteResult:
-    """The answer to a leader's conditional ISR write: the znode as it now is."""
-
-    written: bool
-    zk_version: int
-    leader: int
-    leader_epoch: int
-    isr: list[int]
 
 
 def isr_write_verdict(result: IsrWriteResult, broker_id: int, leader_epoch: int) -> str:

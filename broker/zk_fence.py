@@ -30,7 +30,7 @@ injected clock (no I/O, tested without a cluster). Each call returns what the ed
                 undone); waits for a connection              CONNECTED in the old session: "bounce"
 
 Rejoining: after LOST, the CONNECTED of the new session is a clean rejoin by the existing paths
-(coordinator/registration.py registers again, the controller sees the broker come back and
+(coordinator/cluster/registration.py registers again, the controller sees the broker come back and
 sends it LeaderAndIsr; it follows and catches up). If instead the old session survived (the
 server was down or paused longer than our timeout, so nobody expired it), the controller does
 not know we resigned: we "bounce", closing the session ourselves (`ZkClient.expire_session`),
@@ -63,7 +63,7 @@ from protocol.clock import Clock
 
 if TYPE_CHECKING:
     from broker.replica_manager import ReplicaManager
-    from coordinator.zk import ZkClient, ZkState
+    from coordinator.cluster.zk import ZkClient, ZkState
 
 log = logging.getLogger("odradek.broker.fence")
 

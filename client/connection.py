@@ -329,7 +329,7 @@ class BrokerConnection:
 
     async def wait_closed(self) -> None:
         """Return once the connection is closed, by either side (the controller watches its
-        connections to brokers with this: coordinator/fast_death.py)."""
+        connections to brokers with this: coordinator/controller/fast_death.py)."""
         await self._closed_event.wait()
 
     def abort(self) -> None:

@@ -18,7 +18,7 @@ With acks=0 the request gets no answer and offsets are -1.
 Idempotence (`enable_idempotence`, on by default as in Kafka since 3.0, effective only with
 acks=all): before its first batch goes out the sender asks any broker for a producer id
 (InitProducerId: a fresh id at epoch 0, from the block of ids that broker claimed in ZooKeeper;
-coordinator/producer_ids.py), and numbers each partition's batches (client/accumulator.py).
+coordinator/cluster/producer_ids.py), and numbers each partition's batches (client/accumulator.py).
 The leader stores a retried batch only once and answers its first copy's offset
 (broker/producer_state.py), so each acknowledged record is stored exactly once and in order,
 with up to 5 batches in flight per partition. A batch that fails for good (expired, or

@@ -1,24 +1,15 @@
-"""ZooKeeper, broker registration, topic administration and the controller.
+"""The cluster's coordination: ZooKeeper, the controller, and the coordinators.
 
-Modules (kazoo is imported by zk.py only):
-- zk.py: `ZkClient`, the asyncio facade over one ZooKeeper session (callbacks on the loop,
-  "CONNECTED" / "SUSPENDED" / "LOST" state listeners, our own Zk* errors, transactions).
-- zk_paths.py: Kafka's znode layout and its JSON as frozen dataclasses.
-- placement.py, election.py (pure decisions), states.py (state tables), context.py (the
-  controller's view).
-- topics.py: what any broker does for CreateTopics / DeleteTopics / DescribeConfigs /
-  CreatePartitions; config_changes.py: AlterConfigs' write with its /config/changes
-  notification, and the listener every broker runs to apply topic config changes to its logs.
-- registration.py: the ephemeral /brokers/ids/<id>, re-created after a session loss.
-- controller.py: `ControllerElector` (the election); controller_core.py: `Controller` (the work:
-  one bounded event queue, events run one at a time); state_writer.py: batched, fenced,
-  conditional writes of partition state znodes; channel.py: controller-to-broker requests, one
-  ordered bounded queue per broker (`RecordingChannel` for tests).
-- isr.py: a leader's ISR writes and the /isr_change_notification the controller propagates.
-- controller_admin.py (issue 4): controlled shutdown, preferred leader election (by request and
-  the automatic rebalance) and partition reassignment, run as controller events; their pure
-  decisions are in election.py, preferred.py (leader imbalance) and reassignment.py (phases,
-  /admin/reassign_partitions). shutdown.py: a broker's side of controlled shutdown on SIGTERM.
+Sub-packages, each saying in its first lines what it owns (none imports `broker/`):
+- cluster/: what every broker does through ZooKeeper: the session, registration, topic
+  administration and configs, producer-id blocks, a leader's ISR writes.
+- controller/: the elected controller and its pure decisions (leaders, placement of
+  reassignments, partition and replica states).
+- runtime/: the coordinator runtime: an internal topic's partitions owned by leadership, loaded
+  by replay, written by append-then-apply. The group and transaction coordinators run on it.
+- group/: the group coordinator (`__consumer_offsets`).
+- transaction/: the transaction coordinator (`__transaction_state`).
+- internal_topics.py: the internal topics' enforced configs.
 
 How the broker daemon uses it:
 
@@ -39,6 +30,6 @@ How the broker daemon uses it:
 
 `topics.create_topic` raises TopicAlreadyExistsError, InvalidTopicError, InvalidPartitionsError,
 InvalidReplicationFactorError ("replication factor 3 is larger than the 2 live brokers") from
-protocol.errors; ZooKeeper trouble surfaces as coordinator.zk.ZkError subclasses
+protocol.errors; ZooKeeper trouble surfaces as coordinator.cluster.zk.ZkError subclasses
 (ZkConnectionLost when the server cannot be reached).
 """

@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from coordinator import zk_paths as paths
-from coordinator.config_changes import write_topic_config
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.config_changes import write_topic_config
+from coordinator.cluster.topics import read_topic_config
+from coordinator.cluster.zk import ZkClient
 from coordinator.group.records import OFFSETS_TOPIC
-from coordinator.topics import read_topic_config
-from coordinator.zk import ZkClient
 from protocol.errors import UnknownTopicOrPartitionError
 
 log = logging.getLogger("odradek.controller")

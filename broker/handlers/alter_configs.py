@@ -9,7 +9,7 @@ LogConfig (INVALID_CONFIG on a bad value, or a refused config with its reason). 
 SUBTRACT take only LIST configs (protocol/topic_config.py: `cleanup.policy`): they add items
 missing from, or remove items from, the topic's value (its override, else the broker's default),
 as Kafka's ConfigAdminManager does. Unless `validate_only`, it is written to
-/config/topics/<topic> with a change notification (coordinator/config_changes.py), and every
+/config/topics/<topic> with a change notification (coordinator/cluster/config_changes.py), and every
 broker applies it to its logs of that topic. A topic that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION; a resource named twice in one request is INVALID_REQUEST, both
 times (Kafka's rule).

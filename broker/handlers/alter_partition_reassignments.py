@@ -2,14 +2,15 @@
 lists. Only the controller answers (others: NOT_CONTROLLER). The answer comes once each target
 is validated and recorded in /admin/reassign_partitions (INVALID_REPLICA_ASSIGNMENT for an
 empty or duplicated list or a broker that is not live, UNKNOWN_TOPIC_OR_PARTITION); the move
-itself goes on in the background (coordinator/reassignment.py) and ListPartitionReassignments
+itself goes on in the background (coordinator/controller/reassignment.py) and
+ListPartitionReassignments
 shows it until it is done."""
 
 from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
-from coordinator.controller_admin import submit_reassignments
+from coordinator.controller.admin import submit_reassignments
 from protocol.api.controller import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,

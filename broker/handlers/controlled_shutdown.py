@@ -1,7 +1,7 @@
 """ControlledShutdown (broker -> controller): move the asking broker's leaderships away.
 
 Only the controller answers (others: NOT_CONTROLLER; the broker finds the controller from
-/controller or Metadata). The work runs as a controller event (coordinator/controller_admin.py
+/controller or Metadata). The work runs as a controller event (coordinator/controller/admin.py
 `controlled_shutdown`); the answer lists the partitions the broker still leads (no other ISR
 member could take them), so the broker may retry before it stops.
 """
@@ -9,8 +9,8 @@ member could take them), so the broker may retry before it stops.
 from __future__ import annotations
 
 from broker.context import BrokerContext
-from coordinator.controller_admin import controlled_shutdown
-from coordinator.controller_core import Controller
+from coordinator.controller.admin import controlled_shutdown
+from coordinator.controller.core import Controller
 from protocol.api.controller import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,

@@ -4,7 +4,7 @@ Any broker takes the request (as CreateTopics). Per topic: `ctx.topics.add_parti
 the new count (above the current one, else INVALID_PARTITIONS) and the manual assignments if
 any (one replica list per added partition, of the topic's replication factor, distinct live
 brokers: else INVALID_REPLICA_ASSIGNMENT), places the partitions otherwise
-(coordinator/placement.py) and, unless `validate_only`, writes the topic's assignment znode.
+(coordinator/cluster/placement.py) and, unless `validate_only`, writes the topic's assignment znode.
 The controller's data watch on that znode elects the new partitions' leaders as for a new
 topic; this handler waits, within `timeout_ms`, until the metadata cache shows each added
 partition with a leader (REQUEST_TIMED_OUT otherwise: they exist, their leaders are not there

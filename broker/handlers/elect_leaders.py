@@ -1,13 +1,13 @@
 """ElectLeaders (admin -> controller): preferred leader election for the partitions named (all
 when None). Only the controller answers (others: NOT_CONTROLLER). Per partition: 0 (moved),
 ELECTION_NOT_NEEDED (the preferred replica leads), PREFERRED_LEADER_NOT_AVAILABLE (it is down
-or out of the ISR) or UNKNOWN_TOPIC_OR_PARTITION (coordinator/controller_admin.py)."""
+or out of the ISR) or UNKNOWN_TOPIC_OR_PARTITION (coordinator/controller/admin.py)."""
 
 from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
-from coordinator.controller_admin import elect_preferred
+from coordinator.controller.admin import elect_preferred
 from protocol.api.controller import ElectLeadersRequest, ElectLeadersResponse, PartitionResult
 from protocol.codec import Request
 from protocol.errors import NotControllerError, OdradekError, RequestTimedOutError

@@ -1,7 +1,7 @@
 """InitProducerId: a producer id and epoch for an idempotent producer, from any broker.
 
-The broker's `ProducerIdManager` (coordinator/producer_ids.py) decides and hands the id out of
-its ZooKeeper-claimed block; a refusal (a transactional id, a malformed id/epoch pair, no block
+The broker's `ProducerIdManager` (coordinator/cluster/producer_ids.py) decides and hands the id out
+of its ZooKeeper-claimed block; a refusal (a transactional id, a malformed id/epoch pair, no block
 to be had) is answered in the body with its code and message."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
-from coordinator.controller_admin import list_reassignments
+from coordinator.controller.admin import list_reassignments
 from protocol.api.controller import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,

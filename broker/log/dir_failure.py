@@ -6,7 +6,7 @@ takes the whole directory offline: `LogManager.fail` records a `LogDirFailure`, 
 offline (every further call on them raises, nothing more is written, no clean-shutdown marker
 is left), and tells its listeners. The replica manager then stops leading and following every
 partition, answers KAFKA_STORAGE_ERROR for them, and tells the controller
-(coordinator/controller_log_dirs.py). The directory comes back only with a restart of the
+(coordinator/controller/log_dirs.py). The directory comes back only with a restart of the
 process, whose recovery cuts any torn tail (log.py, segment.recover).
 
 What is not a failure of the directory: errors a log raises about its input or its state

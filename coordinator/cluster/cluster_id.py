@@ -14,9 +14,9 @@ import contextlib
 import uuid
 from collections.abc import Callable
 
-from coordinator import zk_paths as paths
-from coordinator.zk import ZkClient, ZkError, ZkNodeExists, ZkNoNode
-from coordinator.zk_paths import ClusterId, ZkDataError
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import ZkClient, ZkError, ZkNodeExists, ZkNoNode
+from coordinator.cluster.zk_paths import ClusterId, ZkDataError
 
 CLUSTER_ID_CHARS = 22
 

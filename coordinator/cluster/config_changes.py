@@ -25,9 +25,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from coordinator import zk_paths as paths
-from coordinator.topics import read_topic_config
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.topics import read_topic_config
+from coordinator.cluster.zk import (
     WatchHandle,
     ZkClient,
     ZkConnectionLost,
@@ -35,7 +35,7 @@ from coordinator.zk import (
     ZkNoNode,
     ZkState,
 )
-from coordinator.zk_paths import ConfigChange, TopicConfig, ZkDataError
+from coordinator.cluster.zk_paths import ConfigChange, TopicConfig, ZkDataError
 from protocol.errors import UnknownTopicOrPartitionError
 
 log = logging.getLogger("odradek.coordinator.config_changes")

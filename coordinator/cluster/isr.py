@@ -23,12 +23,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 
-from broker.replication_decisions import IsrWriteResult
-from coordinator import zk_paths as paths
-from coordinator.zk import ZkBadVersion, ZkClient, ZkError, ZkNodeExists, ZkNoNode
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import ZkBadVersion, ZkClient, ZkError, ZkNodeExists, ZkNoNode
 
 log = logging.getLogger("odradek.coordinator.isr")
+
+
+@dataclass(frozen=True, slots=True)
+class IsrWriteResult:
+    """The answer to a leader's conditional ISR write: the znode as it now is."""
+
+    written: bool
+    zk_version: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+
 
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"

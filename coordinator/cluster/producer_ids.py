@@ -53,9 +53,9 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator import zk_paths as paths
-from coordinator.zk import ZkBadVersion, ZkClient, ZkError, ZkNodeExists, ZkNoNode
-from coordinator.zk_paths import ProducerIdBlock, ZkDataError
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import ZkBadVersion, ZkClient, ZkError, ZkNodeExists, ZkNoNode
+from coordinator.cluster.zk_paths import ProducerIdBlock, ZkDataError
 from protocol.errors import (
     CoordinatorLoadInProgressError,
     InvalidRequestError,

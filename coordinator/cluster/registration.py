@@ -5,8 +5,9 @@
 - same host and port, another session: our previous incarnation was killed and its session has
   not expired yet. With `holds_port` (the daemon: its listener is bound to that port, so no
   other process listens there and the old incarnation's port refuses, the same proof the
-  controller acts on in coordinator/fast_death.py), the stale node is deleted (conditionally on
-  its version) and ours created at once: the controller sees a new czxid, a bounce, and takes
+  controller acts on in coordinator/controller/fast_death.py), the stale node is deleted
+  (conditionally on its version) and ours created at once: the controller sees a new czxid, a
+  bounce, and takes
   the broker back. Without it, wait (polling) until ZooKeeper drops it, bounded by the session
   timeout plus a margin;
 - a different host or port: another live broker has this id; fail with BrokerIdInUseError.
@@ -23,9 +24,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from coordinator import zk_paths as paths
-from coordinator.topics import ensure_layout
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.topics import ensure_layout
+from coordinator.cluster.zk import (
     ZkBadVersion,
     ZkClient,
     ZkConnectionLost,
@@ -33,7 +34,7 @@ from coordinator.zk import (
     ZkNoNode,
     ZkState,
 )
-from coordinator.zk_paths import BrokerRegistration
+from coordinator.cluster.zk_paths import BrokerRegistration
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError
 

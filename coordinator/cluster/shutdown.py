@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from client.connection import BrokerConnection
-from coordinator import zk_paths as paths
-from coordinator.controller import ControllerElector
-from coordinator.controller_admin import controlled_shutdown
-from coordinator.zk import ZkClient, ZkError
-from coordinator.zk_paths import BrokerRegistration, ControllerInfo, ZkDataError
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import ZkClient, ZkError
+from coordinator.cluster.zk_paths import BrokerRegistration, ControllerInfo, ZkDataError
+from coordinator.controller.admin import controlled_shutdown
+from coordinator.controller.elector import ControllerElector
 from protocol.api.controller import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.errors import OdradekError, for_code
 

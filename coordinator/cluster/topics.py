@@ -1,7 +1,8 @@
 """Topic administration through ZooKeeper, as any broker does it for CreateTopics/DeleteTopics/
 DescribeConfigs (the controller does the rest when it sees the znodes change).
 
-- create: validate, place replicas (coordinator.placement) unless an assignment is given, then
+- create: validate, place replicas (coordinator.cluster.placement) unless an assignment is given,
+then
   write /config/topics/<t> and /brokers/topics/<t> in one ZooKeeper transaction (so a topic never
   exists without its config); the controller's watch on /brokers/topics elects the leaders.
 - delete: create /admin/delete_topics/<t>; the controller stops the replicas, removes the
@@ -17,10 +18,10 @@ from __future__ import annotations
 import contextlib
 import re
 
-from coordinator import zk_paths as paths
-from coordinator.placement import assign_added_partitions, assign_replicas
-from coordinator.zk import OpCreate, OpSet, ZkBadVersion, ZkClient, ZkNodeExists, ZkNoNode
-from coordinator.zk_paths import LeaderIsrState, TopicAssignment, TopicConfig
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.placement import assign_added_partitions, assign_replicas
+from coordinator.cluster.zk import OpCreate, OpSet, ZkBadVersion, ZkClient, ZkNodeExists, ZkNoNode
+from coordinator.cluster.zk_paths import LeaderIsrState, TopicAssignment, TopicConfig
 from protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
@@ -116,7 +117,7 @@ def new_partitions(
 ) -> dict[int, list[int]]:
     """The partitions to add to a topic assigned `existing` so that it has `count`: the given
     `assignments` (one replica list per added partition, checked as Kafka checks them) or,
-    without them, placed by coordinator.placement."""
+    without them, placed by coordinator.cluster.placement."""
     have = len(existing)
     if sorted(existing) != list(range(have)) or have == 0:
         raise InvalidReplicaAssignmentError(f"the topic's partitions are not 0..n-1: {existing}")

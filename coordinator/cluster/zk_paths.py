@@ -11,10 +11,12 @@ break an older reader.
     /brokers/topics/<topic>                       TopicAssignment
     /brokers/topics/<topic>/partitions/<p>/state  LeaderIsrState
     /config/topics/<topic>                        TopicConfig
-    /config/changes/config_change_<seq>           ConfigChange (coordinator/config_changes.py)
+    /config/changes/config_change_<seq>           ConfigChange
+    (coordinator/cluster/config_changes.py)
     /admin/delete_topics/<topic>                  empty
-    /latest_producer_id_block                     ProducerIdBlock (coordinator/producer_ids.py)
-    /cluster/id                                   ClusterId (coordinator/cluster_id.py)
+    /latest_producer_id_block                     ProducerIdBlock
+    (coordinator/cluster/producer_ids.py)
+    /cluster/id                                   ClusterId (coordinator/cluster/cluster_id.py)
 """
 
 from __future__ import annotations

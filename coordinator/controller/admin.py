@@ -1,10 +1,11 @@
 """The controller's issue-4 work: controlled shutdown, preferred leader election (by request and
 by the automatic rebalance) and partition reassignment.
 
-Each function runs inside one controller event (coordinator/controller_core.py: `Controller.call`
+Each function runs inside one controller event (coordinator/controller/core.py: `Controller.call`
 for requests, AUTO_REBALANCE for the timer; reassignments also move on after STARTUP,
 BROKER_CHANGE and ISR_CHANGE), so it sees a consistent context and its writes are not
-interleaved with another event's. Decisions are the pure functions of coordinator/election.py,
+interleaved with another event's. Decisions are the pure functions of
+coordinator/controller/election.py,
 preferred.py and reassignment.py; state znode writes go through the controller's StateWriter
 (fenced by the controller epoch, conditional on versions), then LeaderAndIsr to the replicas
 concerned and UpdateMetadata to every live broker.
@@ -15,7 +16,8 @@ concerned and UpdateMetadata to every live broker.
   stops leading and fetching at once. Returns the partitions b still leads (no other ISR member,
   e.g. RF=1): the broker retries, then stops anyway.
 - `elect_preferred(c, tps)`: replica 0 leads again where it is alive and in the ISR.
-- `submit_reassignments` / `advance_reassignments`: the phases of coordinator/reassignment.py,
+- `submit_reassignments` / `advance_reassignments`: the phases of
+coordinator/controller/reassignment.py,
   with the targets kept in /admin/reassign_partitions so a new controller resumes them.
 """
 
@@ -26,15 +28,17 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from coordinator import zk_paths as paths
-from coordinator.context import TopicPartition
-from coordinator.election import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import OpCreate, OpDelete, OpSet, ZkNoNode
+from coordinator.cluster.zk_paths import LeaderIsrState, ZkDataError
+from coordinator.controller.context import TopicPartition
+from coordinator.controller.election import (
     controlled_shutdown_move,
     preferred_leader_move,
     preferred_leader_verdict,
 )
-from coordinator.preferred import partitions_to_rebalance
-from coordinator.reassignment import (
+from coordinator.controller.preferred import partitions_to_rebalance
+from coordinator.controller.reassignment import (
     MAX_REASSIGNMENTS,
     REASSIGN_PARTITIONS,
     Phase,
@@ -47,9 +51,7 @@ from coordinator.reassignment import (
     shrunk_state,
     validate_target,
 )
-from coordinator.states import ReplicaState
-from coordinator.zk import OpCreate, OpDelete, OpSet, ZkNoNode
-from coordinator.zk_paths import LeaderIsrState, ZkDataError
+from coordinator.controller.states import ReplicaState
 from protocol.api.controller import StopReplicaRequest, TopicPartitionRef
 from protocol.errors import (
     ElectionNotNeededError,
@@ -60,7 +62,7 @@ from protocol.errors import (
 )
 
 if TYPE_CHECKING:
-    from coordinator.controller_core import Controller
+    from coordinator.controller.core import Controller
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ to `on_response` and not retried.
 Death watch: when `on_unreachable` is set (the controller sets it), each broker's sender also
 keeps its connection open while idle and calls `on_unreachable(broker_id)` the moment it drops
 or cannot be opened (again after each backoff): a SIGKILLed broker's kernel closes the socket
-at once, and the controller probes its ports (coordinator/fast_death.py).
+at once, and the controller probes its ports (coordinator/controller/fast_death.py).
 
 Limits: `queue_max` requests per broker. When a queue is full the channel drops that broker's
 queue and calls `on_overflow(broker_id)`; the controller then sends that broker its full state

@@ -4,7 +4,7 @@ Loaded from ZooKeeper when a broker becomes controller and kept current by the c
 events: live brokers (with their registration czxid, so a broker that bounced between two
 watch events is seen as a death plus a return), topic assignments, each partition's last
 written leader/ISR and its znode version, the partition and replica state machines
-(coordinator/states.py, every move checked), the topics being deleted, the brokers in a
+(coordinator/controller/states.py, every move checked), the topics being deleted, the brokers in a
 controlled shutdown (never elected leader) and the reassignments in progress (their targets).
 
 It also builds the controller-to-broker messages from that view (`partition_state_msg`,
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator.states import PartitionState, ReplicaState, check_transition
-from coordinator.zk_paths import NO_LEADER, BrokerRegistration, LeaderIsrState
+from coordinator.cluster.zk_paths import NO_LEADER, BrokerRegistration, LeaderIsrState
+from coordinator.controller.states import PartitionState, ReplicaState, check_transition
 from protocol.api.controller import PartitionState as PartitionStateMsg
 from protocol.api.metadata import BrokerInfo
 

@@ -1,5 +1,5 @@
 """The controller's work once elected: one broker's authority over leaders, acting on ZooKeeper
-changes. (The election itself is coordinator/controller.py.)
+changes. (The election itself is coordinator/controller/elector.py.)
 
 How it works: `Controller.start()` queues a STARTUP event and starts one task that runs events
 one at a time from a single bounded queue (Kafka's ControllerEventManager). ZooKeeper watches
@@ -12,7 +12,8 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
   LeaderAndIsr for its partitions and the full UpdateMetadata (this also tells them our epoch).
   An existing `__consumer_offsets` is given its enforced configs (coordinator/internal_topics.py).
 - BROKER_CHANGE: diff the registrations (a changed czxid is a bounce: death plus return).
-  Death: each partition it led gets a new leader from ISR ∩ live (coordinator/election.py), or
+  Death: each partition it led gets a new leader from ISR ∩ live
+  (coordinator/controller/election.py), or
   goes offline (leader -1, ISR kept); it leaves the ISR of the others. Return: offline and new
   partitions it can lead are elected; it gets LeaderAndIsr for all its replicas and the full
   metadata; the others get the new broker list and the changed partitions.
@@ -20,33 +21,35 @@ re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
   and LeaderAndIsr(is_new) to their replicas, UpdateMetadata to everyone.
 - PARTITION_MODIFICATIONS: each topic's /brokers/topics/<t> has a data watch (Kafka's
   PartitionModificationsHandler); partitions found there that the context lacks were added
-  (CreatePartitions, coordinator/topics.py) and start as a new topic's do. Other changes of the
-  znode are this controller's own reassignment writes, already in the context.
+  (CreatePartitions, coordinator/cluster/topics.py) and start as a new topic's do. Other changes of
+  the znode are this controller's own reassignment writes, already in the context.
 - TOPIC_DELETION: StopReplica(delete_partitions) to live replicas, delete the topic's znodes and
   then the /admin marker, UpdateMetadata(deleted_topics) to everyone.
 - ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
-  (coordinator/isr.py): re-read those partitions, UpdateMetadata to everyone, delete the notes.
+  (coordinator/cluster/isr.py): re-read those partitions, UpdateMetadata to everyone, delete the
+  notes.
 - LOG_DIR_EVENT: a broker's log directory failed (/log_dir_event_notification children,
-  coordinator/controller_log_dirs.py): its replicas go offline as if it had died (new leaders,
+  coordinator/controller/log_dirs.py): its replicas go offline as if it had died (new leaders,
   out of the ISRs), though it stays registered; it is never elected until it restarts.
 - RESYNC(broker): the channel dropped requests; send that broker its full state again.
 - BROKER_PROBED_DEAD(broker): the channel lost its connection to a broker and every port it
-  registered refused a new one (coordinator/fast_death.py): that registration (czxid) counts
-  as gone, and BROKER_CHANGE runs as if ZooKeeper had dropped it; seconds before the session
+  registered refused a new one (coordinator/controller/fast_death.py): that registration (czxid)
+  counts as gone, and BROKER_CHANGE runs as if ZooKeeper had dropped it; seconds before the session
   expires. Timeouts and hangs stay with ZooKeeper.
 - CALL(id): a request that only the controller answers (controlled shutdown, preferred leader
-  election, reassignments: coordinator/controller_admin.py) runs as an event, in order with the
+  election, reassignments: coordinator/controller/admin.py) runs as an event, in order with the
   rest, and its answer goes back through a future (`Controller.call`).
 - AUTO_REBALANCE: every `leader_imbalance_check_interval_s` (injected sleep), brokers whose
   leader imbalance is above the threshold get their preferred leaderships back
-  (coordinator/preferred.py).
+  (coordinator/controller/preferred.py).
 
 Brokers in a controlled shutdown are never elected leader (`ctx.eligible_ids`). Reassignments
-in progress (/admin/reassign_partitions, coordinator/reassignment.py) move on after STARTUP,
-BROKER_CHANGE and ISR_CHANGE events.
+in progress (/admin/reassign_partitions, coordinator/controller/reassignment.py) move on after
+STARTUP, BROKER_CHANGE and ISR_CHANGE events.
 
-State znode writes go through coordinator/state_writer.py: batched ZooKeeper transactions that
-also check the /controller_epoch version this controller wrote, so a replaced controller writes
+State znode writes go through coordinator/controller/state_writer.py: batched ZooKeeper
+transactions that also check the /controller_epoch version this controller wrote, so a replaced
+controller writes
 nothing (it stops and calls `on_stopped`), and conditional on each znode's version (a conflict
 re-reads and decides again). LeaderAndIsr and UpdateMetadata go out batched: one request per
 broker per event, carrying all its partitions. Every request carries our id and epoch.
@@ -67,38 +70,38 @@ from enum import Enum
 from functools import partial
 from typing import Any, TypeVar
 
-from coordinator import zk_paths as paths
-from coordinator.channel import BrokerChannel, ControllerChannel, send_leaders_first
-from coordinator.context import LiveBroker, TopicPartition, diff_brokers
-from coordinator.controller_admin import (
-    advance_reassignments,
-    auto_rebalance,
-    load_reassignments,
-)
-from coordinator.controller_log_dirs import (
-    LOG_DIR_EVENT_NOTIFICATION,
-    LogDirContext,
-    on_log_dir_event,
-)
-from coordinator.election import (
-    after_brokers_died,
-    initial_isr,
-    reconcile_at_failover,
-    reelect_if_leaderless,
-)
-from coordinator.fast_death import DeathProber, without_probed_dead
-from coordinator.internal_topics import enforce_offsets_topic_config
-from coordinator.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
-from coordinator.state_writer import ControllerFenced, Decide, StateWriter
-from coordinator.states import PartitionState, ReplicaState
-from coordinator.topics import ensure_layout
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
+from coordinator.cluster.topics import ensure_layout
+from coordinator.cluster.zk import (
     WatchHandle,
     ZkClient,
     ZkConnectionLost,
     ZkNoNode,
 )
-from coordinator.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
+from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
+from coordinator.controller.admin import (
+    advance_reassignments,
+    auto_rebalance,
+    load_reassignments,
+)
+from coordinator.controller.channel import BrokerChannel, ControllerChannel, send_leaders_first
+from coordinator.controller.context import LiveBroker, TopicPartition, diff_brokers
+from coordinator.controller.election import (
+    after_brokers_died,
+    initial_isr,
+    reconcile_at_failover,
+    reelect_if_leaderless,
+)
+from coordinator.controller.fast_death import DeathProber, without_probed_dead
+from coordinator.controller.log_dirs import (
+    LOG_DIR_EVENT_NOTIFICATION,
+    LogDirContext,
+    on_log_dir_event,
+)
+from coordinator.controller.state_writer import ControllerFenced, Decide, StateWriter
+from coordinator.controller.states import PartitionState, ReplicaState
+from coordinator.internal_topics import enforce_offsets_topic_config
 from protocol.api.controller import (
     LeaderAndIsrRequest,
     StopReplicaRequest,
@@ -139,8 +142,8 @@ class ControllerConfig:
     leader_imbalance_check_interval_s: float = 300.0
     leader_imbalance_per_broker_percentage: int = 10
     max_pending_calls: int = 64  # admin requests waiting for the controller at once
-    # act on refused connections (coordinator/fast_death.py); the daemon turns it on, tests
-    # whose registrations name ports nobody listens on leave it off
+    # act on refused connections (coordinator/controller/fast_death.py); the daemon turns it on,
+    # tests whose registrations name ports nobody listens on leave it off
     fast_death_detection: bool = False
 
 
@@ -636,7 +639,7 @@ class Controller:
     # ----- ISR_CHANGE ----------------------------------------------------------------------
 
     async def _on_isr_change(self) -> None:
-        """Leaders changed ISRs (coordinator/isr.py): re-read those state znodes, tell every
+        """Leaders changed ISRs (coordinator/cluster/isr.py): re-read those state znodes, tell every
         broker with UpdateMetadata, then delete the notifications."""
         children = await self.zk.get_children(ISR_CHANGE_NOTIFICATION)
         named: set[TopicPartition] = set()

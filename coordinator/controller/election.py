@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from coordinator.zk_paths import NO_LEADER
+from coordinator.cluster.zk_paths import NO_LEADER
 
 
 @dataclass(frozen=True, slots=True)

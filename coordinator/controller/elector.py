@@ -5,7 +5,7 @@ change wakes one reconcile task, which compares the world with what we are doing
 - /controller missing: create it ({"brokerid": N, "timestamp": ..., "version": 1}) and bump
   /controller_epoch (created as 1 if missing, else a set conditional on its version) in one
   ZooKeeper transaction (so /controller never exists at the epoch it replaces); the winner
-  starts a `Controller` (coordinator/controller_core.py) with that epoch. Losers get
+  starts a `Controller` (coordinator/controller/core.py) with that epoch. Losers get
   ZkNodeExists and keep watching.
 - /controller owned by our session but no controller running (we were SUSPENDED and the
   session survived): start a Controller again at the current epoch (it reloads everything).
@@ -23,7 +23,8 @@ over at once instead of after the session timeout.
 
 While another broker is controller, a task (`fast_death.watch_controller`) holds a connection
 to it; if the controller's ports refuse connections (its process is gone), that /controller
-node is deleted and the election runs at once (coordinator/fast_death.py says why it is safe).
+node is deleted and the election runs at once (coordinator/controller/fast_death.py says why it is
+safe).
 """
 
 from __future__ import annotations
@@ -33,12 +34,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from coordinator import zk_paths as paths
-from coordinator.channel import BrokerChannel, ControllerChannel
-from coordinator.controller_core import Controller, ControllerConfig, Event
-from coordinator.fast_death import watch_controller
-from coordinator.topics import ensure_layout
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.topics import ensure_layout
+from coordinator.cluster.zk import (
     OpCreate,
     OpSet,
     WatchHandle,
@@ -50,7 +48,10 @@ from coordinator.zk import (
     ZkNoNode,
     ZkState,
 )
-from coordinator.zk_paths import ControllerInfo
+from coordinator.cluster.zk_paths import ControllerInfo
+from coordinator.controller.channel import BrokerChannel, ControllerChannel
+from coordinator.controller.core import Controller, ControllerConfig, Event
+from coordinator.controller.fast_death import watch_controller
 from protocol.clock import Clock, SystemClock
 
 __all__ = ["Controller", "ControllerConfig", "ControllerElector", "bump_controller_epoch"]
@@ -76,8 +77,9 @@ async def bump_controller_epoch(
     With `create_controller`, the ephemeral /controller holding it is created in the same
     transaction, as Kafka registers its controller: /controller never exists at the epoch it
     replaces, so a broker that judged the previous controller dead, its epoch read before, can
-    never delete the winner's node (coordinator/fast_death.py; the node is at version 0 like the
-    dead one's). Raises ZkNodeExists (path /controller) when another broker holds /controller.
+    never delete the winner's node (coordinator/controller/fast_death.py; the node is at version 0
+    like the dead one's). Raises ZkNodeExists (path /controller) when another broker holds
+    /controller.
     Returns (epoch, /controller_epoch's znode version)."""
     register = [] if create_controller is None else [
         OpCreate(paths.CONTROLLER, create_controller, ephemeral=True)

@@ -1,7 +1,7 @@
 """Fast death detection: a broker whose ports refuse connections is dead, now.
 
-How it works: the controller's channel (coordinator/channel.py) keeps a connection open to
-every live broker. When one drops or cannot be opened, the channel calls
+How it works: the controller's channel (coordinator/controller/channel.py) keeps a connection open
+to every live broker. When one drops or cannot be opened, the channel calls
 `DeathProber.suspect(broker)`; the prober (at most one probe in flight per broker) connects
 afresh to every endpoint the broker registered in ZooKeeper (its native port and its Kafka
 port) and classifies each attempt (`Outcome`). `is_proof_of_death` is the pure decision: only
@@ -10,7 +10,7 @@ controller the broker id and the registration (its czxid) it judged; the control
 BROKER_PROBED_DEAD event remembers `{broker id: czxid}` as probed dead and runs the ordinary
 BROKER_CHANGE path, in which `without_probed_dead` removes that registration from the live set
 exactly as if its znode had disappeared: new leaders from the ISR, ISR shrinks, LeaderAndIsr
-and UpdateMetadata batched per broker (coordinator/controller_core.py).
+and UpdateMetadata batched per broker (coordinator/controller/core.py).
 
 Why a refusal is proof and nothing else is: ECONNREFUSED means a host answered the SYN with a
 reset (or an ICMP port-unreachable): the machine is up and no socket listens on that port. A
@@ -52,14 +52,14 @@ it deletes /controller, conditionally on the znode it judged (same czxid, its ve
 /controller_epoch being unchanged since it read it (one transaction): several brokers judge the
 same death, and the first may delete the node and win the election before another's delete,
 whose version check alone would pass on the winner's new node. So the
-election (coordinator/controller.py) runs at once instead of after the session timeout. The
+election (coordinator/controller/elector.py) runs at once instead of after the session timeout. The
 new controller bumps /controller_epoch: an old controller that is in fact alive is fenced by
-that epoch in every ZooKeeper write (coordinator/state_writer.py) and at every broker (stale
-controller epoch). The new controller still sees the dead broker's registration, but its
+that epoch in every ZooKeeper write (coordinator/controller/state_writer.py) and at every broker
+(stale controller epoch). The new controller still sees the dead broker's registration, but its
 channel cannot connect to it, so the probe above removes it from the live set within
 milliseconds of starting.
 
-A broker restarted before its old session expired: coordinator/registration.py replaces the
+A broker restarted before its old session expired: coordinator/cluster/registration.py replaces the
 stale registration (same host and port, another session) since the new process holds that
 port, which proves the old one no longer listens; the new znode has a new czxid, which the
 controller treats as a return even if it had marked the old czxid dead (`without_probed_dead`
@@ -74,10 +74,10 @@ import enum
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from coordinator import zk_paths as paths
-from coordinator.context import LiveBroker
-from coordinator.zk import OpCheck, OpDelete, ZkClient, ZkError
-from coordinator.zk_paths import BrokerRegistration, ControllerInfo
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import OpCheck, OpDelete, ZkClient, ZkError
+from coordinator.cluster.zk_paths import BrokerRegistration, ControllerInfo
+from coordinator.controller.context import LiveBroker
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +250,8 @@ async def _delete_controller(zk: ZkClient, controller_id: int, czxid: int) -> bo
     alone could remove a successor's node: every /controller is created at version 0, and
     another broker may delete the dead one's and win the election between our read and our
     delete (seen as two elections in a row). The winner creates its node and bumps
-    /controller_epoch in one transaction (coordinator/controller.py), so the delete goes in one
-    transaction with a check that the epoch is still the one read before."""
+    /controller_epoch in one transaction (coordinator/controller/elector.py), so the delete goes in
+    one transaction with a check that the epoch is still the one read before."""
     try:
         _, epoch_version = await zk.get(paths.CONTROLLER_EPOCH)
         data, stat = await zk.get_with_stat(paths.CONTROLLER)

@@ -10,13 +10,13 @@ goes offline (broker/log/dir_failure.py) the broker creates a persistent sequent
 broker's /brokers/ids/<id> when it wrote the note, so a note older than the broker's current
 registration, left by an incarnation that has since restarted, is ignored).
 
-The controller side (`on_log_dir_event`, a controller event like coordinator/controller_admin.py's
+The controller side (`on_log_dir_event`, a controller event like coordinator/controller/admin.py's
 functions): it watches the children, reads every note, and for each live broker named treats all
 of that broker's replicas as offline, as Kafka's onReplicasBecomeOffline does: the broker joins
 `LogDirContext.offline_log_dirs` (never elected leader: `eligible_ids`; listed in every
 partition's offline_replicas), each partition it led gets a new leader from the rest of its ISR
 (or goes offline, leader -1, when there is none), and it leaves every ISR (never emptying one:
-coordinator/election.py). LeaderAndIsr goes to the replicas of the changed partitions and
+coordinator/controller/election.py). LeaderAndIsr goes to the replicas of the changed partitions and
 UpdateMetadata to every live broker; then the notes are deleted. The mark is dropped when the
 broker's registration goes away (a restart: its recovery brings the directory back and it
 returns as a follower that truncates, catches up and rejoins the ISR).
@@ -24,8 +24,8 @@ returns as a follower that truncates, catches up and rejoins the ISR).
 A new controller does not know the mark: it learns it again when the broker, told by a
 LeaderAndIsr that it leads or is in an ISR, refuses with KAFKA_STORAGE_ERROR and writes a note.
 
-`offline_log_dirs` belongs in coordinator/context.py's ControllerContext; it lives in a subclass
-here only because this change does not own that module.
+`offline_log_dirs` belongs in coordinator/controller/context.py's ControllerContext; it lives in a
+subclass here only because this change does not own that module.
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from coordinator import zk_paths as paths
-from coordinator.context import ControllerContext, TopicPartition
-from coordinator.election import after_brokers_died
-from coordinator.states import ReplicaState
-from coordinator.zk import ZkClient, ZkNoNode
-from coordinator.zk_paths import LeaderIsrState, ZkDataError
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import ZkClient, ZkNoNode
+from coordinator.cluster.zk_paths import LeaderIsrState, ZkDataError
+from coordinator.controller.context import ControllerContext, TopicPartition
+from coordinator.controller.election import after_brokers_died
+from coordinator.controller.states import ReplicaState
 from protocol.api.controller import PartitionState as PartitionStateMsg
 
 if TYPE_CHECKING:
-    from coordinator.controller_core import Controller
-    from coordinator.state_writer import Decide
+    from coordinator.controller.core import Controller
+    from coordinator.controller.state_writer import Decide
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ preferred replica (replica 0 of the assignment) it is. The imbalance ratio is th
 that some other broker leads. When a broker's ratio is above
 `leader.imbalance.per.broker.percentage` / 100, the controller runs a preferred leader election
 for those partitions (each moves only if the preferred replica is alive and in the ISR; see
-coordinator/election.py `preferred_leader_move`). The controller's timer calls
+coordinator/controller/election.py `preferred_leader_move`). The controller's timer calls
 `partitions_to_rebalance` every `leader.imbalance.check.interval.seconds`.
 """
 

@@ -30,8 +30,8 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
 
-from coordinator.election import choose_leader
-from coordinator.zk_paths import ZkDataError
+from coordinator.cluster.zk_paths import ZkDataError
+from coordinator.controller.election import choose_leader
 
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 MAX_REASSIGNMENTS = 10_000  # partitions being moved at once

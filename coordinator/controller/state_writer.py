@@ -15,16 +15,16 @@ partitions per transaction (one round trip for hundreds of partitions, far below
   on a version (someone else, later the ISR change of a leader, wrote first), the chunk is
   redone one partition at a time: re-read, decide again, write, up to WRITE_RETRIES times.
 
-The controller's context (coordinator/context.py) is updated only after a write succeeded.
+The controller's context (coordinator/controller/context.py) is updated only after a write
+succeeded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from coordinator import zk_paths as paths
-from coordinator.context import ControllerContext, TopicPartition
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk import (
     OpCheck,
     OpCreate,
     OpSet,
@@ -34,7 +34,8 @@ from coordinator.zk import (
     ZkNoNode,
     ZkOp,
 )
-from coordinator.zk_paths import LeaderIsrState
+from coordinator.cluster.zk_paths import LeaderIsrState
+from coordinator.controller.context import ControllerContext, TopicPartition
 
 Decide = Callable[[LeaderIsrState], tuple[int, list[int]] | None]
 

@@ -108,6 +108,10 @@ class Group:
     protocol_type: str | None = None
     leader_id: str | None = None
     pending_members: dict[str, int] = field(default_factory=dict)  # KIP-394 id -> deadline
+    # KIP-98/447: offsets a transaction committed (TxnOffsetCommit), by producer id; they
+    # become the group's offsets when the transaction's COMMIT marker is written, and are
+    # dropped at its ABORT
+    pending_txn: dict[int, dict[tuple[str, int], OffsetEntry]] = field(default_factory=dict)
 
     def move(self, target: State) -> None:
         self.state = check_transition(self.state, target)
@@ -569,6 +573,34 @@ def group_record(group: Group) -> CoordinatorRecord:
              "partition_counts": group.partition_counts,
              "protocol_type": group.protocol_type, "leader": group.leader_id}  # fmt: skip
     return CoordinatorRecord(GroupKey(group.group_id), value)
+
+
+def replay_txn(
+    groups: dict[str, Group], producer_id: int, record: CoordinatorRecord, now_ms: int
+) -> None:
+    """Apply an offset record of a transaction (TxnOffsetCommit): pending until its marker."""
+    key, value = record.key, record.value
+    if not isinstance(key, OffsetKey) or value is None:
+        replay(groups, record, now_ms)  # only offsets are transactional; anything else applies
+        return
+    group = groups.setdefault(key.group_id, Group(key.group_id))
+    group.pending_txn.setdefault(producer_id, {})[(key.topic, key.partition)] = OffsetEntry(
+        int(value["offset"]), value.get("metadata"), int(value.get("commit_ms", 0))
+    )
+
+
+def complete_txn(groups: dict[str, Group], producer_id: int, commit: bool) -> None:
+    """A transaction's marker reached this offsets partition: its offsets become the groups'
+    committed offsets (COMMIT) or are forgotten (ABORT)."""
+    for group in groups.values():
+        pending = group.pending_txn.pop(producer_id, None)
+        if pending and commit:
+            group.offsets.update(pending)
+
+
+def has_pending_txn(group: Group, topic: str, partition: int) -> bool:
+    """KIP-447's require_stable: an open transaction holds an offset for this partition."""
+    return any((topic, partition) in offsets for offsets in group.pending_txn.values())
 
 
 def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> None:

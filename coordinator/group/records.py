@@ -17,6 +17,7 @@ coordinator is replaying them in offset order (coordinator/group/group.py `repla
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ def decode_value(data: bytes | None) -> dict[str, Any] | None:
     return value
 
 
-def build(records: list[CoordinatorRecord], timestamp_ms: int) -> bytes:
+def build(records: Sequence[CoordinatorRecord], timestamp_ms: int) -> bytes:
     """One batch holding `records` (1..MAX_RECORDS_PER_BATCH of them)."""
     assert 0 < len(records) <= MAX_RECORDS_PER_BATCH, len(records)
     return build_batch(

@@ -1,25 +1,32 @@
-"""What the group coordinator needs of the log: the `__consumer_offsets` partitions it leads,
-their records to replay, and appends that wait until the in-sync replicas have them.
+"""What a coordinator needs of the broker: its internal topic's partitions and the cluster.
 
-The broker's ReplicaManager (broker/replica_manager.py) implements it; the coordinator sees
-nothing else of the broker's partitions, so it never reads segment files or partition state
-itself. A partition is named by (topic, partition) so the protocol says nothing of which topic
-the coordinator keeps its records in.
+`CoordinatorLog`: the partitions of an internal topic this broker leads, their records to
+replay, and appends that wait until the in-sync replicas have them. The broker's
+ReplicaManager (broker/replica_manager.py) implements it; a coordinator sees nothing else of
+the broker's partitions, so it never reads segment files or partition state itself. A
+partition is named by (topic, partition), so the runtime says nothing of which topic a
+coordinator keeps its records in.
+
+`ClusterView` is what a coordinator reads of the cluster's metadata (the broker's
+MetadataCache), and `TopicCreator` how it creates its internal topic on first use (the same
+store CreateTopics uses). Both are protocols so that `coordinator/` never imports `broker/`:
+the broker hands its objects in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 
-class GroupLog(Protocol):
+class CoordinatorLog(Protocol):
     def led_partitions(self, topic: str) -> dict[int, int]:
         """Partition -> leader epoch, for every partition of `topic` this broker leads now."""
         ...
 
     def leads(self, topic: str, partition: int, leader_epoch: int) -> bool:
         """Does this broker still lead the partition, in that leader epoch? (Checked on every
-        group request, so a coordinator whose leadership ended answers NOT_COORDINATOR at once,
+        request, so a coordinator whose leadership ended answers NOT_COORDINATOR at once,
         however the leadership ended: LeaderAndIsr, StopReplica, the ZooKeeper fence.)"""
         ...
 
@@ -40,4 +47,45 @@ class GroupLog(Protocol):
     ) -> int:
         """Append a batch as leader with acks=all, wait (at most `timeout_ms` for the
         replicas) until the high watermark passes it: its error code, 0 once replicated."""
+        ...
+
+
+class PartitionLeader(Protocol):
+    @property
+    def leader(self) -> int: ...
+
+
+class BrokerAddress(Protocol):
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+class ClusterView(Protocol):
+    """The broker's metadata cache, read only."""
+
+    @property
+    def topics(self) -> Mapping[str, Mapping[int, PartitionLeader]]: ...
+    @property
+    def brokers(self) -> Mapping[int, BrokerAddress]: ...
+
+    def live_broker_ids(self) -> list[int]: ...
+    def has_topic(self, name: str) -> bool: ...
+    def all_partitions_led(self, name: str) -> bool: ...
+    async def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool: ...
+
+
+class TopicCreator(Protocol):
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        live_broker_ids: list[int],
+    ) -> None:
+        """Write the topic's znodes (raises TopicAlreadyExistsError, ...)."""
         ...

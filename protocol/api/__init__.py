@@ -11,6 +11,7 @@ from protocol.api import (
     produce,
     producer_ids,
     replication,
+    txn_markers,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "produce",
     "producer_ids",
     "replication",
+    "txn_markers",
 ]

@@ -4,7 +4,7 @@ Any broker answers. `producer_id`/`producer_epoch` -1/-1 ask for a fresh id (epo
 producer's own id and epoch ask for the next epoch (KIP-360), which the broker grants, or
 answers with a fresh id once the epoch is used up. `transactional_id` must be None: odradek
 has no transactions (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with `error_message` saying so).
-The rules are coordinator/producer_ids.py's `decide_init`. Fields follow Kafka's v3 request;
+The rules are coordinator/cluster/producer_ids.py's `decide_init`. Fields follow Kafka's v3 request;
 `transaction_timeout_ms` is carried for symmetry and ignored.
 """
 

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from coordinator import topics
-from coordinator import zk_paths as paths
-from coordinator.channel import ControllerChannel, RecordingChannel
-from coordinator.controller import (
+from coordinator.cluster import topics
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.isr import ISR_CHANGE_NOTIFICATION, ZkIsrWriter
+from coordinator.cluster.registration import register_broker
+from coordinator.cluster.zk import ZkBadVersion, ZkClient
+from coordinator.cluster.zk_paths import LeaderIsrState
+from coordinator.controller.channel import ControllerChannel, RecordingChannel
+from coordinator.controller.elector import (
     Controller,
     ControllerConfig,
     ControllerElector,
     bump_controller_epoch,
 )
-from coordinator.isr import ISR_CHANGE_NOTIFICATION, ZkIsrWriter
-from coordinator.registration import register_broker
-from coordinator.zk import ZkBadVersion, ZkClient
-from coordinator.zk_paths import LeaderIsrState
 from protocol.api.controller import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from protocol.errors import (
     InvalidReplicationFactorError,
@@ -488,7 +488,7 @@ async def test_no_stale_judge_can_delete_the_winners_node_at_any_step_of_its_ele
     election; its delete (fast_death: conditional on that epoch and on version 0, the version
     of every new /controller) is tried after each of the winner's ZooKeeper calls. It must
     never remove the winner's node: the winner creates it and bumps the epoch in one step."""
-    from coordinator.zk import OpCheck, OpDelete, ZkError
+    from coordinator.cluster.zk import OpCheck, OpDelete, ZkError
 
     await bump_controller_epoch(cluster.admin)  # the dead controller's epoch, 1
     _, judged_epoch_version = await cluster.admin.get(paths.CONTROLLER_EPOCH)

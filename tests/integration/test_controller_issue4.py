@@ -4,7 +4,7 @@ by the automatic rebalance) and reassignment, including a controller failover in
 
 Brokers are ZooKeeper sessions that register /brokers/ids/<id> (tests/integration/
 test_controller.py's `Cluster`); leaders' ISR changes are written as a broker would, with
-coordinator/isr.py's ZkIsrWriter; the controller talks to a RecordingChannel.
+coordinator/cluster/isr.py's ZkIsrWriter; the controller talks to a RecordingChannel.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator import topics
-from coordinator.controller import Controller, ControllerElector
-from coordinator.controller_admin import (
+from coordinator.cluster import topics
+from coordinator.cluster.isr import ZkIsrWriter
+from coordinator.cluster.zk_paths import LeaderIsrState, TopicConfig
+from coordinator.controller.admin import (
     controlled_shutdown,
     elect_preferred,
     list_reassignments,
     submit_reassignments,
 )
-from coordinator.isr import ZkIsrWriter
-from coordinator.reassignment import REASSIGN_PARTITIONS
-from coordinator.states import ReplicaState
-from coordinator.zk_paths import LeaderIsrState, TopicConfig
+from coordinator.controller.elector import Controller, ControllerElector
+from coordinator.controller.reassignment import REASSIGN_PARTITIONS
+from coordinator.controller.states import ReplicaState
 from protocol.api.controller import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.errors import (
     ElectionNotNeededError,

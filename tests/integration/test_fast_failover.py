@@ -1,4 +1,5 @@
-"""Fast death detection with real broker processes and ZooKeeper (coordinator/fast_death.py).
+"""Fast death detection with real broker processes and ZooKeeper
+(coordinator/controller/fast_death.py).
 
 The clusters run with a 30 s ZooKeeper session timeout, so anything that happens while a killed
 broker's /brokers/ids registration still exists (same czxid) happened before the session could
@@ -23,10 +24,10 @@ import pytest
 from kazoo.client import KazooClient
 
 from client import Admin, NewTopic, PartitionDescription
-from coordinator import zk_paths as paths
-from coordinator.context import LiveBroker
-from coordinator.fast_death import DeathProber, Outcome, endpoints, probe_endpoint
-from coordinator.zk_paths import BrokerRegistration
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk_paths import BrokerRegistration
+from coordinator.controller.context import LiveBroker
+from coordinator.controller.fast_death import DeathProber, Outcome, endpoints, probe_endpoint
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory, alive_bootstrap, wait_until
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import topics
+from coordinator.cluster import topics
 from protocol.api.controller import LeaderAndIsrRequest, UpdateMetadataRequest
 from tests.fixtures.zk import wait_until
 from tests.integration.test_controller import (

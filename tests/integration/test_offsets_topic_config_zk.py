@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator import topics
-from coordinator import zk_paths as paths
+from coordinator.cluster import topics
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.registration import register_broker
+from coordinator.cluster.zk import ZkClient
 from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.internal_topics import OFFSETS_TOPIC_CONFIGS, corrected
-from coordinator.registration import register_broker
-from coordinator.zk import ZkClient
 from tests.integration.test_topic_changes_zk import Brokers, eventually
 
 pytestmark = pytest.mark.integration

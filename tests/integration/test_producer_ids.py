@@ -1,5 +1,5 @@
 """Producer id blocks in a real ZooKeeper: brokers claiming at once never share an id, and the
-znode holds Kafka's JSON (coordinator/producer_ids.py)."""
+znode holds Kafka's JSON (coordinator/cluster/producer_ids.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator import zk_paths as paths
-from coordinator.producer_ids import BLOCK_SIZE, ProducerIdManager, ZkBlockSource
-from coordinator.zk import ZkClient
-from coordinator.zk_paths import ProducerIdBlock
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.producer_ids import BLOCK_SIZE, ProducerIdManager, ZkBlockSource
+from coordinator.cluster.zk import ZkClient
+from coordinator.cluster.zk_paths import ProducerIdBlock
 
 pytestmark = pytest.mark.integration
 

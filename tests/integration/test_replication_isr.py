@@ -1,4 +1,4 @@
-"""coordinator/isr.py against a real ZooKeeper: the leader's conditional ISR write and the
+"""coordinator/cluster/isr.py against a real ZooKeeper: the leader's conditional ISR write and the
 /isr_change_notification znodes the controller watches."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from coordinator import zk_paths as paths
-from coordinator.isr import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.isr import (
     ISR_CHANGE_NOTIFICATION,
     ZkIsrWriter,
     decode_isr_change,
     isr_change_path,
     next_sequence,
 )
-from coordinator.zk import ZkClient
+from coordinator.cluster.zk import ZkClient
 
 pytestmark = pytest.mark.integration
 

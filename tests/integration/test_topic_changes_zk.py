@@ -1,7 +1,7 @@
 """Changing a topic after its creation, against a real ZooKeeper: partitions added to
-/brokers/topics/<t> (coordinator/topics.py) reach the controller through its data watch and
+/brokers/topics/<t> (coordinator/cluster/topics.py) reach the controller through its data watch and
 start as a new topic's partitions do; a config written with its change notification
-(coordinator/config_changes.py) reaches every broker's listener.
+(coordinator/cluster/config_changes.py) reaches every broker's listener.
 
 Brokers are ZooKeeper sessions with a registration; the controller talks to a
 RecordingChannel, so the tests see exactly which requests it would send.
@@ -15,13 +15,17 @@ from typing import Any
 
 import pytest
 
-from coordinator import topics
-from coordinator import zk_paths as paths
-from coordinator.channel import ControllerChannel, RecordingChannel
-from coordinator.config_changes import MAX_CHANGES_KEPT, ConfigChangeListener, write_topic_config
-from coordinator.controller import ControllerElector
-from coordinator.registration import register_broker
-from coordinator.zk import ZkClient
+from coordinator.cluster import topics
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.config_changes import (
+    MAX_CHANGES_KEPT,
+    ConfigChangeListener,
+    write_topic_config,
+)
+from coordinator.cluster.registration import register_broker
+from coordinator.cluster.zk import ZkClient
+from coordinator.controller.channel import ControllerChannel, RecordingChannel
+from coordinator.controller.elector import ControllerElector
 from protocol.api.controller import LeaderAndIsrRequest, UpdateMetadataRequest
 from protocol.errors import InvalidTopicError, UnknownTopicOrPartitionError
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator import zk_paths as paths
-from coordinator.registration import BrokerIdInUseError, register_broker
-from coordinator.zk import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.registration import BrokerIdInUseError, register_broker
+from coordinator.cluster.zk import (
     OpCheck,
     OpSet,
     ZkBadVersion,
@@ -288,8 +288,8 @@ async def test_a_dead_controllers_node_is_deleted_only_while_no_successor_was_el
     """Two brokers judge the same dead controller. The first deletes its /controller and wins
     the election between the second's read and delete; the second must not delete the
     winner's node, though it has the same version (0) as the one it judged."""
-    from coordinator.fast_death import _delete_controller
-    from coordinator.zk_paths import ControllerInfo
+    from coordinator.cluster.zk_paths import ControllerInfo
+    from coordinator.controller.fast_death import _delete_controller
 
     await zk.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
     await zk.create(paths.CONTROLLER, ControllerInfo(1, 0).encode())

@@ -1,4 +1,5 @@
-"""The fast death decision (coordinator/fast_death.py): only a refusal on every port is proof.
+"""The fast death decision (coordinator/controller/fast_death.py): only a refusal on every port is
+proof.
 
 Outcomes are classified from real connection attempts on the loopback (a listening socket, a
 closed port) and from the exceptions themselves; the prober and the live-set filter are pure.
@@ -11,8 +12,9 @@ import socket
 
 import pytest
 
-from coordinator.context import LiveBroker
-from coordinator.fast_death import (
+from coordinator.cluster.zk_paths import BrokerRegistration
+from coordinator.controller.context import LiveBroker
+from coordinator.controller.fast_death import (
     DeathProber,
     Outcome,
     classify,
@@ -21,7 +23,6 @@ from coordinator.fast_death import (
     probe_endpoint,
     without_probed_dead,
 )
-from coordinator.zk_paths import BrokerRegistration
 
 
 def _broker(broker_id: int, czxid: int, kafka_port: int = -1) -> LiveBroker:

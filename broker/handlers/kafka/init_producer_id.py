@@ -1,6 +1,6 @@
 """InitProducerId (22), v0-v4: a producer id for an idempotent producer, from the broker's
-producer-id manager (blocks allocated in ZooKeeper, coordinator/producer_ids.py), or an epoch
-bump when a known producer re-initialises (v3+, KIP-360). A transactional id is refused with
+producer-id manager (blocks allocated in ZooKeeper, coordinator/cluster/producer_ids.py), or an
+epoch bump when a known producer re-initialises (v3+, KIP-360). A transactional id is refused with
 an error saying transactions are not supported."""
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from broker.log.manager import LogManager
 from broker.replica_manager import ReplicaManager
 from broker.server import BrokerServer
 from client.connection import BrokerConnection
-from coordinator.placement import assign_replicas
-from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
-from coordinator.topics import new_partitions
+from coordinator.cluster.placement import assign_replicas
+from coordinator.cluster.producer_ids import MemoryBlockSource, ProducerIdManager
+from coordinator.cluster.topics import new_partitions
 from protocol.api.controller import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -43,7 +43,7 @@ IO_TIMEOUT_S = 10.0
 class FakeTopicStore:
     """ZooKeeper's topic znodes in memory. `on_create`/`on_delete`/`on_add_partitions` let a
     test act as controller, `on_config` as every broker's config change listener. Partitions
-    are added with coordinator/topics.py's own checks, to `assignments` (filled by
+    are added with coordinator/cluster/topics.py's own checks, to `assignments` (filled by
     create_topic, or by the test for topics it made with `lead`)."""
 
     configs: dict[str, dict[str, str]] = field(default_factory=dict)

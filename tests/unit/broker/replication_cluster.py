@@ -3,8 +3,8 @@
 Each `Node` is a real BrokerServer on 127.0.0.1:0 with its own log dir and ReplicaManager
 (followers fetch over real sockets). ZooKeeper's partition state znodes are a `FakeStateStore`
 shared by the nodes: leaders write ISR changes to it conditionally on its version, as
-coordinator/isr.py does against ZooKeeper. `Cluster.elect` writes a new state (leader epoch + 1)
-and sends LeaderAndIsr + UpdateMetadata to the live replicas, as the controller would.
+coordinator/cluster/isr.py does against ZooKeeper. `Cluster.elect` writes a new state (leader epoch
++ 1) and sends LeaderAndIsr + UpdateMetadata to the live replicas, as the controller would.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from broker.metadata_cache import MetadataCache
 from broker.partition import Partition
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
-from broker.replication_decisions import IsrWriteResult
 from broker.server import BrokerServer
 from client.connection import BrokerConnection
+from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo
 from protocol.clock import ManualClock

@@ -17,10 +17,10 @@ from broker.handlers.kafka.describe_topic_partitions import (
 )
 from broker.partition import low_watermark
 from broker.replica_fetcher import follower_log_start
-from coordinator import zk_paths as paths
-from coordinator.cluster_id import get_or_create_cluster_id, random_cluster_id
-from coordinator.zk import ZkError, ZkNodeExists, ZkNoNode
-from coordinator.zk_paths import ClusterId, ZkDataError
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.cluster_id import get_or_create_cluster_id, random_cluster_id
+from coordinator.cluster.zk import ZkError, ZkNodeExists, ZkNoNode
+from coordinator.cluster.zk_paths import ClusterId, ZkDataError
 from deploy import records_cli
 from protocol.errors import OffsetOutOfRangeError
 

@@ -20,8 +20,9 @@ from broker.log.log import CLEAN_SHUTDOWN_FILE, Log
 from broker.log.manager import LogManager
 from broker.partition import Role
 from broker.replica_manager import ReplicaManager, must_report_log_dir_failure
-from coordinator.context import LiveBroker
-from coordinator.controller_log_dirs import (
+from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
+from coordinator.controller.context import LiveBroker
+from coordinator.controller.log_dirs import (
     LogDirContext,
     LogDirEvent,
     after_log_dir_failure,
@@ -29,7 +30,6 @@ from coordinator.controller_log_dirs import (
     decode_log_dir_event,
     encode_log_dir_event,
 )
-from coordinator.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.api.produce import ACKS_ALL

@@ -12,7 +12,6 @@ from broker.delayed_produce import DelayedProduce, ProduceWaiters
 from broker.log.epoch import LeaderEpochCache
 from broker.replication_decisions import (
     FollowerState,
-    IsrWriteResult,
     check_enough_replicas,
     expanded_isr,
     follower_high_watermark,
@@ -25,6 +24,7 @@ from broker.replication_decisions import (
     shrunk_isr,
     truncation_step,
 )
+from coordinator.cluster.isr import IsrWriteResult
 from protocol.errors import (
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from broker.producer_state import ProducerStateTable
-from coordinator.producer_ids import MemoryBlockSource, ProducerIdManager
+from coordinator.cluster.producer_ids import MemoryBlockSource, ProducerIdManager
 from protocol.api.admin import (
     CreatableTopicResult,
     CreateTopicsRequest,

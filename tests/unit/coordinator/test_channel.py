@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.channel import BrokerChannel
+from coordinator.controller.channel import BrokerChannel
 from protocol.api.controller import UpdateMetadataRequest, UpdateMetadataResponse
 from protocol.codec import decode_request, encode_error_response, encode_response
 from protocol.errors import StaleControllerEpochError

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import zk_paths as paths
-from coordinator.config_changes import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.config_changes import (
     ConfigChangeListener,
     pending_changes,
     sequence_of,
     stale_changes,
 )
-from coordinator.zk import ZkNoNode
-from coordinator.zk_paths import ConfigChange, TopicAssignment, TopicConfig, ZkDataError
+from coordinator.cluster.zk import ZkNoNode
+from coordinator.cluster.zk_paths import ConfigChange, TopicAssignment, TopicConfig, ZkDataError
 
 
 def change(seq: int) -> str:

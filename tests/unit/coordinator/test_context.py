@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.context import ControllerContext, LiveBroker, diff_brokers
-from coordinator.states import IllegalStateTransition, PartitionState, ReplicaState
-from coordinator.zk_paths import BrokerRegistration, LeaderIsrState
+from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState
+from coordinator.controller.context import ControllerContext, LiveBroker, diff_brokers
+from coordinator.controller.states import IllegalStateTransition, PartitionState, ReplicaState
 
 
 def test_diff_brokers() -> None:

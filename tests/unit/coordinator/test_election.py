@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.election import (
+from coordinator.controller.election import (
     NO_LEADER,
     after_brokers_died,
     choose_leader,

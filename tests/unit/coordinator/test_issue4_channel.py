@@ -10,8 +10,8 @@ from typing import Any
 
 from broker.config import BrokerConfig, load_config
 from broker.daemon import controller_config
-from coordinator.channel import BrokerChannel, send_leaders_first
-from coordinator.shutdown import ShutdownSettings, request_controlled_shutdown
+from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
+from coordinator.controller.channel import BrokerChannel, send_leaders_first
 from protocol.errors import NotControllerError
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.election import (
+from coordinator.cluster.zk_paths import ZkDataError
+from coordinator.controller.election import (
     after_brokers_died,
     controlled_shutdown_move,
     initial_isr,
@@ -13,8 +14,8 @@ from coordinator.election import (
     preferred_leader_verdict,
     reelect_if_leaderless,
 )
-from coordinator.preferred import imbalance_ratios, partitions_to_rebalance
-from coordinator.reassignment import (
+from coordinator.controller.preferred import imbalance_ratios, partitions_to_rebalance
+from coordinator.controller.reassignment import (
     Phase,
     decode_reassignments,
     elect_in_target,
@@ -25,12 +26,11 @@ from coordinator.reassignment import (
     shrunk_state,
     validate_target,
 )
-from coordinator.states import (
+from coordinator.controller.states import (
     PartitionState,
     ReplicaState,
     can_transition,
 )
-from coordinator.zk_paths import ZkDataError
 
 # ----- replicated ISR and failover --------------------------------------------------------------
 

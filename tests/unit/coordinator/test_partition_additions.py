@@ -1,12 +1,13 @@
 """Adding partitions to a topic, as pure functions: where the new ones go when nobody says
-(coordinator/placement.py), and how given assignments are checked (coordinator/topics.py)."""
+(coordinator/cluster/placement.py), and how given assignments are checked
+(coordinator/cluster/topics.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.placement import assign_added_partitions, assign_replicas
-from coordinator.topics import new_partitions
+from coordinator.cluster.placement import assign_added_partitions, assign_replicas
+from coordinator.cluster.topics import new_partitions
 from protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,

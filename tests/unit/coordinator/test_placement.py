@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.placement import assign_replicas
+from coordinator.cluster.placement import assign_replicas
 from protocol.errors import InvalidPartitionsError, InvalidReplicationFactorError
 
 

@@ -1,5 +1,5 @@
 """Producer ids without a cluster: block arithmetic, the znode's JSON, InitProducerId's rules
-(coordinator/producer_ids.py's table) and the manager handing ids out of its blocks."""
+(coordinator/cluster/producer_ids.py's table) and the manager handing ids out of its blocks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from coordinator.producer_ids import (
+from coordinator.cluster.producer_ids import (
     BLOCK_SIZE,
     EPOCH_BUMP_MAX,
     FRESH,
@@ -22,7 +22,7 @@ from coordinator.producer_ids import (
     first_block,
     next_block,
 )
-from coordinator.zk_paths import ProducerIdBlock, ZkDataError
+from coordinator.cluster.zk_paths import ProducerIdBlock, ZkDataError
 from protocol.errors import (
     InvalidRequestError,
     TransactionalIdAuthorizationFailedError,

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from coordinator.states import (
+from coordinator.controller.states import (
     PARTITION_TABLE,
     REPLICA_TABLE,
     IllegalStateTransition,

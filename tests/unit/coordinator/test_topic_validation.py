@@ -1,10 +1,10 @@
-"""Topic name and assignment validation (pure parts of coordinator/topics.py)."""
+"""Topic name and assignment validation (pure parts of coordinator/cluster/topics.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.topics import (
+from coordinator.cluster.topics import (
     InvalidReplicaAssignmentError,
     validate_assignment,
     validate_topic_name,

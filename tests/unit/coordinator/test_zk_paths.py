@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from coordinator import zk_paths as paths
-from coordinator.zk_paths import (
+from coordinator.cluster import zk_paths as paths
+from coordinator.cluster.zk_paths import (
     BrokerRegistration,
     ControllerInfo,
     LeaderIsrState,

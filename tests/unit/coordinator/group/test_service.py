@@ -9,6 +9,7 @@ from pathlib import Path
 from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.group.states import State
+from coordinator.runtime.states import PartitionState
 from protocol.api.group import (
     CommitPartition,
     CommitTopic,
@@ -39,7 +40,7 @@ def coordinator_for(h: BrokerHarness, clock: ManualClock) -> GroupCoordinator:
 
 async def settle(groups: GroupCoordinator) -> None:
     for _ in range(100):
-        if all(o.state is State.READY for o in groups.owned.values()):
+        if all(o.state is PartitionState.READY for o in groups.owned.values()):
             return
         await asyncio.sleep(0.01)
 
