@@ -5,6 +5,8 @@ Directory contents:
     00000000000000000000.log         batches, back to back (protocol/batch.py layout)
     00000000000000000000.index       sparse offset index (index.py)
     00000000000000000000.timeindex   sparse time index (index.py)
+    00000000000000000000.txnindex    aborted transactions whose marker is in the segment
+                                     (txn_index.py; transactions.py reads and fills it)
     leader-epoch-checkpoint          epoch -> start offset (epoch.py, checkpoint.py layout)
     log-start-offset-checkpoint      the first offset still served
     recovery-point-offset-checkpoint offsets below it are known to be fsynced
@@ -54,7 +56,7 @@ import os
 import random
 import shutil
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -85,12 +87,27 @@ from broker.log.segment import (
     check_stored_batch,
     segment_name,
 )
+from broker.log.transactions import collect_aborted, index_abort, segment_entries
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 from broker.metrics_counters import timed_fdatasync
-from broker.producer_state import ProducerStateTable, rebuild_window, scan_headers
-from protocol.batch import LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, BatchHeader, InvalidBatchError
+from broker.producer_state import ProducerRow, ProducerStateTable
+from broker.txn_state import CompletedTxn, last_stable_offset
+from protocol.batch import (
+    CONTROL_BIT,
+    LEADER_EPOCH_AT,
+    LENGTH_PREFIX_BYTES,
+    TRANSACTIONAL_BIT,
+    InvalidBatchError,
+)
 from protocol.clock import Clock
 from protocol.codec import FileSlice
-from protocol.errors import KafkaStorageError, OffsetOutOfRangeError, UsageError
+from protocol.control import Marker, build_marker, parse_marker
+from protocol.errors import (
+    InvalidRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UsageError,
+)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 # GAPS_FILE (segment.py) is present once the log may hold an offset gap: the cleaner wrote it
@@ -104,6 +121,12 @@ RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 assert _PREFIX.size == LEADER_EPOCH_AT + 4
 H_PID, H_PEPOCH, H_SEQ = 9, 10, 11  # producer id, producer epoch, base sequence
+H_ATTRIBUTES = 5
+
+VerifyTxn = Callable[[int, int], None]
+"""(producer id, producer epoch) -> None, or raises: the hook `append_as_leader` calls for a
+transactional batch, where the partition will check that the transaction coordinator added it
+to the producer's transaction (KIP-890's verification; INVALID_TXN_STATE when not)."""
 
 
 class UnexpectedAppendOffsetError(OffsetOutOfRangeError):
@@ -275,7 +298,9 @@ class Log:
                 bases.append(int(path.stem))
         for path in self.directory.iterdir():
             stem, _, suffix = path.name.partition(".")
-            if suffix in ("index", "timeindex") and (not stem.isdigit() or int(stem) not in bases):
+            if suffix in ("index", "timeindex", "txnindex") and (
+                not stem.isdigit() or int(stem) not in bases
+            ):
                 path.unlink()
         return sorted(bases)
 
@@ -299,9 +324,15 @@ class Log:
                     o_stem.isdigit()
                     and len(o_stem) == 20
                     and base <= int(o_stem) < end
-                    and (suffix in ("log", "index", "timeindex", "index.swap", "timeindex.swap"))
+                    and (
+                        suffix
+                        in ("log", "index", "timeindex", "txnindex", "index.swap", "timeindex.swap")
+                    )
                 ):
                     other.unlink()
+            txn_swap = self.directory / (stem + TXN_INDEX_SUFFIX + SWAP_SUFFIX)
+            if txn_swap.exists():  # not rebuilt from the log alone: it needs producer state
+                os.replace(txn_swap, self.directory / (stem + TXN_INDEX_SUFFIX))
             os.replace(path, self.directory / (stem + LOG_SUFFIX))
             end_file.unlink()
             checkpoint.fsync_dir(self.directory)
@@ -376,19 +407,31 @@ class Log:
 
     # ----- appends --------------------------------------------------------------------------
 
-    def append_as_leader(self, batch: bytes | bytearray, leader_epoch: int) -> AppendInfo:
-        """Validate one batch, stamp its base offset and epoch, and append it."""
+    def append_as_leader(
+        self, batch: bytes | bytearray, leader_epoch: int, verify: VerifyTxn | None = None
+    ) -> AppendInfo:
+        """Validate one batch, stamp its base offset and epoch, and append it. A control
+        batch is refused (markers come through `append_control`); a transactional one is
+        first passed to `verify` (see VerifyTxn), then opens or extends its transaction."""
         self._check_open()
         h = check_batch(batch, 0, self.config.max_message_bytes)
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
         if size != len(batch):
             raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
+        if h[H_ATTRIBUTES] & CONTROL_BIT:
+            raise InvalidRecordError("control batches are written by brokers, not by clients")
+        transactional = bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT)
         idempotent = h[H_PID] >= 0 and h[H_SEQ] >= 0  # else the producer table ignores it
+        if transactional and not idempotent:
+            raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
         if idempotent:
-            first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT])
+            first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT],
+                                         transactional)  # fmt: skip
             if first is not None:  # an idempotent producer's retry: answer the first copy
                 return AppendInfo(first.base_offset, first.last_offset, h[H_COUNT], h[H_MAX_TS],
                                   0, duplicate=True)  # fmt: skip
+        if transactional and verify is not None:
+            verify(h[H_PID], h[H_PEPOCH])
         segment = self._segments[-1]
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
@@ -404,17 +447,58 @@ class Log:
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
         if idempotent:
-            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last)
+            self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last,
+                                  transactional, h[H_MAX_TS])  # fmt: skip
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)
 
+    def append_control(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+    ) -> AppendInfo:
+        """Append an end-transaction marker (WriteTxnMarkers on the leader). Raises
+        InvalidProducerEpochError / TransactionCoordinatorFencedError (producer_state.py)."""
+        self._check_open()
+        self.producers.admit_marker(producer_id, producer_epoch, coordinator_epoch)
+        now_ms = self.clock.time_ms()
+        batch = bytearray(build_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                       now_ms))  # fmt: skip
+        base = self.log_end_offset
+        _PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
+        self._append((batch,), len(batch), base, base, now_ms, leader_epoch)
+        self._end_txn(producer_id, producer_epoch, Marker(commit, coordinator_epoch), base,
+                      now_ms)  # fmt: skip
+        return AppendInfo(base, base, 1, now_ms, len(batch))
+
+    def _end_txn(
+        self, producer_id: int, epoch: int, marker: Marker, offset: int, timestamp: int
+    ) -> CompletedTxn | None:
+        """A marker was appended at `offset`: complete its transaction; index an abort."""
+        done = self.producers.end_txn(producer_id, epoch, marker, offset, timestamp)
+        if done is not None and done.is_abort:
+            index_abort(self._segments, self._bases, self.producers.index_entry(done))
+        return done
+
     def _rebuild_producer_state(self) -> None:
-        """Replay the headers of the log's tail (producer_state.py: the bound)."""
-        n = rebuild_window([seg.size_bytes for seg in self._segments])
+        """Forget the producer table and replay the log into it (see _replay)."""
         # a cleaned log may have dropped a producer's batches: never `complete` (an unknown
         # producer's next sequence then appends instead of failing OUT_OF_ORDER)
-        whole = n == len(self._segments) and self._bases[0] == 0 and not self.has_gaps
-        tail = self._segments[-n:]
-        self.producers.rebuild((h for seg in tail for h in _segment_headers(seg)), whole)
+        hw = self.producers.high_watermark
+        self.producers.reset(self._bases[0] == 0 and not self.has_gaps)
+        if hw is not None:
+            self.producers.on_high_watermark(min(hw, self.log_end_offset))
+        self._replay(self.log_start_offset)
+
+    def _replay(self, start: int) -> None:
+        """Apply the batches from `start` to the log end to the producer table, adding each
+        abort met to its segment's `.txnindex` if that index lacks it (a recovered one)."""
+        i = max(0, bisect.bisect_right(self._bases, start) - 1)
+        for seg in self._segments[i:]:
+            for entry in self.producers.replay(segment_entries(seg, start)):
+                index_abort(self._segments, self._bases, entry)
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
         """Append already-stamped batches byte for byte. All are checked before any is written."""
@@ -442,9 +526,13 @@ class Log:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
+            if h[H_ATTRIBUTES] & CONTROL_BIT:
+                self._replicated_marker(view[at : at + size], h)
+                continue
             # a cleaned batch keeps its offset span, and its sequences span the same
             self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_LAST_DELTA] + 1,
-                                  h[H_BASE], last)  # fmt: skip
+                                  h[H_BASE], last, bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT),
+                                  h[H_MAX_TS])  # fmt: skip
         return AppendInfo(
             headers[0][1][H_BASE],
             expected - 1,
@@ -453,9 +541,18 @@ class Log:
             pos,
         )
 
+    def _replicated_marker(self, batch: memoryview, h: tuple[int, ...]) -> None:
+        if h[H_PID] < 0:
+            return
+        try:
+            marker = parse_marker(batch)
+        except InvalidBatchError:
+            return  # another kind of control batch: no transaction ends
+        self._end_txn(h[H_PID], h[H_PEPOCH], marker, h[H_BASE], h[H_MAX_TS])
+
     def _append(
         self,
-        parts: tuple[bytes | memoryview, ...],
+        parts: tuple[bytes | memoryview | bytearray, ...],
         size: int,
         base: int,
         last: int,
@@ -550,6 +647,43 @@ class Log:
             return ReadResult(FileSlice(seg.fd, pos, length), first, next_offset, length)
         return ReadResult(None, offset, offset, 0)
 
+    # ----- transactions (KIP-98; broker/txn_state.py) -------------------------------------
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_offset: int
+    ) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every aborted transaction whose marker is at or after
+        `start_offset` and whose first offset is below `upper_offset` (Kafka's
+        collectAbortedTransactions), from the `.txnindex` of the segments that can hold them."""
+        self._check_open()
+        return collect_aborted(self._segments, self._bases, start_offset, upper_offset)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of an open, or completed but unreplicated, transaction (not below
+        the log start); None when there is none."""
+        first = self.producers.first_unstable_offset()
+        return None if first is None else max(first, self.log_start_offset)
+
+    def update_high_watermark(self, high_watermark: int) -> None:
+        """The partition's HW moved: transactions whose marker is below it stop holding the
+        LSO (Kafka's onHighWatermarkUpdated)."""
+        self.producers.on_high_watermark(high_watermark)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """min(first unstable offset, HW): where read_committed reads stop."""
+        self.producers.on_high_watermark(high_watermark)
+        return last_stable_offset(self.first_unstable_offset, high_watermark)
+
+    def ongoing_transactions(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, producer epoch, first offset, start timestamp ms), oldest first."""
+        return self.producers.ongoing_transactions()
+
+    def producer_states(self) -> list[ProducerRow]:
+        """DescribeProducers' rows: id, epoch, last sequence, last timestamp, coordinator
+        epoch, current transaction start offset (-1: none)."""
+        return self.producers.rows()
+
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
         for seg in self._segments:
@@ -595,7 +729,7 @@ class Log:
         self._bases = [offset]
         self.log_start_offset = self.recovery_point = offset
         self.epochs.clear()
-        self.producers.rebuild((), offset == 0)
+        self.producers.reset(offset == 0)
         self._write_offsets_checkpoints()
         checkpoint.fsync_dir(self.directory)
 
@@ -757,6 +891,9 @@ class Log:
         if not cfg.delete_enabled:
             return 0
         closed = self._segments[:-1]
+        hw = self.producers.high_watermark  # Kafka's deletableSegments: only below the HW
+        if hw is not None:
+            closed = closed[: bisect.bisect_right(self._bases, hw) - 1]
         count = 0
         if cfg.retention_ms is not None:
             now = self.clock.time_ms()
@@ -894,8 +1031,3 @@ def parse_directory_name(name: str) -> tuple[str, int]:
 
 def directory_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
-
-
-def _segment_headers(seg: Segment) -> Iterator[BatchHeader]:
-    fd = seg.fd
-    return scan_headers(lambda pos, n: os.pread(fd, n, pos), seg.size_bytes)

@@ -1,4 +1,5 @@
-"""One segment of a partition log: `<base>.log` plus its two sparse indexes (index.py).
+"""One segment of a partition log: `<base>.log` plus its two sparse indexes (index.py) and
+its `.txnindex` of aborted transactions (txn_index.py; the log fills it, recovery empties it).
 
 `<base>.log` is record batches back to back, exactly as protocol/batch.py lays them out (the
 61-byte header, then the records); `<base>` is the segment's base offset in 20 digits. The file
@@ -40,6 +41,7 @@ import crc32c
 
 from broker.log.dir_failure import LogDirIOError
 from broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TxnIndex
 from protocol.batch import (
     CODEC_MASK,
     CODECS,
@@ -205,6 +207,9 @@ class Segment:
         self.log_path = directory / (name + LOG_SUFFIX + suffix)
         self.index = OffsetIndex(directory / (name + INDEX_SUFFIX + suffix), base_offset)
         self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX + suffix), base_offset)
+        # aborted transactions whose marker is here (txn_index.py); filled by the log
+        self.txn_index = TxnIndex(directory / (name + TXN_INDEX_SUFFIX + suffix))
+        self.recovered = False  # recover() ran: the log refills txn_index by replay
         self.replaced = False  # its files now belong to a cleaned segment: unlink closes only
         self.size_bytes = 0
         self.next_offset = base_offset
@@ -254,6 +259,7 @@ class Segment:
         """
         self.index = OffsetIndex.load(self.index.file.path, self.base_offset, self.size_bytes)
         self.time_index = TimeIndex.load(self.time_index.file.path, self.base_offset)
+        self.txn_index.load()
         self._rescan_tail()
         last_time = self.time_index.last()
         if last_time is not None and last_time[1] >= self.next_offset:
@@ -266,6 +272,8 @@ class Segment:
         """
         file_size = os.fstat(self.fd).st_size
         self._reset(OffsetIndex.create, TimeIndex.create)
+        self.txn_index.clear()
+        self.recovered = True
         # The base offset is outside the CRC (a leader stamps it), so a bit flip there looks
         # like the cleaner's gap. A real gap is followed by higher offsets; a flipped one by
         # an overlap, which cuts the file at the batch that jumped.
@@ -344,12 +352,14 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.index.file.seal()
         self.time_index.file.seal()
+        self.txn_index.seal()
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.index.file.close()
             self.time_index.file.close()
+            self.txn_index.close()
             os.close(self.fd)
 
     def rename_deleted(self) -> None:
@@ -359,6 +369,7 @@ class Segment:
         for path in (self.index.file.path, self.time_index.file.path):
             if path.exists():
                 os.unlink(path)
+        self.txn_index.unlink()
         deleted = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
         os.replace(self.log_path, deleted)
         self.log_path = deleted
@@ -369,6 +380,7 @@ class Segment:
         name = segment_name(self.base_offset)
         self.index.file.rename(self.directory / (name + INDEX_SUFFIX + suffix))
         self.time_index.file.rename(self.directory / (name + TIME_INDEX_SUFFIX + suffix))
+        self.txn_index.rename(self.directory / (name + TXN_INDEX_SUFFIX + suffix))
         path = self.directory / (name + LOG_SUFFIX + suffix)
         os.replace(self.log_path, path)
         self.log_path = path
@@ -377,7 +389,8 @@ class Segment:
         self.close()
         if self.replaced:
             return
-        for path in (self.log_path, self.index.file.path, self.time_index.file.path):
+        for path in (self.log_path, self.index.file.path, self.time_index.file.path,
+                     self.txn_index.path):  # fmt: skip
             if path.exists():
                 os.unlink(path)
 
@@ -456,6 +469,7 @@ class Segment:
         self.size_bytes = pos
         self.index.truncate_to(header[H_BASE])
         self.time_index.truncate_to(header[H_BASE])
+        self.txn_index.truncate_to(header[H_BASE])
         self._rescan_tail()
         if pos == 0:
             self.rolling_base_ms = None

@@ -47,6 +47,7 @@ from broker.log.segment import (
     check_stored_batch,
     segment_name,
 )
+from broker.txn_state import AbortedTxn
 from protocol.batch import (
     CONTROL_BIT,
     DEFAULT_MAX_RECORDS_BYTES,
@@ -81,6 +82,9 @@ class CleanTask:
     max_message_bytes: int
     map_bytes: int
     producer_last_offsets: dict[int, int]  # producer id -> last offset of its last batch
+    # the `.txnindex` entries of the segments read; control batches are all kept, so each
+    # goes to the index of the cleaned segment holding its marker
+    aborted: list[AbortedTxn] = field(default_factory=list)
     io_max_bytes_per_second: float | None = None
     sleep: Callable[[float], None] = field(default=lambda s: None)
     monotonic: Callable[[], float] = field(default=lambda: 0.0)
@@ -226,6 +230,9 @@ def _clean_group(
                            task.index_interval_bytes)  # fmt: skip
                 result.bytes_written += len(out)
                 throttle.spent(len(out))
+        for entry in task.aborted:
+            if segs[0].base_offset <= entry.last_offset < segs[-1].next_offset:
+                new.txn_index.append(entry)
         new.seal()
         os.fdatasync(new.fd)
         # what a restart needs to finish the swap once it is committed (Log.replace_segments)

@@ -119,6 +119,7 @@ class LogCleaner:
         return plan.cleanable_range(
             segments, log.log_start_offset, self._first_dirty(log), hw, now_ms,
             log.config.min_compaction_lag_ms, log.config.max_compaction_lag_ms,
+            log.first_unstable_offset,
         )  # fmt: skip
 
     def dirty_ratios(self) -> dict[Key, float]:
@@ -286,6 +287,7 @@ class LogCleaner:
             max_message_bytes=cfg.max_message_bytes,
             map_bytes=self.settings.dedupe_buffer_bytes // self.settings.threads,
             producer_last_offsets=log.producers.last_offsets(),
+            aborted=[e for s in old for e in s.txn_index.entries],
             io_max_bytes_per_second=self.settings.io_max_bytes_per_second,
             sleep=time.sleep, monotonic=time.monotonic,
             hold=lambda step: hold(self.logs.log_dir, step),

@@ -68,14 +68,18 @@ def cleanable_range(
     now_ms: int,
     min_compaction_lag_ms: int,
     max_compaction_lag_ms: int,
+    first_unstable_offset: int | None = None,
 ) -> CleanableRange:
     """The clean and dirty sections of a log whose segments (oldest first, the last active)
-    are `segments`."""
+    are `segments`. Nothing from the first unstable offset on is cleanable (Kafka's
+    firstUncleanableOffset): an open transaction's records may yet be aborted."""
     log_end = segments[-1].next_offset if segments else log_start_offset
     first_dirty = checkpoint if checkpoint is not None else log_start_offset
     if not log_start_offset <= first_dirty <= log_end:
         first_dirty = log_start_offset  # a stale checkpoint (truncation, DeleteRecords)
     uncleanable = min(segments[-1].base_offset if segments else log_end, high_watermark)
+    if first_unstable_offset is not None:
+        uncleanable = min(uncleanable, first_unstable_offset)
     # whole segments only: a pass maps and rewrites the same segments, so a high watermark
     # inside a closed segment makes that segment's base the limit (else records mapped there
     # would count as clean without ever being rewritten)

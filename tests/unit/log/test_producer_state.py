@@ -131,8 +131,8 @@ def test_state_survives_reopen_and_follows_truncation(open_log: OpenLog) -> None
     assert log.segment_count > 2
     log.close()
     log = open_log(segment_bytes=300)
-    # rebuilt from the tail's headers: the last batch is known, the log's start is not scanned
-    assert not log.producers.complete
+    # rebuilt from offset 0 (no gaps): every producer is known
+    assert log.producers.complete
     assert log.append_as_leader(pbatch([b"v" * 40] * 2, seq=10), 0).duplicate
     log.truncate_to(8)  # drops the batches at 8 and 10 (sequences 8..11)
     with pytest.raises(OutOfOrderSequenceNumberError):

@@ -1,0 +1,126 @@
+"""Transactions through the Log: markers, the `.txnindex`, the LSO, recovery and truncation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from broker.log.log import Log
+from broker.log.txn_index import ENTRY_BYTES
+from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
+from protocol.control import build_marker, parse_marker
+from protocol.errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    TransactionCoordinatorFencedError,
+)
+from tests.unit.log.conftest import T0, OpenLog, slice_bytes
+
+
+def txn(values: list[bytes], pid: int, seq: int, epoch: int = 0) -> bytes:
+    raw = bytearray(build_batch([(None, v, None, T0) for v in values]))
+    raw[22] |= TRANSACTIONAL_BIT  # the attributes' low byte; with_producer recomputes the CRC
+    return with_producer(raw, pid, epoch, seq)
+
+
+def aborted_then_open(log: Log) -> None:
+    """pid 1 aborts [0, 3]; pid 2 commits [1, 5]; pid 3 stays open from 6."""
+    log.append_as_leader(txn([b"a", b"b"], pid=1, seq=0), 0)  # 0-1
+    log.append_as_leader(txn([b"x"], pid=2, seq=0), 0)  # 2
+    log.append_as_leader(txn([b"c"], pid=1, seq=2), 0)  # 3
+    assert log.append_control(1, 0, 0, commit=False, leader_epoch=0).base_offset == 4
+    assert log.append_control(2, 0, 0, commit=True, leader_epoch=0).base_offset == 5
+    log.append_as_leader(txn([b"o"], pid=3, seq=0), 0)  # 6
+
+
+def test_abort_is_indexed_and_the_lso_follows_the_high_watermark(open_log: OpenLog) -> None:
+    log = open_log()
+    aborted_then_open(log)
+    assert log.collect_aborted_transactions(0, 7) == [(1, 0)]
+    assert log.collect_aborted_transactions(5, 7) == []  # the abort ended at 4
+    assert log.collect_aborted_transactions(4, 5) == [(1, 0)]
+    assert log.first_unstable_offset == 0  # completed but not replicated yet
+    log.update_high_watermark(5)
+    assert log.first_unstable_offset == 2  # pid 2's marker (5) is not below the HW
+    log.update_high_watermark(6)
+    assert log.first_unstable_offset == 6 and log.last_stable_offset(7) == 6
+    assert log.ongoing_transactions() == [(3, 0, 6, T0)]
+    rows = {r.producer_id: r for r in log.producer_states()}
+    assert rows[3].current_txn_start_offset == 6 and rows[1].current_txn_start_offset == -1
+    index = log.directory / "00000000000000000000.txnindex"
+    assert index.stat().st_size == ENTRY_BYTES
+
+
+def test_markers_are_checked_and_clients_cannot_write_them(open_log: OpenLog) -> None:
+    log = open_log()
+    log.append_as_leader(txn([b"a"], pid=1, seq=0, epoch=2), 0)
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(build_marker(1, 2, 0, True, T0), 0)
+    with pytest.raises(InvalidTxnStateError):
+        log.append_as_leader(with_producer(build_batch([(None, b"p", None, T0)]), 1, 2, 1), 0)
+    with pytest.raises(InvalidProducerEpochError):
+        log.append_control(1, 1, 0, commit=True, leader_epoch=0)
+    log.append_control(1, 2, 5, commit=True, leader_epoch=0)
+    with pytest.raises(TransactionCoordinatorFencedError):
+        log.append_control(1, 2, 4, commit=True, leader_epoch=0)
+    marker = slice_bytes(log.read(1, 1 << 20))
+    assert parse_marker(marker).commit and parse_marker(marker).coordinator_epoch == 5
+
+
+def test_verify_hook_sees_transactional_batches_only(open_log: OpenLog) -> None:
+    log = open_log()
+    seen: list[tuple[int, int]] = []
+    log.append_as_leader(
+        txn([b"a"], pid=4, seq=0, epoch=1), 0, verify=lambda p, e: seen.append((p, e))
+    )
+    log.append_as_leader(
+        build_batch([(None, b"p", None, T0)]), 0, verify=lambda p, e: seen.append((p, e))
+    )
+    assert seen == [(4, 1)]
+
+    def refuse(pid: int, epoch: int) -> None:
+        raise InvalidTxnStateError("not added to the transaction")
+
+    with pytest.raises(InvalidTxnStateError):
+        log.append_as_leader(txn([b"b"], pid=5, seq=0), 0, verify=refuse)
+    assert log.log_end_offset == 2
+
+
+def test_follower_indexes_replicated_aborts(open_log: OpenLog, tmp_path: Path) -> None:
+    leader = open_log(tmp_path / "t-0")
+    aborted_then_open(leader)
+    data = slice_bytes(leader.read(0, 1 << 20))
+    follower = open_log(tmp_path / "f-0")
+    follower.append_as_follower(data)
+    assert follower.collect_aborted_transactions(0, 7) == [(1, 0)]
+    assert follower.first_unstable_offset == 0
+    follower.update_high_watermark(7)
+    assert follower.first_unstable_offset == 6
+
+
+def test_unclean_reopen_rebuilds_the_index_and_the_lso(open_log: OpenLog, tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=200)
+    aborted_then_open(log)
+    assert log.segment_count > 1
+    log.close_unclean()
+    for path in tmp_path.glob("t-0/*.txnindex"):
+        path.unlink()  # lost, or torn: recovery must rebuild it
+    (tmp_path / "t-0" / "recovery-point-offset-checkpoint").unlink(missing_ok=True)
+    log = open_log(tmp_path / "t-0", segment_bytes=200)
+    assert log.collect_aborted_transactions(0, 7) == [(1, 0)]
+    log.update_high_watermark(7)
+    assert log.first_unstable_offset == 6
+
+
+def test_truncation_cuts_index_entries_and_reopens_the_transaction(open_log: OpenLog) -> None:
+    log = open_log()
+    aborted_then_open(log)
+    log.truncate_to(4)  # the abort marker (4) goes: pid 1's transaction is open again
+    assert log.collect_aborted_transactions(0, 4) == []
+    assert os.path.getsize(log.directory / "00000000000000000000.txnindex") == 0
+    log.update_high_watermark(4)
+    assert log.first_unstable_offset == 0
+    assert [t[0] for t in log.ongoing_transactions()] == [1, 2]
