@@ -29,13 +29,22 @@ the whole log from offset 0, or started from an empty log, and no producer was e
 only then does a first sequence above 0 from an unknown id prove a missing batch.
 
 Bounds: at most `max_producers` ids per partition (the least recently appended is forgotten
-first: its next batch is then accepted as if new, the only way an evicted producer could
-duplicate). State is not snapshotted to disk: the log rebuilds it on open and after every
-truncation by scanning the batch headers of its tail (`rebuild_window`: the active segment,
-and the one before it while the newer hold less than REBUILD_MAX_BYTES), which stands in for
-Kafka's producer-state snapshots. A producer whose last batch lies before that window is
-unknown after a restart (APPEND, as above); the scan reads at most two segments' bytes, no
-more than recovery after an unclean shutdown reads anyway.
+first, never one with an open transaction: its next batch is then accepted as if new, the only
+way an evicted producer could duplicate).
+
+Transactions (KIP-98): each producer also keeps its last coordinator epoch and its open
+transaction's first offset. A transactional batch opens one if none is open (a newer epoch
+keeps it open, as Kafka); a marker (`end_txn`) completes it; `admit_marker` is the leader's
+check (older producer epoch: INVALID_PRODUCER_EPOCH; older coordinator epoch:
+TRANSACTION_COORDINATOR_FENCED). The offsets that bound read_committed reads live in
+broker/txn_state.py.
+
+Persistence: the log writes the table as a snapshot (broker/log/snapshot.py, Kafka's
+`<offset>.snapshot`) at every roll and at a clean close; on open and after a truncation it
+loads the newest sound snapshot at or below the point it must rebuild from and replays the
+batch headers after it (markers read too). Without a snapshot it replays from the log start,
+and the table is `complete` when that start is offset 0 and the log has no gaps.
+`rebuild_window` is the old tail-only bound, kept for callers that scan without snapshots.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from broker.log import checkpoint
+from broker.log import checkpoint, snapshot
 from broker.log.cleaner import hold as cleaner_hold
 from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
 from broker.log.dir_failure import LogDirIOError
@@ -162,9 +162,12 @@ class FlushPlan:
     up_to_offset: int
     generation: int
     dir_fds: tuple[int, ...] = ()
+    snapshots: tuple[Path, ...] = ()  # producer-state snapshots written at a roll
 
     def run(self) -> None:
         try:
+            for path in self.snapshots:
+                snapshot.fsync_file(path)
             for fd in self.fds:
                 timed_fdatasync(fd)  # os.fdatasync, counted (metrics)
             for fd in self.dir_fds:
@@ -193,6 +196,7 @@ class Log:
         self._recovery_point_file = checkpoint.CheckpointFile(directory / RECOVERY_POINT_FILE)
         self._log_start_file = checkpoint.CheckpointFile(directory / LOG_START_FILE)
         self._unsynced_dirs: tuple[Path, ...] = ()  # to fsync with the next flush
+        self._unsynced_snapshots: list[Path] = []  # written at a roll, fsynced by a flush
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
         self.closed = False
@@ -267,7 +271,10 @@ class Log:
         self._write_offsets_checkpoints()
         (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         checkpoint.fsync_dir(self.directory)
-        self._rebuild_producer_state()
+        snapshot.prune(self.directory, self.log_start_offset, above=leo)  # past a cut tail
+        recovered = [seg.base_offset for seg in self._segments if seg.recovered]
+        # a recovered segment's .txnindex was emptied: replay from a snapshot at or before it
+        self._rebuild_producer_state(min(recovered, default=leo))
 
     def _refuse_foreign_format(self, segments: list[Segment]) -> None:
         """Raise LogFormatError if a segment holds batches of another record format."""
@@ -482,15 +489,38 @@ class Log:
             index_abort(self._segments, self._bases, self.producers.index_entry(done))
         return done
 
-    def _rebuild_producer_state(self) -> None:
-        """Forget the producer table and replay the log into it (see _replay)."""
+    def _rebuild_producer_state(self, limit: int | None = None) -> None:
+        """Load the newest sound snapshot at or below `limit` (default: the log end) and
+        replay the batches after it (see _replay); without one, replay from the log start."""
+        hw = self.producers.high_watermark
+        limit = self.log_end_offset if limit is None else min(limit, self.log_end_offset)
+        start = self.log_start_offset
         # a cleaned log may have dropped a producer's batches: never `complete` (an unknown
         # producer's next sequence then appends instead of failing OUT_OF_ORDER)
-        hw = self.producers.high_watermark
         self.producers.reset(self._bases[0] == 0 and not self.has_gaps)
+        for offset in reversed(snapshot.list_offsets(self.directory)):
+            if offset > limit:
+                continue
+            path = snapshot.snapshot_path(self.directory, offset)
+            try:
+                snapshot.load_into(self.producers, path.read_bytes(), not self.has_gaps)
+            except snapshot.CorruptSnapshotError:
+                path.unlink(missing_ok=True)
+                self.producers.reset(self._bases[0] == 0 and not self.has_gaps)
+                continue
+            start = max(offset, self.log_start_offset)
+            break
         if hw is not None:
             self.producers.on_high_watermark(min(hw, self.log_end_offset))
-        self._replay(self.log_start_offset)
+        self._replay(start)
+
+    def _write_snapshot(self, offset: int, sync: bool) -> None:
+        """Snapshot the producer table at `offset` (the log end); keep the newest two."""
+        path = snapshot.snapshot_path(self.directory, offset)
+        snapshot.write(path, snapshot.encode(self.producers), sync)
+        if not sync:
+            self._unsynced_snapshots.append(path)
+        snapshot.prune(self.directory, self.log_start_offset)
 
     def _replay(self, start: int) -> None:
         """Apply the batches from `start` to the log end to the producer table, adding each
@@ -607,6 +637,7 @@ class Log:
         new.allow_gaps = self.has_gaps
         self._segments.append(new)
         self._bases.append(new.base_offset)
+        self._write_snapshot(new.base_offset, sync=False)  # fsynced by the next flush
         checkpoint.fsync_dir(self.directory)
 
     # ----- reads ----------------------------------------------------------------------------
@@ -714,6 +745,7 @@ class Log:
         if self.recovery_point > self.log_end_offset:
             self.recovery_point = self.log_end_offset
             self._write_offsets_checkpoints()
+        snapshot.prune(self.directory, self.log_start_offset, above=self.log_end_offset)
         self._rebuild_producer_state()
         self._check_invariants()
 
@@ -730,6 +762,7 @@ class Log:
         self.log_start_offset = self.recovery_point = offset
         self.epochs.clear()
         self.producers.reset(offset == 0)
+        snapshot.prune(self.directory, offset, above=-1)
         self._write_offsets_checkpoints()
         checkpoint.fsync_dir(self.directory)
 
@@ -830,7 +863,8 @@ class Log:
         i = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
         fds = tuple(os.dup(seg.fd) for seg in self._segments[i:])
         dir_fds = tuple(os.open(d, os.O_RDONLY) for d in self._unsynced_dirs)
-        return FlushPlan(fds, self.log_end_offset, len(self._truncations), dir_fds)
+        snapshots, self._unsynced_snapshots = tuple(self._unsynced_snapshots), []
+        return FlushPlan(fds, self.log_end_offset, len(self._truncations), dir_fds, snapshots)
 
     def finish_flush(self, plan: FlushPlan) -> None:
         """`plan` ran: move the recovery point (mark_flushed); its directories are durable."""
@@ -938,6 +972,7 @@ class Log:
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
         self._write_offsets_checkpoints()
+        snapshot.prune(self.directory, self.log_start_offset)
         self._defer_delete(doomed)
 
     def _defer_delete(self, segments: list[Segment]) -> None:
@@ -961,6 +996,7 @@ class Log:
             return
         self.flush()
         self._segments[-1].seal()
+        self._write_snapshot(self.log_end_offset, sync=True)
         self._write_offsets_checkpoints()
         self.epochs.flush()
         checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
