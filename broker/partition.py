@@ -233,9 +233,15 @@ class Partition:
         if new_hw == self.high_watermark:
             return False
         self.high_watermark = new_hw
+        self.log.update_high_watermark(new_hw)  # completed transactions below it: stable
         self.notify_waiters()
         self.produce_waiters.on_high_watermark(new_hw, len(self.isr), self.min_insync_replicas)
         return True
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first unstable offset, HW): where read_committed consumers stop (KIP-98)."""
+        return self.log.last_stable_offset(self.high_watermark)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
         """A follower fetched from `fetch_offset` (<= our LEO). True: it may join the ISR now."""

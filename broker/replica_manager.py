@@ -98,7 +98,7 @@ from broker.replication_decisions import (
 )
 from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import PartitionState
-from protocol.api.fetch import FetchPartition, FetchRequest
+from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
@@ -199,6 +199,8 @@ class PartitionRead:
     records: FileSlice | bytes = NO_DATA
     size_bytes: int = 0
     record_count: int = 0  # offsets in the batches read (metrics: records out)
+    last_stable_offset: int = -1
+    aborted: list[tuple[int, int]] | None = None  # read_committed: (producer id, first offset)
 
 
 def read_limit(
@@ -365,7 +367,7 @@ class ReplicaManager:
                         f"{topic}-{partition}: ISR {p.isr} is below min.insync.replicas "
                         f"{p.min_insync_replicas}"
                     ))  # fmt: skip
-            check_client_batch(read_header(records))  # no control or transactional batches
+            check_client_batch(read_header(records))  # no control batches (KIP-98)
             append_time = -1
             if needs_rewrite(p.log.config):  # compression.type, message.timestamp.*
                 records, append_time = validate_for_leader(
@@ -490,7 +492,8 @@ class ReplicaManager:
                     parts.append((topic, fp))
         else:
             parts = context.parts
-        reads = self._read_all(request.replica_id, request.max_bytes, parts)
+        reads = self._read_all(request.replica_id, request.max_bytes, parts,
+                               request.isolation_level)  # fmt: skip
         self.purgatory.complete_woken()  # a follower's fetch may have moved the HW
         return reads
 
@@ -514,7 +517,11 @@ class ReplicaManager:
         return context.told(key) == (p.high_watermark, p.log.log_start_offset)
 
     def _read_all(
-        self, replica_id: int, max_bytes: int, parts: Iterable[tuple[str, FetchPartition]]
+        self,
+        replica_id: int,
+        max_bytes: int,
+        parts: Iterable[tuple[str, FetchPartition]],
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> list[PartitionRead]:
         reads: list[PartitionRead] = []
         remaining = min(max_bytes, self.fetch_max_bytes)
@@ -525,7 +532,7 @@ class ReplicaManager:
             )
             r = self._read_one(
                 replica_id, topic, fp.partition, fp.fetch_offset,
-                fp.current_leader_epoch, limit, min_one, fp.log_start_offset,
+                fp.current_leader_epoch, limit, min_one, fp.log_start_offset, isolation_level,
             )  # fmt: skip
             total += r.size_bytes
             remaining -= r.size_bytes
@@ -542,23 +549,30 @@ class ReplicaManager:
         limit: int,
         min_one: bool,
         replica_log_start: int = -1,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> PartitionRead:
+        """One partition's read. Consumers read below the HW, or below the last stable offset
+        with read_committed (then with the aborted transactions of what is returned, from
+        `upper` = the offset after the last batch, as Kafka); followers to the log end."""
         try:
             p = self.leader(topic, partition, leader_epoch)
         except OdradekError as exc:
             return PartitionRead(topic, partition, exc.code)
         log = p.log
         max_offset: int | None = None
+        committed = replica_id < 0 and isolation_level == READ_COMMITTED
+        lso = p.last_stable_offset
         if replica_id < 0:  # a consumer (CONSUMER_REPLICA_ID or another non-replica id)
-            max_offset = p.high_watermark
+            max_offset = lso if committed else p.high_watermark
         elif replica_id not in p.replicas or replica_id == self.broker_id:
             return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
         elif offset <= log.log_end_offset:
             self._follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
             p.record_follower_log_start(replica_id, replica_log_start)  # for DeleteRecords
         out = PartitionRead(
-            topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset
-        )
+            topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset,
+            last_stable_offset=lso,
+        )  # fmt: skip
         end = log.log_end_offset
         if offset == end or (max_offset is not None and max_offset <= offset < end):
             return out  # nothing (committed) past this offset yet: an empty answer
@@ -576,14 +590,23 @@ class ReplicaManager:
             out.records = records
             out.size_bytes = result.size_bytes
             out.record_count = result.next_offset - result.first_offset
+            if committed:
+                out.aborted = log.collect_aborted_transactions(offset, result.next_offset)
         return out
 
     # ----- list offsets ---------------------------------------------------------------------
 
     def list_offset(
-        self, replica_id: int, topic: str, partition: int, timestamp: int, leader_epoch: int
+        self,
+        replica_id: int,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        leader_epoch: int,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> tuple[int, int, int, int]:
-        """(error_code, timestamp, offset, leader_epoch) for one partition."""
+        """(error_code, timestamp, offset, leader_epoch) for one partition; LATEST is the log
+        end for a replica, the HW for a consumer, the LSO with read_committed."""
         try:
             p = self.leader(topic, partition, leader_epoch)
         except OdradekError as exc:
@@ -597,6 +620,8 @@ class ReplicaManager:
             return OffsetNotAvailableError.code, -1, -1, -1
         if timestamp == LATEST_TIMESTAMP:
             end = p.high_watermark if replica_id < 0 else log.log_end_offset
+            if replica_id < 0 and isolation_level == READ_COMMITTED:
+                end = p.last_stable_offset
             return NONE, -1, end, p.leader_epoch
         if timestamp < 0:
             return OffsetOutOfRangeError.code, -1, -1, -1
@@ -649,14 +674,43 @@ class ReplicaManager:
         out = self.append(topic, partition, records, acks=ACKS_ALL)
         if out.error_code != NONE:
             return out.error_code
-        if out.durable is not None:
-            await out.durable
-        done = self.replication_done(topic, partition, out.required_offset)
+        return await self._replicated(topic, partition, out.required_offset, out.durable,
+                                      timeout_ms)  # fmt: skip
+
+    async def _replicated(
+        self, topic: str, partition: int, required: int, durable: Awaitable[None] | None,
+        timeout_ms: int,
+    ) -> int:  # fmt: skip
+        """acks=all after an append: NONE once the HW passed `required`, else the error."""
+        if durable is not None:
+            await durable
+        done = self.replication_done(topic, partition, required)
         if done is None:
-            pending = [(topic, partition, out.required_offset)]
-            codes = await self.await_replication(pending, timeout_ms)
+            codes = await self.await_replication([(topic, partition, required)], timeout_ms)
             done = codes.get((topic, partition), RequestTimedOutError.code)
         return done
+
+    # ----- transaction markers (WriteTxnMarkers) --------------------------------------------
+
+    async def append_marker(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+        coordinator_epoch: int, commit: bool, timeout_ms: int,
+    ) -> int:  # fmt: skip
+        """Write a transaction's COMMIT or ABORT marker as leader and wait for the ISR to
+        have it (the coordinator writes Complete* only after every marker is replicated)."""
+        try:
+            p = self.leader(topic, partition)
+            info = p.log.append_control(producer_id, producer_epoch, coordinator_epoch, commit,
+                                        p.leader_epoch)  # fmt: skip
+        except (OdradekError, OSError) as exc:
+            return self._failed(exc, f"marker to {topic}-{partition}")[0]
+        p.notify_replica_waiters()
+        p.update_high_watermark()
+        self.purgatory.complete_woken()
+        durable = None
+        if p.log.config.flush_messages == 1:
+            durable = self._wait_durable(p, info.last_offset)
+        return await self._replicated(topic, partition, info.last_offset + 1, durable, timeout_ms)
 
     # ----- ISR (leader side) ----------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from broker.fetch_session import FetchContext
 from broker.replica_manager import PartitionRead, fetch_satisfied
 from protocol.api.fetch import (
     NO_SESSION,
+    AbortedTransaction,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -78,6 +79,8 @@ def build_response(reads: list[PartitionRead], session_id: int = NO_SESSION) -> 
                 r.log_start_offset,
                 r.log_end_offset,
                 cast(Records, r.records),  # bytes, or a FileSlice the server sends from disk
+                r.last_stable_offset,
+                None if r.aborted is None else [AbortedTransaction(*a) for a in r.aborted],
             )
         )
     return FetchResponse(0, list(topics.values()), 0, session_id)

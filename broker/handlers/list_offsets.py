@@ -20,7 +20,12 @@ def handle(ctx: BrokerContext, request: Request) -> ListOffsetsResponse:
         parts = []
         for p in topic.partitions:
             code, ts, offset, epoch = ctx.replicas.list_offset(
-                req.replica_id, topic.name, p.partition, p.timestamp, p.current_leader_epoch
+                req.replica_id,
+                topic.name,
+                p.partition,
+                p.timestamp,
+                p.current_leader_epoch,
+                req.isolation_level,
             )
             parts.append(ListOffsetsPartitionResponse(p.partition, code, ts, offset, epoch))
         topics.append(ListOffsetsTopicResponse(topic.name, parts))

@@ -27,6 +27,8 @@ CONSUMER_REPLICA_ID = -1
 INITIAL_EPOCH = 0  # session_epoch: open a new session (closing the one named, if any)
 FINAL_EPOCH = -1  # session_epoch: no session (a full fetch), closing the one named, if any
 NO_SESSION = 0  # session_id: none
+READ_UNCOMMITTED = 0  # isolation_level: up to the high watermark
+READ_COMMITTED = 1  # isolation_level: up to the last stable offset (KIP-98)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class FetchRequest:
     session_id: int = NO_SESSION
     session_epoch: int = FINAL_EPOCH
     forgotten: list[ForgottenTopic] = field(default_factory=list)
+    isolation_level: int = READ_UNCOMMITTED  # consumers only; followers read to the log end
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,15 @@ class FetchPartitionResponse:
     log_start_offset: int
     log_end_offset: int
     records: Records
+    last_stable_offset: int = -1
+    # read_committed: (producer id, first offset) of the aborted txns in the records
+    aborted_transactions: list[AbortedTransaction] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTransaction:
+    producer_id: int
+    first_offset: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ class ListOffsetsTopic:
 class ListOffsetsRequest:
     replica_id: int
     topics: list[ListOffsetsTopic]
+    isolation_level: int = 0  # 1 (read_committed): LATEST is the last stable offset
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ field section, one 0 byte, closing each struct):
       partitions [
         partition_index int32, error_code int16, high_watermark int64,
         last_stable_offset int64, log_start_offset int64 (v5+),
-        aborted_transactions [producer_id int64, first_offset int64] (nullable; null here),
+        aborted_transactions [producer_id int64, first_offset int64] (nullable: null unless
+        read_committed),
         preferred_read_replica int32 (v11+, -1), records (nullable bytes)
       ]
     ]
@@ -38,6 +39,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ihqqq")  # index, error, hw, last stable, log start
 _PARTITION_HEAD_V4 = struct.Struct(">ihqq")  # v4 has no log start offset
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,8 @@ class FetchedPartition:
     high_watermark: int
     log_start_offset: int
     records: bytes | FileSlice | None
+    last_stable_offset: int = -1  # -1: the high watermark (no transactions known)
+    aborted: list[tuple[int, int]] | None = None  # (producer id, first offset); None: null
 
 
 class _Writer:
@@ -123,13 +127,20 @@ def encode_fetch_response(
         w.string(name)
         w.length(len(partitions))
         for p in partitions:
+            lso = p.high_watermark if p.last_stable_offset < 0 else p.last_stable_offset
             if version >= 5:
                 w.raw(_PARTITION_HEAD.pack(p.partition, p.error_code, p.high_watermark,
-                                           p.high_watermark, p.log_start_offset))  # fmt: skip
+                                           lso, p.log_start_offset))  # fmt: skip
             else:
                 w.raw(_PARTITION_HEAD_V4.pack(p.partition, p.error_code, p.high_watermark,
-                                              p.high_watermark))  # fmt: skip
-            w.null_array()  # aborted transactions: none, odradek has no transactions
+                                              lso))  # fmt: skip
+            if p.aborted is None:
+                w.null_array()
+            else:
+                w.length(len(p.aborted))
+                for producer_id, first_offset in p.aborted:
+                    w.raw(_ABORTED.pack(producer_id, first_offset))
+                    w.tags()
             if version >= 11:
                 w.raw(_I32.pack(-1))  # preferred read replica: the leader
             w.records(p.records)

@@ -5,8 +5,8 @@ Kafka clients fetch as consumers whatever replica id they send (followers use th
 so only data below the high watermark is served. Fetch sessions (KIP-227, v7+) are the native
 door's (broker/fetch_session.py): a client that asks for one (kafka-python does) gets
 incremental answers; one that does not (librdkafka, aiokafka) is answered in full, as Kafka
-answers session id 0. read_committed reads the same as read_uncommitted: without transactions
-the last stable offset is the high watermark.
+answers session id 0. isolation_level read_committed (1) reads stop at the last stable offset,
+which the response carries, with the aborted transactions of the records returned (KIP-98).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from protocol.api.fetch import (
     FETCH,
     FINAL_EPOCH,
     NO_SESSION,
+    READ_UNCOMMITTED,
     FetchPartition,
     FetchRequest,
     FetchResponse,
@@ -56,7 +57,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     native_req = FetchRequest(
         CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics,
         getattr(req, "session_id", NO_SESSION), getattr(req, "session_epoch", FINAL_EPOCH),
-        forgotten,
+        forgotten, getattr(req, "isolation_level", READ_UNCOMMITTED),
     )  # fmt: skip
     result = native.handle(ctx, as_native(FETCH, native_req, request))
     return then(result, lambda r: _answer(request, r))
@@ -73,6 +74,10 @@ def _answer(request: KafkaRequest, resp: FetchResponse) -> list[Chunk]:
                     p.high_watermark,
                     p.log_start_offset,
                     cast(bytes | FileSlice, p.records),  # bytes, or a FileSlice sent from the file
+                    p.last_stable_offset,
+                    None
+                    if p.aborted_transactions is None
+                    else [(a.producer_id, a.first_offset) for a in p.aborted_transactions],
                 )
                 for p in t.partitions
             ],

@@ -1,4 +1,5 @@
-"""ListOffsets (2), v1-v6: earliest (-2), latest (-1: the high watermark) or by timestamp,
+"""ListOffsets (2), v1-v6: earliest (-2), latest (-1: the high watermark; read_committed, v2+:
+the last stable offset) or by timestamp,
 through the same lookup as the native ListOffsets. Kafka clients are consumers (replica -1).
 A new leader whose HW lags its epoch's start answers OFFSET_NOT_AVAILABLE (v5+) or
 LEADER_NOT_AVAILABLE (older), as Kafka does (KIP-207)."""
@@ -35,7 +36,9 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         )
         for t in request.body.topics
     ]
-    native_req = ListOffsetsRequest(CONSUMER_REPLICA_ID, topics)
+    native_req = ListOffsetsRequest(
+        CONSUMER_REPLICA_ID, topics, getattr(request.body, "isolation_level", 0)
+    )
     resp: ListOffsetsResponse = native.handle(ctx, as_native(LIST_OFFSETS, native_req, request))
     version = request.header.api_version
     cls = response_class(LIST_OFFSETS.key, version)

@@ -135,11 +135,11 @@ async def test_quiet_partitions_are_not_read_yet_their_followers_stay_in_the_isr
         read: list[list[int]] = []  # partitions read per follower fetch
         real_read_all = leader._read_all
 
-        def spy(replica_id: int, max_bytes: int, parts: Any) -> Any:
+        def spy(replica_id: int, max_bytes: int, parts: Any, *rest: Any) -> Any:
             parts = list(parts)
             if replica_id in FOLLOWERS:
                 read.append([fp.partition for _, fp in parts])
-            return real_read_all(replica_id, max_bytes, parts)
+            return real_read_all(replica_id, max_bytes, parts, *rest)
 
         monkeypatch.setattr(leader, "_read_all", spy)
         assert await produce(c, batch(3), 3) == 0
