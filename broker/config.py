@@ -79,6 +79,16 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10080
     offsets_topic_segment_bytes: int = 100 * MiB  # Kafka's offsets.topic.segment.bytes
     offsets_retention_check_interval_ms: int = 600_000
+    # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
+    # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
+    # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3  # capped at the live brokers
+    transaction_state_log_segment_bytes: int = 100 * MiB
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transaction_two_phase_commit_enable: bool = True
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 200
@@ -189,6 +199,12 @@ _POSITIVE_FIELDS = (
     "offsets_retention_minutes",
     "offsets_topic_segment_bytes",
     "offsets_retention_check_interval_ms",
+    "transaction_state_log_num_partitions",
+    "transaction_state_log_replication_factor",
+    "transaction_state_log_segment_bytes",
+    "transaction_max_timeout_ms",
+    "transactional_id_expiration_ms",
+    "transaction_abort_timed_out_transaction_cleanup_interval_ms",
 )
 
 
@@ -213,6 +229,7 @@ _TYPES: dict[str, type] = {
     "unclean_leader_election_enable": bool,
     "auto_create_topics_enable": bool,
     "controller_fast_death_detection": bool,
+    "transaction_two_phase_commit_enable": bool,
     "listeners": str,
     "advertised_listeners": str,
     "topic_defaults": dict,

@@ -2,8 +2,10 @@
 
 Handlers are functions `handle(ctx, request) -> response | None | Awaitable[...]`; they reach
 the partitions through `ctx.replicas`, the cluster view through `ctx.metadata`, and ZooKeeper
-only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/cluster/topics.py behind it,
-tests pass an in-memory fake), so no handler imports kazoo.
+only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/cluster/topics.py
+behind it, tests pass an in-memory fake), so no handler imports kazoo. The coordinators are
+`ctx.groups` (consumer groups) and `ctx.transactions` (transactional ids), both on the
+coordinator runtime (coordinator/runtime/).
 
 `ControllerEpoch` keeps the highest controller epoch seen; controller-to-broker requests with
 a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.elector import ControllerElector
     from coordinator.group.service import GroupCoordinator
+    from coordinator.transaction.service import TransactionCoordinator
 
 
 class TopicStore(Protocol):
@@ -88,6 +91,7 @@ class BrokerContext:
     topics: TopicStore
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
+    transactions: TransactionCoordinator | None = None  # coordinator/transaction/service.py
     elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
     producer_ids: ProducerIdManager | None = (
         None  # InitProducerId (coordinator/cluster/producer_ids.py)

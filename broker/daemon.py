@@ -43,6 +43,7 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
+from client.connection import BrokerConnection
 from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
@@ -54,6 +55,8 @@ from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.transaction.markers import MarkerWriter
+from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 
@@ -205,6 +208,12 @@ class Broker:
         )
         self.ctx.groups = self.groups
         self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
+        self.transactions = TransactionCoordinator(
+            config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock,
+            self.ctx.producer_ids.next_producer_id,
+            MarkerWriter(self.ctx.metadata, self._marker_connection), txn_config(config),
+        )  # fmt: skip
+        self.ctx.transactions = self.transactions
         parts = BrokerParts(self.replicas, self.ctx.metadata, self.ctx.controller_epoch)
         parts.groups = self.groups
         parts.cleaner = self.cleaner
@@ -254,6 +263,7 @@ class Broker:
             log.info("metrics on http://%s:%d/metrics", self.config.host, port)
         self.replicas.start()
         self.groups.start()
+        self.transactions.start()
         await self.config_changes.start()
         # our listener holds the port: a stale registration of it is our dead predecessor's
         self._registration = await register_broker(
@@ -296,6 +306,7 @@ class Broker:
             await self.kafka_server.stop()
         await _quietly(self.config_changes.stop())
         await _quietly(self.groups.shutdown())
+        await _quietly(self.transactions.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
         for task in (self._cleaning, self._background):
@@ -312,6 +323,12 @@ class Broker:
         """What the log cleaner may clean below (None: not a partition this broker hosts)."""
         p = self.replicas.partitions.get((topic, partition))
         return None if p is None else p.high_watermark
+
+    async def _marker_connection(self, host: str, port: int) -> BrokerConnection:
+        """A connection for WriteTxnMarkers to a partition leader's native port."""
+        return await BrokerConnection.connect(
+            host, port, client_id=f"txn-coordinator-{self.config.broker_id}"
+        )
 
     def _door(self, door: Door) -> Door:
         """The door, metered when metrics are served (else requests pay nothing for them)."""
@@ -330,6 +347,18 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
         leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
         leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
         fast_death_detection=config.controller_fast_death_detection,
+    )
+
+
+def txn_config(config: BrokerConfig) -> TxnConfig:
+    return TxnConfig(
+        config.transaction_state_log_num_partitions,
+        config.transaction_state_log_replication_factor,
+        config.transaction_state_log_segment_bytes,
+        config.transaction_max_timeout_ms,
+        config.transactional_id_expiration_ms,
+        config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        config.transaction_two_phase_commit_enable,
     )
 
 

@@ -27,6 +27,9 @@ log = logging.getLogger("odradek.controller")
 OFFSETS_SEGMENT_BYTES = 100 * 1024 * 1024  # Kafka's offsets.topic.segment.bytes
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_SEGMENT_BYTES)}
 ENFORCED = {"cleanup.policy": "compact"}  # corrected on an existing topic
+# Kafka's __transaction_state: compacted (a transactional id's latest state is what a new
+# coordinator loads), 100 MiB segments (transaction.state.log.segment.bytes)
+TRANSACTION_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
 
 
 def corrected(current: Mapping[str, str]) -> dict[str, str] | None:

@@ -104,14 +104,18 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The producer's epoch is older than the one the broker has seen for its id."),
     ErrorSpec(48, "INVALID_TXN_STATE", False,
               "The producer attempted a transactional operation in an invalid state."),
+    ErrorSpec(49, "INVALID_PRODUCER_ID_MAPPING", False,
+              "The producer id is not the one the coordinator holds for this transactional id."),
+    ErrorSpec(50, "INVALID_TRANSACTION_TIMEOUT", False,
+              "The transaction timeout is above transaction.max.timeout.ms (or not positive)."),
+    ErrorSpec(51, "CONCURRENT_TRANSACTIONS", True,
+              "The coordinator is completing an earlier request for this transactional id: "
+              "retry."),
     ErrorSpec(52, "TRANSACTION_COORDINATOR_FENCED", False,
               "A transaction marker came from a coordinator epoch older than one seen before "
               "(another transaction coordinator took over)."),
-    # Odradek has no transactions; InitProducerId with a transactional id gets this code
-    # because every client treats it as fatal at once (librdkafka, kafka-python and Java fail
-    # the producer; UNSUPPORTED_VERSION would be retried by librdkafka forever).
     ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
-              "Transactional id refused: transactions are not supported by odradek."),
+              "The transactional id is not allowed (two-phase commit is turned off)."),
     # Kafka's KafkaStorageException is an InvalidMetadataException: clients refresh metadata,
     # since the controller moves leadership away from a failed log directory.
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
@@ -144,7 +148,13 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The group's members are subscribed to the topic: its offsets cannot be deleted."),
     ErrorSpec(87, "INVALID_RECORD", False,
               "The batch failed the broker's checks on what a client may produce."),
+    ErrorSpec(88, "UNSTABLE_OFFSET_COMMIT", True,
+              "An open transaction holds an offset commit for the partition: retry (KIP-447)."),
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
+    ErrorSpec(90, "PRODUCER_FENCED", False,
+              "A newer producer with the same transactional id took over (its epoch is newer)."),
+    ErrorSpec(105, "TRANSACTIONAL_ID_NOT_FOUND", False,
+              "The coordinator has no state for this transactional id."),
 )
 # fmt: on
 
@@ -297,6 +307,24 @@ class TransactionCoordinatorFencedError(OdradekError): ...
 
 
 class TransactionalIdAuthorizationFailedError(OdradekError): ...
+
+
+class InvalidProducerIdMappingError(OdradekError): ...
+
+
+class InvalidTransactionTimeoutError(OdradekError): ...
+
+
+class ConcurrentTransactionsError(OdradekError): ...
+
+
+class UnstableOffsetCommitError(OdradekError): ...
+
+
+class ProducerFencedError(OdradekError): ...
+
+
+class TransactionalIdNotFoundError(OdradekError): ...
 
 
 class KafkaStorageError(OdradekError): ...

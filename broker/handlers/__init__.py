@@ -42,6 +42,7 @@ from broker.handlers import (
     produce,
     stop_replica,
     update_metadata,
+    write_txn_markers,
 )
 from protocol.api.admin import (
     ALTER_CONFIGS,
@@ -77,6 +78,7 @@ from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
+from protocol.api.txn_markers import WRITE_TXN_MARKERS
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -111,6 +113,7 @@ HANDLERS: dict[int, Handler] = {
     LIST_GROUPS.key: list_groups.handle,
     DELETE_GROUPS.key: delete_groups.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
+    WRITE_TXN_MARKERS.key: write_txn_markers.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -42,4 +42,6 @@ async def _apply(ctx: BrokerContext, req: LeaderAndIsrRequest) -> LeaderAndIsrRe
     )
     if ctx.groups is not None:
         ctx.groups.on_leadership_change()  # become / stop being a group coordinator
+    if ctx.transactions is not None:
+        ctx.transactions.runtime.on_leadership_change()  # ... a transaction coordinator
     return LeaderAndIsrResponse(0, [PartitionError(t, p, code) for t, p, code in results])

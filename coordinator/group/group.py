@@ -530,6 +530,21 @@ def commit(
     return Result(records=records, response=NONE)
 
 
+def txn_commit(
+    group: Group, generation: int, member_id: str, offsets: list[tuple[str, int, int, str | None]],
+    commit_ms: int,
+) -> Result:  # fmt: skip
+    """TxnOffsetCommit's checks (Kafka's validateOffsetCommit for a transaction): a member id,
+    when given, must be the group's; a generation, when given (>= 0), the current one. Old
+    clients (TxnOffsetCommit before v3) send neither, and their commit is taken as it is."""
+    if member_id and member_id not in group.members:
+        return Result(response=UnknownMemberIdError.code)
+    if generation >= 0 and generation != group.generation:
+        return Result(response=IllegalGenerationError.code)
+    records = [offset_record(group.group_id, t, p, o, md, commit_ms) for t, p, o, md in offsets]
+    return Result(records=records, response=NONE)
+
+
 def expire_offsets(group: Group, now_ms: int, retention_ms: int, empty_since_ms: int) -> Result:
     """KIP-211, for a group with no members: tombstones for the offsets committed longer than
     `retention_ms` before now and before the group became empty (`empty_since_ms`), and for

@@ -346,8 +346,7 @@ class GroupCoordinator:
         if owned is None:
             return code
         group = owned.shard.setdefault(group_id, Group(group_id))
-        result = ops.commit(group, generation, member_id, offsets, self.clock.monotonic_ms(),
-                            self.clock.time_ms())  # fmt: skip
+        result = ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms())
         code = int(result.response)
         if code != NONE or not result.records:
             return code

@@ -118,6 +118,7 @@ class CoordinatorRuntime(Generic[S, R]):
         new_shard: Callable[[int], S],
         append_timeout_ms: int,
         on_resign: Callable[[Owned[S]], None] | None = None,
+        on_loaded: Callable[[Owned[S]], None] | None = None,
     ) -> None:
         self.topic = topic
         self.log = log
@@ -128,6 +129,7 @@ class CoordinatorRuntime(Generic[S, R]):
         self.new_shard = new_shard
         self.append_timeout_ms = append_timeout_ms
         self.on_resign = on_resign
+        self.on_loaded = on_loaded
         self.owned: dict[int, Owned[S]] = {}
         self._creating: asyncio.Task[None] | None = None
         self._log = logging.getLogger(f"odradek.coordinator.runtime.{topic.name}")
@@ -179,6 +181,8 @@ class CoordinatorRuntime(Generic[S, R]):
         owned.state = check_transition(owned.state, PartitionState.READY)
         self._log.info("coordinator for %s-%d: loaded %d records", self.topic.name,
                        owned.index, count)  # fmt: skip
+        if self.on_loaded is not None:
+            self.on_loaded(owned)
 
     async def _replay(self, owned: Owned[S]) -> int:
         name = self.topic.name

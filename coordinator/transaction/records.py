@@ -29,6 +29,7 @@ are written sorted, so equal states encode to equal bytes.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.group.records import java_string_hash
@@ -280,7 +281,7 @@ def decode(key: bytes | None, value: bytes | None) -> TxnRecord:
 # ----- batches and partitioning ------------------------------------------------------------
 
 
-def build(records: list[TxnRecord], time_ms: int) -> bytes:
+def build(records: Sequence[TxnRecord], time_ms: int) -> bytes:
     """One batch holding `records` (1..MAX_RECORDS_PER_BATCH of them)."""
     assert 0 < len(records) <= MAX_RECORDS_PER_BATCH, len(records)
     return build_batch(

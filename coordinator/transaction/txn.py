@@ -201,6 +201,15 @@ def _exhausted(epoch: int) -> bool:
     return epoch >= EPOCH_MAX - 1
 
 
+NO_NEW_PRODUCER_ID = -1
+
+
+def needs_new_producer_id(txn: TxnMetadata) -> bool:
+    """Would InitProducerId for this id hand out a new producer id (an exhausted epoch)? The
+    service allocates one beforehand only then (allocation may wait for ZooKeeper)."""
+    return _exhausted(max(txn.producer_epoch, txn.next_producer_epoch))
+
+
 def _allocate(new_producer_id: Callable[[], int] | int) -> int:
     return new_producer_id() if callable(new_producer_id) else new_producer_id
 

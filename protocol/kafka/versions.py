@@ -17,6 +17,11 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   KIP-345, which odradek does not do, so it is not advertised), SyncGroup 0-5, Heartbeat 0-4,
   LeaveGroup 0-4, OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch groups), FindCoordinator
   0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.
+- Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
+  AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
+  EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
+  2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
+  ListTransactions 0-1 (v2 adds an id pattern).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ DELETE_TOPICS = 20
 DELETE_RECORDS = 21
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
+TXN_OFFSET_COMMIT = 28
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
 DESCRIBE_LOG_DIRS = 35
@@ -53,6 +62,9 @@ LIST_PARTITION_REASSIGNMENTS = 46
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 DESCRIBE_CLUSTER = 60
+DESCRIBE_PRODUCERS = 61
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
 DESCRIBE_TOPIC_PARTITIONS = 75
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
@@ -74,7 +86,14 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     API_VERSIONS: (0, 4),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
-    INIT_PRODUCER_ID: (0, 4),
+    INIT_PRODUCER_ID: (0, 6),
+    ADD_PARTITIONS_TO_TXN: (0, 4),
+    ADD_OFFSETS_TO_TXN: (0, 4),
+    END_TXN: (0, 4),
+    TXN_OFFSET_COMMIT: (0, 4),
+    DESCRIBE_PRODUCERS: (0, 0),
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 1),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DELETE_RECORDS: (0, 2),
     DESCRIBE_LOG_DIRS: (1, 4),

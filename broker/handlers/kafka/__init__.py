@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.kafka import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -21,8 +23,11 @@ from broker.handlers.kafka import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -33,6 +38,7 @@ from broker.handlers.kafka import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -40,6 +46,7 @@ from broker.handlers.kafka import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
@@ -76,6 +83,13 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.ALTER_CONFIGS: alter_configs.handle,
     v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     v.CREATE_PARTITIONS: create_partitions.handle,
+    v.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
+    v.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
+    v.END_TXN: end_txn.handle,
+    v.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
+    v.DESCRIBE_PRODUCERS: describe_producers.handle,
+    v.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
+    v.LIST_TRANSACTIONS: list_transactions.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every served API has a handler, and no other"
 

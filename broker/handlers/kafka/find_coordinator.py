@@ -1,7 +1,7 @@
-"""FindCoordinator (10), v0-v4: the group's coordinator at its Kafka endpoint, from the same
-service as the native FindCoordinator (which creates `__consumer_offsets` on first use).
-v4 asks for many keys at once. A transaction coordinator (key type 1) is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients treat as fatal: no transactions here."""
+"""FindCoordinator (10), v0-v4: a group's coordinator (key type 0, from the same service as
+the native FindCoordinator, which creates `__consumer_offsets` on first use) or a
+transactional id's (key type 1, `__transaction_state`), at its Kafka endpoint. v4 asks for
+many keys at once. Any other key type is INVALID_REQUEST, as Kafka answers."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 from broker.context import BrokerContext
 from protocol.errors import (
     CoordinatorNotAvailableError,
+    InvalidRequestError,
     ListenerNotFoundError,
-    TransactionalIdAuthorizationFailedError,
 )
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import FIND_COORDINATOR
 
 GROUP_KEY_TYPE = 0
-NO_TRANSACTIONS = "transactions are not supported by odradek"
+TRANSACTION_KEY_TYPE = 1
 
 
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -42,14 +42,21 @@ async def _find(
     ctx: BrokerContext, key: str, key_type: int
 ) -> tuple[int, str | None, int, str, int]:
     """(error code, message, node id, host, port) at the coordinator's Kafka listener."""
-    if key_type != GROUP_KEY_TYPE:
-        return TransactionalIdAuthorizationFailedError.code, NO_TRANSACTIONS, -1, "", -1
-    if ctx.groups is None:
-        return CoordinatorNotAvailableError.code, None, -1, "", -1
-    found = await ctx.groups.find_coordinator(key)
-    if found.error_code:
-        return found.error_code, found.error_message, -1, "", -1
-    broker = ctx.metadata.brokers.get(found.node_id)
+    if key_type == TRANSACTION_KEY_TYPE:
+        if ctx.transactions is None:
+            return CoordinatorNotAvailableError.code, "no transaction coordinator", -1, "", -1
+        txn = await ctx.transactions.find_coordinator(key)
+        code, message, node_id = txn.error_code, txn.message, txn.node_id
+    elif key_type == GROUP_KEY_TYPE:
+        if ctx.groups is None:
+            return CoordinatorNotAvailableError.code, None, -1, "", -1
+        group = await ctx.groups.find_coordinator(key)
+        code, message, node_id = group.error_code, group.error_message, group.node_id
+    else:
+        return InvalidRequestError.code, f"unknown coordinator key type {key_type}", -1, "", -1
+    if code:
+        return code, message, -1, "", -1
+    broker = ctx.metadata.brokers.get(node_id)
     if broker is None or broker.kafka_host is None:
         return ListenerNotFoundError.code, "the coordinator has no Kafka listener", -1, "", -1
     return 0, None, broker.node_id, broker.kafka_host, broker.kafka_port

@@ -1,0 +1,47 @@
+"""WriteTxnMarkers (27), broker to broker: a transaction coordinator ends a transaction on the
+partitions this broker leads (protocol/api/txn_markers.py). Each marker is appended as a
+control batch with acks=all (broker/replica_manager.py `append_marker`; the log refuses an older
+producer epoch or coordinator epoch), the partitions of one request in parallel. A marker on a
+`__consumer_offsets` partition also completes the transaction's offset commits in the group
+coordinator (pending offsets become the group's on COMMIT, are dropped on ABORT)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.context import BrokerContext
+from coordinator.group.records import OFFSETS_TOPIC
+from protocol.api.txn_markers import (
+    TxnMarker,
+    TxnMarkerPartitionResult,
+    TxnMarkerResult,
+    TxnMarkerTopicResult,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from protocol.codec import Request
+
+APPEND_TIMEOUT_MS = 30_000
+
+
+async def handle(ctx: BrokerContext, request: Request) -> WriteTxnMarkersResponse:
+    req: WriteTxnMarkersRequest = request.body
+    return WriteTxnMarkersResponse(list(await asyncio.gather(*map(
+        lambda m: _marker(ctx, m), req.markers))))  # fmt: skip
+
+
+async def _marker(ctx: BrokerContext, m: TxnMarker) -> TxnMarkerResult:
+    async def one(topic: str, partition: int) -> TxnMarkerPartitionResult:
+        code = await ctx.replicas.append_marker(
+            topic, partition, m.producer_id, m.producer_epoch, m.coordinator_epoch, m.commit,
+            APPEND_TIMEOUT_MS,
+        )  # fmt: skip
+        if code == 0 and topic == OFFSETS_TOPIC and ctx.groups is not None:
+            ctx.groups.complete_txn(partition, m.producer_id, m.commit)
+        return TxnMarkerPartitionResult(partition, code)
+
+    topics = []
+    for t in m.topics:
+        results = await asyncio.gather(*(one(t.name, p) for p in t.partitions))
+        topics.append(TxnMarkerTopicResult(t.name, list(results)))
+    return TxnMarkerResult(m.producer_id, topics)

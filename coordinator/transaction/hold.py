@@ -1,0 +1,37 @@
+"""A test hook that holds the transaction coordinator at a named step of ending a transaction,
+so that a fault test can SIGKILL the coordinator exactly there (never a sleep in a test).
+
+`ODRADEK_TXN_HOLD=step[,step...]` in the broker's environment names the steps: `end_txn` (an
+EndTxn arrived, nothing written yet), `prepared` (PrepareCommit / PrepareAbort is written, no
+marker yet) and `markers` (the markers of the first leader are written, the others not). At a
+named step the coordinator writes `txn-held-<step>` into `ODRADEK_TXN_HOLD_DIR` and that
+transaction waits for good; the rest of the broker goes on. Without the variable, `reach`
+returns at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+ENV = "ODRADEK_TXN_HOLD"
+DIR_ENV = "ODRADEK_TXN_HOLD_DIR"
+STEPS = ("end_txn", "prepared", "markers")
+log = logging.getLogger("odradek.coordinator.transaction")
+
+
+def held_steps() -> frozenset[str]:
+    return frozenset(s for s in os.environ.get(ENV, "").split(",") if s)
+
+
+async def reach(step: str, transactional_id: str) -> None:
+    assert step in STEPS, step
+    if step not in held_steps():
+        return
+    log.warning("transaction %s held at %s (%s)", transactional_id, step, ENV)
+    directory = os.environ.get(DIR_ENV)
+    if directory:
+        (Path(directory) / f"txn-held-{step}").write_text(transactional_id)
+    await asyncio.get_running_loop().create_future()  # until the process is killed
