@@ -170,8 +170,10 @@ class ProducerStateTable:
         timestamp: int = -1,
     ) -> None:
         """Record an appended batch (leader or follower); a transactional one opens its
-        producer's transaction if none is (a newer epoch keeps it open, as Kafka does)."""
-        if producer_id < 0 or first_seq < 0:
+        producer's transaction if none is (a newer epoch keeps it open, as Kafka does). A
+        transactional batch without a sequence (a coordinator's, e.g. TxnOffsetCommit's offsets
+        in `__consumer_offsets`) opens the transaction and records no batch."""
+        if producer_id < 0 or (first_seq < 0 and not transactional):
             return
         entry = self.producers.get(producer_id)
         if entry is None:
@@ -183,7 +185,8 @@ class ProducerStateTable:
         elif epoch < entry.epoch:
             return  # a fenced epoch's batch replicated byte for byte: keep the newer state
         self.producers.move_to_end(producer_id)
-        entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
+        if first_seq >= 0:
+            entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
         entry.last_timestamp = timestamp
         if transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = base_offset
@@ -236,6 +239,15 @@ class ProducerStateTable:
                 f"from offset {entry.current_txn_first_offset} is open"
             )
         return first
+
+    def admit_coordinator(self, producer_id: int, epoch: int) -> None:
+        """The check on a coordinator's transactional batch (no sequence): an epoch older
+        than the producer's is INVALID_PRODUCER_EPOCH (a fenced producer's offsets)."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id} epoch {epoch} is fenced (epoch {entry.epoch} is current)"
+            )
 
     def admit_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
         """The leader's checks on a marker (WriteTxnMarkers), as Kafka's ProducerAppendInfo:
@@ -326,9 +338,10 @@ class ProducerStateTable:
         transactional: bool = False,
         timestamp: int = -1,
     ) -> None:
-        """`update` from a batch header's fields (not idempotent batches are ignored)."""
-        if producer_id >= 0 and base_sequence >= 0:
-            last_seq = last_sequence(base_sequence, record_count)
+        """`update` from a batch header's fields (batches neither idempotent nor
+        transactional are ignored)."""
+        if producer_id >= 0 and (base_sequence >= 0 or transactional):
+            last_seq = last_sequence(base_sequence, record_count) if base_sequence >= 0 else -1
             self.update(producer_id, epoch, base_sequence, last_seq, base_offset, last_offset,
                         transactional, timestamp)  # fmt: skip
 
@@ -349,14 +362,14 @@ class ProducerStateTable:
                 return None
             return self.end_txn(h.producer_id, h.producer_epoch, marker, h.base_offset,
                                 h.max_timestamp)  # fmt: skip
-        if h.base_sequence < 0:
+        transactional = bool(h.attributes & TRANSACTIONAL_BIT)
+        if h.base_sequence < 0 and not transactional:
             return None
-        self.update(
-            h.producer_id, h.producer_epoch, h.base_sequence,
-            # from the offset span, not the count: a cleaned batch keeps the one, not the other
-            last_sequence(h.base_sequence, h.last_offset - h.base_offset + 1),
-            h.base_offset, h.last_offset, bool(h.attributes & TRANSACTIONAL_BIT), h.max_timestamp,
-        )  # fmt: skip
+        # from the offset span, not the count: a cleaned batch keeps the one, not the other
+        span = h.last_offset - h.base_offset + 1
+        last_seq = last_sequence(h.base_sequence, span) if h.base_sequence >= 0 else -1
+        self.update(h.producer_id, h.producer_epoch, h.base_sequence, last_seq, h.base_offset,
+                    h.last_offset, transactional, h.max_timestamp)  # fmt: skip
         return None
 
     def reset(self, complete: bool) -> None:

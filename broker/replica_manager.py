@@ -357,7 +357,11 @@ class ReplicaManager:
 
     # ----- produce --------------------------------------------------------------------------
 
-    def append(self, topic: str, partition: int, records: bytes, acks: int = 1) -> AppendOutcome:
+    def append(
+        self, topic: str, partition: int, records: bytes, acks: int = 1, coordinator: bool = False
+    ) -> AppendOutcome:
+        """A produce's append as leader. `coordinator`: a coordinator's own batch (the group
+        and transaction coordinators' records), not checked as a client's."""
         try:
             p = self.leader(topic, partition)
             if acks == ACKS_ALL:
@@ -367,13 +371,14 @@ class ReplicaManager:
                         f"{topic}-{partition}: ISR {p.isr} is below min.insync.replicas "
                         f"{p.min_insync_replicas}"
                     ))  # fmt: skip
-            check_client_batch(read_header(records))  # no control batches (KIP-98)
+            if not coordinator:
+                check_client_batch(read_header(records))  # no control batches (KIP-98)
             append_time = -1
             if needs_rewrite(p.log.config):  # compression.type, message.timestamp.*
                 records, append_time = validate_for_leader(
                     records, p.log.config, p.log.clock.time_ms()
                 )
-            info = p.log.append_as_leader(records, p.leader_epoch)
+            info = p.log.append_as_leader(records, p.leader_epoch, coordinator=coordinator)
         except (OdradekError, OSError) as exc:
             code, message = self._failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
@@ -671,7 +676,7 @@ class ReplicaManager:
     async def append_replicated(
         self, topic: str, partition: int, records: bytes, timeout_ms: int
     ) -> int:
-        out = self.append(topic, partition, records, acks=ACKS_ALL)
+        out = self.append(topic, partition, records, acks=ACKS_ALL, coordinator=True)
         if out.error_code != NONE:
             return out.error_code
         return await self._replicated(topic, partition, out.required_offset, out.durable,

@@ -415,11 +415,18 @@ class Log:
     # ----- appends --------------------------------------------------------------------------
 
     def append_as_leader(
-        self, batch: bytes | bytearray, leader_epoch: int, verify: VerifyTxn | None = None
+        self,
+        batch: bytes | bytearray,
+        leader_epoch: int,
+        verify: VerifyTxn | None = None,
+        coordinator: bool = False,
     ) -> AppendInfo:
         """Validate one batch, stamp its base offset and epoch, and append it. A control
         batch is refused (markers come through `append_control`); a transactional one is
-        first passed to `verify` (see VerifyTxn), then opens or extends its transaction."""
+        first passed to `verify` (see VerifyTxn), then opens or extends its transaction.
+        `coordinator`: a coordinator's own batch (TxnOffsetCommit's offsets): a transactional
+        one carries no sequence, and only its producer epoch is checked, as Kafka's
+        AppendOrigin.COORDINATOR."""
         self._check_open()
         h = check_batch(batch, 0, self.config.max_message_bytes)
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
@@ -430,7 +437,9 @@ class Log:
         transactional = bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT)
         idempotent = h[H_PID] >= 0 and h[H_SEQ] >= 0  # else the producer table ignores it
         if transactional and not idempotent:
-            raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
+            if not coordinator or h[H_PID] < 0:
+                raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
+            self.producers.admit_coordinator(h[H_PID], h[H_PEPOCH])
         if idempotent:
             first = self.producers.admit(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT],
                                          transactional)  # fmt: skip
@@ -453,7 +462,7 @@ class Log:
         parts = (prefix, memoryview(batch)[_PREFIX.size :])
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
-        if idempotent:
+        if idempotent or transactional:
             self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_COUNT], base, last,
                                   transactional, h[H_MAX_TS])  # fmt: skip
         return AppendInfo(base, last, h[H_COUNT], h[H_MAX_TS], size)

@@ -124,3 +124,28 @@ def test_truncation_cuts_index_entries_and_reopens_the_transaction(open_log: Ope
     log.update_high_watermark(4)
     assert log.first_unstable_offset == 0
     assert [t[0] for t in log.ongoing_transactions()] == [1, 2]
+
+
+def test_a_coordinators_transactional_batch_needs_no_sequence(open_log: OpenLog) -> None:
+    """TxnOffsetCommit's offsets: the group coordinator appends them inside the producer's
+    transaction without a sequence (Kafka's AppendOrigin.COORDINATOR); a client may not."""
+    log = open_log()
+    log.append_as_leader(txn([b"seq"], pid=7, seq=0, epoch=3), 0)  # the producer's own data
+    log.append_control(7, 3, 0, commit=True, leader_epoch=0)
+    offsets = txn([b"offset"], pid=7, seq=-1, epoch=3)
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(offsets, 0)
+    at = log.append_as_leader(offsets, 0, coordinator=True).base_offset
+    assert log.first_unstable_offset == 0  # the commit's marker is not replicated yet
+    log.update_high_watermark(log.log_end_offset)
+    assert log.first_unstable_offset == at  # the offsets opened a transaction
+    with pytest.raises(InvalidProducerEpochError):  # a fenced producer's offsets
+        log.append_as_leader(txn([b"old"], pid=7, seq=-1, epoch=2), 0, coordinator=True)
+    end = log.append_control(7, 3, 0, commit=False, leader_epoch=0).base_offset
+    log.update_high_watermark(log.log_end_offset)
+    assert log.first_unstable_offset is None
+    assert log.collect_aborted_transactions(0, end + 1) == [(7, at)]
+    log.close_unclean()
+    (log.directory / "00000000000000000000.txnindex").unlink()
+    again = open_log()  # recovery replays the batch without a sequence as a transaction
+    assert again.collect_aborted_transactions(0, end + 1) == [(7, at)]
