@@ -4,9 +4,11 @@ so that a fault test can SIGKILL the coordinator exactly there (never a sleep in
 `ODRADEK_TXN_HOLD=step[,step...]` in the broker's environment names the steps: `end_txn` (an
 EndTxn arrived, nothing written yet), `prepared` (PrepareCommit / PrepareAbort is written, no
 marker yet) and `markers` (the markers of the first leader are written, the others not). At a
-named step the coordinator writes `txn-held-<step>` into `ODRADEK_TXN_HOLD_DIR` and that
-transaction waits for good; the rest of the broker goes on. Without the variable, `reach`
-returns at once.
+named step the coordinator writes `txn-held-<step>` (its process id, a space, the
+transactional id) into `ODRADEK_TXN_HOLD_DIR` and that transaction waits for good; the rest of
+the broker goes on. A hold happens once per directory: every broker of a test cluster gets the
+same variables, and the coordinator that takes over from the killed one must not hold again.
+Without the variable, `reach` returns at once.
 """
 
 from __future__ import annotations
@@ -30,8 +32,14 @@ async def reach(step: str, transactional_id: str) -> None:
     assert step in STEPS, step
     if step not in held_steps():
         return
-    log.warning("transaction %s held at %s (%s)", transactional_id, step, ENV)
     directory = os.environ.get(DIR_ENV)
-    if directory:
-        (Path(directory) / f"txn-held-{step}").write_text(transactional_id)
+    if not directory:
+        return
+    marker = Path(directory) / f"txn-held-{step}"
+    try:
+        with marker.open("x") as f:  # once: the first coordinator to get here holds
+            f.write(f"{os.getpid()} {transactional_id}")
+    except FileExistsError:
+        return
+    log.warning("transaction %s held at %s (%s)", transactional_id, step, ENV)
     await asyncio.get_running_loop().create_future()  # until the process is killed
