@@ -67,6 +67,7 @@ from protocol.errors import (
     InvalidGroupIdError,
     NotCoordinatorError,
     OdradekError,
+    UnstableOffsetCommitError,
 )
 from protocol.kafka.consumer_protocol import assigned_partitions
 
@@ -363,7 +364,12 @@ class GroupCoordinator:
         if owned is not None:
             ops.complete_txn(owned.shard, producer_id, commit)
 
-    def fetch_offsets(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
+    def fetch_offsets(
+        self, req: OffsetFetchRequest, require_stable: bool = False
+    ) -> OffsetFetchResponse:
+        """`require_stable` (KIP-447, OffsetFetch v7+): a partition whose offset an open
+        transaction is committing answers UNSTABLE_OFFSET_COMMIT (the consumer retries), so a
+        new member never starts from an offset the transaction is about to move."""
         owned, code = self._locate(req.group_id)
         if owned is None:
             return OffsetFetchResponse(code, [])
@@ -379,6 +385,9 @@ class GroupCoordinator:
         for topic, partitions in wanted.items():
             found = []
             for p in partitions:
+                if require_stable and group is not None and ops.has_pending_txn(group, topic, p):
+                    found.append(FetchedOffset(p, -1, None, UnstableOffsetCommitError.code))
+                    continue
                 entry = committed.get((topic, p))
                 found.append(FetchedOffset(p, entry.offset if entry else -1,
                                            entry.metadata if entry else None, NONE))  # fmt: skip

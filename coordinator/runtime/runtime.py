@@ -185,22 +185,29 @@ class CoordinatorRuntime(Generic[S, R]):
             self.on_loaded(owned)
 
     async def _replay(self, owned: Owned[S]) -> int:
+        """Replay up to the log end as it is when the replay gets there: records appended
+        while loading (a marker that a WriteTxnMarkers wrote meanwhile) are replayed too, and
+        the partition goes Ready in the same step as the last read, so nothing appended is
+        applied by neither the replay nor the live path."""
         name = self.topic.name
-        bounds = self.log.log_range(name, owned.index)
-        if bounds is None:
-            return 0
-        (offset, end), count = bounds, 0
-        while offset < end:
-            read = self.log.read_records(name, owned.index, offset, READ_BYTES, end)
+        offset: int | None = None
+        count = 0
+        while True:
+            bounds = self.log.log_range(name, owned.index)
+            if bounds is None:
+                return count
+            offset = bounds[0] if offset is None else offset
+            if offset >= bounds[1]:
+                return count
+            read = self.log.read_records(name, owned.index, offset, READ_BYTES, bounds[1])
             if read is None:
-                break
+                return count
             data, next_offset = read
             for pos, header in iter_batches(data, check_crc=False):
                 if header.last_offset >= offset:
                     count += self._replay_batch(owned, data, pos, header, offset)
             offset = next_offset
             await asyncio.sleep(0)
-        return count
 
     def _replay_batch(
         self, owned: Owned[S], data: bytes, pos: int, header: BatchHeader, start: int

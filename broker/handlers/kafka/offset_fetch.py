@@ -1,5 +1,7 @@
 """OffsetFetch (9), v1-v7: a group's committed offsets (-1: none), from the same service as the
-native OffsetFetch. v2+ asks for every committed partition with null topics."""
+native OffsetFetch. v2+ asks for every committed partition with null topics; v7's
+require_stable (a read_committed consumer, KIP-447) gets UNSTABLE_OFFSET_COMMIT for a partition
+whose offset an open transaction is committing."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     if ctx.groups is None:
         resp = OffsetFetchResponse(CoordinatorNotAvailableError.code, [])
     else:
-        resp = ctx.groups.fetch_offsets(OffsetFetchRequest(req.group_id, topics))
+        stable = bool(getattr(req, "require_stable", False))
+        resp = ctx.groups.fetch_offsets(OffsetFetchRequest(req.group_id, topics), stable)
     version = request.header.api_version
     if resp.error_code and version < 2 and topics:  # v1 has no top-level error code
         resp = OffsetFetchResponse(resp.error_code, [
