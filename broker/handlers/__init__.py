@@ -14,6 +14,8 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     controlled_shutdown,
@@ -24,7 +26,10 @@ from broker.handlers import (
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -35,12 +40,14 @@ from broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
     stop_replica,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 )
@@ -78,6 +85,15 @@ from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
+from protocol.api.txn import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
+)
 from protocol.api.txn_markers import WRITE_TXN_MARKERS
 from protocol.codec import Request
 
@@ -114,6 +130,13 @@ HANDLERS: dict[int, Handler] = {
     DELETE_GROUPS.key: delete_groups.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
+    ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,
+    ADD_OFFSETS_TO_TXN.key: add_offsets_to_txn.handle,
+    END_TXN.key: end_txn.handle,
+    TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
+    DESCRIBE_TRANSACTIONS.key: describe_transactions.handle,
+    LIST_TRANSACTIONS.key: list_transactions.handle,
+    DESCRIBE_PRODUCERS.key: describe_producers.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -1,18 +1,44 @@
-"""FindCoordinator (seed 000's ConsumerMetadataRequest): GroupId -> ErrorCode, Coordinator.
+"""FindCoordinator (seed 000's ConsumerMetadataRequest): Key, KeyType -> ErrorCode, Coordinator.
 
-Any broker answers: the coordinator is the leader of the group's `__consumer_offsets`
-partition, created here on first use (coordinator/group/service.py)."""
+Any broker answers. Key type 0: a group's coordinator, the leader of its `__consumer_offsets`
+partition, created here on first use (coordinator/group/service.py). Key type 1: a
+transactional id's, the leader of its `__transaction_state` partition
+(coordinator/transaction/service.py). Any other key type is INVALID_REQUEST."""
 
 from __future__ import annotations
 
 from broker.context import BrokerContext
-from protocol.api.group import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.api.group import (
+    GROUP_KEY_TYPE,
+    TRANSACTION_KEY_TYPE,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from protocol.codec import Request
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, InvalidRequestError
 
 
 async def handle(ctx: BrokerContext, request: Request) -> FindCoordinatorResponse:
     req: FindCoordinatorRequest = request.body
+    if req.key_type == TRANSACTION_KEY_TYPE:
+        return await _transaction(ctx, req.group_id)
+    if req.key_type != GROUP_KEY_TYPE:
+        message = f"unknown coordinator key type {req.key_type}"
+        return FindCoordinatorResponse(InvalidRequestError.code, message, -1, "", 0)
     if ctx.groups is None:
         return FindCoordinatorResponse(CoordinatorNotAvailableError.code, None, -1, "", 0)
     return await ctx.groups.find_coordinator(req.group_id)
+
+
+async def _transaction(ctx: BrokerContext, tid: str) -> FindCoordinatorResponse:
+    if ctx.transactions is None:
+        message = "this broker runs no transaction coordinator"
+        return FindCoordinatorResponse(CoordinatorNotAvailableError.code, message, -1, "", 0)
+    found = await ctx.transactions.find_coordinator(tid)
+    if found.error_code:
+        return FindCoordinatorResponse(found.error_code, found.message, -1, "", 0)
+    broker = ctx.metadata.brokers.get(found.node_id)
+    if broker is None:
+        message = f"the coordinator, broker {found.node_id}, is not in this broker's metadata"
+        return FindCoordinatorResponse(CoordinatorNotAvailableError.code, message, -1, "", 0)
+    return FindCoordinatorResponse(0, None, broker.node_id, broker.host, broker.port)

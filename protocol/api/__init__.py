@@ -11,6 +11,7 @@ from protocol.api import (
     produce,
     producer_ids,
     replication,
+    txn,
     txn_markers,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "produce",
     "producer_ids",
     "replication",
+    "txn",
     "txn_markers",
 ]

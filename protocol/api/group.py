@@ -4,7 +4,7 @@ OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16), DeleteG
 Fields follow seed 000's redesign (the 0.9 wiki design, and KIP-848): the coordinator assigns,
 so JoinGroup answers with the partitions the member owns and there is no SyncGroup.
 
-    FindCoordinator   GroupId                                  -> ErrorCode, Coordinator
+    FindCoordinator   GroupId (the key), KeyType               -> ErrorCode, Coordinator
     JoinGroup         GroupId, SessionTimeout, Topics, ConsumerId, PartitionAssignmentStrategy
                       (+ rebalance timeout, client id, an optional topic pattern)
                                                                -> ErrorCode, GroupGenerationId,
@@ -14,6 +14,9 @@ so JoinGroup answers with the partitions the member owns and there is no SyncGro
 An empty member id in JoinGroup asks the coordinator for a new one. A JoinGroup is answered
 when the rebalance it takes part in completes (or fails), so it may wait up to the group's
 rebalance timeout.
+
+FindCoordinator's key type is Kafka's: 0 a group (the key is its id), 1 a transactional id,
+whose coordinator is the leader of its `__transaction_state` partition (protocol/api/txn.py).
 
 DescribeGroups and ListGroups also show the groups of Kafka clients (Kafka's classic protocol,
 through the Kafka door): their protocol type ("consumer"; None for a native group or one with
@@ -29,6 +32,8 @@ from protocol.registry import ApiSpec, register
 
 NO_GENERATION = -1
 NO_MEMBER = ""
+GROUP_KEY_TYPE = 0  # FindCoordinator: a consumer group's coordinator
+TRANSACTION_KEY_TYPE = 1  # FindCoordinator: a transactional id's (protocol/api/txn.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +47,8 @@ class TopicPartitions:
 
 @dataclass(frozen=True, slots=True)
 class FindCoordinatorRequest:
-    group_id: str
+    group_id: str  # the key: a group id, or a transactional id (key_type 1)
+    key_type: int = GROUP_KEY_TYPE
 
 
 @dataclass(frozen=True, slots=True)

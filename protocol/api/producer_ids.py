@@ -2,10 +2,15 @@
 
 Any broker answers. `producer_id`/`producer_epoch` -1/-1 ask for a fresh id (epoch 0); a
 producer's own id and epoch ask for the next epoch (KIP-360), which the broker grants, or
-answers with a fresh id once the epoch is used up. `transactional_id` must be None: odradek
-has no transactions (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with `error_message` saying so).
-The rules are coordinator/cluster/producer_ids.py's `decide_init`. Fields follow Kafka's v3 request;
-`transaction_timeout_ms` is carried for symmetry and ignored.
+answers with a fresh id once the epoch is used up. The rules are
+coordinator/cluster/producer_ids.py's `decide_init`; `transaction_timeout_ms` is then ignored.
+
+With a `transactional_id` the request goes to the id's transaction coordinator (FindCoordinator
+key type 1) and is Kafka's InitProducerId v6: the id's producer id at a new epoch, which fences
+every older producer of the id (PRODUCER_FENCED) and aborts its open transaction first
+(CONCURRENT_TRANSACTIONS until the markers are written: retry). `enable_2pc` and
+`keep_prepared_txn` are KIP-939's two-phase commit; the answer's `ongoing_txn_producer_id` /
+`_epoch` name a prepared transaction kept open (-1 otherwise). Fields follow Kafka's v6.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class InitProducerIdRequest:
     transaction_timeout_ms: int
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
+    enable_2pc: bool = False  # KIP-939: transactions that never time out, prepared elsewhere
+    keep_prepared_txn: bool = False  # KIP-939: keep a prepared transaction open
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,8 @@ class InitProducerIdResponse:
     producer_epoch: int
     error_message: str | None = None
     throttle_time_ms: int = 0
+    ongoing_txn_producer_id: int = NO_PRODUCER_ID  # KIP-939: the kept transaction's
+    ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 INIT_PRODUCER_ID = register(

@@ -1,5 +1,6 @@
-"""What the Kafka door's transaction handlers share: the coordinator they call, and error
-names (coordinator/transaction/txn.py) turned into the code a request version knows.
+"""What the Kafka door's transaction handlers share: the coordinator they call
+(broker/handlers/txn_common.py, shared with the native door), and error names
+(coordinator/transaction/txn.py) turned into the code a request version knows.
 
 KIP-588 added PRODUCER_FENCED (90); older versions get INVALID_PRODUCER_EPOCH (47) for it:
 InitProducerId before v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn before v2,
@@ -8,10 +9,8 @@ TxnOffsetCommit before v3.
 
 from __future__ import annotations
 
-from broker.context import BrokerContext
-from coordinator.transaction import txn as ops
-from coordinator.transaction.service import TransactionCoordinator
-from protocol.errors import CoordinatorNotAvailableError
+from broker.handlers import txn_common
+from broker.handlers.txn_common import coordinator
 
 FENCED_FROM: dict[str, int] = {
     "InitProducerId": 4,
@@ -22,14 +21,9 @@ FENCED_FROM: dict[str, int] = {
 }
 
 
-def coordinator(ctx: BrokerContext) -> TransactionCoordinator:
-    if ctx.transactions is None:
-        raise CoordinatorNotAvailableError("this broker runs no transaction coordinator")
-    return ctx.transactions
-
-
 def code_of(answer: str | int, api: str, version: int) -> int:
     """A service answer (an error name, or a coordinator error code) as a wire code."""
-    if isinstance(answer, int):
-        return answer
-    return ops.error_code(answer, version >= FENCED_FROM.get(api, 0))
+    return txn_common.code_of(answer, version >= FENCED_FROM.get(api, 0))
+
+
+__all__ = ["FENCED_FROM", "code_of", "coordinator"]

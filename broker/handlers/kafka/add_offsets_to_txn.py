@@ -8,7 +8,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
-from coordinator.group.records import OFFSETS_TOPIC
+from broker.handlers.txn_common import offsets_partitions
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import ADD_OFFSETS_TO_TXN
@@ -17,8 +17,7 @@ from protocol.kafka.versions import ADD_OFFSETS_TO_TXN
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     version = request.header.api_version
-    parts = ctx.metadata.topics.get(OFFSETS_TOPIC)
-    n = len(parts) if parts else (ctx.groups.runtime.partition_count() if ctx.groups else 0)
+    n = offsets_partitions(ctx)
     try:
         answer = await coordinator(ctx).add_offsets(
             req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, n

@@ -9,29 +9,33 @@ from protocol.registry import spec_for_key
 from tests.unit.protocol.test_golden import unhex
 
 BUMP_FRAME = unhex("""
-    00 00 00 0c               # frame length: 12 bytes follow
+    00 00 00 0e               # frame length: 14 bytes follow
     95                        # array(5): [api_key, api_version, correlation_id, client_id, body]
     16                        # api_key 22: InitProducerId
     00                        # api_version 0
     01                        # correlation_id 1
     c0                        # client_id nil
-    94                        # body: InitProducerIdRequest as array(4)
+    96                        # body: InitProducerIdRequest as array(6)
     c0                        #   transactional_id nil
     cd ea 60                  #   transaction_timeout_ms 60000
     07                        #   producer_id 7
     02                        #   producer_epoch 2
+    c2                        #   enable_2pc false
+    c2                        #   keep_prepared_txn false
 """)
 
 GRANTED_FRAME = unhex("""
-    00 00 00 0b               # frame length: 11 bytes follow
+    00 00 00 0d               # frame length: 13 bytes follow
     93                        # array(3): [correlation_id, error_code, body]
     01 00                     # correlation_id 1, error_code 0
-    95                        # body: InitProducerIdResponse as array(5)
+    97                        # body: InitProducerIdResponse as array(7)
     00                        #   error_code 0
     cd 03 e8                  #   producer_id 1000
     03                        #   producer_epoch 3
     c0                        #   error_message nil
     00                        #   throttle_time_ms 0
+    ff                        #   ongoing_txn_producer_id -1
+    ff                        #   ongoing_txn_producer_epoch -1
 """)
 
 
