@@ -6,15 +6,20 @@ below the active segment is ever appended to), the cleanable range, the topic's 
 last offset of each idempotent producer's last batch. `clean(task)`:
 
 1. builds the offset map (plan.OffsetMap: key -> last offset) over the dirty section, segment
-   by segment; when the map is full it stops at the start of the segment that did not fit, and
-   that is where this pass's cleaning ends (`end_offset`, the next checkpoint);
+   by segment, skipping control batches and the batches of aborted transactions (plan.TxnWalk
+   over the `.txnindex` entries); when the map is full it stops at the start of the segment
+   that did not fit, and that is where this pass's cleaning ends (`end_offset`, the next
+   checkpoint);
 2. groups the segments below `end_offset` (plan.group_segments) and rewrites each group into
-   one new segment `<first base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`),
-   batch by batch: a batch with nothing to drop and no tombstone to stamp is copied as it is;
-   otherwise records.rebuild keeps what plan.retain keeps, setting the delete horizon
-   (now + delete.retention.ms) on a batch that keeps a tombstone and has none yet. A batch
-   left with no record goes, unless it is its producer's last (kept empty, for the producer's
-   state, as Kafka does). Control batches are kept as they are;
+   one new segment `<first base>.log.cleaned` (+ `.index.cleaned`, `.timeindex.cleaned`,
+   `.txnindex.cleaned`), batch by batch, with a second TxnWalk from the log start: a batch of
+   an aborted transaction loses every record; any other batch with nothing to drop and no
+   tombstone to stamp is copied as it is; otherwise records.rebuild keeps what plan.retain
+   keeps, setting the delete horizon (now + delete.retention.ms) on a batch that keeps a
+   tombstone and has none yet. A batch left with no record goes, unless it is its producer's
+   last (kept empty, for the producer's state, as Kafka does). A marker stays while its
+   transaction had data before it, then is stamped with a delete horizon, then goes
+   (plan.marker_fate); the new `.txnindex` holds the aborts the walk kept;
 3. fsyncs the new files. The swap (`.cleaned` -> `.swap` -> final names) is the loop's,
    through Log.replace_segments, which also checks that nothing changed the log meanwhile.
 
@@ -47,6 +52,7 @@ from broker.log.segment import (
     check_stored_batch,
     segment_name,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 from broker.txn_state import AbortedTxn
 from protocol.batch import (
     CONTROL_BIT,
@@ -55,7 +61,10 @@ from protocol.batch import (
     HEADER,
     HEADER_BYTES,
     LENGTH_PREFIX_BYTES,
+    TRANSACTIONAL_BIT,
+    InvalidBatchError,
 )
+from protocol.control import parse_marker
 
 READ_CHUNK_BYTES = 4 << 20
 
@@ -82,8 +91,9 @@ class CleanTask:
     max_message_bytes: int
     map_bytes: int
     producer_last_offsets: dict[int, int]  # producer id -> last offset of its last batch
-    # the `.txnindex` entries of the segments read; control batches are all kept, so each
-    # goes to the index of the cleaned segment holding its marker
+    # the `.txnindex` entries of every segment, the active one's too (an abort whose data is
+    # cleaned may have its marker there); a kept one goes to the cleaned segment holding its
+    # marker (plan.TxnWalk)
     aborted: list[AbortedTxn] = field(default_factory=list)
     io_max_bytes_per_second: float | None = None
     sleep: Callable[[float], None] = field(default=lambda s: None)
@@ -162,12 +172,13 @@ def _clean(task: CleanTask) -> CleanResult:
     throttle = _Throttle(task)
     offset_map = plan.OffsetMap(task.map_bytes)
     end = task.first_dirty
+    walk = plan.TxnWalk(task.aborted, task.first_dirty)
     for seg in task.segments:
         if seg.next_offset <= task.first_dirty:
             continue
         if seg.base_offset >= task.first_uncleanable:
             break
-        if not _map_segment(seg, offset_map, task, throttle):
+        if not _map_segment(seg, offset_map, task, throttle, walk):
             break
         end = max(end, seg.next_offset)
     end = min(end, task.first_uncleanable)
@@ -176,9 +187,10 @@ def _clean(task: CleanTask) -> CleanResult:
     to_clean = [s for s in task.segments if s.next_offset <= end]
     infos = [plan.SegmentInfo(s.base_offset, s.next_offset, s.size_bytes, -1, -1)
              for s in to_clean]  # fmt: skip
+    walk = plan.TxnWalk(task.aborted, to_clean[0].base_offset if to_clean else end)
     for group in plan.group_segments(infos, task.segment_bytes, task.segment_index_bytes):
         segs = [to_clean[i] for i in group]
-        new = _clean_group(segs, offset_map.latest, task, throttle, result)
+        new = _clean_group(segs, offset_map.latest, walk, task, throttle, result)
         result.groups.append(CleanedGroup([s.base_offset for s in segs], new))
     result.bytes_read = throttle.bytes - result.bytes_written
     task.hold("cleaned")
@@ -186,14 +198,25 @@ def _clean(task: CleanTask) -> CleanResult:
 
 
 def _map_segment(
-    seg: SegmentToRead, offset_map: plan.OffsetMap, task: CleanTask, throttle: _Throttle
+    seg: SegmentToRead,
+    offset_map: plan.OffsetMap,
+    task: CleanTask,
+    throttle: _Throttle,
+    walk: plan.TxnWalk,
 ) -> bool:
-    """Add the segment's keys to the map; False (map unchanged) if they do not fit."""
+    """Add the segment's keys to the map; False (map unchanged) if they do not fit. Neither
+    markers nor aborted transactions' records are mapped."""
     found: dict[bytes, int] = {}
     lo, hi = task.first_dirty, task.first_uncleanable
     for _, data in batches(seg, throttle):
         h = HEADER.unpack_from(data, 0)
-        if h[H_ATTRIBUTES] & CONTROL_BIT or h[H_BASE] + h[H_LAST_DELTA] < lo or h[H_BASE] >= hi:
+        last = h[H_BASE] + h[H_LAST_DELTA]
+        if last < lo or h[H_BASE] >= hi:
+            continue
+        if h[H_ATTRIBUTES] & CONTROL_BIT:
+            walk.on_marker(h[H_PID], last, _commit(data))
+            continue
+        if walk.on_batch(h[H_PID], last, bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT)):
             continue
         section = records.section(data, _max_section(task))
         _compact.map_keys(section, h[H_COUNT], h[H_BASE], h[H_LAST_DELTA], lo, hi, found)
@@ -213,6 +236,7 @@ def _map_segment(
 def _clean_group(
     segs: list[SegmentToRead],
     latest: dict[bytes, int],
+    walk: plan.TxnWalk,
     task: CleanTask,
     throttle: _Throttle,
     result: CleanResult,
@@ -221,7 +245,7 @@ def _clean_group(
     try:
         for seg in segs:
             for _, data in batches(seg, throttle):
-                out = _clean_batch(data, latest, task, result)
+                out = _clean_batch(data, latest, walk, task, result)
                 if out is None:
                     continue
                 h = check_stored_batch(out)
@@ -230,9 +254,7 @@ def _clean_group(
                            task.index_interval_bytes)  # fmt: skip
                 result.bytes_written += len(out)
                 throttle.spent(len(out))
-        for entry in task.aborted:
-            if segs[0].base_offset <= entry.last_offset < segs[-1].next_offset:
-                new.txn_index.append(entry)
+        _write_txn_index(new, walk, segs[-1].next_offset, task.directory)
         new.seal()
         os.fdatasync(new.fd)
         # what a restart needs to finish the swap once it is committed (Log.replace_segments)
@@ -244,6 +266,26 @@ def _clean_group(
     return new
 
 
+def _write_txn_index(new: Segment, walk: plan.TxnWalk, end: int, directory: Path) -> None:
+    """The aborts the walk kept whose marker is in the group. With none, an empty file still
+    replaces the first old segment's, if it has one: the swap renames the new files over the
+    old ones, and a stale entry left there would outlive its marker."""
+    for entry in walk.kept:
+        if new.base_offset <= entry.last_offset < end:
+            new.txn_index.append(entry)
+    old = directory / (segment_name(new.base_offset) + TXN_INDEX_SUFFIX)
+    if not new.txn_index.entries and old.exists():
+        new.txn_index.file.fd()  # created empty; seal() syncs it
+
+
+def _commit(data: bytes) -> bool | None:
+    """A control batch's marker: True COMMIT, False ABORT, None not a marker (or emptied)."""
+    try:
+        return parse_marker(data).commit
+    except InvalidBatchError:
+        return None
+
+
 def _max_section(task: CleanTask) -> int:
     """The most a batch's records may inflate to: the bound produce accepted them under (a
     smaller one would leave a partition uncleanable for good)."""
@@ -251,17 +293,28 @@ def _max_section(task: CleanTask) -> int:
 
 
 def _clean_batch(
-    data: bytes, latest: dict[bytes, int], task: CleanTask, result: CleanResult
+    data: bytes,
+    latest: dict[bytes, int],
+    walk: plan.TxnWalk,
+    task: CleanTask,
+    result: CleanResult,
 ) -> bytes | None:
     """The batch as the cleaned segment stores it, or None to drop it. The records are kept
     or dropped in C (_compact.retain: plan.retain for each); only a batch that keeps a
     tombstone and has no delete horizon yet, once per batch, is rebuilt record by record
-    in Python (records.rebuild), to restamp its timestamp deltas against the horizon."""
+    in Python (records.rebuild), to restamp its timestamp deltas against the horizon. A
+    batch of an aborted transaction keeps no record."""
     h = HEADER.unpack_from(data, 0)
     if h[H_ATTRIBUTES] & CONTROL_BIT:
-        return data
+        return _clean_marker(data, h, walk, task, result)
     count = h[H_COUNT]
     horizon = h[H_FIRST_TS] if h[H_ATTRIBUTES] & DELETE_HORIZON_BIT else None
+    pid, last = h[H_PID], h[H_BASE] + h[H_LAST_DELTA]
+    if walk.on_batch(pid, last, bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT)):
+        result.records_read += count
+        if not plan.keeps_empty(pid, last, task.producer_last_offsets):
+            return None
+        return data if count == 0 else records.assemble(data, b"", 0, horizon)
     section = records.section(data, _max_section(task))
     stamp = -1 if horizon is None else horizon
     kept, n, tombstones = _compact.retain(
@@ -269,14 +322,10 @@ def _clean_batch(
     )
     result.records_read += count
     result.records_kept += n
-    if n == 0:
-        pid, last = h[H_PID], h[H_BASE] + h[H_LAST_DELTA]
-        if pid < 0 or task.producer_last_offsets.get(pid) != last:
-            return None
+    if n == 0 and not plan.keeps_empty(pid, last, task.producer_last_offsets):
+        return None
     if horizon is None and tombstones:
-        horizon = min(task.now_ms + task.delete_retention_ms, LONG_MAX)  # an int64 field
-        if result.delete_horizon_ms is None or horizon > result.delete_horizon_ms:
-            result.delete_horizon_ms = horizon
+        horizon = _new_horizon(task, result)
         scanned = records.scan(data, _max_section(task))
         now = task.now_ms
         keep = [r for r in scanned.records
@@ -285,3 +334,30 @@ def _clean_batch(
     if n == count:
         return data
     return records.assemble(data, kept, n, horizon)
+
+
+def _new_horizon(task: CleanTask, result: CleanResult) -> int:
+    """The delete horizon a batch gets in this pass (KIP-534), noted for the manager."""
+    horizon = min(task.now_ms + task.delete_retention_ms, LONG_MAX)  # an int64 field
+    if result.delete_horizon_ms is None or horizon > result.delete_horizon_ms:
+        result.delete_horizon_ms = horizon
+    return horizon
+
+
+def _clean_marker(
+    data: bytes, h: tuple[int, ...], walk: plan.TxnWalk, task: CleanTask, result: CleanResult
+) -> bytes | None:
+    """A control batch: kept while its transaction had data before it, then stamped with a
+    delete horizon (its one record restamped against it), then dropped once that passes."""
+    count = h[H_COUNT]
+    result.records_read += count
+    empty = walk.on_marker(h[H_PID], h[H_BASE] + h[H_LAST_DELTA], _commit(data))
+    horizon = h[H_FIRST_TS] if h[H_ATTRIBUTES] & DELETE_HORIZON_BIT else None
+    fate = plan.marker_fate(empty, horizon, task.now_ms)
+    if fate == "drop":
+        return None
+    result.records_kept += count
+    if fate == "keep":
+        return data
+    scanned = records.scan(data, _max_section(task))
+    return records.rebuild(data, scanned, scanned.records, _new_horizon(task, result))

@@ -287,7 +287,7 @@ class LogCleaner:
             max_message_bytes=cfg.max_message_bytes,
             map_bytes=self.settings.dedupe_buffer_bytes // self.settings.threads,
             producer_last_offsets=log.producers.last_offsets(),
-            aborted=[e for s in old for e in s.txn_index.entries],
+            aborted=[e for s in (*old, log.active_segment) for e in s.txn_index.entries],
             io_max_bytes_per_second=self.settings.io_max_bytes_per_second,
             sleep=time.sleep, monotonic=time.monotonic,
             hold=lambda step: hold(self.logs.log_dir, step),

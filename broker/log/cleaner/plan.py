@@ -23,13 +23,30 @@ A record is kept (`retain`) when it has a key, it is the latest of its key in th
 (or its key is not in the map: the map covers only the dirty section it was built over), and
 it is not a tombstone past its batch's delete horizon. Keyless records are dropped, as Kafka's
 cleaner drops them (a compacted topic refuses them on produce).
+
+Transactions (KIP-98; Kafka's CleanedTransactionMetadata): `TxnWalk` is fed every batch of a
+pass in offset order and knows, from the `.txnindex` entries, which producers are inside an
+aborted transaction: their transactional batches lose every record (and never enter the
+offset map, so an aborted value never shadows a committed one). It also says whether a
+marker's transaction still had data in the log when the marker was reached: a marker is kept
+as it is while it does; once it does not, `marker_fate` stamps it with a delete horizon (the
+tombstones' KIP-534 horizon: now + delete.retention.ms) and a later pass past the horizon drops
+it, so a consumer that read up to the marker still sees it. An abort's `.txnindex` entry is
+rewritten only while its transaction still has data (the walk's `kept`): it goes in the pass
+that finds the transaction empty, before its marker, and never outlives it (an entry without
+its marker would make a read_committed consumer skip the producer's later transactions).
+Nothing at or past the first unstable offset is cleanable, so every transaction a walk meets
+has its marker below the high watermark.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
+
+from broker.txn_state import AbortedTxn
 
 NO_LIMIT = (1 << 63) - 1
 
@@ -161,6 +178,72 @@ def retain(
     if found is not None and offset < found:
         return False  # a later record of the key exists
     return not (tombstone and delete_horizon_ms is not None and now_ms >= delete_horizon_ms)
+
+
+class TxnWalk:
+    """Kafka's CleanedTransactionMetadata: the transactions of one pass, batch by batch.
+
+    Built with the aborted transactions of the `.txnindex` of every segment the pass may meet
+    (those whose marker is below `start_offset`, where the walk starts, are ended already). An
+    entry opens when the walk reaches its first offset and closes at its ABORT marker; a
+    producer has one transaction at a time, so entries are kept by producer id. `on_batch` and
+    `on_marker` must see every batch from `start_offset` on, in offset order."""
+
+    def __init__(self, aborted: Iterable[AbortedTxn], start_offset: int) -> None:
+        live = (e for e in aborted if e.last_offset >= start_offset)
+        self._pending = deque(sorted(live, key=lambda e: (e.first_offset, e.last_offset)))
+        self._aborted: dict[int, AbortedTxn] = {}  # producer id -> its aborted txn under way
+        self._with_data: set[int] = set()  # producers whose current txn had a batch read
+        self.kept: list[AbortedTxn] = []  # entries whose marker was met with data before it
+
+    def _open_up_to(self, offset: int) -> None:
+        while self._pending and self._pending[0].first_offset <= offset:
+            entry = self._pending.popleft()
+            self._aborted.setdefault(entry.producer_id, entry)
+
+    def on_batch(self, producer_id: int, last_offset: int, transactional: bool) -> bool:
+        """A data batch: True when it belongs to an aborted transaction (its records go)."""
+        self._open_up_to(last_offset)
+        if not transactional:
+            return False
+        self._with_data.add(producer_id)
+        return producer_id in self._aborted
+
+    def on_marker(self, producer_id: int, last_offset: int, commit: bool | None) -> bool:
+        """A control batch (`commit` None: not a marker this walk knows; it ends nothing and
+        stays). True when its transaction has no batch left before it: the marker may go
+        once its delete horizon passes. An abort met with data keeps its index entry."""
+        self._open_up_to(last_offset)
+        if commit is None:
+            return False
+        had_data = producer_id in self._with_data
+        self._with_data.discard(producer_id)
+        if not commit:
+            entry = self._aborted.pop(producer_id, None)
+            if entry is not None and had_data:
+                self.kept.append(entry)
+        # an ABORT with data but no index entry keeps its marker too: whatever its data is,
+        # it must never outlive the marker that ends it
+        return not had_data
+
+
+MarkerFate = Literal["keep", "stamp", "drop"]
+
+
+def marker_fate(txn_empty: bool, delete_horizon_ms: int | None, now_ms: int) -> MarkerFate:
+    """What a pass does with a marker (Kafka: a control batch is retained while its
+    transaction has data; then, as a tombstone, until its batch's delete horizon passes)."""
+    if not txn_empty:
+        return "keep"
+    if delete_horizon_ms is None:
+        return "stamp"
+    return "drop" if now_ms >= delete_horizon_ms else "keep"
+
+
+def keeps_empty(producer_id: int, last_offset: int, producer_last_offsets: dict[int, int]) -> bool:
+    """A batch left with no record stays (empty) when it is its producer's last batch, so the
+    producer's state (sequence, epoch, an open or ended transaction) survives cleaning."""
+    return producer_id >= 0 and producer_last_offsets.get(producer_id) == last_offset
 
 
 class Rec(NamedTuple):
