@@ -226,7 +226,11 @@ class ProducerStateTable:
                 f"producer {producer_id} sent sequence {base_sequence} out of order"
             )
         if verdict is Verdict.FENCED:
-            raise InvalidProducerEpochError(f"producer {producer_id} epoch {epoch} is fenced")
+            current = self.producers[producer_id].epoch
+            raise InvalidProducerEpochError(
+                f"producer {producer_id} epoch {epoch} is fenced: a newer instance holds epoch "
+                f"{current}"
+            )
         entry = self.producers.get(producer_id)
         if (
             first is None

@@ -36,17 +36,26 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     native_req = ProduceRequest(req.acks, millis(req.timeout), topics)
     result = native.handle(ctx, as_native(PRODUCE, native_req, request))
     version = request.header.api_version
-    return then(result, lambda r: None if r is None else _answer(version, r))
+    tid = getattr(req, "transactional_id", None)
+    return then(result, lambda r: None if r is None else _answer(version, r, tid))
 
 
-def _answer(version: int, resp: Any) -> Any:
+def _answer(version: int, resp: Any, transactional_id: str | None) -> Any:
     cls = response_class(PRODUCE_KEY, version)
     topics = per_topic(
         cls, resp.topics, "TopicProduceResponse", "PartitionProduceResponse",
         lambda p: {"index": p.partition, "error_code": p.error_code,
                    "base_offset": p.base_offset, "log_append_time": p.log_append_time_ms,
                    "log_start_offset": p.log_start_offset, "record_errors": (),
-                   "error_message": p.error_message},
+                   "error_message": _message(p.error_message, transactional_id)},
         parts_key="partition_responses",
     )  # fmt: skip
     return make(cls, responses=topics, throttle_time=resp.throttle_time_ms)
+
+
+def _message(message: str | None, transactional_id: str | None) -> str | None:
+    """A transactional producer's error names its transactional id (which producer a fenced
+    one was, when several share a process)."""
+    if message is None or transactional_id is None:
+        return message
+    return f"transactional id {transactional_id!r}: {message}"

@@ -149,3 +149,10 @@ def test_a_coordinators_transactional_batch_needs_no_sequence(open_log: OpenLog)
     (log.directory / "00000000000000000000.txnindex").unlink()
     again = open_log()  # recovery replays the batch without a sequence as a transaction
     assert again.collect_aborted_transactions(0, end + 1) == [(7, at)]
+
+
+def test_a_fenced_producer_is_told_which_epoch_took_over(open_log: OpenLog) -> None:
+    log = open_log()
+    log.append_as_leader(txn([b"new"], pid=4, seq=0, epoch=6), 0)
+    with pytest.raises(InvalidProducerEpochError, match="a newer instance holds epoch 6"):
+        log.append_as_leader(txn([b"old"], pid=4, seq=1, epoch=5), 0)
