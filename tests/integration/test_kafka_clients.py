@@ -323,31 +323,3 @@ def test_kcat_produces_and_consumes(cluster3: LocalCluster) -> None:
     assert [(g.key, g.value) for g in got] == [
         (f"k{i}".encode(), f"v{i}".encode()) for i in range(20)
     ]
-
-
-def test_a_transactional_producer_is_refused_at_once(cluster3: LocalCluster) -> None:
-    """Transactions are not supported: a transactional producer fails fast, fatally, never
-    retrying forever (neither FindCoordinator for a transaction nor InitProducerId with a
-    transactional id is granted)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka import Producer as ConfluentProducer
-    from kafka import KafkaProducer
-
-    started = time.monotonic()
-    p = ConfluentProducer(
-        {"bootstrap.servers": cluster3.kafka_bootstrap, "transactional.id": "tx-c", "log_level": 0}
-    )
-    with pytest.raises(KafkaException) as exc:
-        p.init_transactions(20)
-    assert exc.value.args[0].fatal()
-    assert time.monotonic() - started < 10
-    started = time.monotonic()
-    with pytest.raises(Exception) as kexc:
-        kp = KafkaProducer(bootstrap_servers=cluster3.kafka_bootstrap, transactional_id="tx-k",
-                           max_block_ms=10_000)  # fmt: skip
-        try:
-            kp.init_transactions()
-        finally:
-            kp.close(timeout=5)
-    assert "Timeout" not in type(kexc.value).__name__, kexc.value
-    assert time.monotonic() - started < 10
