@@ -18,6 +18,12 @@ Consumer groups (issue 5): with `group_id`, `subscribe(topics or pattern, listen
 coordinator assign the partitions (client/group/consumer_group.py runs at the top of every poll
 step: join or rejoin, listener callbacks, auto commit); `commit`, `commit_async` and
 `committed` store and read the group's offsets. Without `group_id` only `assign` is allowed.
+
+Transactions (KIP-98): `isolation_level="read_committed"` reads only committed transactions'
+records (up to each partition's last stable offset; aborted ones are dropped, see
+client/read_committed.py), and `end_offsets` / `seek_to_end` give the last stable offset;
+"read_uncommitted" (the default, as Kafka's) reads everything up to the high watermark.
+Transaction markers are never returned at either level.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
 from client.group.consumer_group import ConsumerGroup, RebalanceListener
 from client.group.membership import GroupSettings
+from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.subscription import EARLIEST, LATEST, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
@@ -60,9 +67,15 @@ class AsyncConsumer(ClusterClient):
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3000,
         max_poll_interval_ms: int = 300_000,
+        isolation_level: str = READ_UNCOMMITTED,
     ) -> None:
         if max_poll_records < 1:
             raise UsageError("max_poll_records must be at least 1")
+        try:
+            isolation = isolation_level_code(isolation_level)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.isolation_level = isolation_level
         self.max_poll_records = max_poll_records
         self.request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
@@ -73,7 +86,7 @@ class AsyncConsumer(ClusterClient):
         self._subs = SubscriptionState(auto_offset_reset)
         config = FetchConfig(
             fetch_min_bytes, fetch_max_bytes, fetch_max_wait_ms, max_partition_fetch_bytes,
-            request_timeout_ms, retry_backoff_ms, check_crcs,
+            request_timeout_ms, retry_backoff_ms, check_crcs, isolation,
         )  # fmt: skip
         self._fetcher = Fetcher(self._cluster, self._subs, config)
         self._group: ConsumerGroup | None = None

@@ -43,6 +43,12 @@ handled here for both.
 
 `reset_positions()` finds offsets for partitions without a position with one ListOffsets
 request per leader node (earliest = -2, latest = -1).
+
+Isolation (KIP-98): fetches and ListOffsets carry the consumer's isolation level. With
+read_committed the broker answers up to the last stable offset (LATEST is the LSO too) and
+lists the aborted transactions of the range; their batches are dropped on arrival by header
+(client/read_committed.py), the position moving past them. Control batches (transaction
+markers) are never handed out, at either level (protocol/columns.py skips them).
 """
 
 from __future__ import annotations
@@ -55,10 +61,12 @@ from typing import Any
 
 from client.cluster import Cluster
 from client.connection import BrokerConnection, InlineAnswer
+from client.read_committed import drop_aborted
 from client.subscription import EARLIEST, NONE, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
+    READ_UNCOMMITTED,
     FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
@@ -94,6 +102,7 @@ class FetchConfig:
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
     check_crcs: bool = True
+    isolation_level: int = READ_UNCOMMITTED  # READ_COMMITTED: stop at the last stable offset
 
     @property
     def fetch_timeout_ms(self) -> int:
@@ -300,7 +309,7 @@ class Fetcher:
         topics = [FetchTopic(name, ps) for name, ps in by_topic.items()]
         return FetchRequest(
             CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms, cfg.fetch_min_bytes, cfg.fetch_max_bytes,
-            topics,
+            topics, isolation_level=cfg.isolation_level,
         )  # fmt: skip
 
     async def _fetch(self, node: int, parts: list[tuple[TopicPartition, int]]) -> None:
@@ -390,6 +399,9 @@ class Fetcher:
         self._empty.pop(tp, None)
         try:
             batches, next_offset = scan_fetched(p.records, fetch_offset, self._config.check_crcs)
+            if p.aborted_transactions:  # read_committed: drop them, the position moves past
+                aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
+                batches = drop_aborted(p.records, batches, aborted)
         except OdradekError as exc:
             if head is None:
                 self._errors.append(exc)
@@ -572,7 +584,9 @@ class Fetcher:
         for tp, ts in query.items():
             by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
         request = ListOffsetsRequest(
-            CONSUMER_REPLICA_ID, [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()]
+            CONSUMER_REPLICA_ID,
+            [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()],
+            self._config.isolation_level,  # read_committed: LATEST is the last stable offset
         )
         conn = await self._cluster.connection(node)
         resp: ListOffsetsResponse = await conn.send(request, self._config.request_timeout_ms)

@@ -320,13 +320,14 @@ def build_batch_from_values(
     producer_id: int = NO_PRODUCER_ID,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """The bulk path: key-less, header-less records sharing one timestamp."""
     if not values:
         raise UsageError("a batch needs at least one record")
     n = len(values)
     return build_columns([None] * n, values, None, [timestamp_ms] * n, 0, codec,
-                         producer_id, producer_epoch, base_sequence)  # fmt: skip
+                         producer_id, producer_epoch, base_sequence, transactional)  # fmt: skip
 
 
 def build_columns(
@@ -339,9 +340,12 @@ def build_columns(
     producer_id: int = NO_PRODUCER_ID,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """One batch from records given as columns (the producer keeps them so): `headers` None
     means no record has any. No Python code runs per record: protocol/_encoder.c encodes them.
+    `transactional`: a transactional producer's batch (TRANSACTIONAL_BIT; it needs a producer
+    id and sequence, as an idempotent producer's).
     """
     if codec not in compression.NAMES:
         raise UsageError(f"unknown compression codec {codec}")
@@ -358,8 +362,9 @@ def build_columns(
         raise UsageError(f"records do not encode: {exc}") from None
     if codec != CODEC_NONE:
         payload = compression.compress(codec, payload)
-    return _assemble(payload, n, first, max_ts, base_offset, codec, producer_id, producer_epoch,
-                     base_sequence)  # fmt: skip
+    attributes = codec | (TRANSACTIONAL_BIT if transactional else 0)
+    return _assemble(payload, n, first, max_ts, base_offset, attributes, producer_id,
+                     producer_epoch, base_sequence)  # fmt: skip
 
 
 def _timestamps(stamps: Sequence[int]) -> tuple[int, int]:
@@ -379,17 +384,27 @@ def _as_list(column: Sequence[Any]) -> list[Any]:
 
 _PRODUCER = struct.Struct(">qhi")
 PRODUCER_AT = 43
+_ATTRIBUTES = struct.Struct(">h")
+ATTRIBUTES_AT = 21
 
 
 def with_producer(
-    batch: bytes | bytearray, producer_id: int, producer_epoch: int, base_sequence: int
+    batch: bytes | bytearray,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool = False,
 ) -> bytes:
-    """A copy of a built batch carrying these idempotent-producer fields, its CRC recomputed."""
+    """A copy of a built batch carrying these idempotent-producer fields (and the
+    TRANSACTIONAL_BIT when `transactional`), its CRC recomputed."""
     out = bytearray(batch)
     try:
         _PRODUCER.pack_into(out, PRODUCER_AT, producer_id, producer_epoch, base_sequence)
     except struct.error as exc:
         raise UsageError(f"producer field out of range: {exc}") from None
+    if transactional:
+        (attributes,) = _ATTRIBUTES.unpack_from(out, ATTRIBUTES_AT)
+        _ATTRIBUTES.pack_into(out, ATTRIBUTES_AT, attributes | TRANSACTIONAL_BIT)
     _CRC.pack_into(out, CRC_AT, crc32c.crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 
