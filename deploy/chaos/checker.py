@@ -128,7 +128,7 @@ def passed(findings: Iterable[Finding]) -> bool:
     return all(f.ok for f in findings)
 
 
-def _finding(name: str, bad: list[str], ok_detail: str) -> Finding:
+def finding(name: str, bad: list[str], ok_detail: str) -> Finding:
     if not bad:
         return Finding(name, True, ok_detail)
     more = f" (and {len(bad) - MAX_EXAMPLES} more)" if len(bad) > MAX_EXAMPLES else ""
@@ -161,7 +161,7 @@ def _acked_present(run: RunRecord) -> Finding:
         found = at.get(p, {}).get(s.offset)  # type: ignore[arg-type]
         if found != s.value:
             bad.append(f"{s.value} acknowledged at {p}@{s.offset}, which holds {found!r}")
-    return _finding("acked-present", bad, f"{n} acknowledged records at their offsets")
+    return finding("acked-present", bad, f"{n} acknowledged records at their offsets")
 
 
 def _acked_once(run: RunRecord) -> Finding:
@@ -171,7 +171,7 @@ def _acked_once(run: RunRecord) -> Finding:
         for _, p, s in _acked(run)
         if len(where.get(p, {}).get(s.value, [])) > 1
     ]
-    return _finding("acked-once", bad, "no acknowledged record stored twice")
+    return finding("acked-once", bad, "no acknowledged record stored twice")
 
 
 def _send_order(run: RunRecord) -> Finding:
@@ -188,7 +188,7 @@ def _send_order(run: RunRecord) -> Finding:
                             f"{last_value} at {last_offset}, sent earlier"
                         )
                     last_offset, last_value = max(last_offset, offset), s.value
-    return _finding("send-order", bad, "every producer's records in send order")
+    return finding("send-order", bad, "every producer's records in send order")
 
 
 def _unacked_at_most_once(run: RunRecord) -> Finding:
@@ -204,7 +204,7 @@ def _unacked_at_most_once(run: RunRecord) -> Finding:
                 stored += bool(copies)
                 if len(copies) > 1:
                     bad.append(f"unacknowledged {s.value} stored at {p}@{copies}")
-    return _finding(
+    return finding(
         "unacked-at-most-once", bad, f"{failed} failed sends, {stored} of them stored once"
     )
 
@@ -221,7 +221,7 @@ def _offsets_contiguous(run: RunRecord) -> Finding:
             )
             bad.append(f"partition {p}: {gap}")
     total = sum(len(log) for log in run.log.values())
-    return _finding("offsets-contiguous", bad, f"{total} records without a gap")
+    return finding("offsets-contiguous", bad, f"{total} records without a gap")
 
 
 def _replicas_identical(run: RunRecord) -> Finding:
@@ -231,7 +231,7 @@ def _replicas_identical(run: RunRecord) -> Finding:
             shown = ", ".join(f"broker {b}: {d[:12]}" for b, d in sorted(digests.items()))
             bad.append(f"partition {p}: {shown}")
     n = sum(len(d) for d in run.replica_digests.values())
-    return _finding("replicas-identical", bad, f"{n} replicas byte-identical up to the HW")
+    return finding("replicas-identical", bad, f"{n} replicas byte-identical up to the HW")
 
 
 def _group_saw_acked(run: RunRecord) -> Finding:
@@ -242,7 +242,7 @@ def _group_saw_acked(run: RunRecord) -> Finding:
     if missed:
         missed = [f"never consumed: {m}" for m in missed]
     total = sum(len(vs) for vs in run.consumed.values())
-    return _finding("group-saw-acked", missed, f"{total} records consumed")
+    return finding("group-saw-acked", missed, f"{total} records consumed")
 
 
 def _commits_monotonic(run: RunRecord) -> Finding:
@@ -262,7 +262,7 @@ def _commits_monotonic(run: RunRecord) -> Finding:
                     f"partition {p}: {high} ({high_who}) then {offset} ({who}) at {start:.2f}s"
                 )
     n = sum(len(cs) for cs in run.commits.values())
-    return _finding("commits-monotonic", bad, f"{n} commit observations, none went back")
+    return finding("commits-monotonic", bad, f"{n} commit observations, none went back")
 
 
 def availability(faults: Iterable[FaultRecord]) -> dict[str, dict[str, float | int | None]]:
