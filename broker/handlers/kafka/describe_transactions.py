@@ -17,6 +17,13 @@ from protocol.kafka.versions import DESCRIBE_TRANSACTIONS
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
+def _instant(ms: int) -> datetime.datetime:
+    """transaction_start_time as kio's (not nullable) datetime_i64 wants it: -1 (no open
+    transaction, as Kafka writes it for Empty and Complete* ids, or an error row) stays -1 on
+    the wire, where codec.make would turn the int -1 into None, which kio cannot write."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     version = request.header.api_version
     cls = response_class(DESCRIBE_TRANSACTIONS, version)
@@ -32,13 +39,13 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         if isinstance(row, tuple):
             states.append(make(state_cls, error_code=row[1], transactional_id=row[0],
                                transaction_state="", transaction_timeout=0,
-                               transaction_start_time=-1, producer_id=-1, producer_epoch=-1,
-                               topics=()))  # fmt: skip
+                               transaction_start_time=_instant(-1), producer_id=-1,
+                               producer_epoch=-1, topics=()))  # fmt: skip
             continue
         states.append(make(
             state_cls, error_code=code_of(row.error, "DescribeTransactions", version),
             transactional_id=row.transactional_id, transaction_state=row.state,
-            transaction_timeout=row.timeout_ms, transaction_start_time=row.start_ms,
+            transaction_timeout=row.timeout_ms, transaction_start_time=_instant(row.start_ms),
             producer_id=row.producer_id, producer_epoch=row.producer_epoch,
             topics=tuple(make(topic_cls, topic=t, partitions=ps) for t, ps in row.topics),
         ))  # fmt: skip
