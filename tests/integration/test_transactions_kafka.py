@@ -586,17 +586,21 @@ def _kafka_python_admin(bootstrap: str) -> Any:
 
 def test_admin_shows_an_ongoing_transaction(cluster3: LocalCluster) -> None:
     from kafka import TopicPartition as KTp
+    from kafka.errors import TransactionalIdNotFoundError
 
     topic = _name("adm")
     _create_topics(cluster3, {topic: 3})
     bootstrap, txn_id = cluster3.kafka_bootstrap, _name("tx-adm")
     p = _confluent_producer(bootstrap, txn_id)
     p.init_transactions(TIMEOUT_S)
-    p.begin_transaction()
-    before_ms = int(time.time() * 1000)
-    _confluent_send(p, [Sent(topic, 0, b"a"), Sent(topic, 2, b"b"), Sent(topic, 2, b"c")])
     admin = _kafka_python_admin(bootstrap)
     try:
+        desc = admin.describe_transactions([txn_id])[txn_id]  # no transaction yet
+        assert (desc.state.value, desc.transaction_start_time_ms) == ("Empty", -1)
+        assert desc.topic_partitions == set()
+        p.begin_transaction()
+        before_ms = int(time.time() * 1000)
+        _confluent_send(p, [Sent(topic, 0, b"a"), Sent(topic, 2, b"b"), Sent(topic, 2, b"c")])
         desc = admin.describe_transactions([txn_id])[txn_id]
         assert desc.state.value == "Ongoing"
         assert desc.topic_partitions == {KTp(topic, 0), KTp(topic, 2)}
@@ -604,34 +608,45 @@ def test_admin_shows_an_ongoing_transaction(cluster3: LocalCluster) -> None:
         assert before_ms - 5000 <= desc.transaction_start_time_ms <= int(time.time() * 1000)
         assert desc.producer_epoch >= 0
         pid = desc.producer_id
-        listed = [
-            t for rows in admin.list_transactions().values() for t in rows
-            if t.transactional_id == txn_id
-        ]  # fmt: skip
-        assert [(t.producer_id, t.state.value) for t in listed] == [(pid, "Ongoing")]
-        assert all(
-            t.transactional_id != txn_id
-            for rows in admin.list_transactions(state_filters=["CompleteCommit"]).values()
-            for t in rows
-        )
-        states = admin.describe_producers([KTp(topic, p) for p in range(3)])
-        mine = {tp.partition: [s for s in st.active_producers if s.producer_id == pid]
-                for tp, st in states.items()}  # fmt: skip
-        assert [(s.producer_epoch, s.current_transaction_start_offset) for s in mine[0]] == [
-            (desc.producer_epoch, 0)
-        ]
-        assert [(s.last_sequence, s.current_transaction_start_offset) for s in mine[2]] == [(1, 0)]
-        assert mine[1] == [], "partition 1 never had it"
+        with pytest.raises(TransactionalIdNotFoundError):
+            admin.describe_transactions([_name("tx-never")])
+
+        def listed(**filters: Any) -> list[tuple[int, str]]:
+            return [(t.producer_id, t.state.value)
+                    for rows in admin.list_transactions(**filters).values()
+                    for t in rows if t.transactional_id == txn_id]  # fmt: skip
+
+        assert listed() == [(pid, "Ongoing")]
+        assert listed(state_filters=["Ongoing"], producer_id_filters=[pid]) == [(pid, "Ongoing")]
+        assert listed(state_filters=["CompleteCommit"]) == []
+        assert listed(producer_id_filters=[pid + 1]) == []
+        assert listed(duration_filter_ms=0) == [(pid, "Ongoing")]  # ListTransactions v1
+        assert listed(duration_filter_ms=3_600_000) == [], "open for less than an hour"
+
+        def producers(partition: int, broker_id: int | None = None) -> list[tuple[int, int, int]]:
+            states = admin.describe_producers([KTp(topic, partition)], broker_id=broker_id)
+            return [(s.producer_epoch, s.last_sequence, s.current_transaction_start_offset)
+                    for s in states[KTp(topic, partition)].active_producers
+                    if s.producer_id == pid]  # fmt: skip
+
+        epoch = desc.producer_epoch
+        assert producers(0) == [(epoch, 0, 0)]
+        assert producers(2) == [(epoch, 1, 0)]
+        assert producers(1) == [], "partition 1 never had it"
+        # any replica answers (Kafka's Partition.activeProducerState; KIP-664's broker_id)
+        with Admin(cluster3.bootstrap) as native:
+            (described,) = native.describe_topics([topic])
+        for replica in described.partitions[2].replicas:
+            wait_until(lambda: producers(2, replica) == [(epoch, 1, 0)],  # noqa: B023
+                       f"broker {replica}'s producer state", TIMEOUT_S)  # fmt: skip
         p.commit_transaction(TIMEOUT_S)
         wait_until(lambda: admin.describe_transactions([txn_id])[txn_id].state.value
                    == "CompleteCommit", "the commit complete", TIMEOUT_S)  # fmt: skip
-        desc = admin.describe_transactions([txn_id])[txn_id]
-        assert desc.topic_partitions == set()
-        states = admin.describe_producers([KTp(topic, 0), KTp(topic, 2)])
-        assert all(
-            s.current_transaction_start_offset == -1
-            for st in states.values() for s in st.active_producers if s.producer_id == pid
-        ), states  # fmt: skip
+        assert admin.describe_transactions([txn_id])[txn_id].topic_partitions == set()
+        assert listed(state_filters=["Ongoing"]) == []
+        assert listed(state_filters=["CompleteCommit"]) == [(pid, "CompleteCommit")]
+        wait_until(lambda: producers(0) == [(epoch, 0, -1)] and producers(2) == [(epoch, 1, -1)],
+                   "no open transaction on the leaders", TIMEOUT_S)  # fmt: skip
     finally:
         admin.close()
 
