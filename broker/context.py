@@ -23,6 +23,7 @@ from broker.replica_manager import ReplicaManager
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
+    from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.elector import ControllerElector
     from coordinator.group.service import GroupCoordinator
@@ -92,6 +93,7 @@ class BrokerContext:
     controller_epoch: ControllerEpoch
     groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
     transactions: TransactionCoordinator | None = None  # coordinator/transaction/service.py
+    txn_verifier: TxnVerifier | None = None  # KIP-890 on produce (broker/txn_verifier.py)
     elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
     producer_ids: ProducerIdManager | None = (
         None  # InitProducerId (coordinator/cluster/producer_ids.py)

@@ -42,6 +42,7 @@ from broker.metrics import BrokerMetrics, BrokerParts
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
+from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from client.connection import BrokerConnection
 from coordinator.cluster import config_changes
@@ -55,6 +56,7 @@ from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.runtime.peers import Peers
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.clock import Clock, SystemClock
@@ -208,12 +210,14 @@ class Broker:
         )
         self.ctx.groups = self.groups
         self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
+        self.peers = Peers(self.ctx.metadata, self._peer_connection)
         self.transactions = TransactionCoordinator(
             config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock,
             self.ctx.producer_ids.next_producer_id,
-            MarkerWriter(self.ctx.metadata, self._marker_connection), txn_config(config),
+            MarkerWriter(self.ctx.metadata, self.peers), txn_config(config),
         )  # fmt: skip
         self.ctx.transactions = self.transactions
+        self.ctx.txn_verifier = TxnVerifier(config.broker_id, self.transactions, self.peers)
         parts = BrokerParts(self.replicas, self.ctx.metadata, self.ctx.controller_epoch)
         parts.groups = self.groups
         parts.cleaner = self.cleaner
@@ -324,10 +328,10 @@ class Broker:
         p = self.replicas.partitions.get((topic, partition))
         return None if p is None else p.high_watermark
 
-    async def _marker_connection(self, host: str, port: int) -> BrokerConnection:
-        """A connection for WriteTxnMarkers to a partition leader's native port."""
+    async def _peer_connection(self, host: str, port: int) -> BrokerConnection:
+        """A connection to another broker's native port (markers, KIP-890 verification)."""
         return await BrokerConnection.connect(
-            host, port, client_id=f"txn-coordinator-{self.config.broker_id}"
+            host, port, client_id=f"broker-{self.config.broker_id}"
         )
 
     def _door(self, door: Door) -> Door:

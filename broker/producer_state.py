@@ -133,6 +133,8 @@ class ProducerStateTable:
         self.complete = True
         self.txns = TxnTracker()  # ongoing and unreplicated transactions (txn_state.py)
         self.high_watermark: int | None = None  # the partition's, once told (Log)
+        # KIP-890: producer id -> the token of a verification under way (`start_verification`)
+        self.verifications: dict[int, object] = {}
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -244,6 +246,38 @@ class ProducerStateTable:
             )
         return first
 
+    # ----- KIP-890: a transactional batch only into a transaction the coordinator knows ------
+
+    def in_transaction(self, producer_id: int, epoch: int) -> bool:
+        """The producer's transaction is open here at this epoch: no verification needed."""
+        entry = self.producers.get(producer_id)
+        return (entry is not None and entry.epoch == epoch
+                and entry.current_txn_first_offset is not None)  # fmt: skip
+
+    def start_verification(self, producer_id: int) -> object:
+        """Before asking the coordinator whether this partition is in the producer's
+        transaction: a token the append must still find (Kafka's VerificationGuard). A marker
+        for the producer voids it, so a batch verified for a transaction that ended while the
+        answer was on its way cannot open a new, hanging one."""
+        token = object()
+        self.verifications.pop(producer_id, None)
+        self.verifications[producer_id] = token
+        while len(self.verifications) > self.max_producers:  # bounded: the oldest goes
+            del self.verifications[next(iter(self.verifications))]
+        return token
+
+    def check_verified(self, producer_id: int, epoch: int, token: object | None) -> None:
+        """The append's check of a transactional batch: its transaction is open here, or the
+        coordinator verified it under `token`, still current; else INVALID_TXN_STATE."""
+        if self.in_transaction(producer_id, epoch):
+            return
+        if token is None or self.verifications.get(producer_id) is not token:
+            raise InvalidTxnStateError(
+                f"producer {producer_id}: this partition is not in its transaction (the "
+                f"transaction coordinator did not add it, or the transaction ended)"
+            )
+        del self.verifications[producer_id]
+
     def admit_coordinator(self, producer_id: int, epoch: int) -> None:
         """The check on a coordinator's transactional batch (no sequence): an epoch older
         than the producer's is INVALID_PRODUCER_EPOCH (a fenced producer's offsets)."""
@@ -281,6 +315,7 @@ class ProducerStateTable:
         """Record a marker appended at `offset`: the producer's open transaction, if any, is
         completed (returned; it holds the LSO until the HW passes `offset`). A marker with no
         open transaction completes nothing (Kafka: it changes neither LSO nor index)."""
+        self.verifications.pop(producer_id, None)
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerEntry(epoch)
@@ -380,6 +415,7 @@ class ProducerStateTable:
         """Forget everything (then replay, or load a snapshot)."""
         self.producers.clear()
         self.txns.clear()
+        self.verifications.clear()
         self.complete = complete
 
     def replay(self, entries: Iterable[tuple[BatchHeader, Marker | None]]) -> Iterator[AbortedTxn]:

@@ -130,6 +130,15 @@ TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
 
 
+@dataclass(slots=True)
+class TxnCheck:
+    """A transactional batch's verification (KIP-890): the token to present at the append,
+    and whether the coordinator must still be asked."""
+
+    token: object | None
+    needed: bool
+
+
 class LogDirNotifier(Protocol):
     """Tells the controller this broker's log directory failed (coordinator/controller/log_dirs.py
     writes /log_dir_event_notification/log_dir_event_<seq>)."""
@@ -358,10 +367,18 @@ class ReplicaManager:
     # ----- produce --------------------------------------------------------------------------
 
     def append(
-        self, topic: str, partition: int, records: bytes, acks: int = 1, coordinator: bool = False
+        self,
+        topic: str,
+        partition: int,
+        records: bytes,
+        acks: int = 1,
+        coordinator: bool = False,
+        txn_check: TxnCheck | None = None,
     ) -> AppendOutcome:
         """A produce's append as leader. `coordinator`: a coordinator's own batch (the group
-        and transaction coordinators' records), not checked as a client's."""
+        and transaction coordinators' records), not checked as a client's. `txn_check`: a
+        transactional producer's batch goes in only into a transaction the coordinator
+        verified (KIP-890, broker/txn_verifier.py)."""
         try:
             p = self.leader(topic, partition)
             if acks == ACKS_ALL:
@@ -378,7 +395,14 @@ class ReplicaManager:
                 records, append_time = validate_for_leader(
                     records, p.log.config, p.log.clock.time_ms()
                 )
-            info = p.log.append_as_leader(records, p.leader_epoch, coordinator=coordinator)
+            verify = None
+            if txn_check is not None:
+                producers, token = p.log.producers, txn_check.token
+
+                def verify(pid: int, epoch: int) -> None:
+                    producers.check_verified(pid, epoch, token)
+
+            info = p.log.append_as_leader(records, p.leader_epoch, verify, coordinator)
         except (OdradekError, OSError) as exc:
             code, message = self._failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
@@ -694,6 +718,18 @@ class ReplicaManager:
             codes = await self.await_replication([(topic, partition, required)], timeout_ms)
             done = codes.get((topic, partition), RequestTimedOutError.code)
         return done
+
+    # ----- KIP-890: verifying a transactional batch's partition ---------------------------
+
+    def start_txn_verification(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int
+    ) -> TxnCheck:
+        """Before a transactional batch: nothing to ask when the producer's transaction is
+        open here; else a token the append must still find once the coordinator said yes."""
+        producers = self.leader(topic, partition).log.producers
+        if producers.in_transaction(producer_id, producer_epoch):
+            return TxnCheck(None, needed=False)
+        return TxnCheck(producers.start_verification(producer_id), needed=True)
 
     # ----- transaction markers (WriteTxnMarkers) --------------------------------------------
 

@@ -18,11 +18,12 @@ commit; a partition whose flush fails (its log directory went offline) gets that
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
-from broker.replica_manager import AppendOutcome
+from broker.replica_manager import AppendOutcome, TxnCheck
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.produce import (
     ACKS_ALL,
@@ -33,6 +34,7 @@ from protocol.api.produce import (
     ProduceResponse,
     ProduceTopicResponse,
 )
+from protocol.batch import HEADER_BYTES, TRANSACTIONAL_BIT, read_header
 from protocol.codec import Request
 from protocol.errors import (
     InvalidRequiredAcksError,
@@ -44,29 +46,85 @@ from protocol.errors import (
 VALID_ACKS = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
 NONE = 0
 
-Outcomes = dict[tuple[str, int], AppendOutcome]
+TP = tuple[str, int]
+Outcomes = dict[TP, AppendOutcome]
 Durable = dict[tuple[str, int], Awaitable[None]]
 
 
-def handle(
-    ctx: BrokerContext, request: Request
-) -> ProduceResponse | Deferred[ProduceResponse] | Awaitable[ProduceResponse | None] | None:
+Result = ProduceResponse | Deferred[ProduceResponse] | Awaitable[ProduceResponse | None] | None
+
+
+def handle(ctx: BrokerContext, request: Request) -> Result:
     req: ProduceRequest = request.body
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
+    checks = _txn_checks(ctx, req)
+    if any(c.needed for c in checks.values()):
+        return _verify_then_append(ctx, req, checks)
+    return _append(ctx, req, checks, {})
+
+
+def _txn_checks(ctx: BrokerContext, req: ProduceRequest) -> dict[TP, TxnCheck]:
+    """KIP-890: the transactional batches of a producer that names its transactional id, and
+    whether the coordinator must be asked about their partitions (broker/txn_verifier.py)."""
+    if req.transactional_id is None or ctx.txn_verifier is None:
+        return {}
+    checks = {}
+    for topic in req.topics:
+        for part in topic.partitions:
+            if len(part.records) < HEADER_BYTES:
+                continue  # the append refuses it
+            h = read_header(part.records)
+            if not h.attributes & TRANSACTIONAL_BIT or h.producer_id < 0:
+                continue
+            try:
+                checks[(topic.name, part.partition)] = ctx.replicas.start_txn_verification(
+                    topic.name, part.partition, h.producer_id, h.producer_epoch
+                )
+            except OdradekError:
+                continue  # not the leader, ...: the append answers it
+    return checks
+
+
+async def _verify_then_append(
+    ctx: BrokerContext, req: ProduceRequest, checks: dict[TP, TxnCheck]
+) -> ProduceResponse | None:
+    assert ctx.txn_verifier is not None and req.transactional_id is not None
+    needed = [tp for tp, c in checks.items() if c.needed]
+    first = next(p for t in req.topics for p in t.partitions if (t.name, p.partition) in needed)
+    h = read_header(first.records)  # one producer per request, as Kafka's clients send
+    codes = await ctx.txn_verifier.verify(req.transactional_id, h.producer_id,
+                                          h.producer_epoch, needed)  # fmt: skip
+    refused = {tp: AppendOutcome(code, error_message=f"{tp[0]}-{tp[1]} is not in the "
+                                 f"transaction of {req.transactional_id!r}")
+               for tp, code in codes.items() if code != NONE}  # fmt: skip
+    result = _append(ctx, req, checks, refused)
+    if isinstance(result, Deferred) or inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _append(
+    ctx: BrokerContext, req: ProduceRequest, checks: dict[TP, TxnCheck], refused: Outcomes
+) -> Result:
     outcomes: Outcomes = {}
     durable: Durable = {}
     for topic in req.topics:
         for part in topic.partitions:
+            key = (topic.name, part.partition)
             if topic.name == OFFSETS_TOPIC:
-                outcomes[(topic.name, part.partition)] = AppendOutcome(
+                outcomes[key] = AppendOutcome(
                     InvalidTopicError.code, error_message=f"{OFFSETS_TOPIC} is internal"
                 )
                 continue
-            outcome = ctx.replicas.append(topic.name, part.partition, part.records, req.acks)
-            outcomes[(topic.name, part.partition)] = outcome
+            if key in refused:
+                outcomes[key] = refused[key]
+                continue
+            outcome = ctx.replicas.append(topic.name, part.partition, part.records, req.acks,
+                                          txn_check=checks.get(key))  # fmt: skip
+            outcomes[key] = outcome
             if outcome.durable is not None:
-                durable[(topic.name, part.partition)] = outcome.durable
+                durable[key] = outcome.durable
     waiting = _unreplicated(ctx, req, outcomes) if req.acks == ACKS_ALL else []
     if waiting and not durable:  # answered inside the HW move that completes it, no task
         replicated = ctx.replicas.replication_deferred(waiting, req.timeout_ms)

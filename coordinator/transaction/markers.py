@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from client.connection import BrokerConnection
 from coordinator.runtime.log import ClusterView
+from coordinator.runtime.peers import Peers
 from coordinator.transaction.txn import Marker
 from protocol.api.txn_markers import (
     TxnMarker,
@@ -46,17 +46,14 @@ from protocol.errors import (
 )
 
 log = logging.getLogger("odradek.coordinator.transaction.markers")
-Connect = Callable[[str, int], Awaitable[BrokerConnection]]
 TP = tuple[str, int]
 
 
 @dataclass(slots=True)
 class MarkerWriter:
     cluster: ClusterView
-    connect: Connect
+    peers: Peers
     retry_backoff_ms: int = 100
-    request_timeout_ms: int = 30_000
-    _conns: dict[int, BrokerConnection] = field(default_factory=dict)
 
     async def write(
         self,
@@ -116,11 +113,9 @@ class MarkerWriter:
         """The partitions that now hold their marker; None when this coordinator is fenced."""
         request = WriteTxnMarkersRequest(_group(markers, coordinator_epoch))
         try:
-            conn = await self._connection(broker_id)
-            response: WriteTxnMarkersResponse = await conn.send(request, self.request_timeout_ms)
-        except (OdradekError, OSError) as exc:
+            response: WriteTxnMarkersResponse = await self.peers.send(broker_id, request)
+        except OdradekError as exc:
             log.info("WriteTxnMarkers to broker %d failed (%s); will retry", broker_id, exc)
-            await self._drop(broker_id)
             return []
         done = []
         for result in response.markers:
@@ -138,24 +133,8 @@ class MarkerWriter:
                                     for_code(code).__name__)  # fmt: skip
         return done
 
-    async def _connection(self, broker_id: int) -> BrokerConnection:
-        conn = self._conns.get(broker_id)
-        if conn is not None and not conn.closed:
-            return conn
-        broker = self.cluster.brokers.get(broker_id)
-        if broker is None:
-            raise OSError(f"broker {broker_id} is not live")
-        conn = self._conns[broker_id] = await self.connect(broker.host, broker.port)
-        return conn
-
-    async def _drop(self, broker_id: int) -> None:
-        conn = self._conns.pop(broker_id, None)
-        if conn is not None:
-            await conn.close()
-
     async def close(self) -> None:
-        for broker_id in list(self._conns):
-            await self._drop(broker_id)
+        await self.peers.close()
 
 
 def _group(markers: list[Marker], coordinator_epoch: int) -> list[TxnMarker]:

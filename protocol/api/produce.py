@@ -34,6 +34,9 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     topics: list[ProduceTopic]
+    # a transactional producer's id (as Kafka's Produce v3+): its transactional batches go in
+    # only into partitions the transaction coordinator added to its transaction (KIP-890)
+    transactional_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

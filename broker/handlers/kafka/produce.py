@@ -33,10 +33,10 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         )
         for t in req.topic_data
     ]
-    native_req = ProduceRequest(req.acks, millis(req.timeout), topics)
+    tid = getattr(req, "transactional_id", None)
+    native_req = ProduceRequest(req.acks, millis(req.timeout), topics, tid)
     result = native.handle(ctx, as_native(PRODUCE, native_req, request))
     version = request.header.api_version
-    tid = getattr(req, "transactional_id", None)
     return then(result, lambda r: None if r is None else _answer(version, r, tid))
 
 

@@ -1,0 +1,99 @@
+"""KIP-890's defence on a real broker: a transactional batch goes into a partition only when
+the transaction coordinator has it in the producer's ongoing transaction; a late batch after
+the transaction ended cannot open a hanging transaction."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from broker.txn_verifier import TxnVerifier
+from client.connection import BrokerConnection
+from coordinator.runtime.peers import Peers
+from coordinator.runtime.states import PartitionState
+from coordinator.transaction.markers import MarkerWriter
+from coordinator.transaction.records import TRANSACTION_STATE_TOPIC
+from coordinator.transaction.service import TransactionCoordinator, TxnConfig
+from coordinator.transaction.txn import InitAnswer
+from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
+from protocol.clock import ManualClock
+from protocol.errors import InvalidTxnStateError
+from tests.unit.broker.harness import BrokerHarness, running_broker
+
+
+def txn_batch(pid: int, epoch: int, seq: int) -> bytes:
+    raw = bytearray(build_batch([(None, b"v", None, 0)]))
+    raw[22] |= TRANSACTIONAL_BIT  # the attributes' low byte; with_producer recomputes the CRC
+    return with_producer(raw, pid, epoch, seq)
+
+
+async def coordinator_for(h: BrokerHarness, clock: ManualClock) -> TransactionCoordinator:
+    async def connect(host: str, port: int) -> BrokerConnection:
+        return await BrokerConnection.connect(host, port, client_id="peer")
+
+    assert h.ctx.producer_ids is not None
+    peers = Peers(h.ctx.metadata, connect)
+    txns = TransactionCoordinator(
+        1, h.ctx.replicas, h.ctx.metadata, h.ctx.topics, clock,
+        h.ctx.producer_ids.next_producer_id, MarkerWriter(h.ctx.metadata, peers),
+        TxnConfig(state_partitions=1),
+    )  # fmt: skip
+    h.ctx.transactions = txns
+    h.ctx.txn_verifier = TxnVerifier(1, txns, peers)
+    await h.lead(TRANSACTION_STATE_TOPIC, 1)
+    txns.runtime.on_leadership_change()
+    for _ in range(100):
+        if all(o.state is PartitionState.READY for o in txns.runtime.owned.values()):
+            break
+        await asyncio.sleep(0.01)
+    return txns
+
+
+async def produce(conn: BrokerConnection, partition: int, batch: bytes) -> int:
+    req = ProduceRequest(1, 5000, [ProduceTopic("t", [ProducePartition(partition, batch)])], "tx")
+    resp = await conn.send(req)
+    return int(resp.topics[0].partitions[0].error_code)
+
+
+async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as h:
+        await h.lead("t", 2)
+        txns = await coordinator_for(h, clock)
+        answer = await txns.init_producer_id("tx", 60_000, -1, -1)
+        assert isinstance(answer, InitAnswer) and answer.error == "NONE"
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        assert await txns.add_partitions("tx", pid, epoch, [("t", 0)]) == {("t", 0): "NONE"}
+        conn = await h.connect()
+        log1 = h.ctx.replicas.partitions[("t", 1)].log
+        assert await produce(conn, 0, txn_batch(pid, epoch, 0)) == 0
+        assert await produce(conn, 1, txn_batch(pid, epoch, 0)) == InvalidTxnStateError.code
+        assert log1.log_end_offset == 0, "nothing of a partition outside the transaction"
+
+        assert await txns.end_txn("tx", pid, epoch, commit=True) == "NONE"
+        log0 = h.ctx.replicas.partitions[("t", 0)].log
+        for _ in range(200):  # the markers go out in the background
+            if log0.first_unstable_offset is None and log0.log_end_offset == 2:
+                break
+            await asyncio.sleep(0.01)
+        end = log0.log_end_offset
+        # a late retry of the ended transaction's producer: no hanging transaction
+        assert await produce(conn, 0, txn_batch(pid, epoch, 1)) == InvalidTxnStateError.code
+        assert log0.log_end_offset == end and log0.first_unstable_offset is None
+        await txns.shutdown()
+
+
+def test_a_marker_voids_a_verification_under_way() -> None:
+    from broker.producer_state import ProducerStateTable
+    from protocol.control import Marker
+
+    table = ProducerStateTable()
+    token = table.start_verification(5)
+    table.end_txn(5, 0, Marker(True, 0), 10)  # the transaction ended meanwhile
+    with pytest.raises(InvalidTxnStateError):  # a verification from before the marker
+        table.check_verified(5, 0, token)
+    fresh = table.start_verification(5)
+    table.check_verified(5, 0, fresh)  # taken once
