@@ -1,7 +1,7 @@
 """`odradek chaos run|faults|check` (runner.py does the work; this is the argument surface).
 
 odradek chaos run    [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
-                     [--workload native|kafka] [--rate R] [--json FILE]
+                     [--workload native|kafka|txn] [--rate R] [--json FILE]
 odradek chaos faults [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
 odradek chaos check  FILE [-o json]   re-check a record written by `run --json`
 
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deploy.chaos import checker, plan, runner
+from deploy.chaos import checker, plan, runner, txn_checker
 from deploy.cli_output import (
     done_text,
     emit_json,
@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
     common.add_argument("--seed", type=int, help="the schedule's seed (default: drawn, printed)")
     common.add_argument("--faults", help=f"comma-separated kinds: {','.join(plan.KINDS)}")
     run = csub.add_parser("run", parents=[common], help="faults plus a workload, then a check")
-    run.add_argument("--workload", choices=("native", "kafka"), default="native")
+    run.add_argument("--workload", choices=("native", "kafka", "txn"), default="native")
     run.add_argument("--rate", type=float, default=400.0, help="records/s, all producers")
     run.add_argument("--json", dest="json_path", metavar="FILE", help="write the whole record")
     run.set_defaults(func=lambda a: _with_bar(a, runner.run))
@@ -105,10 +105,12 @@ def _options(args: argparse.Namespace) -> runner.Options:
 def check_file(path: str, as_json: bool = False) -> int:
     try:
         doc = json.loads(Path(path).read_text())
-        record = checker.RunRecord.from_json(doc["record"])
+        if doc.get("workload") == "txn":
+            findings = txn_checker.check(txn_checker.TxnRunRecord.from_json(doc["record"]))
+        else:
+            findings = checker.check(checker.RunRecord.from_json(doc["record"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"{path} is not a record of `chaos run --json`: {exc}") from None
-    findings = checker.check(record)
     verdict = checker.passed(findings)
     if as_json:
         emit_json({"findings": [{"check": f.check, "ok": f.ok, "detail": f.detail}

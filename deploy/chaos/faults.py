@@ -9,8 +9,12 @@ active segment (cut inside its last batch, then garbage appended), which recover
 at restart; the network kinds call the cluster's network lab (deploy/netns.py: iptables DROP
 rules inside the broker's namespace, so connections hang as with a pulled cable); disk-full
 writes a ballast file into the tmpfs under the broker's log directory until it is full, and
-heals by deleting it and restarting the broker. A kind the cluster cannot do (not root, no
-namespaces, no tmpfs) raises `Unavailable` with one line saying why; the runner skips it.
+heals by deleting it and restarting the broker; kill-txn-coord SIGKILLs the broker leading the
+`__transaction_state` partition of one of the workload's transactional ids (Kafka's
+partition_for(id, the topic's partition count), as FindCoordinator with key type 1 answers; no
+Kafka client here asks FindCoordinator for a transactional id by itself). A kind the cluster
+cannot do (not root, no namespaces, no tmpfs, no transactional ids) raises `Unavailable` with
+one line saying why; the runner skips it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from client import Admin
+from coordinator.transaction.records import TRANSACTION_STATE_TOPIC, partition_for
 from deploy.chaos.plan import NETNS_KINDS, ROOT_KINDS, TMPFS_KINDS, Step
 from deploy.cluster import LocalCluster
 from protocol.errors import OdradekError
@@ -57,6 +62,7 @@ class FaultContext:
     partitions: int
     rng: random.Random
     progress: Callable[[str], None] = field(default=lambda _line: None)
+    txn_ids: list[str] = field(default_factory=list)  # the workload's transactional ids
 
     def leaders(self) -> dict[int, int]:
         """partition -> leader id as a live broker sees it (-1: none)."""
@@ -164,6 +170,29 @@ def _zombie(ctx: FaultContext, step: Step) -> Injected:
                     _restart(ctx.cluster, [leader]), hold_s=hold)  # fmt: skip
 
 
+def _kill_txn_coord(ctx: FaultContext, step: Step) -> Injected:
+    if not ctx.txn_ids:
+        raise Unavailable("kill-txn-coord needs transactional ids (--workload txn): skipped")
+    tid = ctx.txn_ids[step.pick % len(ctx.txn_ids)]
+    coordinator = txn_coordinator(alive_bootstrap(ctx.cluster), tid)
+    if coordinator < 0 or coordinator not in ctx.alive():
+        raise Unavailable(f"{tid} has no live transaction coordinator now: skipped")
+    affected = ctx.led_by([coordinator])
+    _kill(ctx, [coordinator])
+    return Injected(f"broker {coordinator} (transaction coordinator of {tid})", [coordinator],
+                    affected, _restart(ctx.cluster, [coordinator]))  # fmt: skip
+
+
+def txn_coordinator(bootstrap: str, transactional_id: str) -> int:
+    """The broker leading `transactional_id`'s partition of __transaction_state (-1: none)."""
+    with Admin(bootstrap, request_timeout_ms=3000) as admin:
+        (desc,) = admin.describe_topics([TRANSACTION_STATE_TOPIC])
+    if desc.error_code or not desc.partitions:
+        raise Unavailable(f"{TRANSACTION_STATE_TOPIC} does not exist yet: skipped")
+    wanted = partition_for(transactional_id, len(desc.partitions))
+    return next((p.leader for p in desc.partitions if p.partition == wanted), -1)
+
+
 def _torn_tail(ctx: FaultContext, step: Step) -> Injected:
     """A follower of a partition is killed and its active segment's tail torn."""
     p, leader = ctx.leader_of(step.pick)
@@ -264,4 +293,5 @@ _INJECT: dict[str, Callable[[FaultContext, Step], Injected]] = {
     "net-isolate": _net,
     "net-zk": _net,
     "disk-full": _disk_full,
+    "kill-txn-coord": _kill_txn_coord,
 }

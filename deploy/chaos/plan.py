@@ -15,6 +15,8 @@ step runs (runner.py), so the schedule itself depends only on the seed, the kind
     net-isolate   cut a broker from its peers and ZooKeeper              root, --netns cluster
     net-zk        cut a broker from ZooKeeper only                       root, --netns cluster
     disk-full     fill the tmpfs under a broker's log directory          root, --tmpfs cluster
+    kill-txn-coord  SIGKILL the transaction coordinator of one of the    --workload txn
+                  workload's transactional ids, restart it
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ KINDS: dict[str, str] = {
     "net-isolate": "a leader cut from the other brokers and ZooKeeper",
     "net-zk": "a leader cut from ZooKeeper only",
     "disk-full": "the disk under a leader's log directory full",
+    "kill-txn-coord": "SIGKILL of a transactional id's transaction coordinator",
 }
 ROOT_KINDS = frozenset({"net-isolate", "net-zk", "disk-full"})
 NETNS_KINDS = frozenset({"net-isolate", "net-zk"})
 TMPFS_KINDS = frozenset({"disk-full"})
+TXN_KINDS = frozenset({"kill-txn-coord"})  # need transactional ids: --workload txn
 HOLD_S = (1.0, 3.0)  # a fault is held this long (zombie: past the session timeout instead)
 CALM_S = (1.0, 2.5)  # then the cluster runs healthy this long after healing
 

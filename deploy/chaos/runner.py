@@ -16,7 +16,8 @@ wait for every partition's ISR to be full, let the group catch up, then read bac
 
 The record (checker.RunRecord) goes to checker.check; the verdict table is printed and the whole
 record, findings and availability figures are written as JSON with `--json`. The exit status is
-0 on PASS, 1 on FAIL. `faults` runs the same schedule without a workload and prints a timeline.
+0 on PASS, 1 on FAIL. `--workload txn` runs transactions instead (txn_run.py). `faults` runs
+the same schedule without a workload and prints a timeline.
 """
 
 from __future__ import annotations
@@ -242,6 +243,10 @@ def run(options: Options, out: Print) -> int:
         f"{', '.join(options.kinds)}, {options.workload} workload")  # fmt: skip
     cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds)
     try:
+        if options.workload == "txn":
+            from deploy.chaos import txn_run  # it builds on this module
+
+            return txn_run.run_txn(cluster, options, steps, out)
         return _run(cluster, options, steps, out)
     finally:
         if ours:
@@ -291,7 +296,7 @@ def _run(cluster: LocalCluster, options: Options, steps: list[plan.Step], out: P
     if not full:
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
     avail = checker.availability(record.faults)
-    _print_report(findings, avail, out)
+    print_report(findings, avail, out)
     verdict = "PASS" if checker.passed(findings) else "FAIL"
     timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
     if options.json_path:
@@ -355,7 +360,7 @@ def _commit_history(
     return out
 
 
-def _print_report(
+def print_report(
     findings: list[checker.Finding], avail: dict[str, dict[str, Any]], out: Print
 ) -> None:
     out("")

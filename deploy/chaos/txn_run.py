@@ -1,0 +1,165 @@
+"""`odradek chaos run --workload txn`: transactions through the faults, then Jepsen's checks.
+
+Creates the topic `chaos-<seed>` and its copy `chaos-<seed>-out` (as runner.py creates its
+topic), starts the transactional workload (txn_workload.py: PRODUCERS transactional producers,
+READERS read_committed readers of every partition, one consume-transform-produce copier),
+runs the fault schedule (the workload's transactional ids are the targets of kill-txn-coord),
+then heals everything, stops the producers and waits until no transaction is open (every
+partition's last stable offset at its high watermark). The readers and the copier then drain:
+until each reader's position reaches the end of every partition, or nothing new came for
+QUIET_S. The copier's committed output is read back by a fresh read_committed reader. The
+record (txn_checker.TxnRunRecord) goes to txn_checker.check; a FAIL names each anomaly class
+with examples, and `--json` writes the whole history for `odradek chaos check`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from deploy.chaos import checker, plan, runner, txn_checker
+from deploy.chaos.txn_workload import Copier, Reader, TxnProducer
+from deploy.chaos.workload import AckClock
+from deploy.cluster import LocalCluster
+from deploy.console import timeline
+
+PRODUCERS = 2
+READERS = 2
+QUIET_S = 4.0
+DRAIN_WAIT_S = 90.0
+STABLE_WAIT_S = 60.0  # longer than the producers' transaction timeout (txn_workload.py)
+
+
+def run_txn(
+    cluster: LocalCluster, options: runner.Options, steps: list[plan.Step], out: runner.Print
+) -> int:
+    chaos = runner.Chaos(cluster, options, out)
+    topic, out_topic = chaos.topic, f"{chaos.topic}-out"
+    for t in (topic, out_topic):
+        runner.create_topic(cluster, t, runner.PARTITIONS)
+    kafka, seed, clock = cluster.kafka_bootstrap, options.seed, AckClock()
+    ids = [f"{topic}-tx{i}" for i in range(PRODUCERS)]
+    producers = [TxnProducer(kafka, f"p{i}", tid, topic, runner.PARTITIONS, seed, chaos.t0, clock)
+                 for i, tid in enumerate(ids)]  # fmt: skip
+    readers = [Reader(kafka, f"c{i}", topic, runner.PARTITIONS, chaos.t0) for i in range(READERS)]
+    copier = Copier(kafka, "copier", f"{topic}-copier", f"{topic}-copier", topic, out_topic)
+    chaos.ctx.txn_ids = [*ids, f"{topic}-copier"]
+    for producer in producers:
+        producer.start()
+    for reader in readers:
+        reader.start()
+    copier.start()
+    _wait(lambda: all(p.committed() for p in producers), 60.0)  # the ids have a coordinator
+    try:
+        chaos.run_schedule(steps, lambda: sum(p.committed() for p in producers))
+    finally:
+        out("healing everything, stopping the producers, waiting for every transaction to end")
+        chaos.heal_all()
+        for p in producers:
+            p.stop()
+    full = all(runner.wait_full_isr(cluster, t, runner.PARTITIONS, runner.HEAL_WAIT_S)
+               for t in (topic, out_topic))  # fmt: skip
+    ends = stable_ends(kafka, topic, STABLE_WAIT_S)
+    _drain(readers, copier, ends)
+    copier.stop()
+    for r in readers:
+        r.stop()
+    record = txn_checker.TxnRunRecord(topic, runner.PARTITIONS, seed)
+    record.txns = [t for p in producers for t in p.txns]
+    record.consumers = [r.log for r in readers]
+    record.ctp_output = read_output(kafka, out_topic, chaos.t0)
+    chaos.time_availability(clock)
+    record.faults = chaos.faults
+    findings = txn_checker.check(record)
+    if ends is None:
+        findings.append(checker.Finding("transactions-end", False,
+                                        "a transaction stayed open after the run"))  # fmt: skip
+    if not full:
+        findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
+    out(txn_checker.summary(record) + f"; {copier.copied} values copied")
+    return _report(cluster, options, steps, record, findings, out)
+
+
+def _wait(done: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def stable_ends(bootstrap: str, topic: str, timeout_s: float) -> dict[int, int] | None:
+    """Every partition's end once no transaction is open in it (its read_committed end, the
+    last stable offset, equals its read_uncommitted end, the HW); None: one stayed open."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    conf = {"bootstrap.servers": bootstrap, "group.id": "chaos-ends", "log_level": 0}
+    committed = Consumer({**conf, "isolation.level": "read_committed"})
+    uncommitted = Consumer({**conf, "isolation.level": "read_uncommitted"})
+    tps = [TopicPartition(topic, p) for p in range(runner.PARTITIONS)]
+    ends: dict[int, int] = {}
+
+    def settled() -> bool:
+        try:
+            for tp in tps:
+                lso = committed.get_watermark_offsets(tp, 5)[1]
+                if lso != uncommitted.get_watermark_offsets(tp, 5)[1]:
+                    return False
+                ends[tp.partition] = lso
+        except Exception:  # a leader moving: ask again
+            return False
+        return True
+
+    try:
+        return dict(ends) if _wait(settled, timeout_s) else None
+    finally:
+        committed.close()
+        uncommitted.close()
+
+
+def _drain(readers: list[Reader], copier: Copier, ends: dict[int, int] | None) -> None:
+    """Until every reader reached `ends` and the copier went quiet, or nothing moved for
+    QUIET_S (bounded by DRAIN_WAIT_S)."""
+
+    def caught_up(r: Reader) -> bool:
+        positions = r.positions()
+        return ends is not None and all(positions.get(p, 0) >= e for p, e in ends.items())
+
+    def quiet(since: float) -> bool:
+        return time.monotonic() - since >= QUIET_S
+
+    _wait(lambda: all(caught_up(r) or quiet(r.last_read) for r in readers)
+          and not copier.pending and quiet(copier.last_commit), DRAIN_WAIT_S)  # fmt: skip
+
+
+def read_output(bootstrap: str, topic: str, t0: float) -> list[str]:
+    """The copier's committed output: every value a fresh read_committed reader gets."""
+    ends = stable_ends(bootstrap, topic, STABLE_WAIT_S)
+    reader = Reader(bootstrap, "output", topic, runner.PARTITIONS, t0)
+    reader.start()
+    _wait(lambda: (ends is not None and all(reader.positions().get(p, 0) >= e
+                                            for p, e in ends.items()))
+          or time.monotonic() - reader.last_read >= QUIET_S, DRAIN_WAIT_S)  # fmt: skip
+    reader.stop()
+    return [v for poll in reader.log.polls for _, _, v in poll.records]
+
+
+def _report(
+    cluster: LocalCluster, options: runner.Options, steps: list[plan.Step],
+    record: txn_checker.TxnRunRecord, findings: list[checker.Finding], out: runner.Print,
+) -> int:  # fmt: skip
+    avail = checker.availability(record.faults)
+    runner.print_report(findings, avail, out)
+    verdict = "PASS" if checker.passed(findings) else "FAIL"
+    timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
+    if options.json_path:
+        doc = {"seed": options.seed, "workload": "txn",
+               "schedule": [vars(s) for s in steps], "record": record.to_json(),
+               "findings": [vars(f) for f in findings], "availability": avail,
+               "verdict": verdict}  # fmt: skip
+        Path(options.json_path).write_text(json.dumps(doc, indent=1) + "\n")
+        out(f"the whole record: {options.json_path}")
+    return 0 if verdict == "PASS" else 1
