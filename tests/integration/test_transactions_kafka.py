@@ -324,6 +324,51 @@ def test_committed_and_aborted_transactions_read_both_ways(
     assert _by_partition(native) == everything, f"native, written by {client_name}"
 
 
+def test_interleaved_producers_one_aborting(cluster3: LocalCluster) -> None:
+    """Two transactional producers write the same partitions batch by batch: A's transaction
+    commits; B's first aborts while A's is still open, its second commits. Every client's
+    read_committed consumer skips exactly B's aborted records (the fetch's aborted
+    transactions are per producer id), wherever they fall between A's."""
+    topic = _name("interleave")
+    _create_topics(cluster3, {topic: 2})
+    bootstrap = cluster3.kafka_bootstrap
+    a = _confluent_producer(bootstrap, _name("tx-a"))
+    b = _confluent_producer(bootstrap, _name("tx-b"))
+    a.init_transactions(TIMEOUT_S)
+    b.init_transactions(TIMEOUT_S)
+    a.begin_transaction()
+    b.begin_transaction()
+    committed: set[bytes] = set()
+
+    def rounds(tag: str, n: int, keep_a: bool, keep_b: bool) -> None:
+        for i in range(n):
+            for part in (0, 1):
+                av, bv = f"a-{tag}-{i}-{part}".encode(), f"b-{tag}-{i}-{part}".encode()
+                _confluent_send(a, [Sent(topic, part, av)])  # one batch each, interleaved
+                _confluent_send(b, [Sent(topic, part, bv)])
+                committed.update([av] * keep_a + [bv] * keep_b)
+
+    rounds("1", 3, True, False)
+    b.abort_transaction(TIMEOUT_S)
+    b.begin_transaction()
+    rounds("2", 2, True, True)
+    a.commit_transaction(TIMEOUT_S)
+    b.commit_transaction(TIMEOUT_S)
+    # on each partition: 10 records and B's abort marker in offsets 0-10 (the marker is written
+    # after EndTxn is answered, so A's next record may come first), then A's and B's commit
+    # markers (11, 12)
+    tps = [(topic, 0), (topic, 1)]
+    everything = _by_partition(_read_native(cluster3.bootstrap, tps, {tp: 10 for tp in tps}))
+    assert [len(everything[tp]) for tp in tps] == [10, 10], everything
+    want = {tp: [(o, v) for o, v in recs if v in committed] for tp, recs in everything.items()}
+    assert all(o <= 10 for tp in tps for o, _ in everything[tp]), everything
+    assert sum(len(r) for r in want.values()) == len(committed) == 6 + 8
+    until = {tp: recs[-1][0] for tp, recs in want.items()}
+    for reader, read in READ.items():
+        got = read(bootstrap, tps, READ_COMMITTED, until)
+        assert _by_partition(got) == want, f"{reader} read_committed"
+
+
 # ----- 2. ListOffsets per isolation level ------------------------------------------------------
 
 
