@@ -5,14 +5,15 @@ partitions of two topics: a committed transaction, an aborted one, a committed o
 read_committed consumer of each client reads exactly the committed records, in order per
 partition; a read_uncommitted one (and odradek's own consumer, which reads uncommitted) reads
 every data record; none ever hands out a marker, so offsets have a gap where each marker is.
-Then: ListOffsets stops at the last stable offset while a transaction is open; a second
-producer with the same transactional.id fences the first and aborts its open transaction; the
+Two producers interleaving on the same partitions, one aborting, are told apart. Then:
+ListOffsets stops at the last stable offset while a transaction is open; a second producer
+with the same transactional.id fences the first and aborts its open transaction; the
 coordinator aborts a transaction past its transaction.timeout.ms; a timeout above
 transaction.max.timeout.ms is refused at once; kafka-python's admin lists and describes an
 ongoing transaction and its producers; and kafka-python's own two transactional integration
 tests (dpkp/kafka-python test/integration/test_producer_integration.py), ported.
 
-Expected offsets are computed, not read: one producer writes each partition, so a transaction's
+Expected offsets are computed, not read, where one producer writes each partition: a transaction's
 records on a partition take consecutive offsets and its marker takes the next one.
 """
 
