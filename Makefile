@@ -8,7 +8,7 @@ ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn chaos clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,10 @@ bench-compaction: setup zookeeper
 # BENCH_ARGS: e.g. "--only kafka,baseline" or "--baseline REF" (bench/bench_cluster.py --help)
 bench: setup zookeeper
 	$(BIN)/python bench/bench_cluster.py $(BENCH_ARGS)
+
+# transactions alone (also a part of `make bench`): BENCH_ARGS e.g. "--messages 300000"
+bench-txn: setup zookeeper
+	$(BIN)/python bench/bench_txn.py $(BENCH_ARGS)
 
 bench-spark: setup zookeeper
 	$(BIN)/python bench/bench_spark.py

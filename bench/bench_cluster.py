@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,baseline,user,peers`, all by default), in this order:
+Parts (`--only native,kafka,txn,baseline,user,peers`, all by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -10,6 +10,9 @@ native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory
 kafka     on the same cluster, through its Kafka listener: confluent-kafka and kafka-python
           produce (the plain per-record loop) and consume (from earliest, by assignment),
           1 partition, RF 1, acks=1, 100 B and 1 KiB (bench/bench_kafka_clients.py).
+txn       on the same cluster, confluent-kafka: transactional produce at 100 B with a commit
+          every 100 ms and every 1,000 ms beside idempotent produce, read_committed consume
+          beside read_uncommitted, commit latency p50/p99 (bench/bench_txn.py).
 baseline  the native bulk, send() and consume cases at 100 B against a cluster run from a git
           worktree of --baseline REF (default: the last commit before the Kafka listener) and
           against one run from this tree, alternating (bench/bench_baseline.py).
@@ -46,10 +49,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_baseline  # noqa: E402
 import bench_kafka_clients  # noqa: E402
+import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "baseline", "user", "peers")
+PARTS = ("native", "kafka", "txn", "baseline", "user", "peers")
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -106,8 +110,9 @@ def native_cases(bootstrap: str, n: int, repeat: int, lat_n: int, lat_rate: int)
     return results
 
 
-def run_cluster(args: argparse.Namespace, parts: set[str]) -> list[dict]:
-    """The native and Kafka-client cases, on one local cluster of this tree's code."""
+def run_cluster(args: argparse.Namespace, parts: set[str], txn: dict) -> list[dict]:
+    """The native, Kafka-client and transaction cases, on one local cluster of this tree's
+    code (the transaction figures go into `txn`: their own table)."""
     from deploy.cluster import LocalCluster
 
     results: list[dict] = []
@@ -124,6 +129,8 @@ def run_cluster(args: argparse.Namespace, parts: set[str]) -> list[dict]:
             results += bench_kafka_clients.run_cases(
                 bootstrap, cluster.kafka_bootstrap, counts, args.kafka_repeat, report=log_row
             )
+        if "txn" in parts:
+            txn.update(bench_txn.run(cluster.kafka_bootstrap, args.txn_messages))
     finally:
         cluster.down(purge=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -191,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--kafka-repeat", type=int, default=1, help="runs per Kafka-client case")
     ap.add_argument(
+        "--txn-messages", type=int, default=1_000_000, help="records per transaction case (100 B)"
+    )
+    ap.add_argument(
         "--baseline",
         metavar="REF",
         help=f"git ref of the code to compare with (default: {bench_baseline.DEFAULT_REF} for "
@@ -219,10 +229,11 @@ def main() -> int:
     rows: list[dict] = []
     notes: list[str] = []
     phases: dict[str, float] = {}
-    if parts & {"native", "kafka"}:
+    txn: dict = {}
+    if parts & {"native", "kafka", "txn"}:
         t = time.monotonic()
-        rows += run_cluster(args, parts)
-        phases["native+kafka"] = round(time.monotonic() - t, 1)
+        rows += run_cluster(args, parts, txn)
+        phases["native+kafka+txn"] = round(time.monotonic() - t, 1)
     if "baseline" in parts:
         t = time.monotonic()
         try:
@@ -269,16 +280,19 @@ def main() -> int:
         "notes": notes,
         "summary": summary,
         "table": text,
+        "txn": txn,
         "results": rows,
     }  # fmt: skip
     out.write_text(json.dumps(doc, indent=1) + "\n")
     if text:
         print(text)
+    if txn:
+        print("\n" + bench_txn.render(txn))
     for note in notes:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
     log(f"results: {out}")
-    errors = [r for r in rows if "error" in r and "peer" not in r]  # peers: noted above
+    errors = [r for r in rows + txn.get("rows", []) if "error" in r and "peer" not in r]
     for e in errors:
         log(f"run failed: {e}")
     return 1 if errors else 0
