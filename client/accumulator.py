@@ -44,6 +44,11 @@ acknowledged or fails for good, and all of a partition's unsettled batches share
 - `gap_before(batch)`: an OUT_OF_ORDER_SEQUENCE_NUMBER answer is final when a lost batch comes
   before this one and nothing before it is still unsettled (no retry can fill the gap).
 
+Transactions (client/transactions.py): `txn_partitions` is the set of partitions added to the
+open transaction; `ready` reports the queued partitions outside it (`txn_new`) and neither
+`ready` nor `drain` sends them, until the producer has added them (AddPartitionsToTxn) and
+they join the set, as Kafka's `isSendToPartitionAllowed`.
+
 Batch life: open (taking records) -> closed (full or drained) -> in flight -> done, or back to
 the queue's front on a retriable error, until `delivery_timeout_ms` after its creation.
 """
@@ -139,13 +144,13 @@ class ProducerBatch(BatchState):
         self.producer_epoch = -1
         self.base_sequence = -1
 
-    def payload(self, codec: int) -> bytes:
+    def payload(self, codec: int, transactional: bool = False) -> bytes:
         """The record batch bytes; built once and reused on every retry."""
         if self.built is None:
             self.built = build_columns(
                 self.keys, self.values, self.headers, self.stamps, codec=codec,
                 producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                base_sequence=self.base_sequence,
+                base_sequence=self.base_sequence, transactional=transactional,
             )  # fmt: skip
             self.keys, self.values, self.headers = [], [], None  # in `built` now
         return self.built
@@ -182,6 +187,7 @@ class ReadyResult:
     nodes: set[int] = field(default_factory=set)
     next_check_ms: int | None = None  # ms until some batch may become ready; None: no batches
     unknown_leaders: set[TopicPartition] = field(default_factory=set)
+    txn_new: set[TopicPartition] = field(default_factory=set)  # not yet in the transaction
 
 
 LeaderOf = Callable[[TopicPartition], int]
@@ -226,6 +232,10 @@ class RecordAccumulator:
         self._numbered_by: dict[TopicPartition, tuple[int, int]] = {}  # (id, epoch) per partition
         self._unsettled: dict[TopicPartition, list[ProducerBatch]] = {}  # in sequence order
         self._lost: dict[TopicPartition, int] = {}  # first sequence lost at _numbered_by[tp]
+        # transactional: the partitions added to the open transaction (the producer's
+        # TransactionManager.added); a partition not in it drains nothing (None: not
+        # transactional)
+        self.txn_partitions: set[TopicPartition] | None = None
 
     # ----- appending --------------------------------------------------------------------------
 
@@ -351,8 +361,12 @@ class RecordAccumulator:
     def ready(self, leader_of: LeaderOf, now_ms: int) -> ReadyResult:
         result = ReadyResult()
         hurry = self.flushing > 0 or self.closing or self.memory_waiters > 0
+        txn = self.txn_partitions
         for tp, queue in self._queues.items():
             if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
+                continue
+            if txn is not None and tp not in txn:
+                result.txn_new.add(tp)  # AddPartitionsToTxn first (the sender's)
                 continue
             head = queue[0]
             leader = leader_of(tp)
@@ -383,8 +397,11 @@ class RecordAccumulator:
         out: dict[int, list[ProducerBatch]] = {}
         request_bytes: dict[int, int] = {}
         self.left_behind = False
+        txn = self.txn_partitions
         for tp, queue in self._queues.items():
             if not queue or self._in_flight.get(tp, 0) >= self.max_in_flight_per_partition:
+                continue
+            if txn is not None and tp not in txn:
                 continue
             leader = leader_of(tp)
             head = queue[0]
@@ -436,7 +453,8 @@ class RecordAccumulator:
         batch.base_sequence = seq
         self._unsettled.setdefault(tp, []).append(batch)
         if batch.built is not None:  # a bulk batch, built without the producer fields
-            batch.built = with_producer(batch.built, self.producer_id, self.producer_epoch, seq)
+            batch.built = with_producer(batch.built, self.producer_id, self.producer_epoch, seq,
+                                        self.txn_partitions is not None)  # fmt: skip
 
     def reset_producer(self, producer_id: int, producer_epoch: int = 0) -> None:
         """Continue under this id and epoch (from InitProducerId). Each partition moves to it,

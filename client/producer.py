@@ -37,6 +37,14 @@ the last error its attempts met; else the last error (with the broker it came fr
 broker's own message: "acks=all refused: chaos-0: ISR [3] is below min.insync.replicas 2");
 else, never sent, what held it back (no producer id, earlier batches settling).
 
+Transactions (`transactional_id`, KIP-98; client/transactions.py holds the state machine and
+the coordinator requests): the producer is idempotent with acks=all (an explicit conflicting
+setting is refused), gets its id from `init_transactions()`, and sends only between
+`begin_transaction()` and `commit_transaction()` / `abort_transaction()`. Its batches carry
+the TRANSACTIONAL_BIT; a partition's first batch in a transaction waits in the accumulator
+until the sender has added the partition (AddPartitionsToTxn). A batch failing for good makes
+the transaction abortable only; a fenced producer (a newer one took the id) fails for good.
+
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
 and with `max_in_flight_per_partition` above 1 a retried batch may land after a later one.
@@ -64,6 +72,11 @@ from client.connection import BrokerConnection
 from client.explain import leaderless_reason, produce_refusal
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.record_future import RecordFuture
+from client.transactions import (
+    TransactionAbortedError,
+    TransactionManager,
+    TxnState,
+)
 from client.types import BatchMetadata, TopicPartition
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceResponse, ProduceTopic
 from protocol.api.producer_ids import InitProducerIdRequest, InitProducerIdResponse
@@ -104,7 +117,7 @@ class AsyncProducer(ClusterClient):
         bootstrap_servers: str | Iterable[str],
         *,
         client_id: str | None = None,
-        acks: int | str = 1,
+        acks: int | str | None = None,  # 1, or "all" for a transactional producer
         linger_ms: int = 0,
         batch_size: int = 16384,
         max_request_size: int = 1024 * 1024,
@@ -116,7 +129,9 @@ class AsyncProducer(ClusterClient):
         max_block_ms: int = 60_000,
         max_in_flight_per_partition: int = 5,
         compression_type: str | None = None,
-        enable_idempotence: bool = True,
+        enable_idempotence: bool | None = None,  # True (as Kafka since 3.0; with acks=all)
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
         clock: Clock | None = None,
     ) -> None:
         if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
@@ -125,8 +140,15 @@ class AsyncProducer(ClusterClient):
             )
         if compression_type not in (None, *CODECS):
             raise UsageError(f"compression_type must be None or one of {sorted(CODECS)}")
-        self.acks = parse_acks(acks)
-        self.idempotent = enable_idempotence and self.acks == ACKS_ALL
+        if transactional_id is not None:  # Kafka's transactional producer: idempotent, acks=all
+            if acks is not None and parse_acks(acks) != ACKS_ALL:
+                raise UsageError(f"a transactional producer needs acks='all', not {acks!r}")
+            if enable_idempotence is False:
+                raise UsageError("a transactional producer is idempotent: enable_idempotence=False "
+                                 "cannot go with a transactional_id")  # fmt: skip
+            acks = ACKS_ALL
+        self.acks = parse_acks(1 if acks is None else acks)
+        self.idempotent = enable_idempotence is not False and self.acks == ACKS_ALL
         if self.idempotent and not 1 <= max_in_flight_per_partition <= MAX_IDEMPOTENT_IN_FLIGHT:
             raise UsageError(
                 f"an idempotent producer keeps 1 to {MAX_IDEMPOTENT_IN_FLIGHT} batches in flight "
@@ -181,6 +203,14 @@ class AsyncProducer(ClusterClient):
         self._pid_retry_at_ms = 0
         self._pid_error: str | None = None  # why the last InitProducerId failed
         self._failing: dict[TopicPartition, str] = {}  # the last error of a partition's retries
+        self._txn: TransactionManager | None = None
+        self._add_task: asyncio.Task[None] | None = None  # AddPartitionsToTxn under way
+        if transactional_id is not None:
+            self._txn = TransactionManager(
+                self._cluster, transactional_id, transaction_timeout_ms, self._clock,
+                max_block_ms, request_timeout_ms, retry_backoff_ms,
+            )  # fmt: skip
+            self._acc.txn_partitions = self._txn.added
 
     # ----- life cycle -------------------------------------------------------------------------
 
@@ -198,7 +228,7 @@ class AsyncProducer(ClusterClient):
         await self._cluster.request_update()  # NetworkError when no bootstrap server answers
         self._started = True
         self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
-        self._usable = True
+        self._usable = self._txn is None  # transactional: only inside a transaction
 
     async def flush(self, timeout_ms: float | None = None) -> None:
         """Send everything buffered and wait until every batch is acknowledged or failed."""
@@ -443,7 +473,10 @@ class AsyncProducer(ClusterClient):
         return future
 
     async def partitions_for(self, topic: str) -> list[int]:
-        self._check_usable()
+        if self._txn is None or self._usable:
+            self._check_usable()
+        else:  # a transactional producer between transactions may still ask
+            self._txn_manager_unchecked()
         num = self._cluster.metadata.num_partitions(topic)
         if num is None:
             num = await self._wait_for_topic(topic)
@@ -455,6 +488,8 @@ class AsyncProducer(ClusterClient):
         if not self._started:
             raise UsageError("call `await producer.start()` (or use `async with`) first")
         self._check_sender()
+        if self._txn is not None:
+            self._txn.check("send")
 
     def _check_sender(self) -> None:
         if self._fatal is not None:
@@ -500,6 +535,128 @@ class AsyncProducer(ClusterClient):
             with self._acc.lock:
                 self._acc.memory_waiters -= 1
 
+    # ----- transactions (client/transactions.py) -----------------------------------------------
+
+    async def init_transactions(self) -> None:
+        """Get the transactional id's producer id at a new epoch from its coordinator: older
+        producers of the id are fenced, and their open transaction aborted."""
+        txn = self._txn_manager("init_transactions")
+        txn.move(TxnState.INITIALIZING)
+        await self._init_transactional_id(txn)
+
+    async def _init_transactional_id(self, txn: TransactionManager) -> None:
+        try:
+            producer_id, epoch = await txn.init_producer_id()
+        except RequestTimedOutError:
+            txn.move(TxnState.UNINITIALIZED)  # init_transactions() may be called again
+            raise
+        except OdradekError as exc:
+            raise txn.fail(exc) from None
+        with self._acc.lock:
+            self._acc.reset_producer(producer_id, epoch)
+            self._acc.awaiting_producer_id = False
+        txn.move(TxnState.READY)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: sends are allowed until commit or abort."""
+        self._txn_manager("begin_transaction").begin()
+        self._usable = True
+
+    async def send_offsets_to_transaction(
+        self, offsets: dict[TopicPartition, int], group: Any
+    ) -> None:
+        """Commit a consumer group's offsets (the next offset to read, per partition) inside the
+        transaction: they count only if it commits. `group`: a group id, or the group's
+        metadata (with `group_id`, `generation_id` and `member_id`, KIP-447's fencing)."""
+        txn = self._txn_manager("send_offsets_to_transaction")
+        group_id = group if isinstance(group, str) else group.group_id
+        generation = -1 if isinstance(group, str) else getattr(group, "generation_id", -1)
+        member = "" if isinstance(group, str) else getattr(group, "member_id", "")
+        try:
+            await txn.add_offsets(dict(offsets), group_id, generation, member)
+        except RequestTimedOutError:
+            raise
+        except OdradekError as exc:
+            raise txn.fail(exc) from None
+
+    async def commit_transaction(self) -> None:
+        """Flush the transaction's records, then commit it (EndTxn). A batch that failed for
+        good raises here, and the transaction can then only be aborted."""
+        txn = self._txn_manager("commit_transaction")
+        if txn.state is TxnState.IN_TRANSACTION:
+            txn.move(TxnState.COMMITTING)
+        self._usable = False
+        await self.flush(self.max_block_ms)
+        txn.check("commit_transaction")  # a batch failed meanwhile: its error
+        try:
+            await txn.end_txn(commit=True)
+        except RequestTimedOutError:
+            raise  # still Committing: call commit_transaction() again
+        except OdradekError as exc:
+            raise txn.fail(exc) from None
+        txn.move(TxnState.READY)
+
+    async def abort_transaction(self) -> None:
+        """Drop the records not sent yet, wait for those on their way, then abort (EndTxn)."""
+        txn = self._txn_manager("abort_transaction")
+        if txn.state is not TxnState.ABORTING:
+            txn.move(TxnState.ABORTING)
+        self._usable = False
+        self._fail_queued(TransactionAbortedError(
+            f"transactional id {txn.transactional_id!r}: the transaction was aborted"))  # fmt: skip
+        if self._add_task is not None:
+            await asyncio.gather(self._add_task, return_exceptions=True)
+        await self.flush(self.max_block_ms)
+        try:
+            await txn.end_txn(commit=False)
+        except RequestTimedOutError:
+            raise
+        except OdradekError as exc:
+            raise txn.fail(exc) from None
+        with self._acc.lock:
+            bump = self._acc.epoch_bump_due()
+        if bump:  # a lost sequence: the next epoch starts every partition afresh (KIP-360)
+            txn.move(TxnState.INITIALIZING)
+            await self._init_transactional_id(txn)
+        else:
+            txn.move(TxnState.READY)
+
+    def _txn_manager(self, call: str) -> TransactionManager:
+        txn = self._txn_manager_unchecked(call)
+        txn.check(call)
+        return txn
+
+    def _txn_manager_unchecked(self, call: str = "partitions_for") -> TransactionManager:
+        if self._txn is None:
+            raise UsageError(f"{call}() needs a producer with a transactional_id")
+        if self._closed:
+            raise UsageError("the producer is closed")
+        if not self._started:
+            raise UsageError("call `await producer.start()` (or use `async with`) first")
+        self._check_sender()
+        return self._txn
+
+    def _add_partitions(self, tps: set[TopicPartition]) -> None:
+        """The sender's pass found queued partitions new in the transaction: add them
+        (AddPartitionsToTxn), one request at a time; their batches drain once added."""
+        txn = self._txn
+        if txn is None or self._add_task is not None:
+            return
+        if txn.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            return
+        self._add_task = asyncio.create_task(self._run_add_partitions(txn, set(tps)))
+        self._requests.add(self._add_task)
+        self._add_task.add_done_callback(self._requests.discard)
+
+    async def _run_add_partitions(self, txn: TransactionManager, tps: set[TopicPartition]) -> None:
+        try:
+            await txn.add_partitions(tps)
+        except OdradekError as exc:  # nothing of the transaction can be sent: it must abort
+            self._fail_queued(txn.fail(exc))
+        finally:
+            self._add_task = None
+            self._wake.set()
+
     # ----- the sender -------------------------------------------------------------------------
 
     async def _run_sender(self) -> None:
@@ -538,15 +695,23 @@ class AsyncProducer(ClusterClient):
         for batch, failure in zip(expired, failures, strict=True):
             batch.fail(failure)
             self._progress.set()
+            if self._txn is not None:
+                self._txn.fail(failure)
         pid_delay = None
         meta = self._cluster.metadata
         leader_of = self._leader_of(meta)
         with acc.lock:
-            if self.idempotent and (acc.awaiting_producer_id or acc.epoch_bump_due()):
+            if (
+                self.idempotent
+                and self._txn is None  # (a transactional producer's id: init_transactions)
+                and (acc.awaiting_producer_id or acc.epoch_bump_due())
+            ):
                 acc.awaiting_producer_id = True
                 pid_delay = self._await_producer_id(now_ms)
             ready = acc.ready(leader_of, now_ms)
             drained = acc.drain(ready.nodes, leader_of, self.max_request_size, now_ms)
+        if ready.txn_new:
+            self._add_partitions(ready.txn_new)
         delay = _sooner(ready.next_check_ms, pid_delay)
         if ready.unknown_leaders or self._cluster.metadata_is_stale():
             self._refresh_metadata()
@@ -708,7 +873,8 @@ class AsyncProducer(ClusterClient):
     def _build_request(self, batches: list[ProducerBatch]) -> ProduceRequest:
         by_topic: dict[str, list[ProducePartition]] = {}
         for batch in batches:
-            part = ProducePartition(batch.tp.partition, Records(batch.payload(self.codec)))
+            payload = batch.payload(self.codec, self._txn is not None)
+            part = ProducePartition(batch.tp.partition, Records(payload))
             by_topic.setdefault(batch.tp.topic, []).append(part)
         topics = [ProduceTopic(name, parts) for name, parts in by_topic.items()]
         return ProduceRequest(self.acks, self.request_timeout_ms, topics)
@@ -730,6 +896,8 @@ class AsyncProducer(ClusterClient):
             if final is None:
                 return
         batch.fail(final)
+        if self._txn is not None:
+            self._txn.fail(final)  # the transaction can only be aborted (or is fenced)
         self._progress.set()
         self._wake.set()
 

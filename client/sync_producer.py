@@ -162,6 +162,27 @@ class Producer(_SyncClient):
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(lambda p: p.partitions_for(topic))
 
+    # transactions: the async producer's, run on its loop (client/transactions.py)
+
+    def init_transactions(self) -> None:
+        self._run(lambda p: p.init_transactions())
+
+    def begin_transaction(self) -> None:
+        async def go(p: AsyncProducer) -> None:
+            p.begin_transaction()
+
+        self._run(go)
+
+    def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group: Any) -> None:
+        wanted = dict(offsets)
+        self._run(lambda p: p.send_offsets_to_transaction(wanted, group))
+
+    def commit_transaction(self) -> None:
+        self._run(lambda p: p.commit_transaction())
+
+    def abort_transaction(self) -> None:
+        self._run(lambda p: p.abort_transaction())
+
 
 async def _started(_client: Any) -> None:
     """Nothing: running it starts the client."""
