@@ -20,7 +20,7 @@ from protocol.errors import CoordinatorNotAvailableError
 async def handle(ctx: BrokerContext, request: Request) -> TxnOffsetCommitResponse:
     req: TxnOffsetCommitRequest = request.body
     offsets = [
-        (t.name, p.partition, p.committed_offset, p.metadata)
+        (t.name, p.partition, p.committed_offset, p.metadata, p.leader_epoch)
         for t in req.topics for p in t.partitions
     ]  # fmt: skip
     if ctx.groups is None:

@@ -27,10 +27,12 @@ APPEND_TIMEOUT_MS = 30_000
 async def handle(ctx: BrokerContext, request: Request) -> WriteTxnMarkersResponse:
     req: WriteTxnMarkersRequest = request.body
     return WriteTxnMarkersResponse(list(await asyncio.gather(*map(
-        lambda m: _marker(ctx, m), req.markers))))  # fmt: skip
+        lambda m: write_marker(ctx, m), req.markers))))  # fmt: skip
 
 
-async def _marker(ctx: BrokerContext, m: TxnMarker) -> TxnMarkerResult:
+async def write_marker(ctx: BrokerContext, m: TxnMarker) -> TxnMarkerResult:
+    """One marker on each of its partitions (both doors' WriteTxnMarkers)."""
+
     async def one(topic: str, partition: int) -> TxnMarkerPartitionResult:
         code = await ctx.replicas.append_marker(
             topic, partition, m.producer_id, m.producer_epoch, m.coordinator_epoch, m.commit,

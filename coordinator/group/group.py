@@ -91,6 +91,25 @@ class OffsetEntry:
     offset: int
     metadata: str | None
     commit_ms: int
+    leader_epoch: int = -1  # the committed leader epoch (KIP-320); -1: not given
+
+
+Commit = tuple[Any, ...]  # (topic, partition, offset, metadata[, leader epoch])
+
+
+def _offset_records(
+    group_id: str, offsets: list[Commit], commit_ms: int
+) -> list[CoordinatorRecord]:
+    return [
+        offset_record(group_id, c[0], c[1], c[2], c[3], commit_ms, c[4] if len(c) > 4 else -1)
+        for c in offsets
+    ]
+
+
+def _entry(value: Mapping[str, Any]) -> OffsetEntry:
+    epoch = int(value.get("leader_epoch", -1))
+    return OffsetEntry(int(value["offset"]), value.get("metadata"),
+                       int(value.get("commit_ms", 0)), epoch)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -503,7 +522,7 @@ def sync(
 
 
 def commit(
-    group: Group, generation: int, member_id: str, offsets: list[tuple[str, int, int, str | None]],
+    group: Group, generation: int, member_id: str, offsets: list[Commit],
     now_ms: int, commit_ms: int | None = None,
 ) -> Result:  # fmt: skip
     """Validate a commit; the response is one error code for all its partitions. `now_ms` is
@@ -526,12 +545,12 @@ def commit(
                 group.move(State.READY)
         member.deadline_ms = now_ms + member.session_timeout_ms
     stamp = now_ms if commit_ms is None else commit_ms
-    records = [offset_record(group.group_id, t, p, o, md, stamp) for t, p, o, md in offsets]
+    records = _offset_records(group.group_id, offsets, stamp)
     return Result(records=records, response=NONE)
 
 
 def txn_commit(
-    group: Group, generation: int, member_id: str, offsets: list[tuple[str, int, int, str | None]],
+    group: Group, generation: int, member_id: str, offsets: list[Commit],
     commit_ms: int,
 ) -> Result:  # fmt: skip
     """TxnOffsetCommit's checks (Kafka's validateOffsetCommit for a transaction): a member id,
@@ -541,7 +560,7 @@ def txn_commit(
         return Result(response=UnknownMemberIdError.code)
     if generation >= 0 and generation != group.generation:
         return Result(response=IllegalGenerationError.code)
-    records = [offset_record(group.group_id, t, p, o, md, commit_ms) for t, p, o, md in offsets]
+    records = _offset_records(group.group_id, offsets, commit_ms)
     return Result(records=records, response=NONE)
 
 
@@ -599,9 +618,7 @@ def replay_txn(
         replay(groups, record, now_ms)  # only offsets are transactional; anything else applies
         return
     group = groups.setdefault(key.group_id, Group(key.group_id))
-    group.pending_txn.setdefault(producer_id, {})[(key.topic, key.partition)] = OffsetEntry(
-        int(value["offset"]), value.get("metadata"), int(value.get("commit_ms", 0))
-    )
+    group.pending_txn.setdefault(producer_id, {})[(key.topic, key.partition)] = _entry(value)
 
 
 def complete_txn(groups: dict[str, Group], producer_id: int, commit: bool) -> None:
@@ -626,9 +643,7 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
         if value is None:
             group.offsets.pop((key.topic, key.partition), None)
         else:
-            group.offsets[(key.topic, key.partition)] = OffsetEntry(
-                int(value["offset"]), value.get("metadata"), int(value.get("commit_ms", 0))
-            )
+            group.offsets[(key.topic, key.partition)] = _entry(value)
         return
     if value is None:
         groups.pop(key.group_id, None)

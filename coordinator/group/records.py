@@ -52,8 +52,13 @@ class CoordinatorRecord:
 
 
 def offset_record(group_id: str, topic: str, partition: int, offset: int,
-                  metadata: str | None, commit_ms: int) -> CoordinatorRecord:  # fmt: skip
-    value = {"offset": offset, "metadata": metadata, "commit_ms": commit_ms}
+                  metadata: str | None, commit_ms: int,
+                  leader_epoch: int = -1) -> CoordinatorRecord:  # fmt: skip
+    """A commit's record; `leader_epoch` (Kafka's committed leader epoch, KIP-320: the epoch
+    of the record before the offset, so a consumer can detect truncation) only when known."""
+    value: dict[str, Any] = {"offset": offset, "metadata": metadata, "commit_ms": commit_ms}
+    if leader_epoch >= 0:
+        value["leader_epoch"] = leader_epoch
     return CoordinatorRecord(OffsetKey(group_id, topic, partition), value)
 
 

@@ -315,8 +315,10 @@ class GroupCoordinator:
 
     async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
         owned, code = self._locate(req.group_id)
-        offsets = [
-            (t.name, p.partition, p.offset, p.metadata) for t in req.topics for p in t.partitions
+        offsets: list[ops.Commit] = [
+            (t.name, p.partition, p.offset, p.metadata, p.leader_epoch)
+            for t in req.topics
+            for p in t.partitions
         ]
         if owned is not None:
             group = owned.shard.setdefault(req.group_id, Group(req.group_id))
@@ -337,7 +339,7 @@ class GroupCoordinator:
         producer_epoch: int,
         generation: int,
         member_id: str,
-        offsets: list[tuple[str, int, int, str | None]],
+        offsets: list[ops.Commit],
     ) -> int:
         """TxnOffsetCommit (KIP-98, KIP-447): the offsets are appended inside the producer's
         transaction and stay pending until its marker; one error code for all of them. The
@@ -389,8 +391,11 @@ class GroupCoordinator:
                     found.append(FetchedOffset(p, -1, None, UnstableOffsetCommitError.code))
                     continue
                 entry = committed.get((topic, p))
-                found.append(FetchedOffset(p, entry.offset if entry else -1,
-                                           entry.metadata if entry else None, NONE))  # fmt: skip
+                if entry is None:
+                    found.append(FetchedOffset(p, -1, None, NONE))
+                else:
+                    found.append(FetchedOffset(p, entry.offset, entry.metadata, NONE,
+                                               entry.leader_epoch))  # fmt: skip
             topics.append(FetchedTopic(topic, found))
         return OffsetFetchResponse(NONE, topics)
 

@@ -118,6 +118,7 @@ class CommitPartition:
     partition: int
     offset: int
     metadata: str | None = None
+    leader_epoch: int = -1  # KIP-320's committed leader epoch; -1: not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,7 @@ class FetchedOffset:
     offset: int  # -1: nothing committed
     metadata: str | None
     error_code: int
+    leader_epoch: int = -1  # the committed leader epoch; -1: none
 
 
 @dataclass(frozen=True, slots=True)

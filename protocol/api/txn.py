@@ -107,6 +107,7 @@ class TxnOffsetCommitPartition:
     partition: int
     committed_offset: int
     metadata: str | None = None
+    leader_epoch: int = -1  # KIP-320's committed leader epoch; -1: not given
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
   2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
-  ListTransactions 0-1 (v2 adds an id pattern).
+  ListTransactions 0-1 (v2 adds an id pattern), WriteTxnMarkers 1-2 (what kafka-transactions.sh
+  abort sends to a leader; v0 is gone from Kafka 4).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ OFFSET_FOR_LEADER_EPOCH = 23
 ADD_PARTITIONS_TO_TXN = 24
 ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
+WRITE_TXN_MARKERS = 27
 TXN_OFFSET_COMMIT = 28
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
@@ -90,6 +92,7 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     ADD_PARTITIONS_TO_TXN: (0, 4),
     ADD_OFFSETS_TO_TXN: (0, 4),
     END_TXN: (0, 4),
+    WRITE_TXN_MARKERS: (1, 2),
     TXN_OFFSET_COMMIT: (0, 4),
     DESCRIBE_PRODUCERS: (0, 0),
     DESCRIBE_TRANSACTIONS: (0, 0),

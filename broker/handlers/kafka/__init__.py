@@ -47,6 +47,7 @@ from broker.handlers.kafka import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
@@ -90,6 +91,7 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DESCRIBE_PRODUCERS: describe_producers.handle,
     v.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
     v.LIST_TRANSACTIONS: list_transactions.handle,
+    v.WRITE_TXN_MARKERS: write_txn_markers.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every served API has a handler, and no other"
 

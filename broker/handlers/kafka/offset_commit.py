@@ -17,7 +17,9 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     topics = [
         CommitTopic(t.name, [CommitPartition(p.partition_index, p.committed_offset,
-                                             p.committed_metadata) for p in t.partitions])
+                                             p.committed_metadata,
+                                             getattr(p, "committed_leader_epoch", -1))
+                             for p in t.partitions])
         for t in req.topics
     ]  # fmt: skip
     codes: dict[tuple[str, int], int] = {}

@@ -43,7 +43,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     out = tuple(
         make(topic_cls, name=t.name, partitions=tuple(
             make(part_cls, partition_index=p.partition, committed_offset=p.offset,
-                 committed_leader_epoch=-1, metadata=p.metadata or "",
+                 committed_leader_epoch=p.leader_epoch, metadata=p.metadata or "",
                  error_code=p.error_code)
             for p in t.partitions))
         for t in resp.topics

@@ -19,7 +19,8 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     version = request.header.api_version
     offsets = [
-        (t.name, int(p.partition_index), int(p.committed_offset), p.committed_metadata)
+        (t.name, int(p.partition_index), int(p.committed_offset), p.committed_metadata,
+         int(getattr(p, "committed_leader_epoch", -1)))
         for t in req.topics for p in t.partitions
     ]  # fmt: skip
     if ctx.groups is None:
