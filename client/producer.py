@@ -636,6 +636,15 @@ class AsyncProducer(ClusterClient):
         self._check_sender()
         return self._txn
 
+    def _txn_failed(self, error: OdradekError) -> OdradekError:
+        """The transaction met `error`: its state moves (client/transactions.py), and sends
+        are refused at once unless it is still open."""
+        assert self._txn is not None
+        error = self._txn.fail(error)
+        if self._txn.state is not TxnState.IN_TRANSACTION:
+            self._usable = False
+        return error
+
     def _add_partitions(self, tps: set[TopicPartition]) -> None:
         """The sender's pass found queued partitions new in the transaction: add them
         (AddPartitionsToTxn), one request at a time; their batches drain once added."""
@@ -652,7 +661,7 @@ class AsyncProducer(ClusterClient):
         try:
             await txn.add_partitions(tps)
         except OdradekError as exc:  # nothing of the transaction can be sent: it must abort
-            self._fail_queued(txn.fail(exc))
+            self._fail_queued(self._txn_failed(exc))
         finally:
             self._add_task = None
             self._wake.set()
@@ -696,7 +705,7 @@ class AsyncProducer(ClusterClient):
             batch.fail(failure)
             self._progress.set()
             if self._txn is not None:
-                self._txn.fail(failure)
+                self._txn_failed(failure)
         pid_delay = None
         meta = self._cluster.metadata
         leader_of = self._leader_of(meta)
@@ -877,7 +886,10 @@ class AsyncProducer(ClusterClient):
             part = ProducePartition(batch.tp.partition, Records(payload))
             by_topic.setdefault(batch.tp.topic, []).append(part)
         topics = [ProduceTopic(name, parts) for name, parts in by_topic.items()]
-        return ProduceRequest(self.acks, self.request_timeout_ms, topics)
+        # a transactional producer names its id: the leader checks with the coordinator that
+        # each partition is in the ongoing transaction (KIP-890)
+        tid = self._txn.transactional_id if self._txn is not None else None
+        return ProduceRequest(self.acks, self.request_timeout_ms, topics, tid)
 
     def _finish(self, batch: ProducerBatch, base_offset: int, append_time_ms: int) -> None:
         self._failing.pop(batch.tp, None)
@@ -897,7 +909,7 @@ class AsyncProducer(ClusterClient):
                 return
         batch.fail(final)
         if self._txn is not None:
-            self._txn.fail(final)  # the transaction can only be aborted (or is fenced)
+            self._txn_failed(final)  # the transaction can only be aborted (or is fenced)
         self._progress.set()
         self._wake.set()
 
