@@ -368,11 +368,11 @@ def print_report(
     for f in findings:
         out(f"{f.check:<22} {'PASS' if f.ok else 'FAIL':<8} {f.detail}")
     out("")
-    out(f"{'FAULT':<12} {'COUNT':>5} {'TIMED':>5} {'P50 S':>7} {'MAX S':>7}  (fault -> first ack)")
+    out(f"{'FAULT':<14} {'COUNT':>5} {'TIMED':>5} {'P50 S':>7} {'MAX S':>7}  (fault -> first ack)")
     for kind, a in avail.items():
         p50 = "-" if a["p50_s"] is None else f"{a['p50_s']:.2f}"
         mx = "-" if a["max_s"] is None else f"{a['max_s']:.2f}"
-        out(f"{kind:<12} {a['count']:>5} {a['timed']:>5} {p50:>7} {mx:>7}")
+        out(f"{kind:<14} {a['count']:>5} {a['timed']:>5} {p50:>7} {mx:>7}")
     out("")
     out(f"verdict: {'PASS' if checker.passed(findings) else 'FAIL'}")
 

@@ -5,6 +5,11 @@ fault kind this machine allows: the process kinds always; the network and disk k
 root (network namespaces, tmpfs), else the run says in one line that it skipped them. It must
 pass every check of deploy/chaos/checker.py and write its record as JSON, which `chaos check`
 reads back to the same verdict. `chaos faults` prints a timeline without a workload.
+
+The transactional workload (`--workload txn`) runs a few cycles of its own against its own
+cluster, killing the transaction coordinator of its transactional ids and partition leaders:
+no anomaly class of deploy/chaos/txn_checker.py may show, and the copy made by its
+consume-transform-produce stage holds every committed value exactly once.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.chaos import plan
+from deploy.chaos import plan, txn_checker
 from tests.fixtures.cluster import seeded_rng
 
 pytestmark = pytest.mark.integration
@@ -62,6 +67,32 @@ def test_chaos_run_passes_over_every_fault_kind_this_machine_allows(tmp_path: Pa
     )  # fmt: skip
     assert acked > 1000, "the workload kept writing through the faults"
     assert len({k for k, a in doc["availability"].items() if a["timed"]}) >= 3
+    again = _odradek("chaos", "check", str(record), timeout_s=120)
+    assert again.returncode == 0 and "verdict: PASS" in again.stdout, again.stdout
+
+
+def test_chaos_run_of_transactions_through_coordinator_kills_shows_no_anomaly(
+    tmp_path: Path,
+) -> None:
+    seed = seeded_rng().randrange(1 << 30)
+    kinds = ["kill-txn-coord", "kill-leader"]
+    record = tmp_path / "txn.json"
+    done = _odradek(
+        "chaos", "run", "--dir", str(tmp_path / "cluster"), "--workload", "txn", "--cycles", "3",
+        "--seed", str(seed), "--faults", ",".join(kinds), "--json", str(record),
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "Traceback" not in out
+    doc = json.loads(record.read_text())
+    assert doc["verdict"] == "PASS" and doc["workload"] == "txn"
+    findings = {f["check"]: f for f in doc["findings"]}
+    assert set(txn_checker.CLASSES) | {"ctp-exactly-once"} <= set(findings)
+    assert all(f["ok"] for f in findings.values()), findings
+    injected = [f["kind"] for f in doc["record"]["faults"] if f["skipped"] is None]
+    assert "kill-txn-coord" in injected, doc["record"]["faults"]
+    outcomes = [t["outcome"] for t in doc["record"]["txns"]]
+    assert outcomes.count("committed") > 50 and outcomes.count("aborted") > 5
     again = _odradek("chaos", "check", str(record), timeout_s=120)
     assert again.returncode == 0 and "verdict: PASS" in again.stdout, again.stdout
 
