@@ -5,11 +5,12 @@ odradek chaos run    [--dir D] [--cycles N | --duration S] [--seed S] [--faults 
 odradek chaos faults [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
 odradek chaos check  FILE [-o json]   re-check a record written by `run --json`
 
-LIST is comma-separated fault kinds (deploy/chaos/plan.py; default: all of them; kinds this
-machine or cluster cannot do are skipped with one line saying why). Without --seed a seed is
-drawn and printed; the same seed gives the same fault schedule. `run` and `faults` print one
-line per fault on stdout; on a terminal (or with --progress) a bar on stderr also counts the
-faults done of the schedule and the records acknowledged so far.
+LIST is comma-separated fault kinds (deploy/chaos/plan.py; default: all of them, kill-txn-coord
+only with --workload txn; kinds this machine or cluster cannot do are skipped with one line
+saying why). Without --seed a seed is drawn and printed; the same seed gives the same fault
+schedule. `run` and `faults` print one line per fault on stdout; on a terminal (or with
+--progress) a bar on stderr also counts the faults done of the schedule and the records
+acknowledged so far.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def _options(args: argparse.Namespace) -> runner.Options:
         kinds = plan.parse_kinds(args.faults)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.faults in (None, "all") and getattr(args, "workload", "native") != "txn":
+        kinds = [k for k in kinds if k not in plan.TXN_KINDS]  # no transactional ids to aim at
     if args.cycles is not None and args.cycles < 1:
         raise UsageError("--cycles must be at least 1")
     if args.duration is not None and args.duration <= 0:
