@@ -6,9 +6,10 @@ EndTxn arrived, nothing written yet), `prepared` (PrepareCommit / PrepareAbort i
 marker yet) and `markers` (the markers of the first leader are written, the others not). At a
 named step the coordinator writes `txn-held-<step>` (its process id, a space, the
 transactional id) into `ODRADEK_TXN_HOLD_DIR` and that transaction waits for good; the rest of
-the broker goes on. A hold happens once per directory: every broker of a test cluster gets the
-same variables, and the coordinator that takes over from the killed one must not hold again.
-Without the variable, `reach` returns at once.
+the broker goes on, until the test writes `txn-release-<step>` there (or kills the broker). A
+hold happens once per directory: every broker of a test cluster gets the same variables, and
+the coordinator that takes over from a killed one must not hold again. Without the variable,
+`reach` returns at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 ENV = "ODRADEK_TXN_HOLD"
 DIR_ENV = "ODRADEK_TXN_HOLD_DIR"
 STEPS = ("end_txn", "prepared", "markers")
+RELEASE_POLL_S = 0.05
 log = logging.getLogger("odradek.coordinator.transaction")
 
 
@@ -42,4 +44,7 @@ async def reach(step: str, transactional_id: str) -> None:
     except FileExistsError:
         return
     log.warning("transaction %s held at %s (%s)", transactional_id, step, ENV)
-    await asyncio.get_running_loop().create_future()  # until the process is killed
+    release = Path(directory) / f"txn-release-{step}"
+    while not release.exists():  # a test hook: polled, not a timed wait of the coordinator's
+        await asyncio.sleep(RELEASE_POLL_S)
+    log.warning("transaction %s released at %s", transactional_id, step)

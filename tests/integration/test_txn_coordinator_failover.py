@@ -140,3 +140,71 @@ def _commit(producer: object) -> object:
     except Exception as exc:  # reported by the test's assertion
         return exc
     return None
+
+
+def _leaders(cluster: LocalCluster, topic: str) -> dict[int, int]:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    parts = admin.list_topics(topic, 10).topics[topic].partitions
+    return {p: meta.leader for p, meta in parts.items()}
+
+
+def test_a_partition_leader_killed_midway_through_the_markers(
+    cluster_factory: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator is held once the first leader has its markers; a leader still waiting
+    for its marker is SIGKILLed; released, the coordinator writes that marker to the new
+    leader. Every partition ends committed, and the killed replica, restarted, agrees."""
+    from confluent_kafka import Producer
+    from kafka import TopicPartition as KTp
+    from kafka.admin import KafkaAdminClient
+
+    hold_dir = tmp_path / "holds"
+    hold_dir.mkdir()
+    monkeypatch.setenv(ENV, "markers")
+    monkeypatch.setenv(DIR_ENV, str(hold_dir))
+    cluster = cluster_factory(3, broker_settings={"transaction_state_log_num_partitions": 3})
+    topic = "txn-leader-failover"
+    _create_topic(cluster, topic)
+    leaders = _leaders(cluster, topic)
+    producer = Producer({"bootstrap.servers": cluster.kafka_bootstrap,
+                         "transactional.id": "leader-failover"})  # fmt: skip
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    sent = _send(producer, topic, "txn")
+    producer.commit_transaction(60)  # answered once PrepareCommit is written
+    held = hold_dir / "txn-held-markers"
+    wait_until(lambda: held.exists() and held.read_text(), "the hold after a first marker", 60)
+    coordinator = _broker_of(cluster, int(held.read_text().split()[0]))
+    marked = min(leaders.values())  # the first leader written to (markers.py: lowest id)
+    victims = sorted(set(leaders.values()) - {marked, coordinator})
+    assert victims, f"leaders {leaders}, coordinator {coordinator}: no leader left to kill"
+    victim = victims[0]
+    cluster.kill(victim, "KILL")
+    moved = [p for p, b in leaders.items() if b == victim]
+    wait_until(lambda: all(_leaders(cluster, topic)[p] not in (victim, -1) for p in moved),
+               "new leaders for the killed broker's partitions", 60)  # fmt: skip
+    (hold_dir / "txn-release-markers").write_text("go")
+    got = _read_committed(cluster.kafka_bootstrap, topic, len(sent))
+    assert sorted(got) == sorted(sent), "each committed record exactly once"
+    wait_until(lambda: not _open_transactions(cluster.kafka_bootstrap, topic),
+               "every partition's transaction to end", 60)  # fmt: skip
+    cluster.start(victim)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
+    try:
+
+        def replica_agrees() -> bool:
+            for p in moved:
+                try:
+                    state = admin.describe_producers([KTp(topic, p)], broker_id=victim)
+                except Exception:  # not caught up or not serving yet
+                    return False
+                rows = state[KTp(topic, p)].active_producers
+                if not rows or any(r.current_transaction_start_offset != -1 for r in rows):
+                    return False
+            return True
+
+        wait_until(replica_agrees, "the restarted replica to hold the commit marker", 60)
+    finally:
+        admin.close()
