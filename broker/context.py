@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager
+from coordinator.runtime.log import TopicCreator
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
@@ -30,22 +31,12 @@ if TYPE_CHECKING:
     from coordinator.transaction.service import TransactionCoordinator
 
 
-class TopicStore(Protocol):
-    """Topic records in ZooKeeper, as the broker needs them."""
+class TopicStore(TopicCreator, Protocol):
+    """Topic records in ZooKeeper, as the broker needs them (`create_topic` is the
+    coordinators' TopicCreator's, coordinator/runtime/log.py)."""
 
     async def read_topic_config(self, topic: str) -> Mapping[str, str]:
         """The topic's config overrides ({} when it has none)."""
-        ...
-
-    async def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str],
-        live_broker_ids: list[int],
-    ) -> None:
-        """Write the topic's znodes (raises TopicAlreadyExistsError, ...)."""
         ...
 
     async def delete_topic(self, name: str) -> None:
