@@ -260,7 +260,9 @@ def one_pass(
 ) -> list[Rec]:
     """What one cleaning pass over [log start, end) leaves of `records` (offset order), with
     the offset map built over [first_dirty, end): the specification the cleaner (cleaner.py,
-    _compact.c) is tested against. A tombstone kept without a horizon gets one."""
+    _compact.c) is tested against. A tombstone kept without a horizon gets one. Records outside
+    transactions only: with transactions the specification is the read_committed view
+    (tests/unit/log/test_cleaner_txn_property.py)."""
     latest = {r.key: r.offset for r in records if first_dirty <= r.offset < end and r.key}
     out = []
     for r in records:
