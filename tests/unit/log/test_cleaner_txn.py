@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from broker.log.cleaner import plan
+from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.txn_state import AbortedTxn
 from protocol.batch import (
@@ -324,3 +325,33 @@ def test_an_open_transaction_is_never_touched(harness: Harness) -> None:
     assert b"aborted-after" in values(harness.log)  # past the LSO: not even aborted data goes
     below = [k for o, k, _ in read_committed(harness.log) if o < base]
     assert len(below) == len(set(below))  # cleaned below it
+
+
+def test_a_follower_takes_the_cleaned_log_with_its_stamped_markers(
+    harness: Harness, tmp_path: Path
+) -> None:
+    t = Txns(harness.log)
+    t.write(1, [(b"k", b"old")])
+    t.end(1, commit=True)
+    t.write(1, [(b"k", b"new")])
+    t.end(1, commit=True)
+    t.write(2, [(b"k", b"aborted")])
+    t.end(2, commit=False)
+    for _ in range(3):
+        fill(t)
+        t.settle()
+        harness.clean()
+    assert [h for h, _ in markers(harness.log) if h.attributes & DELETE_HORIZON_BIT]
+    follower = Log.open(tmp_path / "f-0", LogConfig(retention_ms=None), harness.clock)
+    try:
+        for _, data in batches_of(harness.log):
+            follower.append_as_follower(data)
+        follower.update_high_watermark(follower.log_end_offset)
+        end = follower.log_end_offset
+        assert end == harness.log.log_end_offset and follower.first_unstable_offset is None
+        assert follower.collect_aborted_transactions(0, end) == (
+            harness.log.collect_aborted_transactions(0, end)
+        )
+        assert read_committed(follower) == read_committed(harness.log)
+    finally:
+        follower.close_unclean()
