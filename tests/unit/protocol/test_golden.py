@@ -55,13 +55,13 @@ METADATA_FRAME = unhex("""
 """)
 
 PRODUCE_FRAME = unhex("""
-    00 00 00 17               # frame length: 23 bytes follow
+    00 00 00 18               # frame length: 24 bytes follow
     95                        # array(5)
     00                        # api_key 0: Produce
     00                        # api_version 0
     cd 01 02                  # correlation_id 258 (uint16)
     c0                        # client_id nil
-    93                        # body: ProduceRequest as array(3)
+    94                        # body: ProduceRequest as array(4)
     ff                        #   acks -1
     cd 75 30                  #   timeout_ms 30000
     91                        #   topics: array(1)
@@ -69,6 +69,7 @@ PRODUCE_FRAME = unhex("""
     91                        #     partitions: array(1)
     92 00                     #       ProducePartition: partition 0
     c4 02 01 02               #       records: bin8(2) 01 02
+    c0                        #   transactional_id nil
 """)
 
 METADATA_REQUEST = MetadataRequest(topics=["orders"], allow_auto_topic_creation=False)

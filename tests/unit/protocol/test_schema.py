@@ -67,7 +67,7 @@ def test_wrong_shapes_name_their_path(
     assert f"{where}: {reason}" in str(info.value)
 
 
-@pytest.mark.parametrize("value", [None, "x", 5, [], [1, 100], [1, 100, [], None]])
+@pytest.mark.parametrize("value", [None, "x", 5, [], [1, 100], [1, 100, [], None, None]])
 def test_wrong_top_level_shape(value: Any) -> None:
     with pytest.raises(SchemaError, match=r"^INVALID_REQUEST: ProduceRequest: expected"):
         from_wire(ProduceRequest, value)
