@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deploy.chaos import checker, plan, runner, txn_checker
+from deploy.chaos import checker, plan, runner, txn_checker, txn_run
 from deploy.cli_output import (
     done_text,
     emit_json,
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--workload", choices=("native", "kafka", "txn"), default="native")
     run.add_argument("--rate", type=float, default=400.0, help="records/s, all producers")
     run.add_argument("--json", dest="json_path", metavar="FILE", help="write the whole record")
-    run.set_defaults(func=lambda a: _with_bar(a, runner.run))
+    run.set_defaults(func=lambda a: _with_bar(a, _runner_for(a.workload)))
     faults = csub.add_parser("faults", parents=[common], help="the faults alone, as a timeline")
     faults.add_argument("--topic", help="aim at this topic's leaders (default: created)")
     faults.set_defaults(func=lambda a: _with_bar(a, runner.run_faults))
@@ -63,6 +63,13 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     chk.add_argument("file", metavar="FILE")
     chk.set_defaults(func=lambda a: check_file(a.file, wants_json(a)))
+
+
+def _runner_for(workload: str) -> Any:
+    """runner.run, with the transactional workload's body for --workload txn."""
+    if workload == "txn":
+        return lambda options, out: runner.run(options, out, txn_run.run_txn)
+    return runner.run
 
 
 def _say(line: str) -> None:

@@ -237,17 +237,19 @@ class Chaos:
                 record.recovered_s = round(first - t, 3) if first is not None else None
 
 
-def run(options: Options, out: Print) -> int:
+Body = Callable[[LocalCluster, Options, list[plan.Step], Print], int]
+
+
+def run(options: Options, out: Print, body: Body | None = None) -> int:
+    """The schedule on the cluster in options.dir (started if none runs there); `body` runs
+    the workload and the faults (default: the native or kafka workload; cli.py passes
+    txn_run.run_txn for --workload txn, which builds on this module)."""
     steps = plan.schedule(options.seed, options.kinds, options.cycles)
     out(f"chaos run: seed {options.seed}, {len(steps)} faults of "
         f"{', '.join(options.kinds)}, {options.workload} workload")  # fmt: skip
     cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds)
     try:
-        if options.workload == "txn":
-            from deploy.chaos import txn_run  # it builds on this module
-
-            return txn_run.run_txn(cluster, options, steps, out)
-        return _run(cluster, options, steps, out)
+        return (body or _run)(cluster, options, steps, out)
     finally:
         if ours:
             cluster.down()
