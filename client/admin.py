@@ -11,6 +11,9 @@ Descriptions come from a Metadata request for all topics. `list_offsets` sends o
 request per leader node, `delete_records` one DeleteRecords per leader node (both retrying the
 partitions whose leader moved). Per-topic errors in an answer are raised as their error class,
 naming the topic.
+
+The transaction calls (list, describe, describe producers, abort, find hanging) are in
+client/txn_admin.py's `TxnAdmin`, which AsyncAdmin extends.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from client._lifecycle import ClusterClient
 from client.cluster import Cluster, ClusterMetadata
+from client.txn_admin import TxnAdmin
 from client.types import (
     NewTopic,
     OffsetAndTimestamp,
@@ -93,7 +96,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin(ClusterClient):
+class AsyncAdmin(TxnAdmin):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],
