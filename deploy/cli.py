@@ -10,6 +10,8 @@
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
+    odradek transactions list|describe|describe-producers|abort|find-hanging
+                                                         (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
     odradek chaos run|faults|check                       (deploy/chaos/)
 
@@ -52,6 +54,7 @@ from deploy import (
     leaders_cli,
     records_cli,
     topics_alter_cli,
+    transactions_cli,
 )
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
@@ -180,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_consume_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
+    transactions_cli.add_parser(sub, client)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)
     console_cli.add_parser(sub, client, bootstrap_from_args)

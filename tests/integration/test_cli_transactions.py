@@ -1,0 +1,151 @@
+"""`odradek transactions` against three real brokers, with confluent-kafka's transactional
+producer (through the Kafka listener) holding a transaction open.
+
+- list and describe show it Ongoing with its partitions; describe-producers shows its start
+  offset at the partition's leader; `abort --start-offset` (Kafka's form) ends it there, so a
+  read_committed consumer's end offset (the last stable offset) moves on to the high watermark.
+- find-hanging reports an open transaction once it is older than `--max-age` (a transaction
+  that truly hangs cannot be made: KIP-890's verification refuses a transactional batch the
+  coordinator does not know), not with Kafka's default threshold, and not once committed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from client import Admin
+from client.types import NewTopic, TopicPartition
+from deploy.cluster import LocalCluster
+from tests.fixtures.cluster import run_odradek, wait_until
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 30.0
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _topic(cluster: LocalCluster, partitions: int) -> str:
+    topic = _name("txcli")
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, partitions, 3)])
+
+        def led() -> bool:
+            [d] = admin.describe_topics([topic])
+            return d.error_code == 0 and all(p.leader >= 0 for p in d.partitions)
+
+        wait_until(led, f"{topic} led", TIMEOUT_S)
+    return topic
+
+
+def _producer(cluster: LocalCluster, tid: str) -> Any:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": cluster.kafka_bootstrap, "transactional.id": tid,
+                  "transaction.timeout.ms": 120_000, "linger.ms": 5})  # fmt: skip
+    p.init_transactions(TIMEOUT_S)
+    return p
+
+
+def _send(p: Any, topic: str, partition: int, count: int) -> None:
+    for i in range(count):
+        p.produce(topic, value=f"v{i}".encode(), partition=partition)
+    assert p.flush(TIMEOUT_S) == 0
+
+
+def _end_offset(cluster: LocalCluster, topic: str, isolation: str) -> int:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTp
+
+    c = Consumer({"bootstrap.servers": cluster.kafka_bootstrap, "group.id": _name("wm"),
+                  "isolation.level": isolation})  # fmt: skip
+    try:
+        return int(c.get_watermark_offsets(CTp(topic, 0), TIMEOUT_S, cached=False)[1])
+    finally:
+        c.close()
+
+
+def _odradek(cluster: LocalCluster, *args: str) -> str:
+    done = run_odradek("transactions", *args, "--bootstrap", cluster.bootstrap)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _json(cluster: LocalCluster, *args: str) -> Any:
+    return json.loads(_odradek(cluster, *args, "-o", "json"))
+
+
+def test_list_describe_producers_and_abort_by_start_offset(cluster3: LocalCluster) -> None:
+    topic, tid = _topic(cluster3, 2), _name("tx")
+    p = _producer(cluster3, tid)
+    p.begin_transaction()
+    _send(p, topic, 0, 3)
+    _send(p, topic, 1, 1)
+
+    listed = _json(cluster3, "list", "--state", "Ongoing")["transactions"]
+    [row] = [t for t in listed if t["transactional_id"] == tid]
+    assert row["state"] == "Ongoing" and row["coordinator"] in (1, 2, 3)
+    table = _odradek(cluster3, "list").splitlines()
+    assert table[0].split() == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert any(line.split()[0] == tid and line.split()[-1] == "Ongoing" for line in table[1:])
+
+    desc = _json(cluster3, "describe", "--transactional-id", tid)
+    assert (desc["state"], desc["producer_id"]) == ("Ongoing", row["producer_id"])
+    assert desc["partitions"] == [{"topic": topic, "partition": 0},
+                                  {"topic": topic, "partition": 1}]  # fmt: skip
+    assert desc["duration_ms"] >= 0 and desc["coordinator_id"] == row["coordinator"]
+    head, line = _odradek(cluster3, "describe", "--transactional-id", tid).splitlines()
+    assert head.split()[-1] == "TopicPartitions" and line.split()[-1] == f"{topic}-0,{topic}-1"
+
+    producers = _json(cluster3, "describe-producers", "--topic", topic, "--partition", "0")
+    [mine] = [x for x in producers["producers"] if x["producer_id"] == row["producer_id"]]
+    assert mine["current_txn_start_offset"] == 0 and mine["last_sequence"] == 2
+    head, *_ = _odradek(cluster3, "describe-producers", "--topic", topic, "--partition", "0")\
+        .splitlines()  # fmt: skip
+    assert head.split()[-1] == "CurrentTransactionStartOffset"
+
+    assert _end_offset(cluster3, topic, "read_committed") == 0  # held by the open transaction
+    missing = run_odradek("transactions", "abort", "--topic", topic, "--partition", "0",
+                          "--start-offset", "1", "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert missing.returncode == 1 and "open ones start at 0" in missing.stderr
+    out = _odradek(cluster3, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    assert f"producer {row['producer_id']}" in out
+    assert _end_offset(cluster3, topic, "read_committed") == 4  # past the three and the marker
+    producers = _json(cluster3, "describe-producers", "--topic", topic, "--partition", "0")
+    assert all(x["current_txn_start_offset"] is None for x in producers["producers"])
+
+
+def test_find_hanging_reports_a_transaction_open_longer_than_max_age(
+    cluster3: LocalCluster,
+) -> None:
+    topic, tid = _topic(cluster3, 1), _name("tx-hang")
+    p = _producer(cluster3, tid)
+    p.begin_transaction()
+    _send(p, topic, 0, 2)
+    time.sleep(2.5)
+    args = ("find-hanging", "--topic", topic)
+    assert _json(cluster3, *args)["hanging"] == []  # Kafka's threshold: 20 minutes
+    [h] = _json(cluster3, *args, "--max-age", "2000")["hanging"]
+    assert (h["topic"], h["partition"], h["start_offset"]) == (topic, 0, 0)
+    assert h["transactional_id"] == tid and h["duration_ms"] >= 2000
+    lines = _odradek(cluster3, *args, "--max-age", "2000").splitlines()
+    assert lines[0].split()[:8] == ["Topic", "Partition", "ProducerId", "ProducerEpoch",
+                                    "CoordinatorEpoch", "StartOffset", "LastTimestamp",
+                                    "Duration(min)"]  # fmt: skip
+    assert len(lines) == 2 and lines[1].split()[0] == topic
+    with Admin(cluster3.bootstrap) as admin:  # the library call, for a broker's partitions
+        leader = admin.describe_topics([topic])[0].partitions[0].leader
+        found = admin.find_hanging_transactions(broker_id=leader, max_age_ms=2000)
+        assert [(x.topic, x.transactional_id) for x in found if x.topic == topic] == [
+            (topic, tid)]  # fmt: skip
+        assert admin.describe_producers([TopicPartition(topic, 0)], broker_id=leader)
+    p.commit_transaction(TIMEOUT_S)
+    wait_until(lambda: _json(cluster3, *args, "--max-age", "0")["hanging"] == [],
+               "no open transaction after the commit", TIMEOUT_S)  # fmt: skip
