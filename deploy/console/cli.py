@@ -1,4 +1,5 @@
-"""`odradek console [--dir D | --bootstrap HOST:PORT,...] [--host H] [--port P]`.
+"""`odradek console [--dir D | --bootstrap HOST:PORT,...] [--host H] [--port P]
+[--hanging-after-ms MS]`.
 
 Serves the console (server.py) in the foreground until Ctrl-C or SIGTERM. With --dir (or, given
 neither flag nor $ODRADEK_BOOTSTRAP, the local cluster in ./.odradek) it is a local cluster's
@@ -29,6 +30,9 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
                    help=f"port to listen on ({DEFAULT_PORT}; 0: any free port)")  # fmt: skip
     p.add_argument("--interval-ms", type=non_negative_int, default=400,
                    help="how often the snapshot is refreshed (400)")  # fmt: skip
+    p.add_argument("--hanging-after-ms", type=non_negative_int, metavar="MS",
+                   help="list a transaction as hanging once open this long (default: Kafka's "
+                        "15 minutes max timeout plus 5)")  # fmt: skip
     p.add_argument(
         "--allow-control",
         action="store_true",
@@ -54,7 +58,8 @@ def cmd_console(args: argparse.Namespace, bootstrap: Callable[..., str]) -> int:
     servers = bootstrap(args)
     interval_s = max(args.interval_ms, 50) / 1000
     asyncio.run(serve(servers, local_dir(args), args.host, args.port,
-                      allow_control=args.allow_control, interval_s=interval_s))  # fmt: skip
+                      allow_control=args.allow_control, interval_s=interval_s,
+                      hanging_max_age_ms=args.hanging_after_ms))  # fmt: skip
     return 0
 
 

@@ -20,6 +20,11 @@
     processes  with a local cluster (--dir): each broker's process state from its state file
                (alive, paused, dead), which the Metadata answer cannot tell
     chaos      the tail of the chaos events file (deploy/console/timeline.py)
+    transactions  AsyncAdmin.list_transactions (every broker) of the open states, then
+               describe_transactions at each id's coordinator: producer, state, start, partitions
+    hanging    AsyncAdmin.find_hanging_transactions over every partition (DescribeProducers at
+               each leader, judged against the coordinators), every `sizes_every` refreshes;
+               `hanging_max_age_ms` is its threshold (None: Kafka's, 20 minutes)
 
 A part that fails keeps its last good data and is reported stale with its age (model.py); a
 partition whose leader did not answer keeps its last offsets. The metadata is stale while no
@@ -44,6 +49,7 @@ import aiohttp
 from client.admin import AsyncAdmin
 from client.cluster import Cluster, ClusterMetadata
 from client.group.admin import GroupAdmin, owner, state_name
+from client.txn_admin import HangingTxn, TxnDescription
 from deploy.console import model, timeline
 from protocol.api.list_offsets import (
     EARLIEST_TIMESTAMP,
@@ -56,6 +62,7 @@ from protocol.api.list_offsets import (
 from protocol.errors import OdradekError
 
 GROUPS_MAX = 50  # groups described per refresh
+TXNS_MAX = 200  # transactions described per refresh
 UNCLEAN = "unclean.leader.election.enable"
 POLICY = "cleanup.policy"
 DESCRIBE_LOG_DIRS = 35
@@ -134,6 +141,7 @@ class Gatherer:
         sizes_every: int = 5,
         clock: Callable[[], float] = time.time,
         scrape: Scrape = scrape_metrics,
+        hanging_max_age_ms: int | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.cluster_dir = cluster_dir
@@ -141,13 +149,14 @@ class Gatherer:
         self.sizes_every = sizes_every
         self.clock = clock
         self.scrape = scrape
+        self.hanging_max_age_ms = hanging_max_age_ms
         self.admin = AsyncAdmin(
             bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms
         )
         self.conns = Cluster(bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms)
         self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms)
         names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs",
-                 "dirty")  # fmt: skip
+                 "dirty", "transactions", "hanging")  # fmt: skip
         self.sections = {n: model.Section(n) for n in names}
         self.lag: dict[str, model.LagHistory] = {}
         self.known_brokers: dict[int, dict[str, Any]] = {}  # every broker ever seen, by id
@@ -188,6 +197,8 @@ class Gatherer:
             "groups": (self._groups, 1),
             "configs": (self._configs, self.sizes_every),
             "dirty": (self._dirty, self.sizes_every),
+            "transactions": (self._transactions, 1),
+            "hanging": (self._hanging, self.sizes_every),
         }
 
     async def refresh(self) -> dict[str, Any]:
@@ -374,6 +385,18 @@ class Gatherer:
             })  # fmt: skip
         return out
 
+    async def _transactions(self) -> list[TxnDescription]:
+        listed = await self.admin.list_transactions(model.OPEN_TXN_STATES)
+        described = await self.admin.describe_transactions(
+            [t.transactional_id for t in listed[:TXNS_MAX]]
+        )
+        return list(described.values())
+
+    async def _hanging(self) -> list[HangingTxn]:
+        return await self.admin.find_hanging_transactions(
+            max_age_ms=self.hanging_max_age_ms, now_ms=self.now_ms
+        )
+
     async def _configs(self) -> dict[str, str]:
         """{topic: its cleanup.policy} of every topic the metadata lists."""
         meta: ClusterMetadata | None = self.sections["metadata"].data
@@ -428,6 +451,9 @@ class Gatherer:
             "topics": topics,
             "groups": self.sections["groups"].data or [],
             "chaos": self.sections["chaos"].data or [],
+            "transactions": model.transactions_view(
+                self.sections["transactions"].data or [], self.sections["hanging"].data or [], now
+            ),
             "stale": model.stale_sections(
                 list(self.sections.values()), now, self.controller_down_since_ms
             ),

@@ -38,14 +38,20 @@ def _answers(url: str) -> bool:
         return False
 
 
-def start_console(cluster: LocalCluster, port: int = 0, host: str = "127.0.0.1") -> str:
-    """Start the console for `cluster` in the background; its URL once it answers."""
+def start_console(
+    cluster: LocalCluster, port: int = 0, host: str = "127.0.0.1",
+    hanging_after_ms: int | None = None,
+) -> str:  # fmt: skip
+    """Start the console for `cluster` in the background; its URL once it answers.
+    `hanging_after_ms`: the console's --hanging-after-ms (None: its default)."""
     port = port or free_port(host)
     root = Path(__file__).resolve().parent.parent.parent
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, "-m", "deploy.cli", "console", "--dir", str(cluster.dir),
            "--host", host, "--port", str(port)]  # fmt: skip
+    if hanging_after_ms is not None:
+        cmd += ["--hanging-after-ms", str(hanging_after_ms)]
     with open(cluster.dir / LOG_FILE, "ab") as log:
         child = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

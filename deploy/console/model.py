@@ -12,6 +12,9 @@
   (the gauge `odradek_log_cleaner_dirty_ratio{topic,partition}`, broker/metrics.py), parsed by
   prometheus_client's own parser.
 - `LagHistory`: a bounded ring of (time, total lag) per group, one point per `step_ms` at most.
+- `transactions_view`: the open transactions (id, producer id and epoch, state, age, partitions)
+  from the coordinators' descriptions, and the hanging ones (client/txn_admin.py's
+  find_hanging_transactions), each age counted from `now_ms` so that it grows between refreshes.
 - `Section` and `stale_sections`: each part of the snapshot with the time it was last
   refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
   the metadata, whose controller is down) is listed as stale with its age.
@@ -240,6 +243,34 @@ class LagHistory:
 
     def as_list(self) -> list[list[int]]:
         return [[t, lag] for t, lag in self.points]
+
+
+# ----- transactions ------------------------------------------------------------------------
+
+OPEN_TXN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+def transactions_view(
+    descriptions: Sequence[Any], hanging: Sequence[Any], now_ms: int
+) -> dict[str, list[dict[str, Any]]]:
+    """{"open": [...], "hanging": [...]}: the open transactions by age (oldest first; a
+    description of a transaction that ended meanwhile is left out) and the hanging ones."""
+    open_rows = [
+        {"id": d.transactional_id, "producer_id": d.producer_id,
+         "producer_epoch": d.producer_epoch, "state": d.state, "coordinator": d.coordinator_id,
+         "timeout_ms": d.timeout_ms, "age_ms": max(0, now_ms - d.start_time_ms),
+         "partitions": [f"{tp.topic}-{tp.partition}" for tp in d.partitions]}
+        for d in descriptions if d.state in OPEN_TXN_STATES and d.start_time_ms >= 0
+    ]  # fmt: skip
+    open_rows.sort(key=lambda r: (-r["age_ms"], r["id"]))
+    hanging_rows = [
+        {"topic": h.topic, "partition": h.partition, "producer_id": h.producer_id,
+         "producer_epoch": h.producer_epoch, "start_offset": h.start_offset,
+         "age_ms": max(0, now_ms - h.last_timestamp), "transactional_id": h.transactional_id,
+         "reason": h.reason}
+        for h in hanging
+    ]  # fmt: skip
+    return {"open": open_rows, "hanging": hanging_rows}
 
 
 # ----- freshness -----------------------------------------------------------------------------

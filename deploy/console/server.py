@@ -52,8 +52,9 @@ class Console:
         *,
         interval_s: float = 0.4,
         controls: bool = False,
+        hanging_max_age_ms: int | None = None,
     ) -> None:
-        self.gatherer = Gatherer(bootstrap, cluster_dir)
+        self.gatherer = Gatherer(bootstrap, cluster_dir, hanging_max_age_ms=hanging_max_age_ms)
         self.bootstrap = bootstrap
         self.cluster_dir = cluster_dir
         self.interval_s = interval_s
@@ -255,10 +256,12 @@ async def serve(
     *,
     allow_control: bool = False,
     interval_s: float = 0.4,
+    hanging_max_age_ms: int | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT; prints the URL once listening."""
     controls = cluster_dir is not None and (is_loopback(host) or allow_control)
-    console = Console(bootstrap, cluster_dir, interval_s=interval_s, controls=controls)
+    console = Console(bootstrap, cluster_dir, interval_s=interval_s, controls=controls,
+                      hanging_max_age_ms=hanging_max_age_ms)  # fmt: skip
     runner = web.AppRunner(
         make_app(console), handle_signals=False, access_log=None, shutdown_timeout=2.0
     )

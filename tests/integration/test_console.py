@@ -38,6 +38,7 @@ SESSION_TIMEOUT_MS = 20_000  # a paused controller stays the controller this lon
 WAIT_MS = 40_000  # a killed broker's partitions move after its ZooKeeper session (4 s) expires
 MARKER = "odradek-console-test-marker"
 CLEANER_BACKOFF_MS = 200
+HANGING_AFTER_MS = 4000  # the console's --hanging-after-ms: an open transaction older is listed
 T = TypeVar("T")
 
 
@@ -57,7 +58,7 @@ def cluster(
 
 @pytest.fixture(scope="module")
 def url(cluster: LocalCluster) -> str:
-    return start_console(cluster)
+    return start_console(cluster, hanging_after_ms=HANGING_AFTER_MS)
 
 
 @pytest.fixture(scope="module")
@@ -370,6 +371,46 @@ def test_a_group_shows_its_lag(cluster: LocalCluster, page: Any) -> None:
         assert "kp@" in page.inner_text(f"{group} ul.members")
     finally:
         kafka.close()
+    not_reloaded(page)
+
+
+TXN_ROW = """(tid) => {
+  const r = document.querySelector(`#txns tr[data-txn="${tid}"]`);
+  return r && {state: r.querySelector('.txn-state').textContent,
+               age: Number(r.querySelector('.age').dataset.ageMs),
+               partitions: r.querySelector('.txn-partitions').textContent};
+}"""
+
+
+def test_an_open_transaction_shows_with_its_partitions_and_growing_age(
+    cluster: LocalCluster, page: Any
+) -> None:
+    """confluent-kafka's transactional producer holds a transaction open over two partitions:
+    the Transactions tab lists it with both, its age grows, and past --hanging-after-ms it is
+    listed as hanging too; once committed it is gone from both tables."""
+    from confluent_kafka import Producer as KafkaProducer
+
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic("txn-shown", 2, 3)])
+    tid = "console-txn"
+    producer = KafkaProducer({"bootstrap.servers": cluster.kafka_bootstrap,
+                              "transactional.id": tid, "linger.ms": 5})  # fmt: skip
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for p in (0, 1):
+        producer.produce("txn-shown", value=b"v", partition=p)
+    assert producer.flush(30) == 0
+    tab(page, "transactions")
+    first = wait_js(page, f"() => ({TXN_ROW})({json.dumps(tid)})")
+    assert first["state"] == "Ongoing"
+    assert first["partitions"] == "txn-shown-0, txn-shown-1"
+    wait_js(page, f"() => (({TXN_ROW})({json.dumps(tid)}) || {{}}).age > {first['age'] + 1000}")
+    wait_js(page, """() => [...document.querySelectorAll('#hanging tr[data-hanging]')]
+      .some(r => r.dataset.hanging.startsWith('txn-shown-')
+                 && r.textContent.includes('console-txn'))""")  # fmt: skip
+    producer.commit_transaction(30)
+    wait_js(page, f"""() => !document.querySelector('#txns tr[data-txn="{tid}"]')
+      && !document.querySelector('#hanging tr[data-hanging^="txn-shown-"]')""")  # fmt: skip
     not_reloaded(page)
 
 

@@ -327,3 +327,25 @@ async def test_scrape_metrics_over_http_bounded(monkeypatch: pytest.MonkeyPatch)
             await gather.scrape_metrics("127.0.0.1", port, 5.0)
     finally:
         await runner.cleanup()
+
+
+# ----- transactions ------------------------------------------------------------------------
+
+
+def test_transactions_view_ages_from_now_and_leaves_out_ended_ones() -> None:
+    from client.txn_admin import HangingTxn, TxnDescription
+    from client.types import TopicPartition as Tp
+
+    old = TxnDescription(2, "old", 7, 1, "Ongoing", 60000, 1000, [Tp("t", 0), Tp("t", 1)])
+    young = TxnDescription(1, "young", 8, 0, "PrepareCommit", 60000, 4000, [Tp("u", 0)])
+    ended = TxnDescription(1, "ended", 9, 0, "CompleteCommit", 60000, 2000, [])
+    hung = HangingTxn("t", 0, 7, 1, 3, 40, 500, 0, "old", "why")
+    view = model.transactions_view([young, ended, old], [hung], 5000)
+    assert [(r["id"], r["age_ms"], r["state"]) for r in view["open"]] == [
+        ("old", 4000, "Ongoing"), ("young", 1000, "PrepareCommit")]  # fmt: skip
+    assert view["open"][0]["partitions"] == ["t-0", "t-1"]
+    assert view["open"][0]["coordinator"] == 2 and view["open"][0]["producer_epoch"] == 1
+    [h] = view["hanging"]
+    assert (h["topic"], h["partition"], h["start_offset"], h["age_ms"]) == ("t", 0, 40, 4500)
+    assert h["transactional_id"] == "old" and h["reason"] == "why"
+    assert model.transactions_view([], [], 0) == {"open": [], "hanging": []}

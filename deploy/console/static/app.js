@@ -74,6 +74,7 @@ function render() {
   renderTopics();
   renderGroups();
   renderChaos();
+  renderTransactions();
   renderTopicChoices();
   document.body.dataset.version = String(Number(document.body.dataset.version || 0) + 1);
 }
@@ -179,6 +180,31 @@ function renderGroups() {
       `<th>Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   });
   $("#groups").innerHTML = html.join("") || '<p class="empty">no consumer groups</p>';
+}
+
+function fmtDuration(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+function renderTransactions() {
+  const txns = snap.transactions || { open: [], hanging: [] };
+  $("#txns tbody").innerHTML = txns.open.map((t) =>
+    `<tr data-txn="${esc(t.id)}"><td>${esc(t.id)}</td><td class="num">${t.producer_id}</td>` +
+    `<td class="num">${t.producer_epoch}</td><td class="txn-state">${esc(t.state)}</td>` +
+    `<td class="num">${t.coordinator}</td>` +
+    `<td class="num age" data-age-ms="${t.age_ms}">${fmtDuration(t.age_ms)}</td>` +
+    `<td class="num">${fmtDuration(t.timeout_ms)}</td>` +
+    `<td class="txn-partitions">${esc(t.partitions.join(", ") || "-")}</td></tr>`).join("") ||
+    '<tr><td colspan="8" class="empty">no open transaction</td></tr>';
+  $("#hanging tbody").innerHTML = txns.hanging.map((h) =>
+    `<tr data-hanging="${esc(h.topic)}-${h.partition}" data-producer="${h.producer_id}">` +
+    `<td>${esc(h.topic)}-${h.partition}</td><td class="num">${h.producer_id}</td>` +
+    `<td class="num">${h.producer_epoch}</td><td class="num">${h.start_offset}</td>` +
+    `<td class="num age" data-age-ms="${h.age_ms}">${fmtDuration(h.age_ms)}</td>` +
+    `<td>${esc(h.transactional_id ?? "-")}</td><td>${esc(h.reason)}</td></tr>`).join("") ||
+    '<tr><td colspan="7" class="empty">no hanging transaction</td></tr>';
 }
 
 function renderChaos() {
