@@ -7,6 +7,7 @@ producer (through the Kafka listener) holding a transaction open.
 - find-hanging reports an open transaction once it is older than `--max-age` (a transaction
   that truly hangs cannot be made: KIP-890's verification refuses a transactional batch the
   coordinator does not know), not with Kafka's default threshold, and not once committed.
+- AsyncAdmin's own calls on the caller's loop, and an abort given the producer's ids.
 """
 
 from __future__ import annotations
@@ -149,3 +150,34 @@ def test_find_hanging_reports_a_transaction_open_longer_than_max_age(
     p.commit_transaction(TIMEOUT_S)
     wait_until(lambda: _json(cluster3, *args, "--max-age", "0")["hanging"] == [],
                "no open transaction after the commit", TIMEOUT_S)  # fmt: skip
+
+
+def test_async_admin_lists_describes_and_aborts(cluster3: LocalCluster) -> None:
+    """The same calls on AsyncAdmin, on the caller's event loop: an explicit abort with the
+    producer's ids (the admin form kafka-transactions.sh also takes)."""
+    import asyncio
+
+    from client import AsyncAdmin
+
+    topic, tid = _topic(cluster3, 1), _name("tx-async")
+    p = _producer(cluster3, tid)
+    p.begin_transaction()
+    _send(p, topic, 0, 2)
+    tp = TopicPartition(topic, 0)
+
+    async def go() -> None:
+        async with AsyncAdmin(cluster3.bootstrap) as admin:
+            [listed] = [t for t in await admin.list_transactions(["Ongoing"]) if
+                        t.transactional_id == tid]  # fmt: skip
+            desc = (await admin.describe_transactions([tid]))[tid]
+            assert desc.producer_id == listed.producer_id and desc.partitions == [tp]
+            [prod] = [x for x in (await admin.describe_producers([tp]))[tp]
+                      if x.producer_id == desc.producer_id]  # fmt: skip
+            assert prod.current_txn_start_offset == 0
+            await admin.abort_transaction(topic, 0, prod.producer_id, prod.producer_epoch,
+                                          prod.coordinator_epoch)  # fmt: skip
+            after = (await admin.describe_producers([tp]))[tp]
+            assert all(x.current_txn_start_offset < 0 for x in after)
+
+    asyncio.run(go())
+    assert _end_offset(cluster3, topic, "read_committed") == 3
