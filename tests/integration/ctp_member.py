@@ -300,10 +300,107 @@ async def run_aiokafka(a: argparse.Namespace, out: IO[str]) -> int:
     return 0
 
 
+async def run_aiokafka_per_partition(a: argparse.Namespace, out: IO[str]) -> int:
+    """KIP-98's pattern for a client without KIP-447: one transactional producer per input
+    partition (transactional.id `<group>-<input>-<partition>`, the same in every member), each
+    transaction holding one partition's records. A member given a partition starts its producer
+    (InitProducerId fences the previous owner's and waits out its transaction), then seeks to
+    the committed offset; a lock keeps a rebalance from swapping producers mid-transaction.
+    aiokafka also sets the position from the committed offset after an assignment, which may
+    land after this seek with an older offset (its OffsetFetch has no require_stable), so each
+    partition's next offset is kept here and records below it are skipped."""
+    from aiokafka import (
+        AIOKafkaConsumer,
+        AIOKafkaProducer,
+        ConsumerRebalanceListener,
+        TopicPartition,
+    )
+    from aiokafka.errors import KafkaError, ProducerFenced
+
+    producers: dict[int, Any] = {}
+    expected: dict[int, int] = {}  # partition -> the next offset to process
+    lock = asyncio.Lock()
+
+    async def resume(tp: Any) -> None:
+        offset = await c.committed(tp)
+        expected[tp.partition] = offset if offset is not None else 0
+        c.seek(tp, expected[tp.partition])
+
+    async def start(q: int) -> None:
+        if q in producers:
+            await producers.pop(q).stop()
+        p = AIOKafkaProducer(bootstrap_servers=a.bootstrap, linger_ms=5,
+                             transactional_id=f"{a.group}-{a.input}-{q}",
+                             transaction_timeout_ms=TXN_TIMEOUT_MS)  # fmt: skip
+        await p.start()  # InitProducerId: the previous owner's producer is fenced
+        producers[q] = p
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            async with lock:
+                note(out, f"revoked {sorted(tp.partition for tp in revoked)}")
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            async with lock:
+                for tp in assigned:
+                    await start(tp.partition)
+                    await resume(tp)
+                note(out, f"assigned {sorted(tp.partition for tp in assigned)}, producers up")
+
+    c = AIOKafkaConsumer(
+        bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.txn_id,
+        enable_auto_commit=False, auto_offset_reset="earliest",
+        isolation_level="read_committed", session_timeout_ms=a.session_ms,
+        heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100,
+    )  # fmt: skip
+    await c.start()
+    note(out, "initialized")
+    c.subscribe([a.input], listener=Listener())
+
+    async def one_txn(q: int, msgs: list[Any]) -> None:
+        p = producers[q]
+        async with p.transaction():
+            futures = [await p.send(a.output, key=r.key, value=r.value + b"!") for r in msgs]
+            for f in futures:
+                await f
+            offset = msgs[-1].offset + 1
+            await p.send_offsets_to_transaction({TopicPartition(a.input, q): offset}, a.group)
+
+    try:
+        while not Stop.requested:
+            polled = await c.getmany(timeout_ms=int(POLL_S * 1000), max_records=a.per_txn)
+            async with lock:
+                for tp, msgs in polled.items():
+                    if tp not in c.assignment() or tp.partition not in producers:
+                        continue  # revoked meanwhile: its new owner reads it from committed
+                    msgs = [r for r in msgs if r.offset >= expected[tp.partition]]
+                    if msgs and msgs[0].offset != expected[tp.partition]:
+                        note(out, f"{tp.partition}: {msgs[0].offset}, not {expected[tp.partition]}")
+                        c.seek(tp, expected[tp.partition])
+                        continue
+                    if not msgs:
+                        continue
+                    try:
+                        await one_txn(tp.partition, msgs)
+                    except (ProducerFenced, KafkaError) as exc:
+                        note(out, f"partition {tp.partition} aborted: {exc!r}")
+                        await start(tp.partition)
+                        await resume(tp)
+                        continue
+                    expected[tp.partition] = msgs[-1].offset + 1
+                    committed_line(out, [(tp.partition, r.offset) for r in msgs])
+    finally:
+        await c.stop()
+        for p in producers.values():
+            await p.stop()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--client", required=True,
-                    choices=["confluent-kafka", "kafka-python", "aiokafka"])  # fmt: skip
+                    choices=["confluent-kafka", "kafka-python", "aiokafka",
+                             "aiokafka-per-partition"])  # fmt: skip
     for name in ("--bootstrap", "--group", "--input", "--output", "--txn-id", "--out"):
         ap.add_argument(name, required=True)
     ap.add_argument("--per-txn", type=int, default=5)
@@ -318,8 +415,10 @@ def main() -> int:
             code = run_confluent(a, out)
         elif a.client == "kafka-python":
             code = run_kafka_python(a, out)
-        else:
+        elif a.client == "aiokafka":
             code = asyncio.run(run_aiokafka(a, out))
+        else:
+            code = asyncio.run(run_aiokafka_per_partition(a, out))
         note(out, f"closed {code}")
     return code
 

@@ -49,7 +49,9 @@ AIOKAFKA_PRE_447 = pytest.mark.xfail(
     reason="aiokafka has no KIP-447 (group-id-only TxnOffsetCommit, no require_stable)",
     strict=False,
 )
-CLIENTS = ["confluent-kafka", "kafka-python", pytest.param("aiokafka", marks=AIOKAFKA_PRE_447)]
+# aiokafka-per-partition: the same members, but with KIP-98's pattern, which that allows.
+CLIENTS = ["confluent-kafka", "kafka-python", pytest.param("aiokafka", marks=AIOKAFKA_PRE_447),
+           "aiokafka-per-partition"]  # fmt: skip
 PARTITIONS, MEMBERS, KILLS = 6, 3, 3
 N = 3000  # input records
 PER_TXN = 5  # records per transaction, at most
