@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from client.cluster import Cluster, ClusterMetadata
+from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.txn_admin import TxnAdmin
 from client.types import (
     NewTopic,
@@ -249,14 +250,17 @@ class AsyncAdmin(TxnAdmin):
     # ----- offsets ----------------------------------------------------------------------------
 
     async def list_offsets(
-        self, query: Mapping[TopicPartition, int]
+        self, query: Mapping[TopicPartition, int], isolation_level: str = READ_UNCOMMITTED
     ) -> dict[TopicPartition, OffsetAndTimestamp]:
         """{tp: timestamp ms, or -1 latest, -2 earliest} -> {tp: (offset, timestamp)}.
+        `isolation_level` as Kafka's ListOffsetsOptions: with "read_committed", latest (-1) is
+        the last stable offset (below the first open transaction), not the high watermark.
 
         As Kafka's AdminClient: a partition with no leader yet, or whose leader answers a
         retriable error (it moved; OFFSET_NOT_AVAILABLE right after an election), is asked
         again after a metadata refresh until `request_timeout_ms`, then its last error is
         raised. A topic or partition that does not exist fails at once."""
+        isolation = isolation_level_code(isolation_level)  # ValueError for an unknown name
         await self.start()
         deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
         pending = dict(query)
@@ -274,7 +278,8 @@ class AsyncAdmin(TxnAdmin):
                 else:
                     by_node.setdefault(leader, {})[tp] = ts
             answers = await asyncio.gather(
-                *[self._list_offsets(n, q) for n, q in by_node.items()], return_exceptions=True
+                *[self._list_offsets(n, q, isolation) for n, q in by_node.items()],
+                return_exceptions=True,
             )
             for answer in answers:
                 if isinstance(answer, BaseException):
@@ -301,12 +306,13 @@ class AsyncAdmin(TxnAdmin):
             await asyncio.sleep(min(self._cluster.retry_backoff_ms / 1000, deadline - loop_time))
 
     async def _list_offsets(
-        self, node: int, query: dict[TopicPartition, int]
+        self, node: int, query: dict[TopicPartition, int], isolation: int
     ) -> dict[TopicPartition, tuple[int, OffsetAndTimestamp]]:
         by_topic: dict[str, list[ListOffsetsPartition]] = {}
         for tp, ts in query.items():
             by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
-        request = ListOffsetsRequest(-1, [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()])
+        topics = [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()]
+        request = ListOffsetsRequest(-1, topics, isolation)
         conn = await self._cluster.connection(node)
         resp: ListOffsetsResponse = await conn.send(request, self.request_timeout_ms)
         return {

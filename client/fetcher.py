@@ -484,6 +484,9 @@ class Fetcher:
         except InvalidBatchError as exc:
             self._next.pop(tp, None)
             raise type(exc)(f"{tp}: {exc}") from None
+        # read_committed: aborted batches (and the markers) were dropped on arrival, and may
+        # end the answer; the position still moves past them
+        next_offset = max(next_offset, min(fetch.next_offset, until))
         self._subs.advance(tp, next_offset)
         following = self._next.pop(tp, None)
         if following is not None and following.position == next_offset:

@@ -44,6 +44,9 @@ setting is refused), gets its id from `init_transactions()`, and sends only betw
 the TRANSACTIONAL_BIT; a partition's first batch in a transaction waits in the accumulator
 until the sender has added the partition (AddPartitionsToTxn). A batch failing for good makes
 the transaction abortable only; a fenced producer (a newer one took the id) fails for good.
+With `enable_2pc` (KIP-939) `prepare_transaction()` flushes and leaves the transaction open for
+another process to complete (`init_transactions(keep_prepared_txn=True)`, then
+`complete_transaction`): client/transactions.py's docstring has the protocol.
 
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
@@ -73,6 +76,7 @@ from client.explain import leaderless_reason, produce_refusal
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.record_future import RecordFuture
 from client.transactions import (
+    PreparedTxnState,
     TransactionAbortedError,
     TransactionManager,
     TxnState,
@@ -132,6 +136,7 @@ class AsyncProducer(ClusterClient):
         enable_idempotence: bool | None = None,  # True (as Kafka since 3.0; with acks=all)
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60_000,
+        enable_2pc: bool = False,  # Kafka's transaction.two.phase.commit.enable (KIP-939)
         clock: Clock | None = None,
     ) -> None:
         if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
@@ -140,6 +145,8 @@ class AsyncProducer(ClusterClient):
             )
         if compression_type not in (None, *CODECS):
             raise UsageError(f"compression_type must be None or one of {sorted(CODECS)}")
+        if enable_2pc and transactional_id is None:
+            raise UsageError("enable_2pc (two-phase commit) needs a transactional_id")
         if transactional_id is not None:  # Kafka's transactional producer: idempotent, acks=all
             if acks is not None and parse_acks(acks) != ACKS_ALL:
                 raise UsageError(f"a transactional producer needs acks='all', not {acks!r}")
@@ -208,7 +215,7 @@ class AsyncProducer(ClusterClient):
         if transactional_id is not None:
             self._txn = TransactionManager(
                 self._cluster, transactional_id, transaction_timeout_ms, self._clock,
-                max_block_ms, request_timeout_ms, retry_backoff_ms,
+                max_block_ms, request_timeout_ms, retry_backoff_ms, enable_2pc=enable_2pc,
             )  # fmt: skip
             self._acc.txn_partitions = self._txn.added
 
@@ -537,16 +544,20 @@ class AsyncProducer(ClusterClient):
 
     # ----- transactions (client/transactions.py) -----------------------------------------------
 
-    async def init_transactions(self) -> None:
+    async def init_transactions(self, keep_prepared_txn: bool = False) -> None:
         """Get the transactional id's producer id at a new epoch from its coordinator: older
-        producers of the id are fenced, and their open transaction aborted."""
+        producers of the id are fenced, and their open transaction aborted. KIP-939, with
+        `enable_2pc`: `keep_prepared_txn=True` keeps an open (prepared) transaction instead,
+        which this producer then holds (`ongoing_transaction`) to complete, commit or abort."""
         txn = self._txn_manager("init_transactions")
         txn.move(TxnState.INITIALIZING)
-        await self._init_transactional_id(txn)
+        await self._init_transactional_id(txn, keep_prepared_txn)
 
-    async def _init_transactional_id(self, txn: TransactionManager) -> None:
+    async def _init_transactional_id(
+        self, txn: TransactionManager, keep_prepared_txn: bool = False
+    ) -> None:
         try:
-            producer_id, epoch = await txn.init_producer_id()
+            producer_id, epoch = await txn.init_producer_id(keep_prepared_txn)
         except RequestTimedOutError:
             txn.move(TxnState.UNINITIALIZED)  # init_transactions() may be called again
             raise
@@ -555,7 +566,38 @@ class AsyncProducer(ClusterClient):
         with self._acc.lock:
             self._acc.reset_producer(producer_id, epoch)
             self._acc.awaiting_producer_id = False
-        txn.move(TxnState.READY)
+        txn.move(TxnState.READY if txn.ongoing is None else TxnState.PREPARED_TRANSACTION)
+
+    @property
+    def ongoing_transaction(self) -> PreparedTxnState | None:
+        """KIP-939: the prepared transaction `init_transactions(keep_prepared_txn=True)` kept
+        (its producer id and epoch), until it is completed; None when there was none."""
+        return None if self._txn is None else self._txn.ongoing
+
+    async def prepare_transaction(self) -> PreparedTxnState:
+        """KIP-939's first phase: flush the transaction's records and leave it open, neither
+        committed nor aborted; it outlives this producer (enable_2pc: no timeout). Returns what
+        names it, for the deciding system to keep and hand to `complete_transaction`. A batch
+        that failed for good raises here (the transaction can then only be aborted)."""
+        txn = self._txn_manager("prepare_transaction")
+        if not txn.enable_2pc:
+            raise UsageError("prepare_transaction() needs a producer made with enable_2pc=True")
+        self._usable = False
+        await self.flush(self.max_block_ms)
+        txn.check("prepare_transaction")  # a batch failed meanwhile: its error
+        txn.move(TxnState.PREPARED_TRANSACTION)
+        return PreparedTxnState(txn.producer_id, txn.producer_epoch)
+
+    async def complete_transaction(self, prepared: PreparedTxnState) -> bool:
+        """KIP-939's second phase, after `init_transactions(keep_prepared_txn=True)`: commit
+        the kept transaction when it is the one `prepared` names, else abort it (it is another
+        attempt's). True when it was committed."""
+        txn = self._txn_manager("complete_transaction")
+        if txn.ongoing == prepared:
+            await self.commit_transaction()
+            return True
+        await self.abort_transaction()
+        return False
 
     def begin_transaction(self) -> None:
         """Open a transaction: sends are allowed until commit or abort."""
@@ -583,7 +625,7 @@ class AsyncProducer(ClusterClient):
         """Flush the transaction's records, then commit it (EndTxn). A batch that failed for
         good raises here, and the transaction can then only be aborted."""
         txn = self._txn_manager("commit_transaction")
-        if txn.state is TxnState.IN_TRANSACTION:
+        if txn.state in (TxnState.IN_TRANSACTION, TxnState.PREPARED_TRANSACTION):
             txn.move(TxnState.COMMITTING)
         self._usable = False
         await self.flush(self.max_block_ms)

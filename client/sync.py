@@ -240,10 +240,10 @@ class Admin(SyncTxnAdmin, _SyncClient):
         self._run(lambda a: a.create_partitions(counts, given, timeout_ms, validate_only))
 
     def list_offsets(
-        self, query: Mapping[TopicPartition, int]
+        self, query: Mapping[TopicPartition, int], isolation_level: str = "read_uncommitted"
     ) -> dict[TopicPartition, OffsetAndTimestamp]:
         q = dict(query)
-        return self._run(lambda a: a.list_offsets(q))
+        return self._run(lambda a: a.list_offsets(q, isolation_level))
 
     def delete_records(
         self, before: Mapping[TopicPartition, int], timeout_ms: int | None = None

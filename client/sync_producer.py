@@ -23,6 +23,7 @@ from client.accumulator import estimate_size, failed_batch
 from client.producer import AsyncProducer
 from client.record_future import SendFuture
 from client.sync import _SyncClient
+from client.transactions import PreparedTxnState
 from client.types import BatchMetadata, RecordMetadata, TopicPartition
 from protocol.errors import OdradekError, RequestTimedOutError, UsageError
 
@@ -164,8 +165,18 @@ class Producer(_SyncClient):
 
     # transactions: the async producer's, run on its loop (client/transactions.py)
 
-    def init_transactions(self) -> None:
-        self._run(lambda p: p.init_transactions())
+    def init_transactions(self, keep_prepared_txn: bool = False) -> None:
+        self._run(lambda p: p.init_transactions(keep_prepared_txn))
+
+    @property
+    def ongoing_transaction(self) -> PreparedTxnState | None:
+        return self._run(_ongoing)
+
+    def prepare_transaction(self) -> PreparedTxnState:
+        return self._run(lambda p: p.prepare_transaction())
+
+    def complete_transaction(self, prepared: PreparedTxnState) -> bool:
+        return self._run(lambda p: p.complete_transaction(prepared))
 
     def begin_transaction(self) -> None:
         async def go(p: AsyncProducer) -> None:
@@ -182,6 +193,10 @@ class Producer(_SyncClient):
 
     def abort_transaction(self) -> None:
         self._run(lambda p: p.abort_transaction())
+
+
+async def _ongoing(p: AsyncProducer) -> PreparedTxnState | None:
+    return p.ongoing_transaction
 
 
 async def _started(_client: Any) -> None:

@@ -10,6 +10,17 @@ optionally `send_offsets_to_transaction()` (AddOffsetsToTxn at the transaction c
 then TxnOffsetCommit at the group's coordinator), then `commit_transaction()` (flush, then
 EndTxn commit) or `abort_transaction()` (queued batches dropped, then EndTxn abort).
 
+Two-phase commit (KIP-939), for a transaction whose outcome another system decides: a producer
+made with `enable_2pc=True` initialises its id with no transaction timeout, so an open
+transaction outlives the producer. `prepare_transaction()` flushes and returns the transaction's
+`PreparedTxnState` (producer id and epoch): the transaction is left open (Ongoing at the
+coordinator), to be recorded by the deciding system. Later, any process with the same
+transactional id calls `init_transactions(keep_prepared_txn=True)`: the open transaction is
+kept (not aborted) and this producer takes it over (PreparedTransaction), with
+`ongoing_transaction` saying which it is; `complete_transaction(state)` commits it when it is the
+one `state` names and aborts it otherwise (or `commit_transaction()` / `abort_transaction()`).
+A plain `init_transactions()` aborts it, as for any transactional id.
+
 Errors: a call the state does not allow is a UsageError at once. PRODUCER_FENCED (or
 INVALID_PRODUCER_EPOCH from a leader) means a newer producer took the id over: the producer
 is Fenced for good, and every later call raises ProducerFencedError naming the id. A batch that
@@ -25,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
@@ -70,6 +82,7 @@ class TxnState(enum.Enum):
     IN_TRANSACTION = "InTransaction"  # sends, offsets; then commit or abort
     COMMITTING = "Committing"  # flushing, then EndTxn commit -> Ready
     ABORTING = "Aborting"  # queued batches dropped, EndTxn abort -> Ready
+    PREPARED_TRANSACTION = "PreparedTransaction"  # KIP-939: flushed and left open; decide it
     ABORTABLE_ERROR = "AbortableError"  # a batch failed for good: only abort is possible
     FENCED = "Fenced"  # a newer producer took the id over: terminal
     FATAL_ERROR = "FatalError"  # a refusal nothing can mend: terminal
@@ -78,9 +91,15 @@ class TxnState(enum.Enum):
 S = TxnState
 TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
     S.UNINITIALIZED: frozenset({S.INITIALIZING}),
-    S.INITIALIZING: frozenset({S.READY, S.UNINITIALIZED, S.FENCED, S.FATAL_ERROR}),
+    S.INITIALIZING: frozenset(
+        {S.READY, S.PREPARED_TRANSACTION, S.UNINITIALIZED, S.FENCED, S.FATAL_ERROR}
+    ),
     S.READY: frozenset({S.IN_TRANSACTION, S.INITIALIZING}),  # (re-init: an epoch bump)
     S.IN_TRANSACTION: frozenset(
+        {S.COMMITTING, S.ABORTING, S.PREPARED_TRANSACTION, S.ABORTABLE_ERROR, S.FENCED}
+        | {S.FATAL_ERROR}
+    ),
+    S.PREPARED_TRANSACTION: frozenset(
         {S.COMMITTING, S.ABORTING, S.ABORTABLE_ERROR, S.FENCED, S.FATAL_ERROR}
     ),
     S.COMMITTING: frozenset({S.READY, S.ABORTABLE_ERROR, S.FENCED, S.FATAL_ERROR}),
@@ -96,8 +115,12 @@ ALLOWED: dict[str, frozenset[TxnState]] = {
     "begin_transaction": frozenset({S.READY}),
     "send": frozenset({S.IN_TRANSACTION}),
     "send_offsets_to_transaction": frozenset({S.IN_TRANSACTION}),
-    "commit_transaction": frozenset({S.IN_TRANSACTION, S.COMMITTING}),
-    "abort_transaction": frozenset({S.IN_TRANSACTION, S.ABORTING, S.ABORTABLE_ERROR}),
+    "prepare_transaction": frozenset({S.IN_TRANSACTION}),
+    "complete_transaction": frozenset({S.PREPARED_TRANSACTION}),
+    "commit_transaction": frozenset({S.IN_TRANSACTION, S.PREPARED_TRANSACTION, S.COMMITTING}),
+    "abort_transaction": frozenset(
+        {S.IN_TRANSACTION, S.PREPARED_TRANSACTION, S.ABORTING, S.ABORTABLE_ERROR}
+    ),
 }
 
 _HINT: dict[TxnState, str] = {
@@ -107,6 +130,7 @@ _HINT: dict[TxnState, str] = {
     S.IN_TRANSACTION: "a transaction is open: commit or abort it first",
     S.COMMITTING: "the transaction is being committed",
     S.ABORTING: "the transaction is being aborted",
+    S.PREPARED_TRANSACTION: "the transaction is prepared: commit, abort or complete it",
     S.ABORTABLE_ERROR: "the transaction failed: call abort_transaction()",
     S.FENCED: "a newer producer took the id over: close this one",
     S.FATAL_ERROR: "the producer failed for good: close it",
@@ -118,6 +142,15 @@ class TransactionAbortedError(OdradekError):
 
     name = "TRANSACTION_ABORTED"
     default_message = "The transaction was aborted before this record was sent."
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTxnState:
+    """KIP-939: which prepared transaction this is (its producer id and epoch), to be kept by
+    the system that decides it and handed back to `complete_transaction`."""
+
+    producer_id: int
+    epoch: int
 
 
 class TransactionStateError(UsageError):
@@ -157,7 +190,7 @@ class TransactionManager:
     def __init__(
         self, cluster: Cluster, transactional_id: str, transaction_timeout_ms: int,
         clock: Clock, max_block_ms: int, request_timeout_ms: int, retry_backoff_ms: int,
-        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep, enable_2pc: bool = False,
     ) -> None:  # fmt: skip
         if not transactional_id:
             raise UsageError("transactional_id must be a non-empty string")
@@ -169,12 +202,14 @@ class TransactionManager:
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.sleep = sleep
+        self.enable_2pc = enable_2pc
         self.state = S.UNINITIALIZED
         self.cause: OdradekError | None = None  # why AbortableError, Fenced or FatalError
         self.producer_id = -1
         self.producer_epoch = -1
         self.added: set[TopicPartition] = set()  # partitions of the open transaction
         self.offsets_added = False  # AddOffsetsToTxn was sent in this transaction
+        self.ongoing: PreparedTxnState | None = None  # KIP-939: the transaction kept on init
         self._coordinators: dict[tuple[int, str], int] = {}  # (key type, key) -> node
 
     # ----- state --------------------------------------------------------------------------------
@@ -208,16 +243,26 @@ class TransactionManager:
 
     # ----- requests -----------------------------------------------------------------------------
 
-    async def init_producer_id(self) -> tuple[int, int]:
+    async def init_producer_id(self, keep_prepared_txn: bool = False) -> tuple[int, int]:
         """InitProducerId at the coordinator: (producer id, epoch). A first init asks for the
         id's current producer at a new epoch; a later one (after an abort that lost a sequence)
-        bumps our own epoch (KIP-360)."""
-        request = InitProducerIdRequest(self.transactional_id, self.transaction_timeout_ms,
-                                        self.producer_id, self.producer_epoch)  # fmt: skip
+        bumps our own epoch (KIP-360). `keep_prepared_txn` (KIP-939, a first init with
+        enable_2pc): an open transaction is kept, and named in `ongoing`."""
+        if keep_prepared_txn and not self.enable_2pc:
+            raise UsageError("keep_prepared_txn needs a producer made with enable_2pc=True")
+        request = InitProducerIdRequest(
+            self.transactional_id, self.transaction_timeout_ms, self.producer_id,
+            self.producer_epoch, self.enable_2pc, keep_prepared_txn,
+        )  # fmt: skip
         resp: InitProducerIdResponse = await self._call(
             TRANSACTION_KEY_TYPE, self.transactional_id, lambda: request, lambda r: r.error_code
         )
         self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
+        self.ongoing = None
+        if keep_prepared_txn and resp.ongoing_txn_producer_id >= 0:
+            self.ongoing = PreparedTxnState(
+                resp.ongoing_txn_producer_id, resp.ongoing_txn_producer_epoch
+            )
         return resp.producer_id, resp.producer_epoch
 
     async def add_partitions(self, tps: Iterable[TopicPartition]) -> None:
@@ -265,14 +310,16 @@ class TransactionManager:
         await self._call(GROUP_KEY_TYPE, group_id, lambda: commit, code)
 
     async def end_txn(self, commit: bool) -> None:
-        """EndTxn, when the transaction wrote anything (else there is nothing to end)."""
-        if self.added or self.offsets_added:
+        """EndTxn, when the transaction wrote anything or is a kept one (else there is nothing
+        to end)."""
+        if self.added or self.offsets_added or self.ongoing is not None:
             request = EndTxnRequest(self.transactional_id, self.producer_id,
                                     self.producer_epoch, commit)  # fmt: skip
             await self._call(TRANSACTION_KEY_TYPE, self.transactional_id, lambda: request,
                              lambda r: r.error_code)  # fmt: skip
         self.added.clear()
         self.offsets_added = False
+        self.ongoing = None
 
     # ----- the coordinator call, retried --------------------------------------------------------
 

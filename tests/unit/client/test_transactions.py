@@ -40,8 +40,10 @@ TABLE: dict[str, set[TxnState]] = {
     "begin_transaction": {S.READY},
     "send": {S.IN_TRANSACTION},
     "send_offsets_to_transaction": {S.IN_TRANSACTION},
-    "commit_transaction": {S.IN_TRANSACTION, S.COMMITTING},
-    "abort_transaction": {S.IN_TRANSACTION, S.ABORTING, S.ABORTABLE_ERROR},
+    "prepare_transaction": {S.IN_TRANSACTION},  # KIP-939
+    "complete_transaction": {S.PREPARED_TRANSACTION},
+    "commit_transaction": {S.IN_TRANSACTION, S.PREPARED_TRANSACTION, S.COMMITTING},
+    "abort_transaction": {S.IN_TRANSACTION, S.PREPARED_TRANSACTION, S.ABORTING, S.ABORTABLE_ERROR},
 }
 
 
