@@ -14,7 +14,10 @@ prefetches (the next fetch goes out when an answer arrives, before it is decoded
   [from, until), and the C record walker (protocol/columns.py) fills Arrow buffers straight
   from their bytes: one `pa.RecordBatch` per answer against the schema of
   spark_connector/schema.py, no Python object per record. Control batches (transaction
-  markers) are skipped, as Spark's Kafka source does;
+  markers) are skipped, as Spark's Kafka source does. With `kafka.isolation.level`
+  read_committed the fetches carry that level: the leader answers up to the last stable
+  offset, and the batches of aborted transactions are dropped by their headers on arrival
+  (client/read_committed.py), the range moving past them;
 - OFFSET_OUT_OF_RANGE (the fetcher raises it: the subscription has no reset policy): ask the
   leader for its log start and high watermark; offsets below the log start were deleted by
   retention, offsets at or above the end were truncated away. Either is data loss: an error
@@ -48,6 +51,7 @@ from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
 from client.subscription import NONE, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
+from protocol.api.fetch import READ_UNCOMMITTED
 from protocol.batch import InvalidBatchError, iter_batches
 from protocol.columns import US_PER_MS, Segment, arrow_arrays, segments, to_buffers, to_records
 from protocol.errors import OdradekError, OffsetOutOfRangeError, RequestTimedOutError
@@ -82,6 +86,7 @@ class RangePartition(InputPartition):
         include_headers: bool = False,
         poll_timeout_ms: int = 120_000,
         fetch_max_bytes: int = 4 * 1024 * 1024,
+        isolation_level: int = READ_UNCOMMITTED,  # READ_COMMITTED: aborted batches dropped
     ) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
@@ -92,6 +97,7 @@ class RangePartition(InputPartition):
         self.include_headers = include_headers
         self.poll_timeout_ms = poll_timeout_ms
         self.fetch_max_bytes = fetch_max_bytes
+        self.isolation_level = isolation_level
 
     def __repr__(self) -> str:
         return (
@@ -153,7 +159,7 @@ class _RangeReader:
         config = FetchConfig(
             fetch_max_bytes=part.fetch_max_bytes, max_partition_fetch_bytes=part.fetch_max_bytes,
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS, request_timeout_ms=REQUEST_TIMEOUT_MS,
-            retry_backoff_ms=int(RETRY_BACKOFF_S * 1000),
+            retry_backoff_ms=int(RETRY_BACKOFF_S * 1000), isolation_level=part.isolation_level,
         )  # fmt: skip
         self.fetcher = Fetcher(cluster, self.subs, config)
         self.fetcher.stop_at(self.tp, part.until_offset)

@@ -2,7 +2,8 @@
 
 `OffsetLookup` wraps one synchronous `client.Admin` (its own event loop thread), opened lazily
 and closed by `close()`. Topics come from one Metadata request; offsets from ListOffsets (-2
-earliest = the log start, -1 latest = the high watermark, or a timestamp). Retriable errors
+earliest = the log start, -1 latest = the high watermark, or the last stable offset with
+`kafka.isolation.level` read_committed, or a timestamp). Retriable errors
 (a leader moving, a broker restarting) are retried with a backoff for up to `timeout_ms`.
 Nothing here runs on executors: the answers travel to tasks inside their input partitions.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from client import Admin, TopicPartition
+from client.read_committed import READ_UNCOMMITTED
 from protocol.errors import OdradekError, UsageError
 from spark_connector.fetch import first_offset_at_or_after
 from spark_connector.options import EARLIEST, LATEST, ReadOptions
@@ -25,9 +27,12 @@ RETRY_BACKOFF_S = 0.2
 
 
 class OffsetLookup:
-    def __init__(self, bootstrap: str, timeout_ms: int = 60_000) -> None:
+    def __init__(
+        self, bootstrap: str, timeout_ms: int = 60_000, isolation_level: str = READ_UNCOMMITTED
+    ) -> None:
         self.bootstrap = bootstrap
         self.timeout_ms = timeout_ms
+        self.isolation_level = isolation_level  # read_committed: latest is the LSO
         self._admin: Admin | None = None
 
     def _client(self) -> Admin:
@@ -37,7 +42,8 @@ class OffsetLookup:
 
     def __getstate__(self) -> dict[str, object]:
         """Readers holding a lookup get pickled to tasks: the open client stays behind."""
-        return {"bootstrap": self.bootstrap, "timeout_ms": self.timeout_ms, "_admin": None}
+        return {"bootstrap": self.bootstrap, "timeout_ms": self.timeout_ms,
+                "isolation_level": self.isolation_level, "_admin": None}  # fmt: skip
 
     def close(self) -> None:
         if self._admin is not None:
@@ -77,7 +83,8 @@ class OffsetLookup:
         if not query:
             return {}
         q = {TopicPartition(*tp): ts for tp, ts in query.items()}
-        answer = self._retry("listing offsets", lambda a: a.list_offsets(q))
+        level = self.isolation_level
+        answer = self._retry("listing offsets", lambda a: a.list_offsets(q, level))
         return {(tp.topic, tp.partition): ot.offset for tp, ot in answer.items()}
 
     def earliest(self, tps: Iterable[TP]) -> dict[TP, int]:

@@ -15,7 +15,13 @@ line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
   `startingOffsetsByTimestampStrategy` `error` (default) or `latest` says what happens when
   no record is at or after the starting timestamp;
 - `minPartitions`, `maxOffsetsPerTrigger` (streaming) positive; `failOnDataLoss`,
-  `includeHeaders` booleans.
+  `includeHeaders` booleans;
+- `kafka.isolation.level`: `read_uncommitted` (default, as Spark's Kafka source) or
+  `read_committed` (ranges end at the last stable offset, aborted transactions are skipped).
+
+Writes (`parse_write_options`): `exactlyOnce` (boolean, default false) needs
+`transactionalIdPrefix` (letters, digits, `.`, `_`, `-`), which names the transactional ids of
+the sink's two-phase commit (spark_connector/exactly_once.py).
 
 Offsets in JSON and in the streaming offsets Spark checkpoints are `{topic: {"partition":
 offset}}` with string keys, as Spark's Kafka source writes them.
@@ -29,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from client.read_committed import READ_COMMITTED, READ_UNCOMMITTED
 from protocol.errors import UsageError
 
 EARLIEST = -2
@@ -63,6 +70,7 @@ class ReadOptions:
     include_headers: bool
     poll_timeout_ms: int
     fetch_max_bytes: int
+    isolation_level: str = READ_UNCOMMITTED  # or READ_COMMITTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +80,8 @@ class WriteOptions:
     acks: str
     linger_ms: int
     batch_size: int
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None  # set when exactly_once
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -267,7 +277,41 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         include_headers=parse_bool(opts, "includeHeaders", False),
         poll_timeout_ms=parse_positive(opts, "pollTimeoutMs", 120_000) or 120_000,
         fetch_max_bytes=parse_positive(opts, "fetchMaxBytes", 4 * 1024 * 1024) or 1,
+        isolation_level=_isolation_level(opts),
     )
+
+
+def _isolation_level(opts: Mapping[str, str]) -> str:
+    level = opts.get("kafka.isolation.level", READ_UNCOMMITTED).strip().lower()
+    if level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        raise UsageError(
+            f"option 'kafka.isolation.level' must be {READ_UNCOMMITTED} or {READ_COMMITTED}, "
+            f"not {level!r}"
+        )
+    return level
+
+
+_PREFIX = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def _exactly_once(opts: Mapping[str, str]) -> tuple[bool, str | None]:
+    exactly_once = parse_bool(opts, "exactlyOnce", False)
+    prefix = opts.get("transactionalidprefix", "").strip()
+    if not exactly_once:
+        if prefix:
+            raise UsageError("option 'transactionalIdPrefix' needs exactlyOnce=true")
+        return False, None
+    if not prefix:
+        raise UsageError(
+            "exactlyOnce=true needs option 'transactionalIdPrefix' (a name of this query's own, "
+            "kept across restarts)"
+        )
+    if not _PREFIX.fullmatch(prefix):
+        raise UsageError(
+            f"option 'transactionalIdPrefix' must be 1-100 letters, digits, '.', '_' or '-', "
+            f"not {prefix!r}"
+        )
+    return True, prefix
 
 
 def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
@@ -276,12 +320,17 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     if acks not in ("0", "1", "-1", "all"):
         raise UsageError(f"option 'acks' must be 0, 1, -1 or all, not {acks!r}")
     topic = opts.get("topic")
+    exactly_once, prefix = _exactly_once(opts)
+    if exactly_once and acks != "all" and acks != "-1":
+        raise UsageError(f"exactlyOnce=true writes with acks=all, not acks={acks!r}")
     return WriteOptions(
         bootstrap=bootstrap_of(opts),
         topic=topic.strip() if topic and topic.strip() else None,
         acks=acks,
         linger_ms=parse_positive(opts, "lingerMs", 5) or 5,
         batch_size=parse_positive(opts, "batchSize", 256 * 1024) or 1,
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
     )
 
 

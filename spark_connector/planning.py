@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from client.read_committed import isolation_level_code
 from protocol.errors import UsageError
 from spark_connector.fetch import DataLossError, RangePartition
 from spark_connector.lookup import OffsetLookup
@@ -90,6 +91,7 @@ def to_partitions(ranges: Sequence[OffsetRange], opts: ReadOptions) -> list[Rang
             opts.include_headers,
             opts.poll_timeout_ms,
             opts.fetch_max_bytes,
+            isolation_level_code(opts.isolation_level),
         )
         for r in ranges
     ]

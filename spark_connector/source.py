@@ -42,7 +42,7 @@ class OdradekBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
-        lookup = OffsetLookup(self.opts.bootstrap)
+        lookup = OffsetLookup(self.opts.bootstrap, isolation_level=self.opts.isolation_level)
         try:
             parts = plan_batch(self.opts, lookup)
         finally:

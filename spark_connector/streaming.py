@@ -61,7 +61,7 @@ def _nested(flat: dict[TP, int]) -> dict[str, dict[str, int]]:
 class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
-        self.lookup = OffsetLookup(opts.bootstrap)
+        self.lookup = OffsetLookup(opts.bootstrap, isolation_level=opts.isolation_level)
         self._target: dict[TP, int] | None = None  # availableNow: never read past these
         self._last_end: dict[str, Any] | None = None  # for the no-argument latestOffset()
 

@@ -8,8 +8,14 @@ in one line.
 
 Each Spark task produces its rows through one `client.AsyncProducer` (acks=all unless the
 `acks` option says otherwise) on the worker's event loop, waits for every acknowledgement and
-fails the task on the first record that could not be delivered. The sink is at-least-once, as
-Spark's Kafka sink is: a retried task sends its rows again.
+fails the task on the first record that could not be delivered. By default the sink is
+at-least-once, as Spark's Kafka sink is: a retried task sends its rows again.
+
+With `exactlyOnce=true` (and a `transactionalIdPrefix`) each task writes its rows in a Kafka
+transaction that it prepares (flushed, left open), and the driver's `commit` commits every task's
+transaction, once all have prepared; `abort` aborts them (spark_connector/exactly_once.py has
+the ids, the two phases and what a restart does). Readers with `read_committed` then see each
+row exactly once; `read_uncommitted` readers see aborted attempts' rows too.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
@@ -31,6 +38,7 @@ from pyspark.sql.types import (
 
 from client import AsyncProducer
 from protocol.errors import OdradekError, UsageError
+from spark_connector import exactly_once as eo
 from spark_connector.fetch import worker_state
 from spark_connector.options import WriteOptions
 from spark_connector.schema import HEADER_TYPE
@@ -99,31 +107,36 @@ async def _produce(opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]) -
         opts.bootstrap, acks=opts.acks, linger_ms=opts.linger_ms, batch_size=opts.batch_size
     )
     await producer.start()
-    count, pending = 0, []
     try:
-        for row in rows:
-            topic = opts.topic if layout.topic is None else row[layout.topic]
-            if not topic:
-                raise UsageError(f"row {count} has no topic (null topic column, no topic option)")
-            headers = None
-            if layout.headers is not None and row[layout.headers] is not None:
-                headers = [
-                    (h[0], None if h[1] is None else bytes(h[1])) for h in row[layout.headers]
-                ]
-            pending.append(await producer.send(
-                topic,
-                _as_bytes(row[layout.value], layout.value_is_str),
-                None if layout.key is None else _as_bytes(row[layout.key], layout.key_is_str),
-                None if layout.partition is None else row[layout.partition],
-                headers,
-            ))  # fmt: skip
-            count += 1
-            if len(pending) >= MAX_UNACKED_RECORDS:
-                await _settle(pending)
-        await producer.flush()
-        await _settle(pending)
+        return await _send_rows(producer, opts, layout, rows)
     finally:
         await producer.close()
+
+
+async def _send_rows(
+    producer: AsyncProducer, opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]
+) -> int:
+    """Send every row and wait for every acknowledgement; raise the first delivery failure."""
+    count, pending = 0, []
+    for row in rows:
+        topic = opts.topic if layout.topic is None else row[layout.topic]
+        if not topic:
+            raise UsageError(f"row {count} has no topic (null topic column, no topic option)")
+        headers = None
+        if layout.headers is not None and row[layout.headers] is not None:
+            headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in row[layout.headers]]
+        pending.append(await producer.send(
+            topic,
+            _as_bytes(row[layout.value], layout.value_is_str),
+            None if layout.key is None else _as_bytes(row[layout.key], layout.key_is_str),
+            None if layout.partition is None else row[layout.partition],
+            headers,
+        ))  # fmt: skip
+        count += 1
+        if len(pending) >= MAX_UNACKED_RECORDS:
+            await _settle(pending)
+    await producer.flush()
+    await _settle(pending)
     return count
 
 
@@ -144,17 +157,66 @@ async def _wait(future: Any) -> BaseException | None:
     return None
 
 
-def write_rows(opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]) -> WriteCommit:
-    return WriteCommit(worker_state().run(_produce(opts, layout, rows)))
+def write_rows(
+    opts: WriteOptions, layout: RowLayout, rows: Iterator[Any], write_id: str | None = None
+) -> WriterCommitMessage:
+    """A task's write: at-least-once, or (exactlyOnce) prepared in a transaction whose id is
+    the batch write's (`write_id`) or the micro-batch's (Spark's task-local properties)."""
+    state = worker_state()
+    if not opts.exactly_once:
+        return WriteCommit(state.run(_produce(opts, layout, rows)))
+    assert opts.transactional_id_prefix is not None
+    context = TaskContext.get()
+    if context is None:
+        raise OdradekError("exactlyOnce: write() runs outside a Spark task")
+    base = eo.task_base(opts.transactional_id_prefix, write_id, context.getLocalProperty)
+    tid = eo.transactional_id(base, context.partitionId())
+    config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size}
+    return state.run(eo.prepare_rows(
+        opts.bootstrap, tid, lambda producer: _send_rows(producer, opts, layout, rows),
+        write_id is None, state.cluster(opts.bootstrap), config,
+    ))  # fmt: skip
+
+
+def _commit(
+    opts: WriteOptions, messages: list[WriterCommitMessage | None], what: str,
+    query_id: str | None, batch_id: int | None,
+) -> None:  # fmt: skip
+    """The driver's commit of an exactly-once write: every prepared transaction, then the
+    leftovers no message names are aborted."""
+    assert opts.transactional_id_prefix is not None
+    prepared = eo.to_commit(messages)
+    state = worker_state()
+    state.run(eo.commit_prepared(opts.bootstrap, prepared, what))
+    named = {m.transactional_id for m in messages if isinstance(m, eo.PreparedCommit)}
+    state.run(eo.cleanup(opts.bootstrap, state.cluster(opts.bootstrap),
+                         opts.transactional_id_prefix, named, query_id, batch_id))  # fmt: skip
+
+
+def _abort(opts: WriteOptions, messages: list[WriterCommitMessage | None]) -> None:
+    """The driver's abort: every transaction its tasks prepared (a failed task aborted its own;
+    the next attempt or run aborts one a dead task left)."""
+    tids = [m.transactional_id for m in eo.to_commit(messages)]
+    worker_state().run(eo.abort_ids(opts.bootstrap, tids))
 
 
 class OdradekWriter(DataSourceWriter):
     def __init__(self, opts: WriteOptions, layout: RowLayout) -> None:
         self.opts = opts
         self.layout = layout
+        # made on the driver once per write, pickled to its tasks and to its commit
+        self.write_id = eo.new_write_id() if opts.exactly_once else None
 
-    def write(self, iterator: Iterator[Any]) -> WriteCommit:
-        return write_rows(self.opts, self.layout, iterator)
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return write_rows(self.opts, self.layout, iterator, self.write_id)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.opts.exactly_once:
+            _commit(self.opts, messages, f"write {self.write_id}", None, None)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.opts.exactly_once:
+            _abort(self.opts, messages)
 
 
 class OdradekStreamWriter(DataSourceStreamWriter):
@@ -162,11 +224,19 @@ class OdradekStreamWriter(DataSourceStreamWriter):
         self.opts = opts
         self.layout = layout
 
-    def write(self, iterator: Iterator[Any]) -> WriteCommit:
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return write_rows(self.opts, self.layout, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Every record was acknowledged by its task: nothing left to do."""
+        """At-least-once: every record was acknowledged by its task, nothing left to do.
+        Exactly-once: commit the batch's prepared transactions."""
+        if self.opts.exactly_once:
+            assert self.opts.transactional_id_prefix is not None
+            query_id = eo.query_id_of(messages, self.opts.transactional_id_prefix)
+            _commit(self.opts, messages, f"batch {batchId}", query_id, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records already acknowledged stay (at-least-once, as Spark's Kafka sink)."""
+        """At-least-once: records already acknowledged stay (as Spark's Kafka sink).
+        Exactly-once: the batch's prepared transactions are aborted."""
+        if self.opts.exactly_once:
+            _abort(self.opts, messages)

@@ -231,8 +231,9 @@ def test_the_documents_are_read_as_expected() -> None:
     readme = [s.text for s in doc_steps("README.md")]
     for start in [*EXPECTED, DEFERRED, ".venv/bin/python examples/spark_key_counts.py"]:
         assert any(text.startswith(start) for text in readme), start
-    # the native client, kafka-python, and the transactions section's confluent-kafka and native
-    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 4
+    # the native client, kafka-python, the transactions section's confluent-kafka and native,
+    # and the Spark section's exactly-once write
+    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 5
     for doc in [*list(DOCS)[1:], "examples/README.md"]:
         for step in doc_steps(doc):
             if step.text.startswith(("odradek consume", ".venv/bin/odradek consume")):

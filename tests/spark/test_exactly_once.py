@@ -1,0 +1,215 @@
+"""Transactions and Spark on a real cluster: the source reading read_committed, and the
+exactly-once sink (spark_connector/exactly_once.py) with a task failing once and with its
+driver SIGKILLed between prepare and commit, then restarted.
+
+The fault tests run the job in its own process (tests/spark/eo_job.py, `local[2,2]` so a task
+is retried), held by the sink's hold hook and killed by its process group. Every check reads
+the output topic with a read_committed consumer: each value exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import Consumer, Producer, TopicPartition
+from deploy.cluster import LocalCluster
+from protocol.errors import UsageError
+from spark_connector.exactly_once import leftovers, streaming_base, transactional_id
+from spark_connector.options import parse_read_options, parse_write_options
+from tests.spark.conftest import create_topic, produce, reader, wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+JOB_TIMEOUT_S = 300
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ----- options and ids (no cluster) --------------------------------------------------------------
+
+
+def test_isolation_and_exactly_once_options() -> None:
+    base = {"bootstrap": "h:1", "subscribe": "t"}
+    assert parse_read_options(base, False).isolation_level == "read_uncommitted"
+    opts = parse_read_options({**base, "kafka.isolation.level": "READ_COMMITTED"}, True)
+    assert opts.isolation_level == "read_committed"
+    with pytest.raises(UsageError, match=r"kafka\.isolation\.level.*not 'snapshot'"):
+        parse_read_options({**base, "kafka.isolation.level": "snapshot"}, False)
+    write = parse_write_options({"bootstrap": "h:1", "exactlyOnce": "true",
+                                 "transactionalIdPrefix": "q1"})  # fmt: skip
+    assert write.exactly_once and write.transactional_id_prefix == "q1"
+    assert not parse_write_options({"bootstrap": "h:1"}).exactly_once
+    with pytest.raises(UsageError, match="needs option 'transactionalIdPrefix'"):
+        parse_write_options({"bootstrap": "h:1", "exactlyOnce": "true"})
+    with pytest.raises(UsageError, match="acks=all"):
+        parse_write_options({"bootstrap": "h:1", "exactlyOnce": "true", "acks": "1",
+                             "transactionalIdPrefix": "q1"})  # fmt: skip
+
+
+def test_leftovers_are_this_querys_earlier_batches_or_a_prefixs_batch_writes() -> None:
+    q = "0b1c2d3e-aaaa-bbbb-cccc-000000000000"
+    ids = [transactional_id(streaming_base("p", q, b), part) for b in (3, 4, 5) for part in (0, 1)]
+    ids += ["p-wabcdef0123456789-0", "p-other-1-0", "px-wabcdef0123456789-0"]
+    assert leftovers(ids, "p", {f"p-{q}-4-0"}, q, 4) == [f"p-{q}-3-0", f"p-{q}-3-1", f"p-{q}-4-1"]
+    assert leftovers(ids, "p", set(), None, None) == ["p-wabcdef0123456789-0"]
+
+
+# ----- reading read_committed -----------------------------------------------------------------
+
+
+def _transactions(boot: str, topic: str) -> None:
+    """Committed c0..c9, aborted a0..a9 (interleaved with a plain producer's p0..p4), committed
+    d0..d4, each transaction by a producer of its own, every record acknowledged."""
+    with Producer(boot, acks="all") as plain:
+        for prefix, count, commit in (("c", 10, True), ("a", 10, False), ("d", 5, True)):
+            with Producer(boot, transactional_id=f"spark-rc-{prefix}") as txn:
+                txn.init_transactions()
+                txn.begin_transaction()
+                sent = []
+                for i in range(count):
+                    sent.append(txn.send(topic, f"{prefix}{i}".encode(), partition=i % 2))
+                    if prefix == "a" and i % 2 == 0:
+                        plain.send(topic, f"p{i // 2}".encode(), partition=i % 2).get(timeout=30)
+                for future in sent:
+                    future.get(timeout=30)
+                if commit:
+                    txn.commit_transaction()
+                else:
+                    txn.abort_transaction()
+
+
+def test_the_source_reads_read_committed(spark: Any, cluster3: LocalCluster) -> None:
+    boot = cluster3.bootstrap
+    create_topic(boot, "rc", 2)
+    _transactions(boot, "rc")
+    committed = sorted([f"c{i}" for i in range(10)] + [f"p{i}" for i in range(5)] +
+                       [f"d{i}" for i in range(5)])  # fmt: skip
+    with Producer(boot, transactional_id="spark-rc-open") as open_txn:
+        open_txn.init_transactions()
+        open_txn.begin_transaction()
+        for i in range(5):
+            open_txn.send("rc", f"o{i}".encode(), partition=i % 2)
+        open_txn.flush()
+
+        def values(**options: str) -> list[str]:
+            df = reader(spark, boot, subscribe="rc", **options).load()
+            return sorted(bytes(r.value).decode() for r in df.select("value").collect())
+
+        assert values(**{"kafka.isolation.level": "read_committed"}) == committed
+        everything = values()
+        assert len(everything) == 20 + 5 + 5 + 5 and "a3" in everything and "o4" in everything
+        # the streaming read, availableNow, into a memory table
+        query = (
+            spark.readStream.format("odradek").option("bootstrap", boot).option("subscribe", "rc")
+            .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed")
+            .option("maxOffsetsPerTrigger", "7").load()
+            .selectExpr("CAST(value AS STRING) AS value")
+            .writeStream.format("memory").queryName("rc_stream").trigger(availableNow=True).start()
+        )  # fmt: skip
+        assert query.awaitTermination(JOB_TIMEOUT_S) and query.exception() is None
+        out = spark.sql("SELECT value FROM rc_stream").collect()
+        assert sorted(r.value for r in out) == committed  # up to the LSO: no "o" yet
+        open_txn.commit_transaction()
+    assert values(**{"kafka.isolation.level": "read_committed"}) == sorted(
+        committed + [f"o{i}" for i in range(5)]
+    )
+
+
+# ----- the exactly-once sink --------------------------------------------------------------------
+
+
+def _read_committed(boot: str, topic: str, partitions: int) -> Counter[str]:
+    """Every value of `topic` a read_committed consumer sees, up to the last stable offset."""
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    with Consumer(boot, isolation_level="read_committed") as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        seen: Counter[str] = Counter()
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            for records in consumer.poll(timeout_ms=1000).values():
+                seen.update((r.value or b"").decode() for r in records)
+    return seen
+
+
+def _count_all(spark: Any, boot: str, topic: str) -> int:
+    return reader(spark, boot, subscribe=topic).load().count()
+
+
+def test_batch_write_exactly_once(spark: Any, cluster3: LocalCluster) -> None:
+    boot = cluster3.bootstrap
+    create_topic(boot, "eo-batch", 3)
+    rows = spark.createDataFrame(
+        [(f"k{i % 5}", f"r{i}") for i in range(500)], "key string, value string"
+    )
+    (rows.repartition(4).write.format("odradek").mode("append").option("bootstrap", boot)
+     .option("topic", "eo-batch").option("exactlyOnce", "true")
+     .option("transactionalIdPrefix", "batch-job").save())  # fmt: skip
+    assert _read_committed(boot, "eo-batch", 3) == Counter(f"r{i}" for i in range(500))
+
+
+def _job(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.spark.eo_job", *args], cwd=ROOT, text=True,
+        env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the JVM and Python workers with it
+    )  # fmt: skip
+
+
+def _finish(job: subprocess.Popen[str]) -> None:
+    out, _ = job.communicate(timeout=JOB_TIMEOUT_S)
+    assert job.returncode == 0 and "DONE" in out, out[-3000:]
+
+
+def _kill_when_held(job: subprocess.Popen[str], hold_dir: Path, step: str) -> None:
+    """Wait for the driver to hold at `step`, then SIGKILL its whole process group."""
+    held = hold_dir / f"spark-held-{step}"
+    wait_for(lambda: held.exists() or job.poll() is not None, JOB_TIMEOUT_S, f"held at {step}")
+    assert held.exists(), job.communicate()[0][-3000:]
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate(timeout=60)  # reaped, its pipe closed
+
+
+def test_batch_write_with_a_task_failing_once(cluster3: LocalCluster, tmp_path: Path) -> None:
+    boot = cluster3.bootstrap
+    create_topic(boot, "eo-batch-fail", 2)
+    _finish(_job("batch", boot, "eo-batch-fail", "batch-fail", "--fail-once"))
+    assert _read_committed(boot, "eo-batch-fail", 2) == Counter(f"r{i}" for i in range(200))
+
+
+def test_batch_write_driver_killed_before_commit_then_run_again(
+    spark: Any, cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    boot = cluster3.bootstrap
+    create_topic(boot, "eo-batch-kill", 2)
+    env = {"ODRADEK_SPARK_HOLD": "commit", "ODRADEK_SPARK_HOLD_DIR": str(tmp_path)}
+    _kill_when_held(_job("batch", boot, "eo-batch-kill", "batch-kill", env=env), tmp_path, "commit")
+    assert _count_all(spark, boot, "eo-batch-kill") == 200  # prepared, never committed
+    _finish(_job("batch", boot, "eo-batch-kill", "batch-kill"))  # aborts the dead write's
+    assert _read_committed(boot, "eo-batch-kill", 2) == Counter(f"r{i}" for i in range(200))
+
+
+@pytest.mark.parametrize("step", ["commit", "committed-one"])
+def test_streaming_driver_killed_then_restarted(
+    spark: Any, cluster3: LocalCluster, tmp_path: Path, step: str
+) -> None:
+    """Killed with every task of a micro-batch prepared and none committed, or with one of its
+    transactions committed; restarted on the same checkpoint (with a task failing once)."""
+    boot = cluster3.bootstrap
+    source, sink = f"eo-in-{step}", f"eo-out-{step}"
+    create_topic(boot, source, 2)
+    create_topic(boot, sink, 2)
+    produce(boot, source, 400)
+    args = ("stream", boot, sink, f"stream-{step}", "--input", source,
+            "--checkpoint", str(tmp_path / "checkpoint"))  # fmt: skip
+    env = {"ODRADEK_SPARK_HOLD": step, "ODRADEK_SPARK_HOLD_DIR": str(tmp_path)}
+    _kill_when_held(_job(*args, env=env), tmp_path, step)
+    _finish(_job(*args, "--fail-once"))
+    assert _read_committed(boot, sink, 2) == Counter(f"v{i}" for i in range(400))
+    assert _count_all(spark, boot, sink) > 400  # the killed run's and the failed attempt's
