@@ -15,10 +15,16 @@
    and `count()` over a stand-in source that yields pre-built Arrow batches of the same shape
    (no network, no decoding: the most Spark's Python data source path delivers here), the two
    back to back for `--rounds` rounds (load drifts), then the groupBy.
-4. Prints a Markdown table, each Spark figure beside the ceiling measured in the same run (as
-   a share of it), and writes the JSON to bench/results/spark-<time>.json.
+4. The sink: the first `--sink-records` records (key and value, cached in Spark's memory, one
+   Spark partition per topic partition) written with `df.write.format("odradek")` to a topic
+   of their own, at-least-once (the default) and with `exactlyOnce` (a transaction per task,
+   prepared, then committed by the driver), alternately for `--sink-rounds` rounds: each
+   exactly-once rate as a ratio of the at-least-once rate measured just before it.
+5. Prints a Markdown table, each Spark read figure beside the ceiling measured in the same run
+   (as a share of it), the sink ratios, and writes the JSON to bench/results/spark-<time>.json.
 
 Usage: .venv/bin/python bench/bench_spark.py [--records N] [--size B] [--partitions P]
+       [--sink-records N] [--sink-rounds R]
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from client import Admin, Consumer, NewTopic, Producer, TopicPartition  # noqa: 
 from deploy.cluster import LocalCluster  # noqa: E402
 
 TOPIC = "spark-bench"
+SINKS = ("at-least-once", "exactly-once")
 CONSUME_TIMEOUT_S = 900
 
 
@@ -143,9 +150,41 @@ def _timed(what: str, action: Any, records: int) -> dict[str, Any]:
             "records_per_s": round(n / elapsed)}  # fmt: skip
 
 
+def sink_run(spark: Any, bootstrap: str, sink_records: int, partitions: int,
+             rounds: int) -> list[dict[str, Any]]:  # fmt: skip
+    """At-least-once and exactly-once writes of the same cached rows, alternately."""
+    ends = json.dumps({TOPIC: {str(p): sink_records // partitions for p in range(partitions)}})
+    rows = (spark.read.format("odradek").option("bootstrap", bootstrap).option("subscribe", TOPIC)
+            .option("endingOffsets", ends).load().select("key", "value").cache())  # fmt: skip
+    n = rows.count()
+    with Admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(f"{TOPIC}-{kind}", partitions, 1) for kind in SINKS])
+    time.sleep(1)
+
+    def write(kind: str, i: int) -> Any:
+        def action() -> int:
+            w = rows.write.format("odradek").mode("append").option("bootstrap", bootstrap)
+            w = w.option("topic", f"{TOPIC}-{kind}").option("acks", "all")
+            if kind == "exactly-once":
+                w = w.option("exactlyOnce", "true").option("transactionalIdPrefix", f"bench{i}")
+            w.save()
+            return n
+
+        return action
+
+    write("at-least-once", 0)()  # warm: the writer's workers and connections
+    out = []
+    for i in range(rounds):
+        for kind in SINKS:
+            out.append(_timed(f"spark local[2]: write {kind}, round {i + 1}", write(kind, i), n))
+    rows.unpersist()
+    return out
+
+
 def spark_run(
-    bootstrap: str, records: int, size: int, partitions: int, rounds: int
-) -> list[dict[str, Any]]:
+    bootstrap: str, records: int, size: int, partitions: int, rounds: int, sink_records: int,
+    sink_rounds: int,
+) -> list[dict[str, Any]]:  # fmt: skip
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -193,6 +232,8 @@ def spark_run(
 
         out.append(_timed("spark local[2]: groupBy(partition).agg(count, sum(length(value)))",
                           aggregate, records))  # fmt: skip
+        if sink_rounds:
+            out += sink_run(spark, bootstrap, min(sink_records, records), partitions, sink_rounds)
     finally:
         spark.stop()
     return out
@@ -204,6 +245,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3, help="Spark count/ceiling pairs")
+    parser.add_argument("--sink-records", type=int, default=1_000_000)
+    parser.add_argument("--sink-rounds", type=int, default=3, help="sink write pairs (0: none)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", brokers=1, progress=print)
@@ -218,7 +261,8 @@ def main() -> int:
             print(results[-1], flush=True)
             results.append(consume(bootstrap, args.partitions, args.records))
             print(results[-1], flush=True)
-            results += spark_run(bootstrap, args.records, args.size, args.partitions, args.rounds)
+            results += spark_run(bootstrap, args.records, args.size, args.partitions, args.rounds,
+                                 args.sink_records, args.sink_rounds)  # fmt: skip
         finally:
             cluster.down(purge=True)
     load = os.getloadavg()
@@ -236,6 +280,15 @@ def main() -> int:
     shares = sorted(r["share"] for r in results if "df.count()" in r["what"])
     if shares:
         print(f"\ndf.count() as a share of the ceiling: median {shares[len(shares) // 2]:.0%}")
+    writes = [r for r in results if " write " in r["what"]]
+    ratios = sorted(eo["records_per_s"] / alo["records_per_s"]
+                    for alo, eo in zip(writes[::2], writes[1::2], strict=True))  # fmt: skip
+    for alo, eo in zip(writes[::2], writes[1::2], strict=True):
+        eo["share_of_at_least_once"] = round(eo["records_per_s"] / alo["records_per_s"], 3)
+    if ratios:
+        each = ", ".join(f"{x:.2f}" for x in ratios)
+        print(f"exactly-once sink rate / at-least-once sink rate: median "
+              f"{ratios[len(ratios) // 2]:.2f} (each round: {each})")  # fmt: skip
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / f"spark-{stamp}.json").write_text(
