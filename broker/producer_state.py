@@ -259,9 +259,10 @@ class ProducerStateTable:
         transaction: a token the append must still find (Kafka's VerificationGuard). A marker
         for the producer voids it, so a batch verified for a transaction that ended while the
         answer was on its way cannot open a new, hanging one."""
-        token = object()
-        self.verifications.pop(producer_id, None)
-        self.verifications[producer_id] = token
+        token = self.verifications.get(producer_id)
+        if token is not None:  # pipelined batches share the verification under way (Kafka)
+            return token
+        token = self.verifications[producer_id] = object()
         while len(self.verifications) > self.max_producers:  # bounded: the oldest goes
             del self.verifications[next(iter(self.verifications))]
         return token

@@ -168,3 +168,31 @@ def test_offsets_commit_only_with_the_transaction(cluster3: LocalCluster) -> Non
         assert time.monotonic() < deadline, committed()
         time.sleep(0.2)
     assert _read(bootstrap, sink, "read_committed", 5) == [b"out-%d" % i for i in range(5)]
+
+
+def test_many_batches_in_flight_per_partition_transaction_after_transaction(
+    cluster3: LocalCluster,
+) -> None:
+    """Small batches with no linger put several of a transaction's first batches to a partition
+    in flight at once; each is verified with the coordinator (KIP-890) before it is appended,
+    and the first appended must not void the others' verification (it did: the later ones
+    were refused INVALID_TXN_STATE, retried, and the flush never ended)."""
+    bootstrap = cluster3.bootstrap
+    tps = _topic(bootstrap, "txn-pipelined")
+    committed: list[bytes] = []
+    with Producer(bootstrap, transactional_id="txn-pipelined", linger_ms=0,
+                  batch_size=200) as producer:  # fmt: skip
+        producer.init_transactions()
+        for txn in range(4):
+            producer.begin_transaction()
+            values = [b"v%d-%d" % (txn, i) for i in range(300)]
+            futures = [producer.send(tps[0].topic, v, partition=i % 2)
+                       for i, v in enumerate(values)]  # fmt: skip
+            if txn % 2:
+                producer.abort_transaction()
+                continue
+            producer.commit_transaction()
+            for f in futures:
+                f.get(timeout=10)
+            committed += values
+    assert sorted(_read(bootstrap, tps, "read_committed", len(committed))) == sorted(committed)

@@ -97,3 +97,16 @@ def test_a_marker_voids_a_verification_under_way() -> None:
         table.check_verified(5, 0, token)
     fresh = table.start_verification(5)
     table.check_verified(5, 0, fresh)  # taken once
+
+
+def test_pipelined_batches_share_the_verification_under_way() -> None:
+    """A producer's batches in flight together to one partition: each asks the coordinator,
+    and whichever is appended first must not void the others' verification."""
+    from broker.producer_state import ProducerStateTable
+
+    table = ProducerStateTable()
+    first, second = table.start_verification(5), table.start_verification(5)
+    assert first is second
+    table.check_verified(5, 0, first)
+    table.update(5, 0, 0, 0, 0, 0, transactional=True)  # the first batch opened the txn
+    table.check_verified(5, 0, second)
