@@ -58,7 +58,8 @@ def test_hanging_rows_show_minutes() -> None:
 def test_abort_finds_the_producer_by_its_start_offset() -> None:
     a, b = ProducerState(1, 0, 3, 10, 0, 40), ProducerState(2, 0, 3, 10, 0, -1)
     assert producer_for_offset([b, a], 40, "t-0") is a
-    with pytest.raises(NoSuchTransactionError, match=r"offset 41 \(open ones start at 40 \(producer 1\)\)"):
+    wrong = r"offset 41 \(open ones start at 40 \(producer 1\)\)"
+    with pytest.raises(NoSuchTransactionError, match=wrong):
         producer_for_offset([a, b], 41, "t-0")
     with pytest.raises(NoSuchTransactionError, match="none is open"):
         producer_for_offset([b], 41, "t-0")
