@@ -1,7 +1,8 @@
 """DeleteRecords on the leader: Kafka's deleteRecordsOnLocalLog and DelayedDeleteRecords.
 
 `delete_on_leader` raises one partition's log start offset on its leader: -1 means the high
-watermark; an offset below 0 or above the high watermark is OFFSET_OUT_OF_RANGE; one at or below
+watermark (the last stable offset while a transaction is open: its records stay); an offset
+below 0 or above that is OFFSET_OUT_OF_RANGE; one at or below
 the log start changes nothing and succeeds. The log deletes the closed segments wholly below the
 new start at once (Log.advance_log_start_offset, with retention's deferred delete) and writes
 its log-start checkpoint, so the records stay gone across a restart. Followers raise their own
@@ -33,9 +34,13 @@ Outcome = tuple[int, int]  # (error code, low watermark)
 log = logging.getLogger("odradek.broker.delete_records")
 
 
-def delete_target(requested: int, high_watermark: int) -> int:
-    """The new log start offset for a request's `offset` (raises OffsetOutOfRangeError)."""
-    target = high_watermark if requested == DELETE_TO_HIGH_WATERMARK else requested
+def delete_target(requested: int, high_watermark: int, last_stable: int | None = None) -> int:
+    """The new log start offset for a request's `offset` (raises OffsetOutOfRangeError).
+    `last_stable`: the partition's last stable offset; an open transaction's records are not
+    deleted from under it (-1 then means the last stable offset, and an offset past it is out
+    of range, naming the open transaction's first offset)."""
+    bound = high_watermark if last_stable is None else min(high_watermark, last_stable)
+    target = bound if requested == DELETE_TO_HIGH_WATERMARK else requested
     if target < 0:
         raise OffsetOutOfRangeError(f"the offset {requested} is not valid")
     if target > high_watermark:
@@ -43,13 +48,18 @@ def delete_target(requested: int, high_watermark: int) -> int:
             f"cannot move the log start offset to {target}: it is above the high watermark "
             f"{high_watermark}"
         )
+    if target > bound:
+        raise OffsetOutOfRangeError(
+            f"cannot move the log start offset to {target}: an open transaction starts at "
+            f"{bound} (the last stable offset)"
+        )
     return target
 
 
 def delete_on_leader(replicas: ReplicaManager, topic: str, partition: int, offset: int) -> int:
     """Raise the partition's log start offset on this leader; the offset it must reach."""
     p = replicas.leader(topic, partition)
-    target = delete_target(offset, p.high_watermark)
+    target = delete_target(offset, p.high_watermark, p.last_stable_offset)
     if p.log.advance_log_start_offset(target):
         log.info("%s-%d: records before offset %d deleted", topic, partition, target)
     return target

@@ -934,9 +934,12 @@ class Log:
         if not cfg.delete_enabled:
             return 0
         closed = self._segments[:-1]
-        hw = self.producers.high_watermark  # Kafka's deletableSegments: only below the HW
-        if hw is not None:
-            closed = closed[: bisect.bisect_right(self._bases, hw) - 1]
+        # Kafka's deletableSegments: only below the HW; and never an open transaction's records
+        # (the first unstable offset), so a transaction is never cut in two
+        bounds = [b for b in (self.producers.high_watermark, self.first_unstable_offset)
+                  if b is not None]  # fmt: skip
+        if bounds:
+            closed = closed[: bisect.bisect_right(self._bases, min(bounds)) - 1]
         count = 0
         if cfg.retention_ms is not None:
             now = self.clock.time_ms()

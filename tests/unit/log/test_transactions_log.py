@@ -156,3 +156,22 @@ def test_a_fenced_producer_is_told_which_epoch_took_over(open_log: OpenLog) -> N
     log.append_as_leader(txn([b"new"], pid=4, seq=0, epoch=6), 0)
     with pytest.raises(InvalidProducerEpochError, match="a newer instance holds epoch 6"):
         log.append_as_leader(txn([b"old"], pid=4, seq=1, epoch=5), 0)
+
+
+def test_retention_never_deletes_an_open_transactions_records(open_log: OpenLog) -> None:
+    log = open_log(retention_ms=1)
+    log.append_as_leader(build_batch([(None, b"old", None, T0)]), 0)  # 0
+    log.roll()
+    log.append_as_leader(txn([b"open"], pid=3, seq=0), 0)  # 1: the transaction stays open
+    log.roll()
+    log.append_as_leader(build_batch([(None, b"after", None, T0)]), 0)  # 2
+    log.roll()
+    log.append_as_leader(build_batch([(None, b"new", None, T0)]), 0)  # 3, active
+    log.update_high_watermark(log.log_end_offset)
+    log.clock.advance(60_000)  # type: ignore[attr-defined]  # the manual clock: all expired
+    assert log.first_unstable_offset == 1
+    assert log.delete_retained_segments() == 1, "only the segment wholly below the transaction"
+    assert log.segment_base_offsets() == [1, 2, 3]
+    log.append_control(3, 0, 0, commit=False, leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.delete_retained_segments() == 2
