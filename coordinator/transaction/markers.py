@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from coordinator.runtime.log import ClusterView
 from coordinator.runtime.peers import Peers
+from coordinator.transaction.records import TP
 from coordinator.transaction.txn import Marker
 from protocol.api.txn_markers import (
     TxnMarker,
@@ -46,7 +47,6 @@ from protocol.errors import (
 )
 
 log = logging.getLogger("odradek.coordinator.transaction.markers")
-TP = tuple[str, int]
 
 
 @dataclass(slots=True)

@@ -30,13 +30,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.internal_topics import TRANSACTION_TOPIC_CONFIGS
 from coordinator.runtime.log import ClusterView, CoordinatorLog, TopicCreator
-from coordinator.runtime.runtime import CoordinatorRuntime, Owned, RecordCodec, Spawner, TopicSpec
+from coordinator.runtime.runtime import (
+    CoordinatorRuntime,
+    KeyedLocks,
+    Owned,
+    RecordCodec,
+    Spawner,
+    TopicSpec,
+)
 from coordinator.transaction import hold
 from coordinator.transaction import txn as ops
 from coordinator.transaction.markers import MarkerWriter
@@ -126,7 +132,7 @@ class TransactionCoordinator:
             spec, state_log, cluster, topics, clock, CODEC, lambda _: {},
             config.append_timeout_ms, on_loaded=self._resume,
         )  # fmt: skip
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         self._tasks = Spawner()
         self._ticker: asyncio.Task[None] | None = None
         self._last_check_ms = clock.monotonic_ms()
@@ -164,7 +170,7 @@ class TransactionCoordinator:
                 self._tasks.spawn(self._apply_expiry(owned, result))
 
     async def _apply_expiry(self, owned: TxnOwned, result: Result) -> None:
-        async with self._lock(result.transactional_id):
+        async with self._locks.hold(result.transactional_id):
             txn = owned.shard.get(result.transactional_id)
             if (
                 txn is None
@@ -173,8 +179,8 @@ class TransactionCoordinator:
             ):
                 return
             # decide again under the lock: the id may have moved since the sweep
-            again = [r for r in ops.expire({txn.transactional_id: txn}, self.clock.time_ms(),
-                                           self.config.id_expiration_ms)]  # fmt: skip
+            again = ops.expire({txn.transactional_id: txn}, self.clock.time_ms(),
+                               self.config.id_expiration_ms)  # fmt: skip
             if again:
                 await self._write(owned, txn.transactional_id, again[0])
 
@@ -186,19 +192,6 @@ class TransactionCoordinator:
                 self._tasks.spawn(self._complete(owned, tid))
 
     # ----- the id's lock, the write path ------------------------------------------------------
-
-    @asynccontextmanager
-    async def _lock_cm(self, tid: str) -> Any:
-        lock = self._locks.setdefault(tid, asyncio.Lock())
-        try:
-            async with lock:
-                yield
-        finally:
-            if not lock.locked() and self._locks.get(tid) is lock:
-                del self._locks[tid]
-
-    def _lock(self, tid: str) -> Any:
-        return self._lock_cm(tid)
 
     def _locate(self, tid: str) -> tuple[TxnOwned | None, int]:
         if not tid:
@@ -234,7 +227,7 @@ class TransactionCoordinator:
         owned, code = self._locate(tid)
         if owned is None:
             return None, code
-        async with self._lock(tid):
+        async with self._locks.hold(tid):
             owned, code = self._locate(tid)  # the leadership may have moved while waiting
             if owned is None:
                 return None, code
@@ -259,7 +252,7 @@ class TransactionCoordinator:
         if not await self.markers.write(markers, owned.leader_epoch, still_owner, between):
             return
         while still_owner():
-            async with self._lock(tid):
+            async with self._locks.hold(tid):
                 txn = owned.shard.get(tid)
                 if txn is None or txn.state not in (State.PREPARE_COMMIT, State.PREPARE_ABORT):
                     return

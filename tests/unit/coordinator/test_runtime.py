@@ -35,3 +35,31 @@ def test_a_coordinators_batch_joins_the_producers_transaction() -> None:
     assert h.attributes & TRANSACTIONAL_BIT
     assert (h.producer_id, h.producer_epoch, h.base_sequence) == (42, 3, -1)
     assert txn[61:] == batch[61:], "the records are untouched"
+
+
+async def test_keyed_locks_keep_a_key_while_anyone_waits() -> None:
+    """A holder releasing while another waits must not drop the key's lock: a newcomer then
+    would take a fresh lock and run beside the waiter (the old cleanup did this)."""
+    import asyncio
+
+    from coordinator.runtime.runtime import KeyedLocks
+
+    locks = KeyedLocks()
+    inside: list[str] = []
+    overlap: list[tuple[str, ...]] = []
+
+    async def work(name: str) -> None:
+        async with locks.hold("tx"):
+            inside.append(name)
+            overlap.append(tuple(inside))
+            await asyncio.sleep(0.01)
+            inside.remove(name)
+
+    first = asyncio.ensure_future(work("a"))
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(work("b"))  # queued behind a
+    await asyncio.sleep(0.011)  # a releases; b is woken but has not run yet
+    third = asyncio.ensure_future(work("c"))
+    await asyncio.gather(first, second, third)
+    assert all(len(held) == 1 for held in overlap), overlap
+    assert len(locks) == 0, "the key is dropped once nobody holds or waits"
