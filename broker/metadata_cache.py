@@ -9,6 +9,7 @@ with LEADER_NOT_AVAILABLE. Admin handlers that wait for a topic to appear or van
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 
 from protocol.api.controller import PartitionState, UpdateMetadataRequest
@@ -23,6 +24,9 @@ class MetadataCache:
         self.controller_id = -1
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, dict[int, PartitionState]] = {}
+        # KIP-516 topic ids, both ways; a topic whose id the controller has not sent has none.
+        self._ids: dict[str, uuid.UUID] = {}
+        self._names: dict[uuid.UUID, str] = {}
         self._changed = asyncio.Event()
 
     def apply(self, request: UpdateMetadataRequest) -> None:
@@ -42,6 +46,14 @@ class MetadataCache:
 
     def has_topic(self, name: str) -> bool:
         return name in self.topics
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The topic's id (KIP-516), None for an unknown topic or one without an id."""
+        return self._ids.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, None when no topic known here has it."""
+        return self._names.get(topic_id)
 
     def all_partitions_led(self, name: str) -> bool:
         parts = self.topics.get(name)

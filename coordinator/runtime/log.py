@@ -15,6 +15,7 @@ the broker hands its objects in.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -74,6 +75,14 @@ class ClusterView(Protocol):
 
     def live_broker_ids(self) -> list[int]: ...
     def has_topic(self, name: str) -> bool: ...
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The topic's id (KIP-516), None for an unknown topic or one without an id."""
+        ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, None when no topic known here has it."""
+        ...
+
     def all_partitions_led(self, name: str) -> bool: ...
     async def wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> bool: ...
 
