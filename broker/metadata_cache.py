@@ -4,17 +4,23 @@ Only UpdateMetadata from the controller writes it (`apply`); Metadata requests r
 (`describe`). A partition whose leader is -1 (offline) or not among the live brokers is answered
 with LEADER_NOT_AVAILABLE. Admin handlers that wait for a topic to appear or vanish
 (CreateTopics, DeleteTopics) call `wait_until(predicate, timeout_ms)`, woken on every update.
+Topic ids (KIP-516) come in each partition state from the controller; `topic_id(name)` and
+`topic_by_id(id)` look them up both ways (None for a topic without one, or unknown here).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 
 from protocol.api.controller import PartitionState, UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+from protocol.topic_ids import InvalidTopicIdError, decode_topic_id
+
+log = logging.getLogger(__name__)
 
 NONE = 0
 
@@ -34,10 +40,29 @@ class MetadataCache:
         self.brokers = {b.node_id: b for b in request.live_brokers}
         for name in request.deleted_topics:
             self.topics.pop(name, None)
+            old_id = self._ids.pop(name, None)
+            if old_id is not None:
+                self._names.pop(old_id, None)
         for state in request.partition_states:
             self.topics.setdefault(state.topic, {})[state.partition] = state
+            if state.topic_id is not None:
+                self._set_id(state.topic, state.topic_id)
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def _set_id(self, name: str, text: str) -> None:
+        try:
+            topic_id = decode_topic_id(text)
+        except InvalidTopicIdError as exc:
+            log.warning("topic %s: the controller sent a bad topic id: %s", name, exc)
+            return
+        old_id = self._ids.get(name)
+        if old_id == topic_id:
+            return
+        if old_id is not None:  # re-created between two updates we saw
+            self._names.pop(old_id, None)
+        self._ids[name] = topic_id
+        self._names[topic_id] = name
 
     # ----- reads ----------------------------------------------------------------------------
 

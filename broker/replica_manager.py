@@ -77,6 +77,7 @@ from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
+from broker.log import partition_metadata
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.log_validator import needs_rewrite, validate_for_leader
@@ -119,12 +120,16 @@ from protocol.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     for_code,
+    for_name,
 )
+from protocol.topic_ids import decode_topic_id, encode_topic_id
 
 if TYPE_CHECKING:
     from broker.log.flusher import GroupCommitFlusher
     from broker.log.log import Log
     from broker.log.manager import LogManager
+
+InconsistentTopicIdError = for_name("INCONSISTENT_TOPIC_ID")
 
 TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
@@ -278,6 +283,8 @@ class ReplicaManager:
         self.log_dir_notifier = log_dir_notifier
         self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # partitions whose partition.metadata was found (or written) to hold this topic id
+        self._checked_topic_ids: dict[tuple[str, int], str] = {}
         self.purgatory = FetchPurgatory()  # parked long-polling fetches
         self.sessions = FetchSessionCache(fetch_session_slots)  # followers' fetch sessions
         self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
@@ -863,13 +870,18 @@ class ReplicaManager:
     ) -> None:
         """Create the logs of partitions new to this broker first, in threads: a new log is a
         directory and a file (log.py), 0.3-0.8 ms of file-system metadata work each on this
-        machine's disk, which would otherwise hold the event loop for seconds per 3,000."""
-        new = {(s.topic, s.partition): c for s in states
+        machine's disk, which would otherwise hold the event loop for seconds per 3,000 (and
+        so is writing their partition.metadata)."""
+        new = {(s.topic, s.partition): (s, c) for s in states
                if not isinstance(c := configs[s.topic], BaseException)
                and self.log_manager.get(s.topic, s.partition) is None}  # fmt: skip
         # (a dict: never two threads on one directory)
-        await _in_threads([partial(self.log_manager.get_or_create, t, p, c)
-                           for (t, p), c in new.items()])  # fmt: skip
+        await _in_threads([partial(self._open_new_log, s, c) for s, c in new.values()])
+
+    def _open_new_log(self, state: PartitionState, config: LogConfig) -> None:
+        """(In a thread.) The log, and its partition.metadata written (its fsyncs too)."""
+        plog = self.log_manager.get_or_create(state.topic, state.partition, config)
+        self._check_topic_id(state, plog)
 
     async def _write_epochs_ahead(self, states: list[PartitionState]) -> None:
         """Write, in threads, the leader-epoch checkpoint each new leadership will leave
@@ -918,6 +930,7 @@ class ReplicaManager:
             )
         if p is None:
             log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
+            self._check_topic_id(state, log)  # before the partition is hosted
             p = Partition(state.topic, state.partition, log, self.broker_id)
             # the HW starts where the checkpoint left it (else 0); the ISR's offsets move it
             checkpointed = self.log_manager.checkpointed_high_watermark(*key)
@@ -925,6 +938,8 @@ class ReplicaManager:
                 checkpointed, log.log_start_offset, log.log_end_offset
             )
             self.partitions[key] = p
+        else:
+            self._check_topic_id(state, p.log)
         if p.log.config != config:
             p.log.update_config(config)
         p.controller_epoch = state.controller_epoch
@@ -939,6 +954,31 @@ class ReplicaManager:
                 state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
             )
             self.fetchers.add(p)  # truncates first, then fetches (none when leader is -1)
+
+    def _check_topic_id(self, state: PartitionState, plog: Log) -> None:
+        """The partition.metadata rule (broker/log/partition_metadata.py): write the id into
+        a directory that has none, refuse (INCONSISTENT_TOPIC_ID) one that holds another."""
+        key = (state.topic, state.partition)
+        if state.topic_id is None or self._checked_topic_ids.get(key) == state.topic_id:
+            return
+        expected = decode_topic_id(state.topic_id)
+        try:
+            stored = partition_metadata.read(plog.directory)
+        except partition_metadata.CorruptPartitionMetadataError as exc:
+            log.error("%s-%d: %s is unreadable: %s", *key, partition_metadata.FILE_NAME, exc)
+            raise InconsistentTopicIdError(f"{state.topic}-{state.partition}: {exc}") from None
+        verdict = partition_metadata.decide(stored, expected)
+        if verdict is partition_metadata.Verdict.MISMATCH:
+            assert stored is not None
+            message = (
+                f"{state.topic}-{state.partition}: the log in {plog.directory} belongs to topic id "
+                f"{encode_topic_id(stored)}, the controller names {state.topic_id}"
+            )
+            log.error("INCONSISTENT_TOPIC_ID: %s", message)
+            raise InconsistentTopicIdError(message)
+        if verdict is partition_metadata.Verdict.WRITE:
+            partition_metadata.write(plog.directory, expected)
+        self._checked_topic_ids[key] = state.topic_id
 
     # ----- the high watermark checkpoint ---------------------------------------------------
 
@@ -970,6 +1010,7 @@ class ReplicaManager:
     def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
         self.fetchers.remove((topic, partition))
         p = self.partitions.pop((topic, partition), None)
+        self._checked_topic_ids.pop((topic, partition), None)
         if p is not None:
             p.resign()
         if delete:

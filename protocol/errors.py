@@ -153,6 +153,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
     ErrorSpec(90, "PRODUCER_FENCED", False,
               "A newer producer with the same transactional id took over (its epoch is newer)."),
+    ErrorSpec(100, "UNKNOWN_TOPIC_ID", True, "This server does not host a topic with that id."),
+    ErrorSpec(103, "INCONSISTENT_TOPIC_ID", True,
+              "The log's topic id (partition.metadata) is not the topic id in the request."),
     ErrorSpec(105, "TRANSACTIONAL_ID_NOT_FOUND", False,
               "The coordinator has no state for this transactional id."),
 )

@@ -4,7 +4,9 @@ DescribeConfigs (the controller does the rest when it sees the znodes change).
 - create: validate, place replicas (coordinator.cluster.placement) unless an assignment is given,
 then
   write /config/topics/<t> and /brokers/topics/<t> in one ZooKeeper transaction (so a topic never
-  exists without its config); the controller's watch on /brokers/topics elects the leaders.
+  exists without its config); the controller's watch on /brokers/topics elects the leaders. The
+  assignment znode carries a fresh topic id (KIP-516, protocol/topic_ids.py), as Kafka 2.8+
+  writes it; every later rewrite of that znode keeps the id.
 - delete: create /admin/delete_topics/<t>; the controller stops the replicas, removes the
   topic's znodes and then the marker.
 - add partitions: validate (`new_partitions`), then set /brokers/topics/<t> to the old
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import uuid
 
 from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.placement import assign_added_partitions, assign_replicas
@@ -30,6 +33,7 @@ from protocol.errors import (
     UnknownTopicOrPartitionError,
     for_name,
 )
+from protocol.topic_ids import new_topic_id
 
 TOPIC_NAME_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 InvalidReplicaAssignmentError = for_name("INVALID_REPLICA_ASSIGNMENT")
@@ -76,8 +80,10 @@ async def create_topic(
     configs: dict[str, str],
     live_broker_ids: list[int],
     assignment: dict[int, list[int]] | None = None,
+    topic_id: uuid.UUID | None = None,
 ) -> dict[int, list[int]]:
-    """Write the topic's config and assignment; returns the assignment."""
+    """Write the topic's config and assignment (with `topic_id`, a fresh one by default);
+    returns the assignment."""
     validate_topic_name(name)
     if assignment is None:
         assignment = assign_replicas(live_broker_ids, num_partitions, replication_factor)
@@ -86,7 +92,7 @@ async def create_topic(
     if await zk.exists(paths.delete_topic_path(name)) is not None:
         raise TopicAlreadyExistsError(f"topic {name!r} is marked for deletion")
     config_data = TopicConfig(dict(configs)).encode()
-    topic_data = TopicAssignment(assignment).encode()
+    topic_data = TopicAssignment(assignment, topic_id or new_topic_id()).encode()
     config_path = paths.topic_config_path(name)
     # A config left by an interrupted delete is overwritten in the same transaction.
     config_op = (
@@ -175,14 +181,16 @@ async def add_partitions(
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
         if await zk.exists(paths.delete_topic_path(name)) is not None:
             raise InvalidTopicError(f"topic {name!r} is queued for deletion")
-        existing = TopicAssignment.decode(data).partitions
+        decoded = TopicAssignment.decode(data)
+        existing = decoded.partitions
         added = new_partitions(existing, count, assignments, live_broker_ids)
         whole = {**existing, **added}
         validate_assignment(whole)
         if validate_only:
             return added
         try:
-            await zk.set(paths.topic_path(name), TopicAssignment(whole).encode(), version)
+            data = TopicAssignment(whole, decoded.topic_id).encode()
+            await zk.set(paths.topic_path(name), data, version)
         except ZkBadVersion:
             continue  # written meanwhile: decide again on what is there now
         return added
@@ -206,6 +214,15 @@ async def read_assignment(zk: ZkClient, name: str) -> dict[int, list[int]]:
     except ZkNoNode:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
     return TopicAssignment.decode(data).partitions
+
+
+async def read_topic_id(zk: ZkClient, name: str) -> uuid.UUID | None:
+    """The topic's id; None for a topic from before ids that the controller has not backfilled."""
+    try:
+        data, _ = await zk.get(paths.topic_path(name))
+    except ZkNoNode:
+        raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
+    return TopicAssignment.decode(data).topic_id
 
 
 async def read_partition_state(

@@ -22,8 +22,11 @@ break an older reader.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from protocol.topic_ids import InvalidTopicIdError, decode_topic_id, encode_topic_id
 
 BROKERS = "/brokers"
 BROKER_IDS = "/brokers/ids"
@@ -182,13 +185,24 @@ def decode_controller_epoch(data: bytes) -> int:
 
 @dataclass(frozen=True, slots=True)
 class TopicAssignment:
-    """Replica lists by partition; replica 0 of each list is the preferred leader."""
+    """Replica lists by partition; replica 0 of each list is the preferred leader.
+
+    With a topic id (KIP-516) it is written as Kafka 2.8+ writes it, version 3 with
+    `"topic_id"` (url-safe base64, protocol/topic_ids.py) and empty `adding_replicas` /
+    `removing_replicas` (odradek keeps reassignments in /admin/reassign_partitions); without
+    one (a topic from before ids, until the controller backfills it) as version 1."""
 
     partitions: dict[int, list[int]]
+    topic_id: uuid.UUID | None = None
 
     def encode(self) -> bytes:
         parts = {str(p): list(r) for p, r in sorted(self.partitions.items())}
-        return _dump({"version": 1, "partitions": parts})
+        if self.topic_id is None:
+            return _dump({"version": 1, "partitions": parts})
+        return _dump(
+            {"version": 3, "topic_id": encode_topic_id(self.topic_id), "partitions": parts,
+             "adding_replicas": {}, "removing_replicas": {}}
+        )  # fmt: skip
 
     @classmethod
     def decode(cls, data: bytes) -> TopicAssignment:
@@ -201,7 +215,13 @@ class TopicAssignment:
             except ValueError as exc:
                 raise ZkDataError(f"partition key {key!r} is not a number") from exc
             out[partition] = _int_list({"replicas": replicas}, "replicas")
-        return cls(out)
+        topic_id = None
+        if obj.get("topic_id") is not None:
+            try:
+                topic_id = decode_topic_id(_field(obj, "topic_id", str))
+            except InvalidTopicIdError as exc:
+                raise ZkDataError(f"topic_id: {exc}") from exc
+        return cls(out, topic_id)
 
 
 @dataclass(frozen=True, slots=True)

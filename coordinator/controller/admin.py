@@ -303,9 +303,11 @@ async def _set_assignment(c: Controller, tp: TopicPartition, replicas: list[int]
     topic, partition = tp
     path = paths.topic_path(topic)
     data, version = await c.zk.get(path)
-    assignment = paths.TopicAssignment.decode(data).partitions
+    decoded = paths.TopicAssignment.decode(data)
+    assignment = decoded.partitions
     assignment[partition] = list(replicas)
-    await c.writer.fenced([OpSet(path, paths.TopicAssignment(assignment).encode(), version)])
+    written = paths.TopicAssignment(assignment, decoded.topic_id).encode()  # the id stays
+    await c.writer.fenced([OpSet(path, written, version)])
     joining = [r for r in replicas if r not in ctx.replicas(tp)]
     ctx.assignments[topic][partition] = list(replicas)
     for r in joining:

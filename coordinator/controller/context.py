@@ -13,12 +13,14 @@ It also builds the controller-to-broker messages from that view (`partition_stat
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from coordinator.cluster.zk_paths import NO_LEADER, BrokerRegistration, LeaderIsrState
 from coordinator.controller.states import PartitionState, ReplicaState, check_transition
 from protocol.api.controller import PartitionState as PartitionStateMsg
 from protocol.api.metadata import BrokerInfo
+from protocol.topic_ids import encode_topic_id
 
 TopicPartition = tuple[str, int]
 
@@ -45,6 +47,7 @@ class ControllerContext:
     epoch_zk_version: int
     live: dict[int, LiveBroker] = field(default_factory=dict)
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # KIP-516, from the znode
     unclean: dict[str, bool] = field(default_factory=dict)
     leadership: dict[TopicPartition, tuple[LeaderIsrState, int]] = field(default_factory=dict)
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
@@ -109,8 +112,16 @@ class ControllerContext:
         online = state.leader != NO_LEADER and state.leader in self.live
         self.move_partition(tp, PartitionState.ONLINE if online else PartitionState.OFFLINE)
 
-    def add_topic(self, topic: str, assignment: dict[int, list[int]], unclean: bool) -> None:
+    def add_topic(
+        self,
+        topic: str,
+        assignment: dict[int, list[int]],
+        unclean: bool,
+        topic_id: uuid.UUID | None = None,
+    ) -> None:
         self.assignments[topic] = {p: list(r) for p, r in assignment.items()}
+        if topic_id is not None:
+            self.topic_ids[topic] = topic_id
         self.unclean[topic] = unclean
         for p, replicas in assignment.items():
             tp = (topic, p)
@@ -128,6 +139,7 @@ class ControllerContext:
             for key in [k for k in self.replica_states if k[0] == tp]:
                 del self.replica_states[key]
         self.unclean.pop(topic, None)
+        self.topic_ids.pop(topic, None)
         self.deleting.discard(topic)
         for tp in [tp for tp in self.reassignments if tp[0] == topic]:
             del self.reassignments[tp]
@@ -151,6 +163,7 @@ class ControllerContext:
         """The LeaderAndIsr/UpdateMetadata entry for a partition with a written state."""
         state, version = self.leadership[tp]
         replicas = self.replicas(tp)
+        topic_id = self.topic_ids.get(tp[0])
         return PartitionStateMsg(
             topic=tp[0],
             partition=tp[1],
@@ -162,4 +175,5 @@ class ControllerContext:
             replicas=list(replicas),
             offline_replicas=[r for r in replicas if r not in self.live],
             is_new=is_new,
+            topic_id=None if topic_id is None else encode_topic_id(topic_id),
         )

@@ -7,7 +7,9 @@ one at a time from a single bounded queue (Kafka's ControllerEventManager). ZooK
 enqueue an event kind; an event kind already queued is not queued twice, and each handler
 re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
 
-- STARTUP: load live brokers, topics, assignments, configs and partition states; elect leaders
+- STARTUP: load live brokers, topics, assignments (with topic ids: a topic from before KIP-516
+  gets one written into its znode, as Kafka's controller backfills them; a topic created without
+  one later gets one at TOPIC_CHANGE the same way), configs and partition states; elect leaders
   for new partitions and for partitions whose leader is gone; send every live broker
   LeaderAndIsr for its partitions and the full UpdateMetadata (this also tells them our epoch).
   An existing `__consumer_offsets` is given its enforced configs (coordinator/internal_topics.py).
@@ -64,6 +66,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -74,7 +77,9 @@ from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.cluster.topics import ensure_layout
 from coordinator.cluster.zk import (
+    OpSet,
     WatchHandle,
+    ZkBadVersion,
     ZkClient,
     ZkConnectionLost,
     ZkNoNode,
@@ -110,12 +115,14 @@ from protocol.api.controller import (
 )
 from protocol.api.controller import PartitionState as PartitionStateMsg
 from protocol.errors import NotControllerError
+from protocol.topic_ids import encode_topic_id, new_topic_id
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+BACKFILL_ATTEMPTS = 5  # version conflicts while giving an old topic its id, before giving up
 SPLIT_SHRINKS_ABOVE = 200  # ISR shrinks at a death: more are written after the new leaders
 
 
@@ -383,8 +390,10 @@ class Controller:
             data, _ = await self.zk.get(paths.topic_path(topic))
         except ZkNoNode:
             return
-        assignment = paths.TopicAssignment.decode(data).partitions
-        self.ctx.add_topic(topic, assignment, await self._read_unclean(topic))
+        decoded = paths.TopicAssignment.decode(data)
+        assignment = decoded.partitions
+        topic_id = decoded.topic_id or await self._backfill_topic_id(topic)
+        self.ctx.add_topic(topic, assignment, await self._read_unclean(topic), topic_id)
         if await self.zk.exists(paths.partitions_path(topic)) is not None:
             states = await asyncio.gather(*(self._read_state(topic, p) for p in assignment))
             for p, state in zip(assignment, states, strict=True):
@@ -392,6 +401,29 @@ class Controller:
                     self.ctx.set_leadership((topic, p), *state)
         self._replicas_online([(topic, p) for p in assignment])
         await self._watch_topic(topic)
+
+    async def _backfill_topic_id(self, topic: str) -> uuid.UUID | None:
+        """A topic from before ids (KIP-516) gets one, as Kafka's controller gives it: written
+        into its assignment znode (fenced, conditional on the version read; a concurrent
+        change re-reads). None if the topic vanished meanwhile."""
+        for _ in range(BACKFILL_ATTEMPTS):
+            try:
+                data, version = await self.zk.get(paths.topic_path(topic))
+            except ZkNoNode:
+                return None
+            decoded = paths.TopicAssignment.decode(data)
+            if decoded.topic_id is not None:
+                return decoded.topic_id
+            topic_id = new_topic_id()
+            written = paths.TopicAssignment(decoded.partitions, topic_id).encode()
+            try:
+                await self.writer.fenced([OpSet(paths.topic_path(topic), written, version)])
+            except (ZkBadVersion, ZkNoNode):
+                continue
+            log.info("topic %s had no topic id: assigned %s", topic, encode_topic_id(topic_id))
+            return topic_id
+        log.warning("topic %s: no topic id written, its znode kept changing", topic)
+        return None
 
     def _replicas_online(self, tps: list[TopicPartition]) -> None:
         for tp in tps:

@@ -29,6 +29,10 @@ class PartitionState:
     replicas: list[int]
     offline_replicas: list[int]
     is_new: bool = False
+    # KIP-516: the topic's id in its string form (protocol/topic_ids.py); None for a topic
+    # the controller has not given one yet. Brokers keep it in the metadata cache and in
+    # each replica's partition.metadata.
+    topic_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
