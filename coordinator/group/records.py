@@ -11,6 +11,9 @@ batches (protocol.batch.build_batch). Two kinds, told apart by the key's first e
       member = {"id", "client_id", "session_timeout_ms", "rebalance_timeout_ms", "topics",
                 "pattern", "assignment": [[topic, partition], ...]}
 
+KIP-848 consumer groups' records (key types 3-8) are Kafka's own bytes (consumer_records.py):
+a msgpack key starts with a fixarray byte (0x9N), a Kafka key with its int16 type (0x00 ..).
+
 A later record for the same key replaces an earlier one; a tombstone deletes it. Loading a
 coordinator is replaying them in offset order (coordinator/group/group.py `replay`).
 """
@@ -23,6 +26,11 @@ from typing import Any
 
 import msgpack
 
+from coordinator.group.consumer_records import ConsumerKey
+from coordinator.group.consumer_records import decode_key as decode_consumer_key
+from coordinator.group.consumer_records import decode_value as decode_consumer_value
+from coordinator.group.consumer_records import encode_key as encode_consumer_key
+from coordinator.group.consumer_records import encode_value as encode_consumer_value
 from protocol.batch import build_batch
 from protocol.errors import CorruptMessageError
 
@@ -42,7 +50,7 @@ class GroupKey:
     group_id: str
 
 
-Key = OffsetKey | GroupKey
+Key = OffsetKey | GroupKey | ConsumerKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,8 @@ def offset_record(group_id: str, topic: str, partition: int, offset: int,
 
 
 def encode_key(key: Key) -> bytes:
+    if isinstance(key, ConsumerKey):
+        return encode_consumer_key(key)
     if isinstance(key, OffsetKey):
         raw = ["offset", key.group_id, key.topic, key.partition]
     else:
@@ -105,14 +115,21 @@ def decode_value(data: bytes | None) -> dict[str, Any] | None:
 def build(records: Sequence[CoordinatorRecord], timestamp_ms: int) -> bytes:
     """One batch holding `records` (1..MAX_RECORDS_PER_BATCH of them)."""
     assert 0 < len(records) <= MAX_RECORDS_PER_BATCH, len(records)
-    return build_batch(
-        [(encode_key(r.key), encode_value(r.value), None, timestamp_ms) for r in records]
-    )
+    return build_batch([(encode_key(r.key), _value_bytes(r), None, timestamp_ms) for r in records])
+
+
+def _value_bytes(record: CoordinatorRecord) -> bytes | None:
+    if isinstance(record.key, ConsumerKey):
+        return encode_consumer_value(record.key.record_type, record.value)
+    return encode_value(record.value)
 
 
 def decode(key: bytes | None, value: bytes | None) -> CoordinatorRecord:
     if key is None:
         raise CorruptMessageError("a coordinator record needs a key")
+    if key[:1] and key[0] & 0xF0 != 0x90:  # not a msgpack fixarray: a Kafka record's type
+        ckey = decode_consumer_key(key)
+        return CoordinatorRecord(ckey, decode_consumer_value(ckey.record_type, value))
     return CoordinatorRecord(decode_key(key), decode_value(value))
 
 

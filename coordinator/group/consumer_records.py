@@ -1,0 +1,251 @@
+"""KIP-848 consumer group records of `__consumer_offsets`, byte for byte as Kafka writes them
+(group-coordinator/src/main/resources/common/message/ConsumerGroup*.json).
+
+Key: int16 record type (the key schema's version) then the key fields, not flexible (a string
+is int16 length + UTF-8). Value: int16 version (0) then the fields, flexible: a string is
+uvarint(length+1) + UTF-8 (0: null), an array uvarint(count+1) (0: null), a uuid 16 bytes, and
+each struct (the value itself and each array element) ends with its tagged fields:
+uvarint(count), then per field uvarint(tag), uvarint(size), data. We write none and skip any
+we read (ConsumerGroupMemberMetadata's ClassicMemberMetadata, tag 0, which odradek does not
+use). A tombstone has no value.
+
+    3 ConsumerGroupMetadata            key (group)          value epoch int32
+    4 ConsumerGroupPartitionMetadata   key (group)          value topics [topic_id uuid,
+                                         topic_name str, num_partitions int32,
+                                         partition_metadata [] (deprecated: written empty)]
+    5 ConsumerGroupMemberMetadata      key (group, member)  value instance_id str?, rack_id str?,
+                                         client_id str, client_host str, subscribed_topic_names
+                                         [str], subscribed_topic_regex str?, rebalance_timeout_ms
+                                         int32, server_assignor str?
+    6 ConsumerGroupTargetAssignmentMetadata key (group)     value assignment_epoch int32
+    7 ConsumerGroupTargetAssignmentMember  key (group, member) value topic_partitions [tp]
+    8 ConsumerGroupCurrentMemberAssignment key (group, member) value member_epoch int32,
+                                         previous_member_epoch int32, state int8,
+                                         assigned_partitions [tp],
+                                         partitions_pending_revocation [tp]
+      tp = topic_id uuid, partitions [int32]
+
+Values are dicts with those snake_case names; a tp list is a dict {topic id: partitions}.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import CorruptMessageError
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_METADATA = 6
+TARGET_MEMBER = 7
+CURRENT_ASSIGNMENT = 8
+WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
+RECORD_TYPES = frozenset(range(GROUP_METADATA, CURRENT_ASSIGNMENT + 1))
+MAX_ARRAY = 1 << 20  # a bound on any decoded array's length
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    record_type: int
+    group_id: str
+    member_id: str = ""
+
+
+# record type -> the value's fields (name, kind), in order
+SCHEMAS: dict[int, tuple[tuple[str, str], ...]] = {
+    GROUP_METADATA: (("epoch", "int32"),),
+    PARTITION_METADATA: (("topics", "topics"),),
+    MEMBER_METADATA: (
+        ("instance_id", "nstring"),
+        ("rack_id", "nstring"),
+        ("client_id", "string"),
+        ("client_host", "string"),
+        ("subscribed_topic_names", "strings"),
+        ("subscribed_topic_regex", "nstring"),
+        ("rebalance_timeout_ms", "int32"),
+        ("server_assignor", "nstring"),
+    ),
+    TARGET_METADATA: (("assignment_epoch", "int32"),),
+    TARGET_MEMBER: (("topic_partitions", "tps"),),
+    CURRENT_ASSIGNMENT: (
+        ("member_epoch", "int32"),
+        ("previous_member_epoch", "int32"),
+        ("state", "int8"),
+        ("assigned_partitions", "tps"),
+        ("partitions_pending_revocation", "tps"),
+    ),
+}
+
+
+# ----- writing ----------------------------------------------------------------------------
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _cstr(s: str | None) -> bytes:
+    if s is None:
+        return b"\x00"
+    raw = s.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _tps(tps: Mapping[uuid.UUID, frozenset[int] | list[int]]) -> bytes:
+    out = [_uvarint(len(tps) + 1)]
+    for topic_id in sorted(tps, key=str):
+        parts = sorted(tps[topic_id])
+        out.append(topic_id.bytes + _uvarint(len(parts) + 1))
+        out.append(b"".join(struct.pack(">i", p) for p in parts) + b"\x00")
+    return b"".join(out)
+
+
+def _topics(topics: list[dict[str, Any]]) -> bytes:
+    out = [_uvarint(len(topics) + 1)]
+    for t in topics:
+        out.append(t["topic_id"].bytes + _cstr(t["topic_name"]))
+        out.append(struct.pack(">i", t["num_partitions"]) + b"\x01\x00")  # no racks; no tags
+    return b"".join(out)
+
+
+def _field(kind: str, v: Any) -> bytes:
+    if kind == "int32":
+        return struct.pack(">i", v)
+    if kind == "int8":
+        return struct.pack(">b", v)
+    if kind in ("string", "nstring"):
+        return _cstr(v)
+    if kind == "strings":
+        return _uvarint(len(v) + 1) + b"".join(_cstr(s) for s in v)
+    if kind == "tps":
+        return _tps(v)
+    return _topics(v)
+
+
+def encode_key(key: ConsumerKey) -> bytes:
+    out = struct.pack(">h", key.record_type)
+    names = [key.group_id] + ([key.member_id] if key.record_type in WITH_MEMBER else [])
+    for s in names:
+        raw = s.encode()
+        out += struct.pack(">h", len(raw)) + raw
+    return out
+
+
+def encode_value(record_type: int, value: Mapping[str, Any] | None) -> bytes | None:
+    if value is None:
+        return None
+    body = b"".join(_field(kind, value[name]) for name, kind in SCHEMAS[record_type])
+    return b"\x00\x00" + body + b"\x00"  # version 0 ... no tagged fields
+
+
+# ----- reading ----------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise CorruptMessageError("truncated consumer group record")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def num(self, fmt: str) -> int:
+        raw = self.take(struct.calcsize(fmt))
+        value: int = struct.unpack(fmt, raw)[0]
+        return value
+
+    def uvarint(self) -> int:
+        n = shift = 0
+        while shift < 35:
+            b = self.take(1)[0]
+            n |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return n
+            shift += 7
+        raise CorruptMessageError("uvarint too long in a consumer group record")
+
+    def count(self) -> int:
+        n = self.uvarint() - 1
+        if n > MAX_ARRAY:
+            raise CorruptMessageError(f"array of {n} in a consumer group record")
+        return n
+
+    def cstr(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode()
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def _read_field(r: _Reader, kind: str) -> Any:
+    if kind == "int32":
+        return r.num(">i")
+    if kind == "int8":
+        return r.num(">b")
+    if kind == "string":
+        return r.cstr() or ""
+    if kind == "nstring":
+        return r.cstr()
+    if kind == "strings":
+        return [r.cstr() or "" for _ in range(max(r.count(), 0))]
+    if kind == "tps":
+        out: dict[uuid.UUID, frozenset[int]] = {}
+        for _ in range(max(r.count(), 0)):
+            topic_id = uuid.UUID(bytes=r.take(16))
+            out[topic_id] = frozenset(r.num(">i") for _ in range(max(r.count(), 0)))
+            r.tags()
+        return out
+    topics = []
+    for _ in range(max(r.count(), 0)):
+        topic_id = uuid.UUID(bytes=r.take(16))
+        name, n = r.cstr() or "", r.num(">i")
+        for _ in range(max(r.count(), 0)):  # deprecated rack lists: skipped
+            r.num(">i")
+            for _ in range(max(r.count(), 0)):
+                r.cstr()
+            r.tags()
+        r.tags()
+        topics.append({"topic_id": topic_id, "topic_name": name, "num_partitions": n})
+    return topics
+
+
+def decode_key(data: bytes) -> ConsumerKey:
+    r = _Reader(data)
+    record_type = r.num(">h")
+    if record_type not in RECORD_TYPES:
+        raise CorruptMessageError(f"unknown coordinator record type {record_type}")
+    group = r.take(r.num(">h")).decode()
+    member = r.take(r.num(">h")).decode() if record_type in WITH_MEMBER else ""
+    return ConsumerKey(record_type, group, member)
+
+
+def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    r = _Reader(data)
+    version = r.num(">h")
+    if version != 0:
+        raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
+    value = {name: _read_field(r, kind) for name, kind in SCHEMAS[record_type]}
+    r.tags()
+    return value
