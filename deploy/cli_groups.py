@@ -1,4 +1,5 @@
-"""`odradek groups list|describe|reset-offsets|delete` (client/group/admin.py does the work).
+"""`odradek groups list|describe|reset-offsets|delete|remove-members` (client/group/admin.py
+does the work).
 
 odradek groups list            aligned columns GROUP STATE KIND (KIND: a Kafka group's
                                protocol type, "consumer"; "odradek" for a native group; "-"
@@ -10,6 +11,10 @@ odradek groups reset-offsets G --topic T (--to-earliest | --to-latest | --to-off
                                only while the group has no members; GROUP TOPIC PARTITION
                                NEW-OFFSET
 odradek groups delete G        only while the group has no members
+odradek groups remove-members G --instance-id I [--instance-id J ...]
+                               remove static members (KIP-345) at once: the group rebalances
+                               now, not at their session timeout; GROUP INSTANCE-ID RESULT,
+                               exit 1 if one was not found
 
 list, describe and reset-offsets take `-o json` (one document, field names in docs/cli.md).
 
@@ -52,6 +57,14 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     delete = gsub.add_parser("delete", parents=[client], help="delete an idle group")
     delete.add_argument("group", metavar="GROUP")
     delete.set_defaults(func=lambda a: _run(cmd_delete(bootstrap(a), a.group)))
+    remove = gsub.add_parser("remove-members", parents=[client],
+                             help="remove static members by group instance id")  # fmt: skip
+    remove.add_argument("group", metavar="GROUP")
+    remove.add_argument("--instance-id", action="append", required=True, dest="instance_ids",
+                        metavar="ID", help="a group.instance.id (repeat for more)")  # fmt: skip
+    remove.set_defaults(
+        func=lambda a: _run(cmd_remove_members(bootstrap(a), a.group, a.instance_ids))
+    )
 
 
 def _run(coro: Any) -> int:
@@ -140,3 +153,14 @@ async def cmd_delete(bootstrap: str, group: str) -> int:
         await admin.delete_group(group)
     print(f"deleted group {group}")
     return 0
+
+
+async def cmd_remove_members(bootstrap: str, group: str, instance_ids: list[str]) -> int:
+    from client.group.admin import GroupAdmin
+    from protocol.errors import for_code
+
+    async with GroupAdmin(bootstrap) as admin:
+        codes = await admin.remove_members(group, instance_ids)
+    rows = [(group, i, "removed" if c == 0 else for_code(c).name) for i, c in codes.items()]
+    print_lines(table_lines(("GROUP", "INSTANCE-ID", "RESULT"), rows))
+    return 0 if all(c == 0 for c in codes.values()) else 1

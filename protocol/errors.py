@@ -142,6 +142,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The preferred replica is not alive or not in the ISR: it cannot lead now."),
     ErrorSpec(84, "ELECTION_NOT_NEEDED", False, "The preferred leader already leads."),
     ErrorSpec(81, "GROUP_MAX_SIZE_REACHED", False, "The group has as many members as allowed."),
+    ErrorSpec(82, "FENCED_INSTANCE_ID", False,
+              "Another member with the same group instance id took over (static membership, "
+              "KIP-345): this one is fenced."),
     ErrorSpec(85, "NO_REASSIGNMENT_IN_PROGRESS", False,
               "No reassignment of that partition is in progress."),
     ErrorSpec(86, "GROUP_SUBSCRIBED_TO_TOPIC", False,
@@ -391,6 +394,9 @@ class MemberIdRequiredError(OdradekError): ...
 
 
 class GroupMaxSizeReachedError(OdradekError): ...
+
+
+class FencedInstanceIdError(OdradekError): ...
 
 
 class GroupSubscribedToTopicError(OdradekError): ...

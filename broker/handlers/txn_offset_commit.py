@@ -28,7 +28,7 @@ async def handle(ctx: BrokerContext, request: Request) -> TxnOffsetCommitRespons
     else:
         code = await ctx.groups.txn_commit(
             req.group_id, req.producer_id, req.producer_epoch, req.generation_id,
-            req.member_id, offsets,
+            req.member_id, offsets, req.group_instance_id,
         )  # fmt: skip
     return TxnOffsetCommitResponse([
         TxnTopicResult(t.name, [TxnPartitionResult(p.partition, code) for p in t.partitions])

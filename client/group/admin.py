@@ -38,6 +38,8 @@ from protocol.api.group import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GroupDescription,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
     ListedGroup,
     ListGroupsRequest,
     ListGroupsResponse,
@@ -304,6 +306,18 @@ class GroupAdmin:
                 raise NonEmptyGroupError(f"group {group_id!r} has members: stop them first")
             if result.error_code != NONE:
                 raise for_code(result.error_code)(f"group {group_id!r}")
+
+    async def remove_members(self, group_id: str, instance_ids: list[str]) -> dict[str, int]:
+        """Remove static members by group instance id (KIP-345, as Kafka's
+        removeMembersFromConsumerGroup): each leaves at once, so the group rebalances now
+        instead of at the member's session timeout. The error code of each instance id (NONE,
+        or UNKNOWN_MEMBER_ID for one the group does not have)."""
+        codes = {}
+        for instance_id in instance_ids:
+            request = LeaveGroupRequest(group_id, "", instance_id)
+            resp: LeaveGroupResponse = await self._ask(group_id, request)
+            codes[instance_id] = resp.error_code
+        return codes
 
     async def _require_empty(self, group_id: str, doing: str) -> None:
         """Refuse, naming the group's state, unless it has no members (as Kafka's tool). The

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.group.assignors import TP, assignor
@@ -38,6 +38,7 @@ from coordinator.group.records import CoordinatorRecord, GroupKey, OffsetKey, of
 from coordinator.group.states import State, check_transition
 from protocol.api.group import JoinGroupResponse, TopicPartitions
 from protocol.errors import (
+    FencedInstanceIdError,
     GroupMaxSizeReachedError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
@@ -74,6 +75,8 @@ class Member:
     client_host: str = ""
     protocols: list[tuple[str, bytes]] = field(default_factory=list)
     assignment_bytes: bytes = b""
+    # static membership (KIP-345): the member's group.instance.id; None: a dynamic member
+    instance_id: str | None = None
 
     def metadata_for(self, protocol: str | None) -> bytes:
         return next((m for name, m in self.protocols if name == protocol), b"")
@@ -160,6 +163,8 @@ class ClassicJoinAnswer:
     member_id: str
     members: list[tuple[str, bytes]] = field(default_factory=list)
     error_message: str | None = None
+    skip_assignment: bool = False  # KIP-814: the leader's own static rejoin, nothing to assign
+    instances: Mapping[str, str] = field(default_factory=dict)  # member id -> its instance id
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,61 @@ class SyncAnswer:
 
 def _join_error(code: int, member_id: str = "", message: str | None = None) -> Result:
     return Result(response=JoinGroupResponse(code, -1, member_id, [], message))
+
+
+# ----- static membership (KIP-345) ----------------------------------------------------------
+#
+# A member that names a group.instance.id is static: it keeps its place (and its assignment)
+# across restarts. Rejoining without a member id (a restarted process) it gets a new member id
+# that replaces the old one; while the group is Ready and the group's protocol would stay the
+# same, there is no rebalance: the group record is rewritten with the new id and the member is
+# answered with the current generation (Kafka's updateStaticMemberThenRebalanceOrCompleteJoin).
+# The old id is fenced: its requests, and any request naming the instance id with another
+# member id, get FENCED_INSTANCE_ID. A static member does not leave on close; it goes at its
+# session expiry, or when an admin removes it by instance id (LeaveGroup v3+).
+
+
+def static_member_id(group: Group, instance_id: str | None) -> str | None:
+    """The member id the group knows for `instance_id` (None: no such static member)."""
+    if not instance_id:
+        return None
+    return next((m.member_id for m in group.members.values() if m.instance_id == instance_id),
+                None)  # fmt: skip
+
+
+def check_member(group: Group, member_id: str, instance_id: str | None) -> int:
+    """Kafka's validateMember: a dynamic member must be known; a static one must be the member
+    its instance id is known by (another id: FENCED_INSTANCE_ID, an unknown instance:
+    UNKNOWN_MEMBER_ID)."""
+    if not instance_id:
+        return NONE if member_id in group.members else UnknownMemberIdError.code
+    known = static_member_id(group, instance_id)
+    if known is None:
+        return UnknownMemberIdError.code
+    return NONE if known == member_id else FencedInstanceIdError.code
+
+
+def _replace_static(group: Group, old_id: str, new_id: str) -> Result:
+    """The member `old_id` becomes `new_id` in place (same assignment, same leadership); a
+    JoinGroup or SyncGroup the old id still waits on is answered FENCED_INSTANCE_ID."""
+    group.members = {(new_id if mid == old_id else mid): m for mid, m in group.members.items()}
+    group.members[new_id].member_id = new_id
+    if group.leader_id == old_id:
+        group.leader_id = new_id
+    if old_id in group.awaiting_heartbeat:
+        group.awaiting_heartbeat.discard(old_id)
+        group.awaiting_heartbeat.add(new_id)
+    fenced = FencedInstanceIdError.code
+    join_answer = (ClassicJoinAnswer(fenced, -1, None, None, "", old_id) if group.is_kafka
+                   else JoinGroupResponse(fenced, -1, old_id, []))  # fmt: skip
+    return Result(joins={old_id: join_answer}, syncs={old_id: SyncAnswer(fenced)})
+
+
+def _merge(first: Result, then: Result) -> Result:
+    then.records[:0] = first.records
+    then.joins = {**first.joins, **then.joins}
+    then.syncs = {**first.syncs, **then.syncs}
+    return then
 
 
 # ----- membership -------------------------------------------------------------------------
@@ -187,8 +247,11 @@ def join(
     now_ms: int,
     partition_counts: Mapping[str, int],
     limits: GroupLimits = GroupLimits(),
+    instance_id: str | None = None,
 ) -> Result:
-    """`member_id`: the member's own, or a fresh one the service made for a new member."""
+    """`member_id`: the member's own, or a fresh one the service made for a new member.
+    `instance_id`: a static member's; with a fresh member id it replaces the member known by
+    that instance id (static rejoin: no rebalance while Ready with the same subscription)."""
     if not limits.min_session_timeout_ms <= session_timeout_ms <= limits.max_session_timeout_ms:
         return _join_error(InvalidSessionTimeoutError.code, member_id)
     try:
@@ -210,12 +273,29 @@ def join(
             InconsistentGroupProtocolError.code, member_id,
             f"group {group.group_id} uses {group.strategy!r}, not {strategy!r}",
         )  # fmt: skip
+    replaced = Result()
+    known = static_member_id(group, instance_id)
+    if member_id in group.members and instance_id:
+        code = check_member(group, member_id, instance_id)
+        if code != NONE:
+            return _join_error(code, member_id, f"instance id {instance_id} is {known}'s")
+    elif known is not None:  # a static member back with a fresh id: it takes its old place
+        old = group.members[known]
+        same = old.topics == tuple(topics) and old.pattern == pattern
+        replaced = _replace_static(group, known, member_id)
+        if same and group.state is State.READY:
+            old.session_timeout_ms, old.rebalance_timeout_ms = (
+                session_timeout_ms, rebalance_timeout_ms)  # fmt: skip
+            old.client_id = client_id
+            old.deadline_ms = now_ms + session_timeout_ms
+            answer = JoinGroupResponse(NONE, group.generation, member_id, to_wire(old.assignment))
+            return _merge(replaced, Result(records=[group_record(group)], response=answer))
     member = group.members.get(member_id)
     if member is None:
         if len(group.members) >= limits.max_members:
             return _join_error(InvalidSessionTimeoutError.code, member_id, "group is full")
         member = Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms,
-                        tuple(topics), pattern)  # fmt: skip
+                        tuple(topics), pattern, instance_id=instance_id or None)  # fmt: skip
         group.members[member_id] = member
     else:
         member.topics, member.pattern = tuple(topics), pattern
@@ -226,13 +306,16 @@ def join(
     member.deadline_ms = now_ms + session_timeout_ms
     if group.state is not State.PREPARE_FOR_REBALANCE:
         _prepare(group, now_ms)
-    return _maybe_complete(group, now_ms, partition_counts)
+    return _merge(replaced, _maybe_complete(group, now_ms, partition_counts))
 
 
-def heartbeat(group: Group, generation: int, member_id: str, now_ms: int) -> Result:
-    member = group.members.get(member_id)
-    if member is None:
-        return Result(response=UnknownMemberIdError.code)
+def heartbeat(
+    group: Group, generation: int, member_id: str, now_ms: int, instance_id: str | None = None
+) -> Result:
+    code = check_member(group, member_id, instance_id)
+    if code != NONE:
+        return Result(response=code)
+    member = group.members[member_id]
     member.deadline_ms = now_ms + member.session_timeout_ms
     if group.state is State.PREPARE_FOR_REBALANCE:
         return Result(response=RebalanceInProgressError.code)
@@ -247,12 +330,24 @@ def heartbeat(group: Group, generation: int, member_id: str, now_ms: int) -> Res
     return Result(response=NONE)
 
 
-def leave(group: Group, member_id: str, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
-    if group.pending_members.pop(member_id, None) is not None:
+def leave(
+    group: Group, member_id: str, now_ms: int, partition_counts: Mapping[str, int],
+    instance_id: str | None = None,
+) -> Result:  # fmt: skip
+    """One member leaves (Kafka's LeaveGroup, per member of a v3+ batch): by its member id, or,
+    with member id "" and an instance id, the static member known by it (an admin's removal).
+    The response is the member's error code."""
+    if member_id and group.pending_members.pop(member_id, None) is not None:
         return Result(response=NONE)
     kafka = group.is_kafka
-    if group.members.pop(member_id, None) is None:
-        return Result(response=UnknownMemberIdError.code)
+    if not member_id:
+        member_id = static_member_id(group, instance_id) or ""
+        if not member_id:
+            return Result(response=UnknownMemberIdError.code)
+    code = check_member(group, member_id, instance_id)
+    if code != NONE:
+        return Result(response=code)
+    del group.members[member_id]
     result = _after_removal(group, now_ms, partition_counts)
     result.response = NONE
     gone = UnknownMemberIdError.code
@@ -375,9 +470,14 @@ def join_classic(
     now_ms: int,
     new_member_id: str | None = None,
     limits: GroupLimits = GroupLimits(),
+    instance_id: str | None = None,
+    skip_assignment: bool = False,
 ) -> Result:
     """A Kafka JoinGroup. `member_id` "" with `new_member_id` given (v4+, KIP-394): answer
-    MEMBER_ID_REQUIRED with that id; "" without it (v0-3): join at once with a fresh id."""
+    MEMBER_ID_REQUIRED with that id; "" without it (v0-3): join at once with a fresh id.
+    With an `instance_id` (v5+, KIP-345) and no member id the member joins at once with
+    `new_member_id`, replacing the static member of that instance id if there is one
+    (`_rejoin_static`). `skip_assignment`: the client reads JoinGroup v9+ (KIP-814)."""
 
     def error(code: int, message: str | None = None, mid: str = member_id) -> Result:
         return Result(response=ClassicJoinAnswer(code, -1, None, None, "", mid, [], message))
@@ -398,11 +498,27 @@ def join_classic(
     if group.members and not _supported_by_all(group, protocols, member_id):
         return error(InconsistentGroupProtocolError.code,
                      "none of the member's assignors is supported by every member")  # fmt: skip
+    if not member_id and instance_id:
+        if new_member_id is None:
+            return error(InvalidSessionTimeoutError.code, "no member id")
+        known = static_member_id(group, instance_id)
+        if known is not None:
+            return _rejoin_static(group, known, new_member_id, client_id, client_host,
+                                  session_timeout_ms, rebalance_timeout_ms, protocols, now_ms,
+                                  skip_assignment)  # fmt: skip
+        if len(group.members) >= limits.max_members:
+            return error(GroupMaxSizeReachedError.code)
+        member_id = new_member_id  # a new static member joins at once (no KIP-394 round trip)
+        group.members[member_id] = Member(member_id, client_id, session_timeout_ms,
+                                          rebalance_timeout_ms, (), None,
+                                          instance_id=instance_id)  # fmt: skip
     if not member_id:
         if new_member_id is None:
             return error(InvalidSessionTimeoutError.code, "no member id")
         group.pending_members[new_member_id] = now_ms + session_timeout_ms
         return error(MemberIdRequiredError.code, None, new_member_id)
+    if instance_id and (code := check_member(group, member_id, instance_id)) != NONE:
+        return error(code, _fenced_why(group, member_id, instance_id, code))
     member = group.members.get(member_id)
     if member is None:
         if member_id not in group.pending_members:
@@ -427,6 +543,45 @@ def join_classic(
     if group.state is not State.PREPARE_FOR_REBALANCE:
         _prepare(group, now_ms)
     return _complete_classic(group, now_ms) if _all_joined(group) else Result()
+
+
+def _fenced_why(group: Group, member_id: str, instance_id: str, code: int) -> str:
+    if code == FencedInstanceIdError.code:
+        return (f"instance id {instance_id} belongs to member "
+                f"{static_member_id(group, instance_id)}, not {member_id}")  # fmt: skip
+    return f"no member {member_id} with instance id {instance_id} in group {group.group_id}"
+
+
+def _rejoin_static(
+    group: Group, old_id: str, new_id: str, client_id: str, client_host: str,
+    session_timeout_ms: int, rebalance_timeout_ms: int, protocols: list[tuple[str, bytes]],
+    now_ms: int, skip_assignment: bool,
+) -> Result:  # fmt: skip
+    """A known static member back without its member id (Kafka's
+    updateStaticMemberThenRebalanceOrCompleteJoin): `new_id` replaces `old_id`. While Ready,
+    if the group's protocol would stay the same, the group record is rewritten and the member
+    answered with the current generation, without a rebalance: a v9+ leader gets the members
+    with skip_assignment (it must not assign again), an older one is told the leader is its old
+    id, so it syncs as a follower and gets its assignment back. Otherwise (Ready with a protocol
+    change, Awaiting sync, where the leader may be assigning to the old id, or Prepare for
+    rebalance) it joins the rebalance."""
+    leader_before = group.leader_id or ""
+    fenced = _replace_static(group, old_id, new_id)
+    m = group.members[new_id]
+    m.client_id, m.client_host, m.protocols = client_id, client_host, protocols
+    m.session_timeout_ms, m.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+    m.deadline_ms = now_ms + session_timeout_ms
+    if group.state is State.READY and choose_protocol(group.members.values()) == group.strategy:
+        answer = _classic_answer(group, new_id)
+        if skip_assignment:
+            answer = replace(answer, skip_assignment=new_id == group.leader_id)
+        else:
+            answer = replace(answer, leader=leader_before, members=[])
+        return _merge(fenced, Result(records=[group_record(group)], response=answer))
+    m.joined = True
+    if group.state is not State.PREPARE_FOR_REBALANCE:
+        _prepare(group, now_ms)
+    return _merge(fenced, _complete_classic(group, now_ms) if _all_joined(group) else Result())
 
 
 def _all_joined(group: Group) -> bool:
@@ -481,10 +636,13 @@ def _complete_classic(group: Group, now_ms: int) -> Result:
 
 def _classic_answer(group: Group, member_id: str) -> ClassicJoinAnswer:
     members = []
+    instances = {}
     if member_id == group.leader_id:
         members = [(m.member_id, m.metadata_for(group.strategy)) for m in group.members.values()]
+        instances = {m.member_id: m.instance_id for m in group.members.values() if m.instance_id}
     return ClassicJoinAnswer(NONE, group.generation, group.protocol_type, group.strategy,
-                             group.leader_id or "", member_id, members)  # fmt: skip
+                             group.leader_id or "", member_id, members,
+                             instances=instances)  # fmt: skip
 
 
 def sync(
@@ -494,11 +652,13 @@ def sync(
     assignments: Mapping[str, bytes],
     protocol_type: str | None = None,
     protocol_name: str | None = None,
+    instance_id: str | None = None,
 ) -> Result:
     """A Kafka SyncGroup. The response is a SyncAnswer, or None: wait for the leader's."""
-    member = group.members.get(member_id)
-    if member is None:
-        return Result(response=SyncAnswer(UnknownMemberIdError.code))
+    code = check_member(group, member_id, instance_id)
+    if code != NONE:
+        return Result(response=SyncAnswer(code))
+    member = group.members[member_id]
     if generation != group.generation:
         return Result(response=SyncAnswer(IllegalGenerationError.code))
     if (protocol_type is not None and protocol_type != group.protocol_type) or (
@@ -523,18 +683,20 @@ def sync(
 
 def commit(
     group: Group, generation: int, member_id: str, offsets: list[Commit],
-    now_ms: int, commit_ms: int | None = None,
+    now_ms: int, commit_ms: int | None = None, instance_id: str | None = None,
 ) -> Result:  # fmt: skip
     """Validate a commit; the response is one error code for all its partitions. `now_ms` is
     the monotonic clock (the member's session runs on it); `commit_ms` the wall clock written
-    in the offset records (default `now_ms`)."""
-    if generation < 0 and not member_id:
+    in the offset records (default `now_ms`). A static member's `instance_id` must be its own
+    (a fenced member's commit gets FENCED_INSTANCE_ID)."""
+    if generation < 0 and not member_id and not instance_id:
         if group.members:  # only an inactive group takes commits from outside it
             return Result(response=UnknownMemberIdError.code)
     else:
-        member = group.members.get(member_id)
-        if member is None:
-            return Result(response=UnknownMemberIdError.code)
+        code = check_member(group, member_id, instance_id)
+        if code != NONE:
+            return Result(response=code)
+        member = group.members[member_id]
         if generation != group.generation:
             return Result(response=IllegalGenerationError.code)
         if group.state is State.AWAITING_SYNC:
@@ -551,13 +713,16 @@ def commit(
 
 def txn_commit(
     group: Group, generation: int, member_id: str, offsets: list[Commit],
-    commit_ms: int,
+    commit_ms: int, instance_id: str | None = None,
 ) -> Result:  # fmt: skip
     """TxnOffsetCommit's checks (Kafka's validateOffsetCommit for a transaction): a member id,
-    when given, must be the group's; a generation, when given (>= 0), the current one. Old
-    clients (TxnOffsetCommit before v3) send neither, and their commit is taken as it is."""
-    if member_id and member_id not in group.members:
-        return Result(response=UnknownMemberIdError.code)
+    when given, must be the group's (and a static member's instance id its own); a generation,
+    when given (>= 0), the current one. Old clients (TxnOffsetCommit before v3) send neither,
+    and their commit is taken as it is."""
+    if member_id or instance_id:
+        code = check_member(group, member_id, instance_id)
+        if code != NONE:
+            return Result(response=code)
     if generation >= 0 and generation != group.generation:
         return Result(response=IllegalGenerationError.code)
     records = _offset_records(group.group_id, offsets, commit_ms)
@@ -595,7 +760,8 @@ def group_record(group: Group) -> CoordinatorRecord:
     members: list[dict[str, Any]] = [
         {"id": m.member_id, "client_id": m.client_id, "session_timeout_ms": m.session_timeout_ms,
          "rebalance_timeout_ms": m.rebalance_timeout_ms, "topics": list(m.topics),
-         "pattern": m.pattern, "assignment": [list(tp) for tp in m.assignment]}
+         "pattern": m.pattern, "assignment": [list(tp) for tp in m.assignment],
+         "instance_id": m.instance_id}
         for m in group.members.values()
     ]  # fmt: skip
     if group.is_kafka:  # Kafka's GroupMetadataValue: the chosen protocol's metadata only
@@ -668,6 +834,7 @@ def load_group_value(group: Group, value: Mapping[str, Any], now_ms: int) -> Non
             [(str(t), int(p)) for t, p in m.get("assignment", [])],
             now_ms + int(m["session_timeout_ms"]),
         )  # fmt: skip
+        member.instance_id = m.get("instance_id")  # GroupMetadataValue v3's groupInstanceId
         if group.protocol_type is not None:
             member.client_host = str(m.get("client_host", ""))
             member.protocols = [(group.strategy or "", bytes(m.get("subscription", b"")))]

@@ -262,7 +262,8 @@ class GroupCoordinator:
             return JoinGroupResponse(code, -1, req.member_id, [])
         group = owned.shard.setdefault(req.group_id, Group(req.group_id))
         if req.member_id and req.member_id not in group.members:
-            return JoinGroupResponse(ops.UnknownMemberIdError.code, -1, req.member_id, [])
+            code = ops.check_member(group, req.member_id, req.group_instance_id)
+            return JoinGroupResponse(code, -1, req.member_id, [])
         member_id = req.member_id or self._new_member_id(req.client_id)
         key = (req.group_id, member_id)
         old = self._pending.pop(key, None)
@@ -273,11 +274,15 @@ class GroupCoordinator:
         result = ops.join(
             group, member_id, req.client_id, req.session_timeout_ms, req.rebalance_timeout_ms,
             req.topics, req.topic_pattern, req.assignment_strategy, self.clock.monotonic_ms(),
-            self._partition_counts(), self.config.limits,
+            self._partition_counts(), self.config.limits, req.group_instance_id,
         )  # fmt: skip
         if result.response is not None:
             self._pending.pop(key, None)
             response: JoinGroupResponse = result.response
+            if result.records:  # a static member's rejoin: its new id is recorded first
+                code = await self._finish(owned, req.group_id, result)
+                if code != NONE:
+                    return JoinGroupResponse(code, -1, member_id, [])
             return response
         await self._finish(owned, req.group_id, result)
         try:
@@ -294,19 +299,20 @@ class GroupCoordinator:
         group = owned.shard.get(req.group_id)
         if group is None:
             return ops.UnknownMemberIdError.code
-        code = ops.heartbeat(
-            group, req.generation_id, req.member_id, self.clock.monotonic_ms()
-        ).response
-        return int(code)
+        now = self.clock.monotonic_ms()
+        result = ops.heartbeat(group, req.generation_id, req.member_id, now, req.group_instance_id)
+        return int(result.response)
 
-    async def leave(self, group_id: str, member_id: str) -> int:
+    async def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
+        """One member leaves; member id "" with an instance id: that static member is removed."""
         owned, code = self._locate(group_id)
         if owned is None:
             return code
         group = owned.shard.get(group_id)
         if group is None:
             return ops.UnknownMemberIdError.code
-        result = ops.leave(group, member_id, self.clock.monotonic_ms(), self._partition_counts())
+        result = ops.leave(group, member_id, self.clock.monotonic_ms(), self._partition_counts(),
+                           instance_id)  # fmt: skip
         if result.response != NONE:
             return int(result.response)
         self._after(group)
@@ -323,7 +329,8 @@ class GroupCoordinator:
         if owned is not None:
             group = owned.shard.setdefault(req.group_id, Group(req.group_id))
             result = ops.commit(group, req.generation_id, req.member_id, offsets,
-                                self.clock.monotonic_ms(), self.clock.time_ms())  # fmt: skip
+                                self.clock.monotonic_ms(), self.clock.time_ms(),
+                                req.group_instance_id)  # fmt: skip
             code = int(result.response)
             if code == NONE and result.records:
                 code = await self.runtime.write(owned, result.records)
@@ -340,6 +347,7 @@ class GroupCoordinator:
         generation: int,
         member_id: str,
         offsets: list[ops.Commit],
+        instance_id: str | None = None,
     ) -> int:
         """TxnOffsetCommit (KIP-98, KIP-447): the offsets are appended inside the producer's
         transaction and stay pending until its marker; one error code for all of them. The
@@ -349,7 +357,8 @@ class GroupCoordinator:
         if owned is None:
             return code
         group = owned.shard.setdefault(group_id, Group(group_id))
-        result = ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms())
+        result = ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms(),
+                                instance_id)  # fmt: skip
         code = int(result.response)
         if code != NONE or not result.records:
             return code
@@ -415,7 +424,7 @@ class GroupCoordinator:
             members = [
                 MemberDescription(m.member_id, m.client_id, ops.to_wire(
                     assigned_partitions(m.assignment_bytes) if group.is_kafka else m.assignment
-                ), m.client_host)
+                ), m.client_host, m.instance_id)
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ]  # fmt: skip
             out.append(GroupDescription(NONE, gid, group.state.value, group.generation,
@@ -462,14 +471,17 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         require_known_member_id: bool,
+        instance_id: str | None = None,
+        skip_assignment: bool = False,
     ) -> ClassicJoinAnswer:
-        """A Kafka JoinGroup: answered when the rebalance it takes part in completes."""
+        """A Kafka JoinGroup: answered when the rebalance it takes part in completes (at once
+        for a static member's rejoin without a rebalance, once its new id is recorded)."""
         owned, code = self._locate(group_id)
         if owned is None:
             return ClassicJoinAnswer(code, -1, None, None, "", member_id)
         group = owned.shard.setdefault(group_id, Group(group_id))
         fresh = None if member_id else self._new_member_id(client_id)
-        if fresh is not None and not require_known_member_id:
+        if fresh is not None and not require_known_member_id and not instance_id:
             group.pending_members[fresh] = self.clock.monotonic_ms() + session_timeout_ms
             member_id, fresh = fresh, None
         key = (group_id, member_id)
@@ -480,11 +492,19 @@ class GroupCoordinator:
         result = ops.join_classic(
             group, member_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
             protocol_type, protocols, self.clock.monotonic_ms(), fresh, self.config.limits,
+            instance_id, skip_assignment,
         )  # fmt: skip
         self._after(group)
         if result.response is not None:
             answer: ClassicJoinAnswer = result.response
+            if result.records:  # a static member's rejoin: its new id is recorded first
+                code = await self._finish(owned, group_id, result)
+                if code != NONE:
+                    return ClassicJoinAnswer(code, -1, None, None, "", answer.member_id)
             return answer
+        if not member_id and fresh is not None and instance_id:
+            member_id = fresh  # a static member joined at once with a new id
+            key = (group_id, member_id)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[key] = fut
         await self._finish(owned, group_id, result)
@@ -507,6 +527,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
         protocol_type: str | None = None,
         protocol_name: str | None = None,
+        instance_id: str | None = None,
     ) -> SyncAnswer:
         """A Kafka SyncGroup: the leader's brings the assignment; the others wait for it."""
         owned, code = self._locate(group_id)
@@ -515,7 +536,8 @@ class GroupCoordinator:
         group = owned.shard.get(group_id)
         if group is None:
             return SyncAnswer(ops.UnknownMemberIdError.code)
-        result = ops.sync(group, generation, member_id, assignments, protocol_type, protocol_name)
+        result = ops.sync(group, generation, member_id, assignments, protocol_type, protocol_name,
+                          instance_id)  # fmt: skip
         if result.response is None:
             key = (group_id, member_id)
             old = self._syncs.pop(key, None)

@@ -11,6 +11,11 @@ so JoinGroup answers with the partitions the member owns and there is no SyncGro
                                                                   ConsumerId, PartitionsToOwn
     Heartbeat         GroupId, GroupGenerationId, ConsumerId   -> ErrorCode
 
+A member may name a group instance id (static membership, KIP-345): back from a restart with
+an empty member id it gets a new id and its old assignment without a rebalance, and the old id
+is fenced (FENCED_INSTANCE_ID). LeaveGroup with member id "" and an instance id removes that
+static member (an admin's removal).
+
 An empty member id in JoinGroup asks the coordinator for a new one. A JoinGroup is answered
 when the rebalance it takes part in completes (or fails), so it may wait up to the group's
 rebalance timeout.
@@ -73,6 +78,7 @@ class JoinGroupRequest:
     rebalance_timeout_ms: int = 30_000
     client_id: str = ""
     topic_pattern: str | None = None  # a regex; topics matching it are subscribed too
+    group_instance_id: str | None = None  # static membership (KIP-345); None: dynamic
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,7 @@ class HeartbeatRequest:
     group_id: str
     generation_id: int
     member_id: str
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +109,8 @@ class HeartbeatResponse:
 @dataclass(frozen=True, slots=True)
 class LeaveGroupRequest:
     group_id: str
-    member_id: str
+    member_id: str  # "" with an instance id: remove the static member of that id (admin)
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,7 @@ class OffsetCommitRequest:
     generation_id: int  # -1 with member "": a commit from outside the group (admin reset)
     member_id: str
     topics: list[CommitTopic]
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +202,7 @@ class MemberDescription:
     client_id: str
     assignment: list[TopicPartitions]
     client_host: str = ""  # Kafka groups: the member's address as Kafka shows it, "/127.0.0.1"
+    group_instance_id: str | None = None  # a static member's (KIP-345)
 
 
 @dataclass(frozen=True, slots=True)

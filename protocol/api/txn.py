@@ -125,6 +125,7 @@ class TxnOffsetCommitRequest:
     topics: list[TxnOffsetCommitTopic]
     generation_id: int = -1  # KIP-447: checked as OffsetCommit checks them, when given
     member_id: str = ""
+    group_instance_id: str | None = None  # a static member's (KIP-345): a fenced one is refused
 
 
 @dataclass(frozen=True, slots=True)

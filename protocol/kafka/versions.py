@@ -13,10 +13,11 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.
-- Consumer groups on Kafka's classic protocol: JoinGroup 0-4 (v5+ is static membership,
-  KIP-345, which odradek does not do, so it is not advertised), SyncGroup 0-5, Heartbeat 0-4,
-  LeaveGroup 0-4, OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch groups), FindCoordinator
-  0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.
+- Consumer groups on Kafka's classic protocol: JoinGroup 0-9 (v5+ static membership,
+  KIP-345; v9 skip_assignment, KIP-814), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (v3+
+  batch removal by member or instance id), OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch
+  groups), FindCoordinator 0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2,
+  OffsetDelete 0.
 - Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
@@ -73,9 +74,9 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     OFFSET_COMMIT: (2, 7),
     OFFSET_FETCH: (1, 7),
     FIND_COORDINATOR: (0, 4),
-    JOIN_GROUP: (0, 4),
+    JOIN_GROUP: (0, 9),
     HEARTBEAT: (0, 4),
-    LEAVE_GROUP: (0, 4),
+    LEAVE_GROUP: (0, 5),
     SYNC_GROUP: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),

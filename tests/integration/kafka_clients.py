@@ -386,16 +386,19 @@ class GroupMember:
 def spawn_member(
     client: str, bootstrap: str, group: str, topic: str, client_id: str, out_dir: Path,
     assignor: str = "range", session_ms: int = 5000, max_poll_ms: int = 30_000,
-    log_level: str | None = None,
+    log_level: str | None = None, instance_id: str | None = None,
 ) -> GroupMember:  # fmt: skip
-    """Start a `client` ("kafka-python", "confluent-kafka", "aiokafka") group member. Its
-    client's log (WARNING, or $KAFKA_MEMBER_LOG_LEVEL, e.g. DEBUG) goes to `<client_id>.err`."""
+    """Start a `client` ("kafka-python", "confluent-kafka", "aiokafka") group member, static
+    when `instance_id` is given (its group.instance.id). Its client's log (WARNING, or
+    $KAFKA_MEMBER_LOG_LEVEL, e.g. DEBUG) goes to `<client_id>.err`."""
     log_level = log_level or os.environ.get("KAFKA_MEMBER_LOG_LEVEL", "WARNING")
     out = out_dir / f"{client_id}.out"
     args = [sys.executable, str(MEMBER_SCRIPT), "--client", client, "--bootstrap", bootstrap,
             "--group", group, "--topic", topic, "--client-id", client_id, "--out", str(out),
             "--assignor", assignor, "--session-ms", str(session_ms),
             "--max-poll-ms", str(max_poll_ms), "--log-level", log_level]  # fmt: skip
+    if instance_id is not None:
+        args += ["--instance-id", instance_id]
     with out.with_suffix(".err").open("ab") as err:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err)  # fmt: skip

@@ -2,6 +2,11 @@
 
     python tests/integration/kafka_group_member.py --client kafka-python --bootstrap B
         --group G --topic T --client-id ID --out FILE [--assignor range] [--session-ms 5000]
+        [--instance-id I]
+
+--instance-id makes the member static (KIP-345: the client's group.instance.id): a static
+member sends no LeaveGroup on close, and comes back from a restart to its old assignment. Errors
+the client reports (librdkafka's fatal FENCED_INSTANCE_ID among them) are noted as `# error`.
 
 At least once, commit after processing: every record a poll returns is "processed" by writing
 `<partition> <offset>` to FILE (one line each, flushed before the commit), then the consumer
@@ -54,8 +59,9 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> None:
     from kafka.errors import KafkaError
 
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    static = {"group_instance_id": a.instance_id} if a.instance_id else {}
     c = KafkaConsumer(
-        bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
+        **static, bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
         partition_assignment_strategy=[assignors[a.assignor]], enable_auto_commit=False,
         auto_offset_reset="earliest", session_timeout_ms=a.session_ms,
         heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=a.max_poll_ms,
@@ -90,7 +96,12 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> None:
 def run_confluent(a: argparse.Namespace, out: IO[str]) -> None:
     from confluent_kafka import Consumer, KafkaException
 
+    def error(err: Any) -> None:
+        note(out, f"error {err} fatal={err.fatal()}")
+
+    static = {"group.instance.id": a.instance_id} if a.instance_id else {}
     c = Consumer({
+        **static, "error_cb": error,
         "bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.client_id,
         "partition.assignment.strategy": a.assignor, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "session.timeout.ms": a.session_ms,
@@ -111,7 +122,7 @@ def run_confluent(a: argparse.Namespace, out: IO[str]) -> None:
             processed = []
             for m in msgs:
                 if m.error() is not None:
-                    note(out, f"error {m.error()}")
+                    note(out, f"error {m.error()} fatal={m.error().fatal()}")
                     continue
                 processed.append((m.partition(), m.offset()))
             if processed:
@@ -131,8 +142,9 @@ async def run_aiokafka(a: argparse.Namespace, out: IO[str]) -> None:
     from aiokafka.errors import KafkaError
 
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    static = {"group_instance_id": a.instance_id} if a.instance_id else {}
     c = AIOKafkaConsumer(
-        a.topic, bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
+        a.topic, **static, bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.client_id,
         partition_assignment_strategy=(assignors[a.assignor],), enable_auto_commit=False,
         auto_offset_reset="earliest", session_timeout_ms=a.session_ms,
         heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=a.max_poll_ms,
@@ -165,6 +177,7 @@ def main() -> int:
     ap.add_argument("--assignor", default="range")
     ap.add_argument("--session-ms", type=int, default=5000)
     ap.add_argument("--max-poll-ms", type=int, default=30_000)
+    ap.add_argument("--instance-id", default=None, help="group.instance.id: a static member")
     ap.add_argument("--log-level", default="WARNING", help="the client's logging, to stderr")
     a = ap.parse_args()
     logging.basicConfig(level=a.log_level, format="%(asctime)s %(name)s %(message)s")

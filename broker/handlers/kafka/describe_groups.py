@@ -1,7 +1,7 @@
 """DescribeGroups (15), v0-v5: state (Kafka's names), protocol and members of groups this broker
 coordinates. Kafka groups give their members' metadata and assignments as the clients sent them;
 native groups show as protocol type "odradek" with their assignments in the consumer protocol's
-encoding, so Kafka tools can list them too."""
+encoding, so Kafka tools can list them too. v4+ shows each static member's group_instance_id."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _describe(ctx: BrokerContext, cls: Any, group_id: str) -> Any:
         protocol_type=group.protocol_type or NATIVE_PROTOCOL_TYPE,
         protocol_data=group.strategy or "", authorized_operations=NO_OPERATIONS,
         members=tuple(
-            make(member_cls, member_id=m.member_id, group_instance_id=None,
+            make(member_cls, member_id=m.member_id, group_instance_id=m.instance_id,
                  client_id=m.client_id, client_host=m.client_host,
                  member_metadata=m.metadata_for(group.strategy),
                  member_assignment=_assignment(group, m.member_id))

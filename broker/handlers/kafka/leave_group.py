@@ -1,8 +1,12 @@
-"""LeaveGroup (13), v0-v4: members leave at once (a rebalance starts for the rest), through the
-same service as the native LeaveGroup. v3+ names several members."""
+"""LeaveGroup (13), v0-v5: members leave at once (a rebalance starts for the rest), through the
+same service as the native LeaveGroup. v3+ names several members, each by member id and/or
+group instance id (KIP-345): member id "" with an instance id removes that static member (an
+admin's removeMembersFromConsumerGroup); each member gets its own error code (UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID when the instance id is another member's). v5 adds a reason (logged)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from broker.context import BrokerContext
@@ -10,22 +14,32 @@ from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import LEAVE_GROUP
 
+log = logging.getLogger("odradek.broker.leave_group")
+BATCH_FROM = 3
+
 
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     version = request.header.api_version
-    member_ids = [m.member_id for m in req.members] if version >= 3 else [req.member_id]
+    leaving: list[tuple[str, str | None]] = (
+        [(m.member_id, m.group_instance_id or None) for m in req.members]
+        if version >= BATCH_FROM else [(req.member_id, None)]
+    )  # fmt: skip
+    for m in req.members if version >= BATCH_FROM else ():
+        if getattr(m, "reason", None):
+            log.info("group %s: member %r (instance %r) leaves: %s", req.group_id, m.member_id,
+                     m.group_instance_id, m.reason)  # fmt: skip
     codes = []
-    for member_id in member_ids:
+    for member_id, instance_id in leaving:
         if ctx.groups is None:
             codes.append(CoordinatorNotAvailableError.code)
         else:
-            codes.append(await ctx.groups.leave(req.group_id, member_id))
+            codes.append(await ctx.groups.leave(req.group_id, member_id, instance_id))
     cls = response_class(LEAVE_GROUP, version)
-    member_cls = nested(cls, "MemberResponse") if version >= 3 else None
+    member_cls = nested(cls, "MemberResponse") if version >= BATCH_FROM else None
     members = tuple(
-        make(member_cls, member_id=m, group_instance_id=None, error_code=c)
-        for m, c in zip(member_ids, codes, strict=True)
+        make(member_cls, member_id=m, group_instance_id=i, error_code=c)
+        for (m, i), c in zip(leaving, codes, strict=True)
     ) if member_cls is not None else ()  # fmt: skip
-    top = codes[0] if version < 3 and codes else 0
+    top = codes[0] if version < BATCH_FROM and codes else 0
     return make(cls, throttle_time=0, error_code=top, members=members)

@@ -1,6 +1,7 @@
 """OffsetCommit (8), v2-v7: the same commit as the native OffsetCommit (generation and member
 checked, written to `__consumer_offsets` with acks=all before it is answered). Generation -1
-with no member id commits for a group without members (an assign()ing consumer)."""
+with no member id commits for a group without members (an assign()ing consumer). v7 carries
+the member's group_instance_id: a fenced static member's commit gets FENCED_INSTANCE_ID."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         codes = {(t.name, p.partition): CoordinatorNotAvailableError.code
                  for t in topics for p in t.partitions}  # fmt: skip
     else:
+        instance_id = getattr(req, "group_instance_id", None) or None
         native = OffsetCommitRequest(
-            req.group_id, req.generation_id_or_member_epoch, req.member_id, topics
+            req.group_id, req.generation_id_or_member_epoch, req.member_id, topics, instance_id
         )
         resp = await ctx.groups.commit(native)
         codes = {(t.name, p.partition): p.error_code for t in resp.topics for p in t.partitions}

@@ -1,5 +1,6 @@
 """SyncGroup (14), v0-v5: the leader hands out the assignment, every member gets its part
-(coordinator/group/group.py `sync`); a follower's waits for the leader's."""
+(coordinator/group/group.py `sync`); a follower's waits for the leader's. v3+ carries the
+member's group_instance_id: a fenced static member gets FENCED_INSTANCE_ID."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
             req.group_id, req.generation_id, req.member_id,
             {a.member_id: bytes(a.assignment) for a in req.assignments},
             getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
+            getattr(req, "group_instance_id", None) or None,
         )  # fmt: skip
     view = ctx.groups.group_view(req.group_id)[1] if ctx.groups is not None else None
     return make(

@@ -1,7 +1,8 @@
 """TxnOffsetCommit (28), v0-v4: the native TxnOffsetCommit (broker/handlers/txn_offset_commit.py)
 answered in Kafka's shape: a transactional producer commits a group's offsets inside its
-transaction (v3 adds KIP-447's generation and member id, v2 the committed leader epoch); they
-count as the group's offsets once the COMMIT marker is written, and are dropped at ABORT."""
+transaction (v3 adds KIP-447's generation, member id and group instance id, v2 the committed
+leader epoch); they count as the group's offsets once the COMMIT marker is written, and are
+dropped at ABORT."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     body = TxnOffsetCommitRequest(
         req.transactional_id, req.group_id, req.producer_id, req.producer_epoch, topics,
         getattr(req, "generation_id", -1), getattr(req, "member_id", ""),
+        getattr(req, "group_instance_id", None) or None,
     )  # fmt: skip
     resp = await native.handle(ctx, as_native(TXN_OFFSET_COMMIT, body, request))
     cls = response_class(TXN_OFFSET_COMMIT_KEY, version)
