@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from broker.log.config import LogConfig
+from coordinator.group.consumer_group import ConsumerConfig
+from coordinator.group.server_assignors import ASSIGNORS
 from protocol.errors import OdradekError, UsageError
 
 MiB = 1024 * 1024
@@ -79,6 +81,13 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10080
     offsets_topic_segment_bytes: int = 100 * MiB  # Kafka's offsets.topic.segment.bytes
     offsets_retention_check_interval_ms: int = 600_000
+    # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
+    # member not heard from for the session timeout is fenced; members heartbeat every
+    # heartbeat interval; the server assignors offered (the first is the default)
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_assignors: str = "uniform,range"
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
@@ -199,6 +208,9 @@ _POSITIVE_FIELDS = (
     "offsets_retention_minutes",
     "offsets_topic_segment_bytes",
     "offsets_retention_check_interval_ms",
+    "group_consumer_session_timeout_ms",
+    "group_consumer_heartbeat_interval_ms",
+    "group_consumer_max_size",
     "transaction_state_log_num_partitions",
     "transaction_state_log_replication_factor",
     "transaction_state_log_segment_bytes",
@@ -296,3 +308,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
             raise UsageError(f"config file {path}: unknown setting {name!r}")
         values[name] = _coerce(name, value, f"config file {path}")
     return values
+
+
+def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
+    """The KIP-848 group coordinator's settings (group.consumer.*)."""
+    assignors = tuple(a.strip() for a in config.group_consumer_assignors.split(",") if a.strip())
+    unknown = [a for a in assignors if a not in ASSIGNORS]
+    if unknown or not assignors:
+        raise UsageError(f"group_consumer_assignors: unknown assignor(s) {unknown}; "
+                         f"known: {', '.join(ASSIGNORS)}")  # fmt: skip
+    return ConsumerConfig(config.group_consumer_session_timeout_ms,
+                          config.group_consumer_heartbeat_interval_ms,
+                          config.group_consumer_max_size, assignors)  # fmt: skip

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, consumer_group_config
 from broker.context import BrokerContext
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
@@ -204,6 +204,7 @@ class Broker:
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
             offsets_segment_bytes=config.offsets_topic_segment_bytes,
+            consumer=consumer_group_config(config),
         )
         self.groups = GroupCoordinator(
             config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets

@@ -134,6 +134,9 @@ class Group:
     # become the group's offsets when the transaction's COMMIT marker is written, and are
     # dropped at its ABORT
     pending_txn: dict[int, dict[tuple[str, int], OffsetEntry]] = field(default_factory=dict)
+    # KIP-848: the group's consumer-protocol state (consumer_group.ConsumerGroup) while it is a
+    # consumer group; its offsets stay in `offsets` above, shared by both kinds
+    consumer: Any = None
 
     def move(self, target: State) -> None:
         self.state = check_transition(self.state, target)

@@ -26,11 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coordinator.group import consumer_service
 from coordinator.group import group as ops
+from coordinator.group.consumer_group import ConsumerConfig
+from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
 from coordinator.group.records import (
     MAX_RECORDS_PER_BATCH,
     OFFSETS_TOPIC,
+    ConsumerKey,
     CoordinatorRecord,
     OffsetKey,
     build,
@@ -90,6 +94,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # Kafka's offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000
     offsets_segment_bytes: int = OFFSETS_SEGMENT_BYTES  # the topic's segment.bytes at creation
+    consumer: ConsumerConfig = field(default_factory=ConsumerConfig)  # KIP-848 group.consumer.*
 
 
 Groups = dict[str, Group]  # one offsets partition's shard: its groups by id
@@ -97,7 +102,10 @@ GroupOwned = Owned[Groups]
 
 
 def _replay(groups: Groups, record: CoordinatorRecord, now_ms: int) -> None:
-    ops.replay(groups, record, now_ms)
+    if isinstance(record.key, ConsumerKey):  # KIP-848 records: Kafka's types 3-8
+        consumer_service.replay(groups, record, now_ms)
+    else:
+        ops.replay(groups, record, now_ms)
 
 
 CODEC = RecordCodec(decode, build, _replay, MAX_RECORDS_PER_BATCH, ops.replay_txn, ops.complete_txn)
@@ -136,6 +144,7 @@ class GroupCoordinator:
         self._tasks = Spawner()
         self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
+        self.consumer = ConsumerGroups(self, config.consumer)  # KIP-848 consumer groups
 
     @property
     def owned(self) -> dict[int, GroupOwned]:
@@ -171,6 +180,7 @@ class GroupCoordinator:
         wall = self.clock.time_ms()
         for owned in self.runtime.ready():
             for group in list(owned.shard.values()):
+                self.consumer.tick(owned, group, now)
                 result = ops.tick(group, now, counts)
                 self._after(group)
                 if result.records or result.joins or result.syncs:
@@ -181,7 +191,7 @@ class GroupCoordinator:
     def _expire(self, owned: GroupOwned, group: Group, wall_ms: int) -> None:
         """KIP-211: tombstones for an empty group's offsets past offsets.retention.minutes
         (and for the group itself once nothing is left), so compaction forgets it."""
-        if group.members:
+        if group.members or consumer_service.has_members(group):
             self._empty_since.pop(group.group_id, None)
             return
         since = self._empty_since.setdefault(group.group_id, wall_ms)
@@ -320,6 +330,8 @@ class GroupCoordinator:
         return NONE
 
     async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
+        if self.consumer.is_consumer_group(req.group_id):  # KIP-848: member epoch checks
+            return await self.consumer.commit(req)
         owned, code = self._locate(req.group_id)
         offsets: list[ops.Commit] = [
             (t.name, p.partition, p.offset, p.metadata, p.leader_epoch)
@@ -450,8 +462,11 @@ class GroupCoordinator:
             group = owned.shard.get(gid) if owned is not None else None
             if owned is not None and group is None:
                 code = GroupIdNotFoundError.code
-            if owned is not None and group is not None:
-                result = ops.delete(group)
+            if owned is not None and group is not None and group.members:
+                code = ops.NonEmptyGroupError.code
+            elif owned is not None and group is not None:
+                code = await self.consumer.delete(owned, group)  # KIP-848 records first
+                result = ops.delete(group) if code == NONE else ops.Result(response=code)
                 code = int(result.response)
                 if code == NONE:
                     code = await self.runtime.write(owned, result.records)
@@ -480,6 +495,12 @@ class GroupCoordinator:
         if owned is None:
             return ClassicJoinAnswer(code, -1, None, None, "", member_id)
         group = owned.shard.setdefault(group_id, Group(group_id))
+        code = await self.consumer.before_classic_join(owned, group)  # KIP-848 group here?
+        if code != NONE:
+            return ClassicJoinAnswer(code, -1, None, None, "", member_id, error_message=(
+                f"Group {group_id} is a consumer group (group.protocol=consumer) with members; "
+                "odradek does not migrate a non-empty group to the classic protocol online."
+            ))  # fmt: skip
         fresh = None if member_id else self._new_member_id(client_id)
         if fresh is not None and not require_known_member_id and not instance_id:
             group.pending_members[fresh] = self.clock.monotonic_ms() + session_timeout_ms

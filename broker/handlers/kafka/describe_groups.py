@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
 from coordinator.group.states import kafka_name
 from protocol.errors import CoordinatorNotAvailableError
@@ -31,7 +32,8 @@ def _describe(ctx: BrokerContext, cls: Any, group_id: str) -> Any:
         code, group = CoordinatorNotAvailableError.code, None
     else:
         code, group = ctx.groups.group_view(group_id)
-    if group is None:  # Kafka answers an unknown group as Dead, without an error
+    if group is None or consumer_of(group) is not None:
+        # Kafka answers an unknown group, and (v0-v5) a KIP-848 consumer group, as Dead
         return make(group_cls, error_code=code, group_id=group_id, group_state="Dead",
                     protocol_type="", protocol_data="", members=(),
                     authorized_operations=NO_OPERATIONS)  # fmt: skip

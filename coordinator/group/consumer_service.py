@@ -1,0 +1,206 @@
+"""The KIP-848 side of the group coordinator: what GroupCoordinator (service.py) delegates to.
+
+A consumer group lives in the same shard as classic groups, as `Group.consumer` of its group
+(the offsets stay in `Group.offsets`, shared by both kinds). Each operation runs a pure
+function of consumer_group.py, which applies its records to memory at once (so concurrent
+heartbeats of one group see each other, as Kafka's timeline does), then appends them with
+acks=all and answers only once they are replicated; a failed append answers its error (the
+partition is usually lost then, and a new leader reloads from the log).
+
+Kinds: a consumer-protocol heartbeat for a group with classic members is refused with
+GROUP_ID_NOT_FOUND (Kafka's "is not a consumer group"; odradek does not migrate non-empty
+groups online, so the message says so), a classic JoinGroup for a consumer group with members
+with INCONSISTENT_GROUP_PROTOCOL. An empty group of either kind is taken over by the other
+(Kafka's conversion on empty, which every group.consumer.migration.policy allows): an empty
+consumer group's records are tombstoned before a classic member joins it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from coordinator.group import consumer_group as cg
+from coordinator.group.consumer_group import (
+    ConsumerConfig,
+    ConsumerGroup,
+    HeartbeatIn,
+    HeartbeatOut,
+    Topics,
+)
+from coordinator.group.consumer_records import ConsumerKey
+from coordinator.group.group import Group
+from coordinator.group.records import CoordinatorRecord, offset_record
+from coordinator.group.states import State
+from protocol.api.group import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    PartitionResult,
+    TopicResult,
+)
+
+if TYPE_CHECKING:
+    from coordinator.group.service import GroupCoordinator
+
+NONE = 0
+INCONSISTENT_GROUP_PROTOCOL = 23
+
+
+def consumer_of(group: Group | None) -> ConsumerGroup | None:
+    """The group's KIP-848 state, when it is a consumer group."""
+    consumer = group.consumer if group is not None else None
+    return consumer if isinstance(consumer, ConsumerGroup) else None
+
+
+def has_members(group: Group) -> bool:
+    consumer = consumer_of(group)
+    return consumer is not None and bool(consumer.members)
+
+
+def is_classic_active(group: Group) -> bool:
+    return bool(group.members) or group.state is not State.EMPTY
+
+
+def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> None:
+    """Apply one KIP-848 record while loading (or after an append)."""
+    key = record.key
+    assert isinstance(key, ConsumerKey)
+    group = groups.setdefault(key.group_id, Group(key.group_id))
+    consumer = consumer_of(group)
+    if consumer is None:
+        consumer = group.consumer = ConsumerGroup(key.group_id)
+    cg.replay(consumer, key, record.value, now_ms)
+    if consumer.deleted:
+        group.consumer = None
+        if not group.offsets and not is_classic_active(group) and group.generation == 0:
+            groups.pop(key.group_id, None)
+
+
+class ConsumerGroups:
+    def __init__(self, coordinator: GroupCoordinator, config: ConsumerConfig) -> None:
+        self.co = coordinator
+        self.config = config
+
+    def topics(self) -> Topics:
+        """The cluster's topics with their ids (a topic without an id yet is left out)."""
+        found: dict[str, tuple[uuid.UUID, int]] = {}
+        for name, parts in self.co.metadata.topics.items():
+            topic_id = self.co.metadata.topic_id(name)
+            if topic_id is not None and parts:
+                found[name] = (topic_id, len(parts))
+        return Topics(found)
+
+    async def heartbeat(self, req: HeartbeatIn, new_member_id: Callable[[], str]) -> HeartbeatOut:
+        owned, code = self.co._locate(req.group_id)
+        if owned is None:
+            return HeartbeatOut(code, None, req.member_id or None)
+        group = owned.shard.get(req.group_id)
+        if group is not None and consumer_of(group) is None and is_classic_active(group):
+            return HeartbeatOut(
+                cg.GROUP_ID_NOT_FOUND,
+                f"Group {req.group_id} is not a consumer "
+                "group: it is a classic group with members, and odradek does not "
+                "migrate a non-empty group to the consumer protocol online; "
+                "retry once it is empty.",
+                req.member_id or None,
+            )
+        if req.member_epoch != 0 and consumer_of(group) is None:
+            if req.member_epoch > 0:
+                return HeartbeatOut(
+                    cg.UNKNOWN_MEMBER_ID,
+                    f"Consumer group {req.group_id} not found: rejoin with member epoch 0.",
+                    req.member_id,
+                )
+            return HeartbeatOut(NONE, None, req.member_id, req.member_epoch)  # a leave: done
+        if group is None:
+            group = owned.shard.setdefault(req.group_id, Group(req.group_id))
+        consumer = consumer_of(group)
+        if consumer is None:  # a new group, or an empty classic one taken over
+            consumer = group.consumer = ConsumerGroup(req.group_id)
+        now = self.co.clock.monotonic_ms()
+        out = cg.heartbeat(consumer, req, self.topics(), now, self.config, new_member_id)
+        if not consumer.members and not out.records and consumer.group_epoch == 0:
+            group.consumer = None  # a refused first join leaves no group behind
+        if out.records:
+            code = await self.co.runtime.append(owned, out.records)
+            if code != NONE:
+                return HeartbeatOut(
+                    code, "the group's records could not be replicated", req.member_id or None
+                )
+        return out.response
+
+    def tick(self, owned: Any, group: Group, now_ms: int) -> bool:
+        """Fence expired members; True if records were written (spawned)."""
+        consumer = consumer_of(group)
+        if consumer is None or not consumer.members:
+            return False
+        records = cg.tick(consumer, self.topics(), now_ms, self.config)
+        if records:
+            self.co._tasks.spawn(self.co.runtime.append(owned, records))
+        return bool(records)
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        owned, _ = self.co._locate(group_id)
+        return owned is not None and consumer_of(owned.shard.get(group_id)) is not None
+
+    async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
+        """OffsetCommit into a consumer group: generation_id is the member epoch (v9+), checked
+        as Kafka does (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); then written with acks=all."""
+        owned, code = self.co._locate(req.group_id)
+        group = owned.shard.get(req.group_id) if owned is not None else None
+        consumer = consumer_of(group)
+        if owned is not None and consumer is not None:
+            code, _ = cg.check_commit(consumer, req.member_id, req.generation_id)
+            if code == NONE:
+                now = self.co.clock.time_ms()
+                records = [
+                    offset_record(
+                        req.group_id, t.name, p.partition, p.offset, p.metadata, now, p.leader_epoch
+                    )
+                    for t in req.topics
+                    for p in t.partitions
+                ]
+                if records:
+                    code = await self.co.runtime.write(owned, records)
+        return OffsetCommitResponse(
+            [
+                TopicResult(t.name, [PartitionResult(p.partition, code) for p in t.partitions])
+                for t in req.topics
+            ]
+        )
+
+    def check_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        """OffsetFetch v9+ with a member id and epoch (a consumer-protocol member): the member
+        must be known and at its epoch; an admin (no member id) always fetches."""
+        if member_id is None or epoch < 0:
+            return NONE
+        owned, code = self.co._locate(group_id)
+        if owned is None:
+            return code
+        consumer = consumer_of(owned.shard.get(group_id))
+        if consumer is None:
+            return NONE
+        return cg.check_commit(consumer, member_id, epoch)[0]
+
+    async def before_classic_join(self, owned: Any, group: Group) -> int:
+        """A classic member joining: refused while the consumer group has members; an empty
+        consumer group is deleted first (its records tombstoned) so the classic one starts."""
+        consumer = consumer_of(group)
+        if consumer is None:
+            return NONE
+        if consumer.members:
+            return INCONSISTENT_GROUP_PROTOCOL
+        records = cg.delete_records(consumer)
+        group.consumer = None
+        return int(await self.co.runtime.append(owned, records))
+
+    async def delete(self, owned: Any, group: Group) -> int:
+        consumer = consumer_of(group)
+        if consumer is None:
+            return NONE
+        if consumer.members:
+            return 68  # NON_EMPTY_GROUP
+        records = cg.delete_records(consumer)
+        group.consumer = None
+        return int(await self.co.runtime.append(owned, records))
