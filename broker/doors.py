@@ -10,12 +10,19 @@ rest (framing, pipelining, limits, sendfile) the same for both:
 NativeDoor speaks odradek's msgpack envelopes (protocol/codec.py, broker/handlers/). KafkaDoor
 speaks Kafka's wire protocol (protocol/kafka/, broker/handlers/kafka/): as Kafka, it closes the
 connection on a request it cannot parse, an unknown API or an unserved version (ApiVersions
-excepted, which answers UNSUPPORTED_VERSION with what is served).
+excepted, which answers UNSUPPORTED_VERSION with what is served). An unknown API or unserved
+version is also logged as one WARNING line naming the client (client_id, address, and the
+software name and version its ApiVersions v3+ gave) and the API and version asked for, at most
+once per `UNSERVED_LOG_INTERVAL_S` for the same client, API and version, so that a client
+retrying in a loop cannot flood the log.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from broker.handlers import CHUNKED, HANDLERS
@@ -36,6 +43,7 @@ from protocol.errors import (
     UnsupportedVersionError,
 )
 from protocol.kafka import codec as kafka_codec
+from protocol.kafka import versions as kafka_versions
 
 log = logging.getLogger("odradek.broker.server")
 
@@ -43,10 +51,11 @@ log = logging.getLogger("odradek.broker.server")
 class Refusal(Exception):
     """A frame the door will not serve: `why` is logged, `reply` (if any) sent, then close."""
 
-    def __init__(self, why: str, reply: bytes | None = None) -> None:
+    def __init__(self, why: str, reply: bytes | None = None, logged: bool = False) -> None:
         super().__init__(why)
         self.why = why
         self.reply = reply
+        self.logged = logged  # the door logged it already: the server's line is DEBUG
 
 
 class Door(Protocol):
@@ -96,20 +105,77 @@ class NativeDoor:
         return str(request.spec.name)
 
 
+def _bounded_put(d: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    d[key] = value
+    d.move_to_end(key)
+    while len(d) > CLIENTS_REMEMBERED:
+        d.popitem(last=False)
+
+
 def _native_error(frame: bytes, code: int) -> bytes | None:
     corr = peek_correlation_id(frame)
     return None if corr is None else encode_error_response(corr, code)
 
 
+UNSERVED_LOG_INTERVAL_S = 600.0
+CLIENTS_REMEMBERED = 1024  # (address, client_id) -> software, and the log limiter's keys
+API_NAMES = {
+    v: "".join(w.capitalize() for w in k.split("_"))
+    for k, v in vars(kafka_versions).items()
+    if k.isupper() and type(v) is int
+}
+
+
 class KafkaDoor:
     name = "kafka"
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._software: OrderedDict[tuple[str, str | None], str] = OrderedDict()
+        self._last_logged: OrderedDict[tuple[Any, ...], float] = OrderedDict()
 
     def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
         try:
             request = kafka_codec.decode_request(frame, SERVED, f"/{peer_host}")
+        except kafka_codec.UnservedApiError as exc:
+            logged = self._log_unserved(exc, peer_host)
+            raise Refusal(str(exc), logged=logged) from None
         except ProtocolError as exc:
             raise Refusal(str(exc)) from None
-        return request, KAFKA_HANDLERS[request.header.api_key]
+        h = request.header
+        if h.api_key == kafka_versions.API_VERSIONS and request.body is not None:
+            self._remember_software(peer_host, h.client_id, request.body)
+        return request, KAFKA_HANDLERS[h.api_key]
+
+    def _remember_software(self, peer_host: str, client_id: str | None, body: Any) -> None:
+        name = getattr(body, "client_software_name", None)
+        if not name:
+            return
+        version = getattr(body, "client_software_version", None) or "?"
+        _bounded_put(self._software, (peer_host, client_id), f"{name} {version}")
+
+    def _log_unserved(self, exc: kafka_codec.UnservedApiError, peer_host: str) -> bool:
+        """One WARNING line naming the client and what it asked for (rate-limited); whether
+        this refusal is accounted for by a line (now or within the interval)."""
+        key = (peer_host, exc.client_id, exc.api_key, exc.api_version)
+        now = self._monotonic()
+        last = self._last_logged.get(key)
+        if last is not None and now - last < UNSERVED_LOG_INTERVAL_S:
+            return True
+        _bounded_put(self._last_logged, key, now)
+        software = self._software.get((peer_host, exc.client_id), "software unknown")
+        api = API_NAMES.get(exc.api_key, "an unknown API")
+        served = (
+            "an API odradek does not serve"
+            if exc.served is None
+            else f"odradek serves versions {exc.served[0]}-{exc.served[1]}"
+        )
+        log.warning(
+            "Kafka client %r (%s) at %s asked for %s (key %d) v%d: %s; closing the "
+            "connection, as Kafka does",
+            exc.client_id, software, peer_host, api, exc.api_key, exc.api_version, served,
+        )  # fmt: skip
+        return True
 
     def encode(self, request: Any, result: Any) -> list[Chunk]:
         if type(result) is list:  # already chunks: a fetch response with file slices

@@ -100,7 +100,13 @@ from broker.replication_decisions import (
 from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
-from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.api.list_offsets import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
 from protocol.batch import check_client_batch, read_header
@@ -648,8 +654,10 @@ class ReplicaManager:
         except OdradekError as exc:
             return exc.code, -1, -1, -1
         log = p.log
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # nothing is tiered
             return NONE, -1, log.log_start_offset, p.leader_epoch
+        if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: Kafka's -1 answer
+            return NONE, -1, -1, -1
         if replica_id < 0 and p.high_watermark < p.leader_epoch_start_offset:
             # KIP-207: a new leader whose HW still lags the start of its epoch could answer an
             # offset below one a consumer already saw from the old leader; ask again later
@@ -659,6 +667,14 @@ class ReplicaManager:
             if replica_id < 0 and isolation_level == READ_COMMITTED:
                 end = p.last_stable_offset
             return NONE, -1, end, p.leader_epoch
+        if timestamp == MAX_TIMESTAMP:
+            found = log.offset_of_max_timestamp()
+            limit = p.high_watermark if replica_id < 0 else log.log_end_offset
+            if replica_id < 0 and isolation_level == READ_COMMITTED:
+                limit = p.last_stable_offset
+            if found is None or found[0] >= limit:
+                return NONE, -1, -1, p.leader_epoch
+            return NONE, found[1], found[0], p.leader_epoch
         if timestamp < 0:
             return OffsetOutOfRangeError.code, -1, -1, -1
         found = log.offset_for_timestamp(timestamp)

@@ -229,7 +229,8 @@ class Connection(asyncio.Protocol):
 
     def _fatal(self, refusal: Refusal) -> None:
         """Bad input: answer what is done, then the refusal's reply (if any), then close."""
-        log.info("closing %s: %s", self.peer, refusal.why)
+        log.log(logging.DEBUG if refusal.logged else logging.INFO,
+                "closing %s: %s", self.peer, refusal.why)  # fmt: skip
         self._flush()
         for task in list(self.tasks):
             task.cancel()

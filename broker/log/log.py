@@ -98,6 +98,7 @@ from protocol.batch import (
     LENGTH_PREFIX_BYTES,
     TRANSACTIONAL_BIT,
     InvalidBatchError,
+    decode_records,
 )
 from protocol.clock import Clock
 from protocol.codec import FileSlice
@@ -105,6 +106,7 @@ from protocol.control import Marker, build_marker, parse_marker
 from protocol.errors import (
     InvalidRecordError,
     KafkaStorageError,
+    OdradekError,
     OffsetOutOfRangeError,
     UsageError,
 )
@@ -190,6 +192,8 @@ class Log:
         self._bases: list[int] = []  # base offsets of _segments, for bisect
         self._pending_deletes: list[tuple[int, Segment]] = []  # (delete at monotonic ms, seg)
         self._truncations: list[int] = []  # offsets truncated to; len() is the generation
+        # ListOffsets MAX_TIMESTAMP: ((segment base, max ts, batch base), answer), see below
+        self._max_ts_found: tuple[tuple[int, int, int], tuple[int, int]] | None = None
         self.log_start_offset = 0
         self.recovery_point = 0
         self._last_flush_ms = clock.monotonic_ms()
@@ -734,6 +738,39 @@ class Log:
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding the log's largest timestamp
+        (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches.
+
+        Each segment keeps its max timestamp and the base offset of the batch holding it
+        (segment.py, from the batch headers and the time index), so the segment and the batch
+        come without a scan; only that one batch is decoded, to find the record within it (as
+        Kafka does), and the answer is kept until another batch takes the maximum."""
+        best: Segment | None = None
+        for seg in self._segments:  # the first segment with the largest max, as Kafka
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        key = (best.base_offset, best.max_timestamp, best.offset_of_max_timestamp)
+        if self._max_ts_found is not None and self._max_ts_found[0] == key:
+            return self._max_ts_found[1]
+        found = (max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp)
+        located = best.locate(best.offset_of_max_timestamp)
+        if located is not None:
+            pos, header = located
+            data = os.pread(best.fd, LENGTH_PREFIX_BYTES + header[H_LENGTH], pos)
+            try:
+                _, records = decode_records(data)
+            except (InvalidBatchError, OdradekError):
+                records = []  # undecodable here: the batch's base offset is the answer
+            for r in records:
+                if r.timestamp == best.max_timestamp:
+                    found = (max(r.offset, self.log_start_offset), r.timestamp)
+                    break
+        self._max_ts_found = (key, found)
+        return found
 
     # ----- truncation -----------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
-"""ListOffsets (api key 2): earliest (-2), latest (-1) or the first offset at or after a time."""
+"""ListOffsets (api key 2): earliest (-2), latest (-1) or the first offset at or after a time;
+also, as Kafka 4.0: max timestamp (-3, KIP-734: the record with the largest timestamp),
+earliest local (-4, KIP-405: the log start, as odradek has no tiered storage) and latest
+tiered (-5: offset -1, nothing is tiered)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,9 @@ from protocol.registry import ApiSpec, register
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 
 @dataclass(frozen=True, slots=True)

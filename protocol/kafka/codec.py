@@ -18,7 +18,9 @@ What Kafka does with bad input, we do: an unknown API key, a version outside wha
 body that does not parse raises `KafkaRequestError`, and the connection is closed (Kafka's
 `InvalidRequestException` path); ApiVersions alone is answered at any version: a version it does
 not serve gets `body=None` and the handler answers UNSUPPORTED_VERSION in v0 with the versions it
-does serve (KIP-511), so a newer client can retry with one we have.
+does serve (KIP-511), so a newer client can retry with one we have. An unknown API key or an
+unserved version raises `UnservedApiError`, which names the client (its client_id) so that the
+broker can log who asked (broker/doors.py).
 
 `make(cls, **values)` builds a kio entity from plain Python values for whatever fields `cls` has
 at its version (values for fields it lacks are dropped; ints become `ErrorCode`, `timedelta` or
@@ -55,6 +57,22 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 class KafkaRequestError(ProtocolError):
     """A Kafka request that cannot be served: Kafka closes the connection."""
+
+
+class UnservedApiError(KafkaRequestError):
+    """A well-formed header asking for an API key, or a version of one, that is not served
+    (Kafka's SocketServer refuses it as "not enabled" and closes the connection); it names the
+    client so that the broker can say who asked."""
+
+    def __init__(
+        self, api_key: int, api_version: int, client_id: str | None, served: tuple[int, int] | None
+    ) -> None:
+        what = "is not served" if served is None else f"is not served ({served[0]}-{served[1]} are)"
+        super().__init__(f"api key {api_key} version {api_version} {what}")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.client_id = client_id
+        self.served = served
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,18 +126,18 @@ def decode_request(
     key, version, corr = peek_header(frame)
     bounds = served.get(key)
     if bounds is None:
-        raise KafkaRequestError(f"api key {key} is not served")
+        raise UnservedApiError(key, version, _client_id_or_none(frame), None)
     in_range = bounds[0] <= version <= bounds[1]
     if key == API_VERSIONS_KEY and not in_range:
         header = KafkaHeader(key, version, corr, _client_id_or_none(frame))
         return KafkaRequest(header, None, False, client_host)
     if not in_range:
-        raise KafkaRequestError(f"api key {key} version {version} is not served")
+        raise UnservedApiError(key, version, _client_id_or_none(frame), bounds)
     try:
         cls = request_class(key, version)
     except Exception:
         # advertised for old clients' sake (Produce 0-2, as Kafka 4.0) but not decodable
-        raise KafkaRequestError(f"api key {key} version {version} is not served") from None
+        raise UnservedApiError(key, version, _client_id_or_none(frame), bounds) from None
     flexible = bool(cls.__flexible__)
     try:
         guard.check_header(frame, flexible)  # kio's reader must never see an oversize length

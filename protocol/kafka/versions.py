@@ -4,12 +4,21 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 0.14 find the versions they need, and so that no version needs what odradek does not have:
 - Produce from 0 as Kafka 4.0 advertises it (librdkafka before 2.11.1 turns compression off when
   the minimum is above 0), though only v3+ (record batch v2) decodes; older ones close the
-  connection, as Kafka 4.0. Up to 9 (v10+ adds only leader hints; v13 topic ids).
-- Fetch 4-12: v13+ names topics by id, which odradek does not keep.
-- Metadata 0-12, ListOffsets 1-6 (v7 adds the max-timestamp lookup, which needs records read).
+  connection, as Kafka 4.0. Up to 12 as Kafka 4.0 (v10+ leader hints, KIP-951; v12 is
+  transaction version 2, which no client uses while odradek finalizes no transaction.version);
+  v13 (Kafka 4.1) names topics by id.
+- Fetch 4-17 as Kafka 4.0: v13+ names topics by id (KIP-516, kept as ZooKeeper-era Kafka keeps
+  them), v16 adds leader endpoints; v18 (Kafka 4.1, KIP-1166 high watermark hints) is not served.
+- Metadata 0-13 (v10+ topic ids, v12 lookups by id, v13 a top-level error code), ListOffsets
+  1-10 as Kafka 4.0 (v7 max timestamp, v8 earliest local = the log start since nothing is
+  tiered, v9 latest tiered = -1, v10 a timeout only tiered lookups use); v11 (Kafka 4.2,
+  earliest pending upload) is not served. kafka-python infers Kafka 4.0 from ListOffsets 10.
+- Unserved: an API key or version outside this table closes the connection, as Kafka does,
+  with one log line naming the client (broker/doors.py).
 - Admin: DeleteRecords 0-2, DescribeLogDirs 1-4 (v0 has no error codes per log dir),
   ElectLeaders 0-2, Alter/ListPartitionReassignments 0, DescribeCluster 0-1 (v2 lists fenced
-  brokers, a KRaft notion), DescribeTopicPartitions 0.
+  brokers, a KRaft notion), DescribeTopicPartitions 0 (with topic ids), CreateTopics 2-7 (v7
+  answers the topic id), DeleteTopics 1-6 (v6 by name or id).
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.
@@ -18,10 +27,6 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   batch removal by member or instance id), OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch
   groups), FindCoordinator 0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2,
   OffsetDelete 0.
-- KIP-848 consumer groups (group.protocol=consumer): ConsumerGroupHeartbeat 0-1 and
-  ConsumerGroupDescribe 0-1, as Kafka 4.0 (v1: the client makes its member id, KIP-1082);
-  OffsetCommit 8-9 (v9: generation id is the member epoch) and OffsetFetch 8-9 (v8 batches
-  groups, v9 a member id and epoch), ListGroups 5 (group types filter).
 - Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
@@ -73,25 +78,23 @@ DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 DESCRIBE_TOPIC_PARTITIONS = 75
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    OFFSET_COMMIT: (2, 9),
-    OFFSET_FETCH: (1, 9),
+    OFFSET_COMMIT: (2, 7),
+    OFFSET_FETCH: (1, 7),
     FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
     HEARTBEAT: (0, 4),
     LEAVE_GROUP: (0, 5),
     SYNC_GROUP: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 4),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
-    PRODUCE: (0, 9),
-    FETCH: (4, 12),
-    LIST_OFFSETS: (1, 6),
-    METADATA: (0, 12),
+    PRODUCE: (0, 12),
+    FETCH: (4, 17),
+    LIST_OFFSETS: (1, 10),
+    METADATA: (0, 13),
     API_VERSIONS: (0, 4),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
@@ -116,7 +119,5 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CREATE_PARTITIONS: (0, 3),
-    CONSUMER_GROUP_HEARTBEAT: (0, 1),
-    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 """api key -> (min, max) version served. broker/handlers/kafka/ has one handler per key."""

@@ -1,11 +1,11 @@
 """CreateTopics (19), v2-v7: the native CreateTopics (validate, write to ZooKeeper, wait for
-leaders), answered in Kafka's shape. Topic ids (v7) are the null id. From v5 a created topic's
-answer lists its configs with their sources, as DescribeConfigs gives them
+leaders), answered in Kafka's shape. v7 answers a created topic's id (KIP-516, from the
+metadata cache the native handler waited on; the null id for a failed one). From v5 a created
+topic's answer lists its configs with their sources, as DescribeConfigs gives them
 (broker/handlers/describe_configs.py `topic_entries`); a failed one's is null."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from broker.context import BrokerContext
@@ -20,8 +20,6 @@ from protocol.api.admin import (
     ReplicaAssignment,
 )
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
-
-NULL_TOPIC_ID = uuid.UUID(int=0)
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -62,7 +60,7 @@ def _answer(
         make(
             result_cls,
             name=t.name,
-            topic_id=NULL_TOPIC_ID,
+            topic_id=ctx.metadata.topic_id(t.name) if t.error_code == 0 else None,
             error_code=t.error_code,
             error_message=t.error_message,
             topic_config_error_code=0,

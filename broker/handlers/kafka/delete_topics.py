@@ -1,6 +1,7 @@
 """DeleteTopics (20), v1-v6: the native DeleteTopics (mark in ZooKeeper, wait until the
-controller has deleted), answered in Kafka's shape. v6 names topics by name or id; odradek has
-no topic ids, so an entry without a name gets UNKNOWN_TOPIC_ID."""
+controller has deleted), answered in Kafka's shape. v6 names topics by name or by id (KIP-516):
+an id is looked up in the metadata cache, and one no topic has gets UNKNOWN_TOPIC_ID; each
+result carries the topic's id as it was before the delete."""
 
 from __future__ import annotations
 
@@ -11,33 +12,50 @@ from broker.context import BrokerContext
 from broker.handlers import delete_topics as native
 from broker.handlers.kafka._adapt import as_native, then
 from protocol.api.admin import DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.errors import for_name
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.topic_ids import encode_topic_id
 
-UNKNOWN_TOPIC_ID = 100
-NULL_TOPIC_ID = uuid.UUID(int=0)
+UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     version = request.header.api_version
+    unknown: list[uuid.UUID] = []
     if version >= 6:
-        names = [t.name for t in req.topics if t.name is not None]
-        unnamed = [t.topic_id for t in req.topics if t.name is None]
+        names = []
+        for t in req.topics:
+            name = t.name if t.name is not None else _by_id(ctx, t.topic_id)
+            if name is None:
+                unknown.append(t.topic_id)
+            else:
+                names.append(name)
     else:
-        names, unnamed = list(req.topic_names), []
+        names = list(req.topic_names)
+    ids = {name: ctx.metadata.topic_id(name) for name in names}  # before they are gone
     native_req = DeleteTopicsRequest(names, millis(req.timeout))
     result = native.handle(ctx, as_native(DELETE_TOPICS, native_req, request))
-    return then(result, lambda r: _answer(version, r, unnamed))
+    return then(result, lambda r: _answer(version, r, ids, unknown))
 
 
-def _answer(version: int, resp: DeleteTopicsResponse, unnamed: list[Any]) -> Any:
+def _by_id(ctx: BrokerContext, topic_id: uuid.UUID | None) -> str | None:
+    return None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
+
+
+def _answer(
+    version: int,
+    resp: DeleteTopicsResponse,
+    ids: dict[str, uuid.UUID | None],
+    unknown: list[uuid.UUID],
+) -> Any:
     cls = response_class(DELETE_TOPICS.key, version)
     result_cls = nested(cls, "DeletableTopicResult")
     results = [
         make(
             result_cls,
             name=r.name,
-            topic_id=NULL_TOPIC_ID,
+            topic_id=ids.get(r.name),
             error_code=r.error_code,
             error_message=r.error_message,
         )
@@ -48,9 +66,13 @@ def _answer(version: int, resp: DeleteTopicsResponse, unnamed: list[Any]) -> Any
             result_cls,
             name=None,
             topic_id=tid,
-            error_code=UNKNOWN_TOPIC_ID,
-            error_message="odradek names topics; it has no topic ids",
+            error_code=UnknownTopicIdError.code,
+            error_message=f"no topic has the id {_text(tid)}",
         )
-        for tid in unnamed
+        for tid in unknown
     ]
     return make(cls, throttle_time=0, responses=tuple(results))
+
+
+def _text(topic_id: uuid.UUID | None) -> str:
+    return "null" if topic_id is None else encode_topic_id(topic_id)

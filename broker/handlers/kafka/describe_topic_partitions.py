@@ -8,7 +8,8 @@ min(response_partition_limit, 2000) partitions; when it fills inside a topic, ne
 points at the next partition, and when it fills at a topic's end and another topic follows,
 at that topic's partition 0. A cursor naming a topic outside the list asked for, or a negative
 partition, is INVALID_REQUEST on every topic named. Odradek has no eligible leader replicas
-(KIP-966's ELR): both ELR lists are empty. Topic ids are the null id.
+(KIP-966's ELR): both ELR lists are empty. Each topic carries its id (KIP-516) from the
+metadata cache; the null id for one the controller has not given an id yet.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_TOPIC_PARTITIONS
 
 MAX_PARTITIONS_PER_PAGE = 2000  # Kafka's max.request.partition.size.limit
-NULL_TOPIC_ID = uuid.UUID(int=0)
 NO_AUTHORIZED_OPERATIONS = -2147483648
 InvalidRequestError = for_name("INVALID_REQUEST")
 
@@ -81,7 +81,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     counts = [(n, len(cache.topics[n]) if cache.has_topic(n) else None) for n in names]
     entries, next_cursor = page(counts, cursor, req.response_partition_limit)
     described = {t.name: t for t in cache.describe([e.topic for e in entries])}
-    topics = tuple(_topic(cls, described[e.topic], e) for e in entries)
+    topics = tuple(_topic(cls, described[e.topic], e, cache.topic_id(e.topic)) for e in entries)
     nxt = None
     if next_cursor is not None:
         nxt = make(nested(cls, "Cursor"), topic_name=next_cursor.topic,
@@ -89,14 +89,14 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     return make(cls, throttle_time=0, topics=topics, next_cursor=nxt)
 
 
-def _topic(cls: Any, t: TopicMetadata, entry: PageEntry) -> Any:
+def _topic(cls: Any, t: TopicMetadata, entry: PageEntry, topic_id: uuid.UUID | None) -> Any:
     code = t.error_code if entry.known else UnknownTopicOrPartitionError.code
     parts = tuple(
         _partition(cls, p) for p in t.partitions if entry.start <= p.partition < entry.end
     )
     return make(
         nested(cls, "DescribeTopicPartitionsResponseTopic"), error_code=code, name=t.name,
-        topic_id=NULL_TOPIC_ID, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
+        topic_id=topic_id, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
         partitions=parts, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS,
     )  # fmt: skip
 
@@ -113,6 +113,6 @@ def _partition(cls: Any, p: PartitionMetadata) -> Any:
 def _refused(cls: Any, name: str) -> Any:
     return make(
         nested(cls, "DescribeTopicPartitionsResponseTopic"), error_code=InvalidRequestError.code,
-        name=name, topic_id=NULL_TOPIC_ID, is_internal=False, partitions=(),
+        name=name, topic_id=None, is_internal=False, partitions=(),
         topic_authorized_operations=NO_AUTHORIZED_OPERATIONS,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Fetch (1), v4-v12: the same reads and long polls as the native Fetch, log data sent from the
+"""Fetch (1), v4-v17: the same reads and long polls as the native Fetch, log data sent from the
 segment files (the response is laid out by protocol/kafka/fetch_response.py with FileSlices).
 
 Kafka clients fetch as consumers whatever replica id they send (followers use the native door),
@@ -7,15 +7,24 @@ door's (broker/fetch_session.py): a client that asks for one (kafka-python does)
 incremental answers; one that does not (librdkafka, aiokafka) is answered in full, as Kafka
 answers session id 0. isolation_level read_committed (1) reads stop at the last stable offset,
 which the response carries, with the aborted transactions of the records returned (KIP-98).
+
+v13+ names topics by id (KIP-516): ids are turned into names through the metadata cache before
+the native Fetch (whose sessions keep names) and back in the answer; a topic id no topic has
+(deleted, or re-created under a new id) is answered UNKNOWN_TOPIC_ID on each of its partitions,
+as Kafka does. A partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
+current leader (v12+) and, from v16, the leaders' endpoints (KIP-951, _leader_hints.py).
+v15 (replica_state) and v17 (replica directory ids) concern followers only.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, cast
 
 from broker.context import BrokerContext
 from broker.handlers import fetch as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     FETCH,
@@ -29,62 +38,84 @@ from protocol.api.fetch import (
     ForgottenTopic,
 )
 from protocol.codec import Chunk, FileSlice
+from protocol.errors import for_name
 from protocol.kafka.codec import KafkaRequest, millis, response_header
-from protocol.kafka.fetch_response import FetchedPartition, encode_fetch_response
+from protocol.kafka.fetch_response import (
+    TOPIC_IDS_FROM,
+    FetchedPartition,
+    NodeEndpoint,
+    encode_fetch_response,
+)
+
+UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
+Unknown = list[tuple[uuid.UUID | None, list[int]]]  # ids no topic has, with their partitions
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
-    topics = [
-        FetchTopic(
-            t.topic,
-            [
-                FetchPartition(
-                    p.partition,
-                    p.fetch_offset,
-                    p.partition_max_bytes,
-                    getattr(p, "current_leader_epoch", -1),
-                )
-                for p in t.partitions
-            ],
-        )
-        for t in req.topics
-    ]
-    forgotten = [
-        ForgottenTopic(t.topic, [int(p) for p in t.partitions])
-        for t in getattr(req, "forgotten_topics_data", ())
-    ]
+    by_id = request.header.api_version >= TOPIC_IDS_FROM
+    unknown: Unknown = []
+    topics: list[FetchTopic] = []
+    for t in req.topics:
+        name = _name(ctx, t, by_id)
+        if name is None:
+            unknown.append((t.topic_id, [p.partition for p in t.partitions]))
+            continue
+        parts = [
+            FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes,
+                           getattr(p, "current_leader_epoch", -1))
+            for p in t.partitions
+        ]  # fmt: skip
+        topics.append(FetchTopic(name, parts))
+    forgotten = []
+    for t in getattr(req, "forgotten_topics_data", ()):
+        name = _name(ctx, t, by_id)
+        if name is not None:  # an id no topic has: nothing of it is in any session
+            forgotten.append(ForgottenTopic(name, [int(p) for p in t.partitions]))
     native_req = FetchRequest(
         CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics,
         getattr(req, "session_id", NO_SESSION), getattr(req, "session_epoch", FINAL_EPOCH),
         forgotten, getattr(req, "isolation_level", READ_UNCOMMITTED),
     )  # fmt: skip
     result = native.handle(ctx, as_native(FETCH, native_req, request))
-    return then(result, lambda r: _answer(request, r))
+    return then(result, lambda r: _answer(ctx, request, r, unknown))
 
 
-def _answer(request: KafkaRequest, resp: FetchResponse) -> list[Chunk]:
-    topics = [
-        (
-            t.name,
-            [
+def _name(ctx: BrokerContext, t: Any, by_id: bool) -> str | None:
+    if not by_id:
+        return str(t.topic)
+    return None if t.topic_id is None else ctx.metadata.topic_by_id(t.topic_id)
+
+
+def _answer(
+    ctx: BrokerContext, request: KafkaRequest, resp: FetchResponse, unknown: Unknown
+) -> list[Chunk]:
+    version = request.header.api_version
+    cache = ctx.metadata
+    leaders: set[int] = set()
+    topics: list[tuple[str | uuid.UUID | None, list[FetchedPartition]]] = []
+    for t in resp.topics:
+        parts = []
+        for p in t.partitions:
+            hint = current_leader(cache, t.name, p.partition) if p.error_code in HINTED else None
+            if hint is not None:
+                leaders.add(hint[0])
+            aborted = p.aborted_transactions
+            parts.append(
                 FetchedPartition(
-                    p.partition,
-                    p.error_code,
-                    p.high_watermark,
-                    p.log_start_offset,
+                    p.partition, p.error_code, p.high_watermark, p.log_start_offset,
                     cast(bytes | FileSlice, p.records),  # bytes, or a FileSlice sent from the file
                     p.last_stable_offset,
-                    None
-                    if p.aborted_transactions is None
-                    else [(a.producer_id, a.first_offset) for a in p.aborted_transactions],
+                    None if aborted is None else [(a.producer_id, a.first_offset) for a in aborted],
+                    hint,
                 )
-                for p in t.partitions
-            ],
-        )
-        for t in resp.topics
-    ]
+            )  # fmt: skip
+        topics.append((cache.topic_id(t.name) if version >= TOPIC_IDS_FROM else t.name, parts))
+    for topic_id, indexes in unknown:
+        code = UnknownTopicIdError.code
+        topics.append((topic_id, [FetchedPartition(i, code, -1, -1, b"") for i in indexes]))
+    nodes = [NodeEndpoint(*e) for e in endpoints(cache, leaders)]
     return encode_fetch_response(
-        request.header.api_version, response_header(request), topics, resp.error_code,
-        session_id=resp.session_id,
+        version, response_header(request), topics, resp.error_code,
+        session_id=resp.session_id, node_endpoints=nodes,
     )  # fmt: skip

@@ -1,6 +1,9 @@
-"""ListOffsets (2), v1-v6: earliest (-2), latest (-1: the high watermark; read_committed, v2+:
-the last stable offset) or by timestamp,
-through the same lookup as the native ListOffsets. Kafka clients are consumers (replica -1).
+"""ListOffsets (2), v1-v10: earliest (-2), latest (-1: the high watermark; read_committed, v2+:
+the last stable offset), by timestamp, max timestamp (-3, v7+: the first record holding the
+largest timestamp, KIP-734), earliest local (-4, v8+: the log start, nothing being tiered) and
+latest tiered (-5, v9+: offset -1, as Kafka answers without tiered storage), all through the same
+lookup as the native ListOffsets (broker/replica_manager.py `list_offset`). v10's timeout is for
+tiered lookups only. Kafka clients are consumers (replica -1).
 A new leader whose HW lags its epoch's start answers OFFSET_NOT_AVAILABLE (v5+) or
 LEADER_NOT_AVAILABLE (older), as Kafka does (KIP-207)."""
 

@@ -5,7 +5,10 @@ Kafka leaves out brokers without the listener asked on). Topics: v0 asks for all
 list, v1+ with null. An unknown topic is created when the request allows it (v0-3 always do;
 v4+ say so) and the broker's `auto_create_topics_enable` is on, with `num_partitions` and
 `default_replication_factor`, and answered LEADER_NOT_AVAILABLE meanwhile, as Kafka does; the
-client asks again. Topic ids (v10+) are the null id: odradek names topics, Fetch stays <= v12.
+client asks again. Topic ids (KIP-516): v10+ answers each topic's id from the metadata cache
+(the null id for a topic the controller has not given one yet); v12+ may name topics by id
+instead, and an id no topic has is answered UNKNOWN_TOPIC_ID with a null name, as Kafka does.
+v13 adds only a top-level error code (KIP-1102), always NONE here.
 """
 
 from __future__ import annotations
@@ -24,38 +27,59 @@ from protocol.errors import (
     OdradekError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
+    for_name,
 )
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import METADATA
 
 log = logging.getLogger("odradek.broker.kafka")
-NULL_TOPIC_ID = uuid.UUID(int=0)
+UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
+BY_ID_SINCE = 12  # Metadata v12: topics may be named by id
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     req = request.body
     version = request.header.api_version
-    names = _requested(req, version)
+    names, by_id = _requested(ctx, req, version)
     allow = version < 4 or bool(req.allow_auto_topic_creation)
     missing = [] if names is None else [n for n in names if not ctx.metadata.has_topic(n)]
     if missing and allow and ctx.config.auto_create_topics_enable:
-        return _create_then_answer(ctx, version, names, missing)
-    return answer(ctx, version, ctx.metadata.describe(names), {})
+        return _create_then_answer(ctx, version, names, missing, by_id)
+    return answer(ctx, version, ctx.metadata.describe(names), {}, by_id)
 
 
-def _requested(req: Any, version: int) -> list[str] | None:
+def _requested(ctx: BrokerContext, req: Any, version: int) -> tuple[list[str] | None, list[Any]]:
+    """(the names asked for, None for all; the ids asked for that no topic has)."""
     if req.topics is None or (version == 0 and not req.topics):
-        return None
-    return [t.name for t in req.topics if t.name is not None]
+        return None, []
+    names: list[str] = []
+    unknown_ids: list[uuid.UUID] = []
+    for t in req.topics:
+        if t.name is not None:
+            names.append(t.name)
+            continue
+        topic_id = getattr(t, "topic_id", None) if version >= BY_ID_SINCE else None
+        if topic_id is None:
+            continue
+        name = ctx.metadata.topic_by_id(topic_id)
+        if name is None:
+            unknown_ids.append(topic_id)
+        else:
+            names.append(name)
+    return names, unknown_ids
 
 
 async def _create_then_answer(
-    ctx: BrokerContext, version: int, names: list[str] | None, missing: list[str]
+    ctx: BrokerContext,
+    version: int,
+    names: list[str] | None,
+    missing: list[str],
+    unknown_ids: list[uuid.UUID],
 ) -> Any:
     errors: dict[str, int] = {}
     for name in missing:
         errors[name] = await _auto_create(ctx, name)
-    return answer(ctx, version, ctx.metadata.describe(names), errors)
+    return answer(ctx, version, ctx.metadata.describe(names), errors, unknown_ids)
 
 
 async def _auto_create(ctx: BrokerContext, name: str) -> int:
@@ -78,7 +102,11 @@ async def _auto_create(ctx: BrokerContext, name: str) -> int:
 
 
 def answer(
-    ctx: BrokerContext, version: int, topics: list[TopicMetadata], errors: dict[str, int]
+    ctx: BrokerContext,
+    version: int,
+    topics: list[TopicMetadata],
+    errors: dict[str, int],
+    unknown_ids: list[uuid.UUID] | None = None,
 ) -> Any:
     cls = response_class(METADATA, version)
     broker_cls = nested(cls, "MetadataResponseBroker")
@@ -90,12 +118,22 @@ def answer(
     )
     return make(
         cls, throttle_time=0, brokers=brokers, cluster_id=ctx.cluster_id,
-        controller_id=cache.controller_id, topics=tuple(_topic(cls, t, errors) for t in topics),
-        cluster_authorized_operations=-2147483648,
+        controller_id=cache.controller_id,
+        topics=tuple(_topic(cls, t, errors, cache.topic_id(t.name)) for t in topics)
+        + tuple(_unknown_id(cls, i) for i in unknown_ids or ()),
+        cluster_authorized_operations=-2147483648, error_code=0,
     )  # fmt: skip
 
 
-def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int]) -> Any:
+def _unknown_id(cls: Any, topic_id: uuid.UUID) -> Any:
+    return make(
+        nested(cls, "MetadataResponseTopic"), error_code=UnknownTopicIdError.code, name=None,
+        topic_id=topic_id, is_internal=False, partitions=(),
+        topic_authorized_operations=-2147483648,
+    )  # fmt: skip
+
+
+def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int], topic_id: uuid.UUID | None) -> Any:
     part_cls = nested(cls, "MetadataResponsePartition")
     code = t.error_code
     if code == UnknownTopicOrPartitionError.code and t.name in errors:
@@ -115,6 +153,6 @@ def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int]) -> Any:
     )
     return make(
         nested(cls, "MetadataResponseTopic"), error_code=code, name=t.name,
-        topic_id=NULL_TOPIC_ID, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
+        topic_id=topic_id, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
         partitions=parts, topic_authorized_operations=-2147483648,
     )  # fmt: skip

@@ -8,6 +8,7 @@ import contextlib
 import os
 import struct
 import tempfile
+import uuid
 from typing import Any
 
 import pytest
@@ -132,12 +133,14 @@ def test_fetch_response_reads_back_through_kio(version: int) -> None:
         f.write(b"head" + b"R" * 300 + b"tail")
         f.flush()
         on_disk = FileSlice(f.fileno(), 4, 300)
-        topics = [
-            ("alpha", [
+        by_id = version >= 13  # topics are named by id (KIP-516)
+        alpha_id, beta_id = uuid.UUID(int=0xA1), uuid.UUID(int=0xB2)
+        topics: list[tuple[str | uuid.UUID | None, list[FetchedPartition]]] = [
+            (alpha_id if by_id else "alpha", [
                 FetchedPartition(0, 0, 10, 2, on_disk),
                 FetchedPartition(1, 1, -1, -1, None),
             ]),
-            ("beta", [FetchedPartition(3, 0, 5, 0, b"inline-bytes")]),
+            (beta_id if by_id else "beta", [FetchedPartition(3, 0, 5, 0, b"inline-bytes")]),
         ]  # fmt: skip
         flexible = version >= 12
         header = struct.pack(">i", 77) + (b"\x00" if flexible else b"")
@@ -145,7 +148,10 @@ def test_fetch_response_reads_back_through_kio(version: int) -> None:
         assert any(isinstance(c, FileSlice) for c in chunks), "log data stays a file slice"
         body = _read_fetch(version, chunks)
     alpha, beta = body.responses
-    assert alpha.topic == "alpha" and beta.topic == "beta"
+    if by_id:
+        assert alpha.topic_id == alpha_id and beta.topic_id == beta_id
+    else:
+        assert alpha.topic == "alpha" and beta.topic == "beta"
     p0, p1 = alpha.partitions
     assert (p0.partition_index, p0.error_code.value, p0.high_watermark) == (0, 0, 10)
     assert p0.last_stable_offset == 10

@@ -124,3 +124,57 @@ def test_metadata_cache_maps_ids_both_ways_and_forgets_deleted_topics() -> None:
         assert cache.topic_id("t") is None and cache.topic_by_id(second) is None
 
     asyncio.run(run())
+
+
+# ----- Fetch v13+ (topic ids) and leader hints, read back through kio ------------------------
+
+
+@pytest.mark.parametrize("version", [12, 13, 15, 16, 17])
+def test_fetch_response_ids_and_leader_hints_read_back_through_kio(version: int) -> None:
+    from protocol.kafka import codec
+    from protocol.kafka.fetch_response import FetchedPartition, NodeEndpoint, encode_fetch_response
+
+    tid = uuid.UUID(KAFKA_HEX)
+    topic = tid if version >= 13 else "t"
+    moved = FetchedPartition(0, 6, -1, -1, b"", current_leader=(3, 7))
+    fine = FetchedPartition(1, 0, 5, 0, b"abc")
+    nodes = [NodeEndpoint(3, "127.0.0.3", 9093, None), NodeEndpoint(4, "h4", 9094, "r1")]
+    header = b"\x00\x00\x00\x4d\x00"
+    chunks = encode_fetch_response(version, header, [(topic, [moved, fine])], node_endpoints=nodes)
+    data = b"".join(c for c in chunks if isinstance(c, bytes))
+    _, body = codec.decode_response(1, version, data[4:])
+    (t,) = body.responses
+    if version >= 13:
+        assert t.topic_id == tid
+    else:
+        assert t.topic == "t"
+    p0, p1 = t.partitions
+    assert (p0.current_leader.leader_id, p0.current_leader.leader_epoch) == (3, 7)
+    assert p1.current_leader.leader_id == -1  # no hint: the default
+    assert bytes(p1.records) == b"abc"
+    if version >= 16:
+        assert [(n.node_id, n.host, n.port, n.rack) for n in body.node_endpoints] == [
+            (3, "127.0.0.3", 9093, None), (4, "h4", 9094, "r1")
+        ]  # fmt: skip
+
+
+# ----- ListOffsets MAX_TIMESTAMP (-3): the record with the largest timestamp -----------------
+
+
+def test_offset_of_max_timestamp_finds_the_record_inside_its_batch(tmp_path: Path) -> None:
+    from broker.log.config import LogConfig
+    from broker.log.log import Log
+    from protocol.batch import build_batch
+    from protocol.clock import ManualClock
+
+    def _batch(stamps: list[int]) -> bytes:
+        return build_batch([(None, b"v", None, ts) for ts in stamps])
+
+    log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock(1_000))
+    assert log.offset_of_max_timestamp() is None
+    log.append_as_leader(_batch([100, 300, 200]), 0)
+    log.append_as_leader(_batch([250, 50]), 0)
+    assert log.offset_of_max_timestamp() == (1, 300)  # offset 1 of batch 0-2, not its base
+    log.append_as_leader(_batch([10, 900, 900]), 0)
+    assert log.offset_of_max_timestamp() == (6, 900)  # the first record holding the maximum
+    log.close()
