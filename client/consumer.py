@@ -18,6 +18,9 @@ Consumer groups (issue 5): with `group_id`, `subscribe(topics or pattern, listen
 coordinator assign the partitions (client/group/consumer_group.py runs at the top of every poll
 step: join or rejoin, listener callbacks, auto commit); `commit`, `commit_async` and
 `committed` store and read the group's offsets. Without `group_id` only `assign` is allowed.
+`group_instance_id` makes the member static (KIP-345): it sends no LeaveGroup on close, so a
+restart within `session_timeout_ms` gets its partitions back without a rebalance, and a second
+consumer with the same id fences this one (poll raises FencedInstanceIdError).
 
 Transactions (KIP-98): `isolation_level="read_committed"` reads only committed transactions'
 records (up to each partition's last stable offset; aborted ones are dropped, see
@@ -68,6 +71,7 @@ class AsyncConsumer(ClusterClient):
         heartbeat_interval_ms: int = 3000,
         max_poll_interval_ms: int = 300_000,
         isolation_level: str = READ_UNCOMMITTED,
+        group_instance_id: str | None = None,
     ) -> None:
         if max_poll_records < 1:
             raise UsageError("max_poll_records must be at least 1")
@@ -94,6 +98,7 @@ class AsyncConsumer(ClusterClient):
             settings = GroupSettings(
                 group_id, assignment_strategy, session_timeout_ms, heartbeat_interval_ms,
                 max_poll_interval_ms, request_timeout_ms, retry_backoff_ms,
+                group_instance_id=group_instance_id or None,
             )  # fmt: skip
             self._group = ConsumerGroup(self, settings, enable_auto_commit, auto_commit_interval_ms)
         self._started = False

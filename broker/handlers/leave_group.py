@@ -1,4 +1,6 @@
-"""LeaveGroup: the member goes at once (no session timeout to wait for); a rebalance follows."""
+"""LeaveGroup: the member goes at once (no session timeout to wait for); a rebalance follows.
+Member id "" with a group instance id removes that static member (KIP-345, an admin's removal);
+a static member's own id with another member's instance id gets FENCED_INSTANCE_ID."""
 
 from __future__ import annotations
 
@@ -12,4 +14,6 @@ async def handle(ctx: BrokerContext, request: Request) -> LeaveGroupResponse:
     req: LeaveGroupRequest = request.body
     if ctx.groups is None:
         return LeaveGroupResponse(NotCoordinatorError.code)
-    return LeaveGroupResponse(await ctx.groups.leave(req.group_id, req.member_id))
+    return LeaveGroupResponse(
+        await ctx.groups.leave(req.group_id, req.member_id, req.group_instance_id)
+    )

@@ -16,6 +16,10 @@ protocol with the coordinator and the state of states.py:
   partitions go to others) and rejoins on its next poll.
 - `commit(offsets)` / `committed(tps)`: OffsetCommit (with generation and member id, so a fenced
   member's commit is refused) and OffsetFetch, to the coordinator.
+- static membership (KIP-345), with `group_instance_id`: every request carries it; the member
+  sends no LeaveGroup (on close nor after max_poll_interval_ms), so a restart within the session
+  timeout gets its old partitions back without a rebalance. FENCED_INSTANCE_ID (another process
+  took the instance id) stops consumption, and the next poll raises FencedInstanceIdError.
 
 Time is read through the injected `monotonic_s` (the client edge passes the loop's clock).
 """
@@ -50,6 +54,7 @@ from protocol.api.group import (
     TopicPartitions,
 )
 from protocol.errors import (
+    FencedInstanceIdError,
     IllegalGenerationError,
     NetworkError,
     OdradekError,
@@ -77,6 +82,7 @@ class GroupSettings:
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
     join_timeout_ms: int = 300_000
+    group_instance_id: str | None = None  # static membership (KIP-345); None: dynamic
 
     def check(self) -> None:
         if not self.group_id:
@@ -110,6 +116,7 @@ class GroupMembership:
         self._last_poll_s = 0.0
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._fenced: FencedInstanceIdError | None = None  # another process took the instance id
 
     # ----- state ------------------------------------------------------------------------------
 
@@ -219,12 +226,18 @@ class GroupMembership:
 
     async def _join_once(self) -> list[TopicPartition]:
         s = self.settings
+        if self._fenced is not None:
+            raise self._fenced
         request = JoinGroupRequest(
             s.group_id, s.session_timeout_ms, self.topics, self.member_id, s.assignment_strategy,
             s.max_poll_interval_ms, self.cluster.client_id or "", self.pattern,
+            s.group_instance_id,
         )  # fmt: skip
         timeout_ms = s.max_poll_interval_ms + s.session_timeout_ms + s.request_timeout_ms
         resp: JoinGroupResponse = await self._send(request, timeout_ms)
+        if resp.error_code == FencedInstanceIdError.code:
+            self._fenced = FencedInstanceIdError(resp.error_message or _FENCED)
+            raise self._fenced
         if resp.error_code != NONE:
             raise for_code(resp.error_code)(resp.error_message)
         self.member_id, self.generation = resp.member_id, resp.generation_id
@@ -262,7 +275,8 @@ class GroupMembership:
                         self.settings.group_id)  # fmt: skip
             await self.leave()
             return
-        request = HeartbeatRequest(self.settings.group_id, self.generation, self.member_id)
+        request = HeartbeatRequest(self.settings.group_id, self.generation, self.member_id,
+                                   self.settings.group_instance_id)  # fmt: skip
         try:
             resp: HeartbeatResponse = await self._send(request)
         except OdradekError:
@@ -274,7 +288,11 @@ class GroupMembership:
         """React to a coordinator's answer (heartbeat or commit) as the state table says."""
         if code == NONE or self.state not in (ConsumerState.MEMBER, ConsumerState.REDISCOVER):
             return
-        if code in REJOIN_CODES:
+        if code == FencedInstanceIdError.code:  # fatal: the next poll raises it
+            log.error("%s: %s", self.settings.group_id, _FENCED)
+            self._fenced = FencedInstanceIdError(_FENCED)
+            self._move(ConsumerState.STOPPED)
+        elif code in REJOIN_CODES:
             if code == UnknownMemberIdError.code:
                 self.member_id = ""
             self._move(ConsumerState.STOPPED)
@@ -304,6 +322,7 @@ class GroupMembership:
             self.settings.group_id, self.generation if in_group else -1,
             self.member_id if in_group else "",
             [CommitTopic(t, ps) for t, ps in by_topic.items()],
+            self.settings.group_instance_id if in_group else None,
         )  # fmt: skip
         resp: OffsetCommitResponse = await self._call(request, _first_commit_code)
         for topic in resp.topics:
@@ -331,8 +350,10 @@ class GroupMembership:
     # ----- leaving --------------------------------------------------------------------------------
 
     async def leave(self) -> None:
-        """LeaveGroup (best effort); the next poll rejoins with a new member id."""
-        if self.member_id:
+        """LeaveGroup (best effort); the next poll rejoins with a new member id. A static member
+        sends none (Kafka's clients do not): it stays in the group until its session times
+        out, so a restart within it keeps its partitions."""
+        if self.member_id and self.settings.group_instance_id is None:
             with contextlib.suppress(OdradekError):
                 await self._send(LeaveGroupRequest(self.settings.group_id, self.member_id))
         self.member_id, self.generation = "", -1
@@ -352,6 +373,12 @@ class GroupMembership:
                 await self.leave()
         self.state = ConsumerState.DOWN
         self._drop_coordinator()
+
+
+_FENCED = (
+    "another consumer joined with this group_instance_id (static membership): this one "
+    "is fenced and must be closed"
+)
 
 
 def _first_commit_code(resp: OffsetCommitResponse) -> int:
