@@ -402,10 +402,13 @@ class Controller:
         self._replicas_online([(topic, p) for p in assignment])
         await self._watch_topic(topic)
 
-    async def _backfill_topic_id(self, topic: str) -> uuid.UUID | None:
+    async def _backfill_topic_id(
+        self, topic: str, known: uuid.UUID | None = None
+    ) -> uuid.UUID | None:
         """A topic from before ids (KIP-516) gets one, as Kafka's controller gives it: written
         into its assignment znode (fenced, conditional on the version read; a concurrent
-        change re-reads). None if the topic vanished meanwhile."""
+        change re-reads). `known`: the id the topic had, put back into a znode that lost it
+        (rewritten by a tool that does not know ids). None if the topic vanished meanwhile."""
         for _ in range(BACKFILL_ATTEMPTS):
             try:
                 data, version = await self.zk.get(paths.topic_path(topic))
@@ -414,13 +417,14 @@ class Controller:
             decoded = paths.TopicAssignment.decode(data)
             if decoded.topic_id is not None:
                 return decoded.topic_id
-            topic_id = new_topic_id()
+            topic_id = known or new_topic_id()
             written = paths.TopicAssignment(decoded.partitions, topic_id).encode()
             try:
                 await self.writer.fenced([OpSet(paths.topic_path(topic), written, version)])
             except (ZkBadVersion, ZkNoNode):
                 continue
-            log.info("topic %s had no topic id: assigned %s", topic, encode_topic_id(topic_id))
+            what = "restored" if known else "assigned"
+            log.info("topic %s had no topic id: %s %s", topic, what, encode_topic_id(topic_id))
             return topic_id
         log.warning("topic %s: no topic id written, its znode kept changing", topic)
         return None
@@ -657,7 +661,10 @@ class Controller:
                 data, _ = await self.zk.get(paths.topic_path(topic))
             except ZkNoNode:
                 continue  # deleted: TOPIC_CHANGE / TOPIC_DELETION handle it
-            assignment = paths.TopicAssignment.decode(data).partitions
+            decoded = paths.TopicAssignment.decode(data)
+            assignment = decoded.partitions
+            if decoded.topic_id is None and topic in self.ctx.topic_ids:
+                await self._backfill_topic_id(topic, self.ctx.topic_ids[topic])
             new = {p: r for p, r in assignment.items() if p not in known}
             if not new:
                 continue

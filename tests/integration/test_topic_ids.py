@@ -7,7 +7,8 @@
 - a topic deleted (DeleteTopics v6, by id) and created again gets a new id; Fetch v13 by the old
   id is UNKNOWN_TOPIC_ID on each partition, by the new one it reads;
 - a topic written in the old znode form (version 1, no id) while no broker runs gets an id when
-  the controller starts, written into its znode;
+  the controller starts, written into its znode; a znode rewritten without the id (an old tool
+  adding a partition) gets the same id back;
 - kafka-python infers Kafka 4.x from ApiVersions;
 - an API version odradek does not serve closes the connection and the broker logs exactly one
   line naming the client.
@@ -188,6 +189,19 @@ def test_a_topic_without_an_id_gets_one_when_the_controller_starts(
         znode = json.loads(data)
         assert znode["version"] == 3 and decode_topic_id(znode["topic_id"]) == tid
         assert znode["partitions"] == old_form["partitions"]
+
+        # an old tool adds a partition and writes the znode without the id: the controller
+        # puts the same id back (a new one would not match the replicas' partition.metadata)
+        grown = {"version": 1, "partitions": {**old_form["partitions"], "2": [3, 1, 2]}}
+        zk.set("/brokers/topics/legacy", json.dumps(grown).encode())
+
+        def restored() -> dict[str, Any]:
+            obj: dict[str, Any] = json.loads(zk.get("/brokers/topics/legacy")[0])
+            return obj if "topic_id" in obj else {}
+
+        znode = wait_until(restored, "the id written back", WAIT_S)
+        assert decode_topic_id(znode["topic_id"]) == tid and "2" in znode["partitions"]
+        assert _agreed_id(cluster, "legacy") == tid
     finally:
         zk.stop()
         zk.close()
