@@ -9,6 +9,8 @@
 - a topic written in the old znode form (version 1, no id) while no broker runs gets an id when
   the controller starts, written into its znode; a znode rewritten without the id (an old tool
   adding a partition) gets the same id back;
+- Metadata v12 looks topics up by id (an unknown one: UNKNOWN_TOPIC_ID, null name), and
+  DescribeTopicPartitions answers the id;
 - kafka-python infers Kafka 4.x from ApiVersions;
 - an API version odradek does not serve closes the connection and the broker logs exactly one
   line naming the client.
@@ -26,7 +28,13 @@ from typing import Any
 import pytest
 
 from deploy.cluster import LocalCluster
-from protocol.kafka.versions import CREATE_TOPICS, DELETE_TOPICS, FETCH, METADATA
+from protocol.kafka.versions import (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DESCRIBE_TOPIC_PARTITIONS,
+    FETCH,
+    METADATA,
+)
 from protocol.topic_ids import decode_topic_id, encode_topic_id
 from tests.fixtures.cluster import ClusterFactory, wait_until
 from tests.integration.kafka_wire import KafkaConn, addresses, nested
@@ -151,6 +159,18 @@ def test_ids_live_through_failover_restart_and_recreation(cluster_factory: Clust
     again = _create(cluster, TOPIC)
     assert again != created
     assert _agreed_id(cluster, TOPIC) == again
+    # Metadata v12 by id: the new id names the topic, the old one is UNKNOWN_TOPIC_ID
+    with KafkaConn(address) as conn:
+        by_id = tuple(nested(METADATA, 12, "MetadataRequestTopic", name=None, topic_id=i)
+                      for i in (again, created))  # fmt: skip
+        resp = conn.call(METADATA, 12, topics=by_id, allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False)  # fmt: skip
+        named = {t.topic_id: (t.name, t.error_code.value) for t in resp.topics}
+        assert named == {again: (TOPIC, 0), created: (None, UNKNOWN_TOPIC_ID)}
+        wanted = (nested(DESCRIBE_TOPIC_PARTITIONS, 0, "TopicRequest", name=TOPIC),)
+        resp = conn.call(DESCRIBE_TOPIC_PARTITIONS, 0, topics=wanted,
+                         response_partition_limit=100, cursor=None)  # fmt: skip
+        assert [(t.name, t.topic_id) for t in resp.topics] == [(TOPIC, again)]
     for version in (13, 17):
         for a in addresses(cluster.kafka_bootstrap):
             (t,) = _fetch_by_id(a, created, version).responses
