@@ -17,6 +17,7 @@ consumer group's records are tombstoned before a classic member joins it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ from protocol.api.group import (
 if TYPE_CHECKING:
     from coordinator.group.service import GroupCoordinator
 
+log = logging.getLogger("odradek.coordinator.group")
 NONE = 0
 INCONSISTENT_GROUP_PROTOCOL = 23
 
@@ -97,6 +99,12 @@ class ConsumerGroups:
             return HeartbeatOut(code, None, req.member_id or None)
         group = owned.shard.get(req.group_id)
         if group is not None and consumer_of(group) is None and is_classic_active(group):
+            log.info(
+                "group %s: consumer-protocol member %r refused: a classic group with "
+                "members (no online migration)",
+                req.group_id,
+                req.member_id,
+            )
             return HeartbeatOut(
                 cg.GROUP_ID_NOT_FOUND,
                 f"Group {req.group_id} is not a consumer "
@@ -190,6 +198,11 @@ class ConsumerGroups:
         if consumer is None:
             return NONE
         if consumer.members:
+            log.info(
+                "group %s: classic member refused: a consumer group with members (no "
+                "online migration)",
+                group.group_id,
+            )
             return INCONSISTENT_GROUP_PROTOCOL
         records = cg.delete_records(consumer)
         group.consumer = None

@@ -1,0 +1,331 @@
+"""KIP-848 consumer groups (group.protocol=consumer) with real confluent-kafka consumers.
+
+Members are tests/integration/kip848_member.py processes (process, write, then commit), closed
+(SIGTERM: leave with epoch -1) or SIGKILLed (fenced when the session, 6 s here, expires). An
+`OwnerWatch` thread samples ConsumerGroupDescribe at the coordinator every 100 ms: no partition
+is ever in two members' current assignments; the committed offsets (OffsetFetch) never go
+back. The coordinator's broker is SIGKILLed while the group reconciles, and the group converges
+on the new coordinator, which loaded it from the KIP-848 records. Also: a classic group and a
+consumer group on one topic; an empty group taken over by the other protocol both ways; a
+member of the wrong kind refused with an error. Every wait is a poll with a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from client import Admin, Producer
+from client.types import NewTopic
+from deploy.cluster import LocalCluster
+from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
+from tests.fixtures.cluster import ClusterFactory
+from tests.integration import kafka_wire as wire
+from tests.integration.kafka_clients import GroupMember, processed_by
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+GROUP_ID_NOT_FOUND = 69
+SESSION_MS = 6000
+CONVERGE_S = 90.0
+MEMBER_SCRIPT = Path(__file__).with_name("kip848_member.py")
+SETTINGS: dict[str, int | bool | str] = {
+    "group_consumer_session_timeout_ms": SESSION_MS,
+    "group_consumer_heartbeat_interval_ms": 500,
+}
+
+
+@pytest.fixture
+def cluster(cluster_factory: ClusterFactory) -> LocalCluster:
+    return cluster_factory(3, broker_settings=SETTINGS)
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class View:
+    coordinator: int
+    state: str
+    group_epoch: int
+    owners: dict[int, list[str]]  # partition -> client ids whose current assignment holds it
+    clients: set[str]
+
+
+def describe(kafka: str, group: str) -> View | None:
+    """ConsumerGroupDescribe v1 at the coordinator; None when it cannot answer just now."""
+    found = wire.find_coordinator(kafka, group)
+    if found is None:
+        return None
+    try:
+        resp = wire.call(
+            found[1],
+            CONSUMER_GROUP_DESCRIBE,
+            1,
+            group_ids=(group,),
+            include_authorized_operations=False,
+        )
+    except OSError:
+        return None
+    (g,) = resp.groups
+    if g.error_code.value:
+        return None
+    owners: dict[int, list[str]] = {}
+    for m in g.members:
+        for tp in m.assignment.topic_partitions:
+            for p in tp.partitions:
+                owners.setdefault(int(p), []).append(m.client_id)
+    return View(
+        found[0], g.group_state, int(g.group_epoch), owners, {m.client_id for m in g.members}
+    )
+
+
+@dataclass
+class Group:
+    cluster: LocalCluster
+    tmp_path: Path
+    topic: str
+    group: str
+    members: list[GroupMember] = field(default_factory=list)
+    ends: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def kafka(self) -> str:
+        return self.cluster.kafka_bootstrap
+
+    def start(
+        self,
+        client_id: str,
+        protocol: str = "consumer",
+        assignor: str | None = None,
+        group: str | None = None,
+    ) -> GroupMember:
+        out = self.tmp_path / f"{client_id}.out"
+        args = [
+            sys.executable,
+            str(MEMBER_SCRIPT),
+            "--bootstrap",
+            self.kafka,
+            "--group",
+            group or self.group,
+            "--topic",
+            self.topic,
+            "--client-id",
+            client_id,
+            "--out",
+            str(out),
+            "--protocol",
+            protocol,
+        ]
+        if assignor:
+            args += ["--assignor", assignor]
+        with out.with_suffix(".err").open("ab") as err:
+            proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+            )
+        m = GroupMember("confluent-kafka", client_id, out, proc)
+        self.members.append(m)
+        return m
+
+    def produce(self, per_partition: int) -> None:
+        with Producer(self.cluster.bootstrap, acks="all", linger_ms=2) as producer:
+            futures = [
+                producer.send(self.topic, b"v%d" % i, partition=p)
+                for p in range(PARTITIONS)
+                for i in range(per_partition)
+            ]
+            producer.flush()
+            for f in futures:
+                md = f.result(60)
+                self.ends[md.partition] = max(self.ends.get(md.partition, 0), md.offset + 1)
+
+    def converge(self, live: list[GroupMember]) -> View:
+        want = {m.client_id for m in live}
+
+        def check() -> View | None:
+            v = describe(self.kafka, self.group)
+            ok = (
+                v is not None
+                and v.state == "Stable"
+                and v.clients == want
+                and sorted(v.owners) == list(range(PARTITIONS))
+            )
+            return v if ok else None
+
+        view: View = wire.wait_for(check, f"{self.group} to converge on {sorted(want)}", CONVERGE_S)
+        return view
+
+    def committed(self) -> dict[int, int]:
+        got = wire.committed(self.kafka, self.group) or {}
+        return {p: o for (t, p), o in got.items() if t == self.topic}
+
+    def wait_all_committed(self) -> None:
+        wire.wait_for(
+            lambda: self.committed() == self.ends, f"{self.group} to commit {self.ends}", CONVERGE_S
+        )
+
+    def check_all_processed(self) -> None:
+        wanted = {(p, o) for p, end in self.ends.items() for o in range(end)}
+        missing = wanted - processed_by(self.members)
+        assert not missing, f"never processed: {sorted(missing)[:10]}"
+
+    def stop_all(self) -> None:
+        for m in self.members:
+            m.stop()
+
+
+def said(m: GroupMember) -> str:
+    """What a member wrote and logged so far."""
+    out = m.out.read_text(errors="replace") if m.out.exists() else ""
+    return out + m.err_tail(200)
+
+
+class OwnerWatch:
+    """Every 100 ms: no partition in two members' assignments, no committed offset going back."""
+
+    def __init__(self, g: Group) -> None:
+        self.g = g
+        self.doubles: list[str] = []
+        self.backwards: list[str] = []
+        self.samples = 0
+        self._last: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> OwnerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            v = describe(self.g.kafka, self.g.group)
+            if v is not None:
+                self.samples += 1
+                self.doubles += [f"partition {p}: {o}" for p, o in v.owners.items() if len(o) > 1]
+            for p, o in self.g.committed().items():
+                if o < self._last.get(p, -1):
+                    self.backwards.append(f"partition {p}: {self._last[p]} -> {o}")
+                self._last[p] = o
+
+    def check(self) -> None:
+        assert self.samples > 0, "ConsumerGroupDescribe never answered"
+        assert not self.doubles, self.doubles[:5]
+        assert not self.backwards, self.backwards[:5]
+
+
+@contextlib.contextmanager
+def scenario(cluster: LocalCluster, tmp_path: Path, prefix: str) -> Iterator[Group]:
+    topic, group = _name(f"{prefix}-t"), _name(f"{prefix}-g")
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, PARTITIONS, 3)])
+
+        def led() -> bool:
+            (d,) = admin.describe_topics([topic])
+            return (
+                not d.error_code and bool(d.partitions) and all(p.leader >= 0 for p in d.partitions)
+            )
+
+        wire.wait_for(led, f"{topic} to have leaders", 30)
+    g = Group(cluster, tmp_path, topic, group)
+    try:
+        yield g
+    finally:
+        g.stop_all()
+
+
+def test_members_join_leave_die_and_the_coordinator_dies(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    with scenario(cluster, tmp_path, "k848") as g, OwnerWatch(g) as watch:
+        g.produce(200)
+        m1, m2 = g.start("m1"), g.start("m2")
+        g.converge([m1, m2])
+        m3 = g.start("m3")
+        g.converge([m1, m2, m3])
+        g.produce(200)
+        m1.close()  # leaves with epoch -1 at once
+        g.converge([m2, m3])
+        m2.kill()  # fenced when its session expires
+        m4 = g.start("m4")
+        view = g.converge([m3, m4])
+        # the coordinator dies while a new member is being reconciled in
+        m5 = g.start("m5")
+        wire.wait_for(
+            lambda: (v := describe(g.kafka, g.group)) and "m5" in v.clients,
+            "m5 to join",
+            CONVERGE_S,
+        )
+        cluster.kill(view.coordinator)
+        g.produce(100)
+        after = g.converge([m3, m4, m5])
+        assert after.coordinator != view.coordinator
+        g.wait_all_committed()
+    watch.check()
+    g.check_all_processed()
+
+
+def test_classic_and_consumer_groups_and_conversion(cluster: LocalCluster, tmp_path: Path) -> None:
+    with scenario(cluster, tmp_path, "k848mix") as g:
+        g.produce(50)
+        # a classic group beside a consumer group, on the same topic
+        classic = g.start("c1", protocol="classic", group=g.group + "-classic")
+        modern = g.start("n1")
+        g.converge([modern])
+        classic_view = wire.wait_converged(
+            g.kafka, g.group + "-classic", g.topic, PARTITIONS, {"c1"}, CONVERGE_S
+        )
+        assert classic_view.state == "Stable"
+        # a classic member of the consumer group is refused, the consumer-protocol one is fine
+        wrong = g.start("c2", protocol="classic")
+        wire.wait_for(
+            lambda: "Inconsistent group protocol" in said(wrong),
+            "the classic member to be refused",
+            CONVERGE_S,
+        )
+        wrong.stop()
+        g.converge([modern])
+        # empty the consumer group: a classic member takes it over
+        modern.close()
+        wire.wait_for(
+            lambda: (v := describe(g.kafka, g.group)) and not v.clients,
+            "the consumer group to be empty",
+            CONVERGE_S,
+        )
+        back = g.start("c3", protocol="classic")
+        wire.wait_converged(g.kafka, g.group, g.topic, PARTITIONS, {"c3"}, CONVERGE_S)
+        # and a consumer-protocol member is refused while the classic one is in: Kafka's
+        # GROUP_ID_NOT_FOUND with a message (librdkafka 2.12.1 retries that code without
+        # reporting it, a known FIXME fixed upstream, so the request is sent by hand here)
+        found = wire.wait_for(lambda: wire.find_coordinator(g.kafka, g.group), "coordinator", 30)
+        resp = wire.call(
+            found[1],
+            CONSUMER_GROUP_HEARTBEAT,
+            1,
+            group_id=g.group,
+            member_id="n2",
+            member_epoch=0,
+            rebalance_timeout=30_000,
+            subscribed_topic_names=(g.topic,),
+            topic_partitions=(),
+        )
+        assert resp.error_code.value == GROUP_ID_NOT_FOUND
+        assert "does not migrate a non-empty group" in resp.error_message
+        back.close()
+        # empty again: the consumer protocol takes it back
+        n3 = g.start("n3")
+        g.converge([n3])
+        classic.close()
