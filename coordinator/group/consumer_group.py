@@ -656,6 +656,8 @@ def tick(
     """Fence the members whose session or revocation deadline passed."""
     records: list[CoordinatorRecord] = []
     for m in list(group.members.values()):
+        # a member loaded by replay got the default session; the configured one may be shorter
+        m.session_deadline_ms = min(m.session_deadline_ms, now_ms + config.session_timeout_ms)
         late = now_ms >= m.session_deadline_ms or (
             m.revoke_deadline_ms
             and now_ms >= m.revoke_deadline_ms

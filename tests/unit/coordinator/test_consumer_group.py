@@ -278,3 +278,17 @@ def test_delete_tombstones_everything() -> None:
         assert isinstance(r.key, ConsumerKey)
         cg.replay(group, r.key, r.value, 0)
     assert group.state is GroupState.DEAD
+
+
+def test_a_loaded_member_gets_the_configured_session() -> None:
+    """Replay gives loaded members the default 45 s session; a shorter configured one wins."""
+    group = ConsumerGroup("g")
+    log = join(group, "m1").records
+    loaded = ConsumerGroup("g")
+    for rec in log:
+        assert isinstance(rec.key, ConsumerKey)
+        cg.replay(loaded, rec.key, rec.value, 1000)
+    short = ConsumerConfig(session_timeout_ms=6000)
+    assert cg.tick(loaded, TOPICS, 1000, short) == []
+    assert cg.tick(loaded, TOPICS, 7000, short)
+    assert "m1" not in loaded.members
