@@ -27,6 +27,10 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   batch removal by member or instance id), OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch
   groups), FindCoordinator 0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2,
   OffsetDelete 0.
+- KIP-848 consumer groups (group.protocol=consumer): ConsumerGroupHeartbeat 0-1 and
+  ConsumerGroupDescribe 0-1, as Kafka 4.0 (v1: the client makes its member id, KIP-1082);
+  OffsetCommit 8-9 (v9: generation id is the member epoch) and OffsetFetch 8-9 (v8 batches
+  groups, v9 a member id and epoch), ListGroups 5 (group types filter).
 - Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
@@ -78,17 +82,19 @@ DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 DESCRIBE_TOPIC_PARTITIONS = 75
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    OFFSET_COMMIT: (2, 7),
-    OFFSET_FETCH: (1, 7),
+    OFFSET_COMMIT: (2, 9),
+    OFFSET_FETCH: (1, 9),
     FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
     HEARTBEAT: (0, 4),
     LEAVE_GROUP: (0, 5),
     SYNC_GROUP: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 4),
+    LIST_GROUPS: (0, 5),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
@@ -119,5 +125,7 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CREATE_PARTITIONS: (0, 3),
+    CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 """api key -> (min, max) version served. broker/handlers/kafka/ has one handler per key."""
