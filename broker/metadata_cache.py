@@ -33,6 +33,7 @@ class MetadataCache:
         # KIP-516 topic ids, both ways; a topic whose id the controller has not sent has none.
         self._ids: dict[str, uuid.UUID] = {}
         self._names: dict[uuid.UUID, str] = {}
+        self._texts: dict[str, str] = {}  # the ids as the controller wrote them
         self._changed = asyncio.Event()
 
     def apply(self, request: UpdateMetadataRequest) -> None:
@@ -41,6 +42,7 @@ class MetadataCache:
         for name in request.deleted_topics:
             self.topics.pop(name, None)
             old_id = self._ids.pop(name, None)
+            self._texts.pop(name, None)
             if old_id is not None:
                 self._names.pop(old_id, None)
         for state in request.partition_states:
@@ -51,6 +53,8 @@ class MetadataCache:
         self._changed = asyncio.Event()
 
     def _set_id(self, name: str, text: str) -> None:
+        if self._texts.get(name) == text:
+            return  # the usual case: every partition state repeats the topic's id
         try:
             topic_id = decode_topic_id(text)
         except InvalidTopicIdError as exc:
@@ -62,6 +66,7 @@ class MetadataCache:
         if old_id is not None:  # re-created between two updates we saw
             self._names.pop(old_id, None)
         self._ids[name] = topic_id
+        self._texts[name] = text
         self._names[topic_id] = name
 
     # ----- reads ----------------------------------------------------------------------------
