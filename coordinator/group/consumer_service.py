@@ -35,9 +35,13 @@ from coordinator.group.group import Group
 from coordinator.group.records import CoordinatorRecord, offset_record
 from coordinator.group.states import State
 from protocol.api.group import (
+    GroupDescription,
+    ListedGroup,
+    MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResponse,
     PartitionResult,
+    TopicPartitions,
     TopicResult,
 )
 
@@ -77,6 +81,18 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
         group.consumer = None
         if not group.offsets and not is_classic_active(group) and group.generation == 0:
             groups.pop(key.group_id, None)
+
+
+PROTOCOL_TYPE = "consumer"  # how the native door and `odradek groups` show the kind
+
+
+def listed(group: Group) -> ListedGroup | None:
+    """The native ListGroups row of a consumer group (None: not one)."""
+    consumer = consumer_of(group)
+    if consumer is None:
+        return None
+    state = consumer.state.value
+    return ListedGroup(group.group_id, state, PROTOCOL_TYPE, state)
 
 
 class ConsumerGroups:
@@ -190,6 +206,35 @@ class ConsumerGroups:
         if consumer is None:
             return NONE
         return cg.check_commit(consumer, member_id, epoch)[0]
+
+    def describe(self, group: Group) -> GroupDescription | None:
+        """The native DescribeGroups answer for a consumer group (what `odradek groups
+        describe` shows): generation = the group epoch, each member's current assignment by
+        topic name. None: not a consumer group."""
+        consumer = consumer_of(group)
+        if consumer is None:
+            return None
+        members = []
+        for m in sorted(consumer.members.values(), key=lambda m: m.member_id):
+            parts = [
+                TopicPartitions(self.co.metadata.topic_by_id(t) or str(t), sorted(ps))
+                for t, ps in sorted(m.assignment.assigned.items(), key=lambda kv: str(kv[0]))
+                if ps
+            ]
+            members.append(
+                MemberDescription(m.member_id, m.client_id, parts, m.client_host, m.instance_id)
+            )
+        state = consumer.state.value
+        return GroupDescription(
+            NONE,
+            group.group_id,
+            state,
+            consumer.group_epoch,
+            consumer.preferred_assignor(self.config),
+            members,
+            PROTOCOL_TYPE,
+            state,
+        )
 
     async def before_classic_join(self, owned: Any, group: Group) -> int:
         """A classic member joining: refused while the consumer group has members; an empty

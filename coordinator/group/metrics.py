@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
 from coordinator.group.states import kafka_name
 
@@ -38,6 +39,9 @@ def group_samples(groups: Iterable[Group], end_offset: EndOffset) -> list[GroupS
             end = end_offset(topic, partition)
             if end is not None:
                 lags.append((topic, partition, max(0, end - entry.offset)))
-        sample = GroupSample(g.group_id, kafka_name(g.state), len(g.members), tuple(sorted(lags)))
+        consumer = consumer_of(g)  # a KIP-848 consumer group: its own state and members
+        state = consumer.state.value if consumer is not None else kafka_name(g.state)
+        members = len(consumer.members) if consumer is not None else len(g.members)
+        sample = GroupSample(g.group_id, state, members, tuple(sorted(lags)))
         out.append(sample)
     return sorted(out, key=lambda s: s.group_id)

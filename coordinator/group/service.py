@@ -433,6 +433,10 @@ class GroupCoordinator:
                 out.append(GroupDescription(code, gid, State.DEAD.value, -1, "", [], None,
                                             kafka_name(State.DEAD)))  # fmt: skip
                 continue
+            consumer = self.consumer.describe(group)  # a KIP-848 consumer group
+            if consumer is not None:
+                out.append(consumer)
+                continue
             members = [
                 MemberDescription(m.member_id, m.client_id, ops.to_wire(
                     assigned_partitions(m.assignment_bytes) if group.is_kafka else m.assignment
@@ -449,6 +453,11 @@ class GroupCoordinator:
         out = []
         for owned in self.runtime.ready():
             for g in owned.shard.values():
+                row = consumer_service.listed(g)  # a KIP-848 consumer group
+                if row is not None:
+                    if states is None or row.state in states:
+                        out.append(row)
+                    continue
                 names = {g.state.value, kafka_name(g.state)}
                 if states is None or names & set(states):
                     out.append(ListedGroup(g.group_id, g.state.value, g.protocol_type,

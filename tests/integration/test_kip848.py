@@ -27,7 +27,7 @@ from client import Admin, Producer
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
-from tests.fixtures.cluster import ClusterFactory
+from tests.fixtures.cluster import ClusterFactory, run_odradek
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember, processed_by
 
@@ -253,7 +253,16 @@ def test_members_join_leave_die_and_the_coordinator_dies(
     with scenario(cluster, tmp_path, "k848") as g, OwnerWatch(g) as watch:
         g.produce(200)
         m1, m2 = g.start("m1"), g.start("m2")
-        g.converge([m1, m2])
+        view = g.converge([m1, m2])
+        # `odradek groups describe` and `list` show the consumer group (native door)
+        done = run_odradek("groups", "describe", g.group, "--bootstrap", cluster.bootstrap)
+        header, _, *rows = done.stdout.splitlines()
+        assert done.returncode == 0 and "assignor uniform" in header, done.stdout + done.stderr
+        assert f"generation {view.group_epoch}," in header, header
+        owners = {r.split()[2]: r.split()[-1].split("@")[0] for r in rows}
+        assert owners == {str(p): o[0] for p, o in view.owners.items()}, done.stdout
+        done = run_odradek("groups", "list", "--bootstrap", cluster.bootstrap)
+        assert [g.group, "Stable", "consumer"] in [r.split() for r in done.stdout.splitlines()]
         m3 = g.start("m3")
         g.converge([m1, m2, m3])
         g.produce(200)
