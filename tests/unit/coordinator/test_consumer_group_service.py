@@ -37,6 +37,7 @@ from protocol.kafka.versions import (
 from tests.unit.broker.harness import BrokerHarness, running_broker
 
 INCONSISTENT_GROUP_PROTOCOL = 23
+NON_EMPTY_GROUP = 68
 T_ID = uuid.UUID("6b7a3b8e-0000-4000-8000-000000000001")
 
 
@@ -287,3 +288,27 @@ async def test_both_kinds_and_conversion_on_empty(tmp_path: Path) -> None:
             ("g", "classic"),
             ("g2", "consumer"),
         ]
+
+
+async def test_delete_a_consumer_group(tmp_path: Path) -> None:
+    """DeleteGroups: refused while the consumer group has members (NON_EMPTY_GROUP); once
+    empty, its records and offsets are tombstoned, and a failover does not bring it back."""
+    clock = ManualClock()
+    async with broker(tmp_path, clock) as (h, k):
+        groups = h.ctx.groups
+        assert groups is not None
+        assert (await heartbeat(k, "m1", 0)).error_code == 0
+        assert await commit(k, "g", "m1", 1, 5) == 0
+        (deleted,) = await groups.delete(["g"])
+        assert deleted.error_code == NON_EMPTY_GROUP
+        assert (await heartbeat(k, "m1", -1)).error_code == 0
+        (deleted,) = await groups.delete(["g"])
+        assert deleted.error_code == 0
+        await groups.shutdown()
+        start(h, clock)
+        await settle(h)
+        desc = await k.call(
+            CONSUMER_GROUP_DESCRIBE, 1, group_ids=("g",), include_authorized_operations=False
+        )
+        assert desc.groups[0].error_code == GROUP_ID_NOT_FOUND
+        assert (await fetch(k, None, -1)).topics[0].partitions[0].committed_offset == -1
