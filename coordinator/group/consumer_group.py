@@ -475,7 +475,8 @@ def heartbeat(
         rec = _rec(cr.MEMBER_METADATA, group.group_id, updated, member.member_id)
         _apply(group, [rec], now_ms, config)
         records.append(rec)
-    bump = req.member_epoch == 0 or any(updated[k] != before[k] for k in SUBSCRIPTION_FIELDS)
+    joined = req.member_epoch == 0 and not member.instance_id  # a static takeover keeps its epoch
+    bump = joined or any(updated[k] != before[k] for k in SUBSCRIPTION_FIELDS)
     records += refresh(group, topics, config, now_ms, bump=bump)
     try:
         new = _reconcile(group, member, req.owned if req.member_epoch != 0 else {})
@@ -599,6 +600,9 @@ def _join(
     _apply(group, records, now_ms, config)
     member = group.members[member_id] = ConsumerMember(member_id)
     member.session_deadline_ms = now_ms + config.session_timeout_ms
+    if static is not None:  # it starts from the old member's subscription: no new epoch
+        for name in (*SUBSCRIPTION_FIELDS, "instance_id", "rack_id", "rebalance_timeout_ms"):
+            setattr(member, name, getattr(static, name))
     if carried is not None:
         more = [current_record(group.group_id, member_id, carried)]
         if target is not None:

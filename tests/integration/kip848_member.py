@@ -3,6 +3,7 @@ process, so tests can SIGTERM (close: it leaves with epoch -1) or SIGKILL it:
 
     python tests/integration/kip848_member.py --bootstrap B --group G --topic T
         --client-id ID --out FILE [--assignor uniform|range] [--protocol consumer|classic]
+        [--instance-id I]
 
 librdkafka refuses session.timeout.ms, heartbeat.interval.ms and partition.assignment.strategy
 with group.protocol=consumer (the coordinator owns them), so none is set then; the server
@@ -47,6 +48,8 @@ def config(a: argparse.Namespace, out: IO[str]) -> dict[str, Any]:
         "enable.partition.eof": False,
         "error_cb": lambda err: note(out, f"error {err} fatal={err.fatal()}"),
     }
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id  # a static member: leaves with epoch -2
     if a.protocol == "consumer":
         conf["group.protocol"] = "consumer"
         if a.assignor:
@@ -103,6 +106,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--assignor", default=None)
     ap.add_argument("--protocol", default="consumer", choices=["consumer", "classic"])
+    ap.add_argument("--instance-id", default=None)
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, on_term)
     with open(a.out, "a") as out:

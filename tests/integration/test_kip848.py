@@ -109,6 +109,7 @@ class Group:
         protocol: str = "consumer",
         assignor: str | None = None,
         group: str | None = None,
+        instance_id: str | None = None,
     ) -> GroupMember:
         out = self.tmp_path / f"{client_id}.out"
         args = [
@@ -129,6 +130,8 @@ class Group:
         ]
         if assignor:
             args += ["--assignor", assignor]
+        if instance_id:
+            args += ["--instance-id", instance_id]
         with out.with_suffix(".err").open("ab") as err:
             proc = subprocess.Popen(
                 args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
@@ -338,3 +341,27 @@ def test_classic_and_consumer_groups_and_conversion(cluster: LocalCluster, tmp_p
         n3 = g.start("n3")
         g.converge([n3])
         classic.close()
+
+
+def test_a_static_member_comes_back_to_its_partitions(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """group.instance.id with the consumer protocol: closing leaves with epoch -2, so the
+    member's partitions wait for it (no new group epoch); it comes back under a new member id
+    and gets them again, still without a rebalance."""
+    with scenario(cluster, tmp_path, "k848static") as g:
+        g.produce(20)
+        s1, other = g.start("s1", instance_id="i1"), g.start("o1")
+        before = g.converge([s1, other])
+        mine = sorted(p for p, o in before.owners.items() if o == ["s1"])
+        s1.close()
+
+        def parked() -> View | None:
+            v = describe(g.kafka, g.group)
+            return v if v is not None and v.clients == {"s1", "o1"} else None
+
+        assert wire.wait_for(parked, "s1 to stay a member", 30).group_epoch == before.group_epoch
+        back = g.start("s1", instance_id="i1")
+        after = g.converge([back, other])
+        assert sorted(p for p, o in after.owners.items() if o == ["s1"]) == mine
+        assert after.group_epoch == before.group_epoch

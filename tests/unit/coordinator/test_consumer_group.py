@@ -224,6 +224,7 @@ def test_static_member_leaves_and_rejoins_with_its_partitions() -> None:
     assert r.member_epoch == -2 and group.group_epoch == epoch  # no rebalance
     taken = join(group, "other", instance_id="i1")
     assert taken.response.error_code == 0
+    assert group.group_epoch == epoch  # the instance takes its place back: no rebalance
     assert "s1" not in group.members
     assert group.members["other"].assignment.assigned == before
     assert taken.response.assignment == before
