@@ -1,7 +1,10 @@
 """OffsetCommit (8), v2-v7: the same commit as the native OffsetCommit (generation and member
 checked, written to `__consumer_offsets` with acks=all before it is answered). Generation -1
 with no member id commits for a group without members (an assign()ing consumer). v7 carries
-the member's group_instance_id: a fenced static member's commit gets FENCED_INSTANCE_ID."""
+the member's group_instance_id: a fenced static member's commit gets FENCED_INSTANCE_ID. v8 is
+flexible; v9's generation id is a KIP-848 member's epoch (checked by the consumer group:
+STALE_MEMBER_EPOCH); a member of a KIP-848 group committing below v9 gets UNSUPPORTED_VERSION,
+as Kafka answers it."""
 
 from __future__ import annotations
 
@@ -12,6 +15,9 @@ from protocol.api.group import CommitPartition, CommitTopic, OffsetCommitRequest
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import OFFSET_COMMIT
+
+MEMBER_EPOCH_FROM = 9
+UNSUPPORTED_VERSION = 35
 
 
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -27,6 +33,12 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     if ctx.groups is None:
         codes = {(t.name, p.partition): CoordinatorNotAvailableError.code
                  for t in topics for p in t.partitions}  # fmt: skip
+    elif (
+        request.header.api_version < MEMBER_EPOCH_FROM
+        and req.member_id
+        and (ctx.groups.consumer.is_consumer_group(req.group_id))
+    ):
+        codes = {(t.name, p.partition): UNSUPPORTED_VERSION for t in topics for p in t.partitions}
     else:
         instance_id = getattr(req, "group_instance_id", None) or None
         native = OffsetCommitRequest(
