@@ -24,6 +24,9 @@ written in the group record, then every SyncGroup is answered with its member's 
 A JoinGroup v4+ without a member id gets MEMBER_ID_REQUIRED and a fresh id to rejoin with
 (KIP-394). A group is native or Kafka by its first member; the other kind is refused with
 INCONSISTENT_GROUP_PROTOCOL.
+
+Static members (KIP-345, a group instance id, both kinds) keep their place across restarts:
+see "static membership" below; the group record keeps each member's instance id.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ batches (protocol.batch.build_batch). Two kinds, told apart by the key's first e
                                                      "members": [member...],
                                                      "partition_counts": {topic: int}}
       member = {"id", "client_id", "session_timeout_ms", "rebalance_timeout_ms", "topics",
-                "pattern", "assignment": [[topic, partition], ...]}
+                "pattern", "assignment": [[topic, partition], ...],
+                "instance_id": str|nil (a static member's group.instance.id, KIP-345)}
 
 KIP-848 consumer groups' records (key types 3-8) are Kafka's own bytes (consumer_records.py):
 a msgpack key starts with a fixarray byte (0x9N), a Kafka key with its int16 type (0x00 ..).

@@ -62,7 +62,8 @@ TABLE: dict[State, StateSpec] = {
     S.READY: StateSpec(
         "Stable: members heartbeat with the current generation and commit. A join, a leave, a "
         "missed session timeout, a partition-count change or a new topic matching a pattern "
-        "starts a rebalance.",
+        "starts a rebalance; a static member (KIP-345) back from a restart with nothing "
+        "changed takes its old place and assignment without one.",
         frozenset({S.DOWN, S.PREPARE_FOR_REBALANCE, S.EMPTY, S.DEAD}),
         "Stable",
     ),

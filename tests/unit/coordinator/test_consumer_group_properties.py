@@ -34,6 +34,8 @@ op = st.one_of(
     st.tuples(st.just("beat"), st.integers(0, 4)),
     st.tuples(st.just("grow"), st.integers(0, 2)),
     st.tuples(st.just("revoke"), st.integers(0, 4)),
+    st.tuples(st.just("expire"), st.integers(0, 4)),
+    st.tuples(st.just("static-leave"), st.integers(0, 4)),
 )
 
 
@@ -52,6 +54,7 @@ class Clients:
         self.epoch: dict[str, int] = {}
         self.counts = {A: 3, B: 2}
         self.n = 0
+        self.aliases: dict[str, str] = {}
 
     def topics(self) -> Topics:
         return Topics({"a": (A, self.counts[A]), "b": (B, self.counts[B])})
@@ -71,6 +74,18 @@ class Clients:
             self.given[mid] = _flat(r.assignment)
             self.owned[mid] = self.owned.get(mid, set()) | self.given[mid]
 
+    def rename(self, old: str, new: str) -> None:
+        r = self.send(
+            new,
+            0,
+            {},
+            rebalance_timeout_ms=1000,
+            instance_id=f"s{old[1]}",
+            subscribed_topic_names=("a", "b") if int(old[1]) % 2 else ("a",),
+        )
+        self.aliases[old] = new
+        self.apply(new, r)
+
     def forget(self, mid: str) -> None:
         self.owned.pop(mid, None)
         self.given.pop(mid, None)
@@ -78,13 +93,34 @@ class Clients:
 
     def step(self, kind: str, i: int) -> None:
         mid = f"m{i}"
-        if kind == "join" and mid not in self.epoch:
-            r = self.send(mid, 0, {}, rebalance_timeout_ms=1000,
-                          subscribed_topic_names=("a", "b") if i % 2 else ("a",))  # fmt: skip
+        while mid in self.aliases:  # a static member back under its new member id
+            mid = self.aliases[mid]
+        if kind == "join" and mid not in self.epoch and mid not in self.group.members:
+            static = {"instance_id": f"s{i}"} if i < 2 else {}
+            r = self.send(
+                mid,
+                0,
+                {},
+                rebalance_timeout_ms=1000,
+                subscribed_topic_names=("a", "b") if i % 2 else ("a",),
+                **static,
+            )
             self.apply(mid, r)
         elif kind == "leave" and mid in self.epoch:
             self.send(mid, -1, None)
             self.forget(mid)
+        elif kind == "expire" and mid in self.group.members:
+            # its session or revocation deadline passed: the process is gone (as Kafka
+            # assumes: a client that lost its session stops consuming before it is fenced)
+            cg.fence(self.group, mid, self.topics(), self.n, CONFIG)
+            self.forget(mid)
+        elif kind == "static-leave" and mid in self.epoch and i < 2:
+            # members 0 and 1 are static (instance s<i>): closing keeps their place
+            self.send(mid, -2, None, instance_id=f"s{i}")
+            self.forget(mid)
+            # the instance comes back under a new member id, taking the old place over
+            new = f"{mid}'"
+            self.rename(mid, new)
         elif kind == "revoke" and mid in self.epoch:
             self.owned[mid] = self.owned.get(mid, set()) & self.given.get(mid, set())
         elif kind == "beat" and mid in self.epoch:
@@ -119,14 +155,24 @@ def test_no_partition_ever_has_two_owners_and_the_group_converges(ops) -> None:
         for i in range(5):
             clients.step("revoke", i)
             clients.step("beat", i)
+    for mid in [m for m in group_members(clients) if m not in clients.epoch]:
+        cg.fence(clients.group, mid, clients.topics(), clients.n, CONFIG)  # parked, expired
+    for _ in range(12):
+        for i in range(5):
+            clients.step("revoke", i)
+            clients.step("beat", i)
     group = clients.group
     if group.members:
         assert group.state is GroupState.STABLE
         owned = [tp for parts in clients.owned.values() for tp in parts]
         want = {(A, p) for p in range(clients.counts[A])}
-        if any(i % 2 for i in range(5) if f"m{i}" in group.members):
+        if any(m.subscribed_topic_names == ("a", "b") for m in group.members.values()):
             want |= {(B, p) for p in range(clients.counts[B])}
         assert sorted(owned, key=str) == sorted(want, key=str)
+
+
+def group_members(clients: Clients) -> list[str]:
+    return list(clients.group.members)
 
 
 # ----- assignors ---------------------------------------------------------------------------
@@ -171,8 +217,15 @@ def test_range_assignor_is_chosen_by_most_members() -> None:
     group = ConsumerGroup("g")
     topics = Topics({"a": (A, 4)})
     for mid in ("m1", "m2"):
-        req = HeartbeatIn("g", mid, 0, rebalance_timeout_ms=1, subscribed_topic_names=("a",),
-                          server_assignor="range", owned={})  # fmt: skip
+        req = HeartbeatIn(
+            "g",
+            mid,
+            0,
+            rebalance_timeout_ms=1,
+            subscribed_topic_names=("a",),
+            server_assignor="range",
+            owned={},
+        )
         cg.heartbeat(group, req, topics, 0, CONFIG, lambda: "x")
     assert group.target == {"m1": {A: frozenset({0, 1})}, "m2": {A: frozenset({2, 3})}}
 
