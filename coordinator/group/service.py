@@ -242,6 +242,20 @@ class GroupCoordinator:
         if group.state in (State.PREPARE_FOR_REBALANCE, State.EMPTY):
             self._drop_syncs(group.group_id, ops.RebalanceInProgressError.code)
 
+    def _fence(self, group_id: str, result: Result) -> None:
+        """A static member's replaced id (KIP-345): the JoinGroup or SyncGroup it still waits
+        on is answered FENCED_INSTANCE_ID at once (Kafka's replaceStaticMember), before a
+        rebalance the rejoin starts could answer it REBALANCE_IN_PROGRESS."""
+        fenced = ops.FencedInstanceIdError.code
+        for mid, answer in result.syncs.items():
+            sync = self._syncs.pop((group_id, mid), None) if answer.error_code == fenced else None
+            if sync is not None and not sync.done():
+                sync.set_result(answer)
+        for mid, joined in result.joins.items():
+            fut = self._pending.pop((group_id, mid), None) if joined.error_code == fenced else None
+            if fut is not None and not fut.done():
+                fut.set_result(joined)
+
     def _drop_syncs(self, group_id: str, code: int) -> None:
         for key in [k for k in self._syncs if k[0] == group_id]:
             fut = self._syncs.pop(key)
@@ -286,6 +300,7 @@ class GroupCoordinator:
             req.topics, req.topic_pattern, req.assignment_strategy, self.clock.monotonic_ms(),
             self._partition_counts(), self.config.limits, req.group_instance_id,
         )  # fmt: skip
+        self._fence(req.group_id, result)
         if result.response is not None:
             self._pending.pop(key, None)
             response: JoinGroupResponse = result.response
@@ -524,6 +539,7 @@ class GroupCoordinator:
             protocol_type, protocols, self.clock.monotonic_ms(), fresh, self.config.limits,
             instance_id, skip_assignment,
         )  # fmt: skip
+        self._fence(group_id, result)
         self._after(group)
         if result.response is not None:
             answer: ClassicJoinAnswer = result.response
