@@ -110,6 +110,7 @@ class Group:
         assignor: str | None = None,
         group: str | None = None,
         instance_id: str | None = None,
+        topic: str | None = None,
     ) -> GroupMember:
         out = self.tmp_path / f"{client_id}.out"
         args = [
@@ -120,7 +121,7 @@ class Group:
             "--group",
             group or self.group,
             "--topic",
-            self.topic,
+            topic or self.topic,
             "--client-id",
             client_id,
             "--out",
@@ -365,3 +366,29 @@ def test_a_static_member_comes_back_to_its_partitions(
         after = g.converge([back, other])
         assert sorted(p for p, o in after.owners.items() if o == ["s1"]) == mine
         assert after.group_epoch == before.group_epoch
+
+
+def test_a_regex_subscription_is_resolved_by_the_coordinator(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """librdkafka subscribing to `^pattern` sends it as the heartbeat's subscribed_topic_regex;
+    the coordinator matches it against the topics (a full match) and assigns them."""
+    with scenario(cluster, tmp_path, "k848re") as g:
+        g.produce(10)
+        pattern = "^" + g.topic.rsplit("-", 1)[0] + "-[0-9a-f]+$"
+        m = g.start("r1", topic=pattern)
+        g.converge([m])
+        found = wire.wait_for(lambda: wire.find_coordinator(g.kafka, g.group), "coordinator", 30)
+        resp = wire.call(
+            found[1],
+            CONSUMER_GROUP_DESCRIBE,
+            1,
+            group_ids=(g.group,),
+            include_authorized_operations=False,
+        )
+        (member,) = resp.groups[0].members
+        # librdkafka 2.12 sends its patterns joined, e.g. "(^k848re-t-[0-9a-f]+$)"
+        assert pattern in (member.subscribed_topic_regex or ""), member
+        assert not member.subscribed_topic_names
+        g.wait_all_committed()
+    g.check_all_processed()
