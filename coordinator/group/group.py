@@ -32,7 +32,7 @@ see "static membership" below; the group record keeps each member's instance id.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -155,6 +155,9 @@ class Result:
     response: Any = None
     joins: dict[str, Any] = field(default_factory=dict)  # member -> its JoinGroup answer
     syncs: dict[str, SyncAnswer] = field(default_factory=dict)  # member -> its SyncGroup answer
+    # a static member's rejoin without a rebalance: undoes it if its group record is not
+    # appended (Kafka rolls the replacement back, so the old member id stays the group's)
+    undo: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +234,23 @@ def _replace_static(group: Group, old_id: str, new_id: str) -> Result:
     return Result(joins={old_id: join_answer}, syncs={old_id: SyncAnswer(fenced)})
 
 
+def _undo_static(group: Group, old_id: str, new_id: str) -> Callable[[], None]:
+    """Put `old_id` back in the place `new_id` is about to take, with the settings it had."""
+    m = group.members[old_id]
+    saved = (m.client_id, m.client_host, list(m.protocols), m.session_timeout_ms,
+             m.rebalance_timeout_ms)  # fmt: skip
+
+    def undo() -> None:
+        if new_id not in group.members or old_id in group.members:
+            return  # the group moved on meanwhile
+        _replace_static(group, new_id, old_id)
+        back = group.members[old_id]
+        (back.client_id, back.client_host, back.protocols, back.session_timeout_ms,
+         back.rebalance_timeout_ms) = saved  # fmt: skip
+
+    return undo
+
+
 def _merge(first: Result, then: Result) -> Result:
     then.records[:0] = first.records
     then.joins = {**first.joins, **then.joins}
@@ -288,6 +308,7 @@ def join(
     elif known is not None:  # a static member back with a fresh id: it takes its old place
         old = group.members[known]
         same = old.topics == tuple(topics) and old.pattern == pattern
+        undo = _undo_static(group, known, member_id)
         replaced = _replace_static(group, known, member_id)
         if same and group.state is State.READY:
             old.session_timeout_ms, old.rebalance_timeout_ms = (
@@ -295,7 +316,8 @@ def join(
             old.client_id = client_id
             old.deadline_ms = now_ms + session_timeout_ms
             answer = JoinGroupResponse(NONE, group.generation, member_id, to_wire(old.assignment))
-            return _merge(replaced, Result(records=[group_record(group)], response=answer))
+            done = Result(records=[group_record(group)], response=answer, undo=undo)
+            return _merge(replaced, done)
     member = group.members.get(member_id)
     if member is None:
         if len(group.members) >= limits.max_members:
@@ -572,6 +594,7 @@ def _rejoin_static(
     change, Awaiting sync, where the leader may be assigning to the old id, or Prepare for
     rebalance) it joins the rebalance."""
     leader_before = group.leader_id or ""
+    undo = _undo_static(group, old_id, new_id)
     fenced = _replace_static(group, old_id, new_id)
     m = group.members[new_id]
     m.client_id, m.client_host, m.protocols = client_id, client_host, protocols
@@ -583,7 +606,8 @@ def _rejoin_static(
             answer = replace(answer, skip_assignment=new_id == group.leader_id)
         else:
             answer = replace(answer, leader=leader_before, members=[])
-        return _merge(fenced, Result(records=[group_record(group)], response=answer))
+        done = Result(records=[group_record(group)], response=answer, undo=undo)
+        return _merge(fenced, done)
     m.joined = True
     if group.state is not State.PREPARE_FOR_REBALANCE:
         _prepare(group, now_ms)

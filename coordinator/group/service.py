@@ -307,7 +307,9 @@ class GroupCoordinator:
             if result.records:  # a static member's rejoin: its new id is recorded first
                 code = await self._finish(owned, req.group_id, result)
                 if code != NONE:
-                    return JoinGroupResponse(code, -1, member_id, [])
+                    if result.undo is not None:
+                        result.undo()  # the old id stays the group's; the member retries
+                    return JoinGroupResponse(code, -1, "", [])
             return response
         await self._finish(owned, req.group_id, result)
         try:
@@ -546,7 +548,9 @@ class GroupCoordinator:
             if result.records:  # a static member's rejoin: its new id is recorded first
                 code = await self._finish(owned, group_id, result)
                 if code != NONE:
-                    return ClassicJoinAnswer(code, -1, None, None, "", answer.member_id)
+                    if result.undo is not None:
+                        result.undo()  # Kafka's rollback: the old id stays the group's
+                    return ClassicJoinAnswer(code, -1, None, None, "", "")
             return answer
         if not member_id and fresh is not None and instance_id:
             member_id = fresh  # a static member joined at once with a new id

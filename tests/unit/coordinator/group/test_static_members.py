@@ -190,3 +190,24 @@ def test_native_static_rejoin_with_new_topics_rebalances() -> None:
     back = _native(g, "a2", "ia", 100, topics=("t", "u"))
     assert back.response is None and g.generation == 2 and set(back.joins) == {"a1", "a2"}
     assert back.joins["a1"].error_code == FENCED and back.joins["a2"].error_code == 0
+
+
+def test_a_rejoin_whose_record_is_not_appended_is_undone() -> None:
+    """Kafka rolls a static rejoin back when its group record fails to append: the old id is
+    the group's again, with its old protocols (the restarted member retries its JoinGroup)."""
+    g = _stable_pair()
+    changed = [("range", b"new-meta"), ("roundrobin", b"meta-rr")]
+    back = _join(g, "", "ib", 100, fresh="b2", protocols=changed)
+    assert back.response.error_code == 0 and back.undo is not None
+    back.undo()
+    assert list(g.members) == ["a1", "b1"] and ops.static_member_id(g, "ib") == "b1"
+    assert g.members["b1"].protocols == RANGE
+    assert ops.heartbeat(g, 2, "b1", 200, "ib").response == 0
+    assert ops.heartbeat(g, 2, "b2", 200, "ib").response == FENCED
+    n = Group("n")
+    _native(n, "a1", "ia", 0)
+    ops.heartbeat(n, 1, "a1", 10, "ia")
+    native = _native(n, "a2", "ia", 100)
+    assert native.undo is not None
+    native.undo()
+    assert list(n.members) == ["a1"] and n.generation == 1
