@@ -32,7 +32,7 @@ from coordinator.group.consumer_group import (
 )
 from coordinator.group.consumer_records import ConsumerKey
 from coordinator.group.group import Group
-from coordinator.group.records import CoordinatorRecord, offset_record
+from coordinator.group.records import CoordinatorRecord, GroupKey, offset_record
 from coordinator.group.states import State
 from protocol.api.group import (
     GroupDescription,
@@ -81,6 +81,16 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
         group.consumer = None
         if not group.offsets and not is_classic_active(group) and group.generation == 0:
             groups.pop(key.group_id, None)
+
+
+def with_group_deleted(group: Group, records: list[CoordinatorRecord]) -> list[CoordinatorRecord]:
+    """`records` deleting the group (its GroupKey tombstone among them, offsets expired) also
+    tombstone an empty consumer group's records, first, so a reload does not bring it back."""
+    consumer = consumer_of(group)
+    deleting = any(isinstance(r.key, GroupKey) and r.value is None for r in records)
+    if consumer is None or consumer.members or not deleting:
+        return records
+    return cg.delete_records(consumer) + records
 
 
 PROTOCOL_TYPE = "consumer"  # how the native door and `odradek groups` show the kind

@@ -197,7 +197,8 @@ class GroupCoordinator:
         since = self._empty_since.setdefault(group.group_id, wall_ms)
         result = ops.expire_offsets(group, wall_ms, self.config.offsets_retention_ms, since)
         if result.records:
-            self._tasks.spawn(self.runtime.write(owned, result.records))
+            records = consumer_service.with_group_deleted(group, result.records)  # KIP-848
+            self._tasks.spawn(self.runtime.write(owned, records))
 
     # ----- ownership (the runtime's Down -> Catch up -> Ready) -------------------------------
 

@@ -293,3 +293,32 @@ def test_a_loaded_member_gets_the_configured_session() -> None:
     assert cg.tick(loaded, TOPICS, 1000, short) == []
     assert cg.tick(loaded, TOPICS, 7000, short)
     assert "m1" not in loaded.members
+
+
+def test_expired_offsets_take_an_empty_consumer_group_with_them() -> None:
+    """KIP-211 expiry of an empty consumer group's last offsets tombstones its KIP-848 records
+    too, so once compaction has dropped the tombstones a reload does not bring it back."""
+    from coordinator.group import group as ops
+    from coordinator.group.consumer_service import with_group_deleted
+    from coordinator.group.records import offset_record
+    from coordinator.group.service import _replay
+
+    log = [offset_record("g", "a", 0, 5, None, 0)]
+    consumer = ConsumerGroup("g")
+    log += join(consumer, "m1").records
+    log += cg.heartbeat(consumer, HeartbeatIn("g", "m1", -1), TOPICS, 0, CONFIG, new_id).records
+    groups: dict = {}
+    for rec in log:
+        _replay(groups, rec, 0)
+    group = groups["g"]
+    assert group.consumer is not None and not group.consumer.members
+    expired = ops.expire_offsets(group, 10 * 86_400_000, 86_400_000, 0).records
+    records = with_group_deleted(group, expired)
+    assert len(records) > len(expired)
+    # compaction keeps each key's last record and, in time, drops the tombstones
+    latest = {rec.key: rec for rec in log + records}
+    reloaded: dict = {}
+    for rec in latest.values():
+        if rec.value is not None:
+            _replay(reloaded, rec, 0)
+    assert "g" not in reloaded
