@@ -165,8 +165,10 @@ def _restart_each_without_rebalance(s: Scenario, client: str) -> tuple[int, Plac
     generation = _generation(s)
     revoked = {i: len(_notes(m, "revoked")) for i, m in members.items()}  # the first joins'
     settled = {i: len(_lines(m)) for i, m in members.items()}  # what they read while joining
+    at_kill: dict[str, dict[int, int]] = {}  # the group's committed offsets at each kill
     for instance in INSTANCES:
         old_id = placed[instance][0]
+        at_kill[instance] = s.committed()
         members[instance].kill()  # no LeaveGroup, no last commit
         s.produce(10)
         members[instance] = _start(s, client, instance)  # the same out file: appended
@@ -181,6 +183,9 @@ def _restart_each_without_rebalance(s: Scenario, client: str) -> tuple[int, Plac
         read = _lines(m)[settled[instance] :]
         assert {p for p, _ in read} <= mine, (instance, "read another member's partition")
         assert read, f"{instance} read nothing"
+        # read twice: only the killed member's uncommitted tail (at or past the committed offset)
+        twice = [(p, o) for (p, o), n in Counter(read).items() if n > 1]
+        assert all(o >= at_kill[instance].get(p, 0) for p, o in twice), (instance, twice)
         # librdkafka notes its own revocations: none since the group first settled
         assert len(_notes(m, "revoked")) == revoked[instance], _notes(m, "revoked")
     return generation, placed
