@@ -21,6 +21,9 @@ step: join or rejoin, listener callbacks, auto commit); `commit`, `commit_async`
 `group_instance_id` makes the member static (KIP-345): it sends no LeaveGroup on close, so a
 restart within `session_timeout_ms` gets its partitions back without a rebalance, and a second
 consumer with the same id fences this one (poll raises FencedInstanceIdError).
+`group_protocol="consumer"` joins with KIP-848's consumer group protocol instead of the
+classic one (client/group/consumer_protocol.py): the coordinator assigns and the member
+reconciles incrementally; the classic-only settings are refused with it.
 
 Transactions (KIP-98): `isolation_level="read_committed"` reads only committed transactions'
 records (up to each partition's last stable offset; aborted ones are dropped, see
@@ -40,6 +43,12 @@ from client._lifecycle import ClusterClient
 from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
 from client.group.consumer_group import ConsumerGroup, RebalanceListener
+from client.group.consumer_protocol import (
+    CLASSIC,
+    CONSUMER,
+    ConsumerProtocolGroup,
+    check_group_protocol,
+)
 from client.group.membership import GroupSettings
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.subscription import EARLIEST, LATEST, SubscriptionState
@@ -64,15 +73,22 @@ class AsyncConsumer(ClusterClient):
         retry_backoff_ms: int = 100,
         check_crcs: bool = True,
         group_id: str | None = None,
-        assignment_strategy: str = "range",
+        assignment_strategy: str | None = None,  # classic only; "range" by default
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 5000,
-        session_timeout_ms: int = 10_000,
-        heartbeat_interval_ms: int = 3000,
+        session_timeout_ms: int | None = None,  # classic only; 10 s by default
+        heartbeat_interval_ms: int | None = None,  # classic only; 3 s by default
         max_poll_interval_ms: int = 300_000,
         isolation_level: str = READ_UNCOMMITTED,
         group_instance_id: str | None = None,
+        group_protocol: str = CLASSIC,
+        group_remote_assignor: str | None = None,  # "consumer" only: uniform, range
     ) -> None:
+        classic_only = {"assignment_strategy": assignment_strategy,
+                        "session_timeout_ms": session_timeout_ms,
+                        "heartbeat_interval_ms": heartbeat_interval_ms}  # fmt: skip
+        check_group_protocol(group_protocol, [k for k, v in classic_only.items() if v is not None])
+        self.group_protocol = group_protocol
         if max_poll_records < 1:
             raise UsageError("max_poll_records must be at least 1")
         try:
@@ -96,11 +112,19 @@ class AsyncConsumer(ClusterClient):
         self._group: ConsumerGroup | None = None
         if group_id is not None:
             settings = GroupSettings(
-                group_id, assignment_strategy, session_timeout_ms, heartbeat_interval_ms,
-                max_poll_interval_ms, request_timeout_ms, retry_backoff_ms,
-                group_instance_id=group_instance_id or None,
+                group_id, assignment_strategy or "range", session_timeout_ms or 10_000,
+                heartbeat_interval_ms or 3000, max_poll_interval_ms, request_timeout_ms,
+                retry_backoff_ms, group_instance_id=group_instance_id or None,
             )  # fmt: skip
-            self._group = ConsumerGroup(self, settings, enable_auto_commit, auto_commit_interval_ms)
+            if group_protocol == CONSUMER:
+                self._group = ConsumerProtocolGroup(
+                    self, settings, enable_auto_commit, auto_commit_interval_ms,
+                    group_remote_assignor,
+                )  # fmt: skip
+            else:
+                self._group = ConsumerGroup(
+                    self, settings, enable_auto_commit, auto_commit_interval_ms
+                )
         self._started = False
         self._closed = False
 

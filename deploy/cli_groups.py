@@ -33,7 +33,8 @@ from typing import Any
 from deploy.cli_output import emit_json, output_options, print_lines, table_lines, wants_json
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER")
-LIST_COLUMNS = ("GROUP", "STATE", "KIND")
+LIST_COLUMNS = ("GROUP", "STATE", "KIND", "TYPE")
+MEMBER_COLUMNS = ("MEMBER", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNED", "TARGET")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
@@ -73,11 +74,14 @@ def _run(coro: Any) -> int:
 
 def listed_doc(g: Any) -> dict[str, Any]:
     """One group of `groups list`: a Kafka group by Kafka's state name and its protocol type,
-    a native one as kind "odradek" (null without members: nothing says which it is)."""
+    a native one as kind "odradek" (null without members: nothing says which it is); its type
+    is Kafka's group type: "classic", or "consumer" for a KIP-848 group."""
+    group_type = getattr(g, "group_type", "classic")
     if g.protocol_type is not None:
-        return {"group": g.group_id, "state": g.kafka_state or g.state, "kind": g.protocol_type}
+        state = g.kafka_state or g.state
+        return {"group": g.group_id, "state": state, "kind": g.protocol_type, "type": group_type}
     kind = None if g.state in ("Empty", "Dead") else "odradek"
-    return {"group": g.group_id, "state": g.state, "kind": kind}
+    return {"group": g.group_id, "state": g.state, "kind": kind, "type": group_type}
 
 
 async def cmd_list(bootstrap: str, as_json: bool = False) -> int:
@@ -90,7 +94,9 @@ async def cmd_list(bootstrap: str, as_json: bool = False) -> int:
         emit_json({"groups": groups})
     else:
         print_lines(
-            table_lines(LIST_COLUMNS, [(g["group"], g["state"], g["kind"]) for g in groups])
+            table_lines(
+                LIST_COLUMNS, [(g["group"], g["state"], g["kind"], g["type"]) for g in groups]
+            )
         )
     return 0
 
@@ -105,10 +111,30 @@ def describe_doc(group: str, desc: Any, rows: list[Any]) -> dict[str, Any]:
         "generation": desc.generation_id,
         "assignor": desc.assignment_strategy or None,
         "members": len(desc.members),
+        "type": desc.group_type,
+        **(consumer_doc(desc) if desc.group_type == "consumer" else {}),
         "partitions": [
             {"topic": r.topic, "partition": r.partition, "current_offset": r.current_offset,
              "log_end_offset": r.log_end_offset, "lag": r.lag, "owner": r.owner}
             for r in rows
+        ],
+    }  # fmt: skip
+
+
+def _parts(parts: Any) -> str:
+    return ",".join(f"{t.topic}-{p}" for t in parts or () for p in t.partitions) or "-"
+
+
+def consumer_doc(desc: Any) -> dict[str, Any]:
+    """A KIP-848 group's epochs and members (Kafka's ConsumerGroupDescribe content)."""
+    return {
+        "group_epoch": desc.group_epoch,
+        "target_assignment_epoch": desc.target_assignment_epoch,
+        "member_details": [
+            {"member_id": m.member_id, "client_id": m.client_id,
+             "instance_id": m.group_instance_id, "member_epoch": m.member_epoch,
+             "assigned": _parts(m.assignment), "target": _parts(m.target_assignment)}
+            for m in desc.members
         ],
     }  # fmt: skip
 
@@ -123,11 +149,21 @@ async def cmd_describe(bootstrap: str, group: str, as_json: bool = False) -> int
         emit_json(doc)
         return 0
     kind = f"Kafka group (protocol type {desc.protocol_type}), " if desc.protocol_type else ""
-    print(f"group {group}: {kind}state {doc['state']}, generation {desc.generation_id}, "
-          f"assignor {doc['assignor'] or '-'}, {len(desc.members)} members")  # fmt: skip
+    epochs = ""
+    if desc.group_type == "consumer":
+        epochs = (f"group epoch {desc.group_epoch}, target assignment epoch "
+                  f"{desc.target_assignment_epoch}, ")  # fmt: skip
+    print(f"group {group}: {kind}type {desc.group_type}, state {doc['state']}, "
+          f"generation {desc.generation_id}, {epochs}assignor {doc['assignor'] or '-'}, "
+          f"{len(desc.members)} members")  # fmt: skip
     table = [(group, p["topic"], p["partition"], p["current_offset"], p["log_end_offset"],
               p["lag"], p["owner"]) for p in doc["partitions"]]  # fmt: skip
     print_lines(table_lines(COLUMNS, table))
+    if desc.group_type == "consumer" and doc["member_details"]:
+        print()
+        members = [(m["member_id"], m["client_id"], m["member_epoch"], m["assigned"],
+                    m["target"]) for m in doc["member_details"]]  # fmt: skip
+        print_lines(table_lines(MEMBER_COLUMNS, members))
     return 0
 
 

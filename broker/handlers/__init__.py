@@ -18,6 +18,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_partitions,
     create_topics,
@@ -70,6 +71,7 @@ from protocol.api.controller import (
 from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
+    CONSUMER_GROUP_HEARTBEAT,
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
@@ -128,6 +130,7 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_GROUPS.key: describe_groups.handle,
     LIST_GROUPS.key: list_groups.handle,
     DELETE_GROUPS.key: delete_groups.handle,
+    CONSUMER_GROUP_HEARTBEAT.key: consumer_group_heartbeat.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,

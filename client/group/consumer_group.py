@@ -48,9 +48,10 @@ class ConsumerGroup:
         settings: GroupSettings,
         enable_auto_commit: bool,
         auto_commit_interval_ms: int,
+        membership: GroupMembership | None = None,  # consumer_protocol.py passes its own
     ) -> None:
         self.consumer = consumer
-        self.membership = GroupMembership(consumer._cluster, settings)
+        self.membership = membership or GroupMembership(consumer._cluster, settings)
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self.listener: RebalanceListener | None = None

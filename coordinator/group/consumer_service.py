@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from coordinator.group import consumer_group as cg
@@ -94,6 +94,7 @@ def with_group_deleted(group: Group, records: list[CoordinatorRecord]) -> list[C
 
 
 PROTOCOL_TYPE = "consumer"  # how the native door and `odradek groups` show the kind
+GROUP_TYPE = "consumer"  # Kafka's group type (ListGroups v5); a classic group's is "classic"
 
 
 def listed(group: Group) -> ListedGroup | None:
@@ -102,7 +103,7 @@ def listed(group: Group) -> ListedGroup | None:
     if consumer is None:
         return None
     state = consumer.state.value
-    return ListedGroup(group.group_id, state, PROTOCOL_TYPE, state)
+    return ListedGroup(group.group_id, state, PROTOCOL_TYPE, state, GROUP_TYPE)
 
 
 class ConsumerGroups:
@@ -226,13 +227,12 @@ class ConsumerGroups:
             return None
         members = []
         for m in sorted(consumer.members.values(), key=lambda m: m.member_id):
-            parts = [
-                TopicPartitions(self.co.metadata.topic_by_id(t) or str(t), sorted(ps))
-                for t, ps in sorted(m.assignment.assigned.items(), key=lambda kv: str(kv[0]))
-                if ps
-            ]
+            parts = self._by_name(m.assignment.assigned)
+            target = self._by_name(consumer.target.get(m.member_id, {}))
             members.append(
-                MemberDescription(m.member_id, m.client_id, parts, m.client_host, m.instance_id)
+                MemberDescription(
+                    m.member_id, m.client_id, parts, m.client_host, m.instance_id, m.epoch, target
+                )
             )
         state = consumer.state.value
         return GroupDescription(
@@ -244,7 +244,17 @@ class ConsumerGroups:
             members,
             PROTOCOL_TYPE,
             state,
+            GROUP_TYPE,
+            consumer.group_epoch,
+            consumer.target_epoch,
         )
+
+    def _by_name(self, parts: Mapping[uuid.UUID, frozenset[int]]) -> list[TopicPartitions]:
+        return [
+            TopicPartitions(self.co.metadata.topic_by_id(t) or str(t), sorted(ps))
+            for t, ps in sorted(parts.items(), key=lambda kv: str(kv[0]))
+            if ps
+        ]
 
     async def before_classic_join(self, owned: Any, group: Group) -> int:
         """A classic member joining: refused while the consumer group has members; an empty

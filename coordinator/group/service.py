@@ -286,6 +286,13 @@ class GroupCoordinator:
         if owned is None:
             return JoinGroupResponse(code, -1, req.member_id, [])
         group = owned.shard.setdefault(req.group_id, Group(req.group_id))
+        code = await self.consumer.before_classic_join(owned, group)  # KIP-848 group here?
+        if code != NONE:  # a native classic member meets a consumer group with members
+            return JoinGroupResponse(code, -1, req.member_id, [], error_message=(
+                f"Group {req.group_id} is a consumer group (group_protocol=consumer) with "
+                "members; odradek does not migrate a non-empty group to the classic protocol "
+                "online."
+            ))  # fmt: skip
         if req.member_id and req.member_id not in group.members:
             code = ops.check_member(group, req.member_id, req.group_instance_id)
             return JoinGroupResponse(code, -1, req.member_id, [])

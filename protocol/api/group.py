@@ -203,6 +203,8 @@ class MemberDescription:
     assignment: list[TopicPartitions]
     client_host: str = ""  # Kafka groups: the member's address as Kafka shows it, "/127.0.0.1"
     group_instance_id: str | None = None  # a static member's (KIP-345)
+    member_epoch: int = -1  # a consumer group's (KIP-848); -1: a classic member
+    target_assignment: list[TopicPartitions] | None = None  # a consumer group's; None: classic
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +217,9 @@ class GroupDescription:
     members: list[MemberDescription]
     protocol_type: str | None = None  # a Kafka group's ("consumer"); None: native, or no members
     kafka_state: str = ""  # the state as Kafka names it: Stable, PreparingRebalance, ...
+    group_type: str = "classic"  # "consumer": a KIP-848 group (then the epochs below)
+    group_epoch: int = -1
+    target_assignment_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +238,7 @@ class ListedGroup:
     state: str
     protocol_type: str | None = None  # as GroupDescription's
     kafka_state: str = ""
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,3 +276,43 @@ DESCRIBE_GROUPS = register(
 )
 LIST_GROUPS = register(ApiSpec(16, "ListGroups", ListGroupsRequest, ListGroupsResponse))
 DELETE_GROUPS = register(ApiSpec(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse))
+
+
+# ----- ConsumerGroupHeartbeat (KIP-848, the consumer protocol) ----------------------------------
+# The native twin of Kafka's ConsumerGroupHeartbeat (68): one request joins (member epoch 0),
+# heartbeats, reports the partitions the member owns, and leaves (-1; -2 a static member). The
+# native door names topics, not ids (the broker maps them with its metadata cache).
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    group_id: str
+    member_id: str  # made by the client (a uuid), as Kafka's v1 (KIP-1082)
+    member_epoch: int  # 0 joins, -1 leaves, -2 leaves a static member's place
+    instance_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None  # None: unchanged
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: list[TopicPartitions] | None = None  # None: unchanged since the last heartbeat
+    client_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: list[TopicPartitions] | None  # None: unchanged
+
+
+CONSUMER_GROUP_HEARTBEAT = register(
+    ApiSpec(
+        68,
+        "ConsumerGroupHeartbeat",
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
+    )
+)

@@ -282,7 +282,7 @@ def test_groups_list_and_describe_json_show_the_lag(cli: Cli) -> None:
     assert read.out.splitlines() == ["0", "1", "2", "3"]
 
     listed = cli.json("groups", "list")
-    assert {"group": "lag-g", "state": "Empty", "kind": None} in listed["groups"]
+    assert {"group": "lag-g", "state": "Empty", "kind": None, "type": "classic"} in listed["groups"]
     doc = cli.json("groups", "describe", "lag-g")
     assert doc["group"] == "lag-g" and doc["state"] == "Empty" and doc["members"] == 0
     assert doc["partitions"] == [
@@ -290,9 +290,12 @@ def test_groups_list_and_describe_json_show_the_lag(cli: Cli) -> None:
          "lag": 6, "owner": None},
     ]  # fmt: skip
     table = cli.run("groups", "list").out.splitlines()
-    assert table[0].split() == ["GROUP", "STATE", "KIND"] and ["lag-g", "Empty", "-"] in [
-        line.split() for line in table
-    ]
+    assert table[0].split() == ["GROUP", "STATE", "KIND", "TYPE"] and [
+        "lag-g",
+        "Empty",
+        "-",
+        "classic",
+    ] in [line.split() for line in table]
     assert_aligned(table)
     described = cli.run("groups", "describe", "lag-g").out.splitlines()
     assert described[2].split() == ["lag-g", "lagged", "0", "4", "10", "6", "-"]

@@ -192,7 +192,12 @@ def test_listed_group_docs() -> None:
     kafka = SimpleNamespace(group_id="k", protocol_type="consumer", kafka_state="Stable", state="x")
     native = SimpleNamespace(group_id="n", protocol_type=None, kafka_state=None, state="Stable")
     empty = SimpleNamespace(group_id="e", protocol_type=None, kafka_state=None, state="Empty")
-    assert cli_groups.listed_doc(kafka) == {"group": "k", "state": "Stable", "kind": "consumer"}
+    assert cli_groups.listed_doc(kafka) == {
+        "group": "k",
+        "state": "Stable",
+        "kind": "consumer",
+        "type": "classic",
+    }
     assert cli_groups.listed_doc(native)["kind"] == "odradek"
     assert cli_groups.listed_doc(empty)["kind"] is None
 

@@ -1,0 +1,110 @@
+"""The pure parts of the native consumer on KIP-848's protocol (client/group/consumer_protocol.py):
+the reconciliation step, what a heartbeat's error code makes the member do, the settings that
+the consumer protocol refuses, and the request a member sends (epochs: join, leave, static)."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.consumer import AsyncConsumer
+from client.group.consumer_group import ConsumerGroup
+from client.group.consumer_protocol import (
+    Action,
+    ConsumerProtocolGroup,
+    ConsumerProtocolMembership,
+    GroupProtocolError,
+    check_group_protocol,
+    from_wire,
+    heartbeat_action,
+    reconcile_step,
+    to_wire,
+)
+from client.types import TopicPartition
+from protocol.api.group import ConsumerGroupHeartbeatResponse, TopicPartitions
+from protocol.errors import UsageError
+
+
+def tps(*parts: int, topic: str = "t") -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in parts}
+
+
+def test_reconcile_revokes_what_is_no_longer_owned_then_adds_the_increment() -> None:
+    step = reconcile_step(tps(0, 1, 2), tps(2, 3))
+    assert step.revoke == tps(0, 1) and step.keep == tps(2) and step.add == tps(3)
+    same = reconcile_step(tps(0, 1), tps(0, 1))
+    assert not same.revoke and not same.add and same.keep == tps(0, 1)
+    first = reconcile_step((), tps(0, 1, topic="u"))
+    assert not first.revoke and first.add == tps(0, 1, topic="u")
+
+
+def test_heartbeat_codes_decide_the_members_next_move() -> None:
+    assert heartbeat_action(0) is Action.OK
+    assert heartbeat_action(110) is Action.REJOIN  # FENCED_MEMBER_EPOCH
+    assert heartbeat_action(25) is Action.REJOIN  # UNKNOWN_MEMBER_ID
+    for code in (14, 15, 16):  # loading, not available, not the coordinator
+        assert heartbeat_action(code) is Action.RETRY
+    for code in (69, 23, 112, 81):  # not a consumer group, wrong kind, assignor, full
+        assert heartbeat_action(code) is Action.FATAL
+
+
+def test_wire_names_round_trip() -> None:
+    owned = tps(2, 0) | tps(1, topic="a")
+    wire = to_wire(owned)
+    assert wire == [TopicPartitions("a", [1]), TopicPartitions("t", [0, 2])]
+    assert from_wire(wire) == owned
+
+
+def test_classic_only_settings_and_unknown_protocols_are_refused() -> None:
+    check_group_protocol("classic", ["session_timeout_ms"])
+    check_group_protocol("consumer", [])
+    with pytest.raises(ValueError, match="group_protocol must be one of classic, consumer"):
+        check_group_protocol("eager", [])
+    for bad in ("session_timeout_ms", "heartbeat_interval_ms", "assignment_strategy"):
+        with pytest.raises(GroupProtocolError, match=f"{bad} cannot be set with group_protocol"):
+            AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer",
+                          **{bad: "range" if bad == "assignment_strategy" else 500})  # type: ignore[arg-type]  # fmt: skip
+    with pytest.raises(UsageError):
+        AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="Consumer")
+
+
+async def test_the_protocol_chooses_the_membership() -> None:
+    classic = AsyncConsumer("127.0.0.1:1", group_id="g", session_timeout_ms=6000)
+    new = AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer")
+    try:
+        assert type(classic._group) is ConsumerGroup
+        assert classic._group.membership.settings.session_timeout_ms == 6000
+        assert isinstance(new._group, ConsumerProtocolGroup)
+    finally:
+        await classic.close()
+        await new.close()
+
+
+async def test_requests_carry_the_epoch_owned_partitions_and_leave_epochs() -> None:
+    new = AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer",
+                        group_instance_id="i-1", group_remote_assignor="range")  # fmt: skip
+    try:
+        new.subscribe(["t"])
+        m = new._group.membership  # type: ignore[union-attr]
+        assert isinstance(m, ConsumerProtocolMembership)
+        join = m._request(m.epoch)
+        assert join.member_epoch == 0 and join.member_id and join.owned == []
+        assert join.subscribed_topic_names == ["t"] and join.server_assignor == "range"
+        m._accept(ConsumerGroupHeartbeatResponse(0, None, join.member_id, 3, 250,
+                                                 [TopicPartitions("t", [0, 1])]))  # fmt: skip
+        assert m.epoch == 3 and m.interval_s == 0.25 and m.target == tps(0, 1)
+        assert m.needs_join  # the poll step has partitions to take
+        m.report(tps(0, 1))
+        assert m._request(m.epoch).owned == [TopicPartitions("t", [0, 1])]
+        sent: list[int] = []
+
+        async def send(request: object, timeout_ms: float | None = None) -> None:
+            sent.append(request.member_epoch)  # type: ignore[attr-defined]
+
+        m._send = send  # type: ignore[method-assign]
+        await m.leave()
+        assert sent == [-2]  # static: leaves its place, keeps its partitions for the session
+        m._fence()
+        m.rejoin()
+        assert m.epoch == 0 and m.owned == frozenset() and m.target is None
+    finally:
+        await new.close()
