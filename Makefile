@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
 CHROMIUM := /usr/bin/chromium
+KP_VERSION := 3.0.12
+KP_CACHE := $(VENV)/kafka-python-suite
+KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 
 .PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn chaos clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(KP_SUITE)/.extracted
 
 # editable_mode=compat puts the checkout itself on sys.path (a .pth file), so Spark's Python
 # data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself. The
@@ -21,6 +24,16 @@ $(STAMP): pyproject.toml protocol/_records.c protocol/_encoder.c broker/log/clea
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat
 	touch $(STAMP)
+
+# kafka-python's own integration suite (test/integration/ of its sdist), run against an odradek
+# cluster by tests/integration/test_kafka_python_suite.py. It is third-party code, so it is not
+# copied into this repo: the sdist of the pinned version (the same pin as pyproject.toml's dev
+# extra) is downloaded from PyPI into .venv/ once, which a fresh clone's `make test` (CI) does too.
+$(KP_SUITE)/.extracted: | $(STAMP)
+	rm -rf $(KP_CACHE) && mkdir -p $(KP_CACHE)
+	$(BIN)/pip download -q --no-deps --no-binary :all: kafka-python==$(KP_VERSION) -d $(KP_CACHE)
+	tar -xzf $(KP_CACHE)/kafka_python-$(KP_VERSION).tar.gz -C $(KP_CACHE)
+	touch $@
 
 # Debian's ZooKeeper server jar, started with java by deploy/zookeeper.py (never by systemd).
 zookeeper: $(ZK_JAR)
