@@ -53,7 +53,7 @@ from prometheus_client.registry import Collector
 from broker.doors import Door, Refusal
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_http import HttpLimits, MetricsHttpServer
-from coordinator.group.metrics import GroupSample, group_samples
+from coordinator.group.metrics import GroupSample, group_counts, group_samples
 from protocol.errors import OdradekError, UnknownServerError, for_code
 from protocol.kafka import versions as kafka_versions
 
@@ -577,7 +577,39 @@ def _group_families(groups: list[GroupSample]) -> list[Metric]:
         members.add_metric([g.group_id], g.members)
         for topic, partition, value in g.lags:
             lag.add_metric([g.group_id, topic, str(partition)], value)
-    return [state, members, lag]
+    return [state, members, lag, *_group_count_families(groups)]
+
+
+def _group_count_families(groups: list[GroupSample]) -> list[Metric]:
+    """Kafka's group-coordinator-metrics group-count{protocol} and consumer-group-count{state},
+    and each KIP-848 group's epoch and lowest member epoch (coordinator/group/metrics.py)."""
+    counts = group_counts(groups)
+    by_protocol = GaugeMetricFamily(
+        "odradek_coordinator_group_count", "Groups this broker coordinates by protocol "
+        "(Kafka: group-coordinator-metrics group-count).", labels=["protocol"],
+    )  # fmt: skip
+    by_state = GaugeMetricFamily(
+        "odradek_coordinator_consumer_group_count", "KIP-848 consumer groups by state (Kafka: "
+        "group-coordinator-metrics consumer-group-count).", labels=["state"],
+    )  # fmt: skip
+    epoch = GaugeMetricFamily(
+        "odradek_coordinator_consumer_group_epoch", "A consumer group's group epoch.",
+        labels=["group"],
+    )  # fmt: skip
+    lowest = GaugeMetricFamily(
+        "odradek_coordinator_consumer_group_member_epoch_min", "A consumer group's lowest "
+        "member epoch: below the group epoch while members reconcile.", labels=["group"],
+    )  # fmt: skip
+    for protocol, n in counts.by_protocol.items():
+        by_protocol.add_metric([protocol], n)
+    for name, n in counts.consumer_by_state.items():
+        by_state.add_metric([name], n)
+    for g in groups:
+        if g.group_type == "consumer":
+            epoch.add_metric([g.group_id], g.group_epoch)
+            if g.member_epochs:
+                lowest.add_metric([g.group_id], g.member_epochs[0])
+    return [by_protocol, by_state, epoch, lowest]
 
 
 # ----- the whole -----------------------------------------------------------------------------

@@ -212,6 +212,34 @@ def test_group_samples_lag_is_end_offset_minus_committed() -> None:
     assert s.lags == (("t", 0, 7), ("t", 1, 0))  # never below 0; not hosted: no sample
 
 
+def test_group_counts_by_protocol_and_consumer_state_with_epochs() -> None:
+    from broker.metrics import _group_families
+    from coordinator.group.consumer_group import ConsumerGroup, ConsumerMember
+    from coordinator.group.reconcile import Reconciled
+
+    classic = Group("c", state=State.READY)
+    kip848 = Group("k")
+    kip848.consumer = ConsumerGroup("k", group_epoch=4, target_epoch=4, members={
+        "a": ConsumerMember("a", assignment=Reconciled(member_epoch=4)),
+        "b": ConsumerMember("b", assignment=Reconciled(member_epoch=3)),
+    })  # fmt: skip
+    samples = group_samples([classic, kip848], lambda t, p: None)
+    assert [(s.group_type, s.group_epoch, s.member_epochs) for s in samples] == [
+        ("classic", -1, ()), ("consumer", 4, (3, 4))
+    ]  # fmt: skip
+    families = {f.name: f for f in _group_families(samples)}
+    count = {
+        s.labels["protocol"]: s.value for s in families["odradek_coordinator_group_count"].samples
+    }
+    assert count == {"classic": 1, "consumer": 1}
+    states = families["odradek_coordinator_consumer_group_count"].samples
+    assert {s.labels["state"]: s.value for s in states} == {
+        "empty": 0, "assigning": 0, "reconciling": 1, "stable": 0, "dead": 0
+    }  # fmt: skip
+    lowest = families["odradek_coordinator_consumer_group_member_epoch_min"].samples
+    assert [(s.labels["group"], s.value) for s in lowest] == [("k", 3)]
+
+
 # ----- the HTTP server's limits ----------------------------------------------------------------
 
 
