@@ -158,12 +158,30 @@ class ConsumerGroups:
         if not consumer.members and not out.records and consumer.group_epoch == 0:
             group.consumer = None  # a refused first join leaves no group behind
         if out.records:
-            code = await self.co.runtime.append(owned, out.records)
+            code = await self._append(owned, out.records)
             if code != NONE:
                 return HeartbeatOut(
                     code, "the group's records could not be replicated", req.member_id or None
                 )
         return out.response
+
+    async def _append(self, owned: Any, records: list[CoordinatorRecord]) -> int:
+        """Append with acks=all. The records are in memory already: if they could not be
+        written while this broker still leads the partition, memory is ahead of the log, so
+        the partition is given up and loaded again from the log (Kafka reverts to its last
+        committed snapshot instead); its clients retry on NOT_COORDINATOR / the load."""
+        code, index = int(await self.co.runtime.append(owned, records)), owned.index
+        if code != NONE and self.co.owned.get(index) is owned:
+            log.warning(
+                "%d KIP-848 records not written (error %d): reloading offsets "
+                "partition %d from its log",
+                len(records),
+                code,
+                index,
+            )
+            self.co.runtime.resign(index)
+            self.co.on_leadership_change()
+        return code
 
     def tick(self, owned: Any, group: Group, now_ms: int) -> bool:
         """Fence expired members; True if records were written (spawned)."""
@@ -172,7 +190,7 @@ class ConsumerGroups:
             return False
         records = cg.tick(consumer, self.topics(), now_ms, self.config)
         if records:
-            self.co._tasks.spawn(self.co.runtime.append(owned, records))
+            self.co._tasks.spawn(self._append(owned, records))
         return bool(records)
 
     def is_consumer_group(self, group_id: str) -> bool:
@@ -271,7 +289,7 @@ class ConsumerGroups:
             return INCONSISTENT_GROUP_PROTOCOL
         records = cg.delete_records(consumer)
         group.consumer = None
-        return int(await self.co.runtime.append(owned, records))
+        return await self._append(owned, records)
 
     async def delete(self, owned: Any, group: Group) -> int:
         consumer = consumer_of(group)
@@ -281,4 +299,4 @@ class ConsumerGroups:
             return 68  # NON_EMPTY_GROUP
         records = cg.delete_records(consumer)
         group.consumer = None
-        return int(await self.co.runtime.append(owned, records))
+        return await self._append(owned, records)

@@ -39,6 +39,9 @@ from tests.unit.broker.harness import BrokerHarness, running_broker
 INCONSISTENT_GROUP_PROTOCOL = 23
 NON_EMPTY_GROUP = 68
 UNSUPPORTED_VERSION = 35
+REQUEST_TIMED_OUT = 7
+COORDINATOR_LOAD_IN_PROGRESS = 14
+NOT_COORDINATOR = 16
 T_ID = uuid.UUID("6b7a3b8e-0000-4000-8000-000000000001")
 
 
@@ -339,3 +342,34 @@ async def test_a_member_commits_below_v9_gets_unsupported_version(tmp_path: Path
         )
         assert resp.topics[0].partitions[0].error_code == UNSUPPORTED_VERSION
         assert await commit(k, "g", "m1", 1, 1) == 0  # v9
+
+
+async def test_a_failed_append_reloads_the_partition_from_its_log(tmp_path: Path) -> None:
+    """A join whose records cannot be replicated (the partition still led here) is answered
+    with the error, and the coordinator reloads the partition: memory is again what the log
+    holds, so the member the log never recorded is unknown."""
+    clock = ManualClock()
+    async with broker(tmp_path, clock) as (h, k):
+        groups = h.ctx.groups
+        assert groups is not None
+        assert (await heartbeat(k, "m1", 0)).error_code == 0
+        log = groups.runtime.log
+        real = log.append_replicated
+
+        async def timing_out(*args: Any, **kwargs: Any) -> int:
+            return REQUEST_TIMED_OUT
+
+        log.append_replicated = timing_out  # type: ignore[method-assign]
+        try:
+            failed = await heartbeat(k, "m2", 0)
+        finally:
+            log.append_replicated = real  # type: ignore[method-assign]
+        assert failed.error_code == REQUEST_TIMED_OUT
+        await settle(h)
+        for _ in range(100):  # the reload is under way: the client retries
+            r = await heartbeat(k, "m2", 2)
+            if r.error_code not in (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR):
+                break
+            await asyncio.sleep(0.01)
+        assert r.error_code == UNKNOWN_MEMBER_ID
+        assert (await heartbeat(k, "m1", 1)).error_code == 0
