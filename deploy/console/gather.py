@@ -372,16 +372,19 @@ class Gatherer:
             total = model.group_total_lag(offsets)
             history.add(now, total)
             kind = "kafka" if desc.protocol_type is not None else "native"
+            view = model.group_kind_view(desc)
+            epochs = view.pop("members", {})
             members = [
                 {"id": m.member_id, "owner": owner(desc, m),
-                 "assignment": [f"{tp.topic}-{p}" for tp in m.assignment for p in tp.partitions]}
+                 "assignment": [f"{tp.topic}-{p}" for tp in m.assignment for p in tp.partitions],
+                 **epochs.get(m.member_id, {})}
                 for m in desc.members
             ]  # fmt: skip
             out.append({
                 "id": g.group_id, "kind": kind, "state": state_name(desc),
                 "generation": desc.generation_id, "assignor": desc.assignment_strategy,
                 "members": members, "offsets": offsets, "lag": total,
-                "history": history.as_list(),
+                "history": history.as_list(), **view,
             })  # fmt: skip
         return out
 

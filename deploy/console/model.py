@@ -15,6 +15,9 @@
 - `transactions_view`: the open transactions (id, producer id and epoch, state, age, partitions)
   from the coordinators' descriptions, and the hanging ones (client/txn_admin.py's
   find_hanging_transactions), each age counted from `now_ms` so that it grows between refreshes.
+- `group_kind_view`: a group's kind for the groups view: Kafka's group type (classic, or
+  consumer for KIP-848) and, for a consumer group, its group and target assignment epochs and
+  each member's epoch, assigned and target partitions (Kafka's ConsumerGroupDescribe).
 - `Section` and `stale_sections`: each part of the snapshot with the time it was last
   refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
   the metadata, whose controller is down) is listed as stale with its age.
@@ -310,6 +313,27 @@ def stale_sections(
             "why": "the controller is down: leaders and ISRs are as it last sent them",
         })  # fmt: skip
     return out
+
+
+def _tps(parts: Sequence[Any] | None) -> list[str]:
+    return [f"{t.topic}-{p}" for t in parts or () for p in t.partitions]
+
+
+def group_kind_view(desc: Any) -> dict[str, Any]:
+    """The type and (consumer groups) epochs of a DescribeGroups description; `members` maps
+    each member id to its epoch, assigned and target partitions."""
+    group_type = getattr(desc, "group_type", "classic")
+    if group_type != "consumer":
+        return {"type": group_type}
+    return {
+        "type": group_type,
+        "group_epoch": desc.group_epoch,
+        "target_epoch": desc.target_assignment_epoch,
+        "members": {
+            m.member_id: {"epoch": m.member_epoch, "target": _tps(m.target_assignment)}
+            for m in desc.members
+        },
+    }
 
 
 def group_total_lag(rows: Sequence[dict[str, Any]]) -> int:

@@ -371,6 +371,27 @@ def test_a_group_shows_its_lag(cluster: LocalCluster, page: Any) -> None:
         assert "kp@" in page.inner_text(f"{group} ul.members")
     finally:
         kafka.close()
+    # a KIP-848 consumer group of a native consumer: its type, epochs and member epoch
+    kip848 = Consumer(cluster.bootstrap, group_id="new-readers", auto_offset_reset="earliest",
+                      group_protocol="consumer", client_id="nr")  # fmt: skip
+    try:
+        kip848.subscribe(["lagged"])
+        read = 0
+        deadline = time.monotonic() + 30
+        while read < 30 and time.monotonic() < deadline:
+            read += sum(len(r) for r in kip848.poll(timeout_ms=300).values())
+        assert read == 30
+        kip848.commit()
+        group = '.group[data-group="new-readers"]'
+        wait_js(page, f"""() => {{ const g = document.querySelector('{group}');
+          return g && g.querySelector('.lag-total').textContent === '0'
+            && g.querySelector('.group-type').textContent === 'consumer'
+            && g.querySelector('.group-epoch').textContent === '1'
+            && g.querySelector('.target-epoch').textContent === '1'; }}""")  # fmt: skip
+        members = page.inner_text(f"{group} ul.members")
+        assert "(epoch 1)" in members and "lagged-0" in members, members
+    finally:
+        kip848.close()
     not_reloaded(page)
 
 

@@ -349,3 +349,18 @@ def test_transactions_view_ages_from_now_and_leaves_out_ended_ones() -> None:
     assert (h["topic"], h["partition"], h["start_offset"], h["age_ms"]) == ("t", 0, 40, 4500)
     assert h["transactional_id"] == "old" and h["reason"] == "why"
     assert model.transactions_view([], [], 0) == {"open": [], "hanging": []}
+
+
+def test_group_kind_view_shows_a_consumer_groups_epochs_and_targets() -> None:
+    from protocol.api.group import GroupDescription, MemberDescription, TopicPartitions
+
+    classic = GroupDescription(0, "c", "Stable", 3, "range", [])
+    assert model.group_kind_view(classic) == {"type": "classic"}
+    member = MemberDescription("m1", "cid", [TopicPartitions("t", [0])], "", None, 4,
+                               [TopicPartitions("t", [0, 1])])  # fmt: skip
+    kip848 = GroupDescription(0, "k", "Reconciling", 5, "uniform", [member], "consumer",
+                              "Reconciling", "consumer", 5, 5)  # fmt: skip
+    assert model.group_kind_view(kip848) == {
+        "type": "consumer", "group_epoch": 5, "target_epoch": 5,
+        "members": {"m1": {"epoch": 4, "target": ["t-0", "t-1"]}},
+    }  # fmt: skip

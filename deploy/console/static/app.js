@@ -161,16 +161,24 @@ function lagChart(history) {
 function renderGroups() {
   const html = snap.groups.map((g) => {
     const members = g.members.map((m) =>
-      `<li><span class="owner">${esc(m.owner)}</span>: ${esc(m.assignment.join(", ") || "-")}` +
+      `<li><span class="owner">${esc(m.owner)}</span>` +
+      (m.epoch !== undefined ? ` <span class="member-epoch">(epoch ${m.epoch})</span>` : "") +
+      `: ${esc(m.assignment.join(", ") || "-")}` +
+      (m.target !== undefined && m.target.join(",") !== m.assignment.join(",")
+        ? ` <span class="target">&rarr; ${esc(m.target.join(", ") || "-")}</span>` : "") +
       "</li>").join("");
+    const epochs = g.type === "consumer"
+      ? `, group epoch <span class="group-epoch">${g.group_epoch}</span>, target assignment ` +
+        `epoch <span class="target-epoch">${g.target_epoch}</span>` : "";
     const rows = g.offsets.map((o) =>
       `<tr data-topic="${esc(o.topic)}" data-partition="${o.partition}">` +
       `<td>${esc(o.topic)}</td><td class="num">${o.partition}</td>` +
       `<td class="num committed">${num(o.committed)}</td><td class="num end">${num(o.end)}</td>` +
       `<td class="num lag">${num(o.lag)}</td><td>${esc(o.owner || "-")}</td></tr>`).join("");
     return `<div class="group" data-group="${esc(g.id)}"><header>` +
-      `<span class="name">${esc(g.id)}</span><span class="meta">${esc(g.kind)} group, state ` +
-      `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}` +
+      `<span class="name">${esc(g.id)}</span><span class="meta">${esc(g.kind)} group, type ` +
+      `<span class="group-type">${esc(g.type || "classic")}</span>, state ` +
+      `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}${epochs}` +
       `${g.assignor ? ", assignor " + esc(g.assignor) : ""}</span>` +
       `<span>total lag <span class="lag-total">${g.lag}</span></span></header>` +
       lagChart(g.history) +
