@@ -46,7 +46,15 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a), wants_json(a))))
     describe = gsub.add_parser("describe", parents=listing, help="members, offsets and lag")
     describe.add_argument("group", metavar="GROUP")
-    describe.set_defaults(func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a))))
+    describe.add_argument(
+        "--members",
+        action="store_true",
+        help="a consumer group's members: member epoch, assigned and target partitions "
+        "(kafka-consumer-groups --describe --members --verbose)",
+    )
+    describe.set_defaults(
+        func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a), a.members))
+    )
     reset = gsub.add_parser("reset-offsets", parents=listing, help="move an idle group")
     reset.add_argument("group", metavar="GROUP")
     reset.add_argument("--topic", required=True)
@@ -139,7 +147,9 @@ def consumer_doc(desc: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def cmd_describe(bootstrap: str, group: str, as_json: bool = False) -> int:
+async def cmd_describe(
+    bootstrap: str, group: str, as_json: bool = False, members: bool = False
+) -> int:
     from client.group.admin import GroupAdmin
 
     async with GroupAdmin(bootstrap) as admin:
@@ -158,12 +168,12 @@ async def cmd_describe(bootstrap: str, group: str, as_json: bool = False) -> int
           f"{len(desc.members)} members")  # fmt: skip
     table = [(group, p["topic"], p["partition"], p["current_offset"], p["log_end_offset"],
               p["lag"], p["owner"]) for p in doc["partitions"]]  # fmt: skip
+    if members and desc.group_type == "consumer":  # the members instead of the offsets
+        listed = [(m["member_id"], m["client_id"], m["member_epoch"], m["assigned"],
+                   m["target"]) for m in doc["member_details"]]  # fmt: skip
+        print_lines(table_lines(MEMBER_COLUMNS, listed))
+        return 0
     print_lines(table_lines(COLUMNS, table))
-    if desc.group_type == "consumer" and doc["member_details"]:
-        print()
-        members = [(m["member_id"], m["client_id"], m["member_epoch"], m["assigned"],
-                    m["target"]) for m in doc["member_details"]]  # fmt: skip
-        print_lines(table_lines(MEMBER_COLUMNS, members))
     return 0
 
 

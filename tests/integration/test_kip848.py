@@ -266,7 +266,9 @@ def test_members_join_leave_die_and_the_coordinator_dies(
         owners = {r.split()[2]: r.split()[-1].split("@")[0] for r in rows}
         assert owners == {str(p): o[0] for p, o in view.owners.items()}, done.stdout
         done = run_odradek("groups", "list", "--bootstrap", cluster.bootstrap)
-        assert [g.group, "Stable", "consumer"] in [r.split() for r in done.stdout.splitlines()]
+        assert [g.group, "Stable", "consumer", "consumer"] in [  # KIND, TYPE
+            r.split() for r in done.stdout.splitlines()
+        ]
         m3 = g.start("m3")
         g.converge([m1, m2, m3])
         g.produce(200)

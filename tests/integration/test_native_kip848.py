@@ -254,9 +254,9 @@ async def test_cli_describe_shows_a_consumer_group(cluster: LocalCluster) -> Non
     try:
         await wait_for(lambda: m.parts() == {0, 1}, "both partitions")
 
-        async def described() -> str:
+        async def described(*more: str) -> str:
             done = await asyncio.to_thread(
-                run_odradek, "groups", "describe", group, "--bootstrap", bootstrap
+                run_odradek, "groups", "describe", group, *more, "--bootstrap", bootstrap
             )
             assert done.returncode == 0, done.stderr
             return done.stdout
@@ -265,7 +265,8 @@ async def test_cli_describe_shows_a_consumer_group(cluster: LocalCluster) -> Non
         head = out.splitlines()[0]
         assert "type consumer" in head and "assignor range" in head, out
         assert "group epoch 1" in head and "target assignment epoch 1" in head, out
-        members = out.splitlines()[out.splitlines().index("") + 1 :]
+        assert out.splitlines()[1].split()[:2] == ["GROUP", "TOPIC"], out
+        members = (await described("--members")).splitlines()[1:]
         assert members[0].split() == ["MEMBER", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNED", "TARGET"]
         row = members[1].split()
         assert row[1:] == ["cli-member", "1", f"{topic}-0,{topic}-1", f"{topic}-0,{topic}-1"]
