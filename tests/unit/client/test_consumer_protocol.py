@@ -4,6 +4,9 @@ the consumer protocol refuses, and the request a member sends (epochs: join, lea
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
+
 import pytest
 
 from client.consumer import AsyncConsumer
@@ -108,3 +111,59 @@ async def test_requests_carry_the_epoch_owned_partitions_and_leave_epochs() -> N
         assert m.epoch == 0 and m.owned == frozenset() and m.target is None
     finally:
         await new.close()
+
+
+async def test_a_poll_step_revokes_first_commits_only_the_revoked_then_takes_the_increment() -> (
+    None
+):
+    consumer = AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer")
+    group = consumer._group
+    assert isinstance(group, ConsumerProtocolGroup)
+    m = group.membership
+    events: list[tuple[str, object]] = []
+
+    class Listener:
+        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            events.append(("revoked", revoked))
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            events.append(("assigned", assigned))
+
+    async def commit(offsets: dict[TopicPartition, int]) -> None:
+        events.append(("commit", dict(offsets)))
+
+    async def committed(wanted: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        events.append(("fetch", set(wanted)))
+        return {TopicPartition("t", 3): 42}
+
+    m.commit = commit  # type: ignore[method-assign]
+    m.committed = committed  # type: ignore[method-assign]
+    m._heartbeat_task = asyncio.ensure_future(asyncio.sleep(0))  # started: no real heartbeats
+    try:
+        consumer.subscribe(["t"], listener=Listener())
+        consumer._apply_assignment(tps(0, 1, 2))
+        for p in (0, 1, 2):
+            consumer.seek(TopicPartition("t", p), 10 + p)
+        m.report(tps(0, 1, 2))
+        m.target = frozenset(tps(2, 3))
+        assert m.needs_join
+        await group.ensure_active()
+        assert events == [
+            ("commit", {TopicPartition("t", 0): 10, TopicPartition("t", 1): 11}),
+            ("revoked", tps(0, 1)),
+            ("fetch", tps(3)),
+            ("assigned", tps(3)),
+        ]
+        assert consumer.assignment() == tps(2, 3) and m.owned == tps(2, 3)
+        assert consumer._subs.position(TopicPartition("t", 2)) == 12  # kept its position
+        assert consumer._subs.position(TopicPartition("t", 3)) == 42  # from the commit
+        assert not m.needs_join
+
+        events.clear()  # fenced: everything dropped without a commit, then epoch 0
+        m.generation = 7
+        m._fence()
+        await group.ensure_active()
+        assert events == [("revoked", tps(2, 3))]
+        assert consumer.assignment() == set() and m.epoch == 0 and not m.fenced
+    finally:
+        await consumer.close()
