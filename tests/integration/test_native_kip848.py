@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic
+from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic, TopicPartition
 from client.group.admin import GroupAdmin
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
@@ -68,6 +68,26 @@ class Member:
     consumer: AsyncConsumer
     batches: list[tuple[list[tuple[int, int]], bool]] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    calls: list[tuple[str, set[int]]] = field(default_factory=list)  # the listener's
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", {tp.partition for tp in revoked}))
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", {tp.partition for tp in assigned}))
+
+    def check_calls(self) -> None:
+        """Incremental: a revoke names only owned partitions, an assign only new ones, and
+        replaying them gives what the member owns."""
+        owned: set[int] = set()
+        for kind, parts in self.calls:
+            if kind == "revoked":
+                assert parts and parts <= owned, (self.name, self.calls)
+                owned -= parts
+            else:
+                assert parts and not parts & owned, (self.name, self.calls)
+                owned |= parts
+        assert owned == self.parts(), (self.name, self.calls)
 
     def start(self) -> Member:
         self.task = asyncio.ensure_future(self._run())
@@ -116,8 +136,9 @@ class Member:
 
 def member(bootstrap: str, group: str, topic: str, name: str, **opts: object) -> Member:
     consumer = AsyncConsumer(bootstrap, group_id=group, client_id=name, **{**OPTS, **opts})  # type: ignore[arg-type]
-    consumer.subscribe([topic])
-    return Member(name, consumer).start()
+    made = Member(name, consumer)
+    consumer.subscribe([topic], listener=made)
+    return made.start()
 
 
 async def produce(bootstrap: str, topic: str, start: int, count: int) -> None:
@@ -224,6 +245,11 @@ async def test_members_join_leave_and_crash_without_loss_or_two_owners(
         assert sorted(m.client_id for m in desc.members) == ["c", "d"]
         assert all(m.member_epoch == desc.group_epoch for m in desc.members)
         assert all(m.target_assignment == m.assignment for m in desc.members)
+        for m in (c, d):
+            m.check_calls()
+        # c went 2 -> 3 (a left) -> 2 (d joined) -> 3 (b fenced): partitions only added
+        # or only taken away at each step, never all revoked and given back (eager)
+        assert [kind for kind, _ in c.calls].count("revoked") <= 2, c.calls
     finally:
         for t in tasks:
             t.cancel()
