@@ -226,8 +226,10 @@ class ConsumerProtocolMembership(GroupMembership):
             resp = await self._send(self._request(self.generation))
             code = resp.error_code
         except OdradekError as exc:
-            if not exc.retriable:
-                raise
+            if not exc.retriable:  # the broker cannot serve it (an old one, say): stop here
+                self.fatal = exc
+                self._answered.set()
+                return
             resp, code = None, exc.code
         action = heartbeat_action(code)
         if action is Action.OK and resp is not None:

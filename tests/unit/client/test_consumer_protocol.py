@@ -167,3 +167,24 @@ async def test_a_poll_step_revokes_first_commits_only_the_revoked_then_takes_the
         assert consumer.assignment() == set() and m.epoch == 0 and not m.fenced
     finally:
         await consumer.close()
+
+
+async def test_a_heartbeat_the_broker_cannot_serve_stops_the_member_and_poll_says_why() -> None:
+    from protocol.errors import UnsupportedVersionError
+
+    consumer = AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer")
+    m = consumer._group.membership  # type: ignore[union-attr]
+    assert isinstance(m, ConsumerProtocolMembership)
+
+    async def send(request: object, timeout_ms: float | None = None) -> None:
+        raise UnsupportedVersionError("api 68 is not served here")
+
+    m._send = send  # type: ignore[method-assign]
+    try:
+        consumer.subscribe(["t"])
+        await m.heartbeat_once()
+        assert isinstance(m.fatal, UnsupportedVersionError) and m.needs_join
+        with pytest.raises(UnsupportedVersionError, match="api 68"):
+            await consumer._group.ensure_active()  # type: ignore[union-attr]
+    finally:
+        await consumer.close()
