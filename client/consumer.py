@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from client._lifecycle import ClusterClient
 from client.cluster import Cluster
@@ -55,6 +55,13 @@ from client.subscription import EARLIEST, LATEST, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
+
+T = TypeVar("T")
+
+
+def _or(given: T | None, default: T) -> T:
+    """A classic-only setting: the default when not given (0 stays 0, and is refused)."""
+    return default if given is None else given
 
 
 class AsyncConsumer(ClusterClient):
@@ -112,8 +119,8 @@ class AsyncConsumer(ClusterClient):
         self._group: ConsumerGroup | None = None
         if group_id is not None:
             settings = GroupSettings(
-                group_id, assignment_strategy or "range", session_timeout_ms or 10_000,
-                heartbeat_interval_ms or 3000, max_poll_interval_ms, request_timeout_ms,
+                group_id, _or(assignment_strategy, "range"), _or(session_timeout_ms, 10_000),
+                _or(heartbeat_interval_ms, 3000), max_poll_interval_ms, request_timeout_ms,
                 retry_backoff_ms, group_instance_id=group_instance_id or None,
             )  # fmt: skip
             if group_protocol == CONSUMER:
