@@ -20,9 +20,17 @@
    (bench/bench_groups_kafka.py): rebalance join and kill times of a group of 10 (each its own
    process, the killed one SIGKILLed) on another 30-partition topic, and the throughput of 1
    and 3 consumers on the same 6-partition topic. `--no-kafka` skips this part.
+5. The join and kill times again with confluent-kafka on KIP-848's consumer protocol
+   (`group.protocol=consumer`: the broker assigns, `uniform`, and reconciles incrementally; the
+   brokers' group.consumer session timeout and heartbeat interval are set to the classic
+   figures above so the two compare).
+6. A rolling restart of 6 confluent-kafka members (classic, range) on the 30-partition topic,
+   dynamic and then static (`group.instance.id`, KIP-345): how long some partition had no
+   owner, and the partition-seconds without one over the partition count.
 
-Prints a Markdown table (native and confluent-kafka side by side) and writes JSON lines to
-bench/results/groups-<time>.jsonl (`client`: odradek or confluent-kafka).
+Prints Markdown tables (native, confluent-kafka classic and KIP-848 side by side) and writes
+JSON lines to bench/results/groups-<time>.jsonl (`client`: odradek, confluent-kafka or
+confluent-kafka (KIP-848)).
 """
 
 from __future__ import annotations
@@ -47,6 +55,13 @@ from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic  # noqa: E
 
 SESSION_MS = 3000
 HEARTBEAT_MS = 300
+KIP848 = "confluent-kafka (KIP-848)"
+# KIP-848 members cannot choose their session timeout or heartbeat interval: the broker's
+# group.consumer.* settings are set to the classic groups' figures so the two compare
+KIP848_BROKER_SETTINGS: dict[str, int | bool | str] = {
+    "group_consumer_session_timeout_ms": SESSION_MS,
+    "group_consumer_heartbeat_interval_ms": HEARTBEAT_MS,
+}
 OPTS = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
         "enable_auto_commit": False, "auto_offset_reset": "earliest",
         "fetch_max_wait_ms": 100}  # fmt: skip
@@ -190,7 +205,8 @@ def main() -> int:
     from deploy.cluster import LocalCluster
 
     tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-groups-"))
-    cluster = LocalCluster(tmp / "cluster", brokers=3, progress=lambda s: print(s, file=sys.stderr))
+    cluster = LocalCluster(tmp / "cluster", brokers=3, progress=lambda s: print(s, file=sys.stderr),
+                           broker_settings=KIP848_BROKER_SETTINGS)  # fmt: skip
     lines: list[dict[str, object]] = []
     try:
         bootstrap = cluster.up()
@@ -200,10 +216,17 @@ def main() -> int:
                           "p50_s": statistics.median(values)})  # fmt: skip
         if not args.no_kafka:
             asyncio.run(create_topic(bootstrap, "krb30", bench_groups_kafka.PARTITIONS))
-            times = bench_groups_kafka.rebalance_times(cluster.kafka_bootstrap, "krb30", args.runs)
-            for kind, values in times.items():
-                lines.append({"measure": f"rebalance_{kind}", "client": "confluent-kafka",
-                              "runs": values, "p50_s": statistics.median(values)})  # fmt: skip
+            for protocol, client in (("classic", "confluent-kafka"), ("consumer", KIP848)):
+                times = bench_groups_kafka.rebalance_times(
+                    cluster.kafka_bootstrap, "krb30", args.runs, protocol
+                )
+                for kind, values in times.items():
+                    lines.append({"measure": f"rebalance_{kind}", "client": client,
+                                  "runs": values, "p50_s": statistics.median(values)})  # fmt: skip
+            for static in (False, True):
+                lines.append({"measure": "rolling_restart", "client": "confluent-kafka",
+                              "static": static, **bench_groups_kafka.rolling_restart(
+                                  cluster.kafka_bootstrap, "krb30", static)})  # fmt: skip
         asyncio.run(fill(bootstrap, "tput", args.records))
         for n in (1, 3):
             lines.append({"measure": "group_throughput", "client": "odradek",
@@ -226,6 +249,10 @@ def main() -> int:
 def _cell(line: dict[str, object] | None) -> str:
     if line is None:
         return "-"
+    if line["measure"] == "rolling_restart":
+        return (f"some partition unowned {line['uncovered_s']:.3f} s; group stalled "
+                f"{line['stalled_partition_s']:.3f} s (partition-seconds / partitions); "
+                f"{line['total_s']:.1f} s in all")  # fmt: skip
     if line["measure"] == "group_throughput":
         return (f"{line['from_subscribe_records_per_s']:,.0f} records/s from subscribe "
                 f"({line['records']:,} in {line['seconds_from_subscribe']:.2f} s); "
@@ -246,11 +273,19 @@ def print_table(lines: list[dict[str, object]]) -> None:
         return next((x for x in lines if x["measure"] == measure and x["client"] == client
                      and (consumers is None or x["consumers"] == consumers)), None)  # fmt: skip
 
-    print("| measurement | odradek consumers | confluent-kafka consumers |\n| --- | --- | --- |")
+    print("| measurement | odradek consumers | confluent-kafka consumers | confluent-kafka, "
+          "KIP-848 |\n| --- | --- | --- | --- |")  # fmt: skip
     for measure, consumers, label in rows:
-        native = _cell(find(measure, consumers, "odradek"))
-        kafka = _cell(find(measure, consumers, "confluent-kafka"))
-        print(f"| {label} | {native} | {kafka} |")
+        cells = [_cell(find(measure, consumers, c)) for c in ("odradek", "confluent-kafka", KIP848)]
+        print(f"| {label} | {' | '.join(cells)} |")
+    roll = [x for x in lines if x["measure"] == "rolling_restart"]
+    if roll:
+        n = roll[0]["members"]
+        print(f"\n| rolling restart of {n} confluent-kafka members (30 partitions, range) | "
+              "stop consuming |\n| --- | --- |")  # fmt: skip
+        for x in roll:
+            kind = "static (group.instance.id)" if x["static"] else "dynamic"
+            print(f"| {kind} | {_cell(x)} |")
 
 
 if __name__ == "__main__":

@@ -37,16 +37,23 @@ HERE = Path(__file__).resolve()
 SESSION_MS = 3000
 HEARTBEAT_MS = 300
 MEMBERS = 10
+ROLLING_MEMBERS = 6
 PARTITIONS = 30
 SETTLE_TIMEOUT_S = 120.0
 IDLE_S = 3.0
 
 
-def _config(bootstrap: str, group: str, name: str, **extra: Any) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-            "partition.assignment.strategy": "range", "session.timeout.ms": SESSION_MS,
-            "heartbeat.interval.ms": HEARTBEAT_MS, "auto.offset.reset": "earliest",
-            "enable.partition.eof": False, **extra}  # fmt: skip
+def _config(
+    bootstrap: str, group: str, name: str, protocol: str = "classic", **extra: Any
+) -> dict[str, Any]:
+    """A consumer's settings. KIP-848 (`protocol="consumer"`): the broker assigns, and holds
+    the session timeout and heartbeat interval (librdkafka refuses the classic settings)."""
+    common = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
+              "auto.offset.reset": "earliest", "enable.partition.eof": False}  # fmt: skip
+    if protocol == "consumer":
+        return {**common, "group.protocol": "consumer", **extra}
+    return {**common, "partition.assignment.strategy": "range", "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS, **extra}  # fmt: skip
 
 
 def _emit(**line: Any) -> None:
@@ -56,13 +63,19 @@ def _emit(**line: Any) -> None:
 # ----- children --------------------------------------------------------------------------------
 
 
-def run_member(bootstrap: str, group: str, topic: str, name: str) -> None:
-    """Poll, reporting each assignment and revocation, until SIGTERM (close: LeaveGroup)."""
+def run_member(
+    bootstrap: str, group: str, topic: str, name: str, protocol: str, instance: str | None
+) -> None:
+    """Poll, reporting each assignment and revocation, until SIGTERM (close: LeaveGroup, but
+    none for a static member, `instance` being its group.instance.id)."""
     from confluent_kafka import Consumer
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    c = Consumer(_config(bootstrap, group, name, **{"enable.auto.commit": False}))
+    extra: dict[str, Any] = {"enable.auto.commit": False}
+    if instance:
+        extra["group.instance.id"] = instance
+    c = Consumer(_config(bootstrap, group, name, protocol, **extra))
 
     def assigned(_c: Any, parts: list[Any]) -> None:
         _emit(name=name, event="assigned", partitions=[p.partition for p in parts],
@@ -102,10 +115,15 @@ def run_consume(bootstrap: str, group: str, topic: str) -> None:
 
 
 class Members:
-    """Member processes and what each last reported holding, read from their stdout."""
+    """Member processes and what each last reported holding, read from their stdout.
+    `protocol`: "classic" (eager range: each assignment is the whole one) or "consumer"
+    (KIP-848: assignments and revocations are increments); `static`: each member's
+    group.instance.id is its name."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, protocol: str = "classic",
+                 static: bool = False) -> None:  # fmt: skip
         self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.protocol, self.static = protocol, static
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.held: dict[str, set[int]] = {}
         self.subscribed_at: dict[str, float] = {}
@@ -114,7 +132,8 @@ class Members:
     def start(self, name: str) -> None:
         proc = subprocess.Popen(
             [sys.executable, str(HERE), "member", "--bootstrap", self.bootstrap, "--group",
-             self.group, "--topic", self.topic, "--name", name],
+             self.group, "--topic", self.topic, "--name", name, "--protocol", self.protocol,
+             *(["--instance", name] if self.static else [])],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         self.procs[name] = proc
@@ -129,6 +148,8 @@ class Members:
             with self._lock:
                 if event["event"] == "subscribed":
                     self.subscribed_at[event["name"]] = event["t"]
+                elif event["event"] == "assigned" and self.protocol == "consumer":
+                    self.held[event["name"]] |= set(event["partitions"])
                 elif event["event"] == "assigned":  # eager (range): the whole assignment
                     self.held[event["name"]] = set(event["partitions"])
                 elif event["name"] in self.held:
@@ -172,9 +193,11 @@ class Members:
         self.procs.clear()
 
 
-def rebalance_times(kafka_bootstrap: str, topic: str, runs: int) -> dict[str, list[float]]:
+def rebalance_times(
+    kafka_bootstrap: str, topic: str, runs: int, protocol: str = "classic"
+) -> dict[str, list[float]]:
     """`topic` has PARTITIONS partitions; join and kill times over `runs` runs."""
-    members = Members(kafka_bootstrap, f"krb-{time.time_ns()}", topic)
+    members = Members(kafka_bootstrap, f"krb-{protocol}-{time.time_ns()}", topic, protocol)
     out: dict[str, list[float]] = {"join": [], "kill": []}
     names = [f"c{i:02d}" for i in range(MEMBERS)]
     try:
@@ -195,11 +218,59 @@ def rebalance_times(kafka_bootstrap: str, topic: str, runs: int) -> dict[str, li
             names.append(f"r{run:02d}")
             members.start(names[-1])
             members.wait(names)
-            print(f"confluent run {run}: join {out['join'][-1]:.3f} s, "
+            print(f"confluent {protocol} run {run}: join {out['join'][-1]:.3f} s, "
                   f"kill {out['kill'][-1]:.3f} s", file=sys.stderr)  # fmt: skip
     finally:
         members.stop_all()
     return out
+
+
+def rolling_restart(kafka_bootstrap: str, topic: str, static: bool) -> dict[str, float]:
+    """A group of ROLLING_MEMBERS (classic, range) on `topic` (PARTITIONS partitions) is
+    restarted one member at a time, as a deploy does: each is closed (SIGTERM: a dynamic member
+    leaves the group, a static one does not) and started again at once under the same name
+    (and, static, the same group.instance.id), and the next waits until the group covers the
+    topic again. Sampled every 5 ms from the first close to the last settle:
+    - `uncovered_s`: how long some partition had no owner (someone stopped consuming);
+    - `stalled_partition_s`: the partition-seconds without an owner, over PARTITIONS: how long
+      the whole group was, in effect, stopped."""
+    members = Members(kafka_bootstrap, f"roll-{static}-{time.time_ns()}", topic, static=static)
+    names = [f"m{i}" for i in range(ROLLING_MEMBERS)]
+    sums = {"uncovered": 0.0, "stalled": 0.0}
+    done = threading.Event()
+
+    def sample() -> None:
+        last = time.monotonic()
+        while not done.wait(0.005):
+            now = time.monotonic()
+            with members._lock:
+                missing = PARTITIONS - len({p for m in names for p in members.held.get(m, ())})
+            sums["uncovered"] += (now - last) if missing else 0.0
+            sums["stalled"] += (now - last) * missing / PARTITIONS
+            last = now
+
+    try:
+        for n in names:
+            members.start(n)
+        members.wait(names)
+        sampler = threading.Thread(target=sample, daemon=True)
+        t0 = time.monotonic()
+        sampler.start()
+        for n in names:
+            members.close(n)
+            members.start(n)
+            members.wait(names)
+        done.set()
+        sampler.join()
+        total = time.monotonic() - t0
+    finally:
+        done.set()
+        members.stop_all()
+    uncovered, stalled = sums["uncovered"], sums["stalled"]
+    print(f"confluent rolling restart static={static}: uncovered {uncovered:.3f} s, "
+          f"stalled {stalled:.3f} s, total {total:.3f} s", file=sys.stderr)  # fmt: skip
+    return {"members": ROLLING_MEMBERS, "uncovered_s": uncovered,
+            "stalled_partition_s": stalled, "total_s": total}  # fmt: skip
 
 
 def throughput(kafka_bootstrap: str, topic: str, consumers: int) -> dict[str, float]:
@@ -232,9 +303,11 @@ def main() -> int:
     ap.add_argument("--group", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--name", default="member")
+    ap.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
+    ap.add_argument("--instance", help="group.instance.id: a static member")
     a = ap.parse_args()
     if a.role == "member":
-        run_member(a.bootstrap, a.group, a.topic, a.name)
+        run_member(a.bootstrap, a.group, a.topic, a.name, a.protocol, a.instance)
     else:
         run_consume(a.bootstrap, a.group, a.topic)
     return 0
