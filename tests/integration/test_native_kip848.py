@@ -328,8 +328,9 @@ async def test_classic_and_consumer_members_refuse_each_other(cluster: LocalClus
     try:
         await wait_for(lambda: first.parts() == {0, 1}, "the consumer member owns both")
         later.subscribe([topic])
-        with pytest.raises(InconsistentGroupProtocolError):
+        with pytest.raises(InconsistentGroupProtocolError) as wrong_kind:
             await asyncio.wait_for(later.poll(timeout_ms=30_000), 60)
+        assert "is a consumer group (group_protocol=consumer) with members" in str(wrong_kind.value)
         assert first.parts() == {0, 1}
     finally:
         await later.close()
