@@ -114,6 +114,12 @@ def _outcomes(junit: Path) -> dict[str, str]:
     return outcomes
 
 
+def _short_summary(stdout: str) -> str:
+    """pytest's closing lines (one per failed test, with its error) from the -rfE report."""
+    _, found, summary = stdout.partition("short test summary info")
+    return summary[-10000:] if found else stdout[-10000:]
+
+
 def _listed() -> list[str]:
     lines = PASSING_LIST.read_text().splitlines()
     return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
@@ -130,12 +136,16 @@ def test_kafka_python_suite_passes_against_odradek(
     junit = tmp_path / "junit.xml"
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:asyncio",
-        "-q", "-rfE", f"--junitxml={junit}", *SUITE_FILES,
+        "-q", "-rfE", "--log-level=DEBUG", f"--junitxml={junit}", *SUITE_FILES,
     ]  # fmt: skip
     run = subprocess.run(
         command, cwd=suite, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S
     )
+    # a failed test's section holds kafka-python's debug log (the broker's is in the cluster's dir)
+    output = tmp_path / "suite-output.txt"
+    output.write_text(run.stdout + run.stderr)
     assert junit.is_file(), f"the suite did not run:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}"
+    failed = f"(the suite's output: {output})\n{_short_summary(run.stdout)}"
     outcomes = _outcomes(junit)
     summary = "\n".join(f"{outcome:8} {node}" for node, outcome in sorted(outcomes.items()))
     print(summary)
@@ -145,12 +155,10 @@ def test_kafka_python_suite_passes_against_odradek(
     not_passing = {node: outcomes.get(node, "not run") for node in listed}
     not_passing = {node: how for node, how in not_passing.items() if how != "passed"}
     assert not not_passing, (
-        f"kafka-python's tests that passed before no longer pass: {not_passing}\n"
-        f"{run.stdout[-20000:]}"
+        f"kafka-python's tests that passed before no longer pass: {not_passing} {failed}"
     )
     assert outcomes.get(VERSION_INFER_TEST) == "passed", (
-        f"kafka-python does not infer Kafka {KAFKA_VERSION} from odradek's ApiVersions:\n"
-        f"{run.stdout[-20000:]}"
+        f"kafka-python does not infer Kafka {KAFKA_VERSION} from odradek's ApiVersions {failed}"
     )
     newly = sorted(n for n, how in outcomes.items() if how == "passed" and n not in listed)
     print("passing but not listed:", newly or "none")
