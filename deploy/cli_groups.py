@@ -158,7 +158,8 @@ async def cmd_describe(
     if as_json:
         emit_json(doc)
         return 0
-    kind = f"Kafka group (protocol type {desc.protocol_type}), " if desc.protocol_type else ""
+    kafka = desc.protocol_type and desc.group_type == "classic"  # a consumer group: either door
+    kind = f"Kafka group (protocol type {desc.protocol_type}), " if kafka else ""
     epochs = ""
     if desc.group_type == "consumer":
         epochs = (f"group epoch {desc.group_epoch}, target assignment epoch "
