@@ -161,6 +161,14 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The log's topic id (partition.metadata) is not the topic id in the request."),
     ErrorSpec(105, "TRANSACTIONAL_ID_NOT_FOUND", False,
               "The coordinator has no state for this transactional id."),
+    ErrorSpec(110, "FENCED_MEMBER_EPOCH", False,
+              "The member's epoch is not the coordinator's: rejoin with epoch 0 (KIP-848)."),
+    ErrorSpec(111, "UNRELEASED_INSTANCE_ID", False,
+              "Another member still holds this group instance id (KIP-848 static member)."),
+    ErrorSpec(112, "UNSUPPORTED_ASSIGNOR", False,
+              "The coordinator has no server assignor of that name (KIP-848)."),
+    ErrorSpec(113, "STALE_MEMBER_EPOCH", False,
+              "The commit's member epoch is not the member's current one (KIP-848)."),
 )
 # fmt: on
 
@@ -406,6 +414,24 @@ class ListenerNotFoundError(OdradekError): ...
 
 
 class ThrottlingQuotaExceededError(OdradekError): ...
+
+
+class UnknownTopicIdError(OdradekError): ...
+
+
+class InconsistentTopicIdError(OdradekError): ...
+
+
+class FencedMemberEpochError(OdradekError): ...
+
+
+class UnreleasedInstanceIdError(OdradekError): ...
+
+
+class UnsupportedAssignorError(OdradekError): ...
+
+
+class StaleMemberEpochError(OdradekError): ...
 
 
 NetworkError = NetworkExceptionError

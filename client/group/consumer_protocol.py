@@ -49,7 +49,16 @@ from protocol.api.group import (
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
-from protocol.errors import OdradekError, UsageError, for_code
+from protocol.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    FencedMemberEpochError,
+    NotCoordinatorError,
+    OdradekError,
+    UnknownMemberIdError,
+    UsageError,
+    for_code,
+)
 
 if TYPE_CHECKING:
     from client.consumer import AsyncConsumer
@@ -58,9 +67,15 @@ log = logging.getLogger("odradek.client.group")
 CLASSIC, CONSUMER = "classic", "consumer"
 GROUP_PROTOCOLS = (CLASSIC, CONSUMER)
 NONE = 0
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-RETRY_CODES = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORD.
+UNKNOWN_MEMBER_ID = UnknownMemberIdError.code
+FENCED_MEMBER_EPOCH = FencedMemberEpochError.code
+RETRY_CODES = frozenset(
+    {
+        CoordinatorLoadInProgressError.code,
+        CoordinatorNotAvailableError.code,
+        NotCoordinatorError.code,
+    }
+)
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 # AsyncConsumer arguments that belong to the classic protocol only (librdkafka refuses them too)
 CLASSIC_ONLY = ("session_timeout_ms", "heartbeat_interval_ms", "assignment_strategy")

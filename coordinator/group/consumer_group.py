@@ -39,21 +39,31 @@ from coordinator.group.consumer_states import GroupState, MemberState, group_sta
 from coordinator.group.reconcile import FencedError, Reconciled, reconcile
 from coordinator.group.records import CoordinatorRecord
 from coordinator.group.server_assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
+from protocol.errors import (
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
 
 TopicId = uuid.UUID
 Assignment = Mapping[TopicId, frozenset[int]]
 NONE = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
-# Kafka's codes (protocol/errors.py has no rows for the KIP-848 ones yet)
-UNKNOWN_MEMBER_ID = 25
-INVALID_REQUEST = 42
-GROUP_ID_NOT_FOUND = 69
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_MEMBER_EPOCH = 110
-UNRELEASED_INSTANCE_ID = 111
-UNSUPPORTED_ASSIGNOR = 112
-STALE_MEMBER_EPOCH = 113
+# Kafka's codes (protocol/errors.py; Kafka's 128 has no row there, kafka-python lacks it)
+UNKNOWN_MEMBER_ID = UnknownMemberIdError.code
+INVALID_REQUEST = InvalidRequestError.code
+GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
+GROUP_MAX_SIZE_REACHED = GroupMaxSizeReachedError.code
+FENCED_MEMBER_EPOCH = FencedMemberEpochError.code
+UNRELEASED_INSTANCE_ID = UnreleasedInstanceIdError.code
+UNSUPPORTED_ASSIGNOR = UnsupportedAssignorError.code
+STALE_MEMBER_EPOCH = StaleMemberEpochError.code
 INVALID_REGULAR_EXPRESSION = 128
 # a change of these in a heartbeat bumps the group epoch (a new target assignment)
 SUBSCRIPTION_FIELDS = ("subscribed_topic_names", "subscribed_topic_regex", "server_assignor")
