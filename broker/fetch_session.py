@@ -28,11 +28,16 @@ not name (`named`), whose follower is at the log end and was `told` their HW and
 Limits: at most `max_slots` sessions (Kafka's max.incremental.fetch.session.cache.slots). When
 full, the least recently used session is evicted if unused for `eviction_ms`; otherwise the new
 one is refused (answered sessionless). The clock is injected; ids come from an injected RNG.
+
+Sessions keep topic names. The Kafka door's v13+ requests name topics by id; a partition whose
+id no topic has at that instant stays in the session's `unresolved` (as Kafka keeps it under a
+null name) until the id resolves, since the client will not name it again.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -74,6 +79,9 @@ class FetchSession:
     epoch: int  # the epoch the next request must carry
     last_used_ms: int
     partitions: dict[Key, _Held] = field(default_factory=dict)  # in the session's order
+    # Kafka door, v13+: partitions named by a topic id no topic had yet (or any more); the
+    # door answers them UNKNOWN_TOPIC_ID and moves them into `partitions` once the id is known
+    unresolved: dict[uuid.UUID | None, dict[int, FetchPartition]] = field(default_factory=dict)
     _parts: list[tuple[str, FetchPartition]] | None = None  # `partitions` as read: cached
 
     def update(self, request: FetchRequest) -> frozenset[Key]:
