@@ -106,10 +106,28 @@ def listed(group: Group) -> ListedGroup | None:
     return ListedGroup(group.group_id, state, PROTOCOL_TYPE, state, GROUP_TYPE)
 
 
+REFUSAL_LOG_INTERVAL_MS = 60_000  # a refused kind is logged once a minute per group
+MAX_REFUSALS_REMEMBERED = 10_000
+
+
 class ConsumerGroups:
     def __init__(self, coordinator: GroupCoordinator, config: ConsumerConfig) -> None:
         self.co = coordinator
         self.config = config
+        self._refusals_logged: dict[tuple[str, str], int] = {}  # (group, kind) -> when
+
+    def _log_refusal(self, group_id: str, kind: str, why: str) -> None:
+        """One WARNING a minute per group and kind: a refused member of the wrong kind retries
+        (librdkafka 2.12 retries GROUP_ID_NOT_FOUND without telling its application), so the
+        broker's log is where an operator sees why the consumer does not start."""
+        now = self.co.clock.monotonic_ms()
+        last = self._refusals_logged.get((group_id, kind))
+        if last is not None and now - last < REFUSAL_LOG_INTERVAL_MS:
+            return
+        if len(self._refusals_logged) >= MAX_REFUSALS_REMEMBERED:
+            self._refusals_logged.clear()
+        self._refusals_logged[(group_id, kind)] = now
+        log.warning("group %s: %s", group_id, why)
 
     def topics(self) -> Topics:
         """The cluster's topics with their ids (a topic without an id yet is left out)."""
@@ -126,11 +144,12 @@ class ConsumerGroups:
             return HeartbeatOut(code, None, req.member_id or None)
         group = owned.shard.get(req.group_id)
         if group is not None and consumer_of(group) is None and is_classic_active(group):
-            log.info(
-                "group %s: consumer-protocol member %r refused: a classic group with "
-                "members (no online migration)",
+            self._log_refusal(
                 req.group_id,
-                req.member_id,
+                "consumer",
+                f"consumer-protocol (KIP-848) member {req.member_id!r} of client "
+                f"{req.client_id!r} refused: the group is a classic group with members, and "
+                "odradek does not migrate a non-empty group online (this is logged once a minute)",
             )
             return HeartbeatOut(
                 cg.GROUP_ID_NOT_FOUND,
@@ -281,10 +300,12 @@ class ConsumerGroups:
         if consumer is None:
             return NONE
         if consumer.members:
-            log.info(
-                "group %s: classic member refused: a consumer group with members (no "
-                "online migration)",
+            self._log_refusal(
                 group.group_id,
+                "classic",
+                "classic member refused: the group is a consumer (KIP-848) group with "
+                "members, and odradek does not migrate a non-empty group online (this is "
+                "logged once a minute)",
             )
             return INCONSISTENT_GROUP_PROTOCOL
         records = cg.delete_records(consumer)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import struct
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from coordinator.group.consumer_group import (
     FENCED_MEMBER_EPOCH,
@@ -373,3 +376,28 @@ async def test_a_failed_append_reloads_the_partition_from_its_log(tmp_path: Path
             await asyncio.sleep(0.01)
         assert r.error_code == UNKNOWN_MEMBER_ID
         assert (await heartbeat(k, "m1", 1)).error_code == 0
+
+
+async def test_a_refused_kind_is_logged_once_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """librdkafka retries GROUP_ID_NOT_FOUND without telling its application, so the broker's
+    log says why such a consumer does not start: one WARNING a minute per group, not one per
+    heartbeat."""
+    clock = ManualClock()
+    async with broker(tmp_path, clock) as (h, k):
+        groups = h.ctx.groups
+        assert groups is not None
+        answer = await groups.join_classic(
+            "g", "", "c", "/h", 120_000, 120_000, "consumer", [("range", b"")], False
+        )
+        assert answer.error_code == 0
+        caplog.set_level(logging.WARNING, logger="odradek")
+        for _ in range(5):
+            assert (await heartbeat(k, "m1", 0)).error_code == GROUP_ID_NOT_FOUND
+        lines = [r for r in caplog.records if "does not migrate" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].levelno == logging.WARNING
+        assert "classic group with members" in lines[0].getMessage()
+        clock.advance(61_000)
+        assert (await heartbeat(k, "m1", 0)).error_code == GROUP_ID_NOT_FOUND
+        assert len([r for r in caplog.records if "does not migrate" in r.getMessage()]) == 2
