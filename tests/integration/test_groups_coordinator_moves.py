@@ -55,7 +55,7 @@ def test_groups_describe_follows_a_killed_coordinator(cluster_factory: ClusterFa
     assert done.returncode == 0, done.stderr
     assert took_s < FOLLOW_BOUND_S, f"odradek groups describe took {took_s:.1f} s"
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(f"group {GROUP}: state Empty"), done.stdout
+    assert lines[0].startswith(f"group {GROUP}: type classic, state Empty"), done.stdout
     assert [line.split()[1:5] for line in lines[2:]] == [
         ["moving", str(p), "10", "10"] for p in range(3)
     ], done.stdout
