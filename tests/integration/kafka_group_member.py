@@ -2,7 +2,12 @@
 
     python tests/integration/kafka_group_member.py --client kafka-python --bootstrap B
         --group G --topic T --client-id ID --out FILE [--assignor range] [--session-ms 5000]
-        [--instance-id I]
+        [--instance-id I] [--group-protocol classic|consumer]
+
+--group-protocol consumer (confluent-kafka only) joins with KIP-848 (group.protocol=consumer):
+librdkafka refuses session.timeout.ms, heartbeat.interval.ms and partition.assignment.strategy
+then (the coordinator owns them), so none is set, and --assignor names the coordinator's
+assignor (group.remote.assignor).
 
 --instance-id makes the member static (KIP-345: the client's group.instance.id): a static
 member sends no LeaveGroup on close, and comes back from a restart to its old assignment. Errors
@@ -100,13 +105,19 @@ def run_confluent(a: argparse.Namespace, out: IO[str]) -> None:
         note(out, f"error {err} fatal={err.fatal()}")
 
     static = {"group.instance.id": a.instance_id} if a.instance_id else {}
+    if a.group_protocol == "consumer":  # KIP-848: the coordinator owns the rest
+        group: dict[str, Any] = {"group.protocol": "consumer"}
+        if a.assignor:
+            group["group.remote.assignor"] = a.assignor
+    else:
+        group = {"partition.assignment.strategy": a.assignor, "session.timeout.ms": a.session_ms,
+                 "heartbeat.interval.ms": HEARTBEAT_MS}  # fmt: skip
     c = Consumer({
-        **static, "error_cb": error,
+        **static, **group, "error_cb": error,
         "bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.client_id,
-        "partition.assignment.strategy": a.assignor, "enable.auto.commit": False,
-        "auto.offset.reset": "earliest", "session.timeout.ms": a.session_ms,
-        "heartbeat.interval.ms": HEARTBEAT_MS, "max.poll.interval.ms": a.max_poll_ms,
-        "fetch.wait.max.ms": 100, "enable.partition.eof": False,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": a.max_poll_ms, "fetch.wait.max.ms": 100,
+        "enable.partition.eof": False,
     })  # fmt: skip
 
     def assigned(_c: Any, parts: list[Any]) -> None:
@@ -174,12 +185,19 @@ def main() -> int:
     ap.add_argument("--topic", required=True)
     ap.add_argument("--client-id", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--assignor", default="range")
+    ap.add_argument("--assignor", default=None, help="classic: the client's (range); consumer: "
+                    "the coordinator's (group.remote.assignor)")  # fmt: skip
+    ap.add_argument("--group-protocol", default="classic", choices=["classic", "consumer"],
+                    help="confluent-kafka only: consumer is KIP-848")  # fmt: skip
     ap.add_argument("--session-ms", type=int, default=5000)
     ap.add_argument("--max-poll-ms", type=int, default=30_000)
     ap.add_argument("--instance-id", default=None, help="group.instance.id: a static member")
     ap.add_argument("--log-level", default="WARNING", help="the client's logging, to stderr")
     a = ap.parse_args()
+    if a.group_protocol == "consumer" and a.client != "confluent-kafka":
+        ap.error(f"{a.client} has no KIP-848 consumer protocol here; use confluent-kafka")
+    if a.assignor is None and a.group_protocol == "classic":
+        a.assignor = "range"
     logging.basicConfig(level=a.log_level, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, on_term)
     with open(a.out, "a") as out:

@@ -1,9 +1,10 @@
 """KIP-848 consumer groups (group.protocol=consumer) with real confluent-kafka consumers.
 
-Members are tests/integration/kip848_member.py processes (process, write, then commit), closed
-(SIGTERM: leave with epoch -1) or SIGKILLed (fenced when the session, 6 s here, expires). An
-`OwnerWatch` thread samples ConsumerGroupDescribe at the coordinator every 100 ms: no partition
-is ever in two members' current assignments; the committed offsets (OffsetFetch) never go
+Members are tests/integration/kafka_group_member.py processes (confluent-kafka with
+--group-protocol; process, write, then commit), closed (SIGTERM: leave with epoch -1) or
+SIGKILLed (fenced when the session, 6 s here, expires). An `OwnerWatch` thread samples
+ConsumerGroupDescribe at the coordinator every 100 ms: no partition is ever in two members'
+current assignments; the committed offsets (OffsetFetch) never go
 back. The coordinator's broker is SIGKILLed while the group reconciles, and the group converges
 on the new coordinator, which loaded it from the KIP-848 records. Also: a classic group and a
 consumer group on one topic; an empty group taken over by the other protocol both ways; a
@@ -37,7 +38,7 @@ PARTITIONS = 6
 GROUP_ID_NOT_FOUND = 69
 SESSION_MS = 6000
 CONVERGE_S = 90.0
-MEMBER_SCRIPT = Path(__file__).with_name("kip848_member.py")
+MEMBER_SCRIPT = Path(__file__).with_name("kafka_group_member.py")
 SETTINGS: dict[str, int | bool | str] = {
     "group_consumer_session_timeout_ms": SESSION_MS,
     "group_consumer_heartbeat_interval_ms": 500,
@@ -126,8 +127,12 @@ class Group:
             client_id,
             "--out",
             str(out),
-            "--protocol",
+            "--client",
+            "confluent-kafka",
+            "--group-protocol",
             protocol,
+            "--session-ms",
+            str(SESSION_MS),
         ]
         if assignor:
             args += ["--assignor", assignor]
