@@ -427,7 +427,7 @@ def test_cli_describes_resets_and_deletes_a_kafka_group(
                                   for p in range(3)]  # fmt: skip
             code, out, _ = _cli(cluster3, "groups", "list")
             rows = [r.split() for r in out.splitlines()]
-            assert code == 0 and [s.group, "Stable", "consumer"] in rows, out
+            assert code == 0 and [s.group, "Stable", "consumer", "classic"] in rows, out
             code, _, err = _cli(cluster3, "groups", "reset-offsets", s.group, "--topic",
                                 s.topic, "--to-earliest")  # fmt: skip
             assert code == 1 and "has members" in err and "Stable" in err, err
