@@ -321,7 +321,9 @@ def join(
     member = group.members.get(member_id)
     if member is None:
         if len(group.members) >= limits.max_members:
-            return _join_error(InvalidSessionTimeoutError.code, member_id, "group is full")
+            return _join_error(GroupMaxSizeReachedError.code, member_id,
+                               f"group {group.group_id} has {limits.max_members} members, "
+                               "the most a group may have")  # fmt: skip
         member = Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms,
                         tuple(topics), pattern, instance_id=instance_id or None)  # fmt: skip
         group.members[member_id] = member

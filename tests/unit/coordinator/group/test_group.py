@@ -17,6 +17,7 @@ from coordinator.group.records import (
 from coordinator.group.states import TABLE, IllegalTransitionError, State, check_transition
 from protocol.batch import decode_all
 from protocol.errors import (
+    GroupMaxSizeReachedError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
@@ -207,3 +208,13 @@ def test_group_hash_is_javas() -> None:
     assert java_string_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE
     assert partition_for("polygenelubricants", 10) == 0
     assert all(0 <= partition_for(f"group{i}", 7) < 7 for i in range(100))
+
+
+def test_a_full_group_refuses_a_new_member_with_group_max_size_reached() -> None:
+    g = Group("g")
+    limits = ops.GroupLimits(max_members=1)
+    args = (SESSION_MS, REBALANCE_MS, ["topic1"], None, "range", 0, COUNTS, limits)
+    assert ops.join(g, "c1", "c1", *args).records
+    r = ops.join(g, "c2", "c2", *args)
+    assert r.response is not None and r.response.error_code == GroupMaxSizeReachedError.code
+    assert "has 1 members" in (r.response.error_message or "") and set(g.members) == {"c1"}
