@@ -301,19 +301,6 @@ class ConsumerProtocolMembership(GroupMembership):
             await self._leave_once()
         self.generation = 0
 
-    async def close(self, leave: bool = True) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._heartbeat_task is not None:
-            self._heartbeat_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat_task
-        if leave and self.state is not ConsumerState.DOWN:
-            await self.leave()
-        self.state = ConsumerState.DOWN
-        self._drop_coordinator()
-
 
 # ----- the consumer's side -----------------------------------------------------------------------
 
