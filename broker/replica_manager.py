@@ -114,6 +114,7 @@ from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
+    InconsistentTopicIdError,
     KafkaStorageError,
     LogDirOfflineError,
     NotLeaderForPartitionError,
@@ -126,7 +127,6 @@ from protocol.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     for_code,
-    for_name,
 )
 from protocol.topic_ids import decode_topic_id, encode_topic_id
 
@@ -135,7 +135,6 @@ if TYPE_CHECKING:
     from broker.log.log import Log
     from broker.log.manager import LogManager
 
-InconsistentTopicIdError = for_name("INCONSISTENT_TOPIC_ID")
 
 TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""

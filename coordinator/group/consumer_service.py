@@ -44,13 +44,13 @@ from protocol.api.group import (
     TopicPartitions,
     TopicResult,
 )
+from protocol.errors import InconsistentGroupProtocolError, NonEmptyGroupError
 
 if TYPE_CHECKING:
     from coordinator.group.service import GroupCoordinator
 
 log = logging.getLogger("odradek.coordinator.group")
 NONE = 0
-INCONSISTENT_GROUP_PROTOCOL = 23
 
 
 def consumer_of(group: Group | None) -> ConsumerGroup | None:
@@ -307,7 +307,7 @@ class ConsumerGroups:
                 "members, and odradek does not migrate a non-empty group online (this is "
                 "logged once a minute)",
             )
-            return INCONSISTENT_GROUP_PROTOCOL
+            return InconsistentGroupProtocolError.code
         records = cg.delete_records(consumer)
         group.consumer = None
         return await self._append(owned, records)
@@ -317,7 +317,7 @@ class ConsumerGroups:
         if consumer is None:
             return NONE
         if consumer.members:
-            return 68  # NON_EMPTY_GROUP
+            return NonEmptyGroupError.code
         records = cg.delete_records(consumer)
         group.consumer = None
         return await self._append(owned, records)

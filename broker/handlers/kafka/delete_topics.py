@@ -12,11 +12,9 @@ from broker.context import BrokerContext
 from broker.handlers import delete_topics as native
 from broker.handlers.kafka._adapt import as_native, then
 from protocol.api.admin import DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.errors import for_name
+from protocol.errors import UnknownTopicIdError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.topic_ids import encode_topic_id
-
-UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:

@@ -44,7 +44,7 @@ from protocol.api.fetch import (
     ForgottenTopic,
 )
 from protocol.codec import Chunk, FileSlice
-from protocol.errors import for_name
+from protocol.errors import UnknownTopicIdError
 from protocol.kafka.codec import KafkaRequest, millis, response_header
 from protocol.kafka.fetch_response import (
     TOPIC_IDS_FROM,
@@ -53,7 +53,6 @@ from protocol.kafka.fetch_response import (
     encode_fetch_response,
 )
 
-UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
 Unresolved = dict[uuid.UUID | None, dict[int, FetchPartition]]  # ids no topic has: partitions
 
 

@@ -26,14 +26,13 @@ from protocol.errors import (
     LeaderNotAvailableError,
     OdradekError,
     TopicAlreadyExistsError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
-    for_name,
 )
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import METADATA
 
 log = logging.getLogger("odradek.broker.kafka")
-UnknownTopicIdError = for_name("UNKNOWN_TOPIC_ID")
 BY_ID_SINCE = 12  # Metadata v12: topics may be named by id
 
 

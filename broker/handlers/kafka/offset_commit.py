@@ -12,12 +12,11 @@ from typing import Any
 
 from broker.context import BrokerContext
 from protocol.api.group import CommitPartition, CommitTopic, OffsetCommitRequest
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, UnsupportedVersionError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import OFFSET_COMMIT
 
 MEMBER_EPOCH_FROM = 9
-UNSUPPORTED_VERSION = 35
 
 
 async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
@@ -38,7 +37,8 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         and req.member_id
         and (ctx.groups.consumer.is_consumer_group(req.group_id))
     ):
-        codes = {(t.name, p.partition): UNSUPPORTED_VERSION for t in topics for p in t.partitions}
+        code = UnsupportedVersionError.code
+        codes = {(t.name, p.partition): code for t in topics for p in t.partitions}
     else:
         instance_id = getattr(req, "group_instance_id", None) or None
         native = OffsetCommitRequest(
