@@ -56,8 +56,9 @@ def _answer(ctx: BrokerContext, version: int, resp: Any, transactional_id: str |
 
     def part(topic: str, p: Any) -> Any:
         extra: dict[str, Any] = {}
-        hint = current_leader(ctx.metadata, topic, p.partition) if hints else None
-        if hint is not None and p.error_code in HINTED:
+        hinted = hints and p.error_code in HINTED  # looked up only on the error path
+        hint = current_leader(ctx.metadata, topic, p.partition) if hinted else None
+        if hint is not None:
             leaders.add(hint[0])
             extra["current_leader"] = make(
                 nested(cls, "LeaderIdAndEpoch"), leader_id=hint[0], leader_epoch=hint[1]
