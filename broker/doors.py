@@ -44,6 +44,7 @@ from protocol.errors import (
 )
 from protocol.kafka import codec as kafka_codec
 from protocol.kafka import versions as kafka_versions
+from protocol.log_limit import LogLimit
 
 log = logging.getLogger("odradek.broker.server")
 
@@ -130,9 +131,10 @@ class KafkaDoor:
     name = "kafka"
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._monotonic = monotonic
         self._software: OrderedDict[tuple[str, str | None], str] = OrderedDict()
-        self._last_logged: OrderedDict[tuple[Any, ...], float] = OrderedDict()
+        self._unserved_log = LogLimit(
+            int(UNSERVED_LOG_INTERVAL_S * 1000), lambda: int(monotonic() * 1000), CLIENTS_REMEMBERED
+        )
 
     def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
         try:
@@ -157,12 +159,8 @@ class KafkaDoor:
     def _log_unserved(self, exc: kafka_codec.UnservedApiError, peer_host: str) -> bool:
         """One WARNING line naming the client and what it asked for (rate-limited); whether
         this refusal is accounted for by a line (now or within the interval)."""
-        key = (peer_host, exc.client_id, exc.api_key, exc.api_version)
-        now = self._monotonic()
-        last = self._last_logged.get(key)
-        if last is not None and now - last < UNSERVED_LOG_INTERVAL_S:
+        if not self._unserved_log.allow((peer_host, exc.client_id, exc.api_key, exc.api_version)):
             return True
-        _bounded_put(self._last_logged, key, now)
         software = self._software.get((peer_host, exc.client_id), "software unknown")
         api = API_NAMES.get(exc.api_key, "an unknown API")
         served = (

@@ -45,6 +45,7 @@ from protocol.api.group import (
     TopicResult,
 )
 from protocol.errors import InconsistentGroupProtocolError, NonEmptyGroupError
+from protocol.log_limit import LogLimit
 
 if TYPE_CHECKING:
     from coordinator.group.service import GroupCoordinator
@@ -114,20 +115,16 @@ class ConsumerGroups:
     def __init__(self, coordinator: GroupCoordinator, config: ConsumerConfig) -> None:
         self.co = coordinator
         self.config = config
-        self._refusals_logged: dict[tuple[str, str], int] = {}  # (group, kind) -> when
+        self._refusal_log = LogLimit(
+            REFUSAL_LOG_INTERVAL_MS, lambda: self.co.clock.monotonic_ms(), MAX_REFUSALS_REMEMBERED
+        )
 
     def _log_refusal(self, group_id: str, kind: str, why: str) -> None:
         """One WARNING a minute per group and kind: a refused member of the wrong kind retries
         (librdkafka 2.12 retries GROUP_ID_NOT_FOUND without telling its application), so the
         broker's log is where an operator sees why the consumer does not start."""
-        now = self.co.clock.monotonic_ms()
-        last = self._refusals_logged.get((group_id, kind))
-        if last is not None and now - last < REFUSAL_LOG_INTERVAL_MS:
-            return
-        if len(self._refusals_logged) >= MAX_REFUSALS_REMEMBERED:
-            self._refusals_logged.clear()
-        self._refusals_logged[(group_id, kind)] = now
-        log.warning("group %s: %s", group_id, why)
+        if self._refusal_log.allow((group_id, kind)):
+            log.warning("group %s: %s", group_id, why)
 
     def topics(self) -> Topics:
         """The cluster's topics with their ids (a topic without an id yet is left out)."""
