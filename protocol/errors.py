@@ -85,6 +85,10 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     ErrorSpec(32, "INVALID_TIMESTAMP", False,
               "A record's timestamp is outside the range the topic accepts "
               "(message.timestamp.before.max.ms / after.max.ms)."),
+    ErrorSpec(33, "UNSUPPORTED_SASL_MECHANISM", False,
+              "The broker does not support the requested SASL mechanism."),
+    ErrorSpec(34, "ILLEGAL_SASL_STATE", False,
+              "Request is not valid given the current SASL state."),
     ErrorSpec(35, "UNSUPPORTED_VERSION", False, "This server does not support that API version."),
     ErrorSpec(36, "TOPIC_ALREADY_EXISTS", False, "A topic with that name already exists."),
     ErrorSpec(37, "INVALID_PARTITIONS", False, "The number of partitions is invalid."),
@@ -120,6 +124,7 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     # since the controller moves leadership away from a failed log directory.
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
               invalid_metadata=True),
+    ErrorSpec(58, "SASL_AUTHENTICATION_FAILED", False, "SASL Authentication failed."),
     ErrorSpec(68, "NON_EMPTY_GROUP", False, "The group is not empty."),
     ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
     ErrorSpec(70, "FETCH_SESSION_ID_NOT_FOUND", True,
@@ -156,6 +161,12 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     ErrorSpec(89, "THROTTLING_QUOTA_EXCEEDED", True, "A limit was reached: back off and retry."),
     ErrorSpec(90, "PRODUCER_FENCED", False,
               "A newer producer with the same transactional id took over (its epoch is newer)."),
+    ErrorSpec(91, "RESOURCE_NOT_FOUND", False,
+              "A request illegally referred to a resource that does not exist."),
+    ErrorSpec(92, "DUPLICATE_RESOURCE", False,
+              "A request illegally referred to the same resource twice."),
+    ErrorSpec(93, "UNACCEPTABLE_CREDENTIAL", False,
+              "Requested credential would not meet criteria for acceptability."),
     ErrorSpec(100, "UNKNOWN_TOPIC_ID", True, "This server does not host a topic with that id."),
     ErrorSpec(103, "INCONSISTENT_TOPIC_ID", True,
               "The log's topic id (partition.metadata) is not the topic id in the request."),
@@ -432,6 +443,24 @@ class UnsupportedAssignorError(OdradekError): ...
 
 
 class StaleMemberEpochError(OdradekError): ...
+
+
+class UnsupportedSaslMechanismError(OdradekError): ...
+
+
+class IllegalSaslStateError(OdradekError): ...
+
+
+class SaslAuthenticationFailedError(OdradekError): ...
+
+
+class ResourceNotFoundError(OdradekError): ...
+
+
+class DuplicateResourceError(OdradekError): ...
+
+
+class UnacceptableCredentialError(OdradekError): ...
 
 
 NetworkError = NetworkExceptionError
