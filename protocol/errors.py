@@ -82,6 +82,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The group is rebalancing: rejoin to take part."),
     ErrorSpec(28, "INVALID_COMMIT_OFFSET_SIZE", False,
               "The committed offset metadata is too large."),
+    ErrorSpec(29, "TOPIC_AUTHORIZATION_FAILED", False, "Topic authorization failed."),
+    ErrorSpec(30, "GROUP_AUTHORIZATION_FAILED", False, "Group authorization failed."),
+    ErrorSpec(31, "CLUSTER_AUTHORIZATION_FAILED", False, "Cluster authorization failed."),
     ErrorSpec(32, "INVALID_TIMESTAMP", False,
               "A record's timestamp is outside the range the topic accepts "
               "(message.timestamp.before.max.ms / after.max.ms)."),
@@ -293,6 +296,15 @@ class UnknownMemberIdError(OdradekError): ...
 
 
 class RebalanceInProgressError(OdradekError): ...
+
+
+class TopicAuthorizationFailedError(OdradekError): ...
+
+
+class GroupAuthorizationFailedError(OdradekError): ...
+
+
+class ClusterAuthorizationFailedError(OdradekError): ...
 
 
 class InvalidTimestampError(OdradekError): ...
