@@ -69,6 +69,7 @@ from deploy.cli_common import (
     non_negative_int,
     positive_int,
     progress,
+    security_from_args,
 )
 from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
 from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
@@ -502,7 +503,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
     sent = RateCounter("records")
     # One request in flight per partition: a retried batch cannot overtake a later line.
     with meter(args, f"producing to {args.topic}", total) as bar, Producer(
-        bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1
+        bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1,
+        **security_from_args(args),
     ) as producer:  # fmt: skip
         for lines in stdin_chunks(stdin):
             if sep is None:  # the bulk path: one call per chunk
@@ -554,7 +556,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
         raise for_code(description.error_code)(f"topic {args.topic!r}")
     partitions = sorted(p.partition for p in description.partitions)
     count = 0
-    with Consumer(bootstrap_servers=bootstrap) as consumer:
+    with Consumer(bootstrap_servers=bootstrap, **security_from_args(args)) as consumer:
         _assign(consumer, args, partitions)
         try:
             count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
@@ -578,7 +580,7 @@ def _consume_group(args: argparse.Namespace) -> int:
     with Consumer(
         bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
         session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
-        auto_commit_interval_ms=1000,
+        auto_commit_interval_ms=1000, **security_from_args(args),
     ) as consumer:  # fmt: skip
         consumer.subscribe([args.topic])
         try:

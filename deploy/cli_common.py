@@ -1,9 +1,10 @@
 """Helpers every `odradek` subcommand module shares (deploy/cli.py, deploy/leaders_cli.py):
 where the brokers are (--bootstrap, else the local cluster in --dir D, else $ODRADEK_BOOTSTRAP,
 else the local cluster recorded in ./.odradek/cluster.json; both flags are accepted before the
-command or after it, see `client_options`), an Admin client for them, argparse number types,
-the partition line `topics describe` prints (and why a partition has no leader), and progress
-lines on stderr (results go to stdout).
+command or after it, see `client_options`), how to reach them (`--command-config FILE`:
+Kafka tools' client properties, deploy/command_config.py), an Admin client for them, argparse
+number types, the partition line `topics describe` prints (and why a partition has no leader),
+and progress lines on stderr (results go to stdout).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def client_options(default: Any) -> argparse.ArgumentParser:
         "--dir", type=Path, metavar="D", default=default,
         help=f"the local cluster in D (`{PROG} cluster up --dir D`): its brokers",
     )  # fmt: skip
+    options.add_argument(
+        "--command-config", type=Path, metavar="FILE", default=default,
+        help="client properties as Kafka's tools take them (security.protocol, sasl.*, ssl.*)",
+    )  # fmt: skip
     return options
 
 
@@ -106,12 +111,22 @@ def bootstrap_from_args(args: argparse.Namespace) -> str:
     return resolve_bootstrap(flag, os.environ, Path.cwd(), cluster_dir)
 
 
+def security_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The client's security keyword arguments from --command-config ({} without it)."""
+    path = getattr(args, "command_config", None)
+    if path is None:
+        return {}
+    from deploy.command_config import load_command_config
+
+    return load_command_config(path).client_options()
+
+
 def admin_from_args(args: argparse.Namespace) -> Any:
     """A `client.Admin` for the brokers the arguments point at (use it with `with`)."""
     bootstrap = bootstrap_from_args(args)
     from client import Admin
 
-    return Admin(bootstrap_servers=bootstrap)
+    return Admin(bootstrap_servers=bootstrap, **security_from_args(args))
 
 
 def format_partition(topic: str, p: Any) -> str:

@@ -289,3 +289,19 @@ def _write_ca(tmp_path: Path) -> Path:
     path = tmp_path / "ca.pem"
     path.write_bytes(cert.public_bytes(Encoding.PEM))
     return path
+
+
+def test_every_client_command_takes_command_config_before_or_after(tmp_path: Path) -> None:
+    from deploy import cli
+    from deploy.cli_common import security_from_args
+
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=PLAINTEXT\n")
+    parser = cli.build_parser()
+    after = parser.parse_args(["topics", "list", "--command-config", str(path)])
+    before = parser.parse_args(["--command-config", str(path), "topics", "list"])
+    assert after.command_config == before.command_config == path
+    assert security_from_args(after) == {}
+    path.write_text("sasl.mechanism=PLAIN\n")
+    with pytest.raises(UsageError, match="needs security.protocol SASL_SSL"):
+        security_from_args(after)
