@@ -16,6 +16,12 @@ processes every notification present, so a change made while the broker was down
 counts. A notification deleted before it was read (purged by a writer), or a session LOST
 (watch events may have been missed), makes it re-read every topic `hosted()` names instead.
 The watch callback only wakes one task; the task does the reads, one batch at a time.
+
+Other entity types ride on the same notifications: `subscribe("users", on_change, on_resync)`
+gets `on_change("<rest of the entity path>")` (e.g. "alice", or "alice/clients/app") for each
+notification naming that type, and `on_resync()` where the listener would re-read every topic.
+SCRAM credentials (coordinator/cluster/scram_credentials.py) and client quotas follow /config/users
+this way; their writers call `announce_change(zk, entity_path)`.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ RETRY_DELAY_S = 1.0  # after a ZooKeeper error, before reading again
 SEQ_DIGITS = 10
 
 ApplyConfig = Callable[[str, Mapping[str, str]], object]
+OnEntityChange = Callable[[str], Awaitable[None]]
+OnResync = Callable[[], Awaitable[None]]
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -79,13 +87,20 @@ async def write_topic_config(zk: ZkClient, topic: str, config: Mapping[str, str]
         await zk.set(path, data)
     except ZkNoNode:  # a topic created by a tool that wrote no config node
         await zk.create(path, data, makepath=True)
+    created = await announce_change(zk, ConfigChange.for_topic(topic).entity_path)
+    log.info("topic %s config set to %s (%s)", topic, dict(config), created)
+
+
+async def announce_change(zk: ZkClient, entity_path: str) -> str:
+    """Tell every broker that the config of `entity_path` ("topics/t", "users/alice") changed;
+    then purge the oldest notifications. The path of the notification created."""
     await zk.ensure_path(paths.CONFIG_CHANGES)
     prefix = f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}"
-    created = await zk.create(prefix, ConfigChange.for_topic(topic).encode(), sequence=True)
-    log.info("topic %s config set to %s (%s)", topic, dict(config), created)
+    created = await zk.create(prefix, ConfigChange(entity_path).encode(), sequence=True)
     for child in stale_changes(await zk.get_children(paths.CONFIG_CHANGES), MAX_CHANGES_KEPT):
         with contextlib.suppress(ZkNoNode):  # another writer purged it first
             await zk.delete(f"{paths.CONFIG_CHANGES}/{child}")
+    return created
 
 
 class ConfigChangeListener:
@@ -109,6 +124,11 @@ class ConfigChangeListener:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._watch: WatchHandle | None = None
+        self._subscribers: dict[str, list[tuple[OnEntityChange, OnResync]]] = {}
+
+    def subscribe(self, entity_type: str, on_change: OnEntityChange, on_resync: OnResync) -> None:
+        """Follow notifications for `entity_type` ("users", "clients"); see the docstring."""
+        self._subscribers.setdefault(entity_type, []).append((on_change, on_resync))
 
     async def start(self) -> None:
         await self.zk.ensure_path(paths.CONFIG_CHANGES)
@@ -152,13 +172,18 @@ class ConfigChangeListener:
     async def process(self, children: list[str]) -> list[str]:
         """Apply the changes `children` announce after `last_seq`; the topics re-read."""
         topics: set[str] = set()
+        entities: set[tuple[str, str]] = set()
         resync, self._resync = self._resync, False
         last = self.last_seq
         try:
             for seq, child in pending_changes(children, self.last_seq):
                 try:
                     data, _ = await self.zk.get(f"{paths.CONFIG_CHANGES}/{child}")
-                    topic = ConfigChange.decode(data).topic
+                    change = ConfigChange.decode(data)
+                    topic = change.topic
+                    kind, _, rest = change.entity_path.partition("/")
+                    if kind in self._subscribers and rest:
+                        entities.add((kind, rest))
                 except ZkNoNode:
                     resync = True  # purged before we read it: we do not know which topic
                     topic = None
@@ -172,11 +197,22 @@ class ConfigChangeListener:
                 topics.update(self.hosted())
             for topic in sorted(topics):
                 await self._apply(topic)
+            await self._notify_subscribers(sorted(entities), resync)
         except BaseException:
             self._resync = self._resync or resync  # last_seq stays: all is read again
             raise
         self.last_seq = last
         return sorted(topics)
+
+    async def _notify_subscribers(self, entities: list[tuple[str, str]], resync: bool) -> None:
+        if resync:
+            for subscribers in self._subscribers.values():
+                for _, on_resync in subscribers:
+                    await on_resync()
+            return
+        for kind, rest in entities:
+            for on_change, _ in self._subscribers[kind]:
+                await on_change(rest)
 
     async def _apply(self, topic: str) -> None:
         try:
