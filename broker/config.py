@@ -115,6 +115,18 @@ class BrokerConfig:
     listeners: str = ""
     advertised_listeners: str = ""
     auto_create_topics_enable: bool = True  # Kafka's auto.create.topics.enable (Kafka door)
+    # Kafka's ACLs (broker/security/authorizer.py): authorizer.class.name turns them on (Kafka's
+    # kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer.
+    # StandardAuthorizer; "": no authorizer, everything allowed); super.users
+    # ("User:admin;User:broker") may do everything; allow.everyone.if.no.acl.found allows a
+    # resource no ACL names. The authorizer log (Kafka's kafka-authorizer.log) goes to
+    # authorizer_log_file ("": the broker's own log) at authorizer_log_level (INFO: denials;
+    # DEBUG: allows too).
+    authorizer_class_name: str = ""
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
+    authorizer_log_file: str = ""
+    authorizer_log_level: str = "INFO"
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
@@ -136,6 +148,7 @@ class BrokerConfig:
         self.kafka_listener()  # raises UsageError on a bad listener
         if self.advertised_listeners:
             parse_listener(self.advertised_listeners, "advertised_listeners")
+        _check_authorizer(self)
 
     def kafka_listener(self) -> tuple[str, int] | None:
         """(host, port) the Kafka door binds, or None when there is no Kafka listener."""
@@ -158,6 +171,22 @@ class BrokerConfig:
             return LogConfig.from_properties(self.topic_defaults)
         except OdradekError as exc:
             raise UsageError(f"[topic_defaults]: {exc.message}") from None
+
+
+def _check_authorizer(config: BrokerConfig) -> None:
+    from broker.security.authorizer import AUTHORIZER_CLASS_NAMES, parse_super_users
+
+    name = config.authorizer_class_name
+    if name and name not in AUTHORIZER_CLASS_NAMES:
+        known = ", ".join(sorted(AUTHORIZER_CLASS_NAMES))
+        raise UsageError(f"authorizer_class_name {name!r} is not one of {known} (or empty: none)")
+    try:
+        parse_super_users(config.super_users)
+    except OdradekError as exc:
+        raise UsageError(f'super_users: {exc.message} ("User:admin;User:broker")') from None
+    if config.authorizer_log_level not in ("INFO", "DEBUG"):
+        level = config.authorizer_log_level
+        raise UsageError(f"authorizer_log_level {level!r}: INFO (denials) or DEBUG (allows too)")
 
 
 KAFKA_LISTENER_NAME = "PLAINTEXT"
@@ -243,6 +272,11 @@ _TYPES: dict[str, type] = {
     "controller_fast_death_detection": bool,
     "transaction_two_phase_commit_enable": bool,
     "listeners": str,
+    "authorizer_class_name": str,
+    "super_users": str,
+    "allow_everyone_if_no_acl_found": bool,
+    "authorizer_log_file": str,
+    "authorizer_log_level": str,
     "advertised_listeners": str,
     "topic_defaults": dict,
 }

@@ -24,6 +24,7 @@ from coordinator.runtime.log import TopicCreator
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
+    from broker.security.authorizer import Authorizer
     from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.elector import ControllerElector
@@ -90,6 +91,9 @@ class BrokerContext:
         None  # InitProducerId (coordinator/cluster/producer_ids.py)
     )
     cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster/cluster_id.py)
+    # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
+    # request is allowed, as Kafka without authorizer.class.name
+    authorizer: Authorizer | None = None
 
     @classmethod
     def create(
