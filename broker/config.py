@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from broker.log.config import LogConfig
+from broker.security.tls import TlsSettings
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.server_assignors import ASSIGNORS
 from protocol.errors import OdradekError, UsageError
+from transport.security import SECURITY_PROTOCOLS, uses_tls
 
 MiB = 1024 * 1024
 
@@ -109,11 +111,50 @@ class BrokerConfig:
     # when its ZooKeeper session expires (coordinator/controller/fast_death.py); False: only
     # the session
     controller_fast_death_detection: bool = True
-    # The Kafka-protocol listener, as Kafka's `listeners` / `advertised.listeners`:
-    # "PLAINTEXT://host:port" ("" : no Kafka listener; port 0 picks a free one). Advertised
-    # defaults to the listener (with the port actually bound).
+    # Listeners (Kafka's `listeners` / `advertised.listeners`): comma-separated NAME://host:port
+    # for the Kafka door ("": no Kafka listener; port 0 picks a free one; host "" or 0.0.0.0
+    # binds every interface and advertises `host`). An advertised listener of the same NAME
+    # is what clients coming in on NAME are told (default: the listener, with its bound port).
     listeners: str = ""
     advertised_listeners: str = ""
+    # The native (msgpack) door's listeners, same syntax ("": PLAINTEXT://{host}:{port}, so a
+    # config with only host and port keeps working), and what each advertises.
+    native_listeners: str = ""
+    native_advertised_listeners: str = ""
+    # Kafka's listener.security.protocol.map, shared by both doors: NAME:PROTOCOL,... with
+    # PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    listener_security_protocol_map: str = (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+    )
+    # The listener brokers talk to each other on (replica fetchers, the controller's requests,
+    # transaction markers, coordinator peers). Broker-to-broker traffic speaks the NATIVE
+    # protocol, so this names a native listener; a broker dials its peers' endpoint of that
+    # name ("": the first native listener).
+    inter_broker_listener_name: str = ""
+    # TLS (Kafka's ssl.* settings) for SSL and SASL_SSL listeners and the broker's own
+    # connections to them. Keystore: PEM (one file holding key and certificate chain, or
+    # both inline) or PKCS12; JKS must be converted. The key's password is ssl_key_password
+    # (PEM) or ssl_keystore_password (PKCS12).
+    ssl_keystore_type: str = "PEM"
+    ssl_keystore_location: str = ""
+    ssl_keystore_password: str = ""
+    ssl_key_password: str = ""
+    ssl_keystore_certificate_chain: str = ""  # PEM text of the chain, instead of a file
+    ssl_keystore_key: str = ""  # PEM text of the key, instead of a file
+    # what client (and peer broker) certificates are checked against: PEM or PKCS12
+    ssl_truststore_type: str = "PEM"
+    ssl_truststore_location: str = ""
+    ssl_truststore_password: str = ""
+    ssl_truststore_certificates: str = ""  # PEM text of the CA certificates, instead of a file
+    # none | requested | required: whether TLS listeners ask clients for a certificate; with
+    # one, the session's principal is User:<subject mapped by ssl_principal_mapping_rules>
+    ssl_client_auth: str = "none"
+    ssl_principal_mapping_rules: str = "DEFAULT"  # Kafka's RULE:pattern/replacement/[LU],...
+    ssl_enabled_protocols: str = "TLSv1.2,TLSv1.3"
+    ssl_cipher_suites: str = ""  # OpenSSL cipher names, comma-separated ("": OpenSSL's default)
+    # the broker's own TLS connections to peers: "https" checks the peer's certificate names
+    # its host, "" does not
+    ssl_endpoint_identification_algorithm: str = "https"
     auto_create_topics_enable: bool = True  # Kafka's auto.create.topics.enable (Kafka door)
     # Kafka's ACLs (broker/security/authorizer.py): authorizer.class.name turns them on (Kafka's
     # kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer.
@@ -127,6 +168,20 @@ class BrokerConfig:
     allow_everyone_if_no_acl_found: bool = False
     authorizer_log_file: str = ""
     authorizer_log_level: str = "INFO"
+    # SASL on SASL_PLAINTEXT/SASL_SSL listeners (broker/security/sasl.py), Kafka's settings:
+    # sasl.enabled.mechanisms, of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default,
+    # GSSAPI, is not served); sasl.jaas.config, whose PlainLoginModule user_<name>="<password>"
+    # options are the PLAIN users (its username/password, or a ScramLoginModule's, are the
+    # broker's own for inter-broker SASL; never logged, never described); the mechanism
+    # brokers use with each other; connections.max.reauth.ms (KIP-368: a session expires this
+    # long after authenticating unless it re-authenticates; 0: never); and
+    # connection.failed.authentication.delay.ms (a failed authentication is answered and its
+    # connection closed this long after, so a peer cannot hammer)
+    sasl_enabled_mechanisms: str = "SCRAM-SHA-256,SCRAM-SHA-512"
+    sasl_jaas_config: str = field(default="", repr=False)
+    sasl_mechanism_inter_broker_protocol: str = "SCRAM-SHA-512"
+    connections_max_reauth_ms: int = 0
+    connection_failed_authentication_delay_ms: int = 100
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
@@ -145,24 +200,51 @@ class BrokerConfig:
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
             raise UsageError("leader_imbalance_per_broker_percentage must be in 0..100")
         self.default_log_config()  # raises UsageError on a bad topic default
-        self.kafka_listener()  # raises UsageError on a bad listener
-        if self.advertised_listeners:
-            parse_listener(self.advertised_listeners, "advertised_listeners")
+        _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
+        _check_sasl(self)
 
     def kafka_listener(self) -> tuple[str, int] | None:
-        """(host, port) the Kafka door binds, or None when there is no Kafka listener."""
-        if not self.listeners:
-            return None
-        return parse_listener(self.listeners, "listeners")
+        """(host, port) of the first Kafka listener, or None when there is none."""
+        listeners = self.kafka_listeners()
+        return (listeners[0].host, listeners[0].port) if listeners else None
 
     def kafka_advertised(self, bound_port: int) -> tuple[str, int]:
-        """(host, port) Kafka clients are told to connect to."""
-        if self.advertised_listeners:
-            return parse_listener(self.advertised_listeners, "advertised_listeners")
-        listener = self.kafka_listener()
-        assert listener is not None
-        host = self.host if listener[0] in ("", "0.0.0.0", "::") else listener[0]
+        """(host, port) the first Kafka listener advertises."""
+        return self.advertised(self.kafka_listeners()[0], bound_port, native=False)
+
+    def protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self.listener_security_protocol_map)
+
+    def kafka_listeners(self) -> tuple[Listener, ...]:
+        """The Kafka door's listeners (none when `listeners` is empty)."""
+        return parse_listeners(self.listeners, "listeners", self.protocol_map())
+
+    def native_listener_list(self) -> tuple[Listener, ...]:
+        """The native door's listeners (default: PLAINTEXT on host and port)."""
+        value = self.native_listeners or f"PLAINTEXT://{self.host}:{self.port}"
+        return parse_listeners(value, "native_listeners", self.protocol_map())
+
+    def inter_broker_listener(self) -> Listener:
+        """The native listener peers dial (inter_broker_listener_name, or the first)."""
+        listeners = self.native_listener_list()
+        if not self.inter_broker_listener_name:
+            return listeners[0]
+        for listener in listeners:
+            if listener.name == self.inter_broker_listener_name:
+                return listener
+        raise UsageError(f"inter_broker_listener_name {self.inter_broker_listener_name!r} "
+                         f"is not a native listener ({', '.join(n.name for n in listeners)}): "
+                         "brokers talk to each other on the native protocol")  # fmt: skip
+
+    def advertised(self, listener: Listener, bound_port: int, native: bool) -> tuple[str, int]:
+        """(host, port) clients coming in on `listener` are told to connect to."""
+        value = self.native_advertised_listeners if native else self.advertised_listeners
+        setting = "native_advertised_listeners" if native else "advertised_listeners"
+        for adv in parse_listeners(value, setting, self.protocol_map()):
+            if adv.name == listener.name:
+                return adv.host, adv.port
+        host = self.host if listener.host in ("", "0.0.0.0", "::") else listener.host
         return host, bound_port
 
     def default_log_config(self) -> LogConfig:
@@ -189,20 +271,122 @@ def _check_authorizer(config: BrokerConfig) -> None:
         raise UsageError(f"authorizer_log_level {level!r}: INFO (denials) or DEBUG (allows too)")
 
 
-KAFKA_LISTENER_NAME = "PLAINTEXT"
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One listener: Kafka's NAME://host:port with NAME's security protocol."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
 
 
-def parse_listener(value: str, name: str) -> tuple[str, int]:
-    """ "PLAINTEXT://host:port" -> (host, port). One listener: odradek has no TLS or SASL."""
-    scheme, sep, rest = value.strip().partition("://")
-    host, colon, port = rest.rpartition(":")
-    if not sep or scheme != KAFKA_LISTENER_NAME or not colon or not port.isdigit():
-        raise UsageError(
-            f"{name} must be one {KAFKA_LISTENER_NAME}://host:port listener, got {value!r}"
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """Kafka's listener.security.protocol.map: "NAME:PROTOCOL,..." -> {NAME: PROTOCOL}."""
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
+            raise UsageError(f"listener_security_protocol_map: {item!r} is not NAME:PROTOCOL "
+                             f"with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")  # fmt: skip
+        if name in out:
+            raise UsageError(f"listener_security_protocol_map names {name} twice")
+        out[name] = protocol
+    return out
+
+
+def parse_listeners(value: str, setting: str, protocols: dict[str, str]) -> tuple[Listener, ...]:
+    """ "NAME://host:port,..." -> Listeners (names unique, each in the protocol map)."""
+    out: list[Listener] = []
+    for item in (i.strip() for i in value.split(",")):
+        if not item:
+            continue
+        scheme, sep, rest = item.partition("://")
+        host, colon, port = rest.rpartition(":")
+        name = scheme.strip().upper()
+        if not sep or not name or not colon or not port.isdigit():
+            raise UsageError(f"{setting}: {item!r} is not NAME://host:port")
+        if not 0 <= int(port) <= 65535:
+            raise UsageError(f"{setting}: port {port} is not in 0..65535")
+        # a listener named after a protocol has that protocol unless the map says otherwise
+        protocol = protocols.get(name, name if name in SECURITY_PROTOCOLS else "")
+        if not protocol:
+            raise UsageError(f"{setting}: listener {name} has no security protocol in "
+                             "listener_security_protocol_map")  # fmt: skip
+        if any(listener.name == name for listener in out):
+            raise UsageError(f"{setting} names listener {name} twice")
+        out.append(Listener(name, host.strip("[]"), int(port), protocol))
+    return tuple(out)
+
+
+def _check_listeners(config: BrokerConfig) -> None:
+    protocols = config.protocol_map()
+    kafka = config.kafka_listeners()
+    native = config.native_listener_list()
+    for door, listeners, advertised in (
+        ("listeners", kafka, config.advertised_listeners),
+        ("native_listeners", native, config.native_advertised_listeners),
+    ):
+        setting = (
+            "native_advertised_listeners" if door.startswith("native") else "advertised_listeners"
         )
-    if not 0 <= int(port) <= 65535:
-        raise UsageError(f"{name}: port {port} is not in 0..65535")
-    return host.strip("[]"), int(port)
+        names = {listener.name for listener in listeners}
+        for adv in parse_listeners(advertised, setting, protocols):
+            if adv.name not in names:
+                raise UsageError(f"{setting}: {adv.name} is not one of {door} ({', '.join(names)})")
+    config.inter_broker_listener()
+    tls = tls_settings(config)
+    tls.check()
+    tls_listeners = [n.name for n in kafka + native if uses_tls(n.security_protocol)]
+    if tls_listeners and not tls.has_keystore:
+        raise UsageError(f"listener(s) {', '.join(tls_listeners)} use TLS: set "
+                         "ssl_keystore_location (or ssl_keystore_certificate_chain and "
+                         "ssl_keystore_key)")  # fmt: skip
+
+
+def tls_settings(config: BrokerConfig) -> TlsSettings:
+    """The broker's ssl.* settings for broker/security/tls.py."""
+    return TlsSettings(
+        keystore_type=config.ssl_keystore_type,
+        keystore_location=config.ssl_keystore_location,
+        keystore_password=config.ssl_keystore_password,
+        key_password=config.ssl_key_password,
+        keystore_certificate_chain=config.ssl_keystore_certificate_chain,
+        keystore_key=config.ssl_keystore_key,
+        truststore_type=config.ssl_truststore_type,
+        truststore_location=config.ssl_truststore_location,
+        truststore_password=config.ssl_truststore_password,
+        truststore_certificates=config.ssl_truststore_certificates,
+        client_auth=config.ssl_client_auth,
+        enabled_protocols=config.ssl_enabled_protocols,
+        cipher_suites=config.ssl_cipher_suites,
+        endpoint_identification_algorithm=config.ssl_endpoint_identification_algorithm,
+    )
+
+
+def _check_sasl(config: BrokerConfig) -> None:
+    """UsageError on a SASL setting the broker could not honour."""
+    from broker.security.sasl import parse_mechanisms, plain_users
+
+    enabled = parse_mechanisms(config.sasl_enabled_mechanisms)
+    parse_mechanisms(config.sasl_mechanism_inter_broker_protocol,
+                     "sasl_mechanism_inter_broker_protocol")  # fmt: skip
+    users = plain_users(config.sasl_jaas_config)
+    if "PLAIN" in enabled and not users:
+        raise UsageError("sasl_enabled_mechanisms has PLAIN but sasl_jaas_config names no PLAIN "
+                         'user (PlainLoginModule required user_<name>="<password>";)')  # fmt: skip
+    if users and "PLAIN" not in enabled:
+        raise UsageError("sasl_jaas_config names PLAIN users but sasl_enabled_mechanisms "
+                         f"({config.sasl_enabled_mechanisms}) does not have PLAIN")  # fmt: skip
+    for name in ("connections_max_reauth_ms", "connection_failed_authentication_delay_ms"):
+        if getattr(config, name) < 0:
+            raise UsageError(f"{name} must be >= 0, got {getattr(config, name)}")
+    if config.connection_failed_authentication_delay_ms >= config.connections_max_idle_ms:
+        raise UsageError("connection_failed_authentication_delay_ms must be below "
+                         "connections_max_idle_ms")  # fmt: skip
 
 
 _POSITIVE_FIELDS = (
@@ -272,6 +456,9 @@ _TYPES: dict[str, type] = {
     "controller_fast_death_detection": bool,
     "transaction_two_phase_commit_enable": bool,
     "listeners": str,
+    "sasl_enabled_mechanisms": str,
+    "sasl_jaas_config": str,
+    "sasl_mechanism_inter_broker_protocol": str,
     "authorizer_class_name": str,
     "super_users": str,
     "allow_everyone_if_no_acl_found": bool,
@@ -279,6 +466,11 @@ _TYPES: dict[str, type] = {
     "authorizer_log_level": str,
     "advertised_listeners": str,
     "topic_defaults": dict,
+    "native_listeners": str,
+    "native_advertised_listeners": str,
+    "listener_security_protocol_map": str,
+    "inter_broker_listener_name": str,
+    **{name: str for name in _FIELDS if name.startswith("ssl_")},
 }
 
 
@@ -314,6 +506,7 @@ def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
     for name, value in overrides.items():
         if value is None:
             continue
+        name = _field_name(name)
         if name not in _FIELDS:
             raise UsageError(f"unknown broker setting {name!r}")
         if name == "topic_defaults":
@@ -328,6 +521,12 @@ def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
     return BrokerConfig(**values, explicit=frozenset(values))
 
 
+def _field_name(name: str) -> str:
+    """Kafka's dotted name ("listener.security.protocol.map") is the field of that name."""
+    dotted = name.replace(".", "_")
+    return dotted if "." in name and dotted in _FIELDS else name
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
@@ -338,6 +537,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     values: dict[str, Any] = {}
     for name, value in raw.items():
+        name = _field_name(name)
         if name not in _FIELDS:
             raise UsageError(f"config file {path}: unknown setting {name!r}")
         values[name] = _coerce(name, value, f"config file {path}")

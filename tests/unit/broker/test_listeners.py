@@ -1,0 +1,82 @@
+"""Listener settings (broker/config.py): Kafka's listeners, advertised listeners, the security
+protocol map, the inter-broker listener, the ssl.* checks, and Kafka's dotted names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig, Listener, load_config
+from protocol.errors import UsageError
+
+
+def config(**kwargs: Any) -> BrokerConfig:
+    return load_config(broker_id=1, log_dir="/tmp/x", **kwargs)
+
+
+def test_defaults_keep_one_plaintext_native_listener_and_no_kafka_listener() -> None:
+    c = config(port=9999)
+    assert c.native_listener_list() == (Listener("PLAINTEXT", "127.0.0.1", 9999, "PLAINTEXT"),)
+    assert c.kafka_listeners() == ()
+    assert c.inter_broker_listener().name == "PLAINTEXT"
+
+
+def test_many_listeners_with_a_protocol_map() -> None:
+    c = config(
+        listeners="CLIENT://0.0.0.0:9093,secure://h1:9094",
+        listener_security_protocol_map="CLIENT:SASL_SSL,SECURE:SSL,REPLICATION:SSL",
+        native_listeners="REPLICATION://h1:9100",
+        inter_broker_listener_name="REPLICATION",
+        ssl_keystore_location="/etc/broker.pem",
+    )
+    assert [(n.name, n.host, n.port, n.security_protocol) for n in c.kafka_listeners()] == [
+        ("CLIENT", "0.0.0.0", 9093, "SASL_SSL"),
+        ("SECURE", "h1", 9094, "SSL"),
+    ]
+    assert c.inter_broker_listener() == Listener("REPLICATION", "h1", 9100, "SSL")
+
+
+def test_advertised_by_name_else_the_listener_with_its_bound_port() -> None:
+    c = config(listeners="A://0.0.0.0:0,B://h2:0", advertised_listeners="B://public:443",
+               listener_security_protocol_map="A:PLAINTEXT,B:PLAINTEXT", host="h9")  # fmt: skip
+    a, b = c.kafka_listeners()
+    assert c.advertised(a, 5555, native=False) == ("h9", 5555)  # wildcard: advertise `host`
+    assert c.advertised(b, 6666, native=False) == ("public", 443)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"listeners": "PLAINTEXT:9092"}, "is not NAME://host:port"),
+        ({"listeners": "NOPE://h:1"}, "listener NOPE has no security protocol"),
+        ({"listeners": "PLAINTEXT://h:1,PLAINTEXT://h:2"}, "twice"),
+        ({"listener_security_protocol_map": "A:TLS"}, "is not NAME:PROTOCOL"),
+        ({"advertised_listeners": "SSL://h:1", "listeners": "PLAINTEXT://h:2"}, "is not one of"),
+        ({"inter_broker_listener_name": "CLIENT"}, "brokers talk to each other on the native"),
+        ({"listeners": "SSL://h:1"}, "use TLS: set ssl_keystore_location"),
+        ({"ssl_keystore_type": "JKS"}, "keytool -importkeystore"),
+        ({"ssl_client_auth": "yes"}, "ssl_client_auth must be none, requested or required"),
+        ({"ssl_enabled_protocols": "TLSv1"}, "ssl_enabled_protocols"),
+    ],
+)
+def test_bad_settings_are_one_usage_error_line(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        config(**settings)
+
+
+def test_kafka_dotted_names_are_the_same_settings(tmp_path: Path) -> None:
+    path = tmp_path / "broker.toml"
+    path.write_text(
+        'broker_id = 1\nlog_dir = "/tmp/x"\n'
+        '"listener.security.protocol.map" = "CLIENT:SSL"\n'
+        '"listeners" = "CLIENT://h:1"\n"ssl.keystore.location" = "/k.pem"\n'
+        '"ssl.client.auth" = "required"\n'
+    )
+    c = load_config(path, **{"native.listeners": "CLIENT://h:2"})
+    assert c.kafka_listeners() == (Listener("CLIENT", "h", 1, "SSL"),)
+    assert c.ssl_client_auth == "required"
+    assert c.native_listener_list()[0].port == 2
+    with pytest.raises(UsageError, match="unknown"):
+        load_config(path, **{"ssl.no.such.thing": "x"})
