@@ -303,5 +303,5 @@ def test_every_client_command_takes_command_config_before_or_after(tmp_path: Pat
     assert after.command_config == before.command_config == path
     assert security_from_args(after) == {}
     path.write_text("sasl.mechanism=PLAIN\n")
-    with pytest.raises(UsageError, match="needs security.protocol SASL_SSL"):
+    with pytest.raises(UsageError, match=r"needs security\.protocol SASL_SSL"):
         security_from_args(after)
