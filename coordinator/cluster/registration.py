@@ -35,6 +35,7 @@ from coordinator.cluster.zk import (
     ZkState,
 )
 from coordinator.cluster.zk_paths import BrokerRegistration
+from protocol.api.metadata import Endpoint as ListenerEndpoint
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError
 
@@ -62,12 +63,13 @@ async def _create_once(
     clock: Clock,
     kafka: Endpoint | None,
     holds_port: bool = False,
+    listeners: tuple[ListenerEndpoint, ...] = (),
 ) -> bool:
     """One attempt: True when registered (now or already by this session); False when a stale
     registration of ours must expire first. Raises BrokerIdInUseError for another broker."""
     path = paths.broker_path(broker_id)
     k_host, k_port = kafka if kafka is not None else (None, -1)
-    data = BrokerRegistration(host, port, clock.time_ms(), k_host, k_port).encode()
+    data = BrokerRegistration(host, port, clock.time_ms(), k_host, k_port, listeners).encode()
     try:
         await zk.create(path, data, ephemeral=True)
         return True
@@ -102,15 +104,19 @@ async def register_broker(
     sleep: Sleep = asyncio.sleep,
     wait_ms: int | None = None,
     holds_port: bool = False,
+    listeners: tuple[ListenerEndpoint, ...] = (),
 ) -> Registration:
     """Register now (waiting for our own stale registration to expire, or replacing it with
-    `holds_port`); keep it registered. `kafka` is the advertised Kafka listener, if any."""
+    `holds_port`); keep it registered. `kafka` is the advertised Kafka listener, if any;
+    `listeners` every advertised listener of both doors (the inter-broker one first)."""
     clock = clock or SystemClock()
     await ensure_layout(zk)
     wait_ms = zk.session_timeout_ms + WAIT_MARGIN_MS if wait_ms is None else wait_ms
     deadline_ms = clock.monotonic_ms() + wait_ms
-    while not await _create_once(zk, broker_id, host, port, clock, kafka, holds_port):
-        if holds_port and await _create_once(zk, broker_id, host, port, clock, kafka):
+    while not await _create_once(zk, broker_id, host, port, clock, kafka, holds_port, listeners):
+        if holds_port and await _create_once(
+            zk, broker_id, host, port, clock, kafka, listeners=listeners
+        ):
             break  # the stale node was replaced
         if clock.monotonic_ms() >= deadline_ms:
             raise BrokerIdInUseError(
@@ -119,7 +125,7 @@ async def register_broker(
             )
         await sleep(POLL_MS / 1000)
     log.info("broker %d registered at %s:%d", broker_id, host, port)
-    return Registration(zk, broker_id, host, port, clock, sleep, kafka)
+    return Registration(zk, broker_id, host, port, clock, sleep, kafka, listeners)
 
 
 class Registration:
@@ -134,9 +140,11 @@ class Registration:
         clock: Clock,
         sleep: Sleep,
         kafka: Endpoint | None = None,
+        listeners: tuple[ListenerEndpoint, ...] = (),
     ) -> None:
         self.zk = zk
         self.kafka = kafka
+        self.listeners = listeners
         self.broker_id = broker_id
         self.host = host
         self.port = port
@@ -158,7 +166,13 @@ class Registration:
     async def _reregister(self) -> None:
         try:
             await _create_once(
-                self.zk, self.broker_id, self.host, self.port, self._clock, self.kafka
+                self.zk,
+                self.broker_id,
+                self.host,
+                self.port,
+                self._clock,
+                self.kafka,
+                listeners=self.listeners,
             )
             log.info("broker %d registered again after session loss", self.broker_id)
         except (ZkConnectionLost, OdradekError) as exc:

@@ -26,6 +26,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.topic_ids import InvalidTopicIdError, decode_topic_id, encode_topic_id
 
 BROKERS = "/brokers"
@@ -44,7 +45,8 @@ CLUSTER_ID = "/cluster/id"
 PERSISTENT_PATHS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, ADMIN_DELETE_TOPICS)
 
 NO_LEADER = -1
-NATIVE_LISTENER = "ODRADEK"  # odradek's msgpack protocol
+NATIVE_LISTENER = "ODRADEK"  # odradek's msgpack protocol (version-4 registrations)
+NATIVE_ENDPOINTS = "odradek_endpoints"  # version 5: the native door's listeners
 KAFKA_LISTENER = "PLAINTEXT"  # Kafka's wire protocol, named as Kafka names its default
 
 
@@ -110,18 +112,26 @@ def _int_list(obj: dict[str, Any], name: str) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
-    """A broker's endpoints, as Kafka writes them (version 4): `endpoints` lists every
-    listener as NAME://host:port with `listener_security_protocol_map`; `host`/`port` are the
-    Kafka (PLAINTEXT) listener's when there is one, as Kafka's tools expect. The native
-    listener is the ODRADEK endpoint (read from `host`/`port` in a version-1 node)."""
+    """A broker's endpoints, as Kafka writes them.
 
-    host: str  # the native listener
+    With `listeners` (every advertised listener of both doors), version 5: `endpoints` lists
+    the Kafka door's listeners as NAME://host:port, `listener_security_protocol_map` maps
+    every name (both doors) to its protocol, `host`/`port` are the endpoint whose protocol is
+    PLAINTEXT (null/-1 when none), as Kafka writes them; `odradek_endpoints` lists the native
+    door's listeners, the inter-broker one first (it gives `host`/`port` below).
+    Without (older writers, tests), version 4: the native listener is the ODRADEK endpoint
+    and the Kafka listener PLAINTEXT (a version-1 node has only `host`/`port`)."""
+
+    host: str  # the native (inter-broker) listener
     port: int
     timestamp_ms: int
-    kafka_host: str | None = None  # the Kafka listener, advertised; None: none
+    kafka_host: str | None = None  # the first Kafka listener, advertised; None: none
     kafka_port: int = -1
+    listeners: tuple[Endpoint, ...] = ()
 
     def encode(self) -> bytes:
+        if self.listeners:
+            return self._encode_v5()
         endpoints = [f"{NATIVE_LISTENER}://{self.host}:{self.port}"]
         protocols = {NATIVE_LISTENER: "PLAINTEXT"}
         host, port = self.host, self.port
@@ -134,6 +144,20 @@ class BrokerRegistration:
              "endpoints": endpoints, "listener_security_protocol_map": protocols, "jmx_port": -1}
         )  # fmt: skip
 
+    def _encode_v5(self) -> bytes:
+        kafka = [e for e in self.listeners if e.door == KAFKA_DOOR]
+        native = [e for e in self.listeners if e.door == NATIVE_DOOR]
+        plain = next((e for e in kafka if e.security_protocol == "PLAINTEXT"), None)
+        protocols = {e.name: e.security_protocol for e in native}
+        protocols.update({e.name: e.security_protocol for e in kafka})
+        return _dump(
+            {"host": plain.host if plain else None, "port": plain.port if plain else -1,
+             "timestamp": str(self.timestamp_ms), "version": 5,
+             "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in kafka],
+             "listener_security_protocol_map": protocols, "jmx_port": -1,
+             NATIVE_ENDPOINTS: [f"{e.name}://{e.host}:{e.port}" for e in native]}
+        )  # fmt: skip
+
     @classmethod
     def decode(cls, data: bytes) -> BrokerRegistration:
         obj = _load(data)
@@ -141,13 +165,9 @@ class BrokerRegistration:
         endpoints = obj.get("endpoints")
         if not isinstance(endpoints, list):
             return cls(_field(obj, "host", str), _field(obj, "port", int), ts)
-        found: dict[str, tuple[str, int]] = {}
-        for endpoint in endpoints:
-            name, sep, rest = str(endpoint).partition("://")
-            host, colon, port = rest.rpartition(":")
-            if not sep or not colon or not port.isdigit():
-                raise ZkDataError(f"endpoint {endpoint!r} is not NAME://host:port")
-            found[name] = (host, int(port))
+        if NATIVE_ENDPOINTS in obj:
+            return cls._decode_v5(obj, ts)
+        found = {name: (host, port) for name, host, port in map(_endpoint, endpoints)}
         native = found.get(NATIVE_LISTENER)
         if native is None:
             raise ZkDataError(f"no {NATIVE_LISTENER} endpoint in {endpoints!r}")
@@ -155,6 +175,32 @@ class BrokerRegistration:
         if kafka is None:
             return cls(native[0], native[1], ts)
         return cls(native[0], native[1], ts, kafka[0], kafka[1])
+
+    @classmethod
+    def _decode_v5(cls, obj: dict[str, Any], ts: int) -> BrokerRegistration:
+        protocols = _field(obj, "listener_security_protocol_map", dict)
+        listeners: list[Endpoint] = []
+        for door, key in ((NATIVE_DOOR, NATIVE_ENDPOINTS), (KAFKA_DOOR, "endpoints")):
+            for name, host, port in map(_endpoint, _field(obj, key, list)):
+                protocol = protocols.get(name)
+                if not isinstance(protocol, str):
+                    raise ZkDataError(f"listener {name} has no security protocol in {protocols}")
+                listeners.append(Endpoint(door, name, host, port, protocol))
+        native = [e for e in listeners if e.door == NATIVE_DOOR]
+        kafka = [e for e in listeners if e.door == KAFKA_DOOR]
+        if not native:
+            raise ZkDataError(f"no native endpoint in {obj.get(NATIVE_ENDPOINTS)!r}")
+        k_host, k_port = (kafka[0].host, kafka[0].port) if kafka else (None, -1)
+        return cls(native[0].host, native[0].port, ts, k_host, k_port, tuple(listeners))
+
+
+def _endpoint(text: object) -> tuple[str, str, int]:
+    """ "NAME://host:port" -> (NAME, host, port)."""
+    name, sep, rest = str(text).partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not colon or not port.isdigit():
+        raise ZkDataError(f"endpoint {text!r} is not NAME://host:port")
+    return name, host.strip("[]"), int(port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,7 @@ class ControllerContext:
                 None,
                 b.registration.kafka_host,
                 b.registration.kafka_port,
+                list(b.registration.listeners),
             )
             for b in sorted(self.live.values(), key=lambda b: b.broker_id)
         ]

@@ -3,12 +3,15 @@ protocol map, the inter-broker listener, the ssl.* checks, and Kafka's dotted na
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from broker.config import BrokerConfig, Listener, load_config
+from coordinator.cluster.zk_paths import BrokerRegistration
+from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo, Endpoint
 from protocol.errors import UsageError
 
 
@@ -80,3 +83,40 @@ def test_kafka_dotted_names_are_the_same_settings(tmp_path: Path) -> None:
     assert c.native_listener_list()[0].port == 2
     with pytest.raises(UsageError, match="unknown"):
         load_config(path, **{"ssl.no.such.thing": "x"})
+
+
+def test_registration_lists_every_endpoint_as_kafka_writes_them() -> None:
+    listeners = (
+        Endpoint(NATIVE_DOOR, "REPLICATION", "h1", 9100, "SSL"),
+        Endpoint(NATIVE_DOOR, "PLAINTEXT", "h1", 9092, "PLAINTEXT"),
+        Endpoint(KAFKA_DOOR, "CLIENT", "h1", 9093, "SASL_SSL"),
+        Endpoint(KAFKA_DOOR, "INTERNAL", "10.0.0.1", 9094, "PLAINTEXT"),
+    )
+    reg = BrokerRegistration("h1", 9100, 7, "h1", 9093, listeners)
+    obj = json.loads(reg.encode())
+    assert obj["version"] == 5
+    assert obj["endpoints"] == ["CLIENT://h1:9093", "INTERNAL://10.0.0.1:9094"]
+    assert (obj["host"], obj["port"]) == ("10.0.0.1", 9094)  # the PLAINTEXT endpoint
+    assert obj["listener_security_protocol_map"] == {
+        "REPLICATION": "SSL", "PLAINTEXT": "PLAINTEXT", "CLIENT": "SASL_SSL",
+        "INTERNAL": "PLAINTEXT",
+    }  # fmt: skip
+    assert obj["odradek_endpoints"] == ["REPLICATION://h1:9100", "PLAINTEXT://h1:9092"]
+    assert BrokerRegistration.decode(reg.encode()) == reg
+    only_tls = BrokerRegistration("h1", 9100, 7, "h1", 9093, listeners[:1] + listeners[2:3])
+    assert (json.loads(only_tls.encode())["host"], json.loads(only_tls.encode())["port"]) == (
+        None,
+        -1,
+    )
+
+
+def test_a_client_is_told_the_endpoint_of_the_listener_it_came_in_on() -> None:
+    info = BrokerInfo(1, "h1", 9100, None, "h1", 9093, [
+        Endpoint(KAFKA_DOOR, "CLIENT", "public", 443, "SSL"),
+        Endpoint(KAFKA_DOOR, "INTERNAL", "10.0.0.1", 9094, "PLAINTEXT"),
+    ])  # fmt: skip
+    assert info.endpoint(KAFKA_DOOR, "CLIENT") == ("public", 443)
+    assert info.endpoint(KAFKA_DOOR, "INTERNAL") == ("10.0.0.1", 9094)
+    assert info.endpoint(KAFKA_DOOR, "OTHER") is None
+    legacy = BrokerInfo(2, "h2", 1, None, "h2", 2)
+    assert legacy.endpoint(KAFKA_DOOR, "ANY") == ("h2", 2)
