@@ -123,6 +123,7 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "(another transaction coordinator took over)."),
     ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
               "The transactional id is not allowed (two-phase commit is turned off)."),
+    ErrorSpec(54, "SECURITY_DISABLED", False, "Security features are disabled."),
     # Kafka's KafkaStorageException is an InvalidMetadataException: clients refresh metadata,
     # since the controller moves leadership away from a failed log directory.
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
@@ -305,6 +306,9 @@ class GroupAuthorizationFailedError(OdradekError): ...
 
 
 class ClusterAuthorizationFailedError(OdradekError): ...
+
+
+class SecurityDisabledError(OdradekError): ...
 
 
 class InvalidTimestampError(OdradekError): ...
