@@ -67,8 +67,8 @@ DEAD_LINE = re.compile(r"^(\S+ \S+) .*brokers: dead \[([0-9, ]*)\]")
 
 
 async def _metadata(port: int, topics: list[str] | None) -> Any:
-    from client.connection import BrokerConnection
     from protocol.api.metadata import MetadataRequest
+    from transport.connection import BrokerConnection
 
     try:
         conn = await BrokerConnection.connect("127.0.0.1", port, connect_timeout_ms=2000)

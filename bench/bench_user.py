@@ -24,7 +24,7 @@ latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned
                go first, acknowledged one by one, and are skipped by the consumer.
                Where the time goes (the latency rows' hop_us_*): an exception to "public
                API only", two stamps on the same clock taken inside the client, by wrapping
-               `client.connection.encode_request` (the Produce request's frame is made, just
+               `transport.connection.encode_request` (the Produce request's frame is made, just
                before its write) and `_BrokerProtocol.buffer_updated` (`data_received` in
                trees before it: bytes from the broker arrive): send -> write in the producer,
                send -> the fetch answer's arrival and arrival -> poll()'s return in the
@@ -196,7 +196,7 @@ def consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
 def _stamp_arrivals(into: list[int]) -> None:
     """Stamp every read of bytes from a broker (see the module docstring: hop stamps)."""
     try:
-        from client.connection import _BrokerProtocol
+        from transport.connection import _BrokerProtocol
     except ImportError:
         return
     # buffer_updated since the client reads into its own buffers; data_received before
@@ -213,7 +213,7 @@ def _stamp_arrivals(into: list[int]) -> None:
 def _stamp_produce_writes(into: list[int]) -> None:
     """Stamp every Produce request's frame as it is made, just before its write."""
     try:
-        import client.connection as connection
+        import transport.connection as connection
         from protocol.api.produce import ProduceRequest
     except ImportError:
         return

@@ -44,7 +44,6 @@ from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
-from client.connection import BrokerConnection
 from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
@@ -61,6 +60,7 @@ from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
+from transport.connection import BrokerConnection
 
 log = logging.getLogger("odradek.broker")
 T = TypeVar("T")

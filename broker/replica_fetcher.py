@@ -75,11 +75,11 @@ class Connection(Protocol):
 
 
 Connector = Callable[[str, int, int], Awaitable[Connection]]
-"""(host, port, this broker's id) -> an open connection (client/connection.py in the daemon)."""
+"""(host, port, this broker's id) -> an open connection (transport/connection.py in the daemon)."""
 
 
 async def default_connector(host: str, port: int, broker_id: int) -> Connection:
-    from client.connection import BrokerConnection
+    from transport.connection import BrokerConnection
 
     return await BrokerConnection.connect(
         host, port, client_id=f"replica-fetcher-{broker_id}", max_in_flight=2

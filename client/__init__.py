@@ -13,7 +13,7 @@
 
 `AsyncProducer`, `AsyncConsumer` and `AsyncAdmin` run on the caller's event loop; `Producer`,
 `Consumer` and `Admin` run their async twin on a private loop in a background thread. Names
-follow kafka-python/aiokafka. `client.connection.BrokerConnection` is the pipelined connection
+follow kafka-python/aiokafka. `transport.connection.BrokerConnection` is the pipelined connection
 to one broker that the clients (and the controller) use.
 """
 

@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.connection import BrokerConnection
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
+from transport.connection import BrokerConnection
 
 NO_LEADER = -1
 

@@ -60,7 +60,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
-from client.connection import BrokerConnection, InlineAnswer
 from client.read_committed import drop_aborted
 from client.subscription import EARLIEST, NONE, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
@@ -91,6 +90,7 @@ from protocol.errors import (
     RequestTimedOutError,
     for_code,
 )
+from transport.connection import BrokerConnection, InlineAnswer
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,6 @@ from client.accumulator import (
     estimate_size,
 )
 from client.cluster import Cluster, ClusterMetadata
-from client.connection import BrokerConnection
 from client.explain import leaderless_reason, produce_refusal
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.record_future import RecordFuture
@@ -98,6 +97,7 @@ from protocol.errors import (
     for_code,
 )
 from protocol.schema import Records
+from transport.connection import BrokerConnection
 
 BULK_BATCH_BYTES = 256 * 1024
 ACKS_ALL = -1

@@ -256,8 +256,8 @@ def _log_tail(path: Path, lines: int = 3) -> str:
 
 async def _probe_one(host: str, port: int, timeout_ms: int) -> tuple[set[int], int] | None:
     """(broker ids, controller id) from one broker's Metadata answer, or None if it has none."""
-    from client.connection import BrokerConnection
     from protocol.api.metadata import MetadataRequest
+    from transport.connection import BrokerConnection
 
     try:
         conn = await BrokerConnection.connect(

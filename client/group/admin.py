@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
-from client.connection import BrokerConnection
 from protocol.api.group import (
     CommitPartition,
     CommitTopic,
@@ -65,6 +64,7 @@ from protocol.errors import (
     UsageError,
     for_code,
 )
+from transport.connection import BrokerConnection
 
 NONE = 0
 RETRY_BACKOFF_S = 0.25  # between attempts to find and reach a moving coordinator

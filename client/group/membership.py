@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
-from client.connection import BrokerConnection
 from client.group.states import ConsumerState, check_transition
 from client.types import TopicPartition
 from protocol.api.group import (
@@ -64,6 +63,7 @@ from protocol.errors import (
     UsageError,
     for_code,
 )
+from transport.connection import BrokerConnection
 
 log = logging.getLogger("odradek.client.group")
 NONE = 0

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from client.connection import BrokerConnection
 from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.zk import ZkClient, ZkError
 from coordinator.cluster.zk_paths import BrokerRegistration, ControllerInfo, ZkDataError
@@ -26,6 +25,7 @@ from coordinator.controller.admin import controlled_shutdown
 from coordinator.controller.elector import ControllerElector
 from protocol.api.controller import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.errors import OdradekError, for_code
+from transport.connection import BrokerConnection
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ How it works: `BrokerChannel.add_broker(id, host, port)` starts a sender task fo
 `send(id, request, on_response)` appends to the broker's bounded queue and returns at once (the
 controller's event loop never waits on a broker). The sender takes requests one at a time, in
 order (LeaderAndIsr before the UpdateMetadata that follows it, as Kafka's RequestSendThread
-does), connects on demand with `client.connection.BrokerConnection`, and on a network error or
+does), connects on demand with `transport.connection.BrokerConnection`, and on a network error or
 time-out reconnects with exponential backoff and sends the same request again, until it is
 answered or the broker is removed. An error answer (for example STALE_CONTROLLER_EPOCH) is handed
 to `on_response` and not retried.
@@ -38,8 +38,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from client.connection import BrokerConnection
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError
+from transport.connection import BrokerConnection
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from client.connection import BrokerConnection
 from coordinator.runtime.log import ClusterView
 from protocol.errors import BrokerNotAvailableError, OdradekError
+from transport.connection import BrokerConnection
 
 Connect = Callable[[str, int], Awaitable[BrokerConnection]]
 

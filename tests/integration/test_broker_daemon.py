@@ -15,7 +15,6 @@ from typing import Any
 import msgpack
 import pytest
 
-from client.connection import BrokerConnection
 from protocol.api.admin import CreatableTopic, CreateTopicsRequest
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.codec import split_response
@@ -24,6 +23,7 @@ from protocol.framing import encode_frame
 from tests.fixtures.zk import free_port
 from tests.unit.broker.harness import RawClient
 from tests.unit.broker.helpers import batch, fetch, produce, stamped
+from transport.connection import BrokerConnection
 
 pytestmark = pytest.mark.integration
 

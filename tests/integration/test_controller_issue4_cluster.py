@@ -167,12 +167,12 @@ def test_unclean_leader_election_on_and_off(cluster4: LocalCluster) -> None:
 def test_only_the_controller_answers_controller_apis(cluster4: LocalCluster) -> None:
     import asyncio
 
-    from client.connection import BrokerConnection
     from protocol.api.controller import (
         ControlledShutdownRequest,
         ElectLeadersRequest,
         ListPartitionReassignmentsRequest,
     )
+    from transport.connection import BrokerConnection
 
     controller = cluster4.controller_id()
     assert controller is not None

@@ -128,10 +128,10 @@ def _produce_raw(
 ) -> int:  # fmt: skip
     """One acks=all batch straight to `broker_id` (no client retries): its error code, or -1
     when the connection failed or the answer did not come."""
-    from client.connection import BrokerConnection
     from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
     from protocol.batch import build_batch_from_values
     from protocol.schema import Records
+    from transport.connection import BrokerConnection
 
     async def send() -> int:
         port = cluster.broker(broker_id).port

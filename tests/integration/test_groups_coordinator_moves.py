@@ -20,12 +20,12 @@ import time
 import pytest
 
 from client.cluster import Cluster
-from client.connection import BrokerConnection
 from client.group.admin import GroupAdmin
 from client.group.membership import GroupMembership, GroupSettings
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import TEST_SESSION_TIMEOUT_MS, ClusterFactory, run_odradek
 from tests.integration.test_groups import create_topic, member, produce, wait_for
+from transport.connection import BrokerConnection
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from client import Admin
-from client.connection import BrokerConnection
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from protocol.api.admin import TYPE_LIST, TYPE_LONG
@@ -27,6 +26,7 @@ from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.fixtures.cluster import run_odradek
 from tests.integration import kafka_wire
 from tests.integration.kafka_clients import CLIENTS, Rec
+from transport.connection import BrokerConnection
 
 pytestmark = pytest.mark.integration
 

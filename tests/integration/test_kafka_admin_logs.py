@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from client import Admin, Consumer, Producer
-from client.connection import BrokerConnection
 from client.types import NewTopic, TopicPartition
 from deploy.cluster import LocalCluster
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.kafka import codec
 from protocol.kafka.versions import DESCRIBE_CLUSTER
 from tests.fixtures.cluster import ClusterFactory, run_odradek
+from transport.connection import BrokerConnection
 
 pytestmark = pytest.mark.integration
 

@@ -61,7 +61,7 @@ def _part(cluster: LocalCluster, p: int) -> PartitionDescription | None:
 
 def _ask(cluster: LocalCluster, broker_id: int, request: Any) -> Any:
     """One request straight to `broker_id`, no retries: its answer (None: no answer)."""
-    from client.connection import BrokerConnection
+    from transport.connection import BrokerConnection
 
     async def send() -> Any:
         conn = await BrokerConnection.connect("127.0.0.1", cluster.broker(broker_id).port)

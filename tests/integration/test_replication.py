@@ -97,10 +97,10 @@ def _produce_raw(cluster: LocalCluster, broker_id: int, value: bytes) -> int:
     """One acks=all batch straight to `broker_id` (no client retries): its error code."""
     import asyncio
 
-    from client.connection import BrokerConnection
     from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
     from protocol.batch import build_batch_from_values
     from protocol.schema import Records
+    from transport.connection import BrokerConnection
 
     async def send() -> int:
         port = cluster.broker(broker_id).port

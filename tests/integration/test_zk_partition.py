@@ -113,7 +113,7 @@ def _read(bootstrap: str, count: int) -> list[bytes]:
 def _ask(host: str, port: int, request: Any, timeout_ms: int = 10_000) -> Any:
     """One request straight to one broker (no client retries): its response, or None when the
     connection failed or no answer came."""
-    from client.connection import BrokerConnection
+    from transport.connection import BrokerConnection
 
     async def send() -> Any:
         conn = await BrokerConnection.connect(host, port, connect_timeout_ms=2000)

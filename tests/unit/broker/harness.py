@@ -21,7 +21,6 @@ from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.replica_manager import ReplicaManager
 from broker.server import BrokerServer
-from client.connection import BrokerConnection
 from coordinator.cluster.placement import assign_replicas
 from coordinator.cluster.producer_ids import MemoryBlockSource, ProducerIdManager
 from coordinator.cluster.topics import new_partitions
@@ -34,6 +33,7 @@ from protocol.api.metadata import BrokerInfo
 from protocol.clock import Clock, ManualClock
 from protocol.codec import decode_response, encode_request
 from protocol.errors import OdradekError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from transport.connection import BrokerConnection
 
 BROKER_ID = 1
 IO_TIMEOUT_S = 10.0

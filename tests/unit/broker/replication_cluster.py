@@ -27,12 +27,12 @@ from broker.partition import Partition
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.server import BrokerServer
-from client.connection import BrokerConnection
 from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo
 from protocol.clock import ManualClock
 from tests.unit.broker.harness import FakeTopicStore
+from transport.connection import BrokerConnection
 
 WAIT_S = 10.0
 LAG_MS = 10_000

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from broker.txn_verifier import TxnVerifier
-from client.connection import BrokerConnection
 from coordinator.runtime.peers import Peers
 from coordinator.runtime.states import PartitionState
 from coordinator.transaction.markers import MarkerWriter
@@ -22,6 +21,7 @@ from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
 from protocol.clock import ManualClock
 from protocol.errors import InvalidTxnStateError
 from tests.unit.broker.harness import BrokerHarness, running_broker
+from transport.connection import BrokerConnection
 
 
 def txn_batch(pid: int, epoch: int, seq: int) -> bytes:

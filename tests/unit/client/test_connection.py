@@ -6,13 +6,13 @@ from collections.abc import Callable
 import msgpack
 import pytest
 
-from client.connection import BrokerConnection, InlineAnswer, _BrokerProtocol
 from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.codec import encode_response
 from protocol.errors import NetworkError, RequestTimedOutError, UnsupportedVersionError
 from protocol.framing import FrameDecoder
 from tests.unit.client.fake_broker import FakeState
+from transport.connection import BrokerConnection, InlineAnswer, _BrokerProtocol
 
 
 async def _connect(state: FakeState, **kw: object) -> BrokerConnection:

@@ -5,12 +5,12 @@ import asyncio
 
 import pytest
 
-from client.connection import _BrokerProtocol
 from client.consumer import AsyncConsumer
 from client.types import TopicPartition
 from protocol.batch import build_batch
 from protocol.errors import OffsetOutOfRangeError, UsageError
 from tests.unit.client.fake_broker import FakeState, bootstrap
+from transport.connection import _BrokerProtocol
 
 TS = 1_700_000_000_000
 
