@@ -1,6 +1,7 @@
 """What a request handler may use: the broker's services, bundled once at start-up.
 
-Handlers are functions `handle(ctx, request) -> response | None | Awaitable[...]`; they reach
+Handlers are functions `handle(ctx, request, session) -> response | None | Awaitable[...]`
+(the session: broker/session.py); they reach
 the partitions through `ctx.replicas`, the cluster view through `ctx.metadata`, and ZooKeeper
 only through `ctx.topics` (a `TopicStore`: the daemon wires coordinator/cluster/topics.py
 behind it, tests pass an in-memory fake), so no handler imports kazoo. The coordinators are

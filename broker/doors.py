@@ -2,8 +2,12 @@
 
 A door is what differs between the native port and the Kafka port; broker/server.py does the
 rest (framing, pipelining, limits, sendfile) the same for both:
-- `route(frame, peer_host)` decodes a request and picks its handler, or raises `Refusal`
+- `route(frame, session)` decodes a request and picks its handler, or raises `Refusal`
   (the connection then closes after `reply`, if any, is sent);
+- `admit(session, request)` is the one place every request passes before its handler: it
+  raises `Refusal` for a request the session may not make at all (a SASL listener's connection
+  that has not authenticated yet); per-resource authorization is the handlers' (they get the
+  session, broker/session.py);
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
 
@@ -21,12 +25,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from broker.handlers import CHUNKED, HANDLERS
 from broker.handlers.kafka import KAFKA_HANDLERS, SERVED
+from broker.session import Session
 from protocol.codec import (
     Chunk,
     decode_request,
@@ -62,7 +66,9 @@ class Refusal(Exception):
 class Door(Protocol):
     name: str
 
-    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]: ...
+    def route(self, frame: bytes, session: Session) -> tuple[Any, Any]: ...
+
+    def admit(self, session: Session, request: Any) -> None: ...
 
     def encode(self, request: Any, result: Any) -> list[Chunk]: ...
 
@@ -74,7 +80,7 @@ class Door(Protocol):
 class NativeDoor:
     name = "native"
 
-    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
+    def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
             request = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -86,7 +92,11 @@ class NativeDoor:
             corr = request.header.correlation_id
             why = f"{request.spec.name} is not served by brokers"
             raise Refusal(why, encode_error_response(corr, InvalidRequestError.code))
+        session.client_id = request.header.client_id
         return request, handler
+
+    def admit(self, session: Session, request: Any) -> None:
+        return None
 
     def encode(self, request: Any, result: Any) -> list[Chunk]:
         corr = request.header.correlation_id
@@ -106,20 +116,13 @@ class NativeDoor:
         return str(request.spec.name)
 
 
-def _bounded_put(d: OrderedDict[Any, Any], key: Any, value: Any) -> None:
-    d[key] = value
-    d.move_to_end(key)
-    while len(d) > CLIENTS_REMEMBERED:
-        d.popitem(last=False)
-
-
 def _native_error(frame: bytes, code: int) -> bytes | None:
     corr = peek_correlation_id(frame)
     return None if corr is None else encode_error_response(corr, code)
 
 
 UNSERVED_LOG_INTERVAL_S = 600.0
-CLIENTS_REMEMBERED = 1024  # (address, client_id) -> software, and the log limiter's keys
+CLIENTS_REMEMBERED = 1024  # the log limiter's keys
 API_NAMES = {
     v: "".join(w.capitalize() for w in k.split("_"))
     for k, v in vars(kafka_versions).items()
@@ -131,37 +134,34 @@ class KafkaDoor:
     name = "kafka"
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._software: OrderedDict[tuple[str, str | None], str] = OrderedDict()
         self._unserved_log = LogLimit(
             int(UNSERVED_LOG_INTERVAL_S * 1000), lambda: int(monotonic() * 1000), CLIENTS_REMEMBERED
         )
 
-    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
+    def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
-            request = kafka_codec.decode_request(frame, SERVED, f"/{peer_host}")
+            request = kafka_codec.decode_request(frame, SERVED, f"/{session.peer_host}")
         except kafka_codec.UnservedApiError as exc:
-            logged = self._log_unserved(exc, peer_host)
+            logged = self._log_unserved(exc, session)
             raise Refusal(str(exc), logged=logged) from None
         except ProtocolError as exc:
             raise Refusal(str(exc)) from None
         h = request.header
+        session.client_id = h.client_id
         if h.api_key == kafka_versions.API_VERSIONS and request.body is not None:
-            self._remember_software(peer_host, h.client_id, request.body)
+            _remember_software(session, request.body)
         return request, KAFKA_HANDLERS[h.api_key]
 
-    def _remember_software(self, peer_host: str, client_id: str | None, body: Any) -> None:
-        name = getattr(body, "client_software_name", None)
-        if not name:
-            return
-        version = getattr(body, "client_software_version", None) or "?"
-        _bounded_put(self._software, (peer_host, client_id), f"{name} {version}")
+    def admit(self, session: Session, request: Any) -> None:
+        return None
 
-    def _log_unserved(self, exc: kafka_codec.UnservedApiError, peer_host: str) -> bool:
+    def _log_unserved(self, exc: kafka_codec.UnservedApiError, session: Session) -> bool:
         """One WARNING line naming the client and what it asked for (rate-limited); whether
         this refusal is accounted for by a line (now or within the interval)."""
+        peer_host = session.peer_host
         if not self._unserved_log.allow((peer_host, exc.client_id, exc.api_key, exc.api_version)):
             return True
-        software = self._software.get((peer_host, exc.client_id), "software unknown")
+        software = session.software()
         api = API_NAMES.get(exc.api_key, "an unknown API")
         served = (
             "an API odradek does not serve"
@@ -188,3 +188,11 @@ class KafkaDoor:
     def describe(self, request: Any) -> str:
         h = request.header
         return f"api {h.api_key} v{h.api_version}"
+
+
+def _remember_software(session: Session, body: Any) -> None:
+    """KIP-511: ApiVersions v3+ names the client's software; the session keeps it for logs."""
+    name = getattr(body, "client_software_name", None)
+    if name:
+        session.client_software_name = name
+        session.client_software_version = getattr(body, "client_software_version", None) or "?"

@@ -53,6 +53,7 @@ from prometheus_client.registry import Collector
 from broker.doors import Door, Refusal
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_http import HttpLimits, MetricsHttpServer
+from broker.session import Session
 from coordinator.group.metrics import GroupSample, group_counts, group_samples
 from protocol.errors import OdradekError, UnknownServerError, for_code
 from protocol.kafka import versions as kafka_versions
@@ -217,13 +218,16 @@ class MeteredDoor:
         self.metrics = metrics
         self._now = now
 
-    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
+    def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
-            request, handler = self.door.route(frame, peer_host)
+            request, handler = self.door.route(frame, session)
         except Refusal:
             self.metrics.refuse(self.name)
             raise
         return request, self._timed(self.api_name(request), handler)
+
+    def admit(self, session: Session, request: Any) -> None:
+        self.door.admit(session, request)
 
     def api_name(self, request: Any) -> str:
         if self.name == "kafka":
@@ -231,13 +235,15 @@ class MeteredDoor:
             return KAFKA_API_NAMES.get(key, f"api{key}")
         return str(request.spec.name)
 
-    def _timed(self, api: str, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def _timed(
+        self, api: str, handler: Callable[[Any, Any, Session], Any]
+    ) -> Callable[[Any, Any, Session], Any]:
         now, finished, protocol = self._now, self.metrics.finished, self.name
 
-        def run(ctx: Any, request: Any) -> Any:
+        def run(ctx: Any, request: Any, session: Session) -> Any:
             start = now()
             try:
-                result = handler(ctx, request)
+                result = handler(ctx, request, session)
             except BaseException as exc:
                 finished(api, protocol, now() - start, (_exception_code(exc),))
                 raise

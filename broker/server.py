@@ -6,6 +6,10 @@ same services: the native door (msgpack, broker/handlers/) and the Kafka door (K
 protocol, broker/handlers/kafka/). Everything below is the same for both.
 
 Per connection:
+- A `Session` (broker/session.py) made when the connection is accepted: the listener and its
+  security protocol, the peer, the principal. The door sees it (`route`, and `admit`, the one
+  place every request passes before its handler) and every handler gets it:
+  `handler(ctx, request, session)`.
 - Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and the door. Each
   request gets a slot at the tail of `pending`, then its handler runs: inline when it returns a
   value; a `Deferred` (broker/deferred.py: a parked fetch) is answered from its listener, in
@@ -51,6 +55,7 @@ from typing import Any, cast
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.doors import Door, NativeDoor, Refusal
+from broker.session import PLAINTEXT, Session
 from protocol.clock import Clock
 from protocol.codec import Chunk, FileSlice
 from protocol.errors import ProtocolError
@@ -93,7 +98,7 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.last_active_ms = self.clock.monotonic_ms()
         self.peer = "?"
-        self.peer_host = ""
+        self.session = Session(server.listener, server.security_protocol)
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
 
@@ -102,7 +107,11 @@ class Connection(asyncio.Protocol):
         self.transport = tr = cast(asyncio.Transport, transport)
         peername = tr.get_extra_info("peername")
         self.peer = str(peername)
-        self.peer_host = str(peername[0]) if isinstance(peername, tuple) else ""
+        if isinstance(peername, tuple):
+            self.session = Session.accepted(
+                self.server.listener, self.server.security_protocol, str(peername[0]),
+                int(peername[1]),
+            )  # fmt: skip
         sock = tr.get_extra_info("socket")
         self.sock_fd = sock.fileno() if sock is not None else -1
         if len(self.server.connections) >= self.ctx.config.max_connections:
@@ -147,8 +156,10 @@ class Connection(asyncio.Protocol):
     # ----- requests -------------------------------------------------------------------------
 
     def _on_frame(self, frame: bytes) -> None:
+        session = self.session
         try:
-            request, handler = self.door.route(frame, self.peer_host)
+            request, handler = self.door.route(frame, session)
+            self.door.admit(session, request)
         except Refusal as refusal:
             self._fatal(refusal)
             return
@@ -156,7 +167,7 @@ class Connection(asyncio.Protocol):
         self.pending.append(slot)
         self.inflight_bytes += slot.request_bytes
         try:
-            result = handler(self.ctx, request)
+            result = handler(self.ctx, request, session)
         except Exception as exc:
             self._finished(slot, request, None, exc)
             return
@@ -339,7 +350,8 @@ class Connection(asyncio.Protocol):
 class BrokerServer:
     """Accepts connections on (host, port) for one door; `port` 0 picks a free one (`.port`).
 
-    Without `door`, `host` and `port` it is the native door on the config's host and port."""
+    Without `door`, `host` and `port` it is the native door on the config's host and port.
+    `listener` and `security_protocol` name the listener its connections' sessions came in on."""
 
     def __init__(
         self,
@@ -348,10 +360,14 @@ class BrokerServer:
         door: Door | None = None,
         host: str | None = None,
         port: int | None = None,
+        listener: str = PLAINTEXT,
+        security_protocol: str = PLAINTEXT,
     ) -> None:
         self.ctx = ctx
         self.clock = clock
         self.door = NativeDoor() if door is None else door
+        self.listener = listener
+        self.security_protocol = security_protocol
         self.host = ctx.config.host if host is None else host
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None

@@ -1,5 +1,6 @@
-"""One module per API, each `handle(ctx, request)`: take the decoded request, call a service,
-build the response. The server looks handlers up here by api key.
+"""One module per API, each `handle(ctx, request, session)`: take the decoded request (and the
+connection's session, broker/session.py: who asks), call a service, build the response. The
+server looks handlers up here by api key.
 
 A handler returns the response message, `None` (no response: produce with acks=0), or an
 awaitable of either when it must wait (long-polling fetch, group commit, admin operations).
@@ -52,6 +53,7 @@ from broker.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
@@ -100,7 +102,7 @@ from protocol.api.txn_markers import WRITE_TXN_MARKERS
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
-Handler = Callable[[BrokerContext, Request], HandlerResult]
+Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
 HANDLERS: dict[int, Handler] = {
     PRODUCE.key: produce.handle,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.txn_common import code_of, coordinator, offsets_partitions
+from broker.session import Session
 from protocol.api.txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.codec import Request
 from protocol.errors import OdradekError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> AddOffsetsToTxnResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> AddOffsetsToTxnResponse:
     req: AddOffsetsToTxnRequest = request.body
     try:
         answer = await coordinator(ctx).add_offsets(

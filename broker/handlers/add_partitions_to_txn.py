@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.txn_common import code_of, coordinator
+from broker.session import Session
 from protocol.api.txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -16,7 +17,9 @@ from protocol.codec import Request
 from protocol.errors import OdradekError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> AddPartitionsToTxnResponse:
+async def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> AddPartitionsToTxnResponse:
     req: AddPartitionsToTxnRequest = request.body
     wanted = [(t.name, p) for t in req.topics for p in t.partitions]
     try:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
+from broker.session import Session
 from protocol.api.admin import (
     OP_APPEND,
     OP_DELETE,
@@ -49,7 +50,7 @@ log = logging.getLogger("odradek.broker.admin")
 _OP_NAMES = {OP_APPEND: "append", OP_SUBTRACT: "subtract"}
 
 
-async def handle(ctx: BrokerContext, request: Request) -> AlterConfigsResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> AlterConfigsResponse:
     req: AlterConfigsRequest = request.body
     named = Counter((r.resource_type, r.resource_name) for r in req.resources)
     results = []

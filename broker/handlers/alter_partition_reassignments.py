@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.session import Session
 from coordinator.controller.admin import submit_reassignments
 from protocol.api.controller import (
     AlterPartitionReassignmentsRequest,
@@ -20,7 +21,9 @@ from protocol.codec import Request
 from protocol.errors import NotControllerError, OdradekError, RequestTimedOutError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> AlterPartitionReassignmentsResponse:
+async def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> AlterPartitionReassignmentsResponse:
     req: AlterPartitionReassignmentsRequest = request.body
     controller = active_controller(ctx)
     if controller is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.consumer_group import INVALID_REQUEST, HeartbeatIn, HeartbeatOut
 from protocol.api.group import (
     ConsumerGroupHeartbeatRequest,
@@ -19,7 +20,9 @@ from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> ConsumerGroupHeartbeatResponse:
+async def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> ConsumerGroupHeartbeatResponse:
     req: ConsumerGroupHeartbeatRequest = request.body
     owned = None
     if req.owned is not None:

@@ -9,6 +9,7 @@ member could take them), so the broker may retry before it stops.
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.controller.admin import controlled_shutdown
 from coordinator.controller.core import Controller
 from protocol.api.controller import (
@@ -27,7 +28,9 @@ def active_controller(ctx: BrokerContext) -> Controller | None:
     return ctx.elector.active_controller if ctx.elector is not None else None
 
 
-async def handle(ctx: BrokerContext, request: Request) -> ControlledShutdownResponse:
+async def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> ControlledShutdownResponse:
     req: ControlledShutdownRequest = request.body
     controller = active_controller(ctx)
     if controller is None:

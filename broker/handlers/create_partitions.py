@@ -19,6 +19,7 @@ import logging
 from collections import Counter
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.admin import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -36,7 +37,9 @@ from protocol.errors import (
 log = logging.getLogger("odradek.broker.admin")
 
 
-async def handle(ctx: BrokerContext, request: Request) -> CreatePartitionsResponse:
+async def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> CreatePartitionsResponse:
     req: CreatePartitionsRequest = request.body
     named = Counter(t.name for t in req.topics)
     results = await asyncio.gather(

@@ -17,6 +17,7 @@ import re
 
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
+from broker.session import Session
 from protocol.api.admin import (
     CreatableTopic,
     CreatableTopicResult,
@@ -48,7 +49,7 @@ def check_topic_name(name: str) -> None:
         )
 
 
-async def handle(ctx: BrokerContext, request: Request) -> CreateTopicsResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> CreateTopicsResponse:
     req: CreateTopicsRequest = request.body
     results = await asyncio.gather(
         *(_create(ctx, t, req.timeout_ms, req.validate_only) for t in req.topics)

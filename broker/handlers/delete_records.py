@@ -16,6 +16,7 @@ from broker.delete_records import (
     await_low_watermarks,
     delete_on_leader,
 )
+from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.delete_records import (
     DeleteRecordsPartitionResult,
@@ -29,7 +30,7 @@ from protocol.errors import InvalidTopicError, KafkaStorageError, OdradekError
 Result = tuple[int, int, str | None]  # (low watermark, error code, message), the field order
 
 
-async def handle(ctx: BrokerContext, request: Request) -> DeleteRecordsResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> DeleteRecordsResponse:
     req: DeleteRecordsRequest = request.body
     results: dict[Key, Result] = {}
     required: dict[Key, int] = {}

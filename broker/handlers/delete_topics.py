@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.admin import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.codec import Request
 from protocol.errors import OdradekError, RequestTimedOutError
@@ -15,7 +16,7 @@ from protocol.errors import OdradekError, RequestTimedOutError
 log = logging.getLogger("odradek.broker.admin")
 
 
-async def handle(ctx: BrokerContext, request: Request) -> DeleteTopicsResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> DeleteTopicsResponse:
     req: DeleteTopicsRequest = request.body
     results = await asyncio.gather(*(_delete(ctx, n, req.timeout_ms) for n in req.topic_names))
     return DeleteTopicsResponse(list(results))

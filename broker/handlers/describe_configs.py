@@ -27,6 +27,7 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -52,7 +53,7 @@ from protocol.topic_config import CONTROLLER, IN_EFFECT, TOPIC_CONFIGS, TopicCon
 UNCLEAN = "unclean.leader.election.enable"
 
 
-async def handle(ctx: BrokerContext, request: Request) -> DescribeConfigsResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeConfigsResponse:
     req: DescribeConfigsRequest = request.body
     return DescribeConfigsResponse([await _describe(ctx, req, r) for r in req.resources])
 

@@ -5,6 +5,7 @@ epoch, and the first offset of the open transaction (-1: none)."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.txn import (
     DescribeProducersPartition,
     DescribeProducersRequest,
@@ -16,7 +17,7 @@ from protocol.codec import Request
 from protocol.errors import OdradekError
 
 
-def handle(ctx: BrokerContext, request: Request) -> DescribeProducersResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeProducersResponse:
     req: DescribeProducersRequest = request.body
     topics = []
     for t in req.topics:

@@ -8,6 +8,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.txn_common import code_of
+from broker.session import Session
 from protocol.api.txn import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -18,7 +19,7 @@ from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError
 
 
-def handle(ctx: BrokerContext, request: Request) -> DescribeTransactionsResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeTransactionsResponse:
     req: DescribeTransactionsRequest = request.body
     ids = list(req.transactional_ids)
     if ctx.transactions is None:

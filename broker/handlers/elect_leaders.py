@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.session import Session
 from coordinator.controller.admin import elect_preferred
 from protocol.api.controller import ElectLeadersRequest, ElectLeadersResponse, PartitionResult
 from protocol.codec import Request
 from protocol.errors import NotControllerError, OdradekError, RequestTimedOutError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> ElectLeadersResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> ElectLeadersResponse:
     req: ElectLeadersRequest = request.body
     controller = active_controller(ctx)
     if controller is None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.txn_common import code_of, coordinator
+from broker.session import Session
 from protocol.api.txn import EndTxnRequest, EndTxnResponse
 from protocol.codec import Request
 from protocol.errors import OdradekError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> EndTxnResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> EndTxnResponse:
     req: EndTxnRequest = request.body
     try:
         answer = await coordinator(ctx).end_txn(

@@ -28,6 +28,7 @@ from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.fetch_session import FetchContext
 from broker.replica_manager import PartitionRead, fetch_satisfied
+from broker.session import Session
 from protocol.api.fetch import (
     NO_SESSION,
     AbortedTransaction,
@@ -41,7 +42,9 @@ from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpoc
 from protocol.schema import Records
 
 
-def handle(ctx: BrokerContext, request: Request) -> FetchResponse | Deferred[FetchResponse]:
+def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> FetchResponse | Deferred[FetchResponse]:
     req: FetchRequest = request.body
     try:
         context = ctx.replicas.fetch_context(req)

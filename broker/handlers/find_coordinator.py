@@ -8,6 +8,7 @@ transactional id's, the leader of its `__transaction_state` partition
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import (
     GROUP_KEY_TYPE,
     TRANSACTION_KEY_TYPE,
@@ -18,7 +19,7 @@ from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError, InvalidRequestError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> FindCoordinatorResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> FindCoordinatorResponse:
     req: FindCoordinatorRequest = request.body
     if req.key_type == TRANSACTION_KEY_TYPE:
         return await _transaction(ctx, req.group_id)

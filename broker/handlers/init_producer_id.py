@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.txn_common import code_of, coordinator
+from broker.session import Session
 from coordinator.transaction.txn import InitAnswer
 from protocol.api.producer_ids import (
     NO_PRODUCER_EPOCH,
@@ -23,7 +24,7 @@ from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError, OdradekError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> InitProducerIdResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> InitProducerIdResponse:
     req: InitProducerIdRequest = request.body
     if req.transactional_id is not None:
         return await _transactional(ctx, req)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import JoinGroupRequest, JoinGroupResponse
 from protocol.codec import Request
 from protocol.errors import NotCoordinatorError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> JoinGroupResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> JoinGroupResponse:
     req: JoinGroupRequest = request.body
     if ctx.groups is None:
         return JoinGroupResponse(NotCoordinatorError.code, -1, req.member_id, [])

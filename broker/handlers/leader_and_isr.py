@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.controller import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionError
 from protocol.codec import Request
 from protocol.errors import StaleControllerEpochError
@@ -22,7 +23,7 @@ log = logging.getLogger("odradek.broker.controller_requests")
 
 
 def handle(
-    ctx: BrokerContext, request: Request
+    ctx: BrokerContext, request: Request, session: Session
 ) -> LeaderAndIsrResponse | Awaitable[LeaderAndIsrResponse]:
     req: LeaderAndIsrRequest = request.body
     if not ctx.controller_epoch.admit(req.controller_epoch):

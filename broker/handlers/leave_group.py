@@ -5,12 +5,13 @@ a static member's own id with another member's instance id gets FENCED_INSTANCE_
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.codec import Request
 from protocol.errors import NotCoordinatorError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> LeaveGroupResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> LeaveGroupResponse:
     req: LeaveGroupRequest = request.body
     if ctx.groups is None:
         return LeaveGroupResponse(NotCoordinatorError.code)

@@ -4,6 +4,7 @@ replicas) or the first offset whose timestamp is at or after the one asked for."
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -13,7 +14,7 @@ from protocol.api.list_offsets import (
 from protocol.codec import Request
 
 
-def handle(ctx: BrokerContext, request: Request) -> ListOffsetsResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> ListOffsetsResponse:
     req: ListOffsetsRequest = request.body
     topics = []
     for topic in req.topics:

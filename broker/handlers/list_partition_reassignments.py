@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.session import Session
 from coordinator.controller.admin import list_reassignments
 from protocol.api.controller import (
     ListPartitionReassignmentsRequest,
@@ -16,7 +17,9 @@ from protocol.codec import Request
 from protocol.errors import NotControllerError
 
 
-def handle(ctx: BrokerContext, request: Request) -> ListPartitionReassignmentsResponse:
+def handle(
+    ctx: BrokerContext, request: Request, session: Session
+) -> ListPartitionReassignmentsResponse:
     req: ListPartitionReassignmentsRequest = request.body
     controller = active_controller(ctx)
     if controller is None:

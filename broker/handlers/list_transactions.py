@@ -5,12 +5,13 @@ asks every broker and merges the answers."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.txn import ListedTransaction, ListTransactionsRequest, ListTransactionsResponse
 from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError
 
 
-def handle(ctx: BrokerContext, request: Request) -> ListTransactionsResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> ListTransactionsResponse:
     req: ListTransactionsRequest = request.body
     if ctx.transactions is None:
         return ListTransactionsResponse(CoordinatorNotAvailableError.code, [], [])

@@ -8,11 +8,12 @@ never created by a Metadata request (allow_auto_topic_creation is ignored).
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.codec import Request
 
 
-def handle(ctx: BrokerContext, request: Request) -> MetadataResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> MetadataResponse:
     req: MetadataRequest = request.body
     cache = ctx.metadata
     brokers = [cache.brokers[i] for i in cache.live_broker_ids()]

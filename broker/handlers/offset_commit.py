@@ -4,6 +4,7 @@ partition, answered once replicated."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -14,7 +15,7 @@ from protocol.codec import Request
 from protocol.errors import NotCoordinatorError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> OffsetCommitResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> OffsetCommitResponse:
     req: OffsetCommitRequest = request.body
     if ctx.groups is None:
         code = NotCoordinatorError.code

@@ -8,6 +8,7 @@ the log's epoch cache lookup (broker/log/epoch.py `end_offset_for`, Kafka's rule
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.replication import (
     EpochEndOffset,
     OffsetForLeaderTopicResult,
@@ -17,7 +18,7 @@ from protocol.api.replication import (
 from protocol.codec import Request
 
 
-def handle(ctx: BrokerContext, request: Request) -> OffsetsForLeaderEpochResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> OffsetsForLeaderEpochResponse:
     req: OffsetsForLeaderEpochRequest = request.body
     topics = []
     for topic in req.topics:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.replica_manager import AppendOutcome, TxnCheck
+from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.produce import (
     ACKS_ALL,
@@ -54,7 +55,7 @@ Durable = dict[tuple[str, int], Awaitable[None]]
 Result = ProduceResponse | Deferred[ProduceResponse] | Awaitable[ProduceResponse | None] | None
 
 
-def handle(ctx: BrokerContext, request: Request) -> Result:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> Result:
     req: ProduceRequest = request.body
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))

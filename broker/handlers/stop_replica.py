@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.controller import PartitionError, StopReplicaRequest, StopReplicaResponse
 from protocol.codec import Request
 from protocol.errors import StaleControllerEpochError
@@ -13,7 +14,7 @@ from protocol.errors import StaleControllerEpochError
 log = logging.getLogger("odradek.broker.controller_requests")
 
 
-def handle(ctx: BrokerContext, request: Request) -> StopReplicaResponse:
+def handle(ctx: BrokerContext, request: Request, session: Session) -> StopReplicaResponse:
     req: StopReplicaRequest = request.body
     if not ctx.controller_epoch.admit(req.controller_epoch):
         log.warning(

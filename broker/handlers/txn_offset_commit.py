@@ -7,6 +7,7 @@ ABORT. One error code for all the partitions."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.txn import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
@@ -17,7 +18,7 @@ from protocol.codec import Request
 from protocol.errors import CoordinatorNotAvailableError
 
 
-async def handle(ctx: BrokerContext, request: Request) -> TxnOffsetCommitResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> TxnOffsetCommitResponse:
     req: TxnOffsetCommitRequest = request.body
     offsets = [
         (t.name, p.partition, p.committed_offset, p.metadata, p.leader_epoch)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.txn_markers import (
     TxnMarker,
@@ -24,7 +25,7 @@ from protocol.codec import Request
 APPEND_TIMEOUT_MS = 30_000
 
 
-async def handle(ctx: BrokerContext, request: Request) -> WriteTxnMarkersResponse:
+async def handle(ctx: BrokerContext, request: Request, session: Session) -> WriteTxnMarkersResponse:
     req: WriteTxnMarkersRequest = request.body
     return WriteTxnMarkersResponse(list(await asyncio.gather(*map(
         lambda m: write_marker(ctx, m), req.markers))))  # fmt: skip

@@ -22,6 +22,7 @@ from broker.metrics import (
 )
 from broker.metrics_counters import FsyncStats, TopicTraffic
 from broker.metrics_http import HttpLimits, MetricsHttpServer, route
+from broker.session import Session
 from coordinator.group.group import Group, Member, OffsetEntry
 from coordinator.group.metrics import group_samples
 from coordinator.group.states import State
@@ -124,6 +125,9 @@ class Req:
     spec: Spec
 
 
+SESSION = Session()
+
+
 class FakeDoor:
     """A door whose route hands back a given handler (or refuses)."""
 
@@ -132,7 +136,7 @@ class FakeDoor:
     def __init__(self, handler: Any) -> None:
         self.handler = handler
 
-    def route(self, frame: bytes, peer_host: str) -> tuple[Any, Any]:
+    def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         if frame == b"bad":
             raise Refusal("bad frame")
         return Req(Spec("Produce")), self.handler
@@ -150,27 +154,27 @@ class FakeDoor:
 def test_metered_door_counts_requests_latency_errors_and_refusals() -> None:
     metrics = RequestMetrics()
     clock = iter([1.0, 1.25, 2.0, 2.5, 3.0, 3.125])
-    door = MeteredDoor(FakeDoor(lambda ctx, req: Response([Topic("a", [Part(0, 6)])])),
+    door = MeteredDoor(FakeDoor(lambda ctx, req, session: Response([Topic("a", [Part(0, 6)])])),
                        metrics, now=lambda: next(clock))  # fmt: skip
-    request, handler = door.route(b"frame", "h")
-    handler(None, request)
+    request, handler = door.route(b"frame", SESSION)
+    handler(None, request, SESSION)
 
-    def failing(ctx: Any, req: Any) -> None:
+    def failing(ctx: Any, req: Any, session: Any) -> None:
         raise NotLeaderForPartitionError("no")
 
     door.door = FakeDoor(failing)  # type: ignore[assignment]
-    request, handler = door.route(b"frame", "h")
+    request, handler = door.route(b"frame", SESSION)
     with pytest.raises(NotLeaderForPartitionError):
-        handler(None, request)
+        handler(None, request, SESSION)
 
-    async def later(ctx: Any, req: Any) -> Response:
+    async def later(ctx: Any, req: Any, session: Any) -> Response:
         return Response([])
 
     door.door = FakeDoor(later)  # type: ignore[assignment]
-    request, handler = door.route(b"frame", "h")
-    assert asyncio.run(handler(None, request)) == Response([])
+    request, handler = door.route(b"frame", SESSION)
+    assert asyncio.run(handler(None, request, SESSION)) == Response([])
     with pytest.raises(Refusal):
-        door.route(b"bad", "h")
+        door.route(b"bad", SESSION)
     registry = CollectorRegistry()
     registry.register(Families(metrics))
     got = samples(registry)
@@ -314,9 +318,11 @@ def test_a_deferred_answer_is_handed_on_as_it_is_and_counted_when_it_completes()
     metrics = RequestMetrics()
     later = Later()
     clock = iter([1.0, 3.0])
-    door = MeteredDoor(FakeDoor(lambda ctx, req: later), metrics, now=lambda: next(clock))
-    request, handler = door.route(b"frame", "h")
-    assert handler(None, request) is later  # not wrapped: the server answers it synchronously
+    door = MeteredDoor(FakeDoor(lambda ctx, req, session: later), metrics, now=lambda: next(clock))
+    request, handler = door.route(b"frame", SESSION)
+    assert (
+        handler(None, request, SESSION) is later
+    )  # not wrapped: the server answers it synchronously
     assert metrics.stats == {}
     later.resolve(Response([Topic("a", [Part(0, 3)])]))
     assert metrics.stats[("Produce", "native")][:2] == [1, 2.0]

@@ -1,5 +1,5 @@
-"""The Kafka door's handlers: one small adapter per Kafka API, each `handle(ctx, request)` with
-a `KafkaRequest` (protocol/kafka/codec.py), returning a kio response entity, chunks (Fetch),
+"""The Kafka door's handlers: one small adapter per Kafka API, each `handle(ctx, request, session)`
+with a `KafkaRequest` (protocol/kafka/codec.py), returning a kio response entity, chunks (Fetch),
 None (acks=0) or an awaitable of one. Adapters translate to the native request of the same
 meaning and call the native handler, so both doors reach the same services.
 """

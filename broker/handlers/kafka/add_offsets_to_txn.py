@@ -9,12 +9,13 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
 from broker.handlers.txn_common import offsets_partitions
+from broker.session import Session
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import ADD_OFFSETS_TO_TXN
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     n = offsets_partitions(ctx)

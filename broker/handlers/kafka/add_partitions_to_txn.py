@@ -10,6 +10,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
+from broker.session import Session
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import ADD_PARTITIONS_TO_TXN
@@ -17,7 +18,7 @@ from protocol.kafka.versions import ADD_PARTITIONS_TO_TXN
 API = "AddPartitionsToTxn"
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     cls = response_class(ADD_PARTITIONS_TO_TXN, version)

@@ -10,6 +10,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import alter_configs as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
     AlterableConfig,
@@ -21,7 +22,7 @@ from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import ALTER_CONFIGS as ALTER_CONFIGS_KEY
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     resources = [
         AlterConfigsResource(
@@ -30,7 +31,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for r in req.resources
     ]
     native_req = AlterConfigsRequest(resources, bool(req.validate_only), incremental=False)
-    result = native.handle(ctx, as_native(ALTER_CONFIGS, native_req, request))
+    result = native.handle(ctx, as_native(ALTER_CONFIGS, native_req, request), session)
     version = request.header.api_version
     return then(result, lambda r: answer(ALTER_CONFIGS_KEY, version, r))
 

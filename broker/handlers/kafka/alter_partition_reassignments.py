@@ -17,6 +17,7 @@ from broker.context import BrokerContext
 from broker.handlers import alter_partition_reassignments as native
 from broker.handlers import list_partition_reassignments as native_list
 from broker.handlers.kafka._adapt import as_native
+from broker.session import Session
 from protocol.api.controller import (
     ALTER_PARTITION_REASSIGNMENTS,
     LIST_PARTITION_REASSIGNMENTS,
@@ -36,7 +37,7 @@ Result = tuple[int, str | None]
 NO_ANSWER: Result = (-1, "the controller gave no answer for this partition")
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     timeout_ms = millis(req.timeout)
     order: list[TP] = []
@@ -51,13 +52,13 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
                 targets.append(ReassignmentTarget(t.name, p.partition_index, list(p.replicas)))
     results: dict[TP, Result] = {}
     if cancels:
-        error, message = _cancels(ctx, request, cancels, results)
+        error, message = _cancels(ctx, request, session, cancels, results)
         if error:
             return _answer(request.header.api_version, error, message, [], results)
     if targets:
         native_req = AlterPartitionReassignmentsRequest(timeout_ms, targets)
         resp = await native.handle(
-            ctx, as_native(ALTER_PARTITION_REASSIGNMENTS, native_req, request)
+            ctx, as_native(ALTER_PARTITION_REASSIGNMENTS, native_req, request), session
         )
         if resp.error_code:
             return _answer(request.header.api_version, resp.error_code, resp.error_message, [], {})
@@ -68,12 +69,18 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
 
 
 def _cancels(
-    ctx: BrokerContext, request: KafkaRequest, cancels: list[TP], results: dict[TP, Result]
+    ctx: BrokerContext,
+    request: KafkaRequest,
+    session: Session,
+    cancels: list[TP],
+    results: dict[TP, Result],
 ) -> Result:
     """Answer each cancel into `results`; a top-level error (NOT_CONTROLLER) if there is one."""
     refs = [TopicPartitionRef(t, p) for t, p in cancels]
     native_req = ListPartitionReassignmentsRequest(0, refs)
-    resp = native_list.handle(ctx, as_native(LIST_PARTITION_REASSIGNMENTS, native_req, request))
+    resp = native_list.handle(
+        ctx, as_native(LIST_PARTITION_REASSIGNMENTS, native_req, request), session
+    )
     if resp.error_code:
         return resp.error_code, resp.error_message
     ongoing = {(r.topic, r.partition) for r in resp.reassignments}

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.errors import UnsupportedVersionError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import API_VERSIONS, SERVED
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     if request.body is None:
         return answer(0, UnsupportedVersionError.code)
     return answer(request.header.api_version, 0)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.consumer_group import GROUP_ID_NOT_FOUND, ConsumerConfig, ConsumerGroup
 from coordinator.group.consumer_service import consumer_of
 from protocol.errors import CoordinatorNotAvailableError
@@ -20,7 +21,7 @@ CONSUMER_MEMBER_TYPE = 1
 NO_OPERATIONS = -(2**31)
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
     groups = []
     for gid in request.body.group_ids:

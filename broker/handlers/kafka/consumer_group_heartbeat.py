@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.consumer_group import INVALID_REQUEST, HeartbeatIn, HeartbeatOut
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
@@ -18,7 +19,7 @@ from protocol.kafka.versions import CONSUMER_GROUP_HEARTBEAT
 CLIENT_MEMBER_ID_FROM = 1
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     owned = (

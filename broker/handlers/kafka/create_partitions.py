@@ -8,6 +8,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import create_partitions as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.admin import (
     CREATE_PARTITIONS,
     CreatePartitionsRequest,
@@ -17,7 +18,7 @@ from protocol.api.admin import (
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     topics = [
         CreatePartitionsTopic(
@@ -28,7 +29,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for t in req.topics
     ]
     native_req = CreatePartitionsRequest(topics, millis(req.timeout), bool(req.validate_only))
-    result = native.handle(ctx, as_native(CREATE_PARTITIONS, native_req, request))
+    result = native.handle(ctx, as_native(CREATE_PARTITIONS, native_req, request), session)
     return then(result, lambda r: _answer(request.header.api_version, r))
 
 

@@ -12,6 +12,7 @@ from broker.context import BrokerContext
 from broker.handlers import create_topics as native
 from broker.handlers.describe_configs import topic_entries
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.admin import (
     CREATE_TOPICS,
     CreatableTopic,
@@ -22,7 +23,7 @@ from protocol.api.admin import (
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     topics = [
         CreatableTopic(
@@ -35,7 +36,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for t in req.topics
     ]
     native_req = CreateTopicsRequest(topics, millis(req.timeout), bool(req.validate_only))
-    result = native.handle(ctx, as_native(CREATE_TOPICS, native_req, request))
+    result = native.handle(ctx, as_native(CREATE_TOPICS, native_req, request), session)
     given = {t.name: t.configs for t in topics}
     return then(result, lambda r: _answer(ctx, request.header.api_version, r, given))
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DELETE_GROUPS
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     names = list(request.body.groups_names)
     if ctx.groups is None:
         results = [(g, CoordinatorNotAvailableError.code) for g in names]

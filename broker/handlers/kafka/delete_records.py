@@ -9,6 +9,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import delete_records as native
 from broker.handlers.kafka._adapt import as_native, per_topic, then
+from broker.session import Session
 from protocol.api.delete_records import (
     DELETE_RECORDS,
     DeleteRecordsPartition,
@@ -19,7 +20,7 @@ from protocol.api.delete_records import (
 from protocol.kafka.codec import KafkaRequest, make, millis, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     topics = [
         DeleteRecordsTopic(
@@ -28,7 +29,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for t in req.topics
     ]
     native_req = DeleteRecordsRequest(topics, millis(req.timeout))
-    result = native.handle(ctx, as_native(DELETE_RECORDS, native_req, request))
+    result = native.handle(ctx, as_native(DELETE_RECORDS, native_req, request), session)
     return then(result, lambda r: _answer(request.header.api_version, r))
 
 

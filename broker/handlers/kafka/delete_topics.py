@@ -11,13 +11,14 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import delete_topics as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.admin import DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.errors import UnknownTopicIdError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.topic_ids import encode_topic_id
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     unknown: list[uuid.UUID] = []
@@ -33,7 +34,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         names = list(req.topic_names)
     ids = {name: ctx.metadata.topic_id(name) for name in names}  # before they are gone
     native_req = DeleteTopicsRequest(names, millis(req.timeout))
-    result = native.handle(ctx, as_native(DELETE_TOPICS, native_req, request))
+    result = native.handle(ctx, as_native(DELETE_TOPICS, native_req, request), session)
     return then(result, lambda r: _answer(version, r, ids, unknown))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_CLUSTER
 
@@ -17,7 +18,7 @@ NO_AUTHORIZED_OPERATIONS = -2147483648
 NO_CLUSTER_ID = ""  # a broker that has not read /cluster/id (in-process tests)
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     cls = response_class(DESCRIBE_CLUSTER, request.header.api_version)
     cache = ctx.metadata

@@ -13,6 +13,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import describe_configs as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.admin import (
     DESCRIBE_CONFIGS,
     ConfigEntry,
@@ -23,7 +24,7 @@ from protocol.api.admin import (
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     resources = [
         DescribeConfigsResource(
             r.resource_type,
@@ -38,7 +39,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         bool(body.include_synonyms),
         bool(getattr(body, "include_documentation", False)),  # v3+
     )
-    result = native.handle(ctx, as_native(DESCRIBE_CONFIGS, native_req, request))
+    result = native.handle(ctx, as_native(DESCRIBE_CONFIGS, native_req, request), session)
     return then(result, lambda r: _answer(request.header.api_version, r))
 
 

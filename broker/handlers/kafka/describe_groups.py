@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
 from coordinator.group.states import kafka_name
@@ -20,7 +21,7 @@ NATIVE_PROTOCOL_TYPE = "odradek"
 NO_OPERATIONS = -2147483648
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(DESCRIBE_GROUPS, request.header.api_version)
     return make(cls, throttle_time=0,
                 groups=tuple(_describe(ctx, cls, gid) for gid in request.body.groups))  # fmt: skip

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.errors import KafkaStorageError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_LOG_DIRS
@@ -57,7 +58,7 @@ def volume_bytes(path: Path) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     wanted = None
     if req.topics is not None:

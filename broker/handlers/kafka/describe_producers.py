@@ -11,12 +11,13 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.partition import Partition
+from broker.session import Session
 from protocol.errors import NotLeaderForPartitionError, OdradekError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_PRODUCERS
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(DESCRIBE_PRODUCERS, request.header.api_version)
     topic_cls = nested(cls, "TopicResponse")
     part_cls = nested(cls, "PartitionResponse")

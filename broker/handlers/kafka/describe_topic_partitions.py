@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.metadata import PartitionMetadata, TopicMetadata
 from protocol.errors import UnknownTopicOrPartitionError, for_name
@@ -66,7 +67,7 @@ def page(
     return entries, None
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     cls = response_class(DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
     cache = ctx.metadata

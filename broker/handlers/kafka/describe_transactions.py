@@ -10,6 +10,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of
+from broker.session import Session
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_TRANSACTIONS
@@ -24,7 +25,7 @@ def _instant(ms: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     version = request.header.api_version
     cls = response_class(DESCRIBE_TRANSACTIONS, version)
     state_cls = nested(cls, "TransactionState")

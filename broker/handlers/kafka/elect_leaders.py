@@ -22,6 +22,7 @@ from broker.context import BrokerContext
 from broker.handlers import elect_leaders as native
 from broker.handlers.controlled_shutdown import active_controller
 from broker.handlers.kafka._adapt import as_native, then
+from broker.session import Session
 from protocol.api.controller import (
     ELECT_LEADERS,
     ElectLeadersRequest,
@@ -47,7 +48,7 @@ Result = tuple[int, str | None]
 TP = tuple[str, int]
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     tps = None
@@ -57,7 +58,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         return _answer(version, tps, *_unclean(ctx, tps))
     refs = None if tps is None else [TopicPartitionRef(t, p) for t, p in tps]
     native_req = ElectLeadersRequest(refs, millis(req.timeout))
-    result = native.handle(ctx, as_native(ELECT_LEADERS, native_req, request))
+    result = native.handle(ctx, as_native(ELECT_LEADERS, native_req, request), session)
     return then(result, lambda r: _answer(version, tps, *_results(r, tps)))
 
 

@@ -30,6 +30,7 @@ from broker.context import BrokerContext
 from broker.handlers import fetch as native
 from broker.handlers.kafka._adapt import as_native, then
 from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
+from broker.session import Session
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     FETCH,
@@ -56,7 +57,7 @@ from protocol.kafka.fetch_response import (
 Unresolved = dict[uuid.UUID | None, dict[int, FetchPartition]]  # ids no topic has: partitions
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     by_id = request.header.api_version >= TOPIC_IDS_FROM
     unknown: Unresolved = {}
@@ -83,14 +84,14 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     session_id = getattr(req, "session_id", NO_SESSION)
     epoch = getattr(req, "session_epoch", FINAL_EPOCH)
     if by_id and epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        session = ctx.replicas.sessions.get(session_id)
-        if session is not None and session.epoch == epoch:  # the native Fetch will take it
-            unknown = resolve(session.unresolved, unknown, gone, ctx.metadata.topic_by_id, topics)
+        held = ctx.replicas.sessions.get(session_id)
+        if held is not None and held.epoch == epoch:  # the native Fetch will take it
+            unknown = resolve(held.unresolved, unknown, gone, ctx.metadata.topic_by_id, topics)
     native_req = FetchRequest(
         CONSUMER_REPLICA_ID, millis(req.max_wait), req.min_bytes, req.max_bytes, topics,
         session_id, epoch, forgotten, getattr(req, "isolation_level", READ_UNCOMMITTED),
     )  # fmt: skip
-    result = native.handle(ctx, as_native(FETCH, native_req, request))
+    result = native.handle(ctx, as_native(FETCH, native_req, request), session)
     opens = by_id and epoch == INITIAL_EPOCH and bool(unknown)
     return then(result, lambda r: _answer(ctx, request, r, unknown, opens))
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import HeartbeatRequest
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import HEARTBEAT
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     code = CoordinatorNotAvailableError.code
     if ctx.groups is not None:

@@ -10,6 +10,7 @@ from broker.context import BrokerContext
 from broker.handlers import alter_configs as native
 from broker.handlers.kafka._adapt import as_native, then
 from broker.handlers.kafka.alter_configs import answer
+from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
     AlterableConfig,
@@ -20,7 +21,7 @@ from protocol.kafka.codec import KafkaRequest
 from protocol.kafka.versions import INCREMENTAL_ALTER_CONFIGS
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     resources = [
         AlterConfigsResource(
@@ -31,6 +32,6 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for r in req.resources
     ]
     native_req = AlterConfigsRequest(resources, bool(req.validate_only), incremental=True)
-    result = native.handle(ctx, as_native(ALTER_CONFIGS, native_req, request))
+    result = native.handle(ctx, as_native(ALTER_CONFIGS, native_req, request), session)
     version = request.header.api_version
     return then(result, lambda r: answer(INCREMENTAL_ALTER_CONFIGS, version, r))

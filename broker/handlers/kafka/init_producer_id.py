@@ -12,12 +12,13 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
+from broker.session import Session
 from protocol.errors import OdradekError, UnknownServerError
 from protocol.kafka.codec import KafkaRequest, make, millis, response_class
 from protocol.kafka.versions import INIT_PRODUCER_ID
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     cls = response_class(INIT_PRODUCER_ID, version)

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.group import ClassicJoinAnswer
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
@@ -22,7 +23,7 @@ REQUIRE_KNOWN_MEMBER_ID_FROM = 4
 SKIP_ASSIGNMENT_FROM = 9
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     instance_id = getattr(req, "group_instance_id", None) or None

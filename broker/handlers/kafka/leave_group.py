@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import LEAVE_GROUP
@@ -18,7 +19,7 @@ log = logging.getLogger("odradek.broker.leave_group")
 BATCH_FROM = 3
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     leaving: list[tuple[str, str | None]] = (

@@ -9,6 +9,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka.describe_groups import NATIVE_PROTOCOL_TYPE
+from broker.session import Session
 from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
 from coordinator.group.states import kafka_name
@@ -25,7 +26,7 @@ def listing(group: Group) -> tuple[str, str, str]:
     return group.protocol_type or NATIVE_PROTOCOL_TYPE, kafka_name(group.state), "classic"
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(LIST_GROUPS, request.header.api_version)
     if ctx.groups is None:
         return make(cls, throttle_time=0, error_code=CoordinatorNotAvailableError.code, groups=())

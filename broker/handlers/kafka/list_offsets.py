@@ -14,6 +14,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import list_offsets as native
 from broker.handlers.kafka._adapt import as_native, per_topic
+from broker.session import Session
 from protocol.api.fetch import CONSUMER_REPLICA_ID
 from protocol.api.list_offsets import (
     LIST_OFFSETS,
@@ -26,7 +27,7 @@ from protocol.errors import LeaderNotAvailableError, OffsetNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     topics = [
         ListOffsetsTopic(
             t.name,
@@ -42,7 +43,9 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     native_req = ListOffsetsRequest(
         CONSUMER_REPLICA_ID, topics, getattr(request.body, "isolation_level", 0)
     )
-    resp: ListOffsetsResponse = native.handle(ctx, as_native(LIST_OFFSETS, native_req, request))
+    resp: ListOffsetsResponse = native.handle(
+        ctx, as_native(LIST_OFFSETS, native_req, request), session
+    )
     version = request.header.api_version
     cls = response_class(LIST_OFFSETS.key, version)
     out = per_topic(

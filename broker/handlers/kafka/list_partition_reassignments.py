@@ -10,6 +10,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import list_partition_reassignments as native
 from broker.handlers.kafka._adapt import as_native
+from broker.session import Session
 from protocol.api.controller import (
     LIST_PARTITION_REASSIGNMENTS,
     ListPartitionReassignmentsRequest,
@@ -19,13 +20,13 @@ from protocol.api.controller import (
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     refs = None
     if req.topics is not None:
         refs = [TopicPartitionRef(t.name, p) for t in req.topics for p in t.partition_indexes]
     native_req = ListPartitionReassignmentsRequest(millis(req.timeout), refs)
-    resp = native.handle(ctx, as_native(LIST_PARTITION_REASSIGNMENTS, native_req, request))
+    resp = native.handle(ctx, as_native(LIST_PARTITION_REASSIGNMENTS, native_req, request), session)
     return _answer(request.header.api_version, resp)
 
 

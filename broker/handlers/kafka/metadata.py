@@ -19,6 +19,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.create_topics import check_topic_name
+from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.metadata import TopicMetadata
 from protocol.errors import (
@@ -36,7 +37,7 @@ log = logging.getLogger("odradek.broker.kafka")
 BY_ID_SINCE = 12  # Metadata v12: topics may be named by id
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     names, by_id = _requested(ctx, req, version)

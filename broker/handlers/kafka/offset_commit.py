@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import CommitPartition, CommitTopic, OffsetCommitRequest
 from protocol.errors import CoordinatorNotAvailableError, UnsupportedVersionError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -19,7 +20,7 @@ from protocol.kafka.versions import OFFSET_COMMIT
 MEMBER_EPOCH_FROM = 9
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     topics = [
         CommitTopic(t.name, [CommitPartition(p.partition_index, p.committed_offset,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.group import Group
 from protocol.errors import CoordinatorNotAvailableError, NonEmptyGroupError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -17,7 +18,7 @@ from protocol.kafka.versions import OFFSET_DELETE
 CONSUMER = "consumer"
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
     code: int = CoordinatorNotAvailableError.code

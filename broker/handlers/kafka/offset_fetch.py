@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from protocol.api.group import (
     FetchedOffset,
     FetchedTopic,
@@ -68,7 +69,7 @@ def _topics(cls: Any, resp: OffsetFetchResponse, batched: bool) -> tuple[Any, ..
     )
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     stable = bool(getattr(req, "require_stable", False))

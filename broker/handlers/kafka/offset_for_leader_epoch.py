@@ -8,6 +8,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import offsets_for_leader_epoch as native
 from broker.handlers.kafka._adapt import as_native, per_topic
+from broker.session import Session
 from protocol.api.fetch import CONSUMER_REPLICA_ID
 from protocol.api.replication import (
     OFFSETS_FOR_LEADER_EPOCH,
@@ -18,7 +19,7 @@ from protocol.api.replication import (
 from protocol.kafka.codec import KafkaRequest, make, response_class
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     topics = [
         OffsetForLeaderTopic(
             t.topic,
@@ -30,7 +31,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         for t in request.body.topics
     ]
     native_req = OffsetsForLeaderEpochRequest(CONSUMER_REPLICA_ID, topics)
-    resp = native.handle(ctx, as_native(OFFSETS_FOR_LEADER_EPOCH, native_req, request))
+    resp = native.handle(ctx, as_native(OFFSETS_FOR_LEADER_EPOCH, native_req, request), session)
     cls = response_class(OFFSETS_FOR_LEADER_EPOCH.key, request.header.api_version)
     out = per_topic(
         cls, resp.topics, "OffsetForLeaderTopicResult", "EpochEndOffset",

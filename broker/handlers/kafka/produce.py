@@ -17,6 +17,7 @@ from broker.context import BrokerContext
 from broker.handlers import produce as native
 from broker.handlers.kafka._adapt import as_native, then
 from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
+from broker.session import Session
 from protocol.api.produce import PRODUCE, ProducePartition, ProduceRequest, ProduceTopic
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.kafka.versions import PRODUCE as PRODUCE_KEY
@@ -26,7 +27,7 @@ LEADER_HINTS_FROM = 10
 NO_RECORDS = b""  # the native check refuses an empty batch as CORRUPT_MESSAGE
 
 
-def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     topics = [
         ProduceTopic(
@@ -42,7 +43,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
     ]
     tid = getattr(req, "transactional_id", None)
     native_req = ProduceRequest(req.acks, millis(req.timeout), topics, tid)
-    result = native.handle(ctx, as_native(PRODUCE, native_req, request))
+    result = native.handle(ctx, as_native(PRODUCE, native_req, request), session)
     version = request.header.api_version
     return then(result, lambda r: None if r is None else _answer(ctx, version, r, tid))
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.session import Session
 from coordinator.group.group import SyncAnswer
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import SYNC_GROUP
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     if ctx.groups is None:
         answer = SyncAnswer(CoordinatorNotAvailableError.code)

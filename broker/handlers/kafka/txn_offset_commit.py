@@ -11,6 +11,7 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import txn_offset_commit as native
 from broker.handlers.kafka._adapt import as_native
+from broker.session import Session
 from protocol.api.txn import (
     TXN_OFFSET_COMMIT,
     TxnOffsetCommitPartition,
@@ -21,7 +22,7 @@ from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import TXN_OFFSET_COMMIT as TXN_OFFSET_COMMIT_KEY
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     topics = [
@@ -37,7 +38,7 @@ async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
         getattr(req, "generation_id", -1), getattr(req, "member_id", ""),
         getattr(req, "group_instance_id", None) or None,
     )  # fmt: skip
-    resp = await native.handle(ctx, as_native(TXN_OFFSET_COMMIT, body, request))
+    resp = await native.handle(ctx, as_native(TXN_OFFSET_COMMIT, body, request), session)
     cls = response_class(TXN_OFFSET_COMMIT_KEY, version)
     topic_cls = nested(cls, "TxnOffsetCommitResponseTopic")
     part_cls = nested(cls, "TxnOffsetCommitResponsePartition")

@@ -11,12 +11,13 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.write_txn_markers import write_marker
+from broker.session import Session
 from protocol.api.txn_markers import TxnMarker, TxnMarkerTopic
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import WRITE_TXN_MARKERS
 
 
-async def handle(ctx: BrokerContext, request: KafkaRequest) -> Any:
+async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(WRITE_TXN_MARKERS, request.header.api_version)
     result_cls = nested(cls, "WritableTxnMarkerResult")
     topic_cls = nested(cls, "WritableTxnMarkerTopicResult")

@@ -355,7 +355,7 @@ async def test_elect_leaders_translates_and_filters_like_kafka(
 ) -> None:
     asked: list[Any] = []
 
-    async def native(ctx: Any, request: Any) -> ElectLeadersResponse:
+    async def native(ctx: Any, request: Any, session: Any) -> ElectLeadersResponse:
         asked.append(request.body)
         return ElectLeadersResponse(
             0,
@@ -424,7 +424,9 @@ async def test_reassignments_translate_and_a_cancel_is_refused_clearly(
 ) -> None:
     targets: list[Any] = []
 
-    async def native_alter(ctx: Any, request: Any) -> AlterPartitionReassignmentsResponse:
+    async def native_alter(
+        ctx: Any, request: Any, session: Any
+    ) -> AlterPartitionReassignmentsResponse:
         targets.append(request.body)
         return AlterPartitionReassignmentsResponse(
             0,
@@ -432,7 +434,7 @@ async def test_reassignments_translate_and_a_cancel_is_refused_clearly(
             [PartitionResult(t.topic, t.partition, 0, None) for t in request.body.partitions],
         )
 
-    def native_list(ctx: Any, request: Any) -> ListPartitionReassignmentsResponse:
+    def native_list(ctx: Any, request: Any, session: Any) -> ListPartitionReassignmentsResponse:
         ongoing = [OngoingReassignment("t", 1, [1, 2, 3], [3], [1])]
         wanted = request.body.partitions
         if wanted is not None:

@@ -10,6 +10,7 @@ import struct
 import pytest
 
 from broker.doors import UNSERVED_LOG_INTERVAL_S, KafkaDoor, Refusal
+from broker.session import Session
 from protocol.kafka import codec
 
 LOGGER = "odradek.broker.server"
@@ -33,11 +34,12 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_one_line_names_the_client_and_the_ask(caplog: pytest.LogCaptureFixture) -> None:
     now = [1000.0]
     door = KafkaDoor(monotonic=lambda: now[0])
-    door.route(_api_versions_v3("billing-app"), "10.1.2.3")
+    session = Session.accepted("PLAINTEXT", "PLAINTEXT", "10.1.2.3", 50000)
+    door.route(_api_versions_v3("billing-app"), session)
     with caplog.at_level(logging.WARNING, logger="odradek.broker.server"):
         for _ in range(5):  # a client retrying in a loop
             with pytest.raises(Refusal) as refused:
-                door.route(_frame(1, 99, "billing-app"), "10.1.2.3")
+                door.route(_frame(1, 99, "billing-app"), session)
             assert refused.value.logged and refused.value.reply is None
     (line,) = _lines(caplog)
     assert "'billing-app'" in line and "librdkafka 2.12.0" in line
@@ -45,14 +47,14 @@ def test_one_line_names_the_client_and_the_ask(caplog: pytest.LogCaptureFixture)
     caplog.clear()
     now[0] += UNSERVED_LOG_INTERVAL_S + 1
     with caplog.at_level(logging.WARNING, logger=LOGGER), pytest.raises(Refusal):
-        door.route(_frame(1, 99, "billing-app"), "10.1.2.3")
+        door.route(_frame(1, 99, "billing-app"), session)
     assert len(_lines(caplog)) == 1  # again once the interval has passed
 
 
 def test_an_unknown_api_key_names_the_client(caplog: pytest.LogCaptureFixture) -> None:
     door = KafkaDoor()
     with caplog.at_level(logging.WARNING, logger=LOGGER), pytest.raises(Refusal):
-        door.route(_frame(57, 0, "features-tool"), "10.1.2.4")  # UpdateFeatures
+        door.route(_frame(57, 0, "features-tool"), Session(peer_host="10.1.2.4"))  # UpdateFeatures
     (line,) = _lines(caplog)
     assert "'features-tool' (software unknown)" in line and "(key 57) v0" in line
     assert "an API odradek does not serve" in line

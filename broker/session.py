@@ -1,0 +1,72 @@
+"""One connection's session: who is on the other end, and how they came in.
+
+broker/server.py makes a `Session` when a connection is accepted and hands it to the door
+(`route`, `admit`) and to every handler (`handle(ctx, request, session)`), so that a handler
+knows the principal it answers (authorization, quotas) without reaching into the transport.
+
+- `listener` and `security_protocol`: the listener the connection came in on (Kafka's listener
+  name, e.g. "PLAINTEXT", "CLIENT", "REPLICATION") and its security protocol (PLAINTEXT, SSL,
+  SASL_PLAINTEXT, SASL_SSL).
+- `peer_host`, `peer_port`: the client's address (ACL host matching uses `peer_host`).
+- `principal`: User:ANONYMOUS until authentication says otherwise: a client certificate's
+  mapped subject on SSL listeners, the SASL user on SASL_* listeners.
+- `authenticated`: False on SASL_* listeners until the SASL exchange succeeds; the door
+  refuses everything but the handshake APIs until then (broker/doors.py `admit`).
+- `client_id` and the client's software name and version (KIP-511, ApiVersions v3+), for logs.
+- `sasl`: the SASL exchange in progress, and `credential_expiry_ms` (KIP-368: past it, only a
+  re-authentication is accepted), owned by broker/security/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.principal import ANONYMOUS, KafkaPrincipal
+
+PLAINTEXT = "PLAINTEXT"
+SSL = "SSL"
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_SSL = "SASL_SSL"
+SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+
+
+def uses_sasl(security_protocol: str) -> bool:
+    return security_protocol in (SASL_PLAINTEXT, SASL_SSL)
+
+
+def uses_tls(security_protocol: str) -> bool:
+    return security_protocol in (SSL, SASL_SSL)
+
+
+@dataclass(slots=True, eq=False)
+class Session:
+    listener: str = PLAINTEXT
+    security_protocol: str = PLAINTEXT
+    peer_host: str = ""
+    peer_port: int = -1
+    principal: KafkaPrincipal = ANONYMOUS
+    authenticated: bool = True
+    client_id: str | None = None
+    client_software_name: str | None = None
+    client_software_version: str | None = None
+    sasl: Any = None  # the SASL exchange in progress (broker/security/sasl.py)
+    credential_expiry_ms: int | None = None  # KIP-368: re-authenticate before this
+
+    @classmethod
+    def accepted(
+        cls, listener: str, security_protocol: str, peer_host: str, peer_port: int
+    ) -> Session:
+        """The session of a connection just accepted: unauthenticated on SASL listeners."""
+        return cls(listener, security_protocol, peer_host, peer_port,
+                   authenticated=not uses_sasl(security_protocol))  # fmt: skip
+
+    @property
+    def peer(self) -> str:
+        return f"{self.peer_host}:{self.peer_port}"
+
+    def software(self) -> str:
+        """The client's software as its ApiVersions named it, for log lines."""
+        if not self.client_software_name:
+            return "software unknown"
+        return f"{self.client_software_name} {self.client_software_version or '?'}"
