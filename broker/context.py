@@ -25,6 +25,7 @@ from coordinator.runtime.log import TopicCreator
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
+    from broker.credentials import CredentialStore
     from broker.security.authorizer import Authorizer
     from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
@@ -95,6 +96,9 @@ class BrokerContext:
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None
+    # SCRAM credentials (broker/credentials.py): the SASL server's lookup and KIP-554's
+    # Describe/AlterUserScramCredentials; the daemon wires /config/users behind it
+    credentials: CredentialStore | None = None
 
     @classmethod
     def create(

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import logging
-import urllib.parse
 from collections.abc import Mapping
 
 from coordinator.cluster.config_changes import ConfigChangeListener, announce_change
 from coordinator.cluster.zk import ZkBadVersion, ZkClient, ZkNodeExists, ZkNoNode
 from coordinator.cluster.zk_paths import ZkDataError
+from protocol.quota import desanitize, sanitize
 from protocol.scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger("odradek.coordinator.scram_credentials")
@@ -32,15 +32,6 @@ log = logging.getLogger("odradek.coordinator.scram_credentials")
 CONFIG_USERS = "/config/users"
 ENTITY_TYPE = "users"
 WRITE_ATTEMPTS = 20  # read-modify-write retries when another writer changed the node meanwhile
-
-
-def sanitize(user: str) -> str:
-    """Kafka's Sanitizer.sanitize: Java's URLEncoder, with "*" as "%2A" and " " as "%20"."""
-    return urllib.parse.quote(user, safe="-_.").replace("~", "%7E")
-
-
-def desanitize(segment: str) -> str:
-    return urllib.parse.unquote(segment)
 
 
 def user_path(user: str) -> str:
@@ -161,6 +152,19 @@ class CredentialCache:
 
     def users(self) -> dict[str, dict[str, ScramCredential]]:
         return {u: dict(c) for u, c in self._users.items()}
+
+    async def read_user(self, user: str) -> dict[str, ScramCredential]:
+        """The user's credentials as ZooKeeper holds them now (broker/credentials.py's store)."""
+        return credentials_of(await read_user_config(self.zk, user))
+
+    async def read_all_users(self) -> dict[str, dict[str, ScramCredential]]:
+        return await read_all(self.zk)
+
+    async def alter(self, user: str, changes: Mapping[str, ScramCredential | None]) -> None:
+        """Write and announce; this broker's cache takes the change at once (the others when
+        their listener sees the notification)."""
+        await alter_credentials(self.zk, user, changes)
+        await self.refresh(user)
 
     async def start(self, listener: ConfigChangeListener) -> None:
         """Subscribe to user changes, then load every user (call before the listener starts,

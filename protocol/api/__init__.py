@@ -11,6 +11,7 @@ from protocol.api import (
     produce,
     producer_ids,
     replication,
+    scram,
     txn,
     txn_markers,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "produce",
     "producer_ids",
     "replication",
+    "scram",
     "txn",
     "txn_markers",
 ]

@@ -13,10 +13,10 @@ from coordinator.cluster.scram_credentials import (
     CredentialCache,
     alter_credentials,
     read_user_config,
-    sanitize,
     user_path,
 )
 from coordinator.cluster.zk import ZkBadVersion, ZkNodeExists, ZkNoNode
+from protocol.quota import sanitize
 from protocol.scram import ScramCredential, make_credential
 
 ALICE_512 = make_credential("SCRAM-SHA-512", "alice-secret", 8192, salt=b"s" * 16)
