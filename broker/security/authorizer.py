@@ -30,7 +30,7 @@ current by coordinator/cluster/acls.py through `AclCache.replace`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -128,6 +128,16 @@ class AclCache:
             if not lengths[len(pattern.name)]:
                 del lengths[len(pattern.name)]
         self._lengths_sorted[kind] = tuple(sorted(lengths))
+
+    def replace_all(self, sets: Mapping[ResourcePattern, Iterable[AclEntry]]) -> None:
+        """Make `sets` the cache's whole content (a full reload from ZooKeeper)."""
+        self._literal.clear()
+        self._prefixed.clear()
+        self._prefix_lengths.clear()
+        self._lengths_sorted.clear()
+        self._count = 0
+        for pattern, entries in sets.items():
+            self.replace(pattern, entries)
 
     def matching(self, kind: ResourceType, name: str) -> Iterator[tuple[ResourcePattern, Entries]]:
         """The patterns (with their entries) that apply to resource `name` of type `kind`:
@@ -290,6 +300,15 @@ def decide_any(
     return False
 
 
+class AclWriter(Protocol):
+    """Where CreateAcls / DeleteAcls write (coordinator/cluster/acls.py's ZkAclStore): replace
+    a pattern's entry set by `change(current)`; returns (before, after)."""
+
+    async def update(
+        self, pattern: ResourcePattern, change: Callable[[Entries], Entries]
+    ) -> tuple[Entries, Entries]: ...
+
+
 class SessionLike(Protocol):
     """What the authorizer reads of a connection's session (broker/session.py's Session)."""
 
@@ -317,6 +336,7 @@ class Authorizer:
         self.cache = cache if cache is not None else AclCache()
         self.super_users = super_users
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
+        self.store: AclWriter | None = None  # the daemon attaches ZooKeeper's
 
     def _decide(
         self, session: SessionLike, op: AclOperation, kind: ResourceType, name: str
