@@ -85,6 +85,7 @@ from protocol.errors import (
     UsageError,
     for_code,
 )
+from transport.security import SecurityConfig
 
 CONTROLLER_ATTEMPTS = 10  # NOT_CONTROLLER answers (a controller change) before giving up
 
@@ -105,11 +106,12 @@ class AsyncAdmin(TxnAdmin):
         client_id: str | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        **security: Any,  # TLS/SASL, kafka-python's names (transport/security.py)
     ) -> None:
         self.request_timeout_ms = request_timeout_ms
         self._cluster = Cluster(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_ms=retry_backoff_ms, security=SecurityConfig.from_options(security),
         )  # fmt: skip
         self._cluster.all_topics = True
         self._started = False

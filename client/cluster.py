@@ -28,6 +28,7 @@ from typing import Any
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 from transport.connection import BrokerConnection
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 NO_LEADER = -1
 
@@ -148,8 +149,10 @@ class Cluster:
         retry_backoff_ms: int = 100,
         metadata_max_age_ms: int = 300_000,
         max_in_flight: int = 1000,
+        security: SecurityConfig = PLAINTEXT_CONFIG,  # TLS and SASL for every connection
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -310,9 +313,13 @@ class Cluster:
             host, port = broker.host, broker.port
         else:
             host, port = target
+        return await self.connect(host, port, self.max_in_flight)
+
+    async def connect(self, host: str, port: int, max_in_flight: int) -> BrokerConnection:
+        """A new connection of this client (its id, timeouts and security) to host:port."""
         return await BrokerConnection.connect(
             host, port, client_id=self.client_id, connect_timeout_ms=self.connect_timeout_ms,
-            max_in_flight=self.max_in_flight,
+            max_in_flight=max_in_flight, security=self.security,
         )  # fmt: skip
 
     def _drop_moved_connections(self) -> None:

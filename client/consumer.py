@@ -55,6 +55,7 @@ from client.subscription import EARLIEST, LATEST, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
+from transport.security import SecurityConfig
 
 T = TypeVar("T")
 
@@ -90,6 +91,7 @@ class AsyncConsumer(ClusterClient):
         group_instance_id: str | None = None,
         group_protocol: str = CLASSIC,
         group_remote_assignor: str | None = None,  # "consumer" only: uniform, range
+        **security: Any,  # TLS/SASL, kafka-python's names (transport/security.py)
     ) -> None:
         classic_only = {"assignment_strategy": assignment_strategy,
                         "session_timeout_ms": session_timeout_ms,
@@ -108,7 +110,7 @@ class AsyncConsumer(ClusterClient):
         self._retry_backoff_ms = retry_backoff_ms
         self._cluster = Cluster(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_ms=retry_backoff_ms, security=SecurityConfig.from_options(security),
         )  # fmt: skip
         self._subs = SubscriptionState(auto_offset_reset)
         config = FetchConfig(

@@ -98,6 +98,7 @@ from protocol.errors import (
 )
 from protocol.schema import Records
 from transport.connection import BrokerConnection
+from transport.security import SecurityConfig
 
 BULK_BATCH_BYTES = 256 * 1024
 ACKS_ALL = -1
@@ -138,6 +139,7 @@ class AsyncProducer(ClusterClient):
         transaction_timeout_ms: int = 60_000,
         enable_2pc: bool = False,  # Kafka's transaction.two.phase.commit.enable (KIP-939)
         clock: Clock | None = None,
+        **security: Any,  # TLS/SASL, kafka-python's names (transport/security.py)
     ) -> None:
         if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
             raise UsageError(
@@ -171,7 +173,7 @@ class AsyncProducer(ClusterClient):
         self._clock = clock or SystemClock()
         self._cluster = Cluster(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_ms=retry_backoff_ms, security=SecurityConfig.from_options(security),
         )  # fmt: skip
         self._acc = RecordAccumulator(
             batch_size=batch_size, buffer_memory=buffer_memory, linger_ms=linger_ms,

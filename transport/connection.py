@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +49,7 @@ from protocol.errors import (
 from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader
 from protocol.registry import spec_for_request
 from protocol.schema import from_wire
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig, SslAuthenticationError
 
 _CORRELATION_LIMIT = 2**31 - 1
 
@@ -192,6 +194,10 @@ class _BrokerProtocol(asyncio.BufferedProtocol):
             conn._fail(NetworkError(f"{conn.address}: undecodable response ({exc}); closed"))
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, ssl.SSLError):  # TLS 1.3: the server refuses our certificate late
+            why = _ssl_why(exc)
+            self._conn._fail(SslAuthenticationError(f"{self._conn.address}: SSL failed: {why}"))
+            return
         why = f" ({exc})" if exc is not None else ""
         self._conn._fail(NetworkError(f"{self._conn.address}: connection lost{why}"))
 
@@ -200,6 +206,13 @@ class _BrokerProtocol(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._conn._writable.set()
+
+
+def _ssl_why(exc: ssl.SSLError) -> str:
+    """OpenSSL's reason, with the verification's own words when a certificate was refused."""
+    detail = getattr(exc, "verify_message", None)
+    reason = exc.reason or str(exc)
+    return f"{reason} ({detail})" if detail else reason
 
 
 class BrokerConnection:
@@ -240,18 +253,26 @@ class BrokerConnection:
         connect_timeout_ms: int = 5000,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_in_flight: int = 1000,
+        security: SecurityConfig = PLAINTEXT_CONFIG,
     ) -> BrokerConnection:
-        """Open a connection; raises NetworkError when the broker cannot be reached in time."""
+        """Open a connection (TLS when `security` says so); raises NetworkError when the broker
+        cannot be reached in time, SslAuthenticationError when the TLS handshake fails."""
         conn = cls(host, port, client_id, max_in_flight)
         loop = asyncio.get_running_loop()
+        context = security.make_ssl_context()
+        tls: dict[str, Any] = {} if context is None else {"ssl": context, "server_hostname": host}
         try:
             async with asyncio.timeout(connect_timeout_ms / 1000):
                 await loop.create_connection(
-                    lambda: _BrokerProtocol(conn, max_frame_bytes), host, port
+                    lambda: _BrokerProtocol(conn, max_frame_bytes), host, port, **tls
                 )
         except TimeoutError:
             raise NetworkError(
                 f"{host}:{port}: no connection within {connect_timeout_ms} ms"
+            ) from None
+        except ssl.SSLError as exc:
+            raise SslAuthenticationError(
+                f"{host}:{port}: SSL handshake failed: {_ssl_why(exc)}"
             ) from None
         except OSError as exc:
             raise NetworkError(f"{host}:{port}: cannot connect ({exc})") from None

@@ -65,6 +65,7 @@ from protocol.errors import (
     for_code,
 )
 from transport.connection import BrokerConnection
+from transport.security import SecurityConfig
 
 NONE = 0
 RETRY_BACKOFF_S = 0.25  # between attempts to find and reach a moving coordinator
@@ -85,8 +86,13 @@ class LagRow:
 
 
 class GroupAdmin:
-    def __init__(self, bootstrap_servers: str | Iterable[str], request_timeout_ms: int = 30_000):
-        self.cluster = Cluster(bootstrap_servers, request_timeout_ms=request_timeout_ms)
+    def __init__(
+        self, bootstrap_servers: str | Iterable[str], request_timeout_ms: int = 30_000,
+        **security: Any,
+    ) -> None:  # fmt: skip
+        """`security`: TLS/SASL settings, kafka-python's names (transport/security.py)."""
+        self.cluster = Cluster(bootstrap_servers, request_timeout_ms=request_timeout_ms,
+                               security=SecurityConfig.from_options(security))  # fmt: skip
         self.timeout_ms = request_timeout_ms
 
     async def __aenter__(self) -> GroupAdmin:
@@ -136,6 +142,7 @@ class GroupAdmin:
                 conn = await BrokerConnection.connect(
                     resp.host, resp.port, client_id=self.cluster.client_id,
                     connect_timeout_ms=int(min(self._left_ms(deadline), 5000)),
+                    security=self.cluster.security,
                 )  # fmt: skip
                 return conn, resp.node_id
             except OdradekError as exc:

@@ -160,10 +160,7 @@ class GroupMembership:
             )
             if resp.error_code != NONE:
                 raise for_code(resp.error_code)(resp.error_message)
-            conn = await BrokerConnection.connect(
-                resp.host, resp.port, client_id=self.cluster.client_id,
-                connect_timeout_ms=self.cluster.connect_timeout_ms, max_in_flight=10,
-            )  # fmt: skip
+            conn = await self.cluster.connect(resp.host, resp.port, max_in_flight=10)
             if self._closed and self.state is ConsumerState.DOWN:  # close() is done with it
                 conn.abort()
                 raise NetworkError(f"group {self.settings.group_id!r}: the consumer is closed")
