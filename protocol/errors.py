@@ -124,6 +124,9 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
               "The transactional id is not allowed (two-phase commit is turned off)."),
     ErrorSpec(54, "SECURITY_DISABLED", False, "Security features are disabled."),
+    ErrorSpec(55, "OPERATION_NOT_ATTEMPTED", False,
+              "The broker did not attempt to execute this operation (another part of the "
+              "request failed first)."),
     # Kafka's KafkaStorageException is an InvalidMetadataException: clients refresh metadata,
     # since the controller moves leadership away from a failed log directory.
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
@@ -309,6 +312,9 @@ class ClusterAuthorizationFailedError(OdradekError): ...
 
 
 class SecurityDisabledError(OdradekError): ...
+
+
+class OperationNotAttemptedError(OdradekError): ...
 
 
 class InvalidTimestampError(OdradekError): ...
