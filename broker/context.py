@@ -27,6 +27,7 @@ from protocol.clock import Clock
 if TYPE_CHECKING:
     from broker.credentials import CredentialStore
     from broker.security.authorizer import Authorizer
+    from broker.security.sasl import SaslService
     from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.elector import ControllerElector
@@ -93,6 +94,9 @@ class BrokerContext:
         None  # InitProducerId (coordinator/cluster/producer_ids.py)
     )
     cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster/cluster_id.py)
+    # SASL on SASL_* listeners (broker/security/sasl.py: mechanisms, PLAIN users, SCRAM
+    # credentials, KIP-368); None: no SASL, SaslHandshake/SaslAuthenticate get ILLEGAL_SASL_STATE
+    sasl: SaslService | None = None
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

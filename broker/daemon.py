@@ -41,6 +41,7 @@ from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerParts
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
+from broker.security.sasl import SaslService, sasl_config
 from broker.server import BrokerServer
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
@@ -60,6 +61,7 @@ from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
+from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
 
 log = logging.getLogger("odradek.broker")
@@ -198,6 +200,12 @@ class Broker:
             fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
+        self.ctx.sasl = SaslService(
+            sasl_config(config.sasl_enabled_mechanisms, config.sasl_jaas_config,
+                        config.connections_max_reauth_ms,
+                        config.connection_failed_authentication_delay_ms),
+            self._scram_credential, self.clock.monotonic_ms,
+        )  # fmt: skip
         offsets = GroupConfig(
             config.offsets_topic_num_partitions,
             config.offsets_topic_replication_factor,
@@ -223,14 +231,18 @@ class Broker:
         parts.groups = self.groups
         parts.cleaner = self.cleaner
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
-        self.server = BrokerServer(self.ctx, self.clock, self._door(NativeDoor()))
+        self.server = BrokerServer(self.ctx, self.clock, self._door(NativeDoor(self._monotonic_s)))
         self.port = config.port
         listener = config.kafka_listener()
         self.kafka_server = (
             None
             if listener is None
             else BrokerServer(
-                self.ctx, self.clock, self._door(KafkaDoor()), listener[0], listener[1]
+                self.ctx,
+                self.clock,
+                self._door(KafkaDoor(self._monotonic_s)),
+                listener[0],
+                listener[1],
             )
         )
         parts.servers = {"native": self.server}
@@ -334,6 +346,14 @@ class Broker:
         return await BrokerConnection.connect(
             host, port, client_id=f"broker-{self.config.broker_id}"
         )
+
+    def _monotonic_s(self) -> float:
+        """The doors' clock (KIP-368 expiry), the one the SASL service stamps sessions with."""
+        return self.clock.monotonic_ms() / 1000
+
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
+        credentials = self.ctx.credentials
+        return None if credentials is None else credentials.lookup(mechanism, user)
 
     def _door(self, door: Door) -> Door:
         """The door, metered when metrics are served (else requests pay nothing for them)."""

@@ -6,8 +6,9 @@ rest (framing, pipelining, limits, sendfile) the same for both:
   (the connection then closes after `reply`, if any, is sent);
 - `admit(session, request)` is the one place every request passes before its handler: it
   raises `Refusal` for a request the session may not make at all (a SASL listener's connection
-  that has not authenticated yet); per-resource authorization is the handlers' (they get the
-  session, broker/session.py);
+  that has not authenticated yet, or whose KIP-368 session expired: broker/security/sasl.py's
+  `SaslGate`, whose line is logged once a minute per peer); per-resource authorization is the
+  handlers' (they get the session, broker/session.py);
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
 
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 
 from broker.handlers import CHUNKED, HANDLERS
 from broker.handlers.kafka import KAFKA_HANDLERS, SERVED
+from broker.security.sasl import SaslGate
 from broker.session import Session
 from protocol.codec import (
     Chunk,
@@ -80,6 +82,9 @@ class Door(Protocol):
 class NativeDoor:
     name = "native"
 
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._sasl = SaslGate(lambda: int(monotonic() * 1000))
+
     def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
             request = decode_request(frame)
@@ -96,7 +101,9 @@ class NativeDoor:
         return request, handler
 
     def admit(self, session: Session, request: Any) -> None:
-        return None
+        why = self._sasl.why_close(session, request.header.api_key)
+        if why is not None:
+            raise Refusal(why, logged=True)
 
     def encode(self, request: Any, result: Any) -> list[Chunk]:
         corr = request.header.correlation_id
@@ -137,6 +144,7 @@ class KafkaDoor:
         self._unserved_log = LogLimit(
             int(UNSERVED_LOG_INTERVAL_S * 1000), lambda: int(monotonic() * 1000), CLIENTS_REMEMBERED
         )
+        self._sasl = SaslGate(lambda: int(monotonic() * 1000))
 
     def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
@@ -153,7 +161,9 @@ class KafkaDoor:
         return request, KAFKA_HANDLERS[h.api_key]
 
     def admit(self, session: Session, request: Any) -> None:
-        return None
+        why = self._sasl.why_close(session, request.header.api_key)
+        if why is not None:  # as Kafka: no answer, the connection closes
+            raise Refusal(why, logged=True)
 
     def _log_unserved(self, exc: kafka_codec.UnservedApiError, session: Session) -> bool:
         """One WARNING line naming the client and what it asked for (rate-limited); whether

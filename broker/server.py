@@ -29,7 +29,9 @@ Per connection:
   reaches any log.
 - A handler's exception answers that request as the door says (native: its error code, or
   UNKNOWN_SERVER_ERROR, and the connection carries on; Kafka: the API's own error answer where
-  the adapter gives one, else the connection closes).
+  the adapter gives one, else the connection closes). A handler that raises `Refusal` (a failed
+  SASL exchange, after its delay) has its `reply` sent after the answers before it, then the
+  connection closes.
 - Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
   `connections_max_idle_ms` by the injected clock; a periodic task calls it.
 
@@ -222,6 +224,11 @@ class Connection(asyncio.Protocol):
         slot.done = True
 
     def _fail_request(self, slot: _Slot, request: Any, exc: BaseException) -> None:
+        if isinstance(exc, Refusal):  # the handler's last answer (a failed SASL exchange)
+            slot.done = True
+            self._flush_until(slot)
+            self._fatal(exc)
+            return
         chunks = self.door.failure(request, exc, self.peer)
         if chunks is None:
             slot.done = True

@@ -37,6 +37,10 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
   ListTransactions 0-1 (v2 adds an id pattern), WriteTxnMarkers 1-2 (what kafka-transactions.sh
   abort sends to a leader; v0 is gone from Kafka 4).
+- SASL (broker/security/sasl.py): SaslHandshake 1 and SaslAuthenticate 0-2 (v1+ carries the
+  KIP-368 session lifetime, v2 is flexible). SaslHandshake v0, after which raw SASL tokens
+  follow without Kafka headers, is not served (so it closes the connection, as any unserved
+  version): librdkafka, kafka-python 3, aiokafka and Java clients all send v1.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ LEAVE_GROUP = 13
 SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
+SASL_HANDSHAKE = 17
 API_VERSIONS = 18
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -70,6 +75,7 @@ TXN_OFFSET_COMMIT = 28
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
 DESCRIBE_LOG_DIRS = 35
+SASL_AUTHENTICATE = 36
 CREATE_PARTITIONS = 37
 ELECT_LEADERS = 43
 INCREMENTAL_ALTER_CONFIGS = 44
@@ -127,5 +133,7 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     CREATE_PARTITIONS: (0, 3),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    SASL_HANDSHAKE: (1, 1),
+    SASL_AUTHENTICATE: (0, 2),
 }
 """api key -> (min, max) version served. broker/handlers/kafka/ has one handler per key."""

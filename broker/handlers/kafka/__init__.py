@@ -47,6 +47,8 @@ from broker.handlers.kafka import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -96,6 +98,8 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
     v.LIST_TRANSACTIONS: list_transactions.handle,
     v.WRITE_TXN_MARKERS: write_txn_markers.handle,
+    v.SASL_HANDSHAKE: sasl_handshake.handle,
+    v.SASL_AUTHENTICATE: sasl_authenticate.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every served API has a handler, and no other"
 

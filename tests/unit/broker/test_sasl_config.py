@@ -1,0 +1,62 @@
+"""The broker's SASL settings (broker/config.py): each bad value is one UsageError line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig, load_config
+from protocol.errors import UsageError
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret";'
+)
+
+
+def config(**values: object) -> BrokerConfig:
+    return BrokerConfig(broker_id=1, log_dir=Path("/tmp/x"), **values)  # type: ignore[arg-type]
+
+
+def test_defaults() -> None:
+    c = config()
+    assert c.sasl_enabled_mechanisms == "SCRAM-SHA-256,SCRAM-SHA-512"
+    assert (c.connections_max_reauth_ms, c.connection_failed_authentication_delay_ms) == (0, 100)
+
+
+def test_plain_with_users() -> None:
+    c = config(sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-512", sasl_jaas_config=JAAS)
+    assert "admin-secret" not in repr(c)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"sasl_enabled_mechanisms": "GSSAPI"}, "does not serve GSSAPI"),
+        ({"sasl_mechanism_inter_broker_protocol": "OAUTHBEARER"}, "does not serve OAUTHBEARER"),
+        ({"sasl_enabled_mechanisms": "PLAIN"}, "names no PLAIN user"),
+        ({"sasl_jaas_config": JAAS}, "does not have PLAIN"),
+        ({"sasl_jaas_config": "PlainLoginModule required user_a=;"}, "sasl.jaas.config"),
+        ({"connections_max_reauth_ms": -1}, "connections_max_reauth_ms must be >= 0"),
+        ({"connection_failed_authentication_delay_ms": -5}, "must be >= 0"),
+        ({"connection_failed_authentication_delay_ms": 600_000}, "below connections_max_idle"),
+    ],
+)
+def test_bad_settings(values: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message) as info:
+        config(**values)
+    assert "\n" not in str(info.value) and "admin-secret" not in str(info.value)
+
+
+def test_from_a_toml_file(tmp_path: Path) -> None:
+    path = tmp_path / "broker.toml"
+    path.write_text(
+        'broker_id = 1\nlog_dir = "/tmp/x"\nsasl_enabled_mechanisms = "PLAIN"\n'
+        f"sasl_jaas_config = '{JAAS}'\nconnections_max_reauth_ms = 3000\n"
+    )
+    c = load_config(path)
+    assert (c.sasl_enabled_mechanisms, c.connections_max_reauth_ms) == ("PLAIN", 3000)
+    path.write_text('broker_id = 1\nlog_dir = "/tmp/x"\nsasl_jaas_config = 5\n')
+    with pytest.raises(UsageError, match="sasl_jaas_config must be a str"):
+        load_config(path)
