@@ -232,6 +232,11 @@ def _add_cluster_parser(sub: Any) -> None:
         "--tmpfs-mb", type=positive_int, metavar="N",
         help="each broker's log dir on a tmpfs of N MiB, for disk-full faults (root)",
     )  # fmt: skip
+    up.add_argument(
+        "--secure", action="store_true",
+        help="SASL_SSL + SCRAM-SHA-512 on every listener, its own CA, ACLs on, an admin user; "
+        "prints a client.properties",
+    )  # fmt: skip
     console_cli.add_up_options(up)  # --console-port, --no-console
     up.set_defaults(func=cmd_cluster_up)
 
@@ -368,6 +373,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         progress=progress,
         network="netns" if args.netns else "loopback",
         tmpfs_mb=args.tmpfs_mb or 0,
+        secure=args.secure,
     )
     with meter(args, "cluster up", total=args.brokers) as bar:
         if bar.live:  # counts on the bar instead of "waiting for brokers" lines
@@ -382,8 +388,23 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(bootstrap, flush=True)
     progress("Kafka clients (kcat, kafka-python, confluent-kafka, aiokafka):")
     print(f"bootstrap.servers={cluster.kafka_bootstrap}", flush=True)
+    if cluster.secure:
+        _print_secure_configs(cluster)
     console_cli.start_beside(cluster, args)  # prints the console's URL
     return 0
+
+
+def _print_secure_configs(cluster: LocalCluster) -> None:
+    """The admin's client.properties (also in the cluster dir) and the same as Python."""
+    from deploy.cluster_security import SecureLayout
+
+    layout = cluster.secure_layout
+    assert isinstance(layout, SecureLayout)
+    progress(f"SASL_SSL + SCRAM-SHA-512; the admin's client properties ({layout.properties_path}")
+    progress("for odradek and kafka-*.sh --command-config, kcat -F):")
+    print(layout.properties_path.read_text(), flush=True)
+    progress("Python (confluent-kafka, and odradek's native client):")
+    print(layout.python_snippet(cluster.kafka_bootstrap, cluster.bootstrap), flush=True)
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:

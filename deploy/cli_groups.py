@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +44,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     gsub = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
     listing = [client, output_options(argparse.SUPPRESS)]
     lst = gsub.add_parser("list", parents=listing, help="every group and its state")
-    lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a), wants_json(a))))
+    lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a), wants_json(a)), a))
     describe = gsub.add_parser("describe", parents=listing, help="members, offsets and lag")
     describe.add_argument("group", metavar="GROUP")
     describe.add_argument(
@@ -53,7 +54,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
         "(kafka-consumer-groups --describe --members --verbose)",
     )
     describe.set_defaults(
-        func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a), a.members))
+        func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a), a.members), a)
     )
     reset = gsub.add_parser("reset-offsets", parents=listing, help="move an idle group")
     reset.add_argument("group", metavar="GROUP")
@@ -62,22 +63,38 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     to.add_argument("--to-earliest", action="store_true")
     to.add_argument("--to-latest", action="store_true")
     to.add_argument("--to-offset", type=int, metavar="N")
-    reset.set_defaults(func=lambda a: _run(cmd_reset(bootstrap(a), a)))
+    reset.set_defaults(func=lambda a: _run(cmd_reset(bootstrap(a), a), a))
     delete = gsub.add_parser("delete", parents=[client], help="delete an idle group")
     delete.add_argument("group", metavar="GROUP")
-    delete.set_defaults(func=lambda a: _run(cmd_delete(bootstrap(a), a.group)))
+    delete.set_defaults(func=lambda a: _run(cmd_delete(bootstrap(a), a.group), a))
     remove = gsub.add_parser("remove-members", parents=[client],
                              help="remove static members by group instance id")  # fmt: skip
     remove.add_argument("group", metavar="GROUP")
     remove.add_argument("--instance-id", action="append", required=True, dest="instance_ids",
                         metavar="ID", help="a group.instance.id (repeat for more)")  # fmt: skip
     remove.set_defaults(
-        func=lambda a: _run(cmd_remove_members(bootstrap(a), a.group, a.instance_ids))
+        func=lambda a: _run(cmd_remove_members(bootstrap(a), a.group, a.instance_ids), a)
     )
 
 
-def _run(coro: Any) -> int:
+# The client security settings of the command being run (--command-config), for GroupAdmin.
+_SECURITY: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "security", default=None
+)
+
+
+def _run(coro: Any, args: argparse.Namespace | None = None) -> int:
+    from deploy.cli_common import security_from_args
+
+    if args is not None:
+        _SECURITY.set(security_from_args(args))
     return int(asyncio.run(coro))
+
+
+def _group_admin(bootstrap: str) -> Any:
+    from client.group.admin import GroupAdmin
+
+    return GroupAdmin(bootstrap, **(_SECURITY.get() or {}))
 
 
 def listed_doc(g: Any) -> dict[str, Any]:
@@ -93,9 +110,8 @@ def listed_doc(g: Any) -> dict[str, Any]:
 
 
 async def cmd_list(bootstrap: str, as_json: bool = False) -> int:
-    from client.group.admin import GroupAdmin
 
-    async with GroupAdmin(bootstrap) as admin:
+    async with _group_admin(bootstrap) as admin:
         groups = [listed_doc(g) for g in await admin.listed_groups()]
     groups.sort(key=lambda g: g["group"])
     if as_json:
@@ -150,9 +166,8 @@ def consumer_doc(desc: Any) -> dict[str, Any]:
 async def cmd_describe(
     bootstrap: str, group: str, as_json: bool = False, members: bool = False
 ) -> int:
-    from client.group.admin import GroupAdmin
 
-    async with GroupAdmin(bootstrap) as admin:
+    async with _group_admin(bootstrap) as admin:
         desc, rows = await admin.lag(group)
     doc = describe_doc(group, desc, rows)
     if as_json:
@@ -179,10 +194,9 @@ async def cmd_describe(
 
 
 async def cmd_reset(bootstrap: str, args: argparse.Namespace) -> int:
-    from client.group.admin import GroupAdmin
 
     to = "earliest" if args.to_earliest else "latest" if args.to_latest else "offset"
-    async with GroupAdmin(bootstrap) as admin:
+    async with _group_admin(bootstrap) as admin:
         done = await admin.reset_offsets(args.group, args.topic, to, args.to_offset)
     if wants_json(args):
         partitions = [{"partition": p, "offset": o} for p, o in sorted(done.items())]
@@ -194,19 +208,17 @@ async def cmd_reset(bootstrap: str, args: argparse.Namespace) -> int:
 
 
 async def cmd_delete(bootstrap: str, group: str) -> int:
-    from client.group.admin import GroupAdmin
 
-    async with GroupAdmin(bootstrap) as admin:
+    async with _group_admin(bootstrap) as admin:
         await admin.delete_group(group)
     print(f"deleted group {group}")
     return 0
 
 
 async def cmd_remove_members(bootstrap: str, group: str, instance_ids: list[str]) -> int:
-    from client.group.admin import GroupAdmin
     from protocol.errors import for_code
 
-    async with GroupAdmin(bootstrap) as admin:
+    async with _group_admin(bootstrap) as admin:
         codes = await admin.remove_members(group, instance_ids)
     rows = [(group, i, "removed" if c == 0 else for_code(c).name) for i, c in codes.items()]
     print_lines(table_lines(("GROUP", "INSTANCE-ID", "RESULT"), rows))

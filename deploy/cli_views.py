@@ -105,6 +105,8 @@ def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[s
         },
         "bootstrap": cluster.bootstrap,
         "kafka_bootstrap": cluster.kafka_bootstrap,
+        # every listener's, both doors: PLAINTEXT, or SASL_SSL for `cluster up --secure`
+        "security_protocol": getattr(cluster, "security_protocol", "PLAINTEXT"),
         "brokers": [
             {
                 "id": s.id,
@@ -131,7 +133,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
     return [
         f"ZooKeeper {zk['connect']} ({zk_pid}): {zk['state']}",
-        f"bootstrap {doc['bootstrap']}",
-        f"kafka bootstrap.servers={doc['kafka_bootstrap']}",
+        f"bootstrap {doc['bootstrap']}  ({doc['security_protocol']})",
+        f"kafka bootstrap.servers={doc['kafka_bootstrap']}  ({doc['security_protocol']})",
         *table_lines(STATUS_COLUMNS, rows),
     ]

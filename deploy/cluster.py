@@ -41,6 +41,13 @@ bridge address, which forwards to the loopback port. The state file keeps "netwo
 for fault injection (None on loopback); `down` tears it down. `tmpfs_mb=N` (root only) mounts
 a tmpfs of N MiB at each data/broker-<id> before its broker first starts (a disk that can fill
 up), unmounted by `down`; recorded as "tmpfs_mb".
+
+Secure mode (`secure=True`, `cluster up --secure`; recorded as "secure"): every listener of
+both doors is SASL_SSL with SCRAM-SHA-512, brokers included, the authorizer is on, and the
+users `broker` and `admin` (super users) are made in ZooKeeper before any broker starts.
+deploy/cluster_security.py makes the CA and per-broker certificates under tls/, each broker's
+settings (broker-<id>.toml, 0600) and client.properties (the admin's, 0600), which this
+module's own Metadata probes use too.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ from typing import Any
 
 from deploy.netns import LabSpec, NetLab, loopback_ports, require_root, rewrite_connect
 from protocol.errors import OdradekError, UsageError
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 STATE_FILE = "cluster.json"
 LOCK_FILE = "cluster.json.lock"  # flock'ed across every read-modify-write of the state file
@@ -120,6 +128,7 @@ class ClusterState:
     tmpfs_mb: int = 0  # each broker's log dir on a tmpfs of this size (0: none)
     console_pid: int = 0  # the console `cluster up` started (deploy/console/launch.py)
     console_port: int = 0
+    secure: bool = False  # SASL_SSL + SCRAM everywhere, authorizer on (deploy/cluster_security)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -138,6 +147,7 @@ class ClusterState:
             tmpfs_mb=int(raw.get("tmpfs_mb", 0)),
             console_pid=int(raw.get("console_pid", 0)),
             console_port=int(raw.get("console_port", 0)),
+            secure=bool(raw.get("secure", False)),
         )
 
 
@@ -254,15 +264,18 @@ def _log_tail(path: Path, lines: int = 3) -> str:
 # ----- probing brokers over the wire -----------------------------------------------------------
 
 
-async def _probe_one(host: str, port: int, timeout_ms: int) -> tuple[set[int], int] | None:
+async def _probe_one(
+    host: str, port: int, timeout_ms: int, security: SecurityConfig | None = None
+) -> tuple[set[int], int] | None:
     """(broker ids, controller id) from one broker's Metadata answer, or None if it has none."""
     from protocol.api.metadata import MetadataRequest
     from transport.connection import BrokerConnection
 
     try:
         conn = await BrokerConnection.connect(
-            host, port, client_id="odradek-cluster", connect_timeout_ms=timeout_ms
-        )
+            host, port, client_id="odradek-cluster", connect_timeout_ms=timeout_ms,
+            security=security or PLAINTEXT_CONFIG,
+        )  # fmt: skip
     except OdradekError:
         return None
     try:
@@ -275,25 +288,28 @@ async def _probe_one(host: str, port: int, timeout_ms: int) -> tuple[set[int], i
 
 
 async def _probe_all(
-    addrs: list[tuple[str, int]], timeout_ms: int
+    addrs: list[tuple[str, int]], timeout_ms: int, security: SecurityConfig | None
 ) -> list[tuple[set[int], int] | None]:
-    return await asyncio.gather(*(_probe_one(h, p, timeout_ms) for h, p in addrs))
+    return await asyncio.gather(*(_probe_one(h, p, timeout_ms, security) for h, p in addrs))
 
 
 def probe_metadata(
-    host: str, ports: list[int], timeout_ms: int = PROBE_TIMEOUT_MS
-) -> list[tuple[set[int], int] | None]:
+    host: str, ports: list[int], timeout_ms: int = PROBE_TIMEOUT_MS,
+    security: SecurityConfig | None = None,
+) -> list[tuple[set[int], int] | None]:  # fmt: skip
     """Ask each broker for Metadata at once; one (broker ids, controller id) or None per port."""
-    return probe_addresses([(host, p) for p in ports], timeout_ms)
+    return probe_addresses([(host, p) for p in ports], timeout_ms, security)
 
 
 def probe_addresses(
-    addrs: list[tuple[str, int]], timeout_ms: int = PROBE_TIMEOUT_MS
-) -> list[tuple[set[int], int] | None]:
-    """probe_metadata for brokers on different hosts: one answer per (host, port)."""
+    addrs: list[tuple[str, int]], timeout_ms: int = PROBE_TIMEOUT_MS,
+    security: SecurityConfig | None = None,
+) -> list[tuple[set[int], int] | None]:  # fmt: skip
+    """probe_metadata for brokers on different hosts: one answer per (host, port). `security`:
+    how to reach them (a secure cluster's admin settings, `LocalCluster.probe_security`)."""
     if not addrs:
         return []
-    return asyncio.run(_probe_all(addrs, timeout_ms))
+    return asyncio.run(_probe_all(addrs, timeout_ms, security))
 
 
 # ----- the cluster ---------------------------------------------------------------------------
@@ -318,10 +334,12 @@ class LocalCluster:
         broker_settings: dict[str, int | bool | str] | None = None,
         network: str = "loopback",
         tmpfs_mb: int = 0,
+        secure: bool = False,
     ) -> None:
         """`broker_settings`: extra settings every broker reads (broker/config.py's names).
         `network`: "loopback" or "netns" (a namespace per broker); `tmpfs_mb`: log dirs on a
-        tmpfs of this many MiB each (0: none). Both of the latter need root."""
+        tmpfs of this many MiB each (0: none). Both of the latter need root. `secure`:
+        SASL_SSL with SCRAM-SHA-512 and ACLs (module docstring)."""
         if network not in NETWORKS:
             raise ClusterError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
         if tmpfs_mb < 0:
@@ -344,6 +362,9 @@ class LocalCluster:
         self.broker_settings = dict(broker_settings or {})
         self.network = network
         self.tmpfs_mb = tmpfs_mb
+        self.secure = secure
+        self._layout: Any = None  # cluster_security.SecureLayout, in the process that ran up()
+        self._probe_security: SecurityConfig | None = None
         self._progress = progress or (lambda _line: None)
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
@@ -369,6 +390,7 @@ class LocalCluster:
         cluster.session_timeout_ms = state.session_timeout_ms
         cluster.network = state.network
         cluster.tmpfs_mb = state.tmpfs_mb
+        cluster.secure = state.secure
         return cluster
 
     def _read_state(self) -> ClusterState | None:
@@ -477,9 +499,12 @@ class LocalCluster:
             zk = self._start_zookeeper()
             self.state = ClusterState(self.host, self.session_timeout_ms, zk)
             self.state.network, self.state.tmpfs_mb = self.network, self.tmpfs_mb
+            self.state.secure = self.secure
             lab = self._setup_netlab(zk.connect) if self.network == "netns" else None
             self._write_broker_config()
             ports = self._ports()
+            if self.secure:
+                self._prepare_security(zk.connect, lab)
             for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
                 log_dir = self.dir / "data" / f"broker-{broker_id}"
                 n = self.num_brokers
@@ -487,13 +512,15 @@ class LocalCluster:
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
                 proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port)
                 self.state.brokers.append(proc)
-                if host:
+                if host and not self.secure:  # secure: written by _spawn, with its listeners
                     self._write_broker_config(host, self._config_path(proc))
                 self._mount_tmpfs(proc)
                 self._spawn(proc)
                 self._save_state()
+            self._write_client_properties()
             lock.close()
             self._wait_ready_moving_taken_ports()
+            self._write_client_properties()  # ports may have moved
         except BaseException:
             lock.close()
             if self.state is not None:
@@ -597,8 +624,80 @@ class LocalCluster:
         return lab
 
     def _config_path(self, proc: BrokerProc) -> Path:
-        """broker-<id>.toml for a broker with its own host (netns), else the shared file."""
-        return self.dir / (f"broker-{proc.id}.toml" if proc.host else "broker.toml")
+        """broker-<id>.toml for a broker with its own host (netns) or its own certificate and
+        listeners (secure), else the shared file."""
+        own = proc.host or self._require_state().secure
+        return self.dir / (f"broker-{proc.id}.toml" if own else "broker.toml")
+
+    # ----- secure mode (deploy/cluster_security.py) ---------------------------------------------
+
+    def _prepare_security(self, zk_connect: str, lab: NetLab | None) -> None:
+        """The CA, the brokers' certificates, the passwords, and the SCRAM users in ZooKeeper."""
+        from deploy import cluster_security
+
+        ids = list(range(1, self.num_brokers + 1))
+        hosts = {i: self.host if lab is None else lab.spec.broker_ip(i) for i in ids}
+        self._progress("secure: making the CA and the brokers' certificates")
+        self._layout = cluster_security.prepare(self.dir, ids, hosts)
+        cluster_security.create_users(zk_connect, self._layout, self.session_timeout_ms)
+        self._progress(
+            f"secure: SCRAM users {cluster_security.BROKER_USER!r} and "
+            f"{cluster_security.ADMIN_USER!r} made in ZooKeeper"
+        )
+
+    def _write_secure_broker_config(self, proc: BrokerProc, host: str) -> None:
+        """broker-<id>.toml: the shared settings, its listeners and its security settings."""
+        from deploy import cluster_security
+
+        settings: dict[str, Any] = {
+            "host": host,
+            "zookeeper_session_timeout_ms": self.session_timeout_ms,
+            **self.broker_settings,
+            "native_listeners": f"{cluster_security.LISTENER}://{host}:{proc.port}",
+            **self._layout.broker_settings(proc.id),
+        }
+        text = "# Written by `odradek cluster up --secure`: this broker's settings (0600).\n"
+        text += "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+        cluster_security.write_private(self._config_path(proc), text)
+
+    def _write_client_properties(self) -> None:
+        if self._layout is None:
+            return
+        from deploy import cluster_security
+
+        text = self._layout.client_properties(self.kafka_bootstrap)
+        cluster_security.write_private(self._layout.properties_path, text)
+
+    @property
+    def secure_layout(self) -> Any:
+        """cluster_security.SecureLayout in the process that ran a secure up(), else None."""
+        return self._layout
+
+    @property
+    def client_properties_path(self) -> Path | None:
+        """The admin's client.properties of a secure cluster (None: a plaintext cluster)."""
+        return self.dir / "client.properties" if self._require_state().secure else None
+
+    @property
+    def security_protocol(self) -> str:
+        """Every listener's security protocol, both doors (one for the whole cluster)."""
+        return "SASL_SSL" if self._require_state().secure else "PLAINTEXT"
+
+    def client_options(self) -> dict[str, Any]:
+        """The admin's client settings (kafka-python's names) on a secure cluster, else {}."""
+        path = self.client_properties_path
+        if path is None:
+            return {}
+        from deploy.command_config import load_command_config
+
+        return load_command_config(path).client_options()
+
+    def probe_security(self) -> SecurityConfig:
+        """How our own Metadata probes reach the brokers: as the admin on a secure cluster
+        (read once: the TLS context and the password are kept for this object's life)."""
+        if self._probe_security is None:
+            self._probe_security = SecurityConfig.from_options(self.client_options())
+        return self._probe_security
 
     def _mount_tmpfs(self, proc: BrokerProc) -> None:
         state = self._require_state()
@@ -646,8 +745,13 @@ class LocalCluster:
         ]  # fmt: skip
         if lab is not None:
             cmd = lab.exec_prefix(proc.id) + cmd
+        scheme = "PLAINTEXT"
+        if state.secure:
+            scheme = "SASL_SSL"
+            if self._layout is not None:  # up(): (re)written with its ports; start: as it is
+                self._write_secure_broker_config(proc, host)
         if proc.kafka_port:
-            cmd += ["--listeners", f"PLAINTEXT://{host}:{proc.kafka_port}"]
+            cmd += ["--listeners", f"{scheme}://{host}:{proc.kafka_port}"]
         if proc.metrics_port:
             cmd += ["--metrics-port", str(proc.metrics_port)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -686,7 +790,9 @@ class LocalCluster:
             self._fail_if_died(must_run)
             states = {b.id: self._broker_state(b) for b in state.brokers}
             alive = [b for b in state.brokers if states[b.id] == "alive"]
-            answers = probe_addresses([(b.host or state.host, b.port) for b in alive])
+            answers = probe_addresses(
+                [(b.host or state.host, b.port) for b in alive], security=self.probe_security()
+            )
             expected = {b.id for b in alive}
             ok = [a for a in answers if a is not None and expected <= a[0] and a[1] in expected]
             controllers = {a[1] for a in ok}
@@ -743,7 +849,7 @@ class LocalCluster:
         state = self._require_state()
         addrs = [(b.host or state.host, b.port) for b in state.brokers
                  if self._broker_state(b) == "alive"]  # fmt: skip
-        for answer in probe_addresses(addrs, timeout_ms=1000):
+        for answer in probe_addresses(addrs, timeout_ms=1000, security=self.probe_security()):
             if answer is not None and answer[1] >= 0:
                 return answer[1]
         return None

@@ -77,7 +77,7 @@ class SecureLayout:
     def properties_path(self) -> Path:
         return self.dir / CLIENT_PROPERTIES
 
-    def broker_settings(self, broker_id: int) -> dict[str, str]:
+    def broker_settings(self, broker_id: int) -> dict[str, str | bool]:
         """One broker's security settings, broker/config.py's names. The listeners' addresses
         are the cluster's (`--port`, `--listeners` on the command line, with the SASL_SSL name);
         the native door's listener carries the inter-broker traffic."""
@@ -94,7 +94,7 @@ class SecureLayout:
             "sasl_jaas_config": jaas(BROKER_USER, self.broker_password),
             "authorizer_class_name": AUTHORIZER,
             "super_users": f"User:{BROKER_USER};User:{ADMIN_USER}",
-            "allow_everyone_if_no_acl_found": "false",
+            "allow_everyone_if_no_acl_found": False,
         }
 
     def client_properties(self, kafka_bootstrap: str) -> str:
@@ -168,15 +168,14 @@ def prepare(dir: Path, broker_ids: list[int], hosts: dict[int, str]) -> SecureLa
     return layout
 
 
-def user_znode(user: str, password: str) -> bytes:
-    """/config/users/<user>'s data as Kafka's ZooKeeper mode keeps it: salted, iterated keys
-    (protocol/scram.py), never the password."""
-    import json
-
+def user_znode(password: str) -> bytes:
+    """A new user's /config/users/<user> data as Kafka's ZooKeeper mode keeps it
+    (coordinator/cluster/scram_credentials.py): salted, iterated keys, never the password."""
+    from coordinator.cluster.scram_credentials import encode_user_config
     from protocol.scram import make_credential
 
     credential = make_credential(MECHANISM, password)
-    return json.dumps({"version": 1, "config": {MECHANISM: credential.to_string()}}).encode()
+    return encode_user_config({MECHANISM: credential.to_string()})
 
 
 def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int) -> None:
@@ -184,13 +183,15 @@ def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int)
     notification is needed: every broker reads /config/users when it starts)."""
     from kazoo.client import KazooClient
 
+    from coordinator.cluster.scram_credentials import user_path
+
     zk = KazooClient(hosts=zk_connect, timeout=session_timeout_ms / 1000)
     zk.start(timeout=session_timeout_ms / 1000)
     try:
         for user, password in ((BROKER_USER, layout.broker_password),
                                (ADMIN_USER, layout.admin_password)):  # fmt: skip
-            path = f"/config/users/{user}"
-            data = user_znode(user, password)
+            path = user_path(user)
+            data = user_znode(password)
             if zk.exists(path):
                 zk.set(path, data)
             else:

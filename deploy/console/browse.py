@@ -29,6 +29,7 @@ the high watermark, found by reading back as a back page does), offset:N, or tim
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,12 @@ SCAN_MAX = 20_000  # records one search request looks at
 READ_DEADLINE_S = 8.0  # a request returns what it has read by then
 PARTITION_FETCH_BYTES = 256 * 1024  # bounds what the consumer buffers per partition
 BACK_WINDOWS_MAX = 6  # reads of one back page: windows of limit, 2x, 4x... offsets
+
+# The security settings of the browse() in progress, for the consumers it makes deep down (a
+# context variable: each request's task sees its own).
+_SECURITY: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "security", default=None
+)
 
 
 class Range:
@@ -77,7 +84,7 @@ async def _read(
     consumer = AsyncConsumer(
         bootstrap, client_id="odradek-console-browser", auto_offset_reset="none",
         fetch_max_wait_ms=100, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
-        request_timeout_ms=5000,
+        request_timeout_ms=5000, **(_SECURITY.get() or {}),
     )  # fmt: skip
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
@@ -156,8 +163,11 @@ async def browse(
     limit: int = 50,
     search: str = "",
     scan_max: int = SCAN_MAX,
+    security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One page (or one search step) as the page shows it: see the module's comment."""
+    """One page (or one search step) as the page shows it: see the module's comment.
+    `security`: the client's security settings (the console's --command-config)."""
+    _SECURITY.set(security or {})
     if not 1 <= limit <= LIMIT_MAX:
         raise UsageError(f"limit must be between 1 and {LIMIT_MAX}")
     if direction not in ("forward", "back"):

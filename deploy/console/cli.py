@@ -1,11 +1,13 @@
 """`odradek console [--dir D | --bootstrap HOST:PORT,...] [--host H] [--port P]
-[--hanging-after-ms MS]`.
+[--hanging-after-ms MS] [--command-config FILE]`.
 
 Serves the console (server.py) in the foreground until Ctrl-C or SIGTERM. With --dir (or, given
 neither flag nor $ODRADEK_BOOTSTRAP, the local cluster in ./.odradek) it is a local cluster's
 console: it shows each broker's process state and offers kill, pause and start. It listens on
 127.0.0.1 unless told otherwise; the controls stay off on another address unless
---allow-control is given.
+--allow-control is given. With --command-config (a secured cluster's client properties; `cluster
+up --secure` passes its admin's) the console reads the cluster with those settings, and its
+page asks for a login: one of the cluster's own SASL users (server.py, auth.py).
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ def local_dir(args: argparse.Namespace) -> Path | None:
 
 
 def cmd_console(args: argparse.Namespace, bootstrap: Callable[..., str]) -> int:
+    from deploy.cli_common import security_from_args
     from deploy.console.server import serve
 
     servers = bootstrap(args)
     interval_s = max(args.interval_ms, 50) / 1000
     asyncio.run(serve(servers, local_dir(args), args.host, args.port,
                       allow_control=args.allow_control, interval_s=interval_s,
-                      hanging_max_age_ms=args.hanging_after_ms))  # fmt: skip
+                      hanging_max_age_ms=args.hanging_after_ms,
+                      security=security_from_args(args)))  # fmt: skip
     return 0
 
 

@@ -60,6 +60,7 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.errors import OdradekError
+from transport.security import SecurityConfig
 
 GROUPS_MAX = 50  # groups described per refresh
 TXNS_MAX = 200  # transactions described per refresh
@@ -142,8 +143,10 @@ class Gatherer:
         clock: Callable[[], float] = time.time,
         scrape: Scrape = scrape_metrics,
         hanging_max_age_ms: int | None = None,
+        security: dict[str, Any] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = dict(security or {})  # the client's TLS/SASL settings (--command-config)
         self.cluster_dir = cluster_dir
         self.timeout_s = timeout_ms / 1000
         self.sizes_every = sizes_every
@@ -151,10 +154,13 @@ class Gatherer:
         self.scrape = scrape
         self.hanging_max_age_ms = hanging_max_age_ms
         self.admin = AsyncAdmin(
-            bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms
+            bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms, **self.security
         )
-        self.conns = Cluster(bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms)
-        self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms)
+        self.conns = Cluster(
+            bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms,
+            security=SecurityConfig.from_options(self.security),
+        )  # fmt: skip
+        self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms, **self.security)
         names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs",
                  "dirty", "transactions", "hanging")  # fmt: skip
         self.sections = {n: model.Section(n) for n in names}

@@ -52,6 +52,8 @@ def start_console(
            "--host", host, "--port", str(port)]  # fmt: skip
     if hanging_after_ms is not None:
         cmd += ["--hanging-after-ms", str(hanging_after_ms)]
+    if cluster.client_properties_path is not None:  # secure: it reads as the admin; asks a login
+        cmd += ["--command-config", str(cluster.client_properties_path)]
     with open(cluster.dir / LOG_FILE, "ab") as log:
         child = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

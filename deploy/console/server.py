@@ -6,6 +6,8 @@
     POST /api/browse             one page of records or one search step (browse.py), JSON in/out
     POST /api/brokers/{id}/{kill|pause|start}   a local cluster's broker (deploy/cluster.py)
     GET  /api/health             "ok" (for `cluster up` to wait on)
+    GET  /api/whoami             {"login": required?, "user", "cluster_alter", "controls"}
+    POST /api/login, /api/logout a secured cluster's user (auth.py), JSON {"user", "password"}
 
 A background task refreshes the snapshot every `interval_s` and wakes the event streams when it
 changed (the time it was taken aside); each stream sends only the newest snapshot, so a slow
@@ -14,6 +16,11 @@ page skips snapshots instead of queueing them. Streams are capped at `STREAMS_MA
 The controls exist only with a local cluster (--dir) and a loopback address (unless
 `allow_control`); each POST must carry the header `X-Odradek-Console: 1`, which a page of another
 origin cannot send without a CORS preflight this server never grants.
+
+On a secured cluster (its client settings, --command-config, use SASL) every /api/ path but
+health, whoami and login needs a login: the cluster's own users, checked by a broker
+(auth.py), kept in an HttpOnly cookie; the controls need the user's login to have been allowed
+Alter on the Cluster. Logins are checked at most LOGINS_AT_ONCE at a time.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from deploy.console import browse
+from deploy.console import auth, browse
 from deploy.console.gather import Gatherer
 from deploy.netns import is_loopback
 from protocol.errors import OdradekError, UsageError
@@ -39,6 +46,8 @@ KEEPALIVE_S = 15.0
 BODY_BYTES_MAX = 64 * 1024
 CONTROL_HEADER = "X-Odradek-Console"
 ACTIONS = {"kill": "KILL", "pause": "STOP", "start": None}
+LOGINS_AT_ONCE = 4
+OPEN_PATHS = ("/api/health", "/api/whoami", "/api/login")
 GATHER_KEY: web.AppKey[Console] = web.AppKey("console")
 
 
@@ -53,8 +62,16 @@ class Console:
         interval_s: float = 0.4,
         controls: bool = False,
         hanging_max_age_ms: int | None = None,
+        security: dict[str, Any] | None = None,
+        clock: Any = time.time,
     ) -> None:
-        self.gatherer = Gatherer(bootstrap, cluster_dir, hanging_max_age_ms=hanging_max_age_ms)
+        self.security = dict(security or {})
+        self.login_required = self.security.get("security_protocol", "").startswith("SASL_")
+        self.logins = auth.LoginStore()
+        self.login_slots = asyncio.Semaphore(LOGINS_AT_ONCE)
+        self.clock = clock
+        self.gatherer = Gatherer(bootstrap, cluster_dir, hanging_max_age_ms=hanging_max_age_ms,
+                                 security=self.security)  # fmt: skip
         self.bootstrap = bootstrap
         self.cluster_dir = cluster_dir
         self.interval_s = interval_s
@@ -66,6 +83,9 @@ class Console:
         self.streams = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._last_key = ""  # the last snapshot published, less its time
+
+    def login_of(self, request: web.Request) -> auth.ConsoleLogin | None:
+        return self.logins.get(request.cookies.get(auth.COOKIE), int(self.clock() * 1000))
 
     async def start(self) -> None:
         await self.publish(await self.gatherer.refresh())
@@ -186,6 +206,7 @@ async def browse_handler(request: web.Request) -> web.Response:
             partitions=str(body.get("partitions", "")), start=str(body.get("start", "earliest")),
             cursor=cursor, direction=str(body.get("direction", "forward")),
             limit=int(body.get("limit", 50)), search=str(body.get("search", "")),
+            security=console.security,
         )  # fmt: skip
     except UsageError as exc:
         return _error(400, exc.message)
@@ -213,6 +234,10 @@ async def control_handler(request: web.Request) -> web.Response:
         return _error(403, "controls are for a local cluster's console (--dir, on loopback)")
     if request.headers.get(CONTROL_HEADER) != "1":
         return _error(403, f"missing the {CONTROL_HEADER} header")
+    login = console.login_of(request)
+    if console.login_required and (login is None or not login.cluster_alter):
+        who = "this user" if login is None else f"User:{login.user}"
+        return _error(403, f"{who} is not allowed Alter on the Cluster, which the controls need")
     action = request.match_info["action"]
     if action not in ACTIONS:
         return _error(404, f"unknown action {action!r} (kill, pause, start)")
@@ -226,11 +251,78 @@ async def control_handler(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "message": message})
 
 
+async def whoami(request: web.Request) -> web.Response:
+    console = request.app[GATHER_KEY]
+    login = console.login_of(request)
+    alter = login is not None and login.cluster_alter
+    return web.json_response({
+        "login": console.login_required,
+        "user": None if login is None else login.user,
+        "cluster_alter": alter or not console.login_required,
+        "controls": console.controls,
+    })  # fmt: skip
+
+
+async def login_handler(request: web.Request) -> web.Response:
+    """Check the user against a broker; a session cookie when it lets them in."""
+    console = request.app[GATHER_KEY]
+    if not console.login_required:
+        return _error(400, "this cluster's console needs no login")
+    if request.headers.get(CONTROL_HEADER) != "1":
+        return _error(403, f"missing the {CONTROL_HEADER} header")
+    try:
+        body = await _json_body(request)
+    except UsageError as exc:
+        return _error(400, exc.message)
+    given = auth.check_credentials_shape(body.get("user"), body.get("password"))
+    if given is None:
+        return _error(400, "give a user name and a password")
+    user, password = given
+    async with console.login_slots:
+        try:
+            alter = await auth.check_login(console.bootstrap, console.security, user, password)
+        except OdradekError as exc:
+            status = 401 if exc.name == "SASL_AUTHENTICATION_FAILED" else 502
+            return _error(status, exc.message)
+    token = console.logins.create(user, alter, int(console.clock() * 1000))
+    resp = web.json_response({"user": user, "cluster_alter": alter})
+    resp.set_cookie(auth.COOKIE, token, httponly=True, samesite="Strict", path="/",
+                    max_age=console.logins.ttl_ms // 1000)  # fmt: skip
+    return resp
+
+
+async def logout_handler(request: web.Request) -> web.Response:
+    console = request.app[GATHER_KEY]
+    console.logins.drop(request.cookies.get(auth.COOKIE))
+    resp = web.json_response({"ok": True})
+    resp.del_cookie(auth.COOKIE, path="/")
+    return resp
+
+
+@web.middleware
+async def require_login(request: web.Request, handler: Any) -> web.StreamResponse:
+    """On a secured cluster, /api/ paths other than OPEN_PATHS need a live login."""
+    console = request.app[GATHER_KEY]
+    path = request.path
+    if (
+        console.login_required
+        and path.startswith("/api/")
+        and path not in OPEN_PATHS
+        and console.login_of(request) is None
+    ):
+        return _error(401, "log in first (this cluster's SASL users)")
+    resp: web.StreamResponse = await handler(request)
+    return resp
+
+
 def make_app(console: Console) -> web.Application:
-    app = web.Application(client_max_size=BODY_BYTES_MAX)
+    app = web.Application(client_max_size=BODY_BYTES_MAX, middlewares=[require_login])
     app[GATHER_KEY] = console
     app.router.add_get("/", index)
     app.router.add_get("/api/health", health)
+    app.router.add_get("/api/whoami", whoami)
+    app.router.add_post("/api/login", login_handler)
+    app.router.add_post("/api/logout", logout_handler)
     app.router.add_get("/api/snapshot", snapshot)
     app.router.add_get("/api/events", events)
     app.router.add_post("/api/browse", browse_handler)
@@ -257,11 +349,12 @@ async def serve(
     allow_control: bool = False,
     interval_s: float = 0.4,
     hanging_max_age_ms: int | None = None,
+    security: dict[str, Any] | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT; prints the URL once listening."""
     controls = cluster_dir is not None and (is_loopback(host) or allow_control)
     console = Console(bootstrap, cluster_dir, interval_s=interval_s, controls=controls,
-                      hanging_max_age_ms=hanging_max_age_ms)  # fmt: skip
+                      hanging_max_age_ms=hanging_max_age_ms, security=security)  # fmt: skip
     runner = web.AppRunner(
         make_app(console), handle_signals=False, access_log=None, shutdown_timeout=2.0
     )

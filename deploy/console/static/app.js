@@ -6,6 +6,7 @@
 
 const $ = (sel, root = document) => root.querySelector(sel);
 let snap = null;
+let me = { login: false, user: null, cluster_alter: true };  // /api/whoami
 const browser = { start: null, end: null, last: null };
 
 function esc(text) {
@@ -56,7 +57,10 @@ window.addEventListener("hashchange", showTab);
 function connect() {
   const source = new EventSource("/api/events");
   source.onopen = () => $("#live").classList.remove("off");
-  source.onerror = () => $("#live").classList.add("off");
+  source.onerror = () => {
+    $("#live").classList.add("off");
+    if (me.login) whoami().then((ok) => { if (!ok) source.close(); });  // the login expired
+  };
   source.onmessage = (ev) => {
     snap = JSON.parse(ev.data);
     render();
@@ -92,7 +96,7 @@ function renderBrokers() {
   const rows = snap.brokers.map((b) => {
     const role = b.controller ? '<span class="badge controller">controller</span>' : "";
     let actions = "";
-    if (snap.controls) {
+    if (controlsShown()) {
       actions =
         `<button class="danger" data-action="kill" data-broker="${b.id}"` +
         `${b.state === "dead" ? " disabled" : ""}>Kill</button> ` +
@@ -109,7 +113,7 @@ function renderBrokers() {
   });
   $("#brokers tbody").innerHTML = rows.join("") ||
     '<tr><td colspan="7" class="empty">no broker known yet</td></tr>';
-  document.querySelectorAll(".controls-col").forEach((c) => { c.hidden = !snap.controls; });
+  document.querySelectorAll(".controls-col").forEach((c) => { c.hidden = !controlsShown(); });
 }
 
 function renderTopics() {
@@ -327,5 +331,44 @@ $("#next").addEventListener("click", () => browse({ cursor: browser.end, directi
 $("#prev").addEventListener("click", () => browse({ cursor: browser.start, direction: "back" }));
 $("#show-internal").addEventListener("change", () => snap && renderTopics());
 
+// ----- login (a secured cluster: its own SASL users) ----------------------------------------------
+
+// the controls need the cluster's controls and, on a secured cluster, a user allowed Alter on it
+function controlsShown() {
+  return Boolean(snap && snap.controls && me.cluster_alter);
+}
+
+async function whoami() {
+  const resp = await fetch("/api/whoami");
+  me = await resp.json();
+  const loggedOut = me.login && !me.user;
+  $("#login").hidden = !loggedOut;
+  $("main").hidden = loggedOut;
+  $("#me").hidden = !me.user;
+  $("#me-name").textContent = me.user ? `User:${me.user}` +
+    (me.cluster_alter ? "" : " (no Cluster Alter: controls off)") : "";
+  if (loggedOut) $("#summary").textContent = "log in to see the cluster";
+  return !loggedOut;
+}
+
+$("#login").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("#login-status").textContent = "checking with a broker…";
+  const resp = await fetch("/api/login", {
+    method: "POST",
+    headers: { "X-Odradek-Console": "1", "Content-Type": "application/json" },
+    body: JSON.stringify({ user: $("#login-user").value, password: $("#login-password").value }),
+  });
+  const body = await resp.json();
+  $("#login-password").value = "";
+  $("#login-status").textContent = resp.ok ? "" : body.error;
+  if (resp.ok && await whoami()) connect();
+});
+
+$("#logout").addEventListener("click", async () => {
+  await fetch("/api/logout", { method: "POST", headers: { "X-Odradek-Console": "1" } });
+  location.reload();
+});
+
 showTab();
-connect();
+whoami().then((ok) => { if (ok) connect(); });

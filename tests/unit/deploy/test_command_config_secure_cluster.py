@@ -76,7 +76,7 @@ def test_prepare_makes_keystores_that_chain_to_the_ca(tmp_path: Path) -> None:
 
 
 def test_user_znode_holds_kafkas_credential_and_no_password() -> None:
-    data = user_znode("admin", "the-password")
+    data = user_znode("the-password")
     assert b"the-password" not in data
     doc = json.loads(data)
     assert doc["version"] == 1
