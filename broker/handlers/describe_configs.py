@@ -8,7 +8,7 @@ from the broker's config file, where its `[topic_defaults]` sets it (STATIC_BROK
 else it is the built-in default (DEFAULT_CONFIG, 5). With `include_synonyms` each entry lists
 those places in that order, under their own names (the topic config's name for the override,
 the broker setting's, e.g. `log.cleanup.policy`, for the other two). Types and docs are the
-registry's; nothing is sensitive; a topic config is never read-only. `is_default` (odradek's
+registry's; no topic config is sensitive; a topic config is never read-only. `is_default` (odradek's
 own field) is true where the topic has no override of its own.
 
 A broker's settings are listed under Kafka's broker config names where Kafka has the setting
@@ -16,7 +16,8 @@ A broker's settings are listed under Kafka's broker config names where Kafka has
 defaults under their broker names (`log.cleanup.policy`, `message.max.bytes`, ...). Given in
 its config file or as a flag (or differing from the default) is STATIC_BROKER_CONFIG, else
 DEFAULT_CONFIG; all read-only (odradek has no dynamic broker configs, so DYNAMIC_BROKER_CONFIG
-is never answered).
+is never answered). A secret (sasl.jaas.config, ssl.*.password, ssl.keystore.key) is answered
+as Kafka answers a PASSWORD config: is_sensitive, with a null value.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from protocol.api.admin import (
     TYPE_BOOLEAN,
     TYPE_INT,
     TYPE_LONG,
+    TYPE_PASSWORD,
     TYPE_STRING,
     TYPE_UNKNOWN,
     ConfigEntry,
@@ -153,6 +155,10 @@ def broker_entries(config: BrokerConfig, name: str, synonyms: bool) -> list[Conf
         kafka_name = BROKER_NAMES.get(field, field.replace("_", "."))
         static = field in config.explicit or value != default
         shown_default = None if default is _NO_DEFAULT else _setting_text(default)
+        if field in SENSITIVE_SETTINGS:  # as Kafka's PASSWORD configs: flagged, never shown
+            entries[kafka_name] = _broker_entry(kafka_name, None, None, static, TYPE_PASSWORD,
+                                                None, synonyms, sensitive=True)  # fmt: skip
+            continue
         entries[kafka_name] = _broker_entry(
             kafka_name,
             _setting_text(value),
@@ -180,11 +186,12 @@ def _topic_default_doc(row: TopicConfigDef) -> str:
 
 
 def _broker_entry(name: str, value: str | None, default: str | None, static: bool,
-                  kind: int, doc: str | None, synonyms: bool) -> ConfigEntry:  # fmt: skip
+                  kind: int, doc: str | None, synonyms: bool,
+                  sensitive: bool = False) -> ConfigEntry:  # fmt: skip
     source = SOURCE_STATIC_BROKER_CONFIG if static else SOURCE_DEFAULT_CONFIG
     found = [ConfigSynonym(name, value, SOURCE_STATIC_BROKER_CONFIG)] if static else []
     found.append(ConfigSynonym(name, default, SOURCE_DEFAULT_CONFIG))
-    return ConfigEntry(name, value, True, not static, source, kind, False,
+    return ConfigEntry(name, value, True, not static, source, kind, sensitive,
                        found if synonyms else [], doc)  # fmt: skip
 
 
@@ -210,6 +217,14 @@ def _setting_text(value: object) -> str | None:
 
 
 _NO_DEFAULT = object()  # broker_id, log_dir: always set, never a default
+# Settings holding a secret (Kafka's PASSWORD type: sasl.jaas.config, the ssl passwords and
+# inline keys): described with a null value and is_sensitive, as Kafka describes them.
+# BrokerConfig keeps a secret out of its repr (repr=False), which marks it here too.
+SENSITIVE_SETTINGS = frozenset(
+    f.name
+    for f in dataclasses.fields(BrokerConfig)
+    if not f.repr or f.name.endswith("_password") or f.name == "ssl_keystore_key"
+)
 # BrokerConfig field -> its built-in default.
 _FIELD_DEFAULTS: dict[str, object] = {
     f.name: (f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT)

@@ -60,3 +60,17 @@ def test_from_a_toml_file(tmp_path: Path) -> None:
     path.write_text('broker_id = 1\nlog_dir = "/tmp/x"\nsasl_jaas_config = 5\n')
     with pytest.raises(UsageError, match="sasl_jaas_config must be a str"):
         load_config(path)
+
+
+def test_describe_configs_never_shows_the_jaas_config() -> None:
+    from broker.handlers.describe_configs import broker_entries
+
+    c = config(sasl_enabled_mechanisms="PLAIN", sasl_jaas_config=JAAS, explicit=frozenset(
+        {"sasl_enabled_mechanisms", "sasl_jaas_config"}))  # fmt: skip
+    entries = {e.name: e for e in broker_entries(c, "1", synonyms=True)}
+    jaas = entries["sasl.jaas.config"]
+    assert (jaas.value, jaas.is_sensitive) == (None, True)
+    assert all(s.value is None for s in jaas.synonyms)
+    assert entries["sasl.enabled.mechanisms"].value == "PLAIN"
+    assert not entries["sasl.enabled.mechanisms"].is_sensitive
+    assert "admin-secret" not in repr(list(entries.values()))
