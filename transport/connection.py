@@ -49,9 +49,11 @@ from protocol.errors import (
 from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader
 from protocol.registry import spec_for_request
 from protocol.schema import from_wire
+from transport.sasl import authenticate
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, SslAuthenticationError
 
 _CORRELATION_LIMIT = 2**31 - 1
+SASL_TIMEOUT_MS = 10_000  # at least this long for the SASL exchange after connecting
 
 log = logging.getLogger(__name__)
 
@@ -255,8 +257,10 @@ class BrokerConnection:
         max_in_flight: int = 1000,
         security: SecurityConfig = PLAINTEXT_CONFIG,
     ) -> BrokerConnection:
-        """Open a connection (TLS when `security` says so); raises NetworkError when the broker
-        cannot be reached in time, SslAuthenticationError when the TLS handshake fails."""
+        """Open a connection (TLS when `security` says so, then SASL on SASL_* protocols);
+        raises NetworkError when the broker cannot be reached in time, SslAuthenticationError
+        when the TLS handshake fails, SaslAuthenticationFailedError (not retriable) when the
+        broker refuses the SASL login."""
         conn = cls(host, port, client_id, max_in_flight)
         loop = asyncio.get_running_loop()
         context = security.make_ssl_context()
@@ -276,6 +280,12 @@ class BrokerConnection:
             ) from None
         except OSError as exc:
             raise NetworkError(f"{host}:{port}: cannot connect ({exc})") from None
+        if security.sasl:  # SaslHandshake, SaslAuthenticate before anything (transport/sasl.py)
+            try:
+                await authenticate(conn, security, max(connect_timeout_ms, SASL_TIMEOUT_MS))
+            except BaseException:
+                conn.abort()
+                raise
         return conn
 
     # ----- public API -----------------------------------------------------------------------

@@ -25,6 +25,7 @@ SSL = "SSL"
 SASL_PLAINTEXT = "SASL_PLAINTEXT"
 SASL_SSL = "SASL_SSL"
 SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # what transport/sasl.py speaks
 
 
 class SslAuthenticationError(OdradekError):
@@ -53,7 +54,8 @@ class SecurityConfig:
     ssl_password: str | None = field(default=None, repr=False)  # the key's password
     ssl_check_hostname: bool = True
     ssl_context: ssl.SSLContext | None = field(default=None, repr=False, compare=False)
-    # SASL (piece S fills these in)
+    # SASL (transport/sasl.py runs it right after connecting): PLAIN, SCRAM-SHA-256/512 and
+    # the user and password (kafka-python's names; the password is left out of repr)
     sasl_mechanism: str | None = None
     sasl_plain_username: str | None = None
     sasl_plain_password: str | None = field(default=None, repr=False)
@@ -66,6 +68,23 @@ class SecurityConfig:
         if tls_given and not uses_tls(self.security_protocol):
             raise UsageError(f"ssl settings were given but security_protocol is "
                              f"{self.security_protocol} (want SSL or SASL_SSL)")  # fmt: skip
+        self._check_sasl()
+
+    def _check_sasl(self) -> None:
+        given = self.sasl_mechanism or self.sasl_plain_username or self.sasl_plain_password
+        protocol = self.security_protocol
+        if not self.sasl:
+            if given:
+                raise UsageError(f"sasl settings were given but security_protocol is "
+                                 f"{protocol} (want SASL_PLAINTEXT or SASL_SSL)")  # fmt: skip
+            return
+        if self.sasl_mechanism not in SASL_MECHANISMS:
+            names = ", ".join(SASL_MECHANISMS)
+            raise UsageError(f"security_protocol {protocol} needs sasl_mechanism, one of "
+                             f"{names} (got {self.sasl_mechanism!r})")  # fmt: skip
+        if not self.sasl_plain_username or self.sasl_plain_password is None:
+            raise UsageError(f"sasl_mechanism {self.sasl_mechanism} needs sasl_plain_username "
+                             f"and sasl_plain_password")  # fmt: skip
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SecurityConfig:

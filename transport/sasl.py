@@ -1,0 +1,169 @@
+"""The client's side of SASL, for the native client and the broker's own connections alike.
+
+Right after a connection opens (and its TLS handshake, on SASL_SSL), `authenticate` runs the
+exchange Kafka clients run, on the native door's messages (protocol/api/sasl.py):
+
+    SaslHandshake(mechanism)        -> error_code, the broker's enabled mechanisms
+    SaslAuthenticate(token)         -> error_code, error_message, server token, lifetime
+    ... one SaslAuthenticate per client token until the mechanism is complete
+
+ApiVersions first is not needed on the native door. The tokens come from a `SaslMechanismClient`
+(sans-I/O): PLAIN sends one token, "\\0<user>\\0<password>" (RFC 4616, no authzid, as Kafka's
+client); SCRAM-SHA-256/512 are protocol/scram.py's `ScramClient` (client-first, client-final, then
+the server-final's signature is checked, so a broker that does not know the password is caught).
+
+A broker refusing the mechanism raises UnsupportedSaslMechanismError naming the ones it has; a
+wrong password or unknown user raises SaslAuthenticationFailedError with the broker's message,
+at connect, not retried: the caller's retry loops treat it as fatal (retriable is False).
+`authenticate` returns the session lifetime the broker granted (KIP-368; 0: no limit).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from protocol.api.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from protocol.errors import (
+    IllegalSaslStateError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    UsageError,
+    for_code,
+)
+from protocol.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, parse_jaas
+from protocol.scram import MECHANISMS as SCRAM_MECHANISMS
+from protocol.scram import ScramClient, ScramState
+
+if TYPE_CHECKING:
+    from transport.connection import BrokerConnection
+    from transport.security import SecurityConfig
+
+PLAIN = "PLAIN"
+MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
+MAX_ROUNDS = 4  # SCRAM needs 2 SaslAuthenticate round trips, PLAIN 1: more is a broken broker
+
+
+class SaslMechanismClient(Protocol):
+    mechanism: str
+
+    @property
+    def complete(self) -> bool: ...
+
+    def first(self) -> bytes:
+        """The first token to send."""
+        ...
+
+    def step(self, server_token: bytes) -> bytes | None:
+        """The next token to send after the server's, or None when the exchange is complete."""
+        ...
+
+
+class PlainClient:
+    mechanism = PLAIN
+
+    def __init__(self, username: str, password: str) -> None:
+        if "\0" in username or "\0" in password:
+            raise UsageError("a SASL/PLAIN user name or password cannot hold a NUL character")
+        self._token = b"\0" + username.encode() + b"\0" + password.encode()
+        self._sent = False
+        self._done = False
+
+    @property
+    def complete(self) -> bool:
+        return self._done
+
+    def first(self) -> bytes:
+        self._sent = True
+        return self._token
+
+    def step(self, server_token: bytes) -> bytes | None:
+        if not self._sent or self._done:
+            raise IllegalSaslStateError("SASL/PLAIN: a server token after the exchange ended")
+        self._done = True  # the broker answers PLAIN with an empty token and no error
+        return None
+
+
+class ScramMechanismClient:
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self.mechanism = mechanism
+        self._scram = ScramClient(SCRAM_MECHANISMS[mechanism], username, password)
+
+    @property
+    def complete(self) -> bool:
+        return self._scram.complete
+
+    def first(self) -> bytes:
+        return self._scram.client_first()
+
+    def step(self, server_token: bytes) -> bytes | None:
+        if self._scram.complete:
+            raise IllegalSaslStateError(f"{self.mechanism}: a server token after it completed")
+        if self._scram.state is ScramState.RECEIVE_SERVER_FIRST:
+            return self._scram.client_final(server_token)
+        self._scram.receive_server_final(server_token)
+        return None
+
+
+def login_from_jaas(jaas: str, mechanism: str) -> tuple[str, str] | None:
+    """(username, password) of the JAAS entry for `mechanism` (PlainLoginModule for PLAIN,
+    ScramLoginModule for SCRAM): how a broker's `sasl_jaas_config` or a client's
+    `sasl.jaas.config` names its own login; None when no such entry has both."""
+    module = PLAIN_LOGIN_MODULE if mechanism == PLAIN else SCRAM_LOGIN_MODULE
+    for entry in parse_jaas(jaas) if jaas else []:
+        user, password = entry.options.get("username"), entry.options.get("password")
+        if entry.login_module == module and user and password is not None:
+            return user, password
+    return None
+
+
+def mechanism_client(mechanism: str, username: str, password: str) -> SaslMechanismClient:
+    if mechanism == PLAIN:
+        return PlainClient(username, password)
+    if mechanism in SCRAM_MECHANISMS:
+        return ScramMechanismClient(mechanism, username, password)
+    raise UsageError(f"sasl_mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+
+
+async def authenticate(
+    conn: BrokerConnection, security: SecurityConfig, timeout_ms: float = 30_000
+) -> int:
+    """Run the SASL exchange `security` names over `conn`; the session lifetime in ms."""
+    assert security.sasl_mechanism is not None
+    assert security.sasl_plain_username is not None and security.sasl_plain_password is not None
+    client = mechanism_client(
+        security.sasl_mechanism, security.sasl_plain_username, security.sasl_plain_password
+    )
+    hello: SaslHandshakeResponse = await conn.send(
+        SaslHandshakeRequest(client.mechanism), timeout_ms
+    )
+    if hello.error_code != 0:
+        enabled = ", ".join(hello.mechanisms) or "none"
+        error = for_code(hello.error_code)
+        if error is UnsupportedSaslMechanismError:
+            raise UnsupportedSaslMechanismError(
+                f"{conn.address} does not enable SASL mechanism {client.mechanism} "
+                f"(it enables: {enabled})"
+            )
+        raise error(f"{conn.address}: SaslHandshake refused")
+    token: bytes | None = client.first()
+    lifetime_ms = 0
+    for _ in range(MAX_ROUNDS):
+        if token is None:
+            break
+        answer: SaslAuthenticateResponse = await conn.send(
+            SaslAuthenticateRequest(token), timeout_ms
+        )
+        if answer.error_code != 0:
+            raise for_code(answer.error_code)(answer.error_message)
+        lifetime_ms = answer.session_lifetime_ms
+        token = client.step(answer.auth_bytes)
+    if not client.complete:
+        raise SaslAuthenticationFailedError(
+            f"{conn.address}: {client.mechanism} did not complete in {MAX_ROUNDS} rounds"
+        )
+    return lifetime_ms
