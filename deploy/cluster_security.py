@@ -168,34 +168,40 @@ def prepare(dir: Path, broker_ids: list[int], hosts: dict[int, str]) -> SecureLa
     return layout
 
 
-def user_znode(password: str) -> bytes:
-    """A new user's /config/users/<user> data as Kafka's ZooKeeper mode keeps it
-    (coordinator/cluster/scram_credentials.py): salted, iterated keys, never the password."""
-    from coordinator.cluster.scram_credentials import encode_user_config
+def user_znode(password: str, existing: bytes | None = None) -> bytes:
+    """A user's /config/users/<user> data as Kafka's ZooKeeper mode keeps it
+    (coordinator/cluster/scram_credentials.py): salted, iterated keys, never the password;
+    `existing`: the node's data now, whose other keys (quotas, other mechanisms) are kept."""
+    from coordinator.cluster.scram_credentials import decode_user_config, encode_user_config
     from protocol.scram import make_credential
 
-    credential = make_credential(MECHANISM, password)
-    return encode_user_config({MECHANISM: credential.to_string()})
+    config = {} if existing is None else decode_user_config(existing)
+    config[MECHANISM] = make_credential(MECHANISM, password).to_string()
+    return encode_user_config(config)
 
 
 def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int) -> None:
     """The broker and admin SCRAM users, written before any broker runs (so no change
     notification is needed: every broker reads /config/users when it starts)."""
+    import warnings
+
     from kazoo.client import KazooClient
 
     from coordinator.cluster.scram_credentials import user_path
 
     zk = KazooClient(hosts=zk_connect, timeout=session_timeout_ms / 1000)
-    zk.start(timeout=session_timeout_ms / 1000)
+    with warnings.catch_warnings():  # "No chroot path exists": made below, as the brokers do
+        warnings.simplefilter("ignore")
+        zk.start(timeout=session_timeout_ms / 1000)
     try:
         for user, password in ((BROKER_USER, layout.broker_password),
                                (ADMIN_USER, layout.admin_password)):  # fmt: skip
             path = user_path(user)
-            data = user_znode(password)
             if zk.exists(path):
-                zk.set(path, data)
+                data, stat = zk.get(path)
+                zk.set(path, user_znode(password, data), version=stat.version)
             else:
-                zk.create(path, data, makepath=True)
+                zk.create(path, user_znode(password), makepath=True)
     finally:
         zk.stop()
         zk.close()

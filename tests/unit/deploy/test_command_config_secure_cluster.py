@@ -82,3 +82,10 @@ def test_user_znode_holds_kafkas_credential_and_no_password() -> None:
     assert doc["version"] == 1
     credential = ScramCredential.from_string(doc["config"][cluster_security.MECHANISM])
     assert credential.iterations >= 4096
+
+
+def test_user_znode_keeps_what_else_the_node_holds() -> None:
+    existing = b'{"version":1,"config":{"producer_byte_rate":"1024","SCRAM-SHA-512":"old"}}'
+    doc = json.loads(user_znode("pw", existing))
+    assert doc["config"]["producer_byte_rate"] == "1024"
+    assert doc["config"]["SCRAM-SHA-512"] != "old"
