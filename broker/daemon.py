@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from broker.config import BrokerConfig, consumer_group_config
+from broker.config import BrokerConfig, Listener, consumer_group_config, tls_settings
 from broker.context import BrokerContext
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
@@ -41,31 +41,32 @@ from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerParts
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
-from broker.security import authorizer_log
-from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslService, sasl_config
+from broker.security.tls import ListenerTls, client_context, listener_tls
 from broker.server import BrokerServer
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
-from coordinator.cluster.acls import ZkAclStore
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.cluster.registration import Registration, register_broker
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
+from coordinator.controller.channel import BrokerChannel, ControllerChannel
 from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.runtime.peers import Peers
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
+from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
 from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
 
 log = logging.getLogger("odradek.broker")
 T = TypeVar("T")
@@ -197,13 +198,13 @@ class Broker:
             config.max_delayed_fetches,
             config.fetch_max_bytes,
             clock=self.clock,
+            connect=self._replica_connection,
             replication=replication_settings(config),
             isr_writer=self.isr_writer,
             log_dir_notifier=ZkLogDirNotifier(self.zk, config.broker_id),
             fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
-        self.acls = self._authorizer(config)
         self.ctx.sasl = SaslService(
             sasl_config(config.sasl_enabled_mechanisms, config.sasl_jaas_config,
                         config.connections_max_reauth_ms,
@@ -235,23 +236,21 @@ class Broker:
         parts.groups = self.groups
         parts.cleaner = self.cleaner
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
-        self.server = BrokerServer(self.ctx, self.clock, self._door(NativeDoor(self._monotonic_s)))
+        # one server per listener (TLS contexts are loaded by start); `server` is the native
+        # inter-broker listener's, `kafka_server` the first Kafka listener's
+        self.native_servers = [self._server(n, False) for n in config.native_listener_list()]
+        self.kafka_servers = [self._server(n, True) for n in config.kafka_listeners()]
+        inter = config.inter_broker_listener().name
+        self.server = next(s for s in self.native_servers if s.listener == inter)
         self.port = config.port
-        listener = config.kafka_listener()
-        self.kafka_server = (
-            None
-            if listener is None
-            else BrokerServer(
-                self.ctx,
-                self.clock,
-                self._door(KafkaDoor(self._monotonic_s)),
-                listener[0],
-                listener[1],
-            )
-        )
+        self.kafka_server = self.kafka_servers[0] if self.kafka_servers else None
         parts.servers = {"native": self.server}
         if self.kafka_server is not None:
             parts.servers["kafka"] = self.kafka_server
+        for s in self.native_servers + self.kafka_servers:
+            if s is not self.server and s is not self.kafka_server:
+                parts.servers[f"{s.door.name} {s.listener}"] = s
+        self.inter_broker_security = PLAINTEXT_CONFIG  # the broker's own connections (start)
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.apply_topic_config, self._hosted_topics
         )
@@ -273,14 +272,13 @@ class Broker:
         self.fence.start()
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
-        if self.acls is not None:  # every ACL loaded before the first request is served
-            await self.acls.start()
-        await self.server.start()
+        self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
+        for server in self.native_servers + self.kafka_servers:
+            await server.start()
         self.port = self.server.port
         kafka = None
         if self.kafka_server is not None:
-            await self.kafka_server.start()
-            kafka = self.config.kafka_advertised(self.kafka_server.port)
+            kafka = self._advertised(self.kafka_server)
         if self.config.metrics_port:
             port = self.metrics.start(self.config.host, self.config.metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config.host, port)
@@ -289,13 +287,15 @@ class Broker:
         self.transactions.start()
         await self.config_changes.start()
         # our listener holds the port: a stale registration of it is our dead predecessor's
+        host, port = self._advertised(self.server)
         self._registration = await register_broker(
-            self.zk, self.config.broker_id, self.config.host, self.port, kafka=kafka,
-            holds_port=True,
+            self.zk, self.config.broker_id, host, port, kafka=kafka, holds_port=True,
+            listeners=self._endpoints(),
         )  # fmt: skip
         self._elector = ControllerElector(
-            self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config)
-        )
+            self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config),
+            channel_factory=self._controller_channel,
+        )  # fmt: skip
         self.ctx.elector = self._elector
         self.metrics.parts.elector = self._elector
         await self._elector.start()
@@ -312,24 +312,21 @@ class Broker:
             settings = ShutdownSettings(
                 self.config.controlled_shutdown_max_retries,
                 self.config.controlled_shutdown_retry_backoff_ms,
+                security=self.inter_broker_security,
             )
             await _quietly(
                 request_controlled_shutdown(self.zk, self.config.broker_id, self._elector, settings)
             )
-        self.server.stop_accepting()
-        if self.kafka_server is not None:
-            self.kafka_server.stop_accepting()
+        for server in self.native_servers + self.kafka_servers:
+            server.stop_accepting()
         await asyncio.get_running_loop().run_in_executor(None, self.metrics.stop)
         if self._elector is not None:
             await _quietly(self._elector.stop())
         if self._registration is not None:
             await _quietly(self._registration.close())
-        await self.server.stop()
-        if self.kafka_server is not None:
-            await self.kafka_server.stop()
+        for server in self.native_servers + self.kafka_servers:
+            await server.stop()
         await _quietly(self.config_changes.stop())
-        if self.acls is not None:
-            await _quietly(self.acls.stop())
         await _quietly(self.groups.shutdown())
         await _quietly(self.transactions.shutdown())
         await _quietly(self.replicas.shutdown())
@@ -344,26 +341,6 @@ class Broker:
         if self._zk_started:
             await _quietly(self.zk.stop())
 
-    def _authorizer(self, config: BrokerConfig) -> ZkAclStore | None:
-        """Kafka's ACLs when `authorizer_class_name` names an authorizer: ctx.authorizer over a
-        cache that ZooKeeper's ACLs fill and follow (coordinator/cluster/acls.py)."""
-        if config.authorizer_log_file:
-            authorizer_log.attach_file(
-                str(config.log_dir / config.authorizer_log_file), config.authorizer_log_level
-            )
-        else:
-            authorizer_log.log.setLevel(config.authorizer_log_level)
-        if not config.authorizer_class_name:
-            return None
-        authorizer = Authorizer(
-            AclCache(),
-            parse_super_users(config.super_users),
-            config.allow_everyone_if_no_acl_found,
-        )
-        authorizer.store = ZkAclStore(self.zk, authorizer.cache)
-        self.ctx.authorizer = authorizer
-        return authorizer.store
-
     def _high_watermark(self, topic: str, partition: int) -> int | None:
         """What the log cleaner may clean below (None: not a partition this broker hosts)."""
         p = self.replicas.partitions.get((topic, partition))
@@ -372,8 +349,67 @@ class Broker:
     async def _peer_connection(self, host: str, port: int) -> BrokerConnection:
         """A connection to another broker's native port (markers, KIP-890 verification)."""
         return await BrokerConnection.connect(
-            host, port, client_id=f"broker-{self.config.broker_id}"
-        )
+            host, port, client_id=f"broker-{self.config.broker_id}",
+            security=self.inter_broker_security,
+        )  # fmt: skip
+
+    async def _replica_connection(self, host: str, port: int, broker_id: int) -> BrokerConnection:
+        """A follower's connection to its leader, secured as the inter-broker listener says."""
+        return await BrokerConnection.connect(
+            host, port, client_id=f"replica-fetcher-{broker_id}", max_in_flight=2,
+            security=self.inter_broker_security,
+        )  # fmt: skip
+
+    def _controller_channel(
+        self, broker_id: int, on_overflow: Callable[[int], None]
+    ) -> ControllerChannel:
+        """The controller's channel to the brokers, over the inter-broker listener's security."""
+
+        async def connect(host: str, port: int) -> BrokerConnection:
+            return await BrokerConnection.connect(
+                host, port, client_id=f"controller-{broker_id}",
+                security=self.inter_broker_security,
+            )  # fmt: skip
+
+        return BrokerChannel(broker_id, on_overflow=on_overflow, connect=connect)
+
+    def _server(self, listener: Listener, kafka: bool) -> BrokerServer:
+        door = KafkaDoor(self._monotonic_s) if kafka else NativeDoor(self._monotonic_s)
+        return BrokerServer(self.ctx, self.clock, self._door(door), listener.host, listener.port,
+                            listener.name, listener.security_protocol)  # fmt: skip
+
+    def _load_tls(self) -> None:
+        """The TLS of every SSL / SASL_SSL listener, and of the broker's own connections when
+        the inter-broker listener uses TLS (its keystore is the broker's client certificate)."""
+        settings = tls_settings(self.config)
+        loaded: dict[bool, ListenerTls] = {}
+        for server in self.native_servers + self.kafka_servers:
+            if uses_tls(server.security_protocol):
+                sasl = uses_sasl(server.security_protocol)
+                if sasl not in loaded:
+                    rules = self.config.ssl_principal_mapping_rules
+                    loaded[sasl] = listener_tls(settings, rules, sasl)
+                server.tls = loaded[sasl]
+        inter = self.config.inter_broker_listener().security_protocol
+        context = client_context(settings) if uses_tls(inter) else None
+        self.inter_broker_security = SecurityConfig(inter, ssl_context=context)
+
+    def _advertised(self, server: BrokerServer) -> tuple[str, int]:
+        native = server in self.native_servers
+        listeners = self.config.native_listener_list() if native else self.config.kafka_listeners()
+        listener = next(n for n in listeners if n.name == server.listener)
+        return self.config.advertised(listener, server.port, native)
+
+    def _endpoints(self) -> tuple[Endpoint, ...]:
+        """Every listener as advertised, the inter-broker one first (peers dial it)."""
+        out = [self._endpoint(self.server, NATIVE_DOOR)]
+        out += [self._endpoint(s, NATIVE_DOOR) for s in self.native_servers if s is not self.server]
+        out += [self._endpoint(s, KAFKA_DOOR) for s in self.kafka_servers]
+        return tuple(out)
+
+    def _endpoint(self, server: BrokerServer, door: str) -> Endpoint:
+        host, port = self._advertised(server)
+        return Endpoint(door, server.listener, host, port, server.security_protocol)
 
     def _monotonic_s(self) -> float:
         """The doors' clock (KIP-368 expiry), the one the SASL service stamps sessions with."""

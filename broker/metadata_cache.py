@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from protocol.api.controller import PartitionState, UpdateMetadataRequest
-from protocol.api.metadata import BrokerInfo, PartitionMetadata, TopicMetadata
+from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
 from protocol.topic_ids import InvalidTopicIdError, decode_topic_id
 
@@ -73,6 +73,22 @@ class MetadataCache:
 
     def live_broker_ids(self) -> list[int]:
         return sorted(self.brokers)
+
+    def kafka_brokers(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        """(node id, host, port, rack) of the live brokers with a Kafka listener named
+        `listener`, as advertised: what a client that came in on it is told (Kafka's rule)."""
+        out = []
+        for node_id in sorted(self.brokers):
+            b = self.brokers[node_id]
+            endpoint = b.endpoint(KAFKA_DOOR, listener)
+            if endpoint is not None:
+                out.append((node_id, endpoint[0], endpoint[1], b.rack))
+        return out
+
+    def kafka_endpoint(self, node_id: int, listener: str) -> tuple[str, int] | None:
+        """(host, port) of a live broker's Kafka listener named `listener`, if it has one."""
+        b = self.brokers.get(node_id)
+        return None if b is None else b.endpoint(KAFKA_DOOR, listener)
 
     def has_topic(self, name: str) -> bool:
         return name in self.topics

@@ -42,6 +42,17 @@ goes through `os.pread` + `transport.write`. uvloop has no `loop.sendfile`. Smal
 never comes as a slice: the replica manager reads it at once (SMALL_READ_BYTES), so a caught-up
 reader's answer is one write, one segment on the wire. A file shorter than its slice
 (truncated meanwhile) closes the connection: the frame could not be completed.
+
+TLS listeners (SSL, SASL_SSL) run TLS without I/O (broker/security/tls.py `TlsChannel`): socket
+bytes are fed in and plaintext comes out; answers are encrypted in `_write`. Log data cannot go
+by sendfile: from the first FileSlice on, a connection's chunks queue in `out` and `_drain_out`
+preads TLS_CHUNK_BYTES at a time, stopping whenever the transport pauses writing and going on
+at resume_writing (reading waits meanwhile), so a large fetch neither blocks the loop nor sits
+in memory whole. On an SSL listener the client certificate's subject, mapped by
+ssl_principal_mapping_rules, is the session's principal. A connection whose first bytes are not
+its listener's protocol (a TLS ClientHello on a plaintext listener, plaintext on a TLS one,
+HTTP on either), or whose TLS handshake fails, is closed at once with one log line per peer
+host per minute (protocol/log_limit.py), however often the client retries.
 """
 
 from __future__ import annotations
@@ -51,21 +62,34 @@ import contextlib
 import inspect
 import logging
 import os
+import ssl
 from collections import deque
 from typing import Any, cast
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.doors import Door, NativeDoor, Refusal
+from broker.security.tls import (
+    SNIFF_BYTES,
+    TLS_CHUNK_BYTES,
+    ListenerTls,
+    NoMatchingRule,
+    TlsChannel,
+    sniff,
+    wrong_protocol_line,
+)
 from broker.session import PLAINTEXT, Session
 from protocol.clock import Clock
 from protocol.codec import Chunk, FileSlice
 from protocol.errors import ProtocolError
 from protocol.framing import FrameDecoder
+from protocol.log_limit import LogLimit
+from protocol.principal import KafkaPrincipal
 
 log = logging.getLogger("odradek.broker.server")
 
 IDLE_CHECK_MAX_INTERVAL_S = 1.0
+WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000  # one line per peer host per minute
 
 
 class _Slot:
@@ -101,6 +125,13 @@ class Connection(asyncio.Protocol):
         self.last_active_ms = self.clock.monotonic_ms()
         self.peer = "?"
         self.session = Session(server.listener, server.security_protocol)
+        # TLS listeners: the TLS session, pumped by data_received and _write (no I/O inside)
+        self.tls: TlsChannel | None = None if server.tls is None else server.tls.channel()
+        self.sniffing = True  # the first SNIFF_BYTES are checked for a wrong protocol
+        self.prefix = b""
+        # answers' chunks behind log data over TLS, written as the socket drains (_drain_out)
+        self.out: deque[Chunk] = deque()
+        self.slice_reads = 0  # log data chunks read for TLS (tests count them)
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
 
@@ -137,12 +168,18 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        if self.out:
+            self._drain_out()
         self._check_bounds()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
         self.last_active_ms = self.clock.monotonic_ms()
+        if self.sniffing or self.tls is not None:
+            data = self._receive_secure(data)
+            if not data:
+                return
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as exc:
@@ -257,7 +294,7 @@ class Connection(asyncio.Protocol):
         self.closed = True
         assert self.transport is not None
         if refusal.reply is not None:
-            self.transport.write(refusal.reply)
+            self._write(refusal.reply)
         self.transport.close()
 
     # ----- writing --------------------------------------------------------------------------
@@ -272,8 +309,14 @@ class Connection(asyncio.Protocol):
             slot = pending.popleft()
             self.inflight_bytes -= slot.request_bytes
             for chunk in slot.chunks:
-                if type(chunk) is bytes:
+                if type(chunk) is bytes and not self.out:
                     out.append(chunk)
+                    continue
+                if self.tls is not None or self.out:  # log data over TLS, and what follows it
+                    if out:
+                        self._write(b"".join(out))
+                        out = []
+                    self.out.append(chunk)
                     continue
                 assert isinstance(chunk, FileSlice)
                 if out:
@@ -282,7 +325,9 @@ class Connection(asyncio.Protocol):
                 if not self._send_slice(chunk):
                     return
         if out:
-            self.transport.write(b"".join(out) if len(out) > 1 else out[0])
+            self._write(b"".join(out) if len(out) > 1 else out[0])
+        if self.out:
+            self._drain_out()
         self.last_active_ms = self.clock.monotonic_ms()
 
     def _send_slice(self, s: FileSlice) -> bool:
@@ -315,6 +360,97 @@ class Connection(asyncio.Protocol):
             return False
         return True
 
+    def _write(self, data: bytes) -> None:
+        """Write answer bytes: through the TLS session on a TLS listener."""
+        assert self.transport is not None
+        self.transport.write(data if self.tls is None else self.tls.send(data))
+
+    def _drain_out(self) -> None:
+        """Write queued chunks until the transport asks us to pause (resume_writing calls
+        again): log data is read TLS_CHUNK_BYTES at a time, so a large fetch over TLS holds at
+        most about one chunk plus the transport's high-water mark in memory."""
+        out, queue = self.out, cast(list[bytes], [])
+        try:
+            while out and not self.writing_paused and not self.closed:
+                chunk = out[0]
+                if type(chunk) is bytes:
+                    queue.append(chunk)
+                    out.popleft()
+                    continue
+                if queue:
+                    self._write(b"".join(queue))
+                    queue = []
+                    continue
+                assert isinstance(chunk, FileSlice)
+                n = min(TLS_CHUNK_BYTES, chunk.length)
+                data = os.pread(chunk.fd, n, chunk.position)
+                if len(data) < n:
+                    self._short_file(chunk)
+                    return
+                self.slice_reads += 1
+                if n == chunk.length:
+                    out.popleft()
+                else:
+                    out[0] = FileSlice(chunk.fd, chunk.position + n, chunk.length - n)
+                self._write(data)
+            if queue:
+                self._write(b"".join(queue))
+        except OSError as exc:
+            log.warning("closing %s: sending log data failed: %s", self.peer, exc)
+            self._abort()
+
+    def _receive_secure(self, data: bytes) -> bytes:
+        """A connection's first bytes checked for a wrong protocol; then, on a TLS listener,
+        socket bytes through the TLS session. Returns the plaintext (b"": none, or closed)."""
+        if self.sniffing:
+            self.prefix += data[: SNIFF_BYTES - len(self.prefix)]
+            what = sniff(self.prefix, self.tls is not None)
+            if what is not None:
+                self._wrong_protocol(what)
+                return b""
+            self.sniffing = len(self.prefix) < SNIFF_BYTES
+        tls = self.tls
+        if tls is None:
+            return data
+        assert self.transport is not None
+        was_done = tls.handshake_done
+        try:
+            plain = tls.feed(data)
+        except ssl.SSLError as exc:
+            self.transport.write(tls.outgoing())  # the alert telling the client why
+            self._wrong_protocol(f"a TLS handshake that failed ({exc.reason or exc})")
+            return b""
+        handshake = tls.outgoing()
+        if handshake:
+            self.transport.write(handshake)
+        if tls.handshake_done and not was_done and not self._tls_established():
+            return b""
+        if tls.peer_closed:
+            self._abort()
+            return b""
+        return plain
+
+    def _tls_established(self) -> bool:
+        """On SSL listeners the client certificate's mapped subject is the principal."""
+        assert self.server.tls is not None and self.tls is not None
+        try:
+            name = self.server.tls.principal_name(self.tls)
+        except NoMatchingRule as exc:
+            self._wrong_protocol(f"a client certificate no rule maps ({exc})")
+            return False
+        if name is not None:
+            self.session.principal = KafkaPrincipal.user(name)
+        return True
+
+    def _wrong_protocol(self, what: str) -> None:
+        """Close at once; one log line per peer host per minute, however often it retries."""
+        if self.server.wrong_protocol_log.allow(self.session.peer_host):
+            log.warning(wrong_protocol_line(self.session, what, self.door.name))
+        self.closed = True
+        self.out.clear()
+        if self.transport is not None:
+            self.transport.close()
+
     def _short_file(self, s: FileSlice) -> bool:
         log.warning("closing %s: log file shorter than the %d-byte slice sent", self.peer, s.length)
         self._abort()
@@ -322,6 +458,7 @@ class Connection(asyncio.Protocol):
 
     def _abort(self) -> None:
         self.closed = True
+        self.out.clear()
         for task in list(self.tasks):
             task.cancel()
         self.tasks.clear()
@@ -336,6 +473,7 @@ class Connection(asyncio.Protocol):
             len(self.pending) >= self.max_requests
             or self.inflight_bytes >= self.max_bytes
             or self.writing_paused
+            or bool(self.out)  # log data over TLS still being written: read no more for now
         )
         if over and not self.reading_paused:
             self.reading_paused = True
@@ -345,7 +483,7 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def close_if_idle(self, now_ms: int, idle_ms: int) -> bool:
-        if self.closed or self.pending or now_ms - self.last_active_ms < idle_ms:
+        if self.closed or self.pending or self.out or now_ms - self.last_active_ms < idle_ms:
             return False
         log.info("closing %s: idle for %d ms", self.peer, now_ms - self.last_active_ms)
         self.closed = True
@@ -369,9 +507,12 @@ class BrokerServer:
         port: int | None = None,
         listener: str = PLAINTEXT,
         security_protocol: str = PLAINTEXT,
+        tls: ListenerTls | None = None,  # SSL and SASL_SSL listeners
     ) -> None:
         self.ctx = ctx
         self.clock = clock
+        self.tls = tls
+        self.wrong_protocol_log = LogLimit(WRONG_PROTOCOL_LOG_INTERVAL_MS, clock.monotonic_ms)
         self.door = NativeDoor() if door is None else door
         self.listener = listener
         self.security_protocol = security_protocol
@@ -388,7 +529,8 @@ class BrokerServer:
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._idle_task = asyncio.create_task(self._reap_idle())
-        log.info("%s listener on %s:%d", self.door.name, self.host, self.port)
+        log.info("%s listener %s (%s) on %s:%d", self.door.name, self.listener,
+                 self.security_protocol, self.host, self.port)  # fmt: skip
 
     def check_idle(self) -> int:
         """Close idle connections now; return how many were closed."""

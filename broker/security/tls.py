@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.session import Session
 from protocol.errors import UsageError
 
 CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -383,9 +384,39 @@ class TlsChannel:
         return self.obj.getpeercert(binary_form=True)
 
 
+# ----- a listener's TLS ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerTls:
+    """What a TLS listener's connections need: the context, and on SSL (not SASL_SSL)
+    listeners the mapper that turns a client certificate's subject into the principal's name."""
+
+    context: ssl.SSLContext
+    mapper: PrincipalMapper | None  # None: SASL_SSL, the principal comes from SASL
+
+    def channel(self) -> TlsChannel:
+        return TlsChannel(self.context)
+
+    def principal_name(self, channel: TlsChannel) -> str | None:
+        """The mapped name of the client certificate's subject (None: no certificate, or a
+        SASL_SSL listener); NoMatchingRule when no mapping rule matches."""
+        if self.mapper is None:
+            return None
+        der = channel.peer_certificate()
+        return None if der is None else self.mapper.name(subject_dn(der))
+
+
+def listener_tls(settings: TlsSettings, rules: str, sasl: bool) -> ListenerTls:
+    """The ListenerTls of an SSL (`sasl` False) or SASL_SSL listener; UsageError when the
+    keystore or truststore cannot be loaded."""
+    return ListenerTls(server_context(settings), None if sasl else PrincipalMapper(rules))
+
+
 # ----- wrong protocol -------------------------------------------------------------------------
 
 SNIFF_BYTES = 4
+TLS_CHUNK_BYTES = 256 * 1024  # log data over TLS is read and encrypted this much at a time
 _HTTP = (b"GET ", b"POST", b"PUT ", b"HEAD", b"HTTP", b"DELE", b"OPTI", b"PATC", b"CONN")
 
 
@@ -402,3 +433,21 @@ def sniff(prefix: bytes, tls: bool) -> str | None:
     if prefix[:2] == b"\x16\x03":
         return "a TLS handshake"
     return None
+
+
+def wrong_protocol_line(session: Session, what: str, door: str) -> str:
+    """The one line logged when a connection is closed for speaking the wrong protocol, with
+    what the client most likely needs to change."""
+    protocol = session.security_protocol
+    if what.startswith("a TLS handshake that failed") or what.startswith("a client cert"):
+        hint = "check the client's certificate and the truststores on both sides"
+    elif what.startswith("a TLS handshake"):
+        hint = f"is the client set for SSL? this listener is {protocol}"
+    elif what.startswith("plaintext"):
+        want = "SASL_SSL" if protocol == "SASL_SSL" else "SSL"
+        hint = f"is the client set for security.protocol={want}?"
+    else:
+        speaks = "Kafka's protocol" if door.lower().startswith("kafka") else "odradek's protocol"
+        hint = f"this port speaks {speaks}, not HTTP"
+    return (f"closing {session.peer}: {what} on {protocol} listener {session.listener} "
+            f"({hint})")  # fmt: skip

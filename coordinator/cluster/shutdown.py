@@ -26,6 +26,7 @@ from coordinator.controller.elector import ControllerElector
 from protocol.api.controller import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.errors import OdradekError, for_code
 from transport.connection import BrokerConnection
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class ShutdownSettings:
     retry_backoff_ms: int = 200
     request_timeout_ms: int = 2_000
     total_timeout_ms: int = 6_000  # below `cluster kill`'s 10 s before it sends SIGKILL
+    security: SecurityConfig = PLAINTEXT_CONFIG  # the inter-broker listener's TLS/SASL
 
 
 async def request_controlled_shutdown(
@@ -100,7 +102,9 @@ async def _attempt(
     controller_id = ControllerInfo.decode(data).broker_id
     reg_data, _ = await zk.get(paths.broker_path(controller_id))
     reg = BrokerRegistration.decode(reg_data)
-    conn = await BrokerConnection.connect(reg.host, reg.port, client_id=f"broker-{broker_id}")
+    conn = await BrokerConnection.connect(
+        reg.host, reg.port, client_id=f"broker-{broker_id}", security=settings.security
+    )
     try:
         resp: ControlledShutdownResponse = await conn.send(
             ControlledShutdownRequest(broker_id), settings.request_timeout_ms

@@ -33,9 +33,8 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
         )  # fmt: skip
     broker_cls = nested(cls, "DescribeClusterBroker")
     brokers = tuple(
-        make(broker_cls, broker_id=b.node_id, host=b.kafka_host, port=b.kafka_port, rack=b.rack)
-        for b in (cache.brokers[i] for i in cache.live_broker_ids())
-        if b.kafka_host is not None
+        make(broker_cls, broker_id=node_id, host=host, port=port, rack=rack)
+        for node_id, host, port, rack in cache.kafka_brokers(session.listener)
     )
     return make(
         cls, throttle_time=0, error_code=0, error_message=None, endpoint_type=ENDPOINT_BROKERS,

@@ -27,20 +27,22 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
     cls = response_class(FIND_COORDINATOR, version)
     if version >= 4:
-        found = [(k, *await _find(ctx, k, key_type)) for k in req.coordinator_keys]
+        found = [
+            (k, *await _find(ctx, k, key_type, session.listener)) for k in req.coordinator_keys
+        ]
         coordinator_cls = nested(cls, "Coordinator")
         coordinators = tuple(
             make(coordinator_cls, key=k, node_id=n, host=h, port=p, error_code=c, error_message=m)
             for k, c, m, n, h, p in found
         )
         return make(cls, throttle_time=0, coordinators=coordinators)
-    code, message, node, host, port = await _find(ctx, req.key, key_type)
+    code, message, node, host, port = await _find(ctx, req.key, key_type, session.listener)
     return make(cls, throttle_time=0, error_code=code, error_message=message, node_id=node,
                 host=host, port=port)  # fmt: skip
 
 
 async def _find(
-    ctx: BrokerContext, key: str, key_type: int
+    ctx: BrokerContext, key: str, key_type: int, listener: str
 ) -> tuple[int, str | None, int, str, int]:
     """(error code, message, node id, host, port) at the coordinator's Kafka listener."""
     if key_type == TRANSACTION_KEY_TYPE:
@@ -57,7 +59,8 @@ async def _find(
         return InvalidRequestError.code, f"unknown coordinator key type {key_type}", -1, "", -1
     if code:
         return code, message, -1, "", -1
-    broker = ctx.metadata.brokers.get(node_id)
-    if broker is None or broker.kafka_host is None:
-        return ListenerNotFoundError.code, "the coordinator has no Kafka listener", -1, "", -1
-    return 0, None, broker.node_id, broker.kafka_host, broker.kafka_port
+    endpoint = ctx.metadata.kafka_endpoint(node_id, listener)
+    if endpoint is None:
+        why = f"the coordinator has no Kafka listener {listener}"
+        return ListenerNotFoundError.code, why, -1, "", -1
+    return 0, None, node_id, endpoint[0], endpoint[1]

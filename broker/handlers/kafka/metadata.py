@@ -44,8 +44,8 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     allow = version < 4 or bool(req.allow_auto_topic_creation)
     missing = [] if names is None else [n for n in names if not ctx.metadata.has_topic(n)]
     if missing and allow and ctx.config.auto_create_topics_enable:
-        return _create_then_answer(ctx, version, names, missing, by_id)
-    return answer(ctx, version, ctx.metadata.describe(names), {}, by_id)
+        return _create_then_answer(ctx, version, names, missing, by_id, session.listener)
+    return answer(ctx, version, ctx.metadata.describe(names), {}, by_id, session.listener)
 
 
 def _requested(ctx: BrokerContext, req: Any, version: int) -> tuple[list[str] | None, list[Any]]:
@@ -75,11 +75,12 @@ async def _create_then_answer(
     names: list[str] | None,
     missing: list[str],
     unknown_ids: list[uuid.UUID],
+    listener: str,
 ) -> Any:
     errors: dict[str, int] = {}
     for name in missing:
         errors[name] = await _auto_create(ctx, name)
-    return answer(ctx, version, ctx.metadata.describe(names), errors, unknown_ids)
+    return answer(ctx, version, ctx.metadata.describe(names), errors, unknown_ids, listener)
 
 
 async def _auto_create(ctx: BrokerContext, name: str) -> int:
@@ -107,14 +108,16 @@ def answer(
     topics: list[TopicMetadata],
     errors: dict[str, int],
     unknown_ids: list[uuid.UUID] | None = None,
+    listener: str = "PLAINTEXT",
 ) -> Any:
+    """Brokers as advertised on `listener`, the one the client came in on (Kafka's rule: a
+    broker without that listener is left out)."""
     cls = response_class(METADATA, version)
     broker_cls = nested(cls, "MetadataResponseBroker")
     cache = ctx.metadata
     brokers = tuple(
-        make(broker_cls, node_id=b.node_id, host=b.kafka_host, port=b.kafka_port, rack=b.rack)
-        for b in (cache.brokers[i] for i in cache.live_broker_ids())
-        if b.kafka_host is not None
+        make(broker_cls, node_id=node_id, host=host, port=port, rack=rack)
+        for node_id, host, port, rack in cache.kafka_brokers(listener)
     )
     return make(
         cls, throttle_time=0, brokers=brokers, cluster_id=ctx.cluster_id,
