@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from client.cluster import Cluster, ClusterMetadata
-from client.quota_admin import QuotaAdmin
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.txn_admin import TxnAdmin
 from client.types import (
@@ -99,7 +98,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin(TxnAdmin, QuotaAdmin):
+class AsyncAdmin(TxnAdmin):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],

@@ -22,7 +22,6 @@ import uvloop
 from client.admin import AsyncAdmin, PartitionReassignment
 from client.caller_loop import CallerLoop, finish_tasks, running_loop
 from client.cluster import ClusterMetadata
-from client.quota_admin import SyncQuotaAdmin
 from client.txn_admin import SyncTxnAdmin
 from client.types import (
     NewTopic,
@@ -151,7 +150,7 @@ class _SyncClient:
         self.close()
 
 
-class Admin(SyncTxnAdmin, SyncQuotaAdmin, _SyncClient):
+class Admin(SyncTxnAdmin, _SyncClient):
     """Synchronous twin of AsyncAdmin (same arguments)."""
 
     _name = "odradek-admin"

@@ -10,7 +10,6 @@
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
-    odradek quotas alter|describe --entity-type users|clients ...  (deploy/quotas_cli.py)
     odradek transactions list|describe|describe-producers|abort|find-hanging
                                                          (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
@@ -53,7 +52,6 @@ from deploy import (
     cli_views,
     configs_cli,
     leaders_cli,
-    quotas_cli,
     records_cli,
     topics_alter_cli,
     transactions_cli,
@@ -186,7 +184,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_consume_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
-    quotas_cli.add_parser(sub, client)
     transactions_cli.add_parser(sub, client)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)

@@ -1,0 +1,243 @@
+"""SASL_PLAINTEXT against a real broker process: with PLAIN, confluent-kafka (librdkafka) and
+kafka-python produce, consume in a group and commit; a wrong
+password and an unknown user are refused with SASL_AUTHENTICATION_FAILED and Kafka's message,
+quickly; a request before authentication closes the connection; and with a short
+connections_max_reauth_ms (KIP-368) a confluent-kafka producer sending across several session
+lifetimes keeps working, re-authenticating on its connections (the broker's log shows it)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.cluster import wait_until
+from tests.fixtures.zk import free_port
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_admin="admin-secret" '
+    'user_alice="alice-secret";'
+)
+REAUTH_MS = 3000  # KIP-368: short, so that a test spans several session lifetimes
+START_TIMEOUT_S = 30.0
+CLIENT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class SaslBroker:
+    proc: subprocess.Popen[bytes]
+    kafka_port: int
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
+    where = tmp_path_factory.mktemp("sasl")
+    chroot = f"{zk_server.connect}/odradek-sasl-{uuid.uuid4().hex[:12]}"
+    kafka_port = free_port()
+    code = (
+        "import logging, sys\n"
+        "from broker.config import load_config\n"
+        "from broker.daemon import run_forever\n"
+        "logging.getLogger('odradek.broker.sasl').setLevel(logging.DEBUG)\n"
+        f"config = load_config(None, broker_id=1, port={free_port()}, "
+        f"log_dir={str(where / 'logs')!r}, zookeeper={chroot!r}, "
+        "zookeeper_session_timeout_ms=4000, "
+        f"listeners='SASL_PLAINTEXT://127.0.0.1:{kafka_port}', "
+        "sasl_enabled_mechanisms='PLAIN,SCRAM-SHA-256,SCRAM-SHA-512', "
+        f"sasl_jaas_config={JAAS!r}, "
+        f"connections_max_reauth_ms={REAUTH_MS})\n"
+        "sys.exit(run_forever(config))\n"
+    )
+    log_path = where / "broker.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
+    broker = SaslBroker(proc, kafka_port, log_path)
+    try:
+        wait_until(lambda: _metadata_ok(broker), "the SASL broker to answer", START_TIMEOUT_S)
+        yield broker
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(20)
+
+
+def confluent_config(
+    broker: SaslBroker, user: str = "alice", password: str = "alice-secret", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": password,
+        **extra,
+    }
+
+
+def _metadata_ok(broker: SaslBroker) -> bool:
+    from confluent_kafka.admin import AdminClient  # type: ignore[import-untyped]
+
+    assert broker.proc.poll() is None, f"the broker exited:\n{broker.log()[-3000:]}"
+    admin = AdminClient(confluent_config(broker, "admin", "admin-secret"))
+    try:
+        return len(admin.list_topics(timeout=2).brokers) == 1
+    except Exception:
+        return False
+
+
+def _keep(errors: list[Any], err: Any) -> None:
+    if err is not None:
+        errors.append(err)
+
+
+def confluent_produce(broker: SaslBroker, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(dict(confluent_config(broker), acks="all"))
+    errors: list[Any] = []
+    for v in values:
+        producer.produce(topic, v, on_delivery=lambda err, msg: _keep(errors, err))
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+    assert errors == []
+
+
+def confluent_consume(broker: SaslBroker, topic: str, group: str, count: int) -> list[bytes]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    settings = {"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    consumer = Consumer(dict(confluent_config(broker), **settings))
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while len(got) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition(topic, 0)], timeout=CLIENT_TIMEOUT_S)
+        assert committed[0].offset == count
+        return got
+    finally:
+        consumer.close()
+
+
+# --- produce, consume in a group, commit -----------------------------------------------------
+
+
+def test_confluent_kafka_produces_consumes_and_commits(sasl_broker: SaslBroker) -> None:
+    topic = f"plain-ck-{uuid.uuid4().hex[:6]}"
+    values = [f"v{i}".encode() for i in range(20)]
+    confluent_produce(sasl_broker, topic, values)
+    assert confluent_consume(sasl_broker, topic, "ck-group", len(values)) == values
+
+
+def test_kafka_python_produces_consumes_and_commits(sasl_broker: SaslBroker) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # type: ignore[import-untyped]
+
+    security = {
+        "bootstrap_servers": sasl_broker.bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+    topic = f"plain-kp-{uuid.uuid4().hex[:6]}"
+    values = [f"k{i}".encode() for i in range(20)]
+    producer = KafkaProducer(acks="all", **security)
+    try:
+        for v in values:
+            producer.send(topic, v).get(CLIENT_TIMEOUT_S)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(topic, group_id="kp-group", auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=20_000,
+                             **security)  # fmt: skip
+    try:
+        got = []
+        for msg in consumer:
+            got.append(msg.value)
+            if len(got) == len(values):
+                break
+        consumer.commit()
+        assert got == values
+        assert consumer.committed(TopicPartition(topic, 0)) == len(values)
+    finally:
+        consumer.close()
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("user", "password"), [("alice", "wrong"), ("mallory", "alice-secret")])
+def test_wrong_credentials_are_refused_quickly_with_kafkas_message(
+    sasl_broker: SaslBroker, user: str, password: str
+) -> None:
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list[KafkaError] = []
+    producer = Producer(confluent_config(sasl_broker, user, password,
+                                         error_cb=errors.append))  # fmt: skip
+    producer.produce("never", b"x")
+    wait_until(lambda: (producer.poll(0.1), errors)[1], "the authentication error", 10.0)
+    assert errors[0].code() == KafkaError._AUTHENTICATION
+    assert "Authentication failed: Invalid username or password" in errors[0].str()
+    assert "alice-secret" not in sasl_broker.log() and "wrong" not in sasl_broker.log()
+    producer.purge()
+
+
+def test_a_request_before_authentication_closes_the_connection(sasl_broker: SaslBroker) -> None:
+    with socket.create_connection(("127.0.0.1", sasl_broker.kafka_port), timeout=10) as sock:
+        client = b"raw"
+        body = struct.pack(">hhih", 3, 0, 7, len(client)) + client + struct.pack(">i", 0)
+        sock.sendall(struct.pack(">i", len(body)) + body)  # Metadata v0, all topics
+        assert sock.recv(4096) == b""  # closed, unanswered, as Kafka
+
+
+# --- KIP-368 -------------------------------------------------------------------------------------
+
+
+def test_a_producer_keeps_working_across_session_lifetimes(sasl_broker: SaslBroker) -> None:
+    from confluent_kafka import Producer
+
+    before = sasl_broker.log().count("re-authenticated")
+    producer = Producer(dict(confluent_config(sasl_broker), acks="all", **{"linger.ms": 0}))
+    topic = f"reauth-{uuid.uuid4().hex[:6]}"
+    errors: list[Any] = []
+    delivered = 0
+    started = time.monotonic()
+    while time.monotonic() - started < 3.5 * REAUTH_MS / 1000:  # across more than 3 lifetimes
+        producer.produce(topic, b"tick", on_delivery=lambda err, msg: _keep(errors, err))
+        delivered += 1
+        assert producer.flush(CLIENT_TIMEOUT_S) == 0, "a send got stuck"
+        time.sleep(0.2)  # the producer's pace, not a synchronisation
+    assert errors == [], errors
+    consumed = confluent_consume(sasl_broker, topic, "reauth-group", delivered)
+    assert len(consumed) == delivered
+    wait_until(lambda: sasl_broker.log().count("re-authenticated") - before >= 2,
+               "re-authentications in the broker's log", 10.0)  # fmt: skip
+    assert "expired" not in sasl_broker.log()  # nobody was cut off for not re-authenticating
