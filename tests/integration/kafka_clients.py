@@ -7,6 +7,15 @@ Clients run with their default settings except what a test names; confluent-kafk
 `partitioner=murmur2_random`, the Java client's partitioner (librdkafka's default hashes with
 CRC32), so that keyed records land where Kafka's murmur2 puts them for all three.
 
+Security (issue 25): a `Security` (Kafka's settings: protocol, SASL mechanism/user/password, CA,
+client certificate and key) given to a client goes into every producer, consumer and admin it
+makes, in that client's own names (`confluent()`, `kafka_python()`, `aiokafka()`, `kcat()`,
+`native()`). `KCat` drives /usr/bin/kcat the same way. `group_read` consumes in a group and
+commits. Run as a script (`python kafka_clients.py roundtrip --client C --bootstrap B --topic T
+--group G --count N --security JSON`) it produces N records, reads them in the group, commits,
+and prints one JSON line, or `{"error": ...}` with the client's own error: a test runs each
+client in its own process so that a refused login cannot leave threads behind in pytest's.
+
 `spawn_member` starts one of them consuming in a group as its own process
 (tests/integration/kafka_group_member.py: process, then commit), so that a test can close it
 (SIGTERM: LeaveGroup), pause it (SIGSTOP) or kill it (SIGKILL) and read what it processed.
@@ -14,14 +23,16 @@ CRC32), so that keyed records land where Kafka's murmur2 puts them for all three
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +62,75 @@ class Got:
 Start = str | int | tuple[str, int]  # "earliest" | "latest" | offset | ("timestamp", ms)
 
 
+@dataclass(frozen=True)
+class Security:
+    """A client's security settings, Kafka's meaning; each client gets them in its own names."""
+
+    protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+    username: str | None = None
+    password: str | None = None
+    cafile: str | None = None  # PEM CA certificate(s) the client trusts
+    certfile: str | None = None  # the client's certificate, PEM (mTLS)
+    keyfile: str | None = None  # its key, PEM
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Security:
+        return cls(**json.loads(text))
+
+    def confluent(self) -> dict[str, str]:
+        """librdkafka's properties (Kafka's names; kcat's -X too)."""
+        conf = {"security.protocol": self.protocol}
+        for key, value in (("sasl.mechanism", self.mechanism), ("sasl.username", self.username),
+                           ("sasl.password", self.password), ("ssl.ca.location", self.cafile),
+                           ("ssl.certificate.location", self.certfile),
+                           ("ssl.key.location", self.keyfile)):  # fmt: skip
+            if value is not None:
+                conf[key] = value
+        return conf
+
+    def kafka_python(self) -> dict[str, Any]:
+        """kafka-python's keyword arguments (also the native client's: transport/security.py)."""
+        conf: dict[str, Any] = {"security_protocol": self.protocol}
+        names = (("sasl_mechanism", self.mechanism), ("sasl_plain_username", self.username),
+                 ("sasl_plain_password", self.password), ("ssl_cafile", self.cafile),
+                 ("ssl_certfile", self.certfile), ("ssl_keyfile", self.keyfile))  # fmt: skip
+        for key, value in names:
+            if value is not None:
+                conf[key] = value
+        return conf
+
+    def aiokafka(self) -> dict[str, Any]:
+        """aiokafka's: the SASL names as kafka-python's, TLS as a ready ssl_context."""
+        conf = {k: v for k, v in self.kafka_python().items() if not k.startswith("ssl_")}
+        if self.protocol in ("SSL", "SASL_SSL"):
+            from aiokafka.helpers import create_ssl_context
+
+            conf["ssl_context"] = create_ssl_context(
+                cafile=self.cafile, certfile=self.certfile, keyfile=self.keyfile
+            )
+        return conf
+
+    def native(self) -> dict[str, Any]:
+        """odradek's client (client/): kafka-python's names."""
+        return self.kafka_python()
+
+    def kcat(self) -> list[str]:
+        return [arg for k, v in self.confluent().items() for arg in ("-X", f"{k}={v}")]
+
+
+PLAINTEXT = Security()
+
+
 class KafkaClient:
     name = "?"
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: Security = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
+        self.security = security
 
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str]) -> None:
         raise NotImplementedError
@@ -71,6 +146,13 @@ class KafkaClient:
     ) -> list[Got]:
         raise NotImplementedError
 
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        """Join `group` on `topic` (from the earliest), read `count` records, commit them
+        synchronously, leave. Returns their (partition, offset)."""
+        raise NotImplementedError
+
 
 # ----- kafka-python ----------------------------------------------------------------------------
 
@@ -81,7 +163,7 @@ class KafkaPython(KafkaClient):
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str]) -> None:
         from kafka.admin import KafkaAdminClient, NewTopic
 
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, **self.security.kafka_python())
         try:
             admin.create_topics([NewTopic(name, partitions, rf, topic_configs=configs)])
         finally:
@@ -95,7 +177,8 @@ class KafkaPython(KafkaClient):
 
         p = KafkaProducer(
             bootstrap_servers=self.bootstrap, acks=ACKS[acks],
-            compression_type=None if compression == "none" else compression, **config,
+            compression_type=None if compression == "none" else compression,
+            **self.security.kafka_python(), **config,
         )  # fmt: skip
         try:
             futures = [
@@ -123,7 +206,8 @@ class KafkaPython(KafkaClient):
     ) -> list[Got]:
         from kafka import KafkaConsumer, TopicPartition
 
-        c = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        c = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                          **self.security.kafka_python())  # fmt: skip
         try:
             tp = TopicPartition(topic, partition)
             c.assign([tp])
@@ -150,6 +234,25 @@ class KafkaPython(KafkaClient):
         finally:
             c.close()
 
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        from kafka import KafkaConsumer
+
+        c = KafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group,
+                          enable_auto_commit=False, auto_offset_reset="earliest",
+                          **self.security.kafka_python())  # fmt: skip
+        try:
+            got: list[tuple[int, int]] = []
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                for records in c.poll(timeout_ms=200).values():
+                    got += [(r.partition, r.offset) for r in records]
+            c.commit()
+            return got
+        finally:
+            c.close()
+
 
 # ----- confluent-kafka (librdkafka) ----------------------------------------------------------
 
@@ -160,7 +263,7 @@ class Confluent(KafkaClient):
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict[str, str]) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, **self.security.confluent()})
         futures = admin.create_topics([NewTopic(name, partitions, rf, config=configs)])
         for f in futures.values():
             f.result(timeout=TIMEOUT_S)
@@ -174,7 +277,7 @@ class Confluent(KafkaClient):
         conf = {
             "bootstrap.servers": self.bootstrap, "acks": str(acks),
             "compression.type": compression, "partitioner": "murmur2_random",
-            "linger.ms": 5, **config,
+            "linger.ms": 5, **self.security.confluent(), **config,
         }  # fmt: skip
         p = Producer(conf)
         results: list[Any] = [None] * len(recs)
@@ -206,6 +309,7 @@ class Confluent(KafkaClient):
         c = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": f"assign-{topic}-{partition}",
             "enable.auto.commit": False, "enable.partition.eof": False,
+            **self.security.confluent(),
         })  # fmt: skip
         try:
             if start == "earliest":
@@ -231,6 +335,32 @@ class Confluent(KafkaClient):
         finally:
             c.close()
 
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        from confluent_kafka import Consumer, KafkaException
+
+        c = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "enable.partition.eof": False,
+            **self.security.confluent(),
+        })  # fmt: skip
+        try:
+            c.subscribe([topic])
+            got: list[tuple[int, int]] = []
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                msg = c.poll(0.2)
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                got.append((msg.partition(), msg.offset()))
+            c.commit(asynchronous=False)
+            return got
+        finally:
+            c.close()
+
 
 # ----- aiokafka ----------------------------------------------------------------------------------
 
@@ -242,7 +372,8 @@ class AioKafka(KafkaClient):
         from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
         async def run() -> None:
-            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                        **self.security.aiokafka())  # fmt: skip
             await admin.start()
             try:
                 await admin.create_topics([NewTopic(name, partitions, rf, topic_configs=configs)])
@@ -260,7 +391,8 @@ class AioKafka(KafkaClient):
         async def run() -> list[tuple[int, int]]:
             p = AIOKafkaProducer(
                 bootstrap_servers=self.bootstrap, acks=ACKS[acks],
-                compression_type=None if compression == "none" else compression, **config,
+                compression_type=None if compression == "none" else compression,
+                **self.security.aiokafka(), **config,
             )  # fmt: skip
             await p.start()
             try:
@@ -291,7 +423,8 @@ class AioKafka(KafkaClient):
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         async def run() -> list[Got]:
-            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                 **self.security.aiokafka())  # fmt: skip
             await c.start()
             try:
                 tp = TopicPartition(topic, partition)
@@ -322,12 +455,107 @@ class AioKafka(KafkaClient):
 
         return asyncio.run(run())
 
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        from aiokafka import AIOKafkaConsumer
+
+        async def run() -> list[tuple[int, int]]:
+            c = AIOKafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group,
+                                 enable_auto_commit=False, auto_offset_reset="earliest",
+                                 **self.security.aiokafka())  # fmt: skip
+            await c.start()
+            try:
+                got: list[tuple[int, int]] = []
+                deadline = time.monotonic() + timeout_s
+                while len(got) < count and time.monotonic() < deadline:
+                    for records in (await c.getmany(timeout_ms=200)).values():
+                        got += [(r.partition, r.offset) for r in records]
+                await c.commit()
+                return got
+            finally:
+                await c.stop()
+
+        return asyncio.run(run())
+
+
+# ----- kcat (librdkafka's command line) --------------------------------------------------------
+
+KCAT = "/usr/bin/kcat"
+
+
+class KCat(KafkaClient):
+    """kcat: -P to produce (one record per line, key and value split at `:`), -G to consume
+    in a group; kcat commits what it read when it closes its consumer (librdkafka's
+    auto-commit, which `-G` leaves on)."""
+
+    name = "kcat"
+
+    def _run(self, args: list[str], input: bytes | None, timeout_s: float) -> bytes:
+        cmd = [KCAT, "-b", self.bootstrap, *self.security.kcat(), *args]
+        done = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout_s)
+        if done.returncode != 0:
+            raise RuntimeError(f"kcat exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+        return done.stdout
+
+    def produce(
+        self, topic: str, recs: list[Rec], acks: int = 1, compression: str = "none",
+        **config: Any,
+    ) -> list[tuple[int, int]]:  # fmt: skip
+        lines = b"".join((r.key or b"") + b":" + (r.value or b"") + b"\n" for r in recs)
+        self._run(["-P", "-t", topic, "-K", ":", "-X", f"acks={ACKS[acks]}",
+                   "-X", f"compression.codec={compression}"], lines, TIMEOUT_S)  # fmt: skip
+        return []  # kcat does not say where its records went
+
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        out = self._run(["-G", group, topic, "-c", str(count), "-f", "%p %o\n",
+                         "-X", "auto.offset.reset=earliest"], None, timeout_s)  # fmt: skip
+        return [(int(p), int(o)) for p, o in (line.split() for line in out.decode().splitlines())]
+
+
+# ----- odradek's own client (client/) ------------------------------------------------------------
+
+
+class Native(KafkaClient):
+    """odradek's client library over the native door (bootstrap: native listeners)."""
+
+    name = "native"
+
+    def produce(
+        self, topic: str, recs: list[Rec], acks: int = 1, compression: str = "none",
+        **config: Any,
+    ) -> list[tuple[int, int]]:  # fmt: skip
+        from client import Producer
+
+        with Producer(self.bootstrap, acks=ACKS[acks], **self.security.native()) as p:
+            futures = [p.send(topic, r.value, key=r.key) for r in recs]
+            return [(md.partition, md.offset) for md in (f.get(timeout=TIMEOUT_S) for f in futures)]
+
+    def group_read(
+        self, topic: str, group: str, count: int, timeout_s: float = TIMEOUT_S
+    ) -> list[tuple[int, int]]:
+        from client import Consumer
+
+        with Consumer(self.bootstrap, group_id=group, enable_auto_commit=False,
+                      auto_offset_reset="earliest", **self.security.native()) as c:  # fmt: skip
+            c.subscribe([topic])
+            got: list[tuple[int, int]] = []
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                for records in c.poll(timeout_ms=200).values():
+                    got += [(r.partition, r.offset) for r in records]
+            c.commit()
+            return got
+
 
 CLIENTS: dict[str, type[KafkaClient]] = {
     KafkaPython.name: KafkaPython,
     Confluent.name: Confluent,
     AioKafka.name: AioKafka,
 }
+EVERY_CLIENT: dict[str, type[KafkaClient]] = {**CLIENTS, KCat.name: KCat, Native.name: Native}
 
 
 # ----- group members as processes ---------------------------------------------------------------
@@ -416,3 +644,37 @@ def processed_by(members: list[GroupMember]) -> set[tuple[int, int]]:
             if len(fields) == 2 and not line.startswith("#"):
                 out.add((int(fields[0]), int(fields[1])))
     return out
+
+
+# ----- as a script: one client's round trip in its own process ------------------------------
+
+
+def roundtrip(a: argparse.Namespace) -> dict[str, Any]:
+    """Produce `count` records (acks=all), read them back in `group`, commit."""
+    client = EVERY_CLIENT[a.client](a.bootstrap, Security.from_json(a.security))
+    recs = [Rec(f"k{i}".encode(), f"{a.client} {i}".encode()) for i in range(a.count)]
+    try:
+        produced = client.produce(a.topic, recs, acks=-1)
+        read = client.group_read(a.topic, a.group, a.count, timeout_s=a.timeout_s)
+    except Exception as exc:  # the client's own error is the answer: the test checks its kind
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"produced": produced, "read": read}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rt = sub.add_parser("roundtrip")
+    rt.add_argument("--client", choices=sorted(EVERY_CLIENT), required=True)
+    rt.add_argument("--bootstrap", required=True)
+    rt.add_argument("--topic", required=True)
+    rt.add_argument("--group", required=True)
+    rt.add_argument("--count", type=int, default=10)
+    rt.add_argument("--timeout-s", type=float, default=TIMEOUT_S)
+    rt.add_argument("--security", default=PLAINTEXT.to_json(), help="Security as JSON")
+    a = parser.parse_args()
+    print(json.dumps(roundtrip(a)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
