@@ -5,7 +5,7 @@ markers. Sent to the id's transaction coordinator; one error code per partition.
 from __future__ import annotations
 
 from broker.context import BrokerContext
-from broker.handlers.txn_common import code_of, coordinator
+from broker.handlers.txn_common import add_partitions_refusals, code_of, coordinator
 from broker.session import Session
 from protocol.api.txn import (
     AddPartitionsToTxnRequest,
@@ -22,10 +22,17 @@ async def handle(
 ) -> AddPartitionsToTxnResponse:
     req: AddPartitionsToTxnRequest = request.body
     wanted = [(t.name, p) for t in req.topics for p in t.partitions]
+    refused = add_partitions_refusals(ctx, session, req.transactional_id, wanted,
+                                      req.verify_only)  # fmt: skip
+    answer: dict[tuple[str, int], str] | dict[tuple[str, int], int] | int
     try:
-        answer: dict[tuple[str, int], str] | int = await coordinator(ctx).add_partitions(
-            req.transactional_id, req.producer_id, req.producer_epoch, wanted, req.verify_only
-        )
+        if refused:
+            answer = refused
+        else:
+            answer = await coordinator(ctx).add_partitions(
+                req.transactional_id, req.producer_id, req.producer_epoch, wanted,
+                req.verify_only,
+            )  # fmt: skip
     except OdradekError as exc:
         answer = exc.code
     return AddPartitionsToTxnResponse([

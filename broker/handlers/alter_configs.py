@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (
     OP_APPEND,
@@ -52,12 +53,15 @@ _OP_NAMES = {OP_APPEND: "append", OP_SUBTRACT: "subtract"}
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> AlterConfigsResponse:
     req: AlterConfigsRequest = request.body
+    api = "IncrementalAlterConfigs" if req.incremental else "AlterConfigs"
     named = Counter((r.resource_type, r.resource_name) for r in req.resources)
     results = []
     for res in req.resources:
         try:
             if named[(res.resource_type, res.resource_name)] > 1:
                 raise InvalidRequestError("duplicate resource in request")
+            rules.check_config_resource(ctx, session, rules.ALTER_CONFIGS, res.resource_type,
+                                        res.resource_name, api)  # fmt: skip
             await _alter(ctx, res, req.incremental, req.validate_only)
         except OdradekError as exc:
             results.append(

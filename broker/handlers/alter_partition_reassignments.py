@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.security import rules
 from broker.session import Session
 from coordinator.controller.admin import submit_reassignments
 from protocol.api.controller import (
@@ -25,6 +26,11 @@ async def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> AlterPartitionReassignmentsResponse:
     req: AlterPartitionReassignmentsRequest = request.body
+    if not rules.allows(
+        ctx, session, rules.ALTER, rules.CLUSTER, api="AlterPartitionReassignments"
+    ):
+        err = rules.refusal(session, rules.ALTER, rules.CLUSTER, "")
+        return AlterPartitionReassignmentsResponse(err.code, err.message, [])
     controller = active_controller(ctx)
     if controller is None:
         return AlterPartitionReassignmentsResponse(NotControllerError.code, None, [])

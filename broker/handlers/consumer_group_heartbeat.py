@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_group import INVALID_REQUEST, HeartbeatIn, HeartbeatOut
 from protocol.api.group import (
@@ -38,7 +39,11 @@ async def handle(
         req.subscribed_topic_regex, req.server_assignor, owned,
         req.client_id or request.header.client_id or "", "",
     )  # fmt: skip
-    if ctx.groups is None:
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id,
+                        api="ConsumerGroupHeartbeat"):  # fmt: skip
+        err = rules.refusal(session, rules.READ, rules.GROUP, req.group_id)
+        out = HeartbeatOut(err.code, err.message)
+    elif ctx.groups is None:
         out = HeartbeatOut(CoordinatorNotAvailableError.code, "no group coordinator here")
     elif not req.member_id and req.member_epoch == 0:
         out = HeartbeatOut(INVALID_REQUEST, "MemberId can't be empty.")

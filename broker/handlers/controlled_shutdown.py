@@ -9,6 +9,7 @@ member could take them), so the broker may retry before it stops.
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.controller.admin import controlled_shutdown
 from coordinator.controller.core import Controller
@@ -18,7 +19,12 @@ from protocol.api.controller import (
     TopicPartitionRef,
 )
 from protocol.codec import Request
-from protocol.errors import NotControllerError, OdradekError, RequestTimedOutError
+from protocol.errors import (
+    ClusterAuthorizationFailedError,
+    NotControllerError,
+    OdradekError,
+    RequestTimedOutError,
+)
 
 CALL_TIMEOUT_S = 30.0
 
@@ -32,6 +38,10 @@ async def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> ControlledShutdownResponse:
     req: ControlledShutdownRequest = request.body
+    if not rules.allows(
+        ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api="ControlledShutdown"
+    ):
+        return ControlledShutdownResponse(ClusterAuthorizationFailedError.code, [])
     controller = active_controller(ctx)
     if controller is None:
         return ControlledShutdownResponse(NotControllerError.code, [])

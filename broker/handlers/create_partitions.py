@@ -19,6 +19,7 @@ import logging
 from collections import Counter
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (
     CreatePartitionsRequest,
@@ -42,19 +43,27 @@ async def handle(
 ) -> CreatePartitionsResponse:
     req: CreatePartitionsRequest = request.body
     named = Counter(t.name for t in req.topics)
+    refused = rules.denied(ctx, session, rules.ALTER, rules.TOPIC, named, api="CreatePartitions")
     results = await asyncio.gather(
-        *(_add(ctx, t, named[t.name], req.timeout_ms, req.validate_only) for t in req.topics)
+        *(
+            _add(
+                ctx, t, named[t.name], req.timeout_ms, req.validate_only, t.name in refused, session
+            )
+            for t in req.topics
+        )
     )
     return CreatePartitionsResponse(list(results))
 
 
 async def _add(
     ctx: BrokerContext, topic: CreatePartitionsTopic, times_named: int, timeout_ms: int,
-    validate_only: bool,
+    validate_only: bool, refused: bool, session: Session,
 ) -> CreatePartitionsResult:  # fmt: skip
     try:
         if times_named > 1:
             raise InvalidRequestError("duplicate topic in request")
+        if refused:
+            raise rules.refusal(session, rules.ALTER, rules.TOPIC, topic.name)
         if not ctx.metadata.has_topic(topic.name):
             raise UnknownTopicOrPartitionError(f"topic {topic.name} does not exist")
         added = await ctx.topics.add_partitions(

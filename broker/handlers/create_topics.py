@@ -17,6 +17,7 @@ import re
 
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (
     CreatableTopic,
@@ -51,10 +52,28 @@ def check_topic_name(name: str) -> None:
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> CreateTopicsResponse:
     req: CreateTopicsRequest = request.body
-    results = await asyncio.gather(
-        *(_create(ctx, t, req.timeout_ms, req.validate_only) for t in req.topics)
-    )
-    return CreateTopicsResponse(list(results))
+    refused = _refused(ctx, req, session)
+    created = iter(await asyncio.gather(
+        *(_create(ctx, t, req.timeout_ms, req.validate_only) for t in req.topics
+          if t.name not in refused)
+    ))  # fmt: skip
+    return CreateTopicsResponse([refused.get(t.name) or next(created) for t in req.topics])
+
+
+def _refused(
+    ctx: BrokerContext, req: CreateTopicsRequest, session: Session
+) -> dict[str, CreatableTopicResult]:
+    """ACLs: Create on the cluster allows every topic; else Create on each topic."""
+    if ctx.authorizer is None or rules.allows(
+        ctx, session, rules.CREATE, rules.CLUSTER, api="CreateTopics", log_denied=False
+    ):
+        return {}
+    names = [t.name for t in req.topics]
+    out = {}
+    for name in rules.denied(ctx, session, rules.CREATE, rules.TOPIC, names, api="CreateTopics"):
+        err = rules.refusal(session, rules.CREATE, rules.TOPIC, name)
+        out[name] = CreatableTopicResult(name, err.code, err.message, -1, -1)
+    return out
 
 
 async def _create(

@@ -4,16 +4,25 @@ the group and its offsets."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.group import DeletedGroup, DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.codec import Request
-from protocol.errors import NotCoordinatorError
+from protocol.errors import GroupAuthorizationFailedError, NotCoordinatorError
 
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> DeleteGroupsResponse:
     req: DeleteGroupsRequest = request.body
+    refused = rules.denied(ctx, session, rules.DELETE, rules.GROUP, req.group_ids,
+                           api="DeleteGroups")  # fmt: skip
     if ctx.groups is None:
         return DeleteGroupsResponse(
             [DeletedGroup(g, NotCoordinatorError.code) for g in req.group_ids]
         )
-    return DeleteGroupsResponse(await ctx.groups.delete(req.group_ids))
+    if not refused:
+        return DeleteGroupsResponse(await ctx.groups.delete(req.group_ids))
+    allowed = [g for g in req.group_ids if g not in refused]
+    deleted = {d.group_id: d for d in await ctx.groups.delete(allowed)} if allowed else {}
+    code = GroupAuthorizationFailedError.code
+    return DeleteGroupsResponse([deleted[g] if g in deleted else DeletedGroup(g, code)
+                                 for g in req.group_ids])  # fmt: skip

@@ -16,6 +16,7 @@ from broker.delete_records import (
     await_low_watermarks,
     delete_on_leader,
 )
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.delete_records import (
@@ -34,10 +35,14 @@ async def handle(ctx: BrokerContext, request: Request, session: Session) -> Dele
     req: DeleteRecordsRequest = request.body
     results: dict[Key, Result] = {}
     required: dict[Key, int] = {}
+    names = (t.name for t in req.topics)
+    refused = rules.denied(ctx, session, rules.DELETE, rules.TOPIC, names, api="DeleteRecords")
     for t in req.topics:
         for p in t.partitions:
             key = (t.name, p.partition)
             try:
+                if t.name in refused:
+                    raise rules.refusal(session, rules.DELETE, rules.TOPIC, t.name)
                 if t.name == OFFSETS_TOPIC:
                     raise InvalidTopicError(f"cannot delete records of internal topic {t.name}")
                 required[key] = delete_on_leader(ctx.replicas, t.name, p.partition, p.offset)

@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.codec import Request
@@ -18,8 +19,18 @@ log = logging.getLogger("odradek.broker.admin")
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> DeleteTopicsResponse:
     req: DeleteTopicsRequest = request.body
-    results = await asyncio.gather(*(_delete(ctx, n, req.timeout_ms) for n in req.topic_names))
-    return DeleteTopicsResponse(list(results))
+    names = req.topic_names
+    refused = rules.denied(ctx, session, rules.DELETE, rules.TOPIC, names, api="DeleteTopics")
+    deleted = iter(await asyncio.gather(
+        *(_delete(ctx, n, req.timeout_ms) for n in names if n not in refused)
+    ))  # fmt: skip
+    return DeleteTopicsResponse([_refusal(session, n) if n in refused else next(deleted)
+                                 for n in names])  # fmt: skip
+
+
+def _refusal(session: Session, name: str) -> DeletableTopicResult:
+    err = rules.refusal(session, rules.DELETE, rules.TOPIC, name)
+    return DeletableTopicResult(name, err.code, err.message)
 
 
 async def _delete(ctx: BrokerContext, name: str, timeout_ms: int) -> DeletableTopicResult:

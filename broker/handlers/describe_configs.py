@@ -28,6 +28,7 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (
     RESOURCE_BROKER,
@@ -57,13 +58,15 @@ UNCLEAN = "unclean.leader.election.enable"
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeConfigsResponse:
     req: DescribeConfigsRequest = request.body
-    return DescribeConfigsResponse([await _describe(ctx, req, r) for r in req.resources])
+    return DescribeConfigsResponse([await _describe(ctx, req, r, session) for r in req.resources])
 
 
 async def _describe(
-    ctx: BrokerContext, req: DescribeConfigsRequest, res: DescribeConfigsResource
+    ctx: BrokerContext, req: DescribeConfigsRequest, res: DescribeConfigsResource, session: Session
 ) -> DescribeConfigsResult:
     try:
+        rules.check_config_resource(ctx, session, rules.DESCRIBE_CONFIGS, res.resource_type,
+                                    res.resource_name, "DescribeConfigs")  # fmt: skip
         if res.resource_type == RESOURCE_TOPIC:
             if not ctx.metadata.has_topic(res.resource_name):
                 raise UnknownTopicOrPartitionError(f"topic {res.resource_name} does not exist")

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.group import DescribeGroupsRequest, DescribeGroupsResponse, GroupDescription
 from protocol.codec import Request
-from protocol.errors import NotCoordinatorError
+from protocol.errors import GroupAuthorizationFailedError, NotCoordinatorError
 
 
 def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeGroupsResponse:
     req: DescribeGroupsRequest = request.body
+    refused = rules.denied(ctx, session, rules.DESCRIBE, rules.GROUP, req.group_ids,
+                           api="DescribeGroups")  # fmt: skip
     if ctx.groups is None:
         code = NotCoordinatorError.code
         return DescribeGroupsResponse(
             [GroupDescription(code, g, "Dead", -1, "", []) for g in req.group_ids]
         )
-    return ctx.groups.describe(req.group_ids)
+    if not refused:
+        return ctx.groups.describe(req.group_ids)
+    allowed = [g for g in req.group_ids if g not in refused]
+    found = {d.group_id: d for d in ctx.groups.describe(allowed).groups} if allowed else {}
+    code = GroupAuthorizationFailedError.code
+    return DescribeGroupsResponse([found[g] if g in found else GroupDescription(
+        code, g, "", -1, "", []) for g in req.group_ids])  # fmt: skip

@@ -5,6 +5,7 @@ epoch, and the first offset of the open transaction (-1: none)."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.txn import (
     DescribeProducersPartition,
@@ -20,10 +21,14 @@ from protocol.errors import OdradekError
 def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeProducersResponse:
     req: DescribeProducersRequest = request.body
     topics = []
+    refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, (t.name for t in req.topics),
+                           api="DescribeProducers")  # fmt: skip
     for t in req.topics:
         parts = []
         for p in t.partitions:
             try:
+                if t.name in refused:
+                    raise rules.refusal(session, rules.READ, rules.TOPIC, t.name)
                 rows = ctx.replicas.leader(t.name, p).log.producer_states()
             except OdradekError as exc:
                 parts.append(DescribeProducersPartition(p, exc.code, exc.message, []))

@@ -7,15 +7,23 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.security import rules
 from broker.session import Session
 from coordinator.controller.admin import elect_preferred
 from protocol.api.controller import ElectLeadersRequest, ElectLeadersResponse, PartitionResult
 from protocol.codec import Request
-from protocol.errors import NotControllerError, OdradekError, RequestTimedOutError
+from protocol.errors import (
+    ClusterAuthorizationFailedError,
+    NotControllerError,
+    OdradekError,
+    RequestTimedOutError,
+)
 
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> ElectLeadersResponse:
     req: ElectLeadersRequest = request.body
+    if not rules.allows(ctx, session, rules.ALTER, rules.CLUSTER, api="ElectLeaders"):
+        return ElectLeadersResponse(ClusterAuthorizationFailedError.code, [])
     controller = active_controller(ctx)
     if controller is None:
         return ElectLeadersResponse(NotControllerError.code, [])

@@ -5,7 +5,7 @@ and the id's next transaction waits for them (CONCURRENT_TRANSACTIONS, retriable
 from __future__ import annotations
 
 from broker.context import BrokerContext
-from broker.handlers.txn_common import code_of, coordinator
+from broker.handlers.txn_common import code_of, coordinator, txn_refusal
 from broker.session import Session
 from protocol.api.txn import EndTxnRequest, EndTxnResponse
 from protocol.codec import Request
@@ -14,6 +14,9 @@ from protocol.errors import OdradekError
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> EndTxnResponse:
     req: EndTxnRequest = request.body
+    refused = txn_refusal(ctx, session, req.transactional_id, "EndTxn")
+    if refused:
+        return EndTxnResponse(refused)
     try:
         answer = await coordinator(ctx).end_txn(
             req.transactional_id, req.producer_id, req.producer_epoch, req.committed

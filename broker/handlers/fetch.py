@@ -18,16 +18,22 @@ newer -> UNKNOWN_LEADER_EPOCH) read up to the log end; their fetch offset tells 
 log end offset (HW, ISR), and their long poll wakes on appends rather than on HW moves.
 Followers fetch in sessions (broker/fetch_session.py, KIP-227): each request names only the
 partitions that moved, and the answer only those with something new.
+
+ACLs (broker/security/rules.py): a follower needs ClusterAction on the cluster, a consumer Read
+on each topic; the partitions refused are answered TOPIC_AUTHORIZATION_FAILED, at once, beside
+what the others read (the session's other partitions still read).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.fetch_session import FetchContext
 from broker.replica_manager import PartitionRead, fetch_satisfied
+from broker.security import rules
 from broker.session import Session
 from protocol.api.fetch import (
     NO_SESSION,
@@ -38,7 +44,11 @@ from protocol.api.fetch import (
     FetchTopicResponse,
 )
 from protocol.codec import Request
-from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+from protocol.errors import (
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    TopicAuthorizationFailedError,
+)
 from protocol.schema import Records
 
 
@@ -50,12 +60,35 @@ def handle(
         context = ctx.replicas.fetch_context(req)
     except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
         return FetchResponse(exc.code, [])
+    if ctx.authorizer is not None:
+        context, refused = _authorized(ctx, req, context, session)
+        if refused:  # an error to report: answered at once, as any partition error is
+            return _answer(ctx, req, context, ctx.replicas.read_all(req, context) + refused)
     reads = ctx.replicas.read_all(req, context)
     if req.max_wait_ms > 0 and not fetch_satisfied(reads, req.min_bytes):
         parked = ctx.replicas.park_fetch(req, context)
         if parked is not None:
             return parked.map(lambda later: _answer(ctx, req, context, later))
     return _answer(ctx, req, context, reads)
+
+
+def _authorized(
+    ctx: BrokerContext, req: FetchRequest, context: FetchContext, session: Session
+) -> tuple[FetchContext, list[PartitionRead]]:
+    """The context without the partitions the principal may not fetch, and their answers."""
+    if req.replica_id >= 0:  # a follower
+        if rules.allows(ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api="Fetch"):
+            return context, []
+        refused = frozenset(t for t, _ in context.parts)
+    else:
+        topics = {t for t, _ in context.parts}
+        refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, topics, api="Fetch")
+    if not refused:
+        return context, []
+    code = TopicAuthorizationFailedError.code
+    reads = [PartitionRead(t, fp.partition, code) for t, fp in context.parts if t in refused]
+    kept = [(t, fp) for t, fp in context.parts if t not in refused]
+    return replace(context, parts=kept), reads
 
 
 def _answer(

@@ -8,6 +8,7 @@ transactional id's, the leader of its `__transaction_state` partition
 from __future__ import annotations
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.group import (
     GROUP_KEY_TYPE,
@@ -16,11 +17,14 @@ from protocol.api.group import (
     FindCoordinatorResponse,
 )
 from protocol.codec import Request
-from protocol.errors import CoordinatorNotAvailableError, InvalidRequestError
+from protocol.errors import CoordinatorNotAvailableError, InvalidRequestError, OdradekError
 
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> FindCoordinatorResponse:
     req: FindCoordinatorRequest = request.body
+    denied = refusal(ctx, session, req.key_type, req.group_id)
+    if denied is not None:
+        return FindCoordinatorResponse(denied.code, denied.message, -1, "", 0)
     if req.key_type == TRANSACTION_KEY_TYPE:
         return await _transaction(ctx, req.group_id)
     if req.key_type != GROUP_KEY_TYPE:
@@ -29,6 +33,15 @@ async def handle(ctx: BrokerContext, request: Request, session: Session) -> Find
     if ctx.groups is None:
         return FindCoordinatorResponse(CoordinatorNotAvailableError.code, None, -1, "", 0)
     return await ctx.groups.find_coordinator(req.group_id)
+
+
+def refusal(ctx: BrokerContext, session: Session, key_type: int, key: str) -> OdradekError | None:
+    """ACLs (both doors): Describe on the group, or on the transactional id, the key names."""
+    rtype = {GROUP_KEY_TYPE: rules.GROUP, TRANSACTION_KEY_TYPE: rules.TXN_ID}.get(key_type)
+    if rtype is None or rules.allows(ctx, session, rules.DESCRIBE, rtype, key,
+                                     api="FindCoordinator"):  # fmt: skip
+        return None
+    return rules.refusal(session, rules.DESCRIBE, rtype, key)
 
 
 async def _transaction(ctx: BrokerContext, tid: str) -> FindCoordinatorResponse:

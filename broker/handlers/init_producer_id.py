@@ -11,7 +11,7 @@ message."""
 from __future__ import annotations
 
 from broker.context import BrokerContext
-from broker.handlers.txn_common import code_of, coordinator
+from broker.handlers.txn_common import code_of, coordinator, producer_id_refusal
 from broker.session import Session
 from coordinator.transaction.txn import InitAnswer
 from protocol.api.producer_ids import (
@@ -26,6 +26,9 @@ from protocol.errors import CoordinatorNotAvailableError, OdradekError
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> InitProducerIdResponse:
     req: InitProducerIdRequest = request.body
+    refused = producer_id_refusal(ctx, session, req.transactional_id)
+    if refused:
+        return InitProducerIdResponse(refused, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
     if req.transactional_id is not None:
         return await _transactional(ctx, req)
     if ctx.producer_ids is None:

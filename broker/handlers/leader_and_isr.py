@@ -6,6 +6,7 @@ its replicas opens (or creates) the partition's log with the topic's config (def
 ZooKeeper overrides, looked up through ctx.topics) and takes the role the state gives it: a
 follower starts fetching from its leader (after truncating by OffsetsForLeaderEpoch), a leader
 stops fetching (broker/replica_fetcher.py; `live_leaders` gives the leaders' addresses).
+ACLs: the sender needs ClusterAction on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import logging
 from collections.abc import Awaitable
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.controller import LeaderAndIsrRequest, LeaderAndIsrResponse, PartitionError
 from protocol.codec import Request
-from protocol.errors import StaleControllerEpochError
+from protocol.errors import ClusterAuthorizationFailedError, StaleControllerEpochError
 
 log = logging.getLogger("odradek.broker.controller_requests")
 
@@ -26,6 +28,8 @@ def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> LeaderAndIsrResponse | Awaitable[LeaderAndIsrResponse]:
     req: LeaderAndIsrRequest = request.body
+    if not rules.allows(ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api="LeaderAndIsr"):
+        return LeaderAndIsrResponse(ClusterAuthorizationFailedError.code, [])
     if not ctx.controller_epoch.admit(req.controller_epoch):
         log.warning(
             "LeaderAndIsr from controller %d refused: epoch %d < %d",

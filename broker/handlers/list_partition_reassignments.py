@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from broker.context import BrokerContext
 from broker.handlers.controlled_shutdown import active_controller
+from broker.security import rules
 from broker.session import Session
 from coordinator.controller.admin import list_reassignments
 from protocol.api.controller import (
@@ -21,6 +22,11 @@ def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> ListPartitionReassignmentsResponse:
     req: ListPartitionReassignmentsRequest = request.body
+    if not rules.allows(
+        ctx, session, rules.DESCRIBE, rules.CLUSTER, api="ListPartitionReassignments"
+    ):
+        err = rules.refusal(session, rules.DESCRIBE, rules.CLUSTER, "")
+        return ListPartitionReassignmentsResponse(err.code, err.message, [])
     controller = active_controller(ctx)
     if controller is None:
         return ListPartitionReassignmentsResponse(NotControllerError.code, None, [])

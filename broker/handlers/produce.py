@@ -13,6 +13,11 @@ iteration; only group commit (flush.messages=1) still waits in a task. Internal 
 INVALID_TOPIC_EXCEPTION and writes nothing. Topics with flush.messages=1 answer after group
 commit; a partition whose flush fails (its log directory went offline) gets that error
 (KAFKA_STORAGE_ERROR), never an acknowledgement. So does a partition whose append failed.
+
+ACLs (broker/security/rules.py): transactional batches need Write on the transactional id
+(else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing written), and each
+topic Write (else its partitions are TOPIC_AUTHORIZATION_FAILED): one authorizer call per
+request, none without an authorizer.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.replica_manager import AppendOutcome, TxnCheck
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.produce import (
@@ -59,10 +65,49 @@ def handle(ctx: BrokerContext, request: Request, session: Session) -> Result:
     req: ProduceRequest = request.body
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
+    refused: Outcomes = {}
+    if ctx.authorizer is not None:
+        denial = _unauthorized(ctx, req, session, refused)
+        if denial is not None:
+            return _response(req, lambda t, p: denial)
     checks = _txn_checks(ctx, req)
-    if any(c.needed for c in checks.values()):
-        return _verify_then_append(ctx, req, checks)
-    return _append(ctx, req, checks, {})
+    if any(c.needed for tp, c in checks.items() if tp not in refused):
+        return _verify_then_append(ctx, req, checks, refused)
+    return _append(ctx, req, checks, refused)
+
+
+def _unauthorized(
+    ctx: BrokerContext, req: ProduceRequest, session: Session, refused: Outcomes
+) -> AppendOutcome | None:
+    """Kafka's checks: the outcome of every partition when the transactional id is refused;
+    else None, with the partitions of topics the principal may not write put in `refused`."""
+    if _transactional(req) and (
+        req.transactional_id is None
+        or not rules.allows(
+            ctx, session, rules.WRITE, rules.TXN_ID, req.transactional_id, api="Produce"
+        )
+    ):
+        err = rules.refusal(session, rules.WRITE, rules.TXN_ID, req.transactional_id or "")
+        return AppendOutcome(err.code, error_message=err.message)
+    names = [t.name for t in req.topics]
+    for name in rules.denied(ctx, session, rules.WRITE, rules.TOPIC, names, api="Produce"):
+        err = rules.refusal(session, rules.WRITE, rules.TOPIC, name)
+        for t in req.topics:
+            if t.name == name:
+                for part in t.partitions:
+                    refused[(name, part.partition)] = AppendOutcome(
+                        err.code, error_message=err.message
+                    )
+    return None
+
+
+def _transactional(req: ProduceRequest) -> bool:
+    """Does the request carry a transactional batch (Kafka's hasTransactionalRecords)?"""
+    return any(
+        len(p.records) >= HEADER_BYTES and read_header(p.records).attributes & TRANSACTIONAL_BIT
+        for t in req.topics
+        for p in t.partitions
+    )
 
 
 def _txn_checks(ctx: BrokerContext, req: ProduceRequest) -> dict[TP, TxnCheck]:
@@ -88,10 +133,10 @@ def _txn_checks(ctx: BrokerContext, req: ProduceRequest) -> dict[TP, TxnCheck]:
 
 
 async def _verify_then_append(
-    ctx: BrokerContext, req: ProduceRequest, checks: dict[TP, TxnCheck]
+    ctx: BrokerContext, req: ProduceRequest, checks: dict[TP, TxnCheck], denied: Outcomes
 ) -> ProduceResponse | None:
     assert ctx.txn_verifier is not None and req.transactional_id is not None
-    needed = [tp for tp, c in checks.items() if c.needed]
+    needed = [tp for tp, c in checks.items() if c.needed and tp not in denied]
     first = next(p for t in req.topics for p in t.partitions if (t.name, p.partition) in needed)
     h = read_header(first.records)  # one producer per request, as Kafka's clients send
     codes = await ctx.txn_verifier.verify(req.transactional_id, h.producer_id,
@@ -99,7 +144,7 @@ async def _verify_then_append(
     refused = {tp: AppendOutcome(code, error_message=f"{tp[0]}-{tp[1]} is not in the "
                                  f"transaction of {req.transactional_id!r}")
                for tp, code in codes.items() if code != NONE}  # fmt: skip
-    result = _append(ctx, req, checks, refused)
+    result = _append(ctx, req, checks, {**refused, **denied})
     if isinstance(result, Deferred) or inspect.isawaitable(result):
         return await result
     return result

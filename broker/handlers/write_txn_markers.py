@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.txn_markers import (
@@ -21,14 +22,33 @@ from protocol.api.txn_markers import (
     WriteTxnMarkersResponse,
 )
 from protocol.codec import Request
+from protocol.errors import ClusterAuthorizationFailedError
 
 APPEND_TIMEOUT_MS = 30_000
 
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> WriteTxnMarkersResponse:
     req: WriteTxnMarkersRequest = request.body
+    if not may_write_markers(ctx, session):
+        return WriteTxnMarkersResponse([refused_marker(m) for m in req.markers])
     return WriteTxnMarkersResponse(list(await asyncio.gather(*map(
         lambda m: write_marker(ctx, m), req.markers))))  # fmt: skip
+
+
+def may_write_markers(ctx: BrokerContext, session: Session) -> bool:
+    """ACLs (both doors): Alter on the cluster (an admin aborting a hanging transaction), or
+    else ClusterAction (a transaction coordinator), as Kafka."""
+    return rules.allows(
+        ctx, session, rules.ALTER, rules.CLUSTER, api="WriteTxnMarkers", log_denied=False
+    ) or rules.allows(ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api="WriteTxnMarkers")
+
+
+def refused_marker(m: TxnMarker) -> TxnMarkerResult:
+    code = ClusterAuthorizationFailedError.code
+    return TxnMarkerResult(m.producer_id, [
+        TxnMarkerTopicResult(t.name, [TxnMarkerPartitionResult(p, code) for p in t.partitions])
+        for t in m.topics
+    ])  # fmt: skip
 
 
 async def write_marker(ctx: BrokerContext, m: TxnMarker) -> TxnMarkerResult:

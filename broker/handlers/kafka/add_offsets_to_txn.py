@@ -8,7 +8,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
-from broker.handlers.txn_common import offsets_partitions
+from broker.handlers.txn_common import offsets_partitions, txn_group_refusal
 from broker.session import Session
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, response_class
@@ -20,9 +20,12 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     version = request.header.api_version
     n = offsets_partitions(ctx)
     try:
-        answer = await coordinator(ctx).add_offsets(
-            req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, n
-        )
+        answer: str | int = txn_group_refusal(ctx, session, req.transactional_id, req.group_id,
+                                              "AddOffsetsToTxn")  # fmt: skip
+        if not answer:
+            answer = await coordinator(ctx).add_offsets(
+                req.transactional_id, req.producer_id, req.producer_epoch, req.group_id, n
+            )
     except OdradekError as exc:
         answer = exc.code
     code = code_of(answer, "AddOffsetsToTxn", version)

@@ -10,6 +10,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
+from broker.handlers.txn_common import add_partitions_refusals
 from broker.session import Session
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -23,14 +24,14 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     version = request.header.api_version
     cls = response_class(ADD_PARTITIONS_TO_TXN, version)
     if version < 4:
-        topics = await _one(ctx, version, req.v3_and_below_transactional_id,
+        topics = await _one(ctx, session, version, req.v3_and_below_transactional_id,
                             req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
                             req.v3_and_below_topics, False, cls)  # fmt: skip
         return make(cls, throttle_time=0, results_by_topic_v3_and_below=topics)
     result_cls = nested(cls, "AddPartitionsToTxnResult")
     results = []
     for txn in req.transactions:
-        topics = await _one(ctx, version, txn.transactional_id, txn.producer_id,
+        topics = await _one(ctx, session, version, txn.transactional_id, txn.producer_id,
                             txn.producer_epoch, txn.topics, txn.verify_only, cls)  # fmt: skip
         results.append(make(result_cls, transactional_id=txn.transactional_id,
                             topic_results=topics))  # fmt: skip
@@ -38,13 +39,17 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
 
 
 async def _one(
-    ctx: BrokerContext, version: int, tid: str, pid: int, epoch: int, topics: Any,
-    verify_only: bool, cls: Any,
+    ctx: BrokerContext, session: Session, version: int, tid: str, pid: int, epoch: int,
+    topics: Any, verify_only: bool, cls: Any,
 ) -> tuple[Any, ...]:  # fmt: skip
-    """One transaction's per-topic results."""
+    """One transaction's per-topic results. v4+ comes from brokers verifying a transaction
+    (ClusterAction on the cluster, as Kafka)."""
     wanted = [(t.name, int(p)) for t in topics for p in t.partitions]
+    answer: dict[tuple[str, int], str] | dict[tuple[str, int], int] | int
     try:
-        answer = await coordinator(ctx).add_partitions(tid, pid, epoch, wanted, verify_only)
+        answer = add_partitions_refusals(ctx, session, tid, wanted, verify_only or version >= 4)
+        if not answer:
+            answer = await coordinator(ctx).add_partitions(tid, pid, epoch, wanted, verify_only)
     except OdradekError as exc:
         answer = exc.code
     codes = {tp: code_of(answer if isinstance(answer, int) else answer[tp], API, version)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_group import GROUP_ID_NOT_FOUND, ConsumerConfig, ConsumerGroup
 from coordinator.group.consumer_service import consumer_of
@@ -24,8 +25,20 @@ NO_OPERATIONS = -(2**31)
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(CONSUMER_GROUP_DESCRIBE, request.header.api_version)
     groups = []
-    for gid in request.body.group_ids:
+    body = request.body
+    refused = rules.denied(ctx, session, rules.DESCRIBE, rules.GROUP, body.group_ids,
+                           api="ConsumerGroupDescribe")  # fmt: skip
+    asked = bool(getattr(body, "include_authorized_operations", False))
+    for gid in body.group_ids:
         found = None
+        if gid in refused:
+            err = rules.refusal(session, rules.DESCRIBE, rules.GROUP, gid)
+            groups.append(make(
+                nested(cls, "DescribedGroup"), error_code=err.code, error_message=err.message,
+                group_id=gid, group_state="", group_epoch=-1, assignment_epoch=-1,
+                assignor_name="", members=(), authorized_operations=NO_OPERATIONS,
+            ))  # fmt: skip
+            continue
         if ctx.groups is None:
             code, group = CoordinatorNotAvailableError.code, None
         else:
@@ -53,7 +66,11 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
                 )
             )
             continue
-        groups.append(describe(cls, group, ctx.groups.config.consumer, ctx.metadata.topic_by_id))
+        ops = (
+            rules.authorized_operations(ctx, session, rules.GROUP, gid) if asked else NO_OPERATIONS
+        )
+        groups.append(describe(cls, group, ctx.groups.config.consumer, ctx.metadata.topic_by_id,
+                               ops))  # fmt: skip
     return make(cls, throttle_time=0, groups=tuple(groups))
 
 
@@ -76,6 +93,7 @@ def describe(
     group: ConsumerGroup,
     config: ConsumerConfig,
     name_of: Callable[[uuid.UUID], str | None],
+    ops: int = NO_OPERATIONS,
 ) -> Any:
     member_cls = nested(cls, "Member")
     members = tuple(
@@ -106,5 +124,5 @@ def describe(
         assignment_epoch=group.target_epoch,
         assignor_name=assignor,
         members=members,
-        authorized_operations=NO_OPERATIONS,
+        authorized_operations=ops,
     )

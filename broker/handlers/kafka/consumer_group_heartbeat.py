@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_group import INVALID_REQUEST, HeartbeatIn, HeartbeatOut
 from protocol.errors import CoordinatorNotAvailableError
@@ -42,7 +43,11 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
         request.header.client_id or "",
         request.client_host,
     )
-    if ctx.groups is None:
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id,
+                        api="ConsumerGroupHeartbeat"):  # fmt: skip
+        err = rules.refusal(session, rules.READ, rules.GROUP, req.group_id)
+        out = HeartbeatOut(err.code, err.message)
+    elif ctx.groups is None:
         out = HeartbeatOut(CoordinatorNotAvailableError.code, "no group coordinator here")
     elif version >= CLIENT_MEMBER_ID_FROM and not req.member_id:
         out = HeartbeatOut(INVALID_REQUEST, "MemberId can't be empty.")

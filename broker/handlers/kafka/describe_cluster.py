@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_CLUSTER
@@ -36,8 +37,12 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
         make(broker_cls, broker_id=node_id, host=host, port=port, rack=rack)
         for node_id, host, port, rack in cache.kafka_brokers(session.listener)
     )
+    ops = NO_AUTHORIZED_OPERATIONS
+    if req.include_cluster_authorized_operations:  # KIP-430: 0 without Describe on the cluster
+        allowed = rules.allows(ctx, session, rules.DESCRIBE, rules.CLUSTER, api="DescribeCluster")
+        ops = rules.authorized_operations(ctx, session, rules.CLUSTER) if allowed else 0
     return make(
         cls, throttle_time=0, error_code=0, error_message=None, endpoint_type=ENDPOINT_BROKERS,
         cluster_id=cluster_id, controller_id=cache.controller_id, brokers=brokers,
-        cluster_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=ops,
     )  # fmt: skip

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
-from protocol.errors import KafkaStorageError
+from protocol.errors import ClusterAuthorizationFailedError, KafkaStorageError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_LOG_DIRS
 
@@ -60,13 +61,16 @@ def volume_bytes(path: Path) -> tuple[int, int]:
 
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
+    cls = response_class(DESCRIBE_LOG_DIRS, request.header.api_version)
+    if not rules.allows(ctx, session, rules.DESCRIBE, rules.CLUSTER, api="DescribeLogDirs"):
+        return make(cls, throttle_time=0, error_code=ClusterAuthorizationFailedError.code,
+                    results=())  # fmt: skip
     wanted = None
     if req.topics is not None:
         wanted = {(t.topic, p) for t in req.topics for p in t.partitions}
     log_dir = ctx.replicas.log_manager.log_dir.absolute()
     total, usable = volume_bytes(log_dir)
     error = 0 if log_dir.is_dir() else KafkaStorageError.code
-    cls = response_class(DESCRIBE_LOG_DIRS, request.header.api_version)
     by_topic: dict[str, list[Any]] = {}
     part_cls = nested(cls, "DescribeLogDirsPartition")
     for d in describe_partitions(ctx, wanted) if error == 0 else []:

@@ -11,6 +11,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.partition import Partition
+from broker.security import rules
 from broker.session import Session
 from protocol.errors import NotLeaderForPartitionError, OdradekError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -23,10 +24,20 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     part_cls = nested(cls, "PartitionResponse")
     producer_cls = nested(cls, "ProducerState")
     topics = []
+    refused = rules.denied(
+        ctx,
+        session,
+        rules.READ,
+        rules.TOPIC,
+        (t.name for t in request.body.topics),
+        api="DescribeProducers",
+    )
     for t in request.body.topics:
         parts = []
         for p in t.partition_indexes:
             try:
+                if t.name in refused:
+                    raise rules.refusal(session, rules.READ, rules.TOPIC, t.name)
                 rows = _replica(ctx, t.name, int(p)).log.producer_states()
             except OdradekError as exc:
                 parts.append(make(part_cls, partition_index=p, error_code=exc.code,

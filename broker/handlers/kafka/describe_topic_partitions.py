@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.metadata import PartitionMetadata, TopicMetadata
-from protocol.errors import UnknownTopicOrPartitionError, for_name
+from protocol.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError, for_name
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_TOPIC_PARTITIONS
 
@@ -79,10 +80,17 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
         refused = tuple(_refused(cls, name) for name in named)
         return make(cls, throttle_time=0, topics=refused, next_cursor=None)
     names = named or sorted(cache.topics)  # all topics: unknown ones cannot appear
+    hidden = rules.denied(ctx, session, rules.DESCRIBE, rules.TOPIC, names,
+                          api="DescribeTopicPartitions", log_denied=bool(named))  # fmt: skip
+    names = [n for n in names if n not in hidden]
     counts = [(n, len(cache.topics[n]) if cache.has_topic(n) else None) for n in names]
     entries, next_cursor = page(counts, cursor, req.response_partition_limit)
     described = {t.name: t for t in cache.describe([e.topic for e in entries])}
-    topics = tuple(_topic(cls, described[e.topic], e, cache.topic_id(e.topic)) for e in entries)
+    topics = tuple(
+        _topic(cls, described[e.topic], e, cache.topic_id(e.topic),
+               rules.authorized_operations(ctx, session, rules.TOPIC, e.topic))
+        for e in entries
+    ) + tuple(_denied(cls, name) for name in named if name in hidden)  # fmt: skip
     nxt = None
     if next_cursor is not None:
         nxt = make(nested(cls, "Cursor"), topic_name=next_cursor.topic,
@@ -90,7 +98,9 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     return make(cls, throttle_time=0, topics=topics, next_cursor=nxt)
 
 
-def _topic(cls: Any, t: TopicMetadata, entry: PageEntry, topic_id: uuid.UUID | None) -> Any:
+def _topic(
+    cls: Any, t: TopicMetadata, entry: PageEntry, topic_id: uuid.UUID | None, ops: int
+) -> Any:
     code = t.error_code if entry.known else UnknownTopicOrPartitionError.code
     parts = tuple(
         _partition(cls, p) for p in t.partitions if entry.start <= p.partition < entry.end
@@ -98,7 +108,16 @@ def _topic(cls: Any, t: TopicMetadata, entry: PageEntry, topic_id: uuid.UUID | N
     return make(
         nested(cls, "DescribeTopicPartitionsResponseTopic"), error_code=code, name=t.name,
         topic_id=topic_id, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
-        partitions=parts, topic_authorized_operations=NO_AUTHORIZED_OPERATIONS,
+        partitions=parts, topic_authorized_operations=ops,
+    )  # fmt: skip
+
+
+def _denied(cls: Any, name: str) -> Any:
+    """A named topic the principal may not Describe: TOPIC_AUTHORIZATION_FAILED, no id."""
+    return make(
+        nested(cls, "DescribeTopicPartitionsResponseTopic"),
+        error_code=TopicAuthorizationFailedError.code, name=name, topic_id=None,
+        is_internal=False, partitions=(), topic_authorized_operations=NO_AUTHORIZED_OPERATIONS,
     )  # fmt: skip
 
 

@@ -9,9 +9,11 @@ import datetime
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers.describe_transactions import hidden_topics
 from broker.handlers.kafka._txn import code_of
+from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, TransactionalIdAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import DESCRIBE_TRANSACTIONS
 
@@ -31,10 +33,14 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     state_cls = nested(cls, "TransactionState")
     topic_cls = nested(cls, "TopicData")
     ids = list(request.body.transactional_ids)
+    refused = rules.denied(ctx, session, rules.DESCRIBE, rules.TXN_ID, ids,
+                           api="DescribeTransactions")  # fmt: skip
+    rows: list[Any] = [(tid, TransactionalIdAuthorizationFailedError.code) for tid in refused]
+    ids = [tid for tid in ids if tid not in refused]
     if ctx.transactions is None:
-        rows: list[Any] = [(tid, CoordinatorNotAvailableError.code) for tid in ids]
-    else:
-        rows = list(ctx.transactions.describe(ids))
+        rows += [(tid, CoordinatorNotAvailableError.code) for tid in ids]
+    elif ids:
+        rows += [hidden_topics(ctx, session, row) for row in ctx.transactions.describe(ids)]
     states = []
     for row in rows:
         if isinstance(row, tuple):

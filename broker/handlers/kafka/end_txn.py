@@ -8,6 +8,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
+from broker.handlers.txn_common import txn_refusal
 from broker.session import Session
 from protocol.errors import OdradekError
 from protocol.kafka.codec import KafkaRequest, make, response_class
@@ -18,9 +19,11 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     req = request.body
     version = request.header.api_version
     try:
-        answer = await coordinator(ctx).end_txn(
-            req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
-        )
+        answer: str | int = txn_refusal(ctx, session, req.transactional_id, "EndTxn")
+        if not answer:
+            answer = await coordinator(ctx).end_txn(
+                req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed)
+            )
     except OdradekError as exc:
         answer = exc.code
     return make(response_class(END_TXN, version), throttle_time=0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers.find_coordinator import refusal
 from broker.session import Session
 from protocol.errors import (
     CoordinatorNotAvailableError,
@@ -27,18 +28,27 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
     cls = response_class(FIND_COORDINATOR, version)
     if version >= 4:
-        found = [
-            (k, *await _find(ctx, k, key_type, session.listener)) for k in req.coordinator_keys
-        ]
+        found = [(k, *await _allowed(ctx, session, k, key_type))
+                 for k in req.coordinator_keys]  # fmt: skip
         coordinator_cls = nested(cls, "Coordinator")
         coordinators = tuple(
             make(coordinator_cls, key=k, node_id=n, host=h, port=p, error_code=c, error_message=m)
             for k, c, m, n, h, p in found
         )
         return make(cls, throttle_time=0, coordinators=coordinators)
-    code, message, node, host, port = await _find(ctx, req.key, key_type, session.listener)
+    code, message, node, host, port = await _allowed(ctx, session, req.key, key_type)
     return make(cls, throttle_time=0, error_code=code, error_message=message, node_id=node,
                 host=host, port=port)  # fmt: skip
+
+
+async def _allowed(
+    ctx: BrokerContext, session: Session, key: str, key_type: int
+) -> tuple[int, str | None, int, str, int]:
+    """_find, for a principal allowed to Describe the group or transactional id (ACLs)."""
+    denied = refusal(ctx, session, key_type, key)
+    if denied is not None:
+        return denied.code, denied.message, -1, "", -1
+    return await _find(ctx, key, key_type, session.listener)
 
 
 async def _find(

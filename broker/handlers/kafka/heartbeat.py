@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.api.group import HeartbeatRequest
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import HEARTBEAT
 
@@ -17,7 +18,9 @@ from protocol.kafka.versions import HEARTBEAT
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     code = CoordinatorNotAvailableError.code
-    if ctx.groups is not None:
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api="Heartbeat"):
+        code = GroupAuthorizationFailedError.code
+    elif ctx.groups is not None:
         instance_id = getattr(req, "group_instance_id", None) or None
         code = ctx.groups.heartbeat(
             HeartbeatRequest(req.group_id, req.generation_id, req.member_id, instance_id)

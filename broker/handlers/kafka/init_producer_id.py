@@ -12,6 +12,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka._txn import code_of, coordinator
+from broker.handlers.txn_common import producer_id_refusal
 from broker.session import Session
 from protocol.errors import OdradekError, UnknownServerError
 from protocol.kafka.codec import KafkaRequest, make, millis, response_class
@@ -23,6 +24,9 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     version = request.header.api_version
     cls = response_class(INIT_PRODUCER_ID, version)
     pid, epoch = getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1)
+    refused = producer_id_refusal(ctx, session, req.transactional_id)
+    if refused:
+        return make(cls, throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     try:
         if req.transactional_id is not None:
             return await _transactional(ctx, req, version, cls, pid, epoch)

@@ -12,9 +12,10 @@ import logging
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.group import ClassicJoinAnswer
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.kafka.versions import JOIN_GROUP
 
@@ -30,7 +31,10 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     if getattr(req, "reason", None):
         log.info("group %s: member %r (instance %r) joins: %s", req.group_id, req.member_id,
                  instance_id, req.reason)  # fmt: skip
-    if ctx.groups is None:
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api="JoinGroup"):
+        answer = ClassicJoinAnswer(GroupAuthorizationFailedError.code, -1, None, None, "",
+                                   req.member_id)  # fmt: skip
+    elif ctx.groups is None:
         answer = ClassicJoinAnswer(CoordinatorNotAvailableError.code, -1, None, None, "",
                                    req.member_id)  # fmt: skip
     else:

@@ -10,8 +10,9 @@ import logging
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import LEAVE_GROUP
 
@@ -22,6 +23,10 @@ BATCH_FROM = 3
 async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
+    cls = response_class(LEAVE_GROUP, version)
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api="LeaveGroup"):
+        return make(cls, throttle_time=0, error_code=GroupAuthorizationFailedError.code,
+                    members=())  # fmt: skip
     leaving: list[tuple[str, str | None]] = (
         [(m.member_id, m.group_instance_id or None) for m in req.members]
         if version >= BATCH_FROM else [(req.member_id, None)]
@@ -36,7 +41,6 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
             codes.append(CoordinatorNotAvailableError.code)
         else:
             codes.append(await ctx.groups.leave(req.group_id, member_id, instance_id))
-    cls = response_class(LEAVE_GROUP, version)
     member_cls = nested(cls, "MemberResponse") if version >= BATCH_FROM else None
     members = tuple(
         make(member_cls, member_id=m, group_instance_id=i, error_code=c)

@@ -9,6 +9,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka.describe_groups import NATIVE_PROTOCOL_TYPE
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
@@ -26,6 +27,27 @@ def listing(group: Group) -> tuple[str, str, str]:
     return group.protocol_type or NATIVE_PROTOCOL_TYPE, kafka_name(group.state), "classic"
 
 
+def _describable(ctx: BrokerContext, session: Session) -> list[Group]:
+    """The groups the principal may see: all with Describe on the cluster, else those it may
+    Describe; never an error (Kafka's ListGroups)."""
+    assert ctx.groups is not None
+    groups = list(ctx.groups.all_groups())
+    if ctx.authorizer is None or rules.allows(
+        ctx, session, rules.DESCRIBE, rules.CLUSTER, api="ListGroups", log_denied=False
+    ):
+        return groups
+    hidden = rules.denied(
+        ctx,
+        session,
+        rules.DESCRIBE,
+        rules.GROUP,
+        (g.group_id for g in groups),
+        api="ListGroups",
+        log_denied=False,
+    )
+    return [g for g in groups if g.group_id not in hidden]
+
+
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(LIST_GROUPS, request.header.api_version)
     if ctx.groups is None:
@@ -34,7 +56,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     types = {t.lower() for t in getattr(request.body, "types_filter", ()) or ()}
     listed_cls = nested(cls, "ListedGroup")
     groups = []
-    for g in sorted(ctx.groups.all_groups(), key=lambda g: g.group_id):
+    for g in sorted(_describable(ctx, session), key=lambda g: g.group_id):
         protocol_type, state, group_type = listing(g)
         if (states and state.lower() not in states) or (types and group_type not in types):
             continue

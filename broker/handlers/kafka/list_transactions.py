@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from protocol.errors import CoordinatorNotAvailableError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -22,6 +23,10 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     rows, unknown = ctx.transactions.list_transactions(
         req.state_filters, req.producer_id_filters, int(getattr(req, "duration_filter", -1))
     )
+    hidden = rules.denied(ctx, session, rules.DESCRIBE, rules.TXN_ID,
+                          (r.transactional_id for r in rows), api="ListTransactions",
+                          log_denied=False)  # fmt: skip
+    rows = [r for r in rows if r.transactional_id not in hidden]
     state_cls = nested(cls, "TransactionState")
     return make(cls, throttle_time=0, error_code=0, unknown_state_filters=tuple(unknown),
                 transaction_states=tuple(

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers import metadata as native
 from broker.handlers.create_topics import check_topic_name
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.api.metadata import TopicMetadata
@@ -27,6 +30,7 @@ from protocol.errors import (
     LeaderNotAvailableError,
     OdradekError,
     TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -35,6 +39,7 @@ from protocol.kafka.versions import METADATA
 
 log = logging.getLogger("odradek.broker.kafka")
 BY_ID_SINCE = 12  # Metadata v12: topics may be named by id
+NO_OPERATIONS = -2147483648  # KIP-430's authorized operations, when not asked for
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
@@ -42,10 +47,51 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     version = request.header.api_version
     names, by_id = _requested(ctx, req, version)
     allow = version < 4 or bool(req.allow_auto_topic_creation)
-    missing = [] if names is None else [n for n in names if not ctx.metadata.has_topic(n)]
+    ops = _operations(ctx, session, req, version)
+    refused = rules.NOTHING
+    if names is not None and ctx.authorizer is not None:
+        refused = rules.denied(ctx, session, rules.DESCRIBE, rules.TOPIC, names, api="Metadata")
+    missing = [] if names is None else [
+        n for n in names if n not in refused and not ctx.metadata.has_topic(n)
+    ]  # fmt: skip
+    errors: dict[str, int] = {}
     if missing and allow and ctx.config.auto_create_topics_enable:
-        return _create_then_answer(ctx, version, names, missing, by_id, session.listener)
-    return answer(ctx, version, ctx.metadata.describe(names), {}, by_id, session.listener)
+        errors = _create_refusals(ctx, session, missing)
+        missing = [n for n in missing if n not in errors]
+        if missing:
+            return _create_then_answer(ctx, session, version, names, missing, by_id, errors, ops)
+    topics = native.describe(ctx, session, names)
+    return answer(ctx, version, topics, errors, by_id, session.listener, ops)
+
+
+Operations = tuple[int, Callable[[str], int] | None]
+
+
+def _operations(ctx: BrokerContext, session: Session, req: Any, version: int) -> Operations:
+    """KIP-430, when asked (v8+; the cluster's v8-v10): the cluster's authorized operations
+    (0 without Describe on the cluster), and how to get each topic's."""
+    cluster_ops = NO_OPERATIONS
+    if 8 <= version <= 10 and getattr(req, "include_cluster_authorized_operations", False):
+        allowed = rules.allows(ctx, session, rules.DESCRIBE, rules.CLUSTER, api="Metadata")
+        cluster_ops = rules.authorized_operations(ctx, session, rules.CLUSTER) if allowed else 0
+    topic_ops = None
+    if version >= 8 and getattr(req, "include_topic_authorized_operations", False):
+
+        def topic_ops(name: str) -> int:
+            return rules.authorized_operations(ctx, session, rules.TOPIC, name)
+
+    return cluster_ops, topic_ops
+
+
+def _create_refusals(ctx: BrokerContext, session: Session, missing: list[str]) -> dict[str, int]:
+    """Auto-creation needs Create on the cluster, or else on each topic: the refused ones
+    answer TOPIC_AUTHORIZATION_FAILED."""
+    if ctx.authorizer is None or rules.allows(
+        ctx, session, rules.CREATE, rules.CLUSTER, api="Metadata", log_denied=False
+    ):
+        return {}
+    refused = rules.denied(ctx, session, rules.CREATE, rules.TOPIC, missing, api="Metadata")
+    return dict.fromkeys(refused, TopicAuthorizationFailedError.code)
 
 
 def _requested(ctx: BrokerContext, req: Any, version: int) -> tuple[list[str] | None, list[Any]]:
@@ -71,16 +117,18 @@ def _requested(ctx: BrokerContext, req: Any, version: int) -> tuple[list[str] | 
 
 async def _create_then_answer(
     ctx: BrokerContext,
+    session: Session,
     version: int,
     names: list[str] | None,
     missing: list[str],
     unknown_ids: list[uuid.UUID],
-    listener: str,
+    errors: dict[str, int],
+    ops: Operations,
 ) -> Any:
-    errors: dict[str, int] = {}
     for name in missing:
         errors[name] = await _auto_create(ctx, name)
-    return answer(ctx, version, ctx.metadata.describe(names), errors, unknown_ids, listener)
+    topics = native.describe(ctx, session, names)
+    return answer(ctx, version, topics, errors, unknown_ids, session.listener, ops)
 
 
 async def _auto_create(ctx: BrokerContext, name: str) -> int:
@@ -109,10 +157,12 @@ def answer(
     errors: dict[str, int],
     unknown_ids: list[uuid.UUID] | None = None,
     listener: str = "PLAINTEXT",
+    ops: Operations = (NO_OPERATIONS, None),
 ) -> Any:
     """Brokers as advertised on `listener`, the one the client came in on (Kafka's rule: a
     broker without that listener is left out)."""
     cls = response_class(METADATA, version)
+    cluster_ops, topic_ops = ops
     broker_cls = nested(cls, "MetadataResponseBroker")
     cache = ctx.metadata
     brokers = tuple(
@@ -122,9 +172,9 @@ def answer(
     return make(
         cls, throttle_time=0, brokers=brokers, cluster_id=ctx.cluster_id,
         controller_id=cache.controller_id,
-        topics=tuple(_topic(cls, t, errors, cache.topic_id(t.name)) for t in topics)
+        topics=tuple(_topic(cls, t, errors, cache.topic_id(t.name), topic_ops) for t in topics)
         + tuple(_unknown_id(cls, i) for i in unknown_ids or ()),
-        cluster_authorized_operations=-2147483648, error_code=0,
+        cluster_authorized_operations=cluster_ops, error_code=0,
     )  # fmt: skip
 
 
@@ -132,13 +182,21 @@ def _unknown_id(cls: Any, topic_id: uuid.UUID) -> Any:
     return make(
         nested(cls, "MetadataResponseTopic"), error_code=UnknownTopicIdError.code, name=None,
         topic_id=topic_id, is_internal=False, partitions=(),
-        topic_authorized_operations=-2147483648,
+        topic_authorized_operations=NO_OPERATIONS,
     )  # fmt: skip
 
 
-def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int], topic_id: uuid.UUID | None) -> Any:
+def _topic(
+    cls: Any, t: TopicMetadata, errors: dict[str, int], topic_id: uuid.UUID | None,
+    topic_ops: Callable[[str], int] | None,
+) -> Any:  # fmt: skip
     part_cls = nested(cls, "MetadataResponsePartition")
     code = t.error_code
+    ops = NO_OPERATIONS
+    if code == TopicAuthorizationFailedError.code:
+        topic_id = None  # Kafka does not give the id of a topic the principal may not see
+    elif topic_ops is not None:
+        ops = topic_ops(t.name)
     if code == UnknownTopicOrPartitionError.code and t.name in errors:
         code = errors[t.name]
     parts = tuple(
@@ -157,5 +215,5 @@ def _topic(cls: Any, t: TopicMetadata, errors: dict[str, int], topic_id: uuid.UU
     return make(
         nested(cls, "MetadataResponseTopic"), error_code=code, name=t.name,
         topic_id=topic_id, is_internal=t.name == OFFSETS_TOPIC or t.is_internal,
-        partitions=parts, topic_authorized_operations=-2147483648,
+        partitions=parts, topic_authorized_operations=ops,
     )  # fmt: skip

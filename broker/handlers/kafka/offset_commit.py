@@ -11,9 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers.offset_commit import refusals
 from broker.session import Session
 from protocol.api.group import CommitPartition, CommitTopic, OffsetCommitRequest
-from protocol.errors import CoordinatorNotAvailableError, UnsupportedVersionError
+from protocol.errors import (
+    CoordinatorNotAvailableError,
+    TopicAuthorizationFailedError,
+    UnsupportedVersionError,
+)
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.versions import OFFSET_COMMIT
 
@@ -30,9 +35,10 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
         for t in req.topics
     ]  # fmt: skip
     codes: dict[tuple[str, int], int] = {}
-    if ctx.groups is None:
-        codes = {(t.name, p.partition): CoordinatorNotAvailableError.code
-                 for t in topics for p in t.partitions}  # fmt: skip
+    group_code, refused = refusals(ctx, session, req.group_id, (t.name for t in topics))
+    if group_code or ctx.groups is None:
+        code = group_code or CoordinatorNotAvailableError.code
+        codes = {(t.name, p.partition): code for t in topics for p in t.partitions}
     elif (
         request.header.api_version < MEMBER_EPOCH_FROM
         and req.member_id
@@ -42,11 +48,17 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
         codes = {(t.name, p.partition): code for t in topics for p in t.partitions}
     else:
         instance_id = getattr(req, "group_instance_id", None) or None
+        allowed = [t for t in topics if t.name not in refused]
         native = OffsetCommitRequest(
-            req.group_id, req.generation_id_or_member_epoch, req.member_id, topics, instance_id
+            req.group_id, req.generation_id_or_member_epoch, req.member_id, allowed, instance_id
         )
-        resp = await ctx.groups.commit(native)
-        codes = {(t.name, p.partition): p.error_code for t in resp.topics for p in t.partitions}
+        if allowed:
+            resp = await ctx.groups.commit(native)
+            codes = {(t.name, p.partition): p.error_code for t in resp.topics
+                     for p in t.partitions}  # fmt: skip
+        code = TopicAuthorizationFailedError.code
+        codes.update({(t.name, p.partition): code for t in topics if t.name in refused
+                      for p in t.partitions})  # fmt: skip
     cls = response_class(OFFSET_COMMIT, request.header.api_version)
     topic_cls = nested(cls, "OffsetCommitResponseTopic")
     part_cls = nested(cls, "OffsetCommitResponsePartition")

@@ -8,9 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.group import Group
-from protocol.errors import CoordinatorNotAvailableError, NonEmptyGroupError
+from protocol.errors import (
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    NonEmptyGroupError,
+    TopicAuthorizationFailedError,
+)
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
 from protocol.kafka.consumer_protocol import subscribed_topics
 from protocol.kafka.versions import OFFSET_DELETE
@@ -20,16 +26,27 @@ CONSUMER = "consumer"
 
 async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
-    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    code: int = CoordinatorNotAvailableError.code
-    codes: dict[tuple[str, int], int] = {}
-    if ctx.groups is not None:
+    refused = rules.NOTHING
+    if not rules.allows(ctx, session, rules.DELETE, rules.GROUP, req.group_id, api="OffsetDelete"):
+        code: int = GroupAuthorizationFailedError.code
+    else:
+        code = CoordinatorNotAvailableError.code
+        refused = rules.denied(ctx, session, rules.READ, rules.TOPIC,
+                               (t.name for t in req.topics), api="OffsetDelete")  # fmt: skip
+    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions
+              if t.name not in refused]  # fmt: skip
+    codes: dict[tuple[str, int], int] = {
+        (t.name, p.partition_index): TopicAuthorizationFailedError.code
+        for t in req.topics if t.name in refused for p in t.partitions
+    }  # fmt: skip
+    if ctx.groups is not None and code != GroupAuthorizationFailedError.code:
         group = ctx.groups.group_view(req.group_id)[1]
         if group is not None and group.members and group.protocol_type not in (None, CONSUMER):
             code = NonEmptyGroupError.code
         else:
             topics = _subscribed(group) if group is not None else set()
-            code, codes = await ctx.groups.delete_offsets(req.group_id, wanted, topics)
+            code, deleted = await ctx.groups.delete_offsets(req.group_id, wanted, topics)
+            codes.update(deleted)
     cls = response_class(OFFSET_DELETE, request.header.api_version)
     topic_cls = nested(cls, "OffsetDeleteResponseTopic")
     part_cls = nested(cls, "OffsetDeleteResponsePartition")

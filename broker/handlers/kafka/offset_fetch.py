@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.handlers import offset_fetch as native
 from broker.session import Session
 from protocol.api.group import (
     FetchedOffset,
@@ -27,6 +28,7 @@ BATCHED_FROM = 8
 
 def _fetch(
     ctx: BrokerContext,
+    session: Session,
     group_id: str,
     wanted: Any,
     stable: bool,
@@ -37,12 +39,16 @@ def _fetch(
         if wanted is None
         else [TopicPartitions(t.name, list(t.partition_indexes)) for t in wanted]
     )
-    if ctx.groups is None:
-        return OffsetFetchResponse(CoordinatorNotAvailableError.code, [])
-    code = ctx.groups.consumer.check_fetch(group_id, *member)
-    if code:
-        return OffsetFetchResponse(code, [])
-    return ctx.groups.fetch_offsets(OffsetFetchRequest(group_id, topics), stable)
+
+    def fetch(req: OffsetFetchRequest) -> OffsetFetchResponse:
+        if ctx.groups is None:
+            return OffsetFetchResponse(CoordinatorNotAvailableError.code, [])
+        code = ctx.groups.consumer.check_fetch(group_id, *member)
+        if code:
+            return OffsetFetchResponse(code, [])
+        return ctx.groups.fetch_offsets(req, stable)
+
+    return native.authorized(ctx, session, OffsetFetchRequest(group_id, topics), fetch)
 
 
 def _topics(cls: Any, resp: OffsetFetchResponse, batched: bool) -> tuple[Any, ...]:
@@ -79,7 +85,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
         groups = []
         for g in req.groups:
             member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
-            resp = _fetch(ctx, g.group_id, g.topics, stable, member)
+            resp = _fetch(ctx, session, g.group_id, g.topics, stable, member)
             groups.append(
                 make(
                     group_cls,
@@ -89,7 +95,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
                 )
             )
         return make(cls, throttle_time=0, groups=tuple(groups))
-    resp = _fetch(ctx, req.group_id, req.topics, stable)
+    resp = _fetch(ctx, session, req.group_id, req.topics, stable)
     if resp.error_code and version < 2 and req.topics:  # v1 has no top-level error code
         resp = OffsetFetchResponse(
             resp.error_code,

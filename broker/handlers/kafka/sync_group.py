@@ -7,16 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.security import rules
 from broker.session import Session
 from coordinator.group.group import SyncAnswer
-from protocol.errors import CoordinatorNotAvailableError
+from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, response_class
 from protocol.kafka.versions import SYNC_GROUP
 
 
 async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
-    if ctx.groups is None:
+    allowed = rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api="SyncGroup")
+    if not allowed:
+        answer = SyncAnswer(GroupAuthorizationFailedError.code)
+    elif ctx.groups is None:
         answer = SyncAnswer(CoordinatorNotAvailableError.code)
     else:
         answer = await ctx.groups.sync(
@@ -25,7 +29,7 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
             getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
             getattr(req, "group_instance_id", None) or None,
         )  # fmt: skip
-    view = ctx.groups.group_view(req.group_id)[1] if ctx.groups is not None else None
+    view = ctx.groups.group_view(req.group_id)[1] if ctx.groups is not None and allowed else None
     return make(
         response_class(SYNC_GROUP, request.header.api_version), throttle_time=0,
         error_code=answer.error_code, assignment=answer.assignment,

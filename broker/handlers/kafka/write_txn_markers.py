@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.handlers.write_txn_markers import write_marker
+from broker.handlers.write_txn_markers import may_write_markers, refused_marker, write_marker
 from broker.session import Session
 from protocol.api.txn_markers import TxnMarker, TxnMarkerTopic
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -23,12 +23,13 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
     topic_cls = nested(cls, "WritableTxnMarkerTopicResult")
     part_cls = nested(cls, "WritableTxnMarkerPartitionResult")
     results = []
+    allowed = may_write_markers(ctx, session)
     for m in request.body.markers:
         native = TxnMarker(
             m.producer_id, m.producer_epoch, bool(m.transaction_result), m.coordinator_epoch,
             [TxnMarkerTopic(t.name, [int(p) for p in t.partition_indexes]) for t in m.topics],
         )  # fmt: skip
-        done = await write_marker(ctx, native)
+        done = await write_marker(ctx, native) if allowed else refused_marker(native)
         results.append(make(result_cls, producer_id=done.producer_id, topics=tuple(
             make(topic_cls, name=t.name, partitions=tuple(
                 make(part_cls, partition_index=p.partition, error_code=p.error_code)
