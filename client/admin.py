@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from client.acl_admin import AclAdmin
 from client.cluster import Cluster, ClusterMetadata
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.txn_admin import TxnAdmin
@@ -98,7 +99,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin(TxnAdmin):
+class AsyncAdmin(AclAdmin, TxnAdmin):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
+from client.acl_admin import SyncAclAdmin
 from client.admin import AsyncAdmin, PartitionReassignment
 from client.caller_loop import CallerLoop, finish_tasks, running_loop
 from client.cluster import ClusterMetadata
@@ -150,7 +151,7 @@ class _SyncClient:
         self.close()
 
 
-class Admin(SyncTxnAdmin, _SyncClient):
+class Admin(SyncAclAdmin, SyncTxnAdmin, _SyncClient):
     """Synchronous twin of AsyncAdmin (same arguments)."""
 
     _name = "odradek-admin"

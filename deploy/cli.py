@@ -10,6 +10,7 @@
     odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
+    odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
     odradek transactions list|describe|describe-producers|abort|find-hanging
                                                          (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from deploy import (
+    acls_cli,
     cli_groups,
     cli_views,
     configs_cli,
@@ -184,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_consume_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
+    acls_cli.add_parser(sub, client)
     transactions_cli.add_parser(sub, client)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)
