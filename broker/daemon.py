@@ -52,6 +52,7 @@ from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.cluster.registration import Registration, register_broker
+from coordinator.cluster.scram_credentials import CredentialCache
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.channel import BrokerChannel, ControllerChannel
@@ -254,6 +255,9 @@ class Broker:
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.apply_topic_config, self._hosted_topics
         )
+        # SCRAM credentials (/config/users), following the same change notifications
+        self.credentials = CredentialCache(self.zk)
+        self.ctx.credentials = self.credentials
         self._registration: Registration | None = None
         self._elector: ControllerElector | None = None
         self._background: asyncio.Task[Any] | None = None
@@ -272,6 +276,7 @@ class Broker:
         self.fence.start()
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
+        await self.credentials.start(self.config_changes)  # loaded before any login
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()

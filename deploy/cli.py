@@ -11,6 +11,7 @@
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
+    odradek users add|list|remove USER [--mechanism M]   (deploy/users_cli.py: SCRAM users)
     odradek transactions list|describe|describe-producers|abort|find-hanging
                                                          (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
@@ -57,6 +58,7 @@ from deploy import (
     records_cli,
     topics_alter_cli,
     transactions_cli,
+    users_cli,
 )
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
@@ -188,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
     transactions_cli.add_parser(sub, client)
+    users_cli.add_parser(sub, client)
     _add_bench_parser(sub)
     chaos_cli.add_parser(sub)
     console_cli.add_parser(sub, client, bootstrap_from_args)

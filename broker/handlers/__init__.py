@@ -19,6 +19,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     consumer_group_heartbeat,
     controlled_shutdown,
     create_partitions,
@@ -30,6 +31,7 @@ from broker.handlers import (
     describe_groups,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -92,6 +94,7 @@ from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.api.txn import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -145,6 +148,8 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_TRANSACTIONS.key: describe_transactions.handle,
     LIST_TRANSACTIONS.key: list_transactions.handle,
     DESCRIBE_PRODUCERS.key: describe_producers.handle,
+    DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,
+    ALTER_USER_SCRAM_CREDENTIALS.key: alter_user_scram_credentials.handle,
     SASL_HANDSHAKE.key: sasl_handshake.handle,
     SASL_AUTHENTICATE.key: sasl_authenticate.handle,
 }

@@ -37,6 +37,8 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
   ListTransactions 0-1 (v2 adds an id pattern), WriteTxnMarkers 1-2 (what kafka-transactions.sh
   abort sends to a leader; v0 is gone from Kafka 4).
+- SCRAM credentials (KIP-554): DescribeUserScramCredentials 0 and AlterUserScramCredentials 0,
+  as Kafka 4.0.
 - SASL (broker/security/sasl.py): SaslHandshake 1 and SaslAuthenticate 0-2 (v1+ carries the
   KIP-368 session lifetime, v2 is flexible). SaslHandshake v0, after which raw SASL tokens
   follow without Kafka headers, is not served (so it closes the connection, as any unserved
@@ -83,6 +85,8 @@ ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 DESCRIBE_CLUSTER = 60
 DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
@@ -133,6 +137,8 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     CREATE_PARTITIONS: (0, 3),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     SASL_HANDSHAKE: (1, 1),
     SASL_AUTHENTICATE: (0, 2),
 }

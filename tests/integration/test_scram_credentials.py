@@ -1,0 +1,297 @@
+"""SCRAM users end to end on two real broker processes sharing one ZooKeeper.
+
+- `odradek users add` (native client, KIP-554) creates a user; confluent-kafka then produces,
+  consumes in a group and commits with SCRAM-SHA-256 and with SCRAM-SHA-512 on the other broker.
+- The /config/users znode is Kafka's JSON and holds no password.
+- confluent-kafka's AdminClient (the Kafka door) alters and describes credentials, with Kafka's
+  errors for an unknown user and for too few iterations.
+- A changed password takes effect on the other broker within a second (its cache follows the
+  change notification), and the old one is refused with Kafka's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.cluster import run_odradek, wait_until
+from tests.fixtures.zk import free_port
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 40.0
+CLIENT_TIMEOUT_S = 30.0
+FOLLOW_S = 1.0  # the issue's bound: a changed credential works on every broker within a second
+
+
+@dataclass
+class Broker:
+    proc: subprocess.Popen[bytes]
+    native: int  # PLAINTEXT native listener (inter-broker, the CLI)
+    native_sasl: int
+    kafka: int  # PLAINTEXT Kafka listener (admin)
+    kafka_sasl: int
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@dataclass
+class Pair:
+    brokers: list[Broker]
+    chroot: str
+    where: Path
+
+
+def _start(broker_id: int, chroot: str, where: Path) -> Broker:
+    native, native_sasl, kafka, kafka_sasl = (free_port() for _ in range(4))
+    code = (
+        "import sys\n"
+        "from broker.config import load_config\n"
+        "from broker.daemon import run_forever\n"
+        f"config = load_config(None, broker_id={broker_id}, port={native}, "
+        f"log_dir={str(where / f'logs{broker_id}')!r}, zookeeper={chroot!r}, "
+        "zookeeper_session_timeout_ms=4000, "
+        f"native_listeners='PLAINTEXT://127.0.0.1:{native},"
+        f"SASL_PLAINTEXT://127.0.0.1:{native_sasl}', "
+        f"listeners='PLAINTEXT://127.0.0.1:{kafka},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}', "
+        "inter_broker_listener_name='PLAINTEXT', "
+        "sasl_enabled_mechanisms='SCRAM-SHA-256,SCRAM-SHA-512')\n"
+        "sys.exit(run_forever(config))\n"
+    )
+    log_path = where / f"broker{broker_id}.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
+    return Broker(proc, native, native_sasl, kafka, kafka_sasl, log_path)
+
+
+def _both_up(pair: Pair) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    for b in pair.brokers:
+        assert b.proc.poll() is None, f"a broker exited:\n{b.log()[-3000:]}"
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{pair.brokers[0].kafka}"})
+    try:
+        return len(admin.list_topics(timeout=2).brokers) == 2
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="module")
+def pair(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    where = tmp_path_factory.mktemp("scram")
+    chroot = f"{zk_server.connect}/odradek-scram-{uuid.uuid4().hex[:12]}"
+    brokers: list[Broker] = []
+    try:
+        brokers.append(_start(1, chroot, where))
+        brokers.append(_start(2, chroot, where))
+        p = Pair(brokers, chroot, where)
+        wait_until(lambda: _both_up(p), "both brokers to answer", START_TIMEOUT_S)
+        yield p
+    finally:
+        for b in brokers:
+            b.proc.terminate()
+        for b in brokers:
+            try:
+                b.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                b.proc.kill()
+                b.proc.wait(20)
+
+
+def odradek(pair: Pair, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_odradek(*args, "--bootstrap", f"127.0.0.1:{pair.brokers[0].native}", cwd=REPO)
+
+
+def password_file(pair: Pair, password: str) -> str:
+    path = pair.where / f"pw-{uuid.uuid4().hex[:6]}"
+    path.write_text(password + "\n")
+    return str(path)
+
+
+def scram_config(broker: Broker, mechanism: str, user: str, password: str, **extra: Any) -> dict:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{broker.kafka_sasl}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+        **extra,
+    }
+
+
+def produce_consume_commit(broker: Broker, mechanism: str, user: str, password: str) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = f"scram-{mechanism.lower()}-{uuid.uuid4().hex[:6]}"
+    values = [f"{mechanism}-{i}".encode() for i in range(10)]
+    producer = Producer(scram_config(broker, mechanism, user, password, acks="all"))
+    errors: list[Any] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for v in values:
+        producer.produce(topic, v, on_delivery=delivered)
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+    assert errors == []
+    consumer = Consumer(scram_config(
+        broker, mechanism, user, password, **{"group.id": f"g-{topic}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False}))  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while len(got) < len(values) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        assert got == values
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition(topic, 0)], timeout=CLIENT_TIMEOUT_S)
+        assert committed[0].offset == len(values)
+    finally:
+        consumer.close()
+
+
+def read_znode(pair: Pair, user: str) -> bytes:
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=pair.chroot)
+    zk.start(timeout=15)
+    try:
+        data, _ = zk.get(f"/config/users/{user}")
+        return bytes(data)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_users_add_then_confluent_kafka_logs_in_with_both_mechanisms(pair: Pair) -> None:
+    pw = password_file(pair, "alice-secret")
+    both = ["--mechanism", "SCRAM-SHA-256", "--mechanism", "SCRAM-SHA-512"]
+    added = odradek(pair, "users", "add", "alice", *both, "--iterations", "8192",
+                    "--password-file", pw)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    listed = odradek(pair, "users", "list", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == [
+        {"user": "alice", "mechanism": "SCRAM-SHA-256", "iterations": 8192},
+        {"user": "alice", "mechanism": "SCRAM-SHA-512", "iterations": 8192},
+    ]
+    node = read_znode(pair, "alice")
+    assert b"alice-secret" not in node
+    config = json.loads(node)
+    assert config["version"] == 1
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        keys = [kv.split("=", 1)[0] for kv in config["config"][mechanism].split(",")]
+        assert keys == ["salt", "stored_key", "server_key", "iterations"]
+        assert config["config"][mechanism].endswith(",iterations=8192")
+    for b in pair.brokers:
+        assert "alice-secret" not in b.log()
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        produce_consume_commit(pair.brokers[1], mechanism, "alice", "alice-secret")
+
+
+def test_confluent_admin_alters_and_describes_with_kafkas_errors(pair: Pair) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{pair.brokers[0].kafka}"})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("bob", info, b"bob-secret", b"salt-of-bob")]
+    )
+    futures["bob"].result(CLIENT_TIMEOUT_S)
+    described = admin.describe_user_scram_credentials(["bob"])["bob"].result(CLIENT_TIMEOUT_S)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 4096)
+    ]
+    with pytest.raises(KafkaException) as unknown:
+        admin.describe_user_scram_credentials(["nobody"])["nobody"].result(CLIENT_TIMEOUT_S)
+    assert unknown.value.args[0].name() == "RESOURCE_NOT_FOUND"
+    weak = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 1000)
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("carol", weak, b"carol-secret", b"salt")]
+    )
+    with pytest.raises(KafkaException) as refused:
+        futures["carol"].result(CLIENT_TIMEOUT_S)
+    assert refused.value.args[0].name() == "UNACCEPTABLE_CREDENTIAL"
+    assert "Too few iterations" in refused.value.args[0].str()
+    futures = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_512)]
+    )
+    futures["bob"].result(CLIENT_TIMEOUT_S)
+    with pytest.raises(KafkaException):
+        admin.describe_user_scram_credentials(["bob"])["bob"].result(CLIENT_TIMEOUT_S)
+
+
+async def _native_login(broker: Broker, user: str, password: str) -> None:
+    from transport.connection import BrokerConnection
+    from transport.security import SecurityConfig
+
+    security = SecurityConfig(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username=user, sasl_plain_password=password,
+    )  # fmt: skip
+    conn = await BrokerConnection.connect("127.0.0.1", broker.native_sasl, security=security)
+    await conn.close()
+
+
+def test_a_changed_password_works_on_the_other_broker_within_a_second(pair: Pair) -> None:
+    from protocol.errors import SaslAuthenticationFailedError
+
+    first = odradek(pair, "users", "add", "dave", "--password-file", password_file(pair, "old-pw"))
+    assert first.returncode == 0, first.stderr
+    other = pair.brokers[1]
+    wait_until(lambda: _logs_in(other, "dave", "old-pw"), "dave's first password", 10.0)
+    changed = odradek(
+        pair, "users", "add", "dave", "--password-file", password_file(pair, "new-pw")
+    )
+    assert changed.returncode == 0, changed.stderr
+    wait_until(lambda: _logs_in(other, "dave", "new-pw"), "the new password on broker 2", FOLLOW_S)
+    with pytest.raises(SaslAuthenticationFailedError, match="invalid credentials"):
+        asyncio.run(_native_login(other, "dave", "old-pw"))
+    removed = odradek(pair, "users", "remove", "dave")
+    assert removed.returncode == 0, removed.stderr
+    wait_until(lambda: not _logs_in(other, "dave", "new-pw"), "dave removed on broker 2", FOLLOW_S)
+
+
+def _logs_in(broker: Broker, user: str, password: str) -> bool:
+    from protocol.errors import SaslAuthenticationFailedError
+
+    try:
+        asyncio.run(_native_login(broker, user, password))
+    except SaslAuthenticationFailedError:
+        return False
+    return True
+
+
+def test_users_cli_refuses_bad_input_with_one_line(pair: Pair) -> None:
+    weak = odradek(pair, "users", "add", "erin", "--iterations", "100",
+                   "--password-file", password_file(pair, "pw"))  # fmt: skip
+    assert weak.returncode == 2 and "4096..16384" in weak.stderr
+    assert len(weak.stderr.strip().splitlines()) == 1
+    nobody = odradek(pair, "users", "list", "nobody")
+    assert nobody.returncode == 1 and "does not exist" in nobody.stderr
+    warned = odradek(pair, "users", "add", "erin", "--password", "erin-secret")
+    assert warned.returncode == 0 and "shell history" in warned.stderr
