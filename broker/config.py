@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from broker.log.config import LogConfig
+from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.server_assignors import ASSIGNORS
 from protocol.errors import OdradekError, UsageError
-from transport.security import SECURITY_PROTOCOLS, uses_tls
+from transport.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
 
 MiB = 1024 * 1024
 
@@ -369,11 +370,17 @@ def tls_settings(config: BrokerConfig) -> TlsSettings:
 
 def _check_sasl(config: BrokerConfig) -> None:
     """UsageError on a SASL setting the broker could not honour."""
-    from broker.security.sasl import parse_mechanisms, plain_users
-
     enabled = parse_mechanisms(config.sasl_enabled_mechanisms)
     parse_mechanisms(config.sasl_mechanism_inter_broker_protocol,
                      "sasl_mechanism_inter_broker_protocol")  # fmt: skip
+    inter_broker = config.inter_broker_listener().security_protocol
+    if uses_sasl(inter_broker) and (
+        config.sasl_mechanism_inter_broker_protocol.upper() not in enabled
+    ):
+        raise UsageError(f"sasl_mechanism_inter_broker_protocol "
+                         f"{config.sasl_mechanism_inter_broker_protocol} must be one of "
+                         f"sasl_enabled_mechanisms ({config.sasl_enabled_mechanisms}): the "
+                         f"inter-broker listener is {inter_broker}")  # fmt: skip
     users = plain_users(config.sasl_jaas_config)
     if "PLAIN" in enabled and not users:
         raise UsageError("sasl_enabled_mechanisms has PLAIN but sasl_jaas_config names no PLAIN "

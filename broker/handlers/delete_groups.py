@@ -15,14 +15,13 @@ async def handle(ctx: BrokerContext, request: Request, session: Session) -> Dele
     req: DeleteGroupsRequest = request.body
     refused = rules.denied(ctx, session, rules.DELETE, rules.GROUP, req.group_ids,
                            api="DeleteGroups")  # fmt: skip
-    if ctx.groups is None:
-        return DeleteGroupsResponse(
-            [DeletedGroup(g, NotCoordinatorError.code) for g in req.group_ids]
-        )
-    if not refused:
-        return DeleteGroupsResponse(await ctx.groups.delete(req.group_ids))
     allowed = [g for g in req.group_ids if g not in refused]
-    deleted = {d.group_id: d for d in await ctx.groups.delete(allowed)} if allowed else {}
+    if ctx.groups is None:
+        deleted = {g: DeletedGroup(g, NotCoordinatorError.code) for g in allowed}
+    elif not refused:
+        return DeleteGroupsResponse(await ctx.groups.delete(req.group_ids))
+    else:
+        deleted = {d.group_id: d for d in await ctx.groups.delete(allowed)} if allowed else {}
     code = GroupAuthorizationFailedError.code
     return DeleteGroupsResponse([deleted[g] if g in deleted else DeletedGroup(g, code)
                                  for g in req.group_ids])  # fmt: skip

@@ -14,15 +14,14 @@ def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeGr
     req: DescribeGroupsRequest = request.body
     refused = rules.denied(ctx, session, rules.DESCRIBE, rules.GROUP, req.group_ids,
                            api="DescribeGroups")  # fmt: skip
+    allowed = [g for g in req.group_ids if g not in refused]
     if ctx.groups is None:
         code = NotCoordinatorError.code
-        return DescribeGroupsResponse(
-            [GroupDescription(code, g, "Dead", -1, "", []) for g in req.group_ids]
-        )
-    if not refused:
+        found = {g: GroupDescription(code, g, "Dead", -1, "", []) for g in allowed}
+    elif not refused:
         return ctx.groups.describe(req.group_ids)
-    allowed = [g for g in req.group_ids if g not in refused]
-    found = {d.group_id: d for d in ctx.groups.describe(allowed).groups} if allowed else {}
+    else:
+        found = {d.group_id: d for d in ctx.groups.describe(allowed).groups} if allowed else {}
     code = GroupAuthorizationFailedError.code
     return DescribeGroupsResponse([found[g] if g in found else GroupDescription(
         code, g, "", -1, "", []) for g in req.group_ids])  # fmt: skip

@@ -314,3 +314,52 @@ def test_cli_round_trip(cluster: LocalCluster) -> None:
         "acls", "add", *boot, "--allow-principal", "User:x", "--cluster", "--operation", "Read"
     )
     assert bad.returncode == 2 and "Cluster has no Read operation" in bad.stderr
+
+
+def test_denials_go_to_the_authorizer_log(cluster_factory: ClusterFactory) -> None:
+    """allow.everyone.if.no.acl.found lets ANONYMOUS create an ACL on the cluster; once the
+    cluster has ACLs, its DescribeAcls is denied, and the denial is a Kafka-style line in
+    the broker's authorizer_log_file (not in its main log); the allow before it is not
+    (allows are logged at DEBUG only)."""
+    settings = dict(
+        AUTHORIZER,
+        super_users="",
+        allow_everyone_if_no_acl_found=True,
+        authorizer_log_file="authorizer.log",
+    )
+    one = cluster_factory(brokers=1, broker_settings=settings)
+    host, port = one.bootstrap.split(",")[0].rsplit(":", 1)
+
+    async def run() -> tuple[int, int]:
+        conn = await BrokerConnection.connect(host, int(port), client_id="acl-test")
+        try:
+            created = await conn.send(
+                CreateAclsRequest(
+                    [
+                        AclBindingData(
+                            int(ResourceType.CLUSTER),
+                            "kafka-cluster",
+                            int(PatternType.LITERAL),
+                            "User:ops",
+                            "*",
+                            int(AclOperation.DESCRIBE),
+                            int(AclPermissionType.ALLOW),
+                        )
+                    ]
+                )
+            )
+            described = await conn.send(DescribeAclsRequest(AclFilterData()))
+            return created.results[0].error_code, described.error_code
+        finally:
+            await conn.close()
+
+    assert asyncio.run(run()) == (0, 31)  # CLUSTER_AUTHORIZATION_FAILED
+    log_file = one.dir / "data" / "broker-1" / "authorizer.log"
+    lines = log_file.read_text().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].endswith(
+        "INFO Principal = User:ANONYMOUS is Denied operation = DESCRIBE from host = 127.0.0.1 "
+        "on resource = Cluster:LITERAL:kafka-cluster for request = DescribeAcls with "
+        "resourceRefCount = 1 based on rule DefaultDeny"
+    )
+    assert "is Denied" not in (one.dir / "broker-1.log").read_text()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.security import sasl
 from broker.security.sasl import SaslConfig, SaslService, SaslState
@@ -410,3 +412,28 @@ def test_sasl_config_from_the_settings() -> None:
     assert config.enabled_mechanisms == ("PLAIN", "SCRAM-SHA-512")
     assert config.plain_users["alice"] == "alice-secret"
     assert "alice-secret" not in repr(config)
+
+
+# --- fuzz ---------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "", "plain", "X" * 300]),
+    tokens=st.lists(st.binary(max_size=2048), min_size=1, max_size=4),
+    api_keys=st.lists(st.integers(-1, 100), max_size=4),
+)
+def test_any_tokens_end_in_an_answer_never_an_exception(
+    mechanism: str, tokens: list[bytes], api_keys: list[int]
+) -> None:
+    svc, s = service(ManualClock(), max_reauth_ms=1000), new_session()
+    answer = svc.handshake(s, mechanism)
+    assert answer.error_code in (0, UNSUPPORTED_MECHANISM)
+    for token in tokens:
+        result = svc.authenticate(s, token)
+        assert result.error_code in (0, AUTH_FAILED, ILLEGAL_STATE)
+        if result.error_code:
+            assert result.close_why is not None and not s.authenticated
+        for key in api_keys:
+            svc.admit(s, key)
+    assert s.principal == ANONYMOUS or s.authenticated

@@ -74,3 +74,14 @@ def test_describe_configs_never_shows_the_jaas_config() -> None:
     assert entries["sasl.enabled.mechanisms"].value == "PLAIN"
     assert not entries["sasl.enabled.mechanisms"].is_sensitive
     assert "admin-secret" not in repr(list(entries.values()))
+
+
+def test_the_inter_broker_mechanism_must_be_enabled_on_a_sasl_inter_broker_listener() -> None:
+    sasl_native = {"native_listeners": "INTERNAL://127.0.0.1:9092",
+                   "listener_security_protocol_map": "INTERNAL:SASL_PLAINTEXT"}  # fmt: skip
+    with pytest.raises(UsageError, match="must be one of sasl_enabled_mechanisms"):
+        config(sasl_enabled_mechanisms="SCRAM-SHA-256", **sasl_native)
+    ok = config(sasl_enabled_mechanisms="SCRAM-SHA-256", **sasl_native,
+                sasl_mechanism_inter_broker_protocol="SCRAM-SHA-256")  # fmt: skip
+    assert ok.sasl_mechanism_inter_broker_protocol == "SCRAM-SHA-256"
+    config(sasl_enabled_mechanisms="SCRAM-SHA-256")  # a PLAINTEXT inter-broker listener
