@@ -194,8 +194,19 @@ class AclCache:
 @dataclass(frozen=True, slots=True)
 class Decision:
     allowed: bool
-    rule: str  # Kafka's names: SuperUser, MatchingAcl(acl=...), DefaultAllow, DefaultDeny
+    default_rule: str = ""  # SuperUser, DefaultAllow or DefaultDeny when no ACL decided
+    matched: tuple[ResourcePattern, AclEntry] | None = None  # the ACL that decided
     examined: int = 0  # ACL entries looked at: bounded by the resource's own ACLs
+
+    @property
+    def rule(self) -> str:
+        """Kafka's name of the rule, for the authorizer log (built only when logged)."""
+        if self.matched is None:
+            return self.default_rule
+        return f"MatchingAcl(acl={AclBinding.of(*self.matched)})"
+
+    def __str__(self) -> str:
+        return self.rule
 
 
 def applies(entry: AclEntry, principal: KafkaPrincipal, host: str, op: AclOperation) -> bool:
@@ -239,17 +250,13 @@ def decide(
             if not applies(entry, principal, host, op):
                 continue
             if entry.permission == AclPermissionType.DENY:
-                return Decision(False, _matching(pattern, entry), examined)
+                return Decision(False, matched=(pattern, entry), examined=examined)
             allowed_by = allowed_by or (pattern, entry)
     if allowed_by is not None:
-        return Decision(True, _matching(*allowed_by), examined)
+        return Decision(True, matched=allowed_by, examined=examined)
     if examined == 0:
         return Decision(allow_if_no_acl, "DefaultAllow" if allow_if_no_acl else "DefaultDeny")
-    return Decision(False, "DefaultDeny", examined)
-
-
-def _matching(pattern: ResourcePattern, entry: AclEntry) -> str:
-    return f"MatchingAcl(acl={AclBinding.of(pattern, entry)})"
+    return Decision(False, "DefaultDeny", examined=examined)
 
 
 def decide_any(
@@ -370,9 +377,9 @@ class Authorizer:
         authorizer_log.record(
             session,
             op,
-            ResourcePattern(kind, name, PatternType.LITERAL),
+            (kind, name, PatternType.LITERAL),
             decision.allowed,
-            decision.rule,
+            decision,
             request=request,
             log_if_denied=log_if_denied,
             log_if_allowed=log_if_allowed,
@@ -416,7 +423,7 @@ class Authorizer:
         authorizer_log.record(
             session,
             op,
-            ResourcePattern(kind, "", PatternType.ANY),
+            (kind, "", PatternType.ANY),
             allowed,
             "ByResourceType",
             request=request,

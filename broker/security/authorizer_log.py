@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from protocol.acl import AclOperation, ResourcePattern
+from protocol.acl import AclOperation, PatternType, ResourcePattern, ResourceType
 from protocol.principal import KafkaPrincipal
 
 log = logging.getLogger("odradek.authorizer")
@@ -36,18 +36,22 @@ class _Session(Protocol):
     def peer_host(self) -> str: ...
 
 
+Resource = tuple[ResourceType, str, PatternType]  # made a ResourcePattern only when logged
+
+
 def line(
     session: _Session,
     op: AclOperation,
-    resource: ResourcePattern,
+    resource: Resource,
     allowed: bool,
-    rule: str,
+    rule: object,
     request: str,
     ref_count: int,
 ) -> str:
+    pattern = ResourcePattern(*resource)
     return (
         f"Principal = {session.principal} is {'Allowed' if allowed else 'Denied'} "
-        f"operation = {op.name} from host = {session.peer_host} on resource = {resource} "
+        f"operation = {op.name} from host = {session.peer_host} on resource = {pattern} "
         f"for request = {request or 'unknown'} with resourceRefCount = {ref_count} "
         f"based on rule {rule}"
     )
@@ -56,16 +60,17 @@ def line(
 def record(
     session: _Session,
     op: AclOperation,
-    resource: ResourcePattern,
+    resource: Resource,
     allowed: bool,
-    rule: str,
+    rule: object,
     *,
     request: str = "",
     log_if_denied: bool = True,
     log_if_allowed: bool = True,
     ref_count: int = 1,
 ) -> None:
-    """Log one decision at the level Kafka would (see the module docstring)."""
+    """Log one decision at the level Kafka would (see the module docstring); `rule` is
+    anything whose str() names the rule, made text only when the line is written."""
     if allowed:
         level = logging.DEBUG if log_if_allowed else TRACE
     else:
