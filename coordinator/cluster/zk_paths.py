@@ -17,6 +17,8 @@ break an older reader.
     /latest_producer_id_block                     ProducerIdBlock
     (coordinator/cluster/producer_ids.py)
     /cluster/id                                   ClusterId (coordinator/cluster/cluster_id.py)
+    /kafka-acl/<Type>/<name>, /kafka-acl-extended/prefixed/<Type>/<name>, /kafka-acl-changes,
+    /kafka-acl-extended-changes                   Kafka's ACLs (coordinator/cluster/acls.py)
 """
 
 from __future__ import annotations
