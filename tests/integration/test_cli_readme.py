@@ -61,6 +61,9 @@ SHORTENED = {  # the same command with a smaller number, to keep the test afford
 }
 DEFERRED = "odradek cluster down"
 NEEDS = {"| jq": "jq"}  # a line with this needs that program (not installed by `make`)
+# The README's secure cluster (`cluster up --secure --dir secure`, its commands and its Python):
+# tests/integration/test_secure_cluster.py runs them against a secure cluster of its own.
+SECURE_MARKS = ("--dir secure", "SECURE_KAFKA_PORT")
 FILES = {"big.txt": "".join(f"line {i}\n" for i in range(3000))}  # what docs/cli.md reads
 
 
@@ -135,6 +138,8 @@ def skip_reason(command: str) -> str | None:
     for start, why in SKIPPED.items():
         if command.startswith(start):
             return why
+    if any(mark in command for mark in SECURE_MARKS):
+        return "the secure cluster's section: test_secure_cluster.py runs it"
     for marker, program in NEEDS.items():
         if marker in command and shutil.which(program) is None:
             return f"{program} is not installed"
@@ -235,9 +240,10 @@ def test_the_documents_are_read_as_expected() -> None:
     readme = [s.text for s in doc_steps("README.md")]
     for start in [*EXPECTED, DEFERRED, ".venv/bin/python examples/spark_key_counts.py"]:
         assert any(text.startswith(start) for text in readme), start
-    # the native client, kafka-python, the transactions section's confluent-kafka and native,
-    # and the Spark section's exactly-once write
-    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 5
+    # the native client, kafka-python, the security section's confluent-kafka (run by
+    # test_secure_cluster.py), the transactions section's confluent-kafka and native, and the
+    # Spark section's exactly-once write
+    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 6
     for doc in [*list(DOCS)[1:], "examples/README.md"]:
         for step in doc_steps(doc):
             if step.text.startswith(("odradek consume", ".venv/bin/odradek consume")):
