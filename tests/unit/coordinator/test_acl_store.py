@@ -275,3 +275,15 @@ async def test_service_refusals() -> None:
         await service.delete(auth, alice, [AclBindingFilter()])
     with pytest.raises(InvalidRequestError):
         service.describe(auth, alice, AclBindingFilter(pattern_type=PatternType.UNKNOWN))
+
+
+async def test_a_lost_session_reloads_everything() -> None:
+    zk = MemoryZk()
+    writer, _ = store(zk)
+    follower, cache = store(zk)
+    b = binding()
+    await writer.update(b.pattern, lambda cur: cur | {b.entry})
+    cache.replace(ResourcePattern(T, "gone", LIT), [b.entry])  # deleted while we were away
+    follower._on_state("LOST")  # watch events may have been missed: no notification is seen
+    assert await follower.process() == set()
+    assert cache.bindings() == [b]
