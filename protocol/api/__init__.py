@@ -1,6 +1,7 @@
 """One module per API family; importing this package registers every API by its key."""
 
 from protocol.api import (
+    acls,
     admin,
     controller,
     delete_records,
@@ -18,6 +19,7 @@ from protocol.api import (
 )
 
 __all__ = [
+    "acls",
     "admin",
     "controller",
     "delete_records",
