@@ -22,14 +22,11 @@ from broker.handlers import (
     alter_user_scram_credentials,
     consumer_group_heartbeat,
     controlled_shutdown,
-    create_acls,
     create_partitions,
     create_topics,
-    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
-    describe_acls,
     describe_configs,
     describe_groups,
     describe_producers,
@@ -61,7 +58,6 @@ from broker.handlers import (
     write_txn_markers,
 )
 from broker.session import Session
-from protocol.api.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 from protocol.api.admin import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
@@ -128,9 +124,6 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
     CREATE_PARTITIONS.key: create_partitions.handle,
-    DESCRIBE_ACLS.key: describe_acls.handle,
-    CREATE_ACLS.key: create_acls.handle,
-    DELETE_ACLS.key: delete_acls.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     ELECT_LEADERS.key: elect_leaders.handle,

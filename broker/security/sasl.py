@@ -5,8 +5,10 @@ A connection on a SASL_PLAINTEXT or SASL_SSL listener starts unauthenticated
 SaslHandshake naming a mechanism, then SaslAuthenticate requests carrying the mechanism's tokens
 until the exchange completes; `admit` (called by the door for every request, broker/doors.py)
 closes the connection on anything else ("Unexpected Kafka request of type METADATA during SASL
-handshake."). SaslHandshake v0 (raw tokens without Kafka headers) is not served: every client
-we test (librdkafka, kafka-python 3, aiokafka, Java) uses v1 and SaslAuthenticate.
+handshake."). SaslHandshake v0 is advertised (librdkafka before 2.10, e.g. kcat's 2.0.2, wants
+it in the range before it tries SASL) but a v0 request, after which raw tokens would follow
+without Kafka headers, is refused (broker/handlers/kafka/sasl_handshake.py): every client we
+test (librdkafka, kafka-python 3, aiokafka, Java) negotiates v1 and SaslAuthenticate.
 
     state            what it does                                   next
     HANDSHAKE        waits for SaslHandshake (ApiVersions may come)  AUTHENTICATE, FAILED
@@ -398,6 +400,13 @@ class SaslService:
                       session.principal, exchange.mechanism, session.software(),
                       answer.session_lifetime_ms)  # fmt: skip
         return answer
+
+    def refuse(self, session: Session, why: str) -> None:
+        """End the exchange without a mechanism (a SaslHandshake version not spoken)."""
+        exchange = exchange_of(session)
+        exchange.state = SaslState.FAILED
+        exchange.failure = why
+        self.log_failure(session, why)
 
     def log_failure(self, session: Session, why: str) -> None:
         if self._failure_log.allow(session.peer_host):

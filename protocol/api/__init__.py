@@ -1,7 +1,6 @@
 """One module per API family; importing this package registers every API by its key."""
 
 from protocol.api import (
-    acls,
     admin,
     controller,
     delete_records,
@@ -19,7 +18,6 @@ from protocol.api import (
 )
 
 __all__ = [
-    "acls",
     "admin",
     "controller",
     "delete_records",

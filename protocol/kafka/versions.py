@@ -22,8 +22,6 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.
-- ACLs (broker/handlers/acls.py): DescribeAcls, CreateAcls and DeleteAcls 1-3 as Kafka 4.0
-  (v0, without pattern types, is gone from Kafka 4).
 - Consumer groups on Kafka's classic protocol: JoinGroup 0-9 (v5+ static membership,
   KIP-345; v9 skip_assignment, KIP-814), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (v3+
   batch removal by member or instance id), OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch
@@ -41,10 +39,11 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   abort sends to a leader; v0 is gone from Kafka 4).
 - SCRAM credentials (KIP-554): DescribeUserScramCredentials 0 and AlterUserScramCredentials 0,
   as Kafka 4.0.
-- SASL (broker/security/sasl.py): SaslHandshake 1 and SaslAuthenticate 0-2 (v1+ carries the
-  KIP-368 session lifetime, v2 is flexible). SaslHandshake v0, after which raw SASL tokens
-  follow without Kafka headers, is not served (so it closes the connection, as any unserved
-  version): librdkafka, kafka-python 3, aiokafka and Java clients all send v1.
+- SASL (broker/security/sasl.py): SaslHandshake 0-1 and SaslAuthenticate 0-2 (v1+ carries the
+  KIP-368 session lifetime, v2 is flexible). v0 of SaslHandshake is listed because librdkafka
+  before 2.10 (kcat's 2.0.2) says "SASL Handshake not supported by broker" without it; a v0
+  request (raw SASL tokens without Kafka headers would follow) is refused UNSUPPORTED_VERSION:
+  librdkafka, kafka-python 3, aiokafka and Java clients all send v1.
 """
 
 from __future__ import annotations
@@ -76,9 +75,6 @@ ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 WRITE_TXN_MARKERS = 27
 TXN_OFFSET_COMMIT = 28
-DESCRIBE_ACLS = 29
-CREATE_ACLS = 30
-DELETE_ACLS = 31
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
 DESCRIBE_LOG_DIRS = 35
@@ -140,14 +136,11 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CREATE_PARTITIONS: (0, 3),
-    DESCRIBE_ACLS: (1, 3),
-    CREATE_ACLS: (1, 3),
-    DELETE_ACLS: (1, 3),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
     DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    SASL_HANDSHAKE: (1, 1),
+    SASL_HANDSHAKE: (0, 1),
     SASL_AUTHENTICATE: (0, 2),
 }
 """api key -> (min, max) version served. broker/handlers/kafka/ has one handler per key."""

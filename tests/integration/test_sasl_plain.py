@@ -1,5 +1,6 @@
 """SASL_PLAINTEXT against a real broker process: with PLAIN, confluent-kafka (librdkafka) and
-kafka-python produce, consume in a group and commit; a wrong
+kafka-python produce, consume in a group and commit; a SCRAM-SHA-256 user made through
+AlterUserScramCredentials (KIP-554) logs in once the broker's credential cache has it; a wrong
 password and an unknown user are refused with SASL_AUTHENTICATION_FAILED and Kafka's message,
 quickly; a request before authentication closes the connection; and with a short
 connections_max_reauth_ms (KIP-368) a confluent-kafka producer sending across several session
@@ -7,6 +8,7 @@ lifetimes keeps working, re-authenticating on its connections (the broker's log 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import subprocess
@@ -188,6 +190,94 @@ def test_kafka_python_produces_consumes_and_commits(sasl_broker: SaslBroker) -> 
         assert consumer.committed(TopicPartition(topic, 0)) == len(values)
     finally:
         consumer.close()
+
+
+def test_a_scram_user_made_with_kip554_logs_in(sasl_broker: SaslBroker) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(confluent_config(sasl_broker, "admin", "admin-secret"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(CLIENT_TIMEOUT_S)
+
+    def scram_login_works() -> bool:
+        scram = dict(confluent_config(sasl_broker, "carol", "carol-secret"))
+        scram["sasl.mechanism"] = "SCRAM-SHA-256"
+        try:
+            return len(AdminClient(scram).list_topics(timeout=2).brokers) == 1
+        except Exception:
+            return False
+
+    wait_until(scram_login_works, "carol's SCRAM-SHA-256 login", 10.0)
+
+
+def test_aiokafka_produces_consumes_and_commits(sasl_broker: SaslBroker) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # type: ignore[import-untyped]
+
+    security = {
+        "bootstrap_servers": sasl_broker.bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+    topic = f"plain-aio-{uuid.uuid4().hex[:6]}"
+    values = [f"a{i}".encode() for i in range(20)]
+
+    async def run() -> tuple[list[bytes], int | None]:
+        producer = AIOKafkaProducer(acks="all", **security)
+        await producer.start()
+        try:
+            for v in values:
+                await producer.send_and_wait(topic, v)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id="aio-group", auto_offset_reset="earliest",
+                                    enable_auto_commit=False, **security)  # fmt: skip
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            async with asyncio.timeout(CLIENT_TIMEOUT_S):
+                while len(got) < len(values):
+                    batch = await consumer.getmany(timeout_ms=500)
+                    got += [m.value for ms in batch.values() for m in ms if m.value is not None]
+            await consumer.commit()
+            return got, await consumer.committed(TopicPartition(topic, 0))
+        finally:
+            await consumer.stop()
+
+    got, committed = asyncio.run(run())
+    assert got == values and committed == len(values)
+
+
+def test_kcat_produces_and_consumes_in_a_group(sasl_broker: SaslBroker) -> None:
+    topic = f"plain-kcat-{uuid.uuid4().hex[:6]}"
+    security = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+                "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]  # fmt: skip
+    lines = [f"line{i}" for i in range(10)]
+    subprocess.run(["kcat", "-b", sasl_broker.bootstrap, *security, "-P", "-t", topic],
+                   input="\n".join(lines) + "\n", text=True, check=True,
+                   timeout=CLIENT_TIMEOUT_S)  # fmt: skip
+    consumed = subprocess.run(
+        ["kcat", "-b", sasl_broker.bootstrap, *security, "-G", "kcat-group",
+         "-X", "auto.offset.reset=earliest", "-c", str(len(lines)), topic],
+        capture_output=True, text=True, check=True, timeout=CLIENT_TIMEOUT_S,
+    )  # fmt: skip
+    assert consumed.stdout.split() == lines
+    from confluent_kafka import Consumer, TopicPartition
+
+    group = Consumer(dict(confluent_config(sasl_broker), **{"group.id": "kcat-group"}))
+    try:
+        committed = group.committed([TopicPartition(topic, 0)], timeout=CLIENT_TIMEOUT_S)
+        assert committed[0].offset == len(lines)  # kcat's group committed what it read
+    finally:
+        group.close()
 
 
 # --- refusals ------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from tests.unit.broker.harness import RawClient, running_broker
 
 IO_TIMEOUT_S = 10.0
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
-AUTH_FAILED, UNSUPPORTED_MECHANISM = 58, 33
+AUTH_FAILED, UNSUPPORTED_MECHANISM, UNSUPPORTED_VERSION = 58, 33, 35
 
 
 class Gate:
@@ -160,7 +160,7 @@ async def test_plain_then_requests_as_alice(tmp_path: Path) -> None:
             versions = await c.call(API_VERSIONS, 3, client_software_name="t",
                                     client_software_version="1")  # fmt: skip
             served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-            assert served[SASL_HANDSHAKE] == (1, 1) and served[SASL_AUTHENTICATE] == (0, 2)
+            assert served[SASL_HANDSHAKE] == (0, 1) and served[SASL_AUTHENTICATE] == (0, 2)
             answer = await c.login(version=version)
             assert answer.error_code.value == 0 and answer.auth_bytes == b""
             assert await metadata_works(c)
@@ -193,10 +193,17 @@ async def test_unsupported_mechanism_lists_the_enabled_ones(tmp_path: Path) -> N
         assert await c.closed()
 
 
-async def test_sasl_handshake_v0_is_not_served(tmp_path: Path) -> None:
+async def test_sasl_handshake_v0_is_listed_but_refused(tmp_path: Path) -> None:
     async with sasl_broker(tmp_path) as s:
+        s.delay.opened.set()
         c = await s.kafka()
-        c.send(SASL_HANDSHAKE, 0, mechanism="PLAIN")
+        versions = await c.call(API_VERSIONS, 3, client_software_name="t",
+                                client_software_version="1")  # fmt: skip
+        served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        assert served[SASL_HANDSHAKE] == (0, 1)  # librdkafka < 2.10 wants v0 in the range
+        answer = await c.call(SASL_HANDSHAKE, 0, mechanism="PLAIN")
+        assert answer.error_code.value == UNSUPPORTED_VERSION
+        assert answer.mechanisms == ("PLAIN", "SCRAM-SHA-512")
         assert await c.closed()
 
 
