@@ -112,16 +112,25 @@ def binding_of(data: AclBindingData) -> AclBinding:
 
 
 def filter_of(data: AclFilterData) -> AclBindingFilter:
-    """Raises InvalidRequestError for a principal without a type."""
+    """A filter's principal is matched as text, as Kafka's AccessControlEntryFilter does: one
+    that is not "<type>:<name>" (kafka-python's test asks for "*") matches no ACL and is not an
+    error (INVALID_REQUEST is for an ACL being created)."""
     return AclBindingFilter(
         _enum(ResourceType, data.resource_type),
         data.name,
         _enum(PatternType, data.pattern_type),
-        None if data.principal is None else KafkaPrincipal.parse(data.principal),
+        _principal_filter(data.principal),
         data.host,
         _enum(AclOperation, data.operation),
         _enum(AclPermissionType, data.permission),
     )
+
+
+def _principal_filter(text: str | None) -> KafkaPrincipal | None:
+    if text is None:
+        return None
+    kind, sep, name = text.partition(":")
+    return KafkaPrincipal(kind, name) if sep else KafkaPrincipal("", text)  # no ACL has it
 
 
 def data_of(b: AclBinding) -> AclBindingData:

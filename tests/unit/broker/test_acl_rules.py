@@ -32,6 +32,7 @@ from protocol.acl import (
     ResourceType,
 )
 from protocol.api import admin, controller, group, txn, txn_markers
+from protocol.api.acls import AclFilterData, filter_of
 from protocol.api.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
 from protocol.api.delete_records import DeleteRecordsTopic as DRTopic
 from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
@@ -411,3 +412,12 @@ async def test_kip_430_authorized_operations(tmp_path: Path) -> None:
                                 include_cluster_authorized_operations=False,
                                 include_topic_authorized_operations=False)  # fmt: skip
         assert resp.topics[0].topic_authorized_operations == rules.NOT_ASKED
+
+
+def test_a_principal_filter_that_names_no_principal_matches_nothing() -> None:
+    """kafka-python's ACL test describes with principal "*": Kafka matches it as text (no
+    ACL's principal is "*"), an empty answer, not INVALID_REQUEST."""
+    star = filter_of(AclFilterData(principal="*"))
+    assert not star.matches_entry(AclEntry(ALICE, "*", Op.READ, AclPermissionType.ALLOW))
+    alice = filter_of(AclFilterData(principal="User:alice"))
+    assert alice.matches_entry(AclEntry(ALICE, "*", Op.READ, AclPermissionType.ALLOW))
