@@ -331,3 +331,25 @@ def test_a_producer_keeps_working_across_session_lifetimes(sasl_broker: SaslBrok
     wait_until(lambda: sasl_broker.log().count("re-authenticated") - before >= 2,
                "re-authentications in the broker's log", 10.0)  # fmt: skip
     assert "expired" not in sasl_broker.log()  # nobody was cut off for not re-authenticating
+
+
+def test_kafka_python_keeps_working_across_session_lifetimes(sasl_broker: SaslBroker) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=sasl_broker.bootstrap, security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret",
+        acks="all",
+    )  # fmt: skip
+    topic = f"reauth-kp-{uuid.uuid4().hex[:6]}"
+    sent = 0
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 3.5 * REAUTH_MS / 1000:  # across 3 lifetimes
+            producer.send(topic, b"tick").get(CLIENT_TIMEOUT_S)  # raises if a send fails
+            sent += 1
+            time.sleep(0.2)  # the producer's pace, not a synchronisation
+    finally:
+        producer.close()
+    assert len(confluent_consume(sasl_broker, topic, "reauth-kp-group", sent)) == sent
+    assert "expired" not in sasl_broker.log()
