@@ -39,6 +39,7 @@ from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerParts
+from broker.quota.manager import Quotas
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security.sasl import SaslService, sasl_config
@@ -51,6 +52,7 @@ from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
+from coordinator.cluster.quotas import QuotaFollower, ZkQuotaStore
 from coordinator.cluster.registration import Registration, register_broker
 from coordinator.cluster.scram_credentials import CredentialCache
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
@@ -255,6 +257,13 @@ class Broker:
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.apply_topic_config, self._hosted_topics
         )
+        # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
+        # AlterClientQuotas through any broker and followed through the same notifications
+        self.ctx.quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
+        self.ctx.quota_store = ZkQuotaStore(self.zk)
+        self.quotas = QuotaFollower(self.zk, self.ctx.quotas.configure, self.ctx.quotas.replace_all)
+        self.quotas.follow(self.config_changes)
+        self.metrics.parts.quotas = self.ctx.quotas
         # SCRAM credentials (/config/users), following the same change notifications
         self.credentials = CredentialCache(self.zk)
         self.ctx.credentials = self.credentials
@@ -277,6 +286,7 @@ class Broker:
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
         await self.credentials.start(self.config_changes)  # loaded before any login
+        await self.quotas.reload()  # every quota set, before the first request is read
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()
