@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -66,9 +67,10 @@ from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
-from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
+from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError, UsageError
 from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
+from transport.sasl import login_from_jaas
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
 
 log = logging.getLogger("odradek.broker")
@@ -407,7 +409,7 @@ class Broker:
                 server.tls = loaded[sasl]
         inter = self.config.inter_broker_listener().security_protocol
         context = client_context(settings) if uses_tls(inter) else None
-        self.inter_broker_security = SecurityConfig(inter, ssl_context=context)
+        self.inter_broker_security = inter_broker_security(self.config, inter, context)
 
     def _advertised(self, server: BrokerServer) -> tuple[str, int]:
         native = server in self.native_servers
@@ -440,6 +442,27 @@ class Broker:
 
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}
+
+
+def inter_broker_security(
+    config: BrokerConfig, security_protocol: str, context: ssl.SSLContext | None
+) -> SecurityConfig:
+    """How the broker's own connections (replica fetchers, controller, peers, markers)
+    secure themselves on the inter-broker listener: its TLS `context`, and on SASL_* Kafka's
+    login, the username/password of sasl_jaas_config's login module for
+    sasl_mechanism_inter_broker_protocol (ScramLoginModule, or PlainLoginModule for PLAIN)."""
+    if not uses_sasl(security_protocol):
+        return SecurityConfig(security_protocol, ssl_context=context)
+    mechanism = config.sasl_mechanism_inter_broker_protocol
+    login = login_from_jaas(config.sasl_jaas_config, mechanism)
+    if login is None:
+        module = "PlainLoginModule" if mechanism == "PLAIN" else "ScramLoginModule"
+        raise UsageError(f"the inter-broker listener is {security_protocol}: sasl_jaas_config "
+                         f"needs a {module} entry with username and password "
+                         f"(sasl_mechanism_inter_broker_protocol={mechanism})")  # fmt: skip
+    return SecurityConfig(security_protocol, ssl_context=context, sasl_mechanism=mechanism,
+                          sasl_plain_username=login[0],
+                          sasl_plain_password=login[1])  # fmt: skip
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:
