@@ -342,7 +342,8 @@ def sasl_config(
 
 class SaslGate:
     """The door's check of every request (`admit`): `why` it must close the connection, or
-    None. Closing lines go to the log at INFO, once a minute per peer host."""
+    None. Closing lines go to the log at INFO, once a minute per peer host and kind (a request
+    before authentication; an expired session)."""
 
     def __init__(self, now_ms: Callable[[], int]) -> None:
         self.now_ms = now_ms
@@ -352,7 +353,8 @@ class SaslGate:
         if session.authenticated and session.credential_expiry_ms is None:
             return None  # the common case, on every request: nothing to check
         why = gate(session, api_key, self.now_ms())
-        if why is not None and self._log.allow(session.peer_host):
+        # one line a minute per peer host for each kind: before authentication, or expired
+        if why is not None and self._log.allow((session.peer_host, session.authenticated)):
             log.info("closing %s (%s, %s): %s", session.peer, session.listener,
                      session.software(), why)  # fmt: skip
         return why

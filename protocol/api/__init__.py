@@ -1,7 +1,6 @@
 """One module per API family; importing this package registers every API by its key."""
 
 from protocol.api import (
-    acls,
     admin,
     controller,
     delete_records,
@@ -11,7 +10,6 @@ from protocol.api import (
     metadata,
     produce,
     producer_ids,
-    quotas,
     replication,
     sasl,
     scram,
@@ -20,7 +18,6 @@ from protocol.api import (
 )
 
 __all__ = [
-    "acls",
     "admin",
     "controller",
     "delete_records",
@@ -30,7 +27,6 @@ __all__ = [
     "metadata",
     "produce",
     "producer_ids",
-    "quotas",
     "replication",
     "sasl",
     "scram",

@@ -403,6 +403,13 @@ def test_the_doors_gate_logs_closings_once_a_minute_per_peer(
         for _ in range(20):
             assert door_gate.why_close(new_session(), kv.METADATA) is not None
     assert len(caplog.records) == 1 and "during SASL handshake" in caplog.text
+    svc, expiring = service(clock, max_reauth_ms=10), new_session()
+    svc.handshake(expiring, "PLAIN")
+    svc.authenticate(expiring, plain("alice", "alice-secret"))
+    clock.advance(10)
+    with caplog.at_level(logging.INFO, "odradek.broker.sasl"):
+        assert door_gate.why_close(expiring, kv.METADATA) is not None
+    assert "expired" in caplog.records[-1].getMessage()  # its own line, same peer host
     authenticated = Session.accepted("PLAINTEXT", "PLAINTEXT", "h", 1)
     assert door_gate.why_close(authenticated, kv.METADATA) is None
 
