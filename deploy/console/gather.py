@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -60,7 +58,7 @@ from protocol.api.list_offsets import (
     ListOffsetsTopic,
 )
 from protocol.errors import OdradekError
-from transport.security import SecurityConfig
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 GROUPS_MAX = 50  # groups described per refresh
 TXNS_MAX = 200  # transactions described per refresh
@@ -68,9 +66,7 @@ UNCLEAN = "unclean.leader.election.enable"
 POLICY = "cleanup.policy"
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_LOG_DIRS_VERSION = 4
-FRAME_BYTES_MAX = 16 * 1024 * 1024  # a DescribeLogDirs answer larger than this is refused
 METRICS_BYTES_MAX = 16 * 1024 * 1024  # a /metrics answer larger than this is refused
-_correlation = itertools.count(1)
 
 Offsets = dict[tuple[str, int], tuple[int, int, int]]  # (log start, high watermark, log end)
 Scrape = Callable[[str, int, float], Awaitable[str]]  # (host, metrics port, timeout) -> text
@@ -88,28 +84,15 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def describe_log_dirs(host: str, port: int, timeout_s: float) -> dict[tuple[str, int], int]:
-    """{(topic, partition): bytes} of one broker's replicas, from its Kafka listener."""
-    from protocol.kafka import codec
+async def describe_log_dirs(
+    host: str, port: int, timeout_s: float, security: SecurityConfig = PLAINTEXT_CONFIG
+) -> dict[tuple[str, int], int]:
+    """{(topic, partition): bytes} of one broker's replicas, from its Kafka listener (logged in
+    as the console's --command-config says, on a secured cluster: kafka_door.py)."""
+    from deploy.console.kafka_door import kafka_request
 
-    body = codec.make(
-        codec.request_class(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION), topics=None
-    )
-    corr = next(_correlation)
-    frame = codec.encode_request(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, corr, body,
-                                 client_id="odradek-console")  # fmt: skip
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
-    try:
-        writer.write(frame)
-        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout_s))
-        if not 0 < size <= FRAME_BYTES_MAX:
-            raise OdradekError(f"DescribeLogDirs answer of {size} bytes")
-        data = await asyncio.wait_for(reader.readexactly(size), timeout_s)
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-    _, resp = codec.decode_response(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, data)
+    resp = await kafka_request(host, port, DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION,
+                               timeout_s, security, topics=None)  # fmt: skip
     return {(t.name, int(p.partition_index)): int(p.partition_size)
             for r in resp.results for t in r.topics for p in t.partitions}  # fmt: skip
 
@@ -319,7 +302,8 @@ class Gatherer:
             raise PartlyFailed("no metadata yet")
         brokers = [b for b in meta.brokers.values() if b.kafka_port > 0]
         answers = await asyncio.gather(
-            *(describe_log_dirs(b.kafka_host or b.host, b.kafka_port, self.timeout_s)
+            *(describe_log_dirs(b.kafka_host or b.host, b.kafka_port, self.timeout_s,
+                                self.conns.security)
               for b in brokers), return_exceptions=True,
         )  # fmt: skip
         failed = []
