@@ -183,6 +183,11 @@ class BrokerConfig:
     sasl_mechanism_inter_broker_protocol: str = "SCRAM-SHA-512"
     connections_max_reauth_ms: int = 0
     connection_failed_authentication_delay_ms: int = 100
+    # client quotas (broker/quota/): a client's rates are measured over quota_window_num
+    # samples of quota_window_size_seconds each (Kafka's quota.window.num and
+    # quota.window.size.seconds); a request quota throttles for at most one sample
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
@@ -200,6 +205,8 @@ class BrokerConfig:
             raise UsageError(f"broker_id {self.broker_id} must be >= 0")
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:
             raise UsageError("leader_imbalance_per_broker_percentage must be in 0..100")
+        if self.quota_window_num < 2:
+            raise UsageError(f"quota_window_num {self.quota_window_num} must be >= 2 (Kafka: 11)")
         self.default_log_config()  # raises UsageError on a bad topic default
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
@@ -408,6 +415,7 @@ _POSITIVE_FIELDS = (
     "fetch_max_bytes",
     "max_incremental_fetch_session_cache_slots",
     "log_retention_check_interval_ms",
+    "quota_window_size_seconds",
     "log_cleaner_threads",
     "log_cleaner_dedupe_buffer_size",
     "log_cleaner_backoff_ms",

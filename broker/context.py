@@ -15,17 +15,19 @@ a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
+from broker.quota.manager import Quotas
 from broker.replica_manager import ReplicaManager
 from coordinator.runtime.log import TopicCreator
 from protocol.clock import Clock
 
 if TYPE_CHECKING:
     from broker.credentials import CredentialStore
+    from broker.quota.store import QuotaStore
     from broker.security.authorizer import Authorizer
     from broker.security.sasl import SaslService
     from broker.txn_verifier import TxnVerifier
@@ -97,6 +99,11 @@ class BrokerContext:
     # SASL on SASL_* listeners (broker/security/sasl.py: mechanisms, PLAIN users, SCRAM
     # credentials, KIP-368); None: no SASL, SaslHandshake/SaslAuthenticate get ILLEGAL_SASL_STATE
     sasl: SaslService | None = None
+    # client quotas (broker/quota/manager.py), kept in step with ZooKeeper by the daemon
+    quotas: Quotas = field(default_factory=Quotas)
+    # where AlterClientQuotas/DescribeClientQuotas keep them (broker/quota/store.py); None: not
+    # served (the handlers answer UNKNOWN_SERVER_ERROR saying so)
+    quota_store: QuotaStore | None = None
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

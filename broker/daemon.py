@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -39,6 +40,7 @@ from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerParts
+from broker.quota.manager import Quotas
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security.sasl import SaslService, sasl_config
@@ -51,6 +53,7 @@ from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
+from coordinator.cluster.quotas import QuotaFollower, ZkQuotaStore
 from coordinator.cluster.registration import Registration, register_broker
 from coordinator.cluster.scram_credentials import CredentialCache
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
@@ -64,9 +67,10 @@ from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
-from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError
+from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError, UsageError
 from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
+from transport.sasl import login_from_jaas
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
 
 log = logging.getLogger("odradek.broker")
@@ -255,6 +259,13 @@ class Broker:
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.apply_topic_config, self._hosted_topics
         )
+        # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
+        # AlterClientQuotas through any broker and followed through the same notifications
+        self.ctx.quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
+        self.ctx.quota_store = ZkQuotaStore(self.zk)
+        self.quotas = QuotaFollower(self.zk, self.ctx.quotas.configure, self.ctx.quotas.replace_all)
+        self.quotas.follow(self.config_changes)
+        self.metrics.parts.quotas = self.ctx.quotas
         # SCRAM credentials (/config/users), following the same change notifications
         self.credentials = CredentialCache(self.zk)
         self.ctx.credentials = self.credentials
@@ -277,6 +288,7 @@ class Broker:
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
         await self.credentials.start(self.config_changes)  # loaded before any login
+        await self.quotas.reload()  # every quota set, before the first request is read
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()
@@ -397,7 +409,7 @@ class Broker:
                 server.tls = loaded[sasl]
         inter = self.config.inter_broker_listener().security_protocol
         context = client_context(settings) if uses_tls(inter) else None
-        self.inter_broker_security = SecurityConfig(inter, ssl_context=context)
+        self.inter_broker_security = inter_broker_security(self.config, inter, context)
 
     def _advertised(self, server: BrokerServer) -> tuple[str, int]:
         native = server in self.native_servers
@@ -430,6 +442,27 @@ class Broker:
 
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}
+
+
+def inter_broker_security(
+    config: BrokerConfig, security_protocol: str, context: ssl.SSLContext | None
+) -> SecurityConfig:
+    """How the broker's own connections (replica fetchers, controller, peers, markers)
+    secure themselves on the inter-broker listener: its TLS `context`, and on SASL_* Kafka's
+    login, the username/password of sasl_jaas_config's login module for
+    sasl_mechanism_inter_broker_protocol (ScramLoginModule, or PlainLoginModule for PLAIN)."""
+    if not uses_sasl(security_protocol):
+        return SecurityConfig(security_protocol, ssl_context=context)
+    mechanism = config.sasl_mechanism_inter_broker_protocol
+    login = login_from_jaas(config.sasl_jaas_config, mechanism)
+    if login is None:
+        module = "PlainLoginModule" if mechanism == "PLAIN" else "ScramLoginModule"
+        raise UsageError(f"the inter-broker listener is {security_protocol}: sasl_jaas_config "
+                         f"needs a {module} entry with username and password "
+                         f"(sasl_mechanism_inter_broker_protocol={mechanism})")  # fmt: skip
+    return SecurityConfig(security_protocol, ssl_context=context, sasl_mechanism=mechanism,
+                          sasl_plain_username=login[0],
+                          sasl_plain_password=login[1])  # fmt: skip
 
 
 def controller_config(config: BrokerConfig) -> ControllerConfig:

@@ -53,6 +53,8 @@ from prometheus_client.registry import Collector
 from broker.doors import Door, Refusal
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_http import HttpLimits, MetricsHttpServer
+from broker.quota.manager import Quotas
+from broker.quota.metrics import quota_families, quota_reading
 from broker.session import Session
 from coordinator.group.metrics import GroupSample, group_counts, group_samples
 from protocol.errors import OdradekError, UnknownServerError, for_code
@@ -312,6 +314,7 @@ class BrokerParts:
     requests: RequestMetrics | None = None  # per-request counts (MeteredDoor)
     fsyncs: FsyncStats = FSYNCS
     cleaner: LogCleaner | None = None  # None: log.cleaner.enable = false
+    quotas: Quotas | None = None  # client quotas' sensors (broker/quota/metrics.py)
 
 
 class BrokerStateCollector(Collector):
@@ -354,6 +357,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
+    quotas = quota_reading(parts.quotas) if parts.quotas is not None else {}
 
     def build() -> list[Metric]:
         return [
@@ -364,6 +368,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *_group_families(groups),
             *cleaner,
             *_dirty_ratio_families(ratios),
+            *quota_families(quotas),
         ]
 
     return build

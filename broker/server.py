@@ -32,6 +32,11 @@ Per connection:
   the adapter gives one, else the connection closes). A handler that raises `Refusal` (a failed
   SASL exchange, after its delay) has its `reply` sent after the answers before it, then the
   connection closes.
+- Client quotas (broker/quota/, KIP-219): a request's throttle (its produce or fetch bytes over
+  producer/consumer_byte_rate, asked for by the handler through `ctx.quotas`; its time on the
+  loop over request_percentage, measured here around the handler call for every request but
+  the exempt ones) goes into its answer's throttle field, and once that answer is written the
+  connection is muted (not read) for that long: one timer per connection, cancelled on close.
 - Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
   `connections_max_idle_ms` by the injected clock; a periodic task calls it.
 
@@ -63,12 +68,14 @@ import inspect
 import logging
 import os
 import ssl
+import time
 from collections import deque
 from typing import Any, cast
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.doors import Door, NativeDoor, Refusal
+from broker.quota.throttle import ChannelMute, request_exempt, with_throttle
 from broker.security.tls import (
     SNIFF_BYTES,
     TLS_CHUNK_BYTES,
@@ -95,10 +102,11 @@ WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000  # one line per peer host per minute
 class _Slot:
     """One request's place in the answer order."""
 
-    __slots__ = ("chunks", "done", "request_bytes")
+    __slots__ = ("chunks", "done", "request_bytes", "throttle_ms")
 
     def __init__(self, request_bytes: int) -> None:
         self.request_bytes = request_bytes
+        self.throttle_ms = 0  # client quotas: mute the connection this long once answered
         self.done = False
         self.chunks: list[Chunk] = []
 
@@ -132,6 +140,7 @@ class Connection(asyncio.Protocol):
         # answers' chunks behind log data over TLS, written as the socket drains (_drain_out)
         self.out: deque[Chunk] = deque()
         self.slice_reads = 0  # log data chunks read for TLS (tests count them)
+        self.mute: ChannelMute | None = None  # client quotas' throttle (KIP-219)
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
 
@@ -153,6 +162,7 @@ class Connection(asyncio.Protocol):
             tr.abort()
             return
         self.server.connections.add(self)
+        self.mute = ChannelMute(asyncio.get_running_loop(), self._check_bounds)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -161,6 +171,9 @@ class Connection(asyncio.Protocol):
             task.cancel()
         self.tasks.clear()
         self.pending.clear()
+        if self.mute is not None:
+            self.mute.cancel()
+        self.ctx.quotas.take_mute(self.session)  # a throttle asked for and never applied
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -205,10 +218,20 @@ class Connection(asyncio.Protocol):
         slot = _Slot(len(frame))
         self.pending.append(slot)
         self.inflight_bytes += slot.request_bytes
+        metered = self.ctx.quotas.request.enabled and not request_exempt(
+            request.header.api_key, request.body
+        )
+        started_ns = time.perf_counter_ns() if metered else 0
+        failure: Exception | None = None
         try:
             result = handler(self.ctx, request, session)
         except Exception as exc:
-            self._finished(slot, request, None, exc)
+            result, failure = None, exc
+        if metered:  # request_percentage: the time this request held the loop
+            used_ns = time.perf_counter_ns() - started_ns
+            slot.throttle_ms = self.ctx.quotas.handled(session, used_ns, self.clock.monotonic_ms())
+        if failure is not None:
+            self._finished(slot, request, None, failure)
             return
         if type(result) is Deferred:
             deferred: Deferred[Any] = result
@@ -246,12 +269,15 @@ class Connection(asyncio.Protocol):
 
     def _finished(self, slot: _Slot, request: Any, result: Any, exc: BaseException | None) -> None:
         """Where every request ends: its result encoded into its slot, or its failure."""
+        slot.throttle_ms = max(slot.throttle_ms, self.ctx.quotas.take_mute(self.session))
         if exc is not None:
             self._fail_request(slot, request, exc)
         else:
             self._encode(slot, request, result)
 
     def _encode(self, slot: _Slot, request: Any, result: Any) -> None:
+        if slot.throttle_ms > 0:  # the answer says how long the client is throttled
+            result = with_throttle(result, slot.throttle_ms)
         try:
             if result is not None:  # None: no response (produce with acks=0)
                 slot.chunks = self.door.encode(request, result)
@@ -305,9 +331,11 @@ class Connection(asyncio.Protocol):
         if not pending or not pending[0].done or self.transport is None:
             return
         out: list[bytes] = []
+        mute_ms = 0
         while pending and pending[0].done:
             slot = pending.popleft()
             self.inflight_bytes -= slot.request_bytes
+            mute_ms = max(mute_ms, slot.throttle_ms)
             for chunk in slot.chunks:
                 if type(chunk) is bytes and not self.out:
                     out.append(chunk)
@@ -329,6 +357,8 @@ class Connection(asyncio.Protocol):
         if self.out:
             self._drain_out()
         self.last_active_ms = self.clock.monotonic_ms()
+        if mute_ms > 0 and self.mute is not None:  # KIP-219: answered first, then muted
+            self.mute.mute(mute_ms)
 
     def _send_slice(self, s: FileSlice) -> bool:
         """Send a file slice after what is already written; False when the connection closed."""
@@ -474,6 +504,7 @@ class Connection(asyncio.Protocol):
             or self.inflight_bytes >= self.max_bytes
             or self.writing_paused
             or bool(self.out)  # log data over TLS still being written: read no more for now
+            or (self.mute is not None and self.mute.muted)
         )
         if over and not self.reading_paused:
             self.reading_paused = True

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from client.acl_admin import AclAdmin
 from client.cluster import Cluster, ClusterMetadata
+from client.quota_admin import QuotaAdmin
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.scram_admin import ScramAdmin
 from client.txn_admin import TxnAdmin
@@ -100,7 +101,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin(AclAdmin, TxnAdmin, ScramAdmin):
+class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],

@@ -11,6 +11,7 @@
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
+    odradek quotas alter|describe --entity-type users|clients ...  (deploy/quotas_cli.py)
     odradek users add|list|remove USER [--mechanism M]   (deploy/users_cli.py: SCRAM users)
     odradek transactions list|describe|describe-producers|abort|find-hanging
                                                          (deploy/transactions_cli.py)
@@ -55,6 +56,7 @@ from deploy import (
     cli_views,
     configs_cli,
     leaders_cli,
+    quotas_cli,
     records_cli,
     topics_alter_cli,
     transactions_cli,
@@ -189,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
+    quotas_cli.add_parser(sub, client)
     transactions_cli.add_parser(sub, client)
     users_cli.add_parser(sub, client)
     _add_bench_parser(sub)

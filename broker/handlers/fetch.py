@@ -19,6 +19,12 @@ log end offset (HW, ISR), and their long poll wakes on appends rather than on HW
 Followers fetch in sessions (broker/fetch_session.py, KIP-227): each request names only the
 partitions that moved, and the answer only those with something new.
 
+Under a consumer_byte_rate quota (broker/quota/) a consumer's answer bytes are counted as it is
+built; a throttle goes into throttle_time_ms and mutes the connection once the answer is sent
+(broker/server.py). Unlike Kafka, which answers a throttled fetch empty (and un-counts it), the
+records are sent: the mute that follows still bounds the consumer's rate, and the fetch session
+needs no throttled answer of its own.
+
 ACLs (broker/security/rules.py): a follower needs ClusterAction on the cluster, a consumer Read
 on each topic; the partitions refused are answered TOPIC_AUTHORIZATION_FAILED, at once, beside
 what the others read (the session's other partitions still read).
@@ -26,6 +32,7 @@ what the others read (the session's other partitions still read).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from typing import cast
 
@@ -63,13 +70,14 @@ def handle(
     if ctx.authorizer is not None:
         context, refused = _authorized(ctx, req, context, session)
         if refused:  # an error to report: answered at once, as any partition error is
-            return _answer(ctx, req, context, ctx.replicas.read_all(req, context) + refused)
+            reads = ctx.replicas.read_all(req, context) + refused
+            return _answer(ctx, req, context, reads, session)
     reads = ctx.replicas.read_all(req, context)
     if req.max_wait_ms > 0 and not fetch_satisfied(reads, req.min_bytes):
         parked = ctx.replicas.park_fetch(req, context)
         if parked is not None:
-            return parked.map(lambda later: _answer(ctx, req, context, later))
-    return _answer(ctx, req, context, reads)
+            return parked.map(lambda later: _answer(ctx, req, context, later, session))
+    return _answer(ctx, req, context, reads, session)
 
 
 def _authorized(
@@ -92,11 +100,18 @@ def _authorized(
 
 
 def _answer(
-    ctx: BrokerContext, req: FetchRequest, context: FetchContext, reads: list[PartitionRead]
-) -> FetchResponse:
+    ctx: BrokerContext, req: FetchRequest, context: FetchContext, reads: list[PartitionRead],
+    session: Session | None = None,
+) -> FetchResponse:  # fmt: skip
     answered = context.answer(reads)
     ctx.replicas.traffic.fetched(req.replica_id, answered)  # bytes out (metrics)
-    return build_response(answered, context.session_id)
+    response = build_response(answered, context.session_id)
+    if session is not None and req.replica_id < 0 and ctx.quotas.fetch.enabled:  # consumers
+        nbytes = sum(r.size_bytes for r in answered)
+        throttle_ms = ctx.quotas.fetched(session, nbytes, ctx.clock.monotonic_ms())
+        if throttle_ms:
+            response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
+    return response
 
 
 def build_response(reads: list[PartitionRead], session_id: int = NO_SESSION) -> FetchResponse:

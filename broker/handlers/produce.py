@@ -13,6 +13,9 @@ iteration; only group commit (flush.messages=1) still waits in a task. Internal 
 INVALID_TOPIC_EXCEPTION and writes nothing. Topics with flush.messages=1 answer after group
 commit; a partition whose flush fails (its log directory went offline) gets that error
 (KAFKA_STORAGE_ERROR), never an acknowledgement. So does a partition whose append failed.
+Under a producer_byte_rate quota (broker/quota/) the request's record bytes are counted first;
+a throttle goes into the answer's throttle_time_ms and mutes the connection (broker/server.py),
+acks=0 included.
 
 ACLs (broker/security/rules.py): transactional batches need Write on the transactional id
 (else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing written), and each
@@ -63,6 +66,9 @@ Result = ProduceResponse | Deferred[ProduceResponse] | Awaitable[ProduceResponse
 
 def handle(ctx: BrokerContext, request: Request, session: Session) -> Result:
     req: ProduceRequest = request.body
+    if ctx.quotas.produce.enabled:  # producer_byte_rate: the server mutes after the answer
+        nbytes = sum(len(p.records) for t in req.topics for p in t.partitions)
+        ctx.quotas.produced(session, nbytes, ctx.clock.monotonic_ms())
     if req.acks not in VALID_ACKS:
         return _response(req, lambda t, p: AppendOutcome(InvalidRequiredAcksError.code))
     refused: Outcomes = {}

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.quota.rate import QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE_MS, Rate, bounded_throttle_ms
+from broker.session import Session
 from protocol import quota as q
 from protocol.quota import DEFAULT, QuotaEntity
 
@@ -182,6 +183,7 @@ class Quotas:
         self.request = manager(q.REQUEST_PERCENTAGE, cap=window_ms)
         self.by_key = {m.key: m for m in (self.produce, self.fetch, self.request)}
         self.entities: dict[QuotaEntity, dict[str, float]] = {}
+        self._mutes: dict[int, int] = {}  # id(session) -> throttle ms to mute its connection
 
     def configure(self, entity: QuotaEntity, values: Mapping[str, float]) -> None:
         """Replace `entity`'s quotas with `values` (quota key -> value; a key left out is
@@ -205,3 +207,46 @@ class Quotas:
     def record_request_time(self, user: str, client_id: str, nanos: int, now_ms: int) -> int:
         """ClientRequestQuotaManager: handler time as % of a thread; the throttle time."""
         return self.request.record(user, client_id, nanos * NANOS_TO_PERCENTAGE_PER_SECOND, now_ms)
+
+    # ----- per connection: what handlers and the server call ------------------------------------
+
+    def produced(self, session: Session, nbytes: int, now_ms: int) -> int:
+        """A produce request's bytes from `session`: its throttle time (the connection will be
+        muted for it after the answer, `take_mute`)."""
+        return self._throttle(self.produce, session, nbytes, now_ms)
+
+    def fetched(self, session: Session, nbytes: int, now_ms: int) -> int:
+        """A consumer fetch answer's bytes to `session` (never a follower's): its throttle."""
+        return self._throttle(self.fetch, session, nbytes, now_ms)
+
+    def handled(self, session: Session, nanos: int, now_ms: int) -> int:
+        """The time a request of `session` held the event loop: its request-quota throttle."""
+        user, client_id = session_identity(session)
+        ms = self.record_request_time(user, client_id, nanos, now_ms)
+        if ms > 0:
+            self.request.throttled(user, client_id, ms)
+        return ms
+
+    def _throttle(
+        self, manager: ClientQuotaManager, session: Session, value: float, now_ms: int
+    ) -> int:
+        if not manager.enabled:
+            return 0
+        user, client_id = session_identity(session)
+        ms = manager.record(user, client_id, value, now_ms)
+        if ms > 0:
+            manager.throttled(user, client_id, ms)
+            key = id(session)
+            self._mutes[key] = max(ms, self._mutes.get(key, 0))
+        return ms
+
+    def take_mute(self, session: Session) -> int:
+        """The throttle a handler asked for on `session`'s connection since the last take (the
+        server takes it as the request finishes, so at most one entry per live request)."""
+        return self._mutes.pop(id(session), 0) if self._mutes else 0
+
+
+def session_identity(session: Session) -> tuple[str, str]:
+    """(user, client id) a quota is looked up by: the principal's name (User:ANONYMOUS is user
+    "ANONYMOUS", as in Kafka) and the client id ("" when none)."""
+    return session.principal.name, session.client_id or ""

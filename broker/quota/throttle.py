@@ -9,8 +9,9 @@ at once, and then the broker mutes the channel (stops reading from it) for that 
   later throttle, cancelled when the connection closes, so a muted connection costs one timer
   and there is no queue of throttled channels to grow. broker/server.py's Connection asks
   `muted` when it decides whether to read.
-- `session_identity(session)` is the (user, client id) a quota is looked up by: the
-  principal's name (User:ANONYMOUS counts as user "ANONYMOUS", as in Kafka) and the client id.
+- `request_exempt(api_key, body)`: requests no request quota applies to, as Kafka exempts
+  them: the handshake APIs (ApiVersions, SASL) and inter-broker traffic (controller requests,
+  transaction markers, a follower's fetch).
 """
 
 from __future__ import annotations
@@ -21,11 +22,24 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from broker.session import Session
+# ApiVersions, SaslHandshake, SaslAuthenticate; LeaderAndIsr, StopReplica, UpdateMetadata,
+# ControlledShutdown, WriteTxnMarkers (Kafka's ClusterAction APIs)
+EXEMPT_API_KEYS = frozenset({18, 17, 36, 4, 5, 6, 7, 27})
+FETCH_KEY = 1
 
 
-def session_identity(session: Session) -> tuple[str, str]:
-    return session.principal.name, session.client_id or ""
+def request_exempt(api_key: int, body: Any) -> bool:
+    if api_key in EXEMPT_API_KEYS:
+        return True
+    return api_key == FETCH_KEY and _replica_id(body) >= 0
+
+
+def _replica_id(body: Any) -> int:
+    replica_id = getattr(body, "replica_id", -1)
+    state = getattr(body, "replica_state", None)  # Kafka Fetch v15+
+    if state is not None:
+        replica_id = getattr(state, "replica_id", replica_id)
+    return int(replica_id) if replica_id is not None else -1
 
 
 def throttle_of(response: Any) -> int:

@@ -1,6 +1,7 @@
 """One module per API family; importing this package registers every API by its key."""
 
 from protocol.api import (
+    acls,
     admin,
     controller,
     delete_records,
@@ -10,6 +11,7 @@ from protocol.api import (
     metadata,
     produce,
     producer_ids,
+    quotas,
     replication,
     sasl,
     scram,
@@ -18,6 +20,7 @@ from protocol.api import (
 )
 
 __all__ = [
+    "acls",
     "admin",
     "controller",
     "delete_records",
@@ -27,6 +30,7 @@ __all__ = [
     "metadata",
     "produce",
     "producer_ids",
+    "quotas",
     "replication",
     "sasl",
     "scram",

@@ -21,10 +21,11 @@ test asserts:
 - the version-inference test, test_kafka_version_infer, passes: with KAFKA_VERSION=4.0 it
   asserts that a consumer with api_version=None infers (4, 0) from our ApiVersions answer.
 
-The SASL and SSL test files are not run: odradek has no security yet (issue 25). Tests of the
-three files run that fail against odradek, at 4444143 and now:
-- test_create_describe_delete_acls, test_alter_replica_log_dirs, test_describe_metadata_quorum:
-  odradek serves no DescribeAcls, AlterReplicaLogDirs or DescribeQuorum (a KRaft API).
+The broker runs with an authorizer and allow_everyone_if_no_acl_found (the suite's clients are
+User:ANONYMOUS), so that test_create_describe_delete_acls passes (issue 25). The SASL and SSL
+test files are not run. Tests of the three files run that fail against odradek:
+- test_alter_replica_log_dirs, test_describe_metadata_quorum: odradek serves no
+  AlterReplicaLogDirs or DescribeQuorum (a KRaft API).
 - test_describe_configs_broker_resource_returns_configs: Kafka 4.0 reports advertised.listeners
   as STATIC_BROKER_CONFIG and read-only; odradek as DEFAULT_CONFIG.
 - test_create_partitions: it assigns the new partitions to broker 0 (the suite's broker id);
@@ -59,6 +60,13 @@ SUITE_FILES = [
 VERSION_INFER_TEST = "test/integration/test_consumer_integration.py::test_kafka_version_infer"
 KAFKA_VERSION = "4.0"
 SUITE_TIMEOUT_S = 300.0
+# An authorizer, as the suite's ACL test needs (CreateAcls without one is SECURITY_DISABLED);
+# its clients are User:ANONYMOUS, allowed wherever no ACL names the resource.
+BROKER_SETTINGS: dict[str, int | bool | str] = {
+    "num_partitions": 4,
+    "authorizer_class_name": "kafka.security.authorizer.AclAuthorizer",
+    "allow_everyone_if_no_acl_found": True,
+}
 
 # Our stand-in for kafka-python's test/service.py, which its sdist does not ship.
 SERVICE_STANDIN = '''"""odradek's stand-in for kafka-python's test/service.py (external brokers)."""
@@ -129,7 +137,7 @@ def test_kafka_python_suite_passes_against_odradek(
     cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:
     suite = _prepare_suite(tmp_path / "suite")
-    cluster = cluster_factory(1, broker_settings={"num_partitions": 4})
+    cluster = cluster_factory(1, broker_settings=BROKER_SETTINGS)
     bootstrap = cluster.kafka_bootstrap.split(",")[0]
     env = {k: v for k, v in os.environ.items() if k not in ("ZOOKEEPER_URI", "PYTHONPATH")}
     env.update(KAFKA_VERSION=KAFKA_VERSION, KAFKA_URI=f"kafka://{bootstrap}", KAFKA_ROOT=str(suite))

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from coordinator.cluster.scram_credentials import encode_user_config
+from protocol.scram import make_credential
 from tests.fixtures.cluster import run_odradek, wait_until
 from tests.fixtures.zk import free_port
 
@@ -32,6 +35,10 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 40.0
 CLIENT_TIMEOUT_S = 30.0
+BROKER_JAAS = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="broker" password="broker-secret";'
+)
 FOLLOW_S = 1.0  # the issue's bound: a changed credential works on every broker within a second
 
 
@@ -55,7 +62,7 @@ class Pair:
     where: Path
 
 
-def _start(broker_id: int, chroot: str, where: Path) -> Broker:
+def _start(broker_id: int, chroot: str, where: Path, inter_broker: str = "PLAINTEXT") -> Broker:
     native, native_sasl, kafka, kafka_sasl = (free_port() for _ in range(4))
     code = (
         "import sys\n"
@@ -67,7 +74,7 @@ def _start(broker_id: int, chroot: str, where: Path) -> Broker:
         f"native_listeners='PLAINTEXT://127.0.0.1:{native},"
         f"SASL_PLAINTEXT://127.0.0.1:{native_sasl}', "
         f"listeners='PLAINTEXT://127.0.0.1:{kafka},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}', "
-        "inter_broker_listener_name='PLAINTEXT', "
+        f"inter_broker_listener_name={inter_broker!r}, sasl_jaas_config={BROKER_JAAS!r}, "
         "sasl_enabled_mechanisms='SCRAM-SHA-256,SCRAM-SHA-512')\n"
         "sys.exit(run_forever(config))\n"
     )
@@ -89,15 +96,17 @@ def _both_up(pair: Pair) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def pair(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    where = tmp_path_factory.mktemp("scram")
+@contextlib.contextmanager
+def two_brokers(zk_server: Any, where: Path, inter_broker: str = "PLAINTEXT") -> Iterator[Pair]:
     chroot = f"{zk_server.connect}/odradek-scram-{uuid.uuid4().hex[:12]}"
     brokers: list[Broker] = []
+    p = Pair(brokers, chroot, where)
+    if inter_broker != "PLAINTEXT":  # the brokers' own user exists before they dial each other
+        write_znode(p, "broker", {"SCRAM-SHA-512": make_credential(
+            "SCRAM-SHA-512", "broker-secret", 4096).to_string()})  # fmt: skip
     try:
-        brokers.append(_start(1, chroot, where))
-        brokers.append(_start(2, chroot, where))
-        p = Pair(brokers, chroot, where)
+        brokers.append(_start(1, chroot, where, inter_broker))
+        brokers.append(_start(2, chroot, where, inter_broker))
         wait_until(lambda: _both_up(p), "both brokers to answer", START_TIMEOUT_S)
         yield p
     finally:
@@ -109,6 +118,12 @@ def pair(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
             except subprocess.TimeoutExpired:
                 b.proc.kill()
                 b.proc.wait(20)
+
+
+@pytest.fixture(scope="module")
+def pair(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    with two_brokers(zk_server, tmp_path_factory.mktemp("scram")) as p:
+        yield p
 
 
 def odradek(pair: Pair, *args: str) -> subprocess.CompletedProcess[str]:
@@ -165,6 +180,19 @@ def produce_consume_commit(broker: Broker, mechanism: str, user: str, password: 
         assert committed[0].offset == len(values)
     finally:
         consumer.close()
+
+
+def write_znode(pair: Pair, user: str, config: dict[str, str]) -> None:
+    from kazoo.client import KazooClient
+
+    hosts, _, root = pair.chroot.partition("/")  # the chroot does not exist yet
+    zk = KazooClient(hosts=hosts)
+    zk.start(timeout=15)
+    try:
+        zk.create(f"/{root}/config/users/{user}", encode_user_config(config), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
 
 
 def read_znode(pair: Pair, user: str) -> bytes:
@@ -295,3 +323,33 @@ def test_users_cli_refuses_bad_input_with_one_line(pair: Pair) -> None:
     assert nobody.returncode == 1 and "does not exist" in nobody.stderr
     warned = odradek(pair, "users", "add", "erin", "--password", "erin-secret")
     assert warned.returncode == 0 and "shell history" in warned.stderr
+
+
+def test_brokers_replicate_over_a_scram_inter_broker_listener(
+    zk_server: Any, tmp_path: Path
+) -> None:
+    """Replica fetchers and the controller's requests log in with sasl_jaas_config's
+    ScramLoginModule user: with min.insync.replicas=2, acks=all only succeeds once the
+    follower fetches over the SASL_PLAINTEXT inter-broker listener."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with two_brokers(zk_server, tmp_path, inter_broker="SASL_PLAINTEXT") as p:
+        bootstrap = f"127.0.0.1:{p.brokers[0].kafka}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        topic = NewTopic("replicated", 1, 2, config={"min.insync.replicas": "2"})
+        admin.create_topics([topic])["replicated"].result(CLIENT_TIMEOUT_S)
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        errors: list[Any] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+
+        for i in range(10):
+            producer.produce("replicated", f"r{i}".encode(), on_delivery=delivered)
+        assert producer.flush(CLIENT_TIMEOUT_S) == 0
+        assert errors == []
+        for b in p.brokers:
+            assert "broker-secret" not in b.log()
+            assert "Authentication failed" not in b.log()

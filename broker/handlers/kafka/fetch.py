@@ -171,5 +171,5 @@ def _answer(
     nodes = [NodeEndpoint(*e) for e in endpoints(cache, leaders)]
     return encode_fetch_response(
         version, response_header(request), topics, resp.error_code,
-        session_id=resp.session_id, node_endpoints=nodes,
+        throttle_time_ms=resp.throttle_time_ms, session_id=resp.session_id, node_endpoints=nodes,
     )  # fmt: skip
