@@ -168,7 +168,7 @@ def prepare(dir: Path, broker_ids: list[int], hosts: dict[int, str]) -> SecureLa
     return layout
 
 
-def user_znode(password: str, existing: bytes | None = None) -> bytes:
+def user_znode(password: str, existing: bytes | None = None, mechanism: str = MECHANISM) -> bytes:
     """A user's /config/users/<user> data as Kafka's ZooKeeper mode keeps it
     (coordinator/cluster/scram_credentials.py): salted, iterated keys, never the password;
     `existing`: the node's data now, whose other keys (quotas, other mechanisms) are kept."""
@@ -176,13 +176,16 @@ def user_znode(password: str, existing: bytes | None = None) -> bytes:
     from protocol.scram import make_credential
 
     config = {} if existing is None else decode_user_config(existing)
-    config[MECHANISM] = make_credential(MECHANISM, password).to_string()
+    config[mechanism] = make_credential(mechanism, password).to_string()
     return encode_user_config(config)
 
 
-def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int) -> None:
-    """The broker and admin SCRAM users, written before any broker runs (so no change
-    notification is needed: every broker reads /config/users when it starts)."""
+def write_users(
+    zk_connect: str, users: list[tuple[str, str, str]], session_timeout_ms: int
+) -> None:
+    """(user, mechanism, password) credentials written straight to ZooKeeper, read-modify-write
+    at the node's version. For users the brokers need before any broker can be asked (KIP-554
+    needs a running, reachable broker): its inter-broker user, the first admin."""
     import warnings
 
     from kazoo.client import KazooClient
@@ -194,14 +197,54 @@ def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int)
         warnings.simplefilter("ignore")
         zk.start(timeout=session_timeout_ms / 1000)
     try:
-        for user, password in ((BROKER_USER, layout.broker_password),
-                               (ADMIN_USER, layout.admin_password)):  # fmt: skip
+        for user, mechanism, password in users:
             path = user_path(user)
             if zk.exists(path):
                 data, stat = zk.get(path)
-                zk.set(path, user_znode(password, data), version=stat.version)
+                zk.set(path, user_znode(password, data, mechanism), version=stat.version)
             else:
-                zk.create(path, user_znode(password), makepath=True)
+                zk.create(path, user_znode(password, None, mechanism), makepath=True)
     finally:
         zk.stop()
         zk.close()
+
+
+def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int) -> None:
+    """The broker and admin SCRAM users, written before any broker runs (so no change
+    notification is needed: every broker reads /config/users when it starts)."""
+    users = [(BROKER_USER, MECHANISM, layout.broker_password),
+             (ADMIN_USER, MECHANISM, layout.admin_password)]  # fmt: skip
+    write_users(zk_connect, users, session_timeout_ms)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m deploy.cluster_security --zookeeper HOST:PORT[/chroot] --user U
+    --password-file F [--mechanism M]`: a SCRAM user written to ZooKeeper before the brokers
+    start (docs/security.md: the inter-broker user and the first admin of a new cluster)."""
+    import sys
+
+    from deploy.cli_common import Parser
+    from protocol.errors import UsageError
+    from protocol.scram import MECHANISMS
+
+    parser = Parser(prog="python -m deploy.cluster_security", description=main.__doc__)
+    parser.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
+    parser.add_argument("--user", required=True)
+    parser.add_argument("--password-file", required=True, type=Path, metavar="FILE",
+                        help="its first line is the password")  # fmt: skip
+    parser.add_argument("--mechanism", default=MECHANISM, choices=sorted(MECHANISMS))
+    args = parser.parse_args(argv)
+    try:
+        lines = args.password_file.read_text().splitlines()
+        if not lines or not lines[0]:
+            raise UsageError(f"{args.password_file}: its first line is empty")
+        write_users(args.zookeeper, [(args.user, args.mechanism, lines[0])], 10_000)
+    except (UsageError, OSError) as exc:
+        print(f"error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
+        return 1
+    print(f"{args.mechanism} credential of {args.user} written to {args.zookeeper}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

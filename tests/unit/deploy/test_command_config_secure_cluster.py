@@ -9,6 +9,8 @@ import ssl
 import stat
 from pathlib import Path
 
+import pytest
+
 from deploy import cluster_security
 from deploy.cluster_security import SecureLayout, jaas, prepare, user_znode, write_private
 from deploy.command_config import command_config, parse_properties
@@ -89,3 +91,15 @@ def test_user_znode_keeps_what_else_the_node_holds() -> None:
     doc = json.loads(user_znode("pw", existing))
     assert doc["config"]["producer_byte_rate"] == "1024"
     assert doc["config"]["SCRAM-SHA-512"] != "old"
+
+
+def test_bootstrap_user_command_refuses_an_empty_password_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.password"
+    empty.write_text("\n")
+    code = cluster_security.main(
+        ["--zookeeper", "127.0.0.1:1", "--user", "broker", "--password-file", str(empty)]
+    )
+    assert code == 1
+    assert "its first line is empty" in capsys.readouterr().err
