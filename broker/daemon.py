@@ -43,6 +43,8 @@ from broker.metrics import BrokerMetrics, BrokerParts
 from broker.quota.manager import Quotas
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
+from broker.security import authorizer_log
+from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslService, sasl_config
 from broker.security.tls import ListenerTls, client_context, listener_tls
 from broker.server import BrokerServer
@@ -50,6 +52,7 @@ from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
+from coordinator.cluster.acls import ZkAclStore
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
@@ -210,6 +213,7 @@ class Broker:
             fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
+        self.acls = self._authorizer(config)
         self.ctx.sasl = SaslService(
             sasl_config(config.sasl_enabled_mechanisms, config.sasl_jaas_config,
                         config.connections_max_reauth_ms,
@@ -287,6 +291,8 @@ class Broker:
         self.fence.start()
         self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
         log.info("cluster id %s", self.ctx.cluster_id)
+        if self.acls is not None:  # every ACL loaded before the first request is served
+            await self.acls.start()
         await self.credentials.start(self.config_changes)  # loaded before any login
         await self.quotas.reload()  # every quota set, before the first request is read
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
@@ -344,6 +350,8 @@ class Broker:
         for server in self.native_servers + self.kafka_servers:
             await server.stop()
         await _quietly(self.config_changes.stop())
+        if self.acls is not None:
+            await _quietly(self.acls.stop())
         await _quietly(self.groups.shutdown())
         await _quietly(self.transactions.shutdown())
         await _quietly(self.replicas.shutdown())
@@ -357,6 +365,26 @@ class Broker:
         await _quietly(self.fence.stop())
         if self._zk_started:
             await _quietly(self.zk.stop())
+
+    def _authorizer(self, config: BrokerConfig) -> ZkAclStore | None:
+        """Kafka's ACLs when `authorizer_class_name` names an authorizer: ctx.authorizer over a
+        cache that ZooKeeper's ACLs fill and follow (coordinator/cluster/acls.py)."""
+        if config.authorizer_log_file:
+            authorizer_log.attach_file(
+                str(config.log_dir / config.authorizer_log_file), config.authorizer_log_level
+            )
+        else:
+            authorizer_log.log.setLevel(config.authorizer_log_level)
+        if not config.authorizer_class_name:
+            return None
+        authorizer = Authorizer(
+            AclCache(),
+            parse_super_users(config.super_users),
+            config.allow_everyone_if_no_acl_found,
+        )
+        authorizer.store = ZkAclStore(self.zk, authorizer.cache)
+        self.ctx.authorizer = authorizer
+        return authorizer.store
 
     def _high_watermark(self, topic: str, partition: int) -> int | None:
         """What the log cleaner may clean below (None: not a partition this broker hosts)."""

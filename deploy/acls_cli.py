@@ -18,7 +18,8 @@ operation a resource type does not have is refused, naming those it has.
 any (any pattern type, that exact name) or match (every pattern that applies to the name).
 `remove` without principals removes every ACL of the resources named; it asks for
 confirmation unless `--force`. `list` prints Kafka's lines ("Current ACLs for resource ...")
-or `-o json`. The building of bindings and filters is pure (tested without a cluster).
+or `-o json` ({"acls": [{resource_type, name, pattern_type, principal, host, operation,
+permission}]}). The building of bindings and filters is pure (tested without a cluster).
 """
 
 from __future__ import annotations
@@ -308,7 +309,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for f in filters:
             found.update((b, None) for b in admin.describe_acls(f))
     if getattr(args, "output", None) == "json":
-        emit_json([_json(b) for b in found])
+        emit_json({"acls": [_json(b) for b in found]})
         return 0
     print_lines(listing_lines(found))
     return 0

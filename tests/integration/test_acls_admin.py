@@ -292,7 +292,10 @@ def test_cli_round_trip(cluster: LocalCluster) -> None:
         "acls", "list", *boot, "--topic", topic, "--resource-pattern-type", "match", "-o", "json"
     )
     assert listed.returncode == 0, listed.stderr
-    rows = {(r["principal"], r["operation"], r["pattern_type"]) for r in json.loads(listed.stdout)}
+    rows = {
+        (r["principal"], r["operation"], r["pattern_type"])
+        for r in json.loads(listed.stdout)["acls"]
+    }
     assert rows == {
         ("User:frank", "Read", "LITERAL"),
         ("User:frank", "Describe", "LITERAL"),
@@ -309,7 +312,7 @@ def test_cli_round_trip(cluster: LocalCluster) -> None:
     left = run_odradek(
         "acls", "list", *boot, "-o", "json", "--topic", topic, "--resource-pattern-type", "match"
     )
-    assert {r["principal"] for r in json.loads(left.stdout)} == {"User:gina"}
+    assert {r["principal"] for r in json.loads(left.stdout)["acls"]} == {"User:gina"}
     bad = run_odradek(
         "acls", "add", *boot, "--allow-principal", "User:x", "--cluster", "--operation", "Read"
     )
