@@ -28,6 +28,7 @@ from typing import Any
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 from transport.connection import BrokerConnection
+from transport.sasl import AUTHENTICATION_ERRORS
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 NO_LEADER = -1
@@ -212,6 +213,8 @@ class Cluster:
                 conn = await self._connect_target(target)
                 resp: MetadataResponse = await conn.send(request, self.request_timeout_ms)
                 return resp
+            except AUTHENTICATION_ERRORS:
+                raise  # a refused login is the user's to fix: no other broker will take it
             except (NetworkError, OdradekError) as exc:
                 last = exc
         raise NetworkError(f"no broker answered a metadata request (last error: {last})")
@@ -238,6 +241,8 @@ class Cluster:
         for target in self._metadata_targets():
             try:
                 conn = await self._connect_target(target)
+            except AUTHENTICATION_ERRORS:
+                raise
             except OdradekError as exc:
                 last = exc
                 continue

@@ -30,6 +30,7 @@ from protocol.api.sasl import (
 )
 from protocol.errors import (
     IllegalSaslStateError,
+    OdradekError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
     UsageError,
@@ -38,11 +39,20 @@ from protocol.errors import (
 from protocol.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, parse_jaas
 from protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 from protocol.scram import ScramClient, ScramState
+from transport.security import SslAuthenticationError
 
 if TYPE_CHECKING:
     from transport.connection import BrokerConnection
     from transport.security import SecurityConfig
 
+# A refused login (wrong password, unknown user, mechanism not enabled, TLS refused): fatal to a
+# client, never retried, as Kafka's AuthenticationException.
+AUTHENTICATION_ERRORS: tuple[type[OdradekError], ...] = (
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    IllegalSaslStateError,
+    SslAuthenticationError,
+)
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
 MAX_ROUNDS = 4  # SCRAM needs 2 SaslAuthenticate round trips, PLAIN 1: more is a broken broker

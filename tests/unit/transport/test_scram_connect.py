@@ -104,3 +104,20 @@ async def test_a_mechanism_the_listener_lacks_is_named(tmp_path: Path) -> None:
             await BrokerConnection.connect(
                 "127.0.0.1", port, security=login("PLAIN", "paul", "paul-secret")
             )
+
+
+async def test_the_native_client_fails_at_once_on_a_wrong_password(tmp_path: Path) -> None:
+    """Not a NetworkError after retrying every broker: the login error itself, not retried."""
+    from client.admin import AsyncAdmin
+
+    async with sasl_listener(tmp_path, ("SCRAM-SHA-512",)) as port:
+        admin = AsyncAdmin(
+            f"127.0.0.1:{port}", security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+            sasl_plain_password="wrong",
+        )  # fmt: skip
+        try:
+            with pytest.raises(SaslAuthenticationFailedError, match="invalid credentials"):
+                await admin.list_topics()
+        finally:
+            await admin.close()
