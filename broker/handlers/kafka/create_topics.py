@@ -12,6 +12,7 @@ from broker.context import BrokerContext
 from broker.handlers import create_topics as native
 from broker.handlers.describe_configs import topic_entries
 from broker.handlers.kafka._adapt import as_native, then
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (
     CREATE_TOPICS,
@@ -20,6 +21,7 @@ from protocol.api.admin import (
     CreateTopicsResponse,
     ReplicaAssignment,
 )
+from protocol.errors import TopicAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 
 
@@ -38,18 +40,27 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     native_req = CreateTopicsRequest(topics, millis(req.timeout), bool(req.validate_only))
     result = native.handle(ctx, as_native(CREATE_TOPICS, native_req, request), session)
     given = {t.name: t.configs for t in topics}
-    return then(result, lambda r: _answer(ctx, request.header.api_version, r, given))
+    # v5+ shows the new topic's configs only to a principal that may DescribeConfigs it (Kafka:
+    # TOPIC_AUTHORIZATION_FAILED as topic_config_error_code, the topic itself still created)
+    hidden = rules.denied(ctx, session, rules.DESCRIBE_CONFIGS, rules.TOPIC, given,
+                          api="CreateTopics", log_denied=False)  # fmt: skip
+    version = request.header.api_version
+    return then(result, lambda r: _answer(ctx, version, r, given, hidden))
 
 
 def _answer(
-    ctx: BrokerContext, version: int, resp: CreateTopicsResponse, given: dict[str, dict[str, str]]
+    ctx: BrokerContext,
+    version: int,
+    resp: CreateTopicsResponse,
+    given: dict[str, dict[str, str]],
+    hidden: frozenset[str] = frozenset(),
 ) -> Any:
     cls = response_class(CREATE_TOPICS.key, version)
     result_cls = nested(cls, "CreatableTopicResult")
     config_cls = nested(cls, "CreatableTopicConfigs") if version >= 5 else None
 
     def configs(name: str, error_code: int) -> tuple[Any, ...] | None:
-        if config_cls is None or error_code != 0:
+        if config_cls is None or error_code != 0 or name in hidden:
             return None
         return tuple(
             make(config_cls, name=e.name, value=e.value, read_only=e.read_only,
@@ -64,7 +75,9 @@ def _answer(
             topic_id=ctx.metadata.topic_id(t.name) if t.error_code == 0 else None,
             error_code=t.error_code,
             error_message=t.error_message,
-            topic_config_error_code=0,
+            topic_config_error_code=TopicAuthorizationFailedError.code
+            if t.name in hidden and t.error_code == 0
+            else 0,
             num_partitions=t.num_partitions if t.error_code == 0 else -1,
             replication_factor=t.replication_factor if t.error_code == 0 else -1,
             configs=configs(t.name, t.error_code),

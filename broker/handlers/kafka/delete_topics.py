@@ -11,9 +11,10 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import delete_topics as native
 from broker.handlers.kafka._adapt import as_native, then
+from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.errors import UnknownTopicIdError
+from protocol.errors import TopicAuthorizationFailedError, UnknownTopicIdError
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.topic_ids import encode_topic_id
 
@@ -22,6 +23,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
     version = request.header.api_version
     unknown: list[uuid.UUID] = []
+    by_id: list[str] = []
     if version >= 6:
         names = []
         for t in req.topics:
@@ -30,12 +32,17 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
                 unknown.append(t.topic_id)
             else:
                 names.append(name)
+                if t.name is None:
+                    by_id.append(name)
     else:
         names = list(req.topic_names)
     ids = {name: ctx.metadata.topic_id(name) for name in names}  # before they are gone
-    native_req = DeleteTopicsRequest(names, millis(req.timeout))
+    # a topic named by id that the principal may not Describe: answered without its name (Kafka)
+    nameless = rules.denied(ctx, session, rules.DESCRIBE, rules.TOPIC, by_id, api="DeleteTopics",
+                            log_denied=False)  # fmt: skip
+    native_req = DeleteTopicsRequest([n for n in names if n not in nameless], millis(req.timeout))
     result = native.handle(ctx, as_native(DELETE_TOPICS, native_req, request), session)
-    return then(result, lambda r: _answer(version, r, ids, unknown))
+    return then(result, lambda r: _answer(version, r, ids, unknown, nameless))
 
 
 def _by_id(ctx: BrokerContext, topic_id: uuid.UUID | None) -> str | None:
@@ -47,6 +54,7 @@ def _answer(
     resp: DeleteTopicsResponse,
     ids: dict[str, uuid.UUID | None],
     unknown: list[uuid.UUID],
+    nameless: frozenset[str] = frozenset(),
 ) -> Any:
     cls = response_class(DELETE_TOPICS.key, version)
     result_cls = nested(cls, "DeletableTopicResult")
@@ -69,6 +77,16 @@ def _answer(
             error_message=f"no topic has the id {_text(tid)}",
         )
         for tid in unknown
+    ]
+    results += [
+        make(
+            result_cls,
+            name=None,
+            topic_id=ids.get(name),
+            error_code=TopicAuthorizationFailedError.code,
+            error_message="Topic authorization failed.",
+        )
+        for name in sorted(nameless)
     ]
     return make(cls, throttle_time=0, responses=tuple(results))
 

@@ -9,6 +9,7 @@ through the Kafka door's socket, where the session is User:ANONYMOUS.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -52,9 +53,11 @@ from protocol.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
+from protocol.kafka import codec
 from protocol.kafka import versions as v
 from protocol.principal import ANONYMOUS, KafkaPrincipal
 from protocol.registry import spec_for_request
+from protocol.topic_ids import encode_topic_id, new_topic_id
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import fetch, produce, with_attributes
 from tests.unit.broker.test_kafka_door import KafkaRaw
@@ -421,3 +424,47 @@ def test_a_principal_filter_that_names_no_principal_matches_nothing() -> None:
     assert not star.matches_entry(AclEntry(ALICE, "*", Op.READ, AclPermissionType.ALLOW))
     alice = filter_of(AclFilterData(principal="User:alice"))
     assert alice.matches_entry(AclEntry(ALICE, "*", Op.READ, AclPermissionType.ALLOW))
+
+
+async def test_kafka_create_topics_shows_configs_only_with_describe_configs(
+    tmp_path: Path,
+) -> None:
+    async with broker(tmp_path) as (b, authz):
+        grant(authz, Op.CREATE, C, principal=ANONYMOUS)
+        topic_cls = codec.nested(codec.request_class(v.CREATE_TOPICS, 7), "CreatableTopic")
+        new = codec.make(topic_cls, name="fresh", num_partitions=1, replication_factor=1,
+                         assignments=(), configs=())  # fmt: skip
+
+        async def create() -> Any:
+            resp = await kafka_call(b, v.CREATE_TOPICS, 7, topics=(new,), timeout=1000,
+                                    validate_only=True)  # fmt: skip
+            (t,) = resp.topics
+            assert t.error_code.value == 0
+            return t
+
+        hidden = await create()
+        assert hidden.topic_config_error_code == TOPIC_AUTH and not hidden.configs
+        grant(authz, Op.DESCRIBE_CONFIGS, T, "fresh", principal=ANONYMOUS)
+        shown = await create()
+        assert shown.topic_config_error_code == 0 and shown.configs
+
+
+async def test_kafka_delete_topics_by_id_hides_the_name_without_describe(
+    tmp_path: Path,
+) -> None:
+    async with broker(tmp_path, "solo") as (b, authz):
+        topic_id = new_topic_id()  # as the controller announces it (KIP-516)
+        state = dataclasses.replace(b.state("solo", 0), topic_id=encode_topic_id(topic_id))
+        b.ctx.authorizer = None  # the harness plays the controller anonymously
+        conn = await b.connect()
+        await conn.send(
+            controller.UpdateMetadataRequest(0, b.controller_epoch, [state], [b.broker_info()], [])
+        )
+        b.ctx.authorizer = authz
+        assert b.ctx.metadata.topic_id("solo") == topic_id
+        topic_cls = codec.nested(codec.request_class(v.DELETE_TOPICS, 6), "DeleteTopicState")
+        by_id = codec.make(topic_cls, name=None, topic_id=topic_id)
+        resp = await kafka_call(b, v.DELETE_TOPICS, 6, topics=(by_id,), timeout=1000)
+        (r,) = resp.responses
+        assert (r.name, r.topic_id, r.error_code.value) == (None, topic_id, TOPIC_AUTH)
+        assert b.topics.deleted == []
