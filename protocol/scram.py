@@ -286,7 +286,7 @@ class ScramServer:
         text = self._decode(token)
         match = CLIENT_FIRST.fullmatch(text)
         if match is None:
-            self._fail(f"Invalid SCRAM client first message format: {text}")
+            self._fail(f"Invalid SCRAM client first message format: {_excerpt(text)}")
         try:
             username = username_of(match["name"])
         except ValueError as exc:
@@ -327,7 +327,7 @@ class ScramServer:
         text = self._decode(token)
         match = CLIENT_FINAL.fullmatch(text)
         if match is None:
-            self._fail(f"Invalid SCRAM client final message format: {text}")
+            self._fail(f"Invalid SCRAM client final message format: {_excerpt(text)}")
         nonce = self._server_first[2 : self._server_first.index(",s=")]
         if match["nonce"] != nonce:
             self._fail("Invalid client nonce in the final client message.")
@@ -351,7 +351,7 @@ class ScramServer:
     def _strict_b64(self, text: str) -> bytes:
         data = _b64decode(text)
         if data is None:
-            self._fail(f"Invalid SCRAM message: non-canonical base64 {text!r}")
+            self._fail(f"Invalid SCRAM message: non-canonical base64 {_excerpt(text)!r}")
         return data
 
     def _decode(self, token: bytes) -> str:
@@ -416,7 +416,7 @@ class ScramClient:
         text = self._decode(server_first)
         match = SERVER_FIRST.fullmatch(text)
         if match is None:
-            self._fail(f"Invalid SCRAM server first message format: {text}")
+            self._fail(f"Invalid SCRAM server first message format: {_excerpt(text)}")
         nonce, iterations = match["nonce"], int(match["iterations"])
         if not nonce.startswith(self._nonce) or nonce == self._nonce:
             self._fail("Invalid server nonce: does not start with client nonce")
@@ -446,7 +446,7 @@ class ScramClient:
         text = self._decode(server_final)
         match = SERVER_FINAL.fullmatch(text)
         if match is None:
-            self._fail(f"Invalid SCRAM server final message format: {text}")
+            self._fail(f"Invalid SCRAM server final message format: {_excerpt(text)}")
         if match["error"] is not None:
             self._fail(
                 f"Sasl authentication using {self.mechanism.name} failed with error: "
@@ -463,7 +463,7 @@ class ScramClient:
     def _strict_b64(self, text: str) -> bytes:
         data = _b64decode(text)
         if data is None:
-            self._fail(f"Invalid SCRAM message: non-canonical base64 {text!r}")
+            self._fail(f"Invalid SCRAM message: non-canonical base64 {_excerpt(text)!r}")
         return data
 
     def _decode(self, token: bytes) -> str:
@@ -478,6 +478,16 @@ class ScramClient:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+
+
+EXCERPT_CHARS = 64  # of a malformed message, in an error: a token may be megabytes
+
+
+def _excerpt(text: str) -> str:
+    """A malformed message as an error shows it: its start, and its length when cut."""
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    return f"{text[:EXCERPT_CHARS]}... ({len(text)} characters)"
 
 
 def _b64(data: bytes) -> str:

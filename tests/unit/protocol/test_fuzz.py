@@ -5,7 +5,8 @@ frame decoder, the request decoder, the response decoders and the batch parser. 
 than an OdradekError subclass (TypeError, IndexError, struct.error, a msgpack exception, an
 aiokafka exception, RecursionError, MemoryError...) fails the test. Hostile msgpack (huge
 declared lengths, deep nesting), hostile v2 records (huge varint lengths) and compression bombs
-of every codec must be refused without allocating.
+of every codec must be refused without allocating. SASL/SCRAM tokens (issue 25) get
+SASL_AUTHENTICATION_FAILED and nothing else, whatever their bytes or size.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from protocol.codec import (
 from protocol.errors import OdradekError, ProtocolError
 from protocol.framing import FrameDecoder
 from protocol.registry import all_specs
+from protocol.scram import MECHANISMS as SCRAM_MECHANISMS
+from protocol.scram import ScramClient, ScramFailure, ScramServer, make_credential
+from protocol.scram import mechanism as scram_mechanism
 from tests.unit.protocol.strategies import message_strategy
 
 SPECS = all_specs()
@@ -402,3 +406,86 @@ def test_truncated_gzip_is_refused() -> None:
         batch.decode_records(reseal(built[:-6]))
     with pytest.raises(batch.InvalidBatchError, match="garbage"):
         batch.decode_records(reseal(built + b"junk"))
+
+
+# ----- SASL/SCRAM tokens (issue 25): the server's end never breaks, never echoes without bound --
+#
+# A SaslAuthenticate token is whatever the peer sent. The SCRAM server must refuse garbage,
+# huge and non-UTF-8 client-first messages and client-finals with a wrong nonce or proof with
+# SASL_AUTHENTICATION_FAILED (ScramFailure) only, and its message (which goes back to the
+# client and, once a minute per peer, to the broker's log) must stay bounded whatever the
+# token's size.
+
+SCRAM_MESSAGE_MAX_CHARS = 4096  # a client's token may be megabytes; the error line may not
+SCRAM_PASSWORD = "fuzz-secret"
+
+
+def scram_pair(mech_name: str) -> tuple[ScramClient, ScramServer, Any]:
+    mech = scram_mechanism(mech_name)
+    credential = make_credential(mech, SCRAM_PASSWORD, mech.min_iterations)
+    return ScramClient(mech, "fuzz", SCRAM_PASSWORD), ScramServer(mech), credential
+
+
+def scram_refuses(fn: Callable[[], Any]) -> str | None:
+    """fn raises ScramFailure (its message returned) or succeeds (None); nothing else."""
+    try:
+        fn()
+    except ScramFailure as exc:
+        assert SCRAM_PASSWORD not in exc.message
+        return exc.message
+    return None
+
+
+SCRAM_FIRST_GARBAGE = st.one_of(
+    st.binary(max_size=300),
+    st.text(max_size=200).map(str.encode),
+    mutated(st.just(b"n,,n=fuzz,r=abcdefghijklmnop")),
+    st.builds(lambda n: b"n,,n=fuzz,r=" + b"A" * n, st.integers(0, 2_000_000)),  # huge
+    st.builds(lambda n: b"y,,n=fuzz,r=" + b"A" * n, st.integers(0, 2_000_000)),  # huge, bad
+    st.builds(lambda b: b"n,,n=" + b + b",r=x", st.binary(min_size=1, max_size=40)),  # non-UTF-8
+)
+
+
+@FUZZ
+@given(mech=st.sampled_from(sorted(SCRAM_MECHANISMS)), token=SCRAM_FIRST_GARBAGE)
+def test_scram_client_first_garbage_is_refused(mech: str, token: bytes) -> None:
+    _client, server, credential = scram_pair(mech)
+    scram_refuses(lambda: server.respond(token, lambda _user: credential))
+
+
+@FUZZ
+@given(mech=st.sampled_from(sorted(SCRAM_MECHANISMS)), data=st.data())
+def test_scram_client_final_garbage_wrong_nonce_or_proof_is_refused(
+    mech: str, data: st.DataObject
+) -> None:
+    client, server, credential = scram_pair(mech)
+    server_first = server.respond(client.client_first(), lambda _user: credential)
+    good = client.client_final(server_first)
+    token = data.draw(
+        st.one_of(
+            mutated(st.just(good)),
+            st.binary(max_size=300),
+            st.just(good.replace(b",r=", b",r=X")),  # a nonce that is not the server's
+            st.just(good[: good.index(b",p=")] + b",p=" + b"A" * 88),  # a wrong proof
+            st.just(good + b"\xff" * 1_000_000),  # huge, not UTF-8
+        ),
+        label="client-final",
+    )
+    if token == good:
+        return
+    scram_refuses(lambda: server.respond(token, lambda _user: credential))
+    assert not server.complete
+
+
+@pytest.mark.parametrize("which", ["client_first", "client_final"])
+def test_scram_failure_message_stays_bounded_for_a_huge_token(which: str) -> None:
+    client, server, credential = scram_pair("SCRAM-SHA-512")
+    huge = b"A" * 1_000_000
+    if which == "client_final":
+        server.respond(client.client_first(), lambda _user: credential)
+        token = b"c=biws,r=" + huge
+    else:
+        token = b"y,,n=fuzz,r=" + huge + b",x"
+    message = scram_refuses(lambda: server.respond(token, lambda _user: credential))
+    assert message is not None
+    assert len(message) <= SCRAM_MESSAGE_MAX_CHARS, f"a {len(message)}-character message"
