@@ -17,9 +17,10 @@ KIP-55's order (`RESOLUTION_ORDER`): (U, C), (U, <default>), (U), (<default>, C)
 (<default>, <default>), (<default>), (C), (<default> client). `resolve` is that walk, a pure
 function of the overrides set; broker/quota/manager.py uses it.
 
-`validate_alteration` is AlterClientQuotas' check (Kafka's ZkAdminManager): an empty entity, an
-unknown or repeated entity type, an empty name, the ip type (not served), an unknown key, or a
-value that is not a whole number for the byte rates is INVALID_REQUEST with why.
+`entity_from_wire` and `apply_ops` are AlterClientQuotas' checks (Kafka's ZkAdminManager): an
+empty entity, an unknown or repeated entity type, an empty name, the ip type (not served), an
+unknown key (controller_mutation_rate too: not enforced here), a value that is not positive or
+not a whole number for the byte rates is INVALID_REQUEST with why.
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ IP = "ip"  # ClientQuotaEntity.IP: connection rate quotas, not served here
 PRODUCER_BYTE_RATE = "producer_byte_rate"  # bytes/s a client may produce
 CONSUMER_BYTE_RATE = "consumer_byte_rate"  # bytes/s a client may fetch
 REQUEST_PERCENTAGE = "request_percentage"  # % of one handler thread's time, per window
-CONTROLLER_MUTATION_RATE = "controller_mutation_rate"  # partitions created/deleted per second
+# KIP-599's partition mutations per second: a Kafka quota key odradek does not enforce, so it
+# is refused (INVALID_REQUEST saying so) rather than stored and ignored
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 
 # key -> True when the value must be a whole number (Kafka's LONG), False for a DOUBLE
 QUOTA_KEYS: Final[dict[str, bool]] = {
     PRODUCER_BYTE_RATE: True,
     CONSUMER_BYTE_RATE: True,
     REQUEST_PERCENTAGE: False,
-    CONTROLLER_MUTATION_RATE: False,
 }
 
 # Kafka's match types in DescribeClientQuotas filter components
@@ -158,6 +160,8 @@ def normalize_value(key: str, value: float) -> str:
     """The value of `key` as ZooKeeper keeps it (a LONG as an integer string); INVALID_REQUEST
     for an unknown key or a value Kafka would refuse."""
     whole = QUOTA_KEYS.get(key)
+    if key == CONTROLLER_MUTATION_RATE:
+        raise InvalidRequestError(f"{key} (KIP-599) is not enforced by odradek: not set")
     if whole is None:
         raise InvalidRequestError(f"Invalid configuration key {key}")
     if not math.isfinite(value) or value <= 0:

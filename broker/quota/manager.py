@@ -187,7 +187,7 @@ class Quotas:
 
     def configure(self, entity: QuotaEntity, values: Mapping[str, float]) -> None:
         """Replace `entity`'s quotas with `values` (quota key -> value; a key left out is
-        removed). Keys not enforced here (controller_mutation_rate) are kept for describe."""
+        removed)."""
         kept = {k: v for k, v in values.items() if k in q.QUOTA_KEYS}
         if kept:
             self.entities[entity] = kept

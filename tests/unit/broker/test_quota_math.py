@@ -182,7 +182,8 @@ def test_apply_ops_keeps_other_keys_and_checks_values() -> None:
     assert out == {"SCRAM-SHA-256": "salt=..,iterations=4096", q.PRODUCER_BYTE_RATE: "1024",
                    q.REQUEST_PERCENTAGE: "12.5"}  # fmt: skip
     for ops in ([("bogus", 1.0)], [(q.PRODUCER_BYTE_RATE, 1.5)], [(q.CONSUMER_BYTE_RATE, -1.0)],
-                [(q.REQUEST_PERCENTAGE, float("nan"))], [("bogus", None)]):  # fmt: skip
+                [(q.REQUEST_PERCENTAGE, float("nan"))], [(q.CONTROLLER_MUTATION_RATE, 5.0)],
+                [("bogus", None)]):  # fmt: skip
         with pytest.raises(InvalidRequestError):
             q.apply_ops(current, ops)
     assert q.quota_values(out) == {q.PRODUCER_BYTE_RATE: 1024.0, q.REQUEST_PERCENTAGE: 12.5}
