@@ -4,7 +4,8 @@ Each entry is checked as Kafka's ZooKeeper-era broker does (protocol/quota.py: a
 an unknown or repeated entity type, an empty name, an unknown key or a byte rate that is not a
 whole positive number is INVALID_REQUEST with why) and then, unless `validate_only`, written by
 the quota store (ZooKeeper, with a change notification every broker follows within a second).
-An entry's failure does not stop the others.
+An entry's failure does not stop the others. ACLs: AlterConfigs on the cluster, else every
+entry is CLUSTER_AUTHORIZATION_FAILED (Kafka's rule).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 
 from broker.context import BrokerContext
 from broker.quota.store import QuotaStore
+from broker.security import rules
 from broker.session import Session
 from protocol.api.quotas import (
     AlterClientQuotasRequest,
@@ -37,6 +39,11 @@ async def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> AlterClientQuotasResponse:
     req: AlterClientQuotasRequest = request.body
+    if not rules.allows(ctx, session, rules.ALTER_CONFIGS, rules.CLUSTER, api="AlterClientQuotas"):
+        err = rules.refusal(session, rules.ALTER_CONFIGS, rules.CLUSTER, "")
+        return AlterClientQuotasResponse(
+            [AlterClientQuotasResult(err.code, err.message, e.entity) for e in req.entries]
+        )
     results = [await _alter(ctx, entry, req.validate_only, session) for entry in req.entries]
     return AlterClientQuotasResponse(results)
 

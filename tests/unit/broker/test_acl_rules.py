@@ -32,7 +32,7 @@ from protocol.acl import (
     ResourcePattern,
     ResourceType,
 )
-from protocol.api import admin, controller, group, txn, txn_markers
+from protocol.api import admin, controller, group, quotas, txn, txn_markers
 from protocol.api.acls import AclFilterData, filter_of
 from protocol.api.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
 from protocol.api.delete_records import DeleteRecordsTopic as DRTopic
@@ -217,6 +217,12 @@ CASES: list[tuple[str, Callable[[], Any], list[Grant], int]] = [
     ("WriteTxnMarkers (admin)", lambda: txn_markers.WriteTxnMarkersRequest([
         txn_markers.TxnMarker(1, 0, True, 0, [txn_markers.TxnMarkerTopic("t", [0])])]),
      [(Op.ALTER, C, CLUSTER_NAME)], CLUSTER_AUTH),
+    ("AlterClientQuotas", lambda: quotas.AlterClientQuotasRequest([quotas.QuotaAlteration(
+        [quotas.QuotaEntityPart("user", "u")], [quotas.QuotaOp("producer_byte_rate", 1024.0,
+                                                               False)])], True),
+     [(Op.ALTER_CONFIGS, C, CLUSTER_NAME)], CLUSTER_AUTH),
+    ("DescribeClientQuotas", lambda: quotas.DescribeClientQuotasRequest([], False),
+     [(Op.DESCRIBE_CONFIGS, C, CLUSTER_NAME)], CLUSTER_AUTH),
     ("ElectLeaders", lambda: controller.ElectLeadersRequest(None, 100),
      [(Op.ALTER, C, CLUSTER_NAME)], CLUSTER_AUTH),
     ("AlterPartitionReassignments", lambda: controller.AlterPartitionReassignmentsRequest(
