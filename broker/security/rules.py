@@ -22,7 +22,11 @@ Kafka's conventions, which the handlers keep:
 - Broker-internal requests (a follower's Fetch, LeaderAndIsr, StopReplica, UpdateMetadata,
   ControlledShutdown, WriteTxnMarkers, AddPartitionsToTxn v4+) need ClusterAction on the
   cluster. Brokers send them as their own principal, so that principal belongs in
-  `super_users` (or gets ClusterAction), as in Kafka.
+  `super_users` (or gets ClusterAction), as in Kafka: User:<broker user> with a SASL
+  inter-broker listener (`odradek cluster up --secure` does this), the certificate's mapped
+  name with mTLS, and User:ANONYMOUS when the inter-broker listener is PLAINTEXT (then keep
+  Kafka clients off that listener). Without it, an authorizer refuses the controller's
+  LeaderAndIsr and the followers' fetches: leadership and replication stop.
 """
 
 from __future__ import annotations
@@ -199,6 +203,17 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
                             "TOPIC_AUTHORIZATION_FAILED"),
     ),
+    # checked in the handlers of the pieces that brought these APIs (broker/handlers/acls.py,
+    # *_user_scram_credentials.py, *_client_quotas.py)
+    "DescribeAcls": (_r(DESCRIBE, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
+    "CreateAcls": (_r(ALTER, CLUSTER, "each creation: CLUSTER_AUTHORIZATION_FAILED"),),
+    "DeleteAcls": (_r(ALTER, CLUSTER, "each filter: CLUSTER_AUTHORIZATION_FAILED"),),
+    "DescribeUserScramCredentials": (_r(DESCRIBE, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
+    "AlterUserScramCredentials": (_r(ALTER, CLUSTER, "each user: "
+                                                     "CLUSTER_AUTHORIZATION_FAILED"),),
+    "DescribeClientQuotas": (_r(DESCRIBE_CONFIGS, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
+    "AlterClientQuotas": (_r(ALTER_CONFIGS, CLUSTER, "each entry: "
+                                                     "CLUSTER_AUTHORIZATION_FAILED"),),
 }
 # fmt: on
 
