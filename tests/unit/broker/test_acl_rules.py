@@ -474,3 +474,22 @@ async def test_kafka_delete_topics_by_id_hides_the_name_without_describe(
         (r,) = resp.responses
         assert (r.name, r.topic_id, r.error_code.value) == (None, topic_id, TOPIC_AUTH)
         assert b.topics.deleted == []
+
+
+async def test_kafka_metadata_auto_creates_only_with_create(tmp_path: Path) -> None:
+    async with broker(tmp_path) as (b, authz):
+        grant(authz, Op.DESCRIBE, T, "auto", principal=ANONYMOUS)
+        topic_cls = codec.nested(codec.request_class(v.METADATA, 9), "MetadataRequestTopic")
+
+        async def ask() -> int:
+            resp = await kafka_call(b, v.METADATA, 9, topics=(codec.make(topic_cls, name="auto"),),
+                                    allow_auto_topic_creation=True,
+                                    include_cluster_authorized_operations=False,
+                                    include_topic_authorized_operations=False)  # fmt: skip
+            return int(resp.topics[0].error_code.value)
+
+        assert await ask() == TOPIC_AUTH
+        assert b.topics.created == []
+        grant(authz, Op.CREATE, T, "auto", principal=ANONYMOUS)
+        assert await ask() != TOPIC_AUTH
+        assert [name for name, _, _ in b.topics.created] == ["auto"]
