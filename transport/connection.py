@@ -49,7 +49,7 @@ from protocol.errors import (
 from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReader
 from protocol.registry import spec_for_request
 from protocol.schema import from_wire
-from transport.sasl import authenticate
+from transport.sasl import authenticate, keep_authenticated
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, SslAuthenticationError
 
 _CORRELATION_LIMIT = 2**31 - 1
@@ -242,6 +242,7 @@ class BrokerConnection:
         self._closed = False
         self._close_error: OdradekError | None = None
         self._closed_event = asyncio.Event()  # set once closed (`wait_closed`)
+        self._reauth: asyncio.Task[None] | None = None  # KIP-368 re-authentication
 
     # ----- construction ---------------------------------------------------------------------
 
@@ -282,10 +283,14 @@ class BrokerConnection:
             raise NetworkError(f"{host}:{port}: cannot connect ({exc})") from None
         if security.sasl:  # SaslHandshake, SaslAuthenticate before anything (transport/sasl.py)
             try:
-                await authenticate(conn, security, max(connect_timeout_ms, SASL_TIMEOUT_MS))
+                lifetime_ms = await authenticate(
+                    conn, security, max(connect_timeout_ms, SASL_TIMEOUT_MS)
+                )
             except BaseException:
                 conn.abort()
                 raise
+            if lifetime_ms > 0:  # KIP-368: renew the login before the broker's deadline
+                conn._reauth = loop.create_task(keep_authenticated(conn, security, lifetime_ms))
         return conn
 
     # ----- public API -----------------------------------------------------------------------
@@ -447,6 +452,8 @@ class BrokerConnection:
         self._closed = True
         self._close_error = error
         self._closed_event.set()
+        if self._reauth is not None and self._reauth is not _current_task():
+            self._reauth.cancel()
         pending, self._pending = self._pending, {}
         self._writable.set()  # writers wake, see the connection closed, and raise
         if self._transport is not None:
@@ -454,3 +461,10 @@ class BrokerConnection:
         for p in pending.values():
             if not p.future.done():
                 p.future.set_exception(type(error)(error.message))
+
+
+def _current_task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop (a close at interpreter exit)
+        return None

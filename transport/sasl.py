@@ -20,6 +20,10 @@ at connect, not retried: the caller's retry loops treat it as fatal (retriable i
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from protocol.api.sasl import (
@@ -44,6 +48,12 @@ from transport.security import SslAuthenticationError
 if TYPE_CHECKING:
     from transport.connection import BrokerConnection
     from transport.security import SecurityConfig
+
+log = logging.getLogger("odradek.transport.sasl")
+Sleep = Callable[[float], Awaitable[None]]
+# Kafka's client re-authenticates (KIP-368) at a random 85%..95% of the session lifetime the
+# broker granted, so that the connections of many clients do not all renew at once.
+REAUTH_AT = (0.85, 0.95)
 
 # A refused login (wrong password, unknown user, mechanism not enabled, TLS refused): fatal to a
 # client, never retried, as Kafka's AuthenticationException.
@@ -177,3 +187,37 @@ async def authenticate(
             f"{conn.address}: {client.mechanism} did not complete in {MAX_ROUNDS} rounds"
         )
     return lifetime_ms
+
+
+def reauth_delay_s(lifetime_ms: int, fraction: float) -> float:
+    """When to re-authenticate: `fraction` (0..1) picks a point in REAUTH_AT of the lifetime."""
+    low, high = REAUTH_AT
+    return lifetime_ms / 1000 * (low + (high - low) * fraction)
+
+
+async def keep_authenticated(
+    conn: BrokerConnection,
+    security: SecurityConfig,
+    lifetime_ms: int,
+    sleep: Sleep | None = None,
+    fraction: Callable[[], float] = random.random,
+) -> None:
+    """KIP-368 on our side: re-run the exchange on the same connection before each session
+    lifetime ends (requests in flight go on: the broker takes them in order), until the
+    connection closes. A refused re-authentication closes the connection: its pending requests
+    fail with NetworkError and the next connection logs in afresh."""
+    while lifetime_ms > 0 and not conn.closed:
+        await (sleep or reauth_sleep)(reauth_delay_s(lifetime_ms, fraction()))
+        if conn.closed:
+            return
+        try:
+            lifetime_ms = await authenticate(conn, security)
+        except OdradekError as exc:
+            log.warning("%s: SASL re-authentication failed, closing: %s", conn.address, exc)
+            conn.abort()
+            return
+
+
+async def reauth_sleep(seconds: float) -> None:
+    """The clock keep_authenticated waits on (tests replace it)."""
+    await asyncio.sleep(seconds)

@@ -5,12 +5,14 @@ SaslAuthenticationFailedError with Kafka's message at connect, and the connectio
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+import transport.sasl
 from broker.doors import NativeDoor
 from broker.security.sasl import SaslConfig, SaslService, plain_users
 from broker.server import BrokerServer
@@ -35,10 +37,12 @@ async def no_delay(seconds: float) -> None:
 
 
 @contextlib.asynccontextmanager
-async def sasl_listener(tmp_path: Path, enabled: tuple[str, ...]) -> AsyncIterator[int]:
-    clock = ManualClock()
+async def sasl_listener(
+    tmp_path: Path, enabled: tuple[str, ...], clock: ManualClock | None = None, reauth_ms: int = 0
+) -> AsyncIterator[int]:
+    clock = clock or ManualClock()
     async with running_broker(tmp_path, clock) as b:
-        config = SaslConfig(enabled, plain_users(JAAS), 0, 100)
+        config = SaslConfig(enabled, plain_users(JAAS), reauth_ms, 100)
         lookup = lambda m, u: CREDENTIALS.get((m, u))  # noqa: E731
         b.ctx.sasl = SaslService(config, lookup, clock.monotonic_ms, no_delay)
         door = NativeDoor(lambda: clock.monotonic_ms() / 1000)
@@ -121,3 +125,42 @@ async def test_the_native_client_fails_at_once_on_a_wrong_password(tmp_path: Pat
                 await admin.list_topics()
         finally:
             await admin.close()
+
+
+async def test_the_client_reauthenticates_before_its_session_expires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIP-368: with connections_max_reauth_ms the broker closes a session older than that on
+    anything but a re-authentication; the client renews its login at 85%..95% of the lifetime
+    on the same connection, so a request after the first lifetime still gets its answer."""
+    waits: list[float] = []
+    go = asyncio.Event()
+
+    async def controlled_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await go.wait()
+        go.clear()
+
+    monkeypatch.setattr(transport.sasl, "reauth_sleep", controlled_sleep)
+    clock = ManualClock()
+    async with sasl_listener(tmp_path, ("SCRAM-SHA-512",), clock, reauth_ms=10_000) as port:
+        conn = await BrokerConnection.connect(
+            "127.0.0.1", port, security=login("SCRAM-SHA-512", "alice", "alice-secret")
+        )
+        try:
+            await _until(lambda: len(waits) == 1)
+            assert 8.5 <= waits[0] <= 9.5
+            clock.advance(9_000)  # the client's timer fires: it re-authenticates
+            go.set()
+            await _until(lambda: len(waits) == 2)  # renewed, and waiting for the next round
+            clock.advance(9_000)  # past the first login's expiry (10 s), not the renewed one
+            answer = await conn.send(MetadataRequest(topics=None), 10_000)
+            assert isinstance(answer, MetadataResponse)
+        finally:
+            await conn.close()
+
+
+async def _until(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not check():
+            await asyncio.sleep(0.01)
