@@ -10,10 +10,11 @@
 
 As kafka-configs.sh, `--entity-type` may be given twice (users then clients) for a
 (user, client-id) entity, each followed by its `--entity-name` or `--entity-default`. Describe
-without a name lists every entity of the type(s) given (all, without any); with a name, only
-that entity's (strict when both types are named). Output: ENTITY QUOTA VALUE lines, or
-`-o json`: [{user, client_id, quotas: {key: value}}] (user/client_id null when not part of it,
-"<default>" for a default). The broker validates keys and values (INVALID_REQUEST says why).
+lists the entities of exactly the type(s) given (all of a type without a name, the one named,
+or the default); without any type, every entity. Output: ENTITY QUOTA VALUE lines, or
+`-o json`: one document {"quotas": [{user, client_id, quotas: {key: value}}]} (user/client_id
+null when not part of the entity, "<default>" for a default). The broker validates keys and
+values (INVALID_REQUEST says why).
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         found = admin.describe_client_quotas(named.get("user"), named.get("client-id"), strict)
     rows = sorted(found.items(), key=lambda kv: kv[0].entity_path)
     if wants_json(args):
-        emit_json([{"user": e.user, "client_id": e.client_id, "quotas": v} for e, v in rows])
+        emit_json({"quotas": [{"user": e.user, "client_id": e.client_id, "quotas": v}
+                              for e, v in rows]})  # fmt: skip
         return 0
     print_lines(describe_lines(rows))
     return 0

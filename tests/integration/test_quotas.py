@@ -80,7 +80,7 @@ def test_producer_bounded_by_producer_byte_rate(cluster: LocalCluster) -> None:
             "--add-config", f"producer_byte_rate={QUOTA}")  # fmt: skip
     described = json.loads(odradek(cluster, "quotas", "describe", "--entity-type", "clients",
                                    "--entity-name", client_id, "-o", "json"))  # fmt: skip
-    assert described == [{"user": None, "client_id": client_id,
+    assert described["quotas"] == [{"user": None, "client_id": client_id,
                           "quotas": {"producer_byte_rate": float(QUOTA)}}]  # fmt: skip
     throttles: list[float] = []
     acked = [0]
@@ -217,7 +217,7 @@ def test_a_change_through_one_broker_throttles_on_the_other_within_a_second(
 
     asyncio.run(scenario())
     described = json.loads(odradek(cluster, "quotas", "describe", "-o", "json"))
-    assert [d for d in described if d["client_id"] == client_id] == []
+    assert [d for d in described["quotas"] if d["client_id"] == client_id] == []
 
 
 def test_quota_znode_is_kafkas_and_bad_keys_are_refused(cluster: LocalCluster) -> None:
