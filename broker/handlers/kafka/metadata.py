@@ -51,6 +51,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     refused = rules.NOTHING
     if names is not None and ctx.authorizer is not None:
         refused = rules.denied(ctx, session, rules.DESCRIBE, rules.TOPIC, names, api="Metadata")
+        names, by_id = _answered_by_id(ctx, req, version, names, by_id, refused)
     missing = [] if names is None else [
         n for n in names if n not in refused and not ctx.metadata.has_topic(n)
     ]  # fmt: skip
@@ -92,6 +93,28 @@ def _create_refusals(ctx: BrokerContext, session: Session, missing: list[str]) -
         return {}
     refused = rules.denied(ctx, session, rules.CREATE, rules.TOPIC, missing, api="Metadata")
     return dict.fromkeys(refused, TopicAuthorizationFailedError.code)
+
+
+def _answered_by_id(
+    ctx: BrokerContext, req: Any, version: int, names: list[str], by_id: list[Any],
+    refused: frozenset[str],
+) -> tuple[list[str], list[Any]]:  # fmt: skip
+    """A topic asked for by id that the principal may not Describe is answered by its id
+    alone, TOPIC_AUTHORIZATION_FAILED (Kafka: the id is not secret, the name is)."""
+    named = _named(req, version)
+    hidden = [n for n in names if n in refused and n not in named]
+    if not hidden:
+        return names, by_id
+    code = TopicAuthorizationFailedError.code
+    ids = [(tid, code) for tid in map(ctx.metadata.topic_id, hidden) if tid is not None]
+    return [n for n in names if n not in hidden], by_id + ids
+
+
+def _named(req: Any, version: int) -> set[str]:
+    """The topics the request names by name (not by id)."""
+    if req.topics is None or (version == 0 and not req.topics):
+        return set()
+    return {t.name for t in req.topics if t.name is not None}
 
 
 def _requested(ctx: BrokerContext, req: Any, version: int) -> tuple[list[str] | None, list[Any]]:
@@ -173,14 +196,18 @@ def answer(
         cls, throttle_time=0, brokers=brokers, cluster_id=ctx.cluster_id,
         controller_id=cache.controller_id,
         topics=tuple(_topic(cls, t, errors, cache.topic_id(t.name), topic_ops) for t in topics)
-        + tuple(_unknown_id(cls, i) for i in unknown_ids or ()),
+        + tuple(_by_id(cls, i) for i in unknown_ids or ()),
         cluster_authorized_operations=cluster_ops, error_code=0,
     )  # fmt: skip
 
 
-def _unknown_id(cls: Any, topic_id: uuid.UUID) -> Any:
+def _by_id(cls: Any, asked: uuid.UUID | tuple[uuid.UUID, int]) -> Any:
+    """A topic asked for by id and answered without its name: an id no topic has
+    (UNKNOWN_TOPIC_ID), or (id, TOPIC_AUTHORIZATION_FAILED) for one the principal may not
+    Describe (Kafka does not consider the id secret, the name it does)."""
+    topic_id, code = asked if isinstance(asked, tuple) else (asked, UnknownTopicIdError.code)
     return make(
-        nested(cls, "MetadataResponseTopic"), error_code=UnknownTopicIdError.code, name=None,
+        nested(cls, "MetadataResponseTopic"), error_code=code, name=None,
         topic_id=topic_id, is_internal=False, partitions=(),
         topic_authorized_operations=NO_OPERATIONS,
     )  # fmt: skip

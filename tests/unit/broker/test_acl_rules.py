@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -455,19 +456,43 @@ async def test_kafka_create_topics_shows_configs_only_with_describe_configs(
         assert shown.topic_config_error_code == 0 and shown.configs
 
 
+async def give_id(b: BrokerHarness, authz: Authorizer, topic: str) -> uuid.UUID:
+    """Give a one-partition topic an id, as the controller announces it (KIP-516)."""
+    topic_id = new_topic_id()
+    state = dataclasses.replace(b.state(topic, 0), topic_id=encode_topic_id(topic_id))
+    b.ctx.authorizer = None  # the harness plays the controller anonymously
+    conn = await b.connect()
+    await conn.send(
+        controller.UpdateMetadataRequest(0, b.controller_epoch, [state], [b.broker_info()], [])
+    )
+    b.ctx.authorizer = authz
+    assert b.ctx.metadata.topic_id(topic) == topic_id
+    return topic_id
+
+
+async def test_kafka_metadata_by_id_hides_the_name_without_describe(tmp_path: Path) -> None:
+    async with broker(tmp_path, "solo") as (b, authz):
+        topic_id = await give_id(b, authz, "solo")
+        topic_cls = codec.nested(codec.request_class(v.METADATA, 12), "MetadataRequestTopic")
+
+        async def ask() -> tuple[str | None, uuid.UUID | None, int]:
+            resp = await kafka_call(b, v.METADATA, 12,
+                                    topics=(codec.make(topic_cls, topic_id=topic_id, name=None),),
+                                    allow_auto_topic_creation=False,
+                                    include_topic_authorized_operations=False)  # fmt: skip
+            (t,) = resp.topics
+            return t.name, t.topic_id, int(t.error_code.value)
+
+        assert await ask() == (None, topic_id, TOPIC_AUTH)
+        grant(authz, Op.DESCRIBE, T, "solo", principal=ANONYMOUS)
+        assert await ask() == ("solo", topic_id, 0)
+
+
 async def test_kafka_delete_topics_by_id_hides_the_name_without_describe(
     tmp_path: Path,
 ) -> None:
     async with broker(tmp_path, "solo") as (b, authz):
-        topic_id = new_topic_id()  # as the controller announces it (KIP-516)
-        state = dataclasses.replace(b.state("solo", 0), topic_id=encode_topic_id(topic_id))
-        b.ctx.authorizer = None  # the harness plays the controller anonymously
-        conn = await b.connect()
-        await conn.send(
-            controller.UpdateMetadataRequest(0, b.controller_epoch, [state], [b.broker_info()], [])
-        )
-        b.ctx.authorizer = authz
-        assert b.ctx.metadata.topic_id("solo") == topic_id
+        topic_id = await give_id(b, authz, "solo")
         topic_cls = codec.nested(codec.request_class(v.DELETE_TOPICS, 6), "DeleteTopicState")
         by_id = codec.make(topic_cls, name=None, topic_id=topic_id)
         resp = await kafka_call(b, v.DELETE_TOPICS, 6, topics=(by_id,), timeout=1000)
