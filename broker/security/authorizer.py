@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from broker.security import authorizer_log
 from protocol.acl import (
@@ -73,18 +72,28 @@ IMPLIES_DESCRIBE = frozenset(
 IMPLIES_DESCRIBE_CONFIGS = frozenset({AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS})
 
 Entries = frozenset[AclEntry]
+MEMO_MAX = 10_000  # decisions an Authorizer remembers (per ACL generation)
 EMPTY: Entries = frozenset()
 
 
+Slot = tuple[ResourcePattern, Entries]  # a pattern with its entries, as the index keeps it
+
+
 class AclCache:
-    """Every resource pattern's ACL entries, indexed for `decide` (see the module docstring)."""
+    """Every resource pattern's ACL entries, indexed for `decide` (see the module docstring).
+
+    Per resource type (keyed by its int code: an IntEnum hashes in Python, an int in C): the
+    LITERAL names, the PREFIXED prefixes and the sorted prefix lengths present. Each value
+    keeps its ResourcePattern, so a lookup builds nothing. `generation` counts changes (the
+    Authorizer's memo of recent decisions is good only for one generation)."""
 
     def __init__(self, bindings: Iterable[AclBinding] = ()) -> None:
-        self._literal: dict[tuple[ResourceType, str], Entries] = {}
-        self._prefixed: dict[ResourceType, dict[str, Entries]] = {}
-        self._prefix_lengths: dict[ResourceType, Counter[int]] = {}
-        self._lengths_sorted: dict[ResourceType, tuple[int, ...]] = {}
+        self._literal: dict[int, dict[str, Slot]] = {}
+        self._prefixed: dict[int, dict[str, Slot]] = {}
+        self._prefix_lengths: dict[int, Counter[int]] = {}
+        self._lengths_sorted: dict[int, tuple[int, ...]] = {}
         self._count = 0
+        self.generation = 0
         grouped: dict[ResourcePattern, set[AclEntry]] = {}
         for b in bindings:
             grouped.setdefault(b.pattern, set()).add(b.entry)
@@ -95,39 +104,37 @@ class AclCache:
         """How many ACL entries the cache holds."""
         return self._count
 
-    def entries(self, pattern: ResourcePattern) -> Entries:
+    def _table(self, pattern: ResourcePattern) -> dict[int, dict[str, Slot]]:
         if pattern.pattern_type == PatternType.LITERAL:
-            return self._literal.get((pattern.resource_type, pattern.name), EMPTY)
+            return self._literal
         if pattern.pattern_type == PatternType.PREFIXED:
-            return self._prefixed.get(pattern.resource_type, {}).get(pattern.name, EMPTY)
-        return EMPTY
+            return self._prefixed
+        raise InvalidRequestError(f"an ACL pattern is LITERAL or PREFIXED, not {pattern}")
+
+    def entries(self, pattern: ResourcePattern) -> Entries:
+        if pattern.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            return EMPTY
+        slot = self._table(pattern).get(int(pattern.resource_type), {}).get(pattern.name)
+        return EMPTY if slot is None else slot[1]
 
     def replace(self, pattern: ResourcePattern, entries: Iterable[AclEntry]) -> None:
         """Make `entries` the whole ACL set of `pattern` (empty: it has none)."""
         new = frozenset(entries)
-        self._count += len(new) - len(self.entries(pattern))
-        kind = pattern.resource_type
-        if pattern.pattern_type == PatternType.LITERAL:
-            if new:
-                self._literal[(kind, pattern.name)] = new
-            else:
-                self._literal.pop((kind, pattern.name), None)
-            return
-        if pattern.pattern_type != PatternType.PREFIXED:
-            raise InvalidRequestError(f"an ACL pattern is LITERAL or PREFIXED, not {pattern}")
-        by_prefix = self._prefixed.setdefault(kind, {})
-        lengths = self._prefix_lengths.setdefault(kind, Counter())
-        had = pattern.name in by_prefix
+        by_name = self._table(pattern).setdefault(int(pattern.resource_type), {})
+        old = by_name.get(pattern.name)
+        self._count += len(new) - (0 if old is None else len(old[1]))
+        self.generation += 1
         if new:
-            by_prefix[pattern.name] = new
-            if not had:
-                lengths[len(pattern.name)] += 1
-        elif had:
-            del by_prefix[pattern.name]
-            lengths[len(pattern.name)] -= 1
+            by_name[pattern.name] = (pattern, new)
+        else:
+            by_name.pop(pattern.name, None)
+        if pattern.pattern_type == PatternType.PREFIXED and (old is None) != (not new):
+            kind = int(pattern.resource_type)
+            lengths = self._prefix_lengths.setdefault(kind, Counter())
+            lengths[len(pattern.name)] += 1 if new else -1
             if not lengths[len(pattern.name)]:
                 del lengths[len(pattern.name)]
-        self._lengths_sorted[kind] = tuple(sorted(lengths))
+            self._lengths_sorted[kind] = tuple(sorted(lengths))
 
     def replace_all(self, sets: Mapping[ResourcePattern, Iterable[AclEntry]]) -> None:
         """Make `sets` the cache's whole content (a full reload from ZooKeeper)."""
@@ -138,23 +145,30 @@ class AclCache:
         self._count = 0
         for pattern, entries in sets.items():
             self.replace(pattern, entries)
+        self.generation += 1
 
-    def matching(self, kind: ResourceType, name: str) -> Iterator[tuple[ResourcePattern, Entries]]:
+    def matching(self, kind: ResourceType, name: str) -> list[Slot]:
         """The patterns (with their entries) that apply to resource `name` of type `kind`:
-        its literal name, the literal wildcard, every prefix of it. No scan over all ACLs."""
-        for literal in (name, WILDCARD_RESOURCE) if name != WILDCARD_RESOURCE else (name,):
-            found = self._literal.get((kind, literal))
-            if found:
-                yield ResourcePattern(kind, literal, PatternType.LITERAL), found
-        by_prefix = self._prefixed.get(kind)
-        if not by_prefix:
-            return
-        for length in self._lengths_sorted[kind]:
-            if length > len(name):
-                break
-            found = by_prefix.get(name[:length])
-            if found:
-                yield ResourcePattern(kind, name[:length], PatternType.PREFIXED), found
+        its literal name, the literal wildcard, every prefix of it. No scan over all ACLs:
+        two literal probes and one per distinct prefix length up to the name's length."""
+        code = int(kind)
+        found: list[Slot] = []
+        literal = self._literal.get(code)
+        if literal:
+            slot = literal.get(name)
+            if slot is not None:
+                found.append(slot)
+            if name != WILDCARD_RESOURCE and (slot := literal.get(WILDCARD_RESOURCE)) is not None:
+                found.append(slot)
+        by_prefix = self._prefixed.get(code)
+        if by_prefix:
+            size = len(name)
+            for length in self._lengths_sorted[code]:
+                if length > size:
+                    break
+                if (slot := by_prefix.get(name[:length])) is not None:
+                    found.append(slot)
+        return found
 
     def bindings(self, selector: AclBindingFilter | None = None) -> list[AclBinding]:
         """Every binding (for DescribeAcls / DeleteAcls), or those `selector` matches."""
@@ -169,30 +183,22 @@ class AclCache:
             )
         return out
 
-    def _patterns(
-        self, selector: AclBindingFilter | None
-    ) -> Iterator[tuple[ResourcePattern, Entries]]:
+    def _patterns(self, selector: AclBindingFilter | None) -> Iterator[Slot]:
         exact = selector.exact_pattern() if selector is not None else None
         if exact is not None:  # straight to its node
             yield exact, self.entries(exact)
             return
-        for (kind, name), entries in self._literal.items():
-            yield ResourcePattern(kind, name, PatternType.LITERAL), entries
-        for kind, by_prefix in self._prefixed.items():
-            for name, entries in by_prefix.items():
-                yield ResourcePattern(kind, name, PatternType.PREFIXED), entries
+        for table in (self._literal, self._prefixed):
+            for by_name in table.values():
+                yield from by_name.values()
 
-    def patterns_of(self, kind: ResourceType) -> Iterator[tuple[ResourcePattern, Entries]]:
+    def patterns_of(self, kind: ResourceType) -> Iterator[Slot]:
         """Every pattern of one resource type (authorize_any's by-type check)."""
-        for (k, name), entries in self._literal.items():
-            if k == kind:
-                yield ResourcePattern(kind, name, PatternType.LITERAL), entries
-        for name, entries in self._prefixed.get(kind, {}).items():
-            yield ResourcePattern(kind, name, PatternType.PREFIXED), entries
+        for table in (self._literal, self._prefixed):
+            yield from table.get(int(kind), {}).values()
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):  # a NamedTuple: made on every request, cheaper than a dataclass
     allowed: bool
     default_rule: str = ""  # SuperUser, DefaultAllow or DefaultDeny when no ACL decided
     matched: tuple[ResourcePattern, AclEntry] | None = None  # the ACL that decided
@@ -344,20 +350,34 @@ class Authorizer:
         self.super_users = super_users
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self.store: AclWriter | None = None  # the daemon attaches ZooKeeper's
+        self._memo: dict[tuple[KafkaPrincipal, str, int, int, str], Decision] = {}
+        self._memo_generation = -1
 
     def _decide(
         self, session: SessionLike, op: AclOperation, kind: ResourceType, name: str
     ) -> Decision:
-        return decide(
-            self.cache,
-            self.super_users,
-            self.allow_everyone_if_no_acl_found,
-            session.principal,
-            session.peer_host,
-            op,
-            kind,
-            name,
-        )
+        """`decide`, remembered for the cache's generation: a producer's every request asks
+        the same question. At most MEMO_MAX answers are kept; any ACL change forgets them."""
+        if self._memo_generation != self.cache.generation:
+            self._memo.clear()
+            self._memo_generation = self.cache.generation
+        key = (session.principal, session.peer_host, int(op), int(kind), name)
+        found = self._memo.get(key)
+        if found is None:
+            found = decide(
+                self.cache,
+                self.super_users,
+                self.allow_everyone_if_no_acl_found,
+                session.principal,
+                session.peer_host,
+                op,
+                kind,
+                name,
+            )
+            if len(self._memo) >= MEMO_MAX:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
 
     def authorize(
         self,

@@ -376,7 +376,7 @@ def test_ten_thousand_acls_cost_no_more_per_decision_than_none() -> None:
             return super().get(key, default)
 
     def cost(cache: AclCache) -> tuple[int, int, bool]:
-        cache._literal = CountingDict(cache._literal)
+        cache._literal = {k: CountingDict(v) for k, v in cache._literal.items()}
         cache._prefixed = {k: CountingDict(v) for k, v in cache._prefixed.items()}
         probes.clear()
         d = decide(cache, frozenset(), False, ALICE, HOST, Op.WRITE, T, "orders")
@@ -492,3 +492,22 @@ def test_authorizer_settings_are_checked(tmp_path) -> None:  # type: ignore[no-u
         load_config(broker_id=1, log_dir=str(tmp_path), super_users="admin")
     with pytest.raises(UsageError, match="authorizer_log_level 'TRACE': INFO"):
         load_config(broker_id=1, log_dir=str(tmp_path), authorizer_log_level="TRACE")
+
+
+def test_remembered_decisions_are_forgotten_when_acls_change() -> None:
+    auth = Authorizer(AclCache([acl("orders", Op.WRITE)]))
+    alice = FakeSession(ALICE)
+    assert auth.authorize(alice, Op.WRITE, T, "orders")
+    assert auth.authorize(alice, Op.WRITE, T, "orders")  # from the memo
+    auth.cache.replace(ResourcePattern(T, "orders", LIT), [acl("orders", Op.WRITE, DENY).entry])
+    assert not auth.authorize(alice, Op.WRITE, T, "orders")
+    auth.cache.replace_all({})
+    assert not auth.authorize(alice, Op.WRITE, T, "orders")  # no ACLs: default deny
+    assert auth.authorize(FakeSession(BOB, "10.9.9.9"), Op.WRITE, T, "x") is False
+
+
+def test_the_memo_is_bounded() -> None:
+    auth = Authorizer(AclCache([acl("*", Op.READ)]))
+    for i in range(authz.MEMO_MAX + 10):
+        assert auth.authorize(FakeSession(ALICE), Op.READ, T, f"t{i}")
+    assert len(auth._memo) <= authz.MEMO_MAX
