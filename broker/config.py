@@ -183,6 +183,9 @@ class BrokerConfig:
     sasl_mechanism_inter_broker_protocol: str = "SCRAM-SHA-512"
     connections_max_reauth_ms: int = 0
     connection_failed_authentication_delay_ms: int = 100
+    # Kafka's sasl.server.max.receive.size: the largest frame a SASL listener's connection may
+    # send before it has authenticated (SaslHandshake/SaslAuthenticate are small)
+    sasl_server_max_receive_size: int = 524_288
     # client quotas (broker/quota/): a client's rates are measured over quota_window_num
     # samples of quota_window_size_seconds each (Kafka's quota.window.num and
     # quota.window.size.seconds); a request quota throttles for at most one sample
@@ -398,6 +401,9 @@ def _check_sasl(config: BrokerConfig) -> None:
     for name in ("connections_max_reauth_ms", "connection_failed_authentication_delay_ms"):
         if getattr(config, name) < 0:
             raise UsageError(f"{name} must be >= 0, got {getattr(config, name)}")
+    if config.sasl_server_max_receive_size <= 0:
+        raise UsageError("sasl_server_max_receive_size must be positive, got "
+                         f"{config.sasl_server_max_receive_size}")  # fmt: skip
     if config.connection_failed_authentication_delay_ms >= config.connections_max_idle_ms:
         raise UsageError("connection_failed_authentication_delay_ms must be below "
                          "connections_max_idle_ms")  # fmt: skip

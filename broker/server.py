@@ -10,7 +10,8 @@ Per connection:
   security protocol, the peer, the principal. The door sees it (`route`, and `admit`, the one
   place every request passes before its handler) and every handler gets it:
   `handler(ctx, request, session)`.
-- Bytes go through `FrameDecoder` (max `socket_request_max_bytes`) and the door. Each
+- Bytes go through `FrameDecoder` (max `socket_request_max_bytes`; before a SASL listener's
+  connection has logged in, `sasl_server_max_receive_size`, as Kafka) and the door. Each
   request gets a slot at the tail of `pending`, then its handler runs: inline when it returns a
   value; a `Deferred` (broker/deferred.py: a parked fetch) is answered from its listener, in
   the loop iteration that completes it; any other awaitable runs as a task. Every request ends
@@ -119,6 +120,11 @@ class Connection(asyncio.Protocol):
         self.ctx = server.ctx
         self.clock = server.clock
         self.decoder = FrameDecoder(config.socket_request_max_bytes)
+        self.frame_max_bytes = config.socket_request_max_bytes
+        # Kafka's sasl.server.max.receive.size: what a connection may send before it logs in
+        self.pre_auth_frame_max_bytes = min(
+            config.sasl_server_max_receive_size, config.socket_request_max_bytes
+        )
         self.max_requests = config.max_inflight_requests_per_connection
         self.max_bytes = config.max_inflight_bytes_per_connection
         self.use_sendfile = config.fetch_use_sendfile
@@ -193,6 +199,10 @@ class Connection(asyncio.Protocol):
             data = self._receive_secure(data)
             if not data:
                 return
+        if not self.session.authenticated:  # a SASL listener's connection, not logged in yet
+            self.decoder.max_frame_bytes = self.pre_auth_frame_max_bytes
+        elif self.decoder.max_frame_bytes != self.frame_max_bytes:
+            self.decoder.max_frame_bytes = self.frame_max_bytes
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as exc:

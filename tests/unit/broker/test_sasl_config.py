@@ -41,6 +41,7 @@ def test_plain_with_users() -> None:
         ({"connections_max_reauth_ms": -1}, "connections_max_reauth_ms must be >= 0"),
         ({"connection_failed_authentication_delay_ms": -5}, "must be >= 0"),
         ({"connection_failed_authentication_delay_ms": 600_000}, "below connections_max_idle"),
+        ({"sasl_server_max_receive_size": 0}, "sasl_server_max_receive_size must be positive"),
     ],
 )
 def test_bad_settings(values: dict[str, object], message: str) -> None:

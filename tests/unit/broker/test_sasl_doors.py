@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -268,3 +269,31 @@ async def test_native_door_authenticates_the_same_way(tmp_path: Path) -> None:
         assert failed.error_code == AUTH_FAILED
         assert failed.error_message == "Authentication failed: Invalid username or password"
         assert await bad.at_eof()
+
+
+# --- what may be sent before logging in --------------------------------------------------------
+
+
+async def test_a_big_frame_before_authentication_is_refused_and_allowed_after(
+    tmp_path: Path, caplog: Any
+) -> None:
+    caplog.set_level(logging.INFO, "odradek.broker.server")
+    async with sasl_broker(tmp_path) as s:
+        big = MetadataRequest([f"topic-{i:04d}-" + "x" * 1000 for i in range(600)])  # ~600 KiB
+        early = await s.native()
+        early.send(big)
+        try:
+            assert await early.at_eof()
+        except ConnectionResetError:
+            pass  # closed while the rest of the frame was still coming: also closed
+        assert "524288" in caplog.text  # sasl_server_max_receive_size, Kafka's default
+
+        c = await s.native()
+        c.send(SaslHandshakeRequest("PLAIN"))
+        await c.read_response(SaslHandshakeResponse)
+        c.send(SaslAuthenticateRequest(b"\x00alice\x00alice-secret"))
+        _, answer = await c.read_response(SaslAuthenticateResponse)
+        assert answer.error_code == 0
+        c.send(big)  # logged in: socket_request_max_bytes applies again
+        _, meta = await c.read_response(MetadataResponse)
+        assert len(meta.topics) == 600
