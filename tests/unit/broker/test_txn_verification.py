@@ -75,10 +75,14 @@ async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Pat
 
         assert await txns.end_txn("tx", pid, epoch, commit=True) == "NONE"
         log0 = h.ctx.replicas.partitions[("t", 0)].log
-        for _ in range(200):  # the markers go out in the background
-            if log0.first_unstable_offset is None and log0.log_end_offset == 2:
+        for _ in range(3000):  # the markers go out in the background, then CompleteCommit
+            (row,) = txns.describe(["tx"])
+            done = getattr(row, "state", "") == "CompleteCommit"
+            if done and log0.first_unstable_offset is None and log0.log_end_offset == 2:
                 break
             await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the commit did not complete within 30 s")
         end = log0.log_end_offset
         # a late retry of the ended transaction's producer: no hanging transaction
         assert await produce(conn, 0, txn_batch(pid, epoch, 1)) == InvalidTxnStateError.code
