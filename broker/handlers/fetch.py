@@ -19,11 +19,12 @@ log end offset (HW, ISR), and their long poll wakes on appends rather than on HW
 Followers fetch in sessions (broker/fetch_session.py, KIP-227): each request names only the
 partitions that moved, and the answer only those with something new.
 
-Under a consumer_byte_rate quota (broker/quota/) a consumer's answer bytes are counted as it is
-built; a throttle goes into throttle_time_ms and mutes the connection once the answer is sent
-(broker/server.py). Unlike Kafka, which answers a throttled fetch empty (and un-counts it), the
-records are sent: the mute that follows still bounds the consumer's rate, and the fetch session
-needs no throttled answer of its own.
+Under a consumer_byte_rate quota (broker/quota/) a consumer's fetch asks for at most what the
+quota window allows at once (Kafka's getMaxValueInQuotaWindow), and its answer bytes are
+counted as it is built; a throttle goes into throttle_time_ms and mutes the connection once the
+answer is sent (broker/server.py). Unlike Kafka, which answers a throttled fetch empty (and
+un-counts it), the records are sent: the mute that follows still bounds the consumer's rate,
+and the fetch session needs no throttled answer of its own.
 
 ACLs (broker/security/rules.py): a follower needs ClusterAction on the cluster, a consumer Read
 on each topic; the partitions refused are answered TOPIC_AUTHORIZATION_FAILED, at once, beside
@@ -39,6 +40,7 @@ from typing import cast
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.fetch_session import FetchContext
+from broker.quota.manager import session_identity
 from broker.replica_manager import PartitionRead, fetch_satisfied
 from broker.security import rules
 from broker.session import Session
@@ -63,6 +65,8 @@ def handle(
     ctx: BrokerContext, request: Request, session: Session
 ) -> FetchResponse | Deferred[FetchResponse]:
     req: FetchRequest = request.body
+    if req.replica_id < 0 and ctx.quotas.fetch.enabled:
+        req = _quota_capped(ctx, req, session)
     try:
         context = ctx.replicas.fetch_context(req)
     except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
@@ -112,6 +116,16 @@ def _answer(
         if throttle_ms:
             response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
     return response
+
+
+def _quota_capped(ctx: BrokerContext, req: FetchRequest, session: Session) -> FetchRequest:
+    """Kafka's fetch under a consumer_byte_rate: at most what the quota window allows at once
+    (ClientQuotaManager.getMaxValueInQuotaWindow; a first batch larger than that still comes)."""
+    user, client_id = session_identity(session)
+    cap = ctx.quotas.fetch.max_value_in_window(user, client_id)
+    if cap is None or cap >= req.max_bytes:
+        return req
+    return dataclasses.replace(req, max_bytes=max(1, int(cap)))
 
 
 def build_response(reads: list[PartitionRead], session_id: int = NO_SESSION) -> FetchResponse:
