@@ -26,6 +26,9 @@ Mechanisms: PLAIN (RFC 4616) against the users of the broker's `sasl_jaas_config
 and SCRAM-SHA-256/512 (protocol/scram.py's ScramServer) against the credentials kept in
 ZooKeeper (`lookup(mechanism, user)`, coordinator/cluster/scram_credentials.py's cache).
 
+Before it has authenticated, a connection's frames may be no larger than
+`sasl_server_max_receive_size` (Kafka's sasl.server.max.receive.size; broker/server.py).
+
 KIP-368: with `connections_max_reauth_ms` > 0, SaslAuthenticate v1+ answers the session
 lifetime and the session expires that long after authenticating; past it, anything but
 SaslHandshake/SaslAuthenticate closes the connection. A re-authentication must use the same
