@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from tests.unit.broker.harness import RawClient, running_broker
 
 IO_TIMEOUT_S = 10.0
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
-AUTH_FAILED, UNSUPPORTED_MECHANISM, UNSUPPORTED_VERSION = 58, 33, 35
+AUTH_FAILED, ILLEGAL_STATE, UNSUPPORTED_MECHANISM, UNSUPPORTED_VERSION = 58, 34, 33, 35
 
 
 class Gate:
@@ -295,3 +296,19 @@ async def test_a_big_frame_before_authentication_is_refused_and_allowed_after(
         c.send(big)  # logged in: socket_request_max_bytes applies again
         _, meta = await c.read_response(MetadataResponse)
         assert len(meta.topics) == 600
+
+
+async def test_random_tokens_over_the_socket_are_answered_and_closed(tmp_path: Path) -> None:
+    rng = random.Random(25)
+    async with sasl_broker(tmp_path) as s:
+        s.delay.opened.set()
+        for i in range(30):
+            mechanism = ("PLAIN", "SCRAM-SHA-512")[i % 2]
+            c = await s.kafka()
+            assert (await c.call(SASL_HANDSHAKE, 1, mechanism=mechanism)).error_code.value == 0
+            token = rng.randbytes(rng.randrange(0, 3000))
+            answer = await c.call(SASL_AUTHENTICATE, 2, auth_bytes=token)
+            assert answer.error_code.value in (AUTH_FAILED, ILLEGAL_STATE)
+            assert await c.closed()
+        good = await s.kafka()  # and the broker still serves
+        assert (await good.login()).error_code.value == 0
