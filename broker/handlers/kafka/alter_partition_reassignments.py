@@ -17,6 +17,7 @@ from broker.context import BrokerContext
 from broker.handlers import alter_partition_reassignments as native
 from broker.handlers import list_partition_reassignments as native_list
 from broker.handlers.kafka._adapt import as_native
+from broker.security import rules
 from broker.session import Session
 from protocol.api.controller import (
     ALTER_PARTITION_REASSIGNMENTS,
@@ -39,6 +40,10 @@ NO_ANSWER: Result = (-1, "the controller gave no answer for this partition")
 
 async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     req = request.body
+    api = "AlterPartitionReassignments"
+    if not rules.allows(ctx, session, rules.ALTER, rules.CLUSTER, api=api):  # first, as Kafka
+        err = rules.refusal(session, rules.ALTER, rules.CLUSTER, "")
+        return _answer(request.header.api_version, err.code, err.message, [], {})
     timeout_ms = millis(req.timeout)
     order: list[TP] = []
     targets: list[ReassignmentTarget] = []
