@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,baseline,user,peers`, all by default), in this order:
+Parts (`--only native,kafka,txn,acls,baseline,user,peers`, all by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -13,6 +13,8 @@ kafka     on the same cluster, through its Kafka listener: confluent-kafka and k
 txn       on the same cluster, confluent-kafka: transactional produce at 100 B with a commit
           every 100 ms and every 1,000 ms beside idempotent produce, read_committed consume
           beside read_uncommitted, commit latency p50/p99 (bench/bench_txn.py).
+acls      two one-broker clusters, one without an authorizer and one with 10,000 ACLs loaded:
+          native produce (bulk and send()) as a ratio, acls / plain (bench/bench_acls.py).
 baseline  the native bulk, send() and consume cases at 100 B against a cluster run from a git
           worktree of --baseline REF (default: the last commit before the Kafka listener) and
           against one run from this tree, alternating (bench/bench_baseline.py).
@@ -47,13 +49,14 @@ PEERS = ROOT.parent / "shared" / "peers"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import bench_acls  # noqa: E402
 import bench_baseline  # noqa: E402
 import bench_kafka_clients  # noqa: E402
 import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "txn", "baseline", "user", "peers")
+PARTS = ("native", "kafka", "txn", "acls", "baseline", "user", "peers")
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -200,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--txn-messages", type=int, default=1_000_000, help="records per transaction case (100 B)"
     )
+    ap.add_argument("--acl-messages", type=int, default=1_000_000, help="records per ACL case")
     ap.add_argument(
         "--baseline",
         metavar="REF",
@@ -234,6 +238,11 @@ def main() -> int:
         t = time.monotonic()
         rows += run_cluster(args, parts, txn)
         phases["native+kafka+txn"] = round(time.monotonic() - t, 1)
+    acls: dict = {}
+    if "acls" in parts:
+        t = time.monotonic()
+        acls = bench_acls.run(args.acl_messages, 3, 10_000, report=log_row)
+        phases["acls"] = round(time.monotonic() - t, 1)
     if "baseline" in parts:
         t = time.monotonic()
         try:
@@ -281,6 +290,7 @@ def main() -> int:
         "summary": summary,
         "table": text,
         "txn": txn,
+        "acls": acls,
         "results": rows,
     }  # fmt: skip
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -288,11 +298,14 @@ def main() -> int:
         print(text)
     if txn:
         print("\n" + bench_txn.render(txn))
+    if acls:
+        print("\n" + bench_acls.render(acls))
     for note in notes:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
     log(f"results: {out}")
-    errors = [r for r in rows + txn.get("rows", []) if "error" in r and "peer" not in r]
+    every = rows + txn.get("rows", []) + acls.get("rows", [])
+    errors = [r for r in every if "error" in r and "peer" not in r]
     for e in errors:
         log(f"run failed: {e}")
     return 1 if errors else 0
