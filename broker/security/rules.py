@@ -254,6 +254,11 @@ def denied(
     if authorizer is None:
         return NOTHING
     wanted = set(names)
+    if len(wanted) == 1:  # the common case (one topic, one group): no set arithmetic
+        (name,) = wanted
+        if authorizer.authorize(session, op, rtype, name, request=api, log_if_denied=log_denied):
+            return NOTHING
+        return frozenset(wanted)
     if not wanted:
         return NOTHING
     allowed = authorizer.authorize_many(
