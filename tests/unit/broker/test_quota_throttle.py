@@ -26,7 +26,13 @@ from protocol.clock import ManualClock
 from protocol.errors import InvalidRequestError
 from protocol.kafka import codec
 from protocol.kafka.codec import make
-from protocol.kafka.versions import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS, PRODUCE
+from protocol.kafka.versions import (
+    ALTER_CLIENT_QUOTAS,
+    API_VERSIONS,
+    DESCRIBE_CLIENT_QUOTAS,
+    METADATA,
+    PRODUCE,
+)
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import batch, fetch, produce
 from tests.unit.broker.test_kafka_admin_logs import kafka_call
@@ -210,3 +216,21 @@ async def test_kafka_produce_answer_carries_the_throttle(tmp_path: Path) -> None
         _, resp = await kafka.read(PRODUCE, 9)
         assert resp.throttle_time > datetime.timedelta(0)
         kafka.close()
+
+
+async def test_kafka_door_any_answer_with_the_field_carries_a_request_throttle(
+    tmp_path: Path,
+) -> None:
+    async with running_broker(tmp_path, clock=ManualClock()) as b:
+        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
+        conn = await b.connect()
+        await conn.send(alter([("client-id", "odradek")], request_percentage=1e-9))
+        resp = await kafka_call(b.kafka_port, METADATA, 9, topics=None,
+                                allow_auto_topic_creation=False,
+                                include_cluster_authorized_operations=False,
+                                include_topic_authorized_operations=False)  # fmt: skip
+        assert resp.throttle_time == datetime.timedelta(milliseconds=1000)
+        # ApiVersions is exempt, as in Kafka
+        versions = await kafka_call(b.kafka_port, API_VERSIONS, 3, client_software_name="t",
+                                    client_software_version="1")  # fmt: skip
+        assert versions.throttle_time == datetime.timedelta(0)
