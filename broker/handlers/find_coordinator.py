@@ -7,7 +7,10 @@ transactional id's, the leader of its `__transaction_state` partition
 
 from __future__ import annotations
 
+import dataclasses
+
 from broker.context import BrokerContext
+from broker.handlers.metadata import as_seen_on
 from broker.security import rules
 from broker.session import Session
 from protocol.api.group import (
@@ -26,13 +29,25 @@ async def handle(ctx: BrokerContext, request: Request, session: Session) -> Find
     if denied is not None:
         return FindCoordinatorResponse(denied.code, denied.message, -1, "", 0)
     if req.key_type == TRANSACTION_KEY_TYPE:
-        return await _transaction(ctx, req.group_id)
+        return on_listener(ctx, session, await _transaction(ctx, req.group_id))
     if req.key_type != GROUP_KEY_TYPE:
         message = f"unknown coordinator key type {req.key_type}"
         return FindCoordinatorResponse(InvalidRequestError.code, message, -1, "", 0)
     if ctx.groups is None:
         return FindCoordinatorResponse(CoordinatorNotAvailableError.code, None, -1, "", 0)
-    return await ctx.groups.find_coordinator(req.group_id)
+    return on_listener(ctx, session, await ctx.groups.find_coordinator(req.group_id))
+
+
+def on_listener(
+    ctx: BrokerContext, session: Session, found: FindCoordinatorResponse
+) -> FindCoordinatorResponse:
+    """The coordinator at its native listener of the name the client came in on (Metadata's
+    rule, broker/handlers/metadata.py `as_seen_on`)."""
+    broker = ctx.metadata.brokers.get(found.node_id) if found.error_code == 0 else None
+    if broker is None:
+        return found
+    seen = as_seen_on(broker, session.listener)
+    return dataclasses.replace(found, host=seen.host, port=seen.port)
 
 
 def refusal(ctx: BrokerContext, session: Session, key_type: int, key: str) -> OdradekError | None:

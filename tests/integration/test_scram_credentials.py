@@ -353,3 +353,35 @@ def test_brokers_replicate_over_a_scram_inter_broker_listener(
         for b in p.brokers:
             assert "broker-secret" not in b.log()
             assert "Authentication failed" not in b.log()
+
+
+def test_the_native_client_produces_and_consumes_in_a_group_with_scram(pair: Pair) -> None:
+    """odradek produce/consume (the native client) through --command-config's Kafka
+    properties: SCRAM-SHA-512 on the native door's SASL listener, a group that commits."""
+    added = odradek(pair, "users", "add", "frank", "--password-file",
+                    password_file(pair, "frank-secret"))  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    config = pair.where / "frank.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="frank" password="frank-secret";\n'
+    )
+    created = odradek(pair, "topics", "create", "native-scram", "--partitions", "1")
+    assert created.returncode == 0, created.stderr
+    sasl = f"127.0.0.1:{pair.brokers[1].native_sasl}"
+    common = ["--bootstrap", sasl, "--command-config", str(config)]
+    lines = "".join(f"n{i}\n" for i in range(10))
+    produced = run_odradek("produce", "native-scram", *common, input=lines, cwd=REPO)
+    assert produced.returncode == 0, produced.stderr
+    consumed = run_odradek("consume", "native-scram", *common, "--group", "native-g",
+                           "--from-beginning", "--max-messages", "10", cwd=REPO)  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.split() == [f"n{i}" for i in range(10)]
+    wrong = pair.where / "wrong.properties"
+    wrong.write_text(config.read_text().replace("frank-secret", "nope"))
+    refused = run_odradek("produce", "native-scram", "--bootstrap", sasl, "--command-config",
+                          str(wrong), input="x\n", cwd=REPO)  # fmt: skip
+    assert refused.returncode == 1
+    assert "SASL_AUTHENTICATION_FAILED" in refused.stderr and "nope" not in refused.stderr
