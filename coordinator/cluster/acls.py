@@ -24,9 +24,12 @@ last one processed, re-reads the pattern it names. A notification purged before 
 a LOST session (watches may have missed events), makes it read every node again. So a change
 made through one broker reaches every broker's cache as fast as ZooKeeper's watch fires.
 
-Old notifications: a writer keeps the newest `MAX_CHANGES_KEPT` of each change path and deletes
-the rest (Kafka deletes those older than 15 minutes; a count bounds the children list without
-clocks, and a reader that finds a purged one reloads everything).
+Old notifications: a writer keeps the newest `MAX_CHANGES_KEPT` (1,000) of each change path and
+deletes the rest (Kafka deletes those older than 15 minutes; a count bounds the children list
+without clocks, and a reader that finds a purged one reloads everything). It was 100: a
+CreateAcls of 500 bindings then left every other broker reloading all nodes again and again
+while the burst lasted (docs/benchmarks.md, ACLs). A follower reads notifications and nodes
+LOAD_BATCH at a time.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ KAFKA_ACL_CHANGES = "/kafka-acl-changes"
 KAFKA_ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
 SEQ_DIGITS = 10
-MAX_CHANGES_KEPT = 100
+MAX_CHANGES_KEPT = 1000  # a follower further behind than this reloads every ACL node
 UPDATE_ATTEMPTS_MAX = 50  # conditional writes lost to other writers before giving up
 LOAD_BATCH = 200  # node reads in flight at once when loading everything
 RETRY_DELAY_S = 1.0
@@ -292,24 +295,47 @@ class ZkAclStore:
         last = dict(self._last_seq)
         reload = self._reload
         for root, children in self._children.items():
-            for seq, child in pending(children, last[root]):
-                try:
-                    data, _ = await self.zk.get(f"{root}/{child}")
-                    changed.add(decode_change(data))
-                except ZkNoNode:
-                    reload = True  # purged before we read it: we do not know what changed
-                except ValueError as exc:
-                    log.warning("ignoring ACL change %s/%s: %s", root, child, exc)
-                last[root] = seq
+            todo = pending(children, last[root])
+            for start in range(0, len(todo), LOAD_BATCH):  # reads in flight together
+                batch = todo[start : start + LOAD_BATCH]
+                got = await asyncio.gather(
+                    *(self.zk.get(f"{root}/{child}") for _, child in batch),
+                    return_exceptions=True,
+                )
+                for (seq, child), result in zip(batch, got, strict=True):
+                    reload = self._note(root, child, result, changed) or reload
+                    last[root] = seq
         if reload:
             self._reload = True
             await self.load_all()
             self._reload = False
             changed = set()
         else:
-            for pattern in changed:
-                entries, _ = await self.read(pattern)
-                self.sink.replace(pattern, entries)
+            patterns = list(changed)
+            for start in range(0, len(patterns), LOAD_BATCH):
+                chunk = patterns[start : start + LOAD_BATCH]
+                sets = await asyncio.gather(*(self.read(p) for p in chunk))
+                for pattern, (entries, _) in zip(chunk, sets, strict=True):
+                    self.sink.replace(pattern, entries)
         self._last_seq = last
         self.changes_applied += 1
         return changed
+
+    def _note(
+        self,
+        root: str,
+        child: str,
+        result: tuple[bytes, int] | BaseException,
+        changed: set[ResourcePattern],
+    ) -> bool:
+        """Add the pattern a notification names to `changed`; True when it was purged before
+        we read it (then we do not know what changed: reload everything)."""
+        if isinstance(result, ZkNoNode):
+            return True
+        if isinstance(result, BaseException):
+            raise result  # ZooKeeper trouble: _run retries from last_seq
+        try:
+            changed.add(decode_change(result[0]))
+        except ValueError as exc:
+            log.warning("ignoring ACL change %s/%s: %s", root, child, exc)
+        return False
