@@ -366,3 +366,36 @@ def test_denials_go_to_the_authorizer_log(cluster_factory: ClusterFactory) -> No
         "resourceRefCount = 1 based on rule DefaultDeny"
     )
     assert "is Denied" not in (one.dir / "broker-1.log").read_text()
+
+
+def test_without_an_authorizer_the_acl_apis_say_security_disabled(
+    cluster_factory: ClusterFactory,
+) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePatternFilter,
+    )
+    from kafka.admin import ResourceType as KResourceType
+    from kafka.errors import SecurityDisabledError
+
+    plain = cluster_factory(brokers=1)
+    admin = KafkaAdminClient(bootstrap_servers=plain.kafka_bootstrap)
+    everything = ACLFilter(
+        None,
+        None,
+        ACLOperation.ANY,
+        ACLPermissionType.ANY,
+        ResourcePatternFilter(KResourceType.ANY, None, ACLResourcePatternType.ANY),
+    )
+    try:
+        with pytest.raises(SecurityDisabledError, match="no authorizer is configured"):
+            admin.describe_acls(everything)
+    finally:
+        admin.close()
+    listed = run_odradek("acls", "list", "--bootstrap", plain.bootstrap)
+    assert listed.returncode == 1
+    assert "SECURITY_DISABLED" in listed.stderr and "no authorizer" in listed.stderr
