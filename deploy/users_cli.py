@@ -118,7 +118,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         found = admin.describe_user_scram_credentials(args.users or None)
     rows = [(u, i.mechanism, i.iterations) for u in sorted(found) for i in found[u]]
     if wants_json(args):
-        emit_json([{"user": u, "mechanism": m, "iterations": n} for u, m, n in rows])
+        emit_json({"users": [{"user": u, "mechanism": m, "iterations": n} for u, m, n in rows]})
         return 0
     print_lines(table_lines(["USER", "MECHANISM", "ITERATIONS"], rows))
     return 0
