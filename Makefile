@@ -11,7 +11,7 @@ KP_VERSION := 3.0.12
 KP_CACHE := $(VENV)/kafka-python-suite
 KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 
-.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted
 
@@ -98,6 +98,10 @@ bench-txn: setup zookeeper
 
 bench-spark: setup zookeeper
 	$(BIN)/python bench/bench_spark.py
+
+# TLS / plaintext and SCRAM logins per second alone (also a part of `make bench`)
+bench-security: setup zookeeper
+	$(BIN)/python bench/bench_security.py $(BENCH_ARGS)
 
 bench-failover: setup zookeeper
 	$(BIN)/python bench/bench_failover.py

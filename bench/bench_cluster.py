@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,acls,baseline,user,peers`, all by default), in this order:
+Parts (`--only native,kafka,txn,acls,security,baseline,user,peers`, all by default), in this
+order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -15,6 +16,10 @@ txn       on the same cluster, confluent-kafka: transactional produce at 100 B w
           beside read_uncommitted, commit latency p50/p99 (bench/bench_txn.py).
 acls      two one-broker clusters, one without an authorizer and one with 10,000 ACLs loaded:
           native produce (bulk and send()) as a ratio, acls / plain (bench/bench_acls.py).
+security  one broker with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) Kafka listeners:
+          confluent-kafka produce and consume over TLS as a ratio of plaintext, and
+          confluent-kafka logins per second (bench/bench_security.py); the native client's
+          SCRAM logins per second (bench/bench_scram.py).
 baseline  the native bulk, send() and consume cases at 100 B against a cluster run from a git
           worktree of --baseline REF (default: the last commit before the Kafka listener) and
           against one run from this tree, alternating (bench/bench_baseline.py).
@@ -52,11 +57,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_acls  # noqa: E402
 import bench_baseline  # noqa: E402
 import bench_kafka_clients  # noqa: E402
+import bench_scram  # noqa: E402
+import bench_security  # noqa: E402
 import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "txn", "acls", "baseline", "user", "peers")
+PARTS = ("native", "kafka", "txn", "acls", "security", "baseline", "user", "peers")
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -243,6 +250,12 @@ def main() -> int:
         t = time.monotonic()
         acls = bench_acls.run(args.acl_messages, 3, 10_000, report=log_row)
         phases["acls"] = round(time.monotonic() - t, 1)
+    security: dict = {}
+    if "security" in parts:
+        t = time.monotonic()
+        security = bench_security.run(100_000, 3, 10.0, report=log_row)
+        security["native_scram"] = bench_scram.run(5.0, [1, 8])
+        phases["security"] = round(time.monotonic() - t, 1)
     if "baseline" in parts:
         t = time.monotonic()
         try:
@@ -291,6 +304,7 @@ def main() -> int:
         "table": text,
         "txn": txn,
         "acls": acls,
+        "security": security,
         "results": rows,
     }  # fmt: skip
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -300,6 +314,9 @@ def main() -> int:
         print("\n" + bench_txn.render(txn))
     if acls:
         print("\n" + bench_acls.render(acls))
+    if security:
+        print("\n" + bench_security.render(security))
+        print("\n" + bench_scram.render(security["native_scram"], [1, 8]))
     for note in notes:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
