@@ -298,3 +298,26 @@ def test_the_native_client_with_the_printed_settings(secure: Secure) -> None:
                          timeout=120, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "[b'over SASL_SSL']", ran.stdout
+
+
+def test_the_console_page_shows_a_login_then_the_cluster(secure: Secure) -> None:
+    """In a browser: the login form first (the tables hidden), a wrong password's message, then
+    the admin's page with the brokers and the controls."""
+    from deploy.console.screenshots import chromium_page
+
+    with chromium_page() as page:
+        page.goto(secure.console)
+        page.wait_for_selector("#login:not([hidden])")
+        assert page.is_hidden("main")
+        page.fill("#login-user", "admin")
+        page.fill("#login-password", "wrong")
+        page.click("#login-go")
+        page.wait_for_function(
+            "document.querySelector('#login-status').textContent.includes('Authentication')"
+        )
+        page.fill("#login-password", secure.native["sasl_plain_password"])
+        page.click("#login-go")
+        page.wait_for_selector("#brokers tbody tr[data-broker]")
+        assert page.is_hidden("#login")
+        assert page.text_content("#me-name") == "User:admin"
+        page.wait_for_selector('#brokers button[data-action="kill"]')
