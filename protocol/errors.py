@@ -122,7 +122,8 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "A transaction marker came from a coordinator epoch older than one seen before "
               "(another transaction coordinator took over)."),
     ErrorSpec(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False,
-              "The transactional id is not allowed (two-phase commit is turned off)."),
+              "Transactional Id authorization failed (an ACL refuses it, or two-phase commit is "
+              "turned off)."),
     ErrorSpec(54, "SECURITY_DISABLED", False, "Security features are disabled."),
     ErrorSpec(55, "OPERATION_NOT_ATTEMPTED", False,
               "The broker did not attempt to execute this operation (another part of the "
