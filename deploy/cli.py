@@ -344,6 +344,10 @@ def bench_parser() -> argparse.ArgumentParser:
         if isinstance(action, argparse._SubParsersAction):
             for mode_parser in action.choices.values():
                 mode_parser.add_argument("--bootstrap", metavar="HOST:PORT[,...]")
+                mode_parser.add_argument(
+                    "--command-config", type=Path, metavar="FILE",
+                    help="client properties as Kafka's tools take them (security.protocol, ...)",
+                )  # fmt: skip
     parser.set_defaults(func=cmd_bench)
     return parser
 

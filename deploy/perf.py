@@ -25,6 +25,7 @@ import operator
 import struct
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from client import AsyncConsumer, AsyncProducer, TopicPartition
@@ -44,8 +45,25 @@ def percentile(sorted_values: list[float], pct: float) -> float | None:
     return sorted_values[k]
 
 
+# --command-config of the run (`odradek bench MODE --command-config FILE`): read once per
+# process (the latency consumer's own process reads it again: an SSLContext does not pickle)
+_command_config: Path | None = None
+_security_cache: dict[str, Any] | None = None
+
+
+def _security() -> dict[str, Any]:
+    """The clients' TLS/SASL keyword arguments ({} without --command-config)."""
+    global _security_cache
+    if _security_cache is None:
+        from deploy.command_config import load_command_config
+
+        path = _command_config
+        _security_cache = {} if path is None else load_command_config(path).client_options()
+    return _security_cache
+
+
 async def _partitions(bootstrap: str, topic: str) -> list[int]:
-    admin = AsyncAdmin(bootstrap)
+    admin = AsyncAdmin(bootstrap, **_security())
     try:
         described = await admin.describe_topics([topic])
     finally:
@@ -68,8 +86,9 @@ async def produce(
     """Send num_records of record_size bytes; time from the first send to the last ack."""
     value = b"x" * record_size
     producer = AsyncProducer(
-        bootstrap, acks=acks, linger_ms=5, batch_size=256 * 1024, buffer_memory=64 * 1024 * 1024
-    )
+        bootstrap, acks=acks, linger_ms=5, batch_size=256 * 1024, buffer_memory=64 * 1024 * 1024,
+        **_security(),
+    )  # fmt: skip
     await producer.start()
     try:
         start = time.perf_counter()
@@ -111,7 +130,9 @@ async def _check(futures: list[asyncio.Future[Any]]) -> None:
 async def consume(bootstrap: str, topic: str, num_records: int) -> dict[str, Any]:
     """Read num_records from the beginning of every partition of the topic."""
     parts = await _partitions(bootstrap, topic)
-    consumer = AsyncConsumer(bootstrap, auto_offset_reset="earliest", max_poll_records=100_000)
+    consumer = AsyncConsumer(
+        bootstrap, auto_offset_reset="earliest", max_poll_records=100_000, **_security()
+    )
     consumer.assign([TopicPartition(topic, p) for p in parts])
     got = 0
     nbytes = 0
@@ -146,12 +167,17 @@ def _throughput(mode: str, api: str, n: int, size: int, elapsed: float) -> dict[
 
 
 def _latency_consumer(
-    bootstrap: str, topic: str, partitions: list[int], n: int, ready: Any, out: Any
-) -> None:
+    bootstrap: str, topic: str, partitions: list[int], n: int, ready: Any, out: Any,
+    command_config: Path | None = None,
+) -> None:  # fmt: skip
+    global _command_config
+    _command_config = command_config
+
     async def run() -> list[float]:
         consumer = AsyncConsumer(
-            bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=500, max_poll_records=1000
-        )
+            bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=500, max_poll_records=1000,
+            **_security(),
+        )  # fmt: skip
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         for p in partitions:
             await consumer.position(TopicPartition(topic, p))  # pin "latest" before sends start
@@ -183,7 +209,8 @@ async def latency(
     ctx = mp.get_context("spawn")
     ready, out = ctx.Event(), ctx.Queue()
     proc = ctx.Process(
-        target=_latency_consumer, args=(bootstrap, topic, parts, num_records, ready, out)
+        target=_latency_consumer,
+        args=(bootstrap, topic, parts, num_records, ready, out, _command_config),
     )
     proc.start()
     try:
@@ -218,7 +245,7 @@ def _r(v: float | None) -> float | None:
 async def _send_paced(
     bootstrap: str, topic: str, n: int, rate: int, record_size: int
 ) -> list[float]:
-    producer = AsyncProducer(bootstrap, acks="1", linger_ms=0)
+    producer = AsyncProducer(bootstrap, acks="1", linger_ms=0, **_security())
     await producer.start()
     pad = b"x" * max(0, record_size - _TS.size)
     acks: list[float] = []
@@ -251,6 +278,10 @@ def _ack_timer(acks: list[float], sent_ns: int) -> Any:
 def run(args: Any) -> int:
     """Entry point for the CLI's `bench` subcommand (args from deploy/cli.py)."""
     import uvloop
+
+    global _command_config, _security_cache
+    _command_config, _security_cache = getattr(args, "command_config", None), None
+    _security()  # a bad file is one UsageError line before anything runs
 
     if args.bench_mode == "produce":
         coro = produce(

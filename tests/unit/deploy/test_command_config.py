@@ -305,3 +305,13 @@ def test_every_client_command_takes_command_config_before_or_after(tmp_path: Pat
     path.write_text("sasl.mechanism=PLAIN\n")
     with pytest.raises(UsageError, match=r"needs security\.protocol SASL_SSL"):
         security_from_args(after)
+
+
+def test_bench_takes_command_config(tmp_path: Path) -> None:
+    from deploy import cli
+
+    path = tmp_path / "client.properties"
+    args = cli.bench_parser().parse_args(
+        ["produce", "--topic", "t", "--bootstrap", "h:1", "--command-config", str(path)]
+    )
+    assert args.command_config == path
