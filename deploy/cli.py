@@ -414,7 +414,7 @@ def _print_secure_configs(cluster: LocalCluster) -> None:
     layout = cluster.secure_layout
     assert isinstance(layout, SecureLayout)
     progress(f"SASL_SSL + SCRAM-SHA-512; the admin's client properties ({layout.properties_path}")
-    progress("for odradek and kafka-*.sh --command-config, kcat -F):")
+    progress("for --command-config of odradek and kafka-*.sh):")
     print(layout.properties_path.read_text(), flush=True)
     progress("Python (confluent-kafka, and odradek's native client):")
     print(layout.python_snippet(cluster.kafka_bootstrap, cluster.bootstrap), flush=True)
