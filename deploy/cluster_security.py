@@ -98,7 +98,7 @@ class SecureLayout:
         }
 
     def client_properties(self, kafka_bootstrap: str) -> str:
-        """Kafka tools' client properties for the admin (`--command-config`, kcat -F,
+        """Kafka tools' client properties for the admin (`--command-config`,
         kafka-*.sh), with bootstrap.servers in a comment: tools take that from a flag."""
         return (
             "# Written by `odradek cluster up --secure`: the admin user of this cluster.\n"
