@@ -13,8 +13,9 @@ makes, in that client's own names (`confluent()`, `kafka_python()`, `aiokafka()`
 `native()`). `KCat` drives /usr/bin/kcat the same way. `group_read` consumes in a group and
 commits. Run as a script (`python kafka_clients.py roundtrip --client C --bootstrap B --topic T
 --group G --count N --security JSON`) it produces N records, reads them in the group, commits,
-and prints one JSON line, or `{"error": ...}` with the client's own error: a test runs each
-client in its own process so that a refused login cannot leave threads behind in pytest's.
+and prints one JSON line, or `{"error": ...}` with the client's own error; `login` asks for the
+cluster's brokers (`{"brokers": n}` or the error). A test runs each client in its own process so
+that a refused login cannot leave threads behind in pytest's.
 
 `spawn_member` starts one of them consuming in a group as its own process
 (tests/integration/kafka_group_member.py: process, then commit), so that a test can close it
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -153,6 +155,10 @@ class KafkaClient:
         synchronously, leave. Returns their (partition, offset)."""
         raise NotImplementedError
 
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        """How many brokers a Metadata answer lists (the client's error if it cannot log in)."""
+        raise NotImplementedError
+
 
 # ----- kafka-python ----------------------------------------------------------------------------
 
@@ -252,6 +258,17 @@ class KafkaPython(KafkaClient):
             return got
         finally:
             c.close()
+
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                 request_timeout_ms=int(timeout_s * 1000),
+                                 **self.security.kafka_python())  # fmt: skip
+        try:
+            return len(admin.describe_cluster()["brokers"])
+        finally:
+            admin.close()
 
 
 # ----- confluent-kafka (librdkafka) ----------------------------------------------------------
@@ -360,6 +377,17 @@ class Confluent(KafkaClient):
             return got
         finally:
             c.close()
+
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, **self.security.confluent(),
+                             "error_cb": lambda err: LOGGED.append(str(err))})  # fmt: skip
+        try:
+            return len(admin.list_topics(timeout=timeout_s).brokers)
+        except Exception:
+            admin.poll(1)  # serves error_cb: librdkafka's reason (SASL, SSL) is told there
+            raise
 
 
 # ----- aiokafka ----------------------------------------------------------------------------------
@@ -478,6 +506,21 @@ class AioKafka(KafkaClient):
 
         return asyncio.run(run())
 
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        async def run() -> int:
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                        request_timeout_ms=int(timeout_s * 1000),
+                                        **self.security.aiokafka())  # fmt: skip
+            await admin.start()
+            try:
+                return len((await admin.describe_cluster())["brokers"])
+            finally:
+                await admin.close()
+
+        return asyncio.run(run())
+
 
 # ----- kcat (librdkafka's command line) --------------------------------------------------------
 
@@ -514,6 +557,10 @@ class KCat(KafkaClient):
                          "-X", "auto.offset.reset=earliest"], None, timeout_s)  # fmt: skip
         return [(int(p), int(o)) for p, o in (line.split() for line in out.decode().splitlines())]
 
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        out = self._run(["-L", "-J", "-m", str(int(timeout_s))], None, timeout_s + 10)
+        return len(json.loads(out)["brokers"])
+
 
 # ----- odradek's own client (client/) ------------------------------------------------------------
 
@@ -548,6 +595,13 @@ class Native(KafkaClient):
                     got += [(r.partition, r.offset) for r in records]
             c.commit()
             return got
+
+    def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
+        from client import Admin
+
+        with Admin(self.bootstrap, request_timeout_ms=int(timeout_s * 1000),
+                   **self.security.native()) as admin:  # fmt: skip
+            return len(admin.describe_cluster().brokers)
 
 
 CLIENTS: dict[str, type[KafkaClient]] = {
@@ -661,19 +715,41 @@ def roundtrip(a: argparse.Namespace) -> dict[str, Any]:
     return {"produced": produced, "read": read}
 
 
+LOGGED: list[str] = []  # what a client reported besides raising: librdkafka's error_cb, logs
+
+
+class _Keep(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        LOGGED.append(record.getMessage()[:1000])
+
+
+def login(a: argparse.Namespace) -> dict[str, Any]:
+    """Ask for the cluster's brokers: {"brokers": n}, or the client's error with what it
+    logged meanwhile (kafka-python and aiokafka log why a login failed and raise a generic
+    bootstrap error; librdkafka tells error_cb)."""
+    logging.getLogger().addHandler(_Keep(logging.WARNING))
+    client = EVERY_CLIENT[a.client](a.bootstrap, Security.from_json(a.security))
+    try:
+        return {"brokers": client.brokers(timeout_s=a.timeout_s)}
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}", "logged": LOGGED[-20:]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     rt = sub.add_parser("roundtrip")
-    rt.add_argument("--client", choices=sorted(EVERY_CLIENT), required=True)
-    rt.add_argument("--bootstrap", required=True)
     rt.add_argument("--topic", required=True)
     rt.add_argument("--group", required=True)
     rt.add_argument("--count", type=int, default=10)
-    rt.add_argument("--timeout-s", type=float, default=TIMEOUT_S)
-    rt.add_argument("--security", default=PLAINTEXT.to_json(), help="Security as JSON")
+    li = sub.add_parser("login")
+    for p in (rt, li):
+        p.add_argument("--client", choices=sorted(EVERY_CLIENT), required=True)
+        p.add_argument("--bootstrap", required=True)
+        p.add_argument("--timeout-s", type=float, default=TIMEOUT_S)
+        p.add_argument("--security", default=PLAINTEXT.to_json(), help="Security as JSON")
     a = parser.parse_args()
-    print(json.dumps(roundtrip(a)), flush=True)
+    print(json.dumps(roundtrip(a) if a.command == "roundtrip" else login(a)), flush=True)
 
 
 if __name__ == "__main__":
