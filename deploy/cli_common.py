@@ -10,6 +10,7 @@ and progress lines on stderr (results go to stdout).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -112,13 +113,38 @@ def bootstrap_from_args(args: argparse.Namespace) -> str:
 
 
 def security_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The client's security keyword arguments from --command-config ({} without it)."""
+    """The client's security keyword arguments from --command-config ({} without it; a
+    UsageError saying which file to give when the arguments point at a local secure cluster,
+    whose listeners would refuse a plaintext client)."""
     path = getattr(args, "command_config", None)
     if path is None:
+        secure = _secure_local_dir(args)
+        if secure is not None:
+            raise UsageError(
+                f"the local cluster in {secure} is secure (SASL_SSL): pass "
+                f"--command-config {secure / 'client.properties'}"
+            )
         return {}
     from deploy.command_config import load_command_config
 
     return load_command_config(path).client_options()
+
+
+def _secure_local_dir(args: argparse.Namespace) -> Path | None:
+    """The local cluster the arguments point at (--dir, else ./.odradek when neither --bootstrap
+    nor $ODRADEK_BOOTSTRAP says otherwise), when it was started with --secure."""
+    if getattr(args, "bootstrap", None):
+        return None
+    where = getattr(args, "dir", None)
+    if where is None:
+        if os.environ.get(BOOTSTRAP_ENV):
+            return None
+        where = Path.cwd() / DEFAULT_DIR
+    try:
+        state = json.loads((Path(where) / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return Path(where) if isinstance(state, dict) and state.get("secure") else None
 
 
 def admin_from_args(args: argparse.Namespace) -> Any:

@@ -131,6 +131,7 @@ def test_cli_needs_the_command_config(secure: Secure) -> None:
     bare = run_odradek("topics", "list", "--dir", str(secure.dir), timeout_s=QUICK_S)
     assert bare.returncode != 0, bare.stdout
     assert bare.stderr.startswith("odradek: error:"), bare.stderr
+    assert f"--command-config {secure.dir / 'client.properties'}" in bare.stderr, bare.stderr
     assert time.monotonic() - started < QUICK_S
 
 

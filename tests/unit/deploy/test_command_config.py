@@ -315,3 +315,18 @@ def test_bench_takes_command_config(tmp_path: Path) -> None:
         ["produce", "--topic", "t", "--bootstrap", "h:1", "--command-config", str(path)]
     )
     assert args.command_config == path
+
+
+def test_a_local_secure_cluster_without_command_config_says_which_file(tmp_path: Path) -> None:
+    import argparse
+
+    from deploy.cli_common import security_from_args
+
+    (tmp_path / "cluster.json").write_text('{"secure": true}')
+    args = argparse.Namespace(dir=tmp_path, bootstrap=None, command_config=None)
+    with pytest.raises(UsageError, match=r"client\.properties"):
+        security_from_args(args)
+    (tmp_path / "cluster.json").write_text('{"secure": false}')
+    assert security_from_args(args) == {}
+    args = argparse.Namespace(dir=None, bootstrap="h:1", command_config=None)
+    assert security_from_args(args) == {}  # somewhere else: the brokers will say
