@@ -457,7 +457,10 @@ class BrokerConnection:
         pending, self._pending = self._pending, {}
         self._writable.set()  # writers wake, see the connection closed, and raise
         if self._transport is not None:
-            self._transport.close()
+            if self._transport.get_extra_info("sslcontext") is not None:
+                self._transport.abort()  # TLS: no close_notify round trip keeping the socket
+            else:
+                self._transport.close()
         for p in pending.values():
             if not p.future.done():
                 p.future.set_exception(type(error)(error.message))
