@@ -132,6 +132,9 @@ def test_cli_needs_the_command_config(secure: Secure) -> None:
     assert bare.returncode != 0, bare.stdout
     assert bare.stderr.startswith("odradek: error:"), bare.stderr
     assert f"--command-config {secure.dir / 'client.properties'}" in bare.stderr, bare.stderr
+    bootstrap = secure.stdout.splitlines()[0]  # the brokers themselves refuse a plaintext client
+    plain = run_odradek("topics", "list", "--bootstrap", bootstrap, timeout_s=QUICK_S * 2)
+    assert plain.returncode == 1 and plain.stderr.startswith("odradek: error:"), plain.stderr
     assert time.monotonic() - started < QUICK_S
 
 
