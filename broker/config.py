@@ -215,15 +215,6 @@ class BrokerConfig:
         _check_authorizer(self)
         _check_sasl(self)
 
-    def kafka_listener(self) -> tuple[str, int] | None:
-        """(host, port) of the first Kafka listener, or None when there is none."""
-        listeners = self.kafka_listeners()
-        return (listeners[0].host, listeners[0].port) if listeners else None
-
-    def kafka_advertised(self, bound_port: int) -> tuple[str, int]:
-        """(host, port) the first Kafka listener advertises."""
-        return self.advertised(self.kafka_listeners()[0], bound_port, native=False)
-
     def protocol_map(self) -> dict[str, str]:
         return parse_protocol_map(self.listener_security_protocol_map)
 
