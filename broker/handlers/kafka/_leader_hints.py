@@ -19,11 +19,9 @@ def current_leader(cache: MetadataCache, topic: str, partition: int) -> tuple[in
     return state.leader, state.leader_epoch
 
 
-def endpoints(cache: MetadataCache, leaders: set[int]) -> list[tuple[int, str, int, str | None]]:
-    """(node id, Kafka host, Kafka port, rack) of those leaders that have a Kafka listener."""
-    out = []
-    for node_id in sorted(leaders):
-        b = cache.brokers.get(node_id)
-        if b is not None and b.kafka_host is not None:
-            out.append((node_id, b.kafka_host, b.kafka_port, b.rack))
-    return out
+def endpoints(
+    cache: MetadataCache, leaders: set[int], listener: str
+) -> list[tuple[int, str, int, str | None]]:
+    """(node id, host, port, rack) of those leaders that have a Kafka listener named
+    `listener` (the one the client came in on), as advertised."""
+    return [e for e in cache.kafka_brokers(listener) if e[0] in leaders]

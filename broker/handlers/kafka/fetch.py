@@ -93,7 +93,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     )  # fmt: skip
     result = native.handle(ctx, as_native(FETCH, native_req, request), session)
     opens = by_id and epoch == INITIAL_EPOCH and bool(unknown)
-    return then(result, lambda r: _answer(ctx, request, r, unknown, opens))
+    return then(result, lambda r: _answer(ctx, request, r, unknown, opens, session.listener))
 
 
 def resolve(
@@ -136,6 +136,7 @@ def _answer(
     resp: FetchResponse,
     unknown: Unresolved,
     opens: bool = False,
+    listener: str = "PLAINTEXT",
 ) -> list[Chunk]:
     """`opens`: a full v13+ request naming unknown ids; the session it opened keeps them."""
     if opens and resp.session_id != NO_SESSION:
@@ -168,7 +169,7 @@ def _answer(
     code = UnknownTopicIdError.code
     for topic_id, held in unknown.items():
         topics.append((topic_id, [FetchedPartition(i, code, -1, -1, b"") for i in held]))
-    nodes = [NodeEndpoint(*e) for e in endpoints(cache, leaders)]
+    nodes = [NodeEndpoint(*e) for e in endpoints(cache, leaders, listener)]
     return encode_fetch_response(
         version, response_header(request), topics, resp.error_code,
         throttle_time_ms=resp.throttle_time_ms, session_id=resp.session_id, node_endpoints=nodes,

@@ -45,10 +45,13 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     native_req = ProduceRequest(req.acks, millis(req.timeout), topics, tid)
     result = native.handle(ctx, as_native(PRODUCE, native_req, request), session)
     version = request.header.api_version
-    return then(result, lambda r: None if r is None else _answer(ctx, version, r, tid))
+    listener = session.listener
+    return then(result, lambda r: None if r is None else _answer(ctx, version, r, tid, listener))
 
 
-def _answer(ctx: BrokerContext, version: int, resp: Any, transactional_id: str | None) -> Any:
+def _answer(
+    ctx: BrokerContext, version: int, resp: Any, transactional_id: str | None, listener: str
+) -> Any:
     cls = response_class(PRODUCE_KEY, version)
     topic_cls = nested(cls, "TopicProduceResponse")
     part_cls = nested(cls, "PartitionProduceResponse")
@@ -81,7 +84,7 @@ def _answer(ctx: BrokerContext, version: int, resp: Any, transactional_id: str |
         node_cls = nested(cls, "NodeEndpoint")
         extra["node_endpoints"] = tuple(
             make(node_cls, node_id=n, host=h, port=port, rack=rack)
-            for n, h, port, rack in endpoints(ctx.metadata, leaders)
+            for n, h, port, rack in endpoints(ctx.metadata, leaders, listener)
         )
     return make(cls, responses=topics, throttle_time=resp.throttle_time_ms, **extra)
 

@@ -120,3 +120,26 @@ def test_a_client_is_told_the_endpoint_of_the_listener_it_came_in_on() -> None:
     assert info.endpoint(KAFKA_DOOR, "OTHER") is None
     legacy = BrokerInfo(2, "h2", 1, None, "h2", 2)
     assert legacy.endpoint(KAFKA_DOOR, "ANY") == ("h2", 2)
+
+
+def test_metadata_cache_gives_each_listener_its_endpoints() -> None:
+    from broker.handlers.kafka._leader_hints import endpoints
+    from broker.metadata_cache import MetadataCache
+    from protocol.api.controller import UpdateMetadataRequest
+
+    cache = MetadataCache()
+    one = BrokerInfo(1, "h1", 9100, "r1", "h1", 9093, [
+        Endpoint(KAFKA_DOOR, "CLIENT", "public1", 443, "SSL"),
+        Endpoint(KAFKA_DOOR, "INTERNAL", "10.0.0.1", 9094, "PLAINTEXT"),
+    ])  # fmt: skip
+    two = BrokerInfo(2, "h2", 9100, None, "h2", 9093, [
+        Endpoint(KAFKA_DOOR, "INTERNAL", "10.0.0.2", 9094, "PLAINTEXT"),
+    ])  # fmt: skip
+    cache.apply(UpdateMetadataRequest(0, 1, [], [one, two], []))
+    assert cache.kafka_brokers("CLIENT") == [(1, "public1", 443, "r1")]
+    assert cache.kafka_brokers("INTERNAL") == [
+        (1, "10.0.0.1", 9094, "r1"),
+        (2, "10.0.0.2", 9094, None),
+    ]
+    assert cache.kafka_endpoint(2, "CLIENT") is None
+    assert endpoints(cache, {2}, "INTERNAL") == [(2, "10.0.0.2", 9094, None)]
