@@ -23,20 +23,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.principal import ANONYMOUS, KafkaPrincipal
+from transport.security import (
+    PLAINTEXT,
+    SASL_PLAINTEXT,
+    SASL_SSL,
+    SECURITY_PROTOCOLS,
+    SSL,
+    uses_sasl,
+    uses_tls,
+)
 
-PLAINTEXT = "PLAINTEXT"
-SSL = "SSL"
-SASL_PLAINTEXT = "SASL_PLAINTEXT"
-SASL_SSL = "SASL_SSL"
-SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
-
-
-def uses_sasl(security_protocol: str) -> bool:
-    return security_protocol in (SASL_PLAINTEXT, SASL_SSL)
-
-
-def uses_tls(security_protocol: str) -> bool:
-    return security_protocol in (SSL, SASL_SSL)
+__all__ = [
+    "PLAINTEXT",
+    "SASL_PLAINTEXT",
+    "SASL_SSL",
+    "SECURITY_PROTOCOLS",
+    "SSL",
+    "Session",
+    "uses_sasl",
+    "uses_tls",
+]
 
 
 @dataclass(slots=True, eq=False)
