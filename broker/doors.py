@@ -58,11 +58,14 @@ log = logging.getLogger("odradek.broker.server")
 class Refusal(Exception):
     """A frame the door will not serve: `why` is logged, `reply` (if any) sent, then close."""
 
-    def __init__(self, why: str, reply: bytes | None = None, logged: bool = False) -> None:
+    def __init__(
+        self, why: str, reply: bytes | None = None, logged: bool = False, code: int | None = None
+    ) -> None:
         super().__init__(why)
         self.why = why
         self.reply = reply
         self.logged = logged  # the door logged it already: the server's line is DEBUG
+        self.code = code  # the error `reply` carries, when a handler raised it (for metrics)
 
 
 class Door(Protocol):

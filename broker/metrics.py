@@ -284,7 +284,11 @@ class MeteredDoor:
 
 
 def _exception_code(exc: BaseException) -> int:
-    return exc.code if isinstance(exc, OdradekError) else UnknownServerError.code
+    if isinstance(exc, OdradekError):
+        return exc.code
+    if isinstance(exc, Refusal) and exc.code is not None:  # a failed SASL exchange's answer
+        return exc.code
+    return UnknownServerError.code
 
 
 def _result_codes(result: Any) -> list[int]:

@@ -32,4 +32,6 @@ def handle(ctx: BrokerContext, request: Request, session: Session) -> Any:
     response, close_why = answer(ctx, session, body.mechanism)
     if close_why is None or ctx.sasl is None:
         return response
-    return ctx.sasl.fail_later(close_why, encode_response(request.header.correlation_id, response))
+    return ctx.sasl.fail_later(
+        close_why, encode_response(request.header.correlation_id, response), response.error_code
+    )

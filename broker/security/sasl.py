@@ -418,11 +418,12 @@ class SaslService:
             log.info("closing %s (%s, %s): %s", session.peer, session.listener,
                      session.software(), why)  # fmt: skip
 
-    async def fail_later(self, why: str, reply: bytes) -> None:
+    async def fail_later(self, why: str, reply: bytes, code: int) -> None:
         """A failed exchange's end, as Kafka's: after connection_failed_authentication_delay_ms
-        the answer `reply` (already encoded by the door's handler) goes out, then the
-        connection closes (broker/server.py closes on a Refusal a handler raises)."""
+        the answer `reply` (already encoded by the door's handler; its error `code`, which the
+        request metrics count) goes out, then the connection closes (broker/server.py closes
+        on a Refusal a handler raises)."""
         from broker.doors import Refusal  # doors imports the handlers, which import this
 
         await self._sleep(self.config.failed_delay_ms / 1000)
-        raise Refusal(why, reply, logged=True)
+        raise Refusal(why, reply, logged=True, code=code)

@@ -339,3 +339,16 @@ def test_http_server_stops_while_every_slot_is_held() -> None:
         assert server._thread is not None and not server._thread.is_alive()
     finally:
         held.close()
+
+
+def test_a_refusal_a_handler_raises_is_counted_under_the_error_its_answer_carries() -> None:
+    metrics = RequestMetrics()
+
+    async def failed_login(ctx: Any, req: Any, session: Any) -> None:  # a SASL exchange's end
+        raise Refusal("bad password", b"answer", logged=True, code=58)
+
+    door = MeteredDoor(FakeDoor(failed_login), metrics, now=lambda: 1.0)
+    request, handler = door.route(b"frame", SESSION)
+    with pytest.raises(Refusal):
+        asyncio.run(handler(None, request, SESSION))
+    assert metrics.errors == {("Produce", "native", 58): 1}  # SASL_AUTHENTICATION_FAILED

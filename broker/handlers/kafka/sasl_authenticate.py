@@ -24,4 +24,4 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     )
     if close_why is None or ctx.sasl is None:
         return response
-    return ctx.sasl.fail_later(close_why, encode_response(request, response))
+    return ctx.sasl.fail_later(close_why, encode_response(request, response), response.error_code)

@@ -30,9 +30,11 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
         ctx.sasl.refuse(session, V0_REFUSED)
         enabled = ctx.sasl.config.enabled_mechanisms
         refused = make(cls, error_code=UnsupportedVersionError.code, mechanisms=enabled)
-        return ctx.sasl.fail_later(V0_REFUSED, encode_response(request, refused))
+        return ctx.sasl.fail_later(
+            V0_REFUSED, encode_response(request, refused), refused.error_code
+        )
     answer, close_why = native.answer(ctx, session, request.body.mechanism)
     response = make(cls, error_code=answer.error_code, mechanisms=tuple(answer.mechanisms))
     if close_why is None or ctx.sasl is None:
         return response
-    return ctx.sasl.fail_later(close_why, encode_response(request, response))
+    return ctx.sasl.fail_later(close_why, encode_response(request, response), response.error_code)
