@@ -9,8 +9,8 @@ import logging
 
 from broker.context import BrokerContext
 from broker.credentials import plan_alteration
+from broker.security import rules
 from broker.session import Session
-from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api.scram import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -28,14 +28,7 @@ async def handle(
     req: AlterUserScramCredentialsRequest = request.body
     names = [u.name for u in req.upsertions] + [d.name for d in req.deletions]
     named = list(dict.fromkeys(names))
-    authorizer = ctx.authorizer
-    if authorizer is not None and not authorizer.authorize(
-        session,
-        AclOperation.ALTER,
-        ResourceType.CLUSTER,
-        CLUSTER_NAME,
-        request="AlterUserScramCredentials",
-    ):
+    if not rules.allows(ctx, session, rules.ALTER, rules.CLUSTER, api="AlterUserScramCredentials"):
         code = ClusterAuthorizationFailedError.code
         message = ClusterAuthorizationFailedError.default_message
         return AlterUserScramCredentialsResponse(

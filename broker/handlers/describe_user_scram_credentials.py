@@ -10,8 +10,8 @@ import logging
 
 from broker.context import BrokerContext
 from broker.credentials import Credentials, describe_results
+from broker.security import rules
 from broker.session import Session
-from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api.scram import DescribeUserScramCredentialsRequest as DescribeRequest
 from protocol.api.scram import DescribeUserScramCredentialsResponse as DescribeResponse
 from protocol.codec import Request
@@ -22,13 +22,8 @@ log = logging.getLogger("odradek.broker.admin")
 
 async def handle(ctx: BrokerContext, request: Request, session: Session) -> DescribeResponse:
     req: DescribeRequest = request.body
-    authorizer = ctx.authorizer
-    if authorizer is not None and not authorizer.authorize(
-        session,
-        AclOperation.DESCRIBE,
-        ResourceType.CLUSTER,
-        CLUSTER_NAME,
-        request="DescribeUserScramCredentials",
+    if not rules.allows(
+        ctx, session, rules.DESCRIBE, rules.CLUSTER, api="DescribeUserScramCredentials"
     ):
         error = ClusterAuthorizationFailedError
         return DescribeResponse(error.code, error.default_message, [])
