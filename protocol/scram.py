@@ -249,7 +249,34 @@ class ScramFailure(SaslAuthenticationFailedError):
 # --- server -------------------------------------------------------------------------------------
 
 
-class ScramServer:
+class _Exchange:
+    """What both ends of an exchange share: its state, and failing in Kafka's words."""
+
+    role = ""
+    state: ScramState
+
+    def _expect(self, state: ScramState) -> None:
+        if self.state is not state:
+            self._fail(f"Unexpected challenge in Sasl {self.role} state {self.state.name}")
+
+    def _strict_b64(self, text: str) -> bytes:
+        data = _b64decode(text)
+        if data is None:
+            self._fail(f"Invalid SCRAM message: non-canonical base64 {_excerpt(text)!r}")
+        return data
+
+    def _decode(self, token: bytes) -> str:
+        try:
+            return token.decode()
+        except UnicodeDecodeError:
+            self._fail("Invalid SCRAM message: not UTF-8")
+
+    def _fail(self, message: str) -> NoReturn:
+        self.state = ScramState.FAILED
+        raise ScramFailure(message)
+
+
+class ScramServer(_Exchange):
     """The broker's end of one exchange.
 
         server = ScramServer(SCRAM_SHA_512)
@@ -259,6 +286,8 @@ class ScramServer:
 
     `respond(token, lookup)` does the same one token at a time.
     """
+
+    role = "server"
 
     def __init__(self, mech: ScramMechanism, nonce: NonceFactory = new_nonce) -> None:
         self.mechanism = mech
@@ -344,26 +373,9 @@ class ScramServer:
         self.state = ScramState.COMPLETE
         return f"v={_b64(server_signature)}".encode()
 
-    def _expect(self, state: ScramState) -> None:
-        if self.state is not state:
-            self._fail(f"Unexpected challenge in Sasl server state {self.state.name}")
-
-    def _strict_b64(self, text: str) -> bytes:
-        data = _b64decode(text)
-        if data is None:
-            self._fail(f"Invalid SCRAM message: non-canonical base64 {_excerpt(text)!r}")
-        return data
-
-    def _decode(self, token: bytes) -> str:
-        try:
-            return token.decode()
-        except UnicodeDecodeError:
-            self._fail("Invalid SCRAM message: not UTF-8")
-
     def _fail(self, message: str) -> NoReturn:
-        self.state = ScramState.FAILED
         self._credential = None
-        raise ScramFailure(message)
+        super()._fail(message)
 
     def _fail_generic(self, detail: str) -> NoReturn:
         """Wrong password, unknown user: the client hears Kafka's one line, the log the reason."""
@@ -375,7 +387,7 @@ class ScramServer:
 # --- client -------------------------------------------------------------------------------------
 
 
-class ScramClient:
+class ScramClient(_Exchange):
     """The client's end of one exchange.
 
     client = ScramClient(SCRAM_SHA_512, "alice", "alice-secret")
@@ -383,6 +395,8 @@ class ScramClient:
     token = client.client_final(server_first)
     client.receive_server_final(server_final)          # client.complete is now True
     """
+
+    role = "client"
 
     def __init__(
         self,
@@ -455,26 +469,6 @@ class ScramClient:
         if not hmac.compare_digest(self._strict_b64(match["signature"]), self._server_signature):
             self._fail("Invalid server signature in server final message")
         self.state = ScramState.COMPLETE
-
-    def _expect(self, state: ScramState) -> None:
-        if self.state is not state:
-            self._fail(f"Unexpected challenge in Sasl client state {self.state.name}")
-
-    def _strict_b64(self, text: str) -> bytes:
-        data = _b64decode(text)
-        if data is None:
-            self._fail(f"Invalid SCRAM message: non-canonical base64 {_excerpt(text)!r}")
-        return data
-
-    def _decode(self, token: bytes) -> str:
-        try:
-            return token.decode()
-        except UnicodeDecodeError:
-            self._fail("Invalid SCRAM message: not UTF-8")
-
-    def _fail(self, message: str) -> NoReturn:
-        self.state = ScramState.FAILED
-        raise ScramFailure(message)
 
 
 # --- helpers ------------------------------------------------------------------------------------
