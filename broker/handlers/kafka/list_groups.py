@@ -9,7 +9,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers.kafka.describe_groups import NATIVE_PROTOCOL_TYPE
-from broker.security import rules
+from broker.handlers.list_groups import describable
 from broker.session import Session
 from coordinator.group.consumer_service import consumer_of
 from coordinator.group.group import Group
@@ -28,24 +28,8 @@ def listing(group: Group) -> tuple[str, str, str]:
 
 
 def _describable(ctx: BrokerContext, session: Session) -> list[Group]:
-    """The groups the principal may see: all with Describe on the cluster, else those it may
-    Describe; never an error (Kafka's ListGroups)."""
     assert ctx.groups is not None
-    groups = list(ctx.groups.all_groups())
-    if ctx.authorizer is None or rules.allows(
-        ctx, session, rules.DESCRIBE, rules.CLUSTER, api="ListGroups", log_denied=False
-    ):
-        return groups
-    hidden = rules.denied(
-        ctx,
-        session,
-        rules.DESCRIBE,
-        rules.GROUP,
-        (g.group_id for g in groups),
-        api="ListGroups",
-        log_denied=False,
-    )
-    return [g for g in groups if g.group_id not in hidden]
+    return describable(ctx, session, list(ctx.groups.all_groups()))
 
 
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
