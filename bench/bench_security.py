@@ -11,9 +11,8 @@ deploy/certs.py. The same broker serves every case, so the ratios compare listen
 - `tls`: confluent-kafka produces --messages records of 100 B (acks=1, linger 5 ms) to a
   1-partition topic, then consumes them from the earliest by assignment, over PLAIN and over
   TLS, alternating, --rounds rounds. A case's figure is its median round (records/s); the
-  ratio is TLS / plaintext. (The native door's Metadata advertises its inter-broker listener
-  only, so a native client cannot stay on a TLS listener of its own yet: the native client's
-  TLS figure is left out, see docs/benchmarks.md.)
+  ratio is TLS / plaintext. (The native client's TLS figure is not measured yet, see
+  docs/benchmarks.md.)
 - `scram`: for --seconds, confluent-kafka clients are made one after another, each logging
   in over SCRAM (TLS handshake + SaslHandshake + two SaslAuthenticate) and asking for
   metadata, then closed: logins per second. The same loop over PLAIN (no TLS, no SASL) gives

@@ -576,7 +576,8 @@ class Native(KafkaClient):
     ) -> list[tuple[int, int]]:  # fmt: skip
         from client import Producer
 
-        with Producer(self.bootstrap, acks=ACKS[acks], **self.security.native()) as p:
+        with Producer(self.bootstrap, acks=ACKS[acks], max_block_ms=int(TIMEOUT_S * 1000),
+                      **self.security.native()) as p:  # fmt: skip
             futures = [p.send(topic, r.value, key=r.key) for r in recs]
             return [(md.partition, md.offset) for md in (f.get(timeout=TIMEOUT_S) for f in futures)]
 

@@ -21,10 +21,10 @@ client-first garbage, a client-final with a wrong nonce or proof), a TLS hello a
 SASL_PLAINTEXT port, plaintext, HTTP and garbage on the TLS ports, 30 connections each: every
 one answered with an error or closed within the socket timeout, the broker still serving a
 good client afterwards, and O(1) new log lines. Strict xfails mark what does not work yet,
-each with its reason: kcat (librdkafka 2.0.2) over SCRAM, the native client behind the native
-door's Metadata, the broker's missing TLS close_notify answer, and the oversized-frame log
-line written once per attempt. Each client runs in its own process
-(tests/integration/kafka_clients.py).
+each with its reason: kcat (librdkafka 2.0.2) over SCRAM, the broker's missing TLS
+close_notify answer, and the oversized-frame log line written once per attempt. Each client
+runs in its own process (tests/integration/kafka_clients.py).
+
 Wrong credentials (wrong password, unknown user, over SCRAM and PLAIN; an expired client
 certificate and one from another CA over mTLS) are refused with Kafka's error: the client's
 own call returns that error within its normal timeout (the error kind is asserted, not a time).
@@ -269,24 +269,11 @@ OLD_LIBRDKAFKA_SCRAM = pytest.mark.xfail(
 )
 
 
-# The native door's Metadata lists each broker at one address (its inter-broker listener,
-# INTERNAL here), not at the listener the client came in on as the Kafka door does: a native
-# client that bootstraps on NSCRAM/NMTLS/NPLAIN is then sent to the PLAINTEXT INTERNAL port,
-# where its SaslHandshake is refused (or its TLS hello closed).
-NATIVE_METADATA_LISTENER = pytest.mark.xfail(
-    strict=True,
-    reason="native Metadata (broker/handlers/metadata.py) advertises the inter-broker listener, "
-    "not the one the client came in on",
-)
-
-
 def _matrix() -> list[Any]:
     out = []
     for client in sorted(EVERY_CLIENT):
         for kind in sorted(KAFKA_LISTENERS):
             marks = [OLD_LIBRDKAFKA_SCRAM] if (client, kind) == ("kcat", "scram") else []
-            if client == "native":
-                marks = [NATIVE_METADATA_LISTENER]
             out.append(pytest.param(client, kind, marks=marks, id=f"{client}-{kind}"))
     return out
 
@@ -402,10 +389,10 @@ def test_a_clients_tls_close_notify_is_answered(secure_cluster: SecureCluster) -
     ctx = ssl.create_default_context(cafile=str(made.ca.cert_path))
     ctx.load_cert_chain(str(made.client.cert_path), str(made.client.key_path))
     port = secure_cluster.brokers[0].ports["MTLS"]
-    with socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT_S) as raw:
-        tls = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+    raw = socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT_S)
+    with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
         tls.settimeout(10)
-        tls.unwrap()  # sends close_notify, reads the broker's; TimeoutError when none comes
+        tls.unwrap().close()  # sends close_notify, reads the broker's; TimeoutError if none
 
 
 # ----- fuzzing over the wire: bad tokens and the wrong protocol ------------------------------
