@@ -358,7 +358,11 @@ class ScramServer(_Exchange):
         if match is None:
             self._fail(f"Invalid SCRAM client final message format: {_excerpt(text)}")
         nonce = self._server_first[2 : self._server_first.index(",s=")]
-        if match["nonce"] != nonce:
+        # librdkafka before 2.6.1 (confluentinc/librdkafka#4895: Debian's kcat links 2.0.2)
+        # puts its own nonce in front of the combined one a second time. Kafka 3.8.1-3.9 took
+        # any nonce ending with the combined one; we take exactly that doubled form, which
+        # still carries the server's nonce whole, and nothing else.
+        if match["nonce"] not in (nonce, self._client_nonce + nonce):
             self._fail("Invalid client nonce in the final client message.")
         auth = f"{self._client_first_bare},{self._server_first},{match['without_proof']}".encode()
         proof = self._strict_b64(match["proof"])

@@ -258,24 +258,16 @@ def _bootstrap(cluster: SecureCluster, client: str, kind: str) -> str:
 
 
 # Debian's kcat links librdkafka 2.0.2, which (like every librdkafka before 2.6.1,
-# confluentinc/librdkafka#4895) puts its client nonce twice into SCRAM's client-final. Kafka
-# 3.8.1-3.9 accept a nonce that *ends with* the server's (KAFKA-17945 / CVE-2024-56128's
-# compatibility rule); protocol/scram.py compares it whole, as Kafka 4 does, so that kcat
-# cannot log in with SCRAM ("Invalid client nonce in the final client message.").
-OLD_LIBRDKAFKA_SCRAM = pytest.mark.xfail(
-    strict=True,
-    reason="librdkafka < 2.6.1 (kcat's 2.0.2) repeats its nonce in SCRAM client-final; "
-    "protocol/scram.py does not take Kafka 3.8.1's endsWith rule",
-)
+# confluentinc/librdkafka#4895) puts its client nonce twice into SCRAM's client-final;
+# protocol/scram.py takes that doubled form, as Kafka 3.8.1-3.9 do, so kcat logs in too.
 
 
 def _matrix() -> list[Any]:
-    out = []
-    for client in sorted(EVERY_CLIENT):
-        for kind in sorted(KAFKA_LISTENERS):
-            marks = [OLD_LIBRDKAFKA_SCRAM] if (client, kind) == ("kcat", "scram") else []
-            out.append(pytest.param(client, kind, marks=marks, id=f"{client}-{kind}"))
-    return out
+    return [
+        pytest.param(client, kind, id=f"{client}-{kind}")
+        for client in sorted(EVERY_CLIENT)
+        for kind in sorted(KAFKA_LISTENERS)
+    ]
 
 
 @pytest.mark.parametrize(("client", "kind"), _matrix())
@@ -339,14 +331,11 @@ WRONG = [
 
 
 def _wrong_matrix() -> list[Any]:
-    out = []
-    for client in sorted(EVERY_CLIENT):
-        for case in WRONG:
-            # kcat's librdkafka fails on its own nonce before the password is checked
-            old = (client, case) == ("kcat", "scram-wrong-password")
-            marks = [OLD_LIBRDKAFKA_SCRAM] if old else []
-            out.append(pytest.param(client, case, marks=marks, id=f"{client}-{case}"))
-    return out
+    return [
+        pytest.param(client, case, id=f"{client}-{case}")
+        for client in sorted(EVERY_CLIENT)
+        for case in WRONG
+    ]
 
 
 @pytest.mark.parametrize(("client", "case"), _wrong_matrix())

@@ -290,3 +290,38 @@ def test_any_changed_byte_of_the_server_messages_fails_the_client(data: st.DataO
             client.client_final(RFC_SERVER_FIRST)
             client.receive_server_final(changed)
     assert not client.complete
+
+
+def _librdkafka_final(nonce: str) -> bytes:
+    """A client-final as librdkafka < 2.6.1 makes it: `nonce` as given, the proof right for it."""
+    import hashlib
+    import hmac
+
+    salted = hashlib.pbkdf2_hmac("sha256", b"pencil", RFC_SALT, 4096)
+    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    without_proof = f"c=biws,r={nonce}"
+    auth = b",".join([RFC_CLIENT_FIRST[3:], RFC_SERVER_FIRST, without_proof.encode()])
+    signature = hmac.new(stored_key, auth, "sha256").digest()
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+@pytest.mark.parametrize(
+    ("prefix", "accepted"),
+    [(RFC_CLIENT_NONCE, True), ("x", False), (RFC_CLIENT_NONCE[:-1], False)],
+)
+def test_librdkafkas_doubled_client_nonce_is_taken_and_nothing_else(
+    prefix: str, accepted: bool
+) -> None:
+    """librdkafka#4895 (kcat 1.7.1 on librdkafka 2.0.2): client nonce + combined nonce."""
+    server = ScramServer(SCRAM_SHA_256, nonce=lambda: RFC_SERVER_NONCE)
+    server.receive_client_first(RFC_CLIENT_FIRST)
+    server.server_first(RFC_CREDENTIAL)
+    final = _librdkafka_final(prefix + RFC_CLIENT_NONCE + RFC_SERVER_NONCE)
+    if accepted:
+        assert server.receive_client_final(final).startswith(b"v=")
+        assert server.complete
+    else:
+        with pytest.raises(SaslAuthenticationFailedError, match="Invalid client nonce"):
+            server.receive_client_final(final)
