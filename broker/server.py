@@ -97,7 +97,7 @@ from protocol.principal import KafkaPrincipal
 log = logging.getLogger("odradek.broker.server")
 
 IDLE_CHECK_MAX_INTERVAL_S = 1.0
-WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000  # one line per peer host per minute
+WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000  # one line per peer host per minute (and per refusal)
 
 
 class _Slot:
@@ -319,8 +319,11 @@ class Connection(asyncio.Protocol):
             self.pending.pop()
 
     def _fatal(self, refusal: Refusal) -> None:
-        """Bad input: answer what is done, then the refusal's reply (if any), then close."""
-        log.log(logging.DEBUG if refusal.logged else logging.INFO,
+        """Bad input: answer what is done, then the refusal's reply (if any), then close. The
+        line saying why is INFO once a minute per peer host (a client retrying bad frames in a
+        loop cannot flood the log), DEBUG otherwise or when the door logged it already."""
+        first = not refusal.logged and self.server.refusal_log.allow(self.session.peer_host)
+        log.log(logging.INFO if first else logging.DEBUG,
                 "closing %s: %s", self.peer, refusal.why)  # fmt: skip
         self._flush()
         for task in list(self.tasks):
@@ -554,6 +557,7 @@ class BrokerServer:
         self.clock = clock
         self.tls = tls
         self.wrong_protocol_log = LogLimit(WRONG_PROTOCOL_LOG_INTERVAL_MS, clock.monotonic_ms)
+        self.refusal_log = LogLimit(WRONG_PROTOCOL_LOG_INTERVAL_MS, clock.monotonic_ms)
         self.door = NativeDoor() if door is None else door
         self.listener = listener
         self.security_protocol = security_protocol

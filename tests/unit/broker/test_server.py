@@ -476,3 +476,23 @@ async def test_clients_cannot_produce_to_the_internal_offsets_topic(tmp_path: Pa
         resp: ProduceResponse = await conn.send(produce("__consumer_offsets", 0, batch(3)))
         assert resp.topics[0].partitions[0].error_code == InvalidTopicError.code
         assert _leo(b, "__consumer_offsets") == 0  # nothing written
+
+
+async def test_a_peer_retrying_bad_frames_is_logged_once_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="odradek.broker.server")
+    async with running_broker(tmp_path, socket_request_max_bytes=1 << 20) as b:
+        for _ in range(20):  # a client sending a frame too large, reconnecting each time
+            bad = await RawClient.connect(b.port)
+            bad.send_bytes(struct.pack(">i", 50_000_000))
+            assert await bad.at_eof()
+            await bad.close()
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.INFO and "above the maximum" in r.getMessage()
+    ]
+    assert len(lines) == 1, lines
