@@ -468,8 +468,9 @@ class Connection(asyncio.Protocol):
             self.transport.write(handshake)
         if tls.handshake_done and not was_done and not self._tls_established():
             return b""
-        if tls.peer_closed:
-            self._abort()
+        if tls.peer_closed:  # the client's close_notify: answered with ours, then closed
+            self.transport.write(tls.close_notify())
+            self._abort(gracefully=True)
             return b""
         return plain
 
@@ -499,14 +500,19 @@ class Connection(asyncio.Protocol):
         self._abort()
         return False
 
-    def _abort(self) -> None:
+    def _abort(self, gracefully: bool = False) -> None:
+        """Close now, dropping every pending request; `gracefully`: after what is written."""
         self.closed = True
         self.out.clear()
         for task in list(self.tasks):
             task.cancel()
         self.tasks.clear()
         self.pending.clear()
-        if self.transport is not None:
+        if self.transport is None:
+            return
+        if gracefully:
+            self.transport.close()
+        else:
             self.transport.abort()
 
     def _check_bounds(self) -> None:

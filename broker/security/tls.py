@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -366,7 +367,8 @@ class TlsChannel:
             except ssl.SSLZeroReturnError:
                 self.peer_closed = True
                 break
-            if not chunk:
+            if not chunk:  # an SSLObject reads b"" (no exception) once close_notify is in
+                self.peer_closed = True
                 break
             parts.append(chunk)
         return b"".join(parts)
@@ -378,6 +380,12 @@ class TlsChannel:
         return self._out.read()
 
     def outgoing(self) -> bytes:
+        return self._out.read()
+
+    def close_notify(self) -> bytes:
+        """Our close_notify, the answer to the peer's (RFC 8446 6.1), as socket bytes."""
+        with contextlib.suppress(ssl.SSLError):  # want-read, or a session already broken
+            self.obj.unwrap()
         return self._out.read()
 
     def peer_certificate(self) -> bytes | None:

@@ -20,10 +20,8 @@ Fuzzing over the wire: malformed SASL tokens (PLAIN without NULs, huge, not UTF-
 client-first garbage, a client-final with a wrong nonce or proof), a TLS hello and HTTP on the
 SASL_PLAINTEXT port, plaintext, HTTP and garbage on the TLS ports, 30 connections each: every
 one answered with an error or closed within the socket timeout, the broker still serving a
-good client afterwards, and O(1) new log lines. Strict xfails mark what does not work yet,
-each with its reason: kcat (librdkafka 2.0.2) over SCRAM, the broker's missing TLS
-close_notify answer, and the oversized-frame log line written once per attempt. Each client
-runs in its own process (tests/integration/kafka_clients.py).
+good client afterwards, and O(1) new log lines. A client's TLS close_notify is answered with
+the broker's. Each client runs in its own process (tests/integration/kafka_clients.py).
 
 Wrong credentials (wrong password, unknown user, over SCRAM and PLAIN; an expired client
 certificate and one from another CA over mTLS) are refused with Kafka's error: the client's
@@ -371,11 +369,6 @@ def test_wrong_credentials_are_refused_with_kafkas_error(
 # ----- TLS close_notify --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the broker's TLS listener does not answer a client's close_notify: asyncio clients "
-    "(aiokafka) then wait ssl_shutdown_timeout (30 s) on every close",
-)
 def test_a_clients_tls_close_notify_is_answered(secure_cluster: SecureCluster) -> None:
     import socket
     import ssl

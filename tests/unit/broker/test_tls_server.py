@@ -186,3 +186,21 @@ async def test_a_handshake_failure_is_logged_with_its_reason(
         r.getMessage() for r in caplog.records if "TLS handshake that failed" in r.getMessage()
     ]
     assert "CERTIFICATE_VERIFY_FAILED" in line and "listener SECURE" in line
+
+
+async def test_a_clients_close_notify_is_answered_with_ours(
+    tmp_path: Path,
+    certs: TestCerts,  # noqa: F811
+) -> None:
+    import socket
+    import ssl
+
+    async with running_broker(tmp_path) as h, tls_listener(h, certs) as server:
+        ctx = ssl.create_default_context(cafile=str(certs.ca.cert_path))
+
+        def close() -> None:
+            raw = socket.create_connection(("localhost", server.port), timeout=10)
+            with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                tls.unwrap().close()  # sends close_notify, reads the broker's; TimeoutError if none
+
+        await asyncio.get_running_loop().run_in_executor(None, close)
