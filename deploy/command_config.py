@@ -195,7 +195,7 @@ class CommandConfig:
         key when a keystore is given (mTLS), host names checked unless the algorithm is ""."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # certificates always verified
         context.check_hostname = self.check_hostname
-        cadata = self._trusted_pem()
+        cadata = self.trusted_pem()
         if cadata is None:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         else:  # only the truststore's CAs, as Kafka's clients trust
@@ -206,7 +206,8 @@ class CommandConfig:
         self._load_identity(context)
         return context
 
-    def _trusted_pem(self) -> str | None:
+    def trusted_pem(self) -> str | None:
+        """The truststore's CA certificates as PEM text (None: no truststore given)."""
         if self.truststore_certificates is not None:
             return self.truststore_certificates
         if self.truststore_location is None:

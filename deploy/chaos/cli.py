@@ -3,6 +3,8 @@
 odradek chaos run    [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
                      [--workload native|kafka|txn] [--rate R] [--json FILE]
 odradek chaos faults [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
+(both also take --command-config FILE: how their clients log in; without it, a secure --dir
+cluster's own client.properties, as `cluster up --secure` wrote it)
 odradek chaos check  FILE [-o json]   re-check a record written by `run --json`
 
 LIST is comma-separated fault kinds (deploy/chaos/plan.py; default: all of them, kill-txn-coord
@@ -49,6 +51,11 @@ def add_parser(sub: Any) -> None:
     howlong.add_argument("--duration", type=float, help="seconds of faults instead of --cycles")
     common.add_argument("--seed", type=int, help="the schedule's seed (default: drawn, printed)")
     common.add_argument("--faults", help=f"comma-separated kinds: {','.join(plan.KINDS)}")
+    common.add_argument(
+        "--command-config", type=Path, metavar="FILE", default=argparse.SUPPRESS,
+        help="client properties (security.protocol, sasl.*, ssl.*; default: the --dir "
+        "cluster's client.properties when it is secure)",
+    )  # fmt: skip
     run = csub.add_parser("run", parents=[common], help="faults plus a workload, then a check")
     run.add_argument("--workload", choices=("native", "kafka", "txn"), default="native")
     run.add_argument("--rate", type=float, default=400.0, help="records/s, all producers")
@@ -109,6 +116,7 @@ def _options(args: argparse.Namespace) -> runner.Options:
         dir=args.dir, cycles=cycles, seed=seed, kinds=kinds,
         workload=getattr(args, "workload", "native"), rate=rate,
         json_path=getattr(args, "json_path", None), topic=getattr(args, "topic", None),
+        command_config=getattr(args, "command_config", None),
     )  # fmt: skip
 
 

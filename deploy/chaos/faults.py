@@ -31,6 +31,7 @@ from typing import Any
 
 from client import Admin
 from coordinator.transaction.records import TRANSACTION_STATE_TOPIC, partition_for
+from deploy.chaos import security
 from deploy.chaos.plan import NETNS_KINDS, ROOT_KINDS, TMPFS_KINDS, Step
 from deploy.cluster import LocalCluster
 from protocol.errors import OdradekError
@@ -67,7 +68,7 @@ class FaultContext:
     def leaders(self) -> dict[int, int]:
         """partition -> leader id as a live broker sees it (-1: none)."""
         bootstrap = alive_bootstrap(self.cluster)
-        with Admin(bootstrap, request_timeout_ms=3000) as admin:
+        with Admin(bootstrap, request_timeout_ms=3000, **security.native()) as admin:
             (desc,) = admin.describe_topics([self.topic])
         return {p.partition: p.leader for p in desc.partitions}
 
@@ -185,7 +186,7 @@ def _kill_txn_coord(ctx: FaultContext, step: Step) -> Injected:
 
 def txn_coordinator(bootstrap: str, transactional_id: str) -> int:
     """The broker leading `transactional_id`'s partition of __transaction_state (-1: none)."""
-    with Admin(bootstrap, request_timeout_ms=3000) as admin:
+    with Admin(bootstrap, request_timeout_ms=3000, **security.native()) as admin:
         (desc,) = admin.describe_topics([TRANSACTION_STATE_TOPIC])
     if desc.error_code or not desc.partitions:
         raise Unavailable(f"{TRANSACTION_STATE_TOPIC} does not exist yet: skipped")

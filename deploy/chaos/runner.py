@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from client import Admin, Consumer, NewTopic, TopicPartition
-from deploy.chaos import checker, faults, plan, workload
+from deploy.chaos import checker, faults, plan, security, workload
 from deploy.cluster import LocalCluster
 from deploy.console import timeline  # the events file the console shows
 from protocol.batch import decode_all, iter_batches
@@ -61,6 +61,7 @@ class Options:
     json_path: str | None = None
     brokers: int = 3
     topic: str | None = None
+    command_config: Path | None = None  # --command-config: else the cluster's own, if secure
     extra: dict[str, Any] = field(default_factory=dict)
     # after each fault: (faults done, faults in the schedule, records acked or None), for a bar
     on_fault: Callable[[int, int, int | None], None] | None = None
@@ -94,13 +95,15 @@ def create_topic(cluster: LocalCluster, topic: str, partitions: int) -> None:
     replication = min(REPLICATION, len(cluster.broker_ids))
     configs = {"min.insync.replicas": str(min(2, replication)),
                "segment.bytes": str(SEGMENT_BYTES)}  # fmt: skip
-    with Admin(cluster.bootstrap, request_timeout_ms=10_000) as admin:
+    with Admin(cluster.bootstrap, request_timeout_ms=10_000, **security.native()) as admin:
         admin.create_topics([NewTopic(topic, partitions, replication, configs)])
     wait_full_isr(cluster, topic, partitions, 60.0)
 
 
 def describe(cluster: LocalCluster, topic: str) -> list[Any]:
-    with Admin(faults.alive_bootstrap(cluster), request_timeout_ms=3000) as admin:
+    with Admin(
+        faults.alive_bootstrap(cluster), request_timeout_ms=3000, **security.native()
+    ) as admin:
         (desc,) = admin.describe_topics([topic])
     return list(desc.partitions) if not desc.error_code else []
 
@@ -145,7 +148,7 @@ def replica_digest(partition_dir: Path, high_watermark: int, compacted: bool = F
 def read_log(bootstrap: str, topic: str, partition: int) -> tuple[int, list[tuple[int, str]]]:
     """(log start, every record from the log start to the HW) through the native client."""
     tp = TopicPartition(topic, partition)
-    with Consumer(bootstrap, auto_offset_reset="earliest") as c:
+    with Consumer(bootstrap, auto_offset_reset="earliest", **security.native()) as c:
         c.assign([tp])
         start = c.beginning_offsets([tp])[tp]
         end = c.end_offsets([tp])[tp]
@@ -249,6 +252,7 @@ def run(options: Options, out: Print, body: Body | None = None) -> int:
         f"{', '.join(options.kinds)}, {options.workload} workload")  # fmt: skip
     cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds)
     try:
+        security.configure(cluster, options.command_config)
         return (body or _run)(cluster, options, steps, out)
     finally:
         if ours:
@@ -384,6 +388,7 @@ def run_faults(options: Options, out: Print) -> int:
     steps = plan.schedule(options.seed, options.kinds, options.cycles)
     cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds)
     try:
+        security.configure(cluster, options.command_config)
         chaos = Chaos(cluster, options, out)
         if chaos.topic not in _topics(cluster):
             create_topic(cluster, chaos.topic, PARTITIONS)
@@ -401,5 +406,7 @@ def run_faults(options: Options, out: Print) -> int:
 
 
 def _topics(cluster: LocalCluster) -> list[str]:
-    with Admin(faults.alive_bootstrap(cluster), request_timeout_ms=5000) as admin:
+    with Admin(
+        faults.alive_bootstrap(cluster), request_timeout_ms=5000, **security.native()
+    ) as admin:
         return admin.list_topics()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deploy.chaos import checker, plan, runner, txn_checker
+from deploy.chaos import checker, plan, runner, security, txn_checker
 from deploy.chaos.txn_workload import Copier, Reader, TxnProducer
 from deploy.chaos.workload import AckClock
 from deploy.cluster import LocalCluster
@@ -96,7 +96,12 @@ def stable_ends(bootstrap: str, topic: str, timeout_s: float) -> dict[int, int] 
     last stable offset, equals its read_uncommitted end, the HW); None: one stayed open."""
     from confluent_kafka import Consumer, TopicPartition
 
-    conf = {"bootstrap.servers": bootstrap, "group.id": "chaos-ends", "log_level": 0}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "chaos-ends",
+        "log_level": 0,
+        **security.librdkafka(),
+    }
     committed = Consumer({**conf, "isolation.level": "read_committed"})
     uncommitted = Consumer({**conf, "isolation.level": "read_uncommitted"})
     tps = [TopicPartition(topic, p) for p in range(runner.PARTITIONS)]

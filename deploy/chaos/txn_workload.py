@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from deploy.chaos import security
 from deploy.chaos.txn_checker import ABORTED, COMMITTED, UNKNOWN, ConsumerLog, Poll, Txn, TxnSend
 from deploy.chaos.workload import AckClock
 
@@ -47,7 +48,7 @@ POLL_S = 0.2
 
 
 def _client_conf(bootstrap: str, **more: Any) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "log_level": 0, **more}
+    return {"bootstrap.servers": bootstrap, "log_level": 0, **security.librdkafka(), **more}
 
 
 def new_producer(bootstrap: str, transactional_id: str, stop: threading.Event,

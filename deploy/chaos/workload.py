@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from client import Consumer, Producer, TopicPartition
+from deploy.chaos import security
 from deploy.chaos.checker import Send
 
 DELIVERY_TIMEOUT_MS = 120_000
@@ -132,6 +133,7 @@ def native_producer(
     producer = Producer(
         bootstrap, acks="all", enable_idempotence=True, linger_ms=2,
         delivery_timeout_ms=DELIVERY_TIMEOUT_MS, request_timeout_ms=5000, retry_backoff_ms=50,
+        **security.native(),
     )  # fmt: skip
 
     def send(p: int, value: str, done: Callable[[int | None, str | None], None]) -> None:
@@ -155,6 +157,7 @@ def kafka_producer(
     producer = KafkaProducer({
         "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
         "linger.ms": 2, "message.timeout.ms": DELIVERY_TIMEOUT_MS, "log_level": 0,
+        **security.librdkafka(),
     })  # fmt: skip
     lock = threading.Lock()
     stop = threading.Event()
@@ -234,7 +237,7 @@ class GroupMember:
 def native_member(bootstrap: str, name: str, group: str, topic: str) -> GroupMember:
     consumer = Consumer(
         bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
-        session_timeout_ms=10_000, client_id=name,
+        session_timeout_ms=10_000, client_id=name, **security.native(),
     )  # fmt: skip
     consumer.subscribe([topic])
 
@@ -256,6 +259,7 @@ def kafka_member(bootstrap: str, name: str, group: str, topic: str) -> GroupMemb
     consumer = KafkaConsumer({
         "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "client.id": name, "log_level": 0,
+        **security.librdkafka(),
     })  # fmt: skip
     consumer.subscribe([topic])
 
@@ -293,7 +297,7 @@ class CommitSampler:
         while not self._stop.wait(SAMPLE_EVERY_S):
             try:
                 with Consumer(self._bootstrap(), group_id=self._group,
-                              request_timeout_ms=3000) as c:  # fmt: skip
+                              request_timeout_ms=3000, **security.native()) as c:  # fmt: skip
                     for p in range(self._partitions):
                         started = time.monotonic()
                         offset = c.committed(TopicPartition(self._topic, p))
