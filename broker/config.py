@@ -138,14 +138,14 @@ class BrokerConfig:
     # (PEM) or ssl_keystore_password (PKCS12).
     ssl_keystore_type: str = "PEM"
     ssl_keystore_location: str = ""
-    ssl_keystore_password: str = ""
-    ssl_key_password: str = ""
+    ssl_keystore_password: str = field(default="", repr=False)
+    ssl_key_password: str = field(default="", repr=False)
     ssl_keystore_certificate_chain: str = ""  # PEM text of the chain, instead of a file
-    ssl_keystore_key: str = ""  # PEM text of the key, instead of a file
+    ssl_keystore_key: str = field(default="", repr=False)  # PEM text of the key, not a file
     # what client (and peer broker) certificates are checked against: PEM or PKCS12
     ssl_truststore_type: str = "PEM"
     ssl_truststore_location: str = ""
-    ssl_truststore_password: str = ""
+    ssl_truststore_password: str = field(default="", repr=False)
     ssl_truststore_certificates: str = ""  # PEM text of the CA certificates, instead of a file
     # none | requested | required: whether TLS listeners ask clients for a certificate; with
     # one, the session's principal is User:<subject mapped by ssl_principal_mapping_rules>

@@ -143,3 +143,15 @@ def test_metadata_cache_gives_each_listener_its_endpoints() -> None:
     ]
     assert cache.kafka_endpoint(2, "CLIENT") is None
     assert endpoints(cache, {2}, "INTERNAL") == [(2, "10.0.0.2", 9094, None)]
+
+
+def test_tls_secrets_stay_out_of_the_configs_repr(tmp_path: Path) -> None:
+    config = BrokerConfig(
+        broker_id=1,
+        log_dir=tmp_path,
+        ssl_key_password="key-secret",
+        ssl_keystore_password="store-secret",
+        ssl_truststore_password="trust-secret",
+    )
+    shown = repr(config)
+    assert not any(s in shown for s in ("key-secret", "store-secret", "trust-secret"))
