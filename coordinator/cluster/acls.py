@@ -40,6 +40,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Protocol
 
+from coordinator.cluster.config_changes import pending_changes, sequence_of, stale_changes
 from coordinator.cluster.zk import (
     WatchHandle,
     ZkBadVersion,
@@ -72,7 +73,6 @@ KAFKA_ACL_PREFIXED = "/kafka-acl-extended/prefixed"
 KAFKA_ACL_CHANGES = "/kafka-acl-changes"
 KAFKA_ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 CHANGE_PREFIX = "acl_changes_"
-SEQ_DIGITS = 10
 MAX_CHANGES_KEPT = 1000  # a follower further behind than this reloads every ACL node
 UPDATE_ATTEMPTS_MAX = 50  # conditional writes lost to other writers before giving up
 LOAD_BATCH = 200  # node reads in flight at once when loading everything
@@ -111,26 +111,6 @@ def change_of(pattern: ResourcePattern) -> tuple[str, bytes]:
     if pattern.pattern_type == PatternType.LITERAL:
         return KAFKA_ACL_CHANGES, literal_change(pattern)
     return KAFKA_ACL_EXTENDED_CHANGES, extended_change(pattern)
-
-
-def sequence_of(child: str) -> int | None:
-    """acl_changes_0000000042 -> 42; None for a node that is not a notification."""
-    digits = child.removeprefix(CHANGE_PREFIX)
-    if digits == child or len(digits) != SEQ_DIGITS or not digits.isdigit():
-        return None
-    return int(digits)
-
-
-def pending(children: Iterable[str], last_seq: int) -> list[tuple[int, str]]:
-    """(seq, child) of the notifications after `last_seq`, oldest first."""
-    found = [(sequence_of(c), c) for c in children]
-    return sorted((s, c) for s, c in found if s is not None and s > last_seq)
-
-
-def stale(children: Iterable[str], keep: int) -> list[str]:
-    """The notifications beyond the newest `keep`, oldest first."""
-    numbered = sorted((s, c) for c in children if (s := sequence_of(c)) is not None)
-    return [c for _, c in numbered[: max(0, len(numbered) - keep)]]
 
 
 class ZkAclStore:
@@ -233,7 +213,9 @@ class ZkAclStore:
         root, value = change_of(pattern)
         await self.zk.ensure_path(root)
         await self.zk.create(f"{root}/{CHANGE_PREFIX}", value, sequence=True)
-        for child in stale(await self.zk.get_children(root), MAX_CHANGES_KEPT):
+        for child in stale_changes(
+            await self.zk.get_children(root), MAX_CHANGES_KEPT, CHANGE_PREFIX
+        ):
             with contextlib.suppress(ZkNoNode):  # another writer purged it first
                 await self.zk.delete(f"{root}/{child}")
 
@@ -245,7 +227,7 @@ class ZkAclStore:
             await self.zk.ensure_path(root)
         self.zk.add_state_listener(self._on_state)
         for root in self._last_seq:  # the current notifications: all covered by the load
-            seqs = (sequence_of(c) for c in await self.zk.get_children(root))
+            seqs = (sequence_of(c, CHANGE_PREFIX) for c in await self.zk.get_children(root))
             self._last_seq[root] = max((s for s in seqs if s is not None), default=-1)
         await self.load_all()
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -295,7 +277,7 @@ class ZkAclStore:
         last = dict(self._last_seq)
         reload = self._reload
         for root, children in self._children.items():
-            todo = pending(children, last[root])
+            todo = pending_changes(children, last[root], CHANGE_PREFIX)
             for start in range(0, len(todo), LOAD_BATCH):  # reads in flight together
                 batch = todo[start : start + LOAD_BATCH]
                 got = await asyncio.gather(

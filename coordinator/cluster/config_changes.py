@@ -56,23 +56,28 @@ OnResync = Callable[[], Awaitable[None]]
 Sleep = Callable[[float], Awaitable[None]]
 
 
-def sequence_of(child: str) -> int | None:
-    """config_change_0000000042 -> 42; None for a node that is not a notification."""
-    digits = child.removeprefix(paths.CONFIG_CHANGE_PREFIX)
+def sequence_of(child: str, prefix: str = paths.CONFIG_CHANGE_PREFIX) -> int | None:
+    """config_change_0000000042 -> 42 (a sequential node named `prefix` + ten digits: also
+    the ACL change notifications, coordinator/cluster/acls.py); None for any other node."""
+    digits = child.removeprefix(prefix)
     if digits == child or len(digits) != SEQ_DIGITS or not digits.isdigit():
         return None
     return int(digits)
 
 
-def pending_changes(children: Iterable[str], last_seq: int) -> list[tuple[int, str]]:
+def pending_changes(
+    children: Iterable[str], last_seq: int, prefix: str = paths.CONFIG_CHANGE_PREFIX
+) -> list[tuple[int, str]]:
     """(seq, child) of the notifications after `last_seq`, oldest first."""
-    found = [(sequence_of(c), c) for c in children]
+    found = [(sequence_of(c, prefix), c) for c in children]
     return sorted((s, c) for s, c in found if s is not None and s > last_seq)
 
 
-def stale_changes(children: Iterable[str], keep: int) -> list[str]:
+def stale_changes(
+    children: Iterable[str], keep: int, prefix: str = paths.CONFIG_CHANGE_PREFIX
+) -> list[str]:
     """The notifications beyond the newest `keep`, oldest first."""
-    numbered = sorted((s, c) for c in children if (s := sequence_of(c)) is not None)
+    numbered = sorted((s, c) for c in children if (s := sequence_of(c, prefix)) is not None)
     return [c for _, c in numbered[: max(0, len(numbered) - keep)]]
 
 
