@@ -79,6 +79,9 @@ def run_txn(
     if not full:
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
     out(txn_checker.summary(record) + f"; {copier.copied} values copied")
+    for name, errors in [(p.name, p.errors) for p in producers] + [("copier", copier.errors)]:
+        if errors:  # what the clients were told: the first clue when a check fails
+            out(f"{name}: {len(errors)} client errors, the last: " + " | ".join(errors[-3:]))
     return _report(cluster, options, steps, record, findings, out)
 
 

@@ -16,6 +16,12 @@
   and copies each value to the output topic in a transaction that also commits the group's
   offsets (send_offsets_to_transaction). After an aborted or failed transaction it rewinds to
   the group's committed offsets (a reset for nothing: the copier's reads are not checked).
+  send_offsets_to_transaction runs under a deadline of its own: librdkafka 2.x can block in it
+  for good, past its timeout, when the group's coordinator dies during the call (librdkafka
+  #5456, #5511: the cached coordinator's broker left the metadata and nothing wakes the
+  request). A producer still inside it after CALL_TIMEOUT_S + HUNG_GRACE_S is left where it is
+  and replaced: the new one's init_transactions bumps the epoch, which aborts the open
+  transaction and fences whatever the stuck one sends later.
 
 Bounds: a transaction has at most SENDS_PER_TXN[1] sends; producers pace themselves with
 TXN_GAP_S between transactions; a reader's poll takes at most POLL_MAX records.
@@ -45,6 +51,34 @@ COMMIT_TIMEOUT_S = 4.0
 COMMIT_TRIES = 1
 POLL_MAX = 500
 POLL_S = 0.2
+HUNG_GRACE_S = 10.0
+
+
+class ClientHung(Exception):
+    """A client call still running well past the timeout it was given."""
+
+
+def bounded(call: Callable[[], Any], what: str, timeout_s: float) -> Any:
+    """`call()` in a thread of its own; its result, or its exception, or ClientHung when it
+    has not returned after `timeout_s` (the thread is then left to itself)."""
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"chaos-{what}", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise ClientHung(f"{what} still running after {timeout_s:.0f} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _client_conf(bootstrap: str, **more: Any) -> dict[str, Any]:
@@ -233,6 +267,7 @@ class Copier:
         self.copied = 0  # values in committed transactions
         self.last_commit = time.monotonic()
         self.pending = 0  # values read and not yet in a committed transaction
+        self.hung: list[Any] = []  # producers left inside a call that never returned
         self._out_topic = out_topic
         self._consumer = Consumer(_client_conf(
             bootstrap, **{"group.id": group, "isolation.level": "read_committed",
@@ -259,6 +294,11 @@ class Copier:
                 self.copied += len(msgs)
                 self.pending = 0
                 self.last_commit = time.monotonic()
+            except ClientHung as exc:  # kept referenced: destroying it could block as well
+                self.errors.append(f"copy: {exc}; producer replaced")
+                self.hung.append(producer)
+                producer = new_producer(self._bootstrap, self._tid, self._stop, self.errors)
+                self._rewind()
             except Exception as exc:  # aborted or unknown: read again from the group's offsets
                 self.errors.append(f"copy: {exc}")
                 producer = recover(producer, self._bootstrap, self._tid, self._stop, self.errors)
@@ -269,9 +309,10 @@ class Copier:
         for m in msgs:
             producer.produce(self._out_topic, value=m.value(), partition=m.partition())
         assignment = self._consumer.assignment()
-        producer.send_offsets_to_transaction(self._consumer.position(assignment),
-                                             self._consumer.consumer_group_metadata(),
-                                             CALL_TIMEOUT_S)  # fmt: skip
+        offsets = self._consumer.position(assignment)
+        group = self._consumer.consumer_group_metadata()
+        bounded(lambda: producer.send_offsets_to_transaction(offsets, group, CALL_TIMEOUT_S),
+                "send_offsets_to_transaction", CALL_TIMEOUT_S + HUNG_GRACE_S)  # fmt: skip
         producer.commit_transaction(CALL_TIMEOUT_S)
 
     def _rewind(self) -> None:
