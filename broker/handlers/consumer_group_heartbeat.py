@@ -39,10 +39,9 @@ async def handle(
         req.subscribed_topic_regex, req.server_assignor, owned,
         req.client_id or request.header.client_id or "", "",
     )  # fmt: skip
-    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id,
-                        api="ConsumerGroupHeartbeat"):  # fmt: skip
-        err = rules.refusal(session, rules.READ, rules.GROUP, req.group_id)
-        out = HeartbeatOut(err.code, err.message)
+    refused = rules.group_heartbeat_refusal(ctx, session, req.group_id, names)
+    if refused is not None:
+        out = HeartbeatOut(refused.code, refused.message)
     elif ctx.groups is None:
         out = HeartbeatOut(CoordinatorNotAvailableError.code, "no group coordinator here")
     elif not req.member_id and req.member_epoch == 0:

@@ -197,7 +197,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
                             "left out"),
     ),
     "ListTransactions": (_r(DESCRIBE, TXN_ID, "only these are listed"),),
-    "ConsumerGroupHeartbeat": (_r(READ, GROUP, "GROUP_AUTHORIZATION_FAILED"),),
+    "ConsumerGroupHeartbeat": (
+        _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(DESCRIBE, TOPIC, "every subscribed topic name: else TOPIC_AUTHORIZATION_FAILED"),
+    ),
     "ConsumerGroupDescribe": (_r(DESCRIBE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),),
     "DescribeTopicPartitions": (
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
@@ -287,6 +290,24 @@ def check_config_resource(
     target = CLUSTER_NAME if rtype == CLUSTER else name
     if not allows(ctx, session, op, rtype, target, api=api):
         raise refusal(session, op, rtype, target)
+
+
+def group_heartbeat_refusal(
+    ctx: BrokerContext, session: Session, group_id: str, topics: Iterable[str] | None
+) -> OdradekError | None:
+    """ConsumerGroupHeartbeat's checks on either door (KIP-848, as Kafka 4.0): Read on the group,
+    then Describe on every subscribed topic name (a client may not learn of topics it may not
+    see); None when both pass."""
+    api = "ConsumerGroupHeartbeat"
+    if not allows(ctx, session, READ, GROUP, group_id, api=api):
+        return refusal(session, READ, GROUP, group_id)
+    hidden = denied(ctx, session, DESCRIBE, TOPIC, topics or (), api=api)
+    if hidden:
+        return TopicAuthorizationFailedError(
+            f"{session.principal} may not describe subscribed topic(s) "
+            + ", ".join(repr(t) for t in sorted(hidden))
+        )
+    return None
 
 
 def refusal(session: Session, op: AclOperation, rtype: ResourceType, name: str) -> OdradekError:

@@ -43,10 +43,9 @@ async def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) ->
         request.header.client_id or "",
         request.client_host,
     )
-    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id,
-                        api="ConsumerGroupHeartbeat"):  # fmt: skip
-        err = rules.refusal(session, rules.READ, rules.GROUP, req.group_id)
-        out = HeartbeatOut(err.code, err.message)
+    refused = rules.group_heartbeat_refusal(ctx, session, req.group_id, names)
+    if refused is not None:
+        out = HeartbeatOut(refused.code, refused.message)
     elif ctx.groups is None:
         out = HeartbeatOut(CoordinatorNotAvailableError.code, "no group coordinator here")
     elif version >= CLIENT_MEMBER_ID_FROM and not req.member_id:

@@ -518,3 +518,38 @@ async def test_kafka_metadata_auto_creates_only_with_create(tmp_path: Path) -> N
         grant(authz, Op.CREATE, T, "auto", principal=ANONYMOUS)
         assert await ask() != TOPIC_AUTH
         assert [name for name, _, _ in b.topics.created] == ["auto"]
+
+
+async def test_consumer_group_heartbeat_needs_describe_on_every_subscribed_topic(
+    tmp_path: Path,
+) -> None:
+    """Kafka 4.0: Read on the group, then Describe on each subscribed topic name, else
+    TOPIC_AUTHORIZATION_FAILED naming the hidden ones, on both doors."""
+    async with broker(tmp_path, "u", groups=True) as (b, authz):
+
+        def beat() -> group.ConsumerGroupHeartbeatRequest:
+            return group.ConsumerGroupHeartbeatRequest(
+                "g", str(uuid.uuid4()), 0, rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["t", "u"], owned=[],
+            )  # fmt: skip
+
+        grant(authz, Op.READ, G, "g")
+        grant(authz, Op.DESCRIBE, T, "t")
+        resp = await call(b, beat())
+        assert resp.error_code == TOPIC_AUTH
+        assert "'u'" in (resp.error_message or "") and "'t'" not in (resp.error_message or "")
+        grant(authz, Op.DESCRIBE, T, "u")
+        resp = await call(b, beat())
+        assert resp.error_code not in AUTH_ERRORS, resp
+
+        async def kafka_beat() -> Any:
+            return await kafka_call(
+                b, v.CONSUMER_GROUP_HEARTBEAT, 1, group_id="g", member_id=str(uuid.uuid4()),
+                member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=30_000,
+                subscribed_topic_names=("t",), server_assignor=None, topic_partitions=(),
+            )  # fmt: skip
+
+        grant(authz, Op.READ, G, "g", principal=ANONYMOUS)
+        assert (await kafka_beat()).error_code.value == TOPIC_AUTH
+        grant(authz, Op.DESCRIBE, T, "t", principal=ANONYMOUS)
+        assert (await kafka_beat()).error_code.value not in AUTH_ERRORS
