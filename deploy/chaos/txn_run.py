@@ -129,8 +129,9 @@ def stable_ends(bootstrap: str, topic: str, timeout_s: float) -> dict[int, int] 
 
 
 def _drain(readers: list[Reader], copier: Copier, ends: dict[int, int] | None) -> None:
-    """Until every reader reached `ends` and the copier went quiet, or nothing moved for
-    QUIET_S (bounded by DRAIN_WAIT_S)."""
+    """Until every reader reached `ends` and the copier committed up to them, or each of them
+    made no progress for QUIET_S (bounded by DRAIN_WAIT_S). A copier recovering from a failed
+    transaction is not quiet: it has read nothing since it rewound."""
 
     def caught_up(r: Reader) -> bool:
         positions = r.positions()
@@ -140,7 +141,15 @@ def _drain(readers: list[Reader], copier: Copier, ends: dict[int, int] | None) -
         return time.monotonic() - since >= QUIET_S
 
     _wait(lambda: all(caught_up(r) or quiet(r.last_read) for r in readers)
-          and not copier.pending and quiet(copier.last_commit), DRAIN_WAIT_S)  # fmt: skip
+          and copier_done(copier, ends, time.monotonic()), DRAIN_WAIT_S)  # fmt: skip
+
+
+def copier_done(copier: Copier, ends: dict[int, int] | None, now: float) -> bool:
+    """The copier committed its offsets up to `ends`, or it holds nothing read and has made no
+    progress (a commit, or a recovery: `last_commit`) for QUIET_S."""
+    if ends is not None and copier.caught_up(ends):
+        return True
+    return not copier.pending and now - copier.last_commit >= QUIET_S
 
 
 def read_output(bootstrap: str, topic: str, t0: float) -> list[str]:

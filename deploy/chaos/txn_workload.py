@@ -265,8 +265,9 @@ class Copier:
         self.name = name
         self.errors: list[str] = []
         self.copied = 0  # values in committed transactions
-        self.last_commit = time.monotonic()
+        self.last_commit = time.monotonic()  # or the last recovery: the copier's last progress
         self.pending = 0  # values read and not yet in a committed transaction
+        self.committed_to: dict[int, int] = {}  # partition -> the offset committed with output
         self.hung: list[Any] = []  # producers left inside a call that never returned
         self._out_topic = out_topic
         self._consumer = Consumer(_client_conf(
@@ -304,6 +305,11 @@ class Copier:
                 producer = recover(producer, self._bootstrap, self._tid, self._stop, self.errors)
                 self._rewind()
 
+    def caught_up(self, ends: dict[int, int]) -> bool:
+        """Every input partition's committed offset has reached `ends`: all of it copied."""
+        done = dict(self.committed_to)
+        return all(done.get(p, 0) >= end for p, end in ends.items())
+
     def _copy(self, producer: Any, msgs: list[Any]) -> None:
         producer.begin_transaction()
         for m in msgs:
@@ -314,6 +320,7 @@ class Copier:
         bounded(lambda: producer.send_offsets_to_transaction(offsets, group, CALL_TIMEOUT_S),
                 "send_offsets_to_transaction", CALL_TIMEOUT_S + HUNG_GRACE_S)  # fmt: skip
         producer.commit_transaction(CALL_TIMEOUT_S)
+        self.committed_to.update((tp.partition, tp.offset) for tp in offsets if tp.offset >= 0)
 
     def _rewind(self) -> None:
         """Seek every assigned partition back to the group's committed offset (read stable:
@@ -330,6 +337,7 @@ class Copier:
                         self._consumer.seek(TopicPartition(tp.topic, tp.partition,
                                                            OFFSET_BEGINNING))  # fmt: skip
                 self.pending = 0
+                self.last_commit = time.monotonic()  # recovered: quiet counts from here
                 return
             except Exception as exc:  # the group coordinator moves: again
                 self.errors.append(f"rewind: {exc}")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from deploy.chaos import txn_workload
+from deploy.chaos.txn_run import QUIET_S, copier_done
 from deploy.chaos.txn_workload import ClientHung, Copier, bounded
 
 
@@ -69,8 +70,8 @@ class _Consumer:
     def assignment(self) -> list[str]:
         return ["in-0", "in-1"]
 
-    def position(self, assignment: list[str]) -> list[str]:
-        return assignment
+    def position(self, assignment: list[str]) -> list[types.SimpleNamespace]:
+        return [types.SimpleNamespace(partition=p, offset=1) for p in (0, 1)]
 
     def consumer_group_metadata(self) -> str:
         return "group"
@@ -122,6 +123,29 @@ def test_a_copier_replaces_a_producer_stuck_in_send_offsets(monkeypatch: Any) ->
         assert copier.hung == [stuck] and stuck.committed == 0
         assert fresh.committed == 1 and {p for _, p, _ in fresh.sent} == {0, 1}
         assert any("send_offsets_to_transaction still running" in e for e in copier.errors)
+        # its progress is what the run's drain waits on: the offsets committed with the output
+        assert copier.caught_up({0: 1, 1: 1}) and not copier.caught_up({0: 2, 1: 1})
+        assert copier_done(copier, {0: 1, 1: 1}, now=copier.last_commit)
     finally:
         stuck.release.set()
         copier.stop()
+
+
+def test_a_copier_that_has_just_recovered_is_not_done(monkeypatch: Any) -> None:
+    """The run's drain (txn_run.copier_done): after a rewind nothing is pending, but nothing
+    has been copied since either. The rewind counts as progress, so only QUIET_S without any,
+    or the offsets committed up to the ends, make the copier done. (A CI run failed this way:
+    the output was read 0.1 s after the copier replaced its stuck producer.)"""
+    kafka = types.SimpleNamespace(Consumer=_Consumer, OFFSET_BEGINNING=-2, TopicPartition=tuple)
+    monkeypatch.setitem(sys.modules, "confluent_kafka", kafka)
+    copier = Copier("b:1", "copier", "tid", "group", "in", "out")
+    copier.pending, copier.last_commit = 3, 0.0  # read, then the transaction failed
+    before = time.monotonic()
+    copier._rewind()
+    assert copier.pending == 0 and copier.last_commit >= before
+    assert not copier_done(copier, {0: 5}, now=copier.last_commit + 0.1)
+    assert copier_done(copier, {0: 5}, now=copier.last_commit + QUIET_S)
+    assert not copier_done(copier, None, now=copier.last_commit + 0.1)
+    copier.committed_to = {0: 5}
+    assert copier_done(copier, {0: 5}, now=copier.last_commit + 0.1)
+    copier._consumer.close()
