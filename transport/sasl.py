@@ -149,6 +149,43 @@ def mechanism_client(mechanism: str, username: str, password: str) -> SaslMechan
     raise UsageError(f"sasl_mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
 
 
+Handshake = Callable[[str], Awaitable[tuple[int, list[str]]]]  # -> error code, mechanisms
+Authenticate = Callable[[bytes], Awaitable[tuple[int, str | None, bytes, int]]]
+# -> error code, error message, the server's token, the session lifetime in ms
+
+
+async def run_exchange(
+    client: SaslMechanismClient, where: str, handshake: Handshake, authenticate: Authenticate
+) -> int:
+    """The SASL exchange over any door: SaslHandshake, then SaslAuthenticate per client token
+    until `client` is complete; the session lifetime in ms. `handshake` and `authenticate`
+    send one request each and return its fields (the native and the Kafka door's messages
+    differ, the exchange does not)."""
+    code, enabled = await handshake(client.mechanism)
+    if code != 0:
+        error = for_code(code)
+        if error is UnsupportedSaslMechanismError:
+            raise UnsupportedSaslMechanismError(
+                f"{where} does not enable SASL mechanism {client.mechanism} "
+                f"(it enables: {', '.join(enabled) or 'none'})"
+            )
+        raise error(f"{where}: SaslHandshake refused")
+    token: bytes | None = client.first()
+    lifetime_ms = 0
+    for _ in range(MAX_ROUNDS):
+        if token is None:
+            break
+        code, message, server_token, lifetime_ms = await authenticate(token)
+        if code != 0:
+            raise for_code(code)(message or f"{where}: SaslAuthenticate refused")
+        token = client.step(server_token)
+    if not client.complete:
+        raise SaslAuthenticationFailedError(
+            f"{where}: {client.mechanism} did not complete in {MAX_ROUNDS} rounds"
+        )
+    return lifetime_ms
+
+
 async def authenticate(
     conn: BrokerConnection, security: SecurityConfig, timeout_ms: float = 30_000
 ) -> int:
@@ -158,35 +195,19 @@ async def authenticate(
     client = mechanism_client(
         security.sasl_mechanism, security.sasl_plain_username, security.sasl_plain_password
     )
-    hello: SaslHandshakeResponse = await conn.send(
-        SaslHandshakeRequest(client.mechanism), timeout_ms
-    )
-    if hello.error_code != 0:
-        enabled = ", ".join(hello.mechanisms) or "none"
-        error = for_code(hello.error_code)
-        if error is UnsupportedSaslMechanismError:
-            raise UnsupportedSaslMechanismError(
-                f"{conn.address} does not enable SASL mechanism {client.mechanism} "
-                f"(it enables: {enabled})"
-            )
-        raise error(f"{conn.address}: SaslHandshake refused")
-    token: bytes | None = client.first()
-    lifetime_ms = 0
-    for _ in range(MAX_ROUNDS):
-        if token is None:
-            break
+
+    async def handshake(mechanism: str) -> tuple[int, list[str]]:
+        hello: SaslHandshakeResponse = await conn.send(SaslHandshakeRequest(mechanism), timeout_ms)
+        return hello.error_code, list(hello.mechanisms)
+
+    async def step(token: bytes) -> tuple[int, str | None, bytes, int]:
         answer: SaslAuthenticateResponse = await conn.send(
             SaslAuthenticateRequest(token), timeout_ms
         )
-        if answer.error_code != 0:
-            raise for_code(answer.error_code)(answer.error_message)
-        lifetime_ms = answer.session_lifetime_ms
-        token = client.step(answer.auth_bytes)
-    if not client.complete:
-        raise SaslAuthenticationFailedError(
-            f"{conn.address}: {client.mechanism} did not complete in {MAX_ROUNDS} rounds"
-        )
-    return lifetime_ms
+        return (answer.error_code, answer.error_message, answer.auth_bytes,
+                answer.session_lifetime_ms)  # fmt: skip
+
+    return await run_exchange(client, conn.address, handshake, step)
 
 
 def reauth_delay_s(lifetime_ms: int, fraction: float) -> float:

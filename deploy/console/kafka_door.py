@@ -16,9 +16,10 @@ import itertools
 import struct
 from typing import Any
 
-from protocol.errors import NetworkError, OdradekError, for_code
+from protocol.errors import NetworkError, OdradekError
 from protocol.kafka import codec
-from transport.sasl import MAX_ROUNDS, mechanism_client
+from protocol.kafka.codec import millis
+from transport.sasl import mechanism_client, run_exchange
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION = 17, 1
@@ -53,19 +54,18 @@ class _Exchange:
         assert security.sasl_mechanism is not None
         client = mechanism_client(security.sasl_mechanism, security.sasl_plain_username or "",
                                   security.sasl_plain_password or "")  # fmt: skip
-        hello = await self.call(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, mechanism=client.mechanism)
-        if hello.error_code != 0:
-            raise for_code(hello.error_code)(f"{self.where}: SaslHandshake refused")
-        token: bytes | None = client.first()
-        for _ in range(MAX_ROUNDS):
-            if token is None:
-                return
-            answer = await self.call(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, auth_bytes=token)
-            if answer.error_code != 0:
-                raise for_code(answer.error_code)(answer.error_message)
-            token = client.step(answer.auth_bytes)
-        if token is not None or not client.complete:
-            raise for_code(58)(f"{self.where}: SASL did not complete")
+
+        async def handshake(mechanism: str) -> tuple[int, list[str]]:
+            hello = await self.call(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, mechanism=mechanism)
+            return int(hello.error_code), list(hello.mechanisms)
+
+        async def step(token: bytes) -> tuple[int, str | None, bytes, int]:
+            answer = await self.call(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION,
+                                     auth_bytes=token)  # fmt: skip
+            return (int(answer.error_code), answer.error_message, answer.auth_bytes,
+                    millis(answer.session_lifetime))  # fmt: skip
+
+        await run_exchange(client, self.where, handshake, step)
 
 
 async def kafka_request(
