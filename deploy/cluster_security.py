@@ -168,45 +168,30 @@ def prepare(dir: Path, broker_ids: list[int], hosts: dict[int, str]) -> SecureLa
     return layout
 
 
-def user_znode(password: str, existing: bytes | None = None, mechanism: str = MECHANISM) -> bytes:
-    """A user's /config/users/<user> data as Kafka's ZooKeeper mode keeps it
-    (coordinator/cluster/scram_credentials.py): salted, iterated keys, never the password;
-    `existing`: the node's data now, whose other keys (quotas, other mechanisms) are kept."""
-    from coordinator.cluster.scram_credentials import decode_user_config, encode_user_config
-    from protocol.scram import make_credential
-
-    config = {} if existing is None else decode_user_config(existing)
-    config[mechanism] = make_credential(mechanism, password).to_string()
-    return encode_user_config(config)
-
-
 def write_users(
     zk_connect: str, users: list[tuple[str, str, str]], session_timeout_ms: int
 ) -> None:
-    """(user, mechanism, password) credentials written straight to ZooKeeper, read-modify-write
-    at the node's version. For users the brokers need before any broker can be asked (KIP-554
-    needs a running, reachable broker): its inter-broker user, the first admin."""
-    import warnings
+    """(user, mechanism, password) credentials written straight to ZooKeeper, as KIP-554's
+    AlterUserScramCredentials writes them (coordinator/cluster/scram_credentials.py: salted,
+    iterated keys, never the password; the node's other keys kept). For users the brokers need
+    before any broker can be asked: its inter-broker user, the first admin. ZkError when
+    ZooKeeper does not answer."""
+    import asyncio
 
-    from kazoo.client import KazooClient
+    from coordinator.cluster.scram_credentials import alter_credentials
+    from coordinator.cluster.zk import ZkClient
+    from protocol.scram import make_credential
 
-    from coordinator.cluster.scram_credentials import user_path
+    async def write() -> None:
+        zk = ZkClient(zk_connect, session_timeout_ms)
+        await zk.start(session_timeout_ms / 1000)  # makes the chroot, as the brokers do
+        try:
+            for user, mechanism, password in users:
+                await alter_credentials(zk, user, {mechanism: make_credential(mechanism, password)})
+        finally:
+            await zk.stop()
 
-    zk = KazooClient(hosts=zk_connect, timeout=session_timeout_ms / 1000)
-    with warnings.catch_warnings():  # "No chroot path exists": made below, as the brokers do
-        warnings.simplefilter("ignore")
-        zk.start(timeout=session_timeout_ms / 1000)
-    try:
-        for user, mechanism, password in users:
-            path = user_path(user)
-            if zk.exists(path):
-                data, stat = zk.get(path)
-                zk.set(path, user_znode(password, data, mechanism), version=stat.version)
-            else:
-                zk.create(path, user_znode(password, None, mechanism), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
+    asyncio.run(write())
 
 
 def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int) -> None:
@@ -223,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     start (docs/security.md: the inter-broker user and the first admin of a new cluster)."""
     import sys
 
+    from coordinator.cluster.zk import ZkError
     from deploy.cli_common import Parser
     from protocol.errors import UsageError
     from protocol.scram import MECHANISMS
@@ -239,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         if not lines or not lines[0]:
             raise UsageError(f"{args.password_file}: its first line is empty")
         write_users(args.zookeeper, [(args.user, args.mechanism, lines[0])], 10_000)
-    except (UsageError, OSError) as exc:
+    except (UsageError, OSError, ZkError) as exc:
         print(f"error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
         return 1
     print(f"{args.mechanism} credential of {args.user} written to {args.zookeeper}")

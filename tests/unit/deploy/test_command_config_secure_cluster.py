@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.cluster import zk as zk_module
+from coordinator.cluster.scram_credentials import user_path
 from deploy import cluster_security
-from deploy.cluster_security import SecureLayout, jaas, prepare, user_znode, write_private
+from deploy.cluster_security import MECHANISM, SecureLayout, jaas, prepare, write_private
 from deploy.command_config import command_config, parse_properties
 from protocol.jaas import single_entry
 from protocol.scram import ScramCredential
+from tests.unit.coordinator.test_scram_credentials import FakeZk
 
 
 def test_client_properties_read_back_as_the_admin_over_sasl_ssl(tmp_path: Path) -> None:
@@ -77,20 +80,41 @@ def test_prepare_makes_keystores_that_chain_to_the_ca(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
-def test_user_znode_holds_kafkas_credential_and_no_password() -> None:
-    data = user_znode("the-password")
-    assert b"the-password" not in data
-    doc = json.loads(data)
-    assert doc["version"] == 1
-    credential = ScramCredential.from_string(doc["config"][cluster_security.MECHANISM])
-    assert credential.iterations >= 4096
+class _Zk(FakeZk):
+    """The in-memory ZooKeeper of the storage tests, started and stopped as a ZkClient is."""
+
+    def __init__(self, hosts: str, session_timeout_ms: int) -> None:
+        super().__init__()
+        self.nodes.update(NODES)
+        self.started = False
+
+    async def start(self, timeout_s: float) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        NODES.update(self.nodes)
 
 
-def test_user_znode_keeps_what_else_the_node_holds() -> None:
-    existing = b'{"version":1,"config":{"producer_byte_rate":"1024","SCRAM-SHA-512":"old"}}'
-    doc = json.loads(user_znode("pw", existing))
-    assert doc["config"]["producer_byte_rate"] == "1024"
-    assert doc["config"]["SCRAM-SHA-512"] != "old"
+NODES: dict[str, tuple[bytes, int]] = {}
+
+
+def test_bootstrap_users_are_kafkas_credentials_and_keep_the_nodes_other_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """write_users stores as AlterUserScramCredentials does (coordinator/cluster/
+    scram_credentials.py): salted, iterated keys and never the password; a quota already
+    on the node stays."""
+    monkeypatch.setattr(zk_module, "ZkClient", _Zk)
+    NODES.clear()
+    NODES[user_path("app")] = (b'{"version":1,"config":{"producer_byte_rate":"1024"}}', 0)
+    cluster_security.write_users(
+        "zk:2181", [("broker", MECHANISM, "the-password"), ("app", MECHANISM, "pw")], 10_000
+    )
+    broker = json.loads(NODES[user_path("broker")][0])
+    assert b"the-password" not in NODES[user_path("broker")][0] and broker["version"] == 1
+    assert ScramCredential.from_string(broker["config"][MECHANISM]).iterations >= 4096
+    app = json.loads(NODES[user_path("app")][0])["config"]
+    assert app["producer_byte_rate"] == "1024" and MECHANISM in app
 
 
 def test_bootstrap_user_command_refuses_an_empty_password_file(
