@@ -525,9 +525,33 @@ def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[
             yield [line.removesuffix(b"\r") for line in lines]
 
 
+TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
+
+
+def _existing_partitions(args: argparse.Namespace, grace_s: float = 0.0) -> list[int]:
+    """The partitions of args.topic, or the topic's error at once (after `grace_s` of asking
+    again): a producer would wait max_block_ms (60 s) for a topic that is not there, and the
+    native door never creates one."""
+    deadline = time.monotonic() + grace_s
+    with admin_from_args(args) as admin:
+        while True:
+            (description,) = admin.describe_topics([args.topic])
+            if not description.error_code or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    if description.error_code:
+        raise for_code(description.error_code)(f"topic {args.topic!r}")
+    partitions = sorted(p.partition for p in description.partitions)
+    if args.partition is not None and args.partition not in partitions:
+        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
+    return partitions
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     bootstrap = bootstrap_from_args(args)
     from client import Producer
+
+    _existing_partitions(args, TOPIC_GRACE_S)
 
     sep = args.key_separator.encode() if args.key_separator else None
     pending: deque[Any] = deque()
@@ -563,8 +587,6 @@ def cmd_produce(args: argparse.Namespace) -> int:
 def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
     from client.types import TopicPartition
 
-    if args.partition is not None and args.partition not in partitions:
-        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
     chosen = [args.partition] if args.partition is not None else partitions
     tps = [TopicPartition(args.topic, p) for p in chosen]
     consumer.assign(tps)
@@ -584,11 +606,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     bootstrap = bootstrap_from_args(args)
     from client import Consumer
 
-    with admin_from_args(args) as admin:
-        (description,) = admin.describe_topics([args.topic])
-    if description.error_code:
-        raise for_code(description.error_code)(f"topic {args.topic!r}")
-    partitions = sorted(p.partition for p in description.partitions)
+    partitions = _existing_partitions(args)
     count = 0
     with Consumer(bootstrap_servers=bootstrap, **security_from_args(args)) as consumer:
         _assign(consumer, args, partitions)

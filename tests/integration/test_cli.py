@@ -191,6 +191,13 @@ def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:
     assert out.splitlines() == ["y", "z"]
     # from the end (the default): nothing new arrives, so it stops after the timeout
     assert cli.run("consume", "lines", "--timeout-ms", "1000") == ""
+    # a topic that is not there, or a partition it lacks: one line at once, not a 60 s wait
+    began = time.monotonic()
+    err = cli.run("produce", "no-such-topic", input="x\n", ok=False)
+    assert err.startswith("odradek: error:") and "UNKNOWN_TOPIC_OR_PARTITION" in err, err
+    err = cli.run("produce", "lines", "--partition", "7", input="x\n", ok=False)
+    assert "odradek: error:" in err and "has no partition 7" in err, err
+    assert time.monotonic() - began < 30, "the producer waited for its max_block_ms"
 
 
 @pytest.mark.parametrize("group", [[], ["--group", "ctrl-c"]], ids=["assigned", "group"])
