@@ -269,7 +269,7 @@ class Broker:
         self.ctx.quota_store = ZkQuotaStore(self.zk)
         self.quotas = QuotaFollower(self.zk, self.ctx.quotas.configure, self.ctx.quotas.replace_all)
         self.quotas.follow(self.config_changes)
-        self.metrics.parts.quotas = self.ctx.quotas
+        self.metrics.parts.quotas, self.metrics.parts.clock = self.ctx.quotas, self.ctx.clock
         # SCRAM credentials (/config/users), following the same change notifications
         self.credentials = CredentialCache(self.zk)
         self.ctx.credentials = self.credentials

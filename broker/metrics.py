@@ -57,6 +57,7 @@ from broker.quota.manager import Quotas
 from broker.quota.metrics import quota_families, quota_reading
 from broker.session import Session
 from coordinator.group.metrics import GroupSample, group_counts, group_samples
+from protocol.clock import Clock
 from protocol.errors import OdradekError, UnknownServerError, for_code
 from protocol.kafka import versions as kafka_versions
 
@@ -319,6 +320,7 @@ class BrokerParts:
     fsyncs: FsyncStats = FSYNCS
     cleaner: LogCleaner | None = None  # None: log.cleaner.enable = false
     quotas: Quotas | None = None  # client quotas' sensors (broker/quota/metrics.py)
+    clock: Clock | None = None  # the quotas' clock: their windows are measured at its now
 
 
 class BrokerStateCollector(Collector):
@@ -361,7 +363,9 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
-    quotas = quota_reading(parts.quotas) if parts.quotas is not None else {}
+    quotas = {}
+    if parts.quotas is not None and parts.clock is not None:
+        quotas = quota_reading(parts.quotas, parts.clock.monotonic_ms())
 
     def build() -> list[Metric]:
         return [

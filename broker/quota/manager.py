@@ -22,7 +22,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.quota.rate import QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE_MS, Rate, bounded_throttle_ms
+from broker.quota.rate import (
+    QUOTA_WINDOW_NUM,
+    QUOTA_WINDOW_SIZE_MS,
+    Avg,
+    Rate,
+    bounded_throttle_ms,
+)
 from broker.session import Session
 from protocol import quota as q
 from protocol.quota import DEFAULT, QuotaEntity
@@ -39,8 +45,9 @@ Tags = tuple[str, str]  # (user or "", client id or "")
 
 @dataclass(slots=True)
 class Sensor:
-    rate: Rate
-    throttle_ms_total: int = 0  # throttle times given, for the metrics (Kafka: throttle-time avg)
+    rate: Rate  # what the quota bounds (Kafka's byte-rate, request-time)
+    throttle_time: Avg  # the throttle times given, in ms (Kafka's throttle-time)
+    throttle_ms_total: int = 0  # the same as counters, for Prometheus' rate()
     throttle_count: int = 0
     value_total: float = 0.0  # everything recorded (bytes, or request %), a counter for metrics
 
@@ -122,7 +129,9 @@ class ClientQuotaManager:
     def sensor(self, tags: Tags) -> Sensor:
         sensor = self.sensors.get(tags)
         if sensor is None:
-            sensor = self.sensors[tags] = Sensor(Rate(self.samples, self.window_ms))
+            sensor = self.sensors[tags] = Sensor(
+                Rate(self.samples, self.window_ms), Avg(self.samples, self.window_ms)
+            )
             while len(self.sensors) > self.max_sensors:
                 self.sensors.popitem(last=False)
         else:
@@ -160,10 +169,11 @@ class ClientQuotaManager:
         bound = self.quota(user, client_id) if self._types else None
         return None if bound is None else bound * (self.samples - 1) * self.window_ms / 1000
 
-    def throttled(self, user: str, client_id: str, ms: int) -> None:
+    def throttled(self, user: str, client_id: str, ms: int, now_ms: int) -> None:
         """Count a throttle given (the throttle-time metric)."""
         if ms > 0 and self._types:
             sensor = self.sensor(self.metric_tags(user, client_id))
+            sensor.throttle_time.record(ms, now_ms)
             sensor.throttle_ms_total += ms
             sensor.throttle_count += 1
 
@@ -224,7 +234,7 @@ class Quotas:
         user, client_id = session_identity(session)
         ms = self.record_request_time(user, client_id, nanos, now_ms)
         if ms > 0:
-            self.request.throttled(user, client_id, ms)
+            self.request.throttled(user, client_id, ms, now_ms)
         return ms
 
     def _throttle(
@@ -235,7 +245,7 @@ class Quotas:
         user, client_id = session_identity(session)
         ms = manager.record(user, client_id, value, now_ms)
         if ms > 0:
-            manager.throttled(user, client_id, ms)
+            manager.throttled(user, client_id, ms, now_ms)
             key = id(session)
             self._mutes[key] = max(ms, self._mutes.get(key, 0))
         return ms

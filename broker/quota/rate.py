@@ -1,5 +1,6 @@
-"""Kafka's windowed rate (org.apache.kafka.common.metrics.stats.Rate over a SampledStat) and the
-throttle time of a quota violation (QuotaUtils.throttleTime), on an injected clock.
+"""Kafka's windowed rate (org.apache.kafka.common.metrics.stats.Rate over a SampledStat), its
+windowed average (Avg, for the throttle-time metric) and the throttle time of a quota violation
+(QuotaUtils.throttleTime), on an injected clock.
 
 A rate keeps `samples` windows of `window_ms` each (quota.window.num=11,
 quota.window.size.seconds=1). Recording adds to the current window; once the current window is
@@ -32,10 +33,12 @@ QUOTA_WINDOW_SIZE_MS = 1000  # Kafka's quota.window.size.seconds, in ms
 class _Sample:
     start_ms: int
     value: float = 0.0
+    count: int = 0  # recordings (Avg's divisor)
 
     def reset(self, now_ms: int) -> None:
         self.start_ms = now_ms
         self.value = 0.0
+        self.count = 0
 
 
 class Rate:
@@ -62,6 +65,7 @@ class Rate:
                 sample = self._ring[self._current]
                 sample.reset(now_ms)
         sample.value += value
+        sample.count += 1
 
     def _current_sample(self, now_ms: int) -> _Sample:
         if not self._ring:
@@ -91,6 +95,18 @@ class Rate:
         self._purge(now_ms)
         total = sum(s.value for s in self._ring)
         return total * 1000.0 / self.window_size_ms(now_ms)
+
+
+class Avg(Rate):
+    """Kafka's Avg over the same windows (the throttle-time metric): the mean of the values
+    recorded in the windows not yet purged; 0 when there are none (Kafka reports NaN)."""
+
+    __slots__ = ()
+
+    def measure(self, now_ms: int) -> float:
+        self._purge(now_ms)
+        count = sum(s.count for s in self._ring)
+        return sum(s.value for s in self._ring) / count if count else 0.0
 
 
 def throttle_ms(observed: float, bound: float, window_ms: int) -> int:

@@ -113,6 +113,9 @@ def test_producer_bounded_by_producer_byte_rate(cluster: LocalCluster) -> None:
     assert QUOTA <= done <= allowed, (done, allowed)
     assert throttles and max(throttles) > 0
     assert scrape(cluster, "odradek_server_produce_throttle_time_seconds_total", client_id) > 0
+    # Kafka's beans, as Prometheus' JMX exporter names them: the window's rate and throttle
+    assert scrape(cluster, "kafka_server_produce_byte_rate", client_id) > 0
+    assert scrape(cluster, "kafka_server_produce_throttle_time", client_id) > 0
 
 
 def test_consumer_bounded_by_consumer_byte_rate(cluster: LocalCluster) -> None:
@@ -157,6 +160,7 @@ def test_consumer_bounded_by_consumer_byte_rate(cluster: LocalCluster) -> None:
     assert 0 < got <= allowed < total, (got, allowed)
     assert throttles and max(throttles) > 0
     assert scrape(cluster, "odradek_server_fetch_throttle_time_seconds_total", client_id) > 0
+    assert scrape(cluster, "kafka_server_fetch_byte_rate", client_id) > 0
 
 
 def _alter(client_id: str, value: float | None) -> AlterClientQuotasRequest:

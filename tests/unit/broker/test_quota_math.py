@@ -9,7 +9,8 @@ import datetime
 import pytest
 
 from broker.quota.manager import ClientQuotaManager, Quotas
-from broker.quota.rate import Rate, bounded_throttle_ms, throttle_ms
+from broker.quota.metrics import quota_families, quota_reading
+from broker.quota.rate import Avg, Rate, bounded_throttle_ms, throttle_ms
 from broker.quota.throttle import ChannelMute, throttle_of, with_throttle
 from protocol import quota as q
 from protocol.api.produce import ProduceResponse
@@ -88,6 +89,40 @@ def test_rate_forgets_windows_older_than_all_samples() -> None:
     # the oldest left started at 1 s
     assert rate.measure(3000) == pytest.approx(1200 * 1000 / 2000)
     assert rate.measure(10_000) == 0.0
+
+
+def test_avg_is_the_mean_of_the_windows_recordings() -> None:
+    avg = Avg(samples=3, window_ms=1000)
+    assert avg.measure(0) == 0.0  # nothing recorded (Kafka: NaN)
+    avg.record(100, 0)
+    avg.record(300, 500)
+    avg.record(800, 1000)
+    assert avg.measure(1000) == pytest.approx(400.0)
+    assert avg.measure(3000) == pytest.approx(800.0)  # the window started at 0 is purged
+    assert avg.measure(10_000) == 0.0
+
+
+def test_quota_metrics_carry_kafkas_names_and_window_values() -> None:
+    """kafka.server:type=Produce,user=,client-id= byte-rate and throttle-time, as Prometheus'
+    JMX exporter names them, beside our counters."""
+    quotas = Quotas()
+    quotas.configure(QuotaEntity(None, "app"), {q.PRODUCER_BYTE_RATE: 1000.0})
+    quotas.produce.record("", "app", 10_000, now_ms=0)
+    quotas.produce.throttled("", "app", 4000, now_ms=0)
+    quotas.produce.throttled("", "app", 2000, now_ms=0)
+    families = {f.name: f for f in quota_families(quota_reading(quotas, now_ms=0))}
+    labels = {"user": "", "client_id": "app"}
+
+    def value(name: str) -> float:
+        (sample,) = [s for s in families[name].samples if s.labels == labels]
+        return sample.value
+
+    assert value("kafka_server_produce_byte_rate") == pytest.approx(1000.0)  # 10 kB / 10 s
+    assert value("kafka_server_produce_throttle_time") == pytest.approx(3000.0)  # ms, mean
+    assert value("odradek_server_produce_throttle_time_seconds") == pytest.approx(6.0)
+    assert value("odradek_server_produce_byte") == pytest.approx(10_000)
+    assert {"kafka_server_fetch_byte_rate", "kafka_server_request_request_time",
+            "kafka_server_request_throttle_time"} <= set(families)  # fmt: skip
 
 
 def test_throttle_time_is_kafkas_formula() -> None:
