@@ -607,7 +607,7 @@ def _cases(t: str, g: str, x: str) -> dict[str, Case]:
             group_id=g, member_id=uuid.uuid4().hex, member_epoch=0, instance_id=None,
             rack_id=None, rebalance_timeout=30_000, subscribed_topic_names=(t,),
             server_assignor=None, topic_partitions=()),
-            [(READ, GROUP, g)], GROUP_AUTH),
+            [(READ, GROUP, g), (DESCRIBE, TOPIC, t)], GROUP_AUTH),
         "ConsumerGroupDescribe": (v.CONSUMER_GROUP_DESCRIBE, 0, dict(
             group_ids=(g,), include_authorized_operations=False),
             [(DESCRIBE, GROUP, g)], GROUP_AUTH),
