@@ -12,6 +12,10 @@ topic starts from (a topic's own overrides live in ZooKeeper, `/config/topics/<t
     [topic_defaults]
     "retention.ms" = 604800000
 
+Kafka's dotted names are accepted for the same fields (`"ssl.client.auth" = "required"`), and
+Kafka's per-listener prefix for a TLS listener's own ssl.* settings
+(`listener.name.mtls.ssl.client.auth = "required"`, quoted or not: `listener_settings`).
+
 `load_config(path, **overrides)` merges file and overrides (the CLI's flags; None means "not
 given"), checks every name and type, and raises `UsageError` with one clear line on a mistake.
 Every queue and buffer the server keeps has its limit here.
@@ -194,6 +198,12 @@ class BrokerConfig:
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    # Kafka's per-listener settings, listener.name.<listener>.<setting>: a TLS listener's own
+    # ssl.* settings (and ssl.principal.mapping.rules), over the broker-wide ones, so one
+    # broker can have an mTLS listener (ssl.client.auth=required) beside a SASL_SSL one
+    # without client certificates. Listener (upper case) -> field -> value; kept out of the
+    # repr, as its passwords may be there.
+    listener_settings: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     # the settings given in the config file or as flags (load_config fills it; never set from a
     # file): DescribeConfigs calls them STATIC_BROKER_CONFIG, the others DEFAULT_CONFIG
     explicit: frozenset[str] = frozenset()
@@ -340,33 +350,37 @@ def _check_listeners(config: BrokerConfig) -> None:
             if adv.name not in names:
                 raise UsageError(f"{setting}: {adv.name} is not one of {door} ({', '.join(names)})")
     config.inter_broker_listener()
-    tls = tls_settings(config)
-    tls.check()
-    tls_listeners = [n.name for n in kafka + native if uses_tls(n.security_protocol)]
-    if tls_listeners and not tls.has_keystore:
-        raise UsageError(f"listener(s) {', '.join(tls_listeners)} use TLS: set "
-                         "ssl_keystore_location (or ssl_keystore_certificate_chain and "
-                         "ssl_keystore_key)")  # fmt: skip
+    tls_settings(config).check()
+    everyone = {n.name for n in kafka + native}
+    for name in config.listener_settings:
+        if name not in everyone:
+            raise UsageError(f"{LISTENER_PREFIX}{name.lower()}.*: there is no listener "
+                             f"{name} (listeners: {', '.join(sorted(everyone))})")  # fmt: skip
+    for listener in kafka + native:
+        tls = tls_settings(config, listener.name)
+        tls.check()
+        if uses_tls(listener.security_protocol) and not tls.has_keystore:
+            raise UsageError(
+                f"listener {listener.name} uses TLS: set ssl_keystore_location "
+                "(or ssl_keystore_certificate_chain and ssl_keystore_key)"
+            )
 
 
-def tls_settings(config: BrokerConfig) -> TlsSettings:
-    """The broker's ssl.* settings for broker/security/tls.py."""
-    return TlsSettings(
-        keystore_type=config.ssl_keystore_type,
-        keystore_location=config.ssl_keystore_location,
-        keystore_password=config.ssl_keystore_password,
-        key_password=config.ssl_key_password,
-        keystore_certificate_chain=config.ssl_keystore_certificate_chain,
-        keystore_key=config.ssl_keystore_key,
-        truststore_type=config.ssl_truststore_type,
-        truststore_location=config.ssl_truststore_location,
-        truststore_password=config.ssl_truststore_password,
-        truststore_certificates=config.ssl_truststore_certificates,
-        client_auth=config.ssl_client_auth,
-        enabled_protocols=config.ssl_enabled_protocols,
-        cipher_suites=config.ssl_cipher_suites,
-        endpoint_identification_algorithm=config.ssl_endpoint_identification_algorithm,
-    )
+def listener_setting(config: BrokerConfig, listener: str | None, name: str) -> Any:
+    """Setting `name` as `listener` sees it: its listener.name.<listener>.* value, else the
+    broker-wide one (None: the broker-wide one)."""
+    own = config.listener_settings.get(listener.upper(), {}) if listener else {}
+    return own[name] if name in own else getattr(config, name)
+
+
+def tls_settings(config: BrokerConfig, listener: str | None = None) -> TlsSettings:
+    """The ssl.* settings of `listener` (its own over the broker's; None: the broker's) for
+    broker/security/tls.py: each TlsSettings field is the setting ssl_<field>, except that the
+    broker's own connections check peer names one way for every listener."""
+    return TlsSettings(**{
+        f.name: listener_setting(config, listener, f"ssl_{f.name}")
+        for f in dataclasses.fields(TlsSettings) if f.name != "endpoint_identification_algorithm"
+    }, endpoint_identification_algorithm=config.ssl_endpoint_identification_algorithm)  # fmt: skip
 
 
 def _check_sasl(config: BrokerConfig) -> None:
@@ -478,6 +492,7 @@ _TYPES: dict[str, type] = {
     "authorizer_log_level": str,
     "advertised_listeners": str,
     "topic_defaults": dict,
+    "listener_settings": dict,
     "native_listeners": str,
     "native_advertised_listeners": str,
     "listener_security_protocol_map": str,
@@ -492,6 +507,8 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         if not isinstance(value, str | Path):
             raise UsageError(f"{where}: {name} must be a path string, got {value!r}")
         return Path(value)
+    if name == "listener_settings":
+        return _listener_settings(value, where)
     if want is dict:
         if not isinstance(value, Mapping):
             raise UsageError(f"{where}: {name} must be a table of topic configs")
@@ -517,6 +534,12 @@ def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
         values.update(_read_toml(path))
     for name, value in overrides.items():
         if value is None:
+            continue
+        if name.startswith(LISTENER_PREFIX):
+            merged_settings = dict(values.get("listener_settings", {}))
+            for listener, fields in _listener_settings({name: value}, "override").items():
+                merged_settings[listener] = {**merged_settings.get(listener, {}), **fields}
+            values["listener_settings"] = merged_settings
             continue
         name = _field_name(name)
         if name not in _FIELDS:
@@ -548,12 +571,71 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     values: dict[str, Any] = {}
-    for name, value in raw.items():
+    per_listener: dict[str, Any] = {}
+    for name, value in _flatten_listener_table(raw).items():
+        if name.startswith(LISTENER_PREFIX):
+            per_listener[name] = value
+            continue
         name = _field_name(name)
         if name not in _FIELDS:
             raise UsageError(f"config file {path}: unknown setting {name!r}")
         values[name] = _coerce(name, value, f"config file {path}")
+    if per_listener:
+        values["listener_settings"] = _listener_settings(per_listener, f"config file {path}")
     return values
+
+
+LISTENER_PREFIX = "listener.name."
+# what may be set per listener: the TLS of its connections
+PER_LISTENER = frozenset(
+    name
+    for name in _FIELDS
+    if name.startswith("ssl_") and name != "ssl_endpoint_identification_algorithm"
+)
+
+
+def _flatten_listener_table(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML reads an unquoted `listener.name.internal.ssl.client.auth = ...` as nested tables
+    under "listener"; give those their dotted names back (other keys pass as they are)."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}", v)
+        else:
+            out[prefix] = value
+
+    for name, value in raw.items():
+        if name == "listener" and isinstance(value, Mapping):
+            walk(name, value)
+        else:
+            out[name] = value
+    return out
+
+
+def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
+    """listener.name.<listener>.<setting> keys (or a {listener: {setting: value}} map) as
+    {LISTENER: {field: value}}; UsageError for a setting that is not per listener."""
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{where}: listener_settings must be a table")
+    out: dict[str, dict[str, str]] = {}
+    for key, setting_value in value.items():
+        if isinstance(setting_value, Mapping):  # {listener: {setting: value}}
+            pairs = [(str(key), str(k), v) for k, v in setting_value.items()]
+        else:
+            listener, _, setting = str(key).removeprefix(LISTENER_PREFIX).partition(".")
+            pairs = [(listener, setting, setting_value)]
+        for listener, setting, v in pairs:
+            name = setting.replace(".", "_")
+            if not listener or name not in PER_LISTENER:
+                raise UsageError(
+                    f"{where}: {LISTENER_PREFIX}{listener.lower()}.{setting}: only a TLS "
+                    f"listener's ssl.* settings may be set per listener "
+                    f"(ssl.client.auth, ssl.keystore.location, ssl.truststore.location, ...)"
+                )
+            out.setdefault(listener.upper(), {})[name] = _coerce(name, v, where)
+    return out
 
 
 def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:

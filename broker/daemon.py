@@ -33,7 +33,13 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from broker.config import BrokerConfig, Listener, consumer_group_config, tls_settings
+from broker.config import (
+    BrokerConfig,
+    Listener,
+    consumer_group_config,
+    listener_setting,
+    tls_settings,
+)
 from broker.context import BrokerContext
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
@@ -46,7 +52,7 @@ from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security import authorizer_log
 from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslService, sasl_config
-from broker.security.tls import ListenerTls, client_context, listener_tls
+from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
@@ -424,20 +430,26 @@ class Broker:
                             listener.name, listener.security_protocol)  # fmt: skip
 
     def _load_tls(self) -> None:
-        """The TLS of every SSL / SASL_SSL listener, and of the broker's own connections when
-        the inter-broker listener uses TLS (its keystore is the broker's client certificate)."""
-        settings = tls_settings(self.config)
-        loaded: dict[bool, ListenerTls] = {}
+        """The TLS of every SSL / SASL_SSL listener (its listener.name.<l>.ssl.* settings over
+        the broker's), and of the broker's own connections when the inter-broker listener uses
+        TLS (that listener's keystore is the broker's client certificate)."""
+        loaded: dict[tuple[TlsSettings, str, bool], ListenerTls] = {}
         for server in self.native_servers + self.kafka_servers:
             if uses_tls(server.security_protocol):
                 sasl = uses_sasl(server.security_protocol)
-                if sasl not in loaded:
-                    rules = self.config.ssl_principal_mapping_rules
-                    loaded[sasl] = listener_tls(settings, rules, sasl)
-                server.tls = loaded[sasl]
-        inter = self.config.inter_broker_listener().security_protocol
-        context = client_context(settings) if uses_tls(inter) else None
-        self.inter_broker_security = inter_broker_security(self.config, inter, context)
+                settings = tls_settings(self.config, server.listener)
+                rules = listener_setting(self.config, server.listener,
+                                         "ssl_principal_mapping_rules")  # fmt: skip
+                key = (settings, rules, sasl)
+                if key not in loaded:  # listeners with the same settings share one context
+                    loaded[key] = listener_tls(settings, rules, sasl)
+                server.tls = loaded[key]
+        inter = self.config.inter_broker_listener()
+        settings = tls_settings(self.config, inter.name)
+        context = client_context(settings) if uses_tls(inter.security_protocol) else None
+        self.inter_broker_security = inter_broker_security(
+            self.config, inter.security_protocol, context
+        )
 
     def _advertised(self, server: BrokerServer) -> tuple[str, int]:
         native = server in self.native_servers

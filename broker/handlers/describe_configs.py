@@ -232,5 +232,5 @@ SENSITIVE_SETTINGS = frozenset(
 _FIELD_DEFAULTS: dict[str, object] = {
     f.name: (f.default if f.default is not dataclasses.MISSING else _NO_DEFAULT)
     for f in dataclasses.fields(BrokerConfig)
-    if f.name not in ("topic_defaults", "explicit")
+    if f.name not in ("topic_defaults", "listener_settings", "explicit")
 }

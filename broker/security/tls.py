@@ -1,7 +1,8 @@
 """TLS for the broker's listeners: SSL contexts, the client certificate's principal, sniffing.
 
 - `server_context(tls)` builds the `ssl.SSLContext` of an SSL / SASL_SSL listener from Kafka's
-  ssl.* settings (`TlsSettings`, filled from BrokerConfig by `tls_settings(config)`): the
+  ssl.* settings (`TlsSettings`, filled from BrokerConfig by `tls_settings(config, listener)`,
+  a listener's own listener.name.<l>.ssl.* over the broker's): the
   keystore (PEM file holding key and chain, PEM inline, or PKCS12), the truststore (PEM file,
   PEM inline, or PKCS12) for client certificates, `ssl.client.auth` (none | requested |
   required), the enabled protocols and cipher suites. `client_context(tls)` is the same for the

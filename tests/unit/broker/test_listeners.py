@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig, Listener, load_config
+from broker.config import BrokerConfig, Listener, listener_setting, load_config, tls_settings
 from coordinator.cluster.zk_paths import BrokerRegistration
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo, Endpoint
 from protocol.errors import UsageError
@@ -58,7 +58,7 @@ def test_advertised_by_name_else_the_listener_with_its_bound_port() -> None:
         ({"listener_security_protocol_map": "A:TLS"}, "is not NAME:PROTOCOL"),
         ({"advertised_listeners": "SSL://h:1", "listeners": "PLAINTEXT://h:2"}, "is not one of"),
         ({"inter_broker_listener_name": "CLIENT"}, "brokers talk to each other on the native"),
-        ({"listeners": "SSL://h:1"}, "use TLS: set ssl_keystore_location"),
+        ({"listeners": "SSL://h:1"}, "uses TLS: set ssl_keystore_location"),
         ({"ssl_keystore_type": "JKS"}, "keytool -importkeystore"),
         ({"ssl_client_auth": "yes"}, "ssl_client_auth must be none, requested or required"),
         ({"ssl_enabled_protocols": "TLSv1"}, "ssl_enabled_protocols"),
@@ -83,6 +83,43 @@ def test_kafka_dotted_names_are_the_same_settings(tmp_path: Path) -> None:
     assert c.native_listener_list()[0].port == 2
     with pytest.raises(UsageError, match="unknown"):
         load_config(path, **{"ssl.no.such.thing": "x"})
+
+
+def test_a_listener_has_its_own_ssl_settings_as_kafkas_listener_name_prefix(
+    tmp_path: Path,
+) -> None:
+    """listener.name.<l>.ssl.*: quoted, as nested TOML tables (unquoted), or as a flag."""
+    path = tmp_path / "broker.toml"
+    path.write_text(
+        'broker_id = 1\nlog_dir = "/tmp/x"\n'
+        'listeners = "MTLS://h:1,SCRAM://h:2"\n'
+        'listener_security_protocol_map = "MTLS:SSL,SCRAM:SASL_SSL"\n'
+        'ssl_keystore_location = "/k.pem"\nssl_client_auth = "none"\n'
+        '"listener.name.mtls.ssl.client.auth" = "required"\n'
+        'listener.name.mtls.ssl.principal.mapping.rules = "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"\n'
+    )
+    c = load_config(path, **{"listener.name.scram.ssl.keystore.location": "/scram.pem"})
+    assert tls_settings(c, "MTLS").client_auth == "required"
+    assert tls_settings(c, "SCRAM").client_auth == "none"  # the broker-wide setting
+    assert tls_settings(c, "SCRAM").keystore_location == "/scram.pem"
+    assert tls_settings(c, "MTLS").keystore_location == "/k.pem"
+    assert tls_settings(c).client_auth == "none"
+    assert listener_setting(c, "MTLS", "ssl_principal_mapping_rules").startswith("RULE:")
+    assert listener_setting(c, "SCRAM", "ssl_principal_mapping_rules") == "DEFAULT"
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("listener.name.nope.ssl.client.auth", "there is no listener NOPE"),
+        ("listener.name.mtls.sasl.enabled.mechanisms", "only a TLS listener's ssl.* settings"),
+        ("listener.name.mtls.ssl.client.auth", "ssl_client_auth must be none, requested"),
+    ],
+)
+def test_bad_per_listener_settings_are_one_usage_error_line(key: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        config(listeners="MTLS://h:1", listener_security_protocol_map="MTLS:SSL",
+               ssl_keystore_location="/k.pem", **{key: "maybe"})  # fmt: skip
 
 
 def test_registration_lists_every_endpoint_as_kafka_writes_them() -> None:
