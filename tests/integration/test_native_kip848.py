@@ -226,6 +226,7 @@ async def test_members_join_leave_and_crash_without_loss_or_two_owners(
         sampler.live = [a, b, c]
         await wait_for(lambda: owned_by([a, b, c]) != [] and all(
             len(s) == 2 for s in owned_by([a, b, c])), "two partitions each")  # fmt: skip
+        settled = len(c.calls)  # c may have joined first and given up four on the way
         await produce(bootstrap, topic, 300, 300)
 
         sampler.live = [b, c]  # a's partitions are released before its leave is answered
@@ -262,9 +263,10 @@ async def test_members_join_leave_and_crash_without_loss_or_two_owners(
         assert all(m.target_assignment == m.assignment for m in desc.members)
         for m in (c, d):
             m.check_calls()
-        # c went 2 -> 3 (a left) -> 2 (d joined) -> 3 (b fenced): partitions only added
-        # or only taken away at each step, never all revoked and given back (eager)
-        assert [kind for kind, _ in c.calls].count("revoked") <= 2, c.calls
+        # from the settled group on, c went 2 -> 3 (a left) -> 2 (d joined) -> 3 (b fenced):
+        # partitions only added or only taken away at each step, never all revoked and given
+        # back (eager); before that, how many it gave up depends on the order the three joined
+        assert [kind for kind, _ in c.calls[settled:]].count("revoked") <= 2, c.calls
     finally:
         for t in tasks:
             t.cancel()
