@@ -161,6 +161,8 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> int:
     from kafka.errors import KafkaError, ProducerFencedError
     from kafka.structs import OffsetAndMetadata
 
+    from tests.integration.kafka_clients import kafka_python_subscribe
+
     c = KafkaConsumer(
         bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.txn_id,
         enable_auto_commit=False, auto_offset_reset="earliest",
@@ -190,7 +192,7 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> int:
                 continue
             note(out, f"rewound {q} to {offset}")
 
-    c.subscribe([a.input], listener=Listener())
+    kafka_python_subscribe(c, [a.input], listener=Listener())
     try:
         while not Stop.requested:
             polled = c.poll(timeout_ms=int(POLL_S * 1000), max_records=a.per_txn)

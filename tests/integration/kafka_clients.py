@@ -163,6 +163,28 @@ class KafkaClient:
 # ----- kafka-python ----------------------------------------------------------------------------
 
 
+def kafka_python_subscribe(
+    consumer: Any, topics: list[str], wait_s: float = TIMEOUT_S, **subscribe: Any
+) -> None:
+    """Subscribe a kafka-python KafkaConsumer, then wait until its metadata holds `topics`
+    before the first poll() joins the group.
+
+    kafka-python 3.0.12 does not wait for the subscribed topics' metadata before it joins
+    (the Java consumer does: KAFKA-3949). A leader that joins first assigns nothing, then
+    rejoins by itself when the metadata answer comes (its partitions differ from what it
+    assigned). When that JoinGroup/SyncGroup round trip outlives poll()'s timeout, the
+    assignment the leader made meanwhile turns need_rejoin() False, so no later poll()
+    collects the finished join: the member holds no partitions for good, with no error.
+    (When it does collect it, the second generation some 50 ms after the first is still a
+    rebalance a test can catch half done.) Metadata asked for while subscribed (topics())
+    is what the join's snapshot is made from; the cache from before subscribe() is not.
+    """
+    consumer.subscribe(topics, **subscribe)
+    deadline = time.monotonic() + wait_s
+    while not set(topics) <= consumer.topics() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 class KafkaPython(KafkaClient):
     name = "kafka-python"
 
@@ -245,10 +267,11 @@ class KafkaPython(KafkaClient):
     ) -> list[tuple[int, int]]:
         from kafka import KafkaConsumer
 
-        c = KafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group,
+        c = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=group,
                           enable_auto_commit=False, auto_offset_reset="earliest",
                           **self.security.kafka_python())  # fmt: skip
         try:
+            kafka_python_subscribe(c, [topic], wait_s=timeout_s)
             got: list[tuple[int, int]] = []
             deadline = time.monotonic() + timeout_s
             while len(got) < count and time.monotonic() < deadline:

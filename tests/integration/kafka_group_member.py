@@ -30,7 +30,6 @@ import asyncio
 import logging
 import signal
 import sys
-import time
 from typing import IO, Any
 
 HEARTBEAT_MS = 500
@@ -63,6 +62,8 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> None:
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.errors import KafkaError
 
+    from tests.integration.kafka_clients import kafka_python_subscribe
+
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
     static = {"group_instance_id": a.instance_id} if a.instance_id else {}
     c = KafkaConsumer(
@@ -72,18 +73,7 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> None:
         heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=a.max_poll_ms,
         max_poll_records=MAX_POLL_RECORDS, fetch_max_wait_ms=100,
     )  # fmt: skip
-    # kafka-python 3.0.12 rejoins by itself when the topic's partitions in its metadata differ
-    # from what it knew when it last joined; it learns them only from a metadata answer that
-    # comes while subscribed (not from the cache). Joining before one came made a second
-    # generation some 50 ms after the first, which a test could catch half done (and the
-    # 3.0.12 leader can even lose that rejoin: its JoinGroup/SyncGroup round trip outlives
-    # poll()'s timeout, the assignment made meanwhile turns need_rejoin() False, and the next
-    # poll never completes it). So: subscribe, then fetch the metadata until the topic is in
-    # it, and only then poll (join) once.
-    c.subscribe([a.topic])
-    deadline = time.monotonic() + METADATA_WAIT_S
-    while a.topic not in c.topics() and time.monotonic() < deadline:
-        time.sleep(POLL_S)
+    kafka_python_subscribe(c, [a.topic], wait_s=METADATA_WAIT_S)
     try:
         while not Stop.requested:
             polled = c.poll(timeout_ms=int(POLL_S * 1000))

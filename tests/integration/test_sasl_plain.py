@@ -24,6 +24,7 @@ import pytest
 
 from tests.fixtures.cluster import wait_until
 from tests.fixtures.zk import free_port
+from tests.integration.kafka_clients import kafka_python_subscribe
 
 pytestmark = pytest.mark.integration
 
@@ -176,10 +177,11 @@ def test_kafka_python_produces_consumes_and_commits(sasl_broker: SaslBroker) -> 
             producer.send(topic, v).get(CLIENT_TIMEOUT_S)
     finally:
         producer.close()
-    consumer = KafkaConsumer(topic, group_id="kp-group", auto_offset_reset="earliest",
+    consumer = KafkaConsumer(group_id="kp-group", auto_offset_reset="earliest",
                              enable_auto_commit=False, consumer_timeout_ms=20_000,
                              **security)  # fmt: skip
     try:
+        kafka_python_subscribe(consumer, [topic])
         got = []
         for msg in consumer:
             got.append(msg.value)
