@@ -20,11 +20,13 @@ Followers fetch in sessions (broker/fetch_session.py, KIP-227): each request nam
 partitions that moved, and the answer only those with something new.
 
 Under a consumer_byte_rate quota (broker/quota/) a consumer's fetch asks for at most what the
-quota window allows at once (Kafka's getMaxValueInQuotaWindow), and its answer bytes are
-counted as it is built; a throttle goes into throttle_time_ms and mutes the connection once the
-answer is sent (broker/server.py). Unlike Kafka, which answers a throttled fetch empty (and
-un-counts it), the records are sent: the mute that follows still bounds the consumer's rate,
-and the fetch session needs no throttled answer of its own.
+quota window allows at once (Kafka's getMaxValueInQuotaWindow), and the bytes it read are
+counted. A fetch they throttle is answered as Kafka answers it: empty (no partitions, the
+fetch session left as it was, so the same records come next time), its bytes taken back,
+throttle_time_ms set, and the connection muted once the answer is sent (broker/server.py).
+One exception: a first batch larger than the whole window (it comes whole, as any first batch
+does) is sent with its throttle, since recording it would throttle every later try too and the
+consumer would never get past it; Kafka answers that one empty for good.
 
 ACLs (broker/security/rules.py): a follower needs ClusterAction on the cluster, a consumer Read
 on each topic; the partitions refused are answered TOPIC_AUTHORIZATION_FAILED, at once, beside
@@ -107,15 +109,34 @@ def _answer(
     ctx: BrokerContext, req: FetchRequest, context: FetchContext, reads: list[PartitionRead],
     session: Session | None = None,
 ) -> FetchResponse:  # fmt: skip
+    throttle_ms = 0
+    if session is not None and req.replica_id < 0 and ctx.quotas.fetch.enabled:  # consumers
+        throttle_ms, empty = _throttle(ctx, session, reads)
+        if empty:  # Kafka's throttled fetch: nothing in it
+            return FetchResponse(0, [], throttle_ms, context.session_id)
     answered = context.answer(reads)
     ctx.replicas.traffic.fetched(req.replica_id, answered)  # bytes out (metrics)
     response = build_response(answered, context.session_id)
-    if session is not None and req.replica_id < 0 and ctx.quotas.fetch.enabled:  # consumers
-        nbytes = sum(r.size_bytes for r in answered)
-        throttle_ms = ctx.quotas.fetched(session, nbytes, ctx.clock.monotonic_ms())
-        if throttle_ms:
-            response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
+    if throttle_ms:
+        response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
     return response
+
+
+def _throttle(ctx: BrokerContext, session: Session, reads: list[PartitionRead]) -> tuple[int, bool]:
+    """Count a consumer's read against its quota: (throttle ms, whether to answer empty). An
+    empty answer's bytes are taken back (KafkaApis.handleFetchRequest); one batch over the
+    whole window is sent with its throttle."""
+    nbytes = sum(r.size_bytes for r in reads)
+    now_ms = ctx.clock.monotonic_ms()
+    throttle_ms = ctx.quotas.fetched(session, nbytes, now_ms)
+    if not throttle_ms:
+        return 0, False
+    user, client_id = session_identity(session)
+    window = ctx.quotas.fetch.max_value_in_window(user, client_id)
+    if window is not None and nbytes > window:
+        return throttle_ms, False
+    ctx.quotas.fetch.unrecord(user, client_id, nbytes, now_ms)
+    return throttle_ms, True
 
 
 def _quota_capped(ctx: BrokerContext, req: FetchRequest, session: Session) -> FetchRequest:

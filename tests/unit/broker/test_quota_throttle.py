@@ -174,15 +174,48 @@ async def test_consumer_fetch_throttled_follower_not(tmp_path: Path) -> None:
             await conn.send(produce("t", 0, batch(count=1, size=20_000)))
         await conn.send(alter([("client-id", DEFAULT_CLIENT)], consumer_byte_rate=1000))
         resp = await conn.send(fetch("t", {0: 0}))
-        sent = sum(len(p.records) for t in resp.topics for p in t.partitions)
+        sent = fetched_bytes(resp)
         # the fetch asked for at most the quota window's 10 x 1000 B: only the first batch,
-        # which comes whole, as any first batch does
+        # which comes whole, as any first batch does, and is sent although it is throttled
+        # (answered empty, as Kafka would, it would be throttled again at every try)
         assert sent == len(batch(count=1, size=20_000))
         assert resp.throttle_time_ms == round((sent / 10 - 1000) / 1000 * 10_000)
         assert b.ctx.quotas.fetch.sensors[("", CLIENT)].throttle_count == 1
 
 
 DEFAULT_CLIENT = None  # the <default> client-id entity
+
+
+def fetched_bytes(resp: Any) -> int:
+    return sum(len(p.records) for t in resp.topics for p in t.partitions)
+
+
+async def test_a_throttled_fetch_is_answered_empty_and_its_bytes_taken_back(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
+        await b.lead("t")
+        conn = await b.connect()
+        first, second = batch(count=1, size=6000), batch(count=1, size=4000)
+        for records in (first, second):
+            await conn.send(produce("t", 0, records))
+        await conn.send(alter([("client-id", DEFAULT_CLIENT)], consumer_byte_rate=1000))
+        # the window's 10 x 1000 B hold the first batch, not both
+        one = await conn.send(fetch("t", {0: 0}))
+        assert fetched_bytes(one) == len(first) and one.throttle_time_ms == 0
+        sensor = b.ctx.quotas.fetch.sensors[("", CLIENT)]
+        two = await conn.send(fetch("t", {0: 1}))
+        expected = round(((len(first) + len(second)) / 10 - 1000) / 1000 * 10_000)
+        assert two.topics == [] and two.throttle_time_ms == expected > 0
+        assert sensor.value_total == len(first)  # the second batch's bytes taken back
+        assert sensor.throttle_count == 1
+        # once the throttle's time has passed, the same fetch brings the second batch
+        clock.advance(expected + 100)
+        three = await conn.send(fetch("t", {0: 1}))
+        assert fetched_bytes(three) == len(second) and three.throttle_time_ms == 0
+        assert sensor.value_total == len(first) + len(second)
 
 
 async def test_request_percentage_throttles_any_request_capped_at_a_window(
