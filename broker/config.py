@@ -13,8 +13,9 @@ topic starts from (a topic's own overrides live in ZooKeeper, `/config/topics/<t
     "retention.ms" = 604800000
 
 Kafka's dotted names are accepted for the same fields (`"ssl.client.auth" = "required"`), and
-Kafka's per-listener prefix for a TLS listener's own ssl.* settings
-(`listener.name.mtls.ssl.client.auth = "required"`, quoted or not: `listener_settings`).
+Kafka's per-listener prefix for a listener's own ssl.* settings and SASL mechanisms
+(`listener.name.mtls.ssl.client.auth = "required"`,
+`listener.name.external.plain.sasl.jaas.config = '...'`, quoted or not: `listener_settings`).
 
 `load_config(path, **overrides)` merges file and overrides (the CLI's flags; None means "not
 given"), checks every name and type, and raises `UsageError` with one clear line on a mistake.
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.log.config import LogConfig
+from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
 from coordinator.group.consumer_group import ConsumerConfig
@@ -224,6 +226,7 @@ class BrokerConfig:
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
         _check_sasl(self)
+        _check_sasl_limits(self)
 
     def protocol_map(self) -> dict[str, str]:
         return parse_protocol_map(self.listener_security_protocol_map)
@@ -385,24 +388,50 @@ def tls_settings(config: BrokerConfig, listener: str | None = None) -> TlsSettin
 
 def _check_sasl(config: BrokerConfig) -> None:
     """UsageError on a SASL setting the broker could not honour."""
-    enabled = parse_mechanisms(config.sasl_enabled_mechanisms)
-    parse_mechanisms(config.sasl_mechanism_inter_broker_protocol,
-                     "sasl_mechanism_inter_broker_protocol")  # fmt: skip
-    inter_broker = config.inter_broker_listener().security_protocol
-    if uses_sasl(inter_broker) and (
-        config.sasl_mechanism_inter_broker_protocol.upper() not in enabled
+    _check_mechanisms(config, None)
+    protocols = {n.name: n.security_protocol
+                 for n in (*config.kafka_listeners(), *config.native_listener_list())}  # fmt: skip
+    for listener, own in config.listener_settings.items():
+        if not own.keys() & SASL_PER_LISTENER:
+            continue
+        if not uses_sasl(protocols[listener]):
+            raise UsageError(f"{LISTENER_PREFIX}{listener.lower()}.sasl.*: listener "
+                             f"{listener} is {protocols[listener]}, which does not use "
+                             "SASL")  # fmt: skip
+        _check_mechanisms(config, listener)
+    mechanism = config.sasl_mechanism_inter_broker_protocol
+    parse_mechanisms(mechanism, "sasl_mechanism_inter_broker_protocol")
+    inter_broker = config.inter_broker_listener()
+    enabled = listener_setting(config, inter_broker.name, "sasl_enabled_mechanisms")
+    if uses_sasl(inter_broker.security_protocol) and mechanism.upper() not in parse_mechanisms(
+        enabled
     ):
-        raise UsageError(f"sasl_mechanism_inter_broker_protocol "
-                         f"{config.sasl_mechanism_inter_broker_protocol} must be one of "
-                         f"sasl_enabled_mechanisms ({config.sasl_enabled_mechanisms}): the "
-                         f"inter-broker listener is {inter_broker}")  # fmt: skip
-    users = plain_users(config.sasl_jaas_config)
+        raise UsageError(f"sasl_mechanism_inter_broker_protocol {mechanism} must be one of the "
+                         f"inter-broker listener {inter_broker.name}'s sasl_enabled_mechanisms "
+                         f"({enabled}): it is {inter_broker.security_protocol}")  # fmt: skip
+
+
+SASL_PER_LISTENER = frozenset({"sasl_enabled_mechanisms", "sasl_jaas_config"})
+
+
+def _check_mechanisms(config: BrokerConfig, listener: str | None) -> None:
+    """`listener`'s (None: the broker-wide) mechanisms and PLAIN users agree."""
+    prefix = "" if listener is None else f"{LISTENER_PREFIX}{listener.lower()}."
+    named, jaas = (("sasl_enabled_mechanisms", "sasl_jaas_config") if listener is None else
+                   (f"{prefix}sasl.enabled.mechanisms", f"{prefix}plain{JAAS_SUFFIX}"))  # fmt: skip
+    mechanisms = listener_setting(config, listener, "sasl_enabled_mechanisms")
+    enabled = parse_mechanisms(mechanisms, named)
+    users = plain_users(listener_setting(config, listener, "sasl_jaas_config"))
     if "PLAIN" in enabled and not users:
-        raise UsageError("sasl_enabled_mechanisms has PLAIN but sasl_jaas_config names no PLAIN "
-                         'user (PlainLoginModule required user_<name>="<password>";)')  # fmt: skip
-    if users and "PLAIN" not in enabled:
-        raise UsageError("sasl_jaas_config names PLAIN users but sasl_enabled_mechanisms "
-                         f"({config.sasl_enabled_mechanisms}) does not have PLAIN")  # fmt: skip
+        raise UsageError(f"{named} has PLAIN but {jaas} names no PLAIN user "
+                         '(PlainLoginModule required user_<name>="<password>";)')  # fmt: skip
+    own_jaas = listener is None or "sasl_jaas_config" in config.listener_settings[listener]
+    if users and own_jaas and "PLAIN" not in enabled:  # an inherited JAAS may serve others
+        raise UsageError(f"{jaas} names PLAIN users but {named} ({mechanisms}) does not have "
+                         "PLAIN")  # fmt: skip
+
+
+def _check_sasl_limits(config: BrokerConfig) -> None:
     for name in ("connections_max_reauth_ms", "connection_failed_authentication_delay_ms"):
         if getattr(config, name) < 0:
             raise UsageError(f"{name} must be >= 0, got {getattr(config, name)}")
@@ -586,12 +615,35 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 LISTENER_PREFIX = "listener.name."
-# what may be set per listener: the TLS of its connections
-PER_LISTENER = frozenset(
-    name
-    for name in _FIELDS
-    if name.startswith("ssl_") and name != "ssl_endpoint_identification_algorithm"
+# what may be set per listener: the TLS of its connections, and its SASL mechanisms with their
+# JAAS (Kafka's listener.name.<l>.<mechanism>.sasl.jaas.config; one value for the listener)
+PER_LISTENER = (
+    frozenset(
+        name
+        for name in _FIELDS
+        if name.startswith("ssl_") and name != "ssl_endpoint_identification_algorithm"
+    )
+    | SASL_PER_LISTENER
 )
+JAAS_SUFFIX = ".sasl.jaas.config"
+
+
+def _per_listener_field(setting: str, where: str, listener: str) -> str:
+    """The BrokerConfig field a listener.name.<listener>.<setting> key sets."""
+    mechanism = setting.removesuffix(JAAS_SUFFIX)
+    if mechanism != setting and mechanism.upper() in SASL_MECHANISMS:
+        return "sasl_jaas_config"
+    name = setting.replace(".", "_")
+    key = f"{where}: {LISTENER_PREFIX}{listener.lower()}.{setting}"
+    if name == "sasl_jaas_config":
+        raise UsageError(f"{key}: name the mechanism, as Kafka does: {LISTENER_PREFIX}"
+                         f"{listener.lower()}.<mechanism>{JAAS_SUFFIX} (mechanisms: "
+                         f"{', '.join(m.lower() for m in SASL_MECHANISMS)})")  # fmt: skip
+    if not listener or name not in PER_LISTENER:
+        raise UsageError(f"{key}: only a listener's ssl.* settings (ssl.client.auth, "
+                         f"ssl.keystore.location, ...), sasl.enabled.mechanisms and "
+                         f"<mechanism>{JAAS_SUFFIX} may be set per listener")  # fmt: skip
+    return name
 
 
 def _flatten_listener_table(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -627,14 +679,12 @@ def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
             listener, _, setting = str(key).removeprefix(LISTENER_PREFIX).partition(".")
             pairs = [(listener, setting, setting_value)]
         for listener, setting, v in pairs:
-            name = setting.replace(".", "_")
-            if not listener or name not in PER_LISTENER:
-                raise UsageError(
-                    f"{where}: {LISTENER_PREFIX}{listener.lower()}.{setting}: only a TLS "
-                    f"listener's ssl.* settings may be set per listener "
-                    f"(ssl.client.auth, ssl.keystore.location, ssl.truststore.location, ...)"
-                )
-            out.setdefault(listener.upper(), {})[name] = _coerce(name, v, where)
+            name = _per_listener_field(setting, where, listener)
+            own = out.setdefault(listener.upper(), {})
+            value = _coerce(name, v, where)
+            if name == "sasl_jaas_config" and own.get(name):  # one per mechanism: all of them
+                value = f"{own[name]} {value}"
+            own[name] = value
     return out
 
 

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import uvloop
 
 from broker.config import (
+    SASL_PER_LISTENER,
     BrokerConfig,
     Listener,
     consumer_group_config,
@@ -51,7 +52,7 @@ from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security import authorizer_log
 from broker.security.authorizer import AclCache, Authorizer, parse_super_users
-from broker.security.sasl import SaslService, sasl_config
+from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
 from broker.txn_verifier import TxnVerifier
@@ -220,12 +221,9 @@ class Broker:
         )
         self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
         self.acls = self._authorizer(config)
-        self.ctx.sasl = SaslService(
-            sasl_config(config.sasl_enabled_mechanisms, config.sasl_jaas_config,
-                        config.connections_max_reauth_ms,
-                        config.connection_failed_authentication_delay_ms),
-            self._scram_credential, self.clock.monotonic_ms,
-        )  # fmt: skip
+        broker_wide, per_listener = sasl_configs(config)
+        self.ctx.sasl = SaslService(broker_wide, self._scram_credential, self.clock.monotonic_ms,
+                                    listeners=per_listener)  # fmt: skip
         offsets = GroupConfig(
             config.offsets_topic_num_partitions,
             config.offsets_topic_replication_factor,
@@ -448,7 +446,7 @@ class Broker:
         settings = tls_settings(self.config, inter.name)
         context = client_context(settings) if uses_tls(inter.security_protocol) else None
         self.inter_broker_security = inter_broker_security(
-            self.config, inter.security_protocol, context
+            self.config, inter.security_protocol, context, inter.name
         )
 
     def _advertised(self, server: BrokerServer) -> tuple[str, int]:
@@ -484,17 +482,32 @@ class Broker:
         return {plog.topic for plog in self.log_manager.logs()}
 
 
+def sasl_configs(config: BrokerConfig) -> tuple[SaslConfig, dict[str, SaslConfig]]:
+    """The broker-wide SaslConfig, and those of listeners with sasl settings of their own
+    (listener.name.<l>.sasl.enabled.mechanisms, .<mechanism>.sasl.jaas.config)."""
+
+    def of(listener: str | None) -> SaslConfig:
+        return sasl_config(listener_setting(config, listener, "sasl_enabled_mechanisms"),
+                           listener_setting(config, listener, "sasl_jaas_config"),
+                           config.connections_max_reauth_ms,
+                           config.connection_failed_authentication_delay_ms)  # fmt: skip
+
+    own = config.listener_settings
+    return of(None), {name: of(name) for name in own if own[name].keys() & SASL_PER_LISTENER}
+
+
 def inter_broker_security(
-    config: BrokerConfig, security_protocol: str, context: ssl.SSLContext | None
-) -> SecurityConfig:
+    config: BrokerConfig, security_protocol: str, context: ssl.SSLContext | None,
+    listener: str | None = None,
+) -> SecurityConfig:  # fmt: skip
     """How the broker's own connections (replica fetchers, controller, peers, markers)
-    secure themselves on the inter-broker listener: its TLS `context`, and on SASL_* Kafka's
-    login, the username/password of sasl_jaas_config's login module for
+    secure themselves on the inter-broker `listener`: its TLS `context`, and on SASL_* Kafka's
+    login, the username/password of the listener's sasl_jaas_config's login module for
     sasl_mechanism_inter_broker_protocol (ScramLoginModule, or PlainLoginModule for PLAIN)."""
     if not uses_sasl(security_protocol):
         return SecurityConfig(security_protocol, ssl_context=context)
     mechanism = config.sasl_mechanism_inter_broker_protocol
-    login = login_from_jaas(config.sasl_jaas_config, mechanism)
+    login = login_from_jaas(listener_setting(config, listener, "sasl_jaas_config"), mechanism)
     if login is None:
         module = "PlainLoginModule" if mechanism == "PLAIN" else "ScramLoginModule"
         raise UsageError(f"the inter-broker listener is {security_protocol}: sasl_jaas_config "

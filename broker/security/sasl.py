@@ -372,12 +372,18 @@ class SaslService:
         lookup: CredentialLookup,
         now_ms: Callable[[], int],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        listeners: Mapping[str, SaslConfig] | None = None,
     ) -> None:
-        self.config = config
+        self.config = config  # the broker-wide settings
+        self._listeners = {name.upper(): c for name, c in (listeners or {}).items()}
         self.lookup = lookup
         self.now_ms = now_ms
         self._sleep = sleep
         self._failure_log = LogLimit(FAILURE_LOG_INTERVAL_MS, now_ms, PEERS_REMEMBERED)
+
+    def config_for(self, session: Session) -> SaslConfig:
+        """The settings of the listener `session` came in on (its own, else the broker's)."""
+        return self._listeners.get(session.listener.upper(), self.config)
 
     def admit(self, session: Session, api_key: int) -> str | None:
         why = gate(session, api_key, self.now_ms())
@@ -386,7 +392,7 @@ class SaslService:
         return why
 
     def handshake(self, session: Session, mechanism: str) -> HandshakeAnswer:
-        answer = handshake(self.config, session, mechanism)
+        answer = handshake(self.config_for(session), session, mechanism)
         if answer.close_why is not None:
             self.log_failure(session, answer.close_why)
         return answer
@@ -394,7 +400,7 @@ class SaslService:
     def authenticate(self, session: Session, token: bytes) -> AuthenticateAnswer:
         exchange = exchange_of(session)
         reauth = exchange.state is SaslState.REAUTHENTICATE
-        answer = authenticate(self.config, session, token, self.lookup, self.now_ms())
+        answer = authenticate(self.config_for(session), session, token, self.lookup, self.now_ms())
         if answer.close_why is not None:
             detail = exchange.failure or answer.close_why
             self.log_failure(session, f"{'re-' if reauth else ''}authentication with "

@@ -44,6 +44,7 @@ class SaslBroker:
     proc: subprocess.Popen[bytes]
     kafka_port: int
     log_path: Path
+    scram_only_port: int  # listener SCRAMONLY: listener.name.scramonly.sasl.enabled.mechanisms
 
     @property
     def bootstrap(self) -> str:
@@ -57,7 +58,8 @@ class SaslBroker:
 def sasl_broker(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     where = tmp_path_factory.mktemp("sasl")
     chroot = f"{zk_server.connect}/odradek-sasl-{uuid.uuid4().hex[:12]}"
-    kafka_port = free_port()
+    kafka_port, scram_only_port = free_port(), free_port()
+    own_mechanisms = {"listener.name.scramonly.sasl.enabled.mechanisms": "SCRAM-SHA-256"}
     code = (
         "import logging, sys\n"
         "from broker.config import load_config\n"
@@ -66,16 +68,19 @@ def sasl_broker(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
         f"config = load_config(None, broker_id=1, port={free_port()}, "
         f"log_dir={str(where / 'logs')!r}, zookeeper={chroot!r}, "
         "zookeeper_session_timeout_ms=4000, "
-        f"listeners='SASL_PLAINTEXT://127.0.0.1:{kafka_port}', "
+        f"listeners='SASL_PLAINTEXT://127.0.0.1:{kafka_port},"
+        f"SCRAMONLY://127.0.0.1:{scram_only_port}', "
+        "listener_security_protocol_map='PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+        "SCRAMONLY:SASL_PLAINTEXT', "
         "sasl_enabled_mechanisms='PLAIN,SCRAM-SHA-256,SCRAM-SHA-512', "
         f"sasl_jaas_config={JAAS!r}, "
-        f"connections_max_reauth_ms={REAUTH_MS})\n"
+        f"connections_max_reauth_ms={REAUTH_MS}, **{own_mechanisms!r})\n"
         "sys.exit(run_forever(config))\n"
     )
     log_path = where / "broker.log"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
-    broker = SaslBroker(proc, kafka_port, log_path)
+    broker = SaslBroker(proc, kafka_port, log_path, scram_only_port)
     try:
         wait_until(lambda: _metadata_ok(broker), "the SASL broker to answer", START_TIMEOUT_S)
         yield broker
@@ -194,7 +199,8 @@ def test_kafka_python_produces_consumes_and_commits(sasl_broker: SaslBroker) -> 
         consumer.close()
 
 
-def test_a_scram_user_made_with_kip554_logs_in(sasl_broker: SaslBroker) -> None:
+def _make_scram_user(broker: SaslBroker, user: str, password: str) -> None:
+    """A SCRAM-SHA-256 user made with KIP-554's AlterUserScramCredentials, as admin."""
     from confluent_kafka.admin import (
         AdminClient,
         ScramCredentialInfo,
@@ -202,21 +208,52 @@ def test_a_scram_user_made_with_kip554_logs_in(sasl_broker: SaslBroker) -> None:
         UserScramCredentialUpsertion,
     )
 
-    admin = AdminClient(confluent_config(sasl_broker, "admin", "admin-secret"))
+    admin = AdminClient(confluent_config(broker, "admin", "admin-secret"))
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
-    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+    upsert = UserScramCredentialUpsertion(user, info, password.encode())
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(CLIENT_TIMEOUT_S)
 
-    def scram_login_works() -> bool:
-        scram = dict(confluent_config(sasl_broker, "carol", "carol-secret"))
-        scram["sasl.mechanism"] = "SCRAM-SHA-256"
-        try:
-            return len(AdminClient(scram).list_topics(timeout=2).brokers) == 1
-        except Exception:
-            return False
 
-    wait_until(scram_login_works, "carol's SCRAM-SHA-256 login", 10.0)
+def _login(
+    broker: SaslBroker, user: str, password: str, mechanism: str, port: int | None = None
+) -> list[str]:
+    """A confluent-kafka admin's login on `port` (the SASL_PLAINTEXT listener's by default):
+    [] once it lists the cluster, else what librdkafka told error_cb."""
+    from confluent_kafka.admin import AdminClient
+
+    told: list[str] = []
+    conf = confluent_config(broker, user, password, **{"sasl.mechanism": mechanism})
+    if port is not None:
+        conf["bootstrap.servers"] = f"127.0.0.1:{port}"
+    conf["error_cb"] = lambda err: told.append(str(err))
+    admin = AdminClient(conf)
+    try:
+        if len(admin.list_topics(timeout=2).brokers) == 1:
+            return []
+    except Exception as exc:
+        told.append(str(exc))
+    admin.poll(1.0)  # serves error_cb
+    return told or ["no brokers listed"]
+
+
+def test_a_scram_user_made_with_kip554_logs_in(sasl_broker: SaslBroker) -> None:
+    _make_scram_user(sasl_broker, "carol", "carol-secret")
+    wait_until(lambda: not _login(sasl_broker, "carol", "carol-secret", "SCRAM-SHA-256"),
+               "carol's SCRAM-SHA-256 login", 10.0)  # fmt: skip
+
+
+def test_a_listener_serves_its_own_mechanisms(sasl_broker: SaslBroker) -> None:
+    """listener.name.scramonly.sasl.enabled.mechanisms=SCRAM-SHA-256 over the broker's
+    PLAIN,SCRAM-SHA-256,SCRAM-SHA-512: PLAIN works on the other listener, not on that one."""
+    port = sasl_broker.scram_only_port
+    _make_scram_user(sasl_broker, "dave", "dave-secret")
+    wait_until(lambda: not _login(sasl_broker, "dave", "dave-secret", "SCRAM-SHA-256", port),
+               "dave's SCRAM-SHA-256 login on SCRAMONLY", 10.0)  # fmt: skip
+    assert _login(sasl_broker, "alice", "alice-secret", "PLAIN") == []
+    refused = " ".join(_login(sasl_broker, "alice", "alice-secret", "PLAIN", port))
+    assert "Unsupported SASL mechanism" in refused and "SCRAM-SHA-256" in refused, refused
+    assert "SCRAM-SHA-512" not in refused, refused  # the listener's list, not the broker's
 
 
 def test_aiokafka_produces_consumes_and_commits(sasl_broker: SaslBroker) -> None:

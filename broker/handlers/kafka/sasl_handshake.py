@@ -28,7 +28,7 @@ def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     cls = response_class(SASL_HANDSHAKE, version)
     if version == 0 and ctx.sasl is not None:
         ctx.sasl.refuse(session, V0_REFUSED)
-        enabled = ctx.sasl.config.enabled_mechanisms
+        enabled = ctx.sasl.config_for(session).enabled_mechanisms
         refused = make(cls, error_code=UnsupportedVersionError.code, mechanisms=enabled)
         return ctx.sasl.fail_later(
             V0_REFUSED, encode_response(request, refused), refused.error_code

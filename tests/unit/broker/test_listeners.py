@@ -112,7 +112,9 @@ def test_a_listener_has_its_own_ssl_settings_as_kafkas_listener_name_prefix(
     ("key", "message"),
     [
         ("listener.name.nope.ssl.client.auth", "there is no listener NOPE"),
-        ("listener.name.mtls.sasl.enabled.mechanisms", "only a TLS listener's ssl.* settings"),
+        ("listener.name.mtls.sasl.enabled.mechanisms", "MTLS is SSL, which does not use SASL"),
+        ("listener.name.mtls.sasl.jaas.config", "name the mechanism, as Kafka does"),
+        ("listener.name.mtls.sasl.kerberos.service.name", "may be set per listener"),
         ("listener.name.mtls.ssl.client.auth", "ssl_client_auth must be none, requested"),
     ],
 )

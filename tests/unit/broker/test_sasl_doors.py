@@ -195,6 +195,21 @@ async def test_unsupported_mechanism_lists_the_enabled_ones(tmp_path: Path) -> N
         assert await c.closed()
 
 
+async def test_a_listener_with_mechanisms_of_its_own_offers_those(tmp_path: Path) -> None:
+    async with sasl_broker(tmp_path) as s:
+        s.delay.opened.set()
+        broker_wide = s.ctx.sasl.config if s.ctx.sasl is not None else None
+        assert broker_wide is not None and "PLAIN" in broker_wide.enabled_mechanisms
+        own = {"sasl": SaslConfig(("SCRAM-SHA-256",))}  # the listener's name, in any case
+        s.ctx.sasl = SaslService(broker_wide, lambda m, u: None, s.clock.monotonic_ms,
+                                 s.delay.sleep, listeners=own)  # fmt: skip
+        c = await s.kafka()
+        answer = await c.call(SASL_HANDSHAKE, 1, mechanism="PLAIN")
+        assert answer.error_code.value == UNSUPPORTED_MECHANISM
+        assert answer.mechanisms == ("SCRAM-SHA-256",)
+        assert await c.closed()
+
+
 async def test_sasl_handshake_v0_is_listed_but_refused(tmp_path: Path) -> None:
     async with sasl_broker(tmp_path) as s:
         s.delay.opened.set()
