@@ -149,6 +149,14 @@ def mechanism_client(mechanism: str, username: str, password: str) -> SaslMechan
     raise UsageError(f"sasl_mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
 
 
+def security_client(security: SecurityConfig) -> SaslMechanismClient:
+    """The mechanism client of a SASL_* `security`: its mechanism, user and password."""
+    if security.sasl_mechanism is None:
+        raise UsageError(f"security_protocol {security.security_protocol} needs sasl_mechanism")
+    return mechanism_client(security.sasl_mechanism, security.sasl_plain_username or "",
+                            security.sasl_plain_password or "")  # fmt: skip
+
+
 Handshake = Callable[[str], Awaitable[tuple[int, list[str]]]]  # -> error code, mechanisms
 Authenticate = Callable[[bytes], Awaitable[tuple[int, str | None, bytes, int]]]
 # -> error code, error message, the server's token, the session lifetime in ms
@@ -190,11 +198,7 @@ async def authenticate(
     conn: BrokerConnection, security: SecurityConfig, timeout_ms: float = 30_000
 ) -> int:
     """Run the SASL exchange `security` names over `conn`; the session lifetime in ms."""
-    assert security.sasl_mechanism is not None
-    assert security.sasl_plain_username is not None and security.sasl_plain_password is not None
-    client = mechanism_client(
-        security.sasl_mechanism, security.sasl_plain_username, security.sasl_plain_password
-    )
+    client = security_client(security)
 
     async def handshake(mechanism: str) -> tuple[int, list[str]]:
         hello: SaslHandshakeResponse = await conn.send(SaslHandshakeRequest(mechanism), timeout_ms)

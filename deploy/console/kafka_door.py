@@ -19,7 +19,7 @@ from typing import Any
 from protocol.errors import NetworkError, OdradekError
 from protocol.kafka import codec
 from protocol.kafka.codec import millis
-from transport.sasl import mechanism_client, run_exchange
+from transport.sasl import run_exchange, security_client
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION = 17, 1
@@ -51,9 +51,7 @@ class _Exchange:
         return codec.decode_response(api_key, version, data)[1]
 
     async def login(self, security: SecurityConfig) -> None:
-        assert security.sasl_mechanism is not None
-        client = mechanism_client(security.sasl_mechanism, security.sasl_plain_username or "",
-                                  security.sasl_plain_password or "")  # fmt: skip
+        client = security_client(security)
 
         async def handshake(mechanism: str) -> tuple[int, list[str]]:
             hello = await self.call(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, mechanism=mechanism)
