@@ -232,6 +232,10 @@ class FetchSessionCache:
         self._touch(session, now_ms)
         return FetchContext(session.parts(), session, True, named)
 
+    def forget(self, session_id: int) -> None:
+        """Drop a session its fetcher was never told of (a throttled first answer)."""
+        self._sessions.pop(session_id, None)
+
     def _create(self, request: FetchRequest, now_ms: int) -> FetchSession | None:
         if len(self._sessions) >= self.max_slots and not self._evict_one(now_ms):
             return None

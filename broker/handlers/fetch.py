@@ -21,8 +21,9 @@ partitions that moved, and the answer only those with something new.
 
 Under a consumer_byte_rate quota (broker/quota/) a consumer's fetch asks for at most what the
 quota window allows at once (Kafka's getMaxValueInQuotaWindow), and the bytes it read are
-counted. A fetch they throttle is answered as Kafka answers it: empty (no partitions, the
-fetch session left as it was, so the same records come next time), its bytes taken back,
+counted. A fetch they throttle is answered as Kafka answers it: empty (no partitions; an
+incremental fetch session left as it was, so the same records come next time, and no session
+begun by a full fetch), its bytes taken back,
 throttle_time_ms set, and the connection muted once the answer is sent (broker/server.py).
 One exception: a first batch larger than the whole window (it comes whole, as any first batch
 does) is sent with its throttle, since recording it would throttle every later try too and the
@@ -113,13 +114,24 @@ def _answer(
     if session is not None and req.replica_id < 0 and ctx.quotas.fetch.enabled:  # consumers
         throttle_ms, empty = _throttle(ctx, session, reads)
         if empty:  # Kafka's throttled fetch: nothing in it
-            return FetchResponse(0, [], throttle_ms, context.session_id)
+            return _throttled(ctx, context, throttle_ms)
     answered = context.answer(reads)
     ctx.replicas.traffic.fetched(req.replica_id, answered)  # bytes out (metrics)
     response = build_response(answered, context.session_id)
     if throttle_ms:
         response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
     return response
+
+
+def _throttled(ctx: BrokerContext, context: FetchContext, throttle_ms: int) -> FetchResponse:
+    """Kafka's empty throttled answer. An incremental session stays as it was (the fetcher
+    asks again from the same offsets); a session this full fetch would have begun is not
+    begun (Kafka's FullFetchContext answers INVALID_SESSION_ID, and the Java client starts
+    over with a full fetch after an empty throttled full answer)."""
+    if context.session is None or context.incremental:
+        return FetchResponse(0, [], throttle_ms, context.session_id)
+    ctx.replicas.sessions.forget(context.session.id)
+    return FetchResponse(0, [], throttle_ms, NO_SESSION)
 
 
 def _throttle(ctx: BrokerContext, session: Session, reads: list[PartitionRead]) -> tuple[int, bool]:

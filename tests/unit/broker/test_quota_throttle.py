@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from broker.quota.store import MemoryQuotaStore
 from broker.server import Connection
+from protocol.api.fetch import INITIAL_EPOCH, NO_SESSION
 from protocol.api.produce import ProduceResponse
 from protocol.api.quotas import (
     AlterClientQuotasRequest,
@@ -216,6 +218,42 @@ async def test_a_throttled_fetch_is_answered_empty_and_its_bytes_taken_back(
         three = await conn.send(fetch("t", {0: 1}))
         assert fetched_bytes(three) == len(second) and three.throttle_time_ms == 0
         assert sensor.value_total == len(first) + len(second)
+
+
+async def test_a_throttled_fetch_keeps_an_incremental_session_and_begins_none(
+    tmp_path: Path,
+) -> None:
+    """KIP-227 sessions under a throttle: an incremental session is left as it was, so the
+    next incremental fetch brings the records; a full fetch answered empty begins no session
+    (Kafka's FullFetchContext.getThrottledResponse: INVALID_SESSION_ID)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
+        await b.lead("t")
+        conn = await b.connect()
+        first, second = batch(count=1, size=6000), batch(count=1, size=4000)
+        for records in (first, second):
+            await conn.send(produce("t", 0, records))
+        await conn.send(alter([("client-id", DEFAULT_CLIENT)], consumer_byte_rate=1000))
+        sessions = b.ctx.replicas.sessions
+        begin = replace(fetch("t", {0: 0}), session_epoch=INITIAL_EPOCH)
+        one = await conn.send(begin)
+        assert fetched_bytes(one) == len(first) and one.session_id != NO_SESSION
+        assert len(sessions) == 1
+        # the session's next fetch, from offset 1, is throttled: empty, the session kept
+        moved = replace(fetch("t", {0: 1}), session_id=one.session_id, session_epoch=1)
+        two = await conn.send(moved)
+        assert two.topics == [] and two.throttle_time_ms > 0
+        assert two.session_id == one.session_id and len(sessions) == 1
+        clock.advance(two.throttle_time_ms + 100)
+        again = replace(fetch("t", {}), session_id=one.session_id, session_epoch=2)
+        three = await conn.send(again)
+        assert fetched_bytes(three) == len(second) and three.session_id == one.session_id
+        # a full fetch that would begin a second session, throttled: no session begun
+        fresh = replace(fetch("t", {0: 0}), session_epoch=INITIAL_EPOCH)
+        four = await conn.send(fresh)
+        assert four.topics == [] and four.throttle_time_ms > 0
+        assert four.session_id == NO_SESSION and len(sessions) == 1
 
 
 async def test_request_percentage_throttles_any_request_capped_at_a_window(
