@@ -230,7 +230,9 @@ def test_scram_wrong_nonce_in_the_final_message() -> None:
     first = svc.authenticate(s, client.client_first())
     final = client.client_final(first.auth_bytes)
     nonce_start = final.index(b",r=") + 3
-    tampered = final[:nonce_start] + b"X" + final[nonce_start + 1 :]
+    other = b"Y" if final[nonce_start : nonce_start + 1] == b"X" else b"X"  # never the same
+    tampered = final[:nonce_start] + other + final[nonce_start + 1 :]
+    assert tampered != final
     answer = svc.authenticate(s, tampered)
     assert answer.error_code == AUTH_FAILED and not s.authenticated
 
