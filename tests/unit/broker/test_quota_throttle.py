@@ -7,7 +7,9 @@ unthrottling."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import batch, fetch, produce
 from tests.unit.broker.test_kafka_admin_logs import kafka_call
 from tests.unit.broker.test_kafka_door import KafkaRaw
+from transport.connection import BrokerConnection
 
 CLIENT = "test"  # the harness's connections' client id
 
@@ -192,19 +195,31 @@ def fetched_bytes(resp: Any) -> int:
     return sum(len(p.records) for t in resp.topics for p in t.partitions)
 
 
-async def test_a_throttled_fetch_is_answered_empty_and_its_bytes_taken_back(
+FIRST, SECOND = batch(count=1, size=6000), batch(count=1, size=4000)
+
+
+@contextlib.asynccontextmanager
+async def two_batches_under_a_fetch_quota(
     tmp_path: Path,
-) -> None:
+) -> AsyncIterator[tuple[BrokerHarness, BrokerConnection, ManualClock]]:
+    """FIRST and SECOND in t-0, and consumer_byte_rate=1000 for every client id: the quota
+    window's 10 x 1000 B hold the first batch, not both."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
         b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
-        first, second = batch(count=1, size=6000), batch(count=1, size=4000)
-        for records in (first, second):
+        for records in (FIRST, SECOND):
             await conn.send(produce("t", 0, records))
         await conn.send(alter([("client-id", DEFAULT_CLIENT)], consumer_byte_rate=1000))
-        # the window's 10 x 1000 B hold the first batch, not both
+        yield b, conn, clock
+
+
+async def test_a_throttled_fetch_is_answered_empty_and_its_bytes_taken_back(
+    tmp_path: Path,
+) -> None:
+    async with two_batches_under_a_fetch_quota(tmp_path) as (b, conn, clock):
+        first, second = FIRST, SECOND
         one = await conn.send(fetch("t", {0: 0}))
         assert fetched_bytes(one) == len(first) and one.throttle_time_ms == 0
         sensor = b.ctx.quotas.fetch.sensors[("", CLIENT)]
@@ -226,15 +241,8 @@ async def test_a_throttled_fetch_keeps_an_incremental_session_and_begins_none(
     """KIP-227 sessions under a throttle: an incremental session is left as it was, so the
     next incremental fetch brings the records; a full fetch answered empty begins no session
     (Kafka's FullFetchContext.getThrottledResponse: INVALID_SESSION_ID)."""
-    clock = ManualClock()
-    async with running_broker(tmp_path, clock=clock) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
-        await b.lead("t")
-        conn = await b.connect()
-        first, second = batch(count=1, size=6000), batch(count=1, size=4000)
-        for records in (first, second):
-            await conn.send(produce("t", 0, records))
-        await conn.send(alter([("client-id", DEFAULT_CLIENT)], consumer_byte_rate=1000))
+    async with two_batches_under_a_fetch_quota(tmp_path) as (b, conn, clock):
+        first, second = FIRST, SECOND
         sessions = b.ctx.replicas.sessions
         begin = replace(fetch("t", {0: 0}), session_epoch=INITIAL_EPOCH)
         one = await conn.send(begin)
