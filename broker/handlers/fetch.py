@@ -23,11 +23,11 @@ Under a consumer_byte_rate quota (broker/quota/) a consumer's fetch asks for at 
 quota window allows at once (Kafka's getMaxValueInQuotaWindow), and the bytes it read are
 counted. A fetch they throttle is answered as Kafka answers it: empty (no partitions; an
 incremental fetch session left as it was, so the same records come next time, and no session
-begun by a full fetch), its bytes taken back,
-throttle_time_ms set, and the connection muted once the answer is sent (broker/server.py).
-One exception: a first batch larger than the whole window (it comes whole, as any first batch
-does) is sent with its throttle, since recording it would throttle every later try too and the
-consumer would never get past it; Kafka answers that one empty for good.
+begun by a full fetch), its bytes taken back, throttle_time_ms set, and the connection muted
+once the answer is sent (broker/server.py). One exception: a first batch larger than the whole
+window (it comes whole, as any first batch does) is sent with its throttle, since recording it
+would throttle every later try too and the consumer would never get past it; Kafka answers
+that one empty for good.
 
 ACLs (broker/security/rules.py): a follower needs ClusterAction on the cluster, a consumer Read
 on each topic; the partitions refused are answered TOPIC_AUTHORIZATION_FAILED, at once, beside
