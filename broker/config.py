@@ -391,9 +391,7 @@ def _check_sasl(config: BrokerConfig) -> None:
     _check_mechanisms(config, None)
     protocols = {n.name: n.security_protocol
                  for n in (*config.kafka_listeners(), *config.native_listener_list())}  # fmt: skip
-    for listener, own in config.listener_settings.items():
-        if not own.keys() & SASL_PER_LISTENER:
-            continue
+    for listener in sasl_listeners(config):
         if not uses_sasl(protocols[listener]):
             raise UsageError(f"{LISTENER_PREFIX}{listener.lower()}.sasl.*: listener "
                              f"{listener} is {protocols[listener]}, which does not use "
@@ -412,6 +410,12 @@ def _check_sasl(config: BrokerConfig) -> None:
 
 
 SASL_PER_LISTENER = frozenset({"sasl_enabled_mechanisms", "sasl_jaas_config"})
+
+
+def sasl_listeners(config: BrokerConfig) -> list[str]:
+    """The listeners with sasl settings of their own (listener.name.<l>.sasl...)."""
+    return [name for name, own in config.listener_settings.items()
+            if own.keys() & SASL_PER_LISTENER]  # fmt: skip
 
 
 def _check_mechanisms(config: BrokerConfig, listener: str | None) -> None:

@@ -34,11 +34,11 @@ from typing import Any, TypeVar
 import uvloop
 
 from broker.config import (
-    SASL_PER_LISTENER,
     BrokerConfig,
     Listener,
     consumer_group_config,
     listener_setting,
+    sasl_listeners,
     tls_settings,
 )
 from broker.context import BrokerContext
@@ -492,8 +492,7 @@ def sasl_configs(config: BrokerConfig) -> tuple[SaslConfig, dict[str, SaslConfig
                            config.connections_max_reauth_ms,
                            config.connection_failed_authentication_delay_ms)  # fmt: skip
 
-    own = config.listener_settings
-    return of(None), {name: of(name) for name in own if own[name].keys() & SASL_PER_LISTENER}
+    return of(None), {name: of(name) for name in sasl_listeners(config)}
 
 
 def inter_broker_security(
