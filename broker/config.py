@@ -1,5 +1,9 @@
 """The broker's settings: one frozen dataclass, loaded from a TOML file plus overrides.
 
+The dataclass is the one table of settings: a field's annotation is its type (what a file or
+flag must give), `positive(...)` marks one that must be above 0, and the comment beside it says
+what it does; `load_config` and `__post_init__` read the table, never a list of their own.
+
 A config file uses the field names below at its top level, and a `[topic_defaults]` table of
 Kafka topic config names (`retention.ms`, `segment.bytes`, `flush.messages`, ...) that every
 topic starts from (a topic's own overrides live in ZooKeeper, `/config/topics/<topic>`):
@@ -26,11 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.listeners import Listener, parse_listeners, parse_protocol_map
 from broker.log.config import LogConfig
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
@@ -38,9 +44,14 @@ from broker.security.tls import TlsSettings
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.server_assignors import ASSIGNORS
 from protocol.errors import OdradekError, UsageError
-from transport.security import SECURITY_PROTOCOLS, uses_sasl, uses_tls
+from transport.security import uses_sasl, uses_tls
 
 MiB = 1024 * 1024
+
+
+def positive(default: int) -> Any:
+    """A setting that must be above 0 (BrokerConfig.__post_init__ checks every such field)."""
+    return field(default=default, metadata={"positive": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,68 +61,73 @@ class BrokerConfig:
     port: int = 9092
     host: str = "127.0.0.1"
     zookeeper: str = "127.0.0.1:2181"
-    zookeeper_session_timeout_ms: int = 6000  # local clusters: a few seconds
-    zookeeper_connect_timeout_ms: int = 30_000
-    socket_request_max_bytes: int = 100 * MiB
-    max_connections: int = 4096
-    max_inflight_requests_per_connection: int = 100
-    max_inflight_bytes_per_connection: int = 64 * MiB
-    connections_max_idle_ms: int = 600_000
-    max_delayed_fetches: int = 10_000  # long-polling fetches parked at once, broker-wide
-    fetch_max_bytes: int = 55 * MiB  # caps a fetch request's max_bytes (Kafka's fetch.max.bytes)
+    zookeeper_session_timeout_ms: int = positive(6000)  # local clusters: a few seconds
+    zookeeper_connect_timeout_ms: int = positive(30_000)
+    socket_request_max_bytes: int = positive(100 * MiB)
+    max_connections: int = positive(4096)
+    max_inflight_requests_per_connection: int = positive(100)
+    max_inflight_bytes_per_connection: int = positive(64 * MiB)
+    connections_max_idle_ms: int = positive(600_000)
+    # long-polling fetches parked at once, broker-wide
+    max_delayed_fetches: int = positive(10_000)
+    # caps a fetch request's max_bytes (Kafka's fetch.max.bytes)
+    fetch_max_bytes: int = positive(55 * MiB)
     # fetch sessions kept at once (KIP-227; Kafka's max.incremental.fetch.session.cache.slots)
-    max_incremental_fetch_session_cache_slots: int = 1000
-    log_retention_check_interval_ms: int = 300_000  # Kafka's log.retention.check.interval.ms
+    max_incremental_fetch_session_cache_slots: int = positive(1000)
+    # Kafka's log.retention.check.interval.ms
+    log_retention_check_interval_ms: int = positive(300_000)
     # The log cleaner (broker/log/cleaner/), Kafka's log.cleaner.* settings: compacted topics
     # are cleaned by `log_cleaner_threads` threads, each with an offset map of at most
     # dedupe_buffer_size / threads bytes, reading and writing at most io_max_bytes_per_second
     # (0: unthrottled), looking for work every backoff_ms when none was found.
     log_cleaner_enable: bool = True
-    log_cleaner_threads: int = 1
-    log_cleaner_dedupe_buffer_size: int = 128 * MiB
+    log_cleaner_threads: int = positive(1)
+    log_cleaner_dedupe_buffer_size: int = positive(128 * MiB)
     log_cleaner_io_max_bytes_per_second: int = 0
-    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_backoff_ms: int = positive(15_000)
     fetch_use_sendfile: bool = True  # False: always pread + write (for benchmarks)
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    replica_lag_time_max_ms: int = 10_000  # a follower not caught up this long leaves the ISR
-    replica_fetch_max_bytes: int = 1 * MiB  # per partition in a follower's fetch
-    replica_fetch_response_max_bytes: int = 10 * MiB  # per follower fetch response
-    replica_fetch_wait_max_ms: int = 500  # a follower's fetch long-polls this long at most
-    replica_fetch_min_bytes: int = 1
-    replica_fetch_backoff_ms: int = 1000  # after a fetch error, before retrying
+    num_partitions: int = positive(1)
+    default_replication_factor: int = positive(1)
+    # a follower not caught up this long leaves the ISR
+    replica_lag_time_max_ms: int = positive(10_000)
+    replica_fetch_max_bytes: int = positive(1 * MiB)  # per partition in a follower's fetch
+    replica_fetch_response_max_bytes: int = positive(10 * MiB)  # per follower fetch response
+    # a follower's fetch long-polls this long at most
+    replica_fetch_wait_max_ms: int = positive(500)
+    replica_fetch_min_bytes: int = positive(1)
+    replica_fetch_backoff_ms: int = positive(1000)  # after a fetch error, before retrying
     # Kafka's replica.high.watermark.checkpoint.interval.ms: how often every partition's high
     # watermark is written to <log_dir>/replication-offset-checkpoint (and at shutdown)
-    replica_high_watermark_checkpoint_interval_ms: int = 5000
-    offsets_topic_num_partitions: int = 10  # __consumer_offsets (consumer groups)
-    offsets_topic_replication_factor: int = 3  # capped at the live brokers when created
+    replica_high_watermark_checkpoint_interval_ms: int = positive(5000)
+    offsets_topic_num_partitions: int = positive(10)  # __consumer_offsets (consumer groups)
+    offsets_topic_replication_factor: int = positive(3)  # capped at the live brokers when created
     # KIP-211: an empty group's committed offsets expire this long after the later of its
     # last commit and when it became empty (tombstones: compaction then removes them)
-    offsets_retention_minutes: int = 10080
-    offsets_topic_segment_bytes: int = 100 * MiB  # Kafka's offsets.topic.segment.bytes
-    offsets_retention_check_interval_ms: int = 600_000
+    offsets_retention_minutes: int = positive(10080)
+    offsets_topic_segment_bytes: int = positive(100 * MiB)  # Kafka's offsets.topic.segment.bytes
+    offsets_retention_check_interval_ms: int = positive(600_000)
     # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
     # member not heard from for the session timeout is fenced; members heartbeat every
     # heartbeat interval; the server assignors offered (the first is the default)
-    group_consumer_session_timeout_ms: int = 45_000
-    group_consumer_heartbeat_interval_ms: int = 5_000
-    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_session_timeout_ms: int = positive(45_000)
+    group_consumer_heartbeat_interval_ms: int = positive(5_000)
+    group_consumer_max_size: int = positive(2**31 - 1)
     group_consumer_assignors: str = "uniform,range"
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
-    transaction_state_log_num_partitions: int = 50
-    transaction_state_log_replication_factor: int = 3  # capped at the live brokers
-    transaction_state_log_segment_bytes: int = 100 * MiB
-    transaction_max_timeout_ms: int = 900_000
-    transactional_id_expiration_ms: int = 604_800_000
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transaction_state_log_num_partitions: int = positive(50)
+    transaction_state_log_replication_factor: int = positive(3)  # capped at the live brokers
+    transaction_state_log_segment_bytes: int = positive(100 * MiB)
+    transaction_max_timeout_ms: int = positive(900_000)
+    transactional_id_expiration_ms: int = positive(604_800_000)
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = positive(10_000)
     transaction_two_phase_commit_enable: bool = True
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
-    controlled_shutdown_max_retries: int = 3
-    controlled_shutdown_retry_backoff_ms: int = 200
+    controlled_shutdown_max_retries: int = positive(3)
+    controlled_shutdown_retry_backoff_ms: int = positive(200)
     auto_leader_rebalance_enable: bool = True  # the controller moves leaders back to replica 0
-    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_check_interval_seconds: int = positive(300)
     leader_imbalance_per_broker_percentage: int = 10
     unclean_leader_election_enable: bool = False  # default of the topic config of that name
     # A broker (or the controller) whose every port refuses connections is dead at once, not
@@ -196,7 +212,7 @@ class BrokerConfig:
     # samples of quota_window_size_seconds each (Kafka's quota.window.num and
     # quota.window.size.seconds); a request quota throttles for at most one sample
     quota_window_num: int = 11
-    quota_window_size_seconds: int = 1
+    quota_window_size_seconds: int = positive(1)
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
@@ -211,7 +227,9 @@ class BrokerConfig:
     explicit: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        _check_positive(self, _POSITIVE_FIELDS)
+        for f in dataclasses.fields(self):
+            if f.metadata.get("positive") and getattr(self, f.name) <= 0:
+                raise UsageError(f"{f.name} must be positive, got {getattr(self, f.name)}")
         if not 0 <= self.port <= 65535:
             raise UsageError(f"port {self.port} is not in 0..65535")
         if not 0 <= self.metrics_port <= 65535:
@@ -284,57 +302,6 @@ def _check_authorizer(config: BrokerConfig) -> None:
     if config.authorizer_log_level not in ("INFO", "DEBUG"):
         level = config.authorizer_log_level
         raise UsageError(f"authorizer_log_level {level!r}: INFO (denials) or DEBUG (allows too)")
-
-
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """One listener: Kafka's NAME://host:port with NAME's security protocol."""
-
-    name: str
-    host: str
-    port: int
-    security_protocol: str
-
-
-def parse_protocol_map(value: str) -> dict[str, str]:
-    """Kafka's listener.security.protocol.map: "NAME:PROTOCOL,..." -> {NAME: PROTOCOL}."""
-    out: dict[str, str] = {}
-    for item in (i.strip() for i in value.split(",")):
-        if not item:
-            continue
-        name, sep, protocol = item.partition(":")
-        name, protocol = name.strip().upper(), protocol.strip().upper()
-        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
-            raise UsageError(f"listener_security_protocol_map: {item!r} is not NAME:PROTOCOL "
-                             f"with PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")  # fmt: skip
-        if name in out:
-            raise UsageError(f"listener_security_protocol_map names {name} twice")
-        out[name] = protocol
-    return out
-
-
-def parse_listeners(value: str, setting: str, protocols: dict[str, str]) -> tuple[Listener, ...]:
-    """ "NAME://host:port,..." -> Listeners (names unique, each in the protocol map)."""
-    out: list[Listener] = []
-    for item in (i.strip() for i in value.split(",")):
-        if not item:
-            continue
-        scheme, sep, rest = item.partition("://")
-        host, colon, port = rest.rpartition(":")
-        name = scheme.strip().upper()
-        if not sep or not name or not colon or not port.isdigit():
-            raise UsageError(f"{setting}: {item!r} is not NAME://host:port")
-        if not 0 <= int(port) <= 65535:
-            raise UsageError(f"{setting}: port {port} is not in 0..65535")
-        # a listener named after a protocol has that protocol unless the map says otherwise
-        protocol = protocols.get(name, name if name in SECURITY_PROTOCOLS else "")
-        if not protocol:
-            raise UsageError(f"{setting}: listener {name} has no security protocol in "
-                             "listener_security_protocol_map")  # fmt: skip
-        if any(listener.name == name for listener in out):
-            raise UsageError(f"{setting} names listener {name} twice")
-        out.append(Listener(name, host.strip("[]"), int(port), protocol))
-    return tuple(out)
 
 
 def _check_listeners(config: BrokerConfig) -> None:
@@ -447,95 +414,18 @@ def _check_sasl_limits(config: BrokerConfig) -> None:
                          "connections_max_idle_ms")  # fmt: skip
 
 
-_POSITIVE_FIELDS = (
-    "zookeeper_session_timeout_ms",
-    "zookeeper_connect_timeout_ms",
-    "socket_request_max_bytes",
-    "max_connections",
-    "max_inflight_requests_per_connection",
-    "max_inflight_bytes_per_connection",
-    "connections_max_idle_ms",
-    "max_delayed_fetches",
-    "fetch_max_bytes",
-    "max_incremental_fetch_session_cache_slots",
-    "log_retention_check_interval_ms",
-    "quota_window_size_seconds",
-    "log_cleaner_threads",
-    "log_cleaner_dedupe_buffer_size",
-    "log_cleaner_backoff_ms",
-    "num_partitions",
-    "default_replication_factor",
-    "replica_lag_time_max_ms",
-    "replica_fetch_max_bytes",
-    "replica_fetch_response_max_bytes",
-    "replica_fetch_wait_max_ms",
-    "replica_fetch_min_bytes",
-    "replica_fetch_backoff_ms",
-    "replica_high_watermark_checkpoint_interval_ms",
-    "controlled_shutdown_max_retries",
-    "controlled_shutdown_retry_backoff_ms",
-    "leader_imbalance_check_interval_seconds",
-    "offsets_topic_num_partitions",
-    "offsets_topic_replication_factor",
-    "offsets_retention_minutes",
-    "offsets_topic_segment_bytes",
-    "offsets_retention_check_interval_ms",
-    "group_consumer_session_timeout_ms",
-    "group_consumer_heartbeat_interval_ms",
-    "group_consumer_max_size",
-    "transaction_state_log_num_partitions",
-    "transaction_state_log_replication_factor",
-    "transaction_state_log_segment_bytes",
-    "transaction_max_timeout_ms",
-    "transactional_id_expiration_ms",
-    "transaction_abort_timed_out_transaction_cleanup_interval_ms",
-)
-
-
-def _check_positive(config: BrokerConfig, names: tuple[str, ...]) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if value <= 0:
-            raise UsageError(f"{name} must be positive, got {value}")
-
-
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "explicit"}
+# each setting's type, from the dataclass's own annotations (the table above): Path, bool, str,
+# dict (tables) or int
 _TYPES: dict[str, type] = {
-    "broker_id": int,
-    "log_dir": Path,
-    "port": int,
-    "host": str,
-    "zookeeper": str,
-    "log_cleaner_enable": bool,
-    "fetch_use_sendfile": bool,
-    "controlled_shutdown_enable": bool,
-    "auto_leader_rebalance_enable": bool,
-    "unclean_leader_election_enable": bool,
-    "auto_create_topics_enable": bool,
-    "controller_fast_death_detection": bool,
-    "transaction_two_phase_commit_enable": bool,
-    "listeners": str,
-    "sasl_enabled_mechanisms": str,
-    "sasl_jaas_config": str,
-    "sasl_mechanism_inter_broker_protocol": str,
-    "authorizer_class_name": str,
-    "super_users": str,
-    "allow_everyone_if_no_acl_found": bool,
-    "authorizer_log_file": str,
-    "authorizer_log_level": str,
-    "advertised_listeners": str,
-    "topic_defaults": dict,
-    "listener_settings": dict,
-    "native_listeners": str,
-    "native_advertised_listeners": str,
-    "listener_security_protocol_map": str,
-    "inter_broker_listener_name": str,
-    **{name: str for name in _FIELDS if name.startswith("ssl_")},
+    name: typing.get_origin(hint) or hint
+    for name, hint in typing.get_type_hints(BrokerConfig).items()
+    if name in _FIELDS
 }
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
-    want = _TYPES.get(name, int)
+    want = _TYPES[name]
     if want is Path:
         if not isinstance(value, str | Path):
             raise UsageError(f"{where}: {name} must be a path string, got {value!r}")

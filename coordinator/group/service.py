@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coordinator.group import consumer_service
-from coordinator.group import group as ops
+from coordinator.group import classic, consumer_service, membership
+from coordinator.group import group as group_ops
+from coordinator.group import offsets as offset_ops
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
@@ -66,11 +67,15 @@ from protocol.api.group import (
 )
 from protocol.errors import (
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     InvalidGroupIdError,
+    NonEmptyGroupError,
     NotCoordinatorError,
     OdradekError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
     UnstableOffsetCommitError,
 )
 from protocol.kafka.consumer_protocol import assigned_partitions
@@ -105,10 +110,12 @@ def _replay(groups: Groups, record: CoordinatorRecord, now_ms: int) -> None:
     if isinstance(record.key, ConsumerKey):  # KIP-848 records: Kafka's types 3-8
         consumer_service.replay(groups, record, now_ms)
     else:
-        ops.replay(groups, record, now_ms)
+        group_ops.replay(groups, record, now_ms)
 
 
-CODEC = RecordCodec(decode, build, _replay, MAX_RECORDS_PER_BATCH, ops.replay_txn, ops.complete_txn)
+CODEC = RecordCodec(
+    decode, build, _replay, MAX_RECORDS_PER_BATCH, offset_ops.replay_txn, offset_ops.complete_txn
+)
 
 
 class GroupCoordinator:
@@ -181,7 +188,7 @@ class GroupCoordinator:
         for owned in self.runtime.ready():
             for group in list(owned.shard.values()):
                 self.consumer.tick(owned, group, now)
-                result = ops.tick(group, now, counts)
+                result = membership.tick(group, now, counts)
                 self._after(group)
                 if result.records or result.joins or result.syncs:
                     self._tasks.spawn(self._finish(owned, group.group_id, result))
@@ -195,7 +202,7 @@ class GroupCoordinator:
             self._empty_since.pop(group.group_id, None)
             return
         since = self._empty_since.setdefault(group.group_id, wall_ms)
-        result = ops.expire_offsets(group, wall_ms, self.config.offsets_retention_ms, since)
+        result = offset_ops.expire_offsets(group, wall_ms, self.config.offsets_retention_ms, since)
         if result.records:
             records = consumer_service.with_group_deleted(group, result.records)  # KIP-848
             self._tasks.spawn(self.runtime.write(owned, records))
@@ -241,13 +248,13 @@ class GroupCoordinator:
     def _after(self, group: Group) -> None:
         """A group that went back to rebalancing (or emptied) fails its waiting SyncGroups."""
         if group.state in (State.PREPARE_FOR_REBALANCE, State.EMPTY):
-            self._drop_syncs(group.group_id, ops.RebalanceInProgressError.code)
+            self._drop_syncs(group.group_id, RebalanceInProgressError.code)
 
     def _fence(self, group_id: str, result: Result) -> None:
         """A static member's replaced id (KIP-345): the JoinGroup or SyncGroup it still waits
         on is answered FENCED_INSTANCE_ID at once (Kafka's replaceStaticMember), before a
         rebalance the rejoin starts could answer it REBALANCE_IN_PROGRESS."""
-        fenced = ops.FencedInstanceIdError.code
+        fenced = FencedInstanceIdError.code
         for mid, answer in result.syncs.items():
             sync = self._syncs.pop((group_id, mid), None) if answer.error_code == fenced else None
             if sync is not None and not sync.done():
@@ -294,16 +301,16 @@ class GroupCoordinator:
                 "online."
             ))  # fmt: skip
         if req.member_id and req.member_id not in group.members:
-            code = ops.check_member(group, req.member_id, req.group_instance_id)
+            code = group_ops.check_member(group, req.member_id, req.group_instance_id)
             return JoinGroupResponse(code, -1, req.member_id, [])
         member_id = req.member_id or self._new_member_id(req.client_id)
         key = (req.group_id, member_id)
         old = self._pending.pop(key, None)
         if old is not None and not old.done():
-            old.set_result(JoinGroupResponse(ops.RebalanceInProgressError.code, -1, member_id, []))
+            old.set_result(JoinGroupResponse(RebalanceInProgressError.code, -1, member_id, []))
         fut: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
         self._pending[key] = fut
-        result = ops.join(
+        result = membership.join(
             group, member_id, req.client_id, req.session_timeout_ms, req.rebalance_timeout_ms,
             req.topics, req.topic_pattern, req.assignment_strategy, self.clock.monotonic_ms(),
             self._partition_counts(), self.config.limits, req.group_instance_id,
@@ -325,7 +332,7 @@ class GroupCoordinator:
                 return await asyncio.shield(fut)
         except TimeoutError:
             self._pending.pop(key, None)
-            return JoinGroupResponse(ops.RebalanceInProgressError.code, -1, member_id, [])
+            return JoinGroupResponse(RebalanceInProgressError.code, -1, member_id, [])
 
     def heartbeat(self, req: HeartbeatRequest) -> int:
         owned, code = self._locate(req.group_id)
@@ -333,9 +340,11 @@ class GroupCoordinator:
             return code
         group = owned.shard.get(req.group_id)
         if group is None:
-            return ops.UnknownMemberIdError.code
+            return UnknownMemberIdError.code
         now = self.clock.monotonic_ms()
-        result = ops.heartbeat(group, req.generation_id, req.member_id, now, req.group_instance_id)
+        result = membership.heartbeat(
+            group, req.generation_id, req.member_id, now, req.group_instance_id
+        )
         return int(result.response)
 
     async def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
@@ -345,9 +354,9 @@ class GroupCoordinator:
             return code
         group = owned.shard.get(group_id)
         if group is None:
-            return ops.UnknownMemberIdError.code
-        result = ops.leave(group, member_id, self.clock.monotonic_ms(), self._partition_counts(),
-                           instance_id)  # fmt: skip
+            return UnknownMemberIdError.code
+        now, counts = self.clock.monotonic_ms(), self._partition_counts()
+        result = membership.leave(group, member_id, now, counts, instance_id)
         if result.response != NONE:
             return int(result.response)
         self._after(group)
@@ -358,14 +367,14 @@ class GroupCoordinator:
         if self.consumer.is_consumer_group(req.group_id):  # KIP-848: member epoch checks
             return await self.consumer.commit(req)
         owned, code = self._locate(req.group_id)
-        offsets: list[ops.Commit] = [
+        offsets: list[offset_ops.Commit] = [
             (t.name, p.partition, p.offset, p.metadata, p.leader_epoch)
             for t in req.topics
             for p in t.partitions
         ]
         if owned is not None:
             group = owned.shard.setdefault(req.group_id, Group(req.group_id))
-            result = ops.commit(group, req.generation_id, req.member_id, offsets,
+            result = offset_ops.commit(group, req.generation_id, req.member_id, offsets,
                                 self.clock.monotonic_ms(), self.clock.time_ms(),
                                 req.group_instance_id)  # fmt: skip
             code = int(result.response)
@@ -383,7 +392,7 @@ class GroupCoordinator:
         producer_epoch: int,
         generation: int,
         member_id: str,
-        offsets: list[ops.Commit],
+        offsets: list[offset_ops.Commit],
         instance_id: str | None = None,
     ) -> int:
         """TxnOffsetCommit (KIP-98, KIP-447): the offsets are appended inside the producer's
@@ -394,7 +403,7 @@ class GroupCoordinator:
         if owned is None:
             return code
         group = owned.shard.setdefault(group_id, Group(group_id))
-        result = ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms(),
+        result = offset_ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms(),
                                 instance_id)  # fmt: skip
         code = int(result.response)
         if code != NONE or not result.records:
@@ -403,14 +412,14 @@ class GroupCoordinator:
         if code == NONE and self.owned.get(owned.index) is owned:
             now = self.clock.monotonic_ms()
             for record in result.records:
-                ops.replay_txn(owned.shard, producer_id, record, now)
+                offset_ops.replay_txn(owned.shard, producer_id, record, now)
         return code
 
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
         """A marker was written to offsets partition `partition` (WriteTxnMarkers)."""
         owned = self.owned.get(partition)
         if owned is not None:
-            ops.complete_txn(owned.shard, producer_id, commit)
+            offset_ops.complete_txn(owned.shard, producer_id, commit)
 
     def fetch_offsets(
         self, req: OffsetFetchRequest, require_stable: bool = False
@@ -433,7 +442,11 @@ class GroupCoordinator:
         for topic, partitions in wanted.items():
             found = []
             for p in partitions:
-                if require_stable and group is not None and ops.has_pending_txn(group, topic, p):
+                if (
+                    require_stable
+                    and group is not None
+                    and offset_ops.has_pending_txn(group, topic, p)
+                ):
                     found.append(FetchedOffset(p, -1, None, UnstableOffsetCommitError.code))
                     continue
                 entry = committed.get((topic, p))
@@ -463,7 +476,7 @@ class GroupCoordinator:
                 out.append(consumer)
                 continue
             members = [
-                MemberDescription(m.member_id, m.client_id, ops.to_wire(
+                MemberDescription(m.member_id, m.client_id, group_ops.to_wire(
                     assigned_partitions(m.assignment_bytes) if group.is_kafka else m.assignment
                 ), m.client_host, m.instance_id)
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
@@ -497,10 +510,12 @@ class GroupCoordinator:
             if owned is not None and group is None:
                 code = GroupIdNotFoundError.code
             if owned is not None and group is not None and group.members:
-                code = ops.NonEmptyGroupError.code
+                code = NonEmptyGroupError.code
             elif owned is not None and group is not None:
                 code = await self.consumer.delete(owned, group)  # KIP-848 records first
-                result = ops.delete(group) if code == NONE else ops.Result(response=code)
+                result = (
+                    offset_ops.delete(group) if code == NONE else group_ops.Result(response=code)
+                )
                 code = int(result.response)
                 if code == NONE:
                     code = await self.runtime.write(owned, result.records)
@@ -542,9 +557,9 @@ class GroupCoordinator:
         key = (group_id, member_id)
         old = self._pending.pop(key, None) if member_id else None
         if old is not None and not old.done():
-            old.set_result(ClassicJoinAnswer(ops.RebalanceInProgressError.code, -1, None, None,
+            old.set_result(ClassicJoinAnswer(RebalanceInProgressError.code, -1, None, None,
                                              "", member_id))  # fmt: skip
-        result = ops.join_classic(
+        result = classic.join_classic(
             group, member_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
             protocol_type, protocols, self.clock.monotonic_ms(), fresh, self.config.limits,
             instance_id, skip_assignment,
@@ -574,7 +589,7 @@ class GroupCoordinator:
             got = None
         if isinstance(got, ClassicJoinAnswer):
             return got
-        code = ops.RebalanceInProgressError.code if got is None else got.error_code
+        code = RebalanceInProgressError.code if got is None else got.error_code
         return ClassicJoinAnswer(code, -1, None, None, "", member_id)
 
     async def sync(
@@ -593,14 +608,14 @@ class GroupCoordinator:
             return SyncAnswer(code)
         group = owned.shard.get(group_id)
         if group is None:
-            return SyncAnswer(ops.UnknownMemberIdError.code)
-        result = ops.sync(group, generation, member_id, assignments, protocol_type, protocol_name,
-                          instance_id)  # fmt: skip
+            return SyncAnswer(UnknownMemberIdError.code)
+        result = classic.sync(group, generation, member_id, assignments, protocol_type,
+                              protocol_name, instance_id)  # fmt: skip
         if result.response is None:
             key = (group_id, member_id)
             old = self._syncs.pop(key, None)
             if old is not None and not old.done():
-                old.set_result(SyncAnswer(ops.RebalanceInProgressError.code))
+                old.set_result(SyncAnswer(RebalanceInProgressError.code))
             fut: asyncio.Future[SyncAnswer] = asyncio.get_running_loop().create_future()
             self._syncs[key] = fut
             timeout_ms = max(group.rebalance_deadline_ms - self.clock.monotonic_ms(), 0) + 1000
@@ -609,7 +624,7 @@ class GroupCoordinator:
                     return await asyncio.shield(fut)
             except TimeoutError:
                 self._syncs.pop(key, None)
-                return SyncAnswer(ops.RebalanceInProgressError.code)
+                return SyncAnswer(RebalanceInProgressError.code)
         answer: SyncAnswer = result.response
         if result.records or result.syncs:
             code = await self._finish(owned, group_id, result)

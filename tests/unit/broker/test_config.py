@@ -98,3 +98,33 @@ def test_the_fetch_session_cache_takes_its_size_from_the_config(tmp_path: Path) 
     with pytest.raises(UsageError, match="max_incremental_fetch_session_cache_slots"):
         zero = _write(tmp_path, "max_incremental_fetch_session_cache_slots = 0\n")
         load_config(zero, broker_id=1, log_dir=str(tmp_path / "logs"))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [(f.name, "x") for f in dataclasses.fields(BrokerConfig)
+     if f.type == "str" and f.name != "log_dir"],
+)  # fmt: skip
+def test_every_text_setting_is_read_as_text(name: str, value: str) -> None:
+    # A setting's type comes from its annotation. The separate type list forgot
+    # group_consumer_assignors, which was then read as an integer: `group_consumer_assignors =
+    # "range"` was refused with "must be an integer", so no broker could choose its assignors.
+    try:
+        config = load_config(None, broker_id=1, log_dir="/x", **{name: value})
+    except UsageError as exc:  # the value may be refused for what it says, never for its type
+        assert "must be a" not in exc.message, exc.message
+    else:
+        assert getattr(config, name) == value
+
+
+def test_group_consumer_assignors_from_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'broker_id = 1\nlog_dir = "/x"\ngroup_consumer_assignors = "range"\n')
+    assert load_config(path).group_consumer_assignors == "range"
+
+
+@pytest.mark.parametrize(
+    "name", [f.name for f in dataclasses.fields(BrokerConfig) if f.metadata.get("positive")]
+)
+def test_every_positive_setting_refuses_zero(name: str) -> None:
+    with pytest.raises(UsageError, match=f"{name} must be positive, got 0"):
+        load_config(None, broker_id=1, log_dir="/x", **{name: 0})

@@ -298,7 +298,7 @@ def test_a_loaded_member_gets_the_configured_session() -> None:
 def test_expired_offsets_take_an_empty_consumer_group_with_them() -> None:
     """KIP-211 expiry of an empty consumer group's last offsets tombstones its KIP-848 records
     too, so once compaction has dropped the tombstones a reload does not bring it back."""
-    from coordinator.group import group as ops
+    from coordinator.group import offsets as offset_ops
     from coordinator.group.consumer_service import with_group_deleted
     from coordinator.group.records import offset_record
     from coordinator.group.service import _replay
@@ -312,7 +312,7 @@ def test_expired_offsets_take_an_empty_consumer_group_with_them() -> None:
         _replay(groups, rec, 0)
     group = groups["g"]
     assert group.consumer is not None and not group.consumer.members
-    expired = ops.expire_offsets(group, 10 * 86_400_000, 86_400_000, 0).records
+    expired = offset_ops.expire_offsets(group, 10 * 86_400_000, 86_400_000, 0).records
     records = with_group_deleted(group, expired)
     assert len(records) > len(expired)
     # compaction keeps each key's last record and, in time, drops the tombstones

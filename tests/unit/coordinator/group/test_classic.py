@@ -4,7 +4,9 @@ of group kept apart, session expiry and a leader that never syncs, and replay.""
 
 from __future__ import annotations
 
-from coordinator.group import group as ops
+from coordinator.group import classic, membership
+from coordinator.group import group as group_ops
+from coordinator.group import offsets as offset_ops
 from coordinator.group.group import ClassicJoinAnswer, Group, SyncAnswer
 from coordinator.group.states import State, kafka_name
 from protocol.errors import (
@@ -19,7 +21,7 @@ RANGE = [("range", b"meta-range"), ("roundrobin", b"meta-rr")]
 
 
 def _join(g: Group, mid: str, now: int = 0, protocols=RANGE, fresh: str | None = None):  # type: ignore[no-untyped-def]
-    return ops.join_classic(g, mid, "cli", "/10.0.0.1", 10_000, 30_000, "consumer", protocols,
+    return classic.join_classic(g, mid, "cli", "/10.0.0.1", 10_000, 30_000, "consumer", protocols,
                             now, fresh)  # fmt: skip
 
 
@@ -38,7 +40,7 @@ def test_member_id_required_then_join_and_sync() -> None:
     answer: ClassicJoinAnswer = done.joins["a"]
     assert (answer.error_code, answer.generation_id, answer.leader) == (0, 1, "a")
     assert answer.protocol_name == "range" and answer.members == [("a", b"meta-range")]
-    synced = ops.sync(g, 1, "a", {"a": b"assign-a"})
+    synced = classic.sync(g, 1, "a", {"a": b"assign-a"})
     assert synced.response == SyncAnswer(0, b"assign-a")
     assert g.state is State.READY and kafka_name(g.state) == "Stable"
     (record,) = synced.records
@@ -50,26 +52,26 @@ def test_two_members_leader_assigns_follower_waits() -> None:
     g = Group("g")
     _member(g, "a")
     _join(g, "a")
-    ops.sync(g, 1, "a", {"a": b"all"})
+    classic.sync(g, 1, "a", {"a": b"all"})
     _member(g, "b")
     assert _join(g, "b").joins == {}  # a must rejoin first
     assert g.state is State.PREPARE_FOR_REBALANCE
-    assert ops.heartbeat(g, 1, "a", 100).response == RebalanceInProgressError.code
+    assert membership.heartbeat(g, 1, "a", 100).response == RebalanceInProgressError.code
     done = _join(g, "a", 200)
     assert set(done.joins) == {"a", "b"}
     assert done.joins["a"].members and not done.joins["b"].members  # only the leader sees all
-    assert ops.heartbeat(g, 2, "b", 300).response == 0  # heartbeats are fine while syncing
-    assert ops.sync(g, 2, "b", {}).response is None  # b waits for the leader
-    leader = ops.sync(g, 2, "a", {"a": b"pa", "b": b"pb"})
+    assert membership.heartbeat(g, 2, "b", 300).response == 0  # heartbeats are fine while syncing
+    assert classic.sync(g, 2, "b", {}).response is None  # b waits for the leader
+    leader = classic.sync(g, 2, "a", {"a": b"pa", "b": b"pb"})
     assert leader.syncs["b"] == SyncAnswer(0, b"pb")
-    assert ops.sync(g, 2, "b", {}).response == SyncAnswer(0, b"pb")  # Ready: at once
+    assert classic.sync(g, 2, "b", {}).response == SyncAnswer(0, b"pb")  # Ready: at once
 
 
 def test_protocol_vote_and_inconsistent_protocols() -> None:
     g = Group("g")
     _member(g, "a")
     _join(g, "a", protocols=[("roundrobin", b"x"), ("range", b"y")])
-    ops.sync(g, 1, "a", {})
+    classic.sync(g, 1, "a", {})
     _member(g, "b")
     bad = _join(g, "b", protocols=[("sticky", b"z")])
     assert bad.response.error_code == InconsistentGroupProtocolError.code
@@ -83,23 +85,30 @@ def test_errors_unknown_member_and_illegal_generation() -> None:
     assert _join(g, "nobody").response.error_code == UnknownMemberIdError.code
     _member(g, "a")
     _join(g, "a")
-    assert ops.sync(g, 7, "a", {}).response.error_code == IllegalGenerationError.code
-    assert ops.sync(g, 1, "zz", {}).response.error_code == UnknownMemberIdError.code
-    assert ops.commit(g, 1, "a", [("t", 0, 5, None)], 0).response == RebalanceInProgressError.code
-    ops.sync(g, 1, "a", {})
-    assert ops.commit(g, 1, "a", [("t", 0, 5, None)], 0).response == 0
-    assert ops.commit(g, 0, "a", [("t", 0, 5, None)], 0).response == IllegalGenerationError.code
+    assert classic.sync(g, 7, "a", {}).response.error_code == IllegalGenerationError.code
+    assert classic.sync(g, 1, "zz", {}).response.error_code == UnknownMemberIdError.code
+    assert (
+        offset_ops.commit(g, 1, "a", [("t", 0, 5, None)], 0).response
+        == RebalanceInProgressError.code
+    )
+    classic.sync(g, 1, "a", {})
+    assert offset_ops.commit(g, 1, "a", [("t", 0, 5, None)], 0).response == 0
+    assert (
+        offset_ops.commit(g, 0, "a", [("t", 0, 5, None)], 0).response == IllegalGenerationError.code
+    )
 
 
 def test_native_and_kafka_groups_are_kept_apart() -> None:
     kafka = Group("k")
     _member(kafka, "a")
     _join(kafka, "a")
-    native = ops.join(kafka, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 0, {"t": 1})
+    native = membership.join(
+        kafka, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 0, {"t": 1}
+    )
     assert native.response.error_code == InconsistentGroupProtocolError.code
     assert "Kafka consumer group" in native.response.error_message
     n = Group("n")
-    ops.join(n, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 0, {"t": 1})
+    membership.join(n, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 0, {"t": 1})
     refused = _join(n, "", fresh="k1")
     assert refused.response.error_code == InconsistentGroupProtocolError.code
     assert "odradek consumer group" in refused.response.error_message
@@ -113,16 +122,18 @@ def test_session_expiry_and_a_leader_that_never_syncs() -> None:
     done = _join(g, "b")
     assert set(done.joins) == {"a", "b"} and g.state is State.AWAITING_SYNC
     # the leader never sends SyncGroup: after the rebalance timeout it is dropped
-    ops.heartbeat(g, 1, "b", 29_000)
-    ops.tick(g, 30_001, {})
+    membership.heartbeat(g, 1, "b", 29_000)
+    membership.tick(g, 30_001, {})
     assert set(g.members) == {"b"} and g.state is State.PREPARE_FOR_REBALANCE
     _join(g, "b", 30_100)
     assert g.state is State.AWAITING_SYNC and g.leader_id == "b"
-    ops.sync(g, g.generation, "b", {"b": b"x"})
-    ops.tick(g, 30_100 + 10_001, {})  # b stops heartbeating
+    classic.sync(g, g.generation, "b", {"b": b"x"})
+    membership.tick(g, 30_100 + 10_001, {})  # b stops heartbeating
     assert g.state is State.EMPTY and not g.members
     assert g.protocol_type == "consumer"  # still described as what it was
-    native = ops.join(g, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 50_000, {"t": 1})
+    native = membership.join(
+        g, "n1", "odradek", 10_000, 30_000, ["t"], None, "range", 50_000, {"t": 1}
+    )
     assert native.response is None or native.response.error_code == 0  # an empty group is free
     assert not g.is_kafka
 
@@ -131,12 +142,12 @@ def test_a_commit_keeps_the_session_on_the_monotonic_clock() -> None:
     g = Group("g")
     _member(g, "a")
     _join(g, "a")
-    ops.sync(g, 1, "a", {})
+    classic.sync(g, 1, "a", {})
     wall = 1_700_000_000_000
-    done = ops.commit(g, 1, "a", [("t", 0, 3, None)], 1_000, wall)
+    done = offset_ops.commit(g, 1, "a", [("t", 0, 3, None)], 1_000, wall)
     assert done.records[0].value["commit_ms"] == wall
     assert g.members["a"].deadline_ms == 1_000 + 10_000
-    ops.tick(g, 11_001, {})
+    membership.tick(g, 11_001, {})
     assert not g.members, "a member whose last request was a commit still expires"
 
 
@@ -144,15 +155,15 @@ def test_replay_restores_a_kafka_group() -> None:
     g = Group("g")
     _member(g, "a")
     _join(g, "a")
-    record = ops.sync(g, 1, "a", {"a": b"assign"}).records[0]
+    record = classic.sync(g, 1, "a", {"a": b"assign"}).records[0]
     loaded: dict[str, Group] = {}
-    ops.replay(loaded, record, 5)
+    group_ops.replay(loaded, record, 5)
     back = loaded["g"]
     assert back.is_kafka and back.state is State.READY and back.leader_id == "a"
     assert back.members["a"].assignment_bytes == b"assign"
     assert back.members["a"].client_host == "/10.0.0.1"
-    assert ops.sync(back, 1, "a", {}).response == SyncAnswer(0, b"assign")
-    assert ops.heartbeat(back, 1, "a", 10).response == 0
+    assert classic.sync(back, 1, "a", {}).response == SyncAnswer(0, b"assign")
+    assert membership.heartbeat(back, 1, "a", 10).response == 0
 
 
 def test_unchanged_follower_rejoining_gets_the_current_generation() -> None:
@@ -161,7 +172,7 @@ def test_unchanged_follower_rejoining_gets_the_current_generation() -> None:
         _member(g, name)
     _join(g, "a")
     _join(g, "b")
-    ops.sync(g, 1, "a", {})
+    classic.sync(g, 1, "a", {})
     again = _join(g, "b", 500)
     assert again.response.generation_id == 1 and g.state is State.READY
 
@@ -171,5 +182,5 @@ def test_a_pending_member_that_never_returns_stops_holding_the_rebalance() -> No
     _member(g, "a")
     _member(g, "ghost")
     assert _join(g, "a").joins == {}
-    done = ops.tick(g, 10_001, {})  # ghost's session passed: it is forgotten
+    done = membership.tick(g, 10_001, {})  # ghost's session passed: it is forgotten
     assert set(done.joins) == {"a"} and g.state is State.AWAITING_SYNC

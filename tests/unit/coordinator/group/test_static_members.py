@@ -7,7 +7,9 @@ record's instance ids across a reload, and the same rejoin for native groups."""
 
 from __future__ import annotations
 
-from coordinator.group import group as ops
+from coordinator.group import classic, membership
+from coordinator.group import group as group_ops
+from coordinator.group import offsets as offset_ops
 from coordinator.group.group import ClassicJoinAnswer, Group, Result, SyncAnswer
 from coordinator.group.records import build, decode
 from coordinator.group.states import State
@@ -27,7 +29,7 @@ def _join(  # type: ignore[no-untyped-def]
     g: Group, mid: str, iid: str | None, now: int = 0, fresh: str | None = None,
     protocols=RANGE, skip: bool = False,
 ) -> Result:  # fmt: skip
-    return ops.join_classic(g, mid, "cli", "/10.0.0.1", SESSION_MS, 30_000, "consumer",
+    return classic.join_classic(g, mid, "cli", "/10.0.0.1", SESSION_MS, 30_000, "consumer",
                             protocols, now, fresh, instance_id=iid,
                             skip_assignment=skip)  # fmt: skip
 
@@ -37,12 +39,12 @@ def _stable_pair() -> Group:
     g = Group("g")
     first = _join(g, "", "ia", fresh="a1")
     assert first.joins["a1"].error_code == 0  # no MEMBER_ID_REQUIRED round trip for static
-    ops.sync(g, 1, "a1", {"a1": b"all"}, instance_id="ia")
+    classic.sync(g, 1, "a1", {"a1": b"all"}, instance_id="ia")
     assert _join(g, "", "ib", 10, fresh="b1").joins == {}  # a1 must rejoin first
     done = _join(g, "a1", "ia", 20)
     assert set(done.joins) == {"a1", "b1"} and g.generation == 2
     assert done.joins["a1"].instances == {"a1": "ia", "b1": "ib"}  # the leader sees them
-    ops.sync(g, 2, "a1", {"a1": b"pa", "b1": b"pb"}, instance_id="ia")
+    classic.sync(g, 2, "a1", {"a1": b"pa", "b1": b"pb"}, instance_id="ia")
     assert g.state is State.READY
     return g
 
@@ -62,25 +64,27 @@ def test_static_follower_restart_gets_its_assignment_back_without_rebalance() ->
     # the old id's waiting requests, if any, are fenced
     assert back.joins["b1"].error_code == FENCED and back.syncs["b1"] == SyncAnswer(FENCED)
     # the new id syncs as a follower and gets the old assignment; the leader is untouched
-    assert ops.sync(g, 2, "b2", {}, instance_id="ib").response == SyncAnswer(0, b"pb")
-    assert ops.heartbeat(g, 2, "a1", 200, "ia").response == 0
-    assert ops.heartbeat(g, 2, "b2", 200, "ib").response == 0
+    assert classic.sync(g, 2, "b2", {}, instance_id="ib").response == SyncAnswer(0, b"pb")
+    assert membership.heartbeat(g, 2, "a1", 200, "ia").response == 0
+    assert membership.heartbeat(g, 2, "b2", 200, "ib").response == 0
 
 
 def test_old_member_id_is_fenced_everywhere() -> None:
     g = _stable_pair()
     _join(g, "", "ib", 100, fresh="b2")
-    assert ops.heartbeat(g, 2, "b1", 200, "ib").response == FENCED
-    assert ops.sync(g, 2, "b1", {}, instance_id="ib").response == SyncAnswer(FENCED)
-    assert ops.commit(g, 2, "b1", [("t", 0, 5, None)], 200, instance_id="ib").response == FENCED
-    assert ops.txn_commit(g, 2, "b1", [("t", 0, 5, None)], 200, "ib").response == FENCED
+    assert membership.heartbeat(g, 2, "b1", 200, "ib").response == FENCED
+    assert classic.sync(g, 2, "b1", {}, instance_id="ib").response == SyncAnswer(FENCED)
+    assert (
+        offset_ops.commit(g, 2, "b1", [("t", 0, 5, None)], 200, instance_id="ib").response == FENCED
+    )
+    assert offset_ops.txn_commit(g, 2, "b1", [("t", 0, 5, None)], 200, "ib").response == FENCED
     rejoin = _join(g, "b1", "ib", 200)
     assert rejoin.response.error_code == FENCED and "b2" in rejoin.response.error_message
-    assert ops.leave(g, "b1", 200, {}, "ib").response == FENCED
+    assert membership.leave(g, "b1", 200, {}, "ib").response == FENCED
     assert g.state is State.READY and set(g.members) == {"a1", "b2"}
     # an instance id the group does not know, with a member id: unknown
-    assert ops.heartbeat(g, 2, "b2", 200, "ic").response == UnknownMemberIdError.code
-    assert ops.commit(g, 2, "b2", [("t", 0, 5, None)], 200, instance_id="ib").response == 0
+    assert membership.heartbeat(g, 2, "b2", 200, "ic").response == UnknownMemberIdError.code
+    assert offset_ops.commit(g, 2, "b2", [("t", 0, 5, None)], 200, instance_id="ib").response == 0
 
 
 def test_leader_restart_before_skip_assignment_is_told_the_old_leader() -> None:
@@ -90,7 +94,7 @@ def test_leader_restart_before_skip_assignment_is_told_the_old_leader() -> None:
     # KIP-345 before KIP-814: the old leader id makes the client sync as a follower
     assert (answer.member_id, answer.leader, answer.members) == ("a2", "a1", [])
     assert g.leader_id == "a2" and g.state is State.READY and g.generation == 2
-    assert ops.sync(g, 2, "a2", {}, instance_id="ia").response == SyncAnswer(0, b"pa")
+    assert classic.sync(g, 2, "a2", {}, instance_id="ia").response == SyncAnswer(0, b"pa")
 
 
 def test_leader_restart_with_skip_assignment_gets_the_members() -> None:
@@ -109,7 +113,7 @@ def test_protocol_change_on_rejoin_rebalances() -> None:
     rr_only = [("roundrobin", b"meta-rr")]
     back = _join(g, "", "ib", 100, fresh="b2", protocols=rr_only)
     assert back.response is None and g.state is State.PREPARE_FOR_REBALANCE
-    assert ops.heartbeat(g, 2, "a1", 150, "ia").response == RebalanceInProgressError.code
+    assert membership.heartbeat(g, 2, "a1", 150, "ia").response == RebalanceInProgressError.code
     done = _join(g, "a1", "ia", 200)
     assert set(done.joins) == {"a1", "b2"} and g.generation == 3 and g.strategy == "roundrobin"
 
@@ -128,38 +132,38 @@ def test_rejoin_while_awaiting_sync_rebalances() -> None:
 
 def test_admin_removes_a_static_member_by_instance_id() -> None:
     g = _stable_pair()
-    assert ops.leave(g, "", 100, {}, "zz").response == UnknownMemberIdError.code
-    gone = ops.leave(g, "", 100, {}, "ib")
+    assert membership.leave(g, "", 100, {}, "zz").response == UnknownMemberIdError.code
+    gone = membership.leave(g, "", 100, {}, "ib")
     assert gone.response == 0 and set(g.members) == {"a1"}
     assert g.state is State.PREPARE_FOR_REBALANCE  # a rebalance at once
 
 
 def test_static_member_that_does_not_return_expires_and_rebalances() -> None:
     g = _stable_pair()
-    ops.heartbeat(g, 2, "a1", 9_000, "ia")
-    ops.tick(g, SESSION_MS + 20, {})  # b1's session (from its join at 20) ran out
+    membership.heartbeat(g, 2, "a1", 9_000, "ia")
+    membership.tick(g, SESSION_MS + 20, {})  # b1's session (from its join at 20) ran out
     assert set(g.members) == {"a1"} and g.state is State.PREPARE_FOR_REBALANCE
 
 
 def test_group_record_keeps_instance_ids_across_a_reload() -> None:
     g = _stable_pair()
-    record = ops.group_record(g)
+    record = group_ops.group_record(g)
     loaded: dict[str, Group] = {}
     for rec in decode_all(build([record], 0)):
-        ops.replay(loaded, decode(rec.key, rec.value), 1000)
+        group_ops.replay(loaded, decode(rec.key, rec.value), 1000)
     back = loaded["g"]
     assert {m.member_id: m.instance_id for m in back.members.values()} == {"a1": "ia", "b1": "ib"}
     # after a coordinator failover the restarted static member still gets its place back
     answer: ClassicJoinAnswer = _join(back, "", "ib", 1100, fresh="b2").response
     assert (answer.error_code, answer.generation_id) == (0, 2) and back.state is State.READY
-    assert ops.sync(back, 2, "b2", {}, instance_id="ib").response == SyncAnswer(0, b"pb")
+    assert classic.sync(back, 2, "b2", {}, instance_id="ib").response == SyncAnswer(0, b"pb")
 
 
 # ----- native groups --------------------------------------------------------------------------
 
 
 def _native(g: Group, mid: str, iid: str | None, now: int, topics: tuple[str, ...] = ("t",)):  # type: ignore[no-untyped-def]
-    return ops.join(g, mid, "cli", SESSION_MS, 30_000, list(topics), None, "range", now,
+    return membership.join(g, mid, "cli", SESSION_MS, 30_000, list(topics), None, "range", now,
                     {"t": 4, "u": 2}, instance_id=iid)  # fmt: skip
 
 
@@ -171,7 +175,7 @@ def test_native_static_member_rejoins_without_rebalance() -> None:
     done = _native(g, "a1", "ia", 20)
     assert g.generation == 2 and set(done.joins) == {"a1", "b1"}
     for m in ("a1", "b1"):
-        ops.heartbeat(g, 2, m, 30, g.members[m].instance_id)
+        membership.heartbeat(g, 2, m, 30, g.members[m].instance_id)
     assert g.state is State.READY
     held = sorted(g.members["b1"].assignment)
     back = _native(g, "b2", "ib", 100)
@@ -179,14 +183,14 @@ def test_native_static_member_rejoins_without_rebalance() -> None:
     assert sorted((t, p) for tp in back.response.partitions_to_own
                   for t, p in ((tp.topic, q) for q in tp.partitions)) == held  # fmt: skip
     assert g.state is State.READY and g.generation == 2 and back.records
-    assert ops.heartbeat(g, 2, "b1", 110, "ib").response == FENCED
-    assert ops.heartbeat(g, 2, "b2", 110, "ib").response == 0
+    assert membership.heartbeat(g, 2, "b1", 110, "ib").response == FENCED
+    assert membership.heartbeat(g, 2, "b2", 110, "ib").response == 0
 
 
 def test_native_static_rejoin_with_new_topics_rebalances() -> None:
     g = Group("n")
     _native(g, "a1", "ia", 0)
-    ops.heartbeat(g, 1, "a1", 10, "ia")
+    membership.heartbeat(g, 1, "a1", 10, "ia")
     back = _native(g, "a2", "ia", 100, topics=("t", "u"))
     assert back.response is None and g.generation == 2 and set(back.joins) == {"a1", "a2"}
     assert back.joins["a1"].error_code == FENCED and back.joins["a2"].error_code == 0
@@ -200,13 +204,13 @@ def test_a_rejoin_whose_record_is_not_appended_is_undone() -> None:
     back = _join(g, "", "ib", 100, fresh="b2", protocols=changed)
     assert back.response.error_code == 0 and back.undo is not None
     back.undo()
-    assert list(g.members) == ["a1", "b1"] and ops.static_member_id(g, "ib") == "b1"
+    assert list(g.members) == ["a1", "b1"] and group_ops.static_member_id(g, "ib") == "b1"
     assert g.members["b1"].protocols == RANGE
-    assert ops.heartbeat(g, 2, "b1", 200, "ib").response == 0
-    assert ops.heartbeat(g, 2, "b2", 200, "ib").response == FENCED
+    assert membership.heartbeat(g, 2, "b1", 200, "ib").response == 0
+    assert membership.heartbeat(g, 2, "b2", 200, "ib").response == FENCED
     n = Group("n")
     _native(n, "a1", "ia", 0)
-    ops.heartbeat(n, 1, "a1", 10, "ia")
+    membership.heartbeat(n, 1, "a1", 10, "ia")
     native = _native(n, "a2", "ia", 100)
     assert native.undo is not None
     native.undo()
