@@ -93,6 +93,7 @@ from broker.replication_decisions import (
     check_enough_replicas,
     expanded_isr,
     isr_write_verdict,
+    not_enough_replicas_message,
     produce_outcome,
     record_fetch,
     shrunk_isr,
@@ -396,9 +397,8 @@ class ReplicaManager:
             if acks == ACKS_ALL:
                 code = check_enough_replicas(len(p.isr), p.min_insync_replicas)
                 if code != NONE:
-                    return AppendOutcome(code, error_message=(
-                        f"{topic}-{partition}: ISR {p.isr} is below min.insync.replicas "
-                        f"{p.min_insync_replicas}"
+                    return AppendOutcome(code, error_message=not_enough_replicas_message(
+                        f"{topic}-{partition}", p.isr, p.min_insync_replicas, len(p.replicas)
                     ))  # fmt: skip
             if not coordinator:
                 check_client_batch(read_header(records))  # no control batches (KIP-98)

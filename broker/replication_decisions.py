@@ -11,7 +11,8 @@
   committed is then on it, and it follows this leader's log; `may_join_isr`).
 - High watermark: min LEO over the ISR, never backwards (`advance_high_watermark` lives in
   broker/partition.py); a follower's HW is min(leader HW, own LEO) (`follower_high_watermark`).
-- acks=all: refused up front when the ISR is below min.insync.replicas (`check_enough_replicas`);
+- acks=all: refused up front when the ISR is below min.insync.replicas (`check_enough_replicas`,
+  with the words of `not_enough_replicas_message`);
   answered once the HW passed the batch, with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
   below the minimum meanwhile (`produce_outcome`).
 - Truncation (KIP-101 / KIP-279): from the leader's OffsetsForLeaderEpoch answer and the
@@ -92,6 +93,17 @@ def follower_high_watermark(leader_hw: int, own_leo: int) -> int:
 def check_enough_replicas(isr_size: int, min_insync_replicas: int) -> int:
     """acks=all before appending: NOT_ENOUGH_REPLICAS when the ISR is below the minimum."""
     return NONE if isr_size >= min_insync_replicas else NotEnoughReplicasError.code
+
+
+def not_enough_replicas_message(
+    name: str, isr: list[int], min_insync_replicas: int, replica_count: int
+) -> str:
+    """The NOT_ENOUGH_REPLICAS refusal's text; when the minimum is above the replication factor
+    it says so: no ISR can ever reach it, so waiting for replicas to come back is in vain."""
+    text = f"{name}: ISR {isr} is below min.insync.replicas {min_insync_replicas}"
+    if min_insync_replicas > replica_count:
+        text += f", more than its {replica_count} replica(s): no write with acks=all can succeed"
+    return text
 
 
 def produce_outcome(

@@ -571,6 +571,10 @@ class RecordAccumulator:
     def queued_batches(self) -> int:
         return sum(len(q) for q in self._queues.values())
 
+    def unfinished(self) -> set[TopicPartition]:
+        """The partitions with batches queued or in flight (not yet acknowledged or failed)."""
+        return {tp for tp, q in self._queues.items() if q} | set(self._in_flight)
+
     def _release_slot(self, tp: TopicPartition) -> None:
         n = self._in_flight.get(tp, 0) - 1
         if n > 0:

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from client._lifecycle import ClusterClient
 from client.cluster import Cluster
+from client.explain import leaderless_reason, waiting_reasons
 from client.fetcher import FetchConfig, Fetcher
 from client.group.consumer_group import ConsumerGroup, RebalanceListener
 from client.group.consumer_protocol import (
@@ -227,12 +228,23 @@ class AsyncConsumer(ClusterClient):
         deadline = asyncio.get_running_loop().time() + self.request_timeout_ms / 1000
         while (position := self._subs.position(tp)) is None:
             if asyncio.get_running_loop().time() > deadline:
-                raise RequestTimedOutError(f"no position for {tp} within the request timeout")
+                why = self.waiting().get(tp)
+                raise RequestTimedOutError(
+                    f"no position for {tp} within the request timeout" + (f": {why}" if why else "")
+                )
             await self._update_metadata_if_needed()
             await self._fetcher.reset_positions()
             if self._subs.position(tp) is None:
                 await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
         return position
+
+    def waiting(self) -> dict[TopicPartition, str]:
+        """Why an assigned partition gives no records: for each one (not paused) without a live
+        leader in the metadata, why it has none ("partition t-1 has no leader: its replica 2 is
+        down"). `poll` goes on meanwhile with the others, and reads it once it has a leader."""
+        paused = self._subs.paused()
+        assigned = sorted(tp for tp in self._subs.assignment() if tp not in paused)
+        return waiting_reasons(self._cluster.metadata, assigned, {})
 
     def pause(self, *tps: TopicPartition) -> None:
         self._subs.pause(tps)
@@ -269,7 +281,8 @@ class AsyncConsumer(ClusterClient):
             for tp in wanted:
                 leader = meta.leader_for(tp.topic, tp.partition)
                 if leader < 0:
-                    raise NetworkError(f"{tp} has no leader")
+                    why = leaderless_reason(meta, tp.topic, tp.partition)
+                    raise NetworkError(why or f"{tp} has no leader")
                 if tp not in out:
                     by_node.setdefault(leader, {})[tp] = ts
             for node, query in by_node.items():

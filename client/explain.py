@@ -12,13 +12,17 @@ into that sentence, for the producer's failed sends, `odradek topics describe` a
   live leader.
 - `produce_refusal`: the text of a produce refusal, the broker's own message kept whole, with
   what was refused in front: "acks=all refused: chaos-0: ISR [3] is below min.insync.replicas 2".
+- `waiting_reasons`: why a client is waiting on some partitions (the producer's unsent or
+  retried batches, the consumer's assigned partitions): no live leader, else the last retriable
+  error met there. `odradek produce` / `consume` print it while they wait (deploy/wait_notes.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from client.cluster import NO_LEADER, ClusterMetadata
+from client.types import TopicPartition
 from protocol.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
 
 
@@ -93,3 +97,22 @@ def produce_refusal(code: int, message: str | None, name: str) -> str:
             message or f"{name}: the ISR shrank below min.insync.replicas before it replicated"
         )
     return message or name
+
+
+def waiting_reasons(
+    meta: ClusterMetadata,
+    partitions: Iterable[TopicPartition],
+    last_errors: Mapping[TopicPartition, str],
+) -> dict[TopicPartition, str]:
+    """Why each of `partitions` is waited on: it has no live leader in `meta` (said from the
+    metadata), else the last retriable error met there (`last_errors`); partitions with neither
+    are left out, and so are those of a topic not in the metadata yet (still being looked up)."""
+    out: dict[TopicPartition, str] = {}
+    for tp in partitions:
+        why = None
+        if tp.topic in meta.partitions:
+            why = leaderless_reason(meta, tp.topic, tp.partition)
+        why = why or last_errors.get(tp)
+        if why:
+            out[tp] = why
+    return out

@@ -71,7 +71,7 @@ from client.accumulator import (
     estimate_size,
 )
 from client.cluster import Cluster, ClusterMetadata
-from client.explain import leaderless_reason, produce_refusal
+from client.explain import leaderless_reason, produce_refusal, waiting_reasons
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.record_future import RecordFuture
 from client.transactions import (
@@ -253,6 +253,14 @@ class AsyncProducer(ClusterClient):
             raise RequestTimedOutError(f"flush did not finish within {timeout_ms} ms") from None
         finally:
             self._acc.flushing -= 1
+
+    def waiting(self) -> dict[TopicPartition, str]:
+        """Why the records of a partition are not acknowledged yet, for each partition with
+        batches queued or in flight that has no leader or whose last attempt failed (retried
+        until `delivery_timeout_ms`): the cause from the metadata, else that error."""
+        with self._acc.lock:
+            unfinished = self._acc.unfinished()
+        return waiting_reasons(self._cluster.metadata, sorted(unfinished), self._failing)
 
     async def close(self, timeout_ms: float | None = None) -> None:
         """Flush (within `timeout_ms`), then stop; batches still queued fail."""

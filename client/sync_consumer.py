@@ -57,6 +57,10 @@ class Consumer(_SyncClient):
     def position(self, tp: TopicPartition) -> int:
         return self._run(lambda c: c.position(tp))
 
+    def waiting(self) -> dict[TopicPartition, str]:
+        """Why assigned partitions give no records (AsyncConsumer.waiting): {} when none."""
+        return self._do(lambda c: c.waiting())
+
     def pause(self, *tps: TopicPartition) -> None:
         self._do(lambda c: c.pause(*tps))
 

@@ -153,6 +153,10 @@ class Producer(_SyncClient):
     def flush(self, timeout_ms: float | None = None) -> None:
         self._run(lambda p: p.flush(timeout_ms))
 
+    def waiting(self) -> dict[TopicPartition, str]:
+        """Why records wait, per partition (AsyncProducer.waiting): {} when nothing does."""
+        return self._run(_waiting)
+
     def close(self) -> None:
         super().close()
         p: AsyncProducer | None = self._client
@@ -197,6 +201,10 @@ class Producer(_SyncClient):
 
 async def _ongoing(p: AsyncProducer) -> PreparedTxnState | None:
     return p.ongoing_transaction
+
+
+async def _waiting(p: AsyncProducer) -> dict[TopicPartition, str]:
+    return p.waiting()
 
 
 async def _started(_client: Any) -> None:

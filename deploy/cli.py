@@ -22,7 +22,9 @@
 each partition without a leader has none (its replicas that are down, unclean election off or
 on). Every listing command takes `-o json` (one JSON document, docs/cli.md); long operations
 (produce, consume, `cluster up`) draw a progress bar on stderr when it is a terminal or
-`--progress` is given (deploy/cli_output.py), and print plain lines otherwise.
+`--progress` is given (deploy/cli_output.py), and print plain lines otherwise. produce and
+consume say at once what they wait for (a partition without a leader, NOT_ENOUGH_REPLICAS:
+deploy/wait_notes.py), and end in an error when it never came.
 
 `main(argv)` parses with argparse, runs one handler and returns the exit code. Every error a user
 can cause ends as one line on stderr, `odradek: error: ...`, and a non-zero code: 2 for misuse
@@ -61,6 +63,7 @@ from deploy import (
     topics_alter_cli,
     transactions_cli,
     users_cli,
+    wait_notes,
 )
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
@@ -100,6 +103,8 @@ ADMIN_TIMEOUT_MS = 30_000
 MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is about this
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
+DELIVERY_TIMEOUT_MS = 120_000  # produce --timeout-ms: Kafka's delivery.timeout.ms
+REQUEST_TIMEOUT_MS = 30_000
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 
 
@@ -306,6 +311,10 @@ def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
     p.add_argument("--partition", type=non_negative_int, help="send every line to this partition")
     p.add_argument("--acks", choices=["0", "1", "all"], default="1")
+    p.add_argument(
+        "--timeout-ms", type=positive_int, default=DELIVERY_TIMEOUT_MS,
+        help="give up on a record not acknowledged by then (delivery.timeout.ms; default 120000)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_produce)
 
 
@@ -459,7 +468,10 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
     topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
     with admin_from_args(args) as admin:
         admin.create_topics([topic])
+        warning = wait_notes.min_insync_warning(admin, args.name, args.replication_factor)
     print(f"Created topic {args.name}.")
+    if warning:
+        progress(warning)
     return 0
 
 
@@ -559,11 +571,14 @@ def cmd_produce(args: argparse.Namespace) -> int:
     stdin = sys.stdin.buffer
     total, start = stdin_file_bytes(stdin)  # a file's size: the bar shows how much is sent
     sent = RateCounter("records")
+    until = f"retrying until --timeout-ms {args.timeout_ms} runs out"
     # One request in flight per partition: a retried batch cannot overtake a later line.
     with meter(args, f"producing to {args.topic}", total) as bar, Producer(
         bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1,
+        delivery_timeout_ms=args.timeout_ms,
+        request_timeout_ms=min(REQUEST_TIMEOUT_MS, args.timeout_ms),
         **security_from_args(args),
-    ) as producer:  # fmt: skip
+    ) as producer, wait_notes.watching(producer.waiting, _notes(until, bar)):  # fmt: skip
         for lines in stdin_chunks(stdin):
             if sep is None:  # the bulk path: one call per chunk
                 pending.append(producer.send_batch(args.topic, lines, args.partition))
@@ -582,6 +597,11 @@ def cmd_produce(args: argparse.Namespace) -> int:
             pending.popleft().result()
     progress(f"produced {count} record(s) to {args.topic}")
     return 0
+
+
+def _notes(until: str, bar: NullMeter) -> wait_notes.WaitNotes:
+    """What produce or consume waits for, on stderr (deploy/wait_notes.py)."""
+    return wait_notes.WaitNotes(until, sys.stderr, terminal=sys.stderr.isatty(), bar=bar)
 
 
 def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
@@ -607,16 +627,18 @@ def cmd_consume(args: argparse.Namespace) -> int:
     from client import Consumer
 
     partitions = _existing_partitions(args)
-    count = 0
+    count, unread = 0, None
     with Consumer(bootstrap_servers=bootstrap, **security_from_args(args)) as consumer:
         _assign(consumer, args, partitions)
         try:
-            count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
+            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
         except KeyboardInterrupt:
             pass
         finally:
             sys.stdout.flush()
     progress(f"Processed a total of {count} messages")
+    if unread is not None:
+        raise unread
     return 0
 
 
@@ -635,26 +657,44 @@ def _consume_group(args: argparse.Namespace) -> int:
         auto_commit_interval_ms=1000, **security_from_args(args),
     ) as consumer:  # fmt: skip
         consumer.subscribe([args.topic])
+        unread = None
         try:
-            count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
+            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
         except KeyboardInterrupt:
             pass
         finally:
             sys.stdout.flush()
     progress(f"Processed a total of {count} messages")
+    if unread is not None:
+        raise unread
     return 0
 
 
-def _consume_loop(consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]) -> int:
+def _consume_loop(
+    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]
+) -> tuple[int, OdradekError | None]:
     """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C); a bar
-    of the records read (of --max-messages) and their rate on a terminal or with --progress."""
+    of the records read (of --max-messages) and their rate on a terminal or with --progress,
+    and what it waits for meanwhile (a partition without a leader). Returns the count and, when
+    it ended short with partitions still leaderless, the error to end with."""
+    until = "polling until Ctrl-C"
+    if args.timeout_ms is not None:
+        until = f"polling until --timeout-ms {args.timeout_ms} passes without a record"
     with meter(args, f"consuming {args.topic}", args.max_messages) as bar:
-        return _poll_loop(consumer, args, emit, bar)
+        notes = _notes(until, bar)
+        try:
+            count = _poll_loop(consumer, args, emit, bar, notes)
+        finally:
+            notes.clear()
+    if args.max_messages is not None and count >= args.max_messages:
+        return count, None
+    return count, wait_notes.unread_error(notes.reasons and consumer.waiting())
 
 
 def _poll_loop(
-    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None], bar: NullMeter
-) -> int:
+    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None], bar: NullMeter,
+    notes: wait_notes.WaitNotes | None = None,
+) -> int:  # fmt: skip
     count = 0
     read = RateCounter("records")
     last_record = time.monotonic()
@@ -668,8 +708,12 @@ def _poll_loop(
                 wait_ms = int(min(wait_ms, max(left_ms, 1)))
             limit = None if args.max_messages is None else args.max_messages - count
             records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
+            if notes is not None and notes.due():
+                notes.show(consumer.waiting())
             if not records:
                 continue
+            if notes is not None:
+                notes.make_room()  # a record printed must not land on the line in place
             with _CtrlCHeld():  # a record written is a record counted
                 for record in records[:limit]:
                     emit(format_record(record, args.print_key, args.print_offset))

@@ -14,8 +14,9 @@ Progress goes to stderr, and takes one of two forms (`progress_enabled` decides)
     still print above the bar;
   - otherwise nothing more than the plain lines the command always printed, so a pipe or a test
     reads whole lines and never a control code.
-A `Meter` is one operation's bar: `update(done, total, detail)`; `NullMeter` is the off state
-with the same methods. The bar's text (counts and rates) comes from pure functions that take
+A `Meter` is one operation's bar: `update(done, total, detail)`, and `note(text)` for a row
+under it saying what the operation waits for (deploy/wait_notes.py); `NullMeter` is the off
+state with the same methods. The bar's text (counts and rates) comes from pure functions that take
 the elapsed time, so they are tested without a clock.
 """
 
@@ -151,6 +152,9 @@ class NullMeter:
     ) -> None:
         return None
 
+    def note(self, text: str | None) -> None:
+        return None
+
 
 class Meter(NullMeter):
     """One rich progress bar on stderr: description, bar, percentage (with a total), a detail
@@ -181,6 +185,7 @@ class Meter(NullMeter):
             redirect_stderr=stream is sys.stderr, transient=False,
         )  # fmt: skip
         self._task = self._progress.add_task(description, total=total, detail="")
+        self._note: Any = None  # the `waiting` row's task, while it is up
 
     def __enter__(self) -> Meter:
         self._progress.start()
@@ -194,6 +199,17 @@ class Meter(NullMeter):
     ) -> None:
         fields: dict[str, Any] = {} if detail is None else {"detail": detail}
         self._progress.update(self._task, completed=done, total=total, **fields)
+
+    def note(self, text: str | None) -> None:
+        """A row under the bar: `waiting`, `text` and the time waited (None: take it down)."""
+        if text is None:
+            if self._note is not None:
+                self._progress.remove_task(self._note)
+                self._note = None
+        elif self._note is None:
+            self._note = self._progress.add_task("waiting", total=None, detail=text)
+        else:
+            self._progress.update(self._note, detail=text)
 
 
 def meter(args: argparse.Namespace, description: str, total: float | None = None) -> NullMeter:

@@ -17,9 +17,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from deploy.cli_common import admin_from_args, positive_int
+from deploy.cli_common import admin_from_args, positive_int, progress
 from deploy.cli_output import emit_json, field_lines, output_options, wants_json
 from deploy.cli_views import partition_doc, partition_fields
+from deploy.wait_notes import MIN_INSYNC, min_insync_warning
 from protocol.errors import UsageError
 
 
@@ -89,6 +90,9 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
         admin.alter_configs(args.name, configs, removed, args.validate_only)
         entries = admin.describe_configs([args.name]).get(args.name, {})
+        warning = _min_insync_warning(admin, args, configs, removed)
+    if warning:
+        progress(warning)
     overrides = {e.name: e.value for e in sorted(entries.values(), key=lambda e: e.name)
                  if not e.is_default}  # fmt: skip
     if wants_json(args):
@@ -101,6 +105,21 @@ def cmd_alter_config(args: argparse.Namespace) -> int:
     else:
         print(f"Altered topic {args.name}. Topic: {args.name} Configs: {own}".rstrip())
     return 0
+
+
+def _min_insync_warning(
+    admin: Any, args: argparse.Namespace, configs: dict[str, str], removed: list[str]
+) -> str | None:
+    """deploy/wait_notes.py's warning when min.insync.replicas was set (or deleted, back to
+    the default) and is now above the replication factor; with --validate-only, the value
+    given is checked (a deletion only validated is not)."""
+    if MIN_INSYNC not in configs and MIN_INSYNC not in removed:
+        return None
+    if not args.validate_only:
+        return min_insync_warning(admin, args.name)
+    if MIN_INSYNC not in configs:
+        return None
+    return min_insync_warning(admin, args.name, value=configs[MIN_INSYNC])
 
 
 def cmd_add_partitions(args: argparse.Namespace) -> int:

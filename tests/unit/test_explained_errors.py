@@ -7,7 +7,8 @@ describe`; tests/integration/test_explained_errors.py checks them there, on a re
 from __future__ import annotations
 
 from client.cluster import ClusterMetadata
-from client.explain import leaderless_reason, produce_refusal, why_no_leader
+from client.explain import leaderless_reason, produce_refusal, waiting_reasons, why_no_leader
+from client.types import TopicPartition
 from protocol.api.metadata import (
     BrokerInfo,
     MetadataResponse,
@@ -90,3 +91,17 @@ def test_a_produce_refusal_keeps_the_brokers_words_and_says_what_was_refused() -
     said = "broker 2 does not lead chaos-1"
     assert produce_refusal(NotLeaderForPartitionError.code, said, "chaos-1") == said
     assert produce_refusal(NotLeaderForPartitionError.code, None, "chaos-1") == "chaos-1"
+
+
+def test_waiting_reasons_name_the_missing_leader_else_the_last_error() -> None:
+    chaos0 = TopicPartition("chaos", 0)
+    offline = _meta(leader=-1, live=[3], replicas=[1, 2], isr=[1])
+    refused = "NOT_ENOUGH_REPLICAS: acks=all refused: chaos-0: ISR [1] is below ..."
+    assert waiting_reasons(offline, [chaos0], {chaos0: refused}) == {
+        chaos0: "partition chaos-0 has no leader: its replicas 1,2 are down"
+    }  # the cause first: the error met is only its symptom
+    led = _meta(leader=1, live=[1, 3], replicas=[1, 2], isr=[1])
+    assert waiting_reasons(led, [chaos0], {chaos0: refused}) == {chaos0: refused}
+    assert waiting_reasons(led, [chaos0], {}) == {}  # led, no error: nothing to wait for
+    # a topic whose metadata has not come yet is being looked up, not waited on
+    assert waiting_reasons(led, [TopicPartition("other", 0)], {}) == {}

@@ -17,6 +17,7 @@ from broker.replication_decisions import (
     follower_high_watermark,
     isr_write_verdict,
     may_join_isr,
+    not_enough_replicas_message,
     out_of_range_restart,
     out_of_sync_replicas,
     produce_outcome,
@@ -89,6 +90,16 @@ def test_acks_all_checks() -> None:
     )
     assert produce_outcome(10, 10, 3, 2) == 0
     assert produce_outcome(12, 10, 1, 2) == NotEnoughReplicasAfterAppendError.code
+
+
+def test_a_minimum_above_the_replication_factor_is_named_in_the_refusal() -> None:
+    assert not_enough_replicas_message("t-0", [3], 2, 2) == (
+        "t-0: ISR [3] is below min.insync.replicas 2"
+    )
+    assert not_enough_replicas_message("t-0", [1, 2, 3], 5, 3) == (
+        "t-0: ISR [1, 2, 3] is below min.insync.replicas 5, more than its 3 replica(s): "
+        "no write with acks=all can succeed"
+    )
 
 
 def test_isr_write_verdicts() -> None:
