@@ -37,7 +37,7 @@ from client.admin import AsyncAdmin
 from client.consumer import AsyncConsumer
 from client.types import ConsumerRecord, TopicPartition
 from deploy.console import model
-from protocol.errors import OdradekError, UnknownTopicOrPartitionError, UsageError
+from protocol.errors import OdradekError, UnknownTopicOrPartitionError, UsageError, for_code
 
 LIMIT_MAX = 200  # records on one page
 PARTITIONS_MAX = 64  # picked at once
@@ -46,10 +46,10 @@ READ_DEADLINE_S = 8.0  # a request returns what it has read by then
 PARTITION_FETCH_BYTES = 256 * 1024  # bounds what the consumer buffers per partition
 BACK_WINDOWS_MAX = 6  # reads of one back page: windows of limit, 2x, 4x... offsets
 
-# The security settings of the browse() in progress, for the consumers it makes deep down (a
-# context variable: each request's task sees its own).
-_SECURITY: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "security", default=None
+# The consumer settings of the browse() in progress (the reader's security settings), for the
+# consumers it makes deep down (a context variable: each request's task sees its own).
+_OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "options", default=None
 )
 
 
@@ -81,10 +81,11 @@ async def _read(
     todo = {TopicPartition(topic, p): r for p, r in ranges.items() if not r.done}
     if not todo:
         return False
+    options = dict(_OPTIONS.get() or {})
     consumer = AsyncConsumer(
         bootstrap, client_id="odradek-console-browser", auto_offset_reset="none",
         fetch_max_wait_ms=100, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
-        request_timeout_ms=5000, **(_SECURITY.get() or {}),
+        request_timeout_ms=5000, **options,
     )  # fmt: skip
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
@@ -121,6 +122,18 @@ async def _bounds(
     first = await admin.list_offsets(dict.fromkeys(tps, -2))
     last = await admin.list_offsets(dict.fromkeys(tps, -1))
     return {tp.partition: (first[tp].offset, last[tp].offset) for tp in tps}
+
+
+async def _partition_count(admin: AsyncAdmin, topic: str) -> int:
+    """The topic's partition count, from a Metadata request that names it: the broker answers
+    TOPIC_AUTHORIZATION_FAILED (raised as such) when the reader may not Describe it, whether or
+    not it exists; the error's words name no topic."""
+    described = await admin.describe_topics([topic])
+    if not described:
+        raise UnknownTopicOrPartitionError()
+    if described[0].error_code:
+        raise for_code(described[0].error_code)()
+    return len(described[0].partitions)
 
 
 async def _start_positions(
@@ -166,16 +179,14 @@ async def browse(
     security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One page (or one search step) as the page shows it: see the module's comment.
-    `security`: the client's security settings (the console's --command-config)."""
-    _SECURITY.set(security or {})
+    `security`: the reader's security settings (on a secured cluster, the logged-in user's
+    own: views.py)."""
+    _OPTIONS.set(dict(security or {}))
     if not 1 <= limit <= LIMIT_MAX:
         raise UsageError(f"limit must be between 1 and {LIMIT_MAX}")
     if direction not in ("forward", "back"):
         raise UsageError("direction must be forward or back")
-    meta = await admin.describe_cluster()
-    count = meta.num_partitions(topic)
-    if count is None:
-        raise UnknownTopicOrPartitionError(f"no topic {topic!r}")
+    count = await _partition_count(admin, topic)
     picked = model.parse_partitions(partitions, count, PARTITIONS_MAX)
     bounds = await _bounds(admin, topic, picked)
     if cursor is not None:

@@ -20,7 +20,8 @@
   each member's epoch, assigned and target partitions (Kafka's ConsumerGroupDescribe).
 - `Section` and `stale_sections`: each part of the snapshot with the time it was last
   refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
-  the metadata, whose controller is down) is listed as stale with its age.
+  the metadata, whose controller is down) is listed as stale with its age; `refused_sections`
+  lists those the broker refused to the reader (an authorization error), with its words.
 """
 
 from __future__ import annotations
@@ -287,9 +288,10 @@ class Section:
     data: Any = None
     updated_ms: int | None = None  # when data was last refreshed (None: never)
     error: str | None = None  # why the last refresh failed (None: it worked)
+    refused: str | None = None  # the broker's refusal of (part of) it to this reader
 
     def ok(self, data: Any, now_ms: int) -> None:
-        self.data, self.updated_ms, self.error = data, now_ms, None
+        self.data, self.updated_ms, self.error, self.refused = data, now_ms, None, None
 
     def failed(self, error: str) -> None:
         self.error = error
@@ -313,6 +315,12 @@ def stale_sections(
             "why": "the controller is down: leaders and ISRs are as it last sent them",
         })  # fmt: skip
     return out
+
+
+def refused_sections(sections: Sequence[Section]) -> list[dict[str, str]]:
+    """The parts the broker refused to this reader, each {"section", "why"}: "why" is the
+    broker's error (the reader's principal lacks an ACL), shown as it is."""
+    return [{"section": s.name, "why": s.refused} for s in sections if s.refused is not None]
 
 
 def _tps(parts: Sequence[Any] | None) -> list[str]:

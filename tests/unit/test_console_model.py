@@ -121,6 +121,17 @@ def test_lag_history_one_point_a_step_and_bounded() -> None:
     assert h.as_list() == [[3000, 3], [4000, 4], [5000, 5]]
 
 
+def test_refused_sections_apart_from_stale() -> None:
+    sizes = model.Section("sizes")
+    sizes.refused = "CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed. (DescribeLogDirs)"
+    configs = model.Section("configs")
+    configs.ok({}, 1000)
+    assert model.refused_sections([sizes, configs]) == [{"section": "sizes", "why": sizes.refused}]
+    assert model.stale_sections([sizes, configs], 2000, None) == []
+    sizes.ok({}, 3000)  # allowed again (an ACL added): no longer refused
+    assert model.refused_sections([sizes]) == []
+
+
 def test_stale_sections_with_age() -> None:
     ok = model.Section("groups")
     ok.ok([], 1000)

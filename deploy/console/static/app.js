@@ -2,6 +2,7 @@
 // The server pushes the whole snapshot over Server-Sent Events (/api/events) each time it
 // changes; render() redraws the tables from it. The message browser asks /api/browse for one
 // page at a time and keeps the page's two cursors (where it starts and where it ends).
+// On a secured cluster each user's stream carries that user's own view.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -74,6 +75,7 @@ function render() {
     `${alive}/${snap.brokers.length} brokers alive, ${ctl}, ${snap.topics.length} topics, ` +
     `${snap.groups.length} groups`;
   renderStale();
+  renderRefused();
   renderBrokers();
   renderTopics();
   renderGroups();
@@ -90,6 +92,16 @@ function renderStale() {
   box.innerHTML = "<strong>Stale data:</strong> " + snap.stale.map((s) =>
     `<span class="stale-item" data-stale="${esc(s.section)}">${esc(s.section)} ` +
     `(${esc(fmtAge(s.age_ms))}): ${esc(s.why)}</span>`).join("; ");
+}
+
+// the parts the broker refused this user (a secured cluster: the user's own ACLs), in its words
+function renderRefused() {
+  const box = $("#refused");
+  const refused = snap.refused || [];
+  box.hidden = !refused.length;
+  box.innerHTML = refused.length ? `<strong>Not allowed for User:${esc(snap.viewer)}:</strong> ` +
+    refused.map((r) => `<span class="refused-item" data-refused="${esc(r.section)}">` +
+      `${esc(r.section)}: ${esc(r.why)}</span>`).join("; ") : "";
 }
 
 function renderBrokers() {
@@ -227,8 +239,9 @@ function renderChaos() {
       .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(" ");
     return `<li data-event="${esc(e.event)}"><span class="t">${when}</span>` +
       `<strong>${esc(e.event)}</strong> ${rest}</li>`;
-  }).join("") || `<li class="empty">${snap.local ? "no chaos run yet" :
-    "only for a local cluster's console (--dir)"}</li>`;
+  }).join("") || `<li class="empty">${!snap.local ? "only for a local cluster's console (--dir)"
+    : me.login && !me.cluster_alter ? "only for users allowed Alter on the Cluster"
+    : "no chaos run yet"}</li>`;
 }
 
 function renderTopicChoices() {
@@ -305,6 +318,7 @@ async function browse(extra) {
   });
   const answer = await resp.json();
   if (!resp.ok) {
+    $("#records tbody").innerHTML = "";  // a refusal leaves nothing of an earlier page
     $("#browse-status").textContent = answer.error;
     $("#browse-status").classList.add("error");
     return;

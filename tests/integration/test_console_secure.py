@@ -1,0 +1,289 @@
+"""The console of a secured cluster reads as the logged-in user (issue 31, point 1).
+
+One module-scoped `odradek cluster up --secure` (two brokers) and its console. As the admin:
+topics `orders.secret` (a payload no one else may see, one committed, one aborted and one still
+open transaction) and `orders.public`. Users, made with `odradek users add` and given ACLs with
+`odradek acls add`, as an operator would:
+
+    reader   ALLOW Read on orders.secret (Read implies Describe)
+    denied   DENY Read on orders.secret, ALLOW Read on orders.public
+    nobody   no ACL at all
+
+Each logs in to the console over HTTP and in Chromium. What `denied` and `nobody` receive (the
+raw bodies of /api/snapshot, the first /api/events message, /api/browse, and the rendered
+page) holds neither a byte of orders.secret's records nor its name; their browse of it is the
+broker's TOPIC_AUTHORIZATION_FAILED. `reader` browses it.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deploy.zookeeper import ZkProcess
+from tests.fixtures.cluster import run_odradek, wait_until
+
+pytestmark = pytest.mark.integration
+
+SECRET = "orders.secret"
+PUBLIC = "orders.public"
+PAYLOAD = "SECRET-PAYLOAD-7f3a"  # in every record of orders.secret
+PASSWORDS = {"reader": "reader-pw-1", "denied": "denied-pw-2", "nobody": "nobody-pw-3"}
+HTTP_S = 30.0
+SETTLE_S = 60.0
+
+
+@dataclass
+class Setup:
+    dir: Path
+    console: str
+    conf: dict[str, str]
+    open_txn: Any  # a confluent-kafka producer with its transaction left open
+
+
+def _odradek(where: Path, *args: str) -> None:
+    done = run_odradek(*args, "--dir", str(where), "--command-config",
+                       str(where / "client.properties"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def _txn(conf: dict[str, str], txn_id: str, values: list[str], end: str | None) -> Any:
+    from confluent_kafka import Producer
+
+    producer = Producer({**conf, "transactional.id": txn_id, "transaction.timeout.ms": 900_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for v in values:
+        producer.produce(SECRET, value=v.encode(), key=b"k", partition=0)
+    assert producer.flush(30) == 0
+    if end == "commit":
+        producer.commit_transaction(30)
+    elif end == "abort":
+        producer.abort_transaction(30)
+    return producer
+
+
+def _fill(conf: dict[str, str]) -> Any:
+    """The topics and their records; returns the producer whose transaction stays open."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(conf)
+    for f in admin.create_topics([NewTopic(SECRET, 1, 2), NewTopic(PUBLIC, 1, 2)]).values():
+        f.result(timeout=30)
+    plain = Producer({**conf, "acks": "all"})
+    for i in range(3):
+        plain.produce(SECRET, value=f"{PAYLOAD} plain-{i}".encode(), partition=0)
+        plain.produce(PUBLIC, value=f"public-{i}".encode(), partition=0)
+    assert plain.flush(30) == 0
+    _txn(conf, "txn-committed", [f"{PAYLOAD} committed-{i}" for i in range(2)], "commit")
+    _txn(conf, "txn-aborted", [f"{PAYLOAD} aborted-{i}" for i in range(2)], "abort")
+    return _txn(conf, "txn-open", [f"{PAYLOAD} open-{i}" for i in range(2)], None)
+
+
+@pytest.fixture(scope="module")
+def setup(zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    from tests.integration.test_secure_cluster import _printed_python
+
+    where = tmp_path_factory.mktemp("console-secure") / "cluster"
+    connect = f"{zk_server.connect}/odradek-{uuid.uuid4().hex[:12]}"
+    up = run_odradek("cluster", "up", "--secure", "--dir", str(where), "--brokers", "2",
+                     "--zookeeper", connect, "--session-timeout-ms", "4000")  # fmt: skip
+    open_txn = None
+    try:
+        assert up.returncode == 0, up.stderr
+        conf, _ = _printed_python(up.stdout)
+        console = next(line for line in up.stdout.splitlines() if line.startswith("console="))
+        for user, password in PASSWORDS.items():
+            pw = where.parent / f"{user}.pw"
+            pw.write_text(password + "\n")
+            _odradek(where, "users", "add", user, "--mechanism", "SCRAM-SHA-512",
+                     "--password-file", str(pw))  # fmt: skip
+        _odradek(where, "acls", "add", "--allow-principal", "User:reader", "--operation", "Read",
+                 "--topic", SECRET)  # fmt: skip
+        _odradek(where, "acls", "add", "--deny-principal", "User:denied", "--operation", "Read",
+                 "--topic", SECRET)  # fmt: skip
+        _odradek(where, "acls", "add", "--allow-principal", "User:denied", "--operation", "Read",
+                 "--topic", PUBLIC)  # fmt: skip
+        open_txn = _fill(conf)
+        yield Setup(where, console.partition("=")[2], conf, open_txn)
+    finally:
+        if open_txn is not None:
+            open_txn.abort_transaction(30)
+        down = run_odradek("cluster", "down", "--dir", str(where))
+        assert down.returncode == 0, down.stderr
+
+
+class Page:
+    """An HTTP client with a cookie jar, as the console's page is; bodies kept raw."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        return urllib.request.Request(self.base + path.lstrip("/"), data=data, method=method,
+                                      headers={"X-Odradek-Console": "1",
+                                               "Content-Type": "application/json"})  # fmt: skip
+
+    def raw(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, bytes]:
+        try:
+            with self.opener.open(self._request(method, path, body), timeout=HTTP_S) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        status, raw = self.raw(method, path, body)
+        return status, json.loads(raw)
+
+    def first_event(self) -> bytes:
+        """The raw bytes of /api/events up to and including its first snapshot message."""
+        got, in_data = b"", False
+        with self.opener.open(self._request("GET", "/api/events", None), timeout=HTTP_S) as resp:
+            while True:
+                line = resp.readline()
+                assert line, f"the stream ended before a snapshot: {got!r}"
+                got += line
+                if line.startswith(b"data: "):
+                    in_data = True
+                elif in_data and line == b"\n":
+                    return got
+
+    def login(self, user: str, password: str) -> None:
+        status, body = wait_until(
+            lambda: (lambda got: got if got[0] != 401 else None)(
+                self.call("POST", "/api/login", {"user": user, "password": password})
+            ), f"{user}'s credential on the brokers", SETTLE_S,
+        )  # fmt: skip
+        assert (status, body["user"]) == (200, user), body
+
+
+def _topics(snap: dict[str, Any]) -> set[str]:
+    return {t["name"] for t in snap["topics"]}
+
+
+def _admin_password(setup: Setup) -> str:
+    return setup.conf["sasl.password"]
+
+
+@pytest.mark.parametrize("user", ["denied", "nobody"])
+def test_a_refused_user_receives_nothing_of_the_topic(setup: Setup, user: str) -> None:
+    page = Page(setup.console)
+    page.login(user, PASSWORDS[user])
+    # the page's own view: what the broker lets this user Describe (and the admin sees more)
+    if user == "denied":
+        wait_until(lambda: PUBLIC in _topics(page.call("GET", "/api/snapshot")[1]),
+                   "orders.public in denied's view", SETTLE_S)  # fmt: skip
+    admin = Page(setup.console)
+    admin.login("admin", _admin_password(setup))
+    wait_until(lambda: {SECRET, PUBLIC} <= _topics(admin.call("GET", "/api/snapshot")[1]),
+               "both topics in the admin's view", SETTLE_S)  # fmt: skip
+    wait_until(lambda: "txn-open" in admin.raw("GET", "/api/snapshot")[1].decode(),
+               "the open transaction in the admin's view", SETTLE_S)  # fmt: skip
+    bodies = {"snapshot": page.raw("GET", "/api/snapshot")[1], "events": page.first_event()}
+    status, bodies["browse"] = page.raw("POST", "/api/browse", {"topic": SECRET})
+    assert status == 403, bodies["browse"]
+    assert json.loads(bodies["browse"])["error"].startswith("TOPIC_AUTHORIZATION_FAILED")
+    status, bodies["search"] = page.raw("POST", "/api/browse", {"topic": SECRET, "search": "x"})
+    assert status == 403, bodies["search"]
+    for what, body in bodies.items():
+        assert SECRET.encode() not in body, f"{user}'s {what} names the topic: {body[:300]!r}"
+        assert PAYLOAD.encode() not in body, f"{user}'s {what} holds its records"
+        assert b"txn-open" not in body and b"txn-aborted" not in body, what
+    snap = json.loads(bodies["snapshot"])
+    assert snap["viewer"] == user and snap["brokers"], snap
+    # the parts the broker refuses this user are said to be refused, in the broker's words
+    refused = {r["section"]: r["why"] for r in snap["refused"]}
+    assert refused.get("sizes", "").startswith("CLUSTER_AUTHORIZATION_FAILED"), snap["refused"]
+    if user == "denied":
+        assert _topics(snap) == {PUBLIC}
+        status, answer = page.call("POST", "/api/browse", {"topic": PUBLIC})
+        assert status == 200 and [r["value"]["text"] for r in answer["records"]] == [
+            f"public-{i}" for i in range(3)
+        ]  # fmt: skip
+    else:
+        assert _topics(snap) == set()
+    page.call("POST", "/api/logout")
+    assert page.raw("GET", "/api/snapshot")[0] == 401
+    admin.call("POST", "/api/logout")
+
+
+def test_an_allowed_user_reads_the_topic(setup: Setup) -> None:
+    page = Page(setup.console)
+    page.login("reader", PASSWORDS["reader"])
+    snap = wait_until(
+        lambda: (lambda s: s if SECRET in _topics(s) else None)(
+            page.call("GET", "/api/snapshot")[1]
+        ), "orders.secret in reader's view", SETTLE_S,
+    )  # fmt: skip
+    assert PUBLIC not in _topics(snap)  # no ACL on it: not this user's to see
+    status, answer = page.call("POST", "/api/browse", {"topic": SECRET, "limit": 50})
+    assert status == 200, answer
+    assert len(answer["records"]) == 9
+    assert all(r["value"]["text"].startswith(PAYLOAD) for r in answer["records"])
+    page.call("POST", "/api/logout")
+
+
+def _log_in(page: Any, console: str, user: str, password: str) -> None:
+    page.goto(console)
+    page.wait_for_selector("#login:not([hidden])")
+    page.fill("#login-user", user)
+    page.fill("#login-password", password)
+    page.click("#login-go")
+    page.wait_for_selector("main:not([hidden])")
+
+
+def test_the_denied_users_page_shows_nothing_of_the_topic(setup: Setup) -> None:
+    """In Chromium: the denied user's rendered pages (each tab) hold neither the topic's name
+    nor its records; a browse of it (the name typed in) shows the broker's refusal."""
+    from deploy.console.screenshots import chromium_page
+
+    with chromium_page() as page:
+        _log_in(page, setup.console, "denied", PASSWORDS["denied"])
+        page.wait_for_selector(f'h3[data-topic-name="{PUBLIC}"]', state="attached")
+        page.wait_for_selector("#refused:not([hidden])")
+        assert "CLUSTER_AUTHORIZATION_FAILED" in page.text_content("#refused")
+        for tab in ("brokers", "topics", "groups", "transactions", "chaos", "messages"):
+            page.goto(f"{setup.console}#{tab}")
+            page.wait_for_selector(f'section[data-section="{tab}"].active')
+            html = page.content()
+            assert SECRET not in html and PAYLOAD not in html, tab
+        options = page.eval_on_selector_all("#topic option", "os => os.map(o => o.value)")
+        assert options == [PUBLIC]
+        page.eval_on_selector("#topic", f"s => s.add(new Option('{SECRET}', '{SECRET}', 1, 1))")
+        page.click("#go")
+        page.wait_for_function(
+            "document.querySelector('#browse-status').textContent.includes('AUTHORIZATION')"
+        )
+        assert "TOPIC_AUTHORIZATION_FAILED" in page.text_content("#browse-status")
+        assert PAYLOAD not in page.content()
+
+
+def test_the_readers_page_shows_the_topic(setup: Setup) -> None:
+    """In Chromium: the reader's page shows orders.secret and its records."""
+    from deploy.console.screenshots import chromium_page
+
+    with chromium_page() as page:
+        _log_in(page, setup.console, "reader", PASSWORDS["reader"])
+        page.wait_for_selector(f'h3[data-topic-name="{SECRET}"]', state="attached")
+
+        page.goto(f"{setup.console}#messages")
+        page.select_option("#topic", SECRET)
+        page.fill("#limit", "50")
+        page.click("#go")
+        page.wait_for_selector("#records tr.record")
+        assert page.eval_on_selector_all("#records tr.record", "rows => rows.length") == 9
+        assert PAYLOAD in page.text_content("#records")
