@@ -7,6 +7,7 @@
   cut at `limit` bytes (and said so).
 - `record_matches`: the browser's search: a substring of the key, the value, or a header's name
   or value (case-insensitive; bytes that are not UTF-8 are searched as their hex too).
+- `txn_mark`: a record's transaction mark in the browser ("open", "aborted" or None).
 - `parse_start`: "earliest", "latest", "offset:N" or "time:MS" (or an ISO date) -> `Start`.
 - `dirty_ratios`: each compacted log's dirty ratio from a broker's Prometheus metrics text
   (the gauge `odradek_log_cleaner_dirty_ratio{topic,partition}`, broker/metrics.py), parsed by
@@ -137,6 +138,18 @@ def render_record(r: Any, limit: int = RENDER_LIMIT_BYTES) -> dict[str, Any]:
         "value": render_bytes(r.value, limit),
         "headers": [[name, render_bytes(v, limit)] for name, v in r.headers or ()],
     }
+
+
+def txn_mark(offset: int, stable: int, read_to: int, committed: Collection[int]) -> str | None:
+    """A read_uncommitted record's transaction mark: "open" at or past its partition's last
+    stable offset `stable`; "aborted" below it when a read_committed read of the offsets up to
+    `read_to` did not return it (`committed`: the offsets it returned); else None (committed,
+    or not transactional). Past `read_to` (that read ran out of time) nothing is claimed."""
+    if offset >= stable:
+        return "open"
+    if offset < read_to and offset not in committed:
+        return "aborted"
+    return None
 
 
 # ----- where the browser starts ------------------------------------------------------------

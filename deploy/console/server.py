@@ -225,6 +225,7 @@ async def browse_handler(request: web.Request) -> web.Response:
             cursor=cursor, direction=str(body.get("direction", "forward")),
             limit=int(body.get("limit", 50)), search=str(body.get("search", "")),
             security=view.gatherer.security,
+            isolation=str(body.get("isolation", browse.READ_UNCOMMITTED)),
         )  # fmt: skip
     except UsageError as exc:
         return _error(400, exc.message)

@@ -1,4 +1,5 @@
-"""The console of a secured cluster reads as the logged-in user (issue 31, point 1).
+"""The console of a secured cluster reads as the logged-in user (issue 31, point 1) and marks
+transactional records (point 4).
 
 One module-scoped `odradek cluster up --secure` (two brokers) and its console. As the admin:
 topics `orders.secret` (a payload no one else may see, one committed, one aborted and one still
@@ -12,7 +13,8 @@ open transaction) and `orders.public`. Users, made with `odradek users add` and 
 Each logs in to the console over HTTP and in Chromium. What `denied` and `nobody` receive (the
 raw bodies of /api/snapshot, the first /api/events message, /api/browse, and the rendered
 page) holds neither a byte of orders.secret's records nor its name; their browse of it is the
-broker's TOPIC_AUTHORIZATION_FAILED. `reader` browses it.
+broker's TOPIC_AUTHORIZATION_FAILED. `reader` browses it, with the aborted and open
+transactions' records marked, and read_committed leaves them out.
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def test_a_refused_user_receives_nothing_of_the_topic(setup: Setup, user: str) -
     admin.call("POST", "/api/logout")
 
 
-def test_an_allowed_user_reads_the_topic(setup: Setup) -> None:
+def test_an_allowed_user_reads_the_topic_with_transactions_marked(setup: Setup) -> None:
     page = Page(setup.console)
     page.login("reader", PASSWORDS["reader"])
     snap = wait_until(
@@ -232,8 +234,23 @@ def test_an_allowed_user_reads_the_topic(setup: Setup) -> None:
     assert PUBLIC not in _topics(snap)  # no ACL on it: not this user's to see
     status, answer = page.call("POST", "/api/browse", {"topic": SECRET, "limit": 50})
     assert status == 200, answer
-    assert len(answer["records"]) == 9
-    assert all(r["value"]["text"].startswith(PAYLOAD) for r in answer["records"])
+    assert answer["isolation"] == "read_uncommitted"
+    marks = {r["value"]["text"].split()[-1]: r["txn"] for r in answer["records"]}
+    assert marks == {
+        "plain-0": None, "plain-1": None, "plain-2": None,
+        "committed-0": None, "committed-1": None,
+        "aborted-0": "aborted", "aborted-1": "aborted",
+        "open-0": "open", "open-1": "open",
+    }  # fmt: skip
+    status, committed = page.call(
+        "POST", "/api/browse", {"topic": SECRET, "limit": 50, "isolation": "read_committed"}
+    )
+    assert status == 200, committed
+    texts = [r["value"]["text"].split()[-1] for r in committed["records"]]
+    assert texts == ["plain-0", "plain-1", "plain-2", "committed-0", "committed-1"]
+    assert all(r["txn"] is None for r in committed["records"])
+    status, bad = page.call("POST", "/api/browse", {"topic": SECRET, "isolation": "dirty"})
+    assert status == 400 and "isolation must be" in bad["error"], bad
     page.call("POST", "/api/logout")
 
 
@@ -272,8 +289,9 @@ def test_the_denied_users_page_shows_nothing_of_the_topic(setup: Setup) -> None:
         assert PAYLOAD not in page.content()
 
 
-def test_the_readers_page_shows_the_topic(setup: Setup) -> None:
-    """In Chromium: the reader's page shows orders.secret and its records."""
+def test_the_readers_page_marks_transactions(setup: Setup) -> None:
+    """In Chromium: the reader's page shows orders.secret, its records with the aborted and
+    open ones marked, and only the committed ones once read_committed is picked."""
     from deploy.console.screenshots import chromium_page
 
     with chromium_page() as page:
@@ -285,5 +303,16 @@ def test_the_readers_page_shows_the_topic(setup: Setup) -> None:
         page.fill("#limit", "50")
         page.click("#go")
         page.wait_for_selector("#records tr.record")
-        assert page.eval_on_selector_all("#records tr.record", "rows => rows.length") == 9
+        marks = page.eval_on_selector_all(
+            "#records tr.record", "rows => rows.map(r => r.dataset.txn || '')"
+        )
+        assert sorted(marks) == ["", "", "", "", "", "aborted", "aborted", "open", "open"]
+        assert page.text_content("#records tr.txn-aborted .txn-mark") == "aborted"
         assert PAYLOAD in page.text_content("#records")
+        page.select_option("#isolation", "read_committed")
+        page.click("#go")
+        page.wait_for_function(
+            "document.querySelector('#browse-status').textContent.includes('committed only')"
+        )
+        assert page.eval_on_selector_all("#records tr.record", "rows => rows.length") == 5
+        assert page.query_selector("#records tr[data-txn]") is None

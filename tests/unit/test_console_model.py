@@ -121,6 +121,17 @@ def test_lag_history_one_point_a_step_and_bounded() -> None:
     assert h.as_list() == [[3000, 3], [4000, 4], [5000, 5]]
 
 
+def test_txn_marks() -> None:
+    committed = {0, 1, 4}
+    # below the last stable offset (5), read by read_committed up to 5
+    assert [model.txn_mark(o, 5, 5, committed) for o in range(5)] == [
+        None, None, "aborted", "aborted", None,
+    ]  # fmt: skip
+    assert model.txn_mark(5, 5, 5, committed) == "open"  # at or past the LSO
+    assert model.txn_mark(9, 5, 5, committed) == "open"
+    assert model.txn_mark(3, 5, 2, {0, 1}) is None  # past where that read got: no claim
+
+
 def test_refused_sections_apart_from_stale() -> None:
     sizes = model.Section("sizes")
     sizes.refused = "CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed. (DescribeLogDirs)"

@@ -288,10 +288,19 @@ function renderValue(v) {
   return `<span class="kind">${esc(v.kind)}${esc(cut)}</span><pre>${esc(v.text)}</pre>`;
 }
 
+const TXN_MARKS = {
+  aborted: "of an aborted transaction: read_committed consumers never see it",
+  open: "at or past the last stable offset (a transaction still open): read_committed " +
+    "consumers do not see it yet",
+};
+
 function renderRecords(answer) {
   const rows = answer.records.map((r) =>
-    `<tr class="record" data-partition="${r.partition}" data-offset="${r.offset}">` +
-    `<td class="num">${r.partition}</td><td class="num">${r.offset}</td>` +
+    `<tr class="record${r.txn ? " txn-" + esc(r.txn) : ""}" data-partition="${r.partition}" ` +
+    `data-offset="${r.offset}"${r.txn ? ` data-txn="${esc(r.txn)}"` : ""}>` +
+    `<td class="num">${r.partition}</td><td class="num">${r.offset}` +
+    (r.txn ? ` <span class="badge txn-mark" title="${esc(TXN_MARKS[r.txn])}">${esc(r.txn)}</span>`
+      : "") + "</td>" +
     `<td>${esc(new Date(r.timestamp).toISOString())}</td><td class="key">${renderValue(r.key)}</td>` +
     `<td class="value">${renderValue(r.value)}</td><td class="headers">` +
     r.headers.map(([k, v]) => `<div class="hdr">${esc(k)}: ${esc(v.text)}</div>`).join("") +
@@ -309,6 +318,7 @@ async function browse(extra) {
     start: kind === "offset" || kind === "time" ? `${kind}:${value}` : kind,
     limit: Number($("#limit").value || 20),
     search: $("#search").value,
+    isolation: $("#isolation").value,
     ...extra,
   };
   $("#browse-status").textContent = request.search ? "searching…" : "loading…";
@@ -329,7 +339,8 @@ async function browse(extra) {
   browser.last = answer;
   renderRecords(answer);
   const n = answer.records.length;
-  let status = `${n} record${n === 1 ? "" : "s"}`;
+  let status = `${n} record${n === 1 ? "" : "s"}` +
+    (answer.isolation === "read_committed" ? " (committed only)" : "");
   if (answer.search) {
     status = `${n} match${n === 1 ? "" : "es"} for “${answer.search.text}”, ` +
       `${answer.scanned} records scanned` +
