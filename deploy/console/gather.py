@@ -505,6 +505,7 @@ class Gatherer:
             ),
             "refused": model.refused_sections(list(self.sections.values())),
             "viewer": None if self.viewer is None else self.viewer.user,
+            "lag_window_ms": model.LAG_WINDOW_MS,
         }
 
     def _topics(self, meta: ClusterMetadata, live: set[int]) -> list[dict[str, Any]]:

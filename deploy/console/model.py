@@ -12,7 +12,8 @@
 - `dirty_ratios`: each compacted log's dirty ratio from a broker's Prometheus metrics text
   (the gauge `odradek_log_cleaner_dirty_ratio{topic,partition}`, broker/metrics.py), parsed by
   prometheus_client's own parser.
-- `LagHistory`: a bounded ring of (time, total lag) per group, one point per `step_ms` at most.
+- `LagHistory`: (time, total lag) per group over the last five minutes (LAG_WINDOW_MS), one
+  point per `step_ms` at most.
 - `transactions_view`: the open transactions (id, producer id and epoch, state, age, partitions)
   from the coordinators' descriptions, and the hanging ones (client/txn_admin.py's
   find_hanging_transactions), each age counted from `now_ms` so that it grows between refreshes.
@@ -41,8 +42,9 @@ from client.explain import why_no_leader
 from protocol.errors import UsageError
 
 RENDER_LIMIT_BYTES = 16 * 1024  # of one key or value shown on the page
-LAG_POINTS_MAX = 300  # per group: five minutes at one point a second
+LAG_WINDOW_MS = 5 * 60 * 1000  # the groups' lag chart: the last five minutes
 LAG_STEP_MS = 1000
+LAG_POINTS_MAX = LAG_WINDOW_MS // LAG_STEP_MS + 1  # per group: the window at one point a second
 
 
 # ----- partitions --------------------------------------------------------------------------
@@ -242,10 +244,13 @@ def dirty_ratios(metrics_text: str) -> dict[tuple[str, int], float]:
 
 @dataclass(slots=True)
 class LagHistory:
-    """(time ms, total lag) points of one group, at most one per `step_ms`, `max_points` kept."""
+    """(time ms, total lag) points of one group over the last `window_ms` (by time: refreshes
+    come at most one per `step_ms`, often further apart, so a count of points would span more),
+    at most one per `step_ms`, at most `max_points` kept."""
 
     step_ms: int = LAG_STEP_MS
     max_points: int = LAG_POINTS_MAX
+    window_ms: int = LAG_WINDOW_MS
     points: deque[tuple[int, int]] = field(default_factory=deque)
 
     def add(self, now_ms: int, lag: int) -> bool:
@@ -254,7 +259,7 @@ class LagHistory:
             self.points[-1] = (self.points[-1][0], lag)
             return False
         self.points.append((now_ms, lag))
-        while len(self.points) > self.max_points:
+        while len(self.points) > self.max_points or self.points[0][0] < now_ms - self.window_ms:
             self.points.popleft()
         return True
 

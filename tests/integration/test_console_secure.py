@@ -1,5 +1,5 @@
-"""The console of a secured cluster reads as the logged-in user (issue 31, point 1) and marks
-transactional records (point 4).
+"""The console of a secured cluster reads as the logged-in user (issue 31, point 1), marks
+transactional records (point 4) and says it is loading (point 6).
 
 One module-scoped `odradek cluster up --secure` (two brokers) and its console. As the admin:
 topics `orders.secret` (a payload no one else may see, one committed, one aborted and one still
@@ -276,6 +276,7 @@ def test_the_denied_users_page_shows_nothing_of_the_topic(setup: Setup) -> None:
         for tab in ("brokers", "topics", "groups", "transactions", "chaos", "messages"):
             page.goto(f"{setup.console}#{tab}")
             page.wait_for_selector(f'section[data-section="{tab}"].active')
+            page.wait_for_selector("main:not(.loading)")
             html = page.content()
             assert SECRET not in html and PAYLOAD not in html, tab
         options = page.eval_on_selector_all("#topic option", "os => os.map(o => o.value)")
@@ -289,14 +290,25 @@ def test_the_denied_users_page_shows_nothing_of_the_topic(setup: Setup) -> None:
         assert PAYLOAD not in page.content()
 
 
-def test_the_readers_page_marks_transactions(setup: Setup) -> None:
-    """In Chromium: the reader's page shows orders.secret, its records with the aborted and
-    open ones marked, and only the committed ones once read_committed is picked."""
+def test_the_readers_page_loads_then_marks_transactions(setup: Setup) -> None:
+    """In Chromium: while no snapshot has come, every tab says it is loading; then the reader's
+    page shows orders.secret, its records with the aborted and open ones marked, and only the
+    committed ones once read_committed is picked. The groups chart's label agrees with the
+    docs' five minutes."""
     from deploy.console.screenshots import chromium_page
 
     with chromium_page() as page:
+        page.route("**/api/events", lambda route: None)  # held: no snapshot comes
         _log_in(page, setup.console, "reader", PASSWORDS["reader"])
+        assert page.get_attribute("main", "class") == "loading"
+        assert "loading" in page.text_content("#summary")
+        for where in ("#brokers tbody", "#topics", "#groups", "#txns tbody", "#hanging tbody"):
+            assert "loading" in page.text_content(where), where
+        page.unroute("**/api/events")
+        page.reload()
         page.wait_for_selector(f'h3[data-topic-name="{SECRET}"]', state="attached")
+        assert page.get_attribute("main", "class") == ""
+        assert "loading" not in page.text_content("#brokers tbody")
 
         page.goto(f"{setup.console}#messages")
         page.select_option("#topic", SECRET)
@@ -316,3 +328,7 @@ def test_the_readers_page_marks_transactions(setup: Setup) -> None:
         )
         assert page.eval_on_selector_all("#records tr.record", "rows => rows.length") == 5
         assert page.query_selector("#records tr[data-txn]") is None
+
+        five_min = page.evaluate("lagChart([[0, 5], [360000, 7]], 300000)")
+        assert "last 5 min" in five_min and "360" not in five_min
+        assert "last 42 s" in page.evaluate("lagChart([[0, 1], [42000, 2]], 300000)")

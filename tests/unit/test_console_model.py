@@ -121,6 +121,18 @@ def test_lag_history_one_point_a_step_and_bounded() -> None:
     assert h.as_list() == [[3000, 3], [4000, 4], [5000, 5]]
 
 
+def test_lag_history_spans_five_minutes_whatever_the_refresh_pace() -> None:
+    """Refreshes 1.2 s apart (a loaded console): the chart still spans the docs' five minutes,
+    not 300 points' 360 s."""
+    h = model.LagHistory()
+    for i in range(1000):
+        h.add(i * 1200, i)
+    points = h.as_list()
+    assert points[-1][0] - points[0][0] <= model.LAG_WINDOW_MS == 5 * 60 * 1000
+    assert points[-1][0] - points[0][0] > model.LAG_WINDOW_MS - 1200
+    assert len(points) <= model.LAG_POINTS_MAX
+
+
 def test_txn_marks() -> None:
     committed = {0, 1, 4}
     # below the last stable offset (5), read by read_committed up to 5

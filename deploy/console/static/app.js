@@ -2,7 +2,8 @@
 // The server pushes the whole snapshot over Server-Sent Events (/api/events) each time it
 // changes; render() redraws the tables from it. The message browser asks /api/browse for one
 // page at a time and keeps the page's two cursors (where it starts and where it ends).
-// On a secured cluster each user's stream carries that user's own view.
+// Until the first snapshot comes, the tables say "loading…" (index.html) and <main> has the
+// class "loading"; on a secured cluster each user's stream carries that user's own view.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -69,6 +70,7 @@ function connect() {
 }
 
 function render() {
+  $("main").classList.remove("loading");
   const alive = snap.brokers.filter((b) => b.state === "alive").length;
   const ctl = snap.controller === null ? "no controller" : `controller ${snap.controller}`;
   $("#summary").textContent =
@@ -155,7 +157,15 @@ function renderTopics() {
   $("#topics").innerHTML = html.join("") || '<p class="empty">no topics</p>';
 }
 
-function lagChart(history) {
+// "5 min", "4 min 12 s", "42 s"
+function fmtSpan(s) {
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60), rest = s % 60;
+  return rest ? `${m} min ${rest} s` : `${m} min`;
+}
+
+// a group's total lag over the snapshot's window (the server keeps the last lag_window_ms)
+function lagChart(history, windowMs) {
   const w = 320, h = 70, pad = 4;
   if (!history || history.length < 2) {
     return `<svg class="chart" width="${w}" height="${h}"><text x="8" y="38">` +
@@ -168,9 +178,10 @@ function lagChart(history) {
     const y = h - pad - (lag / max) * (h - 2 * pad - 12);
     return `${x.toFixed(1)},${y.toFixed(1)}`;
   }).join(" ");
-  const span = Math.round((t1 - t0) / 1000);
+  const span = Math.min(Math.round((t1 - t0) / 1000), Math.round((windowMs || 300000) / 1000));
   return `<svg class="chart" width="${w}" height="${h}" data-points="${history.length}">` +
-    `<text x="6" y="11">max ${max}</text><text x="${w - 60}" y="11">last ${span} s</text>` +
+    `<text x="6" y="11">max ${max}</text><text class="span" x="${w - 6}" y="11" ` +
+    `text-anchor="end">last ${fmtSpan(span)}</text>` +
     `<polyline points="${pts}"></polyline></svg>`;
 }
 
@@ -197,7 +208,7 @@ function renderGroups() {
       `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}${epochs}` +
       `${g.assignor ? ", assignor " + esc(g.assignor) : ""}</span>` +
       `<span>total lag <span class="lag-total">${g.lag}</span></span></header>` +
-      lagChart(g.history) +
+      lagChart(g.history, snap.lag_window_ms) +
       `<ul class="members">${members || '<li class="empty">no members</li>'}</ul>` +
       `<table><thead><tr><th>Topic</th><th class="num">Partition</th>` +
       `<th class="num">Committed</th><th class="num">End offset</th><th class="num">Lag</th>` +
@@ -373,6 +384,7 @@ async function whoami() {
   $("#me-name").textContent = me.user ? `User:${me.user}` +
     (me.cluster_alter ? "" : " (no Cluster Alter: controls off)") : "";
   if (loggedOut) $("#summary").textContent = "log in to see the cluster";
+  else if (!snap) $("#summary").textContent = "loading the cluster\u2019s state\u2026";
   return !loggedOut;
 }
 
