@@ -3,10 +3,11 @@ transactional records (point 4) and says it is loading (point 6).
 
 One module-scoped `odradek cluster up --secure` (two brokers) and its console. As the admin:
 topics `orders.secret` (a payload no one else may see, one committed, one aborted and one still
-open transaction) and `orders.public`. Users, made with `odradek users add` and given ACLs with
-`odradek acls add`, as an operator would:
+open transaction, a group `orders.secret.billing` that committed its offsets) and
+`orders.public`. Users, made with `odradek users add` and given ACLs with `odradek acls add`,
+as an operator would:
 
-    reader   ALLOW Read on orders.secret (Read implies Describe)
+    reader   ALLOW Read on orders.secret (Read implies Describe), Describe on the group
     denied   DENY Read on orders.secret, ALLOW Read on orders.public
     nobody   no ACL at all
 
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.integration
 SECRET = "orders.secret"
 PUBLIC = "orders.public"
 PAYLOAD = "SECRET-PAYLOAD-7f3a"  # in every record of orders.secret
+GROUP = f"{SECRET}.billing"  # a group that read orders.secret (its id names the topic)
 PASSWORDS = {"reader": "reader-pw-1", "denied": "denied-pw-2", "nobody": "nobody-pw-3"}
 HTTP_S = 30.0
 SETTLE_S = 60.0
@@ -74,6 +76,17 @@ def _txn(conf: dict[str, str], txn_id: str, values: list[str], end: str | None) 
     return producer
 
 
+def _commit_group(conf: dict[str, str]) -> None:
+    """GROUP commits offset 2 of orders.secret-0 (and leaves)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**conf, "group.id": GROUP, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(SECRET, 0, 2)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
 def _fill(conf: dict[str, str]) -> Any:
     """The topics and their records; returns the producer whose transaction stays open."""
     from confluent_kafka import Producer
@@ -87,6 +100,7 @@ def _fill(conf: dict[str, str]) -> Any:
         plain.produce(SECRET, value=f"{PAYLOAD} plain-{i}".encode(), partition=0)
         plain.produce(PUBLIC, value=f"public-{i}".encode(), partition=0)
     assert plain.flush(30) == 0
+    _commit_group(conf)
     _txn(conf, "txn-committed", [f"{PAYLOAD} committed-{i}" for i in range(2)], "commit")
     _txn(conf, "txn-aborted", [f"{PAYLOAD} aborted-{i}" for i in range(2)], "abort")
     return _txn(conf, "txn-open", [f"{PAYLOAD} open-{i}" for i in range(2)], None)
@@ -112,6 +126,8 @@ def setup(zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory) -> Ite
                      "--password-file", str(pw))  # fmt: skip
         _odradek(where, "acls", "add", "--allow-principal", "User:reader", "--operation", "Read",
                  "--topic", SECRET)  # fmt: skip
+        _odradek(where, "acls", "add", "--allow-principal", "User:reader", "--operation",
+                 "Describe", "--group", GROUP)  # fmt: skip
         _odradek(where, "acls", "add", "--deny-principal", "User:denied", "--operation", "Read",
                  "--topic", SECRET)  # fmt: skip
         _odradek(where, "acls", "add", "--allow-principal", "User:denied", "--operation", "Read",
@@ -195,6 +211,8 @@ def test_a_refused_user_receives_nothing_of_the_topic(setup: Setup, user: str) -
                "both topics in the admin's view", SETTLE_S)  # fmt: skip
     wait_until(lambda: "txn-open" in admin.raw("GET", "/api/snapshot")[1].decode(),
                "the open transaction in the admin's view", SETTLE_S)  # fmt: skip
+    wait_until(lambda: GROUP in {g["id"] for g in admin.call("GET", "/api/snapshot")[1]["groups"]},
+               "the group in the admin's view", SETTLE_S)  # fmt: skip
     bodies = {"snapshot": page.raw("GET", "/api/snapshot")[1], "events": page.first_event()}
     status, bodies["browse"] = page.raw("POST", "/api/browse", {"topic": SECRET})
     assert status == 403, bodies["browse"]
@@ -232,6 +250,13 @@ def test_an_allowed_user_reads_the_topic_with_transactions_marked(setup: Setup) 
         ), "orders.secret in reader's view", SETTLE_S,
     )  # fmt: skip
     assert PUBLIC not in _topics(snap)  # no ACL on it: not this user's to see
+    group = wait_until(
+        lambda: next((g for g in page.call("GET", "/api/snapshot")[1]["groups"]
+                      if g["id"] == GROUP), None), "the group in reader's view", SETTLE_S,
+    )  # fmt: skip
+    assert [(o["topic"], o["partition"], o["committed"]) for o in group["offsets"]] == [
+        (SECRET, 0, 2)
+    ]
     status, answer = page.call("POST", "/api/browse", {"topic": SECRET, "limit": 50})
     assert status == 200, answer
     assert answer["isolation"] == "read_uncommitted"
