@@ -103,7 +103,20 @@ def _fill(conf: dict[str, str]) -> Any:
     _commit_group(conf)
     _txn(conf, "txn-committed", [f"{PAYLOAD} committed-{i}" for i in range(2)], "commit")
     _txn(conf, "txn-aborted", [f"{PAYLOAD} aborted-{i}" for i in range(2)], "abort")
-    return _txn(conf, "txn-open", [f"{PAYLOAD} open-{i}" for i in range(2)], None)
+    open_txn = _txn(conf, "txn-open", [f"{PAYLOAD} open-{i}" for i in range(2)], None)
+    # the coordinator writes the ended transactions' markers after it answers EndTxn: wait
+    # until the last stable offset stands at the open transaction (3 + 2 + 1 + 2 + 1 offsets)
+    wait_until(lambda: _last_stable_offset(admin) == 9, "the markers written", SETTLE_S)
+    return open_txn
+
+
+def _last_stable_offset(admin: Any) -> int:
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    futures = admin.list_offsets({TopicPartition(SECRET, 0): OffsetSpec.latest()},
+                                 isolation_level=IsolationLevel.READ_COMMITTED)  # fmt: skip
+    return int(next(iter(futures.values())).result(timeout=30).offset)
 
 
 @pytest.fixture(scope="module")
