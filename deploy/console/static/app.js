@@ -62,6 +62,11 @@ function connect() {
   source.onerror = () => {
     $("#live").classList.add("off");
     if (me.login) whoami().then((ok) => { if (!ok) source.close(); });  // the login expired
+    if (!snap) {  // say why nothing comes (the console's users' views all taken, say)
+      fetch("/api/snapshot").then(async (r) => {
+        if (r.status === 503) notice(await r.text(), true);
+      });
+    }
   };
   source.onmessage = (ev) => {
     snap = JSON.parse(ev.data);

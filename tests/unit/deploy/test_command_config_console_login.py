@@ -92,3 +92,14 @@ async def test_the_controls_need_cluster_alter(page: TestClient) -> None:
     denied = await page.post("/api/brokers/1/kill", headers=HEADERS)
     assert denied.status == 403
     assert "User:viewer is not allowed Alter on the Cluster" in (await denied.json())["error"]
+
+
+async def test_a_login_past_the_views_bound_is_told_so(page: TestClient) -> None:
+    console = page.server.app[server.GATHER_KEY]
+    console.views.views_max = 0  # every users' view slot taken
+    await page.post("/api/login", json={"user": "viewer", "password": "viewer-pw"},
+                    headers=HEADERS)  # fmt: skip
+    for path in ("/api/snapshot", "/api/events"):
+        refused = await page.get(path)
+        assert refused.status == 503
+        assert "at most 0 users' views at once" in await refused.text()
