@@ -10,6 +10,10 @@
     timeline.py the chaos events file (`odradek chaos` appends, the console reads its tail)
     server.py   the aiohttp app: the page, the snapshot pushed by Server-Sent Events, the browser
                 and the local cluster's kill / pause / start buttons
+    views.py    whom the console reads as: one shared View (an unsecured cluster), or one per
+                login session, over that user's own SASL session, so the broker's ACLs decide
+                what each user sees (refusals.py: the broker's refusals, shown as such)
+    auth.py     a secured cluster's logins (the cluster's own SASL users) and sessions
     launch.py   `cluster up` starts a console in the background; `cluster down` stops it
     static/     one HTML page, its JavaScript and CSS; no build step
 

@@ -10,8 +10,10 @@ and who may use the broker controls.
   evaluated here: the broker's authorizer, with its super users, decides.
 - `LoginStore` keeps the sessions (pure, time injected): a random token per login, kept by the
   page in an HttpOnly, SameSite=Strict cookie; each session expires `ttl_ms` after login; at
-  most `max_sessions` (the oldest go first). The password is used for the check and dropped:
-  a session holds the user name and the Cluster Alter answer of its login.
+  most `max_sessions` (the oldest go first). A session holds the user name and the Cluster
+  Alter answer of its login; the password goes, with the session's token, to the session's
+  View (views.py), which reads the cluster as that user for the session's life and forgets it
+  when the session ends.
 """
 
 from __future__ import annotations

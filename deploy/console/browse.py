@@ -35,9 +35,10 @@ from typing import Any
 
 from client.admin import AsyncAdmin
 from client.consumer import AsyncConsumer
+from client.read_committed import READ_COMMITTED, READ_UNCOMMITTED
 from client.types import ConsumerRecord, TopicPartition
 from deploy.console import model
-from protocol.errors import OdradekError, UnknownTopicOrPartitionError, UsageError
+from protocol.errors import OdradekError, UnknownTopicOrPartitionError, UsageError, for_code
 
 LIMIT_MAX = 200  # records on one page
 PARTITIONS_MAX = 64  # picked at once
@@ -46,10 +47,11 @@ READ_DEADLINE_S = 8.0  # a request returns what it has read by then
 PARTITION_FETCH_BYTES = 256 * 1024  # bounds what the consumer buffers per partition
 BACK_WINDOWS_MAX = 6  # reads of one back page: windows of limit, 2x, 4x... offsets
 
-# The security settings of the browse() in progress, for the consumers it makes deep down (a
-# context variable: each request's task sees its own).
-_SECURITY: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "security", default=None
+# The consumer settings of the browse() in progress (the reader's security settings, the
+# isolation level), for the consumers it makes deep down (a context variable: each request's
+# task sees its own).
+_OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "options", default=None
 )
 
 
@@ -74,17 +76,21 @@ class Range:
 
 async def _read(
     bootstrap: str, topic: str, ranges: dict[int, Range], visit: Callable[[ConsumerRecord], bool],
-    deadline_s: float = READ_DEADLINE_S,
+    deadline_s: float = READ_DEADLINE_S, isolation: str | None = None,
 ) -> bool:  # fmt: skip
     """Feed each partition's records in [lo, hi) to `visit` until it says stop (False), every
-    range is done, or the deadline passes. Returns True when it stopped early by `visit`."""
+    range is done, or the deadline passes. Returns True when it stopped early by `visit`.
+    `isolation`: the consumer's isolation level, if not the request's."""
     todo = {TopicPartition(topic, p): r for p, r in ranges.items() if not r.done}
     if not todo:
         return False
+    options = dict(_OPTIONS.get() or {})
+    if isolation is not None:
+        options["isolation_level"] = isolation
     consumer = AsyncConsumer(
         bootstrap, client_id="odradek-console-browser", auto_offset_reset="none",
         fetch_max_wait_ms=100, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
-        request_timeout_ms=5000, **(_SECURITY.get() or {}),
+        request_timeout_ms=5000, **options,
     )  # fmt: skip
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline_s
@@ -115,12 +121,26 @@ async def _read(
 
 
 async def _bounds(
-    admin: AsyncAdmin, topic: str, partitions: list[int]
+    admin: AsyncAdmin, topic: str, partitions: list[int], isolation: str = READ_UNCOMMITTED
 ) -> dict[int, tuple[int, int]]:
+    """{partition: (log start, end)}: the end is the high watermark, or with read_committed the
+    last stable offset (no record at or past it is committed yet)."""
     tps = [TopicPartition(topic, p) for p in partitions]
     first = await admin.list_offsets(dict.fromkeys(tps, -2))
-    last = await admin.list_offsets(dict.fromkeys(tps, -1))
+    last = await admin.list_offsets(dict.fromkeys(tps, -1), isolation)
     return {tp.partition: (first[tp].offset, last[tp].offset) for tp in tps}
+
+
+async def _partition_count(admin: AsyncAdmin, topic: str) -> int:
+    """The topic's partition count, from a Metadata request that names it: the broker answers
+    TOPIC_AUTHORIZATION_FAILED (raised as such) when the reader may not Describe it, whether or
+    not it exists; the error's words name no topic."""
+    described = await admin.describe_topics([topic])
+    if not described:
+        raise UnknownTopicOrPartitionError()
+    if described[0].error_code:
+        raise for_code(described[0].error_code)()
+    return len(described[0].partitions)
 
 
 async def _start_positions(
@@ -164,27 +184,30 @@ async def browse(
     search: str = "",
     scan_max: int = SCAN_MAX,
     security: dict[str, Any] | None = None,
+    isolation: str = READ_UNCOMMITTED,
 ) -> dict[str, Any]:
     """One page (or one search step) as the page shows it: see the module's comment.
-    `security`: the client's security settings (the console's --command-config)."""
-    _SECURITY.set(security or {})
+    `security`: the reader's security settings (on a secured cluster, the logged-in user's
+    own: views.py); `isolation`: read_uncommitted (every record, transactional ones marked)
+    or read_committed (only committed transactions', up to the last stable offset)."""
+    if isolation not in (READ_UNCOMMITTED, READ_COMMITTED):
+        raise UsageError(f"isolation must be {READ_UNCOMMITTED} or {READ_COMMITTED}")
+    _OPTIONS.set(dict(security or {}, isolation_level=isolation))
     if not 1 <= limit <= LIMIT_MAX:
         raise UsageError(f"limit must be between 1 and {LIMIT_MAX}")
     if direction not in ("forward", "back"):
         raise UsageError("direction must be forward or back")
-    meta = await admin.describe_cluster()
-    count = meta.num_partitions(topic)
-    if count is None:
-        raise UnknownTopicOrPartitionError(f"no topic {topic!r}")
+    count = await _partition_count(admin, topic)
     picked = model.parse_partitions(partitions, count, PARTITIONS_MAX)
-    bounds = await _bounds(admin, topic, picked)
+    bounds = await _bounds(admin, topic, picked, isolation)
     if cursor is not None:
         positions = _cursor(cursor, bounds)
     else:
         start_at = model.parse_start(start)
         positions = await _start_positions(admin, bootstrap, topic, start_at, bounds, limit)
     if search:
-        return await _search(bootstrap, topic, bounds, positions, limit, search, scan_max)
+        found = await _search(bootstrap, topic, bounds, positions, limit, search, scan_max)
+        return await _with_marks(admin, bootstrap, topic, isolation, found)
     if direction == "back":
         got, reached = await _read_back(bootstrap, topic, bounds, positions, limit)
     else:
@@ -206,7 +229,45 @@ async def browse(
     else:
         start_c = dict(positions)
         end_c = {p: reached[p] if whole[p] else after.get(p, positions[p]) for p in picked}
-    return _answer(page, bounds, start_c, end_c, scanned=sum(len(v) for v in got.values()))
+    answer = _answer(page, bounds, start_c, end_c, scanned=sum(len(v) for v in got.values()))
+    return await _with_marks(admin, bootstrap, topic, isolation, answer)
+
+
+async def _with_marks(
+    admin: AsyncAdmin, bootstrap: str, topic: str, isolation: str, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """The answer with each record's transaction mark ("txn": "aborted", "open" or None) and
+    the isolation it was read with. read_committed shows committed records only: none marked.
+    read_uncommitted: a record at or past its partition's last stable offset is "open" (a
+    transaction open at or before it; read_committed consumers do not see it yet); one below
+    it that a read_committed read of the same offsets does not return is "aborted"."""
+    answer["isolation"] = isolation
+    records = answer["records"]
+    for r in records:
+        r["txn"] = None
+    if isolation == READ_COMMITTED or not records:
+        return answer
+    spans: dict[int, list[int]] = {}
+    for r in records:
+        lo_hi = spans.setdefault(r["partition"], [r["offset"], r["offset"] + 1])
+        lo_hi[0], lo_hi[1] = min(lo_hi[0], r["offset"]), max(lo_hi[1], r["offset"] + 1)
+    stable = await admin.list_offsets(
+        {TopicPartition(topic, p): -1 for p in spans}, READ_COMMITTED
+    )  # fmt: skip
+    lso = {tp.partition: o.offset for tp, o in stable.items()}
+    ranges = {p: Range(lo, min(hi, lso[p])) for p, (lo, hi) in spans.items()}
+    committed: dict[int, set[int]] = {p: set() for p in spans}
+
+    def visit(r: ConsumerRecord) -> bool:
+        committed[r.partition].add(r.offset)
+        return True
+
+    await _read(bootstrap, topic, ranges, visit, isolation=READ_COMMITTED)
+    read_to = {p: r.pos for p, r in ranges.items()}  # offsets read (a deadline may cut it)
+    for r in records:
+        r["txn"] = model.txn_mark(r["offset"], lso[r["partition"]], read_to[r["partition"]],
+                                  committed[r["partition"]])  # fmt: skip
+    return answer
 
 
 Read = tuple[dict[int, list[ConsumerRecord]], dict[int, int]]

@@ -6,8 +6,9 @@ neither flag nor $ODRADEK_BOOTSTRAP, the local cluster in ./.odradek) it is a lo
 console: it shows each broker's process state and offers kill, pause and start. It listens on
 127.0.0.1 unless told otherwise; the controls stay off on another address unless
 --allow-control is given. With --command-config (a secured cluster's client properties; `cluster
-up --secure` passes its admin's) the console reads the cluster with those settings, and its
-page asks for a login: one of the cluster's own SASL users (server.py, auth.py).
+up --secure` passes its admin's) its page asks for a login, one of the cluster's own SASL
+users (server.py, auth.py), and the console reads the cluster as that user, over the user's own
+SASL session (views.py); the file lends only the TLS and SASL settings.
 """
 
 from __future__ import annotations

@@ -27,9 +27,20 @@
                `hanging_max_age_ms` is its threshold (None: Kafka's, 20 minutes)
 
 A part that fails keeps its last good data and is reported stale with its age (model.py); a
-partition whose leader did not answer keeps its last offsets. The metadata is stale while no
-controller is up: a controller id the brokers do not list, or (local cluster) whose process is
-not alive. Nothing reads segment files.
+partition whose leader did not answer keeps its last offsets. A part the broker refuses (an
+authorization error: the reader's principal lacks an ACL) is reported as refused, with the
+broker's error, not as stale: sizes need Describe on the Cluster (DescribeLogDirs), a topic's
+policy DescribeConfigs on it, its hanging transactions Read on it (DescribeProducers); configs
+and hanging ask topic by topic once a whole-cluster request was refused, and keep the rest.
+
+A `Viewer` (deploy/console/views.py: a logged-in user on a secured cluster, whose own SASL
+session this Gatherer's clients use) also narrows what the broker's answers leave in: a group's
+members' assignments and lag rows list only topics the user's Metadata answer lists (Kafka's
+DescribeGroups hands out assignments as they are), and the chaos timeline (a local file, no
+broker resource) is only for users allowed Alter on the Cluster, the controls' right.
+
+The metadata is stale while no controller is up: a controller id the brokers do not list, or
+(local cluster) whose process is not alive. Nothing reads segment files.
 """
 
 from __future__ import annotations
@@ -48,7 +59,9 @@ from client.admin import AsyncAdmin
 from client.cluster import Cluster, ClusterMetadata
 from client.group.admin import GroupAdmin, owner, state_name
 from client.txn_admin import HangingTxn, TxnDescription
+from client.types import TopicPartition
 from deploy.console import model, timeline
+from deploy.console.refusals import REFUSALS, Refused, Viewer, each_topic, refused_text
 from protocol.api.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -57,7 +70,7 @@ from protocol.api.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopic,
 )
-from protocol.errors import OdradekError
+from protocol.errors import OdradekError, for_code
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 GROUPS_MAX = 50  # groups described per refresh
@@ -93,6 +106,8 @@ async def describe_log_dirs(
 
     resp = await kafka_request(host, port, DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION,
                                timeout_s, security, topics=None)  # fmt: skip
+    if resp.error_code:  # CLUSTER_AUTHORIZATION_FAILED: the principal may not Describe the Cluster
+        raise for_code(resp.error_code)()
     return {(t.name, int(p.partition_index)): int(p.partition_size)
             for r in resp.results for t in r.topics for p in t.partitions}  # fmt: skip
 
@@ -127,8 +142,10 @@ class Gatherer:
         scrape: Scrape = scrape_metrics,
         hanging_max_age_ms: int | None = None,
         security: dict[str, Any] | None = None,
+        viewer: Viewer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.viewer = viewer
         self.security = dict(security or {})  # the client's TLS/SASL settings (--command-config)
         self.cluster_dir = cluster_dir
         self.timeout_s = timeout_ms / 1000
@@ -170,6 +187,12 @@ class Gatherer:
         section = self.sections[name]
         try:
             data = await asyncio.wait_for(coro, self.timeout_s * 1.5)
+        except Refused as refused:
+            section.ok(refused.data, self.now_ms())
+            section.refused = str(refused)
+        except REFUSALS as exc:
+            section.refused = str(exc)
+            section.error = None
         except (OdradekError, PartlyFailed, OSError, TimeoutError, ValueError) as exc:
             section.failed(_why(exc))
         else:
@@ -242,7 +265,7 @@ class Gatherer:
         return cluster.broker_states()
 
     def _chaos(self) -> list[dict[str, Any]]:
-        if self.cluster_dir is None:
+        if self.cluster_dir is None or (self.viewer is not None and not self.viewer.cluster_alter):
             return []
         return timeline.read_tail(self.cluster_dir)
 
@@ -308,6 +331,8 @@ class Gatherer:
         )  # fmt: skip
         failed = []
         for b, answer in zip(brokers, answers, strict=True):
+            if isinstance(answer, REFUSALS):  # needs Describe on the Cluster
+                raise Refused(f"{answer} (DescribeLogDirs)", self.sizes)
             if isinstance(answer, BaseException):
                 if not isinstance(answer, OdradekError | OSError | TimeoutError | ValueError):
                     raise answer
@@ -352,11 +377,12 @@ class Gatherer:
         described = await asyncio.gather(*(admin.lag(g.group_id) for g in listed))
         now = self.now_ms()
         out = []
+        shown = self._shown_topics()
         for (desc, rows), g in zip(described, listed, strict=True):
             offsets = [
                 {"topic": r.topic, "partition": r.partition, "committed": r.current_offset,
                  "end": r.log_end_offset, "lag": r.lag, "owner": r.owner}
-                for r in rows
+                for r in rows if shown(r.topic)
             ]  # fmt: skip
             history = self.lag.setdefault(g.group_id, model.LagHistory())
             total = model.group_total_lag(offsets)
@@ -366,7 +392,8 @@ class Gatherer:
             epochs = view.pop("members", {})
             members = [
                 {"id": m.member_id, "owner": owner(desc, m),
-                 "assignment": [f"{tp.topic}-{p}" for tp in m.assignment for p in tp.partitions],
+                 "assignment": [f"{tp.topic}-{p}" for tp in m.assignment if shown(tp.topic)
+                                for p in tp.partitions],
                  **epochs.get(m.member_id, {})}
                 for m in desc.members
             ]  # fmt: skip
@@ -378,6 +405,15 @@ class Gatherer:
             })  # fmt: skip
         return out
 
+    def _shown_topics(self) -> Callable[[str], bool]:
+        """Whether a topic may be named to the reader: any, for the console's own settings; for
+        a Viewer, those its Metadata answer listed (the broker's Describe rule)."""
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        if self.viewer is None:
+            return lambda topic: True
+        listed = set(meta.partitions) if meta is not None else set()
+        return listed.__contains__
+
     async def _transactions(self) -> list[TxnDescription]:
         listed = await self.admin.list_transactions(model.OPEN_TXN_STATES)
         described = await self.admin.describe_transactions(
@@ -386,9 +422,21 @@ class Gatherer:
         return list(described.values())
 
     async def _hanging(self) -> list[HangingTxn]:
-        return await self.admin.find_hanging_transactions(
-            max_age_ms=self.hanging_max_age_ms, now_ms=self.now_ms
-        )
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        if meta is None:
+            raise PartlyFailed("no metadata yet")
+
+        async def ask(topics: list[str]) -> list[HangingTxn]:
+            tps = [TopicPartition(t, p.partition) for t in topics for p in meta.partitions[t]]
+            return await self.admin.find_hanging_transactions(
+                tps, max_age_ms=self.hanging_max_age_ms, now_ms=self.now_ms
+            )
+
+        answers, refused = await each_topic(sorted(meta.partitions), ask)
+        found = [h for a in answers for h in a]
+        if refused:  # DescribeProducers needs Read on the topic
+            raise Refused(refused_text(refused, "DescribeProducers needs Read"), found)
+        return found
 
     async def _configs(self) -> dict[str, str]:
         """{topic: its cleanup.policy} of every topic the metadata lists."""
@@ -396,8 +444,13 @@ class Gatherer:
         topics = sorted(meta.partitions) if meta is not None else []
         if not topics:
             return {}
-        configs = await self.admin.describe_configs(topics, [POLICY])
-        return {t: str(e[POLICY].value) for t, e in configs.items() if POLICY in e}
+        answers, refused = await each_topic(
+            topics, lambda ts: self.admin.describe_configs(ts, [POLICY])
+        )
+        out = {t: str(e[POLICY].value) for a in answers for t, e in a.items() if POLICY in e}
+        if refused:
+            raise Refused(refused_text(refused, "DescribeConfigs"), out)
+        return out
 
     async def unclean_configs(self, topics: list[str]) -> dict[str, bool | None]:
         """unclean.leader.election.enable of topics with offline partitions (for the cause)."""
@@ -450,6 +503,9 @@ class Gatherer:
             "stale": model.stale_sections(
                 list(self.sections.values()), now, self.controller_down_since_ms
             ),
+            "refused": model.refused_sections(list(self.sections.values())),
+            "viewer": None if self.viewer is None else self.viewer.user,
+            "lag_window_ms": model.LAG_WINDOW_MS,
         }
 
     def _topics(self, meta: ClusterMetadata, live: set[int]) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ def start_console(
            "--host", host, "--port", str(port)]  # fmt: skip
     if hanging_after_ms is not None:
         cmd += ["--hanging-after-ms", str(hanging_after_ms)]
-    if cluster.client_properties_path is not None:  # secure: it reads as the admin; asks a login
+    if cluster.client_properties_path is not None:  # secure: asks a login, reads as that user
         cmd += ["--command-config", str(cluster.client_properties_path)]
     with open(cluster.dir / LOG_FILE, "ab") as log:
         child = subprocess.Popen(

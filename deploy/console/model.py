@@ -7,11 +7,13 @@
   cut at `limit` bytes (and said so).
 - `record_matches`: the browser's search: a substring of the key, the value, or a header's name
   or value (case-insensitive; bytes that are not UTF-8 are searched as their hex too).
+- `txn_mark`: a record's transaction mark in the browser ("open", "aborted" or None).
 - `parse_start`: "earliest", "latest", "offset:N" or "time:MS" (or an ISO date) -> `Start`.
 - `dirty_ratios`: each compacted log's dirty ratio from a broker's Prometheus metrics text
   (the gauge `odradek_log_cleaner_dirty_ratio{topic,partition}`, broker/metrics.py), parsed by
   prometheus_client's own parser.
-- `LagHistory`: a bounded ring of (time, total lag) per group, one point per `step_ms` at most.
+- `LagHistory`: (time, total lag) per group over the last five minutes (LAG_WINDOW_MS), one
+  point per `step_ms` at most.
 - `transactions_view`: the open transactions (id, producer id and epoch, state, age, partitions)
   from the coordinators' descriptions, and the hanging ones (client/txn_admin.py's
   find_hanging_transactions), each age counted from `now_ms` so that it grows between refreshes.
@@ -20,7 +22,8 @@
   each member's epoch, assigned and target partitions (Kafka's ConsumerGroupDescribe).
 - `Section` and `stale_sections`: each part of the snapshot with the time it was last
   refreshed and the error of the last failed refresh; a section whose refresh failed (or, for
-  the metadata, whose controller is down) is listed as stale with its age.
+  the metadata, whose controller is down) is listed as stale with its age; `refused_sections`
+  lists those the broker refused to the reader (an authorization error), with its words.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from client.explain import why_no_leader
 from protocol.errors import UsageError
 
 RENDER_LIMIT_BYTES = 16 * 1024  # of one key or value shown on the page
-LAG_POINTS_MAX = 300  # per group: five minutes at one point a second
+LAG_WINDOW_MS = 5 * 60 * 1000  # the groups' lag chart: the last five minutes
 LAG_STEP_MS = 1000
+LAG_POINTS_MAX = LAG_WINDOW_MS // LAG_STEP_MS + 1  # per group: the window at one point a second
 
 
 # ----- partitions --------------------------------------------------------------------------
@@ -138,6 +142,18 @@ def render_record(r: Any, limit: int = RENDER_LIMIT_BYTES) -> dict[str, Any]:
     }
 
 
+def txn_mark(offset: int, stable: int, read_to: int, committed: Collection[int]) -> str | None:
+    """A read_uncommitted record's transaction mark: "open" at or past its partition's last
+    stable offset `stable`; "aborted" below it when a read_committed read of the offsets up to
+    `read_to` did not return it (`committed`: the offsets it returned); else None (committed,
+    or not transactional). Past `read_to` (that read ran out of time) nothing is claimed."""
+    if offset >= stable:
+        return "open"
+    if offset < read_to and offset not in committed:
+        return "aborted"
+    return None
+
+
 # ----- where the browser starts ------------------------------------------------------------
 
 
@@ -228,10 +244,13 @@ def dirty_ratios(metrics_text: str) -> dict[tuple[str, int], float]:
 
 @dataclass(slots=True)
 class LagHistory:
-    """(time ms, total lag) points of one group, at most one per `step_ms`, `max_points` kept."""
+    """(time ms, total lag) points of one group over the last `window_ms` (by time: refreshes
+    come at most one per `step_ms`, often further apart, so a count of points would span more),
+    at most one per `step_ms`, at most `max_points` kept."""
 
     step_ms: int = LAG_STEP_MS
     max_points: int = LAG_POINTS_MAX
+    window_ms: int = LAG_WINDOW_MS
     points: deque[tuple[int, int]] = field(default_factory=deque)
 
     def add(self, now_ms: int, lag: int) -> bool:
@@ -240,7 +259,7 @@ class LagHistory:
             self.points[-1] = (self.points[-1][0], lag)
             return False
         self.points.append((now_ms, lag))
-        while len(self.points) > self.max_points:
+        while len(self.points) > self.max_points or self.points[0][0] < now_ms - self.window_ms:
             self.points.popleft()
         return True
 
@@ -287,9 +306,10 @@ class Section:
     data: Any = None
     updated_ms: int | None = None  # when data was last refreshed (None: never)
     error: str | None = None  # why the last refresh failed (None: it worked)
+    refused: str | None = None  # the broker's refusal of (part of) it to this reader
 
     def ok(self, data: Any, now_ms: int) -> None:
-        self.data, self.updated_ms, self.error = data, now_ms, None
+        self.data, self.updated_ms, self.error, self.refused = data, now_ms, None, None
 
     def failed(self, error: str) -> None:
         self.error = error
@@ -313,6 +333,12 @@ def stale_sections(
             "why": "the controller is down: leaders and ISRs are as it last sent them",
         })  # fmt: skip
     return out
+
+
+def refused_sections(sections: Sequence[Section]) -> list[dict[str, str]]:
+    """The parts the broker refused to this reader, each {"section", "why"}: "why" is the
+    broker's error (the reader's principal lacks an ACL), shown as it is."""
+    return [{"section": s.name, "why": s.refused} for s in sections if s.refused is not None]
 
 
 def _tps(parts: Sequence[Any] | None) -> list[str]:

@@ -9,9 +9,10 @@
     GET  /api/whoami             {"login": required?, "user", "cluster_alter", "controls"}
     POST /api/login, /api/logout a secured cluster's user (auth.py), JSON {"user", "password"}
 
-A background task refreshes the snapshot every `interval_s` and wakes the event streams when it
-changed (the time it was taken aside); each stream sends only the newest snapshot, so a slow
-page skips snapshots instead of queueing them. Streams are capped at `STREAMS_MAX`.
+Each reader's View (views.py) refreshes its snapshot every `interval_s` and wakes its event
+streams when it changed (the time it was taken aside); each stream sends only the newest
+snapshot, so a slow page skips snapshots instead of queueing them; a stream sends nothing until
+the first snapshot (the page says it is loading). Streams are capped at `STREAMS_MAX`.
 
 The controls exist only with a local cluster (--dir) and a loopback address (unless
 `allow_control`); each POST must carry the header `X-Odradek-Console: 1`, which a page of another
@@ -20,7 +21,10 @@ origin cannot send without a CORS preflight this server never grants.
 On a secured cluster (its client settings, --command-config, use SASL) every /api/ path but
 health, whoami and login needs a login: the cluster's own users, checked by a broker
 (auth.py), kept in an HttpOnly cookie; the controls need the user's login to have been allowed
-Alter on the Cluster. Logins are checked at most LOGINS_AT_ONCE at a time.
+Alter on the Cluster. Logins are checked at most LOGINS_AT_ONCE at a time. Everything a
+logged-in user gets (snapshot, event stream, browser) is read with that user's own SASL
+session, so the broker's ACLs decide it (views.py says why this and not a filtered admin
+view); a refusal (an authorization error) is answered 403 with the broker's words.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from aiohttp import web
 
 from deploy.console import auth, browse
 from deploy.console.gather import Gatherer
+from deploy.console.refusals import REFUSALS, Viewer
+from deploy.console.views import Login, TooManyViews, View, Views
 from deploy.netns import is_loopback
 from protocol.errors import OdradekError, UsageError
 
@@ -47,12 +53,13 @@ BODY_BYTES_MAX = 64 * 1024
 CONTROL_HEADER = "X-Odradek-Console"
 ACTIONS = {"kill": "KILL", "pause": "STOP", "start": None}
 LOGINS_AT_ONCE = 4
+REAP_S = 5.0  # how often ended sessions' and idle Views are stopped
 OPEN_PATHS = ("/api/health", "/api/whoami", "/api/login")
 GATHER_KEY: web.AppKey[Console] = web.AppKey("console")
 
 
 class Console:
-    """The refresher and what the handlers share."""
+    """What the handlers share: the logins and the Views (views.py)."""
 
     def __init__(
         self,
@@ -70,66 +77,66 @@ class Console:
         self.logins = auth.LoginStore()
         self.login_slots = asyncio.Semaphore(LOGINS_AT_ONCE)
         self.clock = clock
-        self.gatherer = Gatherer(bootstrap, cluster_dir, hanging_max_age_ms=hanging_max_age_ms,
-                                 security=self.security)  # fmt: skip
         self.bootstrap = bootstrap
         self.cluster_dir = cluster_dir
         self.interval_s = interval_s
+        self.hanging_max_age_ms = hanging_max_age_ms
         self.controls = controls and cluster_dir is not None
-        self.snapshot: dict[str, Any] = {"brokers": [], "topics": [], "groups": [], "stale": []}
-        self.text = json.dumps(self.snapshot)
-        self.version = 0
-        self.changed = asyncio.Condition()
         self.streams = 0
-        self._tasks: list[asyncio.Task[None]] = []
-        self._last_key = ""  # the last snapshot published, less its time
+        # unsecured: one View for everyone; secured: one per session, as its user (views.py)
+        self.shared: View | None = None if self.login_required else self._view(None)
+        self.views = Views(self._user_view)
+        self._reaper: asyncio.Task[None] | None = None
+
+    def _view(self, login: Login | None) -> View:
+        security, viewer = self.security, None
+        if login is not None:
+            security = dict(self.security, sasl_plain_username=login.user,
+                            sasl_plain_password=login.password)  # fmt: skip
+            viewer = Viewer(login.user, login.cluster_alter)
+        gatherer = Gatherer(self.bootstrap, self.cluster_dir, security=security, viewer=viewer,
+                            hanging_max_age_ms=self.hanging_max_age_ms)  # fmt: skip
+        return View(gatherer, self.interval_s, self.controls)
+
+    def _user_view(self, login: Login) -> View:
+        return self._view(login)
 
     def login_of(self, request: web.Request) -> auth.ConsoleLogin | None:
         return self.logins.get(request.cookies.get(auth.COOKIE), int(self.clock() * 1000))
 
+    async def view_of(self, request: web.Request) -> View:
+        """The View the request's reader gets (the require_login middleware let it in)."""
+        if self.shared is not None:
+            return self.shared
+        token = request.cookies.get(auth.COOKIE)
+        try:
+            return await self.views.view(token or "")
+        except KeyError:  # a session of this process with no View's login: a restart, say
+            raise web.HTTPUnauthorized(text="log in again") from None
+        except TooManyViews as exc:
+            raise web.HTTPServiceUnavailable(text=str(exc)) from None
+
     async def start(self) -> None:
-        await self.publish(await self.gatherer.refresh())
-        self._tasks = [
-            asyncio.create_task(self.gatherer.run(self.interval_s)),
-            asyncio.create_task(self._publish_forever()),
-        ]
+        if self.shared is not None:
+            await self.shared.start(wait=True)
+        self._reaper = asyncio.create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_S)
+            await self.views.reap(self._alive)
+
+    def _alive(self, token: str) -> bool:
+        return self.logins.get(token, int(self.clock() * 1000)) is not None
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
+        if self._reaper is not None:
+            self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self.gatherer.close()
-
-    async def publish(self, snap: dict[str, Any]) -> None:
-        """Take `snap` as the snapshot, and wake the streams if it changed."""
-        snap["controls"] = self.controls
-        key = json.dumps({k: v for k, v in snap.items() if k != "now_ms"}, default=str)
-        if key == self._last_key:
-            return
-        self.snapshot, self.text, self._last_key = snap, json.dumps(snap, default=str), key
-        async with self.changed:
-            self.version += 1
-            self.changed.notify_all()
-
-    async def _publish_forever(self) -> None:
-        """The snapshot from the parts as they are, twice per refresh interval (the parts
-        refresh in their own loops, gather.py)."""
-        while True:
-            try:
-                await self.publish(self.gatherer.snapshot())
-            except Exception as exc:  # never let the page go dark: say so and go on
-                print(f"odradek console: snapshot failed: {type(exc).__name__}: {exc}", flush=True)
-            await asyncio.sleep(self.interval_s / 2)
-
-    async def wait_change(self, seen: int, timeout_s: float) -> int:
-        async with self.changed:
-            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
-                await asyncio.wait_for(
-                    self.changed.wait_for(lambda: self.version != seen), timeout_s
-                )
-            return self.version
+                await self._reaper
+        if self.shared is not None:
+            await self.shared.stop()
+        await self.views.close()
 
 
 # ----- handlers --------------------------------------------------------------------------------
@@ -144,31 +151,41 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def snapshot(request: web.Request) -> web.Response:
-    return web.Response(text=request.app[GATHER_KEY].text, content_type="application/json")
+    view = await request.app[GATHER_KEY].view_of(request)
+    text = await view.first_snapshot()
+    if not text:
+        return _error(503, "the first snapshot is still being gathered")
+    return web.Response(text=text, content_type="application/json")
 
 
 async def events(request: web.Request) -> web.StreamResponse:
+    """The reader's own View's snapshots; ends when its View stops (the session ended) or the
+    session expires."""
     console = request.app[GATHER_KEY]
     if console.streams >= STREAMS_MAX:
         raise web.HTTPServiceUnavailable(text=f"at most {STREAMS_MAX} pages at once")
+    view = await console.view_of(request)
     resp = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
     })  # fmt: skip
     await resp.prepare(request)
     console.streams += 1
+    view.streams += 1
     try:
-        seen = -1
-        while True:
-            if console.version != seen:
-                seen = console.version
-                await resp.write(f"data: {console.text}\n\n".encode())
+        seen = 0  # 0: nothing published yet (the page shows that it is loading)
+        while not view.closed and (not console.login_required or console.login_of(request)):
+            if view.version != seen:
+                seen = view.version
+                await resp.write(f"data: {view.text}\n\n".encode())
             else:
                 await resp.write(b": keepalive\n\n")
-            await console.wait_change(seen, KEEPALIVE_S)
+            await view.wait_change(seen, KEEPALIVE_S)
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
         console.streams -= 1
+        view.streams -= 1
+        view.touch()
     return resp
 
 
@@ -201,15 +218,19 @@ async def browse_handler(request: web.Request) -> web.Response:
         cursor = body.get("cursor")
         if cursor is not None and not isinstance(cursor, dict):
             raise UsageError("cursor must be an object")
+        view = await console.view_of(request)
         answer = await browse.browse(
-            console.gatherer.admin, console.bootstrap, topic,
+            view.gatherer.admin, console.bootstrap, topic,
             partitions=str(body.get("partitions", "")), start=str(body.get("start", "earliest")),
             cursor=cursor, direction=str(body.get("direction", "forward")),
             limit=int(body.get("limit", 50)), search=str(body.get("search", "")),
-            security=console.security,
+            security=view.gatherer.security,
+            isolation=str(body.get("isolation", browse.READ_UNCOMMITTED)),
         )  # fmt: skip
     except UsageError as exc:
         return _error(400, exc.message)
+    except REFUSALS as exc:  # the broker's refusal to this user, in its words
+        return _error(403, browse.error_text(exc))
     except (OdradekError, OSError, ValueError, TypeError) as exc:
         return _error(502, browse.error_text(exc))
     return web.json_response(answer)
@@ -284,7 +305,12 @@ async def login_handler(request: web.Request) -> web.Response:
         except OdradekError as exc:
             status = 401 if exc.name == "SASL_AUTHENTICATION_FAILED" else 502
             return _error(status, exc.message)
+    old = request.cookies.get(auth.COOKIE)
+    if old:  # this page's earlier session ends: its View and password go
+        console.logins.drop(old)
+        await console.views.drop(old)
     token = console.logins.create(user, alter, int(console.clock() * 1000))
+    console.views.add(token, Login(user, password, alter))  # its View reads as this user
     resp = web.json_response({"user": user, "cluster_alter": alter})
     resp.set_cookie(auth.COOKIE, token, httponly=True, samesite="Strict", path="/",
                     max_age=console.logins.ttl_ms // 1000)  # fmt: skip
@@ -293,7 +319,10 @@ async def login_handler(request: web.Request) -> web.Response:
 
 async def logout_handler(request: web.Request) -> web.Response:
     console = request.app[GATHER_KEY]
-    console.logins.drop(request.cookies.get(auth.COOKIE))
+    token = request.cookies.get(auth.COOKIE)
+    console.logins.drop(token)
+    if token:
+        await console.views.drop(token)  # its connections closed, its password forgotten
     resp = web.json_response({"ok": True})
     resp.del_cookie(auth.COOKIE, path="/")
     return resp

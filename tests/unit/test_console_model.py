@@ -121,6 +121,40 @@ def test_lag_history_one_point_a_step_and_bounded() -> None:
     assert h.as_list() == [[3000, 3], [4000, 4], [5000, 5]]
 
 
+def test_lag_history_spans_five_minutes_whatever_the_refresh_pace() -> None:
+    """Refreshes 1.2 s apart (a loaded console): the chart still spans the docs' five minutes,
+    not 300 points' 360 s."""
+    h = model.LagHistory()
+    for i in range(1000):
+        h.add(i * 1200, i)
+    points = h.as_list()
+    assert points[-1][0] - points[0][0] <= model.LAG_WINDOW_MS == 5 * 60 * 1000
+    assert points[-1][0] - points[0][0] > model.LAG_WINDOW_MS - 1200
+    assert len(points) <= model.LAG_POINTS_MAX
+
+
+def test_txn_marks() -> None:
+    committed = {0, 1, 4}
+    # below the last stable offset (5), read by read_committed up to 5
+    assert [model.txn_mark(o, 5, 5, committed) for o in range(5)] == [
+        None, None, "aborted", "aborted", None,
+    ]  # fmt: skip
+    assert model.txn_mark(5, 5, 5, committed) == "open"  # at or past the LSO
+    assert model.txn_mark(9, 5, 5, committed) == "open"
+    assert model.txn_mark(3, 5, 2, {0, 1}) is None  # past where that read got: no claim
+
+
+def test_refused_sections_apart_from_stale() -> None:
+    sizes = model.Section("sizes")
+    sizes.refused = "CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed. (DescribeLogDirs)"
+    configs = model.Section("configs")
+    configs.ok({}, 1000)
+    assert model.refused_sections([sizes, configs]) == [{"section": "sizes", "why": sizes.refused}]
+    assert model.stale_sections([sizes, configs], 2000, None) == []
+    sizes.ok({}, 3000)  # allowed again (an ACL added): no longer refused
+    assert model.refused_sections([sizes]) == []
+
+
 def test_stale_sections_with_age() -> None:
     ok = model.Section("groups")
     ok.ok([], 1000)

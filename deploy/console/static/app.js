@@ -2,6 +2,8 @@
 // The server pushes the whole snapshot over Server-Sent Events (/api/events) each time it
 // changes; render() redraws the tables from it. The message browser asks /api/browse for one
 // page at a time and keeps the page's two cursors (where it starts and where it ends).
+// Until the first snapshot comes, the tables say "loading…" (index.html) and <main> has the
+// class "loading"; on a secured cluster each user's stream carries that user's own view.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -60,6 +62,11 @@ function connect() {
   source.onerror = () => {
     $("#live").classList.add("off");
     if (me.login) whoami().then((ok) => { if (!ok) source.close(); });  // the login expired
+    if (!snap) {  // say why nothing comes (the console's users' views all taken, say)
+      fetch("/api/snapshot").then(async (r) => {
+        if (r.status === 503) notice(await r.text(), true);
+      });
+    }
   };
   source.onmessage = (ev) => {
     snap = JSON.parse(ev.data);
@@ -68,12 +75,14 @@ function connect() {
 }
 
 function render() {
+  $("main").classList.remove("loading");
   const alive = snap.brokers.filter((b) => b.state === "alive").length;
   const ctl = snap.controller === null ? "no controller" : `controller ${snap.controller}`;
   $("#summary").textContent =
     `${alive}/${snap.brokers.length} brokers alive, ${ctl}, ${snap.topics.length} topics, ` +
     `${snap.groups.length} groups`;
   renderStale();
+  renderRefused();
   renderBrokers();
   renderTopics();
   renderGroups();
@@ -90,6 +99,16 @@ function renderStale() {
   box.innerHTML = "<strong>Stale data:</strong> " + snap.stale.map((s) =>
     `<span class="stale-item" data-stale="${esc(s.section)}">${esc(s.section)} ` +
     `(${esc(fmtAge(s.age_ms))}): ${esc(s.why)}</span>`).join("; ");
+}
+
+// the parts the broker refused this user (a secured cluster: the user's own ACLs), in its words
+function renderRefused() {
+  const box = $("#refused");
+  const refused = snap.refused || [];
+  box.hidden = !refused.length;
+  box.innerHTML = refused.length ? `<strong>Not allowed for User:${esc(snap.viewer)}:</strong> ` +
+    refused.map((r) => `<span class="refused-item" data-refused="${esc(r.section)}">` +
+      `${esc(r.section)}: ${esc(r.why)}</span>`).join("; ") : "";
 }
 
 function renderBrokers() {
@@ -143,7 +162,15 @@ function renderTopics() {
   $("#topics").innerHTML = html.join("") || '<p class="empty">no topics</p>';
 }
 
-function lagChart(history) {
+// "5 min", "4 min 12 s", "42 s"
+function fmtSpan(s) {
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60), rest = s % 60;
+  return rest ? `${m} min ${rest} s` : `${m} min`;
+}
+
+// a group's total lag over the snapshot's window (the server keeps the last lag_window_ms)
+function lagChart(history, windowMs) {
   const w = 320, h = 70, pad = 4;
   if (!history || history.length < 2) {
     return `<svg class="chart" width="${w}" height="${h}"><text x="8" y="38">` +
@@ -156,9 +183,10 @@ function lagChart(history) {
     const y = h - pad - (lag / max) * (h - 2 * pad - 12);
     return `${x.toFixed(1)},${y.toFixed(1)}`;
   }).join(" ");
-  const span = Math.round((t1 - t0) / 1000);
+  const span = Math.min(Math.round((t1 - t0) / 1000), Math.round((windowMs || 300000) / 1000));
   return `<svg class="chart" width="${w}" height="${h}" data-points="${history.length}">` +
-    `<text x="6" y="11">max ${max}</text><text x="${w - 60}" y="11">last ${span} s</text>` +
+    `<text x="6" y="11">max ${max}</text><text class="span" x="${w - 6}" y="11" ` +
+    `text-anchor="end">last ${fmtSpan(span)}</text>` +
     `<polyline points="${pts}"></polyline></svg>`;
 }
 
@@ -185,7 +213,7 @@ function renderGroups() {
       `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}${epochs}` +
       `${g.assignor ? ", assignor " + esc(g.assignor) : ""}</span>` +
       `<span>total lag <span class="lag-total">${g.lag}</span></span></header>` +
-      lagChart(g.history) +
+      lagChart(g.history, snap.lag_window_ms) +
       `<ul class="members">${members || '<li class="empty">no members</li>'}</ul>` +
       `<table><thead><tr><th>Topic</th><th class="num">Partition</th>` +
       `<th class="num">Committed</th><th class="num">End offset</th><th class="num">Lag</th>` +
@@ -227,8 +255,9 @@ function renderChaos() {
       .map(([k, v]) => `${esc(k)}=${esc(v)}`).join(" ");
     return `<li data-event="${esc(e.event)}"><span class="t">${when}</span>` +
       `<strong>${esc(e.event)}</strong> ${rest}</li>`;
-  }).join("") || `<li class="empty">${snap.local ? "no chaos run yet" :
-    "only for a local cluster's console (--dir)"}</li>`;
+  }).join("") || `<li class="empty">${!snap.local ? "only for a local cluster's console (--dir)"
+    : me.login && !me.cluster_alter ? "only for users allowed Alter on the Cluster"
+    : "no chaos run yet"}</li>`;
 }
 
 function renderTopicChoices() {
@@ -275,10 +304,19 @@ function renderValue(v) {
   return `<span class="kind">${esc(v.kind)}${esc(cut)}</span><pre>${esc(v.text)}</pre>`;
 }
 
+const TXN_MARKS = {
+  aborted: "of an aborted transaction: read_committed consumers never see it",
+  open: "at or past the last stable offset (a transaction still open): read_committed " +
+    "consumers do not see it yet",
+};
+
 function renderRecords(answer) {
   const rows = answer.records.map((r) =>
-    `<tr class="record" data-partition="${r.partition}" data-offset="${r.offset}">` +
-    `<td class="num">${r.partition}</td><td class="num">${r.offset}</td>` +
+    `<tr class="record${r.txn ? " txn-" + esc(r.txn) : ""}" data-partition="${r.partition}" ` +
+    `data-offset="${r.offset}"${r.txn ? ` data-txn="${esc(r.txn)}"` : ""}>` +
+    `<td class="num">${r.partition}</td><td class="num">${r.offset}` +
+    (r.txn ? ` <span class="badge txn-mark" title="${esc(TXN_MARKS[r.txn])}">${esc(r.txn)}</span>`
+      : "") + "</td>" +
     `<td>${esc(new Date(r.timestamp).toISOString())}</td><td class="key">${renderValue(r.key)}</td>` +
     `<td class="value">${renderValue(r.value)}</td><td class="headers">` +
     r.headers.map(([k, v]) => `<div class="hdr">${esc(k)}: ${esc(v.text)}</div>`).join("") +
@@ -296,6 +334,7 @@ async function browse(extra) {
     start: kind === "offset" || kind === "time" ? `${kind}:${value}` : kind,
     limit: Number($("#limit").value || 20),
     search: $("#search").value,
+    isolation: $("#isolation").value,
     ...extra,
   };
   $("#browse-status").textContent = request.search ? "searching…" : "loading…";
@@ -305,6 +344,7 @@ async function browse(extra) {
   });
   const answer = await resp.json();
   if (!resp.ok) {
+    $("#records tbody").innerHTML = "";  // a refusal leaves nothing of an earlier page
     $("#browse-status").textContent = answer.error;
     $("#browse-status").classList.add("error");
     return;
@@ -315,7 +355,8 @@ async function browse(extra) {
   browser.last = answer;
   renderRecords(answer);
   const n = answer.records.length;
-  let status = `${n} record${n === 1 ? "" : "s"}`;
+  let status = `${n} record${n === 1 ? "" : "s"}` +
+    (answer.isolation === "read_committed" ? " (committed only)" : "");
   if (answer.search) {
     status = `${n} match${n === 1 ? "" : "es"} for “${answer.search.text}”, ` +
       `${answer.scanned} records scanned` +
@@ -348,6 +389,7 @@ async function whoami() {
   $("#me-name").textContent = me.user ? `User:${me.user}` +
     (me.cluster_alter ? "" : " (no Cluster Alter: controls off)") : "";
   if (loggedOut) $("#summary").textContent = "log in to see the cluster";
+  else if (!snap) $("#summary").textContent = "loading the cluster\u2019s state\u2026";
   return !loggedOut;
 }
 

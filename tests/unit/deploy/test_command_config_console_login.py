@@ -53,13 +53,9 @@ async def page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     monkeypatch.setattr(auth, "check_login", _fake_check)
     security = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512",
                 "sasl_plain_username": "admin", "sasl_plain_password": "admin-pw"}  # fmt: skip
+    # no cluster here (nothing listens on port 1): the handlers are what is tested; a user's
+    # view gathers a snapshot of failures, quickly
     console = server.Console("127.0.0.1:1", tmp_path, controls=True, security=security)
-
-    async def no_refresh() -> None:  # no cluster here: the handlers are what is tested
-        return None
-
-    monkeypatch.setattr(console, "start", no_refresh)
-    monkeypatch.setattr(console, "stop", no_refresh)
     client = TestClient(TestServer(server.make_app(console)))
     await client.start_server()
     yield client
@@ -96,3 +92,14 @@ async def test_the_controls_need_cluster_alter(page: TestClient) -> None:
     denied = await page.post("/api/brokers/1/kill", headers=HEADERS)
     assert denied.status == 403
     assert "User:viewer is not allowed Alter on the Cluster" in (await denied.json())["error"]
+
+
+async def test_a_login_past_the_views_bound_is_told_so(page: TestClient) -> None:
+    console = page.server.app[server.GATHER_KEY]
+    console.views.views_max = 0  # every users' view slot taken
+    await page.post("/api/login", json={"user": "viewer", "password": "viewer-pw"},
+                    headers=HEADERS)  # fmt: skip
+    for path in ("/api/snapshot", "/api/events"):
+        refused = await page.get(path)
+        assert refused.status == 503
+        assert "at most 0 users' views at once" in await refused.text()
