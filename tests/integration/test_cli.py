@@ -8,6 +8,7 @@ brokers and puts the cluster back as it found it.
 
 from __future__ import annotations
 
+import json
 import re
 import select
 import signal
@@ -240,11 +241,20 @@ def test_kill_and_start_a_broker(cli: CliCluster) -> None:
     values = [f"r{i}" for i in range(30)]
     cli.run("produce", "durable", input="".join(v + "\n" for v in values))
 
+    cli.run("topics", "create", "lagging", "--partitions", "3")  # a replica on every broker
+    cli.wait_describe("lagging", lambda rows: all(r.leader is not None for r in rows))
+    for partition in "012":  # a committed offset on each partition
+        cli.run("produce", "lagging", "--partition", partition, input="x\n")
+    cli.run("consume", "lagging", "--group", "lagging-g", "--from-beginning", "--max-messages",
+            "3", "--timeout-ms", "20000")  # fmt: skip
+
     cli.run("cluster", "kill", str(victim))
     assert cli.status()[victim][0] == "dead"
     rows = cli.wait_describe("durable", _offline(victim))
     offline = [r for r in rows if r.leader is None]
     assert offline and all(r.marker == "(offline)" for r in offline)
+    lagging = cli.wait_describe("lagging", _offline(victim))
+    _unknown_log_end_offsets_show_as_dashes(cli, {r.partition for r in lagging if r.leader is None})
 
     cli.run("cluster", "start", str(victim))
     assert cli.status()[victim][0] == "alive"
@@ -259,3 +269,24 @@ def test_kill_and_start_a_broker(cli: CliCluster) -> None:
     assert cli.status()[other][0] == "paused"
     cli.run("cluster", "start", str(other))
     assert cli.status()[other][0] == "alive"
+
+
+def _unknown_log_end_offsets_show_as_dashes(cli: CliCluster, offline: set[int]) -> None:
+    """`groups describe` while partitions are offline: their log end offset and lag are not
+    known, "-" in the table and null in JSON (it printed -1 for both)."""
+    assert offline, "no partition of the topic is on the killed broker"
+    doc = json.loads(cli.run("groups", "describe", "lagging-g", "-o", "json"))
+    ends = {p["partition"]: (p["log_end_offset"], p["lag"]) for p in doc["partitions"]}
+    assert set(ends) == {0, 1, 2}, doc
+    for partition, (end, lag) in ends.items():
+        if partition in offline:
+            assert end is None and lag is None, doc
+        else:
+            assert end is not None and end >= 0 and lag is not None and lag >= 0, doc
+    table = cli.run("groups", "describe", "lagging-g").splitlines()
+    header = table[1].split()
+    assert header[3:6] == ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"], table
+    for line in table[2:]:
+        cells = line.split()
+        if int(cells[2]) in offline:
+            assert cells[4:6] == ["-", "-"], table

@@ -202,6 +202,21 @@ def test_listed_group_docs() -> None:
     assert cli_groups.listed_doc(empty)["kind"] is None
 
 
+def test_groups_describe_shows_an_unknown_log_end_offset_as_a_dash() -> None:
+    """A partition whose leader is down has no log end offset: "-" and JSON null, and no lag
+    (it printed -1 and a lag computed from it)."""
+    from client.group.admin import LagRow
+
+    desc = SimpleNamespace(protocol_type=None, kafka_state=None, state="Empty", generation_id=3,
+                           assignment_strategy="", members=[], group_type="classic")  # fmt: skip
+    rows = [LagRow("g", "t", 0, 4, None, None), LagRow("g", "t", 1, 2, 5, None)]
+    doc = cli_groups.describe_doc("g", desc, rows)
+    assert [(p["log_end_offset"], p["lag"]) for p in doc["partitions"]] == [(None, None), (5, 3)]
+    lines = cli_groups.describe_lines(doc)
+    assert lines[1].split() == ["g", "t", "0", "4", "-", "-", "-"]
+    assert lines[2].split() == ["g", "t", "1", "2", "5", "3", "-"]
+
+
 # ----- the parser ----------------------------------------------------------------------------
 
 LISTING = [
