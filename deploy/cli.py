@@ -7,7 +7,8 @@
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
     odradek produce TOPIC   one record per stdin line    (client.Producer)
-    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
+    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G;
+                                                          --isolation-level read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
@@ -101,6 +102,7 @@ MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is ab
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # the default first, as Kafka's
 
 
 # ----- pure helpers (unit-tested directly) ---------------------------------------------------
@@ -323,6 +325,11 @@ def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
     p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
     p.add_argument("--session-timeout-ms", type=positive_int, default=10_000, help="with --group")
+    p.add_argument(
+        "--isolation-level", choices=ISOLATION_LEVELS, default=ISOLATION_LEVELS[0],
+        help="read_committed: only committed transactions' records, up to the last stable "
+        "offset (kafka-console-consumer's flag; default read_uncommitted)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_consume)
 
 
@@ -608,7 +615,10 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     partitions = _existing_partitions(args)
     count = 0
-    with Consumer(bootstrap_servers=bootstrap, **security_from_args(args)) as consumer:
+    with Consumer(
+        bootstrap_servers=bootstrap, isolation_level=args.isolation_level,
+        **security_from_args(args),
+    ) as consumer:  # fmt: skip
         _assign(consumer, args, partitions)
         try:
             count = _consume_loop(consumer, args, lambda r: print(r, flush=False))
@@ -632,7 +642,8 @@ def _consume_group(args: argparse.Namespace) -> int:
     with Consumer(
         bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
         session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
-        auto_commit_interval_ms=1000, **security_from_args(args),
+        auto_commit_interval_ms=1000, isolation_level=args.isolation_level,
+        **security_from_args(args),
     ) as consumer:  # fmt: skip
         consumer.subscribe([args.topic])
         try:

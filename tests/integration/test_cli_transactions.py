@@ -216,3 +216,43 @@ def test_describe_after_a_timeout_abort_shows_the_last_transactions_start(
     assert done["duration_ms"] >= 1000 and done["partitions"] == [], done
     assert _end_offset(cluster3, topic, "read_committed") == 2  # the record and the marker
 
+
+def test_consume_isolation_level_read_committed_hides_aborted_and_open_transactions(
+    cluster3: LocalCluster,
+) -> None:
+    """`odradek consume --isolation-level read_committed` (kafka-console-consumer's flag): a
+    committed transaction's record is shown; an aborted one's is not, nor anything from an open
+    transaction's first record on (the last stable offset). Without it (read_uncommitted, the
+    default) every record is shown. A bad value is one usage line."""
+    topic = _topic(cluster3, 1)
+    for value, end in (("committed", "commit"), ("aborted", "abort")):
+        p = _producer(cluster3, _name("tx-iso"))
+        p.begin_transaction()
+        p.produce(topic, value=value.encode(), partition=0)
+        assert p.flush(TIMEOUT_S) == 0
+        getattr(p, f"{end}_transaction")(TIMEOUT_S)
+    held = _producer(cluster3, _name("tx-iso-open"))
+    held.begin_transaction()
+    held.produce(topic, value=b"open", partition=0)
+    assert held.flush(TIMEOUT_S) == 0
+    plain = run_odradek("produce", topic, "--acks", "all", "--bootstrap", cluster3.bootstrap,
+                        input="plain\n")  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+
+    def consume(*extra: str) -> Any:
+        return run_odradek("consume", topic, "--from-beginning", "--timeout-ms", "3000",
+                           "--bootstrap", cluster3.bootstrap, *extra)  # fmt: skip
+
+    try:
+        every = consume()
+        assert every.returncode == 0, every.stderr
+        assert every.stdout.splitlines() == ["committed", "aborted", "open", "plain"]
+        for group in ([], ["--group", _name("iso-g")]):
+            committed = consume("--isolation-level", "read_committed", *group)
+            assert committed.returncode == 0, committed.stderr
+            assert committed.stdout.splitlines() == ["committed"], (group, committed.stdout)
+        bad = consume("--isolation-level", "serializable")
+        assert bad.returncode == 2 and bad.stdout == ""
+        assert len(bad.stderr.splitlines()) == 1 and "invalid choice: 'serializable'" in bad.stderr
+    finally:
+        held.abort_transaction(TIMEOUT_S)
