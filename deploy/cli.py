@@ -88,6 +88,7 @@ from deploy.cli_output import (
     meter,
     output_options,
     print_lines,
+    produced_text,
     progress_options,
     stdin_file_bytes,
     wants_json,
@@ -587,7 +588,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         producer.flush()
         while pending:
             pending.popleft().result()
-    progress(f"produced {count} record(s) to {args.topic}")
+    progress(produced_text(count, args.topic, args.acks))
     return 0
 
 

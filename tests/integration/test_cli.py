@@ -201,6 +201,20 @@ def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:
     assert time.monotonic() - began < 30, "the producer waited for its max_block_ms"
 
 
+def test_acks_0_says_it_cannot_know_whether_the_records_were_written(cli: CliCluster) -> None:
+    """A record the broker refuses (larger than the topic's max.message.bytes) sent with acks=0:
+    no answer comes, so the summary says the records were sent, not produced."""
+    cli.run("topics", "create", "small", "--partitions", "1", "--config", "max.message.bytes=200")
+    cli.wait_describe("small", lambda rows: all(r.leader is not None for r in rows))
+    done = run_odradek("produce", "small", "--acks", "0", input="x" * 1000 + "\n", cwd=cli.cwd)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "sent 1 record(s) to small with acks=0: the broker does not answer, so whether they "
+        "were written is unknown"
+    ]
+    assert cli.run("consume", "small", "--from-beginning", "--timeout-ms", "2000") == ""
+
+
 @pytest.mark.parametrize("group", [[], ["--group", "ctrl-c"]], ids=["assigned", "group"])
 def test_ctrl_c_ends_consume_with_its_summary_line_only(cli: CliCluster, group: list[str]) -> None:
     """Ctrl-C while `consume` waits in poll() (its loop runs in the main thread): exit 0, the
