@@ -2,7 +2,9 @@
 
     odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
-    odradek topics create|list|describe|delete           (client.Admin)
+    odradek topics create|list|describe|delete           (client.Admin; list and describe
+                                                          show internal topics unless
+                                                          --exclude-internal, as Kafka's)
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
@@ -283,7 +285,7 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     )
     create.set_defaults(func=cmd_topics_create)
 
-    listing = [client, output_options(argparse.SUPPRESS)]
+    listing = [client, output_options(argparse.SUPPRESS), internal_options()]
     lst = tsub.add_parser("list", parents=listing, help="list topic names")
     lst.set_defaults(func=cmd_topics_list)
 
@@ -300,6 +302,16 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
     records_cli.add_parsers(tsub, client)  # delete-records
     topics_alter_cli.add_parsers(tsub, client)  # alter-config, add-partitions
+
+
+def internal_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--exclude-internal", action="store_true",
+        help="leave out internal topics (__consumer_offsets, __transaction_state), which are "
+        "listed by default, as kafka-topics.sh does",
+    )  # fmt: skip
+    return options
 
 
 def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
@@ -472,12 +484,13 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_list(args: argparse.Namespace) -> int:
+    """Internal topics too, unless --exclude-internal: kafka-topics.sh --list's rule."""
     with admin_from_args(args) as admin:
         if wants_json(args):  # with each topic's partition count and replication factor
-            described = [d for d in admin.describe_topics(None) if not d.is_internal]
+            described = cli_views.shown_topics(admin.describe_topics(None), args.exclude_internal)
             emit_json(cli_views.topics_list_doc(described))
             return 0
-        names = admin.list_topics()
+        names = admin.list_topics(include_internal=not args.exclude_internal)
     print_lines(sorted(names))  # one column: names only, as kafka-topics.sh --list
     return 0
 
@@ -485,6 +498,8 @@ def cmd_topics_list(args: argparse.Namespace) -> int:
 def cmd_topics_describe(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
         descriptions = admin.describe_topics([args.name] if args.name else None)
+        if not args.name:  # every topic: internal ones unless --exclude-internal
+            descriptions = cli_views.shown_topics(descriptions, args.exclude_internal)
         for d in descriptions:
             if d.error_code:
                 raise for_code(d.error_code)(f"topic {d.name!r}")

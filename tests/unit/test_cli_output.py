@@ -131,6 +131,23 @@ def test_topic_doc_has_partitions_in_order_with_their_status() -> None:
     assert with_offsets["partitions"][1]["high_watermark"] is None  # offline: not known
 
 
+def test_topics_list_shows_internal_topics_unless_excluded() -> None:
+    """kafka-topics.sh's rule: internal topics are listed unless --exclude-internal; the JSON
+    document says which are internal."""
+    offsets = SimpleNamespace(name="__consumer_offsets", is_internal=True, partitions=[])
+    events = SimpleNamespace(name="events", is_internal=False, partitions=DESC.partitions)
+    assert cli_views.shown_topics([offsets, events], False) == [offsets, events]
+    assert cli_views.shown_topics([offsets, events], True) == [events]
+    doc = cli_views.topics_list_doc([events, offsets])
+    assert doc["topics"] == [
+        {"name": "__consumer_offsets", "partitions": 0, "replication_factor": 0, "internal": True},
+        {"name": "events", "partitions": 3, "replication_factor": 2, "internal": False},
+    ]
+    args = cli.build_parser().parse_args(["topics", "list", "--exclude-internal"])
+    assert args.exclude_internal
+    assert not cli.build_parser().parse_args(["topics", "describe"]).exclude_internal
+
+
 def test_describe_lines_keep_seed_004_and_align_the_labels() -> None:
     lines = cli_views.describe_lines(
         [DESC], {"events": "Topic: events ..."}, {("events", 0): (0, 7)}
