@@ -12,6 +12,9 @@ into that sentence, for the producer's failed sends, `odradek topics describe` a
   live leader.
 - `produce_refusal`: the text of a produce refusal, the broker's own message kept whole, with
   what was refused in front: "acks=all refused: chaos-0: ISR [3] is below min.insync.replicas 2".
+- `fetch_refusal`: a fetch's partition error (Fetch answers carry no message), in words: who was
+  refused what, on which partition: "user alice may not Read topic orders (partition 0, fetch
+  at offset 0)"; `client_principal` says who, from the client's own security settings.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from client.cluster import NO_LEADER, ClusterMetadata
-from protocol.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
+from client.types import partition_words
+from protocol.errors import (
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    OdradekError,
+    TopicAuthorizationFailedError,
+)
+from transport.security import SecurityConfig
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -93,3 +103,22 @@ def produce_refusal(code: int, message: str | None, name: str) -> str:
             message or f"{name}: the ISR shrank below min.insync.replicas before it replicated"
         )
     return message or name
+
+
+def client_principal(security: SecurityConfig) -> str:
+    """Who the brokers take this client for, in words: its SASL user; with a TLS client
+    certificate, the certificate's subject, which the client does not parse; otherwise Kafka's
+    principal for a client that did not authenticate, ANONYMOUS."""
+    if security.sasl_plain_username:
+        return f"user {security.sasl_plain_username}"
+    if security.ssl_certfile:
+        return "the user of this client's TLS certificate"
+    return "user ANONYMOUS"
+
+
+def fetch_refusal(error: type[OdradekError], who: str, tp: tuple[str, int], detail: str) -> str:
+    """The message of a fetch's partition error, which the Fetch answer does not carry: who
+    may not read it for an authorization failure, else which partition and what was done."""
+    if error is TopicAuthorizationFailedError:
+        return f"{who} may not Read topic {tp[0]} (partition {tp[1]}, {detail})"
+    return f"{partition_words(tp)}: {detail}"
