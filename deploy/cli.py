@@ -49,9 +49,9 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from deploy import (
     acls_cli,
@@ -73,15 +73,23 @@ from deploy.cli_common import (
     admin_from_args,
     bootstrap_from_args,
     client_options,
-    format_partition,
     leaderless_notes,
     non_negative_int,
     positive_int,
     progress,
     security_from_args,
 )
+from deploy.cli_common import format_partition as format_partition  # re-exported
 from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
 from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
+from deploy.cli_lines import MAX_LINE_BYTES as MAX_LINE_BYTES  # re-exported
+from deploy.cli_lines import (
+    format_record,
+    format_topic,
+    parse_topic_configs,
+    split_line,
+    stdin_chunks,
+)
 from deploy.cli_output import (
     NullMeter,
     RateCounter,
@@ -101,65 +109,10 @@ from protocol.errors import OdradekError, UsageError, for_code
 
 DEBUG_ENV = "ODRADEK_DEBUG"
 ADMIN_TIMEOUT_MS = 30_000
-MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is about this
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # the default first, as Kafka's
-
-
-# ----- pure helpers (unit-tested directly) ---------------------------------------------------
-
-
-def parse_topic_configs(items: Sequence[str] | None) -> dict[str, str]:
-    """["retention.ms=1000", ...] -> {"retention.ms": "1000"}; UsageError on a bad item."""
-    configs: dict[str, str] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"--config expects key=value, got {item!r}")
-        configs[key.strip()] = value.strip()
-    return configs
-
-
-def split_line(
-    line: bytes, key_separator: bytes | None, line_no: int
-) -> tuple[bytes | None, bytes]:
-    """One stdin line (without its newline) -> (key, value)."""
-    if key_separator is None:
-        return None, line
-    key, sep, value = line.partition(key_separator)
-    if not sep:
-        raise UsageError(f"line {line_no}: no key separator {key_separator.decode()!r} found")
-    return key, value
-
-
-def format_topic(description: Any, configs: dict[str, str] | None = None) -> list[str]:
-    """A header line like seed 004's (with the topic's own configs), then one line per
-    partition, by partition number."""
-    partitions = sorted(description.partitions, key=lambda p: p.partition)
-    rf = max((len(p.replicas) for p in partitions), default=0)
-    shown = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
-    header = (
-        f"Topic: {description.name} PartitionCount: {len(partitions)} "
-        f"ReplicationFactor: {rf} Configs: {shown}"
-    ).rstrip()
-    return [header] + [format_partition(description.name, p) for p in partitions]
-
-
-def format_record(record: Any, print_key: bool, print_offset: bool) -> str:
-    """One consumed record as one line: [partition:offset TAB] [key TAB] value (UTF-8)."""
-    fields = []
-    if print_offset:
-        fields.append(f"{record.partition}:{record.offset}")
-    if print_key:
-        fields.append("null" if record.key is None else _text(record.key))
-    fields.append("null" if record.value is None else _text(record.value))
-    return "\t".join(fields)
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
 
 
 # ----- the parser ----------------------------------------------------------------------------
@@ -528,24 +481,6 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
         admin.delete_topics([args.name])
     print(f"Deleted topic {args.name}.")
     return 0
-
-
-def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[bytes]]:
-    """Lines, without their line endings, in chunks of whatever has arrived: `read1` returns
-    the bytes at hand without waiting for more, so typed lines go out at once and piped files
-    go out in large chunks. A line longer than MAX_LINE_BYTES is a UsageError."""
-    rest = b""
-    while True:
-        data = stream.read1(read_bytes)  # type: ignore[attr-defined]
-        if not data:
-            if rest:
-                yield [rest.removesuffix(b"\r")]
-            return
-        *lines, rest = (rest + data).split(b"\n")
-        if len(rest) > MAX_LINE_BYTES:
-            raise UsageError(f"a stdin line is longer than {MAX_LINE_BYTES} bytes")
-        if lines:
-            yield [line.removesuffix(b"\r") for line in lines]
 
 
 TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
