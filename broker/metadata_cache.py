@@ -16,7 +16,13 @@ import uuid
 from collections.abc import Callable
 
 from protocol.api.controller import PartitionState, UpdateMetadataRequest
-from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
+from protocol.api.metadata import (
+    INTERNAL_TOPICS,
+    KAFKA_DOOR,
+    BrokerInfo,
+    PartitionMetadata,
+    TopicMetadata,
+)
 from protocol.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
 from protocol.topic_ids import InvalidTopicIdError, decode_topic_id
 
@@ -113,7 +119,8 @@ class MetadataCache:
         parts = self.topics.get(name)
         if parts is None:
             return TopicMetadata(UnknownTopicOrPartitionError.code, name, False, [])
-        return TopicMetadata(NONE, name, False, [self._partition(parts[i]) for i in sorted(parts)])
+        partitions = [self._partition(parts[i]) for i in sorted(parts)]
+        return TopicMetadata(NONE, name, name in INTERNAL_TOPICS, partitions)
 
     def _partition(self, s: PartitionState) -> PartitionMetadata:
         online = s.leader >= 0 and s.leader in self.brokers

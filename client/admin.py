@@ -34,6 +34,7 @@ from client.types import (
     PartitionDescription,
     TopicDescription,
     TopicPartition,
+    partitions_words,
 )
 from protocol.api.admin import (
     OP_DELETE,
@@ -364,7 +365,7 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
             if not pending:
                 return out
             await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
-        raise LeaderNotAvailableError(f"no leader answered for {sorted(pending)}")
+        raise LeaderNotAvailableError(f"no leader answered for {partitions_words(list(pending))}")
 
     async def _delete_records(
         self, node: int, query: dict[TopicPartition, int], timeout_ms: int

@@ -53,7 +53,7 @@ from client.group.consumer_protocol import (
 from client.group.membership import GroupSettings
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.subscription import EARLIEST, LATEST, SubscriptionState
-from client.types import ConsumerRecord, TopicPartition
+from client.types import ConsumerRecord, TopicPartition, partition_words, partitions_words
 from protocol.api.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 from transport.security import SecurityConfig
@@ -230,7 +230,8 @@ class AsyncConsumer(ClusterClient):
             if asyncio.get_running_loop().time() > deadline:
                 why = self.waiting().get(tp)
                 raise RequestTimedOutError(
-                    f"no position for {tp} within the request timeout" + (f": {why}" if why else "")
+                    f"no position for {partition_words(tp)} within the request timeout"
+                    + (f": {why}" if why else "")
                 )
             await self._update_metadata_if_needed()
             await self._fetcher.reset_positions()
@@ -282,7 +283,7 @@ class AsyncConsumer(ClusterClient):
                 leader = meta.leader_for(tp.topic, tp.partition)
                 if leader < 0:
                     why = leaderless_reason(meta, tp.topic, tp.partition)
-                    raise NetworkError(why or f"{tp} has no leader")
+                    raise NetworkError(why or f"{partition_words(tp)} has no leader")
                 if tp not in out:
                     by_node.setdefault(leader, {})[tp] = ts
             for node, query in by_node.items():
@@ -291,7 +292,7 @@ class AsyncConsumer(ClusterClient):
             if not missing:
                 return out
             if loop.time() >= deadline:
-                raise RequestTimedOutError(f"no offset listed for {missing}")
+                raise RequestTimedOutError(f"no offset listed for {partitions_words(missing)}")
             await asyncio.sleep(self._retry_backoff_ms / 1000)
 
     # ----- polling ----------------------------------------------------------------------------

@@ -15,6 +15,9 @@ into that sentence, for the producer's failed sends, `odradek topics describe` a
 - `waiting_reasons`: why a client is waiting on some partitions (the producer's unsent or
   retried batches, the consumer's assigned partitions): no live leader, else the last retriable
   error met there. `odradek produce` / `consume` print it while they wait (deploy/wait_notes.py).
+- `fetch_refusal`: a fetch's partition error (Fetch answers carry no message), in words: who was
+  refused what, on which partition: "user alice may not Read topic orders (partition 0, fetch
+  at offset 0)"; `client_principal` says who, from the client's own security settings.
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from client.cluster import NO_LEADER, ClusterMetadata
-from client.types import TopicPartition
-from protocol.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
+from client.types import TopicPartition, partition_words
+from protocol.errors import (
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    OdradekError,
+    TopicAuthorizationFailedError,
+)
+from transport.security import SecurityConfig
 
 
 def _ids(ids: Sequence[int]) -> str:
@@ -116,3 +125,22 @@ def waiting_reasons(
         if why:
             out[tp] = why
     return out
+
+
+def client_principal(security: SecurityConfig) -> str:
+    """Who the brokers take this client for, in words: its SASL user; with a TLS client
+    certificate, the certificate's subject, which the client does not parse; otherwise Kafka's
+    principal for a client that did not authenticate, ANONYMOUS."""
+    if security.sasl_plain_username:
+        return f"user {security.sasl_plain_username}"
+    if security.ssl_certfile:
+        return "the user of this client's TLS certificate"
+    return "user ANONYMOUS"
+
+
+def fetch_refusal(error: type[OdradekError], who: str, tp: tuple[str, int], detail: str) -> str:
+    """The message of a fetch's partition error, which the Fetch answer does not carry: who
+    may not read it for an authorization failure, else which partition and what was done."""
+    if error is TopicAuthorizationFailedError:
+        return f"{who} may not Read topic {tp[0]} (partition {tp[1]}, {detail})"
+    return f"{partition_words(tp)}: {detail}"

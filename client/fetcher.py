@@ -60,9 +60,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
+from client.explain import client_principal, fetch_refusal
 from client.read_committed import drop_aborted
 from client.subscription import EARLIEST, NONE, SubscriptionState
-from client.types import ConsumerRecord, TopicPartition
+from client.types import ConsumerRecord, TopicPartition, partition_words
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     READ_UNCOMMITTED,
@@ -195,7 +196,7 @@ def decode_scanned(
         gc.disable()
         return to_records(ConsumerRecord, tp.topic, tp.partition, segs)
     except InvalidBatchError as exc:
-        raise type(exc)(f"{tp}: {exc}") from None
+        raise type(exc)(f"{partition_words(tp)}: {exc.message}") from None
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -420,13 +421,16 @@ class Fetcher:
     ) -> None:
         if error is OffsetOutOfRangeError:
             if self._subs.auto_offset_reset == NONE:
-                self._errors.append(error(f"{tp}: offset {offset} is out of range"))
+                self._errors.append(
+                    error(f"{partition_words(tp)}: offset {offset} is out of range")
+                )
             else:
                 self._subs.request_reset(tp)
         elif error.invalid_metadata:
             self.refresh_metadata()
         elif not error.retriable:
-            self._errors.append(error(f"{tp}: fetch at offset {offset} failed"))
+            who = client_principal(self._cluster.security)
+            self._errors.append(error(fetch_refusal(error, who, tp, f"fetch at offset {offset}")))
 
     def refresh_metadata(self) -> None:
         if self._metadata_task is None or self._metadata_task.done():
@@ -483,7 +487,7 @@ class Fetcher:
             segs, next_offset = segments(fetch.data, fetch.batches, position, until)
         except InvalidBatchError as exc:
             self._next.pop(tp, None)
-            raise type(exc)(f"{tp}: {exc}") from None
+            raise type(exc)(f"{partition_words(tp)}: {exc.message}") from None
         # read_committed: aborted batches (and the markers) were dropped on arrival, and may
         # end the answer; the position still moves past them
         next_offset = max(next_offset, min(fetch.next_offset, until))
@@ -509,11 +513,13 @@ class Fetcher:
             meta = await self._cluster.request_update()
             leader = meta.leader_for(tp.topic, tp.partition)
         if leader < 0 or leader not in meta.brokers:
-            raise LeaderNotAvailableError(f"{tp} has no leader")
+            raise LeaderNotAvailableError(f"{partition_words(tp)} has no leader")
         start = await self.list_offsets(leader, {tp: EARLIEST_TIMESTAMP})
         end = await self.list_offsets(leader, {tp: LATEST_TIMESTAMP})
         if tp not in start or tp not in end:
-            raise LeaderNotAvailableError(f"{tp}: its leader did not list its offsets")
+            raise LeaderNotAvailableError(
+                f"{partition_words(tp)}: its leader did not list its offsets"
+            )
         return start[tp], end[tp]
 
     def raise_errors(self) -> None:

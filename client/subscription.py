@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from client.types import TopicPartition
+from client.types import TopicPartition, partition_words
 from protocol.errors import UsageError
 
 EARLIEST = "earliest"
@@ -64,7 +64,7 @@ class SubscriptionState:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         if offset < 0:
-            raise UsageError(f"cannot seek {tp} to negative offset {offset}")
+            raise UsageError(f"cannot seek {partition_words(tp)} to negative offset {offset}")
         state = self._state(tp)
         state.position = offset
         state.reset_to = None
@@ -73,7 +73,7 @@ class SubscriptionState:
         """Reset `tp` to the earliest or latest offset before it is fetched again."""
         strategy = strategy or self.auto_offset_reset
         if strategy not in (EARLIEST, LATEST):
-            raise UsageError(f"cannot reset {tp} with strategy {strategy!r}")
+            raise UsageError(f"cannot reset {partition_words(tp)} with strategy {strategy!r}")
         state = self._state(tp)
         state.position = None
         state.reset_to = strategy
@@ -131,7 +131,7 @@ class SubscriptionState:
     def _state(self, tp: TopicPartition) -> PartitionState:
         state = self._parts.get(tp)
         if state is None:
-            raise UsageError(f"{tp} is not assigned to this consumer")
+            raise UsageError(f"{partition_words(tp)} is not assigned to this consumer")
         return state
 
 

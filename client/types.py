@@ -15,6 +15,23 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
+def partition_words(tp: tuple[str, int]) -> str:
+    """A partition as an error message names it: "topic orders partition 0" (a message that
+    printed the tuple showed "TopicPartition(topic='orders', partition=0)")."""
+    return f"topic {tp[0]} partition {tp[1]}"
+
+
+def partitions_words(tps: Sequence[tuple[str, int]]) -> str:
+    """Several partitions, by topic: "topic orders partitions 0, 1; topic audit partition 3"."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(tps):
+        by_topic.setdefault(topic, []).append(partition)
+    return "; ".join(
+        f"topic {t} partition{'s' if len(ps) > 1 else ''} {', '.join(map(str, ps))}"
+        for t, ps in by_topic.items()
+    )
+
+
 class ConsumerRecord(NamedTuple):
     """One fetched record. `headers` is a sequence of (name, value) pairs, or None."""
 

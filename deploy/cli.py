@@ -2,12 +2,15 @@
 
     odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
-    odradek topics create|list|describe|delete           (client.Admin)
+    odradek topics create|list|describe|delete           (client.Admin; list and describe
+                                                          show internal topics unless
+                                                          --exclude-internal, as Kafka's)
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
     odradek produce TOPIC   one record per stdin line    (client.Producer)
-    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G)
+    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G;
+                                                          --isolation-level read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
@@ -48,9 +51,9 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from deploy import (
     acls_cli,
@@ -73,15 +76,23 @@ from deploy.cli_common import (
     admin_from_args,
     bootstrap_from_args,
     client_options,
-    format_partition,
     leaderless_notes,
     non_negative_int,
     positive_int,
     progress,
     security_from_args,
 )
+from deploy.cli_common import format_partition as format_partition  # re-exported
 from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
 from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
+from deploy.cli_lines import MAX_LINE_BYTES as MAX_LINE_BYTES  # re-exported
+from deploy.cli_lines import (
+    format_record,
+    format_topic,
+    parse_topic_configs,
+    split_line,
+    stdin_chunks,
+)
 from deploy.cli_output import (
     NullMeter,
     RateCounter,
@@ -90,6 +101,7 @@ from deploy.cli_output import (
     meter,
     output_options,
     print_lines,
+    produced_text,
     progress_options,
     stdin_file_bytes,
     wants_json,
@@ -100,66 +112,12 @@ from protocol.errors import OdradekError, UsageError, for_code
 
 DEBUG_ENV = "ODRADEK_DEBUG"
 ADMIN_TIMEOUT_MS = 30_000
-MAX_LINE_BYTES = 1 << 20  # the broker's largest batch (message.max.bytes) is about this
 MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
 POLL_STEP_MS = 500
 DELIVERY_TIMEOUT_MS = 120_000  # produce --timeout-ms: Kafka's delivery.timeout.ms
 REQUEST_TIMEOUT_MS = 30_000
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-
-
-# ----- pure helpers (unit-tested directly) ---------------------------------------------------
-
-
-def parse_topic_configs(items: Sequence[str] | None) -> dict[str, str]:
-    """["retention.ms=1000", ...] -> {"retention.ms": "1000"}; UsageError on a bad item."""
-    configs: dict[str, str] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"--config expects key=value, got {item!r}")
-        configs[key.strip()] = value.strip()
-    return configs
-
-
-def split_line(
-    line: bytes, key_separator: bytes | None, line_no: int
-) -> tuple[bytes | None, bytes]:
-    """One stdin line (without its newline) -> (key, value)."""
-    if key_separator is None:
-        return None, line
-    key, sep, value = line.partition(key_separator)
-    if not sep:
-        raise UsageError(f"line {line_no}: no key separator {key_separator.decode()!r} found")
-    return key, value
-
-
-def format_topic(description: Any, configs: dict[str, str] | None = None) -> list[str]:
-    """A header line like seed 004's (with the topic's own configs), then one line per
-    partition, by partition number."""
-    partitions = sorted(description.partitions, key=lambda p: p.partition)
-    rf = max((len(p.replicas) for p in partitions), default=0)
-    shown = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
-    header = (
-        f"Topic: {description.name} PartitionCount: {len(partitions)} "
-        f"ReplicationFactor: {rf} Configs: {shown}"
-    ).rstrip()
-    return [header] + [format_partition(description.name, p) for p in partitions]
-
-
-def format_record(record: Any, print_key: bool, print_offset: bool) -> str:
-    """One consumed record as one line: [partition:offset TAB] [key TAB] value (UTF-8)."""
-    fields = []
-    if print_offset:
-        fields.append(f"{record.partition}:{record.offset}")
-    if print_key:
-        fields.append("null" if record.key is None else _text(record.key))
-    fields.append("null" if record.value is None else _text(record.value))
-    return "\t".join(fields)
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # the default first, as Kafka's
 
 
 # ----- the parser ----------------------------------------------------------------------------
@@ -285,7 +243,7 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     )
     create.set_defaults(func=cmd_topics_create)
 
-    listing = [client, output_options(argparse.SUPPRESS)]
+    listing = [client, output_options(argparse.SUPPRESS), internal_options()]
     lst = tsub.add_parser("list", parents=listing, help="list topic names")
     lst.set_defaults(func=cmd_topics_list)
 
@@ -302,6 +260,16 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
     records_cli.add_parsers(tsub, client)  # delete-records
     topics_alter_cli.add_parsers(tsub, client)  # alter-config, add-partitions
+
+
+def internal_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--exclude-internal", action="store_true",
+        help="leave out internal topics (__consumer_offsets, __transaction_state), which are "
+        "listed by default, as kafka-topics.sh does",
+    )  # fmt: skip
+    return options
 
 
 def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
@@ -332,6 +300,11 @@ def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
     p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
     p.add_argument("--session-timeout-ms", type=positive_int, default=10_000, help="with --group")
+    p.add_argument(
+        "--isolation-level", choices=ISOLATION_LEVELS, default=ISOLATION_LEVELS[0],
+        help="read_committed: only committed transactions' records, up to the last stable "
+        "offset (kafka-console-consumer's flag; default read_uncommitted)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_consume)
 
 
@@ -476,12 +449,13 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_list(args: argparse.Namespace) -> int:
+    """Internal topics too, unless --exclude-internal: kafka-topics.sh --list's rule."""
     with admin_from_args(args) as admin:
         if wants_json(args):  # with each topic's partition count and replication factor
-            described = [d for d in admin.describe_topics(None) if not d.is_internal]
+            described = cli_views.shown_topics(admin.describe_topics(None), args.exclude_internal)
             emit_json(cli_views.topics_list_doc(described))
             return 0
-        names = admin.list_topics()
+        names = admin.list_topics(include_internal=not args.exclude_internal)
     print_lines(sorted(names))  # one column: names only, as kafka-topics.sh --list
     return 0
 
@@ -489,6 +463,8 @@ def cmd_topics_list(args: argparse.Namespace) -> int:
 def cmd_topics_describe(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
         descriptions = admin.describe_topics([args.name] if args.name else None)
+        if not args.name:  # every topic: internal ones unless --exclude-internal
+            descriptions = cli_views.shown_topics(descriptions, args.exclude_internal)
         for d in descriptions:
             if d.error_code:
                 raise for_code(d.error_code)(f"topic {d.name!r}")
@@ -517,24 +493,6 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
         admin.delete_topics([args.name])
     print(f"Deleted topic {args.name}.")
     return 0
-
-
-def stdin_chunks(stream: IO[bytes], read_bytes: int = 1 << 16) -> Iterator[list[bytes]]:
-    """Lines, without their line endings, in chunks of whatever has arrived: `read1` returns
-    the bytes at hand without waiting for more, so typed lines go out at once and piped files
-    go out in large chunks. A line longer than MAX_LINE_BYTES is a UsageError."""
-    rest = b""
-    while True:
-        data = stream.read1(read_bytes)  # type: ignore[attr-defined]
-        if not data:
-            if rest:
-                yield [rest.removesuffix(b"\r")]
-            return
-        *lines, rest = (rest + data).split(b"\n")
-        if len(rest) > MAX_LINE_BYTES:
-            raise UsageError(f"a stdin line is longer than {MAX_LINE_BYTES} bytes")
-        if lines:
-            yield [line.removesuffix(b"\r") for line in lines]
 
 
 TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
@@ -595,7 +553,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         producer.flush()
         while pending:
             pending.popleft().result()
-    progress(f"produced {count} record(s) to {args.topic}")
+    progress(produced_text(count, args.topic, args.acks))
     return 0
 
 
@@ -628,7 +586,10 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     partitions = _existing_partitions(args)
     count, unread = 0, None
-    with Consumer(bootstrap_servers=bootstrap, **security_from_args(args)) as consumer:
+    with Consumer(
+        bootstrap_servers=bootstrap, isolation_level=args.isolation_level,
+        **security_from_args(args),
+    ) as consumer:  # fmt: skip
         _assign(consumer, args, partitions)
         try:
             count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
@@ -654,7 +615,8 @@ def _consume_group(args: argparse.Namespace) -> int:
     with Consumer(
         bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
         session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
-        auto_commit_interval_ms=1000, **security_from_args(args),
+        auto_commit_interval_ms=1000, isolation_level=args.isolation_level,
+        **security_from_args(args),
     ) as consumer:  # fmt: skip
         consumer.subscribe([args.topic])
         unread = None

@@ -6,7 +6,9 @@ odradek groups list            aligned columns GROUP STATE KIND (KIND: a Kafka g
                                without members)
 odradek groups describe G      seed 004's columns: GROUP TOPIC PARTITION CURRENT-OFFSET
                                LOG-END-OFFSET LAG OWNER, after a line with the group's
-                               state, generation and assignor
+                               state, generation and assignor; "-" for a value not known
+                               (no committed offset; no log end offset while the
+                               partition's leader is down, and then no lag either)
 odradek groups reset-offsets G --topic T (--to-earliest | --to-latest | --to-offset N)
                                only while the group has no members; GROUP TOPIC PARTITION
                                NEW-OFFSET
@@ -182,15 +184,21 @@ async def cmd_describe(
     print(f"group {group}: {kind}type {desc.group_type}, state {doc['state']}, "
           f"generation {desc.generation_id}, {epochs}assignor {doc['assignor'] or '-'}, "
           f"{len(desc.members)} members")  # fmt: skip
-    table = [(group, p["topic"], p["partition"], p["current_offset"], p["log_end_offset"],
-              p["lag"], p["owner"]) for p in doc["partitions"]]  # fmt: skip
     if members and desc.group_type == "consumer":  # the members instead of the offsets
         listed = [(m["member_id"], m["client_id"], m["member_epoch"], m["assigned"],
                    m["target"]) for m in doc["member_details"]]  # fmt: skip
         print_lines(table_lines(MEMBER_COLUMNS, listed))
         return 0
-    print_lines(table_lines(COLUMNS, table))
+    print_lines(describe_lines(doc))
     return 0
+
+
+def describe_lines(doc: dict[str, Any]) -> list[str]:
+    """The offsets table of `describe_doc`: a value not known (no committed offset, a log end
+    offset whose leader is down) prints as "-", as every table's missing value does."""
+    rows = [(doc["group"], p["topic"], p["partition"], p["current_offset"], p["log_end_offset"],
+             p["lag"], p["owner"]) for p in doc["partitions"]]  # fmt: skip
+    return table_lines(COLUMNS, rows)
 
 
 async def cmd_reset(bootstrap: str, args: argparse.Namespace) -> int:

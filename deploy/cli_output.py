@@ -131,6 +131,16 @@ def count_text(count: int, unit: str, elapsed_s: float) -> str:
     return text
 
 
+def produced_text(count: int, topic: str, acks: str) -> str:
+    """`produce`'s last line. With acks=0 the broker answers nothing, not even a refusal, so
+    the records were sent and no more is known (as Kafka's producer, whose acks=0 futures
+    complete once the request is written)."""
+    if acks == "0":
+        return (f"sent {count} record(s) to {topic} with acks=0: the broker does not answer, "
+                "so whether they were written is unknown")  # fmt: skip
+    return f"produced {count} record(s) to {topic}"
+
+
 def done_text(done: int, total: int, unit: str) -> str:
     """'2/3 brokers'."""
     return f"{done}/{total} {unit}"

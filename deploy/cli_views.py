@@ -3,6 +3,9 @@ builds its JSON document here (field names are the contract, docs/cli.md) and it
 from the same values, so the two outputs cannot disagree. Pure functions of what the Admin
 client and LocalCluster returned; deploy/cli.py does the I/O.
 
+`topics list` and `topics describe` (without a name) show the internal topics unless
+--exclude-internal is given (`shown_topics`), as kafka-topics.sh does.
+
 Partition status words: "ok", "under-replicated" (ISR smaller than the replica list),
 "offline" (no leader). The table shows the last two as seed 004's markers.
 """
@@ -84,12 +87,20 @@ def describe_lines(
     return out
 
 
+def shown_topics(descriptions: list[Any], exclude_internal: bool) -> list[Any]:
+    """The topics `topics list|describe` show: every one, or all but the internal ones
+    (__consumer_offsets, __transaction_state) with --exclude-internal, as kafka-topics.sh."""
+    return [d for d in descriptions if not (exclude_internal and d.is_internal)]
+
+
 def topics_list_doc(descriptions: list[Any]) -> dict[str, Any]:
-    """`topics list -o json`: every topic with its partition count and replication factor."""
+    """`topics list -o json`: every topic with its partition count, replication factor and
+    whether it is internal."""
     topics = []
     for d in sorted(descriptions, key=lambda d: d.name):
         rf = max((len(p.replicas) for p in d.partitions), default=0)
-        topics.append({"name": d.name, "partitions": len(d.partitions), "replication_factor": rf})
+        topics.append({"name": d.name, "partitions": len(d.partitions), "replication_factor": rf,
+                       "internal": bool(d.is_internal)})  # fmt: skip
     return {"topics": topics}
 
 

@@ -20,7 +20,10 @@ through client.Admin; deploy/cli.py registers it).
 
 `abort --start-offset` is Kafka's form: DescribeProducers finds the producer whose open
 transaction starts at that offset, and its epoch and coordinator epoch go into the marker.
-A value the broker reports as absent (no open transaction, no sequence) shows as "-". Every
+A value the broker reports as absent (no open transaction, no sequence) shows as "-". describe's
+start time is that of the id's current or last transaction, as Kafka's coordinator keeps it
+(absent only in Empty, before any began); its duration is now minus that start, as Kafka's tool
+computes it, so a CompleteAbort/CompleteCommit id shows how long ago its last one began. Every
 subcommand takes `-o json` (docs/cli.md); errors are one line, as for every command.
 """
 

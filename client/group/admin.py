@@ -77,12 +77,15 @@ class LagRow:
     topic: str
     partition: int
     current_offset: int | None
-    log_end_offset: int
+    log_end_offset: int | None  # None: not known (the partition has no leader, or it is down)
     owner: str | None
 
     @property
     def lag(self) -> int | None:
-        return None if self.current_offset is None else self.log_end_offset - self.current_offset
+        """None when either offset is not known: a lag from a missing end would be a lie."""
+        if self.current_offset is None or self.log_end_offset is None:
+            return None
+        return self.log_end_offset - self.current_offset
 
 
 class GroupAdmin:
@@ -219,7 +222,7 @@ class GroupAdmin:
                   for tp in m.assignment for p in tp.partitions}  # fmt: skip
         tps = sorted(set(committed) | set(owners))
         ends = await self.offsets(tps, LATEST_TIMESTAMP)
-        rows = [LagRow(group_id, t, p, committed.get((t, p)), ends.get((t, p), -1),
+        rows = [LagRow(group_id, t, p, committed.get((t, p)), ends.get((t, p)),
                        owners.get((t, p))) for t, p in tps]  # fmt: skip
         return desc, rows
 

@@ -8,6 +8,7 @@ brokers and puts the cluster back as it found it.
 
 from __future__ import annotations
 
+import json
 import re
 import select
 import signal
@@ -200,6 +201,20 @@ def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:
     assert time.monotonic() - began < 30, "the producer waited for its max_block_ms"
 
 
+def test_acks_0_says_it_cannot_know_whether_the_records_were_written(cli: CliCluster) -> None:
+    """A record the broker refuses (larger than the topic's max.message.bytes) sent with acks=0:
+    no answer comes, so the summary says the records were sent, not produced."""
+    cli.run("topics", "create", "small", "--partitions", "1", "--config", "max.message.bytes=200")
+    cli.wait_describe("small", lambda rows: all(r.leader is not None for r in rows))
+    done = run_odradek("produce", "small", "--acks", "0", input="x" * 1000 + "\n", cwd=cli.cwd)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "sent 1 record(s) to small with acks=0: the broker does not answer, so whether they "
+        "were written is unknown"
+    ]
+    assert cli.run("consume", "small", "--from-beginning", "--timeout-ms", "2000") == ""
+
+
 @pytest.mark.parametrize("group", [[], ["--group", "ctrl-c"]], ids=["assigned", "group"])
 def test_ctrl_c_ends_consume_with_its_summary_line_only(cli: CliCluster, group: list[str]) -> None:
     """Ctrl-C while `consume` waits in poll() (its loop runs in the main thread): exit 0, the
@@ -228,6 +243,29 @@ def test_ctrl_c_ends_consume_with_its_summary_line_only(cli: CliCluster, group: 
     assert err.splitlines() == ["Processed a total of 1 messages"], err
 
 
+def test_topics_list_shows_internal_topics_unless_excluded(cli: CliCluster) -> None:
+    """As kafka-topics.sh: `topics list` and `topics describe` show __consumer_offsets (made by
+    the group's first coordinator lookup), `--exclude-internal` leaves it out, and the JSON
+    says which topics are internal."""
+    cli.run("consume", "small", "--group", "internal-g", "--timeout-ms", "500")
+    deadline = time.monotonic() + 60
+    while "__consumer_offsets" not in cli.run("topics", "list").split():
+        assert time.monotonic() < deadline, "no __consumer_offsets after a group was used"
+        time.sleep(0.3)
+    excluded = cli.run("topics", "list", "--exclude-internal").split()
+    assert "small" in excluded and not any(name.startswith("__") for name in excluded), excluded
+    listed = json.loads(cli.run("topics", "list", "-o", "json"))["topics"]
+    internal = {t["name"]: t["internal"] for t in listed}
+    assert internal["__consumer_offsets"] is True and internal["small"] is False, listed
+    listed = json.loads(cli.run("topics", "list", "-o", "json", "--exclude-internal"))["topics"]
+    assert "__consumer_offsets" not in {t["name"] for t in listed}
+    described = json.loads(cli.run("topics", "describe", "-o", "json"))["topics"]
+    assert "__consumer_offsets" in {t["name"] for t in described}
+    described = json.loads(cli.run("topics", "describe", "-o", "json", "--exclude-internal"))
+    assert {t["name"] for t in described["topics"]} >= {"small"}
+    assert "__consumer_offsets" not in {t["name"] for t in described["topics"]}
+
+
 def _offline(broker: int) -> object:
     return lambda rows: all((r.leader is None) == (r.replicas == [broker]) for r in rows)
 
@@ -240,11 +278,20 @@ def test_kill_and_start_a_broker(cli: CliCluster) -> None:
     values = [f"r{i}" for i in range(30)]
     cli.run("produce", "durable", input="".join(v + "\n" for v in values))
 
+    cli.run("topics", "create", "lagging", "--partitions", "3")  # a replica on every broker
+    cli.wait_describe("lagging", lambda rows: all(r.leader is not None for r in rows))
+    for partition in "012":  # a committed offset on each partition
+        cli.run("produce", "lagging", "--partition", partition, input="x\n")
+    cli.run("consume", "lagging", "--group", "lagging-g", "--from-beginning", "--max-messages",
+            "3", "--timeout-ms", "20000")  # fmt: skip
+
     cli.run("cluster", "kill", str(victim))
     assert cli.status()[victim][0] == "dead"
     rows = cli.wait_describe("durable", _offline(victim))
     offline = [r for r in rows if r.leader is None]
     assert offline and all(r.marker == "(offline)" for r in offline)
+    lagging = cli.wait_describe("lagging", _offline(victim))
+    _unknown_log_end_offsets_show_as_dashes(cli, {r.partition for r in lagging if r.leader is None})
 
     cli.run("cluster", "start", str(victim))
     assert cli.status()[victim][0] == "alive"
@@ -259,3 +306,24 @@ def test_kill_and_start_a_broker(cli: CliCluster) -> None:
     assert cli.status()[other][0] == "paused"
     cli.run("cluster", "start", str(other))
     assert cli.status()[other][0] == "alive"
+
+
+def _unknown_log_end_offsets_show_as_dashes(cli: CliCluster, offline: set[int]) -> None:
+    """`groups describe` while partitions are offline: their log end offset and lag are not
+    known, "-" in the table and null in JSON (it printed -1 for both)."""
+    assert offline, "no partition of the topic is on the killed broker"
+    doc = json.loads(cli.run("groups", "describe", "lagging-g", "-o", "json"))
+    ends = {p["partition"]: (p["log_end_offset"], p["lag"]) for p in doc["partitions"]}
+    assert set(ends) == {0, 1, 2}, doc
+    for partition, (end, lag) in ends.items():
+        if partition in offline:
+            assert end is None and lag is None, doc
+        else:
+            assert end is not None and end >= 0 and lag is not None and lag >= 0, doc
+    table = cli.run("groups", "describe", "lagging-g").splitlines()
+    header = table[1].split()
+    assert header[3:6] == ["CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"], table
+    for line in table[2:]:
+        cells = line.split()
+        if int(cells[2]) in offline:
+            assert cells[4:6] == ["-", "-"], table

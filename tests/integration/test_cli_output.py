@@ -191,7 +191,8 @@ def test_topics_list_and_describe_json_match_the_cluster(cli: Cli) -> None:
     cli.run("topics", "create", "js", "--partitions", "3", "--replication-factor", "2",
             "--config", "retention.ms=60000")  # fmt: skip
     listed = cli.json("topics", "list")
-    assert {"name": "js", "partitions": 3, "replication_factor": 2} in listed["topics"]
+    js = {"name": "js", "partitions": 3, "replication_factor": 2, "internal": False}
+    assert js in listed["topics"]
     doc = wait_json(
         cli, lambda d: all(p["status"] == "ok" for p in d["topics"][0]["partitions"]),
         "topics", "describe", "js",

@@ -181,3 +181,78 @@ def test_async_admin_lists_describes_and_aborts(cluster3: LocalCluster) -> None:
 
     asyncio.run(go())
     assert _end_offset(cluster3, topic, "read_committed") == 3
+
+
+def test_describe_after_a_timeout_abort_shows_the_last_transactions_start(
+    cluster3: LocalCluster,
+) -> None:
+    """As kafka-transactions.sh describe: no start time (and no duration) in Empty, before any
+    transaction began; once the coordinator aborted a transaction past its timeout, the state
+    is CompleteAbort and the start time is still that transaction's (Kafka's coordinator keeps
+    it until the next one begins), the duration counted from it."""
+    from confluent_kafka import Producer
+
+    topic, tid = _topic(cluster3, 1), _name("tx-timeout")
+    p = Producer({"bootstrap.servers": cluster3.kafka_bootstrap, "transactional.id": tid,
+                  "transaction.timeout.ms": 1000, "linger.ms": 5})  # fmt: skip
+    p.init_transactions(TIMEOUT_S)
+    empty = _json(cluster3, "describe", "--transactional-id", tid)
+    assert empty["state"] == "Empty", empty
+    assert empty["start_time_ms"] is None and empty["duration_ms"] is None, empty
+    head, line = _odradek(cluster3, "describe", "--transactional-id", tid).splitlines()
+    assert line.split()[6:8] == ["-", "-"], (head, line)  # CurrentTransactionStartTimeMs, ...
+    p.begin_transaction()
+    _send(p, topic, 0, 1)
+    ongoing = _json(cluster3, "describe", "--transactional-id", tid)
+    assert ongoing["state"] == "Ongoing" and ongoing["start_time_ms"] is not None, ongoing
+
+    def aborted() -> bool:
+        return bool(_json(cluster3, "describe", "--transactional-id", tid)["state"] ==
+                    "CompleteAbort")  # fmt: skip
+
+    wait_until(aborted, "the coordinator aborts the timed-out transaction", 60.0)
+    done = _json(cluster3, "describe", "--transactional-id", tid)
+    assert done["start_time_ms"] == ongoing["start_time_ms"], (ongoing, done)
+    assert done["duration_ms"] >= 1000 and done["partitions"] == [], done
+    assert _end_offset(cluster3, topic, "read_committed") == 2  # the record and the marker
+
+
+def test_consume_isolation_level_read_committed_hides_aborted_and_open_transactions(
+    cluster3: LocalCluster,
+) -> None:
+    """`odradek consume --isolation-level read_committed` (kafka-console-consumer's flag): a
+    committed transaction's record is shown; an aborted one's is not, nor anything from an open
+    transaction's first record on (the last stable offset). Without it (read_uncommitted, the
+    default) every record is shown. A bad value is one usage line."""
+    topic = _topic(cluster3, 1)
+    for value, end in (("committed", "commit"), ("aborted", "abort")):
+        p = _producer(cluster3, _name("tx-iso"))
+        p.begin_transaction()
+        p.produce(topic, value=value.encode(), partition=0)
+        assert p.flush(TIMEOUT_S) == 0
+        getattr(p, f"{end}_transaction")(TIMEOUT_S)
+    held = _producer(cluster3, _name("tx-iso-open"))
+    held.begin_transaction()
+    held.produce(topic, value=b"open", partition=0)
+    assert held.flush(TIMEOUT_S) == 0
+    plain = run_odradek("produce", topic, "--acks", "all", "--bootstrap", cluster3.bootstrap,
+                        input="plain\n")  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+
+    def consume(*extra: str) -> Any:
+        return run_odradek("consume", topic, "--from-beginning", "--timeout-ms", "3000",
+                           "--bootstrap", cluster3.bootstrap, *extra)  # fmt: skip
+
+    try:
+        every = consume()
+        assert every.returncode == 0, every.stderr
+        assert every.stdout.splitlines() == ["committed", "aborted", "open", "plain"]
+        for group in ([], ["--group", _name("iso-g")]):
+            committed = consume("--isolation-level", "read_committed", *group)
+            assert committed.returncode == 0, committed.stderr
+            assert committed.stdout.splitlines() == ["committed"], (group, committed.stdout)
+        bad = consume("--isolation-level", "serializable")
+        assert bad.returncode == 2 and bad.stdout == ""
+        assert len(bad.stderr.splitlines()) == 1 and "invalid choice: 'serializable'" in bad.stderr
+    finally:
+        held.abort_transaction(TIMEOUT_S)

@@ -9,6 +9,7 @@ own), started by the `odradek` command as a user would. Then:
 - `odradek topics list --command-config client.properties` lists that topic; without the file
   the command is refused (the brokers' listeners are SASL_SSL), and with a wrong password it
   fails with SASL_AUTHENTICATION_FAILED's message, each quickly;
+- a user who may Describe a topic but not Read it is told so in words by `odradek consume`;
 - `odradek cluster status` shows SASL_SSL;
 - the console asks for a login: its API is closed without one, a wrong password is refused,
   the admin (a super user) gets in and may use the broker controls, and a user the broker does
@@ -148,6 +149,45 @@ def test_a_wrong_password_is_refused_with_kafkas_error(secure: Secure, tmp_path:
     assert bad.returncode == 1
     assert "Authentication failed" in bad.stderr, bad.stderr
     assert password not in bad.stderr
+
+
+def test_a_refused_read_says_which_user_may_not_read_which_partition(
+    secure: Secure, tmp_path: Path
+) -> None:
+    """A user who may Describe a topic but not Read it: `odradek consume` ends with one line
+    saying so in words (it said "TopicPartition(topic='orders.created', partition=0): fetch at
+    offset 0 failed")."""
+    admin = ("--dir", str(secure.dir), "--command-config", str(secure.properties))
+    password_file = tmp_path / "reader.password"
+    password_file.write_text("reader-secret\n")
+    add = run_odradek("users", "add", "reader", "--mechanism", "SCRAM-SHA-512",
+                      "--password-file", str(password_file), *admin)  # fmt: skip
+    assert add.returncode == 0, add.stderr
+    made = run_odradek("topics", "create", "orders.created", "--partitions", "1", *admin)
+    assert made.returncode == 0, made.stderr
+    wrote = run_odradek("produce", "orders.created", "--acks", "all", *admin, input="o-1\n")
+    assert wrote.returncode == 0, wrote.stderr
+    acl = run_odradek("acls", "add", "--allow-principal", "User:reader", "--operation",
+                      "Describe", "--topic", "orders.created", *admin)  # fmt: skip
+    assert acl.returncode == 0, acl.stderr
+    reader = tmp_path / "reader.properties"
+    password = secure.native["sasl_plain_password"]
+    text = secure.properties.read_text().replace(password, "reader-secret")
+    reader.write_text(text.replace('username="admin"', 'username="reader"'))
+    assert 'username="reader"' in reader.read_text()
+
+    def refused() -> Any:
+        done = run_odradek("consume", "orders.created", "--from-beginning", "--timeout-ms",
+                           "20000", "--dir", str(secure.dir),
+                           "--command-config", str(reader))  # fmt: skip
+        return done if "TOPIC_AUTHORIZATION_FAILED" in done.stderr else None
+
+    done = wait_until(refused, "the reader's login and Describe ACL on the brokers", 60)
+    assert done.returncode == 1 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines() == [
+        "odradek: error: TOPIC_AUTHORIZATION_FAILED: user reader may not Read topic "
+        "orders.created (partition 0, fetch at offset 0)"
+    ], done.stderr
 
 
 def test_status_shows_the_security_protocol(secure: Secure) -> None:

@@ -131,6 +131,23 @@ def test_topic_doc_has_partitions_in_order_with_their_status() -> None:
     assert with_offsets["partitions"][1]["high_watermark"] is None  # offline: not known
 
 
+def test_topics_list_shows_internal_topics_unless_excluded() -> None:
+    """kafka-topics.sh's rule: internal topics are listed unless --exclude-internal; the JSON
+    document says which are internal."""
+    offsets = SimpleNamespace(name="__consumer_offsets", is_internal=True, partitions=[])
+    events = SimpleNamespace(name="events", is_internal=False, partitions=DESC.partitions)
+    assert cli_views.shown_topics([offsets, events], False) == [offsets, events]
+    assert cli_views.shown_topics([offsets, events], True) == [events]
+    doc = cli_views.topics_list_doc([events, offsets])
+    assert doc["topics"] == [
+        {"name": "__consumer_offsets", "partitions": 0, "replication_factor": 0, "internal": True},
+        {"name": "events", "partitions": 3, "replication_factor": 2, "internal": False},
+    ]
+    args = cli.build_parser().parse_args(["topics", "list", "--exclude-internal"])
+    assert args.exclude_internal
+    assert not cli.build_parser().parse_args(["topics", "describe"]).exclude_internal
+
+
 def test_describe_lines_keep_seed_004_and_align_the_labels() -> None:
     lines = cli_views.describe_lines(
         [DESC], {"events": "Topic: events ..."}, {("events", 0): (0, 7)}
@@ -200,6 +217,21 @@ def test_listed_group_docs() -> None:
     }
     assert cli_groups.listed_doc(native)["kind"] == "odradek"
     assert cli_groups.listed_doc(empty)["kind"] is None
+
+
+def test_groups_describe_shows_an_unknown_log_end_offset_as_a_dash() -> None:
+    """A partition whose leader is down has no log end offset: "-" and JSON null, and no lag
+    (it printed -1 and a lag computed from it)."""
+    from client.group.admin import LagRow
+
+    desc = SimpleNamespace(protocol_type=None, kafka_state=None, state="Empty", generation_id=3,
+                           assignment_strategy="", members=[], group_type="classic")  # fmt: skip
+    rows = [LagRow("g", "t", 0, 4, None, None), LagRow("g", "t", 1, 2, 5, None)]
+    doc = cli_groups.describe_doc("g", desc, rows)
+    assert [(p["log_end_offset"], p["lag"]) for p in doc["partitions"]] == [(None, None), (5, 3)]
+    lines = cli_groups.describe_lines(doc)
+    assert lines[1].split() == ["g", "t", "0", "4", "-", "-", "-"]
+    assert lines[2].split() == ["g", "t", "1", "2", "5", "3", "-"]
 
 
 # ----- the parser ----------------------------------------------------------------------------

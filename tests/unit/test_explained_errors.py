@@ -6,9 +6,19 @@ describe`; tests/integration/test_explained_errors.py checks them there, on a re
 
 from __future__ import annotations
 
+import pytest
+
 from client.cluster import ClusterMetadata
-from client.explain import leaderless_reason, produce_refusal, waiting_reasons, why_no_leader
-from client.types import TopicPartition
+from client.explain import (
+    client_principal,
+    fetch_refusal,
+    leaderless_reason,
+    produce_refusal,
+    waiting_reasons,
+    why_no_leader,
+)
+from client.subscription import SubscriptionState
+from client.types import TopicPartition, partitions_words
 from protocol.api.metadata import (
     BrokerInfo,
     MetadataResponse,
@@ -20,7 +30,11 @@ from protocol.errors import (
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderForPartitionError,
+    OffsetOutOfRangeError,
+    TopicAuthorizationFailedError,
+    UsageError,
 )
+from transport.security import SecurityConfig
 
 
 def test_every_replica_down_names_them_and_the_unclean_setting() -> None:
@@ -105,3 +119,35 @@ def test_waiting_reasons_name_the_missing_leader_else_the_last_error() -> None:
     assert waiting_reasons(led, [chaos0], {}) == {}  # led, no error: nothing to wait for
     # a topic whose metadata has not come yet is being looked up, not waited on
     assert waiting_reasons(led, [TopicPartition("other", 0)], {}) == {}
+
+
+def test_a_refused_fetch_says_who_may_not_read_which_partition() -> None:
+    """A Fetch answer carries no message: the client says who was refused what, in words (it
+    said "TopicPartition(topic='orders.created', partition=0): fetch at offset 0 failed")."""
+    tp = TopicPartition("orders.created", 0)
+    alice = SecurityConfig("SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                           sasl_plain_password="x")  # fmt: skip
+    who = client_principal(alice)
+    assert str(TopicAuthorizationFailedError(fetch_refusal(
+        TopicAuthorizationFailedError, who, tp, "fetch at offset 0"
+    ))) == (
+        "TOPIC_AUTHORIZATION_FAILED: user alice may not Read topic orders.created "
+        "(partition 0, fetch at offset 0)"
+    )  # fmt: skip
+    assert client_principal(SecurityConfig()) == "user ANONYMOUS"
+    assert fetch_refusal(OffsetOutOfRangeError, who, tp, "offset 9 is out of range") == (
+        "topic orders.created partition 0: offset 9 is out of range"
+    )
+
+
+def test_client_errors_name_partitions_in_words_not_as_tuples() -> None:
+    subs = SubscriptionState()
+    subs.assign([TopicPartition("orders", 0)])
+    with pytest.raises(UsageError) as negative:
+        subs.seek(TopicPartition("orders", 0), -1)
+    assert negative.value.message == "cannot seek topic orders partition 0 to negative offset -1"
+    with pytest.raises(UsageError) as unassigned:
+        subs.seek(TopicPartition("audit", 2), 1)
+    assert unassigned.value.message == "topic audit partition 2 is not assigned to this consumer"
+    many = [TopicPartition("orders", 1), TopicPartition("audit", 3), TopicPartition("orders", 0)]
+    assert partitions_words(many) == "topic audit partition 3; topic orders partitions 0, 1"
