@@ -153,9 +153,15 @@ def test_topics_create_list_describe_delete(cli: CliCluster) -> None:
                   ok=False)  # fmt: skip
     assert "odradek: error:" in err and "INVALID_REPLICATION_FACTOR" in err
 
-    cli.run("topics", "delete", "events")
+    cli.run("topics", "create", "spare", "--partitions", "1")
+    done = run_odradek("topics", "delete", "events", "nosuch", "spare", cwd=cli.cwd)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stdout.splitlines() == ["Deleted topic events.", "Deleted topic spare."]
+    assert done.stderr.splitlines() == [
+        "odradek: error: UNKNOWN_TOPIC_OR_PARTITION: nosuch: topic 'nosuch' does not exist"
+    ]
     deadline = time.monotonic() + 30
-    while "events" in cli.run("topics", "list").split():
+    while {"events", "spare"} & set(cli.run("topics", "list").split()):
         assert time.monotonic() < deadline, "topic not deleted in time"
         time.sleep(0.3)
     err = cli.run("topics", "describe", "events", ok=False)
