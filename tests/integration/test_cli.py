@@ -8,6 +8,7 @@ brokers and puts the cluster back as it found it.
 
 from __future__ import annotations
 
+import json
 import re
 import select
 import signal
@@ -166,6 +167,20 @@ def test_topics_create_list_describe_delete(cli: CliCluster) -> None:
         time.sleep(0.3)
     err = cli.run("topics", "describe", "events", ok=False)
     assert "UNKNOWN_TOPIC_OR_PARTITION" in err
+
+
+def test_a_native_command_at_a_kafka_port_says_so_and_names_the_native_port(
+    cli: CliCluster,
+) -> None:
+    broker = json.loads((cli.cwd / ".odradek" / "cluster.json").read_text())["brokers"][0]
+    kafka = f"127.0.0.1:{broker['kafka_port']}"
+    done = run_odradek("topics", "list", "--bootstrap", kafka, cwd=cli.cwd)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"odradek: error: {kafka} is a Kafka listener (it answered Kafka's ApiVersions), not "
+        "odradek's native port that this command speaks: this broker's native listener is "
+        f"port {broker['port']}"
+    ]
 
 
 def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:
