@@ -5,7 +5,10 @@ topic's partitions with leader, leader epoch, replicas and ISR. Lookups are dict
 
 `Cluster` owns the I/O around it:
 - bootstrap: the first Metadata request goes to the bootstrap servers ("host:port,host:port"),
-  tried in turn; later ones go to any known broker, falling back to the bootstrap list;
+  tried in turn; later ones go to any known broker, falling back to the bootstrap list. When
+  none answers and a bootstrap address closed the connection before any answer, it is asked
+  whether it is a broker's Kafka port (transport/kafka_probe.py): then a UsageError says so and
+  names the native listener;
 - refresh on demand: `request_update()` coalesces concurrent callers into one refresh, spaced at
   least `retry_backoff_ms` apart; a refresh that fails everywhere is retried with that backoff;
 - topics of interest: producers and consumers `add_topics`; a refresh asks for those (or all
@@ -28,6 +31,7 @@ from typing import Any
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
 from transport.connection import BrokerConnection
+from transport.kafka_probe import KafkaListener, probe, wrong_door
 from transport.sasl import AUTHENTICATION_ERRORS
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
@@ -208,7 +212,9 @@ class Cluster:
         topics = None if self.all_topics else sorted(self.topics)
         request = MetadataRequest(topics)
         last: OdradekError | None = None
+        wrong: KafkaListener | None = None  # a bootstrap address that is a Kafka port
         for target in self._metadata_targets():
+            conn: BrokerConnection | None = None
             try:
                 conn = await self._connect_target(target)
                 resp: MetadataResponse = await conn.send(request, self.request_timeout_ms)
@@ -217,6 +223,10 @@ class Cluster:
                 raise  # a refused login is the user's to fix: no other broker will take it
             except (NetworkError, OdradekError) as exc:
                 last = exc
+                if isinstance(target, tuple) and conn is not None and conn.closed:
+                    wrong = wrong or await _kafka_port(conn, target)
+        if wrong is not None:  # the user's to fix: one line that says which port to use
+            raise UsageError(wrong_door(wrong))
         raise NetworkError(f"no broker answered a metadata request (last error: {last})")
 
     def _metadata_targets(self) -> list[int | tuple[str, int]]:
@@ -347,3 +357,9 @@ class Cluster:
         self._bootstrap_conns.clear()
         for conn in conns:
             await conn.close()
+
+
+async def _kafka_port(conn: BrokerConnection, target: tuple[str, int]) -> KafkaListener | None:
+    """A bootstrap address that closed the connection before any answer may be a broker's
+    Kafka port (transport/kafka_probe.py)."""
+    return None if conn.answered else await probe(*target)

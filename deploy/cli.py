@@ -108,7 +108,7 @@ from deploy.cli_output import (
 )
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from deploy.console import cli as console_cli
-from protocol.errors import OdradekError, UsageError, for_code
+from protocol.errors import NetworkError, OdradekError, UsageError, for_code
 
 DEBUG_ENV = "ODRADEK_DEBUG"
 ADMIN_TIMEOUT_MS = 30_000
@@ -254,8 +254,8 @@ def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     )
     describe.set_defaults(func=cmd_topics_describe)
 
-    delete = tsub.add_parser("delete", parents=[client], help="delete a topic")
-    delete.add_argument("name", metavar="NAME")
+    delete = tsub.add_parser("delete", parents=[client], help="delete topics")
+    delete.add_argument("names", metavar="NAME", nargs="+")
     delete.set_defaults(func=cmd_topics_delete)
     leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
     records_cli.add_parsers(tsub, client)  # delete-records
@@ -489,10 +489,20 @@ def cmd_topics_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_delete(args: argparse.Namespace) -> int:
+    """Each topic in its own request: one that cannot go (unknown, ...) gets its error line
+    and the others still go; 1 when any failed."""
+    failed = 0
     with admin_from_args(args) as admin:
-        admin.delete_topics([args.name])
-    print(f"Deleted topic {args.name}.")
-    return 0
+        for name in dict.fromkeys(args.names):
+            try:
+                admin.delete_topics([name])
+                print(f"Deleted topic {name}.", flush=True)
+            except NetworkError:
+                raise  # no broker to ask: the same for every topic
+            except OdradekError as exc:
+                _error(str(exc))
+                failed += 1
+    return 1 if failed else 0
 
 
 TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet

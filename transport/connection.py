@@ -243,6 +243,8 @@ class BrokerConnection:
         self._close_error: OdradekError | None = None
         self._closed_event = asyncio.Event()  # set once closed (`wait_closed`)
         self._reauth: asyncio.Task[None] | None = None  # KIP-368 re-authentication
+        # a response came (False when lost before any: a Kafka port? transport/kafka_probe.py)
+        self.answered = False
 
     # ----- construction ---------------------------------------------------------------------
 
@@ -431,6 +433,7 @@ class BrokerConnection:
 
     def _on_frame(self, frame: bytes | bytearray) -> None:
         corr, error_code, body = split_response(frame)
+        self.answered = True
         pending = self._pending.get(corr)
         if pending is None or pending.future.done():
             self._pending.pop(corr, None)

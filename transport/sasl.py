@@ -177,6 +177,11 @@ async def run_exchange(
                 f"{where} does not enable SASL mechanism {client.mechanism} "
                 f"(it enables: {', '.join(enabled) or 'none'})"
             )
+        if error is IllegalSaslStateError and not enabled:  # Kafka's answer off a SASL listener
+            raise error(
+                f"{where} is not a SASL listener (SaslHandshake answered ILLEGAL_SASL_STATE, "
+                "no mechanism offered): give the security.protocol of the listener at that port"
+            )
         raise error(f"{where}: SaslHandshake refused")
     token: bytes | None = client.first()
     lifetime_ms = 0

@@ -3,7 +3,8 @@
 broker/security/sasl.py decides; a mechanism the broker has not enabled is answered
 UNSUPPORTED_SASL_MECHANISM with the enabled ones, after the failure delay, and then the
 connection closes, as Kafka's. On a broker without SASL (no service) and on a connection that
-is not on a SASL listener the answer is ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers it.
+is not on a SASL listener (or has authenticated) the answer is ILLEGAL_SASL_STATE with an empty
+mechanism list, as Kafka's KafkaApis answers it: the listener offers no mechanism.
 """
 
 from __future__ import annotations

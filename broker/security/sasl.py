@@ -237,8 +237,8 @@ def gate(session: Session, api_key: int, now_ms: int) -> str | None:
 def handshake(config: SaslConfig, session: Session, mechanism: str) -> HandshakeAnswer:
     """SaslHandshake: pick the mechanism (or begin a KIP-368 re-authentication)."""
     enabled = config.enabled_mechanisms
-    if not uses_sasl(session.security_protocol):
-        return HandshakeAnswer(IllegalSaslStateError.code, enabled)
+    if not uses_sasl(session.security_protocol):  # Kafka's KafkaApis: no mechanisms listed
+        return HandshakeAnswer(IllegalSaslStateError.code, ())
     exchange = exchange_of(session)
     state = exchange.state
     if state is SaslState.COMPLETE and session.credential_expiry_ms is not None:
@@ -246,7 +246,7 @@ def handshake(config: SaslConfig, session: Session, mechanism: str) -> Handshake
         state = SaslState.REAUTHENTICATE
     elif state is not SaslState.HANDSHAKE:  # after authentication, Kafka answers and goes on
         why = None if session.authenticated else f"SaslHandshake in SASL state {state.value}"
-        return HandshakeAnswer(IllegalSaslStateError.code, enabled, why)
+        return HandshakeAnswer(IllegalSaslStateError.code, (), why)
     if mechanism not in enabled:
         exchange.state = SaslState.FAILED
         exchange.failure = f"Unsupported SASL mechanism {mechanism}"

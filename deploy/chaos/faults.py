@@ -199,28 +199,34 @@ def _torn_tail(ctx: FaultContext, step: Step) -> Injected:
     p, leader = ctx.leader_of(step.pick)
     followers = [b for b in ctx.alive() if b != leader]
     victim = followers[step.pick % len(followers)] if followers else leader
+    role = "a follower of" if followers else "the leader (no follower alive) of"
     affected = ctx.led_by([victim])
     _kill(ctx, [victim])
     torn = tear_tail(Path(ctx.cluster.broker(victim).log_dir) / f"{ctx.topic}-{p}",
                      random.Random(step.pick))  # fmt: skip
-    return Injected(f"broker {victim} (follower of {p}, {torn})", [victim], affected,
-                    _restart(ctx.cluster, [victim]))  # fmt: skip
+    return Injected(f"broker {victim} ({role} {ctx.topic}-{p}, killed; {torn})", [victim],
+                    affected, _restart(ctx.cluster, [victim]))  # fmt: skip
 
 
 def tear_tail(partition_dir: Path, rng: random.Random) -> str:
     """Cut the active segment inside its last batch and append garbage, as a crash mid-write
-    leaves it; returns what was done, in words."""
+    leaves it; returns what was done, in words: "chaos-7-1/00000000000000000000.log cut by 13
+    of its 5120 bytes, then 27 garbage bytes appended"."""
     segments = sorted(partition_dir.glob("*.log"))
     if not segments:
-        return "no segment to tear"
+        return f"{partition_dir.name} has no segment to tear"
     active = segments[-1]
     size = active.stat().st_size
     cut = min(size, rng.randint(1, 60))
+    garbage = rng.randint(1, 40)
     with open(active, "r+b") as f:
         f.truncate(size - cut)
         f.seek(0, os.SEEK_END)
-        f.write(rng.randbytes(rng.randint(1, 40)))
-    return f"{active.name} cut by {cut} bytes plus garbage"
+        f.write(rng.randbytes(garbage))
+    where = f"{partition_dir.name}/{active.name}"
+    if size == 0:  # rolled a moment ago, or nothing written yet
+        return f"{where} was empty: {garbage} garbage bytes written"
+    return f"{where} cut by {cut} of its {size} bytes, then {garbage} garbage bytes appended"
 
 
 def _net(ctx: FaultContext, step: Step) -> Injected:

@@ -2,10 +2,11 @@
 
 run: open the cluster that `cluster up` started in `--dir` (or start one there and stop it at
 the end), create a fresh topic (RF 3, min.insync.replicas 2, PARTITIONS partitions, small
-segments so they roll), start the workload (workload.py), then for each step of the schedule
-(plan.py): inject the fault (faults.py), print a progress line, hold it, heal it, let the
-cluster run calm. At the end: heal everything, stop the producers (flushing what they hold),
-wait for every partition's ISR to be full, let the group catch up, then read back:
+segments so they roll; an earlier run of the same seed's topic and group are deleted first, so
+that a seed replays on the same cluster), start the workload (workload.py), then for each step
+of the schedule (plan.py): inject the fault (faults.py), print a progress line, hold it, heal
+it, let the cluster run calm. At the end: heal everything, stop the producers (flushing what
+they hold), wait for every partition's ISR to be full, let the group catch up, then read back:
 
   - the log of every partition through the native client (leader, offsets 0 to the HW);
   - every replica's bytes up to the high watermark from its segment files (the brokers are on
@@ -22,6 +23,8 @@ the same schedule without a workload and prints a timeline.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -33,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from client import Admin, Consumer, NewTopic, TopicPartition
+from client.group.admin import GroupAdmin
 from deploy.chaos import checker, faults, plan, security, workload
 from deploy.cluster import LocalCluster
 from deploy.console import timeline  # the events file the console shows
 from protocol.batch import decode_all, iter_batches
+from protocol.errors import GroupIdNotFoundError, OdradekError
 
 PARTITIONS = 4
 REPLICATION = 3
@@ -46,6 +51,7 @@ DRAIN_WAIT_S = 90.0
 PRODUCERS = 2
 TMPFS_MB = 48  # a broker's log dir when disk-full is among the faults
 MEMBERS = 2
+TOPIC_GONE_S = 60.0  # an earlier run's topic deleted, before this run creates it again
 
 Print = Callable[[str], None]
 
@@ -89,6 +95,39 @@ def open_or_start(
     cluster = LocalCluster(path, brokers=brokers, progress=out, **extra)
     cluster.up()
     return cluster, True
+
+
+def fresh_topics(
+    cluster: LocalCluster, topics: list[str], groups: list[str], seed: int, out: Print
+) -> None:
+    """The run's topics and groups as new: an earlier run of the same seed on this cluster left
+    them (chaos-<seed>...), so they are deleted first (the groups' committed offsets point
+    into the old topics, even when the topics went by hand), then the topics created. The same
+    seed replays on the same cluster."""
+    with Admin(cluster.bootstrap, request_timeout_ms=10_000, **security.native()) as admin:
+        old = [t for t in topics if t in admin.list_topics()]
+        if old:
+            out(f"deleting {', '.join(old)}, left by an earlier run of seed {seed}")
+            admin.delete_topics(old)
+            deadline = time.monotonic() + TOPIC_GONE_S
+            while set(old) & set(admin.list_topics()):
+                if time.monotonic() > deadline:
+                    raise OdradekError(f"{', '.join(old)} still there {TOPIC_GONE_S:.0f}s after "
+                                       "their deletion")  # fmt: skip
+                time.sleep(0.3)
+    asyncio.run(_delete_groups(cluster, groups, seed, out))
+    for topic in topics:
+        create_topic(cluster, topic, PARTITIONS)
+
+
+async def _delete_groups(cluster: LocalCluster, groups: list[str], seed: int, out: Print) -> None:
+    """Those of `groups` that exist (ListGroups needs no coordinator: a new cluster has none)."""
+    async with GroupAdmin(cluster.bootstrap, 10_000, **security.native()) as admin:
+        there = {g.group_id for g in await admin.listed_groups()}
+        for group in [g for g in groups if g in there]:
+            out(f"deleting group {group}, left by an earlier run of seed {seed}")
+            with contextlib.suppress(GroupIdNotFoundError):
+                await admin.delete_group(group)
 
 
 def create_topic(cluster: LocalCluster, topic: str, partitions: int) -> None:
@@ -261,13 +300,13 @@ def run(options: Options, out: Print, body: Body | None = None) -> int:
 
 def _run(cluster: LocalCluster, options: Options, steps: list[plan.Step], out: Print) -> int:
     chaos = Chaos(cluster, options, out)
-    create_topic(cluster, chaos.topic, PARTITIONS)
+    group = f"{chaos.topic}-group"
+    fresh_topics(cluster, [chaos.topic], [group], options.seed, out)
     clock = workload.AckClock()
     native = options.workload == "native"
     bootstrap = cluster.bootstrap if native else cluster.kafka_bootstrap
     make_producer = workload.native_producer if native else workload.kafka_producer
     make_member = workload.native_member if native else workload.kafka_member
-    group = f"{chaos.topic}-group"
     producers = [
         make_producer(bootstrap, f"p{i}", chaos.topic, PARTITIONS, options.rate / PRODUCERS, clock)
         for i in range(PRODUCERS)

@@ -26,6 +26,8 @@ with its first few examples:
                            its send order
     ctp-exactly-once       consume-transform-produce: every committed input value is in the
                            committed output exactly once, and nothing else is
+    client-fatal           no client failed fatally (fenced, INVALID_TXN_STATE...) unless the
+                           fault schedule explains it (client_errors.py)
 
 Outcomes: "committed" (commit_transaction returned), "aborted" (the workload chose to abort, or
 failed before asking to commit: no EndTxn(COMMIT) was ever sent, so it cannot commit) and
@@ -43,7 +45,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from deploy.chaos import client_errors
 from deploy.chaos.checker import FaultRecord, Finding, finding
+from deploy.chaos.client_errors import ClientError
 
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 CLASSES = (
@@ -94,6 +98,8 @@ class TxnRunRecord:
     # consume-transform-produce: None when not run; else the committed output, read back
     ctp_output: list[str] | None = None
     faults: list[FaultRecord] = field(default_factory=list)
+    client_errors: list[ClientError] = field(default_factory=list)  # every client's, in order
+    txn_timeout_s: float = 30.0  # the producers' transaction.timeout.ms
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +114,8 @@ class TxnRunRecord:
                           for c in self.consumers],
             "ctp_output": self.ctp_output,
             "faults": [vars(f) for f in self.faults],
+            "client_errors": [e.to_json() for e in self.client_errors],
+            "txn_timeout_s": self.txn_timeout_s,
         }  # fmt: skip
 
     @classmethod
@@ -123,6 +131,8 @@ class TxnRunRecord:
                                    list(c["resets"])) for c in raw["consumers"]],
             ctp_output=raw.get("ctp_output"),
             faults=[FaultRecord(**f) for f in raw["faults"]],
+            client_errors=[ClientError.from_json(e) for e in raw.get("client_errors", [])],
+            txn_timeout_s=raw.get("txn_timeout_s", 30.0),
         )  # fmt: skip
 
 
@@ -139,7 +149,8 @@ class _Facts:
 
 
 def check(run: TxnRunRecord) -> list[Finding]:
-    """One finding per anomaly class, in CLASSES' order (plus ctp-exactly-once when run)."""
+    """One finding per anomaly class, in CLASSES' order (plus ctp-exactly-once when run),
+    then client-fatal."""
     f = _facts(run)
     out = [
         _aborted_read(f), _precommitted_read(f), _lost_write(run, f), _partial(run, f),
@@ -148,6 +159,7 @@ def check(run: TxnRunRecord) -> list[Finding]:
     ]  # fmt: skip
     if run.ctp_output is not None:
         out.append(_ctp(run, f))
+    out.append(client_errors.check(run.client_errors, run.faults, run.txn_timeout_s))
     return out
 
 

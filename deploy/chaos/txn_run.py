@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deploy.chaos import checker, plan, runner, security, txn_checker
-from deploy.chaos.txn_workload import Copier, Reader, TxnProducer
+from deploy.chaos.txn_workload import TXN_TIMEOUT_MS, Copier, Reader, TxnProducer
 from deploy.chaos.workload import AckClock
 from deploy.cluster import LocalCluster
 from deploy.console import timeline
@@ -37,14 +37,14 @@ def run_txn(
 ) -> int:
     chaos = runner.Chaos(cluster, options, out)
     topic, out_topic = chaos.topic, f"{chaos.topic}-out"
-    for t in (topic, out_topic):
-        runner.create_topic(cluster, t, runner.PARTITIONS)
+    runner.fresh_topics(cluster, [topic, out_topic], [f"{topic}-copier"], options.seed, out)
     kafka, seed, clock = cluster.kafka_bootstrap, options.seed, AckClock()
     ids = [f"{topic}-tx{i}" for i in range(PRODUCERS)]
     producers = [TxnProducer(kafka, f"p{i}", tid, topic, runner.PARTITIONS, seed, chaos.t0, clock)
                  for i, tid in enumerate(ids)]  # fmt: skip
     readers = [Reader(kafka, f"c{i}", topic, runner.PARTITIONS, chaos.t0) for i in range(READERS)]
-    copier = Copier(kafka, "copier", f"{topic}-copier", f"{topic}-copier", topic, out_topic)
+    copier = Copier(kafka, "copier", f"{topic}-copier", f"{topic}-copier", topic, out_topic,
+                    chaos.t0)  # fmt: skip
     chaos.ctx.txn_ids = [*ids, f"{topic}-copier"]
     for producer in producers:
         producer.start()
@@ -72,6 +72,10 @@ def run_txn(
     record.ctp_output = read_output(kafka, out_topic, chaos.t0)
     chaos.time_availability(clock)
     record.faults = chaos.faults
+    logs = [p.errors for p in producers] + [copier.errors, copier.consumer_errors]
+    logs += [r.errors for r in readers]
+    record.client_errors = sorted((e for log in logs for e in log.errors), key=lambda e: e.at)
+    record.txn_timeout_s = TXN_TIMEOUT_MS / 1000
     findings = txn_checker.check(record)
     if ends is None:
         findings.append(checker.Finding("transactions-end", False,
@@ -79,9 +83,10 @@ def run_txn(
     if not full:
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
     out(txn_checker.summary(record) + f"; {copier.copied} values copied")
-    for name, errors in [(p.name, p.errors) for p in producers] + [("copier", copier.errors)]:
-        if errors:  # what the clients were told: the first clue when a check fails
-            out(f"{name}: {len(errors)} client errors, the last: " + " | ".join(errors[-3:]))
+    for log in logs:
+        if log.errors:  # what the clients were told: the first clue when a check fails
+            out(f"{log.client}: {len(log.errors)} client errors, the last: "
+                + " | ".join(log.lines(3)))  # fmt: skip
     return _report(cluster, options, steps, record, findings, out)
 
 

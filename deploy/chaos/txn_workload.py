@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deploy.chaos import security
+from deploy.chaos.client_errors import ClientError
 from deploy.chaos.txn_checker import ABORTED, COMMITTED, UNKNOWN, ConsumerLog, Poll, Txn, TxnSend
 from deploy.chaos.workload import AckClock
 
@@ -85,34 +86,79 @@ def _client_conf(bootstrap: str, **more: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "log_level": 0, **security.librdkafka(), **more}
 
 
+class ErrorLog:
+    """One workload client's errors as client_errors.ClientError, appended from its thread and
+    from librdkafka's error callback (fatal ones only: the others are transient connection
+    news). `instance` counts its client objects; `txn_since` is when its open transaction
+    began (None: none open)."""
+
+    def __init__(self, client: str, t0: float) -> None:
+        self.client, self._t0 = client, t0
+        self.errors: list[ClientError] = []
+        self.instance = 0
+        self.txn_since: float | None = None
+
+    def now(self) -> float:
+        return round(time.monotonic() - self._t0, 4)
+
+    def add(self, call: str, exc: BaseException) -> None:
+        err: Any = exc.args[0] if exc.args else None
+        name = getattr(err, "name", None)
+        fatal = bool(getattr(err, "fatal", lambda: False)())
+        detail = err.str() if callable(getattr(err, "str", None)) else str(exc)
+        self.errors.append(ClientError(self.client, self.instance, self.now(), call,
+                                       name() if callable(name) else type(exc).__name__,
+                                       fatal, detail, self.txn_since))  # fmt: skip
+
+    def callback(self) -> Callable[[Any], None]:
+        """librdkafka's error_cb for the current instance."""
+        instance = self.instance
+
+        def on_error(err: Any) -> None:
+            if err.fatal():
+                self.errors.append(ClientError(self.client, instance, self.now(), "error_cb",
+                                               err.name(), True, err.str(),
+                                               self.txn_since))  # fmt: skip
+
+        return on_error
+
+    def lines(self, last: int) -> list[str]:
+        return [f"{e.call}: {e.error}{' (FATAL)' if e.fatal else ''} {e.detail}"
+                for e in self.errors[-last:]]  # fmt: skip
+
+
 def new_producer(bootstrap: str, transactional_id: str, stop: threading.Event,
-                 errors: list[str]) -> Any:  # fmt: skip
+                 log: ErrorLog) -> Any:  # fmt: skip
     """A transactional producer with its id initialised (fencing any older one), retried
     until it is or `stop` is set (then None)."""
     from confluent_kafka import Producer  # optional: --workload txn
 
     while not stop.is_set():
+        log.instance += 1
+        log.txn_since = None
         producer = Producer(_client_conf(
             bootstrap, **{"transactional.id": transactional_id, "acks": "all",
-                          "transaction.timeout.ms": TXN_TIMEOUT_MS, "linger.ms": 2}))  # fmt: skip
+                          "transaction.timeout.ms": TXN_TIMEOUT_MS, "linger.ms": 2,
+                          "error_cb": log.callback()}))  # fmt: skip
         try:
             producer.init_transactions(CALL_TIMEOUT_S)
             return producer
         except Exception as exc:  # the coordinator is down: try again
-            errors.append(f"init: {exc}")
+            log.add("init", exc)
             stop.wait(0.5)
     return None
 
 
 def recover(producer: Any, bootstrap: str, transactional_id: str, stop: threading.Event,
-            errors: list[str]) -> Any:  # fmt: skip
+            log: ErrorLog) -> Any:  # fmt: skip
     """Abort the transaction in progress; replace the producer when that fails."""
     try:
         producer.abort_transaction(CALL_TIMEOUT_S)
+        log.txn_since = None
         return producer
     except Exception as exc:
-        errors.append(f"abort: {exc}")
-    return new_producer(bootstrap, transactional_id, stop, errors)
+        log.add("abort", exc)
+    return new_producer(bootstrap, transactional_id, stop, log)
 
 
 class TxnProducer:
@@ -124,7 +170,7 @@ class TxnProducer:
     ) -> None:  # fmt: skip
         self.name, self.transactional_id = name, transactional_id
         self.txns: list[Txn] = []
-        self.errors: list[str] = []
+        self.errors = ErrorLog(name, t0)
         self._bootstrap, self._topic, self._partitions = bootstrap, topic, partitions
         self._rng = random.Random(f"{seed}-{name}")
         self._t0, self._clock = t0, clock
@@ -160,6 +206,7 @@ class TxnProducer:
         """Run one transaction; False when the producer must be aborted or replaced."""
         try:
             producer.begin_transaction()
+            self.errors.txn_since = self._now()
             for i in range(self._rng.randint(*SENDS_PER_TXN)):
                 send = TxnSend(self._rng.randrange(self._partitions), f"{txn.producer}-{txn.n}-{i}")
                 txn.sends.append(send)
@@ -169,14 +216,17 @@ class TxnProducer:
                 raise RuntimeError("a send was not acknowledged")
         except Exception as exc:  # never asked to commit: it cannot commit
             txn.outcome, txn.error = ABORTED, f"before commit: {exc}"
+            self.errors.add("produce", exc)
             return False
         if self._rng.randrange(ABORT_ONE_IN) == 0:
             txn.outcome = ABORTED
             try:
                 producer.abort_transaction(CALL_TIMEOUT_S)
+                self.errors.txn_since = None
                 return True
             except Exception as exc:
                 txn.error = f"abort: {exc}"
+                self.errors.add("abort", exc)
                 return False
         return self._commit(producer, txn)
 
@@ -186,9 +236,11 @@ class TxnProducer:
             try:
                 producer.commit_transaction(COMMIT_TIMEOUT_S)
                 txn.outcome = COMMITTED
+                self.errors.txn_since = None
                 return True
             except Exception as exc:
                 txn.outcome, txn.error = UNKNOWN, f"commit: {exc}"
+                self.errors.add("commit", exc)
                 if not _retriable(exc):
                     return False
         return False
@@ -214,11 +266,12 @@ class Reader:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         self.log = ConsumerLog(name)
-        self.errors: list[str] = []
+        self.errors = ErrorLog(name, t0)
+        self.errors.instance = 1
         self._tps = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
         conf = {"group.id": f"{name}-unused", "isolation.level": "read_committed",
                 "enable.auto.commit": False, "auto.offset.reset": "earliest"}  # fmt: skip
-        self._consumer = Consumer(_client_conf(bootstrap, **conf))
+        self._consumer = Consumer(_client_conf(bootstrap, error_cb=self.errors.callback(), **conf))
         self._consumer.assign(self._tps)
         self._t0 = t0
         self.last_read = time.monotonic()
@@ -229,11 +282,13 @@ class Reader:
         self._thread.start()
 
     def _run(self) -> None:
+        from confluent_kafka import KafkaException
+
         while not self._stop.is_set():
             records = []
             for msg in self._consumer.consume(num_messages=POLL_MAX, timeout=POLL_S):
                 if msg.error() is not None:
-                    self.errors.append(str(msg.error()))
+                    self.errors.add("consume", KafkaException(msg.error()))
                     continue
                 records.append((int(msg.partition() or 0), int(msg.offset() or 0),
                                 (msg.value() or b"").decode()))  # fmt: skip
@@ -258,12 +313,14 @@ class Copier:
 
     def __init__(
         self, bootstrap: str, name: str, transactional_id: str, group: str, topic: str,
-        out_topic: str,
+        out_topic: str, t0: float,
     ) -> None:  # fmt: skip
         from confluent_kafka import Consumer
 
         self.name = name
-        self.errors: list[str] = []
+        self.errors = ErrorLog(name, t0)  # its producers'
+        self.consumer_errors = ErrorLog(f"{name}-consumer", t0)
+        self.consumer_errors.instance = 1
         self.copied = 0  # values in committed transactions
         self.last_commit = time.monotonic()  # or the last recovery: the copier's last progress
         self.pending = 0  # values read and not yet in a committed transaction
@@ -273,7 +330,8 @@ class Copier:
         self._consumer = Consumer(_client_conf(
             bootstrap, **{"group.id": group, "isolation.level": "read_committed",
                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                          "session.timeout.ms": 10_000}))  # fmt: skip
+                          "session.timeout.ms": 10_000,
+                          "error_cb": self.consumer_errors.callback()}))  # fmt: skip
         self._consumer.subscribe([topic])
         self._bootstrap, self._tid = bootstrap, transactional_id
         self._stop = threading.Event()
@@ -296,12 +354,12 @@ class Copier:
                 self.pending = 0
                 self.last_commit = time.monotonic()
             except ClientHung as exc:  # kept referenced: destroying it could block as well
-                self.errors.append(f"copy: {exc}; producer replaced")
+                self.errors.add("copy", exc)  # the producer is replaced
                 self.hung.append(producer)
                 producer = new_producer(self._bootstrap, self._tid, self._stop, self.errors)
                 self._rewind()
             except Exception as exc:  # aborted or unknown: read again from the group's offsets
-                self.errors.append(f"copy: {exc}")
+                self.errors.add("copy", exc)
                 producer = recover(producer, self._bootstrap, self._tid, self._stop, self.errors)
                 self._rewind()
 
@@ -312,6 +370,7 @@ class Copier:
 
     def _copy(self, producer: Any, msgs: list[Any]) -> None:
         producer.begin_transaction()
+        self.errors.txn_since = self.errors.now()
         for m in msgs:
             producer.produce(self._out_topic, value=m.value(), partition=m.partition())
         assignment = self._consumer.assignment()
@@ -320,6 +379,7 @@ class Copier:
         bounded(lambda: producer.send_offsets_to_transaction(offsets, group, CALL_TIMEOUT_S),
                 "send_offsets_to_transaction", CALL_TIMEOUT_S + HUNG_GRACE_S)  # fmt: skip
         producer.commit_transaction(CALL_TIMEOUT_S)
+        self.errors.txn_since = None
         self.committed_to.update((tp.partition, tp.offset) for tp in offsets if tp.offset >= 0)
 
     def _rewind(self) -> None:
@@ -340,7 +400,7 @@ class Copier:
                 self.last_commit = time.monotonic()  # recovered: quiet counts from here
                 return
             except Exception as exc:  # the group coordinator moves: again
-                self.errors.append(f"rewind: {exc}")
+                self.errors.add("rewind", exc)
                 self._stop.wait(0.5)
 
     def stop(self) -> None:

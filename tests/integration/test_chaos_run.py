@@ -9,7 +9,9 @@ reads back to the same verdict. `chaos faults` prints a timeline without a workl
 The transactional workload (`--workload txn`) runs a few cycles of its own against its own
 cluster, killing the transaction coordinator of its transactional ids and partition leaders:
 no anomaly class of deploy/chaos/txn_checker.py may show, and the copy made by its
-consume-transform-produce stage holds every committed value exactly once.
+consume-transform-produce stage holds every committed value exactly once. A producer fenced by
+a second producer of its transactional id (a fatal client error no fault explains) fails that
+verdict, and the same seed then runs again on the same cluster (its topics made anew).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +115,75 @@ def test_chaos_faults_prints_a_timeline_and_refuses_unknown_kinds(tmp_path: Path
     lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
     assert len(lines) == 2 and {"kill-leader", "term"} == {line.split()[2] for line in lines}
     assert "healed; every broker is running" in done.stdout
+
+
+def _cluster_kafka_bootstrap(cluster_dir: Path) -> str:
+    state = json.loads((cluster_dir / "cluster.json").read_text())
+    return ",".join(f"127.0.0.1:{b['kafka_port']}" for b in state["brokers"])
+
+
+def _fence_when_writing(bootstrap: str, topic: str, transactional_id: str, run: Any) -> None:
+    """Once the run's producers write to `topic`, init_transactions under one of their ids:
+    the workload's producer with that id is fenced, a fatal error it did not cause."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "fence-probe", "log_level": 0})
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and run.poll() is None:
+            try:  # list_topics asks afresh: a watermark query would keep "unknown topic"
+                known = topic in probe.list_topics(timeout=5).topics
+                ends = [probe.get_watermark_offsets(TopicPartition(topic, p), 5)[1]
+                        for p in range(4)] if known else []  # fmt: skip
+            except Exception:  # a broker busy, or the topic half created: ask again
+                ends = []
+            if sum(ends) > 20:
+                break
+            time.sleep(0.2)
+    finally:
+        probe.close()
+    assert run.poll() is None, "the run ended before its producers wrote"
+    fencer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                       "log_level": 0})  # fmt: skip
+    fencer.init_transactions(30)
+    fencer.flush(5)
+
+
+def test_a_fenced_producer_fails_the_verdict_and_the_seed_replays_on_the_same_cluster(
+    tmp_path: Path,
+) -> None:
+    cluster_dir = tmp_path / "cluster"
+    up = _odradek("cluster", "up", "--dir", str(cluster_dir), "--no-console", timeout_s=180)
+    assert up.returncode == 0, up.stderr[-3000:]
+    seed = seeded_rng().randrange(1 << 30)
+    args = ["chaos", "run", "--dir", str(cluster_dir), "--workload", "txn", "--cycles", "1",
+            "--seed", str(seed), "--faults", "kill-leader"]  # fmt: skip
+    try:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "deploy.cli", *args], cwd=ROOT, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            _fence_when_writing(_cluster_kafka_bootstrap(cluster_dir), f"chaos-{seed}",
+                                f"chaos-{seed}-tx0", run)  # fmt: skip
+            stdout, stderr = run.communicate(timeout=600)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+        assert run.returncode == 1, (stdout + stderr)[-4000:]
+        assert "Traceback" not in stdout + stderr
+        (line,) = [x for x in stdout.splitlines() if x.startswith("client-fatal")]
+        assert line.split()[1] == "FAIL" and "p0 (instance 1)" in line, line
+        assert "FENCED" in line, line
+        assert "verdict: FAIL" in stdout
+
+        again = _odradek(*args)
+        out = again.stdout + again.stderr
+        assert again.returncode == 0, out[-4000:]
+        assert (f"deleting chaos-{seed}, chaos-{seed}-out, left by an earlier run of seed {seed}"
+                in again.stdout)  # fmt: skip
+        assert f"deleting group chaos-{seed}-copier, left by an earlier" in again.stdout
+        assert "verdict: PASS" in again.stdout and "TOPIC_ALREADY_EXISTS" not in out
+    finally:
+        _odradek("cluster", "down", "--dir", str(cluster_dir), "--purge", timeout_s=180)

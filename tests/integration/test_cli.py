@@ -154,13 +154,33 @@ def test_topics_create_list_describe_delete(cli: CliCluster) -> None:
                   ok=False)  # fmt: skip
     assert "odradek: error:" in err and "INVALID_REPLICATION_FACTOR" in err
 
-    cli.run("topics", "delete", "events")
+    cli.run("topics", "create", "spare", "--partitions", "1")
+    done = run_odradek("topics", "delete", "events", "nosuch", "spare", cwd=cli.cwd)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stdout.splitlines() == ["Deleted topic events.", "Deleted topic spare."]
+    assert done.stderr.splitlines() == [
+        "odradek: error: UNKNOWN_TOPIC_OR_PARTITION: nosuch: topic 'nosuch' does not exist"
+    ]
     deadline = time.monotonic() + 30
-    while "events" in cli.run("topics", "list").split():
+    while {"events", "spare"} & set(cli.run("topics", "list").split()):
         assert time.monotonic() < deadline, "topic not deleted in time"
         time.sleep(0.3)
     err = cli.run("topics", "describe", "events", ok=False)
     assert "UNKNOWN_TOPIC_OR_PARTITION" in err
+
+
+def test_a_native_command_at_a_kafka_port_says_so_and_names_the_native_port(
+    cli: CliCluster,
+) -> None:
+    broker = json.loads((cli.cwd / ".odradek" / "cluster.json").read_text())["brokers"][0]
+    kafka = f"127.0.0.1:{broker['kafka_port']}"
+    done = run_odradek("topics", "list", "--bootstrap", kafka, cwd=cli.cwd)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"odradek: error: {kafka} is a Kafka listener (it answered Kafka's ApiVersions), not "
+        "odradek's native port that this command speaks: this broker's native listener is "
+        f"port {broker['port']}"
+    ]
 
 
 def test_produce_and_consume_through_the_cli(cli: CliCluster) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from deploy.chaos.client_errors import ClientError
 from deploy.chaos.txn_checker import (
     ABORTED,
     CLASSES,
@@ -70,7 +71,7 @@ def _c1(run: TxnRunRecord) -> list[tuple[int, int, str]]:
 
 def test_a_clean_history_passes_every_class() -> None:
     findings = check(clean_run())
-    assert [f.check for f in findings] == [*CLASSES, "ctp-exactly-once"]
+    assert [f.check for f in findings] == [*CLASSES, "ctp-exactly-once", "client-fatal"]
     assert all(f.ok for f in findings), [f for f in findings if not f.ok]
 
 
@@ -188,5 +189,6 @@ def test_examples_are_bounded_and_the_record_round_trips_through_json() -> None:
         run.txns.append(Txn("p2", i, [TxnSend(0, f"p2-{i}-0", 100 + i)], COMMITTED, 1.0))
     (f,) = [f for f in check(run) if not f.ok]
     assert f.check == "lost-write" and f.detail.endswith("(and 15 more)")
+    run.client_errors = [ClientError("p0", 2, 3.5, "abort", "INVALID_TXN_STATE", True, "x", 3.0)]
     again = TxnRunRecord.from_json(json.loads(json.dumps(run.to_json())))
     assert again == run and check(again) == check(run)

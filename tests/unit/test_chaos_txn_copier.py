@@ -113,16 +113,18 @@ def test_a_copier_replaces_a_producer_stuck_in_send_offsets(monkeypatch: Any) ->
     monkeypatch.setattr(txn_workload, "new_producer", lambda *args: next(made, None))
     monkeypatch.setattr(txn_workload, "CALL_TIMEOUT_S", 0.1)
     monkeypatch.setattr(txn_workload, "HUNG_GRACE_S", 0.1)
-    copier = Copier("b:1", "copier", "tid", "group", "in", "out")
+    copier = Copier("b:1", "copier", "tid", "group", "in", "out", time.monotonic())
     copier.start()
     deadline = time.monotonic() + 10
     while copier.copied < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
-        assert copier.copied == 2, copier.errors
+        assert copier.copied == 2, copier.errors.errors
         assert copier.hung == [stuck] and stuck.committed == 0
         assert fresh.committed == 1 and {p for _, p, _ in fresh.sent} == {0, 1}
-        assert any("send_offsets_to_transaction still running" in e for e in copier.errors)
+        (hung,) = copier.errors.errors
+        assert (hung.call, hung.error, hung.fatal) == ("copy", "ClientHung", False)
+        assert hung.detail.startswith("send_offsets_to_transaction still running")
         # its progress is what the run's drain waits on: the offsets committed with the output
         assert copier.caught_up({0: 1, 1: 1}) and not copier.caught_up({0: 2, 1: 1})
         assert copier_done(copier, {0: 1, 1: 1}, now=copier.last_commit)
@@ -138,7 +140,7 @@ def test_a_copier_that_has_just_recovered_is_not_done(monkeypatch: Any) -> None:
     the output was read 0.1 s after the copier replaced its stuck producer.)"""
     kafka = types.SimpleNamespace(Consumer=_Consumer, OFFSET_BEGINNING=-2, TopicPartition=tuple)
     monkeypatch.setitem(sys.modules, "confluent_kafka", kafka)
-    copier = Copier("b:1", "copier", "tid", "group", "in", "out")
+    copier = Copier("b:1", "copier", "tid", "group", "in", "out", time.monotonic())
     copier.pending, copier.last_commit = 3, 0.0  # read, then the transaction failed
     before = time.monotonic()
     copier._rewind()

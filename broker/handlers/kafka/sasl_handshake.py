@@ -4,7 +4,8 @@ v0 is in the served range because librdkafka before 2.10 (kcat's 2.0.2) will not
 unless it is, though it then sends v1 as every client we test does. A v0 request itself (a
 client from before Kafka 1.0, whose SASL tokens would follow raw, without Kafka headers) is
 answered UNSUPPORTED_VERSION with the enabled mechanisms after the failure delay, then the
-connection closes."""
+connection closes. On a listener without SASL any version is answered ILLEGAL_SASL_STATE with no
+mechanisms, as Kafka's KafkaApis answers it (broker/handlers/sasl_handshake.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import sasl_handshake as native
-from broker.session import Session
+from broker.session import Session, uses_sasl
 from protocol.errors import UnsupportedVersionError
 from protocol.kafka.codec import KafkaRequest, encode_response, make, response_class
 from protocol.kafka.versions import SASL_HANDSHAKE
@@ -26,7 +27,7 @@ V0_REFUSED = (
 def handle(ctx: BrokerContext, request: KafkaRequest, session: Session) -> Any:
     version = request.header.api_version
     cls = response_class(SASL_HANDSHAKE, version)
-    if version == 0 and ctx.sasl is not None:
+    if version == 0 and ctx.sasl is not None and uses_sasl(session.security_protocol):
         ctx.sasl.refuse(session, V0_REFUSED)
         enabled = ctx.sasl.config_for(session).enabled_mechanisms
         refused = make(cls, error_code=UnsupportedVersionError.code, mechanisms=enabled)

@@ -147,6 +147,7 @@ def test_handshake_on_a_plaintext_listener_is_illegal_sasl_state_and_goes_on() -
     svc, s = service(ManualClock()), Session.accepted("PLAINTEXT", "PLAINTEXT", "h", 1)
     answer = svc.handshake(s, "PLAIN")
     assert (answer.error_code, answer.close_why) == (ILLEGAL_STATE, None)
+    assert answer.mechanisms == ()  # Kafka's: the listener offers none
     auth = svc.authenticate(s, plain("alice", "alice-secret"))
     assert auth.error_code == ILLEGAL_STATE and auth.close_why is None
     assert s.principal == ANONYMOUS
@@ -164,7 +165,7 @@ def test_authenticate_after_success_without_reauth_is_illegal_state() -> None:
     svc.handshake(s, "PLAIN")
     svc.authenticate(s, plain("alice", "alice-secret"))
     again = svc.handshake(s, "PLAIN")
-    assert (again.error_code, again.close_why) == (ILLEGAL_STATE, None)
+    assert (again.error_code, again.close_why, again.mechanisms) == (ILLEGAL_STATE, None, ())
     answer = svc.authenticate(s, plain("alice", "alice-secret"))
     assert answer.error_code == ILLEGAL_STATE
     assert (

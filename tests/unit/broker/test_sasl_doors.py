@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from broker.context import BrokerContext
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.security.sasl import SaslConfig, SaslService, plain_users
@@ -28,10 +30,13 @@ from protocol.api.sasl import (
     SaslHandshakeResponse,
 )
 from protocol.clock import ManualClock
+from protocol.errors import IllegalSaslStateError
 from protocol.kafka import codec
 from protocol.kafka.codec import encode_request, make
 from protocol.kafka.versions import API_VERSIONS, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from tests.unit.broker.harness import RawClient, running_broker
+from transport.connection import BrokerConnection
+from transport.security import SecurityConfig
 
 IO_TIMEOUT_S = 10.0
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
@@ -222,6 +227,48 @@ async def test_sasl_handshake_v0_is_listed_but_refused(tmp_path: Path) -> None:
         assert answer.error_code.value == UNSUPPORTED_VERSION
         assert answer.mechanisms == ("PLAIN", "SCRAM-SHA-512")
         assert await c.closed()
+
+
+async def test_a_plaintext_listener_answers_illegal_sasl_state_without_mechanisms(
+    tmp_path: Path,
+) -> None:
+    """Kafka's KafkaApis answer on both doors and every SaslHandshake version: the listener
+    offers no mechanism, so none is listed (the broker's SASL mechanisms are another
+    listener's), and the connection goes on."""
+    async with sasl_broker(tmp_path) as s:
+        servers = []
+        door: Door
+        for door in (KafkaDoor(), NativeDoor()):
+            server = BrokerServer(s.ctx, s.clock, door, "127.0.0.1", 0, "PLAINTEXT", "PLAINTEXT")
+            await server.start()
+            servers.append(server)
+        try:
+            for version in (0, 1):
+                c = await KafkaRaw.connect(servers[0].port)
+                s.conns.append(c.writer)
+                answer = await c.call(SASL_HANDSHAKE, version, mechanism="SCRAM-SHA-512")
+                assert (answer.error_code.value, answer.mechanisms) == (ILLEGAL_STATE, ())
+                assert await metadata_works(c)
+            n = await RawClient.connect(servers[1].port)
+            s.conns.append(n.writer)
+            n.send(SaslHandshakeRequest("SCRAM-SHA-512"))
+            _, native = await n.read_response(SaslHandshakeResponse)
+            assert (native.error_code, native.mechanisms) == (ILLEGAL_STATE, [])
+            n.send(MetadataRequest(None))
+            _, meta = await n.read_response(MetadataResponse)
+            assert isinstance(meta, MetadataResponse)
+            sasl = SecurityConfig("SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+                                  sasl_plain_username="bob", sasl_plain_password="x")  # fmt: skip
+            with pytest.raises(IllegalSaslStateError) as refused:
+                await BrokerConnection.connect("127.0.0.1", servers[1].port, security=sasl)
+            assert refused.value.message == (
+                f"127.0.0.1:{servers[1].port} is not a SASL listener (SaslHandshake answered "
+                "ILLEGAL_SASL_STATE, no mechanism offered): give the security.protocol of the "
+                "listener at that port"
+            )
+        finally:
+            for server in servers:
+                await server.stop()
 
 
 async def test_malformed_token_fails_without_a_traceback(tmp_path: Path, caplog: Any) -> None:

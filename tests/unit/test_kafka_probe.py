@@ -1,0 +1,36 @@
+"""The sentence for a native command pointed at a Kafka listener, with and without the
+broker's native listener (transport/kafka_probe.py; the probe itself is tested through the CLI
+against a real broker's Kafka port in tests/integration/test_cli.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from transport.kafka_probe import KafkaListener, probe, wrong_door
+
+
+def test_the_sentence_names_the_native_listener_or_how_to_find_it() -> None:
+    said = wrong_door(KafkaListener("h:9092", "PLAINTEXT://h:9192"))
+    assert said == ("h:9092 is a Kafka listener (it answered Kafka's ApiVersions), not odradek's "
+                    "native port that this command speaks: this broker's native listener is "
+                    "PLAINTEXT://h:9192")  # fmt: skip
+    unknown = wrong_door(KafkaListener("h:9092", None))
+    assert unknown.endswith(
+        "use the broker's native port (its `port` or `native_listeners` setting; "
+        "`odradek cluster status` lists both for a local cluster)"
+    )
+
+
+def test_an_address_that_does_not_answer_in_kafkas_framing_is_not_a_kafka_listener() -> None:
+    async def closing_server() -> KafkaListener | None:
+        async def close(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            await _r.read(4)
+            w.write(b"\x00\x00\x00\x02no")  # a frame too short for Kafka's header
+            w.close()
+
+        server = await asyncio.start_server(close, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            return await probe("127.0.0.1", port)
+
+    assert asyncio.run(closing_server()) is None

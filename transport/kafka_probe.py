@@ -1,0 +1,95 @@
+"""Is this address a Kafka listener? Asked when a native connection is lost before any answer.
+
+A native client pointed at a broker's Kafka port (an easy mistake: both are printed by
+`cluster up`) writes a msgpack frame; the Kafka door reads its first bytes as an unknown API
+key and closes the connection without a word, as Kafka does. The client then knows only
+"connection lost". `probe(host, port)` asks the same address, on a new plaintext connection,
+what any Kafka broker answers: ApiVersions v0 in Kafka's framing (int32 length, int32
+correlation id, then the body). When that comes back, the address is a Kafka listener; an
+odradek broker also answers DescribeConfigs of itself (`port`, `native.listeners`), which
+names its native listeners. `wrong_door(...)` is the one-line sentence for the user.
+
+Bounds: one connection, two requests, PROBE_TIMEOUT_S in all, answers of at most
+ANSWER_BYTES_MAX; any failure means "not known to be Kafka" (None).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from dataclasses import dataclass
+
+from protocol.kafka import codec
+from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS
+
+PROBE_TIMEOUT_S = 3.0
+ANSWER_BYTES_MAX = 1 << 20
+RESOURCE_BROKER = 4
+NATIVE_KEYS = ("port", "native.listeners", "native.advertised.listeners")
+
+
+@dataclass(frozen=True)
+class KafkaListener:
+    address: str
+    native: str | None  # the broker's native listeners, when it said them
+
+
+async def probe(host: str, port: int) -> KafkaListener | None:
+    """A KafkaListener when host:port answers Kafka's ApiVersions (None: it does not)."""
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                versions = codec.make(codec.request_class(API_VERSIONS, 0))
+                writer.write(codec.encode_request(API_VERSIONS, 0, 1, versions, "odradek-probe"))
+                corr, _ = codec.decode_response(API_VERSIONS, 0, await _frame(reader))
+                if corr != 1:
+                    return None
+                native = await _native_listeners(reader, writer)
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+    except Exception:  # refused, timed out, closed, not Kafka's bytes: not known to be Kafka
+        return None
+    return KafkaListener(f"{host}:{port}", native)
+
+
+async def _frame(reader: asyncio.StreamReader) -> bytes:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    if not 4 <= size <= ANSWER_BYTES_MAX:
+        raise ValueError(f"a frame of {size} bytes")
+    return await reader.readexactly(size)
+
+
+async def _native_listeners(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> str | None:
+    """The native listeners an odradek broker describes for itself (None: not said)."""
+    try:
+        cls = codec.request_class(DESCRIBE_CONFIGS, 1)
+        resource = codec.make(codec.nested(cls, "DescribeConfigsResource"),
+                              resource_type=RESOURCE_BROKER, resource_name="",
+                              configuration_keys=NATIVE_KEYS)  # fmt: skip
+        body = codec.make(cls, resources=(resource,), include_synonyms=False)
+        writer.write(codec.encode_request(DESCRIBE_CONFIGS, 1, 2, body, "odradek-probe"))
+        _, resp = codec.decode_response(DESCRIBE_CONFIGS, 1, await _frame(reader))
+    except Exception:  # a Kafka broker that is not odradek, or one that wants a login first
+        return None
+    values = {c.name: c.value for r in resp.results for c in r.configs}
+    return (
+        values.get("native.advertised.listeners")
+        or values.get("native.listeners")
+        or (f"port {values['port']}" if values.get("port") else None)
+    )
+
+
+def wrong_door(listener: KafkaListener) -> str:
+    """The sentence for a native command pointed at a Kafka listener."""
+    head = (f"{listener.address} is a Kafka listener (it answered Kafka's ApiVersions), not "
+            "odradek's native port that this command speaks")  # fmt: skip
+    if listener.native:
+        return f"{head}: this broker's native listener is {listener.native}"
+    return (f"{head}: use the broker's native port (its `port` or `native_listeners` setting; "
+            "`odradek cluster status` lists both for a local cluster)")  # fmt: skip
