@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from broker.handlers import CHUNKED, HANDLERS
 from broker.handlers.kafka import KAFKA_HANDLERS, SERVED
 from broker.security.sasl import SaslGate
-from broker.session import Session
+from broker.session import Refusal, Session
 from protocol.codec import (
     Chunk,
     decode_request,
@@ -53,19 +53,6 @@ from protocol.kafka import versions as kafka_versions
 from protocol.log_limit import LogLimit
 
 log = logging.getLogger("odradek.broker.server")
-
-
-class Refusal(Exception):
-    """A frame the door will not serve: `why` is logged, `reply` (if any) sent, then close."""
-
-    def __init__(
-        self, why: str, reply: bytes | None = None, logged: bool = False, code: int | None = None
-    ) -> None:
-        super().__init__(why)
-        self.why = why
-        self.reply = reply
-        self.logged = logged  # the door logged it already: the server's line is DEBUG
-        self.code = code  # the error `reply` carries, when a handler raised it (for metrics)
 
 
 class Door(Protocol):

@@ -50,12 +50,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from broker.doors import Door, Refusal
+from broker.doors import Door
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_http import HttpLimits, MetricsHttpServer
 from broker.quota.manager import Quotas
 from broker.quota.metrics import quota_families, quota_reading
-from broker.session import Session
+from broker.session import Refusal, Session
 from coordinator.group.metrics import GroupSample, group_counts, group_samples
 from protocol.clock import Clock
 from protocol.errors import OdradekError, UnknownServerError, for_code

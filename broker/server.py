@@ -75,7 +75,7 @@ from typing import Any, cast
 
 from broker.context import BrokerContext
 from broker.deferred import Deferred
-from broker.doors import Door, NativeDoor, Refusal
+from broker.doors import Door, NativeDoor
 from broker.quota.throttle import ChannelMute, request_exempt, with_throttle
 from broker.security.tls import (
     SNIFF_BYTES,
@@ -86,7 +86,7 @@ from broker.security.tls import (
     sniff,
     wrong_protocol_line,
 )
-from broker.session import PLAINTEXT, Session
+from broker.session import PLAINTEXT, Refusal, Session
 from protocol.clock import Clock
 from protocol.codec import Chunk, FileSlice
 from protocol.errors import ProtocolError

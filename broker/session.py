@@ -15,6 +15,9 @@ knows the principal it answers (authorization, quotas) without reaching into the
 - `client_id` and the client's software name and version (KIP-511, ApiVersions v3+), for logs.
 - `sasl`: the SASL exchange in progress, and `credential_expiry_ms` (KIP-368: past it, only a
   re-authentication is accepted), owned by broker/security/.
+
+`Refusal` lives here too, below both the door (broker/doors.py) and the handlers that raise it
+(a failed SASL exchange, broker/security/sasl.py): the door imports the handlers.
 """
 
 from __future__ import annotations
@@ -39,10 +42,24 @@ __all__ = [
     "SASL_SSL",
     "SECURITY_PROTOCOLS",
     "SSL",
+    "Refusal",
     "Session",
     "uses_sasl",
     "uses_tls",
 ]
+
+
+class Refusal(Exception):
+    """A frame the door will not serve: `why` is logged, `reply` (if any) sent, then close."""
+
+    def __init__(
+        self, why: str, reply: bytes | None = None, logged: bool = False, code: int | None = None
+    ) -> None:
+        super().__init__(why)
+        self.why = why
+        self.reply = reply
+        self.logged = logged  # the door logged it already: the server's line is DEBUG
+        self.code = code  # the error `reply` carries, when a handler raised it (for metrics)
 
 
 @dataclass(slots=True, eq=False)

@@ -128,13 +128,14 @@ class AsyncConsumer(ClusterClient):
             )  # fmt: skip
             if group_protocol == CONSUMER:
                 self._group = ConsumerProtocolGroup(
-                    self, settings, enable_auto_commit, auto_commit_interval_ms,
-                    group_remote_assignor,
+                    self, self._cluster, self._subs, settings, enable_auto_commit,
+                    auto_commit_interval_ms, group_remote_assignor,
                 )  # fmt: skip
             else:
                 self._group = ConsumerGroup(
-                    self, settings, enable_auto_commit, auto_commit_interval_ms
-                )
+                    self, self._cluster, self._subs, settings, enable_auto_commit,
+                    auto_commit_interval_ms,
+                )  # fmt: skip
         self._started = False
         self._closed = False
 
@@ -155,9 +156,10 @@ class AsyncConsumer(ClusterClient):
         self._check_open()
         if self._group is not None and self._group.subscribed:
             raise UsageError("assign() cannot be mixed with subscribe()")
-        self._apply_assignment(partitions)
+        self.apply_assignment(partitions)
 
-    def _apply_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+    def apply_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+        """Own `partitions` (the group's rebalances call it; `assign` checks, then calls it)."""
         self._subs.assign(partitions)
         self._fetcher.clear(
             {tp for tp in self._fetcher.buffered() if not self._subs.is_assigned(tp)}

@@ -14,22 +14,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from deploy.cli_parser import Parser as Parser  # the subcommand modules take it from here
 from deploy.cluster import DEFAULT_DIR, LocalCluster
 from protocol.errors import UsageError
 
 PROG = "odradek"
 BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with its errors on one line, usage pointer included, exit code 2:
-    `odradek topics create: error: argument --partitions: '0' must be positive (usage:
-    odradek topics create --help)`. Subcommand parsers are made of the same class."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
 
 def progress(line: str) -> None:

@@ -29,7 +29,8 @@ cluster.json.lock beside it and reads the state afresh under it, so no command s
 that has lost another's broker PID. Waiting for readiness happens after the lock is released.
 
 Processes are only ever signalled by the PIDs recorded here, and a recorded broker PID counts as
-ours only while /proc/<pid>/cmdline still names its log dir (PIDs are reused).
+ours only while /proc/<pid>/cmdline still names its log dir (PIDs are reused); the helpers that
+read /proc, pick ports and stop the console are deploy/processes.py's.
 
 Network mode (`network="netns"`, `cluster up --netns`, root only): each broker runs in its own
 network namespace of a lab (deploy/netns.py) as `ip netns exec <ns> python -m deploy.cli
@@ -57,7 +58,6 @@ import contextlib
 import fcntl
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -70,13 +70,21 @@ from pathlib import Path
 from typing import Any
 
 from deploy.netns import LabSpec, NetLab, loopback_ports, require_root, rewrite_connect
+from deploy.processes import (
+    DEFAULT_HOST,
+    cmdline,
+    free_port,
+    port_in_use,
+    process_state,
+    stop_console,
+    wait_until,
+)
 from protocol.errors import OdradekError, UsageError
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 STATE_FILE = "cluster.json"
 LOCK_FILE = "cluster.json.lock"  # flock'ed across every read-modify-write of the state file
 DEFAULT_DIR = ".odradek"
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_SESSION_TIMEOUT_MS = 6000
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0  # SIGTERM, then SIGKILL after this long
@@ -162,73 +170,7 @@ class BrokerStatus:
     metrics_port: int = 0
 
 
-# ----- processes (by PID, through /proc) ------------------------------------------------------
-
-
-def process_state(pid: int) -> str:
-    """ "alive", "paused" (stopped by a signal: state T/t) or "dead" (gone, or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "dead"
-    state = stat.rpartition(")")[2].split()[0]
-    if state in ("Z", "X", "x"):
-        return "dead"
-    return "paused" if state in ("T", "t") else "alive"
-
-
-def _cmdline(pid: int) -> list[str]:
-    """The process's arguments. Right after exec (and while exiting) the kernel may show an empty
-    command line for a moment, so an empty one is read again a few times."""
-    for _ in range(100):
-        try:
-            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return []
-        if raw or process_state(pid) == "dead":
-            return raw.decode(errors="replace").split("\0")
-        time.sleep(0.001)
-    return []
-
-
 PORT_RETRIES = 3  # `up`: fresh ports for a broker whose port was taken before it bound it
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-LISTEN_PORTS_FROM = 10_000  # listening ports are picked from here to the ephemeral range
-
-
-def free_port(host: str = DEFAULT_HOST) -> int:
-    """A port nobody uses right now, below the kernel's ephemeral range. A killed broker is
-    restarted on its old port; a port from that range (what binding port 0 gives) may meanwhile
-    have become the local end of some client's outgoing connection, and the restart fails
-    with "address already in use". Ports below the range are never handed out that way."""
-    try:
-        low = int(EPHEMERAL_RANGE.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 0
-    pick = random.SystemRandom()  # not the seeded module state: concurrent runs pick apart
-    for _ in range(200 if low > LISTEN_PORTS_FROM + 1000 else 0):
-        port = pick.randrange(LISTEN_PORTS_FROM, low)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_in_use(host: str, port: int) -> bool:
-    """True when something listens on the port. SO_REUSEADDR, as the broker's server sets it,
-    so connections of a killed broker still in TIME_WAIT do not count."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def _check_reachable(connect: str, timeout_s: float = 3.0) -> None:
@@ -241,16 +183,6 @@ def _check_reachable(connect: str, timeout_s: float = 3.0) -> None:
         with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout_s):
             return
     raise ClusterError(f"no ZooKeeper server answers at {hosts}")
-
-
-def _wait_until(check: Callable[[], bool], timeout_s: float, step_s: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if check():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(step_s)
 
 
 def _log_tail(path: Path, lines: int = 3) -> str:
@@ -566,7 +498,7 @@ class LocalCluster:
         if self.base_port is None:
             return self._free_ports(wanted, set())
         ports = [self.base_port + i for i in range(wanted)]
-        busy = [p for p in ports if _port_in_use(self.host, p)]
+        busy = [p for p in ports if port_in_use(self.host, p)]
         if busy:
             raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
         return ports
@@ -836,7 +768,7 @@ class LocalCluster:
             return "dead"
         if proc.pid <= 0 or process_state(proc.pid) == "dead":
             return "dead"
-        if proc.log_dir not in _cmdline(proc.pid):
+        if proc.log_dir not in cmdline(proc.pid):
             return "dead"  # the PID now belongs to someone else
         return process_state(proc.pid)
 
@@ -893,14 +825,14 @@ class LocalCluster:
             raise ClusterError(f"broker {broker_id} is already paused")
         os.kill(proc.pid, SIGNALS[sig])
         if sig == "STOP":
-            if not _wait_until(lambda: self._broker_state(proc) == "paused", KILL_TIMEOUT_S):
+            if not wait_until(lambda: self._broker_state(proc) == "paused", KILL_TIMEOUT_S):
                 raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not pause")
             self._progress(f"broker {broker_id} (pid {proc.pid}) paused")
             return
         if now == "paused":
             os.kill(proc.pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
         timeout_s = KILL_TIMEOUT_S if sig == "KILL" else STOP_TIMEOUT_S
-        done = _wait_until(lambda: self._broker_state(proc) == "dead", timeout_s)
+        done = wait_until(lambda: self._broker_state(proc) == "dead", timeout_s)
         if not done:
             raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not exit after SIG{sig}")
         self._reap(broker_id)
@@ -920,11 +852,11 @@ class LocalCluster:
             raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
         if now == "paused":
             os.kill(proc.pid, signal.SIGCONT)
-            _wait_until(lambda: self._broker_state(proc) != "paused", KILL_TIMEOUT_S)
+            wait_until(lambda: self._broker_state(proc) != "paused", KILL_TIMEOUT_S)
             self._progress(f"broker {broker_id} (pid {proc.pid}) resumed")
         else:
             state = self._require_state()
-            if not proc.host and _port_in_use(state.host, proc.port):
+            if not proc.host and port_in_use(state.host, proc.port):
                 raise ClusterError(f"port {proc.port} of broker {broker_id} is taken")
             self._reap(broker_id)
             self._spawn(proc)
@@ -952,11 +884,8 @@ class LocalCluster:
             raise ClusterError(f"no local cluster in {self.dir}")
         if state is not None:
             self.state = state
-            if state.console_pid:
-                from deploy.console.launch import stop_console
-
-                if stop_console(state.console_pid, self.dir):
-                    self._progress(f"stopped the console (pid {state.console_pid})")
+            if state.console_pid and stop_console(state.console_pid, self.dir):
+                self._progress(f"stopped the console (pid {state.console_pid})")
             self._stop_brokers(state.brokers)
             if state.zookeeper.pid is not None:
                 self._stop_zookeeper(state.zookeeper.pid)
@@ -981,13 +910,13 @@ class LocalCluster:
         def all_dead() -> bool:
             return all(self._broker_state(b) == "dead" for b in running)
 
-        if not _wait_until(all_dead, STOP_TIMEOUT_S, 0.1):
+        if not wait_until(all_dead, STOP_TIMEOUT_S, 0.1):
             for b in running:
                 if self._broker_state(b) != "dead":
                     self._progress(f"broker {b.id} ignored SIGTERM; sending SIGKILL")
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(b.pid, signal.SIGKILL)
-            _wait_until(all_dead, KILL_TIMEOUT_S, 0.1)
+            wait_until(all_dead, KILL_TIMEOUT_S, 0.1)
         for b in brokers:
             self._reap(b.id)
 

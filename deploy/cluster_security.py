@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from coordinator.cluster.zk import ZkError
-    from deploy.cli_common import Parser
+    from deploy.cli_parser import Parser
     from protocol.errors import UsageError
     from protocol.scram import MECHANISMS
 

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.api.sasl import (
     SaslAuthenticateRequest,
@@ -46,7 +46,6 @@ from protocol.scram import ScramClient, ScramState
 from transport.security import SslAuthenticationError
 
 if TYPE_CHECKING:
-    from transport.connection import BrokerConnection
     from transport.security import SecurityConfig
 
 log = logging.getLogger("odradek.transport.sasl")
@@ -66,6 +65,21 @@ AUTHENTICATION_ERRORS: tuple[type[OdradekError], ...] = (
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
 MAX_ROUNDS = 4  # SCRAM needs 2 SaslAuthenticate round trips, PLAIN 1: more is a broken broker
+
+
+class SaslConnection(Protocol):
+    """What the exchange needs of a connection (transport/connection.py's BrokerConnection,
+    which runs `authenticate` when it opens: this interface keeps the import one way)."""
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def send(self, request: Any, timeout_ms: float | None = 30_000) -> Any: ...
+
+    def abort(self) -> None: ...
 
 
 class SaslMechanismClient(Protocol):
@@ -200,7 +214,7 @@ async def run_exchange(
 
 
 async def authenticate(
-    conn: BrokerConnection, security: SecurityConfig, timeout_ms: float = 30_000
+    conn: SaslConnection, security: SecurityConfig, timeout_ms: float = 30_000
 ) -> int:
     """Run the SASL exchange `security` names over `conn`; the session lifetime in ms."""
     client = security_client(security)
@@ -226,7 +240,7 @@ def reauth_delay_s(lifetime_ms: int, fraction: float) -> float:
 
 
 async def keep_authenticated(
-    conn: BrokerConnection,
+    conn: SaslConnection,
     security: SecurityConfig,
     lifetime_ms: int,
     sleep: Sleep | None = None,

@@ -48,7 +48,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from broker.session import Session, uses_sasl
+from broker.session import Refusal, Session, uses_sasl
 from protocol.errors import (
     IllegalSaslStateError,
     OdradekError,
@@ -429,7 +429,5 @@ class SaslService:
         the answer `reply` (already encoded by the door's handler; its error `code`, which the
         request metrics count) goes out, then the connection closes (broker/server.py closes
         on a Refusal a handler raises)."""
-        from broker.doors import Refusal  # doors imports the handlers, which import this
-
         await self._sleep(self.config.failed_delay_ms / 1000)
         raise Refusal(why, reply, logged=True, code=code)

@@ -14,6 +14,10 @@ REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID, or after max_pol
 Auto commit: every `auto_commit_interval_ms` a poll commits the positions (the records handed
 out by earlier polls): at-least-once, as docs/consumer-groups.md explains. Listener callbacks
 may be plain functions or coroutines.
+
+The group takes its consumer as an `Assignee` (what it reads and changes of it: the assignment
+and the positions it starts from), with the consumer's cluster and subscription state, rather
+than client/consumer.py's AsyncConsumer, which makes the group.
 """
 
 from __future__ import annotations
@@ -22,14 +26,13 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from client.cluster import Cluster
 from client.group.membership import GroupMembership, GroupSettings
+from client.subscription import SubscriptionState
 from client.types import TopicPartition
 from protocol.errors import OdradekError
-
-if TYPE_CHECKING:
-    from client.consumer import AsyncConsumer
 
 log = logging.getLogger("odradek.client.group")
 MAX_PENDING_COMMITS = 100
@@ -41,17 +44,30 @@ class RebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any: ...
 
 
+class Assignee(Protocol):
+    """The consumer as its group sees it: what it owns, and the changes a rebalance makes."""
+
+    def assignment(self) -> set[TopicPartition]: ...
+
+    def apply_assignment(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+
+
 class ConsumerGroup:
     def __init__(
         self,
-        consumer: AsyncConsumer,
+        consumer: Assignee,
+        cluster: Cluster,
+        subs: SubscriptionState,
         settings: GroupSettings,
         enable_auto_commit: bool,
         auto_commit_interval_ms: int,
         membership: GroupMembership | None = None,  # consumer_protocol.py passes its own
     ) -> None:
         self.consumer = consumer
-        self.membership = membership or GroupMembership(consumer._cluster, settings)
+        self.subs = subs
+        self.membership = membership or GroupMembership(cluster, settings)
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self.listener: RebalanceListener | None = None
@@ -99,16 +115,16 @@ class ConsumerGroup:
         try:
             committed = await self.membership.committed(new) if new else {}
         except BaseException:
-            self.consumer._apply_assignment(())  # owns nothing it can start; rejoins next poll
+            self.consumer.apply_assignment(())  # owns nothing it can start; rejoins next poll
             self.membership.rejoin_later()
             raise
-        self.consumer._apply_assignment(new)
+        self.consumer.apply_assignment(new)
         for tp in sorted(new):
             offset = committed.get(tp)
             if offset is not None:
                 self.consumer.seek(tp, offset)
             elif tp not in old:
-                self.consumer._subs.request_reset(tp)
+                self.subs.request_reset(tp)
         self.rebalances += 1
         self._next_auto_commit_s = asyncio.get_running_loop().time() + (
             self.auto_commit_interval_ms / 1000
@@ -118,7 +134,7 @@ class ConsumerGroup:
     # ----- commits ----------------------------------------------------------------------------
 
     def positions(self) -> dict[TopicPartition, int]:
-        subs = self.consumer._subs
+        subs = self.subs
         out = {}
         for tp in subs.assignment():
             position = subs.position(tp)

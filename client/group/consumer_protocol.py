@@ -37,12 +37,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from client.cluster import Cluster
-from client.group.consumer_group import ConsumerGroup, _call
+from client.group.consumer_group import Assignee, ConsumerGroup, _call
 from client.group.membership import GroupMembership, GroupSettings
 from client.group.states import ConsumerState
+from client.subscription import SubscriptionState
 from client.types import TopicPartition
 from protocol.api.group import (
     ConsumerGroupHeartbeatRequest,
@@ -59,9 +59,6 @@ from protocol.errors import (
     UsageError,
     for_code,
 )
-
-if TYPE_CHECKING:
-    from client.consumer import AsyncConsumer
 
 log = logging.getLogger("odradek.client.group")
 CLASSIC, CONSUMER = "classic", "consumer"
@@ -312,16 +309,19 @@ class ConsumerProtocolGroup(ConsumerGroup):
 
     def __init__(
         self,
-        consumer: AsyncConsumer,
+        consumer: Assignee,
+        cluster: Cluster,
+        subs: SubscriptionState,
         settings: GroupSettings,
         enable_auto_commit: bool,
         auto_commit_interval_ms: int,
         server_assignor: str | None = None,
     ) -> None:
-        membership = ConsumerProtocolMembership(consumer._cluster, settings, server_assignor)
+        membership = ConsumerProtocolMembership(cluster, settings, server_assignor)
         super().__init__(
-            consumer, settings, enable_auto_commit, auto_commit_interval_ms, membership
-        )
+            consumer, cluster, subs, settings, enable_auto_commit, auto_commit_interval_ms,
+            membership,
+        )  # fmt: skip
 
     async def _rejoin(self) -> None:
         m = self.membership
@@ -338,7 +338,7 @@ class ConsumerProtocolGroup(ConsumerGroup):
 
     async def _drop_all(self) -> None:
         lost = self.consumer.assignment()
-        self.consumer._apply_assignment(())
+        self.consumer.apply_assignment(())
         if lost and self.listener is not None:
             on_lost = getattr(self.listener, "on_partitions_lost", None)
             await _call(on_lost or self.listener.on_partitions_revoked, lost)
@@ -355,7 +355,7 @@ class ConsumerProtocolGroup(ConsumerGroup):
                     log.info("commit before revoking refused: %s", exc)
             await _call(self.listener.on_partitions_revoked if self.listener else None,
                         set(step.revoke))  # fmt: skip
-            self.consumer._apply_assignment(step.keep)
+            self.consumer.apply_assignment(step.keep)
             m.report(step.keep)
         if step.add:
             try:
@@ -363,13 +363,13 @@ class ConsumerProtocolGroup(ConsumerGroup):
             except BaseException:
                 m.report(step.keep)  # owns only what it kept; retried next poll
                 raise
-            self.consumer._apply_assignment(step.keep | step.add)
+            self.consumer.apply_assignment(step.keep | step.add)
             for tp in sorted(step.add):
                 offset = committed.get(tp)
                 if offset is not None:
                     self.consumer.seek(tp, offset)
                 else:
-                    self.consumer._subs.request_reset(tp)
+                    self.subs.request_reset(tp)
         m.report(target)
         self.rebalances += 1
         if step.add:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.zk import OpCreate, OpDelete, OpSet, ZkNoNode
 from coordinator.cluster.zk_paths import LeaderIsrState, ZkDataError
-from coordinator.controller.context import TopicPartition
+from coordinator.controller.context import ControllerOps, TopicPartition
 from coordinator.controller.election import (
     controlled_shutdown_move,
     preferred_leader_move,
@@ -61,9 +61,6 @@ from protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 
-if TYPE_CHECKING:
-    from coordinator.controller.core import Controller
-
 log = logging.getLogger(__name__)
 
 Result = tuple[int, str | None]  # (error code, message)
@@ -74,7 +71,7 @@ PHASES_PER_ADVANCE = 5  # EXPAND, ELECT, SHRINK, DONE at most, plus one spare
 # ----- controlled shutdown -------------------------------------------------------------------
 
 
-async def controlled_shutdown(c: Controller, broker_id: int) -> list[TopicPartition]:
+async def controlled_shutdown(c: ControllerOps, broker_id: int) -> list[TopicPartition]:
     """Move `broker_id`'s leaderships away and take it out of every ISR; the partitions it
     still leads afterwards."""
     ctx = c.ctx
@@ -107,7 +104,7 @@ def _shutdown(
     return controlled_shutdown_move(s.leader, s.isr, replicas, broker, eligible)
 
 
-def _stated(c: Controller, tp: TopicPartition) -> bool:
+def _stated(c: ControllerOps, tp: TopicPartition) -> bool:
     return tp in c.ctx.leadership and tp[0] not in c.ctx.deleting
 
 
@@ -115,7 +112,7 @@ def _stated(c: Controller, tp: TopicPartition) -> bool:
 
 
 async def elect_preferred(
-    c: Controller, tps: list[TopicPartition] | None
+    c: ControllerOps, tps: list[TopicPartition] | None
 ) -> dict[TopicPartition, Result]:
     """Replica 0 leads again wherever it can; per partition: OK, ELECTION_NOT_NEEDED,
     PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE."""
@@ -162,7 +159,7 @@ def _preferred(
     return preferred_leader_move(s.leader, s.isr, replicas, eligible)
 
 
-async def auto_rebalance(c: Controller) -> None:
+async def auto_rebalance(c: ControllerOps) -> None:
     """AUTO_REBALANCE: preferred elections for the brokers above the imbalance threshold (not
     while reassignments run, as Kafka does)."""
     ctx = c.ctx
@@ -184,7 +181,7 @@ async def auto_rebalance(c: Controller) -> None:
 
 
 async def submit_reassignments(
-    c: Controller, targets: dict[TopicPartition, list[int]]
+    c: ControllerOps, targets: dict[TopicPartition, list[int]]
 ) -> dict[TopicPartition, Result]:
     """Validate and record new targets in /admin/reassign_partitions, then start moving."""
     ctx = c.ctx
@@ -211,7 +208,7 @@ async def submit_reassignments(
 
 
 def list_reassignments(
-    c: Controller, tps: list[TopicPartition] | None
+    c: ControllerOps, tps: list[TopicPartition] | None
 ) -> list[tuple[TopicPartition, list[int], list[int], list[int]]]:
     """(tp, assignment now, adding, removing) for each reassignment in progress."""
     out = []
@@ -224,12 +221,12 @@ def list_reassignments(
     return out
 
 
-def _isr(c: Controller, tp: TopicPartition) -> list[int]:
+def _isr(c: ControllerOps, tp: TopicPartition) -> list[int]:
     entry = c.ctx.leadership.get(tp)
     return [] if entry is None else list(entry[0].isr)
 
 
-async def load_reassignments(c: Controller) -> None:
+async def load_reassignments(c: ControllerOps) -> None:
     """STARTUP: resume the reassignments a previous controller recorded."""
     try:
         data, _ = await c.zk.get(REASSIGN_PARTITIONS)
@@ -247,7 +244,7 @@ async def load_reassignments(c: Controller) -> None:
         await advance_reassignments(c)
 
 
-async def advance_reassignments(c: Controller, tps: list[TopicPartition] | None = None) -> None:
+async def advance_reassignments(c: ControllerOps, tps: list[TopicPartition] | None = None) -> None:
     """Move each reassignment (all, or `tps`) through as many phases as it can go now."""
     finished: list[TopicPartition] = []
     for tp in list(c.ctx.reassignments) if tps is None else tps:
@@ -267,7 +264,7 @@ async def advance_reassignments(c: Controller, tps: list[TopicPartition] | None 
         await _write_reassignments(c)
 
 
-async def _advance_one(c: Controller, tp: TopicPartition) -> Phase:
+async def _advance_one(c: ControllerOps, tp: TopicPartition) -> Phase:
     ctx = c.ctx
     target = ctx.reassignments[tp]
     assigned = ctx.replicas(tp)
@@ -289,14 +286,16 @@ async def _advance_one(c: Controller, tp: TopicPartition) -> Phase:
     return phase
 
 
-async def _bump(c: Controller, tp: TopicPartition, decide: Callable[[LeaderIsrState], Any]) -> None:
+async def _bump(
+    c: ControllerOps, tp: TopicPartition, decide: Callable[[LeaderIsrState], Any]
+) -> None:
     """Write the decision with leader epoch + 1 and tell the replicas and every broker."""
     changed = await c.writer.update_states({tp: decide}, bump=True)
     c.send_leader_and_isr(changed)
     c.send_update_metadata(sorted(c.ctx.live), changed)
 
 
-async def _set_assignment(c: Controller, tp: TopicPartition, replicas: list[int]) -> None:
+async def _set_assignment(c: ControllerOps, tp: TopicPartition, replicas: list[int]) -> None:
     """Write the topic's assignment with `tp` -> `replicas` (fenced, conditional) and move the
     replica states of the brokers that join."""
     ctx = c.ctx
@@ -317,7 +316,7 @@ async def _set_assignment(c: Controller, tp: TopicPartition, replicas: list[int]
         ctx.move_replica(tp, r, target)
 
 
-def _delete_replicas(c: Controller, tp: TopicPartition, removed: list[int]) -> None:
+def _delete_replicas(c: ControllerOps, tp: TopicPartition, removed: list[int]) -> None:
     """Old replicas: Offline -> DeletionStarted, StopReplica(delete) to the live ones; their
     answer completes the move to NonExistent."""
     ctx = c.ctx
@@ -338,7 +337,7 @@ def _delete_replicas(c: Controller, tp: TopicPartition, removed: list[int]) -> N
             log.warning("%s-%d: replica %d is down; its data stays on its disk", *tp, r)
 
 
-async def _write_reassignments(c: Controller) -> None:
+async def _write_reassignments(c: ControllerOps) -> None:
     """/admin/reassign_partitions = the targets in progress (deleted when none are)."""
     targets = c.ctx.reassignments
     exists = await c.zk.exists(REASSIGN_PARTITIONS) is not None

@@ -9,12 +9,18 @@ controlled shutdown (never elected leader) and the reassignments in progress (th
 
 It also builds the controller-to-broker messages from that view (`partition_state_msg`,
 `broker_infos`), so their shape lives in one place.
+
+`ControllerOps` is what the controller's event work outside core.py (admin.py, log_dirs.py)
+uses of the Controller: its context, ZooKeeper, channel, state writer and the two message
+senders. Those modules take it rather than the Controller, which imports them.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.cluster.zk_paths import NO_LEADER, BrokerRegistration, LeaderIsrState
 from coordinator.controller.states import PartitionState, ReplicaState, check_transition
@@ -22,7 +28,13 @@ from protocol.api.controller import PartitionState as PartitionStateMsg
 from protocol.api.metadata import BrokerInfo
 from protocol.topic_ids import encode_topic_id
 
+if TYPE_CHECKING:
+    from coordinator.cluster.zk import ZkClient, ZkOp
+    from coordinator.controller.channel import ControllerChannel
+
 TopicPartition = tuple[str, int]
+# an election's decision for one partition: its (leader, ISR) from the current state, or None
+Decide = Callable[[LeaderIsrState], tuple[int, list[int]] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,3 +190,51 @@ class ControllerContext:
             is_new=is_new,
             topic_id=None if topic_id is None else encode_topic_id(topic_id),
         )
+
+
+class StateWrites(Protocol):
+    """The state znode writes of coordinator/controller/state_writer.py's StateWriter."""
+
+    async def fenced(self, ops: Sequence[ZkOp]) -> None: ...
+
+    async def update_states(
+        self, decisions: Mapping[TopicPartition, Decide], bump: bool = False
+    ) -> list[TopicPartition]: ...
+
+
+class RebalanceSettings(Protocol):
+    @property
+    def leader_imbalance_per_broker_percentage(self) -> int: ...
+
+
+class ControllerOps(Protocol):
+    """The Controller (coordinator/controller/core.py) as admin.py and log_dirs.py use it."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def ctx(self) -> ControllerContext: ...
+
+    @property
+    def zk(self) -> ZkClient: ...
+
+    @property
+    def channel(self) -> ControllerChannel: ...
+
+    @property
+    def config(self) -> RebalanceSettings: ...
+
+    @property
+    def writer(self) -> StateWrites: ...
+
+    def send_leader_and_isr(
+        self, changed: list[TopicPartition], *, full_for: Sequence[int] = (), is_new: bool = False
+    ) -> None: ...
+
+    def send_update_metadata(
+        self, brokers: list[int], tps: list[TopicPartition], deleted_topics: list[str] | None = None
+    ) -> None: ...

@@ -36,19 +36,15 @@ import json
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.zk import ZkClient, ZkNoNode
 from coordinator.cluster.zk_paths import LeaderIsrState, ZkDataError
-from coordinator.controller.context import ControllerContext, TopicPartition
+from coordinator.controller.context import ControllerContext, ControllerOps, Decide, TopicPartition
 from coordinator.controller.election import after_brokers_died
 from coordinator.controller.states import ReplicaState
 from protocol.api.controller import PartitionState as PartitionStateMsg
-
-if TYPE_CHECKING:
-    from coordinator.controller.core import Controller
-    from coordinator.controller.state_writer import Decide
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +126,17 @@ class LogDirContext(ControllerContext):
         return dataclasses.replace(msg, offline_replicas=offline)
 
 
+class LogDirControllerOps(ControllerOps, Protocol):
+    """The Controller (coordinator/controller/core.py) as the controller side below uses it."""
+
+    @property
+    def ctx(self) -> LogDirContext: ...
+
+    async def refresh_unclean(self, topics: set[str]) -> None: ...
+
+    def enqueue_log_dir_event(self) -> None: ...
+
+
 # ----- the broker side ------------------------------------------------------------------------
 
 
@@ -151,7 +158,7 @@ class ZkLogDirNotifier:
 # ----- the controller side --------------------------------------------------------------------
 
 
-async def on_log_dir_event(controller: Controller) -> None:
+async def on_log_dir_event(controller: LogDirControllerOps) -> None:
     """Read the notes, take the named brokers' replicas offline, delete the notes."""
     zk, ctx = controller.zk, controller.ctx
     children = sorted(await zk.get_children(LOG_DIR_EVENT_NOTIFICATION))[:MAX_NOTES_PER_EVENT]
@@ -174,7 +181,7 @@ async def on_log_dir_event(controller: Controller) -> None:
         controller.enqueue_log_dir_event()  # more notes wait
 
 
-async def _replicas_offline(controller: Controller, failed: list[int]) -> None:
+async def _replicas_offline(controller: LogDirControllerOps, failed: list[int]) -> None:
     ctx = controller.ctx
     ctx.offline_log_dirs.update(failed)
     log.warning("log directory offline on broker(s) %s: their replicas are offline", failed)

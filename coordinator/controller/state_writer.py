@@ -21,7 +21,7 @@ succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from coordinator.cluster import zk_paths as paths
 from coordinator.cluster.zk import (
@@ -35,9 +35,7 @@ from coordinator.cluster.zk import (
     ZkOp,
 )
 from coordinator.cluster.zk_paths import LeaderIsrState
-from coordinator.controller.context import ControllerContext, TopicPartition
-
-Decide = Callable[[LeaderIsrState], tuple[int, list[int]] | None]
+from coordinator.controller.context import ControllerContext, Decide, TopicPartition
 
 BATCH_PARTITIONS = 200
 WRITE_RETRIES = 5

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.group import consumer_group as cg
 from coordinator.group.consumer_group import (
@@ -34,6 +34,8 @@ from coordinator.group.consumer_records import ConsumerKey
 from coordinator.group.group import Group
 from coordinator.group.records import CoordinatorRecord, GroupKey, offset_record
 from coordinator.group.states import State
+from coordinator.runtime.log import ClusterView
+from coordinator.runtime.runtime import CoordinatorRuntime, Owned, Spawner
 from protocol.api.group import (
     GroupDescription,
     ListedGroup,
@@ -48,7 +50,7 @@ from protocol.errors import InconsistentGroupProtocolError, NonEmptyGroupError
 from protocol.log_limit import LogLimit
 
 if TYPE_CHECKING:
-    from coordinator.group.service import GroupCoordinator
+    from protocol.clock import Clock
 
 log = logging.getLogger("odradek.coordinator.group")
 NONE = 0
@@ -111,8 +113,32 @@ REFUSAL_LOG_INTERVAL_MS = 60_000  # a refused kind is logged once a minute per g
 MAX_REFUSALS_REMEMBERED = 10_000
 
 
+class GroupHost(Protocol):
+    """What ConsumerGroups uses of the GroupCoordinator (service.py), which makes it: the
+    shards, their runtime and the tasks of the appends that nobody waits for."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def metadata(self) -> ClusterView: ...
+
+    @property
+    def runtime(self) -> CoordinatorRuntime[dict[str, Group], CoordinatorRecord]: ...
+
+    @property
+    def owned(self) -> dict[int, Owned[dict[str, Group]]]: ...
+
+    def locate(self, group_id: str) -> tuple[Owned[dict[str, Group]] | None, int]: ...
+
+    @property
+    def tasks(self) -> Spawner: ...
+
+    def on_leadership_change(self) -> None: ...
+
+
 class ConsumerGroups:
-    def __init__(self, coordinator: GroupCoordinator, config: ConsumerConfig) -> None:
+    def __init__(self, coordinator: GroupHost, config: ConsumerConfig) -> None:
         self.co = coordinator
         self.config = config
         self._refusal_log = LogLimit(
@@ -136,7 +162,7 @@ class ConsumerGroups:
         return Topics(found)
 
     async def heartbeat(self, req: HeartbeatIn, new_member_id: Callable[[], str]) -> HeartbeatOut:
-        owned, code = self.co._locate(req.group_id)
+        owned, code = self.co.locate(req.group_id)
         if owned is None:
             return HeartbeatOut(code, None, req.member_id or None)
         group = owned.shard.get(req.group_id)
@@ -206,17 +232,17 @@ class ConsumerGroups:
             return False
         records = cg.tick(consumer, self.topics(), now_ms, self.config)
         if records:
-            self.co._tasks.spawn(self._append(owned, records))
+            self.co.tasks.spawn(self._append(owned, records))
         return bool(records)
 
     def is_consumer_group(self, group_id: str) -> bool:
-        owned, _ = self.co._locate(group_id)
+        owned, _ = self.co.locate(group_id)
         return owned is not None and consumer_of(owned.shard.get(group_id)) is not None
 
     async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
         """OffsetCommit into a consumer group: generation_id is the member epoch (v9+), checked
         as Kafka does (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); then written with acks=all."""
-        owned, code = self.co._locate(req.group_id)
+        owned, code = self.co.locate(req.group_id)
         group = owned.shard.get(req.group_id) if owned is not None else None
         consumer = consumer_of(group)
         if owned is not None and consumer is not None:
@@ -244,7 +270,7 @@ class ConsumerGroups:
         must be known and at its epoch; an admin (no member id) always fetches."""
         if member_id is None or epoch < 0:
             return NONE
-        owned, code = self.co._locate(group_id)
+        owned, code = self.co.locate(group_id)
         if owned is None:
             return code
         consumer = consumer_of(owned.shard.get(group_id))

@@ -148,7 +148,7 @@ class GroupCoordinator:
             lambda client: f"{client or 'consumer'}-{uuid.uuid4()}"
         )
         self._ticker: asyncio.Task[None] | None = None
-        self._tasks = Spawner()
+        self.tasks = Spawner()
         self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
         self.consumer = ConsumerGroups(self, config.consumer)  # KIP-848 consumer groups
@@ -166,7 +166,7 @@ class GroupCoordinator:
         if self._ticker is not None:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
-        await self._tasks.cancel_all()
+        await self.tasks.cancel_all()
         await self.runtime.shutdown()
 
     async def _run(self) -> None:
@@ -191,7 +191,7 @@ class GroupCoordinator:
                 result = membership.tick(group, now, counts)
                 self._after(group)
                 if result.records or result.joins or result.syncs:
-                    self._tasks.spawn(self._finish(owned, group.group_id, result))
+                    self.tasks.spawn(self._finish(owned, group.group_id, result))
                 elif expire:
                     self._expire(owned, group, wall)
 
@@ -205,7 +205,7 @@ class GroupCoordinator:
         result = offset_ops.expire_offsets(group, wall_ms, self.config.offsets_retention_ms, since)
         if result.records:
             records = consumer_service.with_group_deleted(group, result.records)  # KIP-848
-            self._tasks.spawn(self.runtime.write(owned, records))
+            self.tasks.spawn(self.runtime.write(owned, records))
 
     # ----- ownership (the runtime's Down -> Catch up -> Ready) -------------------------------
 
@@ -221,7 +221,7 @@ class GroupCoordinator:
                     fut.set_result(JoinGroupResponse(NotCoordinatorError.code, -1, key[1], []))
             self._drop_syncs(gid, NotCoordinatorError.code)
 
-    def _locate(self, group_id: str) -> tuple[GroupOwned | None, int]:
+    def locate(self, group_id: str) -> tuple[GroupOwned | None, int]:
         if not group_id:
             return None, InvalidGroupIdError.code
         return self.runtime.locate(partition_for(group_id, self.runtime.partition_count()))
@@ -289,7 +289,7 @@ class GroupCoordinator:
         return FindCoordinatorResponse(NONE, None, broker.node_id, broker.host, broker.port)
 
     async def join(self, req: JoinGroupRequest) -> JoinGroupResponse:
-        owned, code = self._locate(req.group_id)
+        owned, code = self.locate(req.group_id)
         if owned is None:
             return JoinGroupResponse(code, -1, req.member_id, [])
         group = owned.shard.setdefault(req.group_id, Group(req.group_id))
@@ -335,7 +335,7 @@ class GroupCoordinator:
             return JoinGroupResponse(RebalanceInProgressError.code, -1, member_id, [])
 
     def heartbeat(self, req: HeartbeatRequest) -> int:
-        owned, code = self._locate(req.group_id)
+        owned, code = self.locate(req.group_id)
         if owned is None:
             return code
         group = owned.shard.get(req.group_id)
@@ -349,7 +349,7 @@ class GroupCoordinator:
 
     async def leave(self, group_id: str, member_id: str, instance_id: str | None = None) -> int:
         """One member leaves; member id "" with an instance id: that static member is removed."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         if owned is None:
             return code
         group = owned.shard.get(group_id)
@@ -366,7 +366,7 @@ class GroupCoordinator:
     async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
         if self.consumer.is_consumer_group(req.group_id):  # KIP-848: member epoch checks
             return await self.consumer.commit(req)
-        owned, code = self._locate(req.group_id)
+        owned, code = self.locate(req.group_id)
         offsets: list[offset_ops.Commit] = [
             (t.name, p.partition, p.offset, p.metadata, p.leader_epoch)
             for t in req.topics
@@ -399,7 +399,7 @@ class GroupCoordinator:
         transaction and stay pending until its marker; one error code for all of them. The
         transaction coordinator has added this partition to the transaction (AddOffsetsToTxn),
         which the log checks like any transactional write."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         if owned is None:
             return code
         group = owned.shard.setdefault(group_id, Group(group_id))
@@ -427,7 +427,7 @@ class GroupCoordinator:
         """`require_stable` (KIP-447, OffsetFetch v7+): a partition whose offset an open
         transaction is committing answers UNSTABLE_OFFSET_COMMIT (the consumer retries), so a
         new member never starts from an offset the transaction is about to move."""
-        owned, code = self._locate(req.group_id)
+        owned, code = self.locate(req.group_id)
         if owned is None:
             return OffsetFetchResponse(code, [])
         group = owned.shard.get(req.group_id)
@@ -463,7 +463,7 @@ class GroupCoordinator:
         partitions decoded from the assignment its leader handed out in SyncGroup."""
         out = []
         for gid in group_ids:
-            owned, code = self._locate(gid)
+            owned, code = self.locate(gid)
             group = owned.shard.get(gid) if owned is not None else None
             if owned is not None and group is None:
                 code = GroupIdNotFoundError.code
@@ -505,7 +505,7 @@ class GroupCoordinator:
     async def delete(self, group_ids: list[str]) -> list[DeletedGroup]:
         out = []
         for gid in group_ids:
-            owned, code = self._locate(gid)
+            owned, code = self.locate(gid)
             group = owned.shard.get(gid) if owned is not None else None
             if owned is not None and group is None:
                 code = GroupIdNotFoundError.code
@@ -540,7 +540,7 @@ class GroupCoordinator:
     ) -> ClassicJoinAnswer:
         """A Kafka JoinGroup: answered when the rebalance it takes part in completes (at once
         for a static member's rejoin without a rebalance, once its new id is recorded)."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         if owned is None:
             return ClassicJoinAnswer(code, -1, None, None, "", member_id)
         group = owned.shard.setdefault(group_id, Group(group_id))
@@ -603,7 +603,7 @@ class GroupCoordinator:
         instance_id: str | None = None,
     ) -> SyncAnswer:
         """A Kafka SyncGroup: the leader's brings the assignment; the others wait for it."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         if owned is None:
             return SyncAnswer(code)
         group = owned.shard.get(group_id)
@@ -634,7 +634,7 @@ class GroupCoordinator:
 
     def group_view(self, group_id: str) -> tuple[int, Group | None]:
         """(error code, the group) for describing it; (NONE, None): no such group here."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         if owned is None:
             return code, None
         return NONE, owned.shard.get(group_id)
@@ -648,7 +648,7 @@ class GroupCoordinator:
     ) -> tuple[int, dict[tuple[str, int], int]]:
         """OffsetDelete: tombstones for the partitions of topics the group is not subscribed to
         (`subscribed`: the members' topics, worked out by the caller from their metadata)."""
-        owned, code = self._locate(group_id)
+        owned, code = self.locate(group_id)
         group = owned.shard.get(group_id) if owned is not None else None
         if owned is None or group is None:
             return (code if owned is None else GroupIdNotFoundError.code), {}

@@ -4,12 +4,12 @@
 session (a Ctrl-C at the terminal does not reach it), output appended to D/console.log, waits
 (bounded) until it answers /api/health, and records its PID and port in the cluster's state
 (`LocalCluster.set_console`). `cluster down` stops it by that PID, once /proc/<pid>/cmdline
-still names the console and the directory (PIDs are reused).
+still names the console and the directory (PIDs are reused): deploy/processes.py's
+`stop_console`, below the cluster, which this module imports.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -17,13 +17,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-from deploy.cluster import ClusterError, LocalCluster, free_port, process_state
+from deploy.cluster import ClusterError, LocalCluster
+from deploy.processes import STARTED_CONSOLES, free_port
 
 READY_TIMEOUT_S = 20.0
 LOG_FILE = "console.log"
-# consoles this process started, by PID: kept so that they are reaped (and Popen does not warn
-# that it was dropped while its child runs); a few per process at most
-_STARTED: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def console_url(host: str, port: int) -> str:
@@ -59,7 +57,7 @@ def start_console(
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, env=env, cwd=cluster.dir,
         )  # fmt: skip
-    _STARTED[child.pid] = child
+    STARTED_CONSOLES[child.pid] = child
     cluster.set_console(child.pid, port)
     url = console_url(host, port)
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -71,33 +69,3 @@ def start_console(
             raise ClusterError(f"the console did not answer at {url} in time")
         time.sleep(0.1)
     return url
-
-
-def is_console(pid: int, cluster_dir: Path) -> bool:
-    """True while `pid` is a console of `cluster_dir` (not a reused PID)."""
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return False
-    return "console" in args and str(cluster_dir) in args
-
-
-def stop_console(pid: int, cluster_dir: Path, timeout_s: float = 5.0) -> bool:
-    """SIGTERM the console (SIGKILL after `timeout_s`); False when it was not running."""
-    import signal
-
-    if pid <= 0 or not is_console(pid, cluster_dir):
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while process_state(pid) != "dead" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if process_state(pid) != "dead":
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    child = _STARTED.pop(pid, None)
-    if child is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=timeout_s)
-    return True

@@ -20,8 +20,8 @@ from protocol.acl import (
     PatternType,
     ResourceType,
 )
+from protocol.api.spec import ApiSpec
 from protocol.principal import KafkaPrincipal
-from protocol.registry import ApiSpec, register
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,6 @@ def filter_data_of(f: AclBindingFilter) -> AclFilterData:
     )
 
 
-DESCRIBE_ACLS = register(ApiSpec(29, "DescribeAcls", DescribeAclsRequest, DescribeAclsResponse))
-CREATE_ACLS = register(ApiSpec(30, "CreateAcls", CreateAclsRequest, CreateAclsResponse))
-DELETE_ACLS = register(ApiSpec(31, "DeleteAcls", DeleteAclsRequest, DeleteAclsResponse))
+DESCRIBE_ACLS = ApiSpec(29, "DescribeAcls", DescribeAclsRequest, DescribeAclsResponse)
+CREATE_ACLS = ApiSpec(30, "CreateAcls", CreateAclsRequest, CreateAclsResponse)
+DELETE_ACLS = ApiSpec(31, "DeleteAcls", DeleteAclsRequest, DeleteAclsResponse)

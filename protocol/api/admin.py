@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -208,12 +208,10 @@ class CreatePartitionsResponse:
     results: list[CreatePartitionsResult]
 
 
-CREATE_TOPICS = register(ApiSpec(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse))
-DELETE_TOPICS = register(ApiSpec(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse))
-DESCRIBE_CONFIGS = register(
-    ApiSpec(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse)
-)
-ALTER_CONFIGS = register(ApiSpec(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse))
-CREATE_PARTITIONS = register(
-    ApiSpec(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse)
+CREATE_TOPICS = ApiSpec(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse)
+DELETE_TOPICS = ApiSpec(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse)
+DESCRIBE_CONFIGS = ApiSpec(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse)
+ALTER_CONFIGS = ApiSpec(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse)
+CREATE_PARTITIONS = ApiSpec(
+    37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse
 )

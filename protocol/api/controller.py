@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protocol.api.metadata import BrokerInfo
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +101,11 @@ class ControlledShutdownResponse:
     remaining_partitions: list[TopicPartitionRef]
 
 
-LEADER_AND_ISR = register(ApiSpec(4, "LeaderAndIsr", LeaderAndIsrRequest, LeaderAndIsrResponse))
-STOP_REPLICA = register(ApiSpec(5, "StopReplica", StopReplicaRequest, StopReplicaResponse))
-UPDATE_METADATA = register(
-    ApiSpec(6, "UpdateMetadata", UpdateMetadataRequest, UpdateMetadataResponse)
-)
-CONTROLLED_SHUTDOWN = register(
-    ApiSpec(7, "ControlledShutdown", ControlledShutdownRequest, ControlledShutdownResponse)
+LEADER_AND_ISR = ApiSpec(4, "LeaderAndIsr", LeaderAndIsrRequest, LeaderAndIsrResponse)
+STOP_REPLICA = ApiSpec(5, "StopReplica", StopReplicaRequest, StopReplicaResponse)
+UPDATE_METADATA = ApiSpec(6, "UpdateMetadata", UpdateMetadataRequest, UpdateMetadataResponse)
+CONTROLLED_SHUTDOWN = ApiSpec(
+    7, "ControlledShutdown", ControlledShutdownRequest, ControlledShutdownResponse
 )
 
 
@@ -173,20 +171,16 @@ class ListPartitionReassignmentsResponse:
     reassignments: list[OngoingReassignment]
 
 
-ELECT_LEADERS = register(ApiSpec(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse))
-ALTER_PARTITION_REASSIGNMENTS = register(
-    ApiSpec(
-        45,
-        "AlterPartitionReassignments",
-        AlterPartitionReassignmentsRequest,
-        AlterPartitionReassignmentsResponse,
-    )
+ELECT_LEADERS = ApiSpec(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse)
+ALTER_PARTITION_REASSIGNMENTS = ApiSpec(
+    45,
+    "AlterPartitionReassignments",
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
 )
-LIST_PARTITION_REASSIGNMENTS = register(
-    ApiSpec(
-        46,
-        "ListPartitionReassignments",
-        ListPartitionReassignmentsRequest,
-        ListPartitionReassignmentsResponse,
-    )
+LIST_PARTITION_REASSIGNMENTS = ApiSpec(
+    46,
+    "ListPartitionReassignments",
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )

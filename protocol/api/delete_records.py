@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 DELETE_TO_HIGH_WATERMARK = -1
 
@@ -52,4 +52,4 @@ class DeleteRecordsResponse:
     topics: list[DeleteRecordsTopicResult]
 
 
-DELETE_RECORDS = register(ApiSpec(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse))
+DELETE_RECORDS = ApiSpec(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse)

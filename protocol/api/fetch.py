@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 from protocol.schema import Records
 
 CONSUMER_REPLICA_ID = -1
@@ -100,4 +100,4 @@ class FetchResponse:
     session_id: int = NO_SESSION
 
 
-FETCH = register(ApiSpec(1, "Fetch", FetchRequest, FetchResponse))
+FETCH = ApiSpec(1, "Fetch", FetchRequest, FetchResponse)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 NO_GENERATION = -1
 NO_MEMBER = ""
@@ -263,19 +263,15 @@ class DeleteGroupsResponse:
     results: list[DeletedGroup]
 
 
-OFFSET_COMMIT = register(ApiSpec(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse))
-OFFSET_FETCH = register(ApiSpec(9, "OffsetFetch", OffsetFetchRequest, OffsetFetchResponse))
-FIND_COORDINATOR = register(
-    ApiSpec(10, "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse)
-)
-JOIN_GROUP = register(ApiSpec(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse))
-HEARTBEAT = register(ApiSpec(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse))
-LEAVE_GROUP = register(ApiSpec(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse))
-DESCRIBE_GROUPS = register(
-    ApiSpec(15, "DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse)
-)
-LIST_GROUPS = register(ApiSpec(16, "ListGroups", ListGroupsRequest, ListGroupsResponse))
-DELETE_GROUPS = register(ApiSpec(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse))
+OFFSET_COMMIT = ApiSpec(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse)
+OFFSET_FETCH = ApiSpec(9, "OffsetFetch", OffsetFetchRequest, OffsetFetchResponse)
+FIND_COORDINATOR = ApiSpec(10, "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse)
+JOIN_GROUP = ApiSpec(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse)
+HEARTBEAT = ApiSpec(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse)
+LEAVE_GROUP = ApiSpec(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse)
+DESCRIBE_GROUPS = ApiSpec(15, "DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse)
+LIST_GROUPS = ApiSpec(16, "ListGroups", ListGroupsRequest, ListGroupsResponse)
+DELETE_GROUPS = ApiSpec(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse)
 
 
 # ----- ConsumerGroupHeartbeat (KIP-848, the consumer protocol) ----------------------------------
@@ -308,11 +304,9 @@ class ConsumerGroupHeartbeatResponse:
     assignment: list[TopicPartitions] | None  # None: unchanged
 
 
-CONSUMER_GROUP_HEARTBEAT = register(
-    ApiSpec(
-        68,
-        "ConsumerGroupHeartbeat",
-        ConsumerGroupHeartbeatRequest,
-        ConsumerGroupHeartbeatResponse,
-    )
+CONSUMER_GROUP_HEARTBEAT = ApiSpec(
+    68,
+    "ConsumerGroupHeartbeat",
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
 )

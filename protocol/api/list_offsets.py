@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -56,4 +56,4 @@ class ListOffsetsResponse:
     topics: list[ListOffsetsTopicResponse]
 
 
-LIST_OFFSETS = register(ApiSpec(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse))
+LIST_OFFSETS = ApiSpec(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse)

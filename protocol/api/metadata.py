@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,4 +93,4 @@ class MetadataResponse:
     topics: list[TopicMetadata]
 
 
-METADATA = register(ApiSpec(3, "Metadata", MetadataRequest, MetadataResponse))
+METADATA = ApiSpec(3, "Metadata", MetadataRequest, MetadataResponse)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 from protocol.schema import Records
 
 ACKS_NONE = 0
@@ -61,4 +61,4 @@ class ProduceResponse:
     throttle_time_ms: int = 0
 
 
-PRODUCE = register(ApiSpec(0, "Produce", ProduceRequest, ProduceResponse))
+PRODUCE = ApiSpec(0, "Produce", ProduceRequest, ProduceResponse)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -44,6 +44,4 @@ class InitProducerIdResponse:
     ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-INIT_PRODUCER_ID = register(
-    ApiSpec(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse)
-)
+INIT_PRODUCER_ID = ApiSpec(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +84,9 @@ class DescribeClientQuotasResponse:
     throttle_time_ms: int = 0
 
 
-DESCRIBE_CLIENT_QUOTAS = register(
-    ApiSpec(48, "DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse)
+DESCRIBE_CLIENT_QUOTAS = ApiSpec(
+    48, "DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse
 )
-ALTER_CLIENT_QUOTAS = register(
-    ApiSpec(49, "AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse)
+ALTER_CLIENT_QUOTAS = ApiSpec(
+    49, "AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse
 )

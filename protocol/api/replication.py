@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -59,8 +59,6 @@ class OffsetsForLeaderEpochResponse:
     throttle_time_ms: int = 0
 
 
-OFFSETS_FOR_LEADER_EPOCH = register(
-    ApiSpec(
-        23, "OffsetsForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
-    )
+OFFSETS_FOR_LEADER_EPOCH = ApiSpec(
+    23, "OffsetsForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class SaslAuthenticateResponse:
     session_lifetime_ms: int = 0  # KIP-368: re-authenticate within this (0: never expires)
 
 
-SASL_HANDSHAKE = register(ApiSpec(17, "SaslHandshake", SaslHandshakeRequest, SaslHandshakeResponse))
-SASL_AUTHENTICATE = register(
-    ApiSpec(36, "SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse)
+SASL_HANDSHAKE = ApiSpec(17, "SaslHandshake", SaslHandshakeRequest, SaslHandshakeResponse)
+SASL_AUTHENTICATE = ApiSpec(
+    36, "SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse
 )

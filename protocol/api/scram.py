@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,19 +79,15 @@ class DescribeUserScramCredentialsResponse:
     results: list[DescribeUserScramCredentialsResult]
 
 
-DESCRIBE_USER_SCRAM_CREDENTIALS = register(
-    ApiSpec(
-        50,
-        "DescribeUserScramCredentials",
-        DescribeUserScramCredentialsRequest,
-        DescribeUserScramCredentialsResponse,
-    )
+DESCRIBE_USER_SCRAM_CREDENTIALS = ApiSpec(
+    50,
+    "DescribeUserScramCredentials",
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
-ALTER_USER_SCRAM_CREDENTIALS = register(
-    ApiSpec(
-        51,
-        "AlterUserScramCredentials",
-        AlterUserScramCredentialsRequest,
-        AlterUserScramCredentialsResponse,
-    )
+ALTER_USER_SCRAM_CREDENTIALS = ApiSpec(
+    51,
+    "AlterUserScramCredentials",
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
 )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,22 +220,18 @@ class DescribeProducersResponse:
     throttle_time_ms: int = 0
 
 
-ADD_PARTITIONS_TO_TXN = register(
-    ApiSpec(24, "AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse)
+ADD_PARTITIONS_TO_TXN = ApiSpec(
+    24, "AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 )
-ADD_OFFSETS_TO_TXN = register(
-    ApiSpec(25, "AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse)
+ADD_OFFSETS_TO_TXN = ApiSpec(25, "AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse)
+END_TXN = ApiSpec(26, "EndTxn", EndTxnRequest, EndTxnResponse)
+TXN_OFFSET_COMMIT = ApiSpec(28, "TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+DESCRIBE_PRODUCERS = ApiSpec(
+    61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse
 )
-END_TXN = register(ApiSpec(26, "EndTxn", EndTxnRequest, EndTxnResponse))
-TXN_OFFSET_COMMIT = register(
-    ApiSpec(28, "TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+DESCRIBE_TRANSACTIONS = ApiSpec(
+    65, "DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse
 )
-DESCRIBE_PRODUCERS = register(
-    ApiSpec(61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse)
-)
-DESCRIBE_TRANSACTIONS = register(
-    ApiSpec(65, "DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse)
-)
-LIST_TRANSACTIONS = register(
-    ApiSpec(66, "ListTransactions", ListTransactionsRequest, ListTransactionsResponse)
+LIST_TRANSACTIONS = ApiSpec(
+    66, "ListTransactions", ListTransactionsRequest, ListTransactionsResponse
 )

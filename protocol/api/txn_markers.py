@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.registry import ApiSpec, register
+from protocol.api.spec import ApiSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,4 @@ class WriteTxnMarkersResponse:
     markers: list[TxnMarkerResult]
 
 
-WRITE_TXN_MARKERS = register(
-    ApiSpec(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse)
-)
+WRITE_TXN_MARKERS = ApiSpec(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse)

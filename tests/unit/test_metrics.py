@@ -12,7 +12,6 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.doors import Refusal
 from broker.metrics import (
     KAFKA_API_NAMES,
     MeteredDoor,
@@ -22,7 +21,7 @@ from broker.metrics import (
 )
 from broker.metrics_counters import FsyncStats, TopicTraffic
 from broker.metrics_http import HttpLimits, MetricsHttpServer, route
-from broker.session import Session
+from broker.session import Refusal, Session
 from coordinator.group.group import Group, Member, OffsetEntry
 from coordinator.group.metrics import group_samples
 from coordinator.group.states import State

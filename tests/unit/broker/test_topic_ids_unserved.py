@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from broker.doors import UNSERVED_LOG_INTERVAL_S, KafkaDoor, Refusal
-from broker.session import Session
+from broker.doors import UNSERVED_LOG_INTERVAL_S, KafkaDoor
+from broker.session import Refusal, Session
 from protocol.kafka import codec
 
 LOGGER = "odradek.broker.server"

@@ -141,7 +141,7 @@ async def test_a_poll_step_revokes_first_commits_only_the_revoked_then_takes_the
     m._heartbeat_task = asyncio.ensure_future(asyncio.sleep(0))  # started: no real heartbeats
     try:
         consumer.subscribe(["t"], listener=Listener())
-        consumer._apply_assignment(tps(0, 1, 2))
+        consumer.apply_assignment(tps(0, 1, 2))
         for p in (0, 1, 2):
             consumer.seek(TopicPartition("t", p), 10 + p)
         m.report(tps(0, 1, 2))

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from deploy.cluster import (
-    LISTEN_PORTS_FROM,
     BrokerProc,
     ClusterError,
     ClusterState,
@@ -25,6 +24,7 @@ from deploy.cluster import (
     free_port,
     process_state,
 )
+from deploy.processes import LISTEN_PORTS_FROM
 
 
 def _wait_state(pid: int, want: str, timeout_s: float = 5.0) -> str:
