@@ -66,8 +66,11 @@ def _wait_rows(cluster: LocalCluster, topic: str, done: Callable[[list[Row]], bo
     return rows
 
 
+LAG_CHECK_MS = 120_000  # replica.lag.time.max.ms here: the leaders' own lag check never runs
+
+
 def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
-    cluster = cluster_factory(3)
+    cluster = cluster_factory(3, broker_settings={"replica_lag_time_max_ms": LAG_CHECK_MS})
     done = run_odradek(
         "topics", "create", "t3", "--partitions", "3", "--replication-factor", "3",
         "--bootstrap", cluster.bootstrap,
@@ -83,12 +86,15 @@ def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
     new_controller = cluster.wait_ready()  # the survivors elect another controller
     assert new_controller != controller
     # The new controller takes the dead broker out of every ISR at failover (it died with no
-    # controller watching), well before the leaders' own lag check (replica.lag.time.max.ms).
+    # controller watching), not the leaders' own lag check (replica.lag.time.max.ms), which is
+    # set far beyond this test's waits: the ISR change can only be the controller's. (It
+    # asserted a wall-clock 10 s against the default lag time of 10 s, which a loaded machine
+    # overran: 10.6 s once.)
     rows = _wait_rows(
         cluster, "t3",
         lambda rows: all(str(controller) not in isr.split(",") for *_, isr in rows),
     )  # fmt: skip
-    assert time.monotonic() - killed_at < 10, "ISR still named the dead broker"
+    assert time.monotonic() - killed_at < LAG_CHECK_MS / 1000, "ISR still named the dead broker"
     assert all(leader != str(controller) for _, leader, _, _ in rows)
     cluster.start(controller)  # back with the same id and port
     status = {s.id: s for s in cluster.status()}
