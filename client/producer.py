@@ -6,28 +6,24 @@ is over `buffer_memory` (back-pressure), appends the record to its partition's o
 path: it encodes many values into a few large batches at once. `flush()` waits until every
 batch is acknowledged or failed; `waiting()` says why records of a partition still wait.
 
-The parts, each in its own module:
-- client/accumulator.py: the batches per partition, buffer memory, sequence numbers;
-- client/sender.py (`Sender`): one task drains the accumulator and sends one ProduceRequest per
-  leader node, retries within `delivery_timeout_ms`, and fails a batch with the cause ("delivery
-  timed out after N ms: <why>");
-- client/producer_ids.py (`ProducerIds`): the producer id and epoch of an idempotent or
-  transactional producer (InitProducerId, epoch bumps after a lost sequence, KIP-360);
-- client/transactions.py (`TransactionManager`): the transaction's states and its coordinator
-  requests.
+The parts: client/accumulator.py (the batches per partition, buffer memory, sequence numbers);
+client/sender.py (`Sender`: one task drains the accumulator, sends one ProduceRequest per leader
+node, retries within `delivery_timeout_ms`, fails a batch with the cause); client/producer_ids.py
+(`ProducerIds`: the id and epoch of an idempotent or transactional producer, KIP-360's bumps);
+client/transactions.py (`TransactionManager`: a transaction's states and coordinator requests);
+client/producer_config.py (which settings go together).
 
 Idempotence (`enable_idempotence`, on by default as in Kafka since 3.0, effective only with
 acks=all): the leader stores a retried batch only once and answers its first copy's offset
 (broker/producer_state.py), so each acknowledged record is stored exactly once and in order,
 with up to 5 batches in flight per partition.
 
-Transactions (`transactional_id`, KIP-98): the producer is idempotent with acks=all (an
-explicit conflicting setting is refused), gets its id from `init_transactions()`, and sends
-only between `begin_transaction()` and `commit_transaction()` / `abort_transaction()`. A batch
-failing for good makes the transaction abortable only; a fenced producer (a newer one took the
-id) fails for good. With `enable_2pc` (KIP-939) `prepare_transaction()` flushes and leaves the
-transaction open for another process to complete (`init_transactions(keep_prepared_txn=True)`,
-then `complete_transaction`): client/transactions.py's docstring has the protocol.
+Transactions (`transactional_id`, KIP-98): the producer is idempotent with acks=all, gets its
+id from `init_transactions()`, and sends only between `begin_transaction()` and
+`commit_transaction()` / `abort_transaction()`. A batch failing for good makes the transaction
+abortable only; a fenced producer (a newer one took the id) fails for good. With `enable_2pc`
+(KIP-939) `prepare_transaction()` flushes and leaves the transaction open for another process
+to complete (`init_transactions(keep_prepared_txn=True)`, then `complete_transaction`).
 
 Without idempotence (acks 0 or 1, or switched off) delivery is at least once: a batch whose
 answer was lost (connection dropped, request timed out) is sent again and may be stored twice,
@@ -53,6 +49,10 @@ from client.accumulator import (
 from client.cluster import Cluster
 from client.explain import waiting_reasons
 from client.partitioner import StickyPartitioner, partition_for_key
+from client.producer_config import ACKS_ALL as ACKS_ALL
+from client.producer_config import MAX_IDEMPOTENT_IN_FLIGHT as MAX_IDEMPOTENT_IN_FLIGHT
+from client.producer_config import check_settings
+from client.producer_config import parse_acks as parse_acks
 from client.producer_ids import ProducerIds
 from client.record_future import RecordFuture
 from client.sender import Sender
@@ -70,24 +70,11 @@ from protocol.errors import (
     OdradekError,
     RequestTimedOutError,
     UnknownServerError,
-    UnknownTopicOrPartitionError,
     UsageError,
-    for_code,
 )
 from transport.security import SecurityConfig
 
 BULK_BATCH_BYTES = 256 * 1024
-ACKS_ALL = -1
-_ACKS = {0: 0, 1: 1, -1: -1, "all": -1, "0": 0, "1": 1, "-1": -1}
-
-
-MAX_IDEMPOTENT_IN_FLIGHT = 5  # the batches per producer a broker remembers per partition
-
-
-def parse_acks(acks: int | str) -> int:
-    if acks not in _ACKS:
-        raise UsageError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
-    return _ACKS[acks]
 
 
 class AsyncProducer(ClusterClient):
@@ -117,28 +104,17 @@ class AsyncProducer(ClusterClient):
         clock: Clock | None = None,
         **security: Any,  # TLS/SASL, kafka-python's names (transport/security.py)
     ) -> None:
-        if batch_size < 1 or max_request_size < 1024 or buffer_memory < max_request_size:
-            raise UsageError(
-                "need batch_size >= 1, max_request_size >= 1024, buffer_memory >= max_request_size"
-            )
-        if compression_type not in (None, *CODECS):
-            raise UsageError(f"compression_type must be None or one of {sorted(CODECS)}")
-        if enable_2pc and transactional_id is None:
-            raise UsageError("enable_2pc (two-phase commit) needs a transactional_id")
-        if transactional_id is not None:  # Kafka's transactional producer: idempotent, acks=all
-            if acks is not None and parse_acks(acks) != ACKS_ALL:
-                raise UsageError(f"a transactional producer needs acks='all', not {acks!r}")
-            if enable_idempotence is False:
-                raise UsageError("a transactional producer is idempotent: enable_idempotence=False "
-                                 "cannot go with a transactional_id")  # fmt: skip
-            acks = ACKS_ALL
-        self.acks = parse_acks(1 if acks is None else acks)
-        self.idempotent = enable_idempotence is not False and self.acks == ACKS_ALL
-        if self.idempotent and not 1 <= max_in_flight_per_partition <= MAX_IDEMPOTENT_IN_FLIGHT:
-            raise UsageError(
-                f"an idempotent producer keeps 1 to {MAX_IDEMPOTENT_IN_FLIGHT} batches in flight "
-                "per partition"
-            )
+        self.acks, self.idempotent = check_settings(
+            acks=acks,
+            batch_size=batch_size,
+            max_request_size=max_request_size,
+            buffer_memory=buffer_memory,
+            max_in_flight_per_partition=max_in_flight_per_partition,
+            compression_type=compression_type,
+            enable_idempotence=enable_idempotence,
+            transactional_id=transactional_id,
+            enable_2pc=enable_2pc,
+        )  # fmt: skip
         self.client_id = client_id
         self.max_request_size = max_request_size
         self.retries = retries
@@ -469,26 +445,8 @@ class AsyncProducer(ClusterClient):
             raise UnknownServerError(f"the producer's sender died: {self._sender.fatal!r}")
 
     async def _wait_for_topic(self, topic: str) -> int:
-        """Metadata for a topic not yet known, retried until max_block_ms."""
-        self._cluster.add_topics([topic])
-        deadline = self._clock.monotonic_ms() + self.max_block_ms
-        last: OdradekError | None = None
-        while self._clock.monotonic_ms() < deadline:
-            try:
-                meta = await self._cluster.request_update()
-            except OdradekError as exc:
-                last = exc
-                continue
-            num = meta.num_partitions(topic)
-            if num:
-                return num
-            code = meta.topic_errors.get(topic)
-            last = for_code(code)(f"topic {topic!r}") if code else None
-            if last is not None and not last.retriable:
-                raise last
-        raise last or UnknownTopicOrPartitionError(
-            f"topic {topic!r} not in the metadata after {self.max_block_ms} ms"
-        )
+        """Metadata for a topic not yet known, retried until max_block_ms (client/cluster.py)."""
+        return await self._cluster.wait_for_topic(topic, self.max_block_ms, self._clock)
 
     async def _wait_for_memory(self, size: int) -> None:
         with self._acc.lock:
