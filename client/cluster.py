@@ -12,7 +12,7 @@ topic's partitions with leader, leader epoch, replicas and ISR. Lookups are dict
 - refresh on demand: `request_update()` coalesces concurrent callers into one refresh, spaced at
   least `retry_backoff_ms` apart; a refresh that fails everywhere is retried with that backoff;
 - topics of interest: producers and consumers `add_topics`; a refresh asks for those (or all
-  topics when `all_topics`);
+  topics when `all_topics`); `wait_for_topic` adds one and refreshes until it has partitions;
 - a connection pool keyed by node id: one `BrokerConnection` per broker, reopened on demand
   after it closes (a lost connection is noticed by the next request) and replaced when the
   broker's address changes. A connection is pooled by the task that opens it, so one whose
@@ -29,7 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.api.metadata import BrokerInfo, MetadataRequest, MetadataResponse
-from protocol.errors import NetworkError, OdradekError, RequestTimedOutError, UsageError
+from protocol.clock import Clock
+from protocol.errors import (
+    NetworkError,
+    OdradekError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+    UsageError,
+    for_code,
+)
 from transport.connection import BrokerConnection
 from transport.kafka_probe import KafkaListener, probe, wrong_door
 from transport.sasl import AUTHENTICATION_ERRORS
@@ -191,6 +199,28 @@ class Cluster:
             self._refresh = asyncio.ensure_future(self._refresh_with_backoff())
             self._refresh.add_done_callback(_retrieve)
         return await asyncio.shield(self._refresh)
+
+    async def wait_for_topic(self, topic: str, max_block_ms: int, clock: Clock) -> int:
+        """Metadata for a topic not yet known, retried until max_block_ms: its partition count."""
+        self.add_topics([topic])
+        deadline = clock.monotonic_ms() + max_block_ms
+        last: OdradekError | None = None
+        while clock.monotonic_ms() < deadline:
+            try:
+                meta = await self.request_update()
+            except OdradekError as exc:
+                last = exc
+                continue
+            num = meta.num_partitions(topic)
+            if num:
+                return num
+            code = meta.topic_errors.get(topic)
+            last = for_code(code)(f"topic {topic!r}") if code else None
+            if last is not None and not last.retriable:
+                raise last
+        raise last or UnknownTopicOrPartitionError(
+            f"topic {topic!r} not in the metadata after {max_block_ms} ms"
+        )
 
     def metadata_is_stale(self) -> bool:
         loop = asyncio.get_running_loop()

@@ -5,7 +5,7 @@ A producer with a `transactional_id` first calls `init_transactions()`: FindCoor
 type 1) finds the id's transaction coordinator, InitProducerId there gives the id's producer id
 at a new epoch, which fences every older producer of the id and aborts its open transaction.
 Then, per transaction: `begin_transaction()` (local), sends (the producer's sender adds each new
-partition with AddPartitionsToTxn before it drains a batch to it, client/producer.py),
+partition with AddPartitionsToTxn before it drains a batch to it, client/sender.py),
 optionally `send_offsets_to_transaction()` (AddOffsetsToTxn at the transaction coordinator,
 then TxnOffsetCommit at the group's coordinator), then `commit_transaction()` (flush, then
 EndTxn commit) or `abort_transaction()` (queued batches dropped, then EndTxn abort).

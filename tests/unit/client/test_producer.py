@@ -321,7 +321,7 @@ async def test_a_lone_records_request_is_written_in_the_senders_pass(fake1: Fake
         conn = producer._cluster.open_connection(1)
         assert conn is not None
         written_in_pass: list[int] = []
-        real_send_ready = producer._send_ready
+        real_send_ready = producer._sender._send_ready
 
         def watched() -> int | None:
             before = conn.in_flight
@@ -329,7 +329,7 @@ async def test_a_lone_records_request_is_written_in_the_senders_pass(fake1: Fake
             written_in_pass.append(conn.in_flight - before)
             return delay
 
-        producer._send_ready = watched  # type: ignore[method-assign]
+        producer._sender._send_ready = watched  # type: ignore[method-assign]
         metas = [await (await producer.send("n", b"lone-%d" % i, partition=0)) for i in range(3)]
     assert written_in_pass.count(1) == 3  # each request went out inside its pass
     assert [m.offset for m in metas] == [1, 2, 3]
@@ -345,14 +345,14 @@ async def test_the_pass_that_sends_a_lone_record_does_not_ask_for_another(fake1:
     async with AsyncProducer(bootstrap(fake1), acks=1, linger_ms=0) as producer:
         await (await producer.send("p", b"warm", partition=0))
         delays: list[int | None] = []
-        real_send_ready = producer._send_ready
+        real_send_ready = producer._sender._send_ready
 
         def watched() -> int | None:
             delay = real_send_ready()
             delays.append(delay)
             return delay
 
-        producer._send_ready = watched  # type: ignore[method-assign]
+        producer._sender._send_ready = watched  # type: ignore[method-assign]
         for i in range(3):
             await (await producer.send("p", b"lone-%d" % i, partition=0))
     assert delays == [None, None, None]  # one pass per record: none after its answer either
