@@ -30,13 +30,8 @@ of at most SMALL_READ_BYTES (a caught-up reader's answer, the latency path) come
 bytes themselves, read from the segment file there and then; a larger one as a `FileSlice`
 that the server sends from the file (sendfile).
 
-ISR changes (leader side): expansion is decided on a follower's fetch, shrinking by
-`check_isr` (run every replica_lag_time_max_ms / 2 by `run_isr_checks`, on the injected clock).
-Either is written first to the partition's state znode, conditionally on its version, through
-the injected `IsrWriter` (coordinator/cluster/isr.py; it also notifies the controller), and applied
-to the partition only once written. A write refused because ZooKeeper shows another leader or a
-newer leader epoch makes this broker stop acting as leader (`Partition.resign`) until the
-controller says what it is. One write per partition at a time.
+ISR changes (leader side) are `IsrChanges`' (broker/isr_changes.py, `self.isr`): a follower's
+fetch may expand the ISR there, a periodic check shrinks it; both are written to ZooKeeper first.
 
 Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
 and takes leaders away from it.
@@ -77,6 +72,7 @@ from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
+from broker.isr_changes import IsrChanges, IsrWriter
 from broker.log import partition_metadata
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
@@ -91,14 +87,10 @@ from broker.replica_fetcher import (
 )
 from broker.replication_decisions import (
     check_enough_replicas,
-    expanded_isr,
-    isr_write_verdict,
     not_enough_replicas_message,
     produce_outcome,
     record_fetch,
-    shrunk_isr,
 )
-from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
 from protocol.api.list_offsets import (
@@ -155,20 +147,6 @@ class LogDirNotifier(Protocol):
     writes /log_dir_event_notification/log_dir_event_<seq>)."""
 
     async def notify_log_dir_failure(self) -> None: ...
-
-
-class IsrWriter(Protocol):
-    """The leader's conditional write of a partition's state znode (coordinator/cluster/isr.py)."""
-
-    async def write_isr(
-        self,
-        topic: str,
-        partition: int,
-        leader_epoch: int,
-        controller_epoch: int,
-        isr: list[int],
-        zk_version: int,
-    ) -> IsrWriteResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +263,6 @@ class ReplicaManager:
         self.fetch_max_bytes = fetch_max_bytes
         self.clock: Clock = clock or SystemClock()
         self.replication = replication or ReplicationSettings()
-        self.isr_writer = isr_writer
         self.log_dir_notifier = log_dir_notifier
         self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -300,14 +277,18 @@ class ReplicaManager:
             on_storage_failure=self.log_manager.fail,
         )  # fmt: skip
         self._tasks: set[asyncio.Task[None]] = set()
+        self.isr = IsrChanges(
+            broker_id, self.partitions, self.clock, self.replication.replica_lag_time_max_ms,
+            isr_writer, self.traffic, self._spawn,
+        )  # fmt: skip
         log_manager.add_failure_listener(self._on_log_dir_offline)
 
     # ----- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the periodic ISR check and HW checkpoint (the daemon calls this; unit tests
-        drive check_isr and checkpoint_high_watermarks)."""
-        self._spawn(self.run_isr_checks())
+        drive isr.check_isr and checkpoint_high_watermarks)."""
+        self._spawn(self.isr.run_isr_checks())
         self._spawn(self.run_hw_checkpoints())
 
     async def shutdown(self) -> None:
@@ -608,7 +589,7 @@ class ReplicaManager:
         elif replica_id not in p.replicas or replica_id == self.broker_id:
             return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
         elif offset <= log.log_end_offset:
-            self._follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
+            self.isr.follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
             p.record_follower_log_start(replica_id, replica_log_start)  # for DeleteRecords
         out = PartitionRead(
             topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset,
@@ -774,67 +755,6 @@ class ReplicaManager:
         if p.log.config.flush_messages == 1:
             durable = self._wait_durable(p, info.last_offset)
         return await self._replicated(topic, partition, info.last_offset + 1, durable, timeout_ms)
-
-    # ----- ISR (leader side) ----------------------------------------------------------------
-
-    def _follower_fetched(self, p: Partition, replica_id: int, offset: int) -> None:
-        if p.record_follower_fetch(replica_id, offset, self.clock.monotonic_ms()):
-            self._change_isr(p, expanded_isr(p.isr, replica_id))
-
-    def check_isr(self) -> None:
-        """Shrink the ISR of every led partition whose followers lag (replica.lag.time.max.ms)."""
-        now = self.clock.monotonic_ms()
-        lag = self.replication.replica_lag_time_max_ms
-        for p in list(self.partitions.values()):
-            if p.is_leader:
-                out = p.out_of_sync(now, lag)
-                if out:
-                    self._change_isr(p, shrunk_isr(p.isr, out))
-
-    async def run_isr_checks(self) -> None:
-        interval_s = max(1, self.replication.replica_lag_time_max_ms // 2) / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.check_isr()
-            except Exception:  # one bad partition must not end the checks
-                log.exception("ISR check failed")
-
-    def _change_isr(self, p: Partition, isr: list[int]) -> None:
-        if p.isr_update_in_flight or isr == p.isr:
-            return
-        p.isr_update_in_flight = True
-        self._spawn(self._write_isr(p, isr))
-
-    async def _write_isr(self, p: Partition, isr: list[int]) -> None:
-        epoch = p.leader_epoch
-        try:
-            if self.isr_writer is None:  # no ZooKeeper (in-process tests): apply directly
-                result = IsrWriteResult(True, p.zk_version + 1, self.broker_id, epoch, isr)
-            else:
-                result = await self.isr_writer.write_isr(
-                    p.topic, p.index, epoch, p.controller_epoch, isr, p.zk_version
-                )
-        except Exception as exc:  # ZooKeeper unreachable: the next check retries
-            log.warning("%s-%d: ISR change to %s not written: %s", p.topic, p.index, isr, exc)
-            return
-        finally:
-            p.isr_update_in_flight = False
-        if not p.is_leader or p.leader_epoch != epoch:
-            return  # a LeaderAndIsr changed this partition meanwhile
-        verdict = isr_write_verdict(result, self.broker_id, epoch)
-        if verdict == "apply":
-            log.info("%s-%d: ISR %s -> %s", p.topic, p.index, p.isr, isr)
-            self.traffic.isr_changed(len(p.isr), len(isr))
-            p.apply_isr(isr, result.zk_version)
-        elif verdict == "resign":
-            log.warning(
-                "%s-%d: ZooKeeper shows leader %d epoch %d (ours: %d): no longer leading",
-                p.topic, p.index, result.leader, result.leader_epoch, epoch,
-            )  # fmt: skip
-            p.resign()
-        else:
-            p.apply_isr(result.isr, result.zk_version)
 
     # ----- controller requests --------------------------------------------------------------
 
