@@ -39,15 +39,12 @@ and takes leaders away from it.
 The coordinators see the partitions only through `CoordinatorLog` (coordinator/runtime/log.py):
 `led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
 
-A failed log directory (KIP-112; broker/log/dir_failure.py): an I/O error met by an append, a
-flush, a read, a LeaderAndIsr or a follower's fetcher goes to `LogManager.fail`, which takes the
-directory offline and calls back `_on_log_dir_offline`: every partition stops fetching and goes
-OFFLINE (waiting acks=all produces fail), and the injected `LogDirNotifier` tells the controller
-(coordinator/controller/log_dirs.py), which elects other leaders and drops this broker from the
-ISRs. Produce, fetch and list-offsets for those partitions answer KAFKA_STORAGE_ERROR (56,
-retriable; the client refreshes its metadata). A LeaderAndIsr for them is refused with it, and
-when it still names this broker leader or in-sync (a new controller that has not heard) the
-controller is told again.
+A failed log directory (KIP-112) is `StorageFailures`' (broker/storage_failures.py,
+`self.failures`): `failures.failed` turns a log operation's error into its answer (an I/O error
+takes the directory offline first: every partition goes OFFLINE, the controller is told), so
+produce, fetch and list-offsets answer KAFKA_STORAGE_ERROR for them. A LeaderAndIsr for them
+is refused with it, and when it still names this broker leader or in-sync (a new controller
+that has not heard) the controller is told again.
 
 High watermarks: a partition created here starts from the HW in the log directory's
 `replication-offset-checkpoint` (bounded by its log), so a restarted leader serves what was
@@ -66,7 +63,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
@@ -75,7 +72,6 @@ from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache,
 from broker.isr_changes import IsrChanges, IsrWriter
 from broker.log import partition_metadata
 from broker.log.config import LogConfig
-from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
 from broker.partition import Partition
@@ -90,6 +86,12 @@ from broker.replication_decisions import (
     not_enough_replicas_message,
     produce_outcome,
     record_fetch,
+)
+from broker.storage_failures import (
+    LogDirNotifier,
+    StorageFailures,
+    error_of,
+    must_report_log_dir_failure,
 )
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
@@ -108,7 +110,6 @@ from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
     InconsistentTopicIdError,
-    KafkaStorageError,
     LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
@@ -140,13 +141,6 @@ class TxnCheck:
 
     token: object | None
     needed: bool
-
-
-class LogDirNotifier(Protocol):
-    """Tells the controller this broker's log directory failed (coordinator/controller/log_dirs.py
-    writes /log_dir_event_notification/log_dir_event_<seq>)."""
-
-    async def notify_log_dir_failure(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,23 +213,7 @@ def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
     return total >= min_bytes
 
 
-def must_report_log_dir_failure(states: list[PartitionState], broker_id: int) -> bool:
-    """While our log directory is offline: does a LeaderAndIsr still count on this broker (it
-    leads a partition, or is in an ISR it is not the last member of)? Then the controller has
-    not heard (a new one, say) and is told again. The last ISR member stays in the ISR on
-    purpose (coordinator/controller/election.py), so that alone is not a reason."""
-    return any(s.leader == broker_id or (broker_id in s.isr and len(s.isr) > 1) for s in states)
-
-
-NOTIFY_ATTEMPTS = 10
 NEW_LOG_THREADS = 16  # new partition logs created at once (LeaderAndIsr, `_open_new_logs`)
-NOTIFY_BACKOFF_S = 1.0
-
-
-def _error(exc: BaseException) -> tuple[int, str]:
-    if isinstance(exc, OdradekError):
-        return exc.code, exc.message
-    return KafkaStorageError.code, f"{type(exc).__name__}: {exc}"
 
 
 class ReplicaManager:
@@ -263,8 +241,6 @@ class ReplicaManager:
         self.fetch_max_bytes = fetch_max_bytes
         self.clock: Clock = clock or SystemClock()
         self.replication = replication or ReplicationSettings()
-        self.log_dir_notifier = log_dir_notifier
-        self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
         # partitions whose partition.metadata was found (or written) to hold this topic id
         self._checked_topic_ids: dict[tuple[str, int], str] = {}
@@ -281,7 +257,10 @@ class ReplicaManager:
             broker_id, self.partitions, self.clock, self.replication.replica_lag_time_max_ms,
             isr_writer, self.traffic, self._spawn,
         )  # fmt: skip
-        log_manager.add_failure_listener(self._on_log_dir_offline)
+        self.failures = StorageFailures(
+            log_manager, self.partitions, self.fetchers, log_dir_notifier, self._spawn
+        )
+        log_manager.add_failure_listener(self.failures.on_log_dir_offline)
 
     # ----- lifecycle ------------------------------------------------------------------------
 
@@ -320,43 +299,6 @@ class ReplicaManager:
             )
         check_leader_epoch(p, leader_epoch)
         return p
-
-    # ----- a failed log directory -----------------------------------------------------------
-
-    def _failed(self, exc: BaseException, action: str) -> tuple[int, str]:
-        """(error code, message) for an error a log operation raised; an I/O error takes the
-        log directory offline first."""
-        if is_log_dir_failure(exc):
-            self.log_manager.fail(exc, action)
-        if self.log_manager.offline:
-            return LogDirOfflineError.code, f"{action}: the log directory is offline ({exc})"
-        return _error(exc)
-
-    def _on_log_dir_offline(self, failure: LogDirFailure) -> None:
-        """LogManager's listener: stop leading and following everything, tell the controller."""
-        for key, p in self.partitions.items():
-            self.fetchers.remove(key)
-            p.go_offline()
-        self._notify_controller()
-
-    def _notify_controller(self) -> None:
-        if self.log_dir_notifier is None or self._notifying:
-            return
-        self._notifying = True
-        self._spawn(self._send_notification(self.log_dir_notifier))
-
-    async def _send_notification(self, notifier: LogDirNotifier) -> None:
-        try:
-            for attempt in range(1, NOTIFY_ATTEMPTS + 1):
-                try:
-                    await notifier.notify_log_dir_failure()
-                    log.info("told the controller that the log directory is offline")
-                    return
-                except Exception as exc:  # ZooKeeper unreachable: try again
-                    log.warning("log directory failure notification %d failed: %s", attempt, exc)
-                    await asyncio.sleep(NOTIFY_BACKOFF_S)
-        finally:
-            self._notifying = False
 
     # ----- produce --------------------------------------------------------------------------
 
@@ -397,7 +339,7 @@ class ReplicaManager:
 
             info = p.log.append_as_leader(records, p.leader_epoch, verify, coordinator)
         except (OdradekError, OSError) as exc:
-            code, message = self._failed(exc, f"append to {topic}-{partition}")
+            code, message = self.failures.failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
         if not info.duplicate:  # a retry of a stored batch appended nothing
             self.traffic.produced(topic, len(records), info.last_offset - info.base_offset + 1)
@@ -416,7 +358,7 @@ class ReplicaManager:
         try:
             await self.flusher.wait_durable(p.log, offset)
         except (OdradekError, OSError) as exc:
-            code, message = self._failed(exc, f"flush of {p.topic}-{p.index}")
+            code, message = self.failures.failed(exc, f"flush of {p.topic}-{p.index}")
             raise for_code(code)(message) from None
 
     def replication_done(self, topic: str, partition: int, required_offset: int) -> int | None:
@@ -606,7 +548,7 @@ class ReplicaManager:
             if result.slice is not None and 0 < result.size_bytes <= SMALL_READ_BYTES:
                 records = read_slice(result.slice)
         except (OdradekError, OSError) as exc:
-            out.error_code = self._failed(exc, f"read of {topic}-{partition}")[0]
+            out.error_code = self.failures.failed(exc, f"read of {topic}-{partition}")[0]
             return out
         if records is not None and result.size_bytes > 0:
             out.records = records
@@ -747,7 +689,7 @@ class ReplicaManager:
             info = p.log.append_control(producer_id, producer_epoch, coordinator_epoch, commit,
                                         p.leader_epoch)  # fmt: skip
         except (OdradekError, OSError) as exc:
-            return self._failed(exc, f"marker to {topic}-{partition}")[0]
+            return self.failures.failed(exc, f"marker to {topic}-{partition}")[0]
         p.notify_replica_waiters()
         p.update_high_watermark()
         self.purgatory.complete_woken()
@@ -774,7 +716,7 @@ class ReplicaManager:
             ours = [s for s in states if self.broker_id in s.replicas]
             if self.log_manager.offline:
                 if must_report_log_dir_failure(ours, self.broker_id):
-                    self._notify_controller()
+                    self.failures.notify_controller()
                 code = LogDirOfflineError.code
                 return [(s.topic, s.partition, code) for s in ours]
             configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
@@ -842,7 +784,7 @@ class ReplicaManager:
         except (OdradekError, OSError) as exc:
             log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
             action = f"LeaderAndIsr of {state.topic}-{state.partition}"
-            return state.topic, state.partition, self._failed(exc, action)[0]
+            return state.topic, state.partition, self.failures.failed(exc, action)[0]
 
     def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
         leading: list[str] = []
@@ -927,7 +869,7 @@ class ReplicaManager:
         try:
             self.log_manager.write_high_watermarks(hws)
         except (OdradekError, OSError) as exc:
-            self._failed(exc, "the high watermark checkpoint")
+            self.failures.failed(exc, "the high watermark checkpoint")
             return False
         return True
 
@@ -953,7 +895,7 @@ class ReplicaManager:
                 self.log_manager.delete(topic, partition)
             except (OdradekError, OSError) as exc:
                 log.warning("%s-%d: deleting the log failed: %s", topic, partition, exc)
-                return _error(exc)[0]
+                return error_of(exc)[0]
         log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
         return NONE
 

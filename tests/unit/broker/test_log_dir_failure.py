@@ -19,7 +19,8 @@ from broker.log.flusher import GroupCommitFlusher
 from broker.log.log import CLEAN_SHUTDOWN_FILE, Log
 from broker.log.manager import LogManager
 from broker.partition import Role
-from broker.replica_manager import ReplicaManager, must_report_log_dir_failure
+from broker.replica_manager import ReplicaManager
+from broker.storage_failures import must_report_log_dir_failure
 from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
 from coordinator.controller.context import LiveBroker
 from coordinator.controller.log_dirs import (
