@@ -1,8 +1,9 @@
 """The partitions this broker hosts, and the produce / fetch / list-offsets work on them.
 
 `ReplicaManager` maps (topic, partition) to a `Partition` (broker/partition.py), created and
-re-roled only by the controller's LeaderAndIsr and removed by StopReplica. Handlers call it with
-decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
+re-roled only by the controller's LeaderAndIsr and removed by StopReplica: that work is
+`PartitionRoles`' (broker/partition_roles.py, `self.roles`, sharing the map). Handlers call it
+with decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
 
 Produce (`append`): a client's control or transactional batch is refused (INVALID_RECORD,
 protocol/batch.py `check_client_batch`; followers copy batches without this check); the batch
@@ -33,36 +34,26 @@ that the server sends from the file (sendfile).
 ISR changes (leader side) are `IsrChanges`' (broker/isr_changes.py, `self.isr`): a follower's
 fetch may expand the ISR there, a periodic check shrinks it; both are written to ZooKeeper first.
 
-Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
-and takes leaders away from it.
-
 The coordinators see the partitions only through `CoordinatorLog` (coordinator/runtime/log.py):
 `led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
 
 A failed log directory (KIP-112) is `StorageFailures`' (broker/storage_failures.py,
 `self.failures`): `failures.failed` turns a log operation's error into its answer (an I/O error
 takes the directory offline first: every partition goes OFFLINE, the controller is told), so
-produce, fetch and list-offsets answer KAFKA_STORAGE_ERROR for them. A LeaderAndIsr for them
-is refused with it, and when it still names this broker leader or in-sync (a new controller
-that has not heard) the controller is told again.
+produce, fetch and list-offsets answer KAFKA_STORAGE_ERROR for them.
 
-High watermarks: a partition created here starts from the HW in the log directory's
-`replication-offset-checkpoint` (bounded by its log), so a restarted leader serves what was
-committed before it died at once; `checkpoint_high_watermarks` writes every hosted partition's HW
-there every replica_high_watermark_checkpoint_interval_ms (`run_hw_checkpoints`) and at shutdown.
+`start` runs the periodic ISR check and high watermark checkpoint; `shutdown` cancels them,
+stops the fetchers and writes the checkpoint a last time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from broker.deferred import Deferred
@@ -70,11 +61,11 @@ from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
 from broker.isr_changes import IsrChanges, IsrWriter
-from broker.log import partition_metadata
 from broker.log.config import LogConfig
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
 from broker.partition import Partition
+from broker.partition_roles import PartitionRoles
 from broker.replica_fetcher import (
     Connector,
     FetcherSettings,
@@ -90,10 +81,7 @@ from broker.replication_decisions import (
 from broker.storage_failures import (
     LogDirNotifier,
     StorageFailures,
-    error_of,
-    must_report_log_dir_failure,
 )
-from protocol.api.controller import PartitionState
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
 from protocol.api.list_offsets import (
     EARLIEST_LOCAL_TIMESTAMP,
@@ -102,14 +90,12 @@ from protocol.api.list_offsets import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
 )
-from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
 from protocol.batch import check_client_batch, read_header
 from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
-    InconsistentTopicIdError,
     LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
@@ -117,21 +103,14 @@ from protocol.errors import (
     OffsetOutOfRangeError,
     ReplicaNotAvailableError,
     RequestTimedOutError,
-    StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     for_code,
 )
-from protocol.topic_ids import decode_topic_id, encode_topic_id
 
 if TYPE_CHECKING:
     from broker.log.flusher import GroupCommitFlusher
-    from broker.log.log import Log
     from broker.log.manager import LogManager
-
-
-TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
-"""topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
 
 
 @dataclass(slots=True)
@@ -213,9 +192,6 @@ def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
     return total >= min_bytes
 
 
-NEW_LOG_THREADS = 16  # new partition logs created at once (LeaderAndIsr, `_open_new_logs`)
-
-
 class ReplicaManager:
     def __init__(
         self,
@@ -242,12 +218,9 @@ class ReplicaManager:
         self.clock: Clock = clock or SystemClock()
         self.replication = replication or ReplicationSettings()
         self.partitions: dict[tuple[str, int], Partition] = {}
-        # partitions whose partition.metadata was found (or written) to hold this topic id
-        self._checked_topic_ids: dict[tuple[str, int], str] = {}
         self.purgatory = FetchPurgatory()  # parked long-polling fetches
         self.sessions = FetchSessionCache(fetch_session_slots)  # followers' fetch sessions
         self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
-        self._leader_and_isr_lock = asyncio.Lock()
         self.fetchers = ReplicaFetcherManager(
             broker_id, self.replication.fetcher, connect or default_connector,
             on_storage_failure=self.log_manager.fail,
@@ -261,21 +234,25 @@ class ReplicaManager:
             log_manager, self.partitions, self.fetchers, log_dir_notifier, self._spawn
         )
         log_manager.add_failure_listener(self.failures.on_log_dir_offline)
+        self.roles = PartitionRoles(
+            broker_id, self.partitions, log_manager, self.fetchers, self.failures,
+            default_log_config, self.clock, self.replication.hw_checkpoint_interval_ms,
+        )  # fmt: skip
 
     # ----- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the periodic ISR check and HW checkpoint (the daemon calls this; unit tests
-        drive isr.check_isr and checkpoint_high_watermarks)."""
+        drive isr.check_isr and roles.checkpoint_high_watermarks)."""
         self._spawn(self.isr.run_isr_checks())
-        self._spawn(self.run_hw_checkpoints())
+        self._spawn(self.roles.run_hw_checkpoints())
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetchers.shutdown()
-        self.checkpoint_high_watermarks()  # the logs close after this (Kafka's order too)
+        self.roles.checkpoint_high_watermarks()  # the logs close after this (Kafka's order too)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -698,244 +675,6 @@ class ReplicaManager:
             durable = self._wait_durable(p, info.last_offset)
         return await self._replicated(topic, partition, info.last_offset + 1, durable, timeout_ms)
 
-    # ----- controller requests --------------------------------------------------------------
-
-    async def apply_leader_and_isr(
-        self,
-        states: list[PartitionState],
-        lookup: TopicConfigLookup,
-        live_leaders: list[BrokerInfo] | None = None,
-    ) -> list[tuple[str, int, int]]:
-        """Become leader or follower for each state naming this broker; (topic, p, error).
-
-        Requests are applied one at a time, in the order they arrived (the lock), so a request
-        whose config lookups are slow cannot be overtaken by a later one.
-        """
-        async with self._leader_and_isr_lock:
-            self.fetchers.update_brokers(live_leaders or [])
-            ours = [s for s in states if self.broker_id in s.replicas]
-            if self.log_manager.offline:
-                if must_report_log_dir_failure(ours, self.broker_id):
-                    self.failures.notify_controller()
-                code = LogDirOfflineError.code
-                return [(s.topic, s.partition, code) for s in ours]
-            configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
-            await self._open_new_logs(ours, configs)
-            await self._write_epochs_ahead(ours)
-            results = [self._try_apply(state, configs[state.topic]) for state in ours]
-        self._log_roles(results)
-        return results
-
-    async def _topic_configs(
-        self, topics: list[str], lookup: TopicConfigLookup
-    ) -> dict[str, LogConfig | BaseException]:
-        """Each topic's LogConfig (defaults + overrides), looked up concurrently."""
-        found = await asyncio.gather(*(lookup(t) for t in topics), return_exceptions=True)
-        configs: dict[str, LogConfig | BaseException] = {}
-        for topic, overrides in zip(topics, found, strict=True):
-            if isinstance(overrides, BaseException):
-                configs[topic] = overrides
-                continue
-            try:
-                configs[topic] = LogConfig.from_properties(overrides, base=self.default_log_config)
-            except OdradekError as exc:
-                configs[topic] = exc
-        return configs
-
-    async def _open_new_logs(
-        self, states: list[PartitionState], configs: Mapping[str, LogConfig | BaseException]
-    ) -> None:
-        """Create the logs of partitions new to this broker first, in threads: a new log is a
-        directory and a file (log.py), 0.3-0.8 ms of file-system metadata work each on this
-        machine's disk, which would otherwise hold the event loop for seconds per 3,000 (and
-        so is writing their partition.metadata)."""
-        new = {(s.topic, s.partition): (s, c) for s in states
-               if not isinstance(c := configs[s.topic], BaseException)
-               and self.log_manager.get(s.topic, s.partition) is None}  # fmt: skip
-        # (a dict: never two threads on one directory)
-        await _in_threads([partial(self._open_new_log, s, c) for s, c in new.values()])
-
-    def _open_new_log(self, state: PartitionState, config: LogConfig) -> None:
-        """(In a thread.) The log, and its partition.metadata written (its fsyncs too)."""
-        plog = self.log_manager.get_or_create(state.topic, state.partition, config)
-        self._check_topic_id(state, plog)
-
-    async def _write_epochs_ahead(self, states: list[PartitionState]) -> None:
-        """Write, in threads, the leader-epoch checkpoint each new leadership will leave
-        (Partition.become_leader assigns the epoch at the log end): then the loop's assign
-        finds the file holding it already, instead of two fsyncs per partition on the loop."""
-        jobs = []
-        for s in states:
-            log_ = self.log_manager.get(s.topic, s.partition)
-            if s.leader == self.broker_id and log_ is not None and not log_.closed:
-                job = log_.epochs.assign_job(s.leader_epoch, log_.log_end_offset)
-                if job is not None:
-                    jobs.append(job)
-        await _in_threads(jobs)
-
-    def _try_apply(
-        self, state: PartitionState, config: LogConfig | BaseException
-    ) -> tuple[str, int, int]:
-        try:
-            if isinstance(config, BaseException):
-                raise config
-            self._apply_state(state, config)
-            return state.topic, state.partition, NONE
-        except (OdradekError, OSError) as exc:
-            log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
-            action = f"LeaderAndIsr of {state.topic}-{state.partition}"
-            return state.topic, state.partition, self.failures.failed(exc, action)[0]
-
-    def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
-        leading: list[str] = []
-        following: list[str] = []
-        for topic, index, code in results:
-            p = self.partitions.get((topic, index))
-            if code == NONE and p is not None:
-                name = f"{topic}-{index}@{p.leader_epoch}"
-                (leading if p.is_leader else following).append(name)
-        if leading or following:
-            log.info("leader for %s; follower for %s", _names(leading), _names(following))
-
-    def _apply_state(self, state: PartitionState, config: LogConfig) -> None:
-        key = (state.topic, state.partition)
-        p = self.partitions.get(key)
-        if p is not None and state.leader_epoch < p.leader_epoch:
-            raise StaleControllerEpochError(
-                f"{state.topic}-{state.partition}: leader epoch {state.leader_epoch} is older "
-                f"than {p.leader_epoch}"
-            )
-        if p is None:
-            log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
-            self._check_topic_id(state, log)  # before the partition is hosted
-            p = Partition(state.topic, state.partition, log, self.broker_id)
-            # the HW starts where the checkpoint left it (else 0); the ISR's offsets move it
-            checkpointed = self.log_manager.checkpointed_high_watermark(*key)
-            p.high_watermark = initial_high_watermark(
-                checkpointed, log.log_start_offset, log.log_end_offset
-            )
-            self.partitions[key] = p
-        else:
-            self._check_topic_id(state, p.log)
-        if p.log.config != config:
-            p.log.update_config(config)
-        p.controller_epoch = state.controller_epoch
-        if state.leader == self.broker_id:
-            self.fetchers.remove(key)
-            p.become_leader(
-                state.leader_epoch, state.isr, state.replicas, state.zk_version,
-                self.clock.monotonic_ms(),
-            )  # fmt: skip
-        else:
-            p.become_follower(
-                state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
-            )
-            self.fetchers.add(p)  # truncates first, then fetches (none when leader is -1)
-
-    def _check_topic_id(self, state: PartitionState, plog: Log) -> None:
-        """The partition.metadata rule (broker/log/partition_metadata.py): write the id into
-        a directory that has none, refuse (INCONSISTENT_TOPIC_ID) one that holds another."""
-        key = (state.topic, state.partition)
-        if state.topic_id is None or self._checked_topic_ids.get(key) == state.topic_id:
-            return
-        expected = decode_topic_id(state.topic_id)
-        try:
-            stored = partition_metadata.read(plog.directory)
-        except partition_metadata.CorruptPartitionMetadataError as exc:
-            log.error("%s-%d: %s is unreadable: %s", *key, partition_metadata.FILE_NAME, exc)
-            raise InconsistentTopicIdError(f"{state.topic}-{state.partition}: {exc}") from None
-        verdict = partition_metadata.decide(stored, expected)
-        if verdict is partition_metadata.Verdict.MISMATCH:
-            assert stored is not None
-            message = (
-                f"{state.topic}-{state.partition}: the log in {plog.directory} belongs to topic id "
-                f"{encode_topic_id(stored)}, the controller names {state.topic_id}"
-            )
-            log.error("INCONSISTENT_TOPIC_ID: %s", message)
-            raise InconsistentTopicIdError(message)
-        if verdict is partition_metadata.Verdict.WRITE:
-            partition_metadata.write(plog.directory, expected)
-        self._checked_topic_ids[key] = state.topic_id
-
-    # ----- the high watermark checkpoint ---------------------------------------------------
-
-    def checkpoint_high_watermarks(self) -> bool:
-        """Write every hosted partition's HW to replication-offset-checkpoint now. False when
-        nothing was written (the directory is offline, or the write failed and took it
-        offline)."""
-        if self.log_manager.offline:
-            return False
-        hws = {key: p.high_watermark for key, p in self.partitions.items()}
-        try:
-            self.log_manager.write_high_watermarks(hws)
-        except (OdradekError, OSError) as exc:
-            self.failures.failed(exc, "the high watermark checkpoint")
-            return False
-        return True
-
-    async def run_hw_checkpoints(
-        self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    ) -> None:
-        interval_s = self.replication.hw_checkpoint_interval_ms / 1000
-        while True:
-            await sleep(interval_s)
-            try:
-                self.checkpoint_high_watermarks()
-            except Exception:  # a bug here must not end the checkpoints
-                log.exception("high watermark checkpoint failed")
-
-    def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
-        self.fetchers.remove((topic, partition))
-        p = self.partitions.pop((topic, partition), None)
-        self._checked_topic_ids.pop((topic, partition), None)
-        if p is not None:
-            p.resign()
-        if delete:
-            try:
-                self.log_manager.delete(topic, partition)
-            except (OdradekError, OSError) as exc:
-                log.warning("%s-%d: deleting the log failed: %s", topic, partition, exc)
-                return error_of(exc)[0]
-        log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
-        return NONE
-
-    # ----- config changes (coordinator/cluster/config_changes.py) ----------------------------
-
-    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> int:
-        """Give every open log of `topic` (led, followed, or opened at start-up and not yet
-        named by the controller) the defaults plus `overrides`; how many logs changed. A set
-        that LogConfig refuses (written past AlterConfigs' checks) changes nothing."""
-        try:
-            config = LogConfig.from_properties(overrides, base=self.default_log_config)
-        except OdradekError as exc:
-            log.warning("topic %s: config %s not applied: %s", topic, dict(overrides), exc)
-            return 0
-        changed = 0
-        for plog in self.log_manager.logs():
-            if plog.topic == topic and plog.config != config:
-                plog.update_config(config)
-                changed += 1
-        if changed:
-            log.info("topic %s: new config on %d logs: %s", topic, changed, dict(overrides))
-        return changed
-
-
-def _names(names: list[str], shown: int = 5) -> str:
-    """A short list for one log line: the first few names and how many more."""
-    if not names:
-        return "none"
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
-def initial_high_watermark(checkpointed: int | None, log_start: int, log_end: int) -> int:
-    """A partition's HW when it is created at start-up: the checkpointed one, within
-    [log start, log end] (the log may have lost an unflushed tail, or had its start moved);
-    the log start without a checkpoint (0 for a log from offset 0, as before)."""
-    if checkpointed is None:
-        return log_start
-    return min(max(checkpointed, log_start), log_end)
-
 
 def leader_epoch_matches(p: Partition, leader_epoch: int) -> bool:
     """-1 matches any epoch (no check asked)."""
@@ -953,18 +692,3 @@ def check_leader_epoch(p: Partition, leader_epoch: int) -> None:
     raise UnknownLeaderEpochError(
         f"{p.topic}-{p.index}: leader epoch {leader_epoch} > {p.leader_epoch}"
     )
-
-
-async def _in_threads(calls: Sequence[Callable[[], object]]) -> None:
-    """Run `calls` NEW_LOG_THREADS at a time in threads. A failure is left for the loop's own
-    step (`_try_apply`), which meets it again and reports it."""
-    if len(calls) < 2:
-        return
-
-    def run(call: Callable[[], object]) -> None:
-        with contextlib.suppress(OdradekError, OSError):
-            call()
-
-    loop = asyncio.get_running_loop()
-    with ThreadPoolExecutor(NEW_LOG_THREADS, thread_name_prefix="new-log") as pool:
-        await asyncio.gather(*(loop.run_in_executor(pool, run, call) for call in calls))
