@@ -17,19 +17,15 @@ NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replica
 `await_replication` parks the request in the partitions' delayed-produce queues
 (broker/delayed_produce.py) until the HW passes its batches or its timeout_ms ends.
 
-Fetch (`fetch`): partitions are read in request order within a byte budget (`read_limit`,
-KIP-74 rules: each partition gets at most its own max and what is left of the total; the first
-partition with data may exceed both by one batch so a consumer never gets stuck). Consumers read
+Fetch (`fetch`): partitions are read in request order within a byte budget (KIP-74,
+broker/partition_read.py `read_limit`, which also says what a read returns). Consumers read
 below the HW; replicas up to the log end, and their fetch offset is their log end offset for the
 leader (`Partition.record_follower_fetch`: HW, and ISR expansion; the log start offset they
 report is kept for DeleteRecords, broker/delete_records.py). When fewer than
 `min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
 any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
 once; beyond that a fetch is answered at once with what there is. The wait is measured on the
-event loop's clock (asyncio.timeout): the loop is the edge that owns real time here. A read
-of at most SMALL_READ_BYTES (a caught-up reader's answer, the latency path) comes back as the
-bytes themselves, read from the segment file there and then; a larger one as a `FileSlice`
-that the server sends from the file (sendfile).
+event loop's clock (asyncio.timeout): the loop is the edge that owns real time here.
 
 ISR changes (leader side) are `IsrChanges`' (broker/isr_changes.py, `self.isr`): a follower's
 fetch may expand the ISR there, a periodic check shrinks it; both are written to ZooKeeper first.
@@ -49,7 +45,6 @@ stops the fetchers and writes the checkpoint a last time.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 from collections.abc import Awaitable, Iterable, Sequence
@@ -65,6 +60,13 @@ from broker.log.config import LogConfig
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
 from broker.partition import Partition
+from broker.partition_read import (
+    SMALL_READ_BYTES,
+    PartitionRead,
+    fetch_satisfied,
+    read_limit,
+    read_slice,
+)
 from broker.partition_roles import PartitionRoles
 from broker.replica_fetcher import (
     Connector,
@@ -130,22 +132,7 @@ class ReplicationSettings:
 
 
 NONE = 0
-NO_DATA = b""
-# Up to this, a read's log data is read into memory at once: its answer then goes out in one
-# write with the response around it and the encoder has no slice to stand in for.
-SMALL_READ_BYTES = 16 * 1024
 log = logging.getLogger("odradek.broker.replicas")
-
-
-def read_slice(s: FileSlice) -> bytes:
-    """A slice's bytes, read now. A file shorter than the log's own index says is damage on
-    the disk: an OSError (EIO), which takes the log directory offline like any read error."""
-    data = os.pread(s.fd, s.length, s.position)
-    if len(data) < s.length:
-        raise OSError(
-            errno.EIO, f"segment file shorter than the {s.length}-byte read at {s.position}"
-        )
-    return data
 
 
 @dataclass(slots=True)
@@ -157,39 +144,6 @@ class AppendOutcome:
     durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
     required_offset: int = -1  # acks=all: the HW this batch needs (its last offset + 1)
     log_append_time_ms: int = -1  # message.timestamp.type=LogAppendTime: the time stamped
-
-
-@dataclass(slots=True)
-class PartitionRead:
-    topic: str
-    partition: int
-    error_code: int
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
-    records: FileSlice | bytes = NO_DATA
-    size_bytes: int = 0
-    record_count: int = 0  # offsets in the batches read (metrics: records out)
-    last_stable_offset: int = -1
-    aborted: list[tuple[int, int]] | None = None  # read_committed: (producer id, first offset)
-
-
-def read_limit(
-    partition_max_bytes: int, remaining_bytes: int, bytes_so_far: int
-) -> tuple[int, bool]:
-    """(max bytes to read for the next partition, whether one whole batch may exceed it)."""
-    limit = max(0, min(partition_max_bytes, remaining_bytes))
-    return limit, bytes_so_far == 0
-
-
-def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
-    """A fetch is answered once it has min_bytes, or any partition has an error to report."""
-    total = 0
-    for r in reads:
-        if r.error_code != NONE:
-            return True
-        total += r.size_bytes
-    return total >= min_bytes
 
 
 class ReplicaManager:
