@@ -59,6 +59,7 @@ from broker.isr_changes import IsrChanges, IsrWriter
 from broker.log.config import LogConfig
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
+from broker.offset_lookup import offset_for_timestamp
 from broker.partition import Partition
 from broker.partition_read import (
     SMALL_READ_BYTES,
@@ -85,13 +86,6 @@ from broker.storage_failures import (
     StorageFailures,
 )
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
-from protocol.api.list_offsets import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-)
 from protocol.api.produce import ACKS_ALL
 from protocol.batch import check_client_batch, read_header
 from protocol.clock import Clock, SystemClock
@@ -101,8 +95,6 @@ from protocol.errors import (
     LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
-    OffsetNotAvailableError,
-    OffsetOutOfRangeError,
     ReplicaNotAvailableError,
     RequestTimedOutError,
     UnknownLeaderEpochError,
@@ -506,34 +498,7 @@ class ReplicaManager:
             p = self.leader(topic, partition, leader_epoch)
         except OdradekError as exc:
             return exc.code, -1, -1, -1
-        log = p.log
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # nothing is tiered
-            return NONE, -1, log.log_start_offset, p.leader_epoch
-        if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: Kafka's -1 answer
-            return NONE, -1, -1, -1
-        if replica_id < 0 and p.high_watermark < p.leader_epoch_start_offset:
-            # KIP-207: a new leader whose HW still lags the start of its epoch could answer an
-            # offset below one a consumer already saw from the old leader; ask again later
-            return OffsetNotAvailableError.code, -1, -1, -1
-        if timestamp == LATEST_TIMESTAMP:
-            end = p.high_watermark if replica_id < 0 else log.log_end_offset
-            if replica_id < 0 and isolation_level == READ_COMMITTED:
-                end = p.last_stable_offset
-            return NONE, -1, end, p.leader_epoch
-        if timestamp == MAX_TIMESTAMP:
-            found = log.offset_of_max_timestamp()
-            limit = p.high_watermark if replica_id < 0 else log.log_end_offset
-            if replica_id < 0 and isolation_level == READ_COMMITTED:
-                limit = p.last_stable_offset
-            if found is None or found[0] >= limit:
-                return NONE, -1, -1, p.leader_epoch
-            return NONE, found[1], found[0], p.leader_epoch
-        if timestamp < 0:
-            return OffsetOutOfRangeError.code, -1, -1, -1
-        found = log.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= p.high_watermark:
-            return NONE, -1, -1, p.leader_epoch
-        return NONE, found[1], found[0], p.leader_epoch
+        return offset_for_timestamp(p, replica_id, timestamp, isolation_level)
 
     # ----- OffsetsForLeaderEpoch -----------------------------------------------------------
 
