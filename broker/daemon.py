@@ -265,7 +265,7 @@ class Broker:
                 parts.servers[f"{s.door.name} {s.listener}"] = s
         self.inter_broker_security = PLAINTEXT_CONFIG  # the broker's own connections (start)
         self.config_changes = config_changes.ConfigChangeListener(
-            self.zk, self.replicas.apply_topic_config, self._hosted_topics
+            self.zk, self.replicas.roles.apply_topic_config, self._hosted_topics
         )
         # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
         # AlterClientQuotas through any broker and followed through the same notifications

@@ -117,7 +117,7 @@ class FetchSession:
 
 
 class _Read(Protocol):
-    """The part of a broker's PartitionRead a session looks at (broker/replica_manager.py)."""
+    """The part of a broker's PartitionRead a session looks at (broker/partition_read.py)."""
 
     topic: str
     partition: int

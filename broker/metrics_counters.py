@@ -28,7 +28,7 @@ FSYNC_BUCKETS_S: tuple[float, ...] = (
 
 
 class FetchedPartition(Protocol):
-    """What `TopicTraffic.fetched` reads of a broker/replica_manager.py PartitionRead."""
+    """What `TopicTraffic.fetched` reads of a broker/partition_read.py PartitionRead."""
 
     topic: str
     size_bytes: int

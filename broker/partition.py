@@ -14,7 +14,7 @@ The high watermark (HW) is a field of its own, advanced only by `advance_high_wa
 function of the ISR members' log end offsets: the smallest of them, never going backwards. The
 leader learns its followers' offsets from their fetches (`record_follower_fetch`, which also
 says when a follower may rejoin the ISR); the ISR itself changes only through `apply_isr`,
-after the change is in ZooKeeper (replica_manager.py writes it). A follower's HW is set by its
+after the change is in ZooKeeper (isr_changes.py writes it). A follower's HW is set by its
 fetcher from the leader's answers.
 
 Waiters: a long-polling consumer fetch parks one future on every partition it reads (`waiters`,

@@ -1,8 +1,9 @@
 """The partitions this broker hosts, and the produce / fetch / list-offsets work on them.
 
 `ReplicaManager` maps (topic, partition) to a `Partition` (broker/partition.py), created and
-re-roled only by the controller's LeaderAndIsr and removed by StopReplica. Handlers call it with
-decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
+re-roled only by the controller's LeaderAndIsr and removed by StopReplica: that work is
+`PartitionRoles`' (broker/partition_roles.py, `self.roles`, sharing the map). Handlers call it
+with decoded requests and turn what it returns into responses; it never sees sockets or envelopes.
 
 Produce (`append`): a client's control or transactional batch is refused (INVALID_RECORD,
 protocol/batch.py `check_client_batch`; followers copy batches without this check); the batch
@@ -16,73 +17,58 @@ NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replica
 `await_replication` parks the request in the partitions' delayed-produce queues
 (broker/delayed_produce.py) until the HW passes its batches or its timeout_ms ends.
 
-Fetch (`fetch`): partitions are read in request order within a byte budget (`read_limit`,
-KIP-74 rules: each partition gets at most its own max and what is left of the total; the first
-partition with data may exceed both by one batch so a consumer never gets stuck). Consumers read
+Fetch (`fetch`): partitions are read in request order within a byte budget (KIP-74,
+broker/partition_read.py `read_limit`, which also says what a read returns). Consumers read
 below the HW; replicas up to the log end, and their fetch offset is their log end offset for the
 leader (`Partition.record_follower_fetch`: HW, and ISR expansion; the log start offset they
 report is kept for DeleteRecords, broker/delete_records.py). When fewer than
 `min_bytes` came back, the fetch parks one future on each partition it reads and re-reads when
 any of them moves, until `min_bytes` or `max_wait_ms`. At most `max_delayed_fetches` park at
 once; beyond that a fetch is answered at once with what there is. The wait is measured on the
-event loop's clock (asyncio.timeout): the loop is the edge that owns real time here. A read
-of at most SMALL_READ_BYTES (a caught-up reader's answer, the latency path) comes back as the
-bytes themselves, read from the segment file there and then; a larger one as a `FileSlice`
-that the server sends from the file (sendfile).
+event loop's clock (asyncio.timeout): the loop is the edge that owns real time here.
 
-ISR changes (leader side): expansion is decided on a follower's fetch, shrinking by
-`check_isr` (run every replica_lag_time_max_ms / 2 by `run_isr_checks`, on the injected clock).
-Either is written first to the partition's state znode, conditionally on its version, through
-the injected `IsrWriter` (coordinator/cluster/isr.py; it also notifies the controller), and applied
-to the partition only once written. A write refused because ZooKeeper shows another leader or a
-newer leader epoch makes this broker stop acting as leader (`Partition.resign`) until the
-controller says what it is. One write per partition at a time.
-
-Followers: LeaderAndIsr hands followers to the `ReplicaFetcherManager` (broker/replica_fetcher.py)
-and takes leaders away from it.
+ISR changes (leader side) are `IsrChanges`' (broker/isr_changes.py, `self.isr`): a follower's
+fetch may expand the ISR there, a periodic check shrinks it; both are written to ZooKeeper first.
 
 The coordinators see the partitions only through `CoordinatorLog` (coordinator/runtime/log.py):
 `led_partitions`, `log_range`, `read_records` (bytes, read here) and `append_replicated`.
 
-A failed log directory (KIP-112; broker/log/dir_failure.py): an I/O error met by an append, a
-flush, a read, a LeaderAndIsr or a follower's fetcher goes to `LogManager.fail`, which takes the
-directory offline and calls back `_on_log_dir_offline`: every partition stops fetching and goes
-OFFLINE (waiting acks=all produces fail), and the injected `LogDirNotifier` tells the controller
-(coordinator/controller/log_dirs.py), which elects other leaders and drops this broker from the
-ISRs. Produce, fetch and list-offsets for those partitions answer KAFKA_STORAGE_ERROR (56,
-retriable; the client refreshes its metadata). A LeaderAndIsr for them is refused with it, and
-when it still names this broker leader or in-sync (a new controller that has not heard) the
-controller is told again.
+A failed log directory (KIP-112) is `StorageFailures`' (broker/storage_failures.py,
+`self.failures`): `failures.failed` turns a log operation's error into its answer (an I/O error
+takes the directory offline first: every partition goes OFFLINE, the controller is told), so
+produce, fetch and list-offsets answer KAFKA_STORAGE_ERROR for them.
 
-High watermarks: a partition created here starts from the HW in the log directory's
-`replication-offset-checkpoint` (bounded by its log), so a restarted leader serves what was
-committed before it died at once; `checkpoint_high_watermarks` writes every hosted partition's HW
-there every replica_high_watermark_checkpoint_interval_ms (`run_hw_checkpoints`) and at shutdown.
+`start` runs the periodic ISR check and high watermark checkpoint; `shutdown` cancels them,
+stops the fetchers and writes the checkpoint a last time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, FetchPurgatory
 from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
-from broker.log import partition_metadata
+from broker.isr_changes import IsrChanges, IsrWriter
 from broker.log.config import LogConfig
-from broker.log.dir_failure import LogDirFailure, is_log_dir_failure
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
+from broker.offset_lookup import offset_for_timestamp
 from broker.partition import Partition
+from broker.partition_read import (
+    SMALL_READ_BYTES,
+    PartitionRead,
+    fetch_satisfied,
+    read_limit,
+    read_slice,
+)
+from broker.partition_roles import PartitionRoles
 from broker.replica_fetcher import (
     Connector,
     FetcherSettings,
@@ -91,54 +77,34 @@ from broker.replica_fetcher import (
 )
 from broker.replication_decisions import (
     check_enough_replicas,
-    expanded_isr,
-    isr_write_verdict,
     not_enough_replicas_message,
     produce_outcome,
     record_fetch,
-    shrunk_isr,
 )
-from coordinator.cluster.isr import IsrWriteResult
-from protocol.api.controller import PartitionState
+from broker.storage_failures import (
+    LogDirNotifier,
+    StorageFailures,
+)
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
-from protocol.api.list_offsets import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-)
-from protocol.api.metadata import BrokerInfo
 from protocol.api.produce import ACKS_ALL
 from protocol.batch import check_client_batch, read_header
 from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
 from protocol.errors import (
     FencedLeaderEpochError,
-    InconsistentTopicIdError,
-    KafkaStorageError,
     LogDirOfflineError,
     NotLeaderForPartitionError,
     OdradekError,
-    OffsetNotAvailableError,
-    OffsetOutOfRangeError,
     ReplicaNotAvailableError,
     RequestTimedOutError,
-    StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
     for_code,
 )
-from protocol.topic_ids import decode_topic_id, encode_topic_id
 
 if TYPE_CHECKING:
     from broker.log.flusher import GroupCommitFlusher
-    from broker.log.log import Log
     from broker.log.manager import LogManager
-
-
-TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
-"""topic -> its config overrides (ZooKeeper's /config/topics/<topic>), injected."""
 
 
 @dataclass(slots=True)
@@ -150,27 +116,6 @@ class TxnCheck:
     needed: bool
 
 
-class LogDirNotifier(Protocol):
-    """Tells the controller this broker's log directory failed (coordinator/controller/log_dirs.py
-    writes /log_dir_event_notification/log_dir_event_<seq>)."""
-
-    async def notify_log_dir_failure(self) -> None: ...
-
-
-class IsrWriter(Protocol):
-    """The leader's conditional write of a partition's state znode (coordinator/cluster/isr.py)."""
-
-    async def write_isr(
-        self,
-        topic: str,
-        partition: int,
-        leader_epoch: int,
-        controller_epoch: int,
-        isr: list[int],
-        zk_version: int,
-    ) -> IsrWriteResult: ...
-
-
 @dataclass(frozen=True, slots=True)
 class ReplicationSettings:
     replica_lag_time_max_ms: int = 10_000
@@ -179,22 +124,7 @@ class ReplicationSettings:
 
 
 NONE = 0
-NO_DATA = b""
-# Up to this, a read's log data is read into memory at once: its answer then goes out in one
-# write with the response around it and the encoder has no slice to stand in for.
-SMALL_READ_BYTES = 16 * 1024
 log = logging.getLogger("odradek.broker.replicas")
-
-
-def read_slice(s: FileSlice) -> bytes:
-    """A slice's bytes, read now. A file shorter than the log's own index says is damage on
-    the disk: an OSError (EIO), which takes the log directory offline like any read error."""
-    data = os.pread(s.fd, s.length, s.position)
-    if len(data) < s.length:
-        raise OSError(
-            errno.EIO, f"segment file shorter than the {s.length}-byte read at {s.position}"
-        )
-    return data
 
 
 @dataclass(slots=True)
@@ -206,58 +136,6 @@ class AppendOutcome:
     durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
     required_offset: int = -1  # acks=all: the HW this batch needs (its last offset + 1)
     log_append_time_ms: int = -1  # message.timestamp.type=LogAppendTime: the time stamped
-
-
-@dataclass(slots=True)
-class PartitionRead:
-    topic: str
-    partition: int
-    error_code: int
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
-    records: FileSlice | bytes = NO_DATA
-    size_bytes: int = 0
-    record_count: int = 0  # offsets in the batches read (metrics: records out)
-    last_stable_offset: int = -1
-    aborted: list[tuple[int, int]] | None = None  # read_committed: (producer id, first offset)
-
-
-def read_limit(
-    partition_max_bytes: int, remaining_bytes: int, bytes_so_far: int
-) -> tuple[int, bool]:
-    """(max bytes to read for the next partition, whether one whole batch may exceed it)."""
-    limit = max(0, min(partition_max_bytes, remaining_bytes))
-    return limit, bytes_so_far == 0
-
-
-def fetch_satisfied(reads: list[PartitionRead], min_bytes: int) -> bool:
-    """A fetch is answered once it has min_bytes, or any partition has an error to report."""
-    total = 0
-    for r in reads:
-        if r.error_code != NONE:
-            return True
-        total += r.size_bytes
-    return total >= min_bytes
-
-
-def must_report_log_dir_failure(states: list[PartitionState], broker_id: int) -> bool:
-    """While our log directory is offline: does a LeaderAndIsr still count on this broker (it
-    leads a partition, or is in an ISR it is not the last member of)? Then the controller has
-    not heard (a new one, say) and is told again. The last ISR member stays in the ISR on
-    purpose (coordinator/controller/election.py), so that alone is not a reason."""
-    return any(s.leader == broker_id or (broker_id in s.isr and len(s.isr) > 1) for s in states)
-
-
-NOTIFY_ATTEMPTS = 10
-NEW_LOG_THREADS = 16  # new partition logs created at once (LeaderAndIsr, `_open_new_logs`)
-NOTIFY_BACKOFF_S = 1.0
-
-
-def _error(exc: BaseException) -> tuple[int, str]:
-    if isinstance(exc, OdradekError):
-        return exc.code, exc.message
-    return KafkaStorageError.code, f"{type(exc).__name__}: {exc}"
 
 
 class ReplicaManager:
@@ -285,37 +163,42 @@ class ReplicaManager:
         self.fetch_max_bytes = fetch_max_bytes
         self.clock: Clock = clock or SystemClock()
         self.replication = replication or ReplicationSettings()
-        self.isr_writer = isr_writer
-        self.log_dir_notifier = log_dir_notifier
-        self._notifying = False  # a log directory failure notification is under way
         self.partitions: dict[tuple[str, int], Partition] = {}
-        # partitions whose partition.metadata was found (or written) to hold this topic id
-        self._checked_topic_ids: dict[tuple[str, int], str] = {}
         self.purgatory = FetchPurgatory()  # parked long-polling fetches
         self.sessions = FetchSessionCache(fetch_session_slots)  # followers' fetch sessions
         self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
-        self._leader_and_isr_lock = asyncio.Lock()
         self.fetchers = ReplicaFetcherManager(
             broker_id, self.replication.fetcher, connect or default_connector,
             on_storage_failure=self.log_manager.fail,
         )  # fmt: skip
         self._tasks: set[asyncio.Task[None]] = set()
-        log_manager.add_failure_listener(self._on_log_dir_offline)
+        self.isr = IsrChanges(
+            broker_id, self.partitions, self.clock, self.replication.replica_lag_time_max_ms,
+            isr_writer, self.traffic, self._spawn,
+        )  # fmt: skip
+        self.failures = StorageFailures(
+            log_manager, self.partitions, self.fetchers, log_dir_notifier, self._spawn
+        )
+        log_manager.add_failure_listener(self.failures.on_log_dir_offline)
+        self.roles = PartitionRoles(
+            broker_id, self.partitions, log_manager, self.fetchers, self.failures,
+            default_log_config, self.clock, self.replication.hw_checkpoint_interval_ms,
+        )  # fmt: skip
 
     # ----- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the periodic ISR check and HW checkpoint (the daemon calls this; unit tests
-        drive check_isr and checkpoint_high_watermarks)."""
-        self._spawn(self.run_isr_checks())
-        self._spawn(self.run_hw_checkpoints())
+        drive isr.check_isr and roles.checkpoint_high_watermarks)."""
+        self._spawn(self.isr.run_isr_checks())
+        self._spawn(self.roles.run_hw_checkpoints())
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.fetchers.shutdown()
-        self.checkpoint_high_watermarks()  # the logs close after this (Kafka's order too)
+        self.roles.checkpoint_high_watermarks()  # the logs close after this (Kafka's order too)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -339,43 +222,6 @@ class ReplicaManager:
             )
         check_leader_epoch(p, leader_epoch)
         return p
-
-    # ----- a failed log directory -----------------------------------------------------------
-
-    def _failed(self, exc: BaseException, action: str) -> tuple[int, str]:
-        """(error code, message) for an error a log operation raised; an I/O error takes the
-        log directory offline first."""
-        if is_log_dir_failure(exc):
-            self.log_manager.fail(exc, action)
-        if self.log_manager.offline:
-            return LogDirOfflineError.code, f"{action}: the log directory is offline ({exc})"
-        return _error(exc)
-
-    def _on_log_dir_offline(self, failure: LogDirFailure) -> None:
-        """LogManager's listener: stop leading and following everything, tell the controller."""
-        for key, p in self.partitions.items():
-            self.fetchers.remove(key)
-            p.go_offline()
-        self._notify_controller()
-
-    def _notify_controller(self) -> None:
-        if self.log_dir_notifier is None or self._notifying:
-            return
-        self._notifying = True
-        self._spawn(self._send_notification(self.log_dir_notifier))
-
-    async def _send_notification(self, notifier: LogDirNotifier) -> None:
-        try:
-            for attempt in range(1, NOTIFY_ATTEMPTS + 1):
-                try:
-                    await notifier.notify_log_dir_failure()
-                    log.info("told the controller that the log directory is offline")
-                    return
-                except Exception as exc:  # ZooKeeper unreachable: try again
-                    log.warning("log directory failure notification %d failed: %s", attempt, exc)
-                    await asyncio.sleep(NOTIFY_BACKOFF_S)
-        finally:
-            self._notifying = False
 
     # ----- produce --------------------------------------------------------------------------
 
@@ -416,7 +262,7 @@ class ReplicaManager:
 
             info = p.log.append_as_leader(records, p.leader_epoch, verify, coordinator)
         except (OdradekError, OSError) as exc:
-            code, message = self._failed(exc, f"append to {topic}-{partition}")
+            code, message = self.failures.failed(exc, f"append to {topic}-{partition}")
             return AppendOutcome(code, error_message=message)
         if not info.duplicate:  # a retry of a stored batch appended nothing
             self.traffic.produced(topic, len(records), info.last_offset - info.base_offset + 1)
@@ -435,7 +281,7 @@ class ReplicaManager:
         try:
             await self.flusher.wait_durable(p.log, offset)
         except (OdradekError, OSError) as exc:
-            code, message = self._failed(exc, f"flush of {p.topic}-{p.index}")
+            code, message = self.failures.failed(exc, f"flush of {p.topic}-{p.index}")
             raise for_code(code)(message) from None
 
     def replication_done(self, topic: str, partition: int, required_offset: int) -> int | None:
@@ -608,7 +454,7 @@ class ReplicaManager:
         elif replica_id not in p.replicas or replica_id == self.broker_id:
             return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
         elif offset <= log.log_end_offset:
-            self._follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
+            self.isr.follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
             p.record_follower_log_start(replica_id, replica_log_start)  # for DeleteRecords
         out = PartitionRead(
             topic, partition, NONE, p.high_watermark, log.log_start_offset, log.log_end_offset,
@@ -625,7 +471,7 @@ class ReplicaManager:
             if result.slice is not None and 0 < result.size_bytes <= SMALL_READ_BYTES:
                 records = read_slice(result.slice)
         except (OdradekError, OSError) as exc:
-            out.error_code = self._failed(exc, f"read of {topic}-{partition}")[0]
+            out.error_code = self.failures.failed(exc, f"read of {topic}-{partition}")[0]
             return out
         if records is not None and result.size_bytes > 0:
             out.records = records
@@ -652,34 +498,7 @@ class ReplicaManager:
             p = self.leader(topic, partition, leader_epoch)
         except OdradekError as exc:
             return exc.code, -1, -1, -1
-        log = p.log
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # nothing is tiered
-            return NONE, -1, log.log_start_offset, p.leader_epoch
-        if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: Kafka's -1 answer
-            return NONE, -1, -1, -1
-        if replica_id < 0 and p.high_watermark < p.leader_epoch_start_offset:
-            # KIP-207: a new leader whose HW still lags the start of its epoch could answer an
-            # offset below one a consumer already saw from the old leader; ask again later
-            return OffsetNotAvailableError.code, -1, -1, -1
-        if timestamp == LATEST_TIMESTAMP:
-            end = p.high_watermark if replica_id < 0 else log.log_end_offset
-            if replica_id < 0 and isolation_level == READ_COMMITTED:
-                end = p.last_stable_offset
-            return NONE, -1, end, p.leader_epoch
-        if timestamp == MAX_TIMESTAMP:
-            found = log.offset_of_max_timestamp()
-            limit = p.high_watermark if replica_id < 0 else log.log_end_offset
-            if replica_id < 0 and isolation_level == READ_COMMITTED:
-                limit = p.last_stable_offset
-            if found is None or found[0] >= limit:
-                return NONE, -1, -1, p.leader_epoch
-            return NONE, found[1], found[0], p.leader_epoch
-        if timestamp < 0:
-            return OffsetOutOfRangeError.code, -1, -1, -1
-        found = log.offset_for_timestamp(timestamp)
-        if found is None or found[0] >= p.high_watermark:
-            return NONE, -1, -1, p.leader_epoch
-        return NONE, found[1], found[0], p.leader_epoch
+        return offset_for_timestamp(p, replica_id, timestamp, isolation_level)
 
     # ----- OffsetsForLeaderEpoch -----------------------------------------------------------
 
@@ -766,7 +585,7 @@ class ReplicaManager:
             info = p.log.append_control(producer_id, producer_epoch, coordinator_epoch, commit,
                                         p.leader_epoch)  # fmt: skip
         except (OdradekError, OSError) as exc:
-            return self._failed(exc, f"marker to {topic}-{partition}")[0]
+            return self.failures.failed(exc, f"marker to {topic}-{partition}")[0]
         p.notify_replica_waiters()
         p.update_high_watermark()
         self.purgatory.complete_woken()
@@ -774,305 +593,6 @@ class ReplicaManager:
         if p.log.config.flush_messages == 1:
             durable = self._wait_durable(p, info.last_offset)
         return await self._replicated(topic, partition, info.last_offset + 1, durable, timeout_ms)
-
-    # ----- ISR (leader side) ----------------------------------------------------------------
-
-    def _follower_fetched(self, p: Partition, replica_id: int, offset: int) -> None:
-        if p.record_follower_fetch(replica_id, offset, self.clock.monotonic_ms()):
-            self._change_isr(p, expanded_isr(p.isr, replica_id))
-
-    def check_isr(self) -> None:
-        """Shrink the ISR of every led partition whose followers lag (replica.lag.time.max.ms)."""
-        now = self.clock.monotonic_ms()
-        lag = self.replication.replica_lag_time_max_ms
-        for p in list(self.partitions.values()):
-            if p.is_leader:
-                out = p.out_of_sync(now, lag)
-                if out:
-                    self._change_isr(p, shrunk_isr(p.isr, out))
-
-    async def run_isr_checks(self) -> None:
-        interval_s = max(1, self.replication.replica_lag_time_max_ms // 2) / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.check_isr()
-            except Exception:  # one bad partition must not end the checks
-                log.exception("ISR check failed")
-
-    def _change_isr(self, p: Partition, isr: list[int]) -> None:
-        if p.isr_update_in_flight or isr == p.isr:
-            return
-        p.isr_update_in_flight = True
-        self._spawn(self._write_isr(p, isr))
-
-    async def _write_isr(self, p: Partition, isr: list[int]) -> None:
-        epoch = p.leader_epoch
-        try:
-            if self.isr_writer is None:  # no ZooKeeper (in-process tests): apply directly
-                result = IsrWriteResult(True, p.zk_version + 1, self.broker_id, epoch, isr)
-            else:
-                result = await self.isr_writer.write_isr(
-                    p.topic, p.index, epoch, p.controller_epoch, isr, p.zk_version
-                )
-        except Exception as exc:  # ZooKeeper unreachable: the next check retries
-            log.warning("%s-%d: ISR change to %s not written: %s", p.topic, p.index, isr, exc)
-            return
-        finally:
-            p.isr_update_in_flight = False
-        if not p.is_leader or p.leader_epoch != epoch:
-            return  # a LeaderAndIsr changed this partition meanwhile
-        verdict = isr_write_verdict(result, self.broker_id, epoch)
-        if verdict == "apply":
-            log.info("%s-%d: ISR %s -> %s", p.topic, p.index, p.isr, isr)
-            self.traffic.isr_changed(len(p.isr), len(isr))
-            p.apply_isr(isr, result.zk_version)
-        elif verdict == "resign":
-            log.warning(
-                "%s-%d: ZooKeeper shows leader %d epoch %d (ours: %d): no longer leading",
-                p.topic, p.index, result.leader, result.leader_epoch, epoch,
-            )  # fmt: skip
-            p.resign()
-        else:
-            p.apply_isr(result.isr, result.zk_version)
-
-    # ----- controller requests --------------------------------------------------------------
-
-    async def apply_leader_and_isr(
-        self,
-        states: list[PartitionState],
-        lookup: TopicConfigLookup,
-        live_leaders: list[BrokerInfo] | None = None,
-    ) -> list[tuple[str, int, int]]:
-        """Become leader or follower for each state naming this broker; (topic, p, error).
-
-        Requests are applied one at a time, in the order they arrived (the lock), so a request
-        whose config lookups are slow cannot be overtaken by a later one.
-        """
-        async with self._leader_and_isr_lock:
-            self.fetchers.update_brokers(live_leaders or [])
-            ours = [s for s in states if self.broker_id in s.replicas]
-            if self.log_manager.offline:
-                if must_report_log_dir_failure(ours, self.broker_id):
-                    self._notify_controller()
-                code = LogDirOfflineError.code
-                return [(s.topic, s.partition, code) for s in ours]
-            configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
-            await self._open_new_logs(ours, configs)
-            await self._write_epochs_ahead(ours)
-            results = [self._try_apply(state, configs[state.topic]) for state in ours]
-        self._log_roles(results)
-        return results
-
-    async def _topic_configs(
-        self, topics: list[str], lookup: TopicConfigLookup
-    ) -> dict[str, LogConfig | BaseException]:
-        """Each topic's LogConfig (defaults + overrides), looked up concurrently."""
-        found = await asyncio.gather(*(lookup(t) for t in topics), return_exceptions=True)
-        configs: dict[str, LogConfig | BaseException] = {}
-        for topic, overrides in zip(topics, found, strict=True):
-            if isinstance(overrides, BaseException):
-                configs[topic] = overrides
-                continue
-            try:
-                configs[topic] = LogConfig.from_properties(overrides, base=self.default_log_config)
-            except OdradekError as exc:
-                configs[topic] = exc
-        return configs
-
-    async def _open_new_logs(
-        self, states: list[PartitionState], configs: Mapping[str, LogConfig | BaseException]
-    ) -> None:
-        """Create the logs of partitions new to this broker first, in threads: a new log is a
-        directory and a file (log.py), 0.3-0.8 ms of file-system metadata work each on this
-        machine's disk, which would otherwise hold the event loop for seconds per 3,000 (and
-        so is writing their partition.metadata)."""
-        new = {(s.topic, s.partition): (s, c) for s in states
-               if not isinstance(c := configs[s.topic], BaseException)
-               and self.log_manager.get(s.topic, s.partition) is None}  # fmt: skip
-        # (a dict: never two threads on one directory)
-        await _in_threads([partial(self._open_new_log, s, c) for s, c in new.values()])
-
-    def _open_new_log(self, state: PartitionState, config: LogConfig) -> None:
-        """(In a thread.) The log, and its partition.metadata written (its fsyncs too)."""
-        plog = self.log_manager.get_or_create(state.topic, state.partition, config)
-        self._check_topic_id(state, plog)
-
-    async def _write_epochs_ahead(self, states: list[PartitionState]) -> None:
-        """Write, in threads, the leader-epoch checkpoint each new leadership will leave
-        (Partition.become_leader assigns the epoch at the log end): then the loop's assign
-        finds the file holding it already, instead of two fsyncs per partition on the loop."""
-        jobs = []
-        for s in states:
-            log_ = self.log_manager.get(s.topic, s.partition)
-            if s.leader == self.broker_id and log_ is not None and not log_.closed:
-                job = log_.epochs.assign_job(s.leader_epoch, log_.log_end_offset)
-                if job is not None:
-                    jobs.append(job)
-        await _in_threads(jobs)
-
-    def _try_apply(
-        self, state: PartitionState, config: LogConfig | BaseException
-    ) -> tuple[str, int, int]:
-        try:
-            if isinstance(config, BaseException):
-                raise config
-            self._apply_state(state, config)
-            return state.topic, state.partition, NONE
-        except (OdradekError, OSError) as exc:
-            log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
-            action = f"LeaderAndIsr of {state.topic}-{state.partition}"
-            return state.topic, state.partition, self._failed(exc, action)[0]
-
-    def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
-        leading: list[str] = []
-        following: list[str] = []
-        for topic, index, code in results:
-            p = self.partitions.get((topic, index))
-            if code == NONE and p is not None:
-                name = f"{topic}-{index}@{p.leader_epoch}"
-                (leading if p.is_leader else following).append(name)
-        if leading or following:
-            log.info("leader for %s; follower for %s", _names(leading), _names(following))
-
-    def _apply_state(self, state: PartitionState, config: LogConfig) -> None:
-        key = (state.topic, state.partition)
-        p = self.partitions.get(key)
-        if p is not None and state.leader_epoch < p.leader_epoch:
-            raise StaleControllerEpochError(
-                f"{state.topic}-{state.partition}: leader epoch {state.leader_epoch} is older "
-                f"than {p.leader_epoch}"
-            )
-        if p is None:
-            log: Log = self.log_manager.get_or_create(state.topic, state.partition, config)
-            self._check_topic_id(state, log)  # before the partition is hosted
-            p = Partition(state.topic, state.partition, log, self.broker_id)
-            # the HW starts where the checkpoint left it (else 0); the ISR's offsets move it
-            checkpointed = self.log_manager.checkpointed_high_watermark(*key)
-            p.high_watermark = initial_high_watermark(
-                checkpointed, log.log_start_offset, log.log_end_offset
-            )
-            self.partitions[key] = p
-        else:
-            self._check_topic_id(state, p.log)
-        if p.log.config != config:
-            p.log.update_config(config)
-        p.controller_epoch = state.controller_epoch
-        if state.leader == self.broker_id:
-            self.fetchers.remove(key)
-            p.become_leader(
-                state.leader_epoch, state.isr, state.replicas, state.zk_version,
-                self.clock.monotonic_ms(),
-            )  # fmt: skip
-        else:
-            p.become_follower(
-                state.leader, state.leader_epoch, state.isr, state.replicas, state.zk_version
-            )
-            self.fetchers.add(p)  # truncates first, then fetches (none when leader is -1)
-
-    def _check_topic_id(self, state: PartitionState, plog: Log) -> None:
-        """The partition.metadata rule (broker/log/partition_metadata.py): write the id into
-        a directory that has none, refuse (INCONSISTENT_TOPIC_ID) one that holds another."""
-        key = (state.topic, state.partition)
-        if state.topic_id is None or self._checked_topic_ids.get(key) == state.topic_id:
-            return
-        expected = decode_topic_id(state.topic_id)
-        try:
-            stored = partition_metadata.read(plog.directory)
-        except partition_metadata.CorruptPartitionMetadataError as exc:
-            log.error("%s-%d: %s is unreadable: %s", *key, partition_metadata.FILE_NAME, exc)
-            raise InconsistentTopicIdError(f"{state.topic}-{state.partition}: {exc}") from None
-        verdict = partition_metadata.decide(stored, expected)
-        if verdict is partition_metadata.Verdict.MISMATCH:
-            assert stored is not None
-            message = (
-                f"{state.topic}-{state.partition}: the log in {plog.directory} belongs to topic id "
-                f"{encode_topic_id(stored)}, the controller names {state.topic_id}"
-            )
-            log.error("INCONSISTENT_TOPIC_ID: %s", message)
-            raise InconsistentTopicIdError(message)
-        if verdict is partition_metadata.Verdict.WRITE:
-            partition_metadata.write(plog.directory, expected)
-        self._checked_topic_ids[key] = state.topic_id
-
-    # ----- the high watermark checkpoint ---------------------------------------------------
-
-    def checkpoint_high_watermarks(self) -> bool:
-        """Write every hosted partition's HW to replication-offset-checkpoint now. False when
-        nothing was written (the directory is offline, or the write failed and took it
-        offline)."""
-        if self.log_manager.offline:
-            return False
-        hws = {key: p.high_watermark for key, p in self.partitions.items()}
-        try:
-            self.log_manager.write_high_watermarks(hws)
-        except (OdradekError, OSError) as exc:
-            self._failed(exc, "the high watermark checkpoint")
-            return False
-        return True
-
-    async def run_hw_checkpoints(
-        self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    ) -> None:
-        interval_s = self.replication.hw_checkpoint_interval_ms / 1000
-        while True:
-            await sleep(interval_s)
-            try:
-                self.checkpoint_high_watermarks()
-            except Exception:  # a bug here must not end the checkpoints
-                log.exception("high watermark checkpoint failed")
-
-    def stop_replica(self, topic: str, partition: int, delete: bool) -> int:
-        self.fetchers.remove((topic, partition))
-        p = self.partitions.pop((topic, partition), None)
-        self._checked_topic_ids.pop((topic, partition), None)
-        if p is not None:
-            p.resign()
-        if delete:
-            try:
-                self.log_manager.delete(topic, partition)
-            except (OdradekError, OSError) as exc:
-                log.warning("%s-%d: deleting the log failed: %s", topic, partition, exc)
-                return _error(exc)[0]
-        log.info("stopped %s-%d%s", topic, partition, " and deleted its log" if delete else "")
-        return NONE
-
-    # ----- config changes (coordinator/cluster/config_changes.py) ----------------------------
-
-    def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> int:
-        """Give every open log of `topic` (led, followed, or opened at start-up and not yet
-        named by the controller) the defaults plus `overrides`; how many logs changed. A set
-        that LogConfig refuses (written past AlterConfigs' checks) changes nothing."""
-        try:
-            config = LogConfig.from_properties(overrides, base=self.default_log_config)
-        except OdradekError as exc:
-            log.warning("topic %s: config %s not applied: %s", topic, dict(overrides), exc)
-            return 0
-        changed = 0
-        for plog in self.log_manager.logs():
-            if plog.topic == topic and plog.config != config:
-                plog.update_config(config)
-                changed += 1
-        if changed:
-            log.info("topic %s: new config on %d logs: %s", topic, changed, dict(overrides))
-        return changed
-
-
-def _names(names: list[str], shown: int = 5) -> str:
-    """A short list for one log line: the first few names and how many more."""
-    if not names:
-        return "none"
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
-def initial_high_watermark(checkpointed: int | None, log_start: int, log_end: int) -> int:
-    """A partition's HW when it is created at start-up: the checkpointed one, within
-    [log start, log end] (the log may have lost an unflushed tail, or had its start moved);
-    the log start without a checkpoint (0 for a log from offset 0, as before)."""
-    if checkpointed is None:
-        return log_start
-    return min(max(checkpointed, log_start), log_end)
 
 
 def leader_epoch_matches(p: Partition, leader_epoch: int) -> bool:
@@ -1091,18 +611,3 @@ def check_leader_epoch(p: Partition, leader_epoch: int) -> None:
     raise UnknownLeaderEpochError(
         f"{p.topic}-{p.index}: leader epoch {leader_epoch} > {p.leader_epoch}"
     )
-
-
-async def _in_threads(calls: Sequence[Callable[[], object]]) -> None:
-    """Run `calls` NEW_LOG_THREADS at a time in threads. A failure is left for the loop's own
-    step (`_try_apply`), which meets it again and reports it."""
-    if len(calls) < 2:
-        return
-
-    def run(call: Callable[[], object]) -> None:
-        with contextlib.suppress(OdradekError, OSError):
-            call()
-
-    loop = asyncio.get_running_loop()
-    with ThreadPoolExecutor(NEW_LOG_THREADS, thread_name_prefix="new-log") as pool:
-        await asyncio.gather(*(loop.run_in_executor(pool, run, call) for call in calls))

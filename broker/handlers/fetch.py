@@ -5,7 +5,7 @@ partition has an error) it answers without a task. Otherwise it long-polls in th
 manager's purgatory (broker/delayed_fetch.py) and returns a `Deferred` (broker/deferred.py):
 the append that satisfies it completes it synchronously, and the server writes the answer in
 that same event-loop iteration (no task, no future hop). Records of a read above
-SMALL_READ_BYTES (16 KiB, broker/replica_manager.py) are `FileSlice`s: the server sends them
+SMALL_READ_BYTES (16 KiB, broker/partition_read.py) are `FileSlice`s: the server sends them
 with sendfile after the response header (fetch is in handlers.CHUNKED); smaller reads are read
 into memory as the fetch reads, and go out in one write with the response around them. A
 segment file shorter than the index says, found then, is an I/O error that takes the log
@@ -43,8 +43,8 @@ from typing import cast
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.fetch_session import FetchContext
+from broker.partition_read import PartitionRead, fetch_satisfied
 from broker.quota.manager import session_identity
-from broker.replica_manager import PartitionRead, fetch_satisfied
 from broker.security import rules
 from broker.session import Session
 from protocol.api.fetch import (

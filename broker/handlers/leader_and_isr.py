@@ -42,7 +42,7 @@ def handle(
 
 
 async def _apply(ctx: BrokerContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-    results = await ctx.replicas.apply_leader_and_isr(
+    results = await ctx.replicas.roles.apply_leader_and_isr(
         req.partition_states, ctx.topics.read_topic_config, req.live_leaders
     )
     if ctx.groups is not None:

@@ -32,7 +32,7 @@ def handle(ctx: BrokerContext, request: Request, session: Session) -> StopReplic
         PartitionError(
             tp.topic,
             tp.partition,
-            ctx.replicas.stop_replica(tp.topic, tp.partition, req.delete_partitions),
+            ctx.replicas.roles.stop_replica(tp.topic, tp.partition, req.delete_partitions),
         )
         for tp in req.partitions
     ]

@@ -11,10 +11,11 @@ those older than 15 minutes; a count is a bound that needs no clocks).
 Applying (every broker): `ConfigChangeListener` watches the children of /config/changes. Each
 notification whose sequence is above the last one it processed names a topic; the listener
 re-reads that topic's /config/topics node and hands the overrides to `apply(topic, overrides)`
-(ReplicaManager.apply_topic_config: the topic's open logs get the new LogConfig). At start it
-processes every notification present, so a change made while the broker was down or starting
-counts. A notification deleted before it was read (purged by a writer), or a session LOST
-(watch events may have been missed), makes it re-read every topic `hosted()` names instead.
+(PartitionRoles.apply_topic_config, broker/partition_roles.py: the topic's open logs get the
+new LogConfig). At start it processes every notification present, so a change made while the
+broker was down or starting counts. A notification deleted before it was read (purged by a
+writer), or a session LOST (watch events may have been missed), makes it re-read every topic
+`hosted()` names instead.
 The watch callback only wakes one task; the task does the reads, one batch at a time.
 
 Other entity types ride on the same notifications: `subscribe("users", on_change, on_resync)`

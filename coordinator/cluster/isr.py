@@ -1,6 +1,6 @@
 """A partition leader's ISR changes in ZooKeeper, and the notification the controller watches.
 
-`ZkIsrWriter.write_isr` (the broker's `IsrWriter`, broker/replica_manager.py) sets
+`ZkIsrWriter.write_isr` (the broker's `IsrWriter`, broker/isr_changes.py) sets
 `/brokers/topics/<t>/partitions/<p>/state` to the same leader and leader epoch with the new ISR,
 conditionally on the znode version the leader last knew (from LeaderAndIsr, or its own last
 write). On a version mismatch nothing is written; the znode is re-read and returned, so the

@@ -1,6 +1,6 @@
 """A broker's failed log directory, as the controller learns of it (Kafka's KIP-112, ZooKeeper).
 
-The broker side (broker/replica_manager.py, through `ZkLogDirNotifier`): when its log directory
+The broker side (broker/storage_failures.py, through `ZkLogDirNotifier`): when its log directory
 goes offline (broker/log/dir_failure.py) the broker creates a persistent sequential znode
 
     /log_dir_event_notification/log_dir_event_<seq>
@@ -141,7 +141,7 @@ class LogDirControllerOps(ControllerOps, Protocol):
 
 
 class ZkLogDirNotifier:
-    """The broker's LogDirNotifier (broker/replica_manager.py)."""
+    """The broker's LogDirNotifier (broker/storage_failures.py)."""
 
     def __init__(self, zk: ZkClient, broker_id: int) -> None:
         self.zk = zk

@@ -39,7 +39,7 @@ async def test_shrink_and_expand_are_counted_and_under_replicated_follows(tmp_pa
         assert (await produce(c, 1, batch(5), acks=1))[0] == 0
         leader = c.nodes[1].partition(T)
         c.clock.advance(LAG_MS + 1)
-        rm.check_isr()
+        rm.isr.check_isr()
         await eventually(lambda: leader.isr == [1, 2])
         shrunk = gauges(rm)
         # the idle follower 2 may have been dropped too and taken back at its next fetch

@@ -1,5 +1,5 @@
 """The new override set of an AlterConfigs (broker/handlers/alter_configs.py, pure), a broker
-applying a topic's config to its logs (ReplicaManager.apply_topic_config), and the native door
+applying a topic's config to its logs (PartitionRoles.apply_topic_config), and the native door
 reaching the same services as the Kafka door (tests/unit/broker/test_kafka_admin_configs.py)."""
 
 from __future__ import annotations
@@ -85,21 +85,21 @@ async def test_apply_topic_config_reaches_every_log_of_the_topic(tmp_path: Path)
         await b.lead("t", partitions=2)
         await b.lead("u")
         replicas = b.ctx.replicas
-        assert replicas.apply_topic_config("t", {"retention.ms": "5"}) == 2
+        assert replicas.roles.apply_topic_config("t", {"retention.ms": "5"}) == 2
         for p in (0, 1):
             config = b.log_manager.get("t", p).config
             assert (config.retention_ms, config.segment_ms) == (5, 60000)  # on the defaults
         assert b.log_manager.get("u", 0).config.retention_ms != 5
-        assert replicas.apply_topic_config("t", {"retention.ms": "5"}) == 0  # no change
-        assert replicas.apply_topic_config("t", {"retention.ms": "soon"}) == 0  # refused
+        assert replicas.roles.apply_topic_config("t", {"retention.ms": "5"}) == 0  # no change
+        assert replicas.roles.apply_topic_config("t", {"retention.ms": "soon"}) == 0  # refused
         assert b.log_manager.get("t", 0).config.retention_ms == 5
-        assert replicas.apply_topic_config("t", {}) == 2  # back to the defaults
+        assert replicas.roles.apply_topic_config("t", {}) == 2  # back to the defaults
 
 
 async def test_the_native_door_alters_configs_and_adds_partitions(tmp_path: Path) -> None:
     store = FakeTopicStore(configs={"t": {"flush.ms": "10"}}, assignments={"t": {0: [BROKER_ID]}})
     async with running_broker(tmp_path, topics=store) as b:
-        store.on_config = b.ctx.replicas.apply_topic_config
+        store.on_config = b.ctx.replicas.roles.apply_topic_config
 
         async def lead(topic: str, added: dict[int, list[int]]) -> None:
             await b.lead(topic, partitions=max(added) + 1)

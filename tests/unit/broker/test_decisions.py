@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.partition import advance_high_watermark
-from broker.replica_manager import PartitionRead, fetch_satisfied, read_limit
+from broker.partition_read import PartitionRead, fetch_satisfied, read_limit
 
 
 def test_hw_is_the_smallest_isr_log_end_offset() -> None:

@@ -153,7 +153,7 @@ async def test_quiet_partitions_are_not_read_yet_their_followers_stay_in_the_isr
         await eventually(lambda: len(read) >= seen + 4)  # both followers fetched again
         c.clock.advance(2)  # LAG_MS + 1 after the last records
         writes = len(c.store.writes)
-        leader.check_isr()
+        leader.isr.check_isr()
         await asyncio.sleep(0.05)  # an ISR shrink would be written by now
         assert len(c.store.writes) == writes  # no shrink asked for
         assert all(leader.partitions[("t", p)].isr == [1, 2, 3] for p in range(PARTITIONS))

@@ -158,7 +158,7 @@ def codes(resp: Any) -> list[int]:
 
 def acting_as_listener(b: BrokerHarness) -> None:
     """Every config write reaches this broker's logs, as the config change listener does."""
-    b.topics.on_config = b.ctx.replicas.apply_topic_config
+    b.topics.on_config = b.ctx.replicas.roles.apply_topic_config
 
 
 # ----- DescribeConfigs -------------------------------------------------------------------------

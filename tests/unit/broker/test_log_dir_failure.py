@@ -19,7 +19,8 @@ from broker.log.flusher import GroupCommitFlusher
 from broker.log.log import CLEAN_SHUTDOWN_FILE, Log
 from broker.log.manager import LogManager
 from broker.partition import Role
-from broker.replica_manager import ReplicaManager, must_report_log_dir_failure
+from broker.replica_manager import ReplicaManager
+from broker.storage_failures import must_report_log_dir_failure
 from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
 from coordinator.controller.context import LiveBroker
 from coordinator.controller.log_dirs import (
@@ -161,7 +162,8 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
         PartitionState("t", 0, 1, BROKER, 1, [1, 2], 0, [1, 2], []),  # leads, a follower
         PartitionState("t", 1, 1, BROKER, 1, [1], 0, [1], []),  # leads alone
     ]
-    assert [c for _, _, c in await replicas.apply_leader_and_isr(states, _no_overrides)] == [0, 0]
+    results = await replicas.roles.apply_leader_and_isr(states, _no_overrides)
+    assert [c for _, _, c in results] == [0, 0]
     assert replicas.append("t", 1, _records(b"a"), acks=1).error_code == 0
     waiting = replicas.append("t", 0, _records(b"b"), acks=ACKS_ALL)  # appended, not replicated
     assert waiting.error_code == 0
@@ -191,12 +193,12 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
     assert not manager.fail(OSError(errno.EIO, "again"), "another write")  # once only
 
     # a LeaderAndIsr that still counts on this broker is refused and reported again
-    codes = await replicas.apply_leader_and_isr(states[:1], _no_overrides)
+    codes = await replicas.roles.apply_leader_and_isr(states[:1], _no_overrides)
     assert codes == [("t", 0, LogDirOfflineError.code)]
     await asyncio.sleep(0.01)
     assert notifier.calls == 2
     moved = [PartitionState("t", 0, 1, 2, 2, [2], 0, [1, 2], [1])]
-    assert await replicas.apply_leader_and_isr(moved, _no_overrides) == [("t", 0, 56)]
+    assert await replicas.roles.apply_leader_and_isr(moved, _no_overrides) == [("t", 0, 56)]
     await asyncio.sleep(0.01)
     assert notifier.calls == 2
 

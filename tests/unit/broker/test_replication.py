@@ -102,11 +102,11 @@ async def test_isr_shrinks_on_lag_and_expands_when_the_follower_catches_up(tmp_p
             assert (await produce(c, 1, batch(5), acks=1))[0] == 0
         leader = c.nodes[1].partition(T)
         c.clock.advance(LAG_MS // 2)
-        c.nodes[1].replicas.check_isr()
+        c.nodes[1].replicas.isr.check_isr()
         await asyncio.sleep(0.05)
         assert leader.isr == [1, 2, 3]  # not lagging long enough yet
         c.clock.advance(LAG_MS // 2 + 1)
-        c.nodes[1].replicas.check_isr()
+        c.nodes[1].replicas.isr.check_isr()
         await eventually(lambda: leader.isr == [1, 2])
         assert c.store.states[(T, 0)].isr == [1, 2]  # written to the state znode first
         await eventually(lambda: leader.high_watermark == 20)  # the ISR that is left has it all
@@ -141,7 +141,7 @@ async def test_isr_shrinking_below_the_minimum_after_append(tmp_path: Path) -> N
         await eventually(lambda: leader.log.log_end_offset == 10)
         assert not pending.done()
         c.clock.advance(LAG_MS + 1)
-        c.nodes[1].replicas.check_isr()
+        c.nodes[1].replicas.isr.check_isr()
         code, _ = await asyncio.wait_for(pending, 5)
         assert code == NotEnoughReplicasAfterAppendError.code
         assert leader.isr == [1]
@@ -237,7 +237,7 @@ async def test_a_follower_whose_disk_fails_stops_and_leaves_the_isr(tmp_path: Pa
         assert not c.nodes[2].replicas.fetchers.fetching((T, 0))
         assert follower.log.log_end_offset == 5
         c.clock.advance(LAG_MS + 1)
-        c.nodes[1].replicas.check_isr()
+        c.nodes[1].replicas.isr.check_isr()
         leader = c.nodes[1].partition(T)
         await eventually(lambda: leader.isr == [1])
         assert await produce(c, 1, batch(5), acks=-1) == (0, 10)  # the leader keeps serving
@@ -256,7 +256,7 @@ async def test_leader_resigns_when_zookeeper_shows_a_newer_epoch(tmp_path: Path)
         z = c.store.states[(T, 0)]
         z.leader, z.leader_epoch, z.isr, z.version = 2, z.leader_epoch + 1, [2], z.version + 1
         c.clock.advance(LAG_MS + 1)
-        c.nodes[1].replicas.check_isr()  # its ISR write fails on the version: it stops leading
+        c.nodes[1].replicas.isr.check_isr()  # its ISR write fails on the version: it stops leading
         code, _ = await asyncio.wait_for(pending, 5)
         assert code != 0 and not leader.is_leader
         assert c.store.states[(T, 0)].isr == [2]  # it wrote nothing
@@ -273,7 +273,7 @@ async def test_acks_all_refused_below_the_minimum_and_accepted_once_replicas_ret
         await c.stop_node(2)
         await c.stop_node(3)
         c.clock.advance(LAG_MS + 1)
-        c.nodes[1].replicas.check_isr()
+        c.nodes[1].replicas.isr.check_isr()
         leader = c.nodes[1].partition(T)
         await eventually(lambda: leader.isr == [1])
         assert (await produce(c, 1, batch(5), acks=-1))[0] == NotEnoughReplicasError.code

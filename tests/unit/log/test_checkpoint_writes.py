@@ -200,7 +200,7 @@ async def test_new_leaderships_write_their_epochs_in_threads(
 
     async def lead(epoch: int) -> None:
         states = [PartitionState("t", p, 1, broker, epoch, [1], 0, [1], []) for p in range(4)]
-        results = await replicas.apply_leader_and_isr(states, _no_overrides)
+        results = await replicas.roles.apply_leader_and_isr(states, _no_overrides)
         assert [code for _, _, code in results] == [0] * 4
 
     await lead(7)

@@ -13,7 +13,8 @@ from broker.log import checkpoint
 from broker.log.config import LogConfig
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import HW_CHECKPOINT_FILE, LogManager
-from broker.replica_manager import ReplicaManager, initial_high_watermark
+from broker.partition_roles import initial_high_watermark
+from broker.replica_manager import ReplicaManager
 from protocol.api.controller import PartitionState
 from protocol.batch import build_batch_from_values
 from protocol.clock import ManualClock
@@ -96,7 +97,7 @@ async def _five_records_led_alone(where: Path, clock: ManualClock) -> None:
     manager.load_all()
     replicas = _replicas(manager, clock)
     alone = [PartitionState("t", 0, 1, 1, 1, [1], 0, [1, 2, 3], [])]
-    await replicas.apply_leader_and_isr(alone, _no_overrides)
+    await replicas.roles.apply_leader_and_isr(alone, _no_overrides)
     for i in range(5):
         batch = build_batch_from_values([b"v%d" % i], T0)
         assert replicas.append("t", 0, batch, acks=1).error_code == 0
@@ -113,7 +114,7 @@ async def _leader_again_with_full_isr(
     manager.load_all()
     replicas = _replicas(manager, clock)
     full_isr = [PartitionState("t", 0, 1, 1, 2, [1, 2, 3], 1, [1, 2, 3], [])]
-    await replicas.apply_leader_and_isr(full_isr, _no_overrides)
+    await replicas.roles.apply_leader_and_isr(full_isr, _no_overrides)
     return manager, replicas
 
 

@@ -40,7 +40,7 @@ async def test_kafka_4_list_offsets_targets(tmp_path: Path) -> None:
                               clock=clock)  # fmt: skip
     try:
         alone = [PartitionState("t", 0, 1, 1, 3, [1], 0, [1], [])]  # leads alone: HW follows
-        await replicas.apply_leader_and_isr(alone, _no_overrides)
+        await replicas.roles.apply_leader_and_isr(alone, _no_overrides)
         assert replicas.list_offset(CONSUMER, "t", 0, MAX_TIMESTAMP, -1) == (0, -1, -1, 3)
         for stamps in ([100, 300, 200], [250, 50]):
             assert replicas.append("t", 0, _batch(stamps), acks=1).error_code == 0
@@ -51,7 +51,7 @@ async def test_kafka_4_list_offsets_targets(tmp_path: Path) -> None:
         )  # fmt: skip
         # a follower joins the ISR: the next batch stays above the HW until it fetches it
         with_follower = [PartitionState("t", 0, 1, 1, 4, [1, 2], 1, [1, 2], [])]
-        await replicas.apply_leader_and_isr(with_follower, _no_overrides)
+        await replicas.roles.apply_leader_and_isr(with_follower, _no_overrides)
         assert replicas.append("t", 0, _batch([900]), acks=1).error_code == 0
         p = replicas.partitions[("t", 0)]
         assert p.high_watermark < 6

@@ -40,7 +40,9 @@ async def _apply(where: Path, states: list[PartitionState]) -> list[int]:
     replicas = ReplicaManager(1, manager, GroupCommitFlusher(), LogConfig(), 100, 1 << 20,
                               clock=clock)  # fmt: skip
     try:
-        return [code for _, _, code in await replicas.apply_leader_and_isr(states, _no_overrides)]
+        return [
+            code for _, _, code in await replicas.roles.apply_leader_and_isr(states, _no_overrides)
+        ]
     finally:
         await replicas.shutdown()
         manager.shutdown()
