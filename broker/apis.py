@@ -33,6 +33,7 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
@@ -72,6 +73,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_codecs.HEARTBEAT), Served((0, 4), kafka_codecs.HEARTBEAT)),
     _api("LeaveGroup", kafka_versions.LEAVE_GROUP, leave_group.run,
          Served((0, 0), native_codecs.LEAVE_GROUP), Served((0, 5), kafka_codecs.LEAVE_GROUP)),
+    _api("ListGroups", kafka_versions.LIST_GROUPS, list_groups.run,
+         Served((0, 0), native_codecs.LIST_GROUPS), Served((0, 5), kafka_codecs.LIST_GROUPS)),
     _api("DeleteGroups", kafka_versions.DELETE_GROUPS, delete_groups.run,
          Served((0, 0), native_codecs.DELETE_GROUPS),
          Served((0, 2), kafka_codecs.DELETE_GROUPS)),

@@ -21,9 +21,11 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE
 
 # ----- Heartbeat (12) -------------------------------------------------------------------------
 
@@ -128,6 +130,34 @@ def _leave_out(request: KafkaRequest, result: leave_group.LeaveGroupResult) -> A
 
 
 LEAVE_GROUP = Codec(_leave_in, _leave_out)
+
+# ----- ListGroups (16) ------------------------------------------------------------------------
+
+
+def _list_groups_in(request: KafkaRequest) -> list_groups.ListGroups:
+    body = request.body  # v4+ states_filter, v5+ types_filter (KIP-848); empty: no filter
+    states = frozenset(s.lower() for s in getattr(body, "states_filter", ()) or ())
+    types = frozenset(t.lower() for t in getattr(body, "types_filter", ()) or ())
+    return list_groups.ListGroups(states or None, types or None)
+
+
+def _list_groups_out(request: KafkaRequest, result: list_groups.ListGroupsResult) -> Any:
+    cls = response_class(v.LIST_GROUPS, request.header.api_version)
+    listed_cls = nested(cls, "ListedGroup")
+    groups = tuple(
+        make(
+            listed_cls,
+            group_id=g.group_id,
+            protocol_type=g.protocol_type or NATIVE_PROTOCOL_TYPE,
+            group_state=g.kafka_state,
+            group_type=g.group_type,
+        )
+        for g in result.groups
+    )
+    return make(cls, throttle_time=0, error_code=result.error_code, groups=groups)
+
+
+LIST_GROUPS = Codec(_list_groups_in, _list_groups_out)
 
 # ----- DeleteGroups (42) ----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from protocol.api import group, txn
 from protocol.codec import Request
@@ -89,6 +90,26 @@ def _leave_out(request: Request, result: leave_group.LeaveGroupResult) -> group.
 
 
 LEAVE_GROUP = Codec(_leave_in, _leave_out)
+
+# ----- ListGroups -----------------------------------------------------------------------------
+
+
+def _list_groups_in(request: Request) -> list_groups.ListGroups:
+    req: group.ListGroupsRequest = request.body
+    states = None if req.states is None else frozenset(s.lower() for s in req.states)
+    return list_groups.ListGroups(states)
+
+
+def _list_groups_out(
+    request: Request, result: list_groups.ListGroupsResult
+) -> group.ListGroupsResponse:
+    return group.ListGroupsResponse(result.error_code, [
+        group.ListedGroup(g.group_id, g.state, g.protocol_type, g.kafka_state, g.group_type)
+        for g in result.groups
+    ])  # fmt: skip
+
+
+LIST_GROUPS = Codec(_list_groups_in, _list_groups_out)
 
 # ----- DeleteGroups ---------------------------------------------------------------------------
 

@@ -43,7 +43,6 @@ from broker.handlers import (
     init_producer_id,
     join_group,
     leader_and_isr,
-    list_groups,
     list_offsets,
     list_partition_reassignments,
     list_transactions,
@@ -83,7 +82,6 @@ from protocol.api.group import (
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     JOIN_GROUP,
-    LIST_GROUPS,
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
@@ -138,7 +136,6 @@ HANDLERS: dict[int, Handler] = {
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
     DESCRIBE_GROUPS.key: describe_groups.handle,
-    LIST_GROUPS.key: list_groups.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,

@@ -110,7 +110,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     JOIN_GROUP: (0, 9),
     SYNC_GROUP: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 5),
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
@@ -152,6 +151,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
 key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,
-DeleteGroups, DescribeTransactions, ConsumerGroupHeartbeat) have their versions in
+ListGroups, DeleteGroups, DescribeTransactions, ConsumerGroupHeartbeat) have their versions in
 broker/apis.py's table instead; `broker.apis.KAFKA_SERVED` is the whole list ApiVersions
 advertises (the ranges above in the module's docstring are still the served ones)."""

@@ -23,6 +23,7 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from protocol import codec as native_codec
 from protocol.api import group, txn
@@ -69,6 +70,11 @@ CGH_RESULT = cgh.ConsumerGroupHeartbeatResult(
 TX_STATE = describe_transactions.TransactionState(
     0, "tx", "Ongoing", 60000, 1000, 4000, 1, (("t", (0, 1)),)
 )
+LISTED = list_groups.ListGroupsResult(0, (
+    list_groups.Listed("c", "Stable", "Stable", "consumer", "consumer"),
+    list_groups.Listed("g", "Ready", "Stable", None, "classic"),
+))  # fmt: skip
+
 CASES = [
     Case("Heartbeat native", 12, -1, lambda: group.HeartbeatRequest("g", 2, "m1", "i1"),
          heartbeat.Heartbeat("g", 2, "m1", "i1"), heartbeat.HeartbeatResult(27),
@@ -106,6 +112,19 @@ CASES = [
                                           leave_group.MemberLeft("", "i2", 25))),
          "00000025000d00050000000700076f64726164656b00026703036d3100046279650001036932000000",
          "0000001b000000070000000000000003036d31000000000103693200190000"),
+    Case("ListGroups native", 16, -1, lambda: group.ListGroupsRequest(["Ready"]),
+         list_groups.ListGroups(frozenset({"ready"})), LISTED,
+         "0000000e95100007a1639191a55265616479",
+         "0000004293070092009295a163a6537461626c65a8636f6e73756d6572a6537461626c65a8636f6e73756d657295a167a55265616479c0a6537461626c65a7636c6173736963"),
+    Case("ListGroups v0", v.LIST_GROUPS, 0, kio(v.LIST_GROUPS, 0), list_groups.ListGroups(),
+         LISTED,
+         "00000011001000000000000700076f64726164656b",
+         "00000023000000070000000000020001630008636f6e73756d657200016700076f64726164656b"),
+    Case("ListGroups v5", v.LIST_GROUPS, 5,
+         kio(v.LIST_GROUPS, 5, states_filter=("Stable",), types_filter=("Consumer",)),
+         list_groups.ListGroups(frozenset({"stable"}), frozenset({"consumer"})), LISTED,
+         "00000025001000050000000700076f64726164656b000207537461626c650209436f6e73756d657200",
+         "00000043000000070000000000000003026309636f6e73756d657207537461626c6509636f6e73756d6572000267086f64726164656b07537461626c6508636c61737369630000"),
     Case("DeleteGroups native", 42, -1, lambda: group.DeleteGroupsRequest(["a", "b"]),
          delete_groups.DeleteGroups(("a", "b")),
          delete_groups.DeleteGroupsResult((delete_groups.GroupDeleted("a", 30),

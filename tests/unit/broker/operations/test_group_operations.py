@@ -19,6 +19,7 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
@@ -212,3 +213,32 @@ async def test_consumer_group_heartbeat_assigns_by_id_with_names_and_takes_owned
         v0 = beat("", 0, required=False, subscribed_topic_names=("t",), owned=())
         made = await run(consumer_group_heartbeat.run, b, v0)
         assert made.error_code == 0 and made.member_id  # Kafka v0: the coordinator makes it
+
+
+async def test_list_groups_filters_by_either_state_name_and_by_type(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await give_id(b, "t")
+        no = await run(list_groups.run, b, list_groups.ListGroups())
+        assert no == list_groups.ListGroupsResult(NO_COORDINATOR, ())
+        await coordinate_groups(b, clock)
+        await join(b, "g")
+        cgh_member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
+        joined = await run(
+            consumer_group_heartbeat.run, b, dataclasses.replace(cgh_member, group_id="c")
+        )
+        assert joined.error_code == 0
+
+        async def ids(**filters: frozenset[str]) -> list[tuple[str, str]]:
+            result = await run(list_groups.run, b, list_groups.ListGroups(**filters))
+            assert result.error_code == 0
+            return [(g.group_id, g.group_type) for g in result.groups]
+
+        assert await ids() == [("c", "consumer"), ("g", "classic")]
+        # g awaits its rebalance's end: "Rebalancing" natively, "CompletingRebalance" in Kafka
+        assert await ids(states=frozenset({"rebalancing"})) == [("g", "classic")]
+        assert await ids(states=frozenset({"completingrebalance"})) == [("g", "classic")]
+        assert await ids(states=frozenset({"stable"})) == [("c", "consumer")]
+        assert await ids(types=frozenset({"consumer"})) == [("c", "consumer")]
+        assert await ids(states=frozenset({"dead"})) == []

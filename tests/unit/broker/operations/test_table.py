@@ -24,9 +24,11 @@ from broker.operations import (
     describe_transactions,
     heartbeat,
     leave_group,
+    list_groups,
 )
 from broker.session import Session
 from protocol.acl import AclOperation, ResourceType
+from protocol.api.group import ListedGroup
 from protocol.kafka.versions import SERVED
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -34,11 +36,15 @@ SAMPLES: dict[str, Any] = {
     "Heartbeat": heartbeat.Heartbeat("g", 1, "m"),
     "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
     "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
+    "ListGroups": list_groups.ListGroups(),
     "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
     ),
 }
+# ListGroups asks only when there are groups to show: a coordinator with one
+LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
+GROUPS: dict[str, Any] = {"ListGroups": LISTING}
 
 
 def test_an_api_is_served_by_the_table_or_by_a_legacy_handler_never_both() -> None:
@@ -71,13 +77,15 @@ class Recording:
 
 @pytest.mark.parametrize("row", apis.APIS, ids=[row.name for row in apis.APIS])
 async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> None:
-    """With every check denied and then allowed (no coordinator behind: the operation answers
-    COORDINATOR_NOT_AVAILABLE), the authorizer is asked only the row's (operation, resource)."""
+    """With every check denied and then allowed (no coordinator behind, but for ListGroups: the
+    operation answers COORDINATOR_NOT_AVAILABLE), the authorizer is asked only the row's
+    (operation, resource)."""
     named = {(r.operation, r.resource_type) for r in row.acl}
     asked: set[tuple[AclOperation, ResourceType]] = set()
     for allow in (False, True):
         authz = Recording(allow)
-        ctx: Any = SimpleNamespace(authorizer=authz, groups=None, transactions=None)
+        groups = GROUPS.get(row.name)
+        ctx: Any = SimpleNamespace(authorizer=authz, groups=groups, transactions=None)
         result = row.operation(ctx, Session(), SAMPLES[row.name])
         if inspect.isawaitable(result):
             result = await result
