@@ -12,8 +12,13 @@ rest (framing, pipelining, limits, sendfile) the same for both:
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
 
-NativeDoor speaks odradek's msgpack envelopes (protocol/codec.py, broker/handlers/). KafkaDoor
-speaks Kafka's wire protocol (protocol/kafka/, broker/handlers/kafka/): as Kafka, it closes the
+Each door finds a request's handler in broker/apis.py's table first (one operation per API,
+behind a codec per door), then, for the APIs not converted yet (the transition of issue 32,
+listed in docs/design.md), in its legacy registry: `HANDLERS` (broker/handlers/) for the
+native door, `KAFKA_HANDLERS` (broker/handlers/kafka/) for the Kafka door.
+
+NativeDoor speaks odradek's msgpack envelopes (protocol/codec.py). KafkaDoor speaks Kafka's
+wire protocol (protocol/kafka/): as Kafka, it closes the
 connection on a request it cannot parse, an unknown API or an unserved version (ApiVersions
 excepted, which answers UNSUPPORTED_VERSION with what is served). An unknown API or unserved
 version is also logged as one WARNING line naming the client (client_id, address, and the
@@ -29,8 +34,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from broker import apis
 from broker.handlers import CHUNKED, HANDLERS
-from broker.handlers.kafka import KAFKA_HANDLERS, SERVED
+from broker.handlers.kafka import KAFKA_HANDLERS
 from broker.security.sasl import SaslGate
 from broker.session import Refusal, Session
 from protocol.codec import (
@@ -69,6 +75,18 @@ class Door(Protocol):
     def describe(self, request: Any) -> str: ...
 
 
+def native_handler(api_key: int) -> Any | None:
+    """The native door's handler of an API: the table's, else (not converted yet) the legacy
+    one; None for an API brokers do not serve."""
+    return apis.native_handler(api_key) or HANDLERS.get(api_key)
+
+
+def kafka_handler(api_key: int) -> Any:
+    """The Kafka door's handler of a served API: the table's, else (not converted yet) the
+    legacy one."""
+    return apis.kafka_handler(api_key) or KAFKA_HANDLERS[api_key]
+
+
 class NativeDoor:
     name = "native"
 
@@ -82,7 +100,7 @@ class NativeDoor:
             raise Refusal(str(exc), _native_error(frame, UnsupportedVersionError.code)) from None
         except ProtocolError as exc:
             raise Refusal(str(exc), _native_error(frame, InvalidRequestError.code)) from None
-        handler = HANDLERS.get(request.header.api_key)
+        handler = native_handler(request.header.api_key)
         if handler is None:
             corr = request.header.correlation_id
             why = f"{request.spec.name} is not served by brokers"
@@ -138,7 +156,7 @@ class KafkaDoor:
 
     def route(self, frame: bytes, session: Session) -> tuple[Any, Any]:
         try:
-            request = kafka_codec.decode_request(frame, SERVED, f"/{session.peer_host}")
+            request = kafka_codec.decode_request(frame, apis.KAFKA_SERVED, f"/{session.peer_host}")
         except kafka_codec.UnservedApiError as exc:
             logged = self._log_unserved(exc, session)
             raise Refusal(str(exc), logged=logged) from None
@@ -148,7 +166,7 @@ class KafkaDoor:
         session.client_id = h.client_id
         if h.api_key == kafka_versions.API_VERSIONS and request.body is not None:
             _remember_software(session, request.body)
-        return request, KAFKA_HANDLERS[h.api_key]
+        return request, kafka_handler(h.api_key)
 
     def admit(self, session: Session, request: Any) -> None:
         why = self._sasl.why_close(session, request.header.api_key)

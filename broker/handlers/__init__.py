@@ -1,4 +1,6 @@
-"""One module per API, each `handle(ctx, request, session)`: take the decoded request (and the
+"""The native door's legacy handlers (the transition of issue 32: the APIs converted to one
+operation per API are served through broker/apis.py's table instead, and are not here).
+One module per API, each `handle(ctx, request, session)`: take the decoded request (and the
 connection's session, broker/session.py: who asks), call a service, build the response. The
 server looks handlers up here by api key.
 
@@ -21,13 +23,11 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
-    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
     create_topics,
     delete_acls,
-    delete_groups,
     delete_records,
     delete_topics,
     describe_acls,
@@ -35,18 +35,14 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_producers,
-    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
-    heartbeat,
     init_producer_id,
     join_group,
     leader_and_isr,
-    leave_group,
-    list_groups,
     list_offsets,
     list_partition_reassignments,
     list_transactions,
@@ -83,14 +79,9 @@ from protocol.api.controller import (
 from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
-    CONSUMER_GROUP_HEARTBEAT,
-    DELETE_GROUPS,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
-    HEARTBEAT,
     JOIN_GROUP,
-    LEAVE_GROUP,
-    LIST_GROUPS,
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
@@ -106,7 +97,6 @@ from protocol.api.txn import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     DESCRIBE_PRODUCERS,
-    DESCRIBE_TRANSACTIONS,
     END_TXN,
     LIST_TRANSACTIONS,
     TXN_OFFSET_COMMIT,
@@ -143,21 +133,15 @@ HANDLERS: dict[int, Handler] = {
     LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
     FIND_COORDINATOR.key: find_coordinator.handle,
     JOIN_GROUP.key: join_group.handle,
-    HEARTBEAT.key: heartbeat.handle,
-    LEAVE_GROUP.key: leave_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
     DESCRIBE_GROUPS.key: describe_groups.handle,
-    LIST_GROUPS.key: list_groups.handle,
-    DELETE_GROUPS.key: delete_groups.handle,
-    CONSUMER_GROUP_HEARTBEAT.key: consumer_group_heartbeat.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,
     ADD_OFFSETS_TO_TXN.key: add_offsets_to_txn.handle,
     END_TXN.key: end_txn.handle,
     TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
-    DESCRIBE_TRANSACTIONS.key: describe_transactions.handle,
     LIST_TRANSACTIONS.key: list_transactions.handle,
     DESCRIBE_PRODUCERS.key: describe_producers.handle,
     DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,

@@ -2,8 +2,10 @@
 
 `RULES` is Kafka's "Operations and Resources on Protocols" table, read against KafkaApis.scala
 (Kafka 3.9), one row per API: what is checked, on which resource, and what a denial answers.
-The handlers (broker/handlers/*.py, and the Kafka adapters that reach a service directly) make
-the checks with the functions below; tests/unit/broker/test_acl_rules.py holds them to the table.
+The operations (broker/operations/, whose rows in broker/apis.py's table name their rule here)
+and the legacy handlers (broker/handlers/*.py, and the Kafka adapters that reach a service
+directly) make the checks with the functions below; tests/unit/broker/test_acl_rules.py holds
+them to the table.
 
 Every function asks `ctx.authorizer` (broker/security/authorizer.py), and with no authorizer
 configured (`ctx.authorizer is None`, Kafka without authorizer.class.name) answers "allowed"
@@ -124,6 +126,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "LeaveGroup": (_r(READ, GROUP, "GROUP_AUTHORIZATION_FAILED"),),
     "SyncGroup": (_r(READ, GROUP, "GROUP_AUTHORIZATION_FAILED"),),
     "DescribeGroups": (_r(DESCRIBE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),),
+    "DeleteGroups": (_r(DELETE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),),
     "ListGroups": (
         _r(DESCRIBE, CLUSTER, "every group shown"),
         _r(DESCRIBE, GROUP, "without Describe on the cluster: only these; never an error"),

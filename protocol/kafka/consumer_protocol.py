@@ -24,6 +24,9 @@ from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
 from kio.serial import entity_reader, entity_writer
 
 MAX_VERSION = 3
+# A native group's protocol type as Kafka's DescribeGroups and ListGroups show it (a native
+# group has none): Kafka tools list native groups with it.
+NATIVE_PROTOCOL_TYPE = "odradek"
 
 
 @functools.cache

@@ -1,4 +1,6 @@
-"""The Kafka door's handlers: one small adapter per Kafka API, each `handle(ctx, request, session)`
+"""The Kafka door's legacy handlers (the transition of issue 32: the APIs converted to one
+operation per API are served through broker/apis.py's table instead, and are not here): one
+small adapter per Kafka API, each `handle(ctx, request, session)`
 with a `KafkaRequest` (protocol/kafka/codec.py), returning a kio response entity, chunks (Fetch),
 None (acks=0) or an awaitable of one. Adapters translate to the native request of the same
 meaning and call the native handler, so both doors reach the same services.
@@ -17,12 +19,10 @@ from broker.handlers.kafka import (
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
-    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
     delete_acls,
-    delete_groups,
     delete_records,
     delete_topics,
     describe_acls,
@@ -33,18 +33,14 @@ from broker.handlers.kafka import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
-    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
-    heartbeat,
     incremental_alter_configs,
     init_producer_id,
     join_group,
-    leave_group,
-    list_groups,
     list_offsets,
     list_partition_reassignments,
     list_transactions,
@@ -68,12 +64,8 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.OFFSET_FETCH: offset_fetch.handle,
     v.FIND_COORDINATOR: find_coordinator.handle,
     v.JOIN_GROUP: join_group.handle,
-    v.HEARTBEAT: heartbeat.handle,
-    v.LEAVE_GROUP: leave_group.handle,
     v.SYNC_GROUP: sync_group.handle,
     v.DESCRIBE_GROUPS: describe_groups.handle,
-    v.LIST_GROUPS: list_groups.handle,
-    v.DELETE_GROUPS: delete_groups.handle,
     v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,
@@ -100,14 +92,12 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DELETE_ACLS: delete_acls.handle,
     v.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas.handle,
     v.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
-    v.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat.handle,
     v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
     v.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
     v.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
     v.END_TXN: end_txn.handle,
     v.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
     v.DESCRIBE_PRODUCERS: describe_producers.handle,
-    v.DESCRIBE_TRANSACTIONS: describe_transactions.handle,
     v.LIST_TRANSACTIONS: list_transactions.handle,
     v.WRITE_TXN_MARKERS: write_txn_markers.handle,
     v.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
@@ -115,6 +105,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.SASL_HANDSHAKE: sasl_handshake.handle,
     v.SASL_AUTHENTICATE: sasl_authenticate.handle,
 }
-assert set(KAFKA_HANDLERS) == set(SERVED), "every served API has a handler, and no other"
+assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
 
 __all__ = ["KAFKA_HANDLERS", "SERVED"]

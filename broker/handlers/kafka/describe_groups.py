@@ -15,10 +15,9 @@ from coordinator.group.group import Group
 from coordinator.group.states import kafka_name
 from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
-from protocol.kafka.consumer_protocol import encode_assignment
+from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE, encode_assignment
 from protocol.kafka.versions import DESCRIBE_GROUPS
 
-NATIVE_PROTOCOL_TYPE = "odradek"
 NO_OPERATIONS = -2147483648
 
 

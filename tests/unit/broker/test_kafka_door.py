@@ -8,11 +8,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from broker.apis import KAFKA_SERVED as SERVED  # every API the Kafka door serves
 from protocol.api.fetch import FetchResponse
 from protocol.batch import build_batch, decode_all
 from protocol.kafka import codec
 from protocol.kafka.codec import encode_request, make
-from protocol.kafka.versions import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE, SERVED
+from protocol.kafka.versions import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE
 from tests.unit.broker.harness import BROKER_ID, running_broker
 from tests.unit.broker.helpers import TS_MS, batch, fetch, produce
 

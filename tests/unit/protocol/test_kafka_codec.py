@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import Records
 
+from broker.apis import KAFKA_SERVED as SERVED  # every API the Kafka door serves
 from protocol.codec import FileSlice
 from protocol.kafka import codec
 from protocol.kafka.codec import KafkaRequestError, decode_request, encode_request
@@ -25,7 +26,7 @@ from protocol.kafka.fetch_response import (
     FetchedPartition,
     encode_fetch_response,
 )
-from protocol.kafka.versions import API_VERSIONS, FETCH, PRODUCE, SERVED
+from protocol.kafka.versions import API_VERSIONS, FETCH, PRODUCE
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 

@@ -1,0 +1,213 @@
+"""The Kafka door's codecs: kio's request entities to the operations' models
+(broker/operations/) and their results to kio response entities, one `Codec` per API
+(broker/codecs/__init__.py); one codec serves every version the table lists, through `make`
+(protocol/kafka/codec.py), which keeps only the fields the version has.
+
+Version differences that are wire shape stay here: LeaveGroup v0-v2 name one member and answer
+one code, v3+ a list with a code each; Heartbeat v3+ carry the group instance id;
+ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so the codec says
+so to the operation, which refuses an empty one.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from broker.codecs import Codec
+from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    describe_transactions,
+    heartbeat,
+    leave_group,
+    list_groups,
+)
+from protocol.kafka import versions as v
+from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
+from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE
+
+# ----- Heartbeat (12) -------------------------------------------------------------------------
+
+
+def _heartbeat_in(request: KafkaRequest) -> heartbeat.Heartbeat:
+    req = request.body
+    instance_id = getattr(req, "group_instance_id", None)
+    return heartbeat.Heartbeat(req.group_id, req.generation_id, req.member_id, instance_id)
+
+
+def _heartbeat_out(request: KafkaRequest, result: heartbeat.HeartbeatResult) -> Any:
+    cls = response_class(v.HEARTBEAT, request.header.api_version)
+    return make(cls, throttle_time=0, error_code=result.error_code)
+
+
+HEARTBEAT = Codec(_heartbeat_in, _heartbeat_out)
+
+# ----- ConsumerGroupHeartbeat (68) ------------------------------------------------------------
+
+CLIENT_MEMBER_ID_FROM = 1  # KIP-1082: from v1 the client makes its member id
+
+
+def _cgh_in(request: KafkaRequest) -> consumer_group_heartbeat.ConsumerGroupHeartbeat:
+    req = request.body
+    owned = None
+    if req.topic_partitions is not None:
+        owned = tuple(
+            consumer_group_heartbeat.OwnedTopic(t.topic_id, None, tuple(t.partitions))
+            for t in req.topic_partitions
+        )
+    names = req.subscribed_topic_names
+    return consumer_group_heartbeat.ConsumerGroupHeartbeat(
+        req.group_id, req.member_id, req.member_epoch,
+        member_id_required=request.header.api_version >= CLIENT_MEMBER_ID_FROM,
+        instance_id=req.instance_id, rack_id=req.rack_id,
+        rebalance_timeout_ms=millis(req.rebalance_timeout),
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
+        server_assignor=req.server_assignor, owned=owned,
+        client_id=request.header.client_id or "", client_host=request.client_host,
+    )  # fmt: skip
+
+
+def _cgh_out(
+    request: KafkaRequest, result: consumer_group_heartbeat.ConsumerGroupHeartbeatResult
+) -> Any:
+    cls = response_class(v.CONSUMER_GROUP_HEARTBEAT, request.header.api_version)
+    assignment = None
+    if result.assignment is not None:
+        tp_cls = nested(cls, "TopicPartitions")
+        assignment = make(
+            nested(cls, "Assignment"),
+            topic_partitions=tuple(
+                make(tp_cls, topic_id=a.topic_id, partitions=a.partitions)
+                for a in result.assignment
+            ),
+        )
+    return make(
+        cls, throttle_time=0, error_code=result.error_code, error_message=result.error_message,
+        member_id=result.member_id, member_epoch=result.member_epoch,
+        heartbeat_interval=result.heartbeat_interval_ms, assignment=assignment,
+    )  # fmt: skip
+
+
+CONSUMER_GROUP_HEARTBEAT = Codec(_cgh_in, _cgh_out)
+
+# ----- LeaveGroup (13) ------------------------------------------------------------------------
+
+BATCH_FROM = 3  # v3+: several members, each with its own code (KIP-345)
+
+
+def _leave_in(request: KafkaRequest) -> leave_group.LeaveGroup:
+    req = request.body
+    if request.header.api_version < BATCH_FROM:
+        return leave_group.LeaveGroup(req.group_id, (leave_group.LeavingMember(req.member_id),))
+    members = tuple(
+        leave_group.LeavingMember(
+            m.member_id, m.group_instance_id or None, getattr(m, "reason", None)
+        )
+        for m in req.members
+    )
+    return leave_group.LeaveGroup(req.group_id, members)
+
+
+def _leave_out(request: KafkaRequest, result: leave_group.LeaveGroupResult) -> Any:
+    version = request.header.api_version
+    cls = response_class(v.LEAVE_GROUP, version)
+    if version < BATCH_FROM:
+        code = result.error_code or (result.members[0].error_code if result.members else 0)
+        return make(cls, throttle_time=0, error_code=code)
+    member_cls = nested(cls, "MemberResponse")
+    members = tuple(
+        make(
+            member_cls,
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            error_code=m.error_code,
+        )
+        for m in result.members
+    )
+    return make(cls, throttle_time=0, error_code=result.error_code, members=members)
+
+
+LEAVE_GROUP = Codec(_leave_in, _leave_out)
+
+# ----- ListGroups (16) ------------------------------------------------------------------------
+
+
+def _list_groups_in(request: KafkaRequest) -> list_groups.ListGroups:
+    body = request.body  # v4+ states_filter, v5+ types_filter (KIP-848); empty: no filter
+    states = frozenset(s.lower() for s in getattr(body, "states_filter", ()) or ())
+    types = frozenset(t.lower() for t in getattr(body, "types_filter", ()) or ())
+    return list_groups.ListGroups(states or None, types or None)
+
+
+def _list_groups_out(request: KafkaRequest, result: list_groups.ListGroupsResult) -> Any:
+    cls = response_class(v.LIST_GROUPS, request.header.api_version)
+    listed_cls = nested(cls, "ListedGroup")
+    groups = tuple(
+        make(
+            listed_cls,
+            group_id=g.group_id,
+            protocol_type=g.protocol_type or NATIVE_PROTOCOL_TYPE,
+            group_state=g.kafka_state,
+            group_type=g.group_type,
+        )
+        for g in result.groups
+    )
+    return make(cls, throttle_time=0, error_code=result.error_code, groups=groups)
+
+
+LIST_GROUPS = Codec(_list_groups_in, _list_groups_out)
+
+# ----- DeleteGroups (42) ----------------------------------------------------------------------
+
+
+def _delete_groups_in(request: KafkaRequest) -> delete_groups.DeleteGroups:
+    return delete_groups.DeleteGroups(tuple(request.body.groups_names))
+
+
+def _delete_groups_out(request: KafkaRequest, result: delete_groups.DeleteGroupsResult) -> Any:
+    cls = response_class(v.DELETE_GROUPS, request.header.api_version)
+    result_cls = nested(cls, "DeletableGroupResult")
+    return make(cls, throttle_time=0, results=tuple(
+        make(result_cls, group_id=r.group_id, error_code=r.error_code) for r in result.results
+    ))  # fmt: skip
+
+
+DELETE_GROUPS = Codec(_delete_groups_in, _delete_groups_out)
+
+# ----- DescribeTransactions (65) --------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _instant(ms: int) -> datetime.datetime:
+    """transaction_start_time as kio's (not nullable) datetime_i64 wants it: -1 (no open
+    transaction, as Kafka writes it for Empty and Complete* ids, or an error row) stays -1 on
+    the wire, where `make` would turn the int -1 into None, which kio cannot write."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+def _describe_txns_in(request: KafkaRequest) -> describe_transactions.DescribeTransactions:
+    return describe_transactions.DescribeTransactions(tuple(request.body.transactional_ids))
+
+
+def _describe_txns_out(
+    request: KafkaRequest, result: describe_transactions.DescribeTransactionsResult
+) -> Any:
+    cls = response_class(v.DESCRIBE_TRANSACTIONS, request.header.api_version)
+    state_cls, topic_cls = nested(cls, "TransactionState"), nested(cls, "TopicData")
+    states = tuple(
+        make(
+            state_cls, error_code=s.error_code, transactional_id=s.transactional_id,
+            transaction_state=s.state, transaction_timeout=s.timeout_ms,
+            transaction_start_time=_instant(s.start_ms), producer_id=s.producer_id,
+            producer_epoch=s.producer_epoch,
+            topics=tuple(make(topic_cls, topic=t, partitions=ps) for t, ps in s.topics),
+        )
+        for s in result.transaction_states
+    )  # fmt: skip
+    return make(cls, throttle_time=0, transaction_states=states)
+
+
+DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)

@@ -1,0 +1,152 @@
+"""The native door's codecs: protocol/api/'s msgpack dataclasses to and from the operations'
+models (broker/operations/), one `Codec` per API (broker/codecs/__init__.py).
+
+What the native door does not send is filled in here: a native Heartbeat or LeaveGroup names
+one member, a ConsumerGroupHeartbeat names topics (never ids) and no rack or client host, and its
+client makes its member id. What it cannot say is dropped: LeaveGroup answers one code (the
+request's refusal, else the member's).
+"""
+
+from __future__ import annotations
+
+from broker.codecs import Codec
+from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    describe_transactions,
+    heartbeat,
+    leave_group,
+    list_groups,
+)
+from protocol.api import group, txn
+from protocol.codec import Request
+
+# ----- Heartbeat ------------------------------------------------------------------------------
+
+
+def _heartbeat_in(request: Request) -> heartbeat.Heartbeat:
+    req: group.HeartbeatRequest = request.body
+    return heartbeat.Heartbeat(req.group_id, req.generation_id, req.member_id,
+                               req.group_instance_id)  # fmt: skip
+
+
+def _heartbeat_out(request: Request, result: heartbeat.HeartbeatResult) -> group.HeartbeatResponse:
+    return group.HeartbeatResponse(result.error_code)
+
+
+HEARTBEAT = Codec(_heartbeat_in, _heartbeat_out)
+
+# ----- ConsumerGroupHeartbeat -----------------------------------------------------------------
+
+
+def _cgh_in(request: Request) -> consumer_group_heartbeat.ConsumerGroupHeartbeat:
+    req: group.ConsumerGroupHeartbeatRequest = request.body
+    owned = None
+    if req.owned is not None:
+        owned = tuple(
+            consumer_group_heartbeat.OwnedTopic(None, t.topic, tuple(t.partitions))
+            for t in req.owned
+        )
+    names = req.subscribed_topic_names
+    return consumer_group_heartbeat.ConsumerGroupHeartbeat(
+        req.group_id, req.member_id, req.member_epoch, member_id_required=True,
+        instance_id=req.instance_id, rebalance_timeout_ms=req.rebalance_timeout_ms,
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=req.subscribed_topic_regex, server_assignor=req.server_assignor,
+        owned=owned, client_id=req.client_id or request.header.client_id or "",
+    )  # fmt: skip
+
+
+def _cgh_out(
+    request: Request, result: consumer_group_heartbeat.ConsumerGroupHeartbeatResult
+) -> group.ConsumerGroupHeartbeatResponse:
+    assignment = None
+    if result.assignment is not None:
+        assignment = [
+            group.TopicPartitions(a.name or str(a.topic_id), list(a.partitions))
+            for a in result.assignment
+        ]
+    return group.ConsumerGroupHeartbeatResponse(
+        result.error_code, result.error_message, result.member_id, result.member_epoch,
+        result.heartbeat_interval_ms, assignment,
+    )  # fmt: skip
+
+
+CONSUMER_GROUP_HEARTBEAT = Codec(_cgh_in, _cgh_out)
+
+# ----- LeaveGroup -----------------------------------------------------------------------------
+
+
+def _leave_in(request: Request) -> leave_group.LeaveGroup:
+    req: group.LeaveGroupRequest = request.body
+    member = leave_group.LeavingMember(req.member_id, req.group_instance_id)
+    return leave_group.LeaveGroup(req.group_id, (member,))
+
+
+def _leave_out(request: Request, result: leave_group.LeaveGroupResult) -> group.LeaveGroupResponse:
+    if result.error_code or not result.members:
+        return group.LeaveGroupResponse(result.error_code)
+    return group.LeaveGroupResponse(result.members[0].error_code)
+
+
+LEAVE_GROUP = Codec(_leave_in, _leave_out)
+
+# ----- ListGroups -----------------------------------------------------------------------------
+
+
+def _list_groups_in(request: Request) -> list_groups.ListGroups:
+    req: group.ListGroupsRequest = request.body
+    states = None if req.states is None else frozenset(s.lower() for s in req.states)
+    return list_groups.ListGroups(states)
+
+
+def _list_groups_out(
+    request: Request, result: list_groups.ListGroupsResult
+) -> group.ListGroupsResponse:
+    return group.ListGroupsResponse(result.error_code, [
+        group.ListedGroup(g.group_id, g.state, g.protocol_type, g.kafka_state, g.group_type)
+        for g in result.groups
+    ])  # fmt: skip
+
+
+LIST_GROUPS = Codec(_list_groups_in, _list_groups_out)
+
+# ----- DeleteGroups ---------------------------------------------------------------------------
+
+
+def _delete_groups_in(request: Request) -> delete_groups.DeleteGroups:
+    req: group.DeleteGroupsRequest = request.body
+    return delete_groups.DeleteGroups(tuple(req.group_ids))
+
+
+def _delete_groups_out(
+    request: Request, result: delete_groups.DeleteGroupsResult
+) -> group.DeleteGroupsResponse:
+    return group.DeleteGroupsResponse(
+        [group.DeletedGroup(r.group_id, r.error_code) for r in result.results]
+    )
+
+
+DELETE_GROUPS = Codec(_delete_groups_in, _delete_groups_out)
+
+# ----- DescribeTransactions -------------------------------------------------------------------
+
+
+def _describe_txns_in(request: Request) -> describe_transactions.DescribeTransactions:
+    req: txn.DescribeTransactionsRequest = request.body
+    return describe_transactions.DescribeTransactions(tuple(req.transactional_ids))
+
+
+def _describe_txns_out(
+    request: Request, result: describe_transactions.DescribeTransactionsResult
+) -> txn.DescribeTransactionsResponse:
+    return txn.DescribeTransactionsResponse([
+        txn.TransactionDescription(
+            s.error_code, s.transactional_id, s.state, s.timeout_ms, s.start_ms, s.producer_id,
+            s.producer_epoch, [txn.TxnTopic(t, list(ps)) for t, ps in s.topics],
+        )
+        for s in result.transaction_states
+    ])  # fmt: skip
+
+
+DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)

@@ -1,0 +1,229 @@
+"""Golden bytes for each converted API on each door (broker/codecs/): a known request frame
+decodes to the operation's request model, and a known result encodes to a known response
+frame. Frames are compared byte for byte with what the wire carried when they were written
+(Kafka's layouts: size, correlation id, the flexible header's tagged-field byte, the body; the
+native door's msgpack envelope [api_key, version, correlation id, client id, body]). The
+DescribeTransactions frames pin that a start time of -1 (no open transaction) is written as
+-1 ms (ffffffffffffffff), which kio's datetime field would otherwise refuse.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from broker import apis
+from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    describe_transactions,
+    heartbeat,
+    leave_group,
+    list_groups,
+)
+from protocol import codec as native_codec
+from protocol.api import group, txn
+from protocol.kafka import codec as kafka_codec
+from protocol.kafka import versions as v
+
+CORR = 7
+TOPIC_ID = uuid.UUID("0123456789abcdef0123456789abcdef")
+cgh = consumer_group_heartbeat
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    key: int
+    version: int  # -1: the native door
+    request: Callable[[], Any]  # the wire request: a native dataclass or a kio entity
+    model: Any  # what the codec decodes it to
+    result: Any  # an operation's result
+    request_hex: str
+    response_hex: str
+
+
+def kio(key: int, version: int, **fields: Any) -> Callable[[], Any]:
+    def build() -> Any:
+        cls = kafka_codec.request_class(key, version)
+        values = {k: (f(cls) if callable(f) else f) for k, f in fields.items()}
+        return kafka_codec.make(cls, **values)
+
+    return build
+
+
+def nested(name: str, **fields: Any) -> Callable[[Any], Any]:
+    return lambda cls: kafka_codec.make(kafka_codec.nested(cls, name), **fields)
+
+
+def many(*builders: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda cls: tuple(b(cls) for b in builders)
+
+
+CGH_RESULT = cgh.ConsumerGroupHeartbeatResult(
+    0, None, "m1", 3, 5000, (cgh.AssignedTopic(TOPIC_ID, "t", (0, 2)),)
+)
+TX_STATE = describe_transactions.TransactionState(
+    0, "tx", "Ongoing", 60000, 1000, 4000, 1, (("t", (0, 1)),)
+)
+LISTED = list_groups.ListGroupsResult(0, (
+    list_groups.Listed("c", "Stable", "Stable", "consumer", "consumer"),
+    list_groups.Listed("g", "Ready", "Stable", None, "classic"),
+))  # fmt: skip
+
+CASES = [
+    Case("Heartbeat native", 12, -1, lambda: group.HeartbeatRequest("g", 2, "m1", "i1"),
+         heartbeat.Heartbeat("g", 2, "m1", "i1"), heartbeat.HeartbeatResult(27),
+
+         "00000010950c0007a16394a16702a26d31a26931",
+         "00000005930700911b"),
+    Case("Heartbeat v0", v.HEARTBEAT, 0,
+         kio(v.HEARTBEAT, 0, group_id="g", generation_id=2, member_id="m1"),
+         heartbeat.Heartbeat("g", 2, "m1", None), heartbeat.HeartbeatResult(27),
+         "0000001c000c00000000000700076f64726164656b0001670000000200026d31",
+         "0000000600000007001b"),
+    Case("Heartbeat v4", v.HEARTBEAT, 4,
+         kio(v.HEARTBEAT, 4, group_id="g", generation_id=2, member_id="m1",
+             group_instance_id="i1"),
+         heartbeat.Heartbeat("g", 2, "m1", "i1"), heartbeat.HeartbeatResult(82),
+         "0000001f000c00040000000700076f64726164656b00026700000002036d3103693100",
+         "0000000c000000070000000000005200"),
+    Case("LeaveGroup native", 13, -1, lambda: group.LeaveGroupRequest("g", "", "i1"),
+         leave_group.LeaveGroup("g", (leave_group.LeavingMember("", "i1"),)),
+         leave_group.LeaveGroupResult(0, (leave_group.MemberLeft("", "i1", 25),)),
+         "0000000d950d0007a16393a167a0a26931",
+         "000000059307009119"),
+    Case("LeaveGroup v0", v.LEAVE_GROUP, 0, kio(v.LEAVE_GROUP, 0, group_id="g", member_id="m1"),
+         leave_group.LeaveGroup("g", (leave_group.LeavingMember("m1"),)),
+         leave_group.LeaveGroupResult(0, (leave_group.MemberLeft("m1", None, 25),)),
+         "00000018000d00000000000700076f64726164656b00016700026d31",
+         "00000006000000070019"),
+    Case("LeaveGroup v5", v.LEAVE_GROUP, 5,
+         kio(v.LEAVE_GROUP, 5, group_id="g", members=many(
+             nested("MemberIdentity", member_id="m1", group_instance_id=None, reason="bye"),
+             nested("MemberIdentity", member_id="", group_instance_id="i2", reason=None))),
+         leave_group.LeaveGroup("g", (leave_group.LeavingMember("m1", None, "bye"),
+                                      leave_group.LeavingMember("", "i2", None))),
+         leave_group.LeaveGroupResult(0, (leave_group.MemberLeft("m1", None, 0),
+                                          leave_group.MemberLeft("", "i2", 25))),
+         "00000025000d00050000000700076f64726164656b00026703036d3100046279650001036932000000",
+         "0000001b000000070000000000000003036d31000000000103693200190000"),
+    Case("ListGroups native", 16, -1, lambda: group.ListGroupsRequest(["Ready"]),
+         list_groups.ListGroups(frozenset({"ready"})), LISTED,
+         "0000000e95100007a1639191a55265616479",
+         "0000004293070092009295a163a6537461626c65a8636f6e73756d6572a6537461626c65a8636f6e73756d657295a167a55265616479c0a6537461626c65a7636c6173736963"),
+    Case("ListGroups v0", v.LIST_GROUPS, 0, kio(v.LIST_GROUPS, 0), list_groups.ListGroups(),
+         LISTED,
+         "00000011001000000000000700076f64726164656b",
+         "00000023000000070000000000020001630008636f6e73756d657200016700076f64726164656b"),
+    Case("ListGroups v5", v.LIST_GROUPS, 5,
+         kio(v.LIST_GROUPS, 5, states_filter=("Stable",), types_filter=("Consumer",)),
+         list_groups.ListGroups(frozenset({"stable"}), frozenset({"consumer"})), LISTED,
+         "00000025001000050000000700076f64726164656b000207537461626c650209436f6e73756d657200",
+         "00000043000000070000000000000003026309636f6e73756d657207537461626c6509636f6e73756d6572000267086f64726164656b07537461626c6508636c61737369630000"),
+    Case("DeleteGroups native", 42, -1, lambda: group.DeleteGroupsRequest(["a", "b"]),
+         delete_groups.DeleteGroups(("a", "b")),
+         delete_groups.DeleteGroupsResult((delete_groups.GroupDeleted("a", 30),
+                                           delete_groups.GroupDeleted("b", 0))),
+         "0000000c952a0007a1639192a161a162",
+         "0000000d930700919292a1611e92a16200"),
+    Case("DeleteGroups v2", v.DELETE_GROUPS, 2, kio(v.DELETE_GROUPS, 2, groups_names=("a", "b")),
+         delete_groups.DeleteGroups(("a", "b")),
+         delete_groups.DeleteGroupsResult((delete_groups.GroupDeleted("a", 30),
+                                           delete_groups.GroupDeleted("b", 0))),
+         "00000018002a00020000000700076f64726164656b00030261026200",
+         "00000015000000070000000000030261001e00026200000000"),
+    Case("DeleteGroups v0", v.DELETE_GROUPS, 0, kio(v.DELETE_GROUPS, 0, groups_names=("a",)),
+         delete_groups.DeleteGroups(("a",)),
+         delete_groups.DeleteGroupsResult((delete_groups.GroupDeleted("a", 30),)),
+         "00000018002a00000000000700076f64726164656b00000001000161",
+         "00000011000000070000000000000001000161001e"),
+    Case("DescribeTransactions native", 65, -1,
+         lambda: txn.DescribeTransactionsRequest(["tx", "gone"]),
+         describe_transactions.DescribeTransactions(("tx", "gone")),
+         describe_transactions.DescribeTransactionsResult(
+             (TX_STATE, describe_transactions.TransactionState(105, "gone"))),
+         "0000001095410007a1639192a27478a4676f6e65",
+         "0000003193070092929800a27478a74f6e676f696e67cdea60cd03e8cd0fa0019192a1749200019869a4676f6e65a000ffffff9000"),
+    Case("DescribeTransactions v0", v.DESCRIBE_TRANSACTIONS, 0,
+         kio(v.DESCRIBE_TRANSACTIONS, 0, transactional_ids=("tx", "gone")),
+         describe_transactions.DescribeTransactions(("tx", "gone")),
+         describe_transactions.DescribeTransactionsResult(
+             (TX_STATE, describe_transactions.TransactionState(105, "gone"))),
+         "0000001c004100000000000700076f64726164656b000303747805676f6e6500",
+         "0000005c000000070000000000030000037478084f6e676f696e670000ea6000000000000003e80000000000000fa000010202740300000000000000010000006905676f6e650100000000ffffffffffffffffffffffffffffffffffff010000"),
+    Case("ConsumerGroupHeartbeat native", 68, -1,
+         lambda: group.ConsumerGroupHeartbeatRequest(
+             "g", "m1", 2, None, 30000, ["t"], None, "uniform",
+             [group.TopicPartitions("t", [0])], "c"),
+         cgh.ConsumerGroupHeartbeat(
+             "g", "m1", 2, True, rebalance_timeout_ms=30000, subscribed_topic_names=("t",),
+             server_assignor="uniform", owned=(cgh.OwnedTopic(None, "t", (0,)),), client_id="c"),
+         CGH_RESULT,
+         "0000002595440007a1639aa167a26d3102c0cd753091a174c0a7756e69666f726d9192a1749100a163",
+         "000000149307009600c0a26d3103cd13889192a174920002"),
+    Case("ConsumerGroupHeartbeat v1", v.CONSUMER_GROUP_HEARTBEAT, 1,
+         kio(v.CONSUMER_GROUP_HEARTBEAT, 1, group_id="g", member_id="m1", member_epoch=2,
+             instance_id=None, rack_id="r", rebalance_timeout=30000,
+             subscribed_topic_names=("t",), subscribed_topic_regex=None,
+             server_assignor="uniform", topic_partitions=many(
+                 nested("TopicPartitions", topic_id=TOPIC_ID, partitions=(0,)))),
+         cgh.ConsumerGroupHeartbeat(
+             "g", "m1", 2, True, rack_id="r", rebalance_timeout_ms=30000,
+             subscribed_topic_names=("t",), server_assignor="uniform",
+             owned=(cgh.OwnedTopic(TOPIC_ID, None, (0,)),), client_id="odradek",
+             client_host="/127.0.0.1"),
+         CGH_RESULT,
+         "00000046004400010000000700076f64726164656b000267036d3100000002000272000075300202740008756e69666f726d020123456789abcdef0123456789abcdef02000000000000",
+         "00000035000000070000000000000000036d31000000030000138801020123456789abcdef0123456789abcdef030000000000000002000000"),
+    Case("ConsumerGroupHeartbeat v0", v.CONSUMER_GROUP_HEARTBEAT, 0,
+         kio(v.CONSUMER_GROUP_HEARTBEAT, 0, group_id="g", member_id="", member_epoch=0,
+             instance_id=None, rack_id=None, rebalance_timeout=30000,
+             subscribed_topic_names=("t",), server_assignor=None, topic_partitions=()),
+         cgh.ConsumerGroupHeartbeat(
+             "g", "", 0, False, rebalance_timeout_ms=30000, subscribed_topic_names=("t",),
+             owned=(), client_id="odradek", client_host="/127.0.0.1"),
+         cgh.ConsumerGroupHeartbeatResult(42, "MemberId can't be empty."),
+         "00000025004400000000000700076f64726164656b0002670100000000000000007530020274000100",
+         "0000002f000000070000000000002a194d656d62657249642063616e277420626520656d7074792e00ffffffff00000000ff00"),
+]  # fmt: skip
+
+
+def roundtrip(case: Case) -> tuple[bytes, Any, bytes]:
+    """(request frame, the decoded model, response frame) through the door's codec."""
+    row = apis.BY_KEY[case.key]
+    if case.version < 0:
+        assert row.native is not None
+        frame = native_codec.encode_request(case.request(), CORR, "c")
+        request: Any = native_codec.decode_request(frame[4:])
+        model = row.native.codec.decode(request)
+        answer = native_codec.encode_response(CORR, row.native.codec.encode(request, case.result))
+        return frame, model, answer
+    assert row.kafka is not None
+    frame = kafka_codec.encode_request(case.key, case.version, CORR, case.request())
+    request = kafka_codec.decode_request(frame[4:], apis.KAFKA_SERVED, "/127.0.0.1")
+    model = row.kafka.codec.decode(request)
+    answer = kafka_codec.encode_response(request, row.kafka.codec.encode(request, case.result))
+    return frame, model, answer
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden_bytes(case: Case) -> None:
+    frame, model, answer = roundtrip(case)
+    assert frame.hex() == case.request_hex
+    assert model == case.model
+    assert answer.hex() == case.response_hex
+
+
+def test_every_row_has_golden_bytes_on_each_door_and_kafka_version_bounds() -> None:
+    covered = {(c.key, c.version) for c in CASES}
+    for row in apis.APIS:
+        if row.native is not None:
+            assert (row.key, -1) in covered, f"{row.name}: no native golden bytes"
+        if row.kafka is not None:
+            lo, hi = row.kafka.versions
+            assert {(row.key, lo), (row.key, hi)} <= covered, f"{row.name}: Kafka v{lo}/v{hi}"

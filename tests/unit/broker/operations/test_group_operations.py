@@ -1,0 +1,244 @@
+"""The group coordinator's operations (broker/operations/), each tested once, whichever door
+serves it: called directly with a `Session`, on an in-process broker (tests/unit/broker/
+harness.py) with the real group and transaction coordinators and, where a test says so, a real
+Authorizer. The doors' codecs are tested apart (test_codecs.py); the ACL table's checks for
+every API in tests/unit/broker/test_acl_rules.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import uuid
+from pathlib import Path
+from typing import Any
+
+from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    describe_transactions,
+    heartbeat,
+    leave_group,
+    list_groups,
+)
+from broker.security.authorizer import AclCache, Authorizer
+from broker.session import Session
+from coordinator.group.records import OFFSETS_TOPIC
+from coordinator.transaction.txn import InitAnswer
+from protocol.acl import AclOperation, ResourceType
+from protocol.api.controller import UpdateMetadataRequest
+from protocol.api.group import JoinGroupRequest
+from protocol.clock import ManualClock
+from protocol.errors import (
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    IllegalGenerationError,
+    InvalidRequestError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownMemberIdError,
+)
+from protocol.principal import KafkaPrincipal
+from protocol.topic_ids import encode_topic_id, new_topic_id
+from tests.unit.broker.harness import BrokerHarness, running_broker
+from tests.unit.broker.test_acl_rules import grant
+from tests.unit.broker.test_txn_verification import coordinator_for as txn_coordinator_for
+from tests.unit.coordinator.group.test_service import coordinator_for, settle
+
+ALICE = KafkaPrincipal.user("alice")
+SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
+NO_COORDINATOR = CoordinatorNotAvailableError.code
+
+
+async def run(operation: Any, b: BrokerHarness, request: Any) -> Any:
+    result = operation(b.ctx, SESSION, request)
+    return await result if inspect.isawaitable(result) else result
+
+
+async def coordinate_groups(b: BrokerHarness, clock: ManualClock) -> None:
+    groups = coordinator_for(b, clock)
+    await b.lead(OFFSETS_TOPIC, 1)
+    await settle(groups)
+
+
+async def join(b: BrokerHarness, group: str) -> tuple[int, str]:
+    conn = await b.connect()
+    joined = await conn.send(JoinGroupRequest(group, 10_000, ["t"], "", "range", 10_000, "c"))
+    assert joined.error_code == 0, joined
+    return joined.generation_id, joined.member_id
+
+
+async def test_heartbeat_keeps_a_member_and_tells_the_others_what_they_are(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        beat = heartbeat.Heartbeat("g", 1, "m")
+        assert (await run(heartbeat.run, b, beat)).error_code == NO_COORDINATOR
+        await coordinate_groups(b, clock)
+        generation, member = await join(b, "g")
+        ok = await run(heartbeat.run, b, heartbeat.Heartbeat("g", generation, member))
+        assert ok == heartbeat.HeartbeatResult(0)
+        old = await run(heartbeat.run, b, heartbeat.Heartbeat("g", generation + 1, member))
+        assert old.error_code == IllegalGenerationError.code
+        stranger = await run(heartbeat.run, b, heartbeat.Heartbeat("g", generation, "nobody"))
+        assert stranger.error_code == UnknownMemberIdError.code
+
+
+async def test_leave_group_answers_each_member_and_refuses_the_whole_request_unauthorized(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        members = (leave_group.LeavingMember("m"), leave_group.LeavingMember("n", reason="bye"))
+        result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
+        assert [m.error_code for m in result.members] == [NO_COORDINATOR] * 2
+        await coordinate_groups(b, clock)
+        _, member = await join(b, "g")
+        members = (leave_group.LeavingMember(member), leave_group.LeavingMember("nobody"))
+        b.ctx.authorizer = Authorizer(AclCache())
+        denied = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
+        assert denied == leave_group.LeaveGroupResult(GroupAuthorizationFailedError.code, ())
+        grant(b.ctx.authorizer, AclOperation.READ, ResourceType.GROUP, "g")
+        result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
+        assert result.error_code == 0
+        assert [(m.member_id, m.error_code) for m in result.members] == [
+            (member, 0), ("nobody", UnknownMemberIdError.code)]  # fmt: skip
+
+
+async def test_delete_groups_answers_in_the_order_asked(tmp_path: Path) -> None:
+    """Each group where it was asked, refused ones included (the Kafka door used to put the
+    refused ones last)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        ask = delete_groups.DeleteGroups(("secret", "g"))
+        result = await run(delete_groups.run, b, ask)
+        assert [(r.group_id, r.error_code) for r in result.results] == [
+            ("secret", NO_COORDINATOR), ("g", NO_COORDINATOR)]  # fmt: skip
+        await coordinate_groups(b, clock)
+        _, member = await join(b, "g")
+        await run(
+            leave_group.run, b, leave_group.LeaveGroup("g", (leave_group.LeavingMember(member),))
+        )
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DELETE, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.DELETE, ResourceType.GROUP, "missing")
+        ask = delete_groups.DeleteGroups(("secret", "g", "missing"))
+        result = await run(delete_groups.run, b, ask)
+        assert [(r.group_id, r.error_code) for r in result.results] == [
+            ("secret", GroupAuthorizationFailedError.code), ("g", 0),
+            ("missing", GroupIdNotFoundError.code)]  # fmt: skip
+
+
+async def test_describe_transactions_in_the_order_asked_without_hidden_topics(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await b.lead("u")
+        ask = describe_transactions.DescribeTransactions(("tx",))
+        result = await run(describe_transactions.run, b, ask)
+        assert result.transaction_states == (
+            describe_transactions.TransactionState(NO_COORDINATOR, "tx"),
+        )
+        txns = await txn_coordinator_for(b, clock)
+        answer = await txns.init_producer_id("tx", 60_000, -1, -1)
+        assert isinstance(answer, InitAnswer) and answer.error == "NONE"
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        assert await txns.add_partitions("tx", pid, epoch, [("t", 0), ("u", 0)]) == {
+            ("t", 0): "NONE", ("u", 0): "NONE"}  # fmt: skip
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        for name in ("tx", "unknown"):
+            grant(authz, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, name)
+        grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "t")
+        ask = describe_transactions.DescribeTransactions(("secret", "tx", "unknown"))
+        secret, tx, unknown = (await run(describe_transactions.run, b, ask)).transaction_states
+        assert secret.error_code == TransactionalIdAuthorizationFailedError.code
+        assert (tx.error_code, tx.transactional_id, tx.state) == (0, "tx", "Ongoing")
+        assert (tx.producer_id, tx.producer_epoch, tx.timeout_ms) == (pid, epoch, 60_000)
+        assert tx.topics == (("t", (0,)),)  # "u" may not be described: left out
+        assert unknown.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
+
+
+async def give_id(b: BrokerHarness, topic: str) -> uuid.UUID:
+    """Give a one-partition topic an id, as the controller announces it (KIP-516)."""
+    topic_id = new_topic_id()
+    state = dataclasses.replace(b.state(topic, 0), topic_id=encode_topic_id(topic_id))
+    conn = await b.connect()
+    req = UpdateMetadataRequest(0, b.controller_epoch, [state], [b.broker_info()], [])
+    assert (await conn.send(req)).error_code == 0
+    return topic_id
+
+
+def beat(
+    member_id: str, epoch: int, **more: Any
+) -> consumer_group_heartbeat.ConsumerGroupHeartbeat:
+    return consumer_group_heartbeat.ConsumerGroupHeartbeat(
+        "g", member_id, epoch, member_id_required=more.pop("required", True),
+        rebalance_timeout_ms=30_000, **more,
+    )  # fmt: skip
+
+
+async def test_consumer_group_heartbeat_assigns_by_id_with_names_and_takes_owned_either_way(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        topic_id = await give_id(b, "t")
+        no = await run(consumer_group_heartbeat.run, b, beat("m", 0))
+        assert (no.error_code, no.error_message) == (NO_COORDINATOR, "no group coordinator here")
+        await coordinate_groups(b, clock)
+        empty = await run(consumer_group_heartbeat.run, b, beat("", 0))
+        assert (empty.error_code, empty.error_message) == (
+            InvalidRequestError.code, "MemberId can't be empty.")  # fmt: skip
+        member = str(uuid.uuid4())
+        joined = await run(consumer_group_heartbeat.run, b,
+                           beat(member, 0, subscribed_topic_names=("t",), owned=()))  # fmt: skip
+        assert joined.error_code == 0 and joined.member_id == member and joined.member_epoch > 0
+        assert joined.assignment == (consumer_group_heartbeat.AssignedTopic(topic_id, "t", (0,)),)
+        by_name = consumer_group_heartbeat.OwnedTopic(None, "t", (0,))
+        gone = consumer_group_heartbeat.OwnedTopic(None, "deleted", (0,))
+        again = await run(consumer_group_heartbeat.run, b,
+                          beat(member, joined.member_epoch, owned=(by_name, gone)))  # fmt: skip
+        assert again.error_code == 0 and again.member_epoch == joined.member_epoch
+        by_id = consumer_group_heartbeat.OwnedTopic(topic_id, None, (0,))
+        again = await run(consumer_group_heartbeat.run, b,
+                          beat(member, joined.member_epoch, owned=(by_id,)))  # fmt: skip
+        assert again.error_code == 0 and again.member_epoch == joined.member_epoch
+        v0 = beat("", 0, required=False, subscribed_topic_names=("t",), owned=())
+        made = await run(consumer_group_heartbeat.run, b, v0)
+        assert made.error_code == 0 and made.member_id  # Kafka v0: the coordinator makes it
+
+
+async def test_list_groups_filters_by_either_state_name_and_by_type(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await give_id(b, "t")
+        no = await run(list_groups.run, b, list_groups.ListGroups())
+        assert no == list_groups.ListGroupsResult(NO_COORDINATOR, ())
+        await coordinate_groups(b, clock)
+        await join(b, "g")
+        cgh_member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
+        joined = await run(
+            consumer_group_heartbeat.run, b, dataclasses.replace(cgh_member, group_id="c")
+        )
+        assert joined.error_code == 0
+
+        async def ids(**filters: frozenset[str]) -> list[tuple[str, str]]:
+            result = await run(list_groups.run, b, list_groups.ListGroups(**filters))
+            assert result.error_code == 0
+            return [(g.group_id, g.group_type) for g in result.groups]
+
+        assert await ids() == [("c", "consumer"), ("g", "classic")]
+        # g awaits its rebalance's end: "Rebalancing" natively, "CompletingRebalance" in Kafka
+        assert await ids(states=frozenset({"rebalancing"})) == [("g", "classic")]
+        assert await ids(states=frozenset({"completingrebalance"})) == [("g", "classic")]
+        assert await ids(states=frozenset({"stable"})) == [("c", "consumer")]
+        assert await ids(types=frozenset({"consumer"})) == [("c", "consumer")]
+        assert await ids(states=frozenset({"dead"})) == []

@@ -1,0 +1,123 @@
+"""broker/apis.py's table: each API once (the table, or during the transition the legacy
+registries, never both), each operation asking the authorizer only what its ACL row names, and
+the direction of imports: doors and the table import codecs, codecs import operations, and
+operations import none of them (no cycle, deferred or not).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from broker import apis
+from broker.handlers import HANDLERS
+from broker.handlers.kafka import KAFKA_HANDLERS
+from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    describe_transactions,
+    heartbeat,
+    leave_group,
+    list_groups,
+)
+from broker.session import Session
+from protocol.acl import AclOperation, ResourceType
+from protocol.api.group import ListedGroup
+from protocol.kafka.versions import SERVED
+
+ROOT = Path(__file__).resolve().parents[4]
+SAMPLES: dict[str, Any] = {
+    "Heartbeat": heartbeat.Heartbeat("g", 1, "m"),
+    "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
+    "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
+    "ListGroups": list_groups.ListGroups(),
+    "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
+    "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
+        "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
+    ),
+}
+# ListGroups asks only when there are groups to show: a coordinator with one
+LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
+GROUPS: dict[str, Any] = {"ListGroups": LISTING}
+
+
+def test_an_api_is_served_by_the_table_or_by_a_legacy_handler_never_both() -> None:
+    assert len(apis.BY_KEY) == len(apis.APIS)
+    for row in apis.APIS:
+        assert row.key not in HANDLERS and row.key not in KAFKA_HANDLERS, row.name
+        assert row.key not in SERVED, row.name
+        if row.kafka is not None:
+            assert apis.KAFKA_SERVED[row.key] == row.kafka.versions
+    assert set(SAMPLES) == {row.name for row in apis.APIS}
+
+
+class Recording:
+    """An authorizer answering `allow` to everything, remembering what it was asked."""
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+        self.asked: set[tuple[AclOperation, ResourceType]] = set()
+
+    def authorize(self, session: Any, op: AclOperation, rtype: ResourceType, name: str,
+                  **_: Any) -> bool:  # fmt: skip
+        self.asked.add((op, rtype))
+        return self.allow
+
+    def authorize_many(self, session: Any, op: AclOperation, rtype: ResourceType,
+                       names: Any, **_: Any) -> set[str]:  # fmt: skip
+        self.asked.add((op, rtype))
+        return set(names) if self.allow else set()
+
+
+@pytest.mark.parametrize("row", apis.APIS, ids=[row.name for row in apis.APIS])
+async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> None:
+    """With every check denied and then allowed (no coordinator behind, but for ListGroups: the
+    operation answers COORDINATOR_NOT_AVAILABLE), the authorizer is asked only the row's
+    (operation, resource)."""
+    named = {(r.operation, r.resource_type) for r in row.acl}
+    asked: set[tuple[AclOperation, ResourceType]] = set()
+    for allow in (False, True):
+        authz = Recording(allow)
+        groups = GROUPS.get(row.name)
+        ctx: Any = SimpleNamespace(authorizer=authz, groups=groups, transactions=None)
+        result = row.operation(ctx, Session(), SAMPLES[row.name])
+        if inspect.isawaitable(result):
+            result = await result
+        assert result is not None
+        asked |= authz.asked
+    assert asked and asked <= named, f"{row.name} asked {asked}, its row names {named}"
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def _under(names: set[str], *prefixes: str) -> set[str]:
+    return {n for n in names for p in prefixes if n == p or n.startswith(p + ".")}
+
+
+def test_operations_import_no_door_codec_table_or_legacy_handler() -> None:
+    for path in sorted((ROOT / "broker" / "operations").glob("*.py")):
+        bad = _under(_imports(path), "broker.doors", "broker.codecs", "broker.apis",
+                     "broker.handlers", "broker.server", "protocol.kafka")  # fmt: skip
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_codecs_import_operations_not_the_table_or_the_doors() -> None:
+    for path in sorted((ROOT / "broker" / "codecs").glob("*.py")):
+        bad = _under(_imports(path), "broker.doors", "broker.apis", "broker.handlers",
+                     "broker.server", "broker.context")  # fmt: skip
+        assert not bad, f"{path.name} imports {bad}"
