@@ -48,7 +48,7 @@ GUARD_S = 300.0  # per step; Spark's start and the example job take about a minu
 
 SKIPPED = {  # a command's start -> why it is not run
     "make cluster": "the fixture runs `odradek cluster up`, which is what it runs",
-    "make test": "runs the whole suite, this test included",
+    "make test": "runs the test tiers, this test included",
     "source .venv/bin/activate": "PATH starts with the virtual environment's bin/ instead",
     "odradek console": "a server: it runs until Ctrl-C, as the docs say (test_console.py)",
     "odradek groups remove-members": "needs the static members the docs' example starts "

@@ -66,6 +66,7 @@ def _wait_rows(cluster: LocalCluster, topic: str, done: Callable[[list[Row]], bo
     return rows
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_kill_controller_and_status(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)
     done = run_odradek(
