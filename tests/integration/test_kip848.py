@@ -27,8 +27,9 @@ import pytest
 from client import Admin, Producer
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
-from tests.fixtures.cluster import ClusterFactory, ClusterPool, run_odradek
+from tests.fixtures.cluster import ClusterFactory, run_odradek, shared_cluster
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember, processed_by
 
@@ -45,11 +46,13 @@ SETTINGS: dict[str, int | bool | str] = {
 }
 
 
-@pytest.fixture
-def cluster(cluster_pool: ClusterPool) -> LocalCluster:
-    """The session's shared cluster with these settings (the test that kills its coordinator
-    makes its own)."""
-    return cluster_pool.get(3, broker_settings=SETTINGS)
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """The module's cluster with these settings (the test that kills its coordinator makes its
+    own)."""
+    yield from shared_cluster(zk_server, tmp_path_factory, 3, broker_settings=SETTINGS)
 
 
 def _name(prefix: str) -> str:

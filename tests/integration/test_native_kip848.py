@@ -1,12 +1,11 @@
 """odradek's own consumer on KIP-848's consumer group protocol (group_protocol="consumer").
 
-The session's shared three-broker cluster (`cluster_pool`) with a short consumer-group session
-(so a crashed member is fenced within seconds). Members are AsyncConsumers in this process:
-their owned partitions are sampled in one loop step (an atomic snapshot) every few
-milliseconds, and the coordinator's view through the native DescribeGroups, to check that no
-partition ever has two owners. Each member commits after every poll; a record read twice must
-have been read once in a batch whose commit did not happen (the crashed member's tail, or a
-commit refused).
+One module-scoped three-broker cluster with a short consumer-group session (so a crashed
+member is fenced within seconds). Members are AsyncConsumers in this process: their owned
+partitions are sampled in one loop step (an atomic snapshot) every few milliseconds, and the
+coordinator's view through the native DescribeGroups, to check that no partition ever has two
+owners. Each member commits after every poll; a record read twice must have been read once
+in a batch whose commit did not happen (the crashed member's tail, or a commit refused).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -22,8 +21,9 @@ import pytest
 from client import AsyncAdmin, AsyncConsumer, AsyncProducer, NewTopic, TopicPartition
 from client.group.admin import GroupAdmin
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.errors import GroupIdNotFoundError, InconsistentGroupProtocolError, OdradekError
-from tests.fixtures.cluster import ClusterPool, run_odradek
+from tests.fixtures.cluster import _make_cluster, _tear_down, run_odradek
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +41,18 @@ OPTS: dict[str, object] = {
 }
 
 
-@pytest.fixture
-def cluster(cluster_pool: ClusterPool) -> LocalCluster:
-    return cluster_pool.get(3, broker_settings=SETTINGS)
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    made = _make_cluster(
+        zk_server, tmp_path_factory.mktemp("native848"), 3, broker_settings=SETTINGS
+    )
+    try:
+        made.up()
+        yield made
+    finally:
+        _tear_down(made)
 
 
 async def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 60) -> None:

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from deploy.cluster import LocalCluster
-from tests.fixtures.cluster import ClusterPool
+from deploy.zookeeper import ZkProcess
+from tests.fixtures.cluster import shared_cluster
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 
 
-@pytest.fixture
-def cluster1(cluster_pool: ClusterPool) -> LocalCluster:
-    return cluster_pool.get(1)
+@pytest.fixture(scope="module")
+def cluster1(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    yield from shared_cluster(zk_server, tmp_path_factory, 1)
 
 
 def _topic(bootstrap: str, name: str) -> str:
