@@ -275,6 +275,7 @@ def test_consume_ends_after_timeout_ms_with_fewer_records_than_max_messages(
 
 @pytest.mark.integration
 @pytest.mark.spark
+@pytest.mark.slow  # the README's Spark example and chaos run, among all the rest
 def test_every_command_of_the_readme_and_the_docs_ends_by_itself(newcomer: Newcomer) -> None:
     pytest.importorskip("pyspark")
     steps = [step for doc, python in DOCS.items() for step in doc_steps(doc, python)]

@@ -31,6 +31,8 @@ def _describe(bootstrap: str, topic: str) -> list[Row]:
 
 
 def test_seed_placement_on_five_brokers(cluster_factory: ClusterFactory) -> None:
+    """Over 30 s (36 s measured on a loaded 2-core machine): five brokers of its own, as the
+    seed's placement needs, started on two cores."""
     cluster = cluster_factory(5)
     assert [s.state for s in cluster.status()] == ["alive"] * 5
     assert sum(s.controller for s in cluster.status()) == 1
