@@ -11,7 +11,7 @@ KP_VERSION := 3.0.12
 KP_CACHE := $(VENV)/kafka-python-suite
 KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 
-.PHONY: setup zookeeper kcat chromium lint format test test-unit test-integration cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-all test-unit test-integration test-slow cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted
 
@@ -68,14 +68,29 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: setup zookeeper kcat chromium
-	$(BIN)/pytest -q
+# Two tiers. `make test`: the unit tests on both cores (pytest-xdist), then the integration tests
+# that are not marked slow, on clusters shared across modules (tests/fixtures/cluster.py); each
+# run prints its 20 slowest tests. `make test-all` (CI) adds what is marked slow: chaos runs,
+# Spark, the browser, the third-party suites and the tests that kill or pause brokers.
+UNIT := $(BIN)/pytest -q -n 2 --durations=20 tests/unit
+
+test: setup zookeeper kcat
+	$(UNIT)
+	$(BIN)/pytest -q -m "not slow" --durations=20 tests/integration
+
+test-all: setup zookeeper kcat chromium
+	$(UNIT)
+	$(BIN)/pytest -q --durations=20 tests/integration tests/spark
 
 test-unit: setup
-	$(BIN)/pytest -q tests/unit
+	$(UNIT)
 
-test-integration: setup zookeeper kcat chromium
-	$(BIN)/pytest -q tests/integration
+test-integration: setup zookeeper kcat
+	$(BIN)/pytest -q -m "not slow" --durations=20 tests/integration
+
+# only what `make test` leaves out
+test-slow: setup zookeeper kcat chromium
+	$(BIN)/pytest -q -m slow --durations=20 tests/integration tests/spark
 
 cluster: setup zookeeper
 	$(BIN)/odradek cluster up
@@ -113,7 +128,7 @@ bench-partitions: setup zookeeper
 bench-groups: setup zookeeper
 	$(BIN)/python bench/bench_groups.py
 
-# a longer `odradek chaos run` than the one in `make test`: every fault kind this machine allows
+# a longer `odradek chaos run` than the one in `make test-all`: every fault kind this machine allows
 # (as root: network namespaces and tmpfs too); CHAOS_ARGS e.g. "--seed 7 --workload kafka"
 chaos: setup zookeeper
 	$(BIN)/python -m deploy.cli chaos run --dir .odradek-chaos --cycles 36 --json chaos-run.json $(CHAOS_ARGS)

@@ -49,6 +49,12 @@ users `broker` and `admin` (super users) are made in ZooKeeper before any broker
 deploy/cluster_security.py makes the CA and per-broker certificates under tls/, each broker's
 settings (broker-<id>.toml, 0600) and client.properties (the admin's, 0600), which this
 module's own Metadata probes use too.
+
+Listeners of one's own (`listeners=`, `native_listeners=`: {name: security protocol} per door,
+deploy/cluster_listeners.py): each broker gets a port for each (its "listener_ports" in
+cluster.json) and its own broker-<id>.toml naming them; the first of each door is its `port` /
+`kafka_port`. Their security settings are `broker_settings`; `probe_options` (kafka-python's
+names) is how this module's Metadata probes reach the first native listener.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploy.cluster_listeners import Listeners, check_listeners, listener_names, listener_settings
 from deploy.netns import LabSpec, NetLab, loopback_ports, require_root, rewrite_connect
 from deploy.processes import (
     DEFAULT_HOST,
@@ -115,6 +122,7 @@ class BrokerProc:
     kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
     host: str = ""  # its own address (a network namespace's); "": the cluster's host
     metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
+    listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
 
 
 @dataclass(slots=True)
@@ -267,11 +275,15 @@ class LocalCluster:
         network: str = "loopback",
         tmpfs_mb: int = 0,
         secure: bool = False,
+        listeners: Listeners | None = None,
+        native_listeners: Listeners | None = None,
+        probe_options: dict[str, Any] | None = None,
     ) -> None:
         """`broker_settings`: extra settings every broker reads (broker/config.py's names).
         `network`: "loopback" or "netns" (a namespace per broker); `tmpfs_mb`: log dirs on a
         tmpfs of this many MiB each (0: none). Both of the latter need root. `secure`:
-        SASL_SSL with SCRAM-SHA-512 and ACLs (module docstring)."""
+        SASL_SSL with SCRAM-SHA-512 and ACLs (module docstring). `listeners`,
+        `native_listeners`, `probe_options`: listeners of one's own (module docstring)."""
         if network not in NETWORKS:
             raise ClusterError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
         if tmpfs_mb < 0:
@@ -284,6 +296,9 @@ class LocalCluster:
             raise ClusterError(f"base port {base_port} is out of range")
         if session_timeout_ms < 1000:
             raise ClusterError("the ZooKeeper session timeout must be at least 1000 ms")
+        check_listeners(listeners or {}, native_listeners or {})
+        if secure and (listeners or native_listeners):
+            raise ClusterError("a secure cluster makes its own listeners: give no others")
         self.dir = Path(dir).resolve()
         self.num_brokers = brokers
         self.zookeeper_given = zookeeper
@@ -295,6 +310,9 @@ class LocalCluster:
         self.network = network
         self.tmpfs_mb = tmpfs_mb
         self.secure = secure
+        self.listeners = dict(listeners or {})
+        self.native_listeners = dict(native_listeners or {})
+        self.probe_options = probe_options
         self._layout: Any = None  # cluster_security.SecureLayout, in the process that ran up()
         self._probe_security: SecurityConfig | None = None
         self._progress = progress or (lambda _line: None)
@@ -435,6 +453,7 @@ class LocalCluster:
             lab = self._setup_netlab(zk.connect) if self.network == "netns" else None
             self._write_broker_config()
             ports = self._ports()
+            used_ports = set(ports)  # and every listener's of one's own, as they are picked
             if self.secure:
                 self._prepare_security(zk.connect, lab)
             for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
@@ -444,7 +463,9 @@ class LocalCluster:
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
                 proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port)
                 self.state.brokers.append(proc)
-                if host and not self.secure:  # secure: written by _spawn, with its listeners
+                if self.listeners or self.native_listeners:
+                    self._own_listeners(proc, host or self.host, used_ports)
+                elif host and not self.secure:  # secure: written by _spawn, with its listeners
                     self._write_broker_config(host, self._config_path(proc))
                 self._mount_tmpfs(proc)
                 self._spawn(proc)
@@ -525,7 +546,7 @@ class LocalCluster:
                 with self._state_lock():
                     state = self._require_state()
                     taken = [b for b in state.brokers if self._port_was_taken(b)]
-                    if attempt == PORT_RETRIES or not taken:
+                    if attempt == PORT_RETRIES or not taken or state.brokers[0].listener_ports:
                         raise
                     used = {
                         p for b in state.brokers for p in (b.port, b.kafka_port, b.metrics_port)
@@ -558,8 +579,20 @@ class LocalCluster:
     def _config_path(self, proc: BrokerProc) -> Path:
         """broker-<id>.toml for a broker with its own host (netns) or its own certificate and
         listeners (secure), else the shared file."""
-        own = proc.host or self._require_state().secure
+        own = proc.host or self._require_state().secure or proc.listener_ports
         return self.dir / (f"broker-{proc.id}.toml" if own else "broker.toml")
+
+    def _own_listeners(self, proc: BrokerProc, host: str, used: set[int]) -> None:
+        """A port for each of the listeners given, and broker-<id>.toml naming them."""
+        names = listener_names(self.listeners, self.native_listeners)
+        proc.listener_ports = dict(zip(names, self._free_ports(len(names), used), strict=True))
+        if self.native_listeners:
+            proc.port = proc.listener_ports[next(iter(self.native_listeners))]
+        if self.listeners:
+            proc.kafka_port = proc.listener_ports[next(iter(self.listeners))]
+        settings = listener_settings(host, self.listeners, self.native_listeners,
+                                     proc.listener_ports, proc.kafka_port)  # fmt: skip
+        self._write_broker_config(host, self._config_path(proc), settings)
 
     # ----- secure mode (deploy/cluster_security.py) ---------------------------------------------
 
@@ -628,7 +661,10 @@ class LocalCluster:
         """How our own Metadata probes reach the brokers: as the admin on a secure cluster
         (read once: the TLS context and the password are kept for this object's life)."""
         if self._probe_security is None:
-            self._probe_security = SecurityConfig.from_options(self.client_options())
+            options = self.probe_options
+            self._probe_security = SecurityConfig.from_options(
+                options if options is not None else self.client_options()
+            )
         return self._probe_security
 
     def _mount_tmpfs(self, proc: BrokerProc) -> None:
@@ -651,15 +687,17 @@ class LocalCluster:
             if state.tmpfs_mb and os.path.ismount(b.log_dir):
                 subprocess.run(["umount", b.log_dir], capture_output=True, check=False)
 
-    def _write_broker_config(self, host: str | None = None, path: Path | None = None) -> None:
+    def _write_broker_config(
+        self, host: str | None = None, path: Path | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         """Settings shared by every broker of this cluster, in the broker's TOML format (with
-        `host` and `path`: one broker's own file, in netns mode)."""
+        `host` and `path`: one broker's own file, in netns mode; `extra`: its listeners)."""
         text = (
             "# Written by `odradek cluster up`: settings shared by this cluster's brokers.\n"
             f'host = "{host or self.host}"\n'
             f"zookeeper_session_timeout_ms = {self.session_timeout_ms}\n"
         )
-        for name, value in self.broker_settings.items():
+        for name, value in {**self.broker_settings, **(extra or {})}.items():
             text += f"{name} = {json.dumps(value)}\n"  # JSON scalars are TOML scalars
         (path or self.dir / "broker.toml").write_text(text)
 
@@ -682,7 +720,7 @@ class LocalCluster:
             scheme = "SASL_SSL"
             if self._layout is not None:  # up(): (re)written with its ports; start: as it is
                 self._write_secure_broker_config(proc, host)
-        if proc.kafka_port:
+        if proc.kafka_port and not proc.listener_ports:  # listeners of its own: in its file
             cmd += ["--listeners", f"{scheme}://{host}:{proc.kafka_port}"]
         if proc.metrics_port:
             cmd += ["--metrics-port", str(proc.metrics_port)]

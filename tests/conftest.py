@@ -1,15 +1,35 @@
 """Test fixtures shared by every layer. Fixture modules live in tests/fixtures/; each is imported
 here so that pytest sees its fixtures (ZooKeeper server, local cluster, the leftover-process
 sweep). Before the session starts, processes that a killed earlier run left behind are swept
-(tests/fixtures/sweep.py)."""
+(tests/fixtures/sweep.py).
+
+Every test under tests/spark is marked `slow` here (starting Spark alone takes tens of seconds),
+so `make test` (`-m "not slow"`) leaves them to `make test-all`; other slow tests say so with
+`pytest.mark.slow` themselves (pyproject.toml lists what counts as slow)."""
+
+from pathlib import Path
 
 import pytest
 
-from tests.fixtures.cluster import cluster3, cluster_factory  # noqa: F401
+from tests.fixtures.cluster import (  # noqa: F401
+    cluster3,
+    cluster_factory,
+    cluster_pool,
+    shared_clusters_intact,
+)
 from tests.fixtures.sweep import session_sweep, sweep_previous_runs  # noqa: F401
 from tests.fixtures.zk import zk_chroot, zk_server  # noqa: F401
+
+SPARK_TESTS = Path(__file__).resolve().parent / "spark"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     for line in sweep_previous_runs(session.config):
         print(f"odradek test sweep: killed a leftover of an earlier run: {line}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker (-m)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(SPARK_TESTS):
+            item.add_marker(pytest.mark.slow)

@@ -1,11 +1,11 @@
 """Kafka's ACLs enforced by real brokers (issue 25, "ACL matrix").
 
-Two broker processes share a ZooKeeper chroot; each has a SASL_PLAINTEXT Kafka listener with
-PLAIN users (admin, alice, bob), the authorizer on, and super_users User:admin plus
-User:ANONYMOUS: the brokers' own traffic (the controller's LeaderAndIsr/UpdateMetadata, replica
-fetches) uses the native listener, PLAINTEXT here, whose principal is User:ANONYMOUS (the same
-rule as Kafka's: a PLAINTEXT inter-broker listener needs User:ANONYMOUS among the super users);
-Kafka clients can only reach the SASL listeners.
+Two broker processes (a LocalCluster with listeners of its own) share a ZooKeeper chroot; each
+has a SASL_PLAINTEXT Kafka listener with PLAIN users (admin, alice, bob), the authorizer on, and
+super_users User:admin plus User:ANONYMOUS: the brokers' own traffic (the controller's
+LeaderAndIsr/UpdateMetadata, replica fetches) uses the native listener, PLAINTEXT here, whose
+principal is User:ANONYMOUS (the same rule as Kafka's: a PLAINTEXT inter-broker listener needs
+User:ANONYMOUS among the super users); Kafka clients can only reach the SASL listeners.
 
 For each API a principal with the ACL Kafka names is served and one without gets Kafka's error,
 through the clients' own calls (confluent-kafka's producer, consumer, transactions and admin)
@@ -19,25 +19,22 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.kafka import codec
 from protocol.kafka import versions as v
-from tests.fixtures.cluster import wait_until
-from tests.fixtures.zk import free_port
+from tests.fixtures.cluster import shared_cluster, wait_until
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 PASSWORDS = {
     "admin": "admin-secret",
     "alice": "alice-secret",
@@ -62,61 +59,41 @@ _correlation = itertools.count(1)
 @dataclass
 class Broker:
     broker_id: int
-    proc: subprocess.Popen[bytes]
+    cluster: LocalCluster
     kafka_port: int
-    log_path: Path
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def _start(broker_id: int, chroot: str, where: Path) -> Broker:
-    kafka_port = free_port()
-    code = (
-        "import sys\n"
-        "from broker.config import load_config\n"
-        "from broker.daemon import run_forever\n"
-        f"config = load_config(None, broker_id={broker_id}, port={free_port()}, "
-        f"log_dir={str(where / f'logs-{broker_id}')!r}, zookeeper={chroot!r}, "
-        "zookeeper_session_timeout_ms=4000, num_partitions=1, default_replication_factor=1, "
-        f"listeners='SASL_PLAINTEXT://127.0.0.1:{kafka_port}', "
-        f"sasl_enabled_mechanisms='PLAIN', sasl_jaas_config={JAAS!r}, "
-        "authorizer_class_name='kafka.security.authorizer.AclAuthorizer', "
-        "super_users='User:admin;User:ANONYMOUS')\n"
-        "sys.exit(run_forever(config))\n"
-    )
-    log_path = where / f"broker-{broker_id}.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
-    return Broker(broker_id, proc, kafka_port, log_path)
+        return (self.cluster.dir / f"broker-{self.broker_id}.log").read_text(errors="replace")
 
 
 @pytest.fixture(scope="module")
-def brokers(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Broker]]:
-    where = tmp_path_factory.mktemp("acls")
-    chroot = f"{zk_server.connect}/odradek-acls-{uuid.uuid4().hex[:12]}"
-    started = [_start(1, chroot, where), _start(2, chroot, where)]
-    try:
+def brokers(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Broker]]:
+    """Two brokers with a SASL_PLAINTEXT Kafka listener each (the native door: PLAINTEXT)."""
+    for cluster in shared_cluster(
+        zk_server, tmp_path_factory, 2,
+        listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
+        broker_settings={
+            "num_partitions": 1, "default_replication_factor": 1,
+            "sasl_enabled_mechanisms": "PLAIN", "sasl_jaas_config": JAAS,
+            "authorizer_class_name": "kafka.security.authorizer.AclAuthorizer",
+            "super_users": "User:admin;User:ANONYMOUS",
+        },
+    ):  # fmt: skip
+        started = [Broker(b, cluster, cluster.broker(b).kafka_port) for b in (1, 2)]
         for b in started:
             wait_until(lambda b=b: _both_brokers_seen(b), f"broker {b.broker_id}", START_TIMEOUT_S)
         yield started
-    finally:
-        for b in started:
-            b.proc.terminate()
-        for b in started:
-            try:
-                b.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                b.proc.kill()
-                b.proc.wait(20)
 
 
 def _both_brokers_seen(b: Broker) -> bool:
-    assert b.proc.poll() is None, f"broker {b.broker_id} exited:\n{b.log()[-3000:]}"
+    alive = b.cluster.broker_states()[b.broker_id] == "alive"
+    assert alive, f"broker {b.broker_id} exited:\n{b.log()[-3000:]}"
     try:
         with SaslConn(b, "admin") as c:
             return len(c.metadata(None).brokers) == 2

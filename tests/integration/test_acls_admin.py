@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.acl import (
     AclOperation,
     AclPermissionType,
@@ -29,7 +30,7 @@ from protocol.api.acls import (
     CreateAclsRequest,
     DescribeAclsRequest,
 )
-from tests.fixtures.cluster import ClusterFactory, run_odradek
+from tests.fixtures.cluster import ClusterFactory, run_odradek, shared_cluster
 from transport.connection import BrokerConnection
 
 pytestmark = pytest.mark.integration
@@ -40,9 +41,13 @@ AUTHORIZER = {
 }
 
 
-@pytest.fixture
-def cluster(cluster_factory: ClusterFactory) -> Iterator[LocalCluster]:
-    yield cluster_factory(brokers=2, broker_settings=AUTHORIZER)
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """One cluster for the module's tests, which name their topics, clients and principals
+    apart (uuids) and only read and write."""
+    yield from shared_cluster(zk_server, tmp_path_factory, 2, broker_settings=AUTHORIZER)
 
 
 def _name(prefix: str) -> str:

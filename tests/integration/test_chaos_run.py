@@ -29,7 +29,7 @@ import pytest
 from deploy.chaos import plan, txn_checker
 from tests.fixtures.cluster import seeded_rng
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESS_KINDS = [k for k in plan.KINDS if k not in plan.ROOT_KINDS | plan.TXN_KINDS]

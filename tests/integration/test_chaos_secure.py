@@ -20,7 +20,7 @@ from deploy.chaos import plan
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import run_odradek
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 KINDS = ["kill-leader", "term"]
 CHAOS_TIMEOUT_S = 300.0

@@ -290,6 +290,7 @@ def _offline(broker: int) -> object:
     return lambda rows: all((r.leader is None) == (r.replicas == [broker]) for r in rows)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_kill_and_start_a_broker(cli: CliCluster) -> None:
     cli.run("topics", "create", "durable", "--partitions", "3")
     rows = cli.wait_describe("durable", lambda rows: all(r.leader is not None for r in rows))

@@ -54,7 +54,7 @@ COMPACTION_DEADLINE_S = 120.0
 
 SKIPPED = {  # a command's start -> why it is not run
     "make cluster": "the fixture runs `odradek cluster up`, which is what it runs",
-    "make test": "runs the whole suite, this test included",
+    "make test": "runs the test tiers, this test included",
     "source .venv/bin/activate": "PATH starts with the virtual environment's bin/ instead",
     "odradek console": "a server: it runs until Ctrl-C, as the docs say (test_console.py)",
     "odradek groups remove-members": "needs the static members the docs' example starts "
@@ -312,6 +312,7 @@ def test_consume_ends_after_timeout_ms_with_fewer_records_than_max_messages(
 
 @pytest.mark.integration
 @pytest.mark.spark
+@pytest.mark.slow  # the README's Spark example and chaos run, among all the rest
 def test_every_command_of_the_readme_and_the_docs_ends_by_itself(newcomer: Newcomer) -> None:
     pytest.importorskip("pyspark")
     steps = [step for doc, python in DOCS.items() for step in doc_steps(doc, python)]

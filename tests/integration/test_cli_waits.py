@@ -33,7 +33,7 @@ from tests.fixtures.cluster import (
     wait_until,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # kills a broker of its own cluster
 
 TOPIC = "clicks"
 OFFLINE = 1  # clicks-1: its only replica's broker is killed

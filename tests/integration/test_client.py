@@ -114,6 +114,7 @@ async def test_async_bulk_and_many_partitions_per_fetch(cluster3: LocalCluster) 
     assert all(offs == list(range(len(offs))) for offs in per_partition.values())
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_produce_waits_out_a_dead_leader_and_data_survives(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -155,6 +156,7 @@ def test_produce_waits_out_a_dead_leader_and_data_survives(
     ]
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_admin_list_offsets_waits_out_a_dead_leader(cluster_factory: ClusterFactory) -> None:
     """As Kafka's AdminClient: a partition without a leader is asked again until the request
     timeout; a topic that does not exist fails at once."""

@@ -60,6 +60,7 @@ def _kill_strays(cluster_dir: Path) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_concurrent_kills_and_starts_keep_every_pid(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)
     where = cluster.dir

@@ -32,7 +32,7 @@ from deploy.console.timeline import EVENTS_FILE
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import _make_cluster, _tear_down, run_odradek, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SESSION_TIMEOUT_MS = 20_000  # a paused controller stays the controller this long
 WAIT_MS = 40_000  # a killed broker's partitions move after its ZooKeeper session (4 s) expires

@@ -35,7 +35,7 @@ import pytest
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import run_odradek, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # the browser; a whole secure cluster of its own
 
 SECRET = "orders.secret"
 PUBLIC = "orders.public"

@@ -110,6 +110,7 @@ def test_reassign_1_2_3_to_2_3_4_keeps_all_data(cluster4: LocalCluster) -> None:
     _wait(lambda: not old.exists(), "broker 1 to delete its old replica")
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_controlled_shutdown_then_elect_leaders(cluster4: LocalCluster) -> None:
     bootstrap = cluster4.bootstrap
     with Admin(bootstrap) as admin:
@@ -140,6 +141,7 @@ def test_controlled_shutdown_then_elect_leaders(cluster4: LocalCluster) -> None:
         assert all(type(e).__name__ == "ElectionNotNeededError" for e in again.values())
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_unclean_leader_election_on_and_off(cluster4: LocalCluster) -> None:
     bootstrap = cluster4.bootstrap
     with Admin(bootstrap) as admin:

@@ -292,6 +292,7 @@ def in_order(records: list[tuple[bytes, bytes]]) -> None:
 
 
 @pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.slow  # kills group members mid-transaction, 40-75 s a client
 def test_consume_transform_produce_exactly_once_across_member_kills(
     cluster3: LocalCluster, tmp_path: Path, client: str
 ) -> None:

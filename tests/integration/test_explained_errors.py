@@ -29,6 +29,7 @@ def _describe(bootstrap: str) -> TopicDescription:
     return described
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_leaderless_and_short_isr_errors_say_why(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)
     with Admin(cluster.bootstrap) as admin:

@@ -267,6 +267,7 @@ def _new_controller(cluster: LocalCluster, old: int) -> Callable[[], bool]:
     return lambda: cluster.controller_id() not in (None, old)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_controller_kill_loses_no_acknowledged_write(cluster_factory: ClusterFactory) -> None:
     rng = seeded_rng()
     cluster = cluster_factory(3)
@@ -300,6 +301,7 @@ def test_controller_kill_loses_no_acknowledged_write(cluster_factory: ClusterFac
 # ----- 2b: a zombie leader ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_paused_leader_acknowledges_nothing_after_replacement(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -357,6 +359,7 @@ def _rf2_partition(cluster: LocalCluster, topic: str, min_isr: int) -> tuple[int
     raise AssertionError(f"every partition has the controller {controller} as a replica")
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_kip101_restarted_follower_keeps_acknowledged_tail_and_leads(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -407,6 +410,7 @@ def _tear_tail(cluster: LocalCluster, broker_id: int, topic: str, p: int, cut: i
     return size - cut
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_kip101_both_replicas_crash_and_do_not_diverge(cluster_factory: ClusterFactory) -> None:
     rng = seeded_rng()
     cluster = cluster_factory(3)
@@ -463,6 +467,7 @@ def _chattr(flag: str, path: Path) -> bool:
     return subprocess.run([chattr, flag, str(path)], capture_output=True).returncode == 0
 
 
+@pytest.mark.slow  # fails a broker's disk
 def test_follower_disk_failure_leaves_isr_and_leader_keeps_serving(
     cluster_factory: ClusterFactory,
 ) -> None:

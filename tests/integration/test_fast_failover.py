@@ -84,6 +84,7 @@ def _start(factory: ClusterFactory) -> tuple[LocalCluster, list[PartitionDescrip
     return cluster, parts, victim
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_killed_leader_replaced_while_registered_then_back(
     cluster_factory: ClusterFactory, zk_of: list[KazooClient]
 ) -> None:
@@ -116,6 +117,7 @@ def test_killed_leader_replaced_while_registered_then_back(
     )
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_paused_leader_is_not_proven_dead(
     cluster_factory: ClusterFactory, zk_of: list[KazooClient]
 ) -> None:
@@ -148,6 +150,7 @@ def test_paused_leader_is_not_proven_dead(
         os.kill(cluster.broker(victim).pid, signal.SIGCONT)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_killed_controller_replaced_while_registered(
     cluster_factory: ClusterFactory, zk_of: list[KazooClient]
 ) -> None:

@@ -1,7 +1,7 @@
 """Consumer groups against real brokers: seed 000's experiment and walk-through, commits.
 
-One module-scoped three-broker cluster; each test uses its own topics and groups. Session
-timeouts are short (a few seconds) and every wait is bounded.
+The session's shared three-broker cluster (`cluster3`); each test uses its own topics and
+groups. Session timeouts are short (a few seconds) and every wait is bounded.
 """
 
 from __future__ import annotations

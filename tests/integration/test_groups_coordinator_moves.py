@@ -33,6 +33,7 @@ GROUP = "moving-group"
 FOLLOW_BOUND_S = TEST_SESSION_TIMEOUT_MS / 1000 + 10  # the move itself, then a few seconds
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_groups_describe_follows_a_killed_coordinator(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)  # LocalCluster runs its own event loop: outside ours
     asyncio.run(_commit_offsets(cluster.bootstrap))

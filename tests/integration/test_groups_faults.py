@@ -78,6 +78,7 @@ async def test_paused_consumer_loses_its_partitions_and_rejoins(
         await here.stop()
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_coordinator_failover_at_rest_and_during_a_rebalance(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -121,6 +122,7 @@ async def _failover(cluster: LocalCluster) -> None:
         await b.stop()
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_at_least_once_while_consumers_and_a_broker_die(
     cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:

@@ -52,6 +52,7 @@ def _checkpoint(cluster: LocalCluster, broker_id: int) -> dict[tuple[str, int], 
     return {(t, int(p)): int(o) for t, p, o in entries}
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_restarted_leader_serves_up_to_checkpointed_hw_at_once(
     cluster_factory: ClusterFactory,
 ) -> None:

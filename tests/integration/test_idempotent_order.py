@@ -172,6 +172,7 @@ def _progress(producers: list[NumberedProducer], more: int) -> Callable[[], bool
     return lambda: all(pr.acked() >= b + more for pr, b in zip(producers, before, strict=True))
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_expired_batches_and_epoch_bumps_keep_send_order(cluster_factory: ClusterFactory) -> None:
     rng = seeded_rng()
     cluster = cluster_factory(3)

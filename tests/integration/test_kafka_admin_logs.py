@@ -364,6 +364,7 @@ def test_reassign_and_list_through_kafka_python(shared: LocalCluster) -> None:
 # ----- ElectLeaders after a restart ------------------------------------------------------------
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_elect_leaders_moves_leadership_back_after_a_restart(
     cluster_factory: ClusterFactory,
 ) -> None:

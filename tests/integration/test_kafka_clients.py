@@ -264,6 +264,7 @@ def _kcat_metadata(bootstrap: str) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_kcat_lists_the_cluster_truthfully_after_a_broker_dies(
     cluster_factory: ClusterFactory,
 ) -> None:

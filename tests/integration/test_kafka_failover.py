@@ -96,6 +96,7 @@ def _read_all(bootstrap: str, end: int) -> list[tuple[int, bytes]]:
     return out
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_idempotent_librdkafka_producer_survives_leader_kills(
     cluster_factory: ClusterFactory,
 ) -> None:
@@ -145,6 +146,7 @@ def _stored(cluster: LocalCluster, broker_id: int) -> list[tuple[int, int, int]]
     return out
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_expiring_batches_keep_the_log_in_send_order(cluster_factory: ClusterFactory) -> None:
     """A short delivery timeout, two brokers killed at once so that sends expire (min ISR 2).
 

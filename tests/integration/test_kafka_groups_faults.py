@@ -58,6 +58,7 @@ def _moved_from(s: Scenario, dead: int) -> int:
     return int(wire.wait_for(moved, f"the coordinator to move from broker {dead}", CONVERGE_S))
 
 
+@pytest.mark.slow  # kills or pauses brokers
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "aiokafka"])
 def test_coordinator_killed_at_rest_and_mid_rebalance(
     cluster_factory: ClusterFactory, tmp_path: Path, client: str

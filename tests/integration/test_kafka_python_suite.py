@@ -46,7 +46,7 @@ import pytest
 
 from tests.fixtures.cluster import ClusterFactory
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE_CACHE = REPO / ".venv" / "kafka-python-suite"

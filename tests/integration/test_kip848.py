@@ -27,8 +27,9 @@ import pytest
 from client import Admin, Producer
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
-from tests.fixtures.cluster import ClusterFactory, run_odradek
+from tests.fixtures.cluster import ClusterFactory, run_odradek, shared_cluster
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember, processed_by
 
@@ -45,9 +46,13 @@ SETTINGS: dict[str, int | bool | str] = {
 }
 
 
-@pytest.fixture
-def cluster(cluster_factory: ClusterFactory) -> LocalCluster:
-    return cluster_factory(3, broker_settings=SETTINGS)
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """The module's cluster with these settings (the test that kills its coordinator makes its
+    own)."""
+    yield from shared_cluster(zk_server, tmp_path_factory, 3, broker_settings=SETTINGS)
 
 
 def _name(prefix: str) -> str:
@@ -256,9 +261,11 @@ def scenario(cluster: LocalCluster, tmp_path: Path, prefix: str) -> Iterator[Gro
         g.stop_all()
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_members_join_leave_die_and_the_coordinator_dies(
-    cluster: LocalCluster, tmp_path: Path
+    cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:
+    cluster = cluster_factory(3, broker_settings=SETTINGS)
     with scenario(cluster, tmp_path, "k848") as g, OwnerWatch(g) as watch:
         g.produce(200)
         m1, m2 = g.start("m1"), g.start("m2")

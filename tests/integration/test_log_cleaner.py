@@ -91,6 +91,7 @@ def _restart(cluster: LocalCluster, hold: str | None) -> None:
         os.environ.pop(ENV, None)
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_sigkill_at_every_step_of_a_pass_loses_no_key(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(brokers=1, broker_settings={"log_cleaner_backoff_ms": 200})
     bootstrap = cluster.bootstrap

@@ -108,6 +108,7 @@ def _read(bootstrap: str) -> dict[bytes, bytes | None]:
     return latest
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_every_replica_serves_the_same_latest_value_per_key(
     cluster_factory: ClusterFactory,
 ) -> None:

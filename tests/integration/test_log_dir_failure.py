@@ -137,6 +137,7 @@ def _fill(directory: Path, headroom: int) -> Path:
     return ballast
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_full_log_dir_moves_leadership_and_loses_no_acknowledged_write(
     cluster_factory: ClusterFactory,
 ) -> None:

@@ -1,8 +1,9 @@
 """Prometheus metrics scraped over HTTP from real broker processes (broker/metrics.py) and
 parsed with prometheus_client's own parser: each metric moves when the cluster does.
 
-One three-broker cluster for the module (`cluster up` gives each broker a metrics port); tests
-that kill a broker start it again before they end.
+The session's shared three-broker cluster (`cluster up` gives each broker a metrics port) for
+the tests that only read and write; the tests that kill a broker (slow) share a cluster of the
+module's own, `faults3`, and start the broker again before they end.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
@@ -20,12 +21,21 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.errors import TopicAlreadyExistsError
-from tests.fixtures.cluster import alive_bootstrap, run_odradek, wait_until
+from tests.fixtures.cluster import alive_bootstrap, run_odradek, shared_cluster, wait_until
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
 WAIT_S = 40.0
+
+
+@pytest.fixture(scope="module")
+def faults3(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    yield from shared_cluster(zk_server, tmp_path_factory, 3)
+
 
 Samples = list[tuple[str, dict[str, str], float]]
 
@@ -167,25 +177,26 @@ def test_requests_by_api_and_protocol_and_errors_by_code(cluster3: LocalCluster)
     )
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_under_replicated_rises_when_a_follower_dies_and_falls_back(
-    cluster3: LocalCluster,
+    faults3: LocalCluster,
 ) -> None:
-    create_topic(cluster3, "m-urp")
-    leader, isr = leader_of(cluster3, "m-urp")
-    controller = cluster3.controller_id()
+    create_topic(faults3, "m-urp")
+    leader, isr = leader_of(faults3, "m-urp")
+    controller = faults3.controller_id()
     follower = next(b for b in isr if b not in (leader, controller))
-    ports = metrics_ports(cluster3)
+    ports = metrics_ports(faults3)
     urp = "odradek_server_replicamanager_underreplicatedpartitions"
     expands = "odradek_server_replicamanager_isrexpands_total"
     assert total(scrape(ports[leader]), urp) == 0
     expands_before = total(scrape(ports[leader]), expands)
-    cluster3.kill(follower)
+    faults3.kill(follower)
     try:
         _wait(lambda: total(scrape(ports[leader]), urp) >= 1, "under-replicated on the leader")
-        leader_again, _ = leader_of(cluster3, "m-urp")
+        leader_again, _ = leader_of(faults3, "m-urp")
         assert leader_again == leader
     finally:
-        cluster3.start(follower)
+        faults3.start(follower)
     _wait(lambda: total(scrape(ports[leader]), urp) == 0, "no under-replicated partition")
     assert total(scrape(ports[leader]), expands) > expands_before  # the leader took it back
     assert all(total(scrape(p), urp) == 0 for p in ports.values())
@@ -229,9 +240,10 @@ def _lag_reported(cluster: LocalCluster, labels: dict[str, str]) -> float | None
     return found[0] if len(found) == 1 else None
 
 
-def test_active_controller_count_sums_to_one_and_moves(cluster3: LocalCluster) -> None:
+@pytest.mark.slow  # kills or pauses brokers
+def test_active_controller_count_sums_to_one_and_moves(faults3: LocalCluster) -> None:
     name = "odradek_controller_kafkacontroller_activecontrollercount"
-    ports = metrics_ports(cluster3)
+    ports = metrics_ports(faults3)
 
     def reporting(skip: int = -1) -> list[int]:
         return [b for b, port in ports.items() if b != skip and total(scrape(port), name) == 1]
@@ -240,7 +252,7 @@ def test_active_controller_count_sums_to_one_and_moves(cluster3: LocalCluster) -
     epoch = "odradek_controller_kafkacontroller_controllerepoch"
     first_epoch = total(scrape(ports[first]), epoch)
     assert first_epoch >= 1
-    cluster3.kill(first)
+    faults3.kill(first)
     try:
         second = _wait(
             lambda: reporting(first) if len(reporting(first)) == 1 else None, "a new controller"
@@ -250,7 +262,7 @@ def test_active_controller_count_sums_to_one_and_moves(cluster3: LocalCluster) -
         session = "odradek_server_sessionexpirelistener_sessionstate"
         assert total(scrape(ports[second]), session, state="CONNECTED") == 1
     finally:
-        cluster3.start(first)
+        faults3.start(first)
     assert sum(total(scrape(p), name) for p in ports.values()) == 1
 
 
@@ -290,21 +302,22 @@ def test_fsyncs_segments_and_fetch_purgatory(cluster3: LocalCluster) -> None:
         c.close()
 
 
-def test_offline_partitions_on_the_controller(cluster3: LocalCluster) -> None:
-    create_topic(cluster3, "m-offline", partitions=3, rf=1)
-    controller = cluster3.controller_id()
-    leaders = {leader_of(cluster3, "m-offline", i)[0] for i in range(3)}
+@pytest.mark.slow  # kills or pauses brokers
+def test_offline_partitions_on_the_controller(faults3: LocalCluster) -> None:
+    create_topic(faults3, "m-offline", partitions=3, rf=1)
+    controller = faults3.controller_id()
+    leaders = {leader_of(faults3, "m-offline", i)[0] for i in range(3)}
     victim = next(b for b in leaders if b != controller)
     offline = "odradek_controller_kafkacontroller_offlinepartitionscount"
-    assert cluster_total(cluster3, offline) == 0
-    cluster3.kill(victim)
+    assert cluster_total(faults3, offline) == 0
+    faults3.kill(victim)
     try:
-        _wait(lambda: cluster_total(cluster3, offline, skip=victim) >= 1, "offline partitions")
+        _wait(lambda: cluster_total(faults3, offline, skip=victim) >= 1, "offline partitions")
         assert controller is not None
-        assert total(scrape(metrics_ports(cluster3)[controller]), offline) >= 1
+        assert total(scrape(metrics_ports(faults3)[controller]), offline) >= 1
     finally:
-        cluster3.start(victim)
-    _wait(lambda: cluster_total(cluster3, offline) == 0, "no offline partition")
+        faults3.start(victim)
+    _wait(lambda: cluster_total(faults3, offline) == 0, "no offline partition")
 
 
 # ----- abuse of the metrics port ----------------------------------------------------------------

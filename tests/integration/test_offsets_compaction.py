@@ -30,6 +30,7 @@ def _offsets_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.glob("*.log"))
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_a_hundred_thousand_commits_leave_a_small_offsets_topic(
     cluster_factory: ClusterFactory,
 ) -> None:

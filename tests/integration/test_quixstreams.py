@@ -47,6 +47,7 @@ from tests.integration.kafka_clients import KafkaPython, Rec
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.slow,  # a third-party stream processor
     pytest.mark.skipif(
         importlib.util.find_spec("quixstreams") is None,
         reason="quixstreams is a dev dependency (pip install -e .[dev])",

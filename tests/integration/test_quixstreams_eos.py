@@ -46,6 +46,7 @@ from tests.integration.test_exactly_once_ctp import (
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.slow,  # a third-party stream processor
     pytest.mark.skipif(
         importlib.util.find_spec("quixstreams") is None,
         reason="quixstreams is a dev dependency (pip install -e .[dev])",

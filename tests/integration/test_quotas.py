@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.api.metadata import MetadataRequest
 from protocol.api.produce import ProduceResponse
 from protocol.api.quotas import AlterClientQuotasRequest, QuotaAlteration, QuotaEntityPart, QuotaOp
-from tests.fixtures.cluster import ClusterFactory, run_odradek
+from tests.fixtures.cluster import run_odradek, shared_cluster
 from tests.unit.broker.helpers import batch, produce
 from transport.connection import BrokerConnection
 
@@ -35,9 +36,13 @@ QUOTA = 102_400  # 100 KiB/s
 WINDOW_S = 10  # quota.window.num - 1 full windows of 1 s: what a first burst may use
 
 
-@pytest.fixture
-def cluster(cluster_factory: ClusterFactory) -> Iterator[LocalCluster]:
-    yield cluster_factory(brokers=2)
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """One cluster for the module's tests, which name their topics, clients and principals
+    apart (uuids) and only read and write."""
+    yield from shared_cluster(zk_server, tmp_path_factory, 2)
 
 
 def _name(prefix: str) -> str:

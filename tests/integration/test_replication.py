@@ -61,6 +61,7 @@ def _send_all(bootstrap: str, values: list[bytes]) -> list[int]:
         return [f.result(60).offset for f in futures]
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_leader_kill_loses_no_acknowledged_write(cluster_factory: ClusterFactory) -> None:
     seed = int(os.environ.get("ODRADEK_TEST_SEED", random.randrange(1 << 30)))
     print(f"seed {seed}")  # replay with ODRADEK_TEST_SEED
@@ -116,6 +117,7 @@ def _produce_raw(cluster: LocalCluster, broker_id: int, value: bytes) -> int:
     return asyncio.run(send())
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_acks_all_refused_below_min_insync_and_accepted_when_replicas_return(
     cluster_factory: ClusterFactory,
 ) -> None:

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,9 +25,10 @@ from typing import Any
 import pytest
 
 from coordinator.cluster.scram_credentials import encode_user_config
+from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from protocol.scram import make_credential
-from tests.fixtures.cluster import run_odradek, wait_until
-from tests.fixtures.zk import free_port
+from tests.fixtures.cluster import _make_cluster, _tear_down, run_odradek, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +44,30 @@ FOLLOW_S = 1.0  # the issue's bound: a changed credential works on every broker 
 
 @dataclass
 class Broker:
-    proc: subprocess.Popen[bytes]
-    native: int  # PLAINTEXT native listener (inter-broker, the CLI)
-    native_sasl: int
-    kafka: int  # PLAINTEXT Kafka listener (admin)
-    kafka_sasl: int
-    log_path: Path
+    cluster: LocalCluster
+    id: int
+
+    def port(self, listener: str) -> int:
+        return self.cluster.broker(self.id).listener_ports[listener]
+
+    @property
+    def native(self) -> int:  # PLAINTEXT native listener (inter-broker by default, the CLI)
+        return self.port("INTERNAL")
+
+    @property
+    def native_sasl(self) -> int:
+        return self.port("NSASL")
+
+    @property
+    def kafka(self) -> int:  # PLAINTEXT Kafka listener (admin)
+        return self.port("PLAINTEXT")
+
+    @property
+    def kafka_sasl(self) -> int:
+        return self.port("SASL_PLAINTEXT")
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return (self.cluster.dir / f"broker-{self.id}.log").read_text(errors="replace")
 
 
 @dataclass
@@ -62,62 +77,46 @@ class Pair:
     where: Path
 
 
-def _start(broker_id: int, chroot: str, where: Path, inter_broker: str = "PLAINTEXT") -> Broker:
-    native, native_sasl, kafka, kafka_sasl = (free_port() for _ in range(4))
-    code = (
-        "import sys\n"
-        "from broker.config import load_config\n"
-        "from broker.daemon import run_forever\n"
-        f"config = load_config(None, broker_id={broker_id}, port={native}, "
-        f"log_dir={str(where / f'logs{broker_id}')!r}, zookeeper={chroot!r}, "
-        "zookeeper_session_timeout_ms=4000, "
-        f"native_listeners='PLAINTEXT://127.0.0.1:{native},"
-        f"SASL_PLAINTEXT://127.0.0.1:{native_sasl}', "
-        f"listeners='PLAINTEXT://127.0.0.1:{kafka},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}', "
-        f"inter_broker_listener_name={inter_broker!r}, sasl_jaas_config={BROKER_JAAS!r}, "
-        "sasl_enabled_mechanisms='SCRAM-SHA-256,SCRAM-SHA-512')\n"
-        "sys.exit(run_forever(config))\n"
-    )
-    log_path = where / f"broker{broker_id}.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
-    return Broker(proc, native, native_sasl, kafka, kafka_sasl, log_path)
+@contextlib.contextmanager
+def two_brokers(
+    zk_server: ZkProcess, where: Path, inter_broker: str = "INTERNAL"
+) -> Iterator[Pair]:
+    """Two brokers, each with a PLAINTEXT and a SASL_PLAINTEXT listener on both doors (native:
+    INTERNAL and NSASL; Kafka: PLAINTEXT and SASL_PLAINTEXT); `inter_broker`: the native
+    listener they dial each other on."""
+    cluster = _make_cluster(
+        zk_server, where, 2,
+        native_listeners={"INTERNAL": "PLAINTEXT", "NSASL": "SASL_PLAINTEXT"},
+        listeners={"PLAINTEXT": "PLAINTEXT", "SASL_PLAINTEXT": "SASL_PLAINTEXT"},
+        broker_settings={
+            "inter_broker_listener_name": inter_broker, "sasl_jaas_config": BROKER_JAAS,
+            "sasl_enabled_mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        },
+    )  # fmt: skip
+    assert cluster.zookeeper_given is not None
+    p = Pair([Broker(cluster, 1), Broker(cluster, 2)], cluster.zookeeper_given, where)
+    if inter_broker != "INTERNAL":  # the brokers' own user exists before they dial each other
+        write_znode(p, "broker", {"SCRAM-SHA-512": make_credential(
+            "SCRAM-SHA-512", "broker-secret", 4096).to_string()})  # fmt: skip
+    try:
+        cluster.up()
+        wait_until(lambda: _both_up(p), "both brokers to answer", START_TIMEOUT_S)
+        yield p
+    finally:
+        _tear_down(cluster)
 
 
 def _both_up(pair: Pair) -> bool:
     from confluent_kafka.admin import AdminClient
 
     for b in pair.brokers:
-        assert b.proc.poll() is None, f"a broker exited:\n{b.log()[-3000:]}"
+        alive = b.cluster.broker_states()[b.id] == "alive"
+        assert alive, f"a broker exited:\n{b.log()[-3000:]}"
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{pair.brokers[0].kafka}"})
     try:
         return len(admin.list_topics(timeout=2).brokers) == 2
     except Exception:
         return False
-
-
-@contextlib.contextmanager
-def two_brokers(zk_server: Any, where: Path, inter_broker: str = "PLAINTEXT") -> Iterator[Pair]:
-    chroot = f"{zk_server.connect}/odradek-scram-{uuid.uuid4().hex[:12]}"
-    brokers: list[Broker] = []
-    p = Pair(brokers, chroot, where)
-    if inter_broker != "PLAINTEXT":  # the brokers' own user exists before they dial each other
-        write_znode(p, "broker", {"SCRAM-SHA-512": make_credential(
-            "SCRAM-SHA-512", "broker-secret", 4096).to_string()})  # fmt: skip
-    try:
-        brokers.append(_start(1, chroot, where, inter_broker))
-        brokers.append(_start(2, chroot, where, inter_broker))
-        wait_until(lambda: _both_up(p), "both brokers to answer", START_TIMEOUT_S)
-        yield p
-    finally:
-        for b in brokers:
-            b.proc.terminate()
-        for b in brokers:
-            try:
-                b.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                b.proc.kill()
-                b.proc.wait(20)
 
 
 @pytest.fixture(scope="module")
@@ -330,11 +329,11 @@ def test_brokers_replicate_over_a_scram_inter_broker_listener(
 ) -> None:
     """Replica fetchers and the controller's requests log in with sasl_jaas_config's
     ScramLoginModule user: with min.insync.replicas=2, acks=all only succeeds once the
-    follower fetches over the SASL_PLAINTEXT inter-broker listener."""
+    follower fetches over the SASL_PLAINTEXT inter-broker listener (NSASL)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    with two_brokers(zk_server, tmp_path, inter_broker="SASL_PLAINTEXT") as p:
+    with two_brokers(zk_server, tmp_path, inter_broker="NSASL") as p:
         bootstrap = f"127.0.0.1:{p.brokers[0].kafka}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         topic = NewTopic("replicated", 1, 2, config={"min.insync.replicas": "2"})

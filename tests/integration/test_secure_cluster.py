@@ -344,6 +344,7 @@ def test_the_native_client_with_the_printed_settings(secure: Secure) -> None:
     assert ran.stdout.strip() == "[b'over SASL_SSL']", ran.stdout
 
 
+@pytest.mark.slow  # the browser
 def test_the_console_page_shows_a_login_then_the_cluster(secure: Secure) -> None:
     """In a browser: the login form first (the tables hidden), a wrong password's message, then
     the admin's page with the brokers and the controls."""

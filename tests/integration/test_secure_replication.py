@@ -111,6 +111,7 @@ def _read_all(cluster: LocalCluster, topic: str, want: int) -> dict[tuple[int, i
 # deploy/cluster.py's readiness probes over TLS (in this process: up, kill, start) leave
 # unclosed sockets and transports behind (ResourceWarning in asyncio's sslproto); that leak is
 # the probe's, not this test's subject, and pytest would fail the teardown on it.
+@pytest.mark.slow  # kills or pauses brokers
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_acknowledged_records_survive_leader_and_controller_kills_on_a_secure_cluster(
     cluster_factory: ClusterFactory,

@@ -1,7 +1,7 @@
 """Every client over every secured listener of one two-broker cluster (issue 25, "Tests").
 
-The cluster (module scope, real broker processes, the session's ZooKeeper in a chroot of its
-own) has three Kafka listeners and the same three on the native door:
+The cluster (module scope, a LocalCluster with listeners of its own, the session's ZooKeeper in
+a chroot of its own) has three Kafka listeners and the same three on the native door:
 
     SCRAM / NSCRAM   SASL_SSL, SCRAM-SHA-512 (user alice, made in /config/users before start)
     MTLS  / NMTLS    SSL with ssl_client_auth=required (the client certificate CN=alice,OU=eng)
@@ -45,9 +45,10 @@ from typing import Any
 
 import pytest
 
+from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
 from tests.fixtures.certs import TestCerts, certs  # noqa: F401
-from tests.fixtures.cluster import wait_until
-from tests.fixtures.zk import free_port
+from tests.fixtures.cluster import _make_cluster, _tear_down, wait_until
 from tests.integration.kafka_clients import EVERY_CLIENT, Security
 
 pytestmark = pytest.mark.integration
@@ -71,12 +72,11 @@ PROTOCOLS = {"scram": "SASL_SSL", "mtls": "SSL", "plain": "SASL_PLAINTEXT"}
 @dataclass
 class Broker:
     id: int
-    proc: subprocess.Popen[bytes]
+    cluster: LocalCluster
     ports: dict[str, int]  # listener name -> port
-    log_path: Path
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return (self.cluster.dir / f"broker-{self.id}.log").read_text(errors="replace")
 
 
 @dataclass
@@ -122,27 +122,10 @@ def _write_users(zk_server: str, chroot: str) -> None:
         zk.close()
 
 
-def _broker_config(where: Path, broker_id: int, ports: dict[str, int], zk: str, keystore: Path,
-                   certs: TestCerts) -> Path:  # noqa: F811  # fmt: skip
-    kafka = ",".join(f"{n}://127.0.0.1:{ports[n]}" for n in KAFKA_LISTENERS.values())
-    native = ",".join(
-        f"{n}://127.0.0.1:{ports[n]}" for n in ("INTERNAL", *NATIVE_LISTENERS.values())
-    )
-    protocol_map = ",".join(
-        [f"{KAFKA_LISTENERS[k]}:{p}" for k, p in PROTOCOLS.items()]
-        + [f"{NATIVE_LISTENERS[k]}:{p}" for k, p in PROTOCOLS.items()]
-        + ["INTERNAL:PLAINTEXT"]
-    )
-    settings: dict[str, Any] = {
-        "broker_id": broker_id,
-        "host": "127.0.0.1",
-        "port": ports["INTERNAL"],
-        "log_dir": str(where / f"logs-{broker_id}"),
-        "zookeeper": zk,
-        "zookeeper_session_timeout_ms": 4000,
-        "listeners": kafka,
-        "native_listeners": native,
-        "listener_security_protocol_map": protocol_map,
+def _broker_settings(keystore: Path, certs: TestCerts) -> dict[str, Any]:  # noqa: F811
+    """Every broker's security settings (its listeners: KAFKA_LISTENERS, NATIVE_LISTENERS and
+    INTERNAL, named to LocalCluster)."""
+    return {
         "inter_broker_listener_name": "INTERNAL",
         "ssl_keystore_location": str(keystore),
         "ssl_truststore_location": str(certs.ca.cert_path),
@@ -159,38 +142,14 @@ def _broker_config(where: Path, broker_id: int, ports: dict[str, int], zk: str, 
         "sasl_enabled_mechanisms": "PLAIN,SCRAM-SHA-512",
         "sasl_jaas_config": JAAS,
     }
-    path = where / f"broker-{broker_id}.toml"
-    path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))
-    return path
-
-
-def _start(where: Path, broker_id: int, config: Path, ports: dict[str, int]) -> Broker:
-    code = (
-        "import sys\nfrom pathlib import Path\nfrom broker.config import load_config\n"
-        "from broker.daemon import run_forever\n"
-        f"sys.exit(run_forever(load_config(Path({str(config)!r}))))\n"
-    )
-    log_path = where / f"broker-{broker_id}.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=log, stderr=log)
-    return Broker(broker_id, proc, ports, log_path)
-
-
-def _stop(broker: Broker) -> None:
-    if broker.proc.poll() is None:
-        broker.proc.terminate()
-        try:
-            broker.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            broker.proc.kill()
-            broker.proc.wait(20)
 
 
 def _internal_brokers(cluster: SecureCluster) -> int:
     from client import Admin
 
     for b in cluster.brokers:
-        assert b.proc.poll() is None, f"broker {b.id} exited:\n{cluster.logs()}"
+        alive = b.cluster.broker_states()[b.id] == "alive"
+        assert alive, f"broker {b.id} exited:\n{cluster.logs()}"
     try:
         with Admin(cluster.bootstrap("INTERNAL"), request_timeout_ms=2000) as admin:
             meta = admin.describe_cluster()
@@ -201,28 +160,32 @@ def _internal_brokers(cluster: SecureCluster) -> int:
 
 @pytest.fixture(scope="module")
 def secure_cluster(
-    zk_server: Any,
+    zk_server: ZkProcess,
     tmp_path_factory: pytest.TempPathFactory,
     certs: TestCerts,  # noqa: F811
 ) -> Iterator[SecureCluster]:
     where = tmp_path_factory.mktemp("secure-clients")
-    chroot = f"/odradek-secure-{uuid.uuid4().hex[:12]}"
-    zk = zk_server.connect + chroot
-    _write_users(zk_server.connect, chroot)
     keystore = where / "broker.pem"
     keystore.write_bytes(certs.broker.cert_path.read_bytes() + certs.broker.key_path.read_bytes())
-    names = ["INTERNAL", *KAFKA_LISTENERS.values(), *NATIVE_LISTENERS.values()]
-    cluster = SecureCluster([], certs)
+    local = _make_cluster(
+        zk_server, where / "cluster", BROKERS,
+        native_listeners={"INTERNAL": "PLAINTEXT",
+                          **{NATIVE_LISTENERS[k]: p for k, p in PROTOCOLS.items()}},
+        listeners={KAFKA_LISTENERS[k]: p for k, p in PROTOCOLS.items()},
+        broker_settings=_broker_settings(keystore, certs),
+    )  # fmt: skip
+    assert local.zookeeper_given is not None
+    hosts, _, chroot = local.zookeeper_given.partition("/")
+    _write_users(hosts, "/" + chroot)
     try:
-        for broker_id in range(1, BROKERS + 1):
-            ports = {n: free_port() for n in names}
-            config = _broker_config(where, broker_id, ports, zk, keystore, certs)
-            cluster.brokers.append(_start(where, broker_id, config, ports))
+        local.up()
+        cluster = SecureCluster(
+            [Broker(b, local, local.broker(b).listener_ports) for b in local.broker_ids], certs
+        )
         wait_until(lambda: _internal_brokers(cluster) == BROKERS, "both brokers", START_TIMEOUT_S)
         yield cluster
     finally:
-        for b in cluster.brokers:
-            _stop(b)
+        _tear_down(local)
 
 
 def run_client(command: str, client: str, bootstrap: str, security: Security, *args: str,
@@ -349,6 +312,8 @@ def _wrong_matrix() -> list[Any]:
 def test_wrong_credentials_are_refused_with_kafkas_error(
     secure_cluster: SecureCluster, client: str, case: str
 ) -> None:
+    """About 30 s for each kafka-python case (31-32 s measured), a few for the others:
+    kafka-python, refused, keeps retrying its bootstrap until its own 30 s limit."""
     kind, security = _wrong(secure_cluster, case)
     answer = run_client("login", client, _bootstrap(secure_cluster, client, kind), security,
                         timeout_s=LOGIN_TIMEOUT_S)  # fmt: skip

@@ -250,6 +250,7 @@ def test_duplicate_instance_is_fenced_and_admin_removal_rebalances_at_once(
         s.stop_all()
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_static_members_survive_a_coordinator_failover(
     cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:

@@ -1,87 +1,73 @@
 """A real broker process with TLS listeners (issue 25), certificates from tests/fixtures/certs.py.
 
-The broker has one native listener, SECURE (SSL), which is also its inter-broker listener (its
-controller talks to itself over TLS with the broker's own certificate), and two Kafka
-listeners: SSL and PLAINTEXT; ssl_client_auth is `requested`, so a client may come with or
-without a certificate. Proven here: confluent-kafka over SSL and over mTLS produces and
-consumes; Metadata tells each client the endpoints of the listener it came in on; the native
-client over TLS produces and consumes; an expired client certificate and one from another CA
-are refused quickly with librdkafka's SSL error; 50 TLS handshakes on the plaintext port are
-closed and logged once.
+The broker (a one-broker LocalCluster with listeners of its own) has one native listener,
+SECURE (SSL), which is also its inter-broker listener (its controller talks to itself over TLS
+with the broker's own certificate), and two Kafka listeners: SSL and PLAINTEXT;
+ssl_client_auth is `requested`, so a client may come with or without a certificate. Proven
+here: confluent-kafka over SSL and over mTLS produces and consumes; Metadata tells each client
+the endpoints of the listener it came in on; the native client over TLS produces and consumes;
+an expired client certificate and one from another CA are refused quickly with librdkafka's
+SSL error; 50 TLS handshakes on the plaintext port are closed and logged once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from deploy.cluster import LocalCluster
 from tests.fixtures.certs import TestCerts, certs  # noqa: F401
-from tests.fixtures.zk import free_port
+from tests.fixtures.cluster import ClusterFactory
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30.0
 REFUSED_WITHIN_S = 10.0
 
 
 @dataclass
 class TlsBroker:
-    proc: subprocess.Popen[bytes]
+    cluster: LocalCluster  # one broker
     native_port: int
     ssl_port: int
     plain_port: int
-    stderr: Path
 
     def log(self) -> str:
-        return self.stderr.read_text(errors="replace")
+        return (self.cluster.dir / "broker-1.log").read_text(errors="replace")
+
+    def running(self) -> bool:
+        return self.cluster.broker_states()[1] == "alive"
 
 
 @pytest.fixture
-def tls_broker(tmp_path: Path, zk_chroot: str, certs: TestCerts) -> Iterator[TlsBroker]:  # noqa: F811
+def tls_broker(
+    tmp_path: Path,
+    cluster_factory: ClusterFactory,
+    certs: TestCerts,  # noqa: F811
+) -> TlsBroker:
     keystore = tmp_path / "broker.pem"
     keystore.write_bytes(certs.broker.cert_path.read_bytes() + certs.broker.key_path.read_bytes())
-    native, ssl_port, plain = free_port(), free_port(), free_port()
-    config = tmp_path / "broker.toml"
-    config.write_text(
-        f'broker_id = 1\nlog_dir = "{tmp_path / "logs"}"\nzookeeper = "{zk_chroot}"\n'
-        "zookeeper_session_timeout_ms = 4000\n"
-        f'native_listeners = "SECURE://127.0.0.1:{native}"\n'
-        'inter_broker_listener_name = "SECURE"\n'
-        f'listeners = "SSL://127.0.0.1:{ssl_port},PLAINTEXT://127.0.0.1:{plain}"\n'
-        '"listener.security.protocol.map" = "SECURE:SSL,SSL:SSL,PLAINTEXT:PLAINTEXT"\n'
-        f'ssl_keystore_location = "{keystore}"\n'
-        f'ssl_truststore_location = "{certs.ca.cert_path}"\n'
-        'ssl_client_auth = "requested"\n'
+    cluster = cluster_factory(
+        1,
+        native_listeners={"SECURE": "SSL"},
+        listeners={"SSL": "SSL", "PLAINTEXT": "PLAINTEXT"},
+        broker_settings={
+            "inter_broker_listener_name": "SECURE",
+            "ssl_keystore_location": str(keystore),
+            "ssl_truststore_location": str(certs.ca.cert_path),
+            "ssl_client_auth": "requested",
+        },
+        probe_options={"security_protocol": "SSL", "ssl_cafile": str(certs.ca.cert_path)},
     )
-    code = (
-        "import sys\nfrom pathlib import Path\nfrom broker.config import load_config\n"
-        "from broker.daemon import run_forever\n"
-        f"sys.exit(run_forever(load_config(Path({str(config)!r}))))\n"
-    )
-    stderr = tmp_path / "broker.stderr"
-    with open(stderr, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=err)
-    broker = TlsBroker(proc, native, ssl_port, plain, stderr)
-    try:
-        yield broker
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(TIMEOUT_S)
+    ports = cluster.broker(1).listener_ports
+    return TlsBroker(cluster, ports["SECURE"], ports["SSL"], ports["PLAINTEXT"])
 
 
 def ssl_conf(certs: TestCerts, port: int, cert: Any = None) -> dict[str, Any]:  # noqa: F811
@@ -102,7 +88,7 @@ def wait_for_controller(broker: TlsBroker, certs: TestCerts) -> None:  # noqa: F
     admin = AdminClient(ssl_conf(certs, broker.ssl_port))
     deadline = time.monotonic() + TIMEOUT_S
     while True:
-        assert broker.proc.poll() is None, broker.log()
+        assert broker.running(), broker.log()
         with contextlib.suppress(Exception):
             meta = admin.list_topics(timeout=2)
             if meta.controller_id == 1:

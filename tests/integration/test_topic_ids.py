@@ -120,6 +120,7 @@ def _restart_all(cluster: LocalCluster) -> None:
     cluster.wait_ready()
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_ids_live_through_failover_restart_and_recreation(cluster_factory: ClusterFactory) -> None:
     cluster = cluster_factory(3)
     created = _create(cluster, TOPIC)
@@ -188,6 +189,7 @@ def test_ids_live_through_failover_restart_and_recreation(cluster_factory: Clust
     assert r.error_code.value == UNKNOWN_TOPIC_ID and r.topic_id == created
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_a_topic_without_an_id_gets_one_when_the_controller_starts(
     cluster_factory: ClusterFactory,
 ) -> None:

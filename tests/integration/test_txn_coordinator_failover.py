@@ -93,6 +93,7 @@ def _broker_of(cluster: LocalCluster, pid: int) -> int:
     raise AssertionError(f"no broker has pid {pid}")
 
 
+@pytest.mark.slow  # kills or pauses brokers
 @pytest.mark.parametrize("step", ["end_txn", "prepared", "markers"])
 def test_a_commit_survives_its_coordinator_killed_at_each_step(
     cluster_factory: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
@@ -150,6 +151,7 @@ def _leaders(cluster: LocalCluster, topic: str) -> dict[int, int]:
     return {p: meta.leader for p, meta in parts.items()}
 
 
+@pytest.mark.slow  # kills or pauses brokers
 def test_a_partition_leader_killed_midway_through_the_markers(
     cluster_factory: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

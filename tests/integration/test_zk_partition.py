@@ -186,6 +186,7 @@ def _wait_healed(cluster: LocalCluster, old_leader: int) -> None:
     _wait(same, "identical replicas")
 
 
+@pytest.mark.slow  # cuts a broker from ZooKeeper
 def test_isolated_leader_loses_leadership_and_rejoins(cluster_factory: ClusterFactory) -> None:
     cluster, lab, leader, others = _start(cluster_factory)
     before = [f"before-{i}".encode() for i in range(20)]
@@ -211,6 +212,7 @@ def test_isolated_leader_loses_leadership_and_rejoins(cluster_factory: ClusterFa
     print(f"leader {leader} isolated, {new_leader} took over, {leader} rejoined")
 
 
+@pytest.mark.slow  # cuts a broker from ZooKeeper
 def test_leader_cut_from_zookeeper_fences_itself(cluster_factory: ClusterFactory) -> None:
     cluster, lab, leader, others = _start(cluster_factory)
     host, port = cluster.broker_host(leader), cluster.broker(leader).port

@@ -122,12 +122,13 @@ def test_timestamps(spark: Any, cluster3: LocalCluster) -> None:
 
 def test_pattern_subscription(spark: Any, cluster3: LocalCluster) -> None:
     boot = cluster3.bootstrap
-    for name in ("pat-a", "pat-b", "xpat-c"):
+    # on the session's shared cluster: names no other test's pattern (test_groups: pat-.*) takes
+    for name in ("spark-pat-a", "spark-pat-b", "xspark-pat-c"):
         create_topic(boot, name, 2)
         produce(boot, name, 10, prefix=name)
-    df = reader(spark, boot, subscribePattern="pat-.*").load()
+    df = reader(spark, boot, subscribePattern="spark-pat-.*").load()
     counts = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
-    assert counts == {"pat-a": 10, "pat-b": 10}
+    assert counts == {"spark-pat-a": 10, "spark-pat-b": 10}
 
 
 @pytest.mark.parametrize(
