@@ -33,19 +33,14 @@ A failed I/O call raises `LogDirIOError` (dir_failure.py): the caller takes the 
 directory offline (`mark_offline` on every log), and the log is not touched again until the
 broker restarts.
 
-Reads return `FileSlice`s on the segment's fd. Segments that retention or truncation removes
-are renamed `.deleted` and closed only after file.delete.delay.ms (`purge_deleted_segments`),
-so a slice in flight stays readable; a truncation inside the active segment shortens the file
-in place, so a slice past the cut may come up short (a sender must check what pread/sendfile
-return).
+What `Log` does with the help of the modules beside it:
 
-Opening: a segment whose first batch is whole but not of magic 2 (odradek's pre-Kafka format
-was magic 1) makes `open` raise LogFormatError, one line naming the directory, before anything
-is recovered or cut. Then, without the clean-shutdown marker, every segment from the one
-holding the recovery point on is recovered (segment.recover: CRC, lengths, contiguous offsets;
-a torn or corrupt tail is cut and later segments dropped; indexes rebuilt). Earlier segments,
-and all of them after a clean shutdown, load their indexes and are recovered only if an index
-does not check out.
+- opening an existing directory: recovery.py (leftovers, a committed cleaner swap, a foreign
+  record format, which segments are recovered and which only loaded);
+- appends: here (validation, offsets, epochs); when to roll: rolling.py; the producer state
+  and transactions' indexes kept in step: producer_log.py (and transactions.py);
+- reads (whole batches as `FileSlice`s, offsets by timestamp): reads.py;
+- retention and the deferred deletion of removed segments: retention.py.
 """
 
 from __future__ import annotations
@@ -53,7 +48,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
-import random
 import shutil
 import struct
 from collections.abc import Callable
@@ -61,15 +55,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from broker.log import checkpoint, snapshot
+from broker.log import checkpoint, reads, recovery, snapshot
 from broker.log.cleaner import hold as cleaner_hold
-from broker.log.config import OFFSET_INDEX_ENTRY_BYTES, LogConfig
+from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirIOError
 from broker.log.epoch import LeaderEpochCache
-from broker.log.index import CorruptIndexError
+from broker.log.producer_log import H_ATTRIBUTES, H_PEPOCH, H_PID, H_SEQ, ProducerLog
+from broker.log.reads import ReadResult
+from broker.log.retention import DeferredDeletes, retained_count
+from broker.log.rolling import RollPolicy
 from broker.log.segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
     GAPS_FILE,
     H_BASE,
     H_COUNT,
@@ -77,36 +72,29 @@ from broker.log.segment import (
     H_LAST_DELTA,
     H_LENGTH,
     H_MAX_TS,
-    LOG_SUFFIX,
-    MAX_RELATIVE_OFFSET,
     SWAP_END_SUFFIX,
     SWAP_SUFFIX,
-    LogFormatError,
     Segment,
     check_batch,
     check_stored_batch,
     segment_name,
 )
-from broker.log.transactions import collect_aborted, index_abort, segment_entries
-from broker.log.txn_index import TXN_INDEX_SUFFIX
+from broker.log.transactions import collect_aborted
 from broker.metrics_counters import timed_fdatasync
-from broker.producer_state import ProducerRow, ProducerStateTable
-from broker.txn_state import CompletedTxn, last_stable_offset
+from broker.producer_state import ProducerRow
+from broker.txn_state import last_stable_offset
 from protocol.batch import (
     CONTROL_BIT,
     LEADER_EPOCH_AT,
     LENGTH_PREFIX_BYTES,
     TRANSACTIONAL_BIT,
     InvalidBatchError,
-    decode_records,
 )
 from protocol.clock import Clock
-from protocol.codec import FileSlice
-from protocol.control import Marker, build_marker, parse_marker
+from protocol.control import Marker, build_marker
 from protocol.errors import (
     InvalidRecordError,
     KafkaStorageError,
-    OdradekError,
     OffsetOutOfRangeError,
     UsageError,
 )
@@ -122,8 +110,6 @@ EPOCH_FILE = "leader-epoch-checkpoint"
 RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 assert _PREFIX.size == LEADER_EPOCH_AT + 4
-H_PID, H_PEPOCH, H_SEQ = 9, 10, 11  # producer id, producer epoch, base sequence
-H_ATTRIBUTES = 5
 
 VerifyTxn = Callable[[int, int], None]
 """(producer id, producer epoch) -> None, or raises: the hook `append_as_leader` calls for a
@@ -145,14 +131,6 @@ class AppendInfo(NamedTuple):
     max_timestamp: int
     size_bytes: int
     duplicate: bool = False  # an idempotent producer's retry: nothing appended
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    slice: FileSlice | None  # None (and size 0) when there is nothing to read
-    first_offset: int
-    next_offset: int  # the offset after the last whole batch included
-    size_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,25 +168,22 @@ class Log:
         self.clock = clock
         self._segments: list[Segment] = []
         self._bases: list[int] = []  # base offsets of _segments, for bisect
-        self._pending_deletes: list[tuple[int, Segment]] = []  # (delete at monotonic ms, seg)
+        self._deletes = DeferredDeletes(clock)  # .deleted segments (retention.py)
         self._truncations: list[int] = []  # offsets truncated to; len() is the generation
-        # ListOffsets MAX_TIMESTAMP: ((segment base, max ts, batch base), answer), see below
-        self._max_ts_found: tuple[tuple[int, int, int], tuple[int, int]] | None = None
+        self._max_timestamp = reads.MaxTimestamp()  # ListOffsets MAX_TIMESTAMP's answer, kept
         self.log_start_offset = 0
         self.recovery_point = 0
         self._last_flush_ms = clock.monotonic_ms()
         self._recovery_point_file = checkpoint.CheckpointFile(directory / RECOVERY_POINT_FILE)
         self._log_start_file = checkpoint.CheckpointFile(directory / LOG_START_FILE)
         self._unsynced_dirs: tuple[Path, ...] = ()  # to fsync with the next flush
-        self._unsynced_snapshots: list[Path] = []  # written at a roll, fsynced by a flush
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
-        self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
+        self._txns = ProducerLog(directory)  # producer state, snapshots (producer_log.py)
+        self.producers = self._txns.producers  # idempotent producers (broker/producer_state.py)
         self.closed = False
         self.offline = False  # its log directory failed (dir_failure.py): closed for good
         self.has_gaps = (directory / GAPS_FILE).exists()
-        # segment.jitter.ms: random.randrange by default, a test's own to be deterministic
-        self.random_below: Callable[[int], int] = random.randrange
-        self._jitter: tuple[int, int] | None = None  # (active segment's base, its jitter)
+        self.rolling = RollPolicy()  # when the active segment rolls (rolling.py)
 
     # ----- opening ------------------------------------------------------------------------
 
@@ -239,11 +214,11 @@ class Log:
 
     def _load(self) -> None:
         clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
-        bases = self._clean_directory()
+        bases = recovery.clean_directory(self.directory)
         segments = [Segment.open_existing(self.directory, base) for base in bases]
         for seg in segments:
             seg.allow_gaps = self.has_gaps
-        self._refuse_foreign_format(segments)
+        recovery.refuse_foreign_format(self.directory, segments)
         self.epochs, epochs_trusted = LeaderEpochCache.load(self.directory / EPOCH_FILE)
         if not epochs_trusted:
             self.epochs.clear()
@@ -256,7 +231,14 @@ class Log:
             first_unflushed = len(segments)
         else:
             first_unflushed = max(0, bisect.bisect_right(bases, recovery_point or 0) - 1)
-        self._segments = self._load_segments(segments, first_unflushed, epochs_trusted)
+        self._segments = recovery.load_segments(
+            segments,
+            first_unflushed,
+            self.epochs.assign,
+            epochs_trusted,
+            self.config.index_interval_bytes,
+            self.has_gaps,
+        )
         if not self._segments:
             self._segments = [Segment.create(self.directory, log_start or 0)]
             self._segments[0].allow_gaps = self.has_gaps
@@ -278,119 +260,8 @@ class Log:
         snapshot.prune(self.directory, self.log_start_offset, above=leo)  # past a cut tail
         recovered = [seg.base_offset for seg in self._segments if seg.recovered]
         # a recovered segment's .txnindex was emptied: replay from a snapshot at or before it
-        self._rebuild_producer_state(min(recovered, default=leo))
-
-    def _refuse_foreign_format(self, segments: list[Segment]) -> None:
-        """Raise LogFormatError if a segment holds batches of another record format."""
-        for seg in segments:
-            magic = seg.foreign_magic()
-            if magic is None:
-                continue
-            for opened in segments:
-                opened.close()
-            if magic == 1:
-                what = "odradek's pre-Kafka record format (magic 1)"
-            else:
-                what = f"record batches of magic {magic} in {seg.log_path.name}, not Kafka's v2"
-            raise LogFormatError(
-                f"log directory {self.directory} holds {what}; delete it and start again: "
-                "there is no converter"
-            )
-
-    def _clean_directory(self) -> list[int]:
-        """Remove leftovers (temp files, deleted segments, orphan indexes); the segment bases."""
-        self._finish_swaps()
-        bases = []
-        for path in self.directory.iterdir():
-            name = path.name
-            if name.endswith((checkpoint.TMP_SUFFIX, DELETED_SUFFIX, CLEANED_SUFFIX)):
-                path.unlink()
-            elif name.endswith(LOG_SUFFIX) and len(path.stem) == 20 and path.stem.isdigit():
-                bases.append(int(path.stem))
-        for path in self.directory.iterdir():
-            stem, _, suffix = path.name.partition(".")
-            if suffix in ("index", "timeindex", "txnindex") and (
-                not stem.isdigit() or int(stem) not in bases
-            ):
-                path.unlink()
-        return sorted(bases)
-
-    def _finish_swaps(self) -> None:
-        """Finish a swap the cleaner committed (`<base>.log.swap` exists): remove every segment
-        the swap replaces, [base, the end in `<base>.swap-end`), then give the swap's files
-        their final names. Its indexes are rebuilt from the log (they may be half renamed)."""
-        for path in sorted(self.directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
-            stem = path.name.partition(".")[0]
-            if not (len(stem) == 20 and stem.isdigit()):
-                continue
-            base = int(stem)
-            end_file = self.directory / (stem + SWAP_END_SUFFIX)
-            end = checkpoint.read_offset(end_file)
-            if end is None:  # written before the rename; its loss means no swap was made
-                path.unlink()
-                continue
-            for other in self.directory.iterdir():
-                o_stem, _, suffix = other.name.partition(".")
-                if (
-                    o_stem.isdigit()
-                    and len(o_stem) == 20
-                    and base <= int(o_stem) < end
-                    and (
-                        suffix
-                        in ("log", "index", "timeindex", "txnindex", "index.swap", "timeindex.swap")
-                    )
-                ):
-                    other.unlink()
-            txn_swap = self.directory / (stem + TXN_INDEX_SUFFIX + SWAP_SUFFIX)
-            if txn_swap.exists():  # not rebuilt from the log alone: it needs producer state
-                os.replace(txn_swap, self.directory / (stem + TXN_INDEX_SUFFIX))
-            os.replace(path, self.directory / (stem + LOG_SUFFIX))
-            end_file.unlink()
-            checkpoint.fsync_dir(self.directory)
-        for path in self.directory.glob("*" + SWAP_END_SUFFIX):
-            path.unlink()
-
-    def _load_segments(
-        self, segments: list[Segment], first_unflushed: int, epochs_trusted: bool
-    ) -> list[Segment]:
-        interval = self.config.index_interval_bytes
-        kept: list[Segment] = []
-        for i, seg in enumerate(segments):
-            if kept and (
-                seg.base_offset < kept[-1].next_offset
-                or (seg.base_offset > kept[-1].next_offset and not self.has_gaps)
-            ):
-                # An overlap: nothing from here on can be trusted. (A gap is the cleaner's:
-                # it removed the last batches of a segment, or emptied one.) If the previous
-                # segment's last batch jumped, its base offset was flipped: it goes too.
-                jumped_at = kept[-1].last_batch_jumped_at
-                if jumped_at is not None:
-                    kept[-1].truncate_at_position(jumped_at)
-                for later in segments[i:]:
-                    later.unlink()
-                break
-            if i >= first_unflushed:
-                cut = seg.recover(interval, self.epochs.assign)
-            else:
-                cut = self._load_segment(seg, interval, epochs_trusted)
-            if cut and kept and seg.size_bytes == 0:
-                seg.unlink()
-            else:
-                kept.append(seg)
-            if cut:
-                for later in segments[i + 1 :]:
-                    later.unlink()
-                break
-        return kept
-
-    def _load_segment(self, seg: Segment, interval: int, epochs_trusted: bool) -> int:
-        try:
-            seg.load()
-        except CorruptIndexError:
-            return seg.recover(interval, self.epochs.assign)
-        if not epochs_trusted:
-            seg.epochs(self.epochs.assign)
-        return 0
+        self._txns.rebuild(self._segments, self._bases, self.log_start_offset, leo,
+                           self.has_gaps, min(recovered, default=leo))  # fmt: skip
 
     # ----- state ----------------------------------------------------------------------------
 
@@ -456,7 +327,9 @@ class Log:
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
         now_ms = self.clock.time_ms()
-        if segment.size_bytes and self._should_roll(segment, size, last, now_ms):
+        if segment.size_bytes and self.rolling.should_roll(
+            self.config, segment, size, last, now_ms
+        ):
             self.roll()
             segment = self._segments[-1]
         latest = self.epochs.latest_epoch
@@ -489,59 +362,9 @@ class Log:
         base = self.log_end_offset
         _PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
         self._append((batch,), len(batch), base, base, now_ms, leader_epoch)
-        self._end_txn(producer_id, producer_epoch, Marker(commit, coordinator_epoch), base,
-                      now_ms)  # fmt: skip
+        self._txns.end_txn(self._segments, self._bases, producer_id, producer_epoch,
+                           Marker(commit, coordinator_epoch), base, now_ms)  # fmt: skip
         return AppendInfo(base, base, 1, now_ms, len(batch))
-
-    def _end_txn(
-        self, producer_id: int, epoch: int, marker: Marker, offset: int, timestamp: int
-    ) -> CompletedTxn | None:
-        """A marker was appended at `offset`: complete its transaction; index an abort."""
-        done = self.producers.end_txn(producer_id, epoch, marker, offset, timestamp)
-        if done is not None and done.is_abort:
-            index_abort(self._segments, self._bases, self.producers.index_entry(done))
-        return done
-
-    def _rebuild_producer_state(self, limit: int | None = None) -> None:
-        """Load the newest sound snapshot at or below `limit` (default: the log end) and
-        replay the batches after it (see _replay); without one, replay from the log start."""
-        hw = self.producers.high_watermark
-        limit = self.log_end_offset if limit is None else min(limit, self.log_end_offset)
-        start = self.log_start_offset
-        # a cleaned log may have dropped a producer's batches: never `complete` (an unknown
-        # producer's next sequence then appends instead of failing OUT_OF_ORDER)
-        self.producers.reset(self._bases[0] == 0 and not self.has_gaps)
-        for offset in reversed(snapshot.list_offsets(self.directory)):
-            if offset > limit:
-                continue
-            path = snapshot.snapshot_path(self.directory, offset)
-            try:
-                snapshot.load_into(self.producers, path.read_bytes(), not self.has_gaps)
-            except snapshot.CorruptSnapshotError:
-                path.unlink(missing_ok=True)
-                self.producers.reset(self._bases[0] == 0 and not self.has_gaps)
-                continue
-            start = max(offset, self.log_start_offset)
-            break
-        if hw is not None:
-            self.producers.on_high_watermark(min(hw, self.log_end_offset))
-        self._replay(start)
-
-    def _write_snapshot(self, offset: int, sync: bool) -> None:
-        """Snapshot the producer table at `offset` (the log end); keep the newest two."""
-        path = snapshot.snapshot_path(self.directory, offset)
-        snapshot.write(path, snapshot.encode(self.producers), sync)
-        if not sync:
-            self._unsynced_snapshots.append(path)
-        snapshot.prune(self.directory, self.log_start_offset)
-
-    def _replay(self, start: int) -> None:
-        """Apply the batches from `start` to the log end to the producer table, adding each
-        abort met to its segment's `.txnindex` if that index lacks it (a recovered one)."""
-        i = max(0, bisect.bisect_right(self._bases, start) - 1)
-        for seg in self._segments[i:]:
-            for entry in self.producers.replay(segment_entries(seg, start)):
-                index_abort(self._segments, self._bases, entry)
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
         """Append already-stamped batches byte for byte. All are checked before any is written."""
@@ -570,7 +393,7 @@ class Log:
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
             if h[H_ATTRIBUTES] & CONTROL_BIT:
-                self._replicated_marker(view[at : at + size], h)
+                self._txns.replicated_marker(self._segments, self._bases, view[at : at + size], h)
                 continue
             # a cleaned batch keeps its offset span, and its sequences span the same
             self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_LAST_DELTA] + 1,
@@ -584,15 +407,6 @@ class Log:
             pos,
         )
 
-    def _replicated_marker(self, batch: memoryview, h: tuple[int, ...]) -> None:
-        if h[H_PID] < 0:
-            return
-        try:
-            marker = parse_marker(batch)
-        except InvalidBatchError:
-            return  # another kind of control batch: no transaction ends
-        self._end_txn(h[H_PID], h[H_PEPOCH], marker, h[H_BASE], h[H_MAX_TS])
-
     def _append(
         self,
         parts: tuple[bytes | memoryview | bytearray, ...],
@@ -604,7 +418,9 @@ class Log:
     ) -> None:
         now_ms = self.clock.time_ms()
         segment = self._segments[-1]
-        if segment.size_bytes and self._should_roll(segment, size, last, now_ms):
+        if segment.size_bytes and self.rolling.should_roll(
+            self.config, segment, size, last, now_ms
+        ):
             self.roll()
             segment = self._segments[-1]
         latest = self.epochs.latest_epoch
@@ -612,32 +428,6 @@ class Log:
             self.epochs.assign(epoch, base)
         segment.append(parts, size, base, last, max_timestamp, now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
-
-    def _should_roll(self, seg: Segment, size: int, last_offset: int, now_ms: int) -> bool:
-        cfg = self.config
-        # Kafka's maxSegmentMs: a compacted log rolls by max.compaction.lag.ms too, or records
-        # in its active segment (which the cleaner never touches) could outlive that lag
-        segment_ms = (
-            min(cfg.segment_ms, cfg.max_compaction_lag_ms) if cfg.compact else cfg.segment_ms
-        )
-        roll_ms = segment_ms - self._roll_jitter_ms(seg)
-        return (
-            seg.size_bytes + size > cfg.segment_bytes
-            or (seg.rolling_base_ms is not None and now_ms - seg.rolling_base_ms >= roll_ms)
-            or len(seg.index) >= cfg.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES
-            or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
-        )
-
-    def _roll_jitter_ms(self, seg: Segment) -> int:
-        """segment.jitter.ms: a jitter in [0, min(jitter, segment.ms)) taken off segment.ms,
-        drawn once per active segment (Kafka's randomSegmentJitter) from `self.random_below`
-        (injected: tests make it deterministic)."""
-        jitter_max = min(self.config.segment_jitter_ms, self.config.segment_ms)
-        if jitter_max <= 0:
-            return 0
-        if self._jitter is None or self._jitter[0] != seg.base_offset:
-            self._jitter = (seg.base_offset, self.random_below(jitter_max))
-        return self._jitter[1]
 
     def roll(self) -> None:
         """Close the active segment and start a new one at the log end offset."""
@@ -650,7 +440,8 @@ class Log:
         new.allow_gaps = self.has_gaps
         self._segments.append(new)
         self._bases.append(new.base_offset)
-        self._write_snapshot(new.base_offset, sync=False)  # fsynced by the next flush
+        # fsynced by the next flush
+        self._txns.write_snapshot(new.base_offset, self.log_start_offset, sync=False)
         checkpoint.fsync_dir(self.directory)
 
     # ----- reads ----------------------------------------------------------------------------
@@ -664,32 +455,16 @@ class Log:
     ) -> ReadResult:
         """Whole batches from the one holding `offset`, within one segment file."""
         self._check_open()
-        segments = self._segments
-        leo = segments[-1].next_offset
-        if offset < self.log_start_offset or offset > leo:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside [{self.log_start_offset}, {leo}] "
-                f"of {self.topic}-{self.partition}"
-            )
-        if max_bytes < 0:
-            raise UsageError(f"max_bytes {max_bytes} is negative")
-        if offset == leo or (max_offset is not None and offset >= max_offset):
-            return ReadResult(None, offset, offset, 0)
-        i = bisect.bisect_right(self._bases, offset) - 1
-        while i < len(segments):
-            seg = segments[i]
-            try:
-                found = seg.read_range(offset, max_bytes, max_offset, min_one_batch)
-            except OSError as exc:
-                raise LogDirIOError(f"reading {seg.log_path.name}: {exc}") from None
-            i += 1
-            if found is None:
-                continue
-            pos, length, first, next_offset = found
-            if length == 0:
-                break
-            return ReadResult(FileSlice(seg.fd, pos, length), first, next_offset, length)
-        return ReadResult(None, offset, offset, 0)
+        return reads.read(
+            self._segments,
+            self._bases,
+            self.log_start_offset,
+            f"{self.topic}-{self.partition}",
+            offset,
+            max_bytes,
+            max_offset,
+            min_one_batch,
+        )
 
     # ----- transactions (KIP-98; broker/txn_state.py) -------------------------------------
 
@@ -706,8 +481,7 @@ class Log:
     def first_unstable_offset(self) -> int | None:
         """The first offset of an open, or completed but unreplicated, transaction (not below
         the log start); None when there is none."""
-        first = self.producers.first_unstable_offset()
-        return None if first is None else max(first, self.log_start_offset)
+        return self._txns.first_unstable_offset(self.log_start_offset)
 
     def update_high_watermark(self, high_watermark: int) -> None:
         """The partition's HW moved: transactions whose marker is below it stop holding the
@@ -730,47 +504,15 @@ class Log:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
-        for seg in self._segments:
-            found = seg.find_by_time(timestamp_ms)
-            if found is not None:
-                return max(found[0], self.log_start_offset), found[1]
-        return None
+        return reads.offset_for_timestamp(self._segments, self.log_start_offset, timestamp_ms)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the log's largest timestamp
-        (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches.
-
-        Each segment keeps its max timestamp and the base offset of the batch holding it
-        (segment.py, from the batch headers and the time index), so the segment and the batch
-        come without a scan; only that one batch is decoded, to find the record within it (as
-        Kafka does), and the answer is kept until another batch takes the maximum."""
-        best: Segment | None = None
-        for seg in self._segments:  # the first segment with the largest max, as Kafka
-            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
-                best = seg
-        if best is None:
-            return None
-        key = (best.base_offset, best.max_timestamp, best.offset_of_max_timestamp)
-        if self._max_ts_found is not None and self._max_ts_found[0] == key:
-            return self._max_ts_found[1]
-        found = (max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp)
-        located = best.locate(best.offset_of_max_timestamp)
-        if located is not None:
-            pos, header = located
-            data = os.pread(best.fd, LENGTH_PREFIX_BYTES + header[H_LENGTH], pos)
-            try:
-                _, records = decode_records(data)
-            except (InvalidBatchError, OdradekError):
-                records = []  # undecodable here: the batch's base offset is the answer
-            for r in records:
-                if r.timestamp == best.max_timestamp:
-                    found = (max(r.offset, self.log_start_offset), r.timestamp)
-                    break
-        self._max_ts_found = (key, found)
-        return found
+        (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches (reads.py)."""
+        return self._max_timestamp.find(self._segments, self.log_start_offset)
 
     # ----- truncation -----------------------------------------------------------------------
 
@@ -784,7 +526,7 @@ class Log:
             return
         self._truncations.append(offset)
         i = bisect.bisect_right(self._bases, offset) - 1
-        self._defer_delete(self._segments[i + 1 :])
+        self._deletes.defer(self._segments[i + 1 :], self.config.file_delete_delay_ms)
         del self._segments[i + 1 :], self._bases[i + 1 :]
         self._segments[-1].truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
@@ -792,7 +534,8 @@ class Log:
             self.recovery_point = self.log_end_offset
             self._write_offsets_checkpoints()
         snapshot.prune(self.directory, self.log_start_offset, above=self.log_end_offset)
-        self._rebuild_producer_state()
+        self._txns.rebuild(self._segments, self._bases, self.log_start_offset,
+                           self.log_end_offset, self.has_gaps)  # fmt: skip
         self._check_invariants()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -801,7 +544,7 @@ class Log:
         if offset < 0:
             raise UsageError(f"cannot start a log at offset {offset}")
         self._truncations.append(offset)
-        self._defer_delete(self._segments)
+        self._deletes.defer(self._segments, self.config.file_delete_delay_ms)
         self._segments = [Segment.create(self.directory, offset)]
         self._segments[0].allow_gaps = self.has_gaps
         self._bases = [offset]
@@ -863,14 +606,14 @@ class Log:
         assert checkpoint.read_offset(end_file) == old[-1].next_offset, "no swap-end file"
         new.rename_suffix(SWAP_SUFFIX)
         self.hold("swap")
-        due = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
+        due = self._deletes.due_ms(self.config.file_delete_delay_ms)
         for seg in old[1:]:
             seg.rename_deleted()
-            self._pending_deletes.append((due, seg))
+            self._deletes.add(due, seg)
         self.hold("deleted")
         new.rename_suffix("")
         old[0].replaced = True
-        self._pending_deletes.append((due, old[0]))
+        self._deletes.add(due, old[0])
         end_file.unlink()
         self._segments[i : i + len(old)] = [new]
         self._bases[i : i + len(old)] = [new.base_offset]
@@ -909,7 +652,7 @@ class Log:
         i = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
         fds = tuple(os.dup(seg.fd) for seg in self._segments[i:])
         dir_fds = tuple(os.open(d, os.O_RDONLY) for d in self._unsynced_dirs)
-        snapshots, self._unsynced_snapshots = tuple(self._unsynced_snapshots), []
+        snapshots, self._txns.unsynced_snapshots = tuple(self._txns.unsynced_snapshots), []
         return FlushPlan(fds, self.log_end_offset, len(self._truncations), dir_fds, snapshots)
 
     def finish_flush(self, plan: FlushPlan) -> None:
@@ -977,18 +720,7 @@ class Log:
                   if b is not None]  # fmt: skip
         if bounds:
             closed = closed[: bisect.bisect_right(self._bases, min(bounds)) - 1]
-        count = 0
-        if cfg.retention_ms is not None:
-            now = self.clock.time_ms()
-            while count < len(closed) and now - closed[count].max_timestamp > cfg.retention_ms:
-                count += 1
-        if cfg.retention_bytes is not None:
-            excess = self.size_bytes - cfg.retention_bytes
-            by_size = 0
-            while by_size < len(closed) and closed[by_size].size_bytes <= excess:
-                excess -= closed[by_size].size_bytes
-                by_size += 1
-            count = max(count, by_size)
+        count = retained_count(closed, cfg, self.clock.time_ms(), self.size_bytes)
         if count:
             self._delete_oldest(count)
         return count
@@ -1022,22 +754,11 @@ class Log:
         self.epochs.truncate_from_start(self.log_start_offset)
         self._write_offsets_checkpoints()
         snapshot.prune(self.directory, self.log_start_offset)
-        self._defer_delete(doomed)
-
-    def _defer_delete(self, segments: list[Segment]) -> None:
-        due = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
-        for seg in segments:
-            seg.rename_deleted()
-            self._pending_deletes.append((due, seg))
+        self._deletes.defer(doomed, self.config.file_delete_delay_ms)
 
     def purge_deleted_segments(self) -> int:
         """Close and unlink `.deleted` segments whose delay has passed. Returns how many."""
-        now = self.clock.monotonic_ms()
-        due = [seg for at, seg in self._pending_deletes if at <= now]
-        self._pending_deletes = [(at, s) for at, s in self._pending_deletes if at > now]
-        for seg in due:
-            seg.unlink()
-        return len(due)
+        return self._deletes.purge()
 
     def close(self) -> None:
         """Flush, seal, checkpoint, write the clean-shutdown marker and close every file."""
@@ -1045,7 +766,7 @@ class Log:
             return
         self.flush()
         self._segments[-1].seal()
-        self._write_snapshot(self.log_end_offset, sync=True)
+        self._txns.write_snapshot(self.log_end_offset, self.log_start_offset, sync=True)
         self._write_offsets_checkpoints()
         self.epochs.flush()
         checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
@@ -1084,9 +805,7 @@ class Log:
         self._retire_checkpoints()
         for seg in self._segments:
             seg.close()
-        for _, seg in self._pending_deletes:
-            seg.unlink()
-        self._pending_deletes.clear()
+        self._deletes.unlink_all()
 
     # ----- checks ---------------------------------------------------------------------------
 

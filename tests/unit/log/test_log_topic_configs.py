@@ -39,7 +39,7 @@ def test_segment_jitter_is_taken_off_segment_ms_once_per_segment(
         asked.append(n)
         return 9 * 60 * 1000 if len(asked) == 1 else 0
 
-    log.random_below = below
+    log.rolling.random_below = below
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(50 * 60 * 1000)
     log.append_as_leader(batch([b"b"]), 0)  # 50 min < 60 - 9: no roll
@@ -54,7 +54,7 @@ def test_segment_jitter_is_taken_off_segment_ms_once_per_segment(
 
 def test_no_jitter_by_default(open_log: OpenLog, clock: ManualClock) -> None:
     log = open_log(segment_ms=HOUR_MS)
-    log.random_below = lambda n: (_ for _ in ()).throw(AssertionError("asked for a jitter"))
+    log.rolling.random_below = lambda n: (_ for _ in ()).throw(AssertionError("asked for a jitter"))
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(HOUR_MS - 1)
     log.append_as_leader(batch([b"b"]), 0)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log import log as log_module
+from broker.log import producer_log as log_module
 from broker.log import snapshot
 from broker.log.segment import Segment
 from broker.producer_state import ProducerStateTable
