@@ -40,7 +40,8 @@ What `Log` does with the help of the modules beside it:
 - appends: here (validation, offsets, epochs); when to roll: rolling.py; the producer state
   and transactions' indexes kept in step: producer_log.py (and transactions.py);
 - reads (whole batches as `FileSlice`s, offsets by timestamp): reads.py;
-- retention and the deferred deletion of removed segments: retention.py.
+- retention and the deferred deletion of removed segments: retention.py;
+- the segment list, offset gaps and the cleaner's swap of cleaned segments: segment_list.py.
 """
 
 from __future__ import annotations
@@ -56,29 +57,25 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.log import checkpoint, reads, recovery, snapshot
-from broker.log.cleaner import hold as cleaner_hold
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirIOError
 from broker.log.epoch import LeaderEpochCache
 from broker.log.producer_log import H_ATTRIBUTES, H_PEPOCH, H_PID, H_SEQ, ProducerLog
 from broker.log.reads import ReadResult
-from broker.log.retention import DeferredDeletes, retained_count
+from broker.log.retention import retained_count
 from broker.log.rolling import RollPolicy
 from broker.log.segment import (
-    GAPS_FILE,
     H_BASE,
     H_COUNT,
     H_EPOCH,
     H_LAST_DELTA,
     H_LENGTH,
     H_MAX_TS,
-    SWAP_END_SUFFIX,
-    SWAP_SUFFIX,
     Segment,
     check_batch,
     check_stored_batch,
-    segment_name,
 )
+from broker.log.segment_list import SegmentList
 from broker.log.transactions import collect_aborted
 from broker.metrics_counters import timed_fdatasync
 from broker.producer_state import ProducerRow
@@ -100,10 +97,6 @@ from protocol.errors import (
 )
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
-# GAPS_FILE (segment.py) is present once the log may hold an offset gap: the cleaner wrote it
-# before its first swap here, or a follower before appending a batch past its end (its
-# leader's cleaner). Without it a gap is a torn or broken log (recovery cuts there), as before
-# compaction; with it, offsets need only increase.
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
@@ -166,10 +159,7 @@ class Log:
         self.topic, self.partition = parse_directory_name(directory.name)
         self.config = config
         self.clock = clock
-        self._segments: list[Segment] = []
-        self._bases: list[int] = []  # base offsets of _segments, for bisect
-        self._deletes = DeferredDeletes(clock)  # .deleted segments (retention.py)
-        self._truncations: list[int] = []  # offsets truncated to; len() is the generation
+        self.segments = SegmentList(directory, clock)  # oldest first (segment_list.py)
         self._max_timestamp = reads.MaxTimestamp()  # ListOffsets MAX_TIMESTAMP's answer, kept
         self.log_start_offset = 0
         self.recovery_point = 0
@@ -182,7 +172,6 @@ class Log:
         self.producers = self._txns.producers  # idempotent producers (broker/producer_state.py)
         self.closed = False
         self.offline = False  # its log directory failed (dir_failure.py): closed for good
-        self.has_gaps = (directory / GAPS_FILE).exists()
         self.rolling = RollPolicy()  # when the active segment rolls (rolling.py)
 
     # ----- opening ------------------------------------------------------------------------
@@ -202,8 +191,8 @@ class Log:
 
     def _create(self) -> None:
         """A new log in the new, empty `directory`: one segment at 0 and nothing else."""
-        self._segments = [Segment.create(self.directory, 0, new_directory=True)]
-        self._bases = [0]
+        self.segments.all = [Segment.create(self.directory, 0, new_directory=True)]
+        self.segments.bases = [0]
         self.epochs = LeaderEpochCache.absent(self.directory / EPOCH_FILE)
         zero = checkpoint.encode_offset(0)  # what the absent files read as
         self._recovery_point_file.holds(zero)
@@ -217,7 +206,7 @@ class Log:
         bases = recovery.clean_directory(self.directory)
         segments = [Segment.open_existing(self.directory, base) for base in bases]
         for seg in segments:
-            seg.allow_gaps = self.has_gaps
+            seg.allow_gaps = self.segments.has_gaps
         recovery.refuse_foreign_format(self.directory, segments)
         self.epochs, epochs_trusted = LeaderEpochCache.load(self.directory / EPOCH_FILE)
         if not epochs_trusted:
@@ -231,26 +220,26 @@ class Log:
             first_unflushed = len(segments)
         else:
             first_unflushed = max(0, bisect.bisect_right(bases, recovery_point or 0) - 1)
-        self._segments = recovery.load_segments(
+        self.segments.all = recovery.load_segments(
             segments,
             first_unflushed,
             self.epochs.assign,
             epochs_trusted,
             self.config.index_interval_bytes,
-            self.has_gaps,
+            self.segments.has_gaps,
         )
-        if not self._segments:
-            self._segments = [Segment.create(self.directory, log_start or 0)]
-            self._segments[0].allow_gaps = self.has_gaps
-        self._bases = [s.base_offset for s in self._segments]
-        for seg in self._segments[:-1]:
+        if not self.segments.all:
+            self.segments.all = [Segment.create(self.directory, log_start or 0)]
+            self.segments.all[0].allow_gaps = self.segments.has_gaps
+        self.segments.bases = [s.base_offset for s in self.segments.all]
+        for seg in self.segments.all[:-1]:
             seg.seal()
         leo = self.log_end_offset
-        self.log_start_offset = min(max(log_start or 0, self._bases[0]), leo)
+        self.log_start_offset = min(max(log_start or 0, self.segments.bases[0]), leo)
         self.epochs.truncate_from_end(leo)
         self.epochs.truncate_from_start(self.log_start_offset)
         if not clean:
-            for seg in self._segments[first_unflushed:]:
+            for seg in self.segments.all[first_unflushed:]:
                 os.fdatasync(seg.fd)  # what recovery kept is now durable
         self.recovery_point = leo
         self._check_invariants()
@@ -258,31 +247,24 @@ class Log:
         (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         checkpoint.fsync_dir(self.directory)
         snapshot.prune(self.directory, self.log_start_offset, above=leo)  # past a cut tail
-        recovered = [seg.base_offset for seg in self._segments if seg.recovered]
+        recovered = [seg.base_offset for seg in self.segments.all if seg.recovered]
         # a recovered segment's .txnindex was emptied: replay from a snapshot at or before it
-        self._txns.rebuild(self._segments, self._bases, self.log_start_offset, leo,
-                           self.has_gaps, min(recovered, default=leo))  # fmt: skip
+        self._txns.rebuild(self.segments.all, self.segments.bases, self.log_start_offset, leo,
+                           self.segments.has_gaps, min(recovered, default=leo))  # fmt: skip
 
     # ----- state ----------------------------------------------------------------------------
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self.segments.all[-1].next_offset
 
     @property
     def size_bytes(self) -> int:
-        return sum(seg.size_bytes for seg in self._segments)
+        return sum(seg.size_bytes for seg in self.segments.all)
 
     @property
     def latest_epoch(self) -> int | None:
         return self.epochs.latest_epoch
-
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
-
-    def segment_base_offsets(self) -> list[int]:
-        return list(self._bases)
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
@@ -323,7 +305,7 @@ class Log:
                                   0, duplicate=True)  # fmt: skip
         if transactional and verify is not None:
             verify(h[H_PID], h[H_PEPOCH])
-        segment = self._segments[-1]
+        segment = self.segments.all[-1]
         base = segment.next_offset
         last = base + h[H_LAST_DELTA]
         now_ms = self.clock.time_ms()
@@ -331,7 +313,7 @@ class Log:
             self.config, segment, size, last, now_ms
         ):
             self.roll()
-            segment = self._segments[-1]
+            segment = self.segments.all[-1]
         latest = self.epochs.latest_epoch
         if latest is None or leader_epoch > latest:
             self.epochs.assign(leader_epoch, base)
@@ -362,7 +344,7 @@ class Log:
         base = self.log_end_offset
         _PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
         self._append((batch,), len(batch), base, base, now_ms, leader_epoch)
-        self._txns.end_txn(self._segments, self._bases, producer_id, producer_epoch,
+        self._txns.end_txn(self.segments.all, self.segments.bases, producer_id, producer_epoch,
                            Marker(commit, coordinator_epoch), base, now_ms)  # fmt: skip
         return AppendInfo(base, base, 1, now_ms, len(batch))
 
@@ -387,13 +369,15 @@ class Log:
         if not headers:
             return None
         if gap:
-            self.mark_gaps()
+            self.segments.mark_gaps()
         for at, h in headers:
             size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
             if h[H_ATTRIBUTES] & CONTROL_BIT:
-                self._txns.replicated_marker(self._segments, self._bases, view[at : at + size], h)
+                self._txns.replicated_marker(
+                    self.segments.all, self.segments.bases, view[at : at + size], h
+                )
                 continue
             # a cleaned batch keeps its offset span, and its sequences span the same
             self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_LAST_DELTA] + 1,
@@ -417,12 +401,12 @@ class Log:
         epoch: int,
     ) -> None:
         now_ms = self.clock.time_ms()
-        segment = self._segments[-1]
+        segment = self.segments.all[-1]
         if segment.size_bytes and self.rolling.should_roll(
             self.config, segment, size, last, now_ms
         ):
             self.roll()
-            segment = self._segments[-1]
+            segment = self.segments.all[-1]
         latest = self.epochs.latest_epoch
         if latest is None or epoch > latest:
             self.epochs.assign(epoch, base)
@@ -432,14 +416,14 @@ class Log:
     def roll(self) -> None:
         """Close the active segment and start a new one at the log end offset."""
         self._check_open()
-        active = self._segments[-1]
+        active = self.segments.all[-1]
         if active.size_bytes == 0:
             return
         active.seal()
         new = Segment.create(self.directory, active.next_offset)
-        new.allow_gaps = self.has_gaps
-        self._segments.append(new)
-        self._bases.append(new.base_offset)
+        new.allow_gaps = self.segments.has_gaps
+        self.segments.all.append(new)
+        self.segments.bases.append(new.base_offset)
         # fsynced by the next flush
         self._txns.write_snapshot(new.base_offset, self.log_start_offset, sync=False)
         checkpoint.fsync_dir(self.directory)
@@ -456,8 +440,8 @@ class Log:
         """Whole batches from the one holding `offset`, within one segment file."""
         self._check_open()
         return reads.read(
-            self._segments,
-            self._bases,
+            self.segments.all,
+            self.segments.bases,
             self.log_start_offset,
             f"{self.topic}-{self.partition}",
             offset,
@@ -475,7 +459,7 @@ class Log:
         `start_offset` and whose first offset is below `upper_offset` (Kafka's
         collectAbortedTransactions), from the `.txnindex` of the segments that can hold them."""
         self._check_open()
-        return collect_aborted(self._segments, self._bases, start_offset, upper_offset)
+        return collect_aborted(self.segments.all, self.segments.bases, start_offset, upper_offset)
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -504,7 +488,7 @@ class Log:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
-        return reads.offset_for_timestamp(self._segments, self.log_start_offset, timestamp_ms)
+        return reads.offset_for_timestamp(self.segments.all, self.log_start_offset, timestamp_ms)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
@@ -512,7 +496,7 @@ class Log:
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the log's largest timestamp
         (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches (reads.py)."""
-        return self._max_timestamp.find(self._segments, self.log_start_offset)
+        return self._max_timestamp.find(self.segments.all, self.log_start_offset)
 
     # ----- truncation -----------------------------------------------------------------------
 
@@ -521,21 +505,21 @@ class Log:
         self._check_open()
         if offset >= self.log_end_offset:
             return
-        if offset < self._bases[0] or offset < self.log_start_offset:
+        if offset < self.segments.bases[0] or offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
-        self._truncations.append(offset)
-        i = bisect.bisect_right(self._bases, offset) - 1
-        self._deletes.defer(self._segments[i + 1 :], self.config.file_delete_delay_ms)
-        del self._segments[i + 1 :], self._bases[i + 1 :]
-        self._segments[-1].truncate_to(offset)
+        self.segments.truncations.append(offset)
+        i = bisect.bisect_right(self.segments.bases, offset) - 1
+        self.segments.deletes.defer(self.segments.all[i + 1 :], self.config.file_delete_delay_ms)
+        del self.segments.all[i + 1 :], self.segments.bases[i + 1 :]
+        self.segments.all[-1].truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
         if self.recovery_point > self.log_end_offset:
             self.recovery_point = self.log_end_offset
             self._write_offsets_checkpoints()
         snapshot.prune(self.directory, self.log_start_offset, above=self.log_end_offset)
-        self._txns.rebuild(self._segments, self._bases, self.log_start_offset,
-                           self.log_end_offset, self.has_gaps)  # fmt: skip
+        self._txns.rebuild(self.segments.all, self.segments.bases, self.log_start_offset,
+                           self.log_end_offset, self.segments.has_gaps)  # fmt: skip
         self._check_invariants()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -543,11 +527,11 @@ class Log:
         self._check_open()
         if offset < 0:
             raise UsageError(f"cannot start a log at offset {offset}")
-        self._truncations.append(offset)
-        self._deletes.defer(self._segments, self.config.file_delete_delay_ms)
-        self._segments = [Segment.create(self.directory, offset)]
-        self._segments[0].allow_gaps = self.has_gaps
-        self._bases = [offset]
+        self.segments.truncations.append(offset)
+        self.segments.deletes.defer(self.segments.all, self.config.file_delete_delay_ms)
+        self.segments.all = [Segment.create(self.directory, offset)]
+        self.segments.all[0].allow_gaps = self.segments.has_gaps
+        self.segments.bases = [offset]
         self.log_start_offset = self.recovery_point = offset
         self.epochs.clear()
         self.producers.reset(offset == 0)
@@ -557,82 +541,17 @@ class Log:
 
     # ----- the log cleaner (cleaner/) ---------------------------------------------------------
 
-    @property
-    def generation(self) -> int:
-        """Changes whenever batches are removed (a truncation): a cleaning planned before
-        must not be swapped in."""
-        return len(self._truncations)
-
-    @property
-    def active_segment(self) -> Segment:
-        return self._segments[-1]
-
-    def truncated_below(self, generation: int) -> int | None:
-        """The lowest offset truncated to since `generation` (None: no truncation since)."""
-        since = self._truncations[generation:]
-        return min(since) if since else None
-
-    def closed_segments(self) -> list[Segment]:
-        """Every segment but the active one, oldest first (the cleaner reads these)."""
-        return self._segments[:-1]
-
     def replace_segments(self, old: list[Segment], new: Segment, generation: int) -> bool:
-        """Swap the cleaner's `new` segment (files under `.cleaned`, synced, with its
-        `.swap-end` file and GAPS_FILE written and synced by the cleaner's thread) in for the
-        consecutive closed segments `old`, by Kafka's suffix protocol:
-
-        1. `.cleaned` -> `.swap`: from here a restart finishes the swap (`_clean_directory`);
-        2. the old segments but the first renamed `.deleted` (deferred, for reads in flight);
-        3. `.swap` -> the final names, over the first old segment's files.
-
-        Renames only: nothing here waits for the disk (the caller fsyncs the directory off the
-        loop afterwards; a crash before that finds either the old names or the swap, which
-        recovery finishes). False (and nothing done) when the log changed since the cleaning
-        was planned: a truncation, the old segments gone (retention) or the log closed."""
-        if self.closed or generation != self.generation:
+        """Swap the cleaner's `new` segment in for the closed segments `old`
+        (SegmentList.replace). False (and nothing done) when the log changed since the
+        cleaning was planned: a truncation, the old segments gone (retention) or the log
+        closed."""
+        if self.closed:
             return False
-        try:
-            i = next(k for k, seg in enumerate(self._segments) if seg is old[0])
-        except StopIteration:
+        if not self.segments.replace(old, new, generation, self.config.file_delete_delay_ms):
             return False
-        if i + len(old) >= len(self._segments) or any(
-            a is not b for a, b in zip(self._segments[i : i + len(old)], old, strict=True)
-        ):
-            return False
-        assert new.base_offset == old[0].base_offset and new.next_offset <= old[-1].next_offset
-        self.mark_gaps()
-        new.allow_gaps = True
-        end_file = self.directory / (segment_name(new.base_offset) + SWAP_END_SUFFIX)
-        assert checkpoint.read_offset(end_file) == old[-1].next_offset, "no swap-end file"
-        new.rename_suffix(SWAP_SUFFIX)
-        self.hold("swap")
-        due = self._deletes.due_ms(self.config.file_delete_delay_ms)
-        for seg in old[1:]:
-            seg.rename_deleted()
-            self._deletes.add(due, seg)
-        self.hold("deleted")
-        new.rename_suffix("")
-        old[0].replaced = True
-        self._deletes.add(due, old[0])
-        end_file.unlink()
-        self._segments[i : i + len(old)] = [new]
-        self._bases[i : i + len(old)] = [new.base_offset]
         self._check_invariants()
         return True
-
-    def mark_gaps(self) -> None:
-        """From now on the log may hold offset gaps (GAPS_FILE), durably, before any does."""
-        if self.has_gaps:
-            return
-        if not (self.directory / GAPS_FILE).exists():  # the cleaner's thread writes it first
-            checkpoint.write_atomically(self.directory / GAPS_FILE, b"")
-        self.has_gaps = True
-        for seg in self._segments:
-            seg.allow_gaps = True
-
-    def hold(self, step: str) -> None:
-        """A test hook (cleaner/hold.py): may block at a named step of a swap."""
-        cleaner_hold.hold(self.directory.parent, step)
 
     # ----- durability -----------------------------------------------------------------------
 
@@ -649,11 +568,13 @@ class Log:
         )
 
     def flush_plan(self) -> FlushPlan:
-        i = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
-        fds = tuple(os.dup(seg.fd) for seg in self._segments[i:])
+        i = max(0, bisect.bisect_right(self.segments.bases, self.recovery_point) - 1)
+        fds = tuple(os.dup(seg.fd) for seg in self.segments.all[i:])
         dir_fds = tuple(os.open(d, os.O_RDONLY) for d in self._unsynced_dirs)
         snapshots, self._txns.unsynced_snapshots = tuple(self._txns.unsynced_snapshots), []
-        return FlushPlan(fds, self.log_end_offset, len(self._truncations), dir_fds, snapshots)
+        return FlushPlan(
+            fds, self.log_end_offset, len(self.segments.truncations), dir_fds, snapshots
+        )
 
     def finish_flush(self, plan: FlushPlan) -> None:
         """`plan` ran: move the recovery point (mark_flushed); its directories are durable."""
@@ -666,8 +587,8 @@ class Log:
         since the plan was made caps what may be claimed."""
         if self.closed:
             return  # close() flushed and checkpointed already (or the log was deleted)
-        if generation is not None and generation < len(self._truncations):
-            up_to_offset = min(up_to_offset, *self._truncations[generation:])
+        if generation is not None and generation < len(self.segments.truncations):
+            up_to_offset = min(up_to_offset, *self.segments.truncations[generation:])
         up_to_offset = min(up_to_offset, self.log_end_offset)
         now = self.clock.monotonic_ms()
         self._last_flush_ms = now
@@ -709,17 +630,17 @@ class Log:
         """Delete closed segments past retention.ms / retention.bytes, oldest first; only
         when cleanup.policy has delete (a compact-only log is never deleted by retention)."""
         self._check_open()
-        self.purge_deleted_segments()
+        self.segments.purge_deleted()
         cfg = self.config
         if not cfg.delete_enabled:
             return 0
-        closed = self._segments[:-1]
+        closed = self.segments.all[:-1]
         # Kafka's deletableSegments: only below the HW; and never an open transaction's records
         # (the first unstable offset), so a transaction is never cut in two
         bounds = [b for b in (self.producers.high_watermark, self.first_unstable_offset)
                   if b is not None]  # fmt: skip
         if bounds:
-            closed = closed[: bisect.bisect_right(self._bases, min(bounds)) - 1]
+            closed = closed[: bisect.bisect_right(self.segments.bases, min(bounds)) - 1]
         count = retained_count(closed, cfg, self.clock.time_ms(), self.size_bytes)
         if count:
             self._delete_oldest(count)
@@ -741,31 +662,27 @@ class Log:
             return False
         self.log_start_offset = offset
         # the segment holding `offset` and those after it stay; the ones before are below it
-        self._delete_oldest(bisect.bisect_right(self._bases, offset) - 1)
+        self._delete_oldest(bisect.bisect_right(self.segments.bases, offset) - 1)
         assert self.log_start_offset == offset
         self._check_invariants()
         return True
 
     def _delete_oldest(self, count: int) -> None:
-        doomed = self._segments[:count]
-        del self._segments[:count], self._bases[:count]
-        self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        doomed = self.segments.all[:count]
+        del self.segments.all[:count], self.segments.bases[:count]
+        self.log_start_offset = max(self.log_start_offset, self.segments.bases[0])
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
         self._write_offsets_checkpoints()
         snapshot.prune(self.directory, self.log_start_offset)
-        self._deletes.defer(doomed, self.config.file_delete_delay_ms)
-
-    def purge_deleted_segments(self) -> int:
-        """Close and unlink `.deleted` segments whose delay has passed. Returns how many."""
-        return self._deletes.purge()
+        self.segments.deletes.defer(doomed, self.config.file_delete_delay_ms)
 
     def close(self) -> None:
         """Flush, seal, checkpoint, write the clean-shutdown marker and close every file."""
         if self.closed:
             return
         self.flush()
-        self._segments[-1].seal()
+        self.segments.all[-1].seal()
         self._txns.write_snapshot(self.log_end_offset, self.log_start_offset, sync=True)
         self._write_offsets_checkpoints()
         self.epochs.flush()
@@ -803,9 +720,9 @@ class Log:
     def _close_files(self) -> None:
         self.closed = True
         self._retire_checkpoints()
-        for seg in self._segments:
+        for seg in self.segments.all:
             seg.close()
-        self._deletes.unlink_all()
+        self.segments.deletes.unlink_all()
 
     # ----- checks ---------------------------------------------------------------------------
 
@@ -816,12 +733,14 @@ class Log:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
 
     def _check_invariants(self) -> None:
-        segs = self._segments
-        assert segs and self._bases == [s.base_offset for s in segs]
+        segs = self.segments.all
+        assert segs and self.segments.bases == [s.base_offset for s in segs]
         for prev, seg in itertools.pairwise(segs):
             # gaps are the cleaner's (segment.py, GAPS_FILE); an overlap is a bug
             assert prev.next_offset <= seg.base_offset, f"overlap after {prev.base_offset}"
-            assert self.has_gaps or prev.next_offset == seg.base_offset, f"gap after {prev}"
+            assert self.segments.has_gaps or prev.next_offset == seg.base_offset, (
+                f"gap after {prev}"
+            )
         assert self.log_start_offset <= self.recovery_point <= self.log_end_offset
 
 

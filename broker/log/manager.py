@@ -220,7 +220,7 @@ class LogManager:
                 self.apply_retention()
             await self.flush_due()
             for log in self.logs():
-                self._guard(log, log.purge_deleted_segments)
+                self._guard(log, log.segments.purge_deleted)
             self.purge_deleted(now)
             if now - last_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
                 last_checkpoint_ms = now

@@ -87,8 +87,8 @@ def test_a_read_never_spans_two_segments(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=400)
     for i in range(20):
         log.append_as_leader(batch([bytes([i]) * 40]), 0)
-    assert log.segment_count > 1
-    second_base = log.segment_base_offsets()[1]
+    assert log.segments.count > 1
+    second_base = log.segments.base_offsets()[1]
     result = log.read(0, 1 << 20)
     assert result.next_offset == second_base
     assert log.read(second_base, 1 << 20).first_offset == second_base

@@ -53,7 +53,7 @@ def test_end_offset_for_an_epoch_below_the_first_known(open_log: OpenLog) -> Non
 
 def test_truncate_to_drops_batches_and_epochs(open_log: OpenLog) -> None:
     log = _epoch_log(open_log)
-    assert log.segment_count > 1
+    assert log.segments.count > 1
     log.truncate_to(5)
     assert log.log_end_offset == 5
     assert log.epochs.entries() == [(0, 0), (2, 3)]
@@ -88,7 +88,7 @@ def test_truncation_survives_reopen_and_rebuilds_indexes(open_log: OpenLog) -> N
 def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
     log = _epoch_log(open_log)
     log.truncate_fully_and_start_at(100)
-    assert (log.log_start_offset, log.log_end_offset, log.segment_count) == (100, 100, 1)
+    assert (log.log_start_offset, log.log_end_offset, log.segments.count) == (100, 100, 1)
     assert log.latest_epoch is None
     with pytest.raises(OffsetOutOfRangeError):
         log.read(50, 100)
@@ -120,7 +120,7 @@ def test_offsets_by_time(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=400, index_interval_bytes=100)
     for i in range(30):  # batch i: offsets 2i, 2i+1 with timestamps T0+10i and T0+10i+5
         log.append_as_leader(batch([b"t" * 20] * 2, timestamps=[T0 + 10 * i, T0 + 10 * i + 5]), 0)
-    assert log.segment_count > 2
+    assert log.segments.count > 2
     assert log.offset_for_timestamp(T0) == (0, T0 + 5)
     assert log.offset_for_timestamp(T0 - 1000) == (0, T0 + 5)
     assert log.offset_for_timestamp(T0 + 5) == (0, T0 + 5)

@@ -73,7 +73,7 @@ def test_flush_plan_syncs_every_unflushed_segment(
     log = open_log(segment_bytes=200)
     for _ in range(10):
         log.append_as_leader(batch([b"y" * 60]), 0)
-    unflushed_segments = log.segment_count
+    unflushed_segments = log.segments.count
     plan = log.flush_plan()
     assert plan.up_to_offset == 10 and len(plan.fds) == unflushed_segments
     log.append_as_leader(batch([b"later"]), 0)  # appends go on while the plan runs

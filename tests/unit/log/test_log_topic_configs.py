@@ -43,13 +43,13 @@ def test_segment_jitter_is_taken_off_segment_ms_once_per_segment(
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(50 * 60 * 1000)
     log.append_as_leader(batch([b"b"]), 0)  # 50 min < 60 - 9: no roll
-    assert log.segment_count == 1
+    assert log.segments.count == 1
     clock.advance(2 * 60 * 1000)
     log.append_as_leader(batch([b"c"]), 0)  # 52 min >= 51: rolled by the jittered time
-    assert log.segment_count == 2 and asked[0] == 10 * 60 * 1000
+    assert log.segments.count == 2 and asked[0] == 10 * 60 * 1000
     clock.advance(59 * 60 * 1000)
     log.append_as_leader(batch([b"d"]), 0)  # the new segment drew 0: the full hour
-    assert log.segment_count == 2
+    assert log.segments.count == 2
 
 
 def test_no_jitter_by_default(open_log: OpenLog, clock: ManualClock) -> None:
@@ -58,4 +58,4 @@ def test_no_jitter_by_default(open_log: OpenLog, clock: ManualClock) -> None:
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(HOUR_MS - 1)
     log.append_as_leader(batch([b"b"]), 0)
-    assert log.segment_count == 1
+    assert log.segments.count == 1

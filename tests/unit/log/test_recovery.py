@@ -33,7 +33,7 @@ def test_clean_shutdown_reopens_everything(open_log: OpenLog, log_dir: Path) -> 
     again = open_log(segment_bytes=1000, index_interval_bytes=100)
     assert not (log_dir / CLEAN_SHUTDOWN_FILE).exists()  # a crash from now on is detected
     assert again.log_end_offset == log.log_end_offset
-    assert again.segment_base_offsets() == log.segment_base_offsets()
+    assert again.segments.base_offsets() == log.segments.base_offsets()
     assert read_values(again) == expected
     assert again.append_as_leader(batch([b"more"]), 1).base_offset == 80
 
@@ -81,7 +81,7 @@ def test_bit_flips_in_a_closed_segment_truncate_there(open_log: OpenLog, log_dir
         shutil.rmtree(log_dir, ignore_errors=True)
         log = open_log(segment_bytes=600, index_interval_bytes=0)
         expected = _fill(log, 30)
-        assert log.segment_count >= 4
+        assert log.segments.count >= 4
         log.close_unclean()
         (log_dir / RECOVERY_POINT_FILE).unlink(missing_ok=True)  # crashed before any checkpoint
         victim = _log_files(log_dir)[1]
@@ -98,8 +98,8 @@ def test_bit_flips_in_a_closed_segment_truncate_there(open_log: OpenLog, log_dir
         reopened = open_log(segment_bytes=600, index_interval_bytes=0)
         assert reopened.log_end_offset == cut_offset, (trial, at)
         if cut_offset <= expected[-1][0]:
-            assert reopened.segment_base_offsets()[-1] <= cut_offset  # later segments gone
-            assert len(list(log_dir.glob("*.log"))) == reopened.segment_count
+            assert reopened.segments.base_offsets()[-1] <= cut_offset  # later segments gone
+            assert len(list(log_dir.glob("*.log"))) == reopened.segments.count
         got = read_values(reopened)  # read_values checks every served batch's CRC
         assert got == [e for e in expected if e[0] < cut_offset]
         reopened.close_unclean()

@@ -50,7 +50,7 @@ def test_rolls_and_close_write_snapshots_and_a_reopen_replays_only_the_tail(
 ) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=200)
     aborted_then_open(log)
-    bases = log.segment_base_offsets()
+    bases = log.segments.base_offsets()
     assert len(bases) > 2 and snapshots(log.directory) == bases[-2:]  # the newest two
     before = state(log.producers)
     log.close()

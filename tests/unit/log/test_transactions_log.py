@@ -104,7 +104,7 @@ def test_follower_indexes_replicated_aborts(open_log: OpenLog, tmp_path: Path) -
 def test_unclean_reopen_rebuilds_the_index_and_the_lso(open_log: OpenLog, tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=200)
     aborted_then_open(log)
-    assert log.segment_count > 1
+    assert log.segments.count > 1
     log.close_unclean()
     for path in tmp_path.glob("t-0/*.txnindex"):
         path.unlink()  # lost, or torn: recovery must rebuild it
@@ -171,7 +171,7 @@ def test_retention_never_deletes_an_open_transactions_records(open_log: OpenLog)
     log.clock.advance(60_000)  # type: ignore[attr-defined]  # the manual clock: all expired
     assert log.first_unstable_offset == 1
     assert log.delete_retained_segments() == 1, "only the segment wholly below the transaction"
-    assert log.segment_base_offsets() == [1, 2, 3]
+    assert log.segments.base_offsets() == [1, 2, 3]
     log.append_control(3, 0, 0, commit=False, leader_epoch=0)
     log.update_high_watermark(log.log_end_offset)
     assert log.delete_retained_segments() == 2
