@@ -15,13 +15,7 @@ Directory contents:
                                      until file.delete.delay.ms has passed (in-flight reads)
 
 `Log` is synchronous and single-threaded: the broker's event loop owns it. Only fdatasync may
-run elsewhere: `flush_plan()` (loop) dups the fds that need it, `FlushPlan.run()` (any thread)
-syncs them, `mark_flushed()` (loop) moves the recovery point. The recovery point checkpoint is
-written when it goes down (truncation), on open, retention and close, and otherwise once a
-minute by LogManager's pass, in a thread (`offsets_checkpoint_jobs`; Kafka's
-log.flush.offset.checkpoint.interval.ms): a stale one only means more to recover, while one per
-fsync would triple the fsyncs of policy "always". A checkpoint whose value is on disk already
-is not written again (checkpoint.CheckpointFile), so an idle log writes nothing.
+run elsewhere (durability.py: flush plans, the recovery point and the offsets checkpoints).
 
 A new log (its directory did not exist) creates only its first `.log` file (the indexes come
 with their first entries) and fsyncs nothing:
@@ -41,7 +35,8 @@ What `Log` does with the help of the modules beside it:
   and transactions' indexes kept in step: producer_log.py (and transactions.py);
 - reads (whole batches as `FileSlice`s, offsets by timestamp): reads.py;
 - retention and the deferred deletion of removed segments: retention.py;
-- the segment list, offset gaps and the cleaner's swap of cleaned segments: segment_list.py.
+- the segment list, offset gaps and the cleaner's swap of cleaned segments: segment_list.py;
+- flushes, the log start offset and recovery point and their checkpoints: durability.py.
 """
 
 from __future__ import annotations
@@ -52,13 +47,13 @@ import os
 import shutil
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from broker.log import checkpoint, reads, recovery, snapshot
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirIOError
+from broker.log.durability import LOG_START_FILE, RECOVERY_POINT_FILE, Durability
 from broker.log.epoch import LeaderEpochCache
 from broker.log.producer_log import H_ATTRIBUTES, H_PEPOCH, H_PID, H_SEQ, ProducerLog
 from broker.log.reads import ReadResult
@@ -77,7 +72,6 @@ from broker.log.segment import (
 )
 from broker.log.segment_list import SegmentList
 from broker.log.transactions import collect_aborted
-from broker.metrics_counters import timed_fdatasync
 from broker.producer_state import ProducerRow
 from broker.txn_state import last_stable_offset
 from protocol.batch import (
@@ -97,10 +91,7 @@ from protocol.errors import (
 )
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
-RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
-LOG_START_FILE = "log-start-offset-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
-RECOVERY_CHECKPOINT_INTERVAL_MS = 60_000
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 assert _PREFIX.size == LEADER_EPOCH_AT + 4
 
@@ -126,32 +117,6 @@ class AppendInfo(NamedTuple):
     duplicate: bool = False  # an idempotent producer's retry: nothing appended
 
 
-@dataclass(frozen=True, slots=True)
-class FlushPlan:
-    """Duplicated fds to fdatasync, directories to fsync (a new log's, on its first flush),
-    and the offset they make durable. `run` closes the fds; `Log.finish_flush` takes it back."""
-
-    fds: tuple[int, ...]
-    up_to_offset: int
-    generation: int
-    dir_fds: tuple[int, ...] = ()
-    snapshots: tuple[Path, ...] = ()  # producer-state snapshots written at a roll
-
-    def run(self) -> None:
-        try:
-            for path in self.snapshots:
-                snapshot.fsync_file(path)
-            for fd in self.fds:
-                timed_fdatasync(fd)  # os.fdatasync, counted (metrics)
-            for fd in self.dir_fds:
-                os.fsync(fd)
-        except OSError as exc:
-            raise LogDirIOError(f"fdatasync failed: {exc}") from None
-        finally:
-            for fd in (*self.fds, *self.dir_fds):
-                os.close(fd)
-
-
 class Log:
     def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
         """Use `Log.open`."""
@@ -161,12 +126,8 @@ class Log:
         self.clock = clock
         self.segments = SegmentList(directory, clock)  # oldest first (segment_list.py)
         self._max_timestamp = reads.MaxTimestamp()  # ListOffsets MAX_TIMESTAMP's answer, kept
-        self.log_start_offset = 0
-        self.recovery_point = 0
-        self._last_flush_ms = clock.monotonic_ms()
-        self._recovery_point_file = checkpoint.CheckpointFile(directory / RECOVERY_POINT_FILE)
-        self._log_start_file = checkpoint.CheckpointFile(directory / LOG_START_FILE)
-        self._unsynced_dirs: tuple[Path, ...] = ()  # to fsync with the next flush
+        # the log start offset, the recovery point, flushes (durability.py)
+        self.durability = Durability(directory, config, clock, self.segments)
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
         self._txns = ProducerLog(directory)  # producer state, snapshots (producer_log.py)
         self.producers = self._txns.producers  # idempotent producers (broker/producer_state.py)
@@ -194,12 +155,10 @@ class Log:
         self.segments.all = [Segment.create(self.directory, 0, new_directory=True)]
         self.segments.bases = [0]
         self.epochs = LeaderEpochCache.absent(self.directory / EPOCH_FILE)
-        zero = checkpoint.encode_offset(0)  # what the absent files read as
-        self._recovery_point_file.holds(zero)
-        self._log_start_file.holds(zero)
+        self.durability.holds(0, 0)  # what the absent files read as
         # the directory's entry and its files' are made durable by the first flush (Kafka's
         # KAFKA-3968: fsyncing them here cost 3,000 directory fsyncs per 3,000 new logs)
-        self._unsynced_dirs = (self.directory, self.directory.parent)
+        self.durability.unsynced_dirs = (self.directory, self.directory.parent)
 
     def _load(self) -> None:
         clean = (self.directory / CLEAN_SHUTDOWN_FILE).exists()
@@ -214,8 +173,7 @@ class Log:
         recovery_point = checkpoint.read_offset(self.directory / RECOVERY_POINT_FILE)
         log_start = checkpoint.read_offset(self.directory / LOG_START_FILE)
         # what the files mean (absent or corrupt: 0) is not written again
-        self._recovery_point_file.holds(checkpoint.encode_offset(recovery_point or 0))
-        self._log_start_file.holds(checkpoint.encode_offset(log_start or 0))
+        self.durability.holds(recovery_point or 0, log_start or 0)
         if clean:
             first_unflushed = len(segments)
         else:
@@ -235,15 +193,15 @@ class Log:
         for seg in self.segments.all[:-1]:
             seg.seal()
         leo = self.log_end_offset
-        self.log_start_offset = min(max(log_start or 0, self.segments.bases[0]), leo)
+        self.durability.log_start_offset = min(max(log_start or 0, self.segments.bases[0]), leo)
         self.epochs.truncate_from_end(leo)
         self.epochs.truncate_from_start(self.log_start_offset)
         if not clean:
             for seg in self.segments.all[first_unflushed:]:
                 os.fdatasync(seg.fd)  # what recovery kept is now durable
-        self.recovery_point = leo
+        self.durability.recovery_point = leo
         self._check_invariants()
-        self._write_offsets_checkpoints()
+        self.durability.checkpoint_offsets()
         (self.directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         checkpoint.fsync_dir(self.directory)
         snapshot.prune(self.directory, self.log_start_offset, above=leo)  # past a cut tail
@@ -259,6 +217,16 @@ class Log:
         return self.segments.all[-1].next_offset
 
     @property
+    def log_start_offset(self) -> int:
+        """The first offset still served (durability.py keeps it and its checkpoint)."""
+        return self.durability.log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below it are known to be fsynced (durability.py)."""
+        return self.durability.recovery_point
+
+    @property
     def size_bytes(self) -> int:
         return sum(seg.size_bytes for seg in self.segments.all)
 
@@ -268,6 +236,7 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
+        self.durability.config = config
 
     # ----- appends --------------------------------------------------------------------------
 
@@ -425,7 +394,8 @@ class Log:
         self.segments.all.append(new)
         self.segments.bases.append(new.base_offset)
         # fsynced by the next flush
-        self._txns.write_snapshot(new.base_offset, self.log_start_offset, sync=False)
+        path = self._txns.write_snapshot(new.base_offset, self.log_start_offset, sync=False)
+        self.durability.unsynced_snapshots.append(path)
         checkpoint.fsync_dir(self.directory)
 
     # ----- reads ----------------------------------------------------------------------------
@@ -515,8 +485,8 @@ class Log:
         self.segments.all[-1].truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
         if self.recovery_point > self.log_end_offset:
-            self.recovery_point = self.log_end_offset
-            self._write_offsets_checkpoints()
+            self.durability.recovery_point = self.log_end_offset
+            self.durability.checkpoint_offsets()
         snapshot.prune(self.directory, self.log_start_offset, above=self.log_end_offset)
         self._txns.rebuild(self.segments.all, self.segments.bases, self.log_start_offset,
                            self.log_end_offset, self.segments.has_gaps)  # fmt: skip
@@ -532,11 +502,11 @@ class Log:
         self.segments.all = [Segment.create(self.directory, offset)]
         self.segments.all[0].allow_gaps = self.segments.has_gaps
         self.segments.bases = [offset]
-        self.log_start_offset = self.recovery_point = offset
+        self.durability.log_start_offset = self.durability.recovery_point = offset
         self.epochs.clear()
         self.producers.reset(offset == 0)
         snapshot.prune(self.directory, offset, above=-1)
-        self._write_offsets_checkpoints()
+        self.durability.checkpoint_offsets()
         checkpoint.fsync_dir(self.directory)
 
     # ----- the log cleaner (cleaner/) ---------------------------------------------------------
@@ -555,74 +525,11 @@ class Log:
 
     # ----- durability -----------------------------------------------------------------------
 
-    def needs_flush(self) -> bool:
-        unflushed = self.log_end_offset - self.recovery_point
-        if unflushed <= 0:
-            return False
-        cfg = self.config
-        if cfg.flush_messages is not None and unflushed >= cfg.flush_messages:
-            return True
-        return (
-            cfg.flush_ms is not None
-            and self.clock.monotonic_ms() - self._last_flush_ms >= cfg.flush_ms
-        )
-
-    def flush_plan(self) -> FlushPlan:
-        i = max(0, bisect.bisect_right(self.segments.bases, self.recovery_point) - 1)
-        fds = tuple(os.dup(seg.fd) for seg in self.segments.all[i:])
-        dir_fds = tuple(os.open(d, os.O_RDONLY) for d in self._unsynced_dirs)
-        snapshots, self._txns.unsynced_snapshots = tuple(self._txns.unsynced_snapshots), []
-        return FlushPlan(
-            fds, self.log_end_offset, len(self.segments.truncations), dir_fds, snapshots
-        )
-
-    def finish_flush(self, plan: FlushPlan) -> None:
-        """`plan` ran: move the recovery point (mark_flushed); its directories are durable."""
-        self.mark_flushed(plan.up_to_offset, plan.generation)
-        if plan.dir_fds:
-            self._unsynced_dirs = ()
-
-    def mark_flushed(self, up_to_offset: int, generation: int | None = None) -> None:
-        """Offsets below `up_to_offset` are on disk. With the plan's generation, a truncation
-        since the plan was made caps what may be claimed."""
-        if self.closed:
-            return  # close() flushed and checkpointed already (or the log was deleted)
-        if generation is not None and generation < len(self.segments.truncations):
-            up_to_offset = min(up_to_offset, *self.segments.truncations[generation:])
-        up_to_offset = min(up_to_offset, self.log_end_offset)
-        now = self.clock.monotonic_ms()
-        self._last_flush_ms = now
-        if up_to_offset <= self.recovery_point:
-            return
-        self.recovery_point = up_to_offset
-
     def flush(self) -> None:
-        plan = self.flush_plan()
+        durability = self.durability
+        plan = durability.flush_plan()
         plan.run()
-        self.finish_flush(plan)
-
-    def checkpoint_offsets(self) -> None:
-        """Persist the recovery point and log start offset now."""
-        if not self.closed:
-            self._write_offsets_checkpoints()
-
-    def offsets_checkpoint_jobs(self) -> list[Callable[[], None]]:
-        """The writes (to run in any thread) that persist the recovery point and log start
-        offset as they are now; none when the files hold them already."""
-        if self.closed:
-            return []
-        assert self.log_start_offset <= self.recovery_point <= self.log_end_offset, (
-            self.log_start_offset, self.recovery_point, self.log_end_offset,
-        )  # fmt: skip
-        jobs = (
-            self._recovery_point_file.write_job(checkpoint.encode_offset(self.recovery_point)),
-            self._log_start_file.write_job(checkpoint.encode_offset(self.log_start_offset)),
-        )
-        return [job for job in jobs if job is not None]
-
-    def _write_offsets_checkpoints(self) -> None:
-        for job in self.offsets_checkpoint_jobs():
-            job()
+        durability.finish_flush(plan)
 
     # ----- retention and deletion -----------------------------------------------------------
 
@@ -660,7 +567,7 @@ class Log:
             )
         if offset <= self.log_start_offset:
             return False
-        self.log_start_offset = offset
+        self.durability.log_start_offset = offset
         # the segment holding `offset` and those after it stay; the ones before are below it
         self._delete_oldest(bisect.bisect_right(self.segments.bases, offset) - 1)
         assert self.log_start_offset == offset
@@ -670,10 +577,10 @@ class Log:
     def _delete_oldest(self, count: int) -> None:
         doomed = self.segments.all[:count]
         del self.segments.all[:count], self.segments.bases[:count]
-        self.log_start_offset = max(self.log_start_offset, self.segments.bases[0])
-        self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        self.durability.log_start_offset = max(self.log_start_offset, self.segments.bases[0])
+        self.durability.recovery_point = max(self.recovery_point, self.log_start_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
-        self._write_offsets_checkpoints()
+        self.durability.checkpoint_offsets()
         snapshot.prune(self.directory, self.log_start_offset)
         self.segments.deletes.defer(doomed, self.config.file_delete_delay_ms)
 
@@ -684,25 +591,16 @@ class Log:
         self.flush()
         self.segments.all[-1].seal()
         self._txns.write_snapshot(self.log_end_offset, self.log_start_offset, sync=True)
-        self._write_offsets_checkpoints()
+        self.durability.checkpoint_offsets()
         self.epochs.flush()
         checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
-        self._close_files()
-
-    def close_unclean(self) -> None:
-        """Close the files without flushing or a marker (a crash of the process, for tests;
-        and the last step for a deleted partition). Idempotent."""
-        self._close_files()
+        self.close_unclean()
 
     def mark_deleted(self) -> None:
         """Refuse every further call, but keep the files open for slices in flight. A
         checkpoint being written in a thread lands before this returns; none after."""
         self.closed = True
-        self._retire_checkpoints()
-
-    def _retire_checkpoints(self) -> None:
-        for file in (self._recovery_point_file, self._log_start_file):
-            file.retire()
+        self.durability.retire()
         self.epochs.retire()
 
     def mark_offline(self) -> None:
@@ -710,16 +608,20 @@ class Log:
         more, not even at close (no clean-shutdown marker: the next start recovers the log).
         The files stay open, so a fetch response already being sent from them completes."""
         self.closed = self.offline = True
-        self._retire_checkpoints()
+        self.durability.retire()
+        self.epochs.retire()
 
     def delete(self) -> None:
         """Close everything and remove the directory."""
-        self._close_files()
+        self.close_unclean()
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _close_files(self) -> None:
+    def close_unclean(self) -> None:
+        """Close the files without flushing or a marker (a crash of the process, for tests;
+        and the last step for a deleted partition). Idempotent."""
         self.closed = True
-        self._retire_checkpoints()
+        self.durability.retire()
+        self.epochs.retire()
         for seg in self.segments.all:
             seg.close()
         self.segments.deletes.unlink_all()

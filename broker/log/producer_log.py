@@ -6,8 +6,8 @@
   transaction; an abort is added to the `.txnindex` of the segment holding the marker
   (transactions.index_abort);
 - at a roll and at close the table is snapshotted at the log end (`write_snapshot`,
-  snapshot.py; the newest two are kept). A roll's snapshot is not fsynced there: it waits in
-  `unsynced_snapshots` for the next flush (Log.flush_plan);
+  snapshot.py; the newest two are kept). A roll's snapshot is not fsynced there: the next
+  flush fsyncs it (durability.py);
 - opening, a truncation and a recovered segment rebuild the table (`rebuild`): the newest sound
   snapshot at or below a limit is loaded and the batches after it replayed (`replay`), which
   also refills the `.txnindex` of a recovered segment.
@@ -37,7 +37,6 @@ class ProducerLog:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.producers = ProducerStateTable()  # idempotent producers (broker/producer_state.py)
-        self.unsynced_snapshots: list[Path] = []  # written at a roll, fsynced by a flush
 
     def end_txn(
         self,
@@ -99,13 +98,13 @@ class ProducerLog:
             self.producers.on_high_watermark(min(hw, log_end_offset))
         self.replay(segments, bases, start)
 
-    def write_snapshot(self, offset: int, log_start_offset: int, sync: bool) -> None:
-        """Snapshot the producer table at `offset` (the log end); keep the newest two."""
+    def write_snapshot(self, offset: int, log_start_offset: int, sync: bool) -> Path:
+        """Snapshot the producer table at `offset` (the log end); keep the newest two. The
+        snapshot's path: without `sync`, the next flush must fsync it."""
         path = snapshot.snapshot_path(self.directory, offset)
         snapshot.write(path, snapshot.encode(self.producers), sync)
-        if not sync:
-            self.unsynced_snapshots.append(path)
         snapshot.prune(self.directory, log_start_offset)
+        return path
 
     def replay(self, segments: list[Segment], bases: list[int], start: int) -> None:
         """Apply the batches from `start` to the log end to the producer table, adding each

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.log import LOG_START_FILE
+from broker.log.durability import LOG_START_FILE
 from broker.log.segment import DELETED_SUFFIX
 from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError

@@ -6,7 +6,8 @@ import random
 import shutil
 from pathlib import Path
 
-from broker.log.log import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE, Log
+from broker.log.durability import RECOVERY_POINT_FILE
+from broker.log.log import CLEAN_SHUTDOWN_FILE, Log
 from protocol.batch import iter_batches
 
 from .conftest import OpenLog, batch, read_values
@@ -109,7 +110,7 @@ def test_recovery_starts_at_the_recovery_point(open_log: OpenLog, log_dir: Path)
     log = open_log(segment_bytes=600)
     _fill(log, 30)
     log.flush()
-    log.checkpoint_offsets()
+    log.durability.checkpoint_offsets()
     log.append_as_leader(batch([b"unflushed"]), 1)
     log.close_unclean()
     first = _log_files(log_dir)[0]
