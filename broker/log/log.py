@@ -31,8 +31,9 @@ What `Log` does with the help of the modules beside it:
 
 - opening an existing directory: recovery.py (leftovers, a committed cleaner swap, a foreign
   record format, which segments are recovered and which only loaded);
-- appends: here (validation, offsets, epochs); when to roll: rolling.py; the producer state
-  and transactions' indexes kept in step: producer_log.py (and transactions.py);
+- appends: here (offsets, epochs; what is checked first: appends.py); when to roll:
+  rolling.py; the producer state and transactions' indexes kept in step: producer_log.py
+  (and transactions.py);
 - reads (whole batches as `FileSlice`s, offsets by timestamp): reads.py;
 - retention and the deferred deletion of removed segments: retention.py;
 - the segment list, offset gaps and the cleaner's swap of cleaned segments: segment_list.py;
@@ -45,17 +46,25 @@ import bisect
 import itertools
 import os
 import shutil
-import struct
-from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from broker.log import checkpoint, reads, recovery, snapshot
+from broker.log.appends import (
+    H_ATTRIBUTES,
+    H_PEPOCH,
+    H_PID,
+    H_SEQ,
+    PREFIX,
+    AppendInfo,
+    VerifyTxn,
+    check_client_batch,
+    check_replicated,
+)
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirIOError
 from broker.log.durability import LOG_START_FILE, RECOVERY_POINT_FILE, Durability
 from broker.log.epoch import LeaderEpochCache
-from broker.log.producer_log import H_ATTRIBUTES, H_PEPOCH, H_PID, H_SEQ, ProducerLog
+from broker.log.producer_log import ProducerLog
 from broker.log.reads import ReadResult
 from broker.log.retention import retained_count
 from broker.log.rolling import RollPolicy
@@ -67,8 +76,6 @@ from broker.log.segment import (
     H_LENGTH,
     H_MAX_TS,
     Segment,
-    check_batch,
-    check_stored_batch,
 )
 from broker.log.segment_list import SegmentList
 from broker.log.transactions import collect_aborted
@@ -76,10 +83,8 @@ from broker.producer_state import ProducerRow
 from broker.txn_state import last_stable_offset
 from protocol.batch import (
     CONTROL_BIT,
-    LEADER_EPOCH_AT,
     LENGTH_PREFIX_BYTES,
     TRANSACTIONAL_BIT,
-    InvalidBatchError,
 )
 from protocol.clock import Clock
 from protocol.control import Marker, build_marker
@@ -92,29 +97,6 @@ from protocol.errors import (
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 EPOCH_FILE = "leader-epoch-checkpoint"
-_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
-assert _PREFIX.size == LEADER_EPOCH_AT + 4
-
-VerifyTxn = Callable[[int, int], None]
-"""(producer id, producer epoch) -> None, or raises: the hook `append_as_leader` calls for a
-transactional batch, where the partition will check that the transaction coordinator added it
-to the producer's transaction (KIP-890's verification; INVALID_TXN_STATE when not)."""
-
-
-class UnexpectedAppendOffsetError(OffsetOutOfRangeError):
-    """A replicated batch does not start at the log end offset."""
-
-
-class AppendInfo(NamedTuple):
-    """What one append did (a NamedTuple: built once per batch, cheaper than a frozen
-    dataclass's per-field object.__setattr__)."""
-
-    base_offset: int
-    last_offset: int
-    record_count: int
-    max_timestamp: int
-    size_bytes: int
-    duplicate: bool = False  # an idempotent producer's retry: nothing appended
 
 
 class Log:
@@ -230,10 +212,6 @@ class Log:
     def size_bytes(self) -> int:
         return sum(seg.size_bytes for seg in self.segments.all)
 
-    @property
-    def latest_epoch(self) -> int | None:
-        return self.epochs.latest_epoch
-
     def update_config(self, config: LogConfig) -> None:
         self.config = config
         self.durability.config = config
@@ -254,12 +232,8 @@ class Log:
         one carries no sequence, and only its producer epoch is checked, as Kafka's
         AppendOrigin.COORDINATOR."""
         self._check_open()
-        h = check_batch(batch, 0, self.config.max_message_bytes)
+        h = check_client_batch(batch, self.config.max_message_bytes)
         size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
-        if size != len(batch):
-            raise InvalidBatchError(f"{len(batch) - size} bytes follow the batch")
-        if h[H_ATTRIBUTES] & CONTROL_BIT:
-            raise InvalidRecordError("control batches are written by brokers, not by clients")
         transactional = bool(h[H_ATTRIBUTES] & TRANSACTIONAL_BIT)
         idempotent = h[H_PID] >= 0 and h[H_SEQ] >= 0  # else the producer table ignores it
         if transactional and not idempotent:
@@ -286,8 +260,8 @@ class Log:
         latest = self.epochs.latest_epoch
         if latest is None or leader_epoch > latest:
             self.epochs.assign(leader_epoch, base)
-        prefix = _PREFIX.pack(base, h[H_LENGTH], leader_epoch)
-        parts = (prefix, memoryview(batch)[_PREFIX.size :])
+        prefix = PREFIX.pack(base, h[H_LENGTH], leader_epoch)
+        parts = (prefix, memoryview(batch)[PREFIX.size :])
         segment.append(parts, size, base, last, h[H_MAX_TS], now_ms,
                        self.config.index_interval_bytes)  # fmt: skip
         if idempotent or transactional:
@@ -311,7 +285,7 @@ class Log:
         batch = bytearray(build_marker(producer_id, producer_epoch, coordinator_epoch, commit,
                                        now_ms))  # fmt: skip
         base = self.log_end_offset
-        _PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
+        PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
         self._append((batch,), len(batch), base, base, now_ms, leader_epoch)
         self._txns.end_txn(self.segments.all, self.segments.bases, producer_id, producer_epoch,
                            Marker(commit, coordinator_epoch), base, now_ms)  # fmt: skip
@@ -321,20 +295,7 @@ class Log:
         """Append already-stamped batches byte for byte. All are checked before any is written."""
         self._check_open()
         view = memoryview(batches)
-        expected = self.log_end_offset
-        headers = []
-        pos = 0
-        gap = False
-        while pos < len(view):
-            h = check_stored_batch(view, pos)  # the leader's cleaner may have rewritten it
-            if h[H_BASE] < expected:
-                raise UnexpectedAppendOffsetError(
-                    f"batch at offset {h[H_BASE]}, the log ends at {expected}"
-                )
-            gap = gap or h[H_BASE] > expected  # the leader's cleaner removed what was between
-            headers.append((pos, h))
-            expected = h[H_BASE] + h[H_LAST_DELTA] + 1
-            pos += LENGTH_PREFIX_BYTES + h[H_LENGTH]
+        headers, expected, pos, gap = check_replicated(view, self.log_end_offset)
         if not headers:
             return None
         if gap:
@@ -446,10 +407,6 @@ class Log:
         """min(first unstable offset, HW): where read_committed reads stop."""
         self.producers.on_high_watermark(high_watermark)
         return last_stable_offset(self.first_unstable_offset, high_watermark)
-
-    def ongoing_transactions(self) -> list[tuple[int, int, int, int]]:
-        """(producer id, producer epoch, first offset, start timestamp ms), oldest first."""
-        return self.producers.ongoing_transactions()
 
     def producer_states(self) -> list[ProducerRow]:
         """DescribeProducers' rows: id, epoch, last sequence, last timestamp, coordinator

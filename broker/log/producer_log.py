@@ -22,15 +22,13 @@ import bisect
 from pathlib import Path
 
 from broker.log import snapshot
+from broker.log.appends import H_PEPOCH, H_PID
 from broker.log.segment import H_BASE, H_MAX_TS, Segment
 from broker.log.transactions import index_abort, segment_entries
 from broker.producer_state import ProducerStateTable
 from broker.txn_state import CompletedTxn
 from protocol.batch import InvalidBatchError
 from protocol.control import Marker, parse_marker
-
-H_PID, H_PEPOCH, H_SEQ = 9, 10, 11  # producer id, producer epoch, base sequence
-H_ATTRIBUTES = 5
 
 
 class ProducerLog:

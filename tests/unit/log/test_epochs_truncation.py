@@ -24,7 +24,7 @@ def _epoch_log(open_log: OpenLog, **config: object):  # type: ignore[no-untyped-
 def test_epoch_cache_records_first_offsets(open_log: OpenLog, log_dir: Path) -> None:
     log = _epoch_log(open_log)
     assert log.epochs.entries() == [(0, 0), (2, 3), (5, 7)]
-    assert log.latest_epoch == 5
+    assert log.epochs.latest_epoch == 5
     text = (log_dir / EPOCH_FILE).read_text()
     assert text == "0\n3\n0 0\n2 3\n5 7\n"  # written through, Kafka's layout
 
@@ -89,7 +89,7 @@ def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
     log = _epoch_log(open_log)
     log.truncate_fully_and_start_at(100)
     assert (log.log_start_offset, log.log_end_offset, log.segments.count) == (100, 100, 1)
-    assert log.latest_epoch is None
+    assert log.epochs.latest_epoch is None
     with pytest.raises(OffsetOutOfRangeError):
         log.read(50, 100)
     assert log.append_as_leader(batch([b"a"]), 9).base_offset == 100

@@ -57,7 +57,7 @@ def test_torn_tail_cut_at_every_byte_of_the_last_batch(
         reopened = open_log(index_interval_bytes=64)
         assert reopened.log_end_offset == last.base_offset, cut
         assert reopened.size_bytes == full - last.size_bytes
-        assert reopened.latest_epoch == 1  # epoch 2 only started in the lost batch
+        assert reopened.epochs.latest_epoch == 1  # epoch 2 only started in the lost batch
         assert read_values(reopened) == expected
         assert reopened.append_as_leader(batch([b"after"]), 3).base_offset == last.base_offset
         reopened.close_unclean()

@@ -47,7 +47,7 @@ def test_abort_is_indexed_and_the_lso_follows_the_high_watermark(open_log: OpenL
     assert log.first_unstable_offset == 2  # pid 2's marker (5) is not below the HW
     log.update_high_watermark(6)
     assert log.first_unstable_offset == 6 and log.last_stable_offset(7) == 6
-    assert log.ongoing_transactions() == [(3, 0, 6, T0)]
+    assert log.producers.ongoing_transactions() == [(3, 0, 6, T0)]
     rows = {r.producer_id: r for r in log.producer_states()}
     assert rows[3].current_txn_start_offset == 6 and rows[1].current_txn_start_offset == -1
     index = log.directory / "00000000000000000000.txnindex"
@@ -123,7 +123,7 @@ def test_truncation_cuts_index_entries_and_reopens_the_transaction(open_log: Ope
     assert os.path.getsize(log.directory / "00000000000000000000.txnindex") == 0
     log.update_high_watermark(4)
     assert log.first_unstable_offset == 0
-    assert [t[0] for t in log.ongoing_transactions()] == [1, 2]
+    assert [t[0] for t in log.producers.ongoing_transactions()] == [1, 2]
 
 
 def test_a_coordinators_transactional_batch_needs_no_sequence(open_log: OpenLog) -> None:
