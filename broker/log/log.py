@@ -34,7 +34,7 @@ What `Log` does with the help of the modules beside it:
 - appends: here (offsets, epochs; what is checked first: appends.py); when to roll:
   rolling.py; the producer state and transactions' indexes kept in step: producer_log.py
   (and transactions.py);
-- reads (whole batches as `FileSlice`s, offsets by timestamp): reads.py;
+- reads (whole batches as `FileSlice`s; offsets by timestamp, `log.times`): reads.py;
 - retention and the deferred deletion of removed segments: retention.py;
 - the segment list, offset gaps and the cleaner's swap of cleaned segments: segment_list.py;
 - flushes, the log start offset and recovery point and their checkpoints: durability.py.
@@ -107,9 +107,9 @@ class Log:
         self.config = config
         self.clock = clock
         self.segments = SegmentList(directory, clock)  # oldest first (segment_list.py)
-        self._max_timestamp = reads.MaxTimestamp()  # ListOffsets MAX_TIMESTAMP's answer, kept
         # the log start offset, the recovery point, flushes (durability.py)
         self.durability = Durability(directory, config, clock, self.segments)
+        self.times = reads.TimeLookup(self.segments, self.durability)  # ListOffsets by time
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
         self._txns = ProducerLog(directory)  # producer state, snapshots (producer_log.py)
         self.producers = self._txns.producers  # idempotent producers (broker/producer_state.py)
@@ -413,17 +413,8 @@ class Log:
         epoch, current transaction start offset (-1: none)."""
         return self.producers.rows()
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
-        return reads.offset_for_timestamp(self.segments.all, self.log_start_offset, timestamp_ms)
-
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
-
-    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record holding the log's largest timestamp
-        (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches (reads.py)."""
-        return self._max_timestamp.find(self.segments.all, self.log_start_offset)
 
     # ----- truncation -----------------------------------------------------------------------
 

@@ -7,12 +7,12 @@ truncation removes are renamed `.deleted` and closed only after file.delete.dela
 shortens the file in place, so a slice past the cut may come up short (a sender must check
 what pread/sendfile return).
 
-`offset_for_timestamp` walks the segments' time indexes (ListOffsets by time);
-`MaxTimestamp` answers ListOffsets MAX_TIMESTAMP (KIP-734) and keeps its answer until another
-batch takes the maximum.
+`TimeLookup` answers ListOffsets by time: `offset_for_timestamp` walks the segments' time
+indexes, `offset_of_max_timestamp` answers MAX_TIMESTAMP (KIP-734) and keeps its answer until
+another batch takes the maximum.
 
-Functions of the segment list (oldest first, with its base offsets for bisect) and the log
-start offset: nothing here holds the log.
+They see the segment list (segment_list.py) and the log start offset (durability.py), never
+the log.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import os
 from dataclasses import dataclass
 
 from broker.log.dir_failure import LogDirIOError
+from broker.log.durability import Durability
 from broker.log.segment import H_LENGTH, Segment
+from broker.log.segment_list import SegmentList
 from protocol.batch import LENGTH_PREFIX_BYTES, InvalidBatchError, decode_records
 from protocol.codec import FileSlice
 from protocol.errors import OdradekError, OffsetOutOfRangeError, UsageError
@@ -74,24 +76,25 @@ def read(
     return ReadResult(None, offset, offset, 0)
 
 
-def offset_for_timestamp(
-    segments: list[Segment], log_start_offset: int, timestamp_ms: int
-) -> tuple[int, int] | None:
-    """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
-    for seg in segments:
-        found = seg.find_by_time(timestamp_ms)
-        if found is not None:
-            return max(found[0], log_start_offset), found[1]
-    return None
+class TimeLookup:
+    """Offsets by timestamp in a log's segments (ListOffsets), never below its log start
+    offset (durability.py keeps it)."""
 
-
-class MaxTimestamp:
-    """ListOffsets MAX_TIMESTAMP's answer, kept: ((segment base, max ts, batch base), answer)."""
-
-    def __init__(self) -> None:
+    def __init__(self, segments: SegmentList, durability: Durability) -> None:
+        self._segments = segments
+        self._durability = durability
+        # ListOffsets MAX_TIMESTAMP: ((segment base, max ts, batch base), answer), kept
         self._found: tuple[tuple[int, int, int], tuple[int, int]] | None = None
 
-    def find(self, segments: list[Segment], log_start_offset: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
+        for seg in self._segments.all:
+            found = seg.find_by_time(timestamp_ms)
+            if found is not None:
+                return max(found[0], self._durability.log_start_offset), found[1]
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record holding the log's largest timestamp
         (ListOffsets MAX_TIMESTAMP, KIP-734); None for a log without batches.
 
@@ -99,8 +102,9 @@ class MaxTimestamp:
         (segment.py, from the batch headers and the time index), so the segment and the batch
         come without a scan; only that one batch is decoded, to find the record within it (as
         Kafka does), and the answer is kept until another batch takes the maximum."""
+        log_start_offset = self._durability.log_start_offset
         best: Segment | None = None
-        for seg in segments:  # the first segment with the largest max, as Kafka
+        for seg in self._segments.all:  # the first segment with the largest max, as Kafka
             if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
                 best = seg
         if best is None:

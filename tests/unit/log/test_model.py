@@ -135,7 +135,7 @@ class LogModel(RuleBasedStateMachine):
     @precondition(lambda self: self.batches)
     @rule()
     def offset_for_timestamp(self) -> None:
-        found = self.log.offset_for_timestamp(0)
+        found = self.log.times.offset_for_timestamp(0)
         assert found is not None and found[0] == self.start
 
     # ----- invariants -----------------------------------------------------------------------
