@@ -111,7 +111,8 @@ class Log:
         self.durability = Durability(directory, config, clock, self.segments)
         self.times = reads.TimeLookup(self.segments, self.durability)  # ListOffsets by time
         self.epochs = LeaderEpochCache(directory / EPOCH_FILE)
-        self._txns = ProducerLog(directory)  # producer state, snapshots (producer_log.py)
+        # producer state, snapshots (producer_log.py)
+        self._txns = ProducerLog(directory, self.segments, self.durability)
         self.producers = self._txns.producers  # idempotent producers (broker/producer_state.py)
         self.closed = False
         self.offline = False  # its log directory failed (dir_failure.py): closed for good
@@ -189,8 +190,7 @@ class Log:
         snapshot.prune(self.directory, self.log_start_offset, above=leo)  # past a cut tail
         recovered = [seg.base_offset for seg in self.segments.all if seg.recovered]
         # a recovered segment's .txnindex was emptied: replay from a snapshot at or before it
-        self._txns.rebuild(self.segments.all, self.segments.bases, self.log_start_offset, leo,
-                           self.segments.has_gaps, min(recovered, default=leo))  # fmt: skip
+        self._txns.rebuild(min(recovered, default=leo))
 
     # ----- state ----------------------------------------------------------------------------
 
@@ -287,8 +287,8 @@ class Log:
         base = self.log_end_offset
         PREFIX.pack_into(batch, 0, base, len(batch) - LENGTH_PREFIX_BYTES, leader_epoch)
         self._append((batch,), len(batch), base, base, now_ms, leader_epoch)
-        self._txns.end_txn(self.segments.all, self.segments.bases, producer_id, producer_epoch,
-                           Marker(commit, coordinator_epoch), base, now_ms)  # fmt: skip
+        self._txns.end_txn(producer_id, producer_epoch, Marker(commit, coordinator_epoch), base,
+                           now_ms)  # fmt: skip
         return AppendInfo(base, base, 1, now_ms, len(batch))
 
     def append_as_follower(self, batches: bytes | bytearray) -> AppendInfo | None:
@@ -305,9 +305,7 @@ class Log:
             last = h[H_BASE] + h[H_LAST_DELTA]
             self._append((view[at : at + size],), size, h[H_BASE], last, h[H_MAX_TS], h[H_EPOCH])
             if h[H_ATTRIBUTES] & CONTROL_BIT:
-                self._txns.replicated_marker(
-                    self.segments.all, self.segments.bases, view[at : at + size], h
-                )
+                self._txns.replicated_marker(view[at : at + size], h)
                 continue
             # a cleaned batch keeps its offset span, and its sequences span the same
             self.producers.record(h[H_PID], h[H_PEPOCH], h[H_SEQ], h[H_LAST_DELTA] + 1,
@@ -355,7 +353,7 @@ class Log:
         self.segments.all.append(new)
         self.segments.bases.append(new.base_offset)
         # fsynced by the next flush
-        path = self._txns.write_snapshot(new.base_offset, self.log_start_offset, sync=False)
+        path = self._txns.write_snapshot(new.base_offset, sync=False)
         self.durability.unsynced_snapshots.append(path)
         checkpoint.fsync_dir(self.directory)
 
@@ -396,7 +394,7 @@ class Log:
     def first_unstable_offset(self) -> int | None:
         """The first offset of an open, or completed but unreplicated, transaction (not below
         the log start); None when there is none."""
-        return self._txns.first_unstable_offset(self.log_start_offset)
+        return self._txns.first_unstable_offset()
 
     def update_high_watermark(self, high_watermark: int) -> None:
         """The partition's HW moved: transactions whose marker is below it stop holding the
@@ -436,8 +434,7 @@ class Log:
             self.durability.recovery_point = self.log_end_offset
             self.durability.checkpoint_offsets()
         snapshot.prune(self.directory, self.log_start_offset, above=self.log_end_offset)
-        self._txns.rebuild(self.segments.all, self.segments.bases, self.log_start_offset,
-                           self.log_end_offset, self.segments.has_gaps)  # fmt: skip
+        self._txns.rebuild()
         self._check_invariants()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -538,7 +535,7 @@ class Log:
             return
         self.flush()
         self.segments.all[-1].seal()
-        self._txns.write_snapshot(self.log_end_offset, self.log_start_offset, sync=True)
+        self._txns.write_snapshot(self.log_end_offset, sync=True)
         self.durability.checkpoint_offsets()
         self.epochs.flush()
         checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
