@@ -139,7 +139,7 @@ def cleaner_run(directory: Path, batches: list[bytes], segment_bytes: int) -> di
     for batch in batches:
         log.append_as_leader(batch, 1)
     log.roll()  # the active segment is never cleaned: every record is in a closed one
-    size, segments, end = log.size_bytes, log.segment_count - 1, log.log_end_offset
+    size, segments, end = log.size_bytes, log.segments.count - 1, log.log_end_offset
     elapsed, cleaner = clean_pass(manager, log)
     s = cleaner.stats
     assert s.records_read == end, (s.records_read, end)  # the whole log in one pass

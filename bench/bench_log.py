@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.log.config import LogConfig
-from broker.log.log import RECOVERY_POINT_FILE, Log
+from broker.log.durability import RECOVERY_POINT_FILE
+from broker.log.log import Log
 from protocol.batch import HEADER_BYTES, build_batch_from_values
 from protocol.clock import SystemClock
 

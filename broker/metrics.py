@@ -355,7 +355,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     traffic = [dict(d) for d in (t.bytes_in, t.records_in, t.bytes_out, t.records_out,
                                  t.replication_bytes_out)]  # fmt: skip
     logs = [
-        (topic, index, p.log.size_bytes, p.log.segment_count)
+        (topic, index, p.log.size_bytes, p.log.segments.count)
         for (topic, index), p in parts.replicas.partitions.items()
         if not p.log.closed
     ]

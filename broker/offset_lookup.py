@@ -43,7 +43,7 @@ def offset_for_timestamp(
             end = p.last_stable_offset
         return NONE, -1, end, p.leader_epoch
     if timestamp == MAX_TIMESTAMP:
-        found = log.offset_of_max_timestamp()
+        found = log.times.offset_of_max_timestamp()
         limit = p.high_watermark if replica_id < 0 else log.log_end_offset
         if replica_id < 0 and isolation_level == READ_COMMITTED:
             limit = p.last_stable_offset
@@ -52,7 +52,7 @@ def offset_for_timestamp(
         return NONE, found[1], found[0], p.leader_epoch
     if timestamp < 0:
         return OffsetOutOfRangeError.code, -1, -1, -1
-    found = log.offset_for_timestamp(timestamp)
+    found = log.times.offset_for_timestamp(timestamp)
     if found is None or found[0] >= p.high_watermark:
         return NONE, -1, -1, p.leader_epoch
     return NONE, found[1], found[0], p.leader_epoch

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker.fetch_session_handler import FetchSessionHandler
-from broker.log.log import UnexpectedAppendOffsetError
+from broker.log.appends import UnexpectedAppendOffsetError
 from broker.partition import Partition
 from broker.replication_decisions import (
     follower_high_watermark,
@@ -235,7 +235,7 @@ class ReplicaFetcher:
     async def _truncate(self, conn: Connection, states: list[FetchState]) -> None:
         by_topic: dict[str, list[OffsetForLeaderPartition]] = {}
         for s in states:
-            epoch = s.partition.log.latest_epoch
+            epoch = s.partition.log.epochs.latest_epoch
             if epoch is None:  # nothing in the log carries an epoch: nothing to compare
                 s.truncating = False
                 continue

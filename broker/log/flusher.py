@@ -56,10 +56,10 @@ class GroupCommitFlusher:
 
     async def _flush(self, log: Log) -> None:
         try:
-            plan = log.flush_plan()
+            plan = log.durability.flush_plan()
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._executor, plan.run)
             self.flush_count += 1
-            log.finish_flush(plan)
+            log.durability.finish_flush(plan)
         finally:
             self._in_flight.pop(id(log), None)

@@ -44,12 +44,8 @@ from broker.log.dir_failure import (
     failure_cause,
     is_log_dir_failure,
 )
-from broker.log.log import (
-    RECOVERY_CHECKPOINT_INTERVAL_MS,
-    Log,
-    directory_name,
-    parse_directory_name,
-)
+from broker.log.durability import RECOVERY_CHECKPOINT_INTERVAL_MS
+from broker.log.log import Log, directory_name, parse_directory_name
 from protocol.clock import Clock
 from protocol.errors import OdradekError, UsageError
 
@@ -220,7 +216,7 @@ class LogManager:
                 self.apply_retention()
             await self.flush_due()
             for log in self.logs():
-                self._guard(log, log.purge_deleted_segments)
+                self._guard(log, log.segments.purge_deleted)
             self.purge_deleted(now)
             if now - last_checkpoint_ms >= RECOVERY_CHECKPOINT_INTERVAL_MS:
                 last_checkpoint_ms = now
@@ -229,7 +225,9 @@ class LogManager:
 
     async def checkpoint_offsets(self) -> int:
         """Write the offsets checkpoints that moved, off the event loop. Returns how many."""
-        jobs = [(log, job) for log in self.logs() for job in log.offsets_checkpoint_jobs()]
+        jobs = [
+            (log, job) for log in self.logs() for job in log.durability.offsets_checkpoint_jobs()
+        ]
         if not jobs:
             return 0
 
@@ -267,9 +265,9 @@ class LogManager:
         loop = asyncio.get_running_loop()
         flushed = 0
         for log in self.logs():
-            if log.closed or not log.needs_flush():
+            if log.closed or not log.durability.needs_flush():
                 continue
-            plan = log.flush_plan()
+            plan = log.durability.flush_plan()
             try:
                 await loop.run_in_executor(None, plan.run)
             except (OdradekError, OSError) as exc:
@@ -279,7 +277,7 @@ class LogManager:
                 logger.exception("flush failed for %s-%s", log.topic, log.partition)
                 continue
             if not log.closed:
-                log.finish_flush(plan)
+                log.durability.finish_flush(plan)
             flushed += 1
         return flushed
 

@@ -115,7 +115,7 @@ class LogCleaner:
         hw = self.high_watermark(*key)
         if not log.config.compact or hw is None or log.closed:
             return None
-        segments = [_info(seg) for seg in (*log.closed_segments(), log.active_segment)]
+        segments = [_info(seg) for seg in (*log.segments.closed(), log.segments.active)]
         return plan.cleanable_range(
             segments, log.log_start_offset, self._first_dirty(log), hw, now_ms,
             log.config.min_compaction_lag_ms, log.config.max_compaction_lag_ms,
@@ -192,12 +192,16 @@ class LogCleaner:
         log, r = chosen
         key = (log.topic, log.partition)
         self._in_progress.add(key)
-        generation = log.generation
-        first = next(iter(log.closed_segments()), None)
+        generation = log.segments.generation
+        first = next(iter(log.segments.closed()), None)
         try:
             await self._clean_log(log, r, now_ms)
         except Exception as exc:  # one log's failure must not stop the rest
-            if log.closed or log.generation != generation or first not in log.closed_segments():
+            if (
+                log.closed
+                or log.segments.generation != generation
+                or first not in log.segments.closed()
+            ):
                 # deleted, closed, truncated or shortened by retention under the pass: its
                 # files changed as it read or wrote them; the pass is void, nothing is wrong
                 logger.info("cleaning of %s-%s dropped: the log changed (%s)",
@@ -233,13 +237,13 @@ class LogCleaner:
         if owner is not log:  # another Log object: recreated since
             self.forget(*key)
             return None
-        below = log.truncated_below(generation)
+        below = log.segments.truncated_below(generation)
         return offset if below is None else min(offset, below)
 
     async def _clean_log(self, log: Log, r: plan.CleanableRange, now_ms: int) -> None:
         started = time.monotonic()
-        old = log.closed_segments()
-        generation = log.generation
+        old = log.segments.closed()
+        generation = log.segments.generation
         task = self._task(log, old, r, now_ms)
         loop = asyncio.get_running_loop()
         result: CleanResult = await loop.run_in_executor(self._pool, clean, task)
@@ -261,7 +265,7 @@ class LogCleaner:
         key = (log.topic, log.partition)
         hold(self.logs.log_dir, "checkpoint")
         self._checkpoint[key] = result.end_offset
-        self._checkpoint_at[key] = (log, log.generation)
+        self._checkpoint_at[key] = (log, log.segments.generation)
         if result.delete_horizon_ms is not None:
             self._horizons[key] = max(self._horizons.get(key, 0), result.delete_horizon_ms)
         elif self._horizons.get(key, now_ms + 1) <= now_ms:
@@ -287,7 +291,7 @@ class LogCleaner:
             max_message_bytes=cfg.max_message_bytes,
             map_bytes=self.settings.dedupe_buffer_bytes // self.settings.threads,
             producer_last_offsets=log.producers.last_offsets(),
-            aborted=[e for s in (*old, log.active_segment) for e in s.txn_index.entries],
+            aborted=[e for s in (*old, log.segments.active) for e in s.txn_index.entries],
             io_max_bytes_per_second=self.settings.io_max_bytes_per_second,
             sleep=time.sleep, monotonic=time.monotonic,
             hold=lambda step: hold(self.logs.log_dir, step),
@@ -323,7 +327,7 @@ def _info(seg: Segment) -> plan.SegmentInfo:
 
 def _delay_secs(log: Log, r: plan.CleanableRange, now_ms: int) -> float:
     """How long past max.compaction.lag.ms the log's first dirty record is."""
-    for seg in log.closed_segments():
+    for seg in log.segments.closed():
         if seg.next_offset > r.first_dirty and seg.rolling_base_ms is not None:
             lag = now_ms - seg.rolling_base_ms - log.config.max_compaction_lag_ms
             return max(0.0, lag / 1000)

@@ -143,7 +143,7 @@ def _broker(log_dir: Path, notifier: RecordingNotifier) -> tuple[LogManager, Rep
 
 def _break(log: Log) -> None:
     """Make the active segment's next write fail for real (EBADF: a read-only fd)."""
-    seg = log._segments[-1]
+    seg = log.segments.active
     read_only = os.open(seg.log_path, os.O_RDONLY)
     os.close(seg.fd)
     seg.fd = read_only
@@ -173,7 +173,7 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
     await asyncio.sleep(0)
     log1 = replicas.partitions[("t", 1)].log
     _break(log1)
-    size_before = log1._segments[-1].size_bytes
+    size_before = log1.segments.active.size_bytes
 
     out = replicas.append("t", 1, _records(b"lost"), acks=1)
 
@@ -181,7 +181,7 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
     assert manager.offline and manager.failure is not None
     assert "append to t-1" in manager.failure.describe()
     assert str(tmp_path) in manager.failure.describe()
-    assert log1.offline and log1._segments[-1].size_bytes == size_before
+    assert log1.offline and log1.segments.active.size_bytes == size_before
     assert await pending == {("t", 0): LogDirOfflineError.code}  # never acknowledged
     assert all(p.role is Role.OFFLINE for p in replicas.partitions.values())
     for acks in (1, ACKS_ALL):
@@ -216,9 +216,9 @@ def test_recovery_cuts_a_torn_tail_left_by_a_failed_write(tmp_path: Path) -> Non
     log = manager.get_or_create("t", 0)
     for i in range(3):
         log.append_as_leader(_records(b"v%d" % i), 0)
-    whole = log._segments[-1].size_bytes
+    whole = log.segments.active.size_bytes
     torn = _records(b"half written")
-    with open(log._segments[-1].log_path, "ab") as f:  # what a crash mid-write leaves
+    with open(log.segments.active.log_path, "ab") as f:  # what a crash mid-write leaves
         f.write(torn[: len(torn) // 2])
     manager.fail(OSError(errno.ENOSPC, "No space left on device"), "append to t-0")
     manager.shutdown()  # the offline log leaves no clean-shutdown marker
@@ -228,6 +228,6 @@ def test_recovery_cuts_a_torn_tail_left_by_a_failed_write(tmp_path: Path) -> Non
     reopened = again.get("t", 0)
     assert reopened is not None and not again.offline
     assert reopened.log_end_offset == 3
-    assert os.path.getsize(reopened._segments[-1].log_path) == whole
+    assert os.path.getsize(reopened.segments.active.log_path) == whole
     assert reopened.append_as_leader(_records(b"after"), 1).base_offset == 3
     again.shutdown()

@@ -187,7 +187,7 @@ async def test_kip101_scenario_1_restarted_follower_does_not_truncate_to_its_hw(
         await eventually(
             lambda: not fetchers.fetchers[1].partitions[(T, 0)].truncating
         )  # it asked the leader where epoch 0 ends (6), not its own HW (0)
-        assert on_disk._truncations == []  # nothing was cut, not even to be fetched again
+        assert on_disk.segments.truncations == []  # nothing was cut, not even to be fetched again
         assert on_disk.log_end_offset == 6
         await c.stop_node(1)
         await c.elect(T, leader=2, replicas=[1, 2], isr=[2])
@@ -228,7 +228,7 @@ async def test_a_follower_whose_disk_fails_stops_and_leaves_the_isr(tmp_path: Pa
         await c.elect(T, leader=1, replicas=[1, 2], isr=[1, 2])
         assert await produce(c, 1, batch(5), acks=-1) == (0, 0)
         follower = c.nodes[2].partition(T)
-        segment = follower.log._segments[-1]
+        segment = follower.log.segments.active
         read_only = os.open(segment.log_path, os.O_RDONLY)
         os.dup2(read_only, segment.fd)  # the segment can no longer be written
         os.close(read_only)

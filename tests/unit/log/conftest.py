@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from broker.log.config import LogConfig
-from broker.log.log import Log, ReadResult
+from broker.log.log import Log
+from broker.log.reads import ReadResult
 from protocol.batch import build_batch, decode_all, iter_batches
 from protocol.clock import ManualClock
 

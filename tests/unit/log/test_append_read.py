@@ -9,7 +9,8 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from broker.log.log import Log, UnexpectedAppendOffsetError
+from broker.log.appends import UnexpectedAppendOffsetError
+from broker.log.log import Log
 from protocol.batch import (
     CONTROL_BIT,
     CRC_START,
@@ -87,8 +88,8 @@ def test_a_read_never_spans_two_segments(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=400)
     for i in range(20):
         log.append_as_leader(batch([bytes([i]) * 40]), 0)
-    assert log.segment_count > 1
-    second_base = log.segment_base_offsets()[1]
+    assert log.segments.count > 1
+    second_base = log.segments.base_offsets()[1]
     result = log.read(0, 1 << 20)
     assert result.next_offset == second_base
     assert log.read(second_base, 1 << 20).first_offset == second_base
@@ -136,7 +137,7 @@ def test_follower_append_is_byte_for_byte(open_log: OpenLog, tmp_path) -> None: 
     assert info is not None and (info.base_offset, info.last_offset, info.record_count) == (0, 5, 6)
     assert slice_bytes(follower.read(0, 1 << 20)) == data
     assert follower.end_offset_for_epoch(1) == (1, 3)
-    assert follower.latest_epoch == 4
+    assert follower.epochs.latest_epoch == 4
     assert follower.append_as_follower(b"") is None
 
 

@@ -17,14 +17,10 @@ import pytest
 
 from broker.log import checkpoint
 from broker.log.config import LogConfig
+from broker.log.durability import LOG_START_FILE, RECOVERY_POINT_FILE
 from broker.log.epoch import LeaderEpochCache
 from broker.log.flusher import GroupCommitFlusher
-from broker.log.log import (
-    CLEAN_SHUTDOWN_FILE,
-    EPOCH_FILE,
-    LOG_START_FILE,
-    RECOVERY_POINT_FILE,
-)
+from broker.log.log import CLEAN_SHUTDOWN_FILE, EPOCH_FILE
 from broker.log.manager import LogManager
 from broker.replica_manager import ReplicaManager
 from protocol.api.controller import PartitionState
@@ -100,11 +96,11 @@ def test_an_unchanged_checkpoint_is_not_written_again(
     log.append_as_leader(batch([b"x"] * 5), 1)
     log.flush()
     writes.reset()
-    log.checkpoint_offsets()
+    log.durability.checkpoint_offsets()
     log.epochs.flush()  # a new log's first epoch from 0 was left unwritten until now
     assert [name for name, _ in writes.files] == [RECOVERY_POINT_FILE, EPOCH_FILE]
     writes.reset()
-    log.checkpoint_offsets()
+    log.durability.checkpoint_offsets()
     log.epochs.flush()
     assert writes.files == [] and writes.fsyncs == 0
     log.close()  # flushed and checkpointed already: only the clean-shutdown marker
@@ -136,13 +132,13 @@ def test_a_deleted_log_gets_no_checkpoint_asked_for_before(
     log = open_log()
     log.append_as_leader(batch([b"x"]), 1)
     log.flush()
-    jobs = log.offsets_checkpoint_jobs()
+    jobs = log.durability.offsets_checkpoint_jobs()
     assert jobs
     log.mark_deleted()
     for job in jobs:
         job()
     assert not (log_dir / RECOVERY_POINT_FILE).exists()
-    assert log.offsets_checkpoint_jobs() == []
+    assert log.durability.offsets_checkpoint_jobs() == []
 
 
 def test_an_epoch_written_ahead_is_not_written_again_by_assign(

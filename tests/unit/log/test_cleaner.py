@@ -99,11 +99,11 @@ def test_a_pass_keeps_the_latest_value_of_each_key_in_offset_order(harness: Harn
     for i in range(0, len(writes), 3):
         harness.log.append_as_leader(keyed(writes[i : i + 3]), 1)
     before = harness.log.size_bytes
-    assert harness.log.segment_count > 5
+    assert harness.log.segments.count > 5
     assert harness.clean()
     got = read_all(harness.log)
     want = latest(writes)
-    active_base = harness.log.active_segment.base_offset
+    active_base = harness.log.segments.active.base_offset
     cleaned = [(o, k, v) for o, k, v in got if o < active_base]
     assert len({k for _, k, _ in cleaned}) == len(cleaned)  # one record per key below the head
     assert {k: v for _, k, v in got} == want  # and the latest value of every key survives
@@ -121,7 +121,7 @@ def test_the_cleaner_never_touches_the_active_segment_or_what_is_past_the_hw(
 ) -> None:
     for i in range(60):
         harness.log.append_as_leader(keyed([(b"same", b"%d" % i)]), 1)
-    harness.hw = harness.log.closed_segments()[1].base_offset
+    harness.hw = harness.log.segments.closed()[1].base_offset
     assert harness.clean()
     got = read_all(harness.log)
     below = [o for o, _, _ in got if o < harness.hw]
@@ -158,7 +158,7 @@ def test_a_producers_last_batch_stays_empty_so_its_state_survives(harness: Harne
     last = harness.log.producers.last_offsets()[7]
     assert harness.clean()
     headers: list[BatchHeader] = []
-    for seg in harness.log.closed_segments():
+    for seg in harness.log.segments.closed():
         data = os.pread(seg.fd, seg.size_bytes, 0)
         headers.extend(h for _, h in iter_batches(data))
     kept = [h for h in headers if h.producer_id == 7]
@@ -176,7 +176,7 @@ def test_compressed_batches_are_rewritten_with_their_codec(harness: Harness, cod
         harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v%d" % i)] * 2, codec=codec), 1)
     assert harness.clean()
     codecs = set()
-    for seg in harness.log.closed_segments():
+    for seg in harness.log.segments.closed():
         codecs |= {h.codec for _, h in iter_batches(os.pread(seg.fd, seg.size_bytes, 0))}
     assert codecs == {codec}
     assert {k: v for _, k, v in read_all(harness.log)}[b"k0"] == b"v39"
@@ -188,9 +188,9 @@ def test_a_swap_left_half_done_is_finished_at_start(harness: Harness) -> None:
     records_before = len(read_all(harness.log))
     want = {k: v for _, k, v in read_all(harness.log)}
     log = harness.log
-    old = log.closed_segments()
+    old = log.segments.closed()
     # do what a swap does up to its commit, then "crash"
-    original = log.hold
+    original = log.segments.hold
     steps: list[str] = []
 
     def crash_at(step: str) -> None:
@@ -198,10 +198,10 @@ def test_a_swap_left_half_done_is_finished_at_start(harness: Harness) -> None:
         if step == "deleted":
             raise KeyboardInterrupt
 
-    log.hold = crash_at  # type: ignore[method-assign]
+    log.segments.hold = crash_at  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
         harness.clean()
-    log.hold = original  # type: ignore[method-assign]
+    log.segments.hold = original  # type: ignore[method-assign]
     assert steps == ["swap", "deleted"]
     assert list((harness.log_dir / "t-0").glob("*.log.swap"))
     log.close_unclean()
@@ -209,7 +209,7 @@ def test_a_swap_left_half_done_is_finished_at_start(harness: Harness) -> None:
                                  harness.clock)  # fmt: skip
     harness.manager.load_all()
     assert {k: v for _, k, v in read_all(harness.log)} == want
-    first = harness.log.closed_segments()[0]
+    first = harness.log.segments.closed()[0]
     assert first.base_offset == old[0].base_offset and first.size_bytes < old[0].size_bytes
     assert len(read_all(harness.log)) < records_before  # the swapped-in group is the cleaned one
     names = [p.name for p in (harness.log_dir / "t-0").iterdir()]
@@ -239,11 +239,11 @@ def test_a_full_offset_map_ends_the_pass_at_a_segment_and_the_next_goes_on(
     for i in range(90):
         harness.log.append_as_leader(keyed([(b"key-%03d" % i, b"v")]), 1)  # 90 distinct keys
     harness.cleaner.settings = CleanerSettings(dedupe_buffer_bytes=30 * 110)  # ~30 keys
-    end = harness.log.active_segment.base_offset
+    end = harness.log.segments.active.base_offset
     assert harness.clean()
     first = harness.cleaner.checkpointed("t", 0)
     assert first is not None and 0 < first < end  # stopped where the map was full
-    assert first in harness.log.segment_base_offsets() or first == end
+    assert first in harness.log.segments.base_offsets() or first == end
     while harness.clean():
         pass
     assert harness.cleaner.checkpointed("t", 0) == end
@@ -262,7 +262,7 @@ def test_cleaner_io_is_throttled_to_its_rate(harness: Harness) -> None:
 
     rate = 2000.0  # bytes per second
     task = harness.cleaner._task(  # what a worker hands its thread, with a fake clock
-        harness.log, harness.log.closed_segments(),
+        harness.log, harness.log.segments.closed(),
         harness.cleaner.cleanable(harness.log, T0), T0,  # type: ignore[arg-type]
     )  # fmt: skip
     task.io_max_bytes_per_second, task.sleep, task.monotonic = rate, sleep, lambda: clock[0]
@@ -280,7 +280,7 @@ def test_a_compacted_log_rolls_by_max_compaction_lag(harness: Harness) -> None:
     harness.log.append_as_leader(keyed([(b"k", b"1")]), 1)
     harness.clock.advance(5000)
     harness.log.append_as_leader(keyed([(b"k", b"2")]), 1)
-    assert harness.log.segment_count == 2  # rolled: the first record can now be cleaned
+    assert harness.log.segments.count == 2  # rolled: the first record can now be cleaned
     harness.clock.advance(1)
     r = harness.cleaner.cleanable(harness.log, harness.clock.time_ms())
     assert r is not None and r.must_clean  # max.compaction.lag.ms passed: due, whatever the ratio
@@ -389,4 +389,4 @@ def test_a_cleaned_log_never_claims_to_know_every_producer(harness: Harness) -> 
         harness.log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v")]), 1)
     assert harness.clean()
     harness.restart()
-    assert harness.log.has_gaps and not harness.log.producers.complete
+    assert harness.log.segments.has_gaps and not harness.log.producers.complete

@@ -51,7 +51,7 @@ def _check(
     log = logs.get_or_create("t", 0)
     for pairs in batches:
         log.append_as_leader(build_batch([(k, v, None, T0) for k, v in pairs]), 1)
-    closed = log.closed_segments()
+    closed = log.segments.closed()
     hw = closed[-hw_cut].base_offset if 0 < hw_cut <= len(closed) else log.log_end_offset
     before = read_all(log)
     cleaner = LogCleaner(logs, clock, CleanerSettings(), lambda t, p: hw)
@@ -76,7 +76,7 @@ def _check(
             assert got[key] == value
     offsets = [o for o, _, _ in after]
     assert offsets == sorted(set(offsets))
-    first_uncleanable = min(hw, log.active_segment.base_offset)
+    first_uncleanable = min(hw, log.segments.active.base_offset)
     assert [r for r in after if r[0] >= first_uncleanable] == [
         r for r in before if r[0] >= first_uncleanable
     ]  # the uncleanable section is untouched

@@ -126,7 +126,7 @@ class Txns:
 def batches_of(log: Log) -> list[tuple[BatchHeader, bytes]]:
     """Every stored batch of the log (header, bytes), segment by segment."""
     out: list[tuple[BatchHeader, bytes]] = []
-    for seg in (*log.closed_segments(), log.active_segment):
+    for seg in (*log.segments.closed(), log.segments.active):
         data = os.pread(seg.fd, seg.size_bytes, 0)
         out.extend((h, data[pos : pos + h.size]) for pos, h in iter_batches(data))
     return out
@@ -240,7 +240,7 @@ def test_committed_transactional_data_is_compacted_like_any_other(harness: Harne
     fill(t)
     t.settle()
     assert harness.clean()
-    below = harness.log.active_segment.base_offset
+    below = harness.log.segments.active.base_offset
     rows = [r for r in read_committed(harness.log) if r[0] < below]
     keys = [k for _, k, _ in rows]
     assert len(keys) == len(set(keys))  # each key once
@@ -316,7 +316,7 @@ def test_an_open_transaction_is_never_touched(harness: Harness) -> None:
     fill(t)
     t.settle()
     assert harness.log.first_unstable_offset == open_at
-    base = max(b for b in harness.log.segment_base_offsets() if b <= open_at)
+    base = max(b for b in harness.log.segments.base_offsets() if b <= open_at)
     assert base > 0  # something below it to clean
     before = [d for h, d in batches_of(harness.log) if h.base_offset >= base]
     assert harness.clean()

@@ -24,7 +24,7 @@ def _epoch_log(open_log: OpenLog, **config: object):  # type: ignore[no-untyped-
 def test_epoch_cache_records_first_offsets(open_log: OpenLog, log_dir: Path) -> None:
     log = _epoch_log(open_log)
     assert log.epochs.entries() == [(0, 0), (2, 3), (5, 7)]
-    assert log.latest_epoch == 5
+    assert log.epochs.latest_epoch == 5
     text = (log_dir / EPOCH_FILE).read_text()
     assert text == "0\n3\n0 0\n2 3\n5 7\n"  # written through, Kafka's layout
 
@@ -53,7 +53,7 @@ def test_end_offset_for_an_epoch_below_the_first_known(open_log: OpenLog) -> Non
 
 def test_truncate_to_drops_batches_and_epochs(open_log: OpenLog) -> None:
     log = _epoch_log(open_log)
-    assert log.segment_count > 1
+    assert log.segments.count > 1
     log.truncate_to(5)
     assert log.log_end_offset == 5
     assert log.epochs.entries() == [(0, 0), (2, 3)]
@@ -88,8 +88,8 @@ def test_truncation_survives_reopen_and_rebuilds_indexes(open_log: OpenLog) -> N
 def test_truncate_fully_and_start_at(open_log: OpenLog) -> None:
     log = _epoch_log(open_log)
     log.truncate_fully_and_start_at(100)
-    assert (log.log_start_offset, log.log_end_offset, log.segment_count) == (100, 100, 1)
-    assert log.latest_epoch is None
+    assert (log.log_start_offset, log.log_end_offset, log.segments.count) == (100, 100, 1)
+    assert log.epochs.latest_epoch is None
     with pytest.raises(OffsetOutOfRangeError):
         log.read(50, 100)
     assert log.append_as_leader(batch([b"a"]), 9).base_offset == 100
@@ -120,20 +120,20 @@ def test_offsets_by_time(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=400, index_interval_bytes=100)
     for i in range(30):  # batch i: offsets 2i, 2i+1 with timestamps T0+10i and T0+10i+5
         log.append_as_leader(batch([b"t" * 20] * 2, timestamps=[T0 + 10 * i, T0 + 10 * i + 5]), 0)
-    assert log.segment_count > 2
-    assert log.offset_for_timestamp(T0) == (0, T0 + 5)
-    assert log.offset_for_timestamp(T0 - 1000) == (0, T0 + 5)
-    assert log.offset_for_timestamp(T0 + 5) == (0, T0 + 5)
-    assert log.offset_for_timestamp(T0 + 6) == (2, T0 + 15)
-    assert log.offset_for_timestamp(T0 + 171) == (34, T0 + 175)
-    assert log.offset_for_timestamp(T0 + 176) == (36, T0 + 185)
-    assert log.offset_for_timestamp(T0 + 295) == (58, T0 + 295)
-    assert log.offset_for_timestamp(T0 + 296) is None
+    assert log.segments.count > 2
+    assert log.times.offset_for_timestamp(T0) == (0, T0 + 5)
+    assert log.times.offset_for_timestamp(T0 - 1000) == (0, T0 + 5)
+    assert log.times.offset_for_timestamp(T0 + 5) == (0, T0 + 5)
+    assert log.times.offset_for_timestamp(T0 + 6) == (2, T0 + 15)
+    assert log.times.offset_for_timestamp(T0 + 171) == (34, T0 + 175)
+    assert log.times.offset_for_timestamp(T0 + 176) == (36, T0 + 185)
+    assert log.times.offset_for_timestamp(T0 + 295) == (58, T0 + 295)
+    assert log.times.offset_for_timestamp(T0 + 296) is None
 
 
 def test_offsets_by_time_with_out_of_order_timestamps(open_log: OpenLog) -> None:
     log = open_log(index_interval_bytes=0)
     for ts in (T0 + 50, T0 + 10, T0 + 80, T0 + 20):
         log.append_as_leader(batch([b"o"], timestamp_ms=ts), 0)
-    assert log.offset_for_timestamp(T0 + 40) == (0, T0 + 50)
-    assert log.offset_for_timestamp(T0 + 60) == (2, T0 + 80)
+    assert log.times.offset_for_timestamp(T0 + 40) == (0, T0 + 50)
+    assert log.times.offset_for_timestamp(T0 + 60) == (2, T0 + 80)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from broker.log.durability import RECOVERY_POINT_FILE
 from broker.log.flusher import GroupCommitFlusher
-from broker.log.log import RECOVERY_POINT_FILE
 from protocol.clock import ManualClock
 from protocol.errors import KafkaStorageError
 
@@ -43,7 +43,7 @@ def test_never_flush_by_default(open_log: OpenLog, clock: ManualClock) -> None:
     for _ in range(100):
         log.append_as_leader(batch([b"x"]), 0)
     clock.advance(10**9)
-    assert not log.needs_flush()
+    assert not log.durability.needs_flush()
     assert log.recovery_point == 0
 
 
@@ -51,20 +51,20 @@ def test_flush_messages(open_log: OpenLog) -> None:
     log = open_log(flush_messages=5)
     for _ in range(4):
         log.append_as_leader(batch([b"x"]), 0)
-    assert not log.needs_flush()
+    assert not log.durability.needs_flush()
     log.append_as_leader(batch([b"x"]), 0)
-    assert log.needs_flush()
+    assert log.durability.needs_flush()
     log.flush()
-    assert log.recovery_point == 5 and not log.needs_flush()
+    assert log.recovery_point == 5 and not log.durability.needs_flush()
 
 
 def test_flush_ms(open_log: OpenLog, clock: ManualClock) -> None:
     log = open_log(flush_ms=1000)
     log.append_as_leader(batch([b"x"]), 0)
     clock.advance(999)
-    assert not log.needs_flush()
+    assert not log.durability.needs_flush()
     clock.advance(1)
-    assert log.needs_flush()
+    assert log.durability.needs_flush()
 
 
 def test_flush_plan_syncs_every_unflushed_segment(
@@ -73,14 +73,14 @@ def test_flush_plan_syncs_every_unflushed_segment(
     log = open_log(segment_bytes=200)
     for _ in range(10):
         log.append_as_leader(batch([b"y" * 60]), 0)
-    unflushed_segments = log.segment_count
-    plan = log.flush_plan()
+    unflushed_segments = log.segments.count
+    plan = log.durability.flush_plan()
     assert plan.up_to_offset == 10 and len(plan.fds) == unflushed_segments
     log.append_as_leader(batch([b"later"]), 0)  # appends go on while the plan runs
     syncs.count = 0
     plan.run()
     assert syncs.count == unflushed_segments
-    log.mark_flushed(plan.up_to_offset, plan.generation)
+    log.durability.mark_flushed(plan.up_to_offset, plan.generation)
     assert log.recovery_point == 10
     log.flush()
     assert log.recovery_point == 11
@@ -92,12 +92,12 @@ def test_truncation_during_a_flush_caps_the_recovery_point(open_log: OpenLog) ->
     log = open_log()
     for _ in range(10):
         log.append_as_leader(batch([b"z"]), 0)
-    plan = log.flush_plan()
+    plan = log.durability.flush_plan()
     log.truncate_to(4)
     for _ in range(6):
         log.append_as_leader(batch([b"new"]), 1)  # offsets 4-9 again, not yet synced
     plan.run()
-    log.mark_flushed(plan.up_to_offset, plan.generation)
+    log.durability.mark_flushed(plan.up_to_offset, plan.generation)
     assert log.recovery_point == 4
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.log import LOG_START_FILE
+from broker.log.durability import LOG_START_FILE
 from broker.log.segment import DELETED_SUFFIX
 from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError
@@ -20,17 +20,17 @@ def _log_of_segments(open_log: OpenLog, count: int = 20):  # type: ignore[no-unt
     log = open_log(segment_bytes=400)
     for i in range(count):
         log.append_as_leader(batch([b"v%03d" % i + b"x" * 60]), 0 if i < 10 else 1)
-    assert log.segment_count > 3
+    assert log.segments.count > 3
     return log
 
 
 def test_advance_deletes_the_segments_wholly_below(open_log: OpenLog, log_dir: Path) -> None:
     log = _log_of_segments(open_log)
-    bases = log.segment_base_offsets()
+    bases = log.segments.base_offsets()
     target = bases[2] + 1  # inside the third segment
     assert log.advance_log_start_offset(target)
     assert log.log_start_offset == target
-    assert log.segment_base_offsets() == bases[2:]  # the segment holding it stays
+    assert log.segments.base_offsets() == bases[2:]  # the segment holding it stays
     assert len(list(log_dir.glob(f"*.log{DELETED_SUFFIX}"))) == 2
     with pytest.raises(OffsetOutOfRangeError):
         log.read(target - 1, 1000)
@@ -51,9 +51,9 @@ def test_advance_never_moves_down_nor_past_the_end(open_log: OpenLog) -> None:
 def test_advance_to_the_end_keeps_the_active_segment(open_log: OpenLog) -> None:
     log = _log_of_segments(open_log)
     end = log.log_end_offset
-    active = log.segment_base_offsets()[-1]
+    active = log.segments.base_offsets()[-1]
     assert log.advance_log_start_offset(end)
-    assert log.segment_base_offsets() == [active]
+    assert log.segments.base_offsets() == [active]
     assert log.read(end, 1000).slice is None  # nothing left to read, and not an error
     info = log.append_as_leader(batch([b"after"]), 1)
     assert info.base_offset == end
@@ -85,8 +85,8 @@ def test_deleted_segments_are_purged_after_the_delay(
     open_log: OpenLog, clock: ManualClock, log_dir: Path
 ) -> None:
     log = _log_of_segments(open_log)
-    log.advance_log_start_offset(log.segment_base_offsets()[1])
+    log.advance_log_start_offset(log.segments.base_offsets()[1])
     assert list(log_dir.glob(f"*{DELETED_SUFFIX}"))
     clock.advance(log.config.file_delete_delay_ms)
-    assert log.purge_deleted_segments() == 1  # one segment
+    assert log.segments.purge_deleted() == 1  # one segment
     assert not list(log_dir.glob(f"*{DELETED_SUFFIX}"))

@@ -39,23 +39,23 @@ def test_segment_jitter_is_taken_off_segment_ms_once_per_segment(
         asked.append(n)
         return 9 * 60 * 1000 if len(asked) == 1 else 0
 
-    log.random_below = below
+    log.rolling.random_below = below
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(50 * 60 * 1000)
     log.append_as_leader(batch([b"b"]), 0)  # 50 min < 60 - 9: no roll
-    assert log.segment_count == 1
+    assert log.segments.count == 1
     clock.advance(2 * 60 * 1000)
     log.append_as_leader(batch([b"c"]), 0)  # 52 min >= 51: rolled by the jittered time
-    assert log.segment_count == 2 and asked[0] == 10 * 60 * 1000
+    assert log.segments.count == 2 and asked[0] == 10 * 60 * 1000
     clock.advance(59 * 60 * 1000)
     log.append_as_leader(batch([b"d"]), 0)  # the new segment drew 0: the full hour
-    assert log.segment_count == 2
+    assert log.segments.count == 2
 
 
 def test_no_jitter_by_default(open_log: OpenLog, clock: ManualClock) -> None:
     log = open_log(segment_ms=HOUR_MS)
-    log.random_below = lambda n: (_ for _ in ()).throw(AssertionError("asked for a jitter"))
+    log.rolling.random_below = lambda n: (_ for _ in ()).throw(AssertionError("asked for a jitter"))
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(HOUR_MS - 1)
     log.append_as_leader(batch([b"b"]), 0)
-    assert log.segment_count == 1
+    assert log.segments.count == 1

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from broker.log.config import LogConfig
-from broker.log.log import RECOVERY_POINT_FILE, Log
+from broker.log.durability import RECOVERY_POINT_FILE
+from broker.log.log import Log
 from protocol.batch import decode_all, iter_batches
 from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError
@@ -134,7 +135,7 @@ class LogModel(RuleBasedStateMachine):
     @precondition(lambda self: self.batches)
     @rule()
     def offset_for_timestamp(self) -> None:
-        found = self.log.offset_for_timestamp(0)
+        found = self.log.times.offset_for_timestamp(0)
         assert found is not None and found[0] == self.start
 
     # ----- invariants -----------------------------------------------------------------------

@@ -128,7 +128,7 @@ def test_state_survives_reopen_and_follows_truncation(open_log: OpenLog) -> None
     log = open_log(segment_bytes=300)
     for i in range(6):
         log.append_as_leader(pbatch([b"v" * 40] * 2, seq=i * 2), 0)
-    assert log.segment_count > 2
+    assert log.segments.count > 2
     log.close()
     log = open_log(segment_bytes=300)
     # rebuilt from offset 0 (no gaps): every producer is known

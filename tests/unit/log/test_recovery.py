@@ -6,7 +6,8 @@ import random
 import shutil
 from pathlib import Path
 
-from broker.log.log import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE, Log
+from broker.log.durability import RECOVERY_POINT_FILE
+from broker.log.log import CLEAN_SHUTDOWN_FILE, Log
 from protocol.batch import iter_batches
 
 from .conftest import OpenLog, batch, read_values
@@ -33,7 +34,7 @@ def test_clean_shutdown_reopens_everything(open_log: OpenLog, log_dir: Path) -> 
     again = open_log(segment_bytes=1000, index_interval_bytes=100)
     assert not (log_dir / CLEAN_SHUTDOWN_FILE).exists()  # a crash from now on is detected
     assert again.log_end_offset == log.log_end_offset
-    assert again.segment_base_offsets() == log.segment_base_offsets()
+    assert again.segments.base_offsets() == log.segments.base_offsets()
     assert read_values(again) == expected
     assert again.append_as_leader(batch([b"more"]), 1).base_offset == 80
 
@@ -56,7 +57,7 @@ def test_torn_tail_cut_at_every_byte_of_the_last_batch(
         reopened = open_log(index_interval_bytes=64)
         assert reopened.log_end_offset == last.base_offset, cut
         assert reopened.size_bytes == full - last.size_bytes
-        assert reopened.latest_epoch == 1  # epoch 2 only started in the lost batch
+        assert reopened.epochs.latest_epoch == 1  # epoch 2 only started in the lost batch
         assert read_values(reopened) == expected
         assert reopened.append_as_leader(batch([b"after"]), 3).base_offset == last.base_offset
         reopened.close_unclean()
@@ -81,7 +82,7 @@ def test_bit_flips_in_a_closed_segment_truncate_there(open_log: OpenLog, log_dir
         shutil.rmtree(log_dir, ignore_errors=True)
         log = open_log(segment_bytes=600, index_interval_bytes=0)
         expected = _fill(log, 30)
-        assert log.segment_count >= 4
+        assert log.segments.count >= 4
         log.close_unclean()
         (log_dir / RECOVERY_POINT_FILE).unlink(missing_ok=True)  # crashed before any checkpoint
         victim = _log_files(log_dir)[1]
@@ -98,8 +99,8 @@ def test_bit_flips_in_a_closed_segment_truncate_there(open_log: OpenLog, log_dir
         reopened = open_log(segment_bytes=600, index_interval_bytes=0)
         assert reopened.log_end_offset == cut_offset, (trial, at)
         if cut_offset <= expected[-1][0]:
-            assert reopened.segment_base_offsets()[-1] <= cut_offset  # later segments gone
-            assert len(list(log_dir.glob("*.log"))) == reopened.segment_count
+            assert reopened.segments.base_offsets()[-1] <= cut_offset  # later segments gone
+            assert len(list(log_dir.glob("*.log"))) == reopened.segments.count
         got = read_values(reopened)  # read_values checks every served batch's CRC
         assert got == [e for e in expected if e[0] < cut_offset]
         reopened.close_unclean()
@@ -109,7 +110,7 @@ def test_recovery_starts_at_the_recovery_point(open_log: OpenLog, log_dir: Path)
     log = open_log(segment_bytes=600)
     _fill(log, 30)
     log.flush()
-    log.checkpoint_offsets()
+    log.durability.checkpoint_offsets()
     log.append_as_leader(batch([b"unflushed"]), 1)
     log.close_unclean()
     first = _log_files(log_dir)[0]
@@ -149,7 +150,7 @@ def test_missing_or_corrupt_indexes_are_rebuilt(open_log: OpenLog, log_dir: Path
             rebuilt = {p.name: p.read_bytes() for p in log_dir.glob(f"*{suffix}")}
             assert rebuilt == pristine, (suffix, how)
             assert read_values(reopened) == expected
-            assert reopened.offset_for_timestamp(1_700_000_000_030) == (30, 1_700_000_000_030)
+            assert reopened.times.offset_for_timestamp(1_700_000_000_030) == (30, 1_700_000_000_030)
             reopened.close()
 
 

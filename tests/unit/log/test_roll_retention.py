@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.log import LOG_START_FILE
+from broker.log.durability import LOG_START_FILE
 from broker.log.segment import DELETED_SUFFIX
 from protocol.clock import ManualClock
 from protocol.errors import OffsetOutOfRangeError
@@ -21,8 +21,8 @@ def test_roll_by_size(open_log: OpenLog, log_dir: Path) -> None:
     log = open_log(segment_bytes=1000)
     sizes = [log.append_as_leader(batch([b"x" * 100]), 0).size_bytes for _ in range(30)]
     per_segment = 1000 // sizes[0]
-    assert log.segment_count == -(-30 // per_segment)
-    bases = log.segment_base_offsets()
+    assert log.segments.count == -(-30 // per_segment)
+    bases = log.segments.base_offsets()
     assert bases == [i * per_segment for i in range(len(bases))]
     for path in log_dir.glob("*.log"):
         assert path.stat().st_size <= 1000
@@ -34,7 +34,7 @@ def test_a_batch_larger_than_a_segment_gets_a_segment_of_its_own(open_log: OpenL
     log = open_log(segment_bytes=100)
     for _ in range(3):
         log.append_as_leader(batch([b"y" * 300]), 0)
-    assert log.segment_base_offsets() == [0, 1, 2]
+    assert log.segments.base_offsets() == [0, 1, 2]
 
 
 def test_roll_by_time_from_the_first_append(open_log: OpenLog, clock: ManualClock) -> None:
@@ -42,30 +42,30 @@ def test_roll_by_time_from_the_first_append(open_log: OpenLog, clock: ManualCloc
     log.append_as_leader(batch([b"a"]), 0)
     clock.advance(HOUR_MS - 1)
     log.append_as_leader(batch([b"b"]), 0)
-    assert log.segment_count == 1
+    assert log.segments.count == 1
     clock.advance(1)
     log.append_as_leader(batch([b"c"]), 0)
-    assert log.segment_base_offsets() == [0, 2]
+    assert log.segments.base_offsets() == [0, 2]
     clock.advance(10 * HOUR_MS)  # an idle hour does not roll an empty segment...
-    assert log.segment_count == 2
+    assert log.segments.count == 2
     log.append_as_leader(batch([b"d"]), 0)  # ...its clock starts at its first append
-    assert log.segment_base_offsets() == [0, 2, 3]
+    assert log.segments.base_offsets() == [0, 2, 3]
 
 
 def test_roll_when_the_offset_index_is_full(open_log: OpenLog) -> None:
     log = open_log(index_interval_bytes=0, segment_index_bytes=16 * 4)
     for _ in range(9):
         log.append_as_leader(batch([b"z"]), 0)
-    assert log.segment_base_offsets() == [0, 4, 8]
+    assert log.segments.base_offsets() == [0, 4, 8]
 
 
 def test_explicit_roll_and_empty_roll(open_log: OpenLog) -> None:
     log = open_log()
     log.roll()
-    assert log.segment_count == 1  # nothing to close
+    assert log.segments.count == 1  # nothing to close
     log.append_as_leader(batch([b"a"]), 0)
     log.roll()
-    assert log.segment_base_offsets() == [0, 1]
+    assert log.segments.base_offsets() == [0, 1]
 
 
 def _aged_log(open_log: OpenLog, clock: ManualClock, **config: object):  # type: ignore[no-untyped-def]
@@ -80,10 +80,10 @@ def test_retention_by_time_deletes_old_closed_segments(
     open_log: OpenLog, clock: ManualClock, log_dir: Path
 ) -> None:
     log = _aged_log(open_log, clock, retention_ms=5 * HOUR_MS, file_delete_delay_ms=1000)
-    bases = log.segment_base_offsets()
+    bases = log.segments.base_offsets()
     deleted = log.delete_retained_segments()
     assert deleted > 0
-    assert log.segment_base_offsets() == bases[deleted:]
+    assert log.segments.base_offsets() == bases[deleted:]
     assert log.log_start_offset == bases[deleted]
     newest_gone = bases[deleted] - 1  # its batch was appended that many hours before now
     assert clock.time_ms() - (T0 + newest_gone * HOUR_MS) > 5 * HOUR_MS
@@ -97,14 +97,14 @@ def test_retention_by_time_deletes_old_closed_segments(
 def test_retention_never_deletes_the_active_segment(open_log: OpenLog, clock: ManualClock) -> None:
     log = _aged_log(open_log, clock, retention_ms=1)
     log.delete_retained_segments()
-    assert log.segment_count == 1
+    assert log.segments.count == 1
     assert log.log_end_offset == 20
 
 
 def test_retention_by_bytes(open_log: OpenLog, clock: ManualClock) -> None:
     log = _aged_log(open_log, clock, retention_bytes=1000)
     before = log.size_bytes
-    bases = log.segment_base_offsets()
+    bases = log.segments.base_offsets()
     deleted = log.delete_retained_segments()
     assert deleted > 0 and log.size_bytes <= before
     assert log.size_bytes - 1000 < 400  # one more deletion would go below the limit
@@ -122,9 +122,9 @@ def test_deleted_segments_stay_readable_until_the_delay(
     assert pending and all(name.endswith(".log" + DELETED_SUFFIX) for name in pending)
     assert slice_bytes(in_flight) == first_bytes  # the fd is still open
     clock.advance(59_999)
-    assert log.purge_deleted_segments() == 0
+    assert log.segments.purge_deleted() == 0
     clock.advance(1)
-    assert log.purge_deleted_segments() == len(pending)
+    assert log.segments.purge_deleted() == len(pending)
     assert not list(log_dir.glob(f"*{DELETED_SUFFIX}"))
     with pytest.raises(OSError):
         os.fstat(in_flight.slice.fd)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.log import log as log_module
+from broker.log import producer_log as log_module
 from broker.log import snapshot
 from broker.log.segment import Segment
 from broker.producer_state import ProducerStateTable
@@ -50,7 +50,7 @@ def test_rolls_and_close_write_snapshots_and_a_reopen_replays_only_the_tail(
 ) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=200)
     aborted_then_open(log)
-    bases = log.segment_base_offsets()
+    bases = log.segments.base_offsets()
     assert len(bases) > 2 and snapshots(log.directory) == bases[-2:]  # the newest two
     before = state(log.producers)
     log.close()
@@ -83,7 +83,7 @@ def test_a_corrupt_snapshot_is_deleted_and_the_older_one_used(
     assert not newest.exists()
     log.update_high_watermark(7)
     assert log.first_unstable_offset == 6  # the open txn is known from the older snapshot
-    assert [t[0] for t in log.ongoing_transactions()] == [3]
+    assert [t[0] for t in log.producers.ongoing_transactions()] == [3]
 
 
 def test_truncation_deletes_snapshots_above_the_cut(open_log: OpenLog, tmp_path: Path) -> None:
@@ -93,5 +93,7 @@ def test_truncation_deletes_snapshots_above_the_cut(open_log: OpenLog, tmp_path:
     assert snapshots(log.directory)
     log.truncate_to(2)
     assert all(o <= 2 for o in snapshots(log.directory))
-    assert log.ongoing_transactions() == [(1, 0, 0, log.ongoing_transactions()[0][3])]
+    assert log.producers.ongoing_transactions() == [
+        (1, 0, 0, log.producers.ongoing_transactions()[0][3])
+    ]
     assert [b.last_seq for b in log.producers.producers[1].batches] == [0, 1]

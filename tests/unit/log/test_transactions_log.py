@@ -47,7 +47,7 @@ def test_abort_is_indexed_and_the_lso_follows_the_high_watermark(open_log: OpenL
     assert log.first_unstable_offset == 2  # pid 2's marker (5) is not below the HW
     log.update_high_watermark(6)
     assert log.first_unstable_offset == 6 and log.last_stable_offset(7) == 6
-    assert log.ongoing_transactions() == [(3, 0, 6, T0)]
+    assert log.producers.ongoing_transactions() == [(3, 0, 6, T0)]
     rows = {r.producer_id: r for r in log.producer_states()}
     assert rows[3].current_txn_start_offset == 6 and rows[1].current_txn_start_offset == -1
     index = log.directory / "00000000000000000000.txnindex"
@@ -104,7 +104,7 @@ def test_follower_indexes_replicated_aborts(open_log: OpenLog, tmp_path: Path) -
 def test_unclean_reopen_rebuilds_the_index_and_the_lso(open_log: OpenLog, tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=200)
     aborted_then_open(log)
-    assert log.segment_count > 1
+    assert log.segments.count > 1
     log.close_unclean()
     for path in tmp_path.glob("t-0/*.txnindex"):
         path.unlink()  # lost, or torn: recovery must rebuild it
@@ -123,7 +123,7 @@ def test_truncation_cuts_index_entries_and_reopens_the_transaction(open_log: Ope
     assert os.path.getsize(log.directory / "00000000000000000000.txnindex") == 0
     log.update_high_watermark(4)
     assert log.first_unstable_offset == 0
-    assert [t[0] for t in log.ongoing_transactions()] == [1, 2]
+    assert [t[0] for t in log.producers.ongoing_transactions()] == [1, 2]
 
 
 def test_a_coordinators_transactional_batch_needs_no_sequence(open_log: OpenLog) -> None:
@@ -171,7 +171,7 @@ def test_retention_never_deletes_an_open_transactions_records(open_log: OpenLog)
     log.clock.advance(60_000)  # type: ignore[attr-defined]  # the manual clock: all expired
     assert log.first_unstable_offset == 1
     assert log.delete_retained_segments() == 1, "only the segment wholly below the transaction"
-    assert log.segment_base_offsets() == [1, 2, 3]
+    assert log.segments.base_offsets() == [1, 2, 3]
     log.append_control(3, 0, 0, commit=False, leader_epoch=0)
     log.update_high_watermark(log.log_end_offset)
     assert log.delete_retained_segments() == 2

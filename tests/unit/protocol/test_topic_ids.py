@@ -171,10 +171,10 @@ def test_offset_of_max_timestamp_finds_the_record_inside_its_batch(tmp_path: Pat
         return build_batch([(None, b"v", None, ts) for ts in stamps])
 
     log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock(1_000))
-    assert log.offset_of_max_timestamp() is None
+    assert log.times.offset_of_max_timestamp() is None
     log.append_as_leader(_batch([100, 300, 200]), 0)
     log.append_as_leader(_batch([250, 50]), 0)
-    assert log.offset_of_max_timestamp() == (1, 300)  # offset 1 of batch 0-2, not its base
+    assert log.times.offset_of_max_timestamp() == (1, 300)  # offset 1 of batch 0-2, not its base
     log.append_as_leader(_batch([10, 900, 900]), 0)
-    assert log.offset_of_max_timestamp() == (6, 900)  # the first record holding the maximum
+    assert log.times.offset_of_max_timestamp() == (6, 900)  # the first record holding the maximum
     log.close()
