@@ -35,7 +35,8 @@ import pytest
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import run_odradek, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # the browser; a whole secure cluster of its own
+# slow: the browser, and a whole secure cluster of its own
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SECRET = "orders.secret"
 PUBLIC = "orders.public"
