@@ -2,7 +2,7 @@
 changes. (The election itself is coordinator/controller/elector.py.)
 
 How it works: `Controller.start()` queues a STARTUP event and starts one task that runs events
-one at a time from a single bounded queue (Kafka's ControllerEventManager). ZooKeeper watches
+one at a time from a single bounded queue (events.py, Kafka's ControllerEventManager). Watches
 (/brokers/ids, /brokers/topics, /admin/delete_topics, /isr_change_notification children) only
 enqueue an event kind; an event kind already queued is not queued twice, and each handler
 re-reads ZooKeeper, so nothing is lost by coalescing and the queue stays small.
@@ -56,7 +56,7 @@ nothing (it stops and calls `on_stopped`), and conditional on each znode's versi
 re-reads and decides again). LeaderAndIsr and UpdateMetadata go out batched: one request per
 broker per event, carrying all its partitions. Every request carries our id and epoch.
 LeaderAndIsr goes to the partitions' new leaders first and to the other brokers once those
-answered (channel.py `send_leaders_first`): a follower that asked a leader-to-be too early would
+answered (requests.py): a follower that asked a leader-to-be too early would
 back off for replica_fetch_backoff_ms, which is most of a controlled failover's pause.
 """
 
@@ -64,12 +64,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from functools import partial
 from typing import Any, TypeVar
 
@@ -78,7 +76,6 @@ from coordinator.cluster.isr import ISR_CHANGE_NOTIFICATION, decode_isr_change
 from coordinator.cluster.topics import ensure_layout
 from coordinator.cluster.zk import (
     OpSet,
-    WatchHandle,
     ZkBadVersion,
     ZkClient,
     ZkConnectionLost,
@@ -90,7 +87,7 @@ from coordinator.controller.admin import (
     auto_rebalance,
     load_reassignments,
 )
-from coordinator.controller.channel import BrokerChannel, ControllerChannel, send_leaders_first
+from coordinator.controller.channel import BrokerChannel, ControllerChannel
 from coordinator.controller.context import LiveBroker, TopicPartition, diff_brokers
 from coordinator.controller.election import (
     after_brokers_died,
@@ -98,22 +95,21 @@ from coordinator.controller.election import (
     reconcile_at_failover,
     reelect_if_leaderless,
 )
+from coordinator.controller.events import Event, EventQueue, PendingCalls, Watches
 from coordinator.controller.fast_death import DeathProber, without_probed_dead
 from coordinator.controller.log_dirs import (
     LOG_DIR_EVENT_NOTIFICATION,
     LogDirContext,
     on_log_dir_event,
 )
+from coordinator.controller.requests import Requests, stated
 from coordinator.controller.state_writer import ControllerFenced, Decide, StateWriter
 from coordinator.controller.states import PartitionState, ReplicaState
 from coordinator.internal_topics import enforce_offsets_topic_config
 from protocol.api.controller import (
-    LeaderAndIsrRequest,
     StopReplicaRequest,
     TopicPartitionRef,
-    UpdateMetadataRequest,
 )
-from protocol.api.controller import PartitionState as PartitionStateMsg
 from protocol.errors import NotControllerError
 from protocol.topic_ids import encode_topic_id, new_topic_id
 
@@ -124,20 +120,6 @@ Sleep = Callable[[float], Awaitable[None]]
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 BACKFILL_ATTEMPTS = 5  # version conflicts while giving an old topic its id, before giving up
 SPLIT_SHRINKS_ABOVE = 200  # ISR shrinks at a death: more are written after the new leaders
-
-
-class Event(Enum):
-    STARTUP = "startup"
-    BROKER_CHANGE = "broker_change"
-    BROKER_PROBED_DEAD = "broker_probed_dead"
-    TOPIC_CHANGE = "topic_change"
-    TOPIC_DELETION = "topic_deletion"
-    PARTITION_MODIFICATIONS = "partition_modifications"
-    ISR_CHANGE = "isr_change"
-    LOG_DIR_EVENT = "log_dir_event"
-    RESYNC = "resync"
-    CALL = "call"
-    AUTO_REBALANCE = "auto_rebalance"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,20 +156,14 @@ class Controller:
         self.ctx = LogDirContext(epoch, epoch_zk_version)
         self.writer = StateWriter(zk, self.ctx)
         self._on_stopped = on_stopped
-        self._queue: asyncio.Queue[tuple[Event, int | None]] = asyncio.Queue(
-            self.config.event_queue_max
-        )
-        self._queued: set[tuple[Event, int | None]] = set()
-        self._watches: list[WatchHandle] = []
-        self._topic_watches: dict[str, WatchHandle] = {}  # /brokers/topics/<t> data watches
-        self._modified_topics: set[str] = set()  # topics whose znode changed, not yet read
+        self._queue = EventQueue(self.config.event_queue_max)
+        self._calls = PendingCalls()
+        self.watches = Watches(zk, self.enqueue)
+        self.requests = Requests(self.ctx, channel, broker_id)
         self._task: asyncio.Task[None] | None = None
         self.active = False
         self.events_processed = 0
-        self._idle = asyncio.Event()
         self._sleep = sleep
-        self._calls: dict[int, tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = {}
-        self._call_ids = itertools.count(1)
         self._rebalance_task: asyncio.Task[None] | None = None
         self.probed_dead: dict[int, int] = {}  # broker -> registration czxid proven dead
         self._proofs: dict[int, int] = {}  # proven by a probe, not yet acted on
@@ -211,17 +187,14 @@ class Controller:
     async def stop(self) -> None:
         """Stop acting: no more events, no more requests. Idempotent."""
         self.active = False
-        for handle in [*self._watches, *self._topic_watches.values()]:
-            handle.cancel()
-        self._watches.clear()
-        self._topic_watches.clear()
+        self.watches.cancel_all()
         for task in (self._task, self._rebalance_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._task = self._rebalance_task = None
-        self._fail_calls()
+        self._calls.fail_all()
         await self.prober.close()
         await self.channel.close()
 
@@ -230,12 +203,10 @@ class Controller:
         result. NotControllerError if this controller stops or is too busy; TimeoutError."""
         if not self.active or len(self._calls) >= self.config.max_pending_calls:
             raise NotControllerError("the controller is stopping or busy")
-        call_id = next(self._call_ids)
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._calls[call_id] = (fn, future)
+        call_id, future = self._calls.add(fn)
         self.enqueue(Event.CALL, call_id)
-        if (Event.CALL, call_id) not in self._queued:
-            self._calls.pop(call_id, None)
+        if (Event.CALL, call_id) not in self._queue:
+            self._calls.discard(call_id)
             raise NotControllerError("the controller's event queue is full")
         try:
             async with asyncio.timeout(timeout_s):
@@ -244,47 +215,18 @@ class Controller:
             future.cancel()  # not run any more if it has not started
             raise
 
-    def _fail_calls(self) -> None:
-        calls, self._calls = self._calls, {}
-        for _fn, future in calls.values():
-            if not future.done():
-                future.set_exception(NotControllerError("the controller stopped"))
-
-    async def _run_call(self, call_id: int | None) -> None:
-        fn, future = self._calls.pop(call_id or 0, (None, None))
-        if fn is None or future is None or future.done():
-            return
-        try:
-            future.set_result(await fn())
-        except (ControllerFenced, ZkConnectionLost) as exc:
-            future.set_exception(NotControllerError(f"the controller stopped: {exc}"))
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-
     async def _rebalance_timer(self) -> None:
         while self.active:
             await self._sleep(self.config.leader_imbalance_check_interval_s)
             self.enqueue(Event.AUTO_REBALANCE)
 
     def enqueue(self, event: Event, arg: int | None = None) -> None:
-        key = (event, arg)
-        if not self.active or key in self._queued:
-            return
-        try:
-            self._queue.put_nowait(key)
-        except asyncio.QueueFull:
-            log.error("controller event queue full (%d): %s dropped", self._queue.maxsize, key)
-            return
-        self._queued.add(key)
-        self._idle.clear()
+        if self.active:
+            self._queue.put((event, arg))
 
     async def wait_idle(self, timeout_s: float) -> None:
         """Wait until the queue is empty and no event runs (tests and orderly shutdown)."""
-        async with asyncio.timeout(timeout_s):
-            while not (self._queue.empty() and self._idle.is_set()):
-                await self._idle.wait()
-                await asyncio.sleep(0)
+        await self._queue.wait_idle(timeout_s)
 
     async def _run(self) -> None:
         handlers: dict[Event, Callable[[], Awaitable[None]]] = {
@@ -298,16 +240,13 @@ class Controller:
             Event.AUTO_REBALANCE: partial(auto_rebalance, self),
         }
         while self.active:
-            if self._queue.empty():
-                self._idle.set()
             event, arg = await self._queue.get()
-            self._queued.discard((event, arg))
             try:
                 if event is Event.RESYNC:
                     if arg in self.ctx.live:
-                        self._send_full_state([arg])
+                        self.requests.send_full_state([arg])
                 elif event is Event.CALL:
-                    await self._run_call(arg)
+                    await self._calls.run(arg)
                 elif event is Event.BROKER_PROBED_DEAD:
                     await self._on_probed_dead(arg)
                 else:
@@ -327,13 +266,13 @@ class Controller:
                     self._stop_acting()
                     return
             self.events_processed += 1
-        self._idle.set()
+        self._queue.set_idle()
 
     def _stop_acting(self) -> None:
         """Stop on our own (fenced, ZooKeeper lost, failed start); the elector decides what next."""
         self.active = False
-        self._idle.set()
-        self._fail_calls()
+        self._queue.set_idle()
+        self._calls.fail_all()
         if self._on_stopped is not None:
             self._on_stopped()
 
@@ -349,7 +288,7 @@ class Controller:
             await self._load_topic(topic)
         await enforce_offsets_topic_config(self.zk)  # a cluster made before it was compacted
         await self._elect_where_needed(self.ctx.partitions(), decide=_reconcile)
-        self._send_full_state(sorted(self.ctx.live))
+        self.requests.send_full_state(sorted(self.ctx.live))
         await load_reassignments(self)
         await self.zk.ensure_path(ISR_CHANGE_NOTIFICATION)
         await self.zk.ensure_path(LOG_DIR_EVENT_NOTIFICATION)
@@ -360,14 +299,11 @@ class Controller:
             (ISR_CHANGE_NOTIFICATION, Event.ISR_CHANGE),
             (LOG_DIR_EVENT_NOTIFICATION, Event.LOG_DIR_EVENT),
         ):
-            self._watches.append(await self.zk.watch_children(path, self._trigger(event)))
+            await self.watches.watch_children(path, event)
         log.info(
             "controller %d started at epoch %d: %d brokers, %d topics",
             self.broker_id, self.epoch, len(self.ctx.live), len(self.ctx.assignments),
         )  # fmt: skip
-
-    def _trigger(self, event: Event) -> Callable[[list[str]], None]:
-        return lambda _children: self.enqueue(event)
 
     def enqueue_log_dir_event(self) -> None:
         self.enqueue(Event.LOG_DIR_EVENT)
@@ -400,7 +336,7 @@ class Controller:
                 if state is not None:  # else it stays NewPartition: elected later
                     self.ctx.set_leadership((topic, p), *state)
         self._replicas_online([(topic, p) for p in assignment])
-        await self._watch_topic(topic)
+        await self.watches.watch_topic(topic)
 
     async def _backfill_topic_id(
         self, topic: str, known: uuid.UUID | None = None
@@ -508,7 +444,7 @@ class Controller:
         changed = list(dict.fromkeys(changed))
         self.send_leader_and_isr(changed, full_for=new)
         self.send_update_metadata([b for b in sorted(self.ctx.live) if b not in new], changed)
-        self.send_update_metadata(new, self._stated())
+        self.send_update_metadata(new, stated(self.ctx))
         await advance_reassignments(self)
 
     def _on_proven_dead(self, broker_id: int, czxid: int) -> None:
@@ -523,9 +459,6 @@ class Controller:
         log.warning("broker %d refuses connections on every port: dead", broker_id)
         self.probed_dead[broker_id] = known.czxid
         await self._on_broker_change()
-
-    def _stated(self) -> list[TopicPartition]:
-        return [tp for tp in self.ctx.partitions() if tp in self.ctx.leadership]
 
     async def _on_brokers_dead(self, dead: list[int]) -> list[TopicPartition]:
         """New leaders for the partitions the dead led; with many other partitions to shrink
@@ -579,7 +512,7 @@ class Controller:
         names = set(await self.zk.get_children(paths.BROKER_TOPICS))
         for gone in [t for t in self.ctx.assignments if t not in names]:
             self.ctx.remove_topic(gone)
-            self._unwatch_topic(gone)
+            self.watches.unwatch_topic(gone)
         added = sorted(t for t in names if t not in self.ctx.assignments)
         for topic in added:
             await self._load_topic(topic)
@@ -603,7 +536,7 @@ class Controller:
                 deleted.append(topic)
             await self._delete_topic_znodes(topic)
             self.ctx.remove_topic(topic)
-            self._unwatch_topic(topic)
+            self.watches.unwatch_topic(topic)
         if deleted:
             self.send_update_metadata(sorted(self.ctx.live), [], deleted_topics=deleted)
 
@@ -634,24 +567,8 @@ class Controller:
 
     # ----- PARTITION_MODIFICATIONS -----------------------------------------------------------
 
-    async def _watch_topic(self, topic: str) -> None:
-        if topic in self._topic_watches:
-            return
-
-        def on_data(data: bytes | None, _version: int | None) -> None:
-            if data is not None:
-                self._modified_topics.add(topic)
-                self.enqueue(Event.PARTITION_MODIFICATIONS)
-
-        self._topic_watches[topic] = await self.zk.watch_data(paths.topic_path(topic), on_data)
-
-    def _unwatch_topic(self, topic: str) -> None:
-        handle = self._topic_watches.pop(topic, None)
-        if handle is not None:
-            handle.cancel()
-
     async def _on_partition_modifications(self) -> None:
-        topics, self._modified_topics = self._modified_topics, set()
+        topics = self.watches.take_modified()
         added: list[TopicPartition] = []
         for topic in sorted(topics):
             known = self.ctx.assignments.get(topic)
@@ -707,11 +624,6 @@ class Controller:
 
     # ----- requests -------------------------------------------------------------------------
 
-    def _send_full_state(self, brokers: list[int]) -> None:
-        """Each broker: LeaderAndIsr for all its partitions and the full UpdateMetadata."""
-        self.send_leader_and_isr([], full_for=brokers)
-        self.send_update_metadata(brokers, self._stated())
-
     def send_leader_and_isr(
         self,
         changed: list[TopicPartition],
@@ -719,36 +631,12 @@ class Controller:
         full_for: Sequence[int] = (),
         is_new: bool = False,
     ) -> None:
-        per_broker: dict[int, dict[TopicPartition, PartitionStateMsg]] = {}
-        for tp in changed:
-            for r in self.ctx.replicas(tp):
-                if r in self.ctx.live and r not in self.ctx.shutting_down:
-                    per_broker.setdefault(r, {})[tp] = self.ctx.partition_state_msg(tp, is_new)
-        for b in full_for:
-            for tp in self.ctx.partitions_on(b):
-                if tp in self.ctx.leadership and tp[0] not in self.ctx.deleting:
-                    per_broker.setdefault(b, {}).setdefault(tp, self.ctx.partition_state_msg(tp))
-        requests: dict[int, LeaderAndIsrRequest] = {}
-        for b, states in sorted(per_broker.items()):
-            leaders = {s.leader for s in states.values()}
-            live_leaders = [i for i in self.ctx.broker_infos() if i.node_id in leaders]
-            requests[b] = LeaderAndIsrRequest(
-                self.broker_id, self.epoch, list(states.values()), live_leaders
-            )
-        new_leaders = {self.ctx.leadership[tp][0].leader for tp in changed}
-        send_leaders_first(self.channel, requests, new_leaders)
+        self.requests.send_leader_and_isr(changed, full_for=full_for, is_new=is_new)
 
     def send_update_metadata(
         self, brokers: list[int], tps: list[TopicPartition], deleted_topics: list[str] | None = None
     ) -> None:
-        if not brokers:
-            return
-        states = [self.ctx.partition_state_msg(tp) for tp in tps if tp in self.ctx.leadership]
-        request = UpdateMetadataRequest(
-            self.broker_id, self.epoch, states, self.ctx.broker_infos(), deleted_topics or []
-        )
-        for b in brokers:
-            self.channel.send(b, request)
+        self.requests.send_update_metadata(brokers, tps, deleted_topics)
 
 
 def _reelect(
