@@ -10,9 +10,10 @@ controlled shutdown (never elected leader) and the reassignments in progress (th
 It also builds the controller-to-broker messages from that view (`partition_state_msg`,
 `broker_infos`), so their shape lives in one place.
 
-`ControllerOps` is what the controller's event work outside core.py (admin.py, log_dirs.py)
-uses of the Controller: its context, ZooKeeper, channel, state writer and the two message
-senders. Those modules take it rather than the Controller, which imports them.
+`ControllerOps` is what the controller's event work outside core.py (admin.py, log_dirs.py, and
+through event_ops.py the event handlers) uses of the Controller: its context, ZooKeeper,
+channel, state writer and the two message senders. Those modules take it rather than the
+Controller, which imports them.
 """
 
 from __future__ import annotations
@@ -196,6 +197,8 @@ class StateWrites(Protocol):
     """The state znode writes of coordinator/controller/state_writer.py's StateWriter."""
 
     async def fenced(self, ops: Sequence[ZkOp]) -> None: ...
+
+    async def create_states(self, states: dict[TopicPartition, LeaderIsrState]) -> None: ...
 
     async def update_states(
         self, decisions: Mapping[TopicPartition, Decide], bump: bool = False
