@@ -8,9 +8,10 @@
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
-    odradek produce TOPIC   one record per stdin line    (client.Producer)
-    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G;
-                                                          --isolation-level read_committed)
+    odradek produce TOPIC   one record per stdin line    (deploy/produce_cli.py)
+    odradek consume TOPIC   one record per stdout line   (deploy/consume_cli.py; --group G
+                                                          joins G; --isolation-level
+                                                          read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
@@ -45,13 +46,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
-import time
 import traceback
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +57,9 @@ from deploy import (
     cli_groups,
     cli_views,
     configs_cli,
+    consume_cli,
     leaders_cli,
+    produce_cli,
     quotas_cli,
     records_cli,
     topics_alter_cli,
@@ -80,30 +79,22 @@ from deploy.cli_common import (
     non_negative_int,
     positive_int,
     progress,
-    security_from_args,
 )
 from deploy.cli_common import format_partition as format_partition  # re-exported
 from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
 from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
 from deploy.cli_lines import MAX_LINE_BYTES as MAX_LINE_BYTES  # re-exported
 from deploy.cli_lines import (
-    format_record,
     format_topic,
     parse_topic_configs,
-    split_line,
-    stdin_chunks,
 )
 from deploy.cli_output import (
-    NullMeter,
-    RateCounter,
     done_text,
     emit_json,
     meter,
     output_options,
     print_lines,
-    produced_text,
     progress_options,
-    stdin_file_bytes,
     wants_json,
 )
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
@@ -111,13 +102,6 @@ from deploy.console import cli as console_cli
 from protocol.errors import NetworkError, OdradekError, UsageError, for_code
 
 DEBUG_ENV = "ODRADEK_DEBUG"
-ADMIN_TIMEOUT_MS = 30_000
-MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
-POLL_STEP_MS = 500
-DELIVERY_TIMEOUT_MS = 120_000  # produce --timeout-ms: Kafka's delivery.timeout.ms
-REQUEST_TIMEOUT_MS = 30_000
-ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # the default first, as Kafka's
 
 
 # ----- the parser ----------------------------------------------------------------------------
@@ -149,8 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_broker_parser(sub)
     _add_cluster_parser(sub)
     _add_topics_parser(sub, client)
-    _add_produce_parser(sub, client)
-    _add_consume_parser(sub, client)
+    produce_cli.add_parser(sub, client)
+    consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
@@ -270,42 +254,6 @@ def internal_options() -> argparse.ArgumentParser:
         "listed by default, as kafka-topics.sh does",
     )  # fmt: skip
     return options
-
-
-def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    bar = progress_options(argparse.SUPPRESS)
-    p = sub.add_parser("produce", parents=[client, bar], help="send one record per stdin line")
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
-    p.add_argument("--partition", type=non_negative_int, help="send every line to this partition")
-    p.add_argument("--acks", choices=["0", "1", "all"], default="1")
-    p.add_argument(
-        "--timeout-ms", type=positive_int, default=DELIVERY_TIMEOUT_MS,
-        help="give up on a record not acknowledged by then (delivery.timeout.ms; default 120000)",
-    )  # fmt: skip
-    p.set_defaults(func=cmd_produce)
-
-
-def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    bar = progress_options(argparse.SUPPRESS)
-    p = sub.add_parser("consume", parents=[client, bar], help="print one record per line")
-    p.add_argument("topic", metavar="TOPIC")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
-    where.add_argument("--offset", type=non_negative_int, help="start here (needs --partition)")
-    p.add_argument("--partition", type=non_negative_int, help="only this partition (default: all)")
-    p.add_argument("--max-messages", type=positive_int, help="stop after this many records")
-    p.add_argument("--timeout-ms", type=positive_int, help="stop after this long without a record")
-    p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
-    p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
-    p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
-    p.add_argument("--session-timeout-ms", type=positive_int, default=10_000, help="with --group")
-    p.add_argument(
-        "--isolation-level", choices=ISOLATION_LEVELS, default=ISOLATION_LEVELS[0],
-        help="read_committed: only committed transactions' records, up to the last stable "
-        "offset (kafka-console-consumer's flag; default read_uncommitted)",
-    )  # fmt: skip
-    p.set_defaults(func=cmd_consume)
 
 
 def _add_bench_parser(sub: Any) -> None:
@@ -503,247 +451,6 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
                 _error(str(exc))
                 failed += 1
     return 1 if failed else 0
-
-
-TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
-
-
-def _existing_partitions(args: argparse.Namespace, grace_s: float = 0.0) -> list[int]:
-    """The partitions of args.topic, or the topic's error at once (after `grace_s` of asking
-    again): a producer would wait max_block_ms (60 s) for a topic that is not there, and the
-    native door never creates one."""
-    deadline = time.monotonic() + grace_s
-    with admin_from_args(args) as admin:
-        while True:
-            (description,) = admin.describe_topics([args.topic])
-            if not description.error_code or time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-    if description.error_code:
-        raise for_code(description.error_code)(f"topic {args.topic!r}")
-    partitions = sorted(p.partition for p in description.partitions)
-    if args.partition is not None and args.partition not in partitions:
-        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
-    return partitions
-
-
-def cmd_produce(args: argparse.Namespace) -> int:
-    bootstrap = bootstrap_from_args(args)
-    from client import Producer
-
-    _existing_partitions(args, TOPIC_GRACE_S)
-
-    sep = args.key_separator.encode() if args.key_separator else None
-    pending: deque[Any] = deque()
-    count = 0
-    stdin = sys.stdin.buffer
-    total, start = stdin_file_bytes(stdin)  # a file's size: the bar shows how much is sent
-    sent = RateCounter("records")
-    until = f"retrying until --timeout-ms {args.timeout_ms} runs out"
-    # One request in flight per partition: a retried batch cannot overtake a later line.
-    with meter(args, f"producing to {args.topic}", total) as bar, Producer(
-        bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1,
-        delivery_timeout_ms=args.timeout_ms,
-        request_timeout_ms=min(REQUEST_TIMEOUT_MS, args.timeout_ms),
-        **security_from_args(args),
-    ) as producer, wait_notes.watching(producer.waiting, _notes(until, bar)):  # fmt: skip
-        for lines in stdin_chunks(stdin):
-            if sep is None:  # the bulk path: one call per chunk
-                pending.append(producer.send_batch(args.topic, lines, args.partition))
-            else:
-                for i, line in enumerate(lines, start=count + 1):
-                    key, value = split_line(line, sep, i)
-                    pending.append(producer.send(args.topic, value, key, args.partition))
-            count += len(lines)
-            if bar.live:
-                sent.add(len(lines))
-                bar.update(None if total is None else stdin.tell() - start, total, sent.text())
-            while len(pending) > MAX_PENDING_SENDS:
-                pending.popleft().result()  # raises the record's error, if any
-        producer.flush()
-        while pending:
-            pending.popleft().result()
-    progress(produced_text(count, args.topic, args.acks))
-    return 0
-
-
-def _notes(until: str, bar: NullMeter) -> wait_notes.WaitNotes:
-    """What produce or consume waits for, on stderr (deploy/wait_notes.py)."""
-    return wait_notes.WaitNotes(until, sys.stderr, terminal=sys.stderr.isatty(), bar=bar)
-
-
-def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
-    from client.types import TopicPartition
-
-    chosen = [args.partition] if args.partition is not None else partitions
-    tps = [TopicPartition(args.topic, p) for p in chosen]
-    consumer.assign(tps)
-    if args.offset is not None:
-        consumer.seek(tps[0], args.offset)
-    elif args.from_beginning:
-        consumer.seek_to_beginning(*tps)
-    else:
-        consumer.seek_to_end(*tps)
-
-
-def cmd_consume(args: argparse.Namespace) -> int:
-    if args.group is not None:
-        return _consume_group(args)
-    if args.offset is not None and args.partition is None:
-        raise UsageError("--offset needs --partition")
-    bootstrap = bootstrap_from_args(args)
-    from client import Consumer
-
-    partitions = _existing_partitions(args)
-    count, unread = 0, None
-    with Consumer(
-        bootstrap_servers=bootstrap, isolation_level=args.isolation_level,
-        **security_from_args(args),
-    ) as consumer:  # fmt: skip
-        _assign(consumer, args, partitions)
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
-    progress(f"Processed a total of {count} messages")
-    if unread is not None:
-        raise unread
-    return 0
-
-
-def _consume_group(args: argparse.Namespace) -> int:
-    """--group: subscribe; partitions come from the coordinator, offsets from the group."""
-    if args.partition is not None or args.offset is not None:
-        raise UsageError("--group cannot be combined with --partition or --offset")
-    from client import Consumer
-
-    count = 0
-    reset = "earliest" if args.from_beginning else "latest"
-    heartbeat_ms = max(1, args.session_timeout_ms // 3)
-    with Consumer(
-        bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
-        session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
-        auto_commit_interval_ms=1000, isolation_level=args.isolation_level,
-        **security_from_args(args),
-    ) as consumer:  # fmt: skip
-        consumer.subscribe([args.topic])
-        unread = None
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
-    progress(f"Processed a total of {count} messages")
-    if unread is not None:
-        raise unread
-    return 0
-
-
-def _consume_loop(
-    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]
-) -> tuple[int, OdradekError | None]:
-    """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C); a bar
-    of the records read (of --max-messages) and their rate on a terminal or with --progress,
-    and what it waits for meanwhile (a partition without a leader). Returns the count and, when
-    it ended short with partitions still leaderless, the error to end with."""
-    until = "polling until Ctrl-C"
-    if args.timeout_ms is not None:
-        until = f"polling until --timeout-ms {args.timeout_ms} passes without a record"
-    with meter(args, f"consuming {args.topic}", args.max_messages) as bar:
-        notes = _notes(until, bar)
-        try:
-            count = _poll_loop(consumer, args, emit, bar, notes)
-        finally:
-            notes.clear()
-    if args.max_messages is not None and count >= args.max_messages:
-        return count, None
-    return count, wait_notes.unread_error(notes.reasons and consumer.waiting())
-
-
-def _poll_loop(
-    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None], bar: NullMeter,
-    notes: wait_notes.WaitNotes | None = None,
-) -> int:  # fmt: skip
-    count = 0
-    read = RateCounter("records")
-    last_record = time.monotonic()
-    try:  # Ctrl-C ends the loop, and the summary still counts what was printed
-        while args.max_messages is None or count < args.max_messages:
-            wait_ms = POLL_STEP_MS
-            if args.timeout_ms is not None:
-                left_ms = args.timeout_ms - (time.monotonic() - last_record) * 1000
-                if left_ms <= 0:
-                    break
-                wait_ms = int(min(wait_ms, max(left_ms, 1)))
-            limit = None if args.max_messages is None else args.max_messages - count
-            records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
-            if notes is not None and notes.due():
-                notes.show(consumer.waiting())
-            if not records:
-                continue
-            if notes is not None:
-                notes.make_room()  # a record printed must not land on the line in place
-            with _CtrlCHeld():  # a record written is a record counted
-                for record in records[:limit]:
-                    emit(format_record(record, args.print_key, args.print_offset))
-                    count += 1
-                sys.stdout.flush()
-            last_record = time.monotonic()
-            if bar.live:
-                read.add(len(records[:limit]))
-                bar.update(count, args.max_messages, read.text())
-    except KeyboardInterrupt:
-        pass
-    return count
-
-
-class _CtrlCHeld:
-    """Ctrl-C held back while a polled batch is printed and counted, and raised once it is: with
-    stdout unbuffered (PYTHONUNBUFFERED), a KeyboardInterrupt between a record's write and its
-    count made the summary miss a record that was printed. A second Ctrl-C is raised at once
-    (stdout may be a pipe nobody reads), and the previous handler is put back before it is
-    raised: it may land in __exit__, where signal.signal() runs a pending handler before it
-    swaps, and a _hold left installed for the rest of the process turns a later Ctrl-C (the
-    consumer's final commit, leaving the group) into a KeyboardInterrupt inside an event-loop
-    callback (client/caller_loop.py takes Ctrl-C over only from default_int_handler)."""
-
-    def __init__(self) -> None:
-        self.caught = False
-        self.previous: Any = None
-
-    def __enter__(self) -> None:
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
-            self.previous = signal.signal(signal.SIGINT, self._hold)
-
-    def _hold(self, signum: int, frame: Any) -> None:
-        if self.caught:
-            self._restore()  # first: the raise may come out of __exit__ before it restores
-            raise KeyboardInterrupt
-        self.caught = True
-
-    def _restore(self) -> None:
-        # signal.signal() runs _hold for a Ctrl-C that is pending: if it is the second, _hold
-        # restores (this again, nested) and raises, and this swap is skipped but already done.
-        signal.signal(signal.SIGINT, self.previous)
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if self.previous is not None:
-            self._restore()
-        if self.caught and exc_type is None:
-            raise KeyboardInterrupt
-
-
-def _records(polled: Any) -> list[Any]:
-    """poll() may give a list of records or (kafka-python style) a dict of lists by partition."""
-    if isinstance(polled, dict):
-        return [r for batch in polled.values() for r in batch]
-    return list(polled)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
