@@ -68,10 +68,8 @@ from deploy import (
     wait_notes,
 )
 from deploy.chaos import cli as chaos_cli
-from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
 from deploy.cli_common import (
     PROG,
-    Parser,
     admin_from_args,
     bootstrap_from_args,
     client_options,
@@ -80,14 +78,7 @@ from deploy.cli_common import (
     positive_int,
     progress,
 )
-from deploy.cli_common import format_partition as format_partition  # re-exported
-from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
-from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
-from deploy.cli_lines import MAX_LINE_BYTES as MAX_LINE_BYTES  # re-exported
-from deploy.cli_lines import (
-    format_topic,
-    parse_topic_configs,
-)
+from deploy.cli_lines import format_topic, parse_topic_configs
 from deploy.cli_output import (
     done_text,
     emit_json,
@@ -97,6 +88,7 @@ from deploy.cli_output import (
     progress_options,
     wants_json,
 )
+from deploy.cli_parser import Parser
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from deploy.console import cli as console_cli
 from protocol.errors import NetworkError, OdradekError, UsageError, for_code

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deploy.cli_parser import Parser as Parser  # the subcommand modules take it from here
 from deploy.cluster import DEFAULT_DIR, LocalCluster
 from protocol.errors import UsageError, for_code
 
