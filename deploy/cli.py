@@ -2,9 +2,9 @@
 
     odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
-    odradek topics create|list|describe|delete           (client.Admin; list and describe
-                                                          show internal topics unless
-                                                          --exclude-internal, as Kafka's)
+    odradek topics create|list|describe|delete           (deploy/topics_cli.py; list and
+                                                          describe show internal topics
+                                                          unless --exclude-internal)
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
@@ -21,6 +21,10 @@
                                                          (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
     odradek chaos run|faults|check                       (deploy/chaos/)
+
+Each command group's module registers its subcommands on the parser (`add_parser`) and holds
+their handlers; this one keeps the parser's skeleton, the broker, cluster and bench commands,
+and main() with the error handling every command shares.
 
 `topics describe` prints seed 004's listing on stdout (labels aligned) and, on stderr, why
 each partition without a leader has none (its replicas that are down, unclean election off or
@@ -58,27 +62,22 @@ from deploy import (
     cli_views,
     configs_cli,
     consume_cli,
-    leaders_cli,
     produce_cli,
     quotas_cli,
-    records_cli,
-    topics_alter_cli,
+    topics_cli,
     transactions_cli,
     users_cli,
-    wait_notes,
 )
 from deploy.chaos import cli as chaos_cli
 from deploy.cli_common import (
     PROG,
-    admin_from_args,
     bootstrap_from_args,
     client_options,
-    leaderless_notes,
     non_negative_int,
     positive_int,
+    print_error,
     progress,
 )
-from deploy.cli_lines import format_topic, parse_topic_configs
 from deploy.cli_output import (
     done_text,
     emit_json,
@@ -91,7 +90,7 @@ from deploy.cli_output import (
 from deploy.cli_parser import Parser
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from deploy.console import cli as console_cli
-from protocol.errors import NetworkError, OdradekError, UsageError, for_code
+from protocol.errors import OdradekError, UsageError
 
 DEBUG_ENV = "ODRADEK_DEBUG"
 
@@ -124,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     client = client_options(default=argparse.SUPPRESS)
     _add_broker_parser(sub)
     _add_cluster_parser(sub)
-    _add_topics_parser(sub, client)
+    topics_cli.add_parser(sub, client)
     produce_cli.add_parser(sub, client)
     consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
@@ -204,48 +203,6 @@ def _add_cluster_parser(sub: Any) -> None:
     down = csub.add_parser("down", parents=[where], help="stop everything")
     down.add_argument("--purge", action="store_true", help="also delete the cluster directory")
     down.set_defaults(func=cmd_cluster_down)
-
-
-def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("topics", help="create, list, describe and delete topics")
-    tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-
-    create = tsub.add_parser("create", parents=[client], help="create a topic")
-    create.add_argument("name", metavar="NAME")
-    create.add_argument("--partitions", type=positive_int, required=True)
-    create.add_argument("--replication-factor", type=positive_int, default=1)
-    create.add_argument(
-        "--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)"
-    )
-    create.set_defaults(func=cmd_topics_create)
-
-    listing = [client, output_options(argparse.SUPPRESS), internal_options()]
-    lst = tsub.add_parser("list", parents=listing, help="list topic names")
-    lst.set_defaults(func=cmd_topics_list)
-
-    describe = tsub.add_parser("describe", parents=listing, help="partitions, leaders, ISR")
-    describe.add_argument("name", metavar="NAME", nargs="?")
-    describe.add_argument(
-        "--offsets", action="store_true", help="add each partition's log start offset and HW"
-    )
-    describe.set_defaults(func=cmd_topics_describe)
-
-    delete = tsub.add_parser("delete", parents=[client], help="delete topics")
-    delete.add_argument("names", metavar="NAME", nargs="+")
-    delete.set_defaults(func=cmd_topics_delete)
-    leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
-    records_cli.add_parsers(tsub, client)  # delete-records
-    topics_alter_cli.add_parsers(tsub, client)  # alter-config, add-partitions
-
-
-def internal_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--exclude-internal", action="store_true",
-        help="leave out internal topics (__consumer_offsets, __transaction_state), which are "
-        "listed by default, as kafka-topics.sh does",
-    )  # fmt: skip
-    return options
 
 
 def _add_bench_parser(sub: Any) -> None:
@@ -374,77 +331,6 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_topics_create(args: argparse.Namespace) -> int:
-    from client.types import NewTopic
-
-    configs = parse_topic_configs(args.config)
-    topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
-    with admin_from_args(args) as admin:
-        admin.create_topics([topic])
-        warning = wait_notes.min_insync_warning(admin, args.name, args.replication_factor)
-    print(f"Created topic {args.name}.")
-    if warning:
-        progress(warning)
-    return 0
-
-
-def cmd_topics_list(args: argparse.Namespace) -> int:
-    """Internal topics too, unless --exclude-internal: kafka-topics.sh --list's rule."""
-    with admin_from_args(args) as admin:
-        if wants_json(args):  # with each topic's partition count and replication factor
-            described = cli_views.shown_topics(admin.describe_topics(None), args.exclude_internal)
-            emit_json(cli_views.topics_list_doc(described))
-            return 0
-        names = admin.list_topics(include_internal=not args.exclude_internal)
-    print_lines(sorted(names))  # one column: names only, as kafka-topics.sh --list
-    return 0
-
-
-def cmd_topics_describe(args: argparse.Namespace) -> int:
-    with admin_from_args(args) as admin:
-        descriptions = admin.describe_topics([args.name] if args.name else None)
-        if not args.name:  # every topic: internal ones unless --exclude-internal
-            descriptions = cli_views.shown_topics(descriptions, args.exclude_internal)
-        for d in descriptions:
-            if d.error_code:
-                raise for_code(d.error_code)(f"topic {d.name!r}")
-        names = [d.name for d in descriptions]
-        entries = admin.describe_configs(names) if names else {}
-        offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else None
-        notes = leaderless_notes(admin, descriptions, entries)
-    own = {
-        d.name: {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
-        for d in descriptions
-    }
-    ordered = sorted(descriptions, key=lambda d: d.name)
-    if wants_json(args):
-        topics = [cli_views.topic_doc(d, own[d.name], offsets) for d in ordered]
-        emit_json({"topics": topics, "notes": notes})
-    else:
-        headers = {d.name: format_topic(d, own[d.name])[0] for d in ordered}
-        print_lines(cli_views.describe_lines(ordered, headers, offsets))
-    for note in notes:  # on stderr: stdout keeps seed 004's listing, one line per partition
-        progress(note)
-    return 0
-
-
-def cmd_topics_delete(args: argparse.Namespace) -> int:
-    """Each topic in its own request: one that cannot go (unknown, ...) gets its error line
-    and the others still go; 1 when any failed."""
-    failed = 0
-    with admin_from_args(args) as admin:
-        for name in dict.fromkeys(args.names):
-            try:
-                admin.delete_topics([name])
-                print(f"Deleted topic {name}.", flush=True)
-            except NetworkError:
-                raise  # no broker to ask: the same for every topic
-            except OdradekError as exc:
-                _error(str(exc))
-                failed += 1
-    return 1 if failed else 0
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from deploy import perf
 
@@ -455,10 +341,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ----- entry point -------------------------------------------------------------------------------
 
 
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -467,15 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             args = build_parser().parse_args(argv)
     except ImportError as exc:  # a broken install: say which module is missing
-        _error(f"cannot load a module the command needs: {exc}")
+        print_error(f"cannot load a module the command needs: {exc}")
         return 1
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        _error(exc.message)
+        print_error(exc.message)
         return 2
     except OdradekError as exc:
-        _error(str(exc))
+        print_error(str(exc))
         return 1
     except BrokenPipeError:
         # stdout was closed (`odradek consume ... | head`): stop quietly, and keep Python from
@@ -484,15 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        _error(f"{exc.strerror or exc}{where}")
+        print_error(f"{exc.strerror or exc}{where}")
         return 1
     except KeyboardInterrupt:
-        _error("interrupted")
+        print_error("interrupted")
         return 130
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()
-        _error(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for details)")
+        print_error(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for details)")
         return 1
 
 

@@ -5,7 +5,7 @@ command or after it, see `client_options`), how to reach them (`--command-config
 Kafka tools' client properties, deploy/command_config.py), an Admin client for them, argparse
 number types, the partitions of the topic produce or consume is given (or its error), the
 partition line `topics describe` prints (and why a partition has no leader), and progress lines
-on stderr (results go to stdout).
+on stderr (results go to stdout) and the one error line a command ends with (`print_error`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
 
 def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def print_error(message: str) -> None:
+    """A user's error as the one line on stderr every command ends with: `odradek: error: ...`."""
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
 
 
 def parse_bootstrap(servers: str) -> str:
