@@ -2,15 +2,16 @@
 
     odradek broker --id N --port P --log-dir D --zookeeper HOST:PORT [--config FILE]
     odradek cluster up|status|kill ID|start ID|down      (deploy/cluster.py does the work)
-    odradek topics create|list|describe|delete           (client.Admin; list and describe
-                                                          show internal topics unless
-                                                          --exclude-internal, as Kafka's)
+    odradek topics create|list|describe|delete           (deploy/topics_cli.py; list and
+                                                          describe show internal topics
+                                                          unless --exclude-internal)
     odradek topics elect-leaders|reassign                (deploy/leaders_cli.py)
     odradek topics delete-records                        (deploy/records_cli.py)
     odradek topics alter-config|add-partitions           (deploy/topics_alter_cli.py)
-    odradek produce TOPIC   one record per stdin line    (client.Producer)
-    odradek consume TOPIC   one record per stdout line   (client.Consumer; --group G joins G;
-                                                          --isolation-level read_committed)
+    odradek produce TOPIC   one record per stdin line    (deploy/produce_cli.py)
+    odradek consume TOPIC   one record per stdout line   (deploy/consume_cli.py; --group G
+                                                          joins G; --isolation-level
+                                                          read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
@@ -20,6 +21,10 @@
                                                          (deploy/transactions_cli.py)
     odradek bench produce|consume|latency                (deploy/perf.py)
     odradek chaos run|faults|check                       (deploy/chaos/)
+
+Each command group's module registers its subcommands on the parser (`add_parser`) and holds
+their handlers; this one keeps the parser's skeleton, the broker, cluster and bench commands,
+and main() with the error handling every command shares.
 
 `topics describe` prints seed 004's listing on stdout (labels aligned) and, on stderr, why
 each partition without a leader has none (its replicas that are down, unclean election off or
@@ -45,13 +50,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
-import time
 import traceback
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,64 +61,38 @@ from deploy import (
     cli_groups,
     cli_views,
     configs_cli,
-    leaders_cli,
+    consume_cli,
+    produce_cli,
     quotas_cli,
-    records_cli,
-    topics_alter_cli,
+    topics_cli,
     transactions_cli,
     users_cli,
-    wait_notes,
 )
 from deploy.chaos import cli as chaos_cli
-from deploy.cli_common import BOOTSTRAP_ENV as BOOTSTRAP_ENV  # re-exported
 from deploy.cli_common import (
     PROG,
-    Parser,
-    admin_from_args,
     bootstrap_from_args,
     client_options,
-    leaderless_notes,
     non_negative_int,
     positive_int,
+    print_error,
     progress,
-    security_from_args,
-)
-from deploy.cli_common import format_partition as format_partition  # re-exported
-from deploy.cli_common import parse_bootstrap as parse_bootstrap  # re-exported
-from deploy.cli_common import resolve_bootstrap as resolve_bootstrap  # re-exported
-from deploy.cli_lines import MAX_LINE_BYTES as MAX_LINE_BYTES  # re-exported
-from deploy.cli_lines import (
-    format_record,
-    format_topic,
-    parse_topic_configs,
-    split_line,
-    stdin_chunks,
 )
 from deploy.cli_output import (
-    NullMeter,
-    RateCounter,
     done_text,
     emit_json,
     meter,
     output_options,
     print_lines,
-    produced_text,
     progress_options,
-    stdin_file_bytes,
     wants_json,
 )
+from deploy.cli_parser import Parser
 from deploy.cluster import DEFAULT_DIR, DEFAULT_SESSION_TIMEOUT_MS, MAX_BROKERS, LocalCluster
 from deploy.console import cli as console_cli
-from protocol.errors import NetworkError, OdradekError, UsageError, for_code
+from protocol.errors import OdradekError, UsageError
 
 DEBUG_ENV = "ODRADEK_DEBUG"
-ADMIN_TIMEOUT_MS = 30_000
-MAX_PENDING_SENDS = 10_000  # produce: unacknowledged records before we wait on the oldest
-POLL_STEP_MS = 500
-DELIVERY_TIMEOUT_MS = 120_000  # produce --timeout-ms: Kafka's delivery.timeout.ms
-REQUEST_TIMEOUT_MS = 30_000
-ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
-ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # the default first, as Kafka's
 
 
 # ----- the parser ----------------------------------------------------------------------------
@@ -148,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     client = client_options(default=argparse.SUPPRESS)
     _add_broker_parser(sub)
     _add_cluster_parser(sub)
-    _add_topics_parser(sub, client)
-    _add_produce_parser(sub, client)
-    _add_consume_parser(sub, client)
+    topics_cli.add_parser(sub, client)
+    produce_cli.add_parser(sub, client)
+    consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
@@ -228,84 +203,6 @@ def _add_cluster_parser(sub: Any) -> None:
     down = csub.add_parser("down", parents=[where], help="stop everything")
     down.add_argument("--purge", action="store_true", help="also delete the cluster directory")
     down.set_defaults(func=cmd_cluster_down)
-
-
-def _add_topics_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("topics", help="create, list, describe and delete topics")
-    tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-
-    create = tsub.add_parser("create", parents=[client], help="create a topic")
-    create.add_argument("name", metavar="NAME")
-    create.add_argument("--partitions", type=positive_int, required=True)
-    create.add_argument("--replication-factor", type=positive_int, default=1)
-    create.add_argument(
-        "--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)"
-    )
-    create.set_defaults(func=cmd_topics_create)
-
-    listing = [client, output_options(argparse.SUPPRESS), internal_options()]
-    lst = tsub.add_parser("list", parents=listing, help="list topic names")
-    lst.set_defaults(func=cmd_topics_list)
-
-    describe = tsub.add_parser("describe", parents=listing, help="partitions, leaders, ISR")
-    describe.add_argument("name", metavar="NAME", nargs="?")
-    describe.add_argument(
-        "--offsets", action="store_true", help="add each partition's log start offset and HW"
-    )
-    describe.set_defaults(func=cmd_topics_describe)
-
-    delete = tsub.add_parser("delete", parents=[client], help="delete topics")
-    delete.add_argument("names", metavar="NAME", nargs="+")
-    delete.set_defaults(func=cmd_topics_delete)
-    leaders_cli.add_parsers(tsub, client)  # elect-leaders, reassign
-    records_cli.add_parsers(tsub, client)  # delete-records
-    topics_alter_cli.add_parsers(tsub, client)  # alter-config, add-partitions
-
-
-def internal_options() -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument(
-        "--exclude-internal", action="store_true",
-        help="leave out internal topics (__consumer_offsets, __transaction_state), which are "
-        "listed by default, as kafka-topics.sh does",
-    )  # fmt: skip
-    return options
-
-
-def _add_produce_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    bar = progress_options(argparse.SUPPRESS)
-    p = sub.add_parser("produce", parents=[client, bar], help="send one record per stdin line")
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--key-separator", metavar="SEP", help="split each line into key SEP value")
-    p.add_argument("--partition", type=non_negative_int, help="send every line to this partition")
-    p.add_argument("--acks", choices=["0", "1", "all"], default="1")
-    p.add_argument(
-        "--timeout-ms", type=positive_int, default=DELIVERY_TIMEOUT_MS,
-        help="give up on a record not acknowledged by then (delivery.timeout.ms; default 120000)",
-    )  # fmt: skip
-    p.set_defaults(func=cmd_produce)
-
-
-def _add_consume_parser(sub: Any, client: argparse.ArgumentParser) -> None:
-    bar = progress_options(argparse.SUPPRESS)
-    p = sub.add_parser("consume", parents=[client, bar], help="print one record per line")
-    p.add_argument("topic", metavar="TOPIC")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
-    where.add_argument("--offset", type=non_negative_int, help="start here (needs --partition)")
-    p.add_argument("--partition", type=non_negative_int, help="only this partition (default: all)")
-    p.add_argument("--max-messages", type=positive_int, help="stop after this many records")
-    p.add_argument("--timeout-ms", type=positive_int, help="stop after this long without a record")
-    p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
-    p.add_argument("--print-offset", action="store_true", help="prefix PARTITION:OFFSET<TAB>")
-    p.add_argument("--group", metavar="G", help="join consumer group G (commits its offsets)")
-    p.add_argument("--session-timeout-ms", type=positive_int, default=10_000, help="with --group")
-    p.add_argument(
-        "--isolation-level", choices=ISOLATION_LEVELS, default=ISOLATION_LEVELS[0],
-        help="read_committed: only committed transactions' records, up to the last stable "
-        "offset (kafka-console-consumer's flag; default read_uncommitted)",
-    )  # fmt: skip
-    p.set_defaults(func=cmd_consume)
 
 
 def _add_bench_parser(sub: Any) -> None:
@@ -434,318 +331,6 @@ def cmd_cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_topics_create(args: argparse.Namespace) -> int:
-    from client.types import NewTopic
-
-    configs = parse_topic_configs(args.config)
-    topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
-    with admin_from_args(args) as admin:
-        admin.create_topics([topic])
-        warning = wait_notes.min_insync_warning(admin, args.name, args.replication_factor)
-    print(f"Created topic {args.name}.")
-    if warning:
-        progress(warning)
-    return 0
-
-
-def cmd_topics_list(args: argparse.Namespace) -> int:
-    """Internal topics too, unless --exclude-internal: kafka-topics.sh --list's rule."""
-    with admin_from_args(args) as admin:
-        if wants_json(args):  # with each topic's partition count and replication factor
-            described = cli_views.shown_topics(admin.describe_topics(None), args.exclude_internal)
-            emit_json(cli_views.topics_list_doc(described))
-            return 0
-        names = admin.list_topics(include_internal=not args.exclude_internal)
-    print_lines(sorted(names))  # one column: names only, as kafka-topics.sh --list
-    return 0
-
-
-def cmd_topics_describe(args: argparse.Namespace) -> int:
-    with admin_from_args(args) as admin:
-        descriptions = admin.describe_topics([args.name] if args.name else None)
-        if not args.name:  # every topic: internal ones unless --exclude-internal
-            descriptions = cli_views.shown_topics(descriptions, args.exclude_internal)
-        for d in descriptions:
-            if d.error_code:
-                raise for_code(d.error_code)(f"topic {d.name!r}")
-        names = [d.name for d in descriptions]
-        entries = admin.describe_configs(names) if names else {}
-        offsets = records_cli.partition_offsets(admin, descriptions) if args.offsets else None
-        notes = leaderless_notes(admin, descriptions, entries)
-    own = {
-        d.name: {e.name: e.value for e in entries.get(d.name, {}).values() if not e.is_default}
-        for d in descriptions
-    }
-    ordered = sorted(descriptions, key=lambda d: d.name)
-    if wants_json(args):
-        topics = [cli_views.topic_doc(d, own[d.name], offsets) for d in ordered]
-        emit_json({"topics": topics, "notes": notes})
-    else:
-        headers = {d.name: format_topic(d, own[d.name])[0] for d in ordered}
-        print_lines(cli_views.describe_lines(ordered, headers, offsets))
-    for note in notes:  # on stderr: stdout keeps seed 004's listing, one line per partition
-        progress(note)
-    return 0
-
-
-def cmd_topics_delete(args: argparse.Namespace) -> int:
-    """Each topic in its own request: one that cannot go (unknown, ...) gets its error line
-    and the others still go; 1 when any failed."""
-    failed = 0
-    with admin_from_args(args) as admin:
-        for name in dict.fromkeys(args.names):
-            try:
-                admin.delete_topics([name])
-                print(f"Deleted topic {name}.", flush=True)
-            except NetworkError:
-                raise  # no broker to ask: the same for every topic
-            except OdradekError as exc:
-                _error(str(exc))
-                failed += 1
-    return 1 if failed else 0
-
-
-TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
-
-
-def _existing_partitions(args: argparse.Namespace, grace_s: float = 0.0) -> list[int]:
-    """The partitions of args.topic, or the topic's error at once (after `grace_s` of asking
-    again): a producer would wait max_block_ms (60 s) for a topic that is not there, and the
-    native door never creates one."""
-    deadline = time.monotonic() + grace_s
-    with admin_from_args(args) as admin:
-        while True:
-            (description,) = admin.describe_topics([args.topic])
-            if not description.error_code or time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-    if description.error_code:
-        raise for_code(description.error_code)(f"topic {args.topic!r}")
-    partitions = sorted(p.partition for p in description.partitions)
-    if args.partition is not None and args.partition not in partitions:
-        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
-    return partitions
-
-
-def cmd_produce(args: argparse.Namespace) -> int:
-    bootstrap = bootstrap_from_args(args)
-    from client import Producer
-
-    _existing_partitions(args, TOPIC_GRACE_S)
-
-    sep = args.key_separator.encode() if args.key_separator else None
-    pending: deque[Any] = deque()
-    count = 0
-    stdin = sys.stdin.buffer
-    total, start = stdin_file_bytes(stdin)  # a file's size: the bar shows how much is sent
-    sent = RateCounter("records")
-    until = f"retrying until --timeout-ms {args.timeout_ms} runs out"
-    # One request in flight per partition: a retried batch cannot overtake a later line.
-    with meter(args, f"producing to {args.topic}", total) as bar, Producer(
-        bootstrap_servers=bootstrap, acks=ACKS[args.acks], max_in_flight_per_partition=1,
-        delivery_timeout_ms=args.timeout_ms,
-        request_timeout_ms=min(REQUEST_TIMEOUT_MS, args.timeout_ms),
-        **security_from_args(args),
-    ) as producer, wait_notes.watching(producer.waiting, _notes(until, bar)):  # fmt: skip
-        for lines in stdin_chunks(stdin):
-            if sep is None:  # the bulk path: one call per chunk
-                pending.append(producer.send_batch(args.topic, lines, args.partition))
-            else:
-                for i, line in enumerate(lines, start=count + 1):
-                    key, value = split_line(line, sep, i)
-                    pending.append(producer.send(args.topic, value, key, args.partition))
-            count += len(lines)
-            if bar.live:
-                sent.add(len(lines))
-                bar.update(None if total is None else stdin.tell() - start, total, sent.text())
-            while len(pending) > MAX_PENDING_SENDS:
-                pending.popleft().result()  # raises the record's error, if any
-        producer.flush()
-        while pending:
-            pending.popleft().result()
-    progress(produced_text(count, args.topic, args.acks))
-    return 0
-
-
-def _notes(until: str, bar: NullMeter) -> wait_notes.WaitNotes:
-    """What produce or consume waits for, on stderr (deploy/wait_notes.py)."""
-    return wait_notes.WaitNotes(until, sys.stderr, terminal=sys.stderr.isatty(), bar=bar)
-
-
-def _assign(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> None:
-    from client.types import TopicPartition
-
-    chosen = [args.partition] if args.partition is not None else partitions
-    tps = [TopicPartition(args.topic, p) for p in chosen]
-    consumer.assign(tps)
-    if args.offset is not None:
-        consumer.seek(tps[0], args.offset)
-    elif args.from_beginning:
-        consumer.seek_to_beginning(*tps)
-    else:
-        consumer.seek_to_end(*tps)
-
-
-def cmd_consume(args: argparse.Namespace) -> int:
-    if args.group is not None:
-        return _consume_group(args)
-    if args.offset is not None and args.partition is None:
-        raise UsageError("--offset needs --partition")
-    bootstrap = bootstrap_from_args(args)
-    from client import Consumer
-
-    partitions = _existing_partitions(args)
-    count, unread = 0, None
-    with Consumer(
-        bootstrap_servers=bootstrap, isolation_level=args.isolation_level,
-        **security_from_args(args),
-    ) as consumer:  # fmt: skip
-        _assign(consumer, args, partitions)
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
-    progress(f"Processed a total of {count} messages")
-    if unread is not None:
-        raise unread
-    return 0
-
-
-def _consume_group(args: argparse.Namespace) -> int:
-    """--group: subscribe; partitions come from the coordinator, offsets from the group."""
-    if args.partition is not None or args.offset is not None:
-        raise UsageError("--group cannot be combined with --partition or --offset")
-    from client import Consumer
-
-    count = 0
-    reset = "earliest" if args.from_beginning else "latest"
-    heartbeat_ms = max(1, args.session_timeout_ms // 3)
-    with Consumer(
-        bootstrap_servers=bootstrap_from_args(args), group_id=args.group, auto_offset_reset=reset,
-        session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=heartbeat_ms,
-        auto_commit_interval_ms=1000, isolation_level=args.isolation_level,
-        **security_from_args(args),
-    ) as consumer:  # fmt: skip
-        consumer.subscribe([args.topic])
-        unread = None
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
-    progress(f"Processed a total of {count} messages")
-    if unread is not None:
-        raise unread
-    return 0
-
-
-def _consume_loop(
-    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None]
-) -> tuple[int, OdradekError | None]:
-    """Poll and print until --max-messages, or --timeout-ms without a record (or Ctrl-C); a bar
-    of the records read (of --max-messages) and their rate on a terminal or with --progress,
-    and what it waits for meanwhile (a partition without a leader). Returns the count and, when
-    it ended short with partitions still leaderless, the error to end with."""
-    until = "polling until Ctrl-C"
-    if args.timeout_ms is not None:
-        until = f"polling until --timeout-ms {args.timeout_ms} passes without a record"
-    with meter(args, f"consuming {args.topic}", args.max_messages) as bar:
-        notes = _notes(until, bar)
-        try:
-            count = _poll_loop(consumer, args, emit, bar, notes)
-        finally:
-            notes.clear()
-    if args.max_messages is not None and count >= args.max_messages:
-        return count, None
-    return count, wait_notes.unread_error(notes.reasons and consumer.waiting())
-
-
-def _poll_loop(
-    consumer: Any, args: argparse.Namespace, emit: Callable[[str], None], bar: NullMeter,
-    notes: wait_notes.WaitNotes | None = None,
-) -> int:  # fmt: skip
-    count = 0
-    read = RateCounter("records")
-    last_record = time.monotonic()
-    try:  # Ctrl-C ends the loop, and the summary still counts what was printed
-        while args.max_messages is None or count < args.max_messages:
-            wait_ms = POLL_STEP_MS
-            if args.timeout_ms is not None:
-                left_ms = args.timeout_ms - (time.monotonic() - last_record) * 1000
-                if left_ms <= 0:
-                    break
-                wait_ms = int(min(wait_ms, max(left_ms, 1)))
-            limit = None if args.max_messages is None else args.max_messages - count
-            records = _records(consumer.poll(timeout_ms=wait_ms, max_records=limit))
-            if notes is not None and notes.due():
-                notes.show(consumer.waiting())
-            if not records:
-                continue
-            if notes is not None:
-                notes.make_room()  # a record printed must not land on the line in place
-            with _CtrlCHeld():  # a record written is a record counted
-                for record in records[:limit]:
-                    emit(format_record(record, args.print_key, args.print_offset))
-                    count += 1
-                sys.stdout.flush()
-            last_record = time.monotonic()
-            if bar.live:
-                read.add(len(records[:limit]))
-                bar.update(count, args.max_messages, read.text())
-    except KeyboardInterrupt:
-        pass
-    return count
-
-
-class _CtrlCHeld:
-    """Ctrl-C held back while a polled batch is printed and counted, and raised once it is: with
-    stdout unbuffered (PYTHONUNBUFFERED), a KeyboardInterrupt between a record's write and its
-    count made the summary miss a record that was printed. A second Ctrl-C is raised at once
-    (stdout may be a pipe nobody reads), and the previous handler is put back before it is
-    raised: it may land in __exit__, where signal.signal() runs a pending handler before it
-    swaps, and a _hold left installed for the rest of the process turns a later Ctrl-C (the
-    consumer's final commit, leaving the group) into a KeyboardInterrupt inside an event-loop
-    callback (client/caller_loop.py takes Ctrl-C over only from default_int_handler)."""
-
-    def __init__(self) -> None:
-        self.caught = False
-        self.previous: Any = None
-
-    def __enter__(self) -> None:
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
-            self.previous = signal.signal(signal.SIGINT, self._hold)
-
-    def _hold(self, signum: int, frame: Any) -> None:
-        if self.caught:
-            self._restore()  # first: the raise may come out of __exit__ before it restores
-            raise KeyboardInterrupt
-        self.caught = True
-
-    def _restore(self) -> None:
-        # signal.signal() runs _hold for a Ctrl-C that is pending: if it is the second, _hold
-        # restores (this again, nested) and raises, and this swap is skipped but already done.
-        signal.signal(signal.SIGINT, self.previous)
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if self.previous is not None:
-            self._restore()
-        if self.caught and exc_type is None:
-            raise KeyboardInterrupt
-
-
-def _records(polled: Any) -> list[Any]:
-    """poll() may give a list of records or (kafka-python style) a dict of lists by partition."""
-    if isinstance(polled, dict):
-        return [r for batch in polled.values() for r in batch]
-    return list(polled)
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from deploy import perf
 
@@ -756,10 +341,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ----- entry point -------------------------------------------------------------------------------
 
 
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -768,15 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             args = build_parser().parse_args(argv)
     except ImportError as exc:  # a broken install: say which module is missing
-        _error(f"cannot load a module the command needs: {exc}")
+        print_error(f"cannot load a module the command needs: {exc}")
         return 1
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        _error(exc.message)
+        print_error(exc.message)
         return 2
     except OdradekError as exc:
-        _error(str(exc))
+        print_error(str(exc))
         return 1
     except BrokenPipeError:
         # stdout was closed (`odradek consume ... | head`): stop quietly, and keep Python from
@@ -785,15 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        _error(f"{exc.strerror or exc}{where}")
+        print_error(f"{exc.strerror or exc}{where}")
         return 1
     except KeyboardInterrupt:
-        _error("interrupted")
+        print_error("interrupted")
         return 130
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()
-        _error(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for details)")
+        print_error(f"internal error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for details)")
         return 1
 
 

@@ -3,8 +3,9 @@ where the brokers are (--bootstrap, else the local cluster in --dir D, else $ODR
 else the local cluster recorded in ./.odradek/cluster.json; both flags are accepted before the
 command or after it, see `client_options`), how to reach them (`--command-config FILE`:
 Kafka tools' client properties, deploy/command_config.py), an Admin client for them, argparse
-number types, the partition line `topics describe` prints (and why a partition has no leader),
-and progress lines on stderr (results go to stdout).
+number types, the partitions of the topic produce or consume is given (or its error), the
+partition line `topics describe` prints (and why a partition has no leader), and progress lines
+on stderr (results go to stdout) and the one error line a command ends with (`print_error`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from deploy.cli_parser import Parser as Parser  # the subcommand modules take it from here
 from deploy.cluster import DEFAULT_DIR, LocalCluster
-from protocol.errors import UsageError
+from protocol.errors import UsageError, for_code
 
 PROG = "odradek"
 BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
@@ -26,6 +27,11 @@ BOOTSTRAP_ENV = "ODRADEK_BOOTSTRAP"
 
 def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def print_error(message: str) -> None:
+    """A user's error as the one line on stderr every command ends with: `odradek: error: ...`."""
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
 
 
 def parse_bootstrap(servers: str) -> str:
@@ -145,6 +151,29 @@ def admin_from_args(args: argparse.Namespace) -> Any:
     from client import Admin
 
     return Admin(bootstrap_servers=bootstrap, **security_from_args(args))
+
+
+TOPIC_GRACE_S = 3.0  # a topic created a moment ago may not be in every broker's metadata yet
+
+
+def existing_partitions(args: argparse.Namespace, grace_s: float = 0.0) -> list[int]:
+    """For produce and consume: the partitions of args.topic, or the topic's error at once
+    (after `grace_s` of asking again): a producer would wait max_block_ms (60 s) for a topic
+    that is not there, and the native door never creates one. A UsageError when
+    args.partition is not one of them."""
+    deadline = time.monotonic() + grace_s
+    with admin_from_args(args) as admin:
+        while True:
+            (description,) = admin.describe_topics([args.topic])
+            if not description.error_code or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    if description.error_code:
+        raise for_code(description.error_code)(f"topic {args.topic!r}")
+    partitions = sorted(p.partition for p in description.partitions)
+    if args.partition is not None and args.partition not in partitions:
+        raise UsageError(f"topic {args.topic!r} has no partition {args.partition}")
+    return partitions
 
 
 def format_partition(topic: str, p: Any) -> str:

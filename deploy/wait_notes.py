@@ -15,11 +15,12 @@ output on stderr at once, in one of three forms:
 A reason is shown once it has lasted NOTE_AFTER_S: a leader that moves is missing for a moment,
 which is not worth a line. At most MAX_LINES plain lines go out per check (then a count).
 
-`watching(source, notes)` asks `source` (the producer's `waiting`) from a thread of its own
-every CHECK_S, so the line comes while the main thread blocks (reading stdin, flushing); the
-consumer's loop calls `show` itself between polls (`due()` says when), and `make_room()` before
-it prints records (on stdout, maybe the same terminal). `unread_error` is the error `consume`
-ends with when a partition it was to read still has no leader.
+`on_stderr(until, bar)` makes a command's notes. `watching(source, notes)` asks `source` (the
+producer's `waiting`) from a thread of its own every CHECK_S, so the line comes while the main
+thread blocks (reading stdin, flushing); the consumer's loop calls `show` itself between polls
+(`due()` says when), and `make_room()` before it prints records (on stdout, maybe the same
+terminal). `unread_error` is the error `consume` ends with when a partition it was to read still
+has no leader.
 
 A wait that can never end is said before it starts: `topics create` and `topics alter-config`
 warn (`min_insync_warning`) when the topic's min.insync.replicas (its own, or the broker's
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -133,6 +135,11 @@ class WaitNotes:
         else:
             self._stream.write(ERASE_LINE)
             self._stream.flush()
+
+
+def on_stderr(until: str, bar: NullMeter) -> WaitNotes:
+    """The notes of `odradek produce` or `consume`: on stderr, in place when it is a terminal."""
+    return WaitNotes(until, sys.stderr, terminal=sys.stderr.isatty(), bar=bar)
 
 
 @contextlib.contextmanager

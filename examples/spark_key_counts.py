@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from client import Admin, NewTopic, Producer  # noqa: E402
-from deploy.cli import resolve_bootstrap  # noqa: E402
+from deploy.cli_common import resolve_bootstrap  # noqa: E402
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from deploy import cli, cli_groups, cli_output, cli_views, leaders_cli
+from deploy import cli, cli_groups, cli_output, cli_views, consume_cli, leaders_cli
 from protocol.errors import ElectionNotNeededError, PreferredLeaderNotAvailableError
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -296,7 +296,7 @@ def _poll_a_batch_with_a_ctrl_c_after_its_first_record() -> tuple[list[str], int
     args = SimpleNamespace(max_messages=None, timeout_ms=None, print_key=False, print_offset=False)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        count = cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
+        count = consume_cli._poll_loop(consumer, args, emit, cli_output.NullMeter())
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     finally:
         signal.signal(signal.SIGINT, previous)  # even with the held-back handler left installed
@@ -314,9 +314,9 @@ def test_ctrl_c_right_after_a_record_is_written_still_counts_it() -> None:
 
 
 class _SignalWithACtrlCPending:
-    """deploy.cli's `signal` module, except that a Ctrl-C is pending the first time the default
-    handler is put back; it runs the handler still installed first, as the real signal.signal()
-    runs a pending one before it swaps."""
+    """deploy.consume_cli's `signal` module, except that a Ctrl-C is pending the first time the
+    default handler is put back; it runs the handler still installed first, as the real
+    signal.signal() runs a pending one before it swaps."""
 
     def __init__(self) -> None:
         self.pending = 1
@@ -340,7 +340,7 @@ def test_a_second_ctrl_c_pending_as_the_batch_ends_leaves_the_default_handler(
     a later one (the consumer's final commit, leaving the group) raised inside an event-loop
     callback. Now the default handler is back and the loop ends once, its batch counted."""
     second = _SignalWithACtrlCPending()
-    monkeypatch.setattr(cli, "signal", second)
+    monkeypatch.setattr(consume_cli, "signal", second)
     written, count, polls = _poll_a_batch_with_a_ctrl_c_after_its_first_record()
     assert second.pending == 0  # the second Ctrl-C came
     assert written == ["v0", "v1"]

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pytest
 
-from deploy import cli
+from deploy import cli, cli_common, cli_lines
 from deploy.cluster import free_port
 from protocol.errors import UsageError
 
@@ -36,7 +36,7 @@ class Rec(NamedTuple):
 
 @pytest.fixture(autouse=True)
 def _no_env_bootstrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(cli.BOOTSTRAP_ENV, raising=False)
+    monkeypatch.delenv(cli_common.BOOTSTRAP_ENV, raising=False)
     monkeypatch.chdir(tmp_path)  # no ./.odradek here
 
 
@@ -61,30 +61,30 @@ def assert_one_line_error(err: str, *fragments: str) -> None:
 
 
 def test_parse_topic_configs() -> None:
-    assert cli.parse_topic_configs(["retention.ms=1000", " segment.bytes = 4096 "]) == {
+    assert cli_lines.parse_topic_configs(["retention.ms=1000", " segment.bytes = 4096 "]) == {
         "retention.ms": "1000",
         "segment.bytes": "4096",
     }
-    assert cli.parse_topic_configs(["a=b=c"]) == {"a": "b=c"}
-    assert cli.parse_topic_configs(None) == {}
+    assert cli_lines.parse_topic_configs(["a=b=c"]) == {"a": "b=c"}
+    assert cli_lines.parse_topic_configs(None) == {}
     for bad in ("retention.ms", "=5", "retention.ms=", " = "):
         with pytest.raises(UsageError, match="key=value"):
-            cli.parse_topic_configs([bad])
+            cli_lines.parse_topic_configs([bad])
 
 
 def test_parse_bootstrap() -> None:
-    assert cli.parse_bootstrap("h1:9092, h2:09093,") == "h1:9092,h2:9093"
+    assert cli_common.parse_bootstrap("h1:9092, h2:09093,") == "h1:9092,h2:9093"
     for bad in ("h1", "h1:", ":9092", "h1:x", "h1:0", "h1:70000", " , "):
         with pytest.raises(UsageError):
-            cli.parse_bootstrap(bad)
+            cli_common.parse_bootstrap(bad)
 
 
 def test_resolve_bootstrap_order(tmp_path: Path) -> None:
-    env = {cli.BOOTSTRAP_ENV: "e:2"}
-    assert cli.resolve_bootstrap("f:1", env, tmp_path) == "f:1"
-    assert cli.resolve_bootstrap(None, env, tmp_path) == "e:2"
+    env = {cli_common.BOOTSTRAP_ENV: "e:2"}
+    assert cli_common.resolve_bootstrap("f:1", env, tmp_path) == "f:1"
+    assert cli_common.resolve_bootstrap(None, env, tmp_path) == "e:2"
     with pytest.raises(UsageError, match="no bootstrap address"):
-        cli.resolve_bootstrap(None, {}, tmp_path)
+        cli_common.resolve_bootstrap(None, {}, tmp_path)
 
 
 def _write_state(cluster_dir: Path, brokers: list[tuple[int, int, int, str]]) -> None:
@@ -109,47 +109,47 @@ def test_resolve_bootstrap_from_local_cluster_state(tmp_path: Path) -> None:
     fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", log_dir])
     try:
         _write_state(cluster_dir, [(1, 40001, fake.pid, log_dir), (2, 40002, 999_999, "x")])
-        assert cli.resolve_bootstrap(None, {}, tmp_path) == "127.0.0.1:40001,127.0.0.1:40002"
+        assert cli_common.resolve_bootstrap(None, {}, tmp_path) == "127.0.0.1:40001,127.0.0.1:40002"
     finally:
         fake.kill()
         fake.wait(timeout=5)
     with pytest.raises(UsageError, match="not running"):
-        cli.resolve_bootstrap(None, {}, tmp_path)
+        cli_common.resolve_bootstrap(None, {}, tmp_path)
 
 
 def test_split_line() -> None:
-    assert cli.split_line(b"k:v:w", b":", 1) == (b"k", b"v:w")
-    assert cli.split_line(b"plain", None, 1) == (None, b"plain")
-    assert cli.split_line(b":v", b":", 1) == (b"", b"v")
+    assert cli_lines.split_line(b"k:v:w", b":", 1) == (b"k", b"v:w")
+    assert cli_lines.split_line(b"plain", None, 1) == (None, b"plain")
+    assert cli_lines.split_line(b":v", b":", 1) == (b"", b"v")
     with pytest.raises(UsageError, match="line 7"):
-        cli.split_line(b"nokey", b":", 7)
+        cli_lines.split_line(b"nokey", b":", 7)
 
 
 def test_format_partition_seed_style_and_markers() -> None:
     assert (
-        cli.format_partition("topic01", Part(1, 2, [2, 5], [2, 5]))
+        cli_common.format_partition("topic01", Part(1, 2, [2, 5], [2, 5]))
         == "Topic: topic01 Partition: 1 Leader: 2 Replicas: 2,5 Isr: 2,5"
     )
-    offline = cli.format_partition("t", Part(0, -1, [3, 1], []))
+    offline = cli_common.format_partition("t", Part(0, -1, [3, 1], []))
     assert offline == "Topic: t Partition: 0 Leader: none Replicas: 3,1 Isr:   (offline)"
-    under = cli.format_partition("t", Part(2, 3, [3, 1], [3]))
+    under = cli_common.format_partition("t", Part(2, 3, [3, 1], [3]))
     assert under == "Topic: t Partition: 2 Leader: 3 Replicas: 3,1 Isr: 3  (under-replicated)"
 
 
 def test_format_topic_sorts_partitions() -> None:
     desc = Desc("t", [Part(1, 2, [2, 3], [2, 3]), Part(0, 1, [1, 2], [1, 2])])
-    lines = cli.format_topic(desc)
+    lines = cli_lines.format_topic(desc)
     assert lines[0] == "Topic: t PartitionCount: 2 ReplicationFactor: 2 Configs:"
-    header = cli.format_topic(desc, {"segment.bytes": "1024", "retention.ms": "5"})[0]
+    header = cli_lines.format_topic(desc, {"segment.bytes": "1024", "retention.ms": "5"})[0]
     assert header.endswith("Configs: retention.ms=5,segment.bytes=1024")
     assert [line.split()[3] for line in lines[1:]] == ["0", "1"]
 
 
 def test_format_record() -> None:
     rec = Rec(3, 42, b"k", b"caf\xc3\xa9 \xff")
-    assert cli.format_record(rec, False, False) == "café \ufffd"
-    assert cli.format_record(rec, True, True) == "3:42\tk\tcafé \ufffd"
-    assert cli.format_record(Rec(0, 0, None, None), True, False) == "null\tnull"
+    assert cli_lines.format_record(rec, False, False) == "café \ufffd"
+    assert cli_lines.format_record(rec, True, True) == "3:42\tk\tcafé \ufffd"
+    assert cli_lines.format_record(Rec(0, 0, None, None), True, False) == "null\tnull"
 
 
 def test_stdin_chunks_split_lines_across_reads() -> None:
@@ -157,14 +157,14 @@ def test_stdin_chunks_split_lines_across_reads() -> None:
 
     data = b"a\nb\r\n\n  c  \nlast"
     for read_bytes in (1, 3, 1 << 16):
-        chunks = list(cli.stdin_chunks(io.BytesIO(data), read_bytes))
+        chunks = list(cli_lines.stdin_chunks(io.BytesIO(data), read_bytes))
         assert [line for chunk in chunks for line in chunk] == [b"a", b"b", b"", b"  c  ", b"last"]
         assert all(chunks)
-    assert list(cli.stdin_chunks(io.BytesIO(b""))) == []
-    assert list(cli.stdin_chunks(io.BytesIO(b"one\n"))) == [[b"one"]]
-    endless = io.BytesIO(b"x" * (cli.MAX_LINE_BYTES + 10))
+    assert list(cli_lines.stdin_chunks(io.BytesIO(b""))) == []
+    assert list(cli_lines.stdin_chunks(io.BytesIO(b"one\n"))) == [[b"one"]]
+    endless = io.BytesIO(b"x" * (cli_lines.MAX_LINE_BYTES + 10))
     with pytest.raises(UsageError, match="longer than"):
-        list(cli.stdin_chunks(endless))
+        list(cli_lines.stdin_chunks(endless))
 
 
 # ----- parsing ------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_bad_bootstrap(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_bootstrap_from_environment(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(cli.BOOTSTRAP_ENV, "a:b")
+    monkeypatch.setenv(cli_common.BOOTSTRAP_ENV, "a:b")
     code, _, err = run_main(["topics", "list"], capsys)
     assert code == 2
     assert_one_line_error(err, "'a:b' is not HOST:PORT")
