@@ -85,22 +85,12 @@ def cmd_consume(args: argparse.Namespace) -> int:
     from client import Consumer
 
     partitions = existing_partitions(args)
-    count, unread = 0, None
     with Consumer(
         bootstrap_servers=bootstrap, isolation_level=args.isolation_level,
         **security_from_args(args),
     ) as consumer:  # fmt: skip
         _assign(consumer, args, partitions)
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
-    progress(f"Processed a total of {count} messages")
-    if unread is not None:
-        raise unread
-    return 0
+        return _print_records(consumer, args)
 
 
 def _consume_group(args: argparse.Namespace) -> int:
@@ -109,7 +99,6 @@ def _consume_group(args: argparse.Namespace) -> int:
         raise UsageError("--group cannot be combined with --partition or --offset")
     from client import Consumer
 
-    count = 0
     reset = "earliest" if args.from_beginning else "latest"
     heartbeat_ms = max(1, args.session_timeout_ms // 3)
     with Consumer(
@@ -119,13 +108,19 @@ def _consume_group(args: argparse.Namespace) -> int:
         **security_from_args(args),
     ) as consumer:  # fmt: skip
         consumer.subscribe([args.topic])
-        unread = None
-        try:
-            count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.stdout.flush()
+        return _print_records(consumer, args)
+
+
+def _print_records(consumer: Any, args: argparse.Namespace) -> int:
+    """Print what `consumer` reads until the loop ends (or Ctrl-C), then the count; raise the
+    error of a partition left unread (no leader) after the count, as the last line."""
+    count, unread = 0, None
+    try:
+        count, unread = _consume_loop(consumer, args, lambda r: print(r, flush=False))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.stdout.flush()
     progress(f"Processed a total of {count} messages")
     if unread is not None:
         raise unread
