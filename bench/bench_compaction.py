@@ -452,7 +452,7 @@ def with_zookeeper(root: Path, args: argparse.Namespace, body: Callable[[str], A
     """body(connect string) against --zookeeper, or a ZooKeeper started (and stopped) here."""
     if args.zookeeper:
         return body(args.zookeeper)
-    from deploy.cluster import free_port
+    from deploy.processes import free_port
     from deploy.zookeeper import start_zookeeper, stop_zookeeper
 
     zk = start_zookeeper(root / "zookeeper", free_port("127.0.0.1"))

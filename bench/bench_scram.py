@@ -82,7 +82,7 @@ async def socket_rate(
 
 
 def start_broker(where: Path, zk: str) -> tuple[subprocess.Popen[bytes], int, int]:
-    from deploy.cluster import free_port
+    from deploy.processes import free_port
 
     native, sasl = free_port("127.0.0.1"), free_port("127.0.0.1")
     code = (
@@ -118,7 +118,7 @@ def wait_for_broker(native: int, timeout_s: float = 60.0) -> None:
 
 
 def run(seconds: float, concurrencies: list[int]) -> list[dict[str, Any]]:
-    from deploy.cluster import free_port
+    from deploy.processes import free_port
     from deploy.zookeeper import start_zookeeper, stop_zookeeper
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-scram-"))

@@ -54,7 +54,7 @@ class Broker:
 
     def __init__(self, where: Path) -> None:
         from deploy.certs import issue, make_ca
-        from deploy.cluster import free_port
+        from deploy.processes import free_port
         from deploy.zookeeper import start_zookeeper
 
         self.where = where

@@ -246,7 +246,8 @@ def main() -> int:
 
 
 def with_cluster(body: Any) -> dict[str, Any]:
-    from deploy.cluster import LocalCluster, free_port
+    from deploy.cluster import LocalCluster
+    from deploy.processes import free_port
     from deploy.zookeeper import start_zookeeper, stop_zookeeper
 
     with tempfile.TemporaryDirectory(prefix="bench-txn-") as tmp:

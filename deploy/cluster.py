@@ -32,6 +32,17 @@ Processes are only ever signalled by the PIDs recorded here, and a recorded brok
 ours only while /proc/<pid>/cmdline still names its log dir (PIDs are reused); the helpers that
 read /proc, pick ports and stop the console are deploy/processes.py's.
 
+This module is the orchestration; each concern is a module of its own that takes plain inputs
+(paths, settings, PIDs), none of which imports this one:
+
+    deploy/cluster_state.py      the state file, its lock, its records, ClusterError
+    deploy/cluster_brokers.py    broker processes: command line, spawn, signal, stop; ports
+    deploy/cluster_config.py     the brokers' settings files (broker.toml, broker-<id>.toml)
+    deploy/cluster_zookeeper.py  the ZooKeeper started here or given
+    deploy/cluster_host.py       root only: a tmpfs per log dir, the network lab
+    deploy/cluster_probe.py      Metadata probes of the brokers (readiness, the controller)
+    deploy/cluster_security.py   secure mode; deploy/cluster_listeners.py: listeners of one's own
+
 Network mode (`network="netns"`, `cluster up --netns`, root only): each broker runs in its own
 network namespace of a lab (deploy/netns.py) as `ip netns exec <ns> python -m deploy.cli
 broker ...` (`ip netns exec` execs, so the recorded PID and its cmdline are the broker's). A
@@ -59,112 +70,52 @@ names) is how this module's Metadata probes reach the first native listener.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
-import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deploy.cluster_listeners import Listeners, check_listeners, listener_names, listener_settings
-from deploy.netns import LabSpec, NetLab, loopback_ports, require_root, rewrite_connect
-from deploy.processes import (
-    DEFAULT_HOST,
-    cmdline,
-    free_port,
-    port_in_use,
-    process_state,
-    stop_console,
-    wait_until,
+from deploy import cluster_security, cluster_zookeeper
+from deploy.cluster_brokers import (
+    BrokerProcesses,
+    broker_command,
+    check_signal,
+    free_ports,
+    pick_ports,
 )
-from protocol.errors import OdradekError, UsageError
-from transport.security import PLAINTEXT_CONFIG, SecurityConfig
+from deploy.cluster_config import (
+    config_path,
+    own_listeners,
+    write_broker_config,
+    write_secure_broker_config,
+)
+from deploy.cluster_host import mount_tmpfs, setup_netlab, unmount_tmpfs
+from deploy.cluster_listeners import Listeners, check_listeners
+from deploy.cluster_probe import probe_addresses
+from deploy.cluster_state import (
+    STATE_FILE,
+    BrokerProc,
+    ClusterError,
+    ClusterState,
+    StateFile,
+)
+from deploy.netns import LabSpec, NetLab, require_root, rewrite_connect
+from deploy.processes import DEFAULT_HOST, port_in_use, process_state, stop_console
+from transport.security import SecurityConfig
 
-STATE_FILE = "cluster.json"
-LOCK_FILE = "cluster.json.lock"  # flock'ed across every read-modify-write of the state file
 DEFAULT_DIR = ".odradek"
 DEFAULT_SESSION_TIMEOUT_MS = 6000
 READY_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 10.0  # SIGTERM, then SIGKILL after this long
-KILL_TIMEOUT_S = 5.0
-PROBE_TIMEOUT_MS = 2000
 MAX_BROKERS = 64
 NETWORKS = ("loopback", "netns")
 NETNS_ROOT_MESSAGE = "--netns and --tmpfs-mb need root: run as root or leave them out"
-SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PORT_RETRIES = 3  # `up`: fresh ports for a broker whose port was taken before it bound it
 
 Progress = Callable[[str], None]
 ReadyHook = Callable[[int, int, int], None]  # (registered, ready, expected) brokers
-
-
-class ClusterError(UsageError):
-    """The local cluster cannot do what was asked (none running, a broker died at start...)."""
-
-    name = "CLUSTER_ERROR"
-
-
-@dataclass(slots=True)
-class BrokerProc:
-    id: int
-    port: int
-    pid: int
-    log_dir: str
-    kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
-    host: str = ""  # its own address (a network namespace's); "": the cluster's host
-    metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
-    listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
-
-
-@dataclass(slots=True)
-class ZooKeeperInfo:
-    connect: str
-    port: int | None
-    pid: int | None  # None: given to us, not ours to stop
-
-
-@dataclass(slots=True)
-class ClusterState:
-    host: str
-    session_timeout_ms: int
-    zookeeper: ZooKeeperInfo
-    brokers: list[BrokerProc] = field(default_factory=list)
-    version: int = 1
-    network: str = "loopback"  # or "netns": brokers in a network lab (deploy/netns.py)
-    netlab: dict[str, Any] | None = None  # the lab's LabSpec, in netns mode
-    tmpfs_mb: int = 0  # each broker's log dir on a tmpfs of this size (0: none)
-    console_pid: int = 0  # the console `cluster up` started (deploy/console/launch.py)
-    console_port: int = 0
-    secure: bool = False  # SASL_SSL + SCRAM everywhere, authorizer on (deploy/cluster_security)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str) -> ClusterState:
-        raw = json.loads(text)
-        return cls(
-            host=str(raw["host"]),
-            session_timeout_ms=int(raw["session_timeout_ms"]),
-            zookeeper=ZooKeeperInfo(**raw["zookeeper"]),
-            brokers=[BrokerProc(**b) for b in raw["brokers"]],
-            version=int(raw.get("version", 1)),
-            network=str(raw.get("network", "loopback")),
-            netlab=raw.get("netlab"),
-            tmpfs_mb=int(raw.get("tmpfs_mb", 0)),
-            console_pid=int(raw.get("console_pid", 0)),
-            console_port=int(raw.get("console_port", 0)),
-            secure=bool(raw.get("secure", False)),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,78 +129,21 @@ class BrokerStatus:
     metrics_port: int = 0
 
 
-PORT_RETRIES = 3  # `up`: fresh ports for a broker whose port was taken before it bound it
-
-
-def _check_reachable(connect: str, timeout_s: float = 3.0) -> None:
-    """Fail early, with one clear line, when no server of a ZooKeeper connect string answers."""
-    hosts = connect.split("/", 1)[0]
-    for item in hosts.split(","):
-        host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ClusterError(f"ZooKeeper address {item!r} is not HOST:PORT")
-        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout_s):
-            return
-    raise ClusterError(f"no ZooKeeper server answers at {hosts}")
-
-
-def _log_tail(path: Path, lines: int = 3) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(line.strip() for line in text[-lines:])
-
-
-# ----- probing brokers over the wire -----------------------------------------------------------
-
-
-async def _probe_one(
-    host: str, port: int, timeout_ms: int, security: SecurityConfig | None = None
-) -> tuple[set[int], int] | None:
-    """(broker ids, controller id) from one broker's Metadata answer, or None if it has none."""
-    from protocol.api.metadata import MetadataRequest
-    from transport.connection import BrokerConnection
-
-    try:
-        conn = await BrokerConnection.connect(
-            host, port, client_id="odradek-cluster", connect_timeout_ms=timeout_ms,
-            security=security or PLAINTEXT_CONFIG,
-        )  # fmt: skip
-    except OdradekError:
-        return None
-    try:
-        resp = await conn.send(MetadataRequest(topics=[]), timeout_ms=timeout_ms)
-        return {b.node_id for b in resp.brokers}, int(resp.controller_id)
-    except OdradekError:
-        return None
-    finally:
-        await conn.close()
-
-
-async def _probe_all(
-    addrs: list[tuple[str, int]], timeout_ms: int, security: SecurityConfig | None
-) -> list[tuple[set[int], int] | None]:
-    return await asyncio.gather(*(_probe_one(h, p, timeout_ms, security) for h, p in addrs))
-
-
-def probe_metadata(
-    host: str, ports: list[int], timeout_ms: int = PROBE_TIMEOUT_MS,
-    security: SecurityConfig | None = None,
-) -> list[tuple[set[int], int] | None]:  # fmt: skip
-    """Ask each broker for Metadata at once; one (broker ids, controller id) or None per port."""
-    return probe_addresses([(host, p) for p in ports], timeout_ms, security)
-
-
-def probe_addresses(
-    addrs: list[tuple[str, int]], timeout_ms: int = PROBE_TIMEOUT_MS,
-    security: SecurityConfig | None = None,
-) -> list[tuple[set[int], int] | None]:  # fmt: skip
-    """probe_metadata for brokers on different hosts: one answer per (host, port). `security`:
-    how to reach them (a secure cluster's admin settings, `LocalCluster.probe_security`)."""
-    if not addrs:
-        return []
-    return asyncio.run(_probe_all(addrs, timeout_ms, security))
+def _refuse_if_running(
+    old: ClusterState | None, brokers: BrokerProcesses, dir: Path, progress: Progress
+) -> None:
+    """`up` over a cluster whose brokers still run is an error; a ZooKeeper left over from a
+    crashed cluster is stopped."""
+    if old is None:
+        return
+    if any(brokers.state(b) != "dead" for b in old.brokers):
+        raise ClusterError(
+            f"a cluster is already running in {dir} "
+            "(`odradek cluster status` to see it, `odradek cluster down` to stop it)"
+        )
+    zk_pid = old.zookeeper.pid
+    if zk_pid is not None and process_state(zk_pid) != "dead":
+        cluster_zookeeper.stop(zk_pid, progress)  # a ZooKeeper left over from a crashed cluster
 
 
 # ----- the cluster ---------------------------------------------------------------------------
@@ -317,7 +211,8 @@ class LocalCluster:
         self._probe_security: SecurityConfig | None = None
         self._progress = progress or (lambda _line: None)
         self.state: ClusterState | None = None
-        self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
+        self._store = StateFile(self.dir)
+        self._brokers = BrokerProcesses(self._progress)  # by PID; children of this process
 
     # ----- opening and saving -----------------------------------------------------------------
 
@@ -329,7 +224,7 @@ class LocalCluster:
     def open(cls, dir: Path | str = DEFAULT_DIR, progress: Progress | None = None) -> LocalCluster:
         """The cluster a previous `up()` (maybe in another process) recorded in `dir`."""
         cluster = cls(dir, progress=progress)
-        state = cluster._read_state()
+        state = cluster._store.read()
         if state is None:
             raise ClusterError(
                 f"no local cluster in {cluster.dir} (start one with `odradek cluster up`)"
@@ -343,42 +238,21 @@ class LocalCluster:
         cluster.secure = state.secure
         return cluster
 
-    def _read_state(self) -> ClusterState | None:
-        try:
-            text = self.state_path.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            return ClusterState.from_json(text)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ClusterError(f"{self.state_path} is not a valid state file ({exc})") from None
-
-    def _save_state(self) -> None:
-        assert self.state is not None
-        tmp = self.state_path.with_suffix(".json.tmp")
-        tmp.write_text(self.state.to_json())
-        os.replace(tmp, self.state_path)
-
     @contextlib.contextmanager
     def _state_lock(self, reload: bool = True) -> Iterator[None]:
-        """Hold the cluster's lock (fcntl.flock on LOCK_FILE) and, with `reload`, take the
+        """Hold the cluster's lock (deploy/cluster_state.py) and, with `reload`, take the
         state file as it is now: another process may have changed it since we read it."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / LOCK_FILE, "a") as lock:  # children do not inherit it (close_fds)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                if reload:
-                    fresh = self._read_state()
-                    if fresh is not None:
-                        self.state = fresh
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with self._store.lock():
+            if reload:
+                fresh = self._store.read()
+                if fresh is not None:
+                    self.state = fresh
+            yield
 
     def _current_state(self) -> ClusterState:
         """The state file as it is now (saved whole, by rename: no lock needed to read it),
         else the state in hand."""
-        fresh = self._read_state()
+        fresh = self._store.read()
         if fresh is not None:
             self.state = fresh
         return self._require_state()
@@ -407,7 +281,7 @@ class LocalCluster:
         with self._state_lock():
             state = self._require_state()
             state.console_pid, state.console_port = pid, port
-            self._save_state()
+            self._store.save(state)
 
     def broker_host(self, broker_id: int) -> str:
         """The address the broker listens on and advertises (its namespace's, in netns mode)."""
@@ -445,35 +319,55 @@ class LocalCluster:
         lock = contextlib.ExitStack()  # the state lock, held until every broker is recorded
         lock.enter_context(self._state_lock(reload=False))
         try:
-            self._refuse_if_running()
-            zk = self._start_zookeeper()
-            self.state = ClusterState(self.host, self.session_timeout_ms, zk)
-            self.state.network, self.state.tmpfs_mb = self.network, self.tmpfs_mb
-            self.state.secure = self.secure
-            lab = self._setup_netlab(zk.connect) if self.network == "netns" else None
-            self._write_broker_config()
-            ports = self._ports()
+            _refuse_if_running(self._store.read(), self._brokers, self.dir, self._progress)
+            zk = cluster_zookeeper.start_or_use(
+                self.dir, self.host, self.zookeeper_given, self._progress
+            )
+            self.state = state = ClusterState(self.host, self.session_timeout_ms, zk)
+            state.network, state.tmpfs_mb = self.network, self.tmpfs_mb
+            state.secure = self.secure
+            ids = range(1, self.num_brokers + 1)
+            lab = None
+            if self.network == "netns":
+
+                def record(spec: dict[str, Any]) -> None:
+                    state.netlab = spec
+                    self._store.save(state)
+
+                lab = setup_netlab(self.dir, ids, zk.connect, record, self._progress)
+            write_broker_config(self.dir / "broker.toml", self.host, self.session_timeout_ms,
+                                self.broker_settings)  # fmt: skip
+            ports = pick_ports(self.host, 3 * self.num_brokers, self.base_port)
             used_ports = set(ports)  # and every listener's of one's own, as they are picked
             if self.secure:
-                self._prepare_security(zk.connect, lab)
-            for i, broker_id in enumerate(range(1, self.num_brokers + 1)):
+                hosts = {i: self.host if lab is None else lab.spec.broker_ip(i) for i in ids}
+                self._layout = cluster_security.prepare_cluster(
+                    self.dir, hosts, zk.connect, self.session_timeout_ms, self._progress
+                )
+            for i, broker_id in enumerate(ids):
                 log_dir = self.dir / "data" / f"broker-{broker_id}"
                 n = self.num_brokers
                 port, kafka_port, metrics_port = ports[i], ports[n + i], ports[2 * n + i]
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
                 proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port)
-                self.state.brokers.append(proc)
+                state.brokers.append(proc)
                 if self.listeners or self.native_listeners:
-                    self._own_listeners(proc, host or self.host, used_ports)
+                    extra = own_listeners(proc, host or self.host, self.listeners,
+                                          self.native_listeners, used_ports, self.host)  # fmt: skip
+                    write_broker_config(config_path(self.dir, proc, state.secure),
+                                        host or self.host, self.session_timeout_ms,
+                                        {**self.broker_settings, **extra})  # fmt: skip
                 elif host and not self.secure:  # secure: written by _spawn, with its listeners
-                    self._write_broker_config(host, self._config_path(proc))
-                self._mount_tmpfs(proc)
+                    write_broker_config(config_path(self.dir, proc, state.secure), host,
+                                        self.session_timeout_ms, self.broker_settings)  # fmt: skip
+                mount_tmpfs(proc.id, log_dir, state.tmpfs_mb, self._progress)
                 self._spawn(proc)
-                self._save_state()
-            self._write_client_properties()
+                self._store.save(state)
+            cluster_security.write_client_properties(self._layout, self.kafka_bootstrap)
             lock.close()
             self._wait_ready_moving_taken_ports()
-            self._write_client_properties()  # ports may have moved
+            # ports may have moved
+            cluster_security.write_client_properties(self._layout, self.kafka_bootstrap)
         except BaseException:
             lock.close()
             if self.state is not None:
@@ -482,57 +376,6 @@ class LocalCluster:
                     self.down()
             raise
         return self.bootstrap
-
-    def _refuse_if_running(self) -> None:
-        old = self._read_state()
-        if old is None:
-            return
-        if any(self._broker_state(b) != "dead" for b in old.brokers):
-            raise ClusterError(
-                f"a cluster is already running in {self.dir} "
-                "(`odradek cluster status` to see it, `odradek cluster down` to stop it)"
-            )
-        zk_pid = old.zookeeper.pid
-        if zk_pid is not None and process_state(zk_pid) != "dead":
-            self._stop_zookeeper(zk_pid)  # a ZooKeeper left over from a crashed cluster
-
-    def _start_zookeeper(self) -> ZooKeeperInfo:
-        if self.zookeeper_given is not None:
-            _check_reachable(self.zookeeper_given)
-            self._progress(f"using ZooKeeper at {self.zookeeper_given}")
-            return ZooKeeperInfo(self.zookeeper_given, None, None)
-        from deploy.zookeeper import ZooKeeperError, start_zookeeper
-
-        port = free_port(self.host)
-        self._progress(f"starting ZooKeeper on {self.host}:{port}")
-        try:
-            zk = start_zookeeper(self.dir / "zookeeper", port)
-        except ZooKeeperError as exc:
-            raise ClusterError(str(exc)) from None
-        self._progress(f"ZooKeeper is up (pid {zk.pid})")
-        return ZooKeeperInfo(zk.connect, zk.port, zk.pid)
-
-    def _ports(self) -> list[int]:
-        """Native ports, then Kafka ports, then metrics ports: one each per broker (from
-        base_port: consecutive)."""
-        wanted = 3 * self.num_brokers
-        if self.base_port is None:
-            return self._free_ports(wanted, set())
-        ports = [self.base_port + i for i in range(wanted)]
-        busy = [p for p in ports if port_in_use(self.host, p)]
-        if busy:
-            raise ClusterError(f"port(s) already in use: {', '.join(map(str, busy))}")
-        return ports
-
-    def _free_ports(self, count: int, used: set[int]) -> list[int]:
-        """`count` distinct free ports, none in `used` (which gets them too)."""
-        ports: list[int] = []
-        while len(ports) < count:
-            port = free_port(self.host)
-            if port not in used:
-                ports.append(port)
-                used.add(port)
-        return ports
 
     def _wait_ready_moving_taken_ports(self) -> None:
         """`wait_ready` for `up`. Ports are picked free here and bound by the broker processes
@@ -545,93 +388,45 @@ class LocalCluster:
             except ClusterError:
                 with self._state_lock():
                     state = self._require_state()
-                    taken = [b for b in state.brokers if self._port_was_taken(b)]
+                    taken = [b for b in state.brokers if self._brokers.port_was_taken(
+                        b, self.dir / f"broker-{b.id}.log")]  # fmt: skip
                     if attempt == PORT_RETRIES or not taken or state.brokers[0].listener_ports:
                         raise
                     used = {
                         p for b in state.brokers for p in (b.port, b.kafka_port, b.metrics_port)
                     }
                     for proc in taken:
-                        proc.port, proc.kafka_port, proc.metrics_port = self._free_ports(3, used)
+                        proc.port, proc.kafka_port, proc.metrics_port = free_ports(
+                            self.host, 3, used
+                        )
                         self._progress(f"broker {proc.id}: a port was taken before it bound it; "
                                        "starting it again on new ports")  # fmt: skip
                         self._spawn(proc)
-                    self._save_state()
+                    self._store.save(state)
 
-    def _port_was_taken(self, proc: BrokerProc) -> bool:
-        """Dead, its last words "address already in use" (the broker's start-up error)."""
-        if self._broker_state(proc) != "dead":
-            return False
-        return "address already in use" in _log_tail(self.dir / f"broker-{proc.id}.log").lower()
-
-    def _setup_netlab(self, zk_connect: str) -> NetLab:
-        """Plan the lab (recorded before anything is made, so `down` can undo a half-made
-        one), then make it: namespaces, veths, bridge, ZooKeeper's port forwarded."""
+    def _spawn(self, proc: BrokerProc) -> None:
         state = self._require_state()
-        ids = range(1, self.num_brokers + 1)
-        lab = NetLab.plan(str(self.dir), ids, loopback_ports(zk_connect))
-        state.netlab = lab.spec.to_json()
-        self._save_state()
-        self._progress(f"network lab {lab.spec.bridge} on {lab.spec.subnet}.0/24")
-        lab.setup()
-        return lab
-
-    def _config_path(self, proc: BrokerProc) -> Path:
-        """broker-<id>.toml for a broker with its own host (netns) or its own certificate and
-        listeners (secure), else the shared file."""
-        own = proc.host or self._require_state().secure or proc.listener_ports
-        return self.dir / (f"broker-{proc.id}.toml" if own else "broker.toml")
-
-    def _own_listeners(self, proc: BrokerProc, host: str, used: set[int]) -> None:
-        """A port for each of the listeners given, and broker-<id>.toml naming them."""
-        names = listener_names(self.listeners, self.native_listeners)
-        proc.listener_ports = dict(zip(names, self._free_ports(len(names), used), strict=True))
-        if self.native_listeners:
-            proc.port = proc.listener_ports[next(iter(self.native_listeners))]
-        if self.listeners:
-            proc.kafka_port = proc.listener_ports[next(iter(self.listeners))]
-        settings = listener_settings(host, self.listeners, self.native_listeners,
-                                     proc.listener_ports, proc.kafka_port)  # fmt: skip
-        self._write_broker_config(host, self._config_path(proc), settings)
+        Path(proc.log_dir).mkdir(parents=True, exist_ok=True)
+        lab, connect = self.netlab, state.zookeeper.connect
+        if lab is not None:
+            connect = rewrite_connect(connect, lab.spec.bridge_ip)
+        host = proc.host or state.host
+        path = config_path(self.dir, proc, state.secure)
+        scheme = "PLAINTEXT"
+        if state.secure:
+            scheme = "SASL_SSL"
+            if self._layout is not None:  # up(): (re)written with its ports; start: as it is
+                write_secure_broker_config(path, proc, host, self.session_timeout_ms,
+                                           self.broker_settings, self._layout)  # fmt: skip
+        cmd = broker_command(proc, connect, path, host, scheme)
+        if lab is not None:
+            cmd = lab.exec_prefix(proc.id) + cmd
+        pid = self._brokers.spawn(proc, cmd, self.dir / f"broker-{proc.id}.log", self.dir)
+        kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
+        kafka += f", metrics port {proc.metrics_port}" if proc.metrics_port else ""
+        self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {pid})")
 
     # ----- secure mode (deploy/cluster_security.py) ---------------------------------------------
-
-    def _prepare_security(self, zk_connect: str, lab: NetLab | None) -> None:
-        """The CA, the brokers' certificates, the passwords, and the SCRAM users in ZooKeeper."""
-        from deploy import cluster_security
-
-        ids = list(range(1, self.num_brokers + 1))
-        hosts = {i: self.host if lab is None else lab.spec.broker_ip(i) for i in ids}
-        self._progress("secure: making the CA and the brokers' certificates")
-        self._layout = cluster_security.prepare(self.dir, ids, hosts)
-        cluster_security.create_users(zk_connect, self._layout, self.session_timeout_ms)
-        self._progress(
-            f"secure: SCRAM users {cluster_security.BROKER_USER!r} and "
-            f"{cluster_security.ADMIN_USER!r} made in ZooKeeper"
-        )
-
-    def _write_secure_broker_config(self, proc: BrokerProc, host: str) -> None:
-        """broker-<id>.toml: the shared settings, its listeners and its security settings."""
-        from deploy import cluster_security
-
-        settings: dict[str, Any] = {
-            "host": host,
-            "zookeeper_session_timeout_ms": self.session_timeout_ms,
-            **self.broker_settings,
-            "native_listeners": f"{cluster_security.LISTENER}://{host}:{proc.port}",
-            **self._layout.broker_settings(proc.id),
-        }
-        text = "# Written by `odradek cluster up --secure`: this broker's settings (0600).\n"
-        text += "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
-        cluster_security.write_private(self._config_path(proc), text)
-
-    def _write_client_properties(self) -> None:
-        if self._layout is None:
-            return
-        from deploy import cluster_security
-
-        text = self._layout.client_properties(self.kafka_bootstrap)
-        cluster_security.write_private(self._layout.properties_path, text)
 
     @property
     def secure_layout(self) -> Any:
@@ -667,82 +462,6 @@ class LocalCluster:
             )
         return self._probe_security
 
-    def _mount_tmpfs(self, proc: BrokerProc) -> None:
-        state = self._require_state()
-        log_dir = Path(proc.log_dir)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        if not state.tmpfs_mb or os.path.ismount(log_dir):
-            return
-        size = f"size={state.tmpfs_mb}m"
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(log_dir)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise ClusterError(f"cannot mount a tmpfs at {log_dir}: {done.stderr.strip()}")
-        self._progress(f"broker {proc.id}: log dir on a {state.tmpfs_mb} MiB tmpfs")
-
-    def _unmount_tmpfs(self, state: ClusterState) -> None:
-        for b in state.brokers:
-            if state.tmpfs_mb and os.path.ismount(b.log_dir):
-                subprocess.run(["umount", b.log_dir], capture_output=True, check=False)
-
-    def _write_broker_config(
-        self, host: str | None = None, path: Path | None = None, extra: dict[str, str] | None = None
-    ) -> None:
-        """Settings shared by every broker of this cluster, in the broker's TOML format (with
-        `host` and `path`: one broker's own file, in netns mode; `extra`: its listeners)."""
-        text = (
-            "# Written by `odradek cluster up`: settings shared by this cluster's brokers.\n"
-            f'host = "{host or self.host}"\n'
-            f"zookeeper_session_timeout_ms = {self.session_timeout_ms}\n"
-        )
-        for name, value in {**self.broker_settings, **(extra or {})}.items():
-            text += f"{name} = {json.dumps(value)}\n"  # JSON scalars are TOML scalars
-        (path or self.dir / "broker.toml").write_text(text)
-
-    def _spawn(self, proc: BrokerProc) -> None:
-        state = self._require_state()
-        Path(proc.log_dir).mkdir(parents=True, exist_ok=True)
-        lab, connect = self.netlab, state.zookeeper.connect
-        if lab is not None:
-            connect = rewrite_connect(connect, lab.spec.bridge_ip)
-        host = proc.host or state.host
-        cmd = [
-            sys.executable, "-m", "deploy.cli", "broker",
-            "--id", str(proc.id), "--port", str(proc.port), "--log-dir", proc.log_dir,
-            "--zookeeper", connect, "--config", str(self._config_path(proc)),
-        ]  # fmt: skip
-        if lab is not None:
-            cmd = lab.exec_prefix(proc.id) + cmd
-        scheme = "PLAINTEXT"
-        if state.secure:
-            scheme = "SASL_SSL"
-            if self._layout is not None:  # up(): (re)written with its ports; start: as it is
-                self._write_secure_broker_config(proc, host)
-        if proc.kafka_port and not proc.listener_ports:  # listeners of its own: in its file
-            cmd += ["--listeners", f"{scheme}://{host}:{proc.kafka_port}"]
-        if proc.metrics_port:
-            cmd += ["--metrics-port", str(proc.metrics_port)]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        path = env.get("PYTHONPATH")
-        env["PYTHONPATH"] = f"{_PROJECT_ROOT}{os.pathsep}{path}" if path else str(_PROJECT_ROOT)
-        with open(self.dir / f"broker-{proc.id}.log", "ab") as log:
-            child = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-                cwd=self.dir,
-            )
-        self._procs[proc.id] = child
-        proc.pid = child.pid
-        kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
-        kafka += f", metrics port {proc.metrics_port}" if proc.metrics_port else ""
-        self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {child.pid})")
-
     # ----- waiting ---------------------------------------------------------------------------
 
     def wait_ready(self, timeout_s: float | None = None, must_run: Iterable[int] = ()) -> int:
@@ -757,8 +476,11 @@ class LocalCluster:
         last_line = ""
         while True:
             state = self._current_state()  # other shells may restart brokers meanwhile
-            self._fail_if_died(must_run)
-            states = {b.id: self._broker_state(b) for b in state.brokers}
+            for broker_id in must_run:
+                self._brokers.fail_if_dead(
+                    self.broker(broker_id), self.dir / f"broker-{broker_id}.log"
+                )
+            states = {b.id: self._brokers.state(b) for b in state.brokers}
             alive = [b for b in state.brokers if states[b.id] == "alive"]
             answers = probe_addresses(
                 [(b.host or state.host, b.port) for b in alive], security=self.probe_security()
@@ -784,41 +506,17 @@ class LocalCluster:
                 raise ClusterError(f"the cluster was not ready in time ({line})")
             time.sleep(0.2)
 
-    def _fail_if_died(self, must_run: Iterable[int]) -> None:
-        for broker_id in must_run:
-            proc = self.broker(broker_id)
-            if self._broker_state(proc) != "dead":
-                continue
-            child = self._procs.get(broker_id)
-            code = child.poll() if child is not None and child.pid == proc.pid else None
-            log = self.dir / f"broker-{broker_id}.log"
-            tail = _log_tail(log)
-            how = "died" if code is None else f"exited with code {code}"
-            raise ClusterError(
-                f"broker {broker_id} {how} (see {log})" + (f": {tail}" if tail else "")
-            )
-
     # ----- status ----------------------------------------------------------------------------
-
-    def _broker_state(self, proc: BrokerProc) -> str:
-        child = self._procs.get(proc.id)
-        if child is not None and child.pid == proc.pid and child.poll() is not None:
-            return "dead"
-        if proc.pid <= 0 or process_state(proc.pid) == "dead":
-            return "dead"
-        if proc.log_dir not in cmdline(proc.pid):
-            return "dead"  # the PID now belongs to someone else
-        return process_state(proc.pid)
 
     def broker_states(self) -> dict[int, str]:
         """Each broker's process state by id, from /proc alone (no network)."""
-        return {b.id: self._broker_state(b) for b in self._require_state().brokers}
+        return {b.id: self._brokers.state(b) for b in self._require_state().brokers}
 
     def controller_id(self) -> int | None:
         """The controller as the running brokers see it (None when none answers)."""
         state = self._require_state()
         addrs = [(b.host or state.host, b.port) for b in state.brokers
-                 if self._broker_state(b) == "alive"]  # fmt: skip
+                 if self._brokers.state(b) == "alive"]  # fmt: skip
         for answer in probe_addresses(addrs, timeout_ms=1000, security=self.probe_security()):
             if answer is not None and answer[1] >= 0:
                 return answer[1]
@@ -829,7 +527,7 @@ class LocalCluster:
         controller = self.controller_id()
         out = []
         for b in state.brokers:
-            now = self._broker_state(b)
+            now = self._brokers.state(b)
             # the survivors name a dead controller until its ZooKeeper session expires
             is_controller = now != "dead" and b.id == controller
             out.append(
@@ -842,124 +540,58 @@ class LocalCluster:
         pid = self._require_state().zookeeper.pid
         return "external" if pid is None else process_state(pid)
 
-    # ----- kill and start ----------------------------------------------------------------------
+    # ----- kill and start (deploy/cluster_brokers.py) -------------------------------------------
 
     def kill(self, broker_id: int, sig: str = "KILL", *, reload: bool = False) -> None:
         """Send SIGKILL, SIGTERM or SIGSTOP to one broker and wait until it takes effect.
         Under the state lock (kill writes nothing, but waits out a `start` under way);
         `reload`: take its PID from the state file then, not from the state in hand."""
         with self._state_lock(reload=reload):
-            self._kill(broker_id, sig)
-
-    def _kill(self, broker_id: int, sig: str) -> None:
-        if sig.upper() not in SIGNALS:
-            raise ClusterError(f"unknown signal {sig!r} (choose from KILL, TERM, STOP)")
-        sig = sig.upper()
-        proc = self.broker(broker_id)
-        now = self._broker_state(proc)
-        if now == "dead":
-            raise ClusterError(f"broker {broker_id} is not running")
-        if now == "paused" and sig == "STOP":
-            raise ClusterError(f"broker {broker_id} is already paused")
-        os.kill(proc.pid, SIGNALS[sig])
-        if sig == "STOP":
-            if not wait_until(lambda: self._broker_state(proc) == "paused", KILL_TIMEOUT_S):
-                raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not pause")
-            self._progress(f"broker {broker_id} (pid {proc.pid}) paused")
-            return
-        if now == "paused":
-            os.kill(proc.pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
-        timeout_s = KILL_TIMEOUT_S if sig == "KILL" else STOP_TIMEOUT_S
-        done = wait_until(lambda: self._broker_state(proc) == "dead", timeout_s)
-        if not done:
-            raise ClusterError(f"broker {broker_id} (pid {proc.pid}) did not exit after SIG{sig}")
-        self._reap(broker_id)
-        self._progress(f"broker {broker_id} (pid {proc.pid}) stopped by SIG{sig}")
+            sig = check_signal(sig)  # before the broker's id, as ever
+            self._brokers.kill(self.broker(broker_id), sig)
 
     def start(self, broker_id: int, wait: bool = True) -> None:
         """Resume a paused broker, or restart a dead one with its id, port and data."""
         with self._state_lock():
-            self._start(broker_id)
+            proc = self.broker(broker_id)
+            now = self._brokers.state(proc)
+            if now == "alive":
+                raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
+            if now == "paused":
+                self._brokers.resume(proc)
+            else:
+                state = self._require_state()
+                if not proc.host and port_in_use(state.host, proc.port):
+                    raise ClusterError(f"port {proc.port} of broker {broker_id} is taken")
+                self._brokers.reap(broker_id)
+                self._spawn(proc)
+                self._store.save(state)
         if wait:
             self.wait_ready(must_run=[broker_id])
-
-    def _start(self, broker_id: int) -> None:
-        proc = self.broker(broker_id)
-        now = self._broker_state(proc)
-        if now == "alive":
-            raise ClusterError(f"broker {broker_id} is already running (pid {proc.pid})")
-        if now == "paused":
-            os.kill(proc.pid, signal.SIGCONT)
-            wait_until(lambda: self._broker_state(proc) != "paused", KILL_TIMEOUT_S)
-            self._progress(f"broker {broker_id} (pid {proc.pid}) resumed")
-        else:
-            state = self._require_state()
-            if not proc.host and port_in_use(state.host, proc.port):
-                raise ClusterError(f"port {proc.port} of broker {broker_id} is taken")
-            self._reap(broker_id)
-            self._spawn(proc)
-            self._save_state()
-
-    def _reap(self, broker_id: int) -> None:
-        child = self._procs.pop(broker_id, None)
-        if child is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=KILL_TIMEOUT_S)
 
     # ----- down --------------------------------------------------------------------------------
 
     def down(self, purge: bool = False) -> None:
         """Stop the brokers (SIGTERM, then SIGKILL after a bound), then our ZooKeeper."""
-        if not self.dir.exists():
-            self._down(purge)  # raises: no cluster here
-            return
-        with self._state_lock():
-            self._down(purge)
-
-    def _down(self, purge: bool) -> None:
-        state = self.state if self.state is not None else self._read_state()
-        if state is None and not (purge and self.dir.exists()):
-            raise ClusterError(f"no local cluster in {self.dir}")
-        if state is not None:
-            self.state = state
-            if state.console_pid and stop_console(state.console_pid, self.dir):
-                self._progress(f"stopped the console (pid {state.console_pid})")
-            self._stop_brokers(state.brokers)
-            if state.zookeeper.pid is not None:
-                self._stop_zookeeper(state.zookeeper.pid)
-            self._unmount_tmpfs(state)
-            lab = self.netlab
-            if lab is not None:
-                self._progress(f"tearing down network lab {lab.spec.bridge}")
-                lab.teardown()
-            self.state_path.unlink(missing_ok=True)
-        if purge:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self._progress(f"removed {self.dir}")
-
-    def _stop_brokers(self, brokers: list[BrokerProc]) -> None:
-        running = [b for b in brokers if self._broker_state(b) != "dead"]
-        for b in running:
-            self._progress(f"stopping broker {b.id} (pid {b.pid})")
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(b.pid, signal.SIGTERM)
-                os.kill(b.pid, signal.SIGCONT)  # a paused broker handles SIGTERM once resumed
-
-        def all_dead() -> bool:
-            return all(self._broker_state(b) == "dead" for b in running)
-
-        if not wait_until(all_dead, STOP_TIMEOUT_S, 0.1):
-            for b in running:
-                if self._broker_state(b) != "dead":
-                    self._progress(f"broker {b.id} ignored SIGTERM; sending SIGKILL")
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(b.pid, signal.SIGKILL)
-            wait_until(all_dead, KILL_TIMEOUT_S, 0.1)
-        for b in brokers:
-            self._reap(b.id)
-
-    def _stop_zookeeper(self, pid: int) -> None:
-        from deploy.zookeeper import stop_zookeeper
-
-        self._progress(f"stopping ZooKeeper (pid {pid})")
-        stop_zookeeper(pid)
+        # no directory: no lock to take (and none made), and the check below raises
+        lock = self._state_lock() if self.dir.exists() else contextlib.nullcontext()
+        with lock:
+            state = self.state if self.state is not None else self._store.read()
+            if state is None and not (purge and self.dir.exists()):
+                raise ClusterError(f"no local cluster in {self.dir}")
+            if state is not None:
+                self.state = state
+                if state.console_pid and stop_console(state.console_pid, self.dir):
+                    self._progress(f"stopped the console (pid {state.console_pid})")
+                self._brokers.stop(state.brokers)
+                if state.zookeeper.pid is not None:
+                    cluster_zookeeper.stop(state.zookeeper.pid, self._progress)
+                unmount_tmpfs((b.log_dir for b in state.brokers), state.tmpfs_mb)
+                lab = self.netlab
+                if lab is not None:
+                    self._progress(f"tearing down network lab {lab.spec.bridge}")
+                    lab.teardown()
+                self.state_path.unlink(missing_ok=True)
+            if purge:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self._progress(f"removed {self.dir}")

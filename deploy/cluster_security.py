@@ -19,13 +19,15 @@ client.properties text `cluster up` shows on stdout, as the user asked for it.
 
 `SecureLayout` is pure: the settings, the properties text and the Python snippets are functions
 of the paths, ports and passwords, and tests call them directly. `prepare(dir, ...)` does the
-file work.
+file work; `prepare_cluster` (that plus the users, with progress lines) and
+`write_client_properties` are what `LocalCluster.up` calls.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,6 +202,29 @@ def create_users(zk_connect: str, layout: SecureLayout, session_timeout_ms: int)
     users = [(BROKER_USER, MECHANISM, layout.broker_password),
              (ADMIN_USER, MECHANISM, layout.admin_password)]  # fmt: skip
     write_users(zk_connect, users, session_timeout_ms)
+
+
+def prepare_cluster(
+    dir: Path,
+    hosts: dict[int, str],
+    zk_connect: str,
+    session_timeout_ms: int,
+    progress: Callable[[str], None],
+) -> SecureLayout:
+    """`cluster up --secure`: the CA, the brokers' certificates (`hosts`: each broker's
+    address by id), the passwords, and the SCRAM users in ZooKeeper."""
+    progress("secure: making the CA and the brokers' certificates")
+    layout = prepare(dir, list(hosts), hosts)
+    create_users(zk_connect, layout, session_timeout_ms)
+    progress(f"secure: SCRAM users {BROKER_USER!r} and {ADMIN_USER!r} made in ZooKeeper")
+    return layout
+
+
+def write_client_properties(layout: SecureLayout | None, kafka_bootstrap: str) -> None:
+    """The admin's client.properties (0600), in the process that ran a secure up (else none)."""
+    if layout is None:
+        return
+    write_private(layout.properties_path, layout.client_properties(kafka_bootstrap))
 
 
 def main(argv: list[str] | None = None) -> int:

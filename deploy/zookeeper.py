@@ -17,7 +17,8 @@ only (measured on the 2-core dev box: ~0.35 s from exec to `imok`, against ~0.46
 ~0.8-1.5 s until the warm-up session is through, after which clients connect in ~15 ms).
 
 `stop_zookeeper(pid)` sends SIGTERM to the server's process group, waits up to a bound, then
-SIGKILLs it. Nothing here is a command-line entry point; deploy/cluster.py calls these.
+SIGKILLs it. Nothing here is a command-line entry point; the local cluster calls these
+(deploy/cluster_zookeeper.py).
 """
 
 from __future__ import annotations

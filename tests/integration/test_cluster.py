@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from deploy import cluster as cluster_module
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory, run_odradek
 from tests.integration.test_cli import LINE
@@ -114,8 +115,8 @@ def test_up_moves_a_broker_whose_port_was_taken_before_it_bound_it(
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         held = holder.getsockname()[1]
-        picked = LocalCluster._ports
-        monkeypatch.setattr(LocalCluster, "_ports", lambda self: [held, *picked(self)[1:]])
+        picked = cluster_module.pick_ports
+        monkeypatch.setattr(cluster_module, "pick_ports", lambda *args: [held, *picked(*args)[1:]])
         cluster = cluster_factory(2)
         assert cluster.broker(1).port != held
         assert cluster.broker_states() == {1: "alive", 2: "alive"}

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import pytest
 
 from deploy import cli, cli_common, cli_lines
-from deploy.cluster import free_port
+from deploy.processes import free_port
 from protocol.errors import UsageError
 
 

@@ -15,16 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from deploy.cluster import (
-    BrokerProc,
-    ClusterError,
-    ClusterState,
-    LocalCluster,
-    ZooKeeperInfo,
-    free_port,
-    process_state,
-)
-from deploy.processes import LISTEN_PORTS_FROM
+from deploy.cluster import LocalCluster
+from deploy.cluster_state import BrokerProc, ClusterError, ClusterState, ZooKeeperInfo
+from deploy.processes import LISTEN_PORTS_FROM, free_port, process_state
 
 
 def _wait_state(pid: int, want: str, timeout_s: float = 5.0) -> str:
