@@ -30,6 +30,7 @@ from broker.deferred import Deferred
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
@@ -75,6 +76,9 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_codecs.LEAVE_GROUP), Served((0, 5), kafka_codecs.LEAVE_GROUP)),
     _api("ListGroups", kafka_versions.LIST_GROUPS, list_groups.run,
          Served((0, 0), native_codecs.LIST_GROUPS), Served((0, 5), kafka_codecs.LIST_GROUPS)),
+    _api("DescribeGroups", kafka_versions.DESCRIBE_GROUPS, describe_groups.run,
+         Served((0, 0), native_codecs.DESCRIBE_GROUPS),
+         Served((0, 5), kafka_codecs.DESCRIBE_GROUPS)),
     _api("DeleteGroups", kafka_versions.DELETE_GROUPS, delete_groups.run,
          Served((0, 0), native_codecs.DELETE_GROUPS),
          Served((0, 2), kafka_codecs.DELETE_GROUPS)),

@@ -21,6 +21,7 @@ from broker.handlers.kafka import KAFKA_HANDLERS
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
@@ -37,6 +38,7 @@ SAMPLES: dict[str, Any] = {
     "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
     "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
     "ListGroups": list_groups.ListGroups(),
+    "DescribeGroups": describe_groups.DescribeGroups(("g", "h"), True),
     "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
