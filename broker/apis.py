@@ -35,6 +35,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
@@ -72,6 +73,8 @@ def _api(name: str, key: int, operation: Operation, native: Served | None,
 APIS: tuple[Api, ...] = (
     _api("Heartbeat", kafka_versions.HEARTBEAT, heartbeat.run,
          Served((0, 0), native_codecs.HEARTBEAT), Served((0, 4), kafka_codecs.HEARTBEAT)),
+    _api("SyncGroup", kafka_versions.SYNC_GROUP, sync_group.run,
+         None, Served((0, 5), kafka_codecs.SYNC_GROUP)),
     _api("LeaveGroup", kafka_versions.LEAVE_GROUP, leave_group.run,
          Served((0, 0), native_codecs.LEAVE_GROUP), Served((0, 5), kafka_codecs.LEAVE_GROUP)),
     _api("ListGroups", kafka_versions.LIST_GROUPS, list_groups.run,

@@ -26,6 +26,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from protocol.errors import GroupIdNotFoundError
 from protocol.kafka import versions as v
@@ -264,3 +265,26 @@ def _describe_groups_out(
 
 
 DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
+
+# ----- SyncGroup (14) -------------------------------------------------------------------------
+
+
+def _sync_in(request: KafkaRequest) -> sync_group.SyncGroup:
+    req = request.body  # v3+ group_instance_id (KIP-345), v5+ protocol type and name
+    return sync_group.SyncGroup(
+        req.group_id, req.generation_id, req.member_id,
+        tuple((a.member_id, bytes(a.assignment)) for a in req.assignments),
+        getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
+        getattr(req, "group_instance_id", None) or None,
+    )  # fmt: skip
+
+
+def _sync_out(request: KafkaRequest, result: sync_group.SyncGroupResult) -> Any:
+    return make(
+        response_class(v.SYNC_GROUP, request.header.api_version), throttle_time=0,
+        error_code=result.error_code, assignment=result.assignment,
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+    )  # fmt: skip
+
+
+SYNC_GROUP = Codec(_sync_in, _sync_out)

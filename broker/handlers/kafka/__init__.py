@@ -51,7 +51,6 @@ from broker.handlers.kafka import (
     produce,
     sasl_authenticate,
     sasl_handshake,
-    sync_group,
     txn_offset_commit,
     write_txn_markers,
 )
@@ -63,7 +62,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.OFFSET_FETCH: offset_fetch.handle,
     v.FIND_COORDINATOR: find_coordinator.handle,
     v.JOIN_GROUP: join_group.handle,
-    v.SYNC_GROUP: sync_group.handle,
     v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,

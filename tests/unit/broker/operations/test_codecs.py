@@ -25,6 +25,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from protocol import codec as native_codec
 from protocol.api import group, txn
@@ -222,6 +223,21 @@ CASES = [
          dg.DescribeGroups(("k", "n", "c", "gone", "secret"), True), DESCRIBED,
          "00000027000f00050000000700076f64726164656b0006026b026e026305676f6e65077365637265740100",
          "000000d7000000070000000000060000026b07537461626c6509636f6e73756d65720672616e676502036d3103693102630b2f3132372e302e302e31056d6574611a000300000001000174000000020000000000000001ffffffff0000000008000000026e07537461626c65086f64726164656b0672616e676502036d3200026301011a000300000001000174000000020000000000000001ffffffff0080000000000000026305446561640101018000000000000005676f6e6505446561640101018000000000001e0773656372657401010101800000000000"),
+    Case("SyncGroup v0", v.SYNC_GROUP, 0,
+         kio(v.SYNC_GROUP, 0, group_id="g", generation_id=2, member_id="m1", assignments=many(
+             nested("SyncGroupRequestAssignment", member_id="m1", assignment=b"a1"))),
+         sync_group.SyncGroup("g", 2, "m1", (("m1", b"a1"),)),
+         sync_group.SyncGroupResult(0, b"a1", "consumer", "range"),
+         "0000002a000e00000000000700076f64726164656b0001670000000200026d310000000100026d31000000026131",
+         "0000000c000000070000000000026131"),
+    Case("SyncGroup v5", v.SYNC_GROUP, 5,
+         kio(v.SYNC_GROUP, 5, group_id="g", generation_id=2, member_id="m2",
+             group_instance_id="i2", protocol_type="consumer", protocol_name="range",
+             assignments=()),
+         sync_group.SyncGroup("g", 2, "m2", (), "consumer", "range", "i2"),
+         sync_group.SyncGroupResult(82),
+         "0000002f000e00050000000700076f64726164656b00026700000002036d3203693209636f6e73756d65720672616e67650100",
+         "0000000f000000070000000000005200000100"),
 ]  # fmt: skip
 
 

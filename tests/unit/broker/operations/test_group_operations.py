@@ -21,6 +21,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
@@ -285,3 +286,33 @@ async def test_describe_groups_in_the_order_asked_each_kind_with_its_own_refusal
         assert cm.assignment == cm.target == (("t", (0,)),)
         quiet = await run(describe_groups.run, b, describe_groups.DescribeGroups(("g",)))
         assert quiet.groups[0].authorized_operations == describe_groups.NO_OPERATIONS
+
+
+async def test_sync_group_hands_out_the_leaders_assignment_with_the_groups_protocol(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        no = await run(sync_group.run, b, sync_group.SyncGroup("k", 1, "m"))
+        assert no == sync_group.SyncGroupResult(NO_COORDINATOR)
+        await coordinate_groups(b, clock)
+        assert b.ctx.groups is not None
+        joined = await b.ctx.groups.join_classic(
+            "k", "", "c", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"sub")], False
+        )
+        assert joined.error_code == 0 and joined.leader == joined.member_id, joined
+        member, generation = joined.member_id, joined.generation_id
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        mine = sync_group.SyncGroup("k", generation, member, ((member, b"mine"),))
+        denied = await run(sync_group.run, b, mine)
+        assert denied == sync_group.SyncGroupResult(GroupAuthorizationFailedError.code)
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "k")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "nope")
+        synced = await run(sync_group.run, b, mine)
+        assert synced == sync_group.SyncGroupResult(0, b"mine", "consumer", "range")
+        old = await run(sync_group.run, b, dataclasses.replace(mine, generation_id=generation + 1))
+        assert old == sync_group.SyncGroupResult(
+            IllegalGenerationError.code, b"", "consumer", "range")  # fmt: skip
+        unknown = await run(sync_group.run, b, dataclasses.replace(mine, group_id="nope"))
+        assert unknown.error_code != 0 and unknown.protocol_type is None

@@ -26,6 +26,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.session import Session
 from protocol.acl import AclOperation, ResourceType
@@ -38,6 +39,7 @@ SAMPLES: dict[str, Any] = {
     "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
     "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
     "ListGroups": list_groups.ListGroups(),
+    "SyncGroup": sync_group.SyncGroup("g", 1, "m", (("m", b"a"),)),
     "DescribeGroups": describe_groups.DescribeGroups(("g", "h"), True),
     "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
