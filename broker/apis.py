@@ -30,10 +30,12 @@ from broker.deferred import Deferred
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
@@ -71,10 +73,15 @@ def _api(name: str, key: int, operation: Operation, native: Served | None,
 APIS: tuple[Api, ...] = (
     _api("Heartbeat", kafka_versions.HEARTBEAT, heartbeat.run,
          Served((0, 0), native_codecs.HEARTBEAT), Served((0, 4), kafka_codecs.HEARTBEAT)),
+    _api("SyncGroup", kafka_versions.SYNC_GROUP, sync_group.run,
+         None, Served((0, 5), kafka_codecs.SYNC_GROUP)),
     _api("LeaveGroup", kafka_versions.LEAVE_GROUP, leave_group.run,
          Served((0, 0), native_codecs.LEAVE_GROUP), Served((0, 5), kafka_codecs.LEAVE_GROUP)),
     _api("ListGroups", kafka_versions.LIST_GROUPS, list_groups.run,
          Served((0, 0), native_codecs.LIST_GROUPS), Served((0, 5), kafka_codecs.LIST_GROUPS)),
+    _api("DescribeGroups", kafka_versions.DESCRIBE_GROUPS, describe_groups.run,
+         Served((0, 0), native_codecs.DESCRIBE_GROUPS),
+         Served((0, 5), kafka_codecs.DESCRIBE_GROUPS)),
     _api("DeleteGroups", kafka_versions.DELETE_GROUPS, delete_groups.run,
          Served((0, 0), native_codecs.DELETE_GROUPS),
          Served((0, 2), kafka_codecs.DELETE_GROUPS)),

@@ -6,7 +6,10 @@
 Version differences that are wire shape stay here: LeaveGroup v0-v2 name one member and answer
 one code, v3+ a list with a code each; Heartbeat v3+ carry the group instance id;
 ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so the codec says
-so to the operation, which refuses an empty one.
+so to the operation, which refuses an empty one. DescribeGroups v0-v5 answer an unknown group,
+and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead (v6 would say
+GROUP_ID_NOT_FOUND, the operation's answer); a native member's assignment goes out in the
+consumer protocol's encoding.
 """
 
 from __future__ import annotations
@@ -18,14 +21,17 @@ from broker.codecs import Codec
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
+from protocol.errors import GroupIdNotFoundError
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
-from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE
+from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE, encode_assignment
 
 # ----- Heartbeat (12) -------------------------------------------------------------------------
 
@@ -211,3 +217,74 @@ def _describe_txns_out(
 
 
 DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)
+
+# ----- DescribeGroups (15) --------------------------------------------------------------------
+
+NO_OPERATIONS = describe_groups.NO_OPERATIONS
+
+
+def _describe_groups_in(request: KafkaRequest) -> describe_groups.DescribeGroups:
+    body = request.body  # v3+ include_authorized_operations (KIP-430)
+    asked = bool(getattr(body, "include_authorized_operations", False))
+    return describe_groups.DescribeGroups(tuple(body.groups), asked)
+
+
+def _member_assignment(m: describe_groups.Member) -> bytes:
+    if m.assignment_bytes is not None:
+        return m.assignment_bytes
+    return encode_assignment([(t, p) for t, ps in m.assignment or () for p in ps])
+
+
+def _described(cls: Any, d: describe_groups.Described) -> Any:
+    group_cls = nested(cls, "DescribedGroup")
+    shown = d.error_code == 0 and d.group_type == "classic"
+    if not shown:
+        dead = d.error_code in (0, GroupIdNotFoundError.code)  # v0-v5: no such classic group
+        return make(group_cls, error_code=0 if dead else d.error_code, group_id=d.group_id,
+                    group_state="Dead" if dead else d.kafka_state, protocol_type="",
+                    protocol_data="", members=(), authorized_operations=NO_OPERATIONS)  # fmt: skip
+    member_cls = nested(cls, "DescribedGroupMember")
+    return make(
+        group_cls, error_code=0, group_id=d.group_id, group_state=d.kafka_state,
+        protocol_type=d.protocol_type or NATIVE_PROTOCOL_TYPE, protocol_data=d.protocol,
+        authorized_operations=d.authorized_operations,
+        members=tuple(
+            make(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
+                 client_id=m.client_id, client_host=m.client_host, member_metadata=m.metadata,
+                 member_assignment=_member_assignment(m))
+            for m in d.members
+        ),
+    )  # fmt: skip
+
+
+def _describe_groups_out(
+    request: KafkaRequest, result: describe_groups.DescribeGroupsResult
+) -> Any:
+    cls = response_class(v.DESCRIBE_GROUPS, request.header.api_version)
+    return make(cls, throttle_time=0, groups=tuple(_described(cls, d) for d in result.groups))
+
+
+DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
+
+# ----- SyncGroup (14) -------------------------------------------------------------------------
+
+
+def _sync_in(request: KafkaRequest) -> sync_group.SyncGroup:
+    req = request.body  # v3+ group_instance_id (KIP-345), v5+ protocol type and name
+    return sync_group.SyncGroup(
+        req.group_id, req.generation_id, req.member_id,
+        tuple((a.member_id, bytes(a.assignment)) for a in req.assignments),
+        getattr(req, "protocol_type", None), getattr(req, "protocol_name", None),
+        getattr(req, "group_instance_id", None) or None,
+    )  # fmt: skip
+
+
+def _sync_out(request: KafkaRequest, result: sync_group.SyncGroupResult) -> Any:
+    return make(
+        response_class(v.SYNC_GROUP, request.header.api_version), throttle_time=0,
+        error_code=result.error_code, assignment=result.assignment,
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+    )  # fmt: skip
+
+
+SYNC_GROUP = Codec(_sync_in, _sync_out)

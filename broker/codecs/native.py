@@ -4,7 +4,8 @@ models (broker/operations/), one `Codec` per API (broker/codecs/__init__.py).
 What the native door does not send is filled in here: a native Heartbeat or LeaveGroup names
 one member, a ConsumerGroupHeartbeat names topics (never ids) and no rack or client host, and its
 client makes its member id. What it cannot say is dropped: LeaveGroup answers one code (the
-request's refusal, else the member's).
+request's refusal, else the member's). DescribeGroups shows a Kafka member's assignment as the
+partitions its bytes name.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from broker.codecs import Codec
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
@@ -20,6 +22,7 @@ from broker.operations import (
 )
 from protocol.api import group, txn
 from protocol.codec import Request
+from protocol.kafka.consumer_protocol import assigned_partitions
 
 # ----- Heartbeat ------------------------------------------------------------------------------
 
@@ -150,3 +153,43 @@ def _describe_txns_out(
 
 
 DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)
+
+# ----- DescribeGroups -------------------------------------------------------------------------
+
+
+def _describe_groups_in(request: Request) -> describe_groups.DescribeGroups:
+    req: group.DescribeGroupsRequest = request.body
+    return describe_groups.DescribeGroups(tuple(req.group_ids))
+
+
+def _topics(parts: describe_groups.Partitions) -> list[group.TopicPartitions]:
+    return [group.TopicPartitions(t, list(ps)) for t, ps in parts]
+
+
+def _assigned(m: describe_groups.Member) -> list[group.TopicPartitions]:
+    if m.assignment is not None:
+        return _topics(m.assignment)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in assigned_partitions(m.assignment_bytes or b""):
+        by_topic.setdefault(topic, []).append(partition)
+    return [group.TopicPartitions(t, ps) for t, ps in by_topic.items()]
+
+
+def _describe_groups_out(
+    request: Request, result: describe_groups.DescribeGroupsResult
+) -> group.DescribeGroupsResponse:
+    return group.DescribeGroupsResponse([
+        group.GroupDescription(
+            d.error_code, d.group_id, d.state, d.generation_id, d.protocol,
+            [group.MemberDescription(m.member_id, m.client_id, _assigned(m), m.client_host,
+                                     m.group_instance_id, m.member_epoch,
+                                     None if m.target is None else _topics(m.target))
+             for m in d.members],
+            d.protocol_type, d.kafka_state, d.group_type, d.group_epoch,
+            d.target_assignment_epoch,
+        )
+        for d in result.groups
+    ])  # fmt: skip
+
+
+DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)

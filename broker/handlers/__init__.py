@@ -33,7 +33,6 @@ from broker.handlers import (
     describe_acls,
     describe_client_quotas,
     describe_configs,
-    describe_groups,
     describe_producers,
     describe_user_scram_credentials,
     elect_leaders,
@@ -79,7 +78,6 @@ from protocol.api.controller import (
 from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
-    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     JOIN_GROUP,
     OFFSET_COMMIT,
@@ -135,7 +133,6 @@ HANDLERS: dict[int, Handler] = {
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
-    DESCRIBE_GROUPS.key: describe_groups.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,

@@ -108,8 +108,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     OFFSET_FETCH: (1, 9),
     FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
-    SYNC_GROUP: (0, 5),
-    DESCRIBE_GROUPS: (0, 5),
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),

@@ -20,10 +20,12 @@ from broker import apis
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from protocol import codec as native_codec
 from protocol.api import group, txn
@@ -73,6 +75,21 @@ TX_STATE = describe_transactions.TransactionState(
 LISTED = list_groups.ListGroupsResult(0, (
     list_groups.Listed("c", "Stable", "Stable", "consumer", "consumer"),
     list_groups.Listed("g", "Ready", "Stable", None, "classic"),
+))  # fmt: skip
+
+dg = describe_groups
+ASSIGNED = bytes.fromhex("000300000001000174000000020000000000000001ffffffff")  # t: 0, 1 (v3)
+DESCRIBED = dg.DescribeGroupsResult((
+    dg.Described(0, "k", "Ready", "Stable", 3, "consumer", "range", (
+        dg.Member("m1", "c", "/127.0.0.1", "i1", b"meta", None, ASSIGNED),),
+        authorized_operations=8),
+    dg.Described(0, "n", "Ready", "Stable", 1, None, "range", (
+        dg.Member("m2", "c", "", None, b"", (("t", (0, 1)),), None),)),
+    dg.Described(0, "c", "Stable", "Stable", 4, "consumer", "uniform", (
+        dg.Member("m3", "c", "/h", None, b"", (("t", (0,)),), None, 4, (("t", (0,)),)),),
+        "consumer", 4, 4),
+    dg.Described(69, "gone", "Dead", "Dead"),
+    dg.Described(30, "secret", "", ""),
 ))  # fmt: skip
 
 CASES = [
@@ -190,6 +207,37 @@ CASES = [
          cgh.ConsumerGroupHeartbeatResult(42, "MemberId can't be empty."),
          "00000025004400000000000700076f64726164656b0002670100000000000000007530020274000100",
          "0000002f000000070000000000002a194d656d62657249642063616e277420626520656d7074792e00ffffffff00000000ff00"),
+    Case("DescribeGroups native", 15, -1,
+         lambda: group.DescribeGroupsRequest(["k", "n", "c", "gone", "secret"]),
+         dg.DescribeGroups(("k", "n", "c", "gone", "secret")), DESCRIBED,
+         "0000001a950f0007a1639195a16ba16ea163a4676f6e65a6736563726574",
+         "0000010293070091959b00a16ba5526561647903a572616e67659197a26d31a1639192a174920001aa2f3132372e302e302e31a26931ffc0a8636f6e73756d6572a6537461626c65a7636c6173736963ffff9b00a16ea5526561647901a572616e67659197a26d32a1639192a174920001a0c0ffc0c0a6537461626c65a7636c6173736963ffff9b00a163a6537461626c6504a7756e69666f726d9197a26d33a1639192a1749100a22f68c0049192a1749100a8636f6e73756d6572a6537461626c65a8636f6e73756d657204049b45a4676f6e65a444656164ffa090c0a444656164a7636c6173736963ffff9b1ea6736563726574a0ffa090c0a0a7636c6173736963ffff"),
+    Case("DescribeGroups v0", v.DESCRIBE_GROUPS, 0,
+         kio(v.DESCRIBE_GROUPS, 0, groups=("k", "n", "c", "gone", "secret")),
+         dg.DescribeGroups(("k", "n", "c", "gone", "secret")), DESCRIBED,
+         "0000002c000f00000000000700076f64726164656b0000000500016b00016e0001630004676f6e650006736563726574",
+         "000000ea0000000700000005000000016b0006537461626c650008636f6e73756d6572000572616e67650000000100026d31000163000a2f3132372e302e302e31000000046d65746100000019000300000001000174000000020000000000000001ffffffff000000016e0006537461626c6500076f64726164656b000572616e67650000000100026d3200016300000000000000000019000300000001000174000000020000000000000001ffffffff0000000163000444656164000000000000000000000004676f6e650004446561640000000000000000001e000673656372657400000000000000000000"),
+    Case("DescribeGroups v5", v.DESCRIBE_GROUPS, 5,
+         kio(v.DESCRIBE_GROUPS, 5, groups=("k", "n", "c", "gone", "secret"),
+             include_authorized_operations=True),
+         dg.DescribeGroups(("k", "n", "c", "gone", "secret"), True), DESCRIBED,
+         "00000027000f00050000000700076f64726164656b0006026b026e026305676f6e65077365637265740100",
+         "000000d7000000070000000000060000026b07537461626c6509636f6e73756d65720672616e676502036d3103693102630b2f3132372e302e302e31056d6574611a000300000001000174000000020000000000000001ffffffff0000000008000000026e07537461626c65086f64726164656b0672616e676502036d3200026301011a000300000001000174000000020000000000000001ffffffff0080000000000000026305446561640101018000000000000005676f6e6505446561640101018000000000001e0773656372657401010101800000000000"),
+    Case("SyncGroup v0", v.SYNC_GROUP, 0,
+         kio(v.SYNC_GROUP, 0, group_id="g", generation_id=2, member_id="m1", assignments=many(
+             nested("SyncGroupRequestAssignment", member_id="m1", assignment=b"a1"))),
+         sync_group.SyncGroup("g", 2, "m1", (("m1", b"a1"),)),
+         sync_group.SyncGroupResult(0, b"a1", "consumer", "range"),
+         "0000002a000e00000000000700076f64726164656b0001670000000200026d310000000100026d31000000026131",
+         "0000000c000000070000000000026131"),
+    Case("SyncGroup v5", v.SYNC_GROUP, 5,
+         kio(v.SYNC_GROUP, 5, group_id="g", generation_id=2, member_id="m2",
+             group_instance_id="i2", protocol_type="consumer", protocol_name="range",
+             assignments=()),
+         sync_group.SyncGroup("g", 2, "m2", (), "consumer", "range", "i2"),
+         sync_group.SyncGroupResult(82),
+         "0000002f000e00050000000700076f64726164656b00026700000002036d3203693209636f6e73756d65720672616e67650100",
+         "0000000f000000070000000000005200000100"),
 ]  # fmt: skip
 
 

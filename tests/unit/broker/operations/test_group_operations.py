@@ -16,10 +16,12 @@ from typing import Any
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
@@ -242,3 +244,75 @@ async def test_list_groups_filters_by_either_state_name_and_by_type(tmp_path: Pa
         assert await ids(states=frozenset({"stable"})) == [("c", "consumer")]
         assert await ids(types=frozenset({"consumer"})) == [("c", "consumer")]
         assert await ids(states=frozenset({"dead"})) == []
+
+
+async def test_describe_groups_in_the_order_asked_each_kind_with_its_own_refusal(
+    tmp_path: Path,
+) -> None:
+    """A classic native group (partitions, join order), a consumer group (epochs, target), an
+    unknown one (GROUP_ID_NOT_FOUND, Dead) and a refused one (no state), in the order asked;
+    operations only when asked (KIP-430). The native door used to say NOT_COORDINATOR without
+    a coordinator and sort members by id; Kafka's COORDINATOR_NOT_AVAILABLE and join order
+    now hold on both doors."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await give_id(b, "t")
+        no = await run(describe_groups.run, b, describe_groups.DescribeGroups(("g",)))
+        assert [(d.error_code, d.state) for d in no.groups] == [(NO_COORDINATOR, "Dead")]
+        await coordinate_groups(b, clock)
+        generation, member = await join(b, "g")
+        cgh_member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
+        joined = await run(
+            consumer_group_heartbeat.run, b, dataclasses.replace(cgh_member, group_id="c")
+        )
+        assert joined.error_code == 0
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        for g in ("g", "c", "missing"):
+            grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ask = describe_groups.DescribeGroups(("secret", "c", "g", "missing"), True)
+        result = await run(describe_groups.run, b, ask)
+        secret, c, g, missing = result.groups
+        assert (secret.error_code, secret.state) == (GroupAuthorizationFailedError.code, "")
+        assert secret.authorized_operations == describe_groups.NO_OPERATIONS
+        assert (missing.error_code, missing.state) == (GroupIdNotFoundError.code, "Dead")
+        assert (g.error_code, g.group_type, g.generation_id) == (0, "classic", generation)
+        assert g.kafka_state == "CompletingRebalance" and g.protocol == "range"
+        assert [(m.member_id, m.assignment_bytes) for m in g.members] == [(member, None)]
+        assert g.authorized_operations == 1 << AclOperation.DESCRIBE.value
+        assert (c.error_code, c.group_type, c.kafka_state) == (0, "consumer", "Stable")
+        (cm,) = c.members
+        assert cm.member_id == cgh_member.member_id and cm.member_epoch == joined.member_epoch
+        assert cm.assignment == cm.target == (("t", (0,)),)
+        quiet = await run(describe_groups.run, b, describe_groups.DescribeGroups(("g",)))
+        assert quiet.groups[0].authorized_operations == describe_groups.NO_OPERATIONS
+
+
+async def test_sync_group_hands_out_the_leaders_assignment_with_the_groups_protocol(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        no = await run(sync_group.run, b, sync_group.SyncGroup("k", 1, "m"))
+        assert no == sync_group.SyncGroupResult(NO_COORDINATOR)
+        await coordinate_groups(b, clock)
+        assert b.ctx.groups is not None
+        joined = await b.ctx.groups.join_classic(
+            "k", "", "c", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"sub")], False
+        )
+        assert joined.error_code == 0 and joined.leader == joined.member_id, joined
+        member, generation = joined.member_id, joined.generation_id
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        mine = sync_group.SyncGroup("k", generation, member, ((member, b"mine"),))
+        denied = await run(sync_group.run, b, mine)
+        assert denied == sync_group.SyncGroupResult(GroupAuthorizationFailedError.code)
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "k")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "nope")
+        synced = await run(sync_group.run, b, mine)
+        assert synced == sync_group.SyncGroupResult(0, b"mine", "consumer", "range")
+        old = await run(sync_group.run, b, dataclasses.replace(mine, generation_id=generation + 1))
+        assert old == sync_group.SyncGroupResult(
+            IllegalGenerationError.code, b"", "consumer", "range")  # fmt: skip
+        unknown = await run(sync_group.run, b, dataclasses.replace(mine, group_id="nope"))
+        assert unknown.error_code != 0 and unknown.protocol_type is None

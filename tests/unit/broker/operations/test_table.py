@@ -21,10 +21,12 @@ from broker.handlers.kafka import KAFKA_HANDLERS
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
+    describe_groups,
     describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
+    sync_group,
 )
 from broker.session import Session
 from protocol.acl import AclOperation, ResourceType
@@ -37,6 +39,8 @@ SAMPLES: dict[str, Any] = {
     "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
     "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
     "ListGroups": list_groups.ListGroups(),
+    "SyncGroup": sync_group.SyncGroup("g", 1, "m", (("m", b"a"),)),
+    "DescribeGroups": describe_groups.DescribeGroups(("g", "h"), True),
     "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
