@@ -17,8 +17,7 @@ A door's handler for a row (`native_handler`, `kafka_handler`) is the server's u
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from broker.codecs import Codec
 from broker.codecs import kafka as kafka_codecs
 from broker.codecs import native as native_codecs
 from broker.context import BrokerContext
-from broker.deferred import Deferred
+from broker.deferred import then
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
@@ -95,20 +94,6 @@ APIS: tuple[Api, ...] = (
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}
-
-
-def then(result: Any, convert: Callable[[Any], Any]) -> Any:
-    """`convert(result)` now, or an awaitable of it when `result` must be waited for (a
-    Deferred stays one: the server completes it synchronously, broker/deferred.py)."""
-    if isinstance(result, Deferred):
-        return result.map(convert)
-    if inspect.isawaitable(result):
-        return _later(result, convert)
-    return convert(result)
-
-
-async def _later(result: Awaitable[Any], convert: Callable[[Any], Any]) -> Any:
-    return convert(await result)
 
 
 def _handler(api: Api, codec: Codec) -> Handler:

@@ -16,8 +16,9 @@ into whoever completed it (an append must not fail because writing some fetch's 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -114,3 +115,17 @@ class Deferred(Generic[T]):
         except asyncio.CancelledError:
             self.cancel()
             raise
+
+
+def then(result: Any, convert: Callable[[Any], Any]) -> Any:
+    """`convert(result)` now, or an awaitable of it when `result` must be waited for (a
+    Deferred stays one: the server completes it synchronously)."""
+    if isinstance(result, Deferred):
+        return result.map(convert)
+    if inspect.isawaitable(result):
+        return _later(result, convert)
+    return convert(result)
+
+
+async def _later(result: Awaitable[Any], convert: Callable[[Any], Any]) -> Any:
+    return convert(await result)

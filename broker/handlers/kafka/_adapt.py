@@ -2,33 +2,18 @@
 
 A Kafka adapter translates a kio request into the native request of the same meaning
 (`as_native`), calls the native handler (the same service code the native door reaches), and
-translates its answer back (`then`, whether the handler answered at once or must be awaited).
+translates its answer back (`broker.deferred.then`, whether the handler answered at once or
+must be awaited).
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
-from broker.deferred import Deferred
 from protocol.codec import Request, RequestHeader
 from protocol.kafka.codec import KafkaRequest, make, nested
 from protocol.registry import ApiSpec
-
-
-def then(result: Any, convert: Callable[[Any], Any]) -> Any:
-    """`convert(result)` now, or an awaitable of it when `result` must be waited for (a
-    Deferred stays one: the server completes it synchronously, broker/deferred.py)."""
-    if isinstance(result, Deferred):
-        return result.map(convert)
-    if inspect.isawaitable(result):
-        return _later(result, convert)
-    return convert(result)
-
-
-async def _later(result: Awaitable[Any], convert: Callable[[Any], Any]) -> Any:
-    return convert(await result)
 
 
 def as_native(spec: ApiSpec, body: Any, request: KafkaRequest) -> Request:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import create_acls as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.session import Session
 from protocol.api.acls import CREATE_ACLS, AclBindingData, CreateAclsRequest, CreateAclsResponse
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class

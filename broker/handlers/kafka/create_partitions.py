@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import create_partitions as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.session import Session
 from protocol.api.admin import (
     CREATE_PARTITIONS,

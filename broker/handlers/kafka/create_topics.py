@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import create_topics as native
 from broker.handlers.describe_configs import topic_entries
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import (

@@ -8,8 +8,9 @@ from typing import Any
 from kio.static.primitive import i8
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import delete_acls as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.session import Session
 from protocol.api.acls import DELETE_ACLS, AclFilterData, DeleteAclsRequest, DeleteAclsResponse
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class

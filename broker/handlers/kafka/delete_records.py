@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import delete_records as native
-from broker.handlers.kafka._adapt import as_native, per_topic, then
+from broker.handlers.kafka._adapt import as_native, per_topic
 from broker.session import Session
 from protocol.api.delete_records import (
     DELETE_RECORDS,

@@ -9,8 +9,9 @@ import uuid
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import delete_topics as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.security import rules
 from broker.session import Session
 from protocol.api.admin import DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse

@@ -8,8 +8,9 @@ from typing import Any
 from kio.static.primitive import i8
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import describe_acls as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.session import Session
 from protocol.api.acls import (
     DESCRIBE_ACLS,

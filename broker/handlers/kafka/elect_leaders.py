@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import elect_leaders as native
 from broker.handlers.controlled_shutdown import active_controller
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.session import Session
 from protocol.api.controller import (
     ELECT_LEADERS,

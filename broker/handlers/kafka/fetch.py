@@ -27,8 +27,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import fetch as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
 from broker.session import Session
 from protocol.api.fetch import (

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 from broker.context import BrokerContext
+from broker.deferred import then
 from broker.handlers import produce as native
-from broker.handlers.kafka._adapt import as_native, then
+from broker.handlers.kafka._adapt import as_native
 from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
 from broker.session import Session
 from protocol.api.produce import PRODUCE, ProducePartition, ProduceRequest, ProduceTopic
