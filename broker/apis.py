@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.codecs import Codec
-from broker.codecs import kafka as kafka_codecs
-from broker.codecs import native as native_codecs
+from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import transactions as kafka_txn
+from broker.codecs.native import groups as native_groups
+from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
@@ -71,26 +73,26 @@ def _api(name: str, key: int, operation: Operation, native: Served | None,
 # fmt: off
 APIS: tuple[Api, ...] = (
     _api("Heartbeat", kafka_versions.HEARTBEAT, heartbeat.run,
-         Served((0, 0), native_codecs.HEARTBEAT), Served((0, 4), kafka_codecs.HEARTBEAT)),
+         Served((0, 0), native_groups.HEARTBEAT), Served((0, 4), kafka_groups.HEARTBEAT)),
     _api("SyncGroup", kafka_versions.SYNC_GROUP, sync_group.run,
-         None, Served((0, 5), kafka_codecs.SYNC_GROUP)),
+         None, Served((0, 5), kafka_groups.SYNC_GROUP)),
     _api("LeaveGroup", kafka_versions.LEAVE_GROUP, leave_group.run,
-         Served((0, 0), native_codecs.LEAVE_GROUP), Served((0, 5), kafka_codecs.LEAVE_GROUP)),
+         Served((0, 0), native_groups.LEAVE_GROUP), Served((0, 5), kafka_groups.LEAVE_GROUP)),
     _api("ListGroups", kafka_versions.LIST_GROUPS, list_groups.run,
-         Served((0, 0), native_codecs.LIST_GROUPS), Served((0, 5), kafka_codecs.LIST_GROUPS)),
+         Served((0, 0), native_groups.LIST_GROUPS), Served((0, 5), kafka_groups.LIST_GROUPS)),
     _api("DescribeGroups", kafka_versions.DESCRIBE_GROUPS, describe_groups.run,
-         Served((0, 0), native_codecs.DESCRIBE_GROUPS),
-         Served((0, 5), kafka_codecs.DESCRIBE_GROUPS)),
+         Served((0, 0), native_groups.DESCRIBE_GROUPS),
+         Served((0, 5), kafka_groups.DESCRIBE_GROUPS)),
     _api("DeleteGroups", kafka_versions.DELETE_GROUPS, delete_groups.run,
-         Served((0, 0), native_codecs.DELETE_GROUPS),
-         Served((0, 2), kafka_codecs.DELETE_GROUPS)),
+         Served((0, 0), native_groups.DELETE_GROUPS),
+         Served((0, 2), kafka_groups.DELETE_GROUPS)),
     _api("DescribeTransactions", kafka_versions.DESCRIBE_TRANSACTIONS, describe_transactions.run,
-         Served((0, 0), native_codecs.DESCRIBE_TRANSACTIONS),
-         Served((0, 0), kafka_codecs.DESCRIBE_TRANSACTIONS)),
+         Served((0, 0), native_txn.DESCRIBE_TRANSACTIONS),
+         Served((0, 0), kafka_txn.DESCRIBE_TRANSACTIONS)),
     _api("ConsumerGroupHeartbeat", kafka_versions.CONSUMER_GROUP_HEARTBEAT,
          consumer_group_heartbeat.run,
-         Served((0, 0), native_codecs.CONSUMER_GROUP_HEARTBEAT),
-         Served((0, 1), kafka_codecs.CONSUMER_GROUP_HEARTBEAT)),
+         Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
+         Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -11,8 +11,10 @@ what its door does not send (the native door has no client host), but it decides
 authorization, no service call, no refusal. Codecs import the operations' models; operations
 never import codecs. broker/apis.py's table names each API's codec per door.
 
-native.py holds the native door's codecs (msgpack dataclasses of protocol/api/), kafka.py the
-Kafka door's (kio entities through protocol/kafka/codec.py's `make`).
+native/ holds the native door's codecs (msgpack dataclasses of protocol/api/), kafka/ the
+Kafka door's (kio entities through protocol/kafka/codec.py's `make`), each in one module per
+family of APIs (groups.py, transactions.py, ...), so an API's two codecs sit in same-named
+modules.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""Golden bytes for each converted API on each door (broker/codecs/): a known request frame
-decodes to the operation's request model, and a known result encodes to a known response
-frame. Frames are compared byte for byte with what the wire carried when they were written
-(Kafka's layouts: size, correlation id, the flexible header's tagged-field byte, the body; the
-native door's msgpack envelope [api_key, version, correlation id, client id, body]). The
+"""Golden bytes for the group and transaction APIs on each door (broker/codecs/, harness in
+golden.py): a known request frame decodes to the operation's request model, and a known result
+encodes to a known response frame. The last test checks every row of the table, gathering the
+CASES of every test_*codecs.py here. The
 DescribeTransactions frames pin that a start time of -1 (no open transaction) is written as
 -1 ms (ffffffffffffffff), which kio's datetime field would otherwise refuse.
 """
 
 from __future__ import annotations
-
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -27,43 +21,12 @@ from broker.operations import (
     list_groups,
     sync_group,
 )
-from protocol import codec as native_codec
 from protocol.api import group, txn
-from protocol.kafka import codec as kafka_codec
 from protocol.kafka import versions as v
 
-CORR = 7
-TOPIC_ID = uuid.UUID("0123456789abcdef0123456789abcdef")
+from .golden import TOPIC_ID, Case, check, every_case, kio, many, nested
+
 cgh = consumer_group_heartbeat
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    key: int
-    version: int  # -1: the native door
-    request: Callable[[], Any]  # the wire request: a native dataclass or a kio entity
-    model: Any  # what the codec decodes it to
-    result: Any  # an operation's result
-    request_hex: str
-    response_hex: str
-
-
-def kio(key: int, version: int, **fields: Any) -> Callable[[], Any]:
-    def build() -> Any:
-        cls = kafka_codec.request_class(key, version)
-        values = {k: (f(cls) if callable(f) else f) for k, f in fields.items()}
-        return kafka_codec.make(cls, **values)
-
-    return build
-
-
-def nested(name: str, **fields: Any) -> Callable[[Any], Any]:
-    return lambda cls: kafka_codec.make(kafka_codec.nested(cls, name), **fields)
-
-
-def many(*builders: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda cls: tuple(b(cls) for b in builders)
 
 
 CGH_RESULT = cgh.ConsumerGroupHeartbeatResult(
@@ -241,34 +204,13 @@ CASES = [
 ]  # fmt: skip
 
 
-def roundtrip(case: Case) -> tuple[bytes, Any, bytes]:
-    """(request frame, the decoded model, response frame) through the door's codec."""
-    row = apis.BY_KEY[case.key]
-    if case.version < 0:
-        assert row.native is not None
-        frame = native_codec.encode_request(case.request(), CORR, "c")
-        request: Any = native_codec.decode_request(frame[4:])
-        model = row.native.codec.decode(request)
-        answer = native_codec.encode_response(CORR, row.native.codec.encode(request, case.result))
-        return frame, model, answer
-    assert row.kafka is not None
-    frame = kafka_codec.encode_request(case.key, case.version, CORR, case.request())
-    request = kafka_codec.decode_request(frame[4:], apis.KAFKA_SERVED, "/127.0.0.1")
-    model = row.kafka.codec.decode(request)
-    answer = kafka_codec.encode_response(request, row.kafka.codec.encode(request, case.result))
-    return frame, model, answer
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_golden_bytes(case: Case) -> None:
-    frame, model, answer = roundtrip(case)
-    assert frame.hex() == case.request_hex
-    assert model == case.model
-    assert answer.hex() == case.response_hex
+    check(case)
 
 
 def test_every_row_has_golden_bytes_on_each_door_and_kafka_version_bounds() -> None:
-    covered = {(c.key, c.version) for c in CASES}
+    covered = {(c.key, c.version) for c in every_case()}
     for row in apis.APIS:
         if row.native is not None:
             assert (row.key, -1) in covered, f"{row.name}: no native golden bytes"

@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from broker.operations import (
@@ -29,7 +30,7 @@ from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.transaction.txn import InitAnswer
 from protocol.acl import AclOperation, ResourceType
 from protocol.api.controller import UpdateMetadataRequest
-from protocol.api.group import JoinGroupRequest
+from protocol.api.group import JoinGroupRequest, ListedGroup
 from protocol.clock import ManualClock
 from protocol.errors import (
     CoordinatorNotAvailableError,
@@ -50,6 +51,23 @@ from tests.unit.coordinator.group.test_service import coordinator_for, settle
 ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
 NO_COORDINATOR = CoordinatorNotAvailableError.code
+
+# For test_table.py: a request model per API, and what its operation needs on the context.
+SAMPLES: dict[str, Any] = {
+    "Heartbeat": heartbeat.Heartbeat("g", 1, "m"),
+    "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
+    "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
+    "ListGroups": list_groups.ListGroups(),
+    "SyncGroup": sync_group.SyncGroup("g", 1, "m", (("m", b"a"),)),
+    "DescribeGroups": describe_groups.DescribeGroups(("g", "h"), True),
+    "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
+    "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
+        "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
+    ),
+}
+# ListGroups asks only when there are groups to show: a coordinator with one
+LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
+CONTEXTS: dict[str, Any] = {"ListGroups": {"groups": LISTING}}
 
 
 async def run(operation: Any, b: BrokerHarness, request: Any) -> Any:

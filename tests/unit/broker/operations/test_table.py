@@ -7,8 +7,8 @@ operations import none of them (no cycle, deferred or not).
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,37 +18,28 @@ import pytest
 from broker import apis
 from broker.handlers import HANDLERS
 from broker.handlers.kafka import KAFKA_HANDLERS
-from broker.operations import (
-    consumer_group_heartbeat,
-    delete_groups,
-    describe_groups,
-    describe_transactions,
-    heartbeat,
-    leave_group,
-    list_groups,
-    sync_group,
-)
 from broker.session import Session
 from protocol.acl import AclOperation, ResourceType
-from protocol.api.group import ListedGroup
 from protocol.kafka.versions import SERVED
 
 ROOT = Path(__file__).resolve().parents[4]
-SAMPLES: dict[str, Any] = {
-    "Heartbeat": heartbeat.Heartbeat("g", 1, "m"),
-    "LeaveGroup": leave_group.LeaveGroup("g", (leave_group.LeavingMember("m"),)),
-    "DeleteGroups": delete_groups.DeleteGroups(("g", "h")),
-    "ListGroups": list_groups.ListGroups(),
-    "SyncGroup": sync_group.SyncGroup("g", 1, "m", (("m", b"a"),)),
-    "DescribeGroups": describe_groups.DescribeGroups(("g", "h"), True),
-    "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
-    "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
-        "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
-    ),
-}
-# ListGroups asks only when there are groups to show: a coordinator with one
-LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
-GROUPS: dict[str, Any] = {"ListGroups": LISTING}
+
+
+def _gathered(name: str) -> dict[str, Any]:
+    """`name` (a dict keyed by API name) merged from every test_*operations.py module here:
+    SAMPLES, a request model per API; CONTEXTS, what the operation needs on the context
+    besides the authorizer (a service answering enough for it to ask)."""
+    out: dict[str, Any] = {}
+    for path in sorted(Path(__file__).parent.glob("test_*operations.py")):
+        module = importlib.import_module(f"{__package__}.{path.stem}")
+        for key, value in getattr(module, name, {}).items():
+            assert key not in out, f"{key} in two modules' {name}"
+            out[key] = value
+    return out
+
+
+SAMPLES = _gathered("SAMPLES")
+CONTEXTS = _gathered("CONTEXTS")
 
 
 def test_an_api_is_served_by_the_table_or_by_a_legacy_handler_never_both() -> None:
@@ -88,8 +79,8 @@ async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> N
     asked: set[tuple[AclOperation, ResourceType]] = set()
     for allow in (False, True):
         authz = Recording(allow)
-        groups = GROUPS.get(row.name)
-        ctx: Any = SimpleNamespace(authorizer=authz, groups=groups, transactions=None)
+        fields = {"groups": None, "transactions": None, **CONTEXTS.get(row.name, {})}
+        ctx: Any = SimpleNamespace(authorizer=authz, **fields)
         result = row.operation(ctx, Session(), SAMPLES[row.name])
         if inspect.isawaitable(result):
             result = await result
@@ -121,7 +112,7 @@ def test_operations_import_no_door_codec_table_or_legacy_handler() -> None:
 
 
 def test_codecs_import_operations_not_the_table_or_the_doors() -> None:
-    for path in sorted((ROOT / "broker" / "codecs").glob("*.py")):
+    for path in sorted((ROOT / "broker" / "codecs").rglob("*.py")):
         bad = _under(_imports(path), "broker.doors", "broker.apis", "broker.handlers",
                      "broker.server", "broker.context")  # fmt: skip
         assert not bad, f"{path.name} imports {bad}"

@@ -1,5 +1,4 @@
-"""The native door's codecs: protocol/api/'s msgpack dataclasses to and from the operations'
-models (broker/operations/), one `Codec` per API (broker/codecs/__init__.py).
+"""The native door's codecs of the group APIs (see broker/codecs/native/__init__.py).
 
 What the native door does not send is filled in here: a native Heartbeat or LeaveGroup names
 one member, a ConsumerGroupHeartbeat names topics (never ids) and no rack or client host, and its
@@ -15,12 +14,11 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
-    describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
 )
-from protocol.api import group, txn
+from protocol.api import group
 from protocol.codec import Request
 from protocol.kafka.consumer_protocol import assigned_partitions
 
@@ -131,28 +129,6 @@ def _delete_groups_out(
 
 
 DELETE_GROUPS = Codec(_delete_groups_in, _delete_groups_out)
-
-# ----- DescribeTransactions -------------------------------------------------------------------
-
-
-def _describe_txns_in(request: Request) -> describe_transactions.DescribeTransactions:
-    req: txn.DescribeTransactionsRequest = request.body
-    return describe_transactions.DescribeTransactions(tuple(req.transactional_ids))
-
-
-def _describe_txns_out(
-    request: Request, result: describe_transactions.DescribeTransactionsResult
-) -> txn.DescribeTransactionsResponse:
-    return txn.DescribeTransactionsResponse([
-        txn.TransactionDescription(
-            s.error_code, s.transactional_id, s.state, s.timeout_ms, s.start_ms, s.producer_id,
-            s.producer_epoch, [txn.TxnTopic(t, list(ps)) for t, ps in s.topics],
-        )
-        for s in result.transaction_states
-    ])  # fmt: skip
-
-
-DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)
 
 # ----- DescribeGroups -------------------------------------------------------------------------
 

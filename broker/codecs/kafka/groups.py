@@ -1,7 +1,4 @@
-"""The Kafka door's codecs: kio's request entities to the operations' models
-(broker/operations/) and their results to kio response entities, one `Codec` per API
-(broker/codecs/__init__.py); one codec serves every version the table lists, through `make`
-(protocol/kafka/codec.py), which keeps only the fields the version has.
+"""The Kafka door's codecs of the group APIs (see broker/codecs/kafka/__init__.py).
 
 Version differences that are wire shape stay here: LeaveGroup v0-v2 name one member and answer
 one code, v3+ a list with a code each; Heartbeat v3+ carry the group instance id;
@@ -14,7 +11,6 @@ consumer protocol's encoding.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from broker.codecs import Codec
@@ -22,7 +18,6 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
-    describe_transactions,
     heartbeat,
     leave_group,
     list_groups,
@@ -181,42 +176,6 @@ def _delete_groups_out(request: KafkaRequest, result: delete_groups.DeleteGroups
 
 
 DELETE_GROUPS = Codec(_delete_groups_in, _delete_groups_out)
-
-# ----- DescribeTransactions (65) --------------------------------------------------------------
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def _instant(ms: int) -> datetime.datetime:
-    """transaction_start_time as kio's (not nullable) datetime_i64 wants it: -1 (no open
-    transaction, as Kafka writes it for Empty and Complete* ids, or an error row) stays -1 on
-    the wire, where `make` would turn the int -1 into None, which kio cannot write."""
-    return _EPOCH + datetime.timedelta(milliseconds=ms)
-
-
-def _describe_txns_in(request: KafkaRequest) -> describe_transactions.DescribeTransactions:
-    return describe_transactions.DescribeTransactions(tuple(request.body.transactional_ids))
-
-
-def _describe_txns_out(
-    request: KafkaRequest, result: describe_transactions.DescribeTransactionsResult
-) -> Any:
-    cls = response_class(v.DESCRIBE_TRANSACTIONS, request.header.api_version)
-    state_cls, topic_cls = nested(cls, "TransactionState"), nested(cls, "TopicData")
-    states = tuple(
-        make(
-            state_cls, error_code=s.error_code, transactional_id=s.transactional_id,
-            transaction_state=s.state, transaction_timeout=s.timeout_ms,
-            transaction_start_time=_instant(s.start_ms), producer_id=s.producer_id,
-            producer_epoch=s.producer_epoch,
-            topics=tuple(make(topic_cls, topic=t, partitions=ps) for t, ps in s.topics),
-        )
-        for s in result.transaction_states
-    )  # fmt: skip
-    return make(cls, throttle_time=0, transaction_states=states)
-
-
-DESCRIBE_TRANSACTIONS = Codec(_describe_txns_in, _describe_txns_out)
 
 # ----- DescribeGroups (15) --------------------------------------------------------------------
 
