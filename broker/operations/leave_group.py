@@ -4,8 +4,11 @@ rebalance starts for the rest. Each member is named by member id and/or group in
 removeMembersFromConsumerGroup); a member id with another member's instance id gets
 FENCED_INSTANCE_ID; each member gets its own error code. A reason given (Kafka v5) is logged.
 
-Refusals: no Read on the group is GROUP_AUTHORIZATION_FAILED for the whole request (no member
-leaves); no group coordinator on this broker is COORDINATOR_NOT_AVAILABLE for each member.
+Refusals, each for the whole request with no member listed (Kafka's GroupCoordinator answers
+them before it looks at a member): no Read on the group is GROUP_AUTHORIZATION_FAILED; no group
+coordinator on this broker is COORDINATOR_NOT_AVAILABLE; a group this broker does not coordinate
+is NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it loads; INVALID_GROUP_ID for ""), so a
+client looks the coordinator up again instead of reading the answer as its members' fate.
 """
 
 from __future__ import annotations
@@ -44,21 +47,23 @@ class MemberLeft:
 
 @dataclass(frozen=True, slots=True)
 class LeaveGroupResult:
-    error_code: int  # the whole request's (an authorization failure); members' are their own
+    error_code: int  # the whole request's refusal (then no members); members' are their own
     members: tuple[MemberLeft, ...]
 
 
 async def run(ctx: BrokerContext, session: Session, req: LeaveGroup) -> LeaveGroupResult:
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         return LeaveGroupResult(GroupAuthorizationFailedError.code, ())
+    if ctx.groups is None:
+        return LeaveGroupResult(CoordinatorNotAvailableError.code, ())
+    _, refusal = ctx.groups.locate(req.group_id)
+    if refusal:
+        return LeaveGroupResult(refusal, ())
     out = []
     for m in req.members:
         if m.reason:
             log.info("group %s: member %r (instance %r) leaves: %s", req.group_id, m.member_id,
                      m.group_instance_id, m.reason)  # fmt: skip
-        if ctx.groups is None:
-            code = CoordinatorNotAvailableError.code
-        else:
-            code = await ctx.groups.leave(req.group_id, m.member_id, m.group_instance_id)
+        code = await ctx.groups.leave(req.group_id, m.member_id, m.group_instance_id)
         out.append(MemberLeft(m.member_id, m.group_instance_id, code))
     return LeaveGroupResult(0, tuple(out))

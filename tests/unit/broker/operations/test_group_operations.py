@@ -37,13 +37,15 @@ from protocol.errors import (
     GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     IllegalGenerationError,
+    InvalidGroupIdError,
     InvalidRequestError,
+    NotCoordinatorError,
     TransactionalIdAuthorizationFailedError,
     UnknownMemberIdError,
 )
 from protocol.principal import KafkaPrincipal
 from protocol.topic_ids import encode_topic_id, new_topic_id
-from tests.unit.broker.harness import BrokerHarness, running_broker
+from tests.unit.broker.harness import BROKER_ID, BrokerHarness, running_broker
 from tests.unit.broker.test_acl_rules import grant
 from tests.unit.broker.test_txn_verification import coordinator_for as txn_coordinator_for
 from tests.unit.coordinator.group.test_service import coordinator_for, settle
@@ -109,13 +111,18 @@ async def test_heartbeat_keeps_a_member_and_tells_the_others_what_they_are(
 async def test_leave_group_answers_each_member_and_refuses_the_whole_request_unauthorized(
     tmp_path: Path,
 ) -> None:
+    """Refusals of the whole request (no coordinator, not this group's coordinator, no Read)
+    are the top-level code with no member listed, as Kafka answers them (members each had
+    COORDINATOR_NOT_AVAILABLE before)."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         members = (leave_group.LeavingMember("m"), leave_group.LeavingMember("n", reason="bye"))
         result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
-        assert [m.error_code for m in result.members] == [NO_COORDINATOR] * 2
+        assert result == leave_group.LeaveGroupResult(NO_COORDINATOR, ())
         await coordinate_groups(b, clock)
+        unnamed = await run(leave_group.run, b, leave_group.LeaveGroup("", members))
+        assert unnamed == leave_group.LeaveGroupResult(InvalidGroupIdError.code, ())
         _, member = await join(b, "g")
         members = (leave_group.LeavingMember(member), leave_group.LeavingMember("nobody"))
         b.ctx.authorizer = Authorizer(AclCache())
@@ -334,3 +341,18 @@ async def test_sync_group_hands_out_the_leaders_assignment_with_the_groups_proto
             IllegalGenerationError.code, b"", "consumer", "range")  # fmt: skip
         unknown = await run(sync_group.run, b, dataclasses.replace(mine, group_id="nope"))
         assert unknown.error_code != 0 and unknown.protocol_type is None
+
+
+async def test_leave_group_at_a_broker_not_coordinating_the_group_is_not_coordinator(
+    tmp_path: Path,
+) -> None:
+    """The top-level NOT_COORDINATOR (Kafka v3+ clients look the coordinator up again on it),
+    not a per-member code under a top-level NONE."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        groups = coordinator_for(b, clock)
+        await b.lead(OFFSETS_TOPIC, 1, leader=BROKER_ID + 1)
+        await settle(groups)
+        members = (leave_group.LeavingMember("m"),)
+        result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
+        assert result == leave_group.LeaveGroupResult(NotCoordinatorError.code, ())
