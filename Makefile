@@ -11,7 +11,7 @@ KP_VERSION := 3.0.12
 KP_CACHE := $(VENV)/kafka-python-suite
 KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 
-.PHONY: setup zookeeper kcat chromium lint format test test-all test-unit test-integration test-slow cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat chromium lint format test test-all test-unit test-integration test-slow coverage cluster bench bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted
 
@@ -91,6 +91,17 @@ test-integration: setup zookeeper kcat
 # only what `make test` leaves out
 test-slow: setup zookeeper kcat chromium
 	$(BIN)/pytest -q -m slow --durations=20 tests/integration tests/spark
+
+# line coverage of broker/, coordinator/, client/, protocol/ and transport/ ([tool.coverage] in
+# pyproject.toml; it follows the xdist workers and every broker process a test starts).
+# COVERAGE_TESTS picks the tiers: the unit tier by default (~4 min), e.g.
+# COVERAGE_TESTS="tests/unit tests/integration" for both (about an hour)
+COVERAGE_TESTS ?= tests/unit
+coverage: setup zookeeper kcat
+	$(BIN)/coverage erase
+	$(BIN)/coverage run -m pytest -q -n 2 $(COVERAGE_TESTS)
+	$(BIN)/coverage combine -q
+	@echo "line coverage of broker/ coordinator/ client/ protocol/ transport/ ($(COVERAGE_TESTS)): $$($(BIN)/coverage report --format=total)%"
 
 cluster: setup zookeeper
 	$(BIN)/odradek cluster up
