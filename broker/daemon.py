@@ -46,7 +46,8 @@ from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, BrokerParts
+from broker.metrics import BrokerMetrics
+from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings

@@ -12,7 +12,7 @@ The user assigns partitions, optionally seeks, and polls. `poll` is a short loop
     wait for a fetch to finish, until the timeout
 
 The subscription state (client/subscription.py) holds positions and pause flags; the fetcher
-(client/fetcher.py) holds the network side.
+(client/fetcher.py) holds the network side, ListOffsets look-ups apart (client/offset_lookup.py).
 
 Consumer groups (issue 5): with `group_id`, `subscribe(topics or pattern, listener)` makes the
 coordinator assign the partitions (client/group/consumer_group.py runs at the top of every poll
@@ -51,6 +51,7 @@ from client.group.consumer_protocol import (
     check_group_protocol,
 )
 from client.group.membership import GroupSettings
+from client.offset_lookup import OffsetLookup
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.subscription import EARLIEST, LATEST, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition, partition_words, partitions_words
@@ -119,6 +120,9 @@ class AsyncConsumer(ClusterClient):
             request_timeout_ms, retry_backoff_ms, check_crcs, isolation,
         )  # fmt: skip
         self._fetcher = Fetcher(self._cluster, self._subs, config)
+        self._lookup = OffsetLookup(
+            self._cluster, self._subs, isolation, request_timeout_ms, self._fetcher.refresh_metadata
+        )
         self._group: ConsumerGroup | None = None
         if group_id is not None:
             settings = GroupSettings(
@@ -236,7 +240,7 @@ class AsyncConsumer(ClusterClient):
                     + (f": {why}" if why else "")
                 )
             await self._update_metadata_if_needed()
-            await self._fetcher.reset_positions()
+            await self._lookup.reset_positions()
             if self._subs.position(tp) is None:
                 await asyncio.sleep(self._cluster.retry_backoff_ms / 1000)
         return position
@@ -289,7 +293,7 @@ class AsyncConsumer(ClusterClient):
                 if tp not in out:
                     by_node.setdefault(leader, {})[tp] = ts
             for node, query in by_node.items():
-                out.update(await self._fetcher.list_offsets(node, query))
+                out.update(await self._lookup.list_offsets(node, query))
             missing = [tp for tp in wanted if tp not in out]
             if not missing:
                 return out
@@ -317,7 +321,7 @@ class AsyncConsumer(ClusterClient):
             if self._metadata_needed():
                 await self._update_metadata()
             if self._subs.needs_position():
-                await self._fetcher.reset_positions()
+                await self._lookup.reset_positions()
             records = self._fetcher.drain(limit)
             # with records to return, only fetches that read more now; long polls wait
             self._fetcher.send_fetches(ahead_only=bool(records))

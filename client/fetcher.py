@@ -37,12 +37,14 @@ and nothing is reported lost (as Kafka's consumer does).
 The same engine reads offset ranges for Spark (spark_connector/fetch.py): `stop_at(tp, until)`
 keeps fetches below the range's end, `drain_segments(tp, until)` hands over the buffered
 batches as segments the C walker turns into Arrow columns (no record objects), and
-`empty_answers` / `log_bounds` let the range reader tell a truncated log from a slow one.
+`empty_answers` (with client/offset_lookup.py's `log_bounds`) lets the range reader tell a
+truncated log from a slow one.
 Retries, leader changes and OFFSET_OUT_OF_RANGE (raised with auto_offset_reset="none") are
 handled here for both.
 
-`reset_positions()` finds offsets for partitions without a position with one ListOffsets
-request per leader node (earliest = -2, latest = -1).
+Offsets for partitions without a position, and a partition's log bounds, are looked up with
+ListOffsets apart (client/offset_lookup.py). A response's bytes become records in
+client/fetched.py (`scan_fetched` on arrival, `CompletedFetch.take` when handed out).
 
 Isolation (KIP-98): fetches and ListOffsets carry the consumer's isolation level. With
 read_committed the broker answers up to the last stable offset (LATEST is the LSO too) and
@@ -55,14 +57,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
 from client.explain import client_principal, fetch_refusal
+from client.fetched import CompletedFetch, scan_fetched
 from client.read_committed import drop_aborted
-from client.subscription import EARLIEST, NONE, SubscriptionState
+from client.subscription import NONE, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition, partition_words
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
@@ -73,18 +75,9 @@ from protocol.api.fetch import (
     FetchResponse,
     FetchTopic,
 )
-from protocol.api.list_offsets import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    ListOffsetsTopic,
-)
-from protocol.batch import BatchHeader, InvalidBatchError, iter_batches
-from protocol.columns import Segment, keep_freed_memory, segments, to_records
+from protocol.batch import InvalidBatchError
+from protocol.columns import Segment, keep_freed_memory, segments
 from protocol.errors import (
-    LeaderNotAvailableError,
     NetworkError,
     OdradekError,
     OffsetOutOfRangeError,
@@ -109,97 +102,6 @@ class FetchConfig:
     def fetch_timeout_ms(self) -> int:
         """How long a fetch's answer may take: the request timeout on top of the long poll."""
         return self.request_timeout_ms + self.fetch_max_wait_ms
-
-
-class CompletedFetch:
-    """One partition's fetched data not yet handed out, and where the user will be after.
-
-    The batches were scanned (CRC checked) on arrival, which also gives `next_offset`; their
-    records are decoded on the first `take`, so a response is decoded while the next fetch is
-    already on its way.
-    """
-
-    __slots__ = ("batches", "data", "index", "next_offset", "position", "records", "tp")
-
-    def __init__(
-        self,
-        tp: TopicPartition,
-        data: bytes,
-        batches: list[tuple[int, BatchHeader]],
-        position: int,
-        next_offset: int,
-    ) -> None:
-        self.tp = tp
-        self.data = data
-        self.batches = batches
-        self.records: list[ConsumerRecord] | None = None  # decoded on the first take
-        self.index = 0
-        self.position = position  # the subscription position this data continues from
-        self.next_offset = next_offset  # the position once every record is handed out
-
-    def take(self, n: int) -> list[ConsumerRecord]:
-        """Up to n records (decoding them first if needed); raises InvalidBatchError."""
-        if self.records is None:
-            self.records = decode_scanned(self.tp, self.data, self.batches, self.position)
-            self.data = b""
-            self.batches = []
-        records = self.records
-        if self.index == 0 and n >= len(records):
-            chunk = records  # all of it, the common case: handed over, not copied
-        else:
-            chunk = records[self.index : self.index + n]
-        self.index += len(chunk)
-        self.position = chunk[-1].offset + 1 if chunk else self.position
-        return chunk
-
-    @property
-    def exhausted(self) -> bool:
-        return self.records is not None and self.index >= len(self.records)
-
-
-def scan_fetched(
-    data: bytes, fetch_offset: int, check_crcs: bool = True
-) -> tuple[list[tuple[int, BatchHeader]], int]:
-    """The whole batches in `data` as (position, header), CRC-checked (a partial tail is
-    ignored), and the offset after the last one (`fetch_offset` when there is none)."""
-    batches = list(iter_batches(data, check_crc=check_crcs))
-    next_offset = fetch_offset
-    for _, header in batches:
-        next_offset = max(next_offset, header.next_offset)
-    return batches, next_offset
-
-
-def decode_fetched(
-    tp: TopicPartition, data: bytes, fetch_offset: int, check_crcs: bool = True
-) -> tuple[list[ConsumerRecord], int]:
-    """Records at or after `fetch_offset` in `data` (whole batches; a partial tail is ignored),
-    and the offset after the last whole batch (`fetch_offset` when there is none)."""
-    batches, next_offset = scan_fetched(data, fetch_offset, check_crcs)
-    return decode_scanned(tp, data, batches, fetch_offset), next_offset
-
-
-def decode_scanned(
-    tp: TopicPartition, data: bytes, batches: list[tuple[int, BatchHeader]], fetch_offset: int
-) -> list[ConsumerRecord]:
-    """The records of scanned batches at or after `fetch_offset`, made into ConsumerRecords by
-    the C record walker (protocol/columns.py: no Python code per record). Raises
-    InvalidBatchError (CorruptRecordError) naming `tp`.
-
-    The cyclic GC is paused meanwhile: decoding makes hundreds of thousands of tuples (no
-    cycles among them), and with GC on, the collections they trigger cost as much as the
-    decoding itself when the caller holds many records. The pause is bounded by one response
-    (fetch_max_bytes). (Paused inline: a context manager cost ~3 us of a lone record's way.)
-    """
-    gc_was_enabled = gc.isenabled()
-    try:
-        segs, _ = segments(data, batches, fetch_offset)
-        gc.disable()
-        return to_records(ConsumerRecord, tp.topic, tp.partition, segs)
-    except InvalidBatchError as exc:
-        raise type(exc)(f"{partition_words(tp)}: {exc.message}") from None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 # a node's fetch: being sent (a task), written (its timeout timer and answer), or backing off
@@ -505,23 +407,6 @@ class Fetcher:
         """(answers without records in a row, the log end offset the last one gave)."""
         return self._empty.get(tp, (0, 0))
 
-    async def log_bounds(self, tp: TopicPartition) -> tuple[int, int]:
-        """(log start offset, high watermark) of `tp` from its leader; raises OdradekError."""
-        meta = self._cluster.metadata
-        leader = meta.leader_for(tp.topic, tp.partition)
-        if leader < 0 or leader not in meta.brokers:
-            meta = await self._cluster.request_update()
-            leader = meta.leader_for(tp.topic, tp.partition)
-        if leader < 0 or leader not in meta.brokers:
-            raise LeaderNotAvailableError(f"{partition_words(tp)} has no leader")
-        start = await self.list_offsets(leader, {tp: EARLIEST_TIMESTAMP})
-        end = await self.list_offsets(leader, {tp: LATEST_TIMESTAMP})
-        if tp not in start or tp not in end:
-            raise LeaderNotAvailableError(
-                f"{partition_words(tp)}: its leader did not list its offsets"
-            )
-        return start[tp], end[tp]
-
     def raise_errors(self) -> None:
         if self._errors:
             error = self._errors.pop(0)
@@ -556,59 +441,6 @@ class Fetcher:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             _settle(waiter)
-
-    # ----- positions --------------------------------------------------------------------------
-
-    async def reset_positions(self) -> None:
-        """Look up offsets for partitions with no position (one ListOffsets per leader)."""
-        todo = self._subs.needs_position()
-        if not todo:
-            return
-        meta = self._cluster.metadata
-        by_node: dict[int, dict[TopicPartition, int]] = {}
-        for tp in todo:
-            leader = meta.leader_for(tp.topic, tp.partition)
-            if leader < 0 or leader not in meta.brokers:
-                self.refresh_metadata()
-                continue
-            strategy = self._subs.reset_strategy(tp)
-            ts = EARLIEST_TIMESTAMP if strategy == EARLIEST else LATEST_TIMESTAMP
-            by_node.setdefault(leader, {})[tp] = ts
-        results = await asyncio.gather(
-            *[self.list_offsets(node, q) for node, q in by_node.items()], return_exceptions=True
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                self.refresh_metadata()
-                continue
-            for tp, offset in result.items():
-                if self._subs.is_assigned(tp) and self._subs.position(tp) is None:
-                    self._subs.seek(tp, offset)
-
-    async def list_offsets(
-        self, node: int, query: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, int]:
-        """{tp: timestamp (-1 latest, -2 earliest)} -> {tp: offset} from one leader node."""
-        by_topic: dict[str, list[ListOffsetsPartition]] = {}
-        for tp, ts in query.items():
-            by_topic.setdefault(tp.topic, []).append(ListOffsetsPartition(tp.partition, ts))
-        request = ListOffsetsRequest(
-            CONSUMER_REPLICA_ID,
-            [ListOffsetsTopic(t, ps) for t, ps in by_topic.items()],
-            self._config.isolation_level,  # read_committed: LATEST is the last stable offset
-        )
-        conn = await self._cluster.connection(node)
-        resp: ListOffsetsResponse = await conn.send(request, self._config.request_timeout_ms)
-        out: dict[TopicPartition, int] = {}
-        for topic in resp.topics:
-            for p in topic.partitions:
-                if p.error_code != 0:
-                    error = for_code(p.error_code)
-                    if error.invalid_metadata:
-                        self.refresh_metadata()
-                    continue
-                out[TopicPartition(topic.name, p.partition)] = p.offset
-        return out
 
     async def close(self) -> None:
         """Stop fetching and let go of everything: tasks and timers are cancelled, and a fetch

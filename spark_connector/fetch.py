@@ -19,9 +19,10 @@ prefetches (the next fetch goes out when an answer arrives, before it is decoded
   offset, and the batches of aborted transactions are dropped by their headers on arrival
   (client/read_committed.py), the range moving past them;
 - OFFSET_OUT_OF_RANGE (the fetcher raises it: the subscription has no reset policy): ask the
-  leader for its log start and high watermark; offsets below the log start were deleted by
-  retention, offsets at or above the end were truncated away. Either is data loss: an error
-  with `failOnDataLoss=true`, else a warning and the rest is read;
+  leader for its log start and high watermark (client/offset_lookup.py); offsets below the
+  log start were deleted by retention, offsets at or above the end were truncated away.
+  Either is data loss: an error with `failOnDataLoss=true`, else a warning and the rest is
+  read;
 - nothing new and the leader's log ends before the offset wanted, three answers in a row: the
   range was truncated (data loss, as above).
 Compacted topics (Kafka's log cleaner): a range of offsets holds the records left in it, fewer
@@ -49,6 +50,7 @@ from pyspark.sql.datasource import InputPartition
 
 from client.cluster import Cluster
 from client.fetcher import FetchConfig, Fetcher
+from client.offset_lookup import OffsetLookup
 from client.subscription import NONE, SubscriptionState
 from client.types import ConsumerRecord, TopicPartition
 from protocol.api.fetch import READ_UNCOMMITTED
@@ -163,6 +165,10 @@ class _RangeReader:
         )  # fmt: skip
         self.fetcher = Fetcher(cluster, self.subs, config)
         self.fetcher.stop_at(self.tp, part.until_offset)
+        self.lookup = OffsetLookup(
+            cluster, self.subs, part.isolation_level, REQUEST_TIMEOUT_MS,
+            self.fetcher.refresh_metadata,
+        )  # fmt: skip
         self.offset = part.from_offset
         self.last_progress_s = time.monotonic()
         self.last_error: str = "no answer yet"
@@ -225,7 +231,7 @@ class _RangeReader:
     async def _on_out_of_range(self) -> None:
         p = self.part
         try:
-            start, end = await self.fetcher.log_bounds(self.tp)
+            start, end = await self.lookup.log_bounds(self.tp)
         except OdradekError as exc:
             self.last_error = str(exc)
             self.fetcher.refresh_metadata()

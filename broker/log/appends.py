@@ -1,7 +1,7 @@
 """What an append to a log checks before anything is written, and what it answers.
 
 A client's batch (`check_client_batch`, for Log.append_as_leader) must be one whole batch of
-Kafka's v2 format (segment.check_batch: CRC, lengths, max.message.bytes), with nothing after
+Kafka's v2 format (batch_checks.check_batch: CRC, lengths, max.message.bytes), with nothing after
 it, and not a control batch: markers are written by brokers (Log.append_control). A
 follower's fetched batches (`check_replicated`, for Log.append_as_follower) are checked all
 before any is written: each must start at or past the offset after the one before (past it
@@ -16,7 +16,8 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-from broker.log.segment import H_BASE, H_LAST_DELTA, H_LENGTH, check_batch, check_stored_batch
+from broker.log.batch_checks import check_batch, check_stored_batch
+from broker.log.segment import H_BASE, H_LAST_DELTA, H_LENGTH
 from protocol.batch import CONTROL_BIT, LEADER_EPOCH_AT, LENGTH_PREFIX_BYTES, InvalidBatchError
 from protocol.errors import InvalidRecordError, OffsetOutOfRangeError
 

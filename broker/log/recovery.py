@@ -27,17 +27,17 @@ from broker.log.segment import (
     LOG_SUFFIX,
     SWAP_END_SUFFIX,
     SWAP_SUFFIX,
-    LogFormatError,
     OnEpoch,
     Segment,
 )
+from broker.log.segment_recovery import LogFormatError, foreign_magic, recover
 from broker.log.txn_index import TXN_INDEX_SUFFIX
 
 
 def refuse_foreign_format(directory: Path, segments: list[Segment]) -> None:
     """Raise LogFormatError if a segment holds batches of another record format."""
     for seg in segments:
-        magic = seg.foreign_magic()
+        magic = foreign_magic(seg)
         if magic is None:
             continue
         for opened in segments:
@@ -133,7 +133,7 @@ def load_segments(
                 later.unlink()
             break
         if i >= first_unflushed:
-            cut = seg.recover(interval, on_epoch)
+            cut = recover(seg, interval, on_epoch)
         else:
             cut = _load_segment(seg, interval, on_epoch, epochs_trusted)
         if cut and kept and seg.size_bytes == 0:
@@ -151,7 +151,7 @@ def _load_segment(seg: Segment, interval: int, on_epoch: OnEpoch, epochs_trusted
     try:
         seg.load()
     except CorruptIndexError:
-        return seg.recover(interval, on_epoch)
+        return recover(seg, interval, on_epoch)
     if not epochs_trusted:
         seg.epochs(on_epoch)
     return 0

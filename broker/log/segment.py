@@ -19,13 +19,10 @@ Invariants (asserted where they are established): batches are contiguous in offs
 (`base == previous next offset`), `size_bytes` is the end of the last whole batch, index keys
 strictly increase and point at batch starts, and `next_offset` is one past the last offset.
 
-`recover()` reads the whole file in 8 MiB chunks, checks every batch (lengths, magic, CRC,
-contiguous offsets), cuts the file at the first batch that fails and rebuilds both indexes.
-
-`foreign_magic()` tells a segment written in another record format (odradek's pre-Kafka
-batches were magic 1, with the same header and CRC) from a torn or corrupt one: a first batch
-whose magic is not 2 but whose length and CRC hold is a whole batch of another format, which
-the log refuses to open rather than letting recovery cut it away.
+Recovery (checking the file batch by batch, cutting a torn tail, rebuilding the indexes) and
+telling a segment of another record format are segment_recovery.py's; the checks a batch must
+pass are batch_checks.py's. The segment keeps the bookkeeping both rely on (`reset`, `account`,
+`set_rolling_base`).
 """
 
 from __future__ import annotations
@@ -37,25 +34,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import crc32c
-
 from broker.log.dir_failure import LogDirIOError
 from broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from broker.log.txn_index import TXN_INDEX_SUFFIX, TxnIndex
-from protocol.batch import (
-    CODEC_MASK,
-    CODECS,
-    CRC_START,
-    DELETE_HORIZON_BIT,
-    HEADER,
-    HEADER_BYTES,
-    KNOWN_ATTRIBUTE_BITS,
-    LENGTH_PREFIX_BYTES,
-    MAGIC,
-    InvalidBatchError,
-    validate,
-)
-from protocol.errors import OdradekError, UsageError
+from protocol.batch import HEADER, HEADER_BYTES, LENGTH_PREFIX_BYTES
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -69,7 +51,6 @@ SWAP_END_SUFFIX = ".swap-end"
 # Present once the log may hold offset gaps (log.py says when)
 GAPS_FILE = "offset-gaps"
 WINDOW_BYTES = 8192
-RECOVERY_CHUNK_BYTES = 8 << 20
 MIN_BATCH_LENGTH = HEADER_BYTES - LENGTH_PREFIX_BYTES
 MAX_RELATIVE_OFFSET = (1 << 31) - 1  # offsets in a segment stay within base + this (index)
 # Fields of a HEADER.unpack tuple.
@@ -79,69 +60,6 @@ assert _PEEK.size == 27
 
 OnEpoch = Callable[[int, int], object]
 """Called with (leader epoch, base offset) for each batch recovery checks."""
-
-
-_KNOWN_CODECS = frozenset(CODECS.values())
-
-
-class LogFormatError(UsageError):
-    """A log directory written in a record format this broker does not read. Never recovered
-    (that would cut its data away): the broker refuses to start until an operator acts."""
-
-    name = "UNSUPPORTED_LOG_FORMAT"
-
-
-def check_batch(
-    buf: bytes | bytearray | memoryview, pos: int = 0, max_batch_bytes: int | None = None
-) -> tuple[int, ...]:
-    """protocol.batch.validate's checks on the raw header tuple (no BatchHeader object: this
-    runs once per appended and recovered batch). Anything unusual is handed to `validate`,
-    which raises the protocol's own error for it; the fast path never accepts what `validate`
-    would reject.
-    """
-    if len(buf) - pos >= HEADER_BYTES:
-        h = HEADER.unpack_from(buf, pos)
-        size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
-        end = pos + size
-        if (
-            h[3] == MAGIC
-            and h[H_LENGTH] >= MIN_BATCH_LENGTH
-            and (max_batch_bytes is None or size <= max_batch_bytes)
-            and end <= len(buf)
-            and h[H_COUNT] >= 1
-            and h[H_LAST_DELTA] == h[H_COUNT] - 1
-            and not h[5] & ~KNOWN_ATTRIBUTE_BITS
-            and h[5] & CODEC_MASK in _KNOWN_CODECS
-            and h[H_MAX_TS] >= h[7]
-            and crc32c.crc32c(memoryview(buf)[pos + CRC_START : end]) == h[4]
-        ):
-            return h
-    validate(buf, pos, max_batch_bytes)
-    # validate takes the log cleaner's shapes too (stored batches); a producer's may not have
-    raise InvalidBatchError("a produced batch's record count must match its offset span")
-
-
-def check_stored_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, ...]:
-    """`check_batch` for a batch a leader stamped already (recovery, a follower's copy), which
-    the log cleaner may have rewritten: it may hold fewer records than its offsets span, none at
-    all (a producer's last batch, kept for its state), and a delete horizon in its
-    first_timestamp (then above max_timestamp)."""
-    if len(buf) - pos >= HEADER_BYTES:
-        h = HEADER.unpack_from(buf, pos)
-        end = pos + LENGTH_PREFIX_BYTES + h[H_LENGTH]
-        if (
-            h[3] == MAGIC
-            and h[H_LENGTH] >= MIN_BATCH_LENGTH
-            and end <= len(buf)
-            and 0 <= h[H_COUNT] <= h[H_LAST_DELTA] + 1
-            and not h[5] & ~KNOWN_ATTRIBUTE_BITS  # the cleaner's delete horizon among them
-            and h[5] & CODEC_MASK in _KNOWN_CODECS
-            and (h[H_MAX_TS] >= h[7] or h[5] & DELETE_HORIZON_BIT)
-            and crc32c.crc32c(memoryview(buf)[pos + CRC_START : end]) == h[4]
-        ):
-            return h
-    validate(buf, pos)
-    raise InvalidBatchError("the batch's record count exceeds its offset span")
 
 
 def segment_name(base_offset: int) -> str:
@@ -265,87 +183,6 @@ class Segment:
         if last_time is not None and last_time[1] >= self.next_offset:
             raise CorruptIndexError(f"{self.time_index.file.path.name} points past the log")
 
-    def recover(self, index_interval_bytes: int, on_epoch: OnEpoch) -> int:
-        """Check every batch, cut the file at the first bad one, rebuild the indexes.
-
-        Returns the number of bytes cut off (0 when the whole file is sound).
-        """
-        file_size = os.fstat(self.fd).st_size
-        self._reset(OffsetIndex.create, TimeIndex.create)
-        self.txn_index.clear()
-        self.recovered = True
-        # The base offset is outside the CRC (a leader stamps it), so a bit flip there looks
-        # like the cleaner's gap. A real gap is followed by higher offsets; a flipped one by
-        # an overlap, which cuts the file at the batch that jumped.
-        jumped_at: int | None = None
-        buf = bytearray(RECOVERY_CHUNK_BYTES)
-        view = memoryview(buf)
-        buf_start = buf_len = 0
-        pos = 0
-        while pos < file_size:
-            off = pos - buf_start
-            if off + HEADER_BYTES > buf_len:
-                buf_start, buf_len, off = pos, os.preadv(self.fd, [view], pos), 0
-                if buf_len < HEADER_BYTES:
-                    break
-            _, length = struct.unpack_from(">qi", view, off)
-            size = LENGTH_PREFIX_BYTES + length
-            if length < MIN_BATCH_LENGTH or pos + size > file_size:
-                break
-            if off + size > buf_len:
-                if size > len(buf):
-                    view.release()
-                    buf = bytearray(size)
-                    view = memoryview(buf)
-                buf_start, buf_len, off = pos, os.preadv(self.fd, [view], pos), 0
-                if buf_len < size:
-                    break
-            try:
-                h = check_stored_batch(view[:buf_len], off)
-            except OdradekError:
-                break
-            gap = h[H_BASE] > self.next_offset
-            if h[H_BASE] < self.next_offset or (gap and not self.allow_gaps):
-                if jumped_at is not None:
-                    view.release()
-                    os.ftruncate(self.fd, jumped_at)
-                    return file_size - jumped_at + self.recover(index_interval_bytes, on_epoch)
-                break
-            if h[H_BASE] + h[H_LAST_DELTA] - self.base_offset > MAX_RELATIVE_OFFSET:
-                break  # no segment spans more (the log rolls first): a flipped base offset
-            jumped_at = pos if gap else None
-            on_epoch(h[H_EPOCH], h[H_BASE])
-            self._account(pos, size, h[H_BASE], h[H_BASE] + h[H_LAST_DELTA], h[H_MAX_TS],
-                          index_interval_bytes)  # fmt: skip
-            pos += size
-        view.release()
-        if pos < file_size:
-            os.ftruncate(self.fd, pos)
-        self.size_bytes = pos
-        self.last_batch_jumped_at = jumped_at
-        self._set_rolling_base()
-        return file_size - pos
-
-    def foreign_magic(self) -> int | None:
-        """The magic of the first batch when it is not MAGIC yet the batch is whole (a length
-        that fits the file, a sound CRC): a segment of another record format. None otherwise,
-        a torn or corrupt first batch included (recovery's business)."""
-        head = os.pread(self.fd, HEADER_BYTES, 0)
-        if len(head) < HEADER_BYTES or head[16] == MAGIC:
-            return None
-        h = HEADER.unpack_from(head)
-        size = LENGTH_PREFIX_BYTES + h[H_LENGTH]
-        if h[H_LENGTH] < MIN_BATCH_LENGTH or size > os.fstat(self.fd).st_size:
-            return None
-        crc, pos = 0, CRC_START
-        while pos < size:  # in chunks: the length is read off the disk, not trusted
-            chunk = os.pread(self.fd, min(RECOVERY_CHUNK_BYTES, size - pos), pos)
-            if not chunk:
-                return None
-            crc = crc32c.crc32c(chunk, crc)
-            pos += len(chunk)
-        return int(h[3]) if crc == h[4] else None
-
     def seal(self) -> None:
         """The segment is no longer active: final time entry, fsync and close the indexes."""
         if self.size_bytes:
@@ -426,7 +263,7 @@ class Segment:
             raise LogDirIOError(f"append to {self.log_path.name} failed: {exc}") from None
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
-        # _account, inlined: this runs once per appended batch.
+        # account(), inlined: this runs once per appended batch.
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = base_offset
@@ -441,9 +278,10 @@ class Segment:
         self.size_bytes = pos + size
         self.next_offset = last_offset + 1
 
-    def _account(
+    def account(
         self, pos: int, size: int, base: int, last: int, max_ts: int, interval: int
     ) -> None:
+        """Take in a checked batch at `pos` that is already in the file (recovery's)."""
         if max_ts > self.max_timestamp:
             self.max_timestamp = max_ts
             self.offset_of_max_timestamp = base
@@ -607,11 +445,12 @@ class Segment:
 
     # ----- helpers --------------------------------------------------------------------------
 
-    def _reset(
+    def reset(
         self,
         make_index: Callable[[Path, int], OffsetIndex],
         make_time_index: Callable[[Path, int], TimeIndex],
     ) -> None:
+        """Forget every batch and start both indexes anew (recovery's first step)."""
         self.index.file.close()
         self.time_index.file.close()
         self.index = make_index(self.index.file.path, self.base_offset)
@@ -655,9 +494,9 @@ class Segment:
             raise CorruptIndexError(f"{self.index.file.path.name} points past the log")
         self.next_offset = next_offset
         self.bytes_since_index = self.size_bytes - (start or 0)
-        self._set_rolling_base()
+        self.set_rolling_base()
 
-    def _set_rolling_base(self) -> None:
+    def set_rolling_base(self) -> None:
         """After a reload, segment.ms counts from the first batch's max timestamp (as Kafka)."""
         if self.size_bytes == 0:
             self.rolling_base_ms = None

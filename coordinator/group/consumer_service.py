@@ -2,7 +2,8 @@
 
 A consumer group lives in the same shard as classic groups, as `Group.consumer` of its group
 (the offsets stay in `Group.offsets`, shared by both kinds). Each operation runs a pure
-function of consumer_group.py, which applies its records to memory at once (so concurrent
+function over consumer_group.py's state (consumer_heartbeat.py; consumer_replay.py loads and
+deletes), which applies its records to memory at once (so concurrent
 heartbeats of one group see each other, as Kafka's timeline does), then appends them with
 acks=all and answers only once they are replicated; a failed append answers its error (the
 partition is usually lost then, and a new leader reloads from the log).
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coordinator.group import consumer_group as cg
+from coordinator.group import consumer_heartbeat, consumer_replay
 from coordinator.group.consumer_group import (
     ConsumerConfig,
     ConsumerGroup,
@@ -79,7 +81,7 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
     consumer = consumer_of(group)
     if consumer is None:
         consumer = group.consumer = ConsumerGroup(key.group_id)
-    cg.replay(consumer, key, record.value, now_ms)
+    consumer_replay.replay(consumer, key, record.value, now_ms)
     if consumer.deleted:
         group.consumer = None
         if not group.offsets and not is_classic_active(group) and group.generation == 0:
@@ -93,7 +95,7 @@ def with_group_deleted(group: Group, records: list[CoordinatorRecord]) -> list[C
     deleting = any(isinstance(r.key, GroupKey) and r.value is None for r in records)
     if consumer is None or consumer.members or not deleting:
         return records
-    return cg.delete_records(consumer) + records
+    return consumer_replay.delete_records(consumer) + records
 
 
 PROTOCOL_TYPE = "consumer"  # how the native door and `odradek groups` show the kind
@@ -196,7 +198,9 @@ class ConsumerGroups:
         if consumer is None:  # a new group, or an empty classic one taken over
             consumer = group.consumer = ConsumerGroup(req.group_id)
         now = self.co.clock.monotonic_ms()
-        out = cg.heartbeat(consumer, req, self.topics(), now, self.config, new_member_id)
+        out = consumer_heartbeat.heartbeat(
+            consumer, req, self.topics(), now, self.config, new_member_id
+        )
         if not consumer.members and not out.records and consumer.group_epoch == 0:
             group.consumer = None  # a refused first join leaves no group behind
         if out.records:
@@ -230,7 +234,7 @@ class ConsumerGroups:
         consumer = consumer_of(group)
         if consumer is None or not consumer.members:
             return False
-        records = cg.tick(consumer, self.topics(), now_ms, self.config)
+        records = consumer_heartbeat.tick(consumer, self.topics(), now_ms, self.config)
         if records:
             self.co.tasks.spawn(self._append(owned, records))
         return bool(records)
@@ -331,7 +335,7 @@ class ConsumerGroups:
                 "logged once a minute)",
             )
             return InconsistentGroupProtocolError.code
-        records = cg.delete_records(consumer)
+        records = consumer_replay.delete_records(consumer)
         group.consumer = None
         return await self._append(owned, records)
 
@@ -341,6 +345,6 @@ class ConsumerGroups:
             return NONE
         if consumer.members:
             return NonEmptyGroupError.code
-        records = cg.delete_records(consumer)
+        records = consumer_replay.delete_records(consumer)
         group.consumer = None
         return await self._append(owned, records)

@@ -14,7 +14,8 @@ The operations live in one module per protocol, each importing this one:
   (heartbeat, leave, session expiry, the rebalance's completion);
 - classic.py: Kafka's classic protocol (JoinGroup with the members' assignors, SyncGroup);
 - offsets.py: offset commits (plain and transactional), their expiry, group deletion;
-- consumer_group.py: KIP-848's consumer protocol (its state hangs off `Group.consumer`).
+- consumer_group.py: KIP-848's consumer protocol (its state hangs off `Group.consumer`;
+  its operations in consumer_heartbeat.py, consumer_target.py and consumer_replay.py).
 A group is native or Kafka by its first member; the other kind is refused with
 INCONSISTENT_GROUP_PROTOCOL.
 

@@ -12,15 +12,15 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.metrics import (
+from broker.metrics_counters import FsyncStats, TopicTraffic
+from broker.metrics_http import HttpLimits, MetricsHttpServer, route
+from broker.metrics_requests import (
     KAFKA_API_NAMES,
     MeteredDoor,
     RequestMetrics,
     error_label,
     response_error_codes,
 )
-from broker.metrics_counters import FsyncStats, TopicTraffic
-from broker.metrics_http import HttpLimits, MetricsHttpServer, route
 from broker.session import Refusal, Session
 from coordinator.group.group import Group, Member, OffsetEntry
 from coordinator.group.metrics import group_samples
@@ -216,7 +216,7 @@ def test_group_samples_lag_is_end_offset_minus_committed() -> None:
 
 
 def test_group_counts_by_protocol_and_consumer_state_with_epochs() -> None:
-    from broker.metrics import _group_families
+    from broker.metrics_state import _group_families
     from coordinator.group.consumer_group import ConsumerGroup, ConsumerMember
     from coordinator.group.reconcile import Reconciled
 
@@ -282,7 +282,8 @@ def test_zookeeper_session_state_follows_the_listener() -> None:
     from broker.context import ControllerEpoch
     from broker.fetch_session import FetchSessionCache
     from broker.metadata_cache import MetadataCache
-    from broker.metrics import BrokerMetrics, BrokerParts, state_families
+    from broker.metrics import BrokerMetrics
+    from broker.metrics_state import BrokerParts, state_families
 
     replicas: Any = type("R", (), {"partitions": {}, "delayed_fetches": 0,
                                    "traffic": TopicTraffic(),

@@ -1,5 +1,5 @@
-"""ISR shrink/expand counts and the replica gauges (broker/metrics.py), on real replica managers
-replicating in one loop (tests/unit/broker/replication_cluster.py) with a manual clock."""
+"""ISR shrink/expand counts and the replica gauges (broker/metrics_state.py), on real replica
+managers replicating in one loop (tests/unit/broker/replication_cluster.py) with a manual clock."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from prometheus_client.core import Metric
 
 from broker.context import ControllerEpoch
 from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerParts, state_families
+from broker.metrics_state import BrokerParts, state_families
 from broker.replica_manager import ReplicaManager
 from tests.unit.broker.helpers import batch
 from tests.unit.broker.replication_cluster import LAG_MS, cluster, eventually

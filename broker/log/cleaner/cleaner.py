@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.log import checkpoint
+from broker.log.batch_checks import check_stored_batch
 from broker.log.cleaner import _compact, plan, records
 from broker.log.cleaner.records import (
     H_ATTRIBUTES,
@@ -49,7 +50,6 @@ from broker.log.segment import (
     CLEANED_SUFFIX,
     SWAP_END_SUFFIX,
     Segment,
-    check_stored_batch,
     segment_name,
 )
 from broker.log.txn_index import TXN_INDEX_SUFFIX

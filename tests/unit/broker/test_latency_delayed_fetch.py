@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-import broker.metrics
 import broker.server
 from broker.deferred import Deferred
 from broker.delayed_fetch import DelayedFetch, _Waiter
 from broker.delayed_produce import DelayedProduce, ProduceWaiters
+from broker.metrics_requests import MeteredDoor, RequestMetrics
 from protocol.api.fetch import FetchResponse
 from tests.unit.broker.harness import running_broker
 from tests.unit.broker.helpers import batch, fetch, produce, stamped
@@ -60,17 +60,17 @@ async def test_a_parked_fetchs_answer_is_written_before_its_request_metrics_are_
     the metrics walk the response for error codes (they only observe it)."""
     unanswered: list[int] = []  # the fetch connection's pending answers, as metrics see them
     parked_on: list[broker.server.Connection] = []
-    original = broker.metrics.RequestMetrics.finished
+    original = RequestMetrics.finished
 
     def watched(self: Any, api: str, protocol: str, seconds: float, codes: Any) -> None:
         if api == "Fetch" and parked_on:
             unanswered.append(len(parked_on[0].pending))
         original(self, api, protocol, seconds, codes)
 
-    monkeypatch.setattr(broker.metrics.RequestMetrics, "finished", watched)
+    monkeypatch.setattr(RequestMetrics, "finished", watched)
     async with running_broker(tmp_path) as b:
         await b.lead("metered")
-        b.server.door = broker.metrics.MeteredDoor(b.server.door, broker.metrics.RequestMetrics())
+        b.server.door = MeteredDoor(b.server.door, RequestMetrics())
         consumer = await b.connect()
         producer = await b.connect()
         waiting = asyncio.create_task(consumer.send(fetch("metered", {0: 0}, max_wait_ms=30_000)))
@@ -179,7 +179,7 @@ async def test_parked_fetches_answered_by_appends_leave_no_cycles_through_the_fe
     and are not what this is about."""
     async with running_broker(tmp_path) as b:
         await b.lead("lat")
-        b.server.door = broker.metrics.MeteredDoor(b.server.door, broker.metrics.RequestMetrics())
+        b.server.door = MeteredDoor(b.server.door, RequestMetrics())
         consumer = await b.connect()
         producer = await b.connect()
         data = batch(1)

@@ -8,7 +8,7 @@ import struct
 import crc32c
 import pytest
 
-from client.fetcher import decode_fetched
+from client.fetched import decode_fetched
 from client.types import ConsumerRecord, TopicPartition
 from protocol import batch
 

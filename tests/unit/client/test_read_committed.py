@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.fetcher import decode_scanned, scan_fetched
+from client.fetched import decode_scanned, scan_fetched
 from client.read_committed import drop_aborted, isolation_level_code
 from client.types import TopicPartition
 from protocol import batch

@@ -7,6 +7,8 @@ import itertools
 import uuid
 
 from coordinator.group import consumer_group as cg
+from coordinator.group import consumer_heartbeat as hb
+from coordinator.group import consumer_replay
 from coordinator.group.consumer_group import (
     ConsumerConfig,
     ConsumerGroup,
@@ -27,14 +29,14 @@ def new_id() -> str:
     return f"m{next(_ids)}"
 
 
-def join(group: ConsumerGroup, member: str, topics=("a",), now: int = 0, **kw) -> cg.Outcome:
+def join(group: ConsumerGroup, member: str, topics=("a",), now: int = 0, **kw) -> hb.Outcome:
     req = HeartbeatIn("g", member, 0, rebalance_timeout_ms=1000,
                       subscribed_topic_names=tuple(topics), owned={}, **kw)  # fmt: skip
-    return cg.heartbeat(group, req, TOPICS, now, CONFIG, new_id)
+    return hb.heartbeat(group, req, TOPICS, now, CONFIG, new_id)
 
 
-def beat(group: ConsumerGroup, member: str, epoch: int, owned=None, now: int = 0) -> cg.Outcome:
-    return cg.heartbeat(group, HeartbeatIn("g", member, epoch, owned=owned), TOPICS, now,
+def beat(group: ConsumerGroup, member: str, epoch: int, owned=None, now: int = 0) -> hb.Outcome:
+    return hb.heartbeat(group, HeartbeatIn("g", member, epoch, owned=owned), TOPICS, now,
                         CONFIG, new_id)  # fmt: skip
 
 
@@ -105,7 +107,7 @@ def test_leave_frees_partitions_and_bumps_epoch() -> None:
     settle(group)
     epoch = group.group_epoch
     out = beat(group, "m2", group.members["m2"].epoch)
-    out = cg.heartbeat(group, HeartbeatIn("g", "m2", -1), TOPICS, 0, CONFIG, new_id)
+    out = hb.heartbeat(group, HeartbeatIn("g", "m2", -1), TOPICS, 0, CONFIG, new_id)
     assert out.response.member_epoch == -1
     assert "m2" not in group.members and group.group_epoch == epoch + 1
     tombstones = [(r.key.record_type, r.key.member_id) for r in out.records if r.value is None]
@@ -143,7 +145,7 @@ def test_unknown_member_and_validation_messages() -> None:
     group = ConsumerGroup("g")
     r = beat(group, "ghost", 3).response
     assert r.error_code == cg.UNKNOWN_MEMBER_ID and "ghost" in (r.error_message or "")
-    bad = cg.heartbeat(group, HeartbeatIn("g", "m", 0, owned={}), TOPICS, 0, CONFIG, new_id)
+    bad = hb.heartbeat(group, HeartbeatIn("g", "m", 0, owned={}), TOPICS, 0, CONFIG, new_id)
     assert bad.response.error_code == cg.INVALID_REQUEST
     assert bad.response.error_message == "RebalanceTimeoutMs must be provided in first request."
     r = join(group, "m", server_assignor="sticky").response
@@ -152,7 +154,7 @@ def test_unknown_member_and_validation_messages() -> None:
         r.error_message
         == "ServerAssignor sticky is not supported. Supported assignors: uniform, range."
     )
-    r = cg.heartbeat(group, HeartbeatIn("g", "m", -3), TOPICS, 0, CONFIG, new_id).response
+    r = hb.heartbeat(group, HeartbeatIn("g", "m", -3), TOPICS, 0, CONFIG, new_id).response
     assert (r.error_code, r.error_message) == (cg.INVALID_REQUEST, "MemberEpoch is invalid.")
     r = join(group, "m", (), subscribed_topic_regex="(").response
     assert r.error_code == cg.INVALID_REGULAR_EXPRESSION
@@ -164,10 +166,10 @@ def test_max_size() -> None:
     small = ConsumerConfig(max_size=1)
     req = HeartbeatIn("g", "m1", 0, rebalance_timeout_ms=1, subscribed_topic_names=("a",),
                       owned={})  # fmt: skip
-    assert cg.heartbeat(group, req, TOPICS, 0, small, new_id).response.error_code == 0
+    assert hb.heartbeat(group, req, TOPICS, 0, small, new_id).response.error_code == 0
     req2 = HeartbeatIn("g", "m2", 0, rebalance_timeout_ms=1, subscribed_topic_names=("a",),
                        owned={})  # fmt: skip
-    r = cg.heartbeat(group, req2, TOPICS, 0, small, new_id).response
+    r = hb.heartbeat(group, req2, TOPICS, 0, small, new_id).response
     assert r.error_code == cg.GROUP_MAX_SIZE_REACHED and "capacity of 1" in (r.error_message or "")
 
 
@@ -184,7 +186,7 @@ def test_new_partitions_bump_the_epoch() -> None:
     group = ConsumerGroup("g")
     join(group, "m1")
     grown = Topics({"a": (A, 6)})
-    r = cg.heartbeat(group, HeartbeatIn("g", "m1", 1), grown, 0, CONFIG, new_id).response
+    r = hb.heartbeat(group, HeartbeatIn("g", "m1", 1), grown, 0, CONFIG, new_id).response
     assert r.member_epoch == 2 and r.assignment == {A: frozenset(range(6))}
 
 
@@ -194,9 +196,9 @@ def test_session_expiry_fences() -> None:
     join(group, "m2", now=0)
     settle(group, now=40_000)  # both heartbeat at 40 s
     beat(group, "m1", group.members["m1"].epoch, now=80_000)
-    records = cg.tick(group, TOPICS, 85_000, CONFIG)  # m2 silent since 40 s: 45 s passed
+    records = hb.tick(group, TOPICS, 85_000, CONFIG)  # m2 silent since 40 s: 45 s passed
     assert "m2" not in group.members and records
-    assert cg.tick(group, TOPICS, 85_000, CONFIG) == []
+    assert hb.tick(group, TOPICS, 85_000, CONFIG) == []
 
 
 def test_revocation_timeout_fences() -> None:
@@ -205,8 +207,8 @@ def test_revocation_timeout_fences() -> None:
     join(group, "m2", now=0)
     beat(group, "m1", 1, {A: frozenset(range(4))}, now=10)  # asked to revoke, deadline 1010
     assert group.members["m1"].assignment.state is MemberState.UNREVOKED_PARTITIONS
-    assert cg.tick(group, TOPICS, 1009, CONFIG) == []
-    cg.tick(group, TOPICS, 1010, CONFIG)
+    assert hb.tick(group, TOPICS, 1009, CONFIG) == []
+    hb.tick(group, TOPICS, 1010, CONFIG)
     assert "m1" not in group.members
     settle(group, now=1010)
     assert count(group, "m2") == 4
@@ -219,7 +221,7 @@ def test_static_member_leaves_and_rejoins_with_its_partitions() -> None:
     settle(group)
     before = dict(group.members["s1"].assignment.assigned)
     epoch = group.group_epoch
-    r = cg.heartbeat(group, HeartbeatIn("g", "s1", -2, instance_id="i1"), TOPICS, 0, CONFIG,
+    r = hb.heartbeat(group, HeartbeatIn("g", "s1", -2, instance_id="i1"), TOPICS, 0, CONFIG,
                      new_id).response  # fmt: skip
     assert r.member_epoch == -2 and group.group_epoch == epoch  # no rebalance
     taken = join(group, "other", instance_id="i1")
@@ -254,12 +256,12 @@ def test_replay_rebuilds_the_group() -> None:
     log += join(group, "m2", ("a",)).records
     log += beat(group, "m1", 1, {A: frozenset(range(4)), B: frozenset(range(2))}).records
     log += join(group, "m3", ("b",)).records
-    log += cg.heartbeat(group, HeartbeatIn("g", "m3", -1), TOPICS, 0, CONFIG, new_id).records
+    log += hb.heartbeat(group, HeartbeatIn("g", "m3", -1), TOPICS, 0, CONFIG, new_id).records
     loaded = ConsumerGroup("g")
     for rec in log:
         assert isinstance(rec.key, ConsumerKey)
         value = decode_value(rec.key.record_type, encode_value(rec.key.record_type, rec.value))
-        cg.replay(loaded, rec.key, value, 0)
+        consumer_replay.replay(loaded, rec.key, value, 0)
     assert (loaded.group_epoch, loaded.target_epoch) == (group.group_epoch, group.target_epoch)
     assert loaded.target == group.target and loaded.subscription == group.subscription
     assert loaded.members.keys() == group.members.keys()
@@ -272,12 +274,12 @@ def test_replay_rebuilds_the_group() -> None:
 def test_delete_tombstones_everything() -> None:
     group = ConsumerGroup("g")
     join(group, "m1")
-    cg.heartbeat(group, HeartbeatIn("g", "m1", -1), TOPICS, 0, CONFIG, new_id)
-    records = cg.delete_records(group)
+    hb.heartbeat(group, HeartbeatIn("g", "m1", -1), TOPICS, 0, CONFIG, new_id)
+    records = consumer_replay.delete_records(group)
     assert all(r.value is None for r in records)
     for r in records:
         assert isinstance(r.key, ConsumerKey)
-        cg.replay(group, r.key, r.value, 0)
+        consumer_replay.replay(group, r.key, r.value, 0)
     assert group.state is GroupState.DEAD
 
 
@@ -288,10 +290,10 @@ def test_a_loaded_member_gets_the_configured_session() -> None:
     loaded = ConsumerGroup("g")
     for rec in log:
         assert isinstance(rec.key, ConsumerKey)
-        cg.replay(loaded, rec.key, rec.value, 1000)
+        consumer_replay.replay(loaded, rec.key, rec.value, 1000)
     short = ConsumerConfig(session_timeout_ms=6000)
-    assert cg.tick(loaded, TOPICS, 1000, short) == []
-    assert cg.tick(loaded, TOPICS, 7000, short)
+    assert hb.tick(loaded, TOPICS, 1000, short) == []
+    assert hb.tick(loaded, TOPICS, 7000, short)
     assert "m1" not in loaded.members
 
 
@@ -306,7 +308,7 @@ def test_expired_offsets_take_an_empty_consumer_group_with_them() -> None:
     log = [offset_record("g", "a", 0, 5, None, 0)]
     consumer = ConsumerGroup("g")
     log += join(consumer, "m1").records
-    log += cg.heartbeat(consumer, HeartbeatIn("g", "m1", -1), TOPICS, 0, CONFIG, new_id).records
+    log += hb.heartbeat(consumer, HeartbeatIn("g", "m1", -1), TOPICS, 0, CONFIG, new_id).records
     groups: dict = {}
     for rec in log:
         _replay(groups, rec, 0)

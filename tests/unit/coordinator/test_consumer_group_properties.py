@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.group import consumer_group as cg
+from coordinator.group import consumer_heartbeat as hb
 from coordinator.group.consumer_group import ConsumerConfig, ConsumerGroup, HeartbeatIn, Topics
 from coordinator.group.consumer_states import (
     GROUP_STATES,
@@ -62,7 +63,7 @@ class Clients:
     def send(self, mid: str, epoch: int, owned, **kw) -> cg.HeartbeatOut:
         req = HeartbeatIn("g", mid, epoch, owned=owned, **kw)
         self.n += 1
-        out = cg.heartbeat(self.group, req, self.topics(), self.n, CONFIG, lambda: "x")
+        out = hb.heartbeat(self.group, req, self.topics(), self.n, CONFIG, lambda: "x")
         return out.response
 
     def apply(self, mid: str, r: cg.HeartbeatOut) -> None:
@@ -112,7 +113,7 @@ class Clients:
         elif kind == "expire" and mid in self.group.members:
             # its session or revocation deadline passed: the process is gone (as Kafka
             # assumes: a client that lost its session stops consuming before it is fenced)
-            cg.fence(self.group, mid, self.topics(), self.n, CONFIG)
+            hb.fence(self.group, mid, self.topics(), self.n, CONFIG)
             self.forget(mid)
         elif kind == "static-leave" and mid in self.epoch and i < 2:
             # members 0 and 1 are static (instance s<i>): closing keeps their place
@@ -156,7 +157,7 @@ def test_no_partition_ever_has_two_owners_and_the_group_converges(ops) -> None:
             clients.step("revoke", i)
             clients.step("beat", i)
     for mid in [m for m in group_members(clients) if m not in clients.epoch]:
-        cg.fence(clients.group, mid, clients.topics(), clients.n, CONFIG)  # parked, expired
+        hb.fence(clients.group, mid, clients.topics(), clients.n, CONFIG)  # parked, expired
     for _ in range(12):
         for i in range(5):
             clients.step("revoke", i)
@@ -226,7 +227,7 @@ def test_range_assignor_is_chosen_by_most_members() -> None:
             server_assignor="range",
             owned={},
         )
-        cg.heartbeat(group, req, topics, 0, CONFIG, lambda: "x")
+        hb.heartbeat(group, req, topics, 0, CONFIG, lambda: "x")
     assert group.target == {"m1": {A: frozenset({0, 1})}, "m2": {A: frozenset({2, 3})}}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.log.segment import check_batch
+from broker.log.batch_checks import check_batch
 from protocol.batch import HEADER, build_batch, validate
 from protocol.errors import OdradekError
 

@@ -17,7 +17,7 @@ import msgpack
 import pytest
 
 from broker.log.log import CLEAN_SHUTDOWN_FILE
-from broker.log.segment import LogFormatError
+from broker.log.segment_recovery import LogFormatError
 from protocol.batch import CRC_START, HEADER
 
 from .conftest import T0, OpenLog, batch, read_values
