@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,acls,security,baseline,user,peers`, all by default), in this
+Parts (`--only native,kafka,txn,acls,security,baseline,user,doors,peers`, all by default), in this
 order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
@@ -29,6 +29,10 @@ user      the paths users take, through the public clients only, against a workt
           latency at --rate through Producer(linger_ms=0) and a Consumer in another process,
           RF 1 acks 1 and RF 3 acks=all (bench/bench_user.py); NATS JetStream and Redis
           Streams latency from the peers' harness (ONLY=latency) when `peers` is not run.
+doors     one broker, our client's Produce and Fetch requests with the same record batches
+          through the native door and through the Kafka door (kio's codec on the client's
+          transport), alternating: bulk, poll, Spark's read, produce round trip, end-to-end
+          latency, and the codec's CPU per request (bench/bench_doors.py, `make bench-doors`).
 peers     the peers' own harness (../shared/peers/run_peers.sh): Redis Streams (AOF everysec
           and always) and NATS JetStream with the same record sizes. Skipped, with one line
           saying why, when ../shared/peers/setup.sh has not installed them or they fail.
@@ -56,6 +60,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_acls  # noqa: E402
 import bench_baseline  # noqa: E402
+import bench_doors  # noqa: E402
 import bench_kafka_clients  # noqa: E402
 import bench_scram  # noqa: E402
 import bench_security  # noqa: E402
@@ -63,7 +68,7 @@ import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "txn", "acls", "security", "baseline", "user", "peers")
+PARTS = ("native", "kafka", "txn", "acls", "security", "baseline", "user", "doors", "peers")
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -228,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--user-messages", type=int, default=200_000, help="user part: records per produce run"
     )
     ap.add_argument("--user-rounds", type=int, default=2, help="user part: alternating rounds")
+    ap.add_argument("--doors-rounds", type=int, default=3, help="doors part: alternating rounds")
     ap.add_argument("--no-peers", action="store_true", help="same as leaving peers out of --only")
     ap.add_argument("--json", type=Path, help="where to write the results")
     return ap
@@ -281,6 +287,14 @@ def main() -> int:
             rows += run_peers(args.peer_messages, 1, args.latency_messages, args.rate, notes,
                               only="latency")  # fmt: skip
         phases["user"] = round(time.monotonic() - t, 1)
+    doors: list[dict] = []
+    if "doors" in parts:
+        t = time.monotonic()
+        doors = bench_doors.run(
+            bench_doors.build_parser().parse_args(["--rounds", str(args.doors_rounds)]),
+            report=log_row,
+        )
+        phases["doors"] = round(time.monotonic() - t, 1)
     if "peers" in parts:
         t = time.monotonic()
         rows += run_peers(args.peer_messages, args.repeat, args.latency_messages, args.rate,
@@ -305,6 +319,7 @@ def main() -> int:
         "txn": txn,
         "acls": acls,
         "security": security,
+        "doors": doors,
         "results": rows,
     }  # fmt: skip
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -317,11 +332,13 @@ def main() -> int:
     if security:
         print("\n" + bench_security.render(security))
         print("\n" + bench_scram.render(security["native_scram"], [1, 8]))
+    if doors:
+        print("\n" + bench_doors.render(doors))
     for note in notes:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
     log(f"results: {out}")
-    every = rows + txn.get("rows", []) + acls.get("rows", [])
+    every = rows + txn.get("rows", []) + acls.get("rows", []) + doors
     errors = [r for r in every if "error" in r and "peer" not in r]
     for e in errors:
         log(f"run failed: {e}")
