@@ -29,11 +29,15 @@ from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     describe_transactions,
+    end_txn,
     heartbeat,
+    init_producer_id,
     leave_group,
     list_groups,
     sync_group,
@@ -93,6 +97,16 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("InitProducerId", kafka_versions.INIT_PRODUCER_ID, init_producer_id.run,
+         Served((0, 0), native_txn.INIT_PRODUCER_ID), Served((0, 6), kafka_txn.INIT_PRODUCER_ID)),
+    _api("AddPartitionsToTxn", kafka_versions.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn.run,
+         Served((0, 0), native_txn.ADD_PARTITIONS_TO_TXN),
+         Served((0, 4), kafka_txn.ADD_PARTITIONS_TO_TXN)),
+    _api("AddOffsetsToTxn", kafka_versions.ADD_OFFSETS_TO_TXN, add_offsets_to_txn.run,
+         Served((0, 0), native_txn.ADD_OFFSETS_TO_TXN),
+         Served((0, 4), kafka_txn.ADD_OFFSETS_TO_TXN)),
+    _api("EndTxn", kafka_versions.END_TXN, end_txn.run,
+         Served((0, 0), native_txn.END_TXN), Served((0, 4), kafka_txn.END_TXN)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -17,8 +17,6 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -36,10 +34,8 @@ from broker.handlers import (
     describe_producers,
     describe_user_scram_credentials,
     elect_leaders,
-    end_txn,
     fetch,
     find_coordinator,
-    init_producer_id,
     join_group,
     leader_and_isr,
     list_offsets,
@@ -86,16 +82,12 @@ from protocol.api.group import (
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
-from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.api.txn import (
-    ADD_OFFSETS_TO_TXN,
-    ADD_PARTITIONS_TO_TXN,
     DESCRIBE_PRODUCERS,
-    END_TXN,
     LIST_TRANSACTIONS,
     TXN_OFFSET_COMMIT,
 )
@@ -133,11 +125,7 @@ HANDLERS: dict[int, Handler] = {
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
-    INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
-    ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,
-    ADD_OFFSETS_TO_TXN.key: add_offsets_to_txn.handle,
-    END_TXN.key: end_txn.handle,
     TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
     LIST_TRANSACTIONS.key: list_transactions.handle,
     DESCRIBE_PRODUCERS.key: describe_producers.handle,

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.kafka import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -34,11 +32,9 @@ from broker.handlers.kafka import (
     describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
-    end_txn,
     fetch,
     find_coordinator,
     incremental_alter_configs,
-    init_producer_id,
     join_group,
     list_offsets,
     list_partition_reassignments,
@@ -70,7 +66,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.API_VERSIONS: api_versions.handle,
     v.CREATE_TOPICS: create_topics.handle,
     v.DELETE_TOPICS: delete_topics.handle,
-    v.INIT_PRODUCER_ID: init_producer_id.handle,
     v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     v.DELETE_RECORDS: delete_records.handle,
     v.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
@@ -89,9 +84,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas.handle,
     v.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
     v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
-    v.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn.handle,
-    v.ADD_OFFSETS_TO_TXN: add_offsets_to_txn.handle,
-    v.END_TXN: end_txn.handle,
     v.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
     v.DESCRIBE_PRODUCERS: describe_producers.handle,
     v.LIST_TRANSACTIONS: list_transactions.handle,
