@@ -34,13 +34,17 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    describe_producers,
     describe_transactions,
     end_txn,
     heartbeat,
     init_producer_id,
     leave_group,
     list_groups,
+    list_transactions,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
@@ -107,6 +111,18 @@ APIS: tuple[Api, ...] = (
          Served((0, 4), kafka_txn.ADD_OFFSETS_TO_TXN)),
     _api("EndTxn", kafka_versions.END_TXN, end_txn.run,
          Served((0, 0), native_txn.END_TXN), Served((0, 4), kafka_txn.END_TXN)),
+    _api("TxnOffsetCommit", kafka_versions.TXN_OFFSET_COMMIT, txn_offset_commit.run,
+         Served((0, 0), native_txn.TXN_OFFSET_COMMIT),
+         Served((0, 4), kafka_txn.TXN_OFFSET_COMMIT)),
+    _api("WriteTxnMarkers", kafka_versions.WRITE_TXN_MARKERS, write_txn_markers.run,
+         Served((0, 0), native_txn.WRITE_TXN_MARKERS),
+         Served((1, 2), kafka_txn.WRITE_TXN_MARKERS)),
+    _api("ListTransactions", kafka_versions.LIST_TRANSACTIONS, list_transactions.run,
+         Served((0, 0), native_txn.LIST_TRANSACTIONS),
+         Served((0, 1), kafka_txn.LIST_TRANSACTIONS)),
+    _api("DescribeProducers", kafka_versions.DESCRIBE_PRODUCERS, describe_producers.run,
+         Served((0, 0), native_txn.DESCRIBE_PRODUCERS),
+         Served((0, 0), kafka_txn.DESCRIBE_PRODUCERS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -31,7 +31,6 @@ from broker.handlers import (
     describe_acls,
     describe_client_quotas,
     describe_configs,
-    describe_producers,
     describe_user_scram_credentials,
     elect_leaders,
     fetch,
@@ -40,7 +39,6 @@ from broker.handlers import (
     leader_and_isr,
     list_offsets,
     list_partition_reassignments,
-    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -49,9 +47,7 @@ from broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     stop_replica,
-    txn_offset_commit,
     update_metadata,
-    write_txn_markers,
 )
 from broker.session import Session
 from protocol.api.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
@@ -86,12 +82,6 @@ from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
-from protocol.api.txn import (
-    DESCRIBE_PRODUCERS,
-    LIST_TRANSACTIONS,
-    TXN_OFFSET_COMMIT,
-)
-from protocol.api.txn_markers import WRITE_TXN_MARKERS
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -125,10 +115,6 @@ HANDLERS: dict[int, Handler] = {
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
-    WRITE_TXN_MARKERS.key: write_txn_markers.handle,
-    TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
-    LIST_TRANSACTIONS.key: list_transactions.handle,
-    DESCRIBE_PRODUCERS.key: describe_producers.handle,
     DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,
     ALTER_USER_SCRAM_CREDENTIALS.key: alter_user_scram_credentials.handle,
     SASL_HANDSHAKE.key: sasl_handshake.handle,

@@ -17,9 +17,13 @@ from broker.codecs import Codec
 from broker.operations import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    describe_producers,
     describe_transactions,
     end_txn,
     init_producer_id,
+    list_transactions,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from protocol.errors import InvalidProducerEpochError, ProducerFencedError
 from protocol.kafka import versions as v
@@ -185,3 +189,112 @@ def _end_txn_out(request: KafkaRequest, result: end_txn.EndTxnResult) -> Any:
 
 
 END_TXN = Codec(_end_txn_in, _end_txn_out)
+
+# ----- TxnOffsetCommit (28) -------------------------------------------------------------------
+
+
+def _txn_commit_in(request: KafkaRequest) -> txn_offset_commit.TxnOffsetCommit:
+    req = request.body
+    return txn_offset_commit.TxnOffsetCommit(
+        req.transactional_id, req.group_id, int(req.producer_id), int(req.producer_epoch),
+        tuple((t.name, tuple(txn_offset_commit.OffsetToCommit(
+            int(p.partition_index), int(p.committed_offset), p.committed_metadata,
+            int(getattr(p, "committed_leader_epoch", -1))) for p in t.partitions))
+            for t in req.topics),
+        int(getattr(req, "generation_id", -1)), getattr(req, "member_id", ""),
+        getattr(req, "group_instance_id", None) or None,
+    )  # fmt: skip
+
+
+def _txn_commit_out(request: KafkaRequest, result: txn_offset_commit.TxnOffsetCommitResult) -> Any:
+    cls = response_class(v.TXN_OFFSET_COMMIT, _version(request))
+    topic_cls = nested(cls, "TxnOffsetCommitResponseTopic")
+    part_cls = nested(cls, "TxnOffsetCommitResponsePartition")
+    return make(cls, throttle_time=0, topics=tuple(
+        make(topic_cls, name=name, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=_fenced(code, request, 3))
+            for p, code in parts))
+        for name, parts in result.topics
+    ))  # fmt: skip
+
+
+TXN_OFFSET_COMMIT = Codec(_txn_commit_in, _txn_commit_out)
+
+# ----- WriteTxnMarkers (27) -------------------------------------------------------------------
+
+
+def _markers_in(request: KafkaRequest) -> write_txn_markers.WriteTxnMarkers:
+    return write_txn_markers.WriteTxnMarkers(tuple(
+        write_txn_markers.Marker(
+            int(m.producer_id), int(m.producer_epoch), bool(m.transaction_result),
+            int(m.coordinator_epoch),
+            tuple((t.name, tuple(int(p) for p in t.partition_indexes)) for t in m.topics))
+        for m in request.body.markers
+    ))  # fmt: skip
+
+
+def _markers_out(request: KafkaRequest, result: write_txn_markers.WriteTxnMarkersResult) -> Any:
+    cls = response_class(v.WRITE_TXN_MARKERS, _version(request))
+    result_cls = nested(cls, "WritableTxnMarkerResult")
+    topic_cls = nested(cls, "WritableTxnMarkerTopicResult")
+    part_cls = nested(cls, "WritableTxnMarkerPartitionResult")
+    return make(cls, markers=tuple(
+        make(result_cls, producer_id=m.producer_id, topics=tuple(
+            make(topic_cls, name=name, partitions=tuple(
+                make(part_cls, partition_index=p, error_code=code) for p, code in parts))
+            for name, parts in m.topics))
+        for m in result.markers
+    ))  # fmt: skip
+
+
+WRITE_TXN_MARKERS = Codec(_markers_in, _markers_out)
+
+# ----- ListTransactions (66) ------------------------------------------------------------------
+
+
+def _list_txns_in(request: KafkaRequest) -> list_transactions.ListTransactions:
+    req = request.body
+    return list_transactions.ListTransactions(
+        tuple(req.state_filters), tuple(int(p) for p in req.producer_id_filters),
+        int(getattr(req, "duration_filter", -1)),
+    )  # fmt: skip
+
+
+def _list_txns_out(request: KafkaRequest, result: list_transactions.ListTransactionsResult) -> Any:
+    cls = response_class(v.LIST_TRANSACTIONS, _version(request))
+    state_cls = nested(cls, "TransactionState")
+    return make(cls, throttle_time=0, error_code=result.error_code,
+                unknown_state_filters=result.unknown_states, transaction_states=tuple(
+                    make(state_cls, transactional_id=t.transactional_id,
+                         producer_id=t.producer_id, transaction_state=t.state)
+                    for t in result.transactions))  # fmt: skip
+
+
+LIST_TRANSACTIONS = Codec(_list_txns_in, _list_txns_out)
+
+# ----- DescribeProducers (61) -----------------------------------------------------------------
+
+
+def _producers_in(request: KafkaRequest) -> describe_producers.DescribeProducers:
+    return describe_producers.DescribeProducers(tuple(
+        (t.name, tuple(int(p) for p in t.partition_indexes)) for t in request.body.topics
+    ))  # fmt: skip
+
+
+def _producers_out(
+    request: KafkaRequest, result: describe_producers.DescribeProducersResult
+) -> Any:
+    cls = response_class(v.DESCRIBE_PRODUCERS, _version(request))
+    topic_cls, part_cls = nested(cls, "TopicResponse"), nested(cls, "PartitionResponse")
+    producer_cls = nested(cls, "ProducerState")
+    return make(cls, throttle_time=0, topics=tuple(
+        make(topic_cls, name=name, partitions=tuple(
+            make(part_cls, partition_index=p.partition, error_code=p.error_code,
+                 error_message=p.error_message, active_producers=tuple(
+                     make(producer_cls, **row._asdict()) for row in p.producers))
+            for p in parts))
+        for name, parts in result.topics
+    ))  # fmt: skip
+
+
+DESCRIBE_PRODUCERS = Codec(_producers_in, _producers_out)

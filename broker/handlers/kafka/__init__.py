@@ -28,7 +28,6 @@ from broker.handlers.kafka import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
-    describe_producers,
     describe_topic_partitions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -38,7 +37,6 @@ from broker.handlers.kafka import (
     join_group,
     list_offsets,
     list_partition_reassignments,
-    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -47,8 +45,6 @@ from broker.handlers.kafka import (
     produce,
     sasl_authenticate,
     sasl_handshake,
-    txn_offset_commit,
-    write_txn_markers,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
@@ -84,10 +80,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas.handle,
     v.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
     v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
-    v.TXN_OFFSET_COMMIT: txn_offset_commit.handle,
-    v.DESCRIBE_PRODUCERS: describe_producers.handle,
-    v.LIST_TRANSACTIONS: list_transactions.handle,
-    v.WRITE_TXN_MARKERS: write_txn_markers.handle,
     v.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
     v.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.handle,
     v.SASL_HANDSHAKE: sasl_handshake.handle,

@@ -14,9 +14,14 @@ import pytest
 
 from broker.operations import add_offsets_to_txn as aot
 from broker.operations import add_partitions_to_txn as apt
+from broker.operations import describe_producers as dp
 from broker.operations import end_txn
 from broker.operations import init_producer_id as ipi
-from protocol.api import producer_ids, txn
+from broker.operations import list_transactions as lt
+from broker.operations import txn_offset_commit as toc
+from broker.operations import write_txn_markers as wtm
+from broker.producer_state import ProducerRow
+from protocol.api import producer_ids, txn, txn_markers
 from protocol.kafka import versions as v
 from protocol.kafka.codec import make
 from protocol.kafka.codec import nested as kio_nested
@@ -35,6 +40,27 @@ ADDED = apt.AddPartitionsToTxnResult(
     0, (apt.TxnPartitionsAdded("tx", (("t", ((0, 0), (1, FENCED))),)),)
 )
 TX_TOPICS = (("t", (0, 1)),)
+COMMITTED = toc.TxnOffsetCommitResult((("t", ((0, FENCED),)),))
+MARKED = wtm.WriteTxnMarkersResult((wtm.MarkerWritten(4, (("t", ((0, 0), (1, 6))),)),))
+LISTED = lt.ListTransactionsResult(0, ("Bogus",), (lt.Listed("tx", 4, "Ongoing"),))
+PRODUCERS = dp.DescribeProducersResult((("t", (
+    dp.PartitionProducers(0, 0, None, (ProducerRow(4, 1, 9, 1000, 2, 100),)),
+    dp.PartitionProducers(1, 29, "no Read on t"))),))  # fmt: skip
+
+
+def partition_offset(cls: Any, **more: Any) -> Any:
+    """TxnOffsetCommit's partition 0 at offset 5 with metadata "m" (and what else `more` says)."""
+    part = make(kio_nested(cls, "TxnOffsetCommitRequestPartition"), partition_index=0,
+                committed_offset=5, committed_metadata="m", **more)  # fmt: skip
+    return make(kio_nested(cls, "TxnOffsetCommitRequestTopic"), name="t", partitions=(part,))
+
+
+def marker(cls: Any) -> Any:
+    topic = make(kio_nested(cls, "WritableTxnMarkerTopic"), name="t", partition_indexes=(0, 1))
+    return make(kio_nested(cls, "WritableTxnMarker"), producer_id=4, producer_epoch=1,
+                transaction_result=True, topics=(topic,), coordinator_epoch=3,
+                transaction_version=2)  # fmt: skip
+
 
 CASES = [
     Case("InitProducerId native", 22, -1,
@@ -108,6 +134,74 @@ CASES = [
          end_txn.EndTxn("tx", 4, 1, True), end_txn.EndTxnResult(FENCED),
          "00000021001a00040000000700076f64726164656b00037478000000000000000400010100",
          "0000000c000000070000000000005a00"),
+    Case("TxnOffsetCommit native", 28, -1,
+         lambda: txn.TxnOffsetCommitRequest("tx", "g", 4, 1, [txn.TxnOffsetCommitTopic(
+             "t", [txn.TxnOffsetCommitPartition(0, 5, "m", 2)])], 3, "m1", "i1"),
+         toc.TxnOffsetCommit("tx", "g", 4, 1, (("t", (toc.OffsetToCommit(0, 5, "m", 2),)),),
+                             3, "m1", "i1"),
+         COMMITTED,
+         "00000020951c0007a16398a27478a16704019192a17491940005a16d0203a26d31a26931",
+         "0000000d930700929192a1749192005a00"),
+    Case("TxnOffsetCommit v0", v.TXN_OFFSET_COMMIT, 0,
+         kio(v.TXN_OFFSET_COMMIT, 0, transactional_id="tx", group_id="g", producer_id=4,
+             producer_epoch=1, topics=many(partition_offset)),
+         toc.TxnOffsetCommit("tx", "g", 4, 1, (("t", (toc.OffsetToCommit(0, 5, "m"),)),)),
+         COMMITTED,
+         "0000003c001c00000000000700076f64726164656b0002747800016700000000000000040001000000010001740000000100000000000000000000000500016d",
+         "000000190000000700000000000000010001740000000100000000002f"),
+    Case("TxnOffsetCommit v4", v.TXN_OFFSET_COMMIT, 4,
+         kio(v.TXN_OFFSET_COMMIT, 4, transactional_id="tx", group_id="g", producer_id=4,
+             producer_epoch=1, generation_id=3, member_id="m1", group_instance_id=None,
+             topics=many(lambda cls: partition_offset(cls, committed_leader_epoch=2))),
+         toc.TxnOffsetCommit("tx", "g", 4, 1, (("t", (toc.OffsetToCommit(0, 5, "m", 2),)),),
+                             3, "m1", None),
+         COMMITTED,
+         "00000042001c00040000000700076f64726164656b0003747802670000000000000004000100000003036d31000202740200000000000000000000000500000002026d000000",
+         "000000160000000700000000000202740200000000005a000000"),
+    Case("WriteTxnMarkers native", 27, -1,
+         lambda: txn_markers.WriteTxnMarkersRequest([txn_markers.TxnMarker(
+             4, 1, True, 3, [txn_markers.TxnMarkerTopic("t", [0, 1])])]),
+         wtm.WriteTxnMarkers((wtm.Marker(4, 1, True, 3, TX_TOPICS),)), MARKED,
+         "00000014951b0007a1639191950401c3039192a174920001",
+         "00000012930700919192049192a17492920000920106"),
+    Case("WriteTxnMarkers v1", v.WRITE_TXN_MARKERS, 1,
+         kio(v.WRITE_TXN_MARKERS, 1, markers=many(marker)),
+         wtm.WriteTxnMarkers((wtm.Marker(4, 1, True, 3, TX_TOPICS),)), MARKED,
+         "00000031001b00010000000700076f64726164656b0002000000000000000400010102027403000000000000000100000000030000",
+         "000000230000000700020000000000000004020274030000000000000000000001000600000000"),
+    Case("WriteTxnMarkers v2", v.WRITE_TXN_MARKERS, 2,
+         kio(v.WRITE_TXN_MARKERS, 2, markers=many(marker)),
+         wtm.WriteTxnMarkers((wtm.Marker(4, 1, True, 3, TX_TOPICS),)), MARKED,
+         "00000032001b00020000000700076f64726164656b000200000000000000040001010202740300000000000000010000000003020000",
+         "000000230000000700020000000000000004020274030000000000000000000001000600000000"),
+    Case("ListTransactions native", 66, -1,
+         lambda: txn.ListTransactionsRequest(["Ongoing", "Bogus"], [4], 1000),
+         lt.ListTransactions(("Ongoing", "Bogus"), (4,), 1000), LISTED,
+         "0000001b95420007a1639392a74f6e676f696e67a5426f6775739104cd03e8",
+         "0000001b930700940091a5426f6775739193a2747804a74f6e676f696e6700"),
+    Case("ListTransactions v0", v.LIST_TRANSACTIONS, 0,
+         kio(v.LIST_TRANSACTIONS, 0, state_filters=("Ongoing", "Bogus"),
+             producer_id_filters=(4,)),
+         lt.ListTransactions(("Ongoing", "Bogus"), (4,)), LISTED,
+         "0000002b004200000000000700076f64726164656b0003084f6e676f696e6706426f67757302000000000000000400",
+         "0000002800000007000000000000000206426f677573020374780000000000000004084f6e676f696e670000"),
+    Case("ListTransactions v1", v.LIST_TRANSACTIONS, 1,
+         kio(v.LIST_TRANSACTIONS, 1, state_filters=("Ongoing", "Bogus"),
+             producer_id_filters=(4,), duration_filter=1000),
+         lt.ListTransactions(("Ongoing", "Bogus"), (4,), 1000), LISTED,
+         "00000033004200010000000700076f64726164656b0003084f6e676f696e6706426f67757302000000000000000400000000000003e800",
+         "0000002800000007000000000000000206426f677573020374780000000000000004084f6e676f696e670000"),
+    Case("DescribeProducers native", 61, -1,
+         lambda: txn.DescribeProducersRequest([txn.TxnTopic("t", [0, 1])]),
+         dp.DescribeProducers(TX_TOPICS), PRODUCERS,
+         "0000000e953d0007a163919192a174920001",
+         "00000029930700929192a17492940000c09196040109cd03e8026494011dac6e6f2052656164206f6e20749000"),
+    Case("DescribeProducers v0", v.DESCRIBE_PRODUCERS, 0,
+         kio(v.DESCRIBE_PRODUCERS, 0, topics=many(lambda cls: make(
+             kio_nested(cls, "TopicRequest"), name="t", partition_indexes=(0, 1)))),
+         dp.DescribeProducers(TX_TOPICS), PRODUCERS,
+         "00000020003d00000000000700076f64726164656b000202740300000000000000010000",
+         "000000520000000700000000000202740300000000000000020000000000000004000000010000000900000000000003e8000000020000000000000064000000000001001d0d6e6f2052656164206f6e207401000000"),
 ]  # fmt: skip
 
 

@@ -10,16 +10,24 @@ from __future__ import annotations
 import asyncio
 import inspect
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from broker.operations import add_offsets_to_txn as aot
 from broker.operations import add_partitions_to_txn as apt
+from broker.operations import describe_producers as dp
 from broker.operations import end_txn
 from broker.operations import init_producer_id as ipi
+from broker.operations import list_transactions as lt
+from broker.operations import txn_offset_commit as toc
+from broker.operations import write_txn_markers as wtm
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
+from coordinator.transaction.txn import TxnListing
 from protocol.acl import AclOperation, ResourceType
+from protocol.api.producer_ids import InitProducerIdRequest
+from protocol.batch import build_batch_from_values
 from protocol.clock import ManualClock
 from protocol.errors import (
     ClusterAuthorizationFailedError,
@@ -33,6 +41,8 @@ from protocol.errors import (
 )
 from protocol.principal import KafkaPrincipal
 from tests.unit.broker.harness import BrokerHarness, running_broker
+from tests.unit.broker.helpers import TS_MS, produce
+from tests.unit.broker.operations.test_group_operations import coordinate_groups
 from tests.unit.broker.test_acl_rules import grant
 from tests.unit.broker.test_txn_verification import coordinator_for as txn_coordinator_for
 
@@ -47,8 +57,26 @@ SAMPLES: dict[str, Any] = {
     "AddPartitionsToTxn": apt.AddPartitionsToTxn((apt.TxnPartitions("tx", 1, 0, TOPICS),)),
     "AddOffsetsToTxn": aot.AddOffsetsToTxn("tx", 1, 0, "g"),
     "EndTxn": end_txn.EndTxn("tx", 1, 0, True),
+    "TxnOffsetCommit": toc.TxnOffsetCommit("tx", "g", 1, 0, (("t", (toc.OffsetToCommit(0, 5),)),)),
+    "WriteTxnMarkers": wtm.WriteTxnMarkers((wtm.Marker(1, 0, True, 0, TOPICS),)),
+    "ListTransactions": lt.ListTransactions(),
+    "DescribeProducers": dp.DescribeProducers(TOPICS),
 }
-CONTEXTS: dict[str, Any] = {}
+# ListTransactions asks only when there are ids to show; the others need nothing more.
+LISTING = SimpleNamespace(list_transactions=lambda *_: ([TxnListing("tx", 1, "Ongoing")], []))
+REPLICAS = SimpleNamespace(leader=lambda t, p: SimpleNamespace(log=SimpleNamespace(
+    producer_states=lambda: [])))  # fmt: skip
+
+
+async def _appended(*_: Any) -> int:
+    return 0
+
+
+CONTEXTS: dict[str, Any] = {
+    "WriteTxnMarkers": {"replicas": SimpleNamespace(append_marker=_appended)},
+    "ListTransactions": {"transactions": LISTING},
+    "DescribeProducers": {"replicas": REPLICAS},
+}
 
 
 async def run(operation: Any, b: BrokerHarness, request: Any) -> Any:
@@ -167,3 +195,89 @@ async def test_add_offsets_and_end_txn_refusals(tmp_path: Path) -> None:
         assert (await run(end_txn.run, b, end)).error_code == NO_COORDINATOR
         grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
         assert (await run(aot.run, b, offsets)).error_code == NO_COORDINATOR
+
+
+async def test_txn_offset_commit_answers_in_the_order_asked_refused_topics_included(
+    tmp_path: Path,
+) -> None:
+    """Write on the id, Read on the group, then Read on each topic: the allowed topics are
+    committed, each topic answered where it was asked (the native door put refused ones
+    last)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        one = (toc.OffsetToCommit(0, 5, "m"),)
+        ask = toc.TxnOffsetCommit("tx", "g", 1, 0, (("secret", one), ("t", one)))
+        no = await run(toc.run, b, ask)
+        assert no.topics == (("secret", ((0, NO_COORDINATOR),)), ("t", ((0, NO_COORDINATOR),)))
+        await coordinate_groups(b, clock)
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        denied = await run(toc.run, b, ask)
+        txn_denied = TransactionalIdAuthorizationFailedError.code
+        assert denied.topics == (("secret", ((0, txn_denied),)), ("t", ((0, txn_denied),)))
+        grant(authz, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, "tx")
+        group_denied = GroupAuthorizationFailedError.code
+        assert (await run(toc.run, b, ask)).topics[1] == ("t", ((0, group_denied),))
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
+        result = await run(toc.run, b, ask)
+        assert result.topics == (
+            ("secret", ((0, TopicAuthorizationFailedError.code),)), ("t", ((0, 0),)))  # fmt: skip
+
+
+async def test_write_txn_markers_needs_alter_or_cluster_action_and_answers_each_partition(
+    tmp_path: Path,
+) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t", 2)
+        marker = wtm.Marker(7, 0, False, 0, (("t", (0, 1)), ("gone", (0,))))
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        refused = await run(wtm.run, b, wtm.WriteTxnMarkers((marker,)))
+        cluster = ClusterAuthorizationFailedError.code
+        assert refused.markers == (wtm.MarkerWritten(7, (
+            ("t", ((0, cluster), (1, cluster))), ("gone", ((0, cluster),)))),)  # fmt: skip
+        grant(authz, AclOperation.ALTER, ResourceType.CLUSTER, "kafka-cluster")  # an admin
+        (written,) = (await run(wtm.run, b, wtm.WriteTxnMarkers((marker,)))).markers
+        assert written.producer_id == 7
+        assert written.topics[0] == ("t", ((0, 0), (1, 0)))
+        assert written.topics[1][0] == "gone" and written.topics[1][1][0][1] != 0
+
+
+async def test_list_transactions_shows_only_describable_ids(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        assert await run(lt.run, b, lt.ListTransactions()) == lt.ListTransactionsResult(
+            NO_COORDINATOR)  # fmt: skip
+        await txn_coordinator_for(b, clock)
+        for tid in ("tx", "secret"):
+            assert (await run(ipi.run, b, ipi.InitProducerId(tid, 60_000))).error_code == 0
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, "tx")
+        result = await run(lt.run, b, lt.ListTransactions(("Empty", "Bogus")))
+        assert result.error_code == 0 and result.unknown_states == ("Bogus",)
+        assert [(t.transactional_id, t.state) for t in result.transactions] == [("tx", "Empty")]
+
+
+async def test_describe_producers_reads_any_replica_and_refuses_per_topic(
+    tmp_path: Path,
+) -> None:
+    """A follower's replica is described too, as Kafka does (the native door said
+    NOT_LEADER_OR_FOLLOWER); a topic without Read answers TOPIC_AUTHORIZATION_FAILED."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        conn = await b.connect()
+        pid = (await conn.send(InitProducerIdRequest(None, 60_000))).producer_id
+        batch = build_batch_from_values([b"v"], TS_MS, producer_id=pid, producer_epoch=0,
+                                        base_sequence=0)  # fmt: skip
+        assert (await conn.send(produce("t", 0, batch))).topics[0].partitions[0].error_code == 0
+        b.leader_epochs[("t", 0)] = 1
+        await b.lead("t", leader=2)  # this broker follows now
+        ask = dp.DescribeProducers((("t", (0, 9)),))
+        ((_, (followed, missing)),) = (await run(dp.run, b, ask)).topics
+        assert followed.error_code == 0
+        assert [(r.producer_id, r.producer_epoch, r.last_sequence)
+                for r in followed.producers] == [(pid, 0, 0)]  # fmt: skip
+        assert missing.error_code != 0 and missing.error_message
+        b.ctx.authorizer = Authorizer(AclCache())
+        ((_, (refused, _)),) = (await run(dp.run, b, ask)).topics
+        assert refused.error_code == TopicAuthorizationFailedError.code and refused.error_message
