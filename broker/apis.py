@@ -29,14 +29,22 @@ from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    describe_producers,
     describe_transactions,
+    end_txn,
     heartbeat,
+    init_producer_id,
     leave_group,
     list_groups,
+    list_transactions,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
@@ -93,6 +101,28 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("InitProducerId", kafka_versions.INIT_PRODUCER_ID, init_producer_id.run,
+         Served((0, 0), native_txn.INIT_PRODUCER_ID), Served((0, 6), kafka_txn.INIT_PRODUCER_ID)),
+    _api("AddPartitionsToTxn", kafka_versions.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn.run,
+         Served((0, 0), native_txn.ADD_PARTITIONS_TO_TXN),
+         Served((0, 4), kafka_txn.ADD_PARTITIONS_TO_TXN)),
+    _api("AddOffsetsToTxn", kafka_versions.ADD_OFFSETS_TO_TXN, add_offsets_to_txn.run,
+         Served((0, 0), native_txn.ADD_OFFSETS_TO_TXN),
+         Served((0, 4), kafka_txn.ADD_OFFSETS_TO_TXN)),
+    _api("EndTxn", kafka_versions.END_TXN, end_txn.run,
+         Served((0, 0), native_txn.END_TXN), Served((0, 4), kafka_txn.END_TXN)),
+    _api("TxnOffsetCommit", kafka_versions.TXN_OFFSET_COMMIT, txn_offset_commit.run,
+         Served((0, 0), native_txn.TXN_OFFSET_COMMIT),
+         Served((0, 4), kafka_txn.TXN_OFFSET_COMMIT)),
+    _api("WriteTxnMarkers", kafka_versions.WRITE_TXN_MARKERS, write_txn_markers.run,
+         Served((0, 0), native_txn.WRITE_TXN_MARKERS),
+         Served((1, 2), kafka_txn.WRITE_TXN_MARKERS)),
+    _api("ListTransactions", kafka_versions.LIST_TRANSACTIONS, list_transactions.run,
+         Served((0, 0), native_txn.LIST_TRANSACTIONS),
+         Served((0, 1), kafka_txn.LIST_TRANSACTIONS)),
+    _api("DescribeProducers", kafka_versions.DESCRIBE_PRODUCERS, describe_producers.run,
+         Served((0, 0), native_txn.DESCRIBE_PRODUCERS),
+         Served((0, 0), kafka_txn.DESCRIBE_PRODUCERS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -17,8 +17,6 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -33,18 +31,14 @@ from broker.handlers import (
     describe_acls,
     describe_client_quotas,
     describe_configs,
-    describe_producers,
     describe_user_scram_credentials,
     elect_leaders,
-    end_txn,
     fetch,
     find_coordinator,
-    init_producer_id,
     join_group,
     leader_and_isr,
     list_offsets,
     list_partition_reassignments,
-    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -53,9 +47,7 @@ from broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     stop_replica,
-    txn_offset_commit,
     update_metadata,
-    write_txn_markers,
 )
 from broker.session import Session
 from protocol.api.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
@@ -86,20 +78,10 @@ from protocol.api.group import (
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
-from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
-from protocol.api.txn import (
-    ADD_OFFSETS_TO_TXN,
-    ADD_PARTITIONS_TO_TXN,
-    DESCRIBE_PRODUCERS,
-    END_TXN,
-    LIST_TRANSACTIONS,
-    TXN_OFFSET_COMMIT,
-)
-from protocol.api.txn_markers import WRITE_TXN_MARKERS
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -133,14 +115,6 @@ HANDLERS: dict[int, Handler] = {
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
-    INIT_PRODUCER_ID.key: init_producer_id.handle,
-    WRITE_TXN_MARKERS.key: write_txn_markers.handle,
-    ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,
-    ADD_OFFSETS_TO_TXN.key: add_offsets_to_txn.handle,
-    END_TXN.key: end_txn.handle,
-    TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
-    LIST_TRANSACTIONS.key: list_transactions.handle,
-    DESCRIBE_PRODUCERS.key: describe_producers.handle,
     DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,
     ALTER_USER_SCRAM_CREDENTIALS.key: alter_user_scram_credentials.handle,
     SASL_HANDSHAKE.key: sasl_handshake.handle,

@@ -1,0 +1,78 @@
+"""TxnOffsetCommit: a transactional producer commits a group's offsets inside its transaction
+(KIP-98, with KIP-447's generation, member id and group instance id checked as OffsetCommit
+checks them). Sent to the group's coordinator, which appends them to `__consumer_offsets` as
+part of the transaction: they become the group's offsets with the COMMIT marker, and are
+dropped at ABORT. One error code for all the partitions it commits.
+
+Refusals, in Kafka's order: Write on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+and Read on the group (GROUP_AUTHORIZATION_FAILED) for every partition; then Read on each topic:
+a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and the others are committed.
+Topics are answered in the order asked. No group coordinator here: COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from broker.context import BrokerContext
+from broker.operations.txn_common import txn_group_refusal
+from broker.security import rules
+from broker.session import Session
+from protocol.errors import CoordinatorNotAvailableError, TopicAuthorizationFailedError
+
+API = "TxnOffsetCommit"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    partition: int
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int = -1  # KIP-320's committed leader epoch; -1: not given
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommit:
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[tuple[str, tuple[OffsetToCommit, ...]], ...]
+    generation_id: int = -1  # KIP-447: checked when given
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitResult:
+    topics: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # (partition, error code)
+
+
+async def run(ctx: BrokerContext, session: Session, req: TxnOffsetCommit) -> TxnOffsetCommitResult:
+    code = txn_group_refusal(ctx, session, req.transactional_id, req.group_id, API)
+    denied: AbstractSet[str] = frozenset()
+    if not code:
+        denied = rules.denied(ctx, session, rules.READ, rules.TOPIC, (t for t, _ in req.topics),
+                              api=API)  # fmt: skip
+        offsets = [(t, p.partition, p.offset, p.metadata, p.leader_epoch)
+                   for t, ps in req.topics if t not in denied for p in ps]  # fmt: skip
+        if offsets:
+            code = await _commit(ctx, req, offsets)
+    refused = TopicAuthorizationFailedError.code
+    return TxnOffsetCommitResult(tuple(
+        (t, tuple((p.partition, refused if t in denied else code) for p in ps))
+        for t, ps in req.topics
+    ))  # fmt: skip
+
+
+async def _commit(
+    ctx: BrokerContext, req: TxnOffsetCommit,
+    offsets: list[tuple[str, int, int, str | None, int]],
+) -> int:  # fmt: skip
+    if ctx.groups is None:
+        return CoordinatorNotAvailableError.code
+    return await ctx.groups.txn_commit(
+        req.group_id, req.producer_id, req.producer_epoch, req.generation_id, req.member_id,
+        offsets, req.group_instance_id,
+    )  # fmt: skip
