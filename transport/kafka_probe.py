@@ -11,6 +11,11 @@ names its native listeners. `wrong_door(...)` is the one-line sentence for the u
 
 Bounds: one connection, two requests, PROBE_TIMEOUT_S in all, answers of at most
 ANSWER_BYTES_MAX; any failure means "not known to be Kafka" (None).
+
+Kafka's codec (protocol/kafka/codec.py, kio's ~900 schema modules, and Hypothesis when it is
+installed) is imported when a probe runs, not with this module: every client imports this one
+(client/cluster.py), and loading kio at `import client` doubled a client's start-up CPU
+(0.5 -> 0.9 s, docs/benchmarks.md "Issue 32: before and after") for an error path.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ import asyncio
 import contextlib
 import struct
 from dataclasses import dataclass
+from types import ModuleType
 
-from protocol.kafka import codec
 from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS
 
 PROBE_TIMEOUT_S = 3.0
@@ -37,6 +42,8 @@ class KafkaListener:
 
 async def probe(host: str, port: int) -> KafkaListener | None:
     """A KafkaListener when host:port answers Kafka's ApiVersions (None: it does not)."""
+    from protocol.kafka import codec  # here, not at import: see the module's docstring
+
     try:
         async with asyncio.timeout(PROBE_TIMEOUT_S):
             reader, writer = await asyncio.open_connection(host, port)
@@ -46,7 +53,7 @@ async def probe(host: str, port: int) -> KafkaListener | None:
                 corr, _ = codec.decode_response(API_VERSIONS, 0, await _frame(reader))
                 if corr != 1:
                     return None
-                native = await _native_listeners(reader, writer)
+                native = await _native_listeners(codec, reader, writer)
             finally:
                 writer.close()
                 with contextlib.suppress(OSError):
@@ -64,7 +71,7 @@ async def _frame(reader: asyncio.StreamReader) -> bytes:
 
 
 async def _native_listeners(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    codec: ModuleType, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> str | None:
     """The native listeners an odradek broker describes for itself (None: not said)."""
     try:
