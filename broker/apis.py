@@ -22,17 +22,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.codecs import Codec
+from broker.codecs.kafka import acls as kafka_acls
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import quotas as kafka_quotas
+from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import transactions as kafka_txn
+from broker.codecs.native import acls as native_acls
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import quotas as native_quotas
+from broker.codecs.native import scram as native_scram
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    alter_client_quotas,
+    alter_user_scram_credentials,
     consumer_group_heartbeat,
+    create_acls,
+    delete_acls,
     delete_groups,
+    describe_acls,
+    describe_client_quotas,
     describe_groups,
     describe_transactions,
+    describe_user_scram_credentials,
     heartbeat,
     leave_group,
     list_groups,
@@ -93,6 +106,26 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("DescribeAcls", kafka_versions.DESCRIBE_ACLS, describe_acls.run,
+         Served((0, 0), native_acls.DESCRIBE_ACLS), Served((1, 3), kafka_acls.DESCRIBE_ACLS)),
+    _api("CreateAcls", kafka_versions.CREATE_ACLS, create_acls.run,
+         Served((0, 0), native_acls.CREATE_ACLS), Served((1, 3), kafka_acls.CREATE_ACLS)),
+    _api("DeleteAcls", kafka_versions.DELETE_ACLS, delete_acls.run,
+         Served((0, 0), native_acls.DELETE_ACLS), Served((1, 3), kafka_acls.DELETE_ACLS)),
+    _api("DescribeClientQuotas", kafka_versions.DESCRIBE_CLIENT_QUOTAS, describe_client_quotas.run,
+         Served((0, 0), native_quotas.DESCRIBE_CLIENT_QUOTAS),
+         Served((0, 1), kafka_quotas.DESCRIBE_CLIENT_QUOTAS)),
+    _api("AlterClientQuotas", kafka_versions.ALTER_CLIENT_QUOTAS, alter_client_quotas.run,
+         Served((0, 0), native_quotas.ALTER_CLIENT_QUOTAS),
+         Served((0, 1), kafka_quotas.ALTER_CLIENT_QUOTAS)),
+    _api("DescribeUserScramCredentials", kafka_versions.DESCRIBE_USER_SCRAM_CREDENTIALS,
+         describe_user_scram_credentials.run,
+         Served((0, 0), native_scram.DESCRIBE_USER_SCRAM_CREDENTIALS),
+         Served((0, 0), kafka_scram.DESCRIBE_USER_SCRAM_CREDENTIALS)),
+    _api("AlterUserScramCredentials", kafka_versions.ALTER_USER_SCRAM_CREDENTIALS,
+         alter_user_scram_credentials.run,
+         Served((0, 0), native_scram.ALTER_USER_SCRAM_CREDENTIALS),
+         Served((0, 0), kafka_scram.ALTER_USER_SCRAM_CREDENTIALS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

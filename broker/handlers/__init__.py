@@ -19,22 +19,15 @@ from broker.context import BrokerContext
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
-    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
-    alter_user_scram_credentials,
     controlled_shutdown,
-    create_acls,
     create_partitions,
     create_topics,
-    delete_acls,
     delete_records,
     delete_topics,
-    describe_acls,
-    describe_client_quotas,
     describe_configs,
     describe_producers,
-    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -58,7 +51,6 @@ from broker.handlers import (
     write_txn_markers,
 )
 from broker.session import Session
-from protocol.api.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 from protocol.api.admin import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
@@ -87,10 +79,8 @@ from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
-from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.api.txn import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -119,11 +109,6 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
     CREATE_PARTITIONS.key: create_partitions.handle,
-    DESCRIBE_ACLS.key: describe_acls.handle,
-    CREATE_ACLS.key: create_acls.handle,
-    DELETE_ACLS.key: delete_acls.handle,
-    DESCRIBE_CLIENT_QUOTAS.key: describe_client_quotas.handle,
-    ALTER_CLIENT_QUOTAS.key: alter_client_quotas.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     ELECT_LEADERS.key: elect_leaders.handle,
@@ -141,8 +126,6 @@ HANDLERS: dict[int, Handler] = {
     TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
     LIST_TRANSACTIONS.key: list_transactions.handle,
     DESCRIBE_PRODUCERS.key: describe_producers.handle,
-    DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,
-    ALTER_USER_SCRAM_CREDENTIALS.key: alter_user_scram_credentials.handle,
     SASL_HANDSHAKE.key: sasl_handshake.handle,
     SASL_AUTHENTICATE.key: sasl_authenticate.handle,
 }
