@@ -25,11 +25,13 @@ from broker.codecs import Codec
 from broker.codecs.kafka import acls as kafka_acls
 from broker.codecs.kafka import groups as kafka_groups
 from broker.codecs.kafka import quotas as kafka_quotas
+from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
 from broker.codecs.native import groups as native_groups
 from broker.codecs.native import quotas as native_quotas
+from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
@@ -49,6 +51,8 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -78,9 +82,15 @@ class Api:
     kafka: Served | None
 
 
+# The SASL exchange runs before authentication and checks no ACL, as in Kafka (the door's SASL
+# gate, broker/security/sasl.py, decides which requests may come before it completes).
+UNAUTHENTICATED = frozenset({"SaslHandshake", "SaslAuthenticate"})
+
+
 def _api(name: str, key: int, operation: Operation, native: Served | None,
          kafka: Served | None) -> Api:  # fmt: skip
-    return Api(name, key, operation, RULES[name], native, kafka)
+    acl = () if name in UNAUTHENTICATED else RULES[name]
+    return Api(name, key, operation, acl, native, kafka)
 
 
 # fmt: off
@@ -126,6 +136,11 @@ APIS: tuple[Api, ...] = (
          alter_user_scram_credentials.run,
          Served((0, 0), native_scram.ALTER_USER_SCRAM_CREDENTIALS),
          Served((0, 0), kafka_scram.ALTER_USER_SCRAM_CREDENTIALS)),
+    _api("SaslHandshake", kafka_versions.SASL_HANDSHAKE, sasl_handshake.run,
+         Served((0, 0), native_sasl.SASL_HANDSHAKE), Served((0, 1), kafka_sasl.SASL_HANDSHAKE)),
+    _api("SaslAuthenticate", kafka_versions.SASL_AUTHENTICATE, sasl_authenticate.run,
+         Served((0, 0), native_sasl.SASL_AUTHENTICATE),
+         Served((0, 2), kafka_sasl.SASL_AUTHENTICATE)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

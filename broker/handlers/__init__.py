@@ -43,8 +43,6 @@ from broker.handlers import (
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
-    sasl_authenticate,
-    sasl_handshake,
     stop_replica,
     txn_offset_commit,
     update_metadata,
@@ -80,7 +78,6 @@ from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
-from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from protocol.api.txn import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -126,8 +123,6 @@ HANDLERS: dict[int, Handler] = {
     TXN_OFFSET_COMMIT.key: txn_offset_commit.handle,
     LIST_TRANSACTIONS.key: list_transactions.handle,
     DESCRIBE_PRODUCERS.key: describe_producers.handle,
-    SASL_HANDSHAKE.key: sasl_handshake.handle,
-    SASL_AUTHENTICATE.key: sasl_authenticate.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

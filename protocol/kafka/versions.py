@@ -137,8 +137,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CREATE_PARTITIONS: (0, 3),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
-    SASL_HANDSHAKE: (0, 1),
-    SASL_AUTHENTICATE: (0, 2),
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
 key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,

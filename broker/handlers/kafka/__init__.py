@@ -42,8 +42,6 @@ from broker.handlers.kafka import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
-    sasl_authenticate,
-    sasl_handshake,
     txn_offset_commit,
     write_txn_markers,
 )
@@ -84,8 +82,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.DESCRIBE_PRODUCERS: describe_producers.handle,
     v.LIST_TRANSACTIONS: list_transactions.handle,
     v.WRITE_TXN_MARKERS: write_txn_markers.handle,
-    v.SASL_HANDSHAKE: sasl_handshake.handle,
-    v.SASL_AUTHENTICATE: sasl_authenticate.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
 
