@@ -22,26 +22,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.codecs import Codec
+from broker.codecs.kafka import acls as kafka_acls
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import quotas as kafka_quotas
+from broker.codecs.kafka import sasl as kafka_sasl
+from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import transactions as kafka_txn
+from broker.codecs.native import acls as native_acls
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import quotas as native_quotas
+from broker.codecs.native import sasl as native_sasl
+from broker.codecs.native import scram as native_scram
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
+    alter_user_scram_credentials,
     consumer_group_heartbeat,
+    create_acls,
+    delete_acls,
     delete_groups,
+    describe_acls,
+    describe_client_quotas,
     describe_groups,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     end_txn,
     heartbeat,
     init_producer_id,
     leave_group,
     list_groups,
     list_transactions,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -73,9 +90,15 @@ class Api:
     kafka: Served | None
 
 
+# The SASL exchange runs before authentication and checks no ACL, as in Kafka (the door's SASL
+# gate, broker/security/sasl.py, decides which requests may come before it completes).
+UNAUTHENTICATED = frozenset({"SaslHandshake", "SaslAuthenticate"})
+
+
 def _api(name: str, key: int, operation: Operation, native: Served | None,
          kafka: Served | None) -> Api:  # fmt: skip
-    return Api(name, key, operation, RULES[name], native, kafka)
+    acl = () if name in UNAUTHENTICATED else RULES[name]
+    return Api(name, key, operation, acl, native, kafka)
 
 
 # fmt: off
@@ -123,6 +146,31 @@ APIS: tuple[Api, ...] = (
     _api("DescribeProducers", kafka_versions.DESCRIBE_PRODUCERS, describe_producers.run,
          Served((0, 0), native_txn.DESCRIBE_PRODUCERS),
          Served((0, 0), kafka_txn.DESCRIBE_PRODUCERS)),
+    _api("DescribeAcls", kafka_versions.DESCRIBE_ACLS, describe_acls.run,
+         Served((0, 0), native_acls.DESCRIBE_ACLS), Served((1, 3), kafka_acls.DESCRIBE_ACLS)),
+    _api("CreateAcls", kafka_versions.CREATE_ACLS, create_acls.run,
+         Served((0, 0), native_acls.CREATE_ACLS), Served((1, 3), kafka_acls.CREATE_ACLS)),
+    _api("DeleteAcls", kafka_versions.DELETE_ACLS, delete_acls.run,
+         Served((0, 0), native_acls.DELETE_ACLS), Served((1, 3), kafka_acls.DELETE_ACLS)),
+    _api("DescribeClientQuotas", kafka_versions.DESCRIBE_CLIENT_QUOTAS, describe_client_quotas.run,
+         Served((0, 0), native_quotas.DESCRIBE_CLIENT_QUOTAS),
+         Served((0, 1), kafka_quotas.DESCRIBE_CLIENT_QUOTAS)),
+    _api("AlterClientQuotas", kafka_versions.ALTER_CLIENT_QUOTAS, alter_client_quotas.run,
+         Served((0, 0), native_quotas.ALTER_CLIENT_QUOTAS),
+         Served((0, 1), kafka_quotas.ALTER_CLIENT_QUOTAS)),
+    _api("DescribeUserScramCredentials", kafka_versions.DESCRIBE_USER_SCRAM_CREDENTIALS,
+         describe_user_scram_credentials.run,
+         Served((0, 0), native_scram.DESCRIBE_USER_SCRAM_CREDENTIALS),
+         Served((0, 0), kafka_scram.DESCRIBE_USER_SCRAM_CREDENTIALS)),
+    _api("AlterUserScramCredentials", kafka_versions.ALTER_USER_SCRAM_CREDENTIALS,
+         alter_user_scram_credentials.run,
+         Served((0, 0), native_scram.ALTER_USER_SCRAM_CREDENTIALS),
+         Served((0, 0), kafka_scram.ALTER_USER_SCRAM_CREDENTIALS)),
+    _api("SaslHandshake", kafka_versions.SASL_HANDSHAKE, sasl_handshake.run,
+         Served((0, 0), native_sasl.SASL_HANDSHAKE), Served((0, 1), kafka_sasl.SASL_HANDSHAKE)),
+    _api("SaslAuthenticate", kafka_versions.SASL_AUTHENTICATE, sasl_authenticate.run,
+         Served((0, 0), native_sasl.SASL_AUTHENTICATE),
+         Served((0, 2), kafka_sasl.SASL_AUTHENTICATE)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

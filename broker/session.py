@@ -16,8 +16,8 @@ knows the principal it answers (authorization, quotas) without reaching into the
 - `sasl`: the SASL exchange in progress, and `credential_expiry_ms` (KIP-368: past it, only a
   re-authentication is accepted), owned by broker/security/.
 
-`Refusal` lives here too, below both the door (broker/doors.py) and the handlers that raise it
-(a failed SASL exchange, broker/security/sasl.py): the door imports the handlers.
+`Refusal` lives here too, below both the door (broker/doors.py) and the codecs that raise it
+(a failed SASL exchange's last answer, broker/codecs/*/sasl.py): the door imports the codecs.
 """
 
 from __future__ import annotations

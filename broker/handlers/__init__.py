@@ -17,21 +17,14 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
-    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
-    alter_user_scram_credentials,
     controlled_shutdown,
-    create_acls,
     create_partitions,
     create_topics,
-    delete_acls,
     delete_records,
     delete_topics,
-    describe_acls,
-    describe_client_quotas,
     describe_configs,
-    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -44,13 +37,10 @@ from broker.handlers import (
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
-    sasl_authenticate,
-    sasl_handshake,
     stop_replica,
     update_metadata,
 )
 from broker.session import Session
-from protocol.api.acls import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 from protocol.api.admin import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
@@ -78,10 +68,7 @@ from protocol.api.group import (
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
-from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
-from protocol.api.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from protocol.api.scram import ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_USER_SCRAM_CREDENTIALS
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -101,11 +88,6 @@ HANDLERS: dict[int, Handler] = {
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
     CREATE_PARTITIONS.key: create_partitions.handle,
-    DESCRIBE_ACLS.key: describe_acls.handle,
-    CREATE_ACLS.key: create_acls.handle,
-    DELETE_ACLS.key: delete_acls.handle,
-    DESCRIBE_CLIENT_QUOTAS.key: describe_client_quotas.handle,
-    ALTER_CLIENT_QUOTAS.key: alter_client_quotas.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     ELECT_LEADERS.key: elect_leaders.handle,
@@ -115,10 +97,6 @@ HANDLERS: dict[int, Handler] = {
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
-    DESCRIBE_USER_SCRAM_CREDENTIALS.key: describe_user_scram_credentials.handle,
-    ALTER_USER_SCRAM_CREDENTIALS.key: alter_user_scram_credentials.handle,
-    SASL_HANDSHAKE.key: sasl_handshake.handle,
-    SASL_AUTHENTICATE.key: sasl_authenticate.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

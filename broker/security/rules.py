@@ -209,8 +209,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
                             "TOPIC_AUTHORIZATION_FAILED"),
     ),
-    # checked in the handlers of the pieces that brought these APIs (broker/handlers/acls.py,
-    # *_user_scram_credentials.py, *_client_quotas.py)
+    # ACLs (broker/operations/*_acls.py): no authorizer is SECURITY_DISABLED first
     "DescribeAcls": (_r(DESCRIBE, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "CreateAcls": (_r(ALTER, CLUSTER, "each creation: CLUSTER_AUTHORIZATION_FAILED"),),
     "DeleteAcls": (_r(ALTER, CLUSTER, "each filter: CLUSTER_AUTHORIZATION_FAILED"),),

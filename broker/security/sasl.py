@@ -7,7 +7,7 @@ until the exchange completes; `admit` (called by the door for every request, bro
 closes the connection on anything else ("Unexpected Kafka request of type METADATA during SASL
 handshake."). SaslHandshake v0 is advertised (librdkafka before 2.10, e.g. kcat's 2.0.2, wants
 it in the range before it tries SASL) but a v0 request, after which raw tokens would follow
-without Kafka headers, is refused (broker/handlers/kafka/sasl_handshake.py): every client we
+without Kafka headers, is refused (broker/operations/sasl_handshake.py): every client we
 test (librdkafka, kafka-python 3, aiokafka, Java) negotiates v1 and SaslAuthenticate.
 
     state            what it does                                   next
@@ -47,8 +47,9 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
-from broker.session import Refusal, Session, uses_sasl
+from broker.session import Session, uses_sasl
 from protocol.errors import (
     IllegalSaslStateError,
     OdradekError,
@@ -64,6 +65,7 @@ from protocol.scram import MECHANISMS as SCRAM_MECHANISMS
 from protocol.scram import ScramCredential, ScramServer
 
 log = logging.getLogger("odradek.broker.sasl")
+T = TypeVar("T")
 
 PLAIN = "PLAIN"
 MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)  # what odradek's brokers can serve
@@ -424,10 +426,10 @@ class SaslService:
             log.info("closing %s (%s, %s): %s", session.peer, session.listener,
                      session.software(), why)  # fmt: skip
 
-    async def fail_later(self, why: str, reply: bytes, code: int) -> None:
-        """A failed exchange's end, as Kafka's: after connection_failed_authentication_delay_ms
-        the answer `reply` (already encoded by the door's handler; its error `code`, which the
-        request metrics count) goes out, then the connection closes (broker/server.py closes
-        on a Refusal a handler raises)."""
+    async def after_failure_delay(self, answer: T) -> T:
+        """A failed exchange's `answer` (one that closes the connection), after
+        connection_failed_authentication_delay_ms, as Kafka's: the SaslHandshake and
+        SaslAuthenticate codecs then send it and close (a `Refusal` with the door's frame, which
+        broker/server.py sends before it closes)."""
         await self._sleep(self.config.failed_delay_ms / 1000)
-        raise Refusal(why, reply, logged=True, code=code)
+        return answer

@@ -22,7 +22,7 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.
-- ACLs (broker/handlers/acls.py): DescribeAcls, CreateAcls and DeleteAcls 1-3 as Kafka 4.0
+- ACLs (broker/operations/*_acls.py): DescribeAcls, CreateAcls and DeleteAcls 1-3 as Kafka 4.0
   (v0, without pattern types, is gone from Kafka 4).
 - Consumer groups on Kafka's classic protocol: JoinGroup 0-9 (v5+ static membership,
   KIP-345; v9 skip_assignment, KIP-814), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (v3+
@@ -128,16 +128,7 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CREATE_PARTITIONS: (0, 3),
-    DESCRIBE_ACLS: (1, 3),
-    CREATE_ACLS: (1, 3),
-    DELETE_ACLS: (1, 3),
-    DESCRIBE_CLIENT_QUOTAS: (0, 1),
-    ALTER_CLIENT_QUOTAS: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
-    DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
-    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    SASL_HANDSHAKE: (0, 1),
-    SASL_AUTHENTICATE: (0, 2),
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
 key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,

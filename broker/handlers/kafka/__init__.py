@@ -11,25 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.kafka import (
-    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
-    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
-    create_acls,
     create_partitions,
     create_topics,
-    delete_acls,
     delete_records,
     delete_topics,
-    describe_acls,
-    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_log_dirs,
     describe_topic_partitions,
-    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -43,8 +36,6 @@ from broker.handlers.kafka import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
-    sasl_authenticate,
-    sasl_handshake,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
@@ -74,16 +65,7 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.ALTER_CONFIGS: alter_configs.handle,
     v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     v.CREATE_PARTITIONS: create_partitions.handle,
-    v.DESCRIBE_ACLS: describe_acls.handle,
-    v.CREATE_ACLS: create_acls.handle,
-    v.DELETE_ACLS: delete_acls.handle,
-    v.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas.handle,
-    v.ALTER_CLIENT_QUOTAS: alter_client_quotas.handle,
     v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
-    v.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials.handle,
-    v.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.handle,
-    v.SASL_HANDSHAKE: sasl_handshake.handle,
-    v.SASL_AUTHENTICATE: sasl_authenticate.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
 

@@ -1,6 +1,7 @@
 """coordinator/cluster/acls.py over an in-memory ZooKeeper: Kafka's paths and JSON, the
 conditional read-modify-write, change notifications and how a second broker's cache follows
-them; and broker/handlers/acls.py (the service behind Create/Describe/DeleteAcls) on top."""
+them; and broker/security/acl_admin.py (the service behind the Create/Describe/DeleteAcls
+operations, whose refusals tests/unit/broker/operations/test_acl_operations.py tests) on top."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from broker.handlers import acls as service
+from broker.security import acl_admin as service
 from broker.security.authorizer import AclCache, Authorizer
 from coordinator.cluster.acls import (
     KAFKA_ACL_CHANGES,
@@ -29,9 +30,7 @@ from protocol.acl import (
     ResourceType,
 )
 from protocol.errors import (
-    ClusterAuthorizationFailedError,
     InvalidRequestError,
-    SecurityDisabledError,
 )
 from protocol.principal import KafkaPrincipal
 
@@ -246,9 +245,9 @@ async def test_service_create_describe_delete() -> None:
     assert results[0] is None and results[2] is None
     assert isinstance(results[1], InvalidRequestError) and "kafka-cluster" in results[1].message
     assert isinstance(results[3], InvalidRequestError)
-    assert service.describe(auth, admin, AclBindingFilter()) == [prefixed, good]  # by name
+    assert service.describe(auth, AclBindingFilter()) == [prefixed, good]  # by name
     match = AclBindingFilter(T, "orders", PatternType.MATCH)
-    assert service.describe(auth, admin, match) == [prefixed, good]
+    assert service.describe(auth, match) == [prefixed, good]
     deleted = await service.delete(
         auth,
         admin,
@@ -259,22 +258,8 @@ async def test_service_create_describe_delete() -> None:
         map(str, [good, prefixed])
     )
     assert isinstance(deleted[2][0], InvalidRequestError)
-    assert service.describe(auth, admin, AclBindingFilter()) == []
+    assert service.describe(auth, AclBindingFilter()) == []
     assert [p for p in zk.nodes if p.startswith("/kafka-acl/Topic/")] == []
-
-
-async def test_service_refusals() -> None:
-    alice = FakeSession(ALICE)
-    with pytest.raises(SecurityDisabledError, match="no authorizer"):
-        service.describe(None, alice, AclBindingFilter())
-    auth = Authorizer(AclCache([binding("kafka-cluster", AclOperation.DESCRIBE, kind=C)]))
-    assert service.describe(auth, alice, AclBindingFilter()) != []  # Describe on the cluster
-    with pytest.raises(ClusterAuthorizationFailedError, match="may not ALTER the cluster"):
-        await service.create(auth, alice, [binding()])
-    with pytest.raises(ClusterAuthorizationFailedError):
-        await service.delete(auth, alice, [AclBindingFilter()])
-    with pytest.raises(InvalidRequestError):
-        service.describe(auth, alice, AclBindingFilter(pattern_type=PatternType.UNKNOWN))
 
 
 async def test_a_lost_session_reloads_everything() -> None:

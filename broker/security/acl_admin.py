@@ -1,12 +1,12 @@
-"""The ACL service both doors' DescribeAcls, CreateAcls and DeleteAcls handlers call.
-
-As Kafka's broker answers them (KafkaApis + AclApis over the ZooKeeper AclAuthorizer):
-- no authorizer configured: SECURITY_DISABLED;
-- DescribeAcls needs Describe on the Cluster, CreateAcls and DeleteAcls need Alter on the
-  Cluster (CLUSTER_AUTHORIZATION_FAILED otherwise);
+"""The ACL service the DescribeAcls, CreateAcls and DeleteAcls operations call
+(broker/operations/{describe,create,delete}_acls.py), as Kafka's AclApis over the ZooKeeper
+AclAuthorizer does it:
+- `refusal` is the operations' one check: no authorizer configured is SECURITY_DISABLED, no
+  Describe (DescribeAcls) or Alter (CreateAcls, DeleteAcls) on the Cluster
+  CLUSTER_AUTHORIZATION_FAILED, for the whole request (their rows of broker/security/rules.py);
 - a creation or filter that is not valid gets INVALID_REQUEST saying why, the others go on;
-- Describe reads this broker's cache (which follows ZooKeeper); Create and Delete write each
-  resource pattern's whole set to ZooKeeper conditionally (coordinator/cluster/acls.py),
+- `describe` reads this broker's cache (which follows ZooKeeper); `create` and `delete` write
+  each resource pattern's whole set to ZooKeeper conditionally (coordinator/cluster/acls.py),
   which announces the change to every broker.
 A deleted binding is reported under every filter that matches it, as Kafka does.
 """
@@ -16,7 +16,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from broker.context import BrokerContext
+from broker.security import rules
 from broker.security.authorizer import Authorizer, SessionLike
+from broker.session import Session
 from protocol.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -24,10 +27,8 @@ from protocol.acl import (
     AclEntry,
     AclOperation,
     ResourcePattern,
-    ResourceType,
 )
 from protocol.errors import (
-    ClusterAuthorizationFailedError,
     OdradekError,
     SecurityDisabledError,
     UnknownServerError,
@@ -39,26 +40,21 @@ DeleteResult = tuple[OdradekError | None, list[AclBinding]]
 Change = Callable[[frozenset[AclEntry]], frozenset[AclEntry]]
 
 
-def _allowed(
-    authorizer: Authorizer | None, session: SessionLike, op: AclOperation, api: str
-) -> Authorizer:
-    if authorizer is None:
-        raise SecurityDisabledError(
+def refusal(
+    ctx: BrokerContext, session: Session, op: AclOperation, api: str
+) -> OdradekError | None:
+    """Why the whole request is refused (None: it may go on)."""
+    if ctx.authorizer is None:
+        return SecurityDisabledError(
             "no authorizer is configured on this broker (its authorizer_class_name is empty)"
         )
-    if not authorizer.authorize(session, op, ResourceType.CLUSTER, CLUSTER_NAME, request=api):
-        raise ClusterAuthorizationFailedError(
-            f"{session.principal} may not {op.name} the cluster, which {api} needs"
-        )
-    return authorizer
+    if not rules.allows(ctx, session, op, rules.CLUSTER, api=api):
+        return rules.refusal(session, op, rules.CLUSTER, CLUSTER_NAME)
+    return None
 
 
-def describe(
-    authorizer: Authorizer | None, session: SessionLike, selector: AclBindingFilter
-) -> list[AclBinding]:
-    """The bindings `selector` matches; raises SECURITY_DISABLED, CLUSTER_AUTHORIZATION_FAILED
-    or INVALID_REQUEST."""
-    auth = _allowed(authorizer, session, AclOperation.DESCRIBE, "DescribeAcls")
+def describe(auth: Authorizer, selector: AclBindingFilter) -> list[AclBinding]:
+    """The bindings `selector` matches; raises INVALID_REQUEST."""
     selector.check()
     return sorted(auth.cache.bindings(selector), key=_order)
 
@@ -76,14 +72,10 @@ def _order(b: AclBinding) -> tuple[int, str, int, str, str, int, int]:
 
 
 async def create(
-    authorizer: Authorizer | None,
-    session: SessionLike,
-    creations: Sequence[AclBinding | OdradekError],
+    auth: Authorizer, session: SessionLike, creations: Sequence[AclBinding | OdradekError]
 ) -> list[OdradekError | None]:
     """Store each binding (an OdradekError in `creations` is one that did not even parse);
-    one error or None per creation, in order. Raises SECURITY_DISABLED or
-    CLUSTER_AUTHORIZATION_FAILED for the whole request."""
-    auth = _allowed(authorizer, session, AclOperation.ALTER, "CreateAcls")
+    one error or None per creation, in order."""
     results: list[OdradekError | None] = [None] * len(creations)
     by_pattern: dict[ResourcePattern, list[int]] = {}
     for i, b in enumerate(creations):
@@ -111,13 +103,10 @@ async def create(
 
 
 async def delete(
-    authorizer: Authorizer | None,
-    session: SessionLike,
-    filters: Sequence[AclBindingFilter | OdradekError],
+    auth: Authorizer, session: SessionLike, filters: Sequence[AclBindingFilter | OdradekError]
 ) -> list[DeleteResult]:
     """Delete every binding each filter matches; per filter, an error or the bindings
-    deleted. Raises SECURITY_DISABLED or CLUSTER_AUTHORIZATION_FAILED for the whole request."""
-    auth = _allowed(authorizer, session, AclOperation.ALTER, "DeleteAcls")
+    deleted."""
     results: list[DeleteResult] = [(None, []) for _ in filters]
     valid: list[tuple[int, AclBindingFilter]] = []
     for i, f in enumerate(filters):
