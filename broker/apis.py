@@ -23,8 +23,10 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import metadata as kafka_metadata
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import metadata as native_metadata
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
@@ -36,6 +38,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    metadata,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -93,6 +96,8 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("Metadata", kafka_versions.METADATA, metadata.run,
+         Served((0, 0), native_metadata.METADATA), Served((0, 13), kafka_metadata.METADATA)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

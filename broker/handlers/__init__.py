@@ -45,7 +45,6 @@ from broker.handlers import (
     list_offsets,
     list_partition_reassignments,
     list_transactions,
-    metadata,
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
@@ -84,7 +83,6 @@ from protocol.api.group import (
     OFFSET_FETCH,
 )
 from protocol.api.list_offsets import LIST_OFFSETS
-from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
@@ -109,7 +107,6 @@ HANDLERS: dict[int, Handler] = {
     PRODUCE.key: produce.handle,
     FETCH.key: fetch.handle,
     LIST_OFFSETS.key: list_offsets.handle,
-    METADATA.key: metadata.handle,
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,

@@ -30,7 +30,6 @@ from protocol.errors import (
     InvalidConfigError,
     InvalidReplicationFactorError,
     InvalidTopicError,
-    LeaderNotAvailableError,
     NotLeaderForPartitionError,
     RequestTimedOutError,
     StaleControllerEpochError,
@@ -116,23 +115,6 @@ async def test_list_offsets_earliest_latest_and_by_time(tmp_path: Path) -> None:
         assert await lookup(3000) == (0, 20)
         assert await lookup(9000) == (0, -1)
         assert (await lookup(-1, "nope"))[0] == UnknownTopicOrPartitionError.code
-
-
-async def test_metadata_answers_from_the_cache(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("a", partitions=2)
-        conn = await b.connect()
-        um = UpdateMetadataRequest(7, 1, [b.state("dark", 0, leader=-1, replicas=[3])], LIVE, [])
-        assert (await conn.send(um)).error_code == 0
-        meta = await conn.send(MetadataRequest(None))
-        assert meta.controller_id == 7
-        assert [t.name for t in meta.topics] == ["a", "dark"]
-        assert [p.leader for p in meta.topics[0].partitions] == [BROKER_ID, BROKER_ID]
-        dark = meta.topics[1].partitions[0]
-        assert (dark.leader, dark.error_code) == (-1, LeaderNotAvailableError.code)
-        one = await conn.send(MetadataRequest(["nope", "a"]))
-        assert one.topics[0].error_code == UnknownTopicOrPartitionError.code
-        assert one.topics[1].name == "a" and one.topics[1].error_code == 0
 
 
 def _acting_controller(b: BrokerHarness) -> None:

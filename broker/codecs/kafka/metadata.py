@@ -1,0 +1,87 @@
+"""The Kafka door's codecs of the metadata APIs (see broker/codecs/kafka/__init__.py).
+
+Metadata (3), v0-v13: v0 asks for every topic with an empty list, v1+ with null; v0-v3 always
+allow auto-creation, v4+ say so; v8+ may ask for each topic's authorized operations and v8-v10
+for the cluster's (KIP-430); v10+ answer topic ids; v12+ may name topics by id (a null name);
+v13 adds a top-level error code, always NONE. Brokers are given at their Kafka endpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.codecs import Codec
+from broker.operations import metadata
+from protocol.api.metadata import KAFKA_DOOR, TopicMetadata
+from protocol.kafka import versions as v
+from protocol.kafka.codec import KafkaRequest, make, nested, response_class
+
+NO_OPERATIONS = metadata.NO_OPERATIONS
+
+# ----- Metadata (3) ---------------------------------------------------------------------------
+
+AUTO_CREATE_ASKED_FROM = 4  # v0-v3 always allow auto-creation
+IDS_FROM = 10  # topic ids in the answer (KIP-516)
+BY_ID_FROM = 12  # topics asked by id
+CLUSTER_OPERATIONS = (8, 10)  # the versions that may ask for the cluster's (KIP-430)
+
+
+def _metadata_in(request: KafkaRequest) -> metadata.Metadata:
+    req = request.body
+    version = request.header.api_version
+    topics: tuple[Any, ...] | None = None
+    if req.topics is not None and (version > 0 or req.topics):
+        by_id = version >= BY_ID_FROM
+        topics = tuple(
+            t.name if t.name is not None else t.topic_id
+            for t in req.topics
+            if t.name is not None or (by_id and t.topic_id is not None)
+        )
+    lo, hi = CLUSTER_OPERATIONS
+    return metadata.Metadata(
+        topics, KAFKA_DOOR,
+        allow_auto_topic_creation=version < AUTO_CREATE_ASKED_FROM
+        or bool(req.allow_auto_topic_creation),
+        with_ids=version >= IDS_FROM,
+        cluster_operations=lo <= version <= hi
+        and bool(getattr(req, "include_cluster_authorized_operations", False)),
+        topic_operations=bool(getattr(req, "include_topic_authorized_operations", False)),
+    )  # fmt: skip
+
+
+def _metadata_out(request: KafkaRequest, result: metadata.MetadataResult) -> Any:
+    cls = response_class(v.METADATA, request.header.api_version)
+    broker_cls = nested(cls, "MetadataResponseBroker")
+    topic_cls = nested(cls, "MetadataResponseTopic")
+    part_cls = nested(cls, "MetadataResponsePartition")
+    brokers = tuple(
+        make(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in result.brokers
+    )
+    topics = tuple(_topic(topic_cls, part_cls, t, result) for t in result.topics) + tuple(
+        make(topic_cls, error_code=code, name=None, topic_id=topic_id, is_internal=False,
+             partitions=(), topic_authorized_operations=NO_OPERATIONS)
+        for topic_id, code in result.by_id
+    )  # fmt: skip
+    return make(
+        cls, throttle_time=0, brokers=brokers, cluster_id=result.cluster_id,
+        controller_id=result.controller_id, topics=topics,
+        cluster_authorized_operations=result.cluster_operations, error_code=0,
+    )  # fmt: skip
+
+
+def _topic(topic_cls: Any, part_cls: Any, t: TopicMetadata, r: metadata.MetadataResult) -> Any:
+    parts = tuple(
+        make(part_cls, error_code=p.error_code, partition_index=p.partition,
+             leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=tuple(p.replicas),
+             isr_nodes=tuple(p.isr), offline_replicas=tuple(p.offline_replicas))
+        for p in t.partitions
+    )  # fmt: skip
+    return make(
+        topic_cls, error_code=t.error_code, name=t.name, topic_id=r.topic_ids.get(t.name),
+        is_internal=t.is_internal, partitions=parts,
+        topic_authorized_operations=r.topic_operations.get(t.name, NO_OPERATIONS),
+    )  # fmt: skip
+
+
+METADATA = Codec(_metadata_in, _metadata_out)

@@ -1,0 +1,59 @@
+"""Golden bytes for the metadata APIs on each door (broker/codecs/*/metadata.py, harness in
+golden.py): a known request frame decodes to the operation's request model, and a known result
+encodes to a known response frame. Metadata v0 asks for every topic with an empty list and
+always allows auto-creation; v13 names a topic by id (null name) and answers ids, operations
+and a top-level error code.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from broker.operations import metadata
+from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
+from protocol.api.metadata import MetadataRequest as NativeMetadata
+from protocol.kafka import codec
+from protocol.kafka import versions as v
+
+from .golden import TOPIC_ID, Case, check, kio, many
+
+
+def _asked(name: str | None, topic_id: uuid.UUID | None) -> Callable[[Any], Any]:
+    """A Metadata request's topic (its field `name` would clash with golden.nested's)."""
+    cls = "MetadataRequestTopic"
+    return lambda req: codec.make(codec.nested(req, cls), name=name, topic_id=topic_id)
+
+
+TOPIC = TopicMetadata(0, "t", False, [PartitionMetadata(0, 0, 1, 4, [1, 2], [1], [2])])
+META = metadata.MetadataResult([BrokerInfo(1, "h", 9092, "r")], "cid", 1, [TOPIC])
+META_IDS = metadata.MetadataResult(
+    [BrokerInfo(1, "h", 9092, None)], "cid", 1, [TOPIC], ((TOPIC_ID, 100),),
+    {"t": TOPIC_ID}, {"t": 8}, 0,
+)  # fmt: skip
+
+CASES = [
+    Case("Metadata native", v.METADATA, -1, lambda: NativeMetadata(["t"]),
+         metadata.Metadata(("t",)), META,
+         "0000000b95030007a1639291a174c2",
+         "0000002993070094919701a168cd2384a172c0ff90a363696401919400a174c291970000010492010291019102"),
+    Case("Metadata v0", v.METADATA, 0, kio(v.METADATA, 0, topics=()),
+         metadata.Metadata(None, KAFKA_DOOR, True), META,
+         "00000015000300000000000700076f64726164656b00000000",
+         "0000003e0000000700000001000000010001680000238400000001000000017400000001000000000000000000010000000200000001000000020000000100000001"),
+    Case("Metadata v13", v.METADATA, 13,
+         kio(v.METADATA, 13, topics=many(_asked("t", None), _asked(None, TOPIC_ID)),
+             allow_auto_topic_creation=False, include_topic_authorized_operations=True),
+         metadata.Metadata(("t", TOPIC_ID), KAFKA_DOOR, False, True, False, True), META_IDS,
+
+         "0000003b0003000d0000000700076f64726164656b0003000000000000000000000000000000000274000123456789abcdef0123456789abcdef0000000100",
+         "0000007900000007000000000002000000010268000023840000046369640000000103000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000102000000020000000008000064000123456789abcdef0123456789abcdef00018000000000000000"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden_bytes(case: Case) -> None:
+    check(case)
