@@ -31,6 +31,7 @@ from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    api_versions,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -73,6 +74,9 @@ def _api(name: str, key: int, operation: Operation, native: Served | None,
     return Api(name, key, operation, RULES[name], native, kafka)
 
 
+# The Kafka door's whole list (ApiVersions answers it), filled in below from the table.
+KAFKA_SERVED: dict[int, tuple[int, int]] = {}
+
 # fmt: off
 APIS: tuple[Api, ...] = (
     _api("Heartbeat", kafka_versions.HEARTBEAT, heartbeat.run,
@@ -98,6 +102,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
     _api("Metadata", kafka_versions.METADATA, metadata.run,
          Served((0, 0), native_metadata.METADATA), Served((0, 13), kafka_metadata.METADATA)),
+    _api("ApiVersions", kafka_versions.API_VERSIONS, api_versions.answering(KAFKA_SERVED),
+         None, Served((0, 4), kafka_metadata.API_VERSIONS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}
@@ -141,7 +147,7 @@ def kafka_served(legacy: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, 
     return dict(sorted(served.items()))
 
 
-KAFKA_SERVED: dict[int, tuple[int, int]] = kafka_served(kafka_versions.SERVED)
+KAFKA_SERVED.update(kafka_served(kafka_versions.SERVED))
 
 
 def _check_native_versions() -> None:

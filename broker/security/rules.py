@@ -108,6 +108,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(CREATE, TOPIC, "without Create on the cluster, each auto-created topic: "
                           "TOPIC_AUTHORIZATION_FAILED"),
     ),
+    "ApiVersions": (),  # none: asked before authenticating, Kafka checks nothing
     "LeaderAndIsr": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "StopReplica": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "UpdateMetadata": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),

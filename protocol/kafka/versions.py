@@ -112,7 +112,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     PRODUCE: (0, 12),
     FETCH: (4, 17),
     LIST_OFFSETS: (1, 10),
-    API_VERSIONS: (0, 4),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
     INIT_PRODUCER_ID: (0, 6),

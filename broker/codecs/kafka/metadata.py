@@ -1,5 +1,8 @@
 """The Kafka door's codecs of the metadata APIs (see broker/codecs/kafka/__init__.py).
 
+ApiVersions (18), v0-v4: a version this broker does not serve comes without a body and is
+answered in v0 (KIP-511); v3+ names the client's software, which the door keeps for its logs.
+
 Metadata (3), v0-v13: v0 asks for every topic with an empty list, v1+ with null; v0-v3 always
 allow auto-creation, v4+ say so; v8+ may ask for each topic's authorized operations and v8-v10
 for the cluster's (KIP-430); v10+ answer topic ids; v12+ may name topics by id (a null name);
@@ -11,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.codecs import Codec
-from broker.operations import metadata
+from broker.operations import api_versions, metadata
 from protocol.api.metadata import KAFKA_DOOR, TopicMetadata
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -85,3 +88,22 @@ def _topic(topic_cls: Any, part_cls: Any, t: TopicMetadata, r: metadata.Metadata
 
 
 METADATA = Codec(_metadata_in, _metadata_out)
+
+# ----- ApiVersions (18) -----------------------------------------------------------------------
+
+
+def _api_versions_in(request: KafkaRequest) -> api_versions.ApiVersions:
+    return api_versions.ApiVersions(request.body is not None)
+
+
+def _api_versions_out(request: KafkaRequest, result: api_versions.ApiVersionsResult) -> Any:
+    version = request.header.api_version if request.body is not None else 0
+    cls = response_class(v.API_VERSIONS, version)
+    entry = nested(cls, "ApiVersion")
+    keys = tuple(
+        make(entry, api_key=key, min_version=lo, max_version=hi) for key, lo, hi in result.apis
+    )
+    return make(cls, error_code=result.error_code, api_keys=keys, throttle_time=0)
+
+
+API_VERSIONS = Codec(_api_versions_in, _api_versions_out)

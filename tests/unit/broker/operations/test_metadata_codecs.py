@@ -2,7 +2,8 @@
 golden.py): a known request frame decodes to the operation's request model, and a known result
 encodes to a known response frame. Metadata v0 asks for every topic with an empty list and
 always allows auto-creation; v13 names a topic by id (null name) and answers ids, operations
-and a top-level error code.
+and a top-level error code. ApiVersions v4 is flexible but, as Kafka's, answers with a v0
+response header (no tagged fields byte after the correlation id).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from broker.operations import metadata
+from broker.operations import api_versions, metadata
 from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.api.metadata import MetadataRequest as NativeMetadata
 from protocol.kafka import codec
@@ -51,6 +52,22 @@ CASES = [
 
          "0000003b0003000d0000000700076f64726164656b0003000000000000000000000000000000000274000123456789abcdef0123456789abcdef0000000100",
          "0000007900000007000000000002000000010268000023840000046369640000000103000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000102000000020000000008000064000123456789abcdef0123456789abcdef00018000000000000000"),
+]  # fmt: skip
+
+
+LISTED = api_versions.ApiVersionsResult(0, ((3, 0, 13), (18, 0, 4)))
+
+CASES += [
+    Case("ApiVersions v0", v.API_VERSIONS, 0, kio(v.API_VERSIONS, 0),
+         api_versions.ApiVersions(True), LISTED,
+         "00000011001200000000000700076f64726164656b",
+         "000000160000000700000000000200030000000d001200000004"),
+    Case("ApiVersions v4", v.API_VERSIONS, 4,
+         kio(v.API_VERSIONS, 4, client_software_name="odradek-test",
+             client_software_version="1.0"),
+         api_versions.ApiVersions(True), LISTED,
+         "00000024001200040000000700076f64726164656b000d6f64726164656b2d7465737404312e3000",
+         "0000001a0000000700000300030000000d00001200000004000000000000"),
 ]  # fmt: skip
 
 

@@ -10,11 +10,13 @@ import dataclasses
 import inspect
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from broker import apis
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
-from broker.operations import metadata
+from broker.operations import api_versions, metadata
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from protocol.acl import AclOperation, PatternType, ResourceType
@@ -25,6 +27,7 @@ from protocol.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from protocol.principal import KafkaPrincipal
 from protocol.topic_ids import encode_topic_id, new_topic_id
@@ -46,6 +49,7 @@ def _cache() -> MetadataCache:
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
+    "ApiVersions": api_versions.ApiVersions(True),
     "Metadata": metadata.Metadata(("t", "new"), KAFKA_DOOR, True, True),
 }
 CONTEXTS: dict[str, Any] = {
@@ -168,3 +172,18 @@ async def test_metadata_gives_authorized_operations_only_when_asked(tmp_path: Pa
         assert result.topic_operations["t"] & (1 << AclOperation.DESCRIBE.value)
         grant(authz, AclOperation.DESCRIBE, ResourceType.CLUSTER)
         assert (await run(metadata.run, b.ctx, asked)).cluster_operations > 0
+
+
+def test_api_versions_lists_the_kafka_doors_table_and_refuses_an_unserved_version() -> None:
+    """The list is the whole table's (operations and legacy handlers), by key; an unserved
+    version (the codec hands it over unread) gets it with UNSUPPORTED_VERSION (KIP-511)."""
+    served = {18: (0, 4), 3: (0, 13)}
+    run_it = api_versions.answering(served)
+    ok = run_it(SimpleNamespace(), SESSION, api_versions.ApiVersions(True))
+    assert ok == api_versions.ApiVersionsResult(0, ((3, 0, 13), (18, 0, 4)))
+    too_new = run_it(SimpleNamespace(), SESSION, api_versions.ApiVersions(False))
+    assert too_new.error_code == UnsupportedVersionError.code and too_new.apis == ok.apis
+    table = apis.kafka_handler(apis.BY_KEY[18].key)
+    assert table is not None
+    listed = apis.BY_KEY[18].operation(SimpleNamespace(), SESSION, api_versions.ApiVersions(True))
+    assert {k: (lo, hi) for k, lo, hi in listed.apis} == apis.KAFKA_SERVED

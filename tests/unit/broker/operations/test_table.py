@@ -74,7 +74,7 @@ class Recording:
 async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> None:
     """With every check denied and then allowed (no coordinator behind, but for ListGroups: the
     operation answers COORDINATOR_NOT_AVAILABLE), the authorizer is asked only the row's
-    (operation, resource)."""
+    (operation, resource), and something unless the row names nothing (ApiVersions)."""
     named = {(r.operation, r.resource_type) for r in row.acl}
     asked: set[tuple[AclOperation, ResourceType]] = set()
     for allow in (False, True):
@@ -86,7 +86,7 @@ async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> N
             result = await result
         assert result is not None
         asked |= authz.asked
-    assert asked and asked <= named, f"{row.name} asked {asked}, its row names {named}"
+    assert asked <= named and (asked or not named), f"{row.name} asked {asked}, names {named}"
 
 
 def _imports(path: Path) -> set[str]:
