@@ -34,6 +34,7 @@ from broker.operations import (
     api_versions,
     consumer_group_heartbeat,
     delete_groups,
+    describe_cluster,
     describe_groups,
     describe_transactions,
     heartbeat,
@@ -104,6 +105,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_metadata.METADATA), Served((0, 13), kafka_metadata.METADATA)),
     _api("ApiVersions", kafka_versions.API_VERSIONS, api_versions.answering(KAFKA_SERVED),
          None, Served((0, 4), kafka_metadata.API_VERSIONS)),
+    _api("DescribeCluster", kafka_versions.DESCRIBE_CLUSTER, describe_cluster.run,
+         None, Served((0, 1), kafka_metadata.DESCRIBE_CLUSTER)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -3,6 +3,8 @@
 ApiVersions (18), v0-v4: a version this broker does not serve comes without a body and is
 answered in v0 (KIP-511); v3+ names the client's software, which the door keeps for its logs.
 
+DescribeCluster (60), v0-v1: v1 adds the endpoint type (v0: brokers).
+
 Metadata (3), v0-v13: v0 asks for every topic with an empty list, v1+ with null; v0-v3 always
 allow auto-creation, v4+ say so; v8+ may ask for each topic's authorized operations and v8-v10
 for the cluster's (KIP-430); v10+ answer topic ids; v12+ may name topics by id (a null name);
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.codecs import Codec
-from broker.operations import api_versions, metadata
+from broker.operations import api_versions, describe_cluster, metadata
 from protocol.api.metadata import KAFKA_DOOR, TopicMetadata
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -107,3 +109,33 @@ def _api_versions_out(request: KafkaRequest, result: api_versions.ApiVersionsRes
 
 
 API_VERSIONS = Codec(_api_versions_in, _api_versions_out)
+
+# ----- DescribeCluster (60) -------------------------------------------------------------------
+
+
+def _describe_cluster_in(request: KafkaRequest) -> describe_cluster.DescribeCluster:
+    req = request.body
+    endpoint_type = getattr(req, "endpoint_type", describe_cluster.ENDPOINT_BROKERS)
+    return describe_cluster.DescribeCluster(
+        endpoint_type, bool(req.include_cluster_authorized_operations)
+    )
+
+
+def _describe_cluster_out(
+    request: KafkaRequest, result: describe_cluster.DescribeClusterResult
+) -> Any:
+    cls = response_class(v.DESCRIBE_CLUSTER, request.header.api_version)
+    broker_cls = nested(cls, "DescribeClusterBroker")
+    brokers = tuple(
+        make(broker_cls, broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in result.brokers
+    )
+    return make(
+        cls, throttle_time=0, error_code=result.error_code, error_message=result.error_message,
+        endpoint_type=result.endpoint_type, cluster_id=result.cluster_id,
+        controller_id=result.controller_id, brokers=brokers,
+        cluster_authorized_operations=result.cluster_operations,
+    )  # fmt: skip
+
+
+DESCRIBE_CLUSTER = Codec(_describe_cluster_in, _describe_cluster_out)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from broker.operations import api_versions, metadata
+from broker.operations import api_versions, describe_cluster, metadata
 from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.api.metadata import MetadataRequest as NativeMetadata
 from protocol.kafka import codec
@@ -68,6 +68,24 @@ CASES += [
          api_versions.ApiVersions(True), LISTED,
          "00000024001200040000000700076f64726164656b000d6f64726164656b2d7465737404312e3000",
          "0000001a0000000700000300030000000d00001200000004000000000000"),
+]  # fmt: skip
+
+DESCRIBED = describe_cluster.DescribeClusterResult(
+    0, None, 1, "cid", 1, (BrokerInfo(1, "h", 9092, "r"),), 8
+)
+CASES += [
+    Case("DescribeCluster v0", v.DESCRIBE_CLUSTER, 0,
+         kio(v.DESCRIBE_CLUSTER, 0, include_cluster_authorized_operations=True),
+         describe_cluster.DescribeCluster(1, True), DESCRIBED,
+         "00000014003c00000000000700076f64726164656b000100",
+         "00000027000000070000000000000000046369640000000102000000010268000023840272000000000800"),
+    Case("DescribeCluster v1", v.DESCRIBE_CLUSTER, 1,
+         kio(v.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False,
+             endpoint_type=2),
+         describe_cluster.DescribeCluster(2, False),
+         describe_cluster.DescribeClusterResult(119, "no", 2, "cid", -1, ()),
+         "00000015003c00010000000700076f64726164656b00000200",
+         "0000001d0000000700000000000077036e6f0204636964ffffffff018000000000"),
 ]  # fmt: skip
 
 

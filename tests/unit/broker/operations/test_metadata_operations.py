@@ -16,7 +16,7 @@ from typing import Any
 from broker import apis
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
-from broker.operations import api_versions, metadata
+from broker.operations import api_versions, describe_cluster, metadata
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from protocol.acl import AclOperation, PatternType, ResourceType
@@ -50,9 +50,11 @@ def _cache() -> MetadataCache:
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
     "ApiVersions": api_versions.ApiVersions(True),
+    "DescribeCluster": describe_cluster.DescribeCluster(1, True),
     "Metadata": metadata.Metadata(("t", "new"), KAFKA_DOOR, True, True),
 }
 CONTEXTS: dict[str, Any] = {
+    "DescribeCluster": {"metadata": _cache(), "cluster_id": "c"},
     "Metadata": {"metadata": _cache(), "cluster_id": "c", "topics": FakeTopicStore(),
                  "config": BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))},
 }  # fmt: skip
@@ -187,3 +189,26 @@ def test_api_versions_lists_the_kafka_doors_table_and_refuses_an_unserved_versio
     assert table is not None
     listed = apis.BY_KEY[18].operation(SimpleNamespace(), SESSION, api_versions.ApiVersions(True))
     assert {k: (lo, hi) for k, lo, hi in listed.apis} == apis.KAFKA_SERVED
+
+
+async def test_describe_cluster_gives_the_kafka_endpoints_or_refuses_controllers(
+    tmp_path: Path,
+) -> None:
+    """Brokers at the Kafka endpoint of the listener asked on, the controller and the cluster
+    id; endpoint type 2 (KRaft controllers) is UNSUPPORTED_ENDPOINT_TYPE (moved from
+    test_kafka_admin_logs.py); KIP-430 operations only when asked, 0 without Describe."""
+    async with running_broker(tmp_path) as b:
+        b.ctx.cluster_id = "cid"
+        await b.lead("t")
+        ok = describe_cluster.run(b.ctx, SESSION, describe_cluster.DescribeCluster())
+        assert (ok.error_code, ok.cluster_id, ok.controller_id) == (0, "cid", 0)
+        assert [(x.node_id, x.port) for x in ok.brokers] == [(BROKER_ID, b.kafka_port)]
+        assert ok.cluster_operations == describe_cluster.NO_OPERATIONS
+        kraft = describe_cluster.run(b.ctx, SESSION, describe_cluster.DescribeCluster(2))
+        assert kraft.error_code == describe_cluster.UNSUPPORTED_ENDPOINT_TYPE
+        assert kraft.brokers == () and kraft.endpoint_type == 2
+        b.ctx.authorizer = Authorizer(AclCache())
+        asked = describe_cluster.DescribeCluster(1, True)
+        assert describe_cluster.run(b.ctx, SESSION, asked).cluster_operations == 0
+        grant(b.ctx.authorizer, AclOperation.DESCRIBE, ResourceType.CLUSTER)
+        assert describe_cluster.run(b.ctx, SESSION, asked).cluster_operations > 0
