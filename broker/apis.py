@@ -36,6 +36,7 @@ from broker.operations import (
     delete_groups,
     describe_cluster,
     describe_groups,
+    describe_topic_partitions,
     describe_transactions,
     heartbeat,
     leave_group,
@@ -107,6 +108,9 @@ APIS: tuple[Api, ...] = (
          None, Served((0, 4), kafka_metadata.API_VERSIONS)),
     _api("DescribeCluster", kafka_versions.DESCRIBE_CLUSTER, describe_cluster.run,
          None, Served((0, 1), kafka_metadata.DESCRIBE_CLUSTER)),
+    _api("DescribeTopicPartitions", kafka_versions.DESCRIBE_TOPIC_PARTITIONS,
+         describe_topic_partitions.run,
+         None, Served((0, 0), kafka_metadata.DESCRIBE_TOPIC_PARTITIONS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -5,6 +5,9 @@ answered in v0 (KIP-511); v3+ names the client's software, which the door keeps 
 
 DescribeCluster (60), v0-v1: v1 adds the endpoint type (v0: brokers).
 
+DescribeTopicPartitions (75), v0: odradek has no eligible leader replicas (KIP-966's ELR): both
+ELR lists are written empty.
+
 Metadata (3), v0-v13: v0 asks for every topic with an empty list, v1+ with null; v0-v3 always
 allow auto-creation, v4+ say so; v8+ may ask for each topic's authorized operations and v8-v10
 for the cluster's (KIP-430); v10+ answer topic ids; v12+ may name topics by id (a null name);
@@ -16,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.codecs import Codec
-from broker.operations import api_versions, describe_cluster, metadata
+from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
 from protocol.api.metadata import KAFKA_DOOR, TopicMetadata
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -139,3 +142,42 @@ def _describe_cluster_out(
 
 
 DESCRIBE_CLUSTER = Codec(_describe_cluster_in, _describe_cluster_out)
+
+# ----- DescribeTopicPartitions (75) -----------------------------------------------------------
+
+dtp = describe_topic_partitions
+
+
+def _dtp_in(request: KafkaRequest) -> dtp.DescribeTopicPartitions:
+    req = request.body
+    c = req.cursor
+    cursor = None if c is None else dtp.Cursor(c.topic_name, c.partition_index)
+    return dtp.DescribeTopicPartitions(
+        tuple(t.name for t in req.topics), cursor, req.response_partition_limit
+    )
+
+
+def _dtp_out(request: KafkaRequest, result: dtp.DescribeTopicPartitionsResult) -> Any:
+    cls = response_class(v.DESCRIBE_TOPIC_PARTITIONS, request.header.api_version)
+    topic_cls = nested(cls, "DescribeTopicPartitionsResponseTopic")
+    part_cls = nested(cls, "DescribeTopicPartitionsResponsePartition")
+    topics = tuple(
+        make(topic_cls, error_code=t.error_code, name=t.name, topic_id=t.topic_id,
+             is_internal=t.is_internal, topic_authorized_operations=t.authorized_operations,
+             partitions=tuple(
+                 make(part_cls, error_code=p.error_code, partition_index=p.partition,
+                      leader_id=p.leader, leader_epoch=p.leader_epoch,
+                      replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
+                      eligible_leader_replicas=(), last_known_elr=(),
+                      offline_replicas=tuple(p.offline_replicas))
+                 for p in t.partitions))
+        for t in result.topics
+    )  # fmt: skip
+    nxt = result.next_cursor
+    cursor = None
+    if nxt is not None:
+        cursor = make(nested(cls, "Cursor"), topic_name=nxt.topic, partition_index=nxt.partition)
+    return make(cls, throttle_time=0, topics=topics, next_cursor=cursor)
+
+
+DESCRIBE_TOPIC_PARTITIONS = Codec(_dtp_in, _dtp_out)

@@ -3,7 +3,8 @@ golden.py): a known request frame decodes to the operation's request model, and 
 encodes to a known response frame. Metadata v0 asks for every topic with an empty list and
 always allows auto-creation; v13 names a topic by id (null name) and answers ids, operations
 and a top-level error code. ApiVersions v4 is flexible but, as Kafka's, answers with a v0
-response header (no tagged fields byte after the correlation id).
+response header (no tagged fields byte after the correlation id). DescribeTopicPartitions
+writes both ELR lists empty (01) and a next cursor as a present nullable struct (01 ...).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from broker.operations import api_versions, describe_cluster, metadata
+from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
 from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.api.metadata import MetadataRequest as NativeMetadata
 from protocol.kafka import codec
@@ -35,6 +36,11 @@ META_IDS = metadata.MetadataResult(
     [BrokerInfo(1, "h", 9092, None)], "cid", 1, [TOPIC], ((TOPIC_ID, 100),),
     {"t": TOPIC_ID}, {"t": 8}, 0,
 )  # fmt: skip
+
+
+def _named(entity: str, name: str) -> Callable[[Any], Any]:
+    return lambda req: codec.make(codec.nested(req, entity), name=name)
+
 
 CASES = [
     Case("Metadata native", v.METADATA, -1, lambda: NativeMetadata(["t"]),
@@ -86,6 +92,24 @@ CASES += [
          describe_cluster.DescribeClusterResult(119, "no", 2, "cid", -1, ()),
          "00000015003c00010000000700076f64726164656b00000200",
          "0000001d0000000700000000000077036e6f0204636964ffffffff018000000000"),
+]  # fmt: skip
+
+dtp = describe_topic_partitions
+PAGE = dtp.DescribeTopicPartitionsResult(
+    (dtp.DescribedTopic(0, "t", TOPIC_ID, False, tuple(TOPIC.partitions), 8),
+     dtp.DescribedTopic(29, "u", None)),
+    dtp.Cursor("t", 1),
+)  # fmt: skip
+CASES += [
+    Case("DescribeTopicPartitions v0", v.DESCRIBE_TOPIC_PARTITIONS, 0,
+         kio(v.DESCRIBE_TOPIC_PARTITIONS, 0, topics=many(_named("TopicRequest", "t"),
+                                                         _named("TopicRequest", "u")),
+             response_partition_limit=1,
+             cursor=lambda cls: codec.make(codec.nested(cls, "Cursor"), topic_name="t",
+                                           partition_index=0)),
+         dtp.DescribeTopicPartitions(("t", "u"), dtp.Cursor("t", 0), 1), PAGE,
+         "00000026004b00000000000700076f64726164656b000302740002750000000001010274000000000000",
+         "0000006d00000007000000000003000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000101010200000002000000000800001d02750000000000000000000000000000000000018000000000010274000000010000"),
 ]  # fmt: skip
 
 

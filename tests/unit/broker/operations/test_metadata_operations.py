@@ -16,7 +16,7 @@ from typing import Any
 from broker import apis
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
-from broker.operations import api_versions, describe_cluster, metadata
+from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from protocol.acl import AclOperation, PatternType, ResourceType
@@ -51,10 +51,12 @@ def _cache() -> MetadataCache:
 SAMPLES: dict[str, Any] = {
     "ApiVersions": api_versions.ApiVersions(True),
     "DescribeCluster": describe_cluster.DescribeCluster(1, True),
+    "DescribeTopicPartitions": describe_topic_partitions.DescribeTopicPartitions(("t",), None, 9),
     "Metadata": metadata.Metadata(("t", "new"), KAFKA_DOOR, True, True),
 }
 CONTEXTS: dict[str, Any] = {
     "DescribeCluster": {"metadata": _cache(), "cluster_id": "c"},
+    "DescribeTopicPartitions": {"metadata": _cache()},
     "Metadata": {"metadata": _cache(), "cluster_id": "c", "topics": FakeTopicStore(),
                  "config": BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))},
 }  # fmt: skip
@@ -212,3 +214,29 @@ async def test_describe_cluster_gives_the_kafka_endpoints_or_refuses_controllers
         assert describe_cluster.run(b.ctx, SESSION, asked).cluster_operations == 0
         grant(b.ctx.authorizer, AclOperation.DESCRIBE, ResourceType.CLUSTER)
         assert describe_cluster.run(b.ctx, SESSION, asked).cluster_operations > 0
+
+
+async def test_describe_topic_partitions_hides_what_may_not_be_described(
+    tmp_path: Path,
+) -> None:
+    """Every topic: those the principal may Describe; a named one it may not is
+    TOPIC_AUTHORIZATION_FAILED without its id, after the others; a cursor outside the topics
+    named is INVALID_REQUEST on each (the paging itself: test_admin_logs_decisions.py, and
+    through the Kafka door test_kafka_admin_logs.py)."""
+    dtp = describe_topic_partitions
+    async with running_broker(tmp_path) as b:
+        await b.lead("a", partitions=2)
+        solo = await give_id(b, "solo")
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "solo")
+        every = dtp.run(b.ctx, SESSION, dtp.DescribeTopicPartitions((), None, 100))
+        assert [(t.name, t.topic_id, len(t.partitions)) for t in every.topics] == [
+            ("solo", solo, 1)]  # fmt: skip
+        assert every.topics[0].authorized_operations & (1 << AclOperation.DESCRIBE.value)
+        named = dtp.run(b.ctx, SESSION, dtp.DescribeTopicPartitions(("solo", "a"), None, 100))
+        assert [(t.name, t.error_code, t.topic_id) for t in named.topics] == [
+            ("solo", 0, solo), ("a", TOPIC_AUTH, None)]  # fmt: skip
+        outside = dtp.DescribeTopicPartitions(("solo",), dtp.Cursor("a", 0), 100)
+        refused = dtp.run(b.ctx, SESSION, outside)
+        assert [(t.name, t.error_code) for t in refused.topics] == [
+            ("solo", dtp.InvalidRequestError.code)]  # fmt: skip
