@@ -36,6 +36,7 @@ from broker.operations import (
     delete_groups,
     describe_cluster,
     describe_groups,
+    describe_log_dirs,
     describe_topic_partitions,
     describe_transactions,
     heartbeat,
@@ -111,6 +112,8 @@ APIS: tuple[Api, ...] = (
     _api("DescribeTopicPartitions", kafka_versions.DESCRIBE_TOPIC_PARTITIONS,
          describe_topic_partitions.run,
          None, Served((0, 0), kafka_metadata.DESCRIBE_TOPIC_PARTITIONS)),
+    _api("DescribeLogDirs", kafka_versions.DESCRIBE_LOG_DIRS, describe_log_dirs.run,
+         None, Served((1, 4), kafka_metadata.DESCRIBE_LOG_DIRS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -5,6 +5,9 @@ answered in v0 (KIP-511); v3+ names the client's software, which the door keeps 
 
 DescribeCluster (60), v0-v1: v1 adds the endpoint type (v0: brokers).
 
+DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (odradek has no
+AlterReplicaLogDirs); v3+ a top-level error code, v4 the volume's total and usable bytes.
+
 DescribeTopicPartitions (75), v0: odradek has no eligible leader replicas (KIP-966's ELR): both
 ELR lists are written empty.
 
@@ -19,7 +22,13 @@ from __future__ import annotations
 from typing import Any
 
 from broker.codecs import Codec
-from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
+from broker.operations import (
+    api_versions,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    metadata,
+)
 from protocol.api.metadata import KAFKA_DOOR, TopicMetadata
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -181,3 +190,39 @@ def _dtp_out(request: KafkaRequest, result: dtp.DescribeTopicPartitionsResult) -
 
 
 DESCRIBE_TOPIC_PARTITIONS = Codec(_dtp_in, _dtp_out)
+
+# ----- DescribeLogDirs (35) -------------------------------------------------------------------
+
+
+def _log_dirs_in(request: KafkaRequest) -> describe_log_dirs.DescribeLogDirs:
+    topics = request.body.topics
+    if topics is None:
+        return describe_log_dirs.DescribeLogDirs(None)
+    return describe_log_dirs.DescribeLogDirs(
+        frozenset((t.topic, p) for t in topics for p in t.partitions)
+    )
+
+
+def _log_dir(cls: Any, d: describe_log_dirs.LogDir) -> Any:
+    part_cls = nested(cls, "DescribeLogDirsPartition")
+    by_topic: dict[str, list[Any]] = {}
+    for p in d.partitions:
+        by_topic.setdefault(p.topic, []).append(
+            make(part_cls, partition_index=p.partition, partition_size=p.size_bytes,
+                 offset_lag=p.offset_lag, is_future_key=False)
+        )  # fmt: skip
+    topic_cls = nested(cls, "DescribeLogDirsTopic")
+    topics = tuple(make(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())
+    return make(
+        nested(cls, "DescribeLogDirsResult"), error_code=d.error_code, log_dir=d.path,
+        topics=topics, total_bytes=d.total_bytes, usable_bytes=d.usable_bytes,
+    )  # fmt: skip
+
+
+def _log_dirs_out(request: KafkaRequest, result: describe_log_dirs.DescribeLogDirsResult) -> Any:
+    cls = response_class(v.DESCRIBE_LOG_DIRS, request.header.api_version)
+    return make(cls, throttle_time=0, error_code=result.error_code,
+                results=tuple(_log_dir(cls, d) for d in result.dirs))  # fmt: skip
+
+
+DESCRIBE_LOG_DIRS = Codec(_log_dirs_in, _log_dirs_out)

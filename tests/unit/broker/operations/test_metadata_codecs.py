@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
+from broker.operations import (
+    api_versions,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    metadata,
+)
 from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
 from protocol.api.metadata import MetadataRequest as NativeMetadata
 from protocol.kafka import codec
@@ -110,6 +116,29 @@ CASES += [
          dtp.DescribeTopicPartitions(("t", "u"), dtp.Cursor("t", 0), 1), PAGE,
          "00000026004b00000000000700076f64726164656b000302740002750000000001010274000000000000",
          "0000006d00000007000000000003000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000101010200000002000000000800001d02750000000000000000000000000000000000018000000000010274000000010000"),
+]  # fmt: skip
+
+ldp = describe_log_dirs.LogDirPartition
+DIRS = describe_log_dirs.DescribeLogDirsResult(
+    0,
+    (
+        describe_log_dirs.LogDir(
+            0, "/d", (ldp("t", 0, 100, 0), ldp("t", 1, 0, 0), ldp("u", 0, 5, -1)), 1000, 400
+        ),
+    ),
+)
+CASES += [
+    Case("DescribeLogDirs v1", v.DESCRIBE_LOG_DIRS, 1, kio(v.DESCRIBE_LOG_DIRS, 1, topics=None),
+         describe_log_dirs.DescribeLogDirs(None), DIRS,
+         "00000015002300010000000700076f64726164656bffffffff",
+         "00000063000000070000000000000001000000022f64000000020001740000000200000000000000000000006400000000000000000000000001000000000000000000000000000000000000017500000001000000000000000000000005ffffffffffffffff00"),
+    Case("DescribeLogDirs v4", v.DESCRIBE_LOG_DIRS, 4,
+         kio(v.DESCRIBE_LOG_DIRS, 4, topics=many(
+             lambda cls: codec.make(codec.nested(cls, "DescribableLogDirTopic"), topic="t",
+                                    partitions=(0, 1)))),
+         describe_log_dirs.DescribeLogDirs(frozenset({("t", 0), ("t", 1)})), DIRS,
+         "00000020002300040000000700076f64726164656b000202740300000000000000010000",
+         "0000006e0000000700000000000000020000032f6403027403000000000000000000000064000000000000000000000000000100000000000000000000000000000000000000027502000000000000000000000005ffffffffffffffff00000000000000000003e800000000000001900000"),
 ]  # fmt: skip
 
 

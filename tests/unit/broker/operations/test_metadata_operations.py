@@ -16,13 +16,21 @@ from typing import Any
 from broker import apis
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
-from broker.operations import api_versions, describe_cluster, describe_topic_partitions, metadata
+from broker.operations import (
+    api_versions,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    metadata,
+)
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from protocol.acl import AclOperation, PatternType, ResourceType
 from protocol.api.controller import UpdateMetadataRequest
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo
 from protocol.errors import (
+    ClusterAuthorizationFailedError,
+    KafkaStorageError,
     LeaderNotAvailableError,
     TopicAuthorizationFailedError,
     UnknownTopicIdError,
@@ -38,6 +46,7 @@ ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
 TOPIC_AUTH = TopicAuthorizationFailedError.code
 UNKNOWN = UnknownTopicOrPartitionError.code
+CLUSTER_AUTH = ClusterAuthorizationFailedError.code
 LIVE = [BrokerInfo(BROKER_ID, "127.0.0.1", 1)]
 
 
@@ -51,12 +60,15 @@ def _cache() -> MetadataCache:
 SAMPLES: dict[str, Any] = {
     "ApiVersions": api_versions.ApiVersions(True),
     "DescribeCluster": describe_cluster.DescribeCluster(1, True),
+    "DescribeLogDirs": describe_log_dirs.DescribeLogDirs(None),
     "DescribeTopicPartitions": describe_topic_partitions.DescribeTopicPartitions(("t",), None, 9),
     "Metadata": metadata.Metadata(("t", "new"), KAFKA_DOOR, True, True),
 }
 CONTEXTS: dict[str, Any] = {
     "DescribeCluster": {"metadata": _cache(), "cluster_id": "c"},
     "DescribeTopicPartitions": {"metadata": _cache()},
+    "DescribeLogDirs": {"replicas": SimpleNamespace(log_manager=SimpleNamespace(
+        log_dir=Path("/nonexistent/odradek"), logs=lambda: []))},
     "Metadata": {"metadata": _cache(), "cluster_id": "c", "topics": FakeTopicStore(),
                  "config": BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))},
 }  # fmt: skip
@@ -240,3 +252,25 @@ async def test_describe_topic_partitions_hides_what_may_not_be_described(
         refused = dtp.run(b.ctx, SESSION, outside)
         assert [(t.name, t.error_code) for t in refused.topics] == [
             ("solo", dtp.InvalidRequestError.code)]  # fmt: skip
+
+
+async def test_describe_log_dirs_refuses_without_describe_and_reports_a_lost_directory(
+    tmp_path: Path,
+) -> None:
+    """Without Describe on the cluster: CLUSTER_AUTHORIZATION_FAILED and no directories; the
+    logs asked for (sizes and lags: test_kafka_admin_logs.py through the Kafka door); a
+    directory that is gone: KAFKA_STORAGE_ERROR and no logs."""
+    async with running_broker(tmp_path / "logs") as b:
+        await b.lead("t", partitions=2)
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        asked = describe_log_dirs.DescribeLogDirs(frozenset({("t", 1), ("t", 7)}))
+        refused = describe_log_dirs.run(b.ctx, SESSION, asked)
+        assert refused == describe_log_dirs.DescribeLogDirsResult(CLUSTER_AUTH, ())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.CLUSTER)
+        (found,) = describe_log_dirs.run(b.ctx, SESSION, asked).dirs
+        assert found.error_code == 0 and found.path == str((tmp_path / "logs").absolute())
+        assert [(p.topic, p.partition, p.offset_lag) for p in found.partitions] == [("t", 1, 0)]
+        (tmp_path / "logs").rename(tmp_path / "moved")
+        (gone,) = describe_log_dirs.run(b.ctx, SESSION, asked).dirs
+        assert gone.error_code == KafkaStorageError.code and gone.partitions == ()
+        (tmp_path / "moved").rename(tmp_path / "logs")
