@@ -24,9 +24,11 @@ from typing import Any
 from broker.codecs import Codec
 from broker.codecs.kafka import groups as kafka_groups
 from broker.codecs.kafka import metadata as kafka_metadata
+from broker.codecs.kafka import partition_reads as kafka_reads
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import groups as native_groups
 from broker.codecs.native import metadata as native_metadata
+from broker.codecs.native import partition_reads as native_reads
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
@@ -42,6 +44,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    list_offsets,
     metadata,
     sync_group,
 )
@@ -114,6 +117,8 @@ APIS: tuple[Api, ...] = (
          None, Served((0, 0), kafka_metadata.DESCRIBE_TOPIC_PARTITIONS)),
     _api("DescribeLogDirs", kafka_versions.DESCRIBE_LOG_DIRS, describe_log_dirs.run,
          None, Served((1, 4), kafka_metadata.DESCRIBE_LOG_DIRS)),
+    _api("ListOffsets", kafka_versions.LIST_OFFSETS, list_offsets.run,
+         Served((0, 0), native_reads.LIST_OFFSETS), Served((1, 10), kafka_reads.LIST_OFFSETS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

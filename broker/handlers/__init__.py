@@ -42,7 +42,6 @@ from broker.handlers import (
     init_producer_id,
     join_group,
     leader_and_isr,
-    list_offsets,
     list_partition_reassignments,
     list_transactions,
     offset_commit,
@@ -82,7 +81,6 @@ from protocol.api.group import (
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
-from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
@@ -106,7 +104,6 @@ Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 HANDLERS: dict[int, Handler] = {
     PRODUCE.key: produce.handle,
     FETCH.key: fetch.handle,
-    LIST_OFFSETS.key: list_offsets.handle,
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,

@@ -111,7 +111,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
-    LIST_OFFSETS: (1, 10),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
     INIT_PRODUCER_ID: (0, 6),

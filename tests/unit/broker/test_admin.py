@@ -23,7 +23,6 @@ from protocol.api.controller import (
     UpdateMetadataRequest,
 )
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
-from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import BrokerInfo, MetadataRequest
 from protocol.errors import (
     FencedLeaderEpochError,
@@ -95,26 +94,6 @@ async def test_older_leader_epoch_is_refused_per_partition(tmp_path: Path) -> No
         assert got.topics[0].partitions[0].error_code == UnknownLeaderEpochError.code
         got = await conn.send(at_epoch(3))
         assert got.topics[0].partitions[0].error_code == 0
-
-
-async def test_list_offsets_earliest_latest_and_by_time(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("o")
-        conn = await b.connect()
-        for i in range(3):
-            await conn.send(produce("o", 0, batch(10, ts_ms=1000 * (i + 1))))
-
-        async def lookup(ts: int, topic: str = "o") -> tuple[int, int]:
-            req = ListOffsetsRequest(-1, [ListOffsetsTopic(topic, [ListOffsetsPartition(0, ts)])])
-            p = (await conn.send(req)).topics[0].partitions[0]
-            return p.error_code, p.offset
-
-        assert await lookup(-2) == (0, 0)
-        assert await lookup(-1) == (0, 30)
-        assert await lookup(1500) == (0, 10)
-        assert await lookup(3000) == (0, 20)
-        assert await lookup(9000) == (0, -1)
-        assert (await lookup(-1, "nope"))[0] == UnknownTopicOrPartitionError.code
 
 
 def _acting_controller(b: BrokerHarness) -> None:
