@@ -24,12 +24,16 @@ from typing import Any
 from broker.codecs import Codec
 from broker.codecs.kafka import acls as kafka_acls
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import metadata as kafka_metadata
+from broker.codecs.kafka import partition_reads as kafka_reads
 from broker.codecs.kafka import quotas as kafka_quotas
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import metadata as native_metadata
+from broker.codecs.native import partition_reads as native_reads
 from broker.codecs.native import quotas as native_quotas
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
@@ -41,14 +45,18 @@ from broker.operations import (
     add_partitions_to_txn,
     alter_client_quotas,
     alter_user_scram_credentials,
+    api_versions,
     consumer_group_heartbeat,
     create_acls,
     delete_acls,
     delete_groups,
     describe_acls,
     describe_client_quotas,
+    describe_cluster,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     end_txn,
@@ -56,7 +64,9 @@ from broker.operations import (
     init_producer_id,
     leave_group,
     list_groups,
+    list_offsets,
     list_transactions,
+    metadata,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -100,6 +110,9 @@ def _api(name: str, key: int, operation: Operation, native: Served | None,
     acl = () if name in UNAUTHENTICATED else RULES[name]
     return Api(name, key, operation, acl, native, kafka)
 
+
+# The Kafka door's whole list (ApiVersions answers it), filled in below from the table.
+KAFKA_SERVED: dict[int, tuple[int, int]] = {}
 
 # fmt: off
 APIS: tuple[Api, ...] = (
@@ -171,6 +184,19 @@ APIS: tuple[Api, ...] = (
     _api("SaslAuthenticate", kafka_versions.SASL_AUTHENTICATE, sasl_authenticate.run,
          Served((0, 0), native_sasl.SASL_AUTHENTICATE),
          Served((0, 2), kafka_sasl.SASL_AUTHENTICATE)),
+    _api("Metadata", kafka_versions.METADATA, metadata.run,
+         Served((0, 0), native_metadata.METADATA), Served((0, 13), kafka_metadata.METADATA)),
+    _api("ApiVersions", kafka_versions.API_VERSIONS, api_versions.answering(KAFKA_SERVED),
+         None, Served((0, 4), kafka_metadata.API_VERSIONS)),
+    _api("DescribeCluster", kafka_versions.DESCRIBE_CLUSTER, describe_cluster.run,
+         None, Served((0, 1), kafka_metadata.DESCRIBE_CLUSTER)),
+    _api("DescribeTopicPartitions", kafka_versions.DESCRIBE_TOPIC_PARTITIONS,
+         describe_topic_partitions.run,
+         None, Served((0, 0), kafka_metadata.DESCRIBE_TOPIC_PARTITIONS)),
+    _api("DescribeLogDirs", kafka_versions.DESCRIBE_LOG_DIRS, describe_log_dirs.run,
+         None, Served((1, 4), kafka_metadata.DESCRIBE_LOG_DIRS)),
+    _api("ListOffsets", kafka_versions.LIST_OFFSETS, list_offsets.run,
+         Served((0, 0), native_reads.LIST_OFFSETS), Served((1, 10), kafka_reads.LIST_OFFSETS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}
@@ -214,7 +240,7 @@ def kafka_served(legacy: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, 
     return dict(sorted(served.items()))
 
 
-KAFKA_SERVED: dict[int, tuple[int, int]] = kafka_served(kafka_versions.SERVED)
+KAFKA_SERVED.update(kafka_served(kafka_versions.SERVED))
 
 
 def _check_native_versions() -> None:

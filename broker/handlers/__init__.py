@@ -30,9 +30,7 @@ from broker.handlers import (
     find_coordinator,
     join_group,
     leader_and_isr,
-    list_offsets,
     list_partition_reassignments,
-    metadata,
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
@@ -65,8 +63,6 @@ from protocol.api.group import (
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
-from protocol.api.list_offsets import LIST_OFFSETS
-from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
@@ -77,8 +73,6 @@ Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 HANDLERS: dict[int, Handler] = {
     PRODUCE.key: produce.handle,
     FETCH.key: fetch.handle,
-    LIST_OFFSETS.key: list_offsets.handle,
-    METADATA.key: metadata.handle,
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,

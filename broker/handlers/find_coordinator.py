@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from broker.context import BrokerContext
-from broker.handlers.metadata import as_seen_on
+from broker.operations.metadata import as_seen_on
 from broker.security import rules
 from broker.session import Session
 from protocol.api.group import (
@@ -42,7 +42,7 @@ def on_listener(
     ctx: BrokerContext, session: Session, found: FindCoordinatorResponse
 ) -> FindCoordinatorResponse:
     """The coordinator at its native listener of the name the client came in on (Metadata's
-    rule, broker/handlers/metadata.py `as_seen_on`)."""
+    rule, broker/operations/metadata.py `as_seen_on`)."""
     broker = ctx.metadata.brokers.get(found.node_id) if found.error_code == 0 else None
     if broker is None:
         return found

@@ -104,7 +104,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
                             "TOPIC_AUTHORIZATION_FAILED"),
         _r(DESCRIBE, CLUSTER, "cluster_authorized_operations, when asked (else 0)"),
+        _r(CREATE, CLUSTER, "auto-creating topics: every one"),
+        _r(CREATE, TOPIC, "without Create on the cluster, each auto-created topic: "
+                          "TOPIC_AUTHORIZATION_FAILED"),
     ),
+    "ApiVersions": (),  # none: asked before authenticating, Kafka checks nothing
     "LeaderAndIsr": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "StopReplica": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "UpdateMetadata": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),

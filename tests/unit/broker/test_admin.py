@@ -23,14 +23,12 @@ from protocol.api.controller import (
     UpdateMetadataRequest,
 )
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
-from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import BrokerInfo, MetadataRequest
 from protocol.errors import (
     FencedLeaderEpochError,
     InvalidConfigError,
     InvalidReplicationFactorError,
     InvalidTopicError,
-    LeaderNotAvailableError,
     NotLeaderForPartitionError,
     RequestTimedOutError,
     StaleControllerEpochError,
@@ -96,43 +94,6 @@ async def test_older_leader_epoch_is_refused_per_partition(tmp_path: Path) -> No
         assert got.topics[0].partitions[0].error_code == UnknownLeaderEpochError.code
         got = await conn.send(at_epoch(3))
         assert got.topics[0].partitions[0].error_code == 0
-
-
-async def test_list_offsets_earliest_latest_and_by_time(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("o")
-        conn = await b.connect()
-        for i in range(3):
-            await conn.send(produce("o", 0, batch(10, ts_ms=1000 * (i + 1))))
-
-        async def lookup(ts: int, topic: str = "o") -> tuple[int, int]:
-            req = ListOffsetsRequest(-1, [ListOffsetsTopic(topic, [ListOffsetsPartition(0, ts)])])
-            p = (await conn.send(req)).topics[0].partitions[0]
-            return p.error_code, p.offset
-
-        assert await lookup(-2) == (0, 0)
-        assert await lookup(-1) == (0, 30)
-        assert await lookup(1500) == (0, 10)
-        assert await lookup(3000) == (0, 20)
-        assert await lookup(9000) == (0, -1)
-        assert (await lookup(-1, "nope"))[0] == UnknownTopicOrPartitionError.code
-
-
-async def test_metadata_answers_from_the_cache(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("a", partitions=2)
-        conn = await b.connect()
-        um = UpdateMetadataRequest(7, 1, [b.state("dark", 0, leader=-1, replicas=[3])], LIVE, [])
-        assert (await conn.send(um)).error_code == 0
-        meta = await conn.send(MetadataRequest(None))
-        assert meta.controller_id == 7
-        assert [t.name for t in meta.topics] == ["a", "dark"]
-        assert [p.leader for p in meta.topics[0].partitions] == [BROKER_ID, BROKER_ID]
-        dark = meta.topics[1].partitions[0]
-        assert (dark.leader, dark.error_code) == (-1, LeaderNotAvailableError.code)
-        one = await conn.send(MetadataRequest(["nope", "a"]))
-        assert one.topics[0].error_code == UnknownTopicOrPartitionError.code
-        assert one.topics[1].name == "a" and one.topics[1].error_code == 0
 
 
 def _acting_controller(b: BrokerHarness) -> None:

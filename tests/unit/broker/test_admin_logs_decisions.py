@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from broker.delete_records import delete_target
-from broker.handlers.kafka.describe_topic_partitions import (
+from broker.operations.describe_topic_partitions import (
     MAX_PARTITIONS_PER_PAGE,
     Cursor,
     PageEntry,

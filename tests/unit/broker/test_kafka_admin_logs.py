@@ -54,7 +54,6 @@ from tests.unit.broker.test_kafka_door import KafkaRaw
 
 INVALID_REQUEST = 42
 NO_REASSIGNMENT_IN_PROGRESS = 85
-UNSUPPORTED_ENDPOINT_TYPE = 119
 CLUSTER_ID = "b3Jk-cmFkZWstdGVzdC1pZA"
 
 
@@ -224,19 +223,6 @@ async def test_describe_cluster_gives_kafka_endpoints_and_the_cluster_id(
         assert meta.cluster_id == CLUSTER_ID
         native = await b.connect()
         assert (await native.send(MetadataRequest(None))).cluster_id == CLUSTER_ID
-
-
-async def test_describe_cluster_refuses_the_controller_endpoint_type(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        resp = await kafka_call(
-            b.kafka_port,
-            DESCRIBE_CLUSTER,
-            1,
-            include_cluster_authorized_operations=False,
-            endpoint_type=2,
-        )
-        assert resp.error_code.value == UNSUPPORTED_ENDPOINT_TYPE
-        assert resp.brokers == ()
 
 
 # ----- DescribeTopicPartitions -----------------------------------------------------------------

@@ -1,7 +1,7 @@
 """KIP-207 through the Kafka door: OFFSET_NOT_AVAILABLE (78) exists from ListOffsets v5; older
 versions get LEADER_NOT_AVAILABLE (5), which their clients retry, as Kafka answers them."""
 
-from broker.handlers.kafka.list_offsets import _code
+from broker.codecs.kafka.partition_reads import offset_code as _code
 from protocol.errors import OffsetNotAvailableError, for_code
 
 

@@ -4,7 +4,7 @@ would be ILLEGAL_SASL_STATE)."""
 
 from __future__ import annotations
 
-from broker.handlers.metadata import as_seen_on
+from broker.operations.metadata import as_seen_on
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo, Endpoint
 
 BROKER = BrokerInfo(

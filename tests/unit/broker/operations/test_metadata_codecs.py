@@ -1,0 +1,147 @@
+"""Golden bytes for the metadata APIs on each door (broker/codecs/*/metadata.py, harness in
+golden.py): a known request frame decodes to the operation's request model, and a known result
+encodes to a known response frame. Metadata v0 asks for every topic with an empty list and
+always allows auto-creation; v13 names a topic by id (null name) and answers ids, operations
+and a top-level error code. ApiVersions v4 is flexible but, as Kafka's, answers with a v0
+response header (no tagged fields byte after the correlation id). DescribeTopicPartitions
+writes both ELR lists empty (01) and a next cursor as a present nullable struct (01 ...).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from broker.operations import (
+    api_versions,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    metadata,
+)
+from protocol.api.metadata import KAFKA_DOOR, BrokerInfo, PartitionMetadata, TopicMetadata
+from protocol.api.metadata import MetadataRequest as NativeMetadata
+from protocol.kafka import codec
+from protocol.kafka import versions as v
+
+from .golden import TOPIC_ID, Case, check, kio, many
+
+
+def _asked(name: str | None, topic_id: uuid.UUID | None) -> Callable[[Any], Any]:
+    """A Metadata request's topic (its field `name` would clash with golden.nested's)."""
+    cls = "MetadataRequestTopic"
+    return lambda req: codec.make(codec.nested(req, cls), name=name, topic_id=topic_id)
+
+
+TOPIC = TopicMetadata(0, "t", False, [PartitionMetadata(0, 0, 1, 4, [1, 2], [1], [2])])
+META = metadata.MetadataResult([BrokerInfo(1, "h", 9092, "r")], "cid", 1, [TOPIC])
+META_IDS = metadata.MetadataResult(
+    [BrokerInfo(1, "h", 9092, None)], "cid", 1, [TOPIC], ((TOPIC_ID, 100),),
+    {"t": TOPIC_ID}, {"t": 8}, 0,
+)  # fmt: skip
+
+
+def _named(entity: str, name: str) -> Callable[[Any], Any]:
+    return lambda req: codec.make(codec.nested(req, entity), name=name)
+
+
+CASES = [
+    Case("Metadata native", v.METADATA, -1, lambda: NativeMetadata(["t"]),
+         metadata.Metadata(("t",)), META,
+         "0000000b95030007a1639291a174c2",
+         "0000002993070094919701a168cd2384a172c0ff90a363696401919400a174c291970000010492010291019102"),
+    Case("Metadata v0", v.METADATA, 0, kio(v.METADATA, 0, topics=()),
+         metadata.Metadata(None, KAFKA_DOOR, True), META,
+         "00000015000300000000000700076f64726164656b00000000",
+         "0000003e0000000700000001000000010001680000238400000001000000017400000001000000000000000000010000000200000001000000020000000100000001"),
+    Case("Metadata v13", v.METADATA, 13,
+         kio(v.METADATA, 13, topics=many(_asked("t", None), _asked(None, TOPIC_ID)),
+             allow_auto_topic_creation=False, include_topic_authorized_operations=True),
+         metadata.Metadata(("t", TOPIC_ID), KAFKA_DOOR, False, True, False, True), META_IDS,
+
+         "0000003b0003000d0000000700076f64726164656b0003000000000000000000000000000000000274000123456789abcdef0123456789abcdef0000000100",
+         "0000007900000007000000000002000000010268000023840000046369640000000103000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000102000000020000000008000064000123456789abcdef0123456789abcdef00018000000000000000"),
+]  # fmt: skip
+
+
+LISTED = api_versions.ApiVersionsResult(0, ((3, 0, 13), (18, 0, 4)))
+
+CASES += [
+    Case("ApiVersions v0", v.API_VERSIONS, 0, kio(v.API_VERSIONS, 0),
+         api_versions.ApiVersions(True), LISTED,
+         "00000011001200000000000700076f64726164656b",
+         "000000160000000700000000000200030000000d001200000004"),
+    Case("ApiVersions v4", v.API_VERSIONS, 4,
+         kio(v.API_VERSIONS, 4, client_software_name="odradek-test",
+             client_software_version="1.0"),
+         api_versions.ApiVersions(True), LISTED,
+         "00000024001200040000000700076f64726164656b000d6f64726164656b2d7465737404312e3000",
+         "0000001a0000000700000300030000000d00001200000004000000000000"),
+]  # fmt: skip
+
+DESCRIBED = describe_cluster.DescribeClusterResult(
+    0, None, 1, "cid", 1, (BrokerInfo(1, "h", 9092, "r"),), 8
+)
+CASES += [
+    Case("DescribeCluster v0", v.DESCRIBE_CLUSTER, 0,
+         kio(v.DESCRIBE_CLUSTER, 0, include_cluster_authorized_operations=True),
+         describe_cluster.DescribeCluster(1, True), DESCRIBED,
+         "00000014003c00000000000700076f64726164656b000100",
+         "00000027000000070000000000000000046369640000000102000000010268000023840272000000000800"),
+    Case("DescribeCluster v1", v.DESCRIBE_CLUSTER, 1,
+         kio(v.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False,
+             endpoint_type=2),
+         describe_cluster.DescribeCluster(2, False),
+         describe_cluster.DescribeClusterResult(119, "no", 2, "cid", -1, ()),
+         "00000015003c00010000000700076f64726164656b00000200",
+         "0000001d0000000700000000000077036e6f0204636964ffffffff018000000000"),
+]  # fmt: skip
+
+dtp = describe_topic_partitions
+PAGE = dtp.DescribeTopicPartitionsResult(
+    (dtp.DescribedTopic(0, "t", TOPIC_ID, False, tuple(TOPIC.partitions), 8),
+     dtp.DescribedTopic(29, "u", None)),
+    dtp.Cursor("t", 1),
+)  # fmt: skip
+CASES += [
+    Case("DescribeTopicPartitions v0", v.DESCRIBE_TOPIC_PARTITIONS, 0,
+         kio(v.DESCRIBE_TOPIC_PARTITIONS, 0, topics=many(_named("TopicRequest", "t"),
+                                                         _named("TopicRequest", "u")),
+             response_partition_limit=1,
+             cursor=lambda cls: codec.make(codec.nested(cls, "Cursor"), topic_name="t",
+                                           partition_index=0)),
+         dtp.DescribeTopicPartitions(("t", "u"), dtp.Cursor("t", 0), 1), PAGE,
+         "00000026004b00000000000700076f64726164656b000302740002750000000001010274000000000000",
+         "0000006d00000007000000000003000002740123456789abcdef0123456789abcdef00020000000000000000000100000004030000000100000002020000000101010200000002000000000800001d02750000000000000000000000000000000000018000000000010274000000010000"),
+]  # fmt: skip
+
+ldp = describe_log_dirs.LogDirPartition
+DIRS = describe_log_dirs.DescribeLogDirsResult(
+    0,
+    (
+        describe_log_dirs.LogDir(
+            0, "/d", (ldp("t", 0, 100, 0), ldp("t", 1, 0, 0), ldp("u", 0, 5, -1)), 1000, 400
+        ),
+    ),
+)
+CASES += [
+    Case("DescribeLogDirs v1", v.DESCRIBE_LOG_DIRS, 1, kio(v.DESCRIBE_LOG_DIRS, 1, topics=None),
+         describe_log_dirs.DescribeLogDirs(None), DIRS,
+         "00000015002300010000000700076f64726164656bffffffff",
+         "00000063000000070000000000000001000000022f64000000020001740000000200000000000000000000006400000000000000000000000001000000000000000000000000000000000000017500000001000000000000000000000005ffffffffffffffff00"),
+    Case("DescribeLogDirs v4", v.DESCRIBE_LOG_DIRS, 4,
+         kio(v.DESCRIBE_LOG_DIRS, 4, topics=many(
+             lambda cls: codec.make(codec.nested(cls, "DescribableLogDirTopic"), topic="t",
+                                    partitions=(0, 1)))),
+         describe_log_dirs.DescribeLogDirs(frozenset({("t", 0), ("t", 1)})), DIRS,
+         "00000020002300040000000700076f64726164656b000202740300000000000000010000",
+         "0000006e0000000700000000000000020000032f6403027403000000000000000000000064000000000000000000000000000100000000000000000000000000000000000000027502000000000000000000000005ffffffffffffffff00000000000000000003e800000000000001900000"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_golden_bytes(case: Case) -> None:
+    check(case)
