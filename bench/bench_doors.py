@@ -65,7 +65,7 @@ from typing import Any, cast
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from client.fetcher import decode_fetched, scan_fetched  # noqa: E402
+from client.fetched import decode_fetched, scan_fetched  # noqa: E402
 from client.types import TopicPartition  # noqa: E402
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic  # noqa: E402
 from protocol.api.produce import (  # noqa: E402
