@@ -23,19 +23,28 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import topics as native_topics
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    alter_partition_reassignments,
     consumer_group_heartbeat,
+    create_partitions,
+    create_topics,
     delete_groups,
+    delete_records,
+    delete_topics,
     describe_groups,
     describe_transactions,
+    elect_leaders,
     heartbeat,
     leave_group,
     list_groups,
+    list_partition_reassignments,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -93,6 +102,26 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("CreateTopics", kafka_versions.CREATE_TOPICS, create_topics.run,
+         Served((0, 0), native_topics.CREATE_TOPICS), Served((2, 7), kafka_topics.CREATE_TOPICS)),
+    _api("DeleteTopics", kafka_versions.DELETE_TOPICS, delete_topics.run,
+         Served((0, 0), native_topics.DELETE_TOPICS), Served((1, 6), kafka_topics.DELETE_TOPICS)),
+    _api("CreatePartitions", kafka_versions.CREATE_PARTITIONS, create_partitions.run,
+         Served((0, 0), native_topics.CREATE_PARTITIONS),
+         Served((0, 3), kafka_topics.CREATE_PARTITIONS)),
+    _api("DeleteRecords", kafka_versions.DELETE_RECORDS, delete_records.run,
+         Served((0, 0), native_topics.DELETE_RECORDS),
+         Served((0, 2), kafka_topics.DELETE_RECORDS)),
+    _api("ElectLeaders", kafka_versions.ELECT_LEADERS, elect_leaders.run,
+         Served((0, 0), native_topics.ELECT_LEADERS), Served((0, 2), kafka_topics.ELECT_LEADERS)),
+    _api("AlterPartitionReassignments", kafka_versions.ALTER_PARTITION_REASSIGNMENTS,
+         alter_partition_reassignments.run,
+         Served((0, 0), native_topics.ALTER_PARTITION_REASSIGNMENTS),
+         Served((0, 0), kafka_topics.ALTER_PARTITION_REASSIGNMENTS)),
+    _api("ListPartitionReassignments", kafka_versions.LIST_PARTITION_REASSIGNMENTS,
+         list_partition_reassignments.run,
+         Served((0, 0), native_topics.LIST_PARTITION_REASSIGNMENTS),
+         Served((0, 0), kafka_topics.LIST_PARTITION_REASSIGNMENTS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -20,7 +20,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import metadata as native
-from broker.handlers.create_topics import check_topic_name
+from broker.operations.create_topics import check_topic_name
 from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
