@@ -29,6 +29,7 @@ from broker.codecs.kafka import partition_reads as kafka_reads
 from broker.codecs.kafka import quotas as kafka_quotas
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
+from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
 from broker.codecs.native import groups as native_groups
@@ -37,6 +38,7 @@ from broker.codecs.native import partition_reads as native_reads
 from broker.codecs.native import quotas as native_quotas
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
+from broker.codecs.native import topics as native_topics
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
@@ -44,12 +46,17 @@ from broker.operations import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_client_quotas,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_heartbeat,
     create_acls,
+    create_partitions,
+    create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
+    delete_topics,
     describe_acls,
     describe_client_quotas,
     describe_cluster,
@@ -59,12 +66,14 @@ from broker.operations import (
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
+    elect_leaders,
     end_txn,
     heartbeat,
     init_producer_id,
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     sasl_authenticate,
@@ -197,6 +206,26 @@ APIS: tuple[Api, ...] = (
          None, Served((1, 4), kafka_metadata.DESCRIBE_LOG_DIRS)),
     _api("ListOffsets", kafka_versions.LIST_OFFSETS, list_offsets.run,
          Served((0, 0), native_reads.LIST_OFFSETS), Served((1, 10), kafka_reads.LIST_OFFSETS)),
+    _api("CreateTopics", kafka_versions.CREATE_TOPICS, create_topics.run,
+         Served((0, 0), native_topics.CREATE_TOPICS), Served((2, 7), kafka_topics.CREATE_TOPICS)),
+    _api("DeleteTopics", kafka_versions.DELETE_TOPICS, delete_topics.run,
+         Served((0, 0), native_topics.DELETE_TOPICS), Served((1, 6), kafka_topics.DELETE_TOPICS)),
+    _api("CreatePartitions", kafka_versions.CREATE_PARTITIONS, create_partitions.run,
+         Served((0, 0), native_topics.CREATE_PARTITIONS),
+         Served((0, 3), kafka_topics.CREATE_PARTITIONS)),
+    _api("DeleteRecords", kafka_versions.DELETE_RECORDS, delete_records.run,
+         Served((0, 0), native_topics.DELETE_RECORDS),
+         Served((0, 2), kafka_topics.DELETE_RECORDS)),
+    _api("ElectLeaders", kafka_versions.ELECT_LEADERS, elect_leaders.run,
+         Served((0, 0), native_topics.ELECT_LEADERS), Served((0, 2), kafka_topics.ELECT_LEADERS)),
+    _api("AlterPartitionReassignments", kafka_versions.ALTER_PARTITION_REASSIGNMENTS,
+         alter_partition_reassignments.run,
+         Served((0, 0), native_topics.ALTER_PARTITION_REASSIGNMENTS),
+         Served((0, 0), kafka_topics.ALTER_PARTITION_REASSIGNMENTS)),
+    _api("ListPartitionReassignments", kafka_versions.LIST_PARTITION_REASSIGNMENTS,
+         list_partition_reassignments.run,
+         Served((0, 0), native_topics.LIST_PARTITION_REASSIGNMENTS),
+         Served((0, 0), kafka_topics.LIST_PARTITION_REASSIGNMENTS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

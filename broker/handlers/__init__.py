@@ -18,19 +18,12 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import (
     alter_configs,
-    alter_partition_reassignments,
     controlled_shutdown,
-    create_partitions,
-    create_topics,
-    delete_records,
-    delete_topics,
     describe_configs,
-    elect_leaders,
     fetch,
     find_coordinator,
     join_group,
     leader_and_isr,
-    list_partition_reassignments,
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
@@ -41,21 +34,14 @@ from broker.handlers import (
 from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
     DESCRIBE_CONFIGS,
 )
 from protocol.api.controller import (
-    ALTER_PARTITION_REASSIGNMENTS,
     CONTROLLED_SHUTDOWN,
-    ELECT_LEADERS,
     LEADER_AND_ISR,
-    LIST_PARTITION_REASSIGNMENTS,
     STOP_REPLICA,
     UPDATE_METADATA,
 )
-from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
     FIND_COORDINATOR,
@@ -76,17 +62,10 @@ HANDLERS: dict[int, Handler] = {
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,
-    CREATE_TOPICS.key: create_topics.handle,
-    DELETE_TOPICS.key: delete_topics.handle,
-    DELETE_RECORDS.key: delete_records.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
-    CREATE_PARTITIONS.key: create_partitions.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
-    ELECT_LEADERS.key: elect_leaders.handle,
-    ALTER_PARTITION_REASSIGNMENTS.key: alter_partition_reassignments.handle,
-    LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
     FIND_COORDINATOR.key: find_coordinator.handle,
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,

@@ -139,6 +139,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(CREATE, CLUSTER, "every topic"),
         _r(CREATE, TOPIC, "without Create on the cluster, each topic: "
                           "TOPIC_AUTHORIZATION_FAILED"),
+        _r(DESCRIBE_CONFIGS, TOPIC, "a created topic's configs (Kafka v5+): else "
+                                    "TOPIC_AUTHORIZATION_FAILED as its config error"),
     ),
     "DeleteTopics": (
         _r(DELETE, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),

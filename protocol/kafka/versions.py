@@ -111,17 +111,10 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
-    CREATE_TOPICS: (2, 7),
-    DELETE_TOPICS: (1, 6),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
-    DELETE_RECORDS: (0, 2),
-    ELECT_LEADERS: (0, 2),
-    ALTER_PARTITION_REASSIGNMENTS: (0, 0),
-    LIST_PARTITION_REASSIGNMENTS: (0, 0),
     DESCRIBE_CONFIGS: (1, 4),
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    CREATE_PARTITIONS: (0, 3),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per

@@ -10,9 +10,6 @@ from protocol.api.admin import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     SOURCE_TOPIC_CONFIG,
-    CreatableTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
@@ -26,17 +23,12 @@ from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.api.metadata import BrokerInfo, MetadataRequest
 from protocol.errors import (
     FencedLeaderEpochError,
-    InvalidConfigError,
-    InvalidReplicationFactorError,
-    InvalidTopicError,
     NotLeaderForPartitionError,
-    RequestTimedOutError,
     StaleControllerEpochError,
-    TopicAlreadyExistsError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
+from tests.unit.broker.harness import BROKER_ID, FakeTopicStore, running_broker
 from tests.unit.broker.helpers import batch, fetch, produce
 
 LIVE = [BrokerInfo(BROKER_ID, "127.0.0.1", 1)]
@@ -94,75 +86,6 @@ async def test_older_leader_epoch_is_refused_per_partition(tmp_path: Path) -> No
         assert got.topics[0].partitions[0].error_code == UnknownLeaderEpochError.code
         got = await conn.send(at_epoch(3))
         assert got.topics[0].partitions[0].error_code == 0
-
-
-def _acting_controller(b: BrokerHarness) -> None:
-    """Make the fake ZooKeeper call back into the broker as the controller would."""
-
-    async def on_create(name: str, partitions: int) -> None:
-        await b.lead(name, partitions)
-
-    async def on_delete(name: str) -> None:
-        conn = await b.connect()
-        refs = [TopicPartitionRef(name, p) for p in sorted(b.ctx.metadata.topics.get(name, {}))]
-        await conn.send(StopReplicaRequest(0, b.controller_epoch, True, refs))
-        await conn.send(UpdateMetadataRequest(0, b.controller_epoch, [], LIVE, [name]))
-
-    b.topics.on_create = on_create
-    b.topics.on_delete = on_delete
-
-
-async def test_create_and_delete_topics(tmp_path: Path) -> None:
-    store = FakeTopicStore()
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("existing")
-        _acting_controller(b)
-        conn = await b.connect()
-        topics = [
-            CreatableTopic("new", 2, 1, [], {"retention.ms": "1000"}),
-            CreatableTopic("existing", 1, 1, [], {}),
-            CreatableTopic("bad-config", 1, 1, [], {"retention.ms": "soon"}),
-            CreatableTopic("too-many-replicas", 1, 3, [], {}),
-            CreatableTopic("bad/name", 1, 1, [], {}),
-            CreatableTopic("checked", 1, 1, [], {}),
-        ]
-        store.configs["existing"] = {}
-        resp = await conn.send(CreateTopicsRequest(topics[:5], 5000))
-        codes = {r.name: r.error_code for r in resp.topics}
-        assert codes == {
-            "new": 0,
-            "existing": TopicAlreadyExistsError.code,
-            "bad-config": InvalidConfigError.code,
-            "too-many-replicas": InvalidReplicationFactorError.code,
-            "bad/name": InvalidTopicError.code,
-        }
-        assert [c[0] for c in store.created] == ["new"]
-        assert (tmp_path / "new-0").is_dir() and (tmp_path / "new-1").is_dir()
-        only = await conn.send(CreateTopicsRequest([topics[5]], 5000, validate_only=True))
-        assert only.topics[0].error_code == 0 and "checked" not in store.configs
-        # a created topic takes produce at once, with its own config
-        assert (await conn.send(produce("new", 1, batch(2)))).topics[0].partitions[
-            0
-        ].error_code == 0
-        assert b.log_manager.get("new", 0).config.retention_ms == 1000
-
-        gone = await conn.send(DeleteTopicsRequest(["new", "never"], 5000))
-        assert {r.name: r.error_code for r in gone.responses} == {
-            "new": 0,
-            "never": UnknownTopicOrPartitionError.code,
-        }
-        assert not (tmp_path / "new-0").exists()
-        after = await conn.send(produce("new", 1, batch(2)))
-        assert after.topics[0].partitions[0].error_code == UnknownTopicOrPartitionError.code
-
-
-async def test_create_times_out_without_a_controller(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("x")  # tells the cache broker 1 is live
-        conn = await b.connect()
-        resp = await conn.send(CreateTopicsRequest([CreatableTopic("slow", 1, 1, [], {})], 50))
-        assert resp.topics[0].error_code == RequestTimedOutError.code
-        assert b.topics.created == [("slow", 1, 1)]
 
 
 async def test_describe_configs_merges_defaults_and_overrides(tmp_path: Path) -> None:

@@ -1,12 +1,12 @@
 """DescribeConfigs' sources and synonyms as pure functions of a broker's config and a topic's
-overrides (broker/handlers/describe_configs.py)."""
+overrides (broker/config_entries.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from broker.config import BrokerConfig, load_config
-from broker.handlers.describe_configs import broker_entries, topic_entries
+from broker.config_entries import broker_entries, topic_entries
 from protocol.api.admin import SOURCE_DEFAULT_CONFIG as DEFAULT
 from protocol.api.admin import SOURCE_STATIC_BROKER_CONFIG as STATIC
 from protocol.api.admin import SOURCE_TOPIC_CONFIG as TOPIC

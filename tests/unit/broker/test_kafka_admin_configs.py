@@ -12,17 +12,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from broker.apis import KAFKA_SERVED as SERVED
 from protocol.api.admin import SOURCE_DEFAULT_CONFIG as DEFAULT_CONFIG
 from protocol.api.admin import SOURCE_STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG
 from protocol.api.admin import SOURCE_TOPIC_CONFIG as TOPIC_CONFIG
 from protocol.api.admin import TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG
 from protocol.errors import (
     InvalidConfigError,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
     InvalidRequestError,
     MessageTooLargeError,
-    RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
 from protocol.kafka import codec
@@ -33,7 +31,6 @@ from protocol.kafka.versions import (
     CREATE_TOPICS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
-    SERVED,
 )
 from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
@@ -492,65 +489,3 @@ async def test_create_partitions_adds_and_waits_for_leaders(tmp_path: Path) -> N
             assert [(r.name, r.error_code.value) for r in resp.results] == [("t", 0)]
             assert store.assignments["t"] == {0: [1], 1: [1], 2: [1]}
             assert sorted(b.ctx.metadata.topics["t"]) == [0, 1, 2]
-
-
-async def test_create_partitions_refusals(tmp_path: Path) -> None:
-    store = FakeTopicStore(assignments={"t": {0: [BROKER_ID], 1: [BROKER_ID]}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t", partitions=2)
-        async with kafka(b) as c:
-            cases = [
-                (
-                    partitions_topic(0, "t", 2),
-                    InvalidPartitionsError.code,
-                    "topic already has 2 partitions",
-                ),
-                (partitions_topic(0, "t", 1), InvalidPartitionsError.code, None),
-                (partitions_topic(0, "t", 4, [[1]]), InvalidReplicaAssignmentError.code, None),
-                (partitions_topic(0, "t", 3, [[1, 1]]), InvalidReplicaAssignmentError.code, None),
-                (
-                    partitions_topic(0, "t", 3, [[7]]),
-                    InvalidReplicaAssignmentError.code,
-                    "unknown broker(s) in replica assignment: 7",
-                ),
-                (partitions_topic(0, "nope", 3), UnknownTopicOrPartitionError.code, None),
-            ]
-            for topic, code, message in cases:
-                resp = await c.call(
-                    CREATE_PARTITIONS, 0, topics=(topic,), timeout=1000, validate_only=False
-                )
-                assert resp.results[0].error_code.value == code, topic
-                if message is not None:
-                    assert resp.results[0].error_message == message
-            twice = (partitions_topic(0, "t", 3), partitions_topic(0, "t", 4))
-            resp = await c.call(
-                CREATE_PARTITIONS, 0, topics=twice, timeout=1000, validate_only=False
-            )
-            assert [r.error_code.value for r in resp.results] == [InvalidRequestError.code] * 2
-            assert store.assignments["t"] == {0: [1], 1: [1]}  # nothing changed
-
-
-async def test_create_partitions_validate_only_and_timeout(tmp_path: Path) -> None:
-    store = FakeTopicStore(assignments={"t": {0: [BROKER_ID]}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resp = await c.call(
-                CREATE_PARTITIONS,
-                2,
-                topics=(partitions_topic(2, "t", 2, [[1]]),),
-                timeout=1000,
-                validate_only=True,
-            )
-            assert resp.results[0].error_code.value == 0
-            assert store.assignments["t"] == {0: [1]}
-            # no controller leads the new partition: the znode is written, the wait times out
-            resp = await c.call(
-                CREATE_PARTITIONS,
-                2,
-                topics=(partitions_topic(2, "t", 2),),
-                timeout=50,
-                validate_only=False,
-            )
-            assert resp.results[0].error_code.value == RequestTimedOutError.code
-            assert store.assignments["t"] == {0: [1], 1: [1]}

@@ -13,24 +13,12 @@ from typing import Any
 import pytest
 
 from broker.doors import KafkaDoor
-from broker.handlers.kafka import alter_partition_reassignments as kafka_alter
-from broker.handlers.kafka import elect_leaders as kafka_elect
 from broker.server import BrokerServer
-from protocol.api.controller import (
-    AlterPartitionReassignmentsResponse,
-    ElectLeadersResponse,
-    ListPartitionReassignmentsResponse,
-    OngoingReassignment,
-    PartitionResult,
-)
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest
 from protocol.errors import (
-    ElectionNotNeededError,
-    InvalidTopicError,
     NotControllerError,
     OffsetOutOfRangeError,
-    PreferredLeaderNotAvailableError,
     RequestTimedOutError,
     UnknownTopicOrPartitionError,
 )
@@ -130,27 +118,6 @@ async def test_delete_records_moves_the_log_start(tmp_path: Path, version: int) 
         at: FetchResponse = await native.send(fetch("t", {0: 13}))
         assert at.topics[0].partitions[0].error_code == 0
         assert at.topics[0].partitions[0].log_start_offset == 13
-
-
-async def test_delete_records_errors_are_kafkas(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("t")
-        await produced(b, "t", 1)
-        body = delete_records(2, "t", {0: 11}, 1000)  # above the HW (10)
-        resp = await kafka_call(b.kafka_port, DELETE_RECORDS, 2, **body)
-        assert by_partition(resp) == {("t", 0): (OffsetOutOfRangeError.code, -1)}
-        for topic, code in [
-            ("nope", UnknownTopicOrPartitionError.code),
-            ("__consumer_offsets", InvalidTopicError.code),
-        ]:
-            body = delete_records(2, topic, {0: 0}, 1000)
-            resp = await kafka_call(b.kafka_port, DELETE_RECORDS, 2, **body)
-            assert by_partition(resp) == {(topic, 0): (code, -1)}
-        # a deletion at or below the log start is a success that changes nothing
-        resp = await kafka_call(
-            b.kafka_port, DELETE_RECORDS, 2, **delete_records(2, "t", {0: 0}, 0)
-        )
-        assert by_partition(resp) == {("t", 0): (0, 0)}
 
 
 # ----- DescribeLogDirs -------------------------------------------------------------------------
@@ -326,156 +293,6 @@ async def test_controller_apis_on_a_broker_that_is_not_the_controller(tmp_path: 
             port, ALTER_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=(topic,)
         )
         assert alt.error_code.value == NotControllerError.code
-
-
-def elect_results(resp: Any) -> dict[tuple[str, int], int]:
-    return {
-        (t.topic, r.partition_id): r.error_code.value
-        for t in resp.replica_election_results
-        for r in t.partition_result
-    }
-
-
-async def test_elect_leaders_translates_and_filters_like_kafka(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    asked: list[Any] = []
-
-    async def native(ctx: Any, request: Any, session: Any) -> ElectLeadersResponse:
-        asked.append(request.body)
-        return ElectLeadersResponse(
-            0,
-            [
-                PartitionResult("t", 0, 0, None),
-                PartitionResult("t", 1, ElectionNotNeededError.code, None),
-                PartitionResult("u", 0, PreferredLeaderNotAvailableError.code, "replica 3 is down"),
-            ],
-        )
-
-    monkeypatch.setattr(kafka_elect.native, "handle", native)
-    async with running_broker(tmp_path) as b:
-        port = b.kafka_port
-        named = (
-            req(ELECT_LEADERS, 2, "TopicPartitions", topic="t", partitions=(0, 1)),
-            req(ELECT_LEADERS, 2, "TopicPartitions", topic="u", partitions=(0,)),
-        )
-        resp = await kafka_call(
-            port, ELECT_LEADERS, 2, election_type=0, topic_partitions=named, timeout=1500
-        )
-        assert resp.error_code.value == 0
-        assert elect_results(resp) == {
-            ("t", 0): 0,
-            ("t", 1): ElectionNotNeededError.code,
-            ("u", 0): PreferredLeaderNotAvailableError.code,
-        }
-        assert [(r.topic, r.partition) for r in asked[0].partitions] == [
-            ("t", 0),
-            ("t", 1),
-            ("u", 0),
-        ]
-        assert asked[0].timeout_ms == 1500
-        # all partitions (null): those that needed no election are left out, as Kafka does
-        resp = await kafka_call(
-            port, ELECT_LEADERS, 2, election_type=0, topic_partitions=None, timeout=1500
-        )
-        assert asked[1].partitions is None
-        assert elect_results(resp) == {("t", 0): 0, ("u", 0): PreferredLeaderNotAvailableError.code}
-
-
-async def test_unclean_election_needs_no_election_where_a_leader_lives(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(kafka_elect, "active_controller", lambda ctx: object())
-    async with running_broker(tmp_path) as b:
-        await b.lead("t")
-        await b.lead("gone", leader=-1)
-        named = (
-            req(ELECT_LEADERS, 1, "TopicPartitions", topic="t", partitions=(0, 5)),
-            req(ELECT_LEADERS, 1, "TopicPartitions", topic="gone", partitions=(0,)),
-        )
-        resp = await kafka_call(
-            b.kafka_port, ELECT_LEADERS, 1, election_type=1, topic_partitions=named, timeout=1000
-        )
-        assert elect_results(resp) == {
-            ("t", 0): ElectionNotNeededError.code,
-            ("t", 5): UnknownTopicOrPartitionError.code,
-            ("gone", 0): INVALID_REQUEST,
-        }
-        message = resp.replica_election_results[0].partition_result[0].error_message
-        assert "unclean" in message
-
-
-async def test_reassignments_translate_and_a_cancel_is_refused_clearly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    targets: list[Any] = []
-
-    async def native_alter(
-        ctx: Any, request: Any, session: Any
-    ) -> AlterPartitionReassignmentsResponse:
-        targets.append(request.body)
-        return AlterPartitionReassignmentsResponse(
-            0,
-            None,
-            [PartitionResult(t.topic, t.partition, 0, None) for t in request.body.partitions],
-        )
-
-    def native_list(ctx: Any, request: Any, session: Any) -> ListPartitionReassignmentsResponse:
-        ongoing = [OngoingReassignment("t", 1, [1, 2, 3], [3], [1])]
-        wanted = request.body.partitions
-        if wanted is not None:
-            ongoing = [
-                r for r in ongoing if any((w.topic, w.partition) == ("t", 1) for w in wanted)
-            ]
-        return ListPartitionReassignmentsResponse(0, None, ongoing)
-
-    monkeypatch.setattr(kafka_alter.native, "handle", native_alter)
-    monkeypatch.setattr(kafka_alter.native_list, "handle", native_list)
-    monkeypatch.setattr(
-        "broker.handlers.kafka.list_partition_reassignments.native.handle", native_list
-    )
-    async with running_broker(tmp_path) as b:
-        await b.lead("t", partitions=3)
-        parts = tuple(
-            req(
-                ALTER_PARTITION_REASSIGNMENTS,
-                0,
-                "ReassignablePartition",
-                partition_index=i,
-                replicas=r,
-            )
-            for i, r in [(0, (1, 2)), (1, None), (2, None), (9, None)]
-        )
-        topic = req(
-            ALTER_PARTITION_REASSIGNMENTS, 0, "ReassignableTopic", name="t", partitions=parts
-        )
-        resp = await kafka_call(
-            b.kafka_port, ALTER_PARTITION_REASSIGNMENTS, 0, timeout=2000, topics=(topic,)
-        )
-        assert resp.error_code.value == 0
-        got = {
-            p.partition_index: (p.error_code.value, p.error_message)
-            for p in resp.responses[0].partitions
-        }
-        assert got[0] == (0, None)
-        assert got[1][0] == INVALID_REQUEST and "cancelling" in got[1][1]
-        assert got[2] == (NO_REASSIGNMENT_IN_PROGRESS, None)
-        assert got[9] == (UnknownTopicOrPartitionError.code, None)
-        assert [(t.topic, t.partition, t.replicas) for t in targets[0].partitions] == [
-            ("t", 0, [1, 2])
-        ]
-        lst = await kafka_call(
-            b.kafka_port, LIST_PARTITION_REASSIGNMENTS, 0, timeout=1000, topics=None
-        )
-        (ongoing,) = lst.topics
-        p = ongoing.partitions[0]
-        assert (
-            ongoing.name,
-            p.partition_index,
-            tuple(p.replicas),
-            tuple(p.adding_replicas),
-            tuple(p.removing_replicas),
-        ) == ("t", 1, (1, 2, 3), (3,), (1,))
 
 
 # ----- DeleteRecords with followers ------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_from_a_toml_file(tmp_path: Path) -> None:
 
 
 def test_describe_configs_never_shows_the_jaas_config() -> None:
-    from broker.handlers.describe_configs import broker_entries
+    from broker.config_entries import broker_entries
 
     c = config(sasl_enabled_mechanisms="PLAIN", sasl_jaas_config=JAAS, explicit=frozenset(
         {"sasl_enabled_mechanisms", "sasl_jaas_config"}))  # fmt: skip
