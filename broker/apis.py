@@ -23,8 +23,10 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.codecs.kafka import groups as kafka_groups
+from broker.codecs.kafka import records as kafka_records
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import groups as native_groups
+from broker.codecs.native import records as native_records
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
@@ -36,6 +38,7 @@ from broker.operations import (
     heartbeat,
     leave_group,
     list_groups,
+    produce,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -93,6 +96,8 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("Produce", kafka_versions.PRODUCE, produce.run,
+         Served((0, 0), native_records.PRODUCE), Served((0, 12), kafka_records.PRODUCE)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -49,7 +49,6 @@ from broker.handlers import (
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
-    produce,
     sasl_authenticate,
     sasl_handshake,
     stop_replica,
@@ -85,7 +84,6 @@ from protocol.api.group import (
 )
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
-from protocol.api.produce import PRODUCE
 from protocol.api.producer_ids import INIT_PRODUCER_ID
 from protocol.api.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
@@ -106,7 +104,6 @@ HandlerResult = Any | None | Awaitable[Any | None]
 Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
 HANDLERS: dict[int, Handler] = {
-    PRODUCE.key: produce.handle,
     FETCH.key: fetch.handle,
     LIST_OFFSETS.key: list_offsets.handle,
     METADATA.key: metadata.handle,

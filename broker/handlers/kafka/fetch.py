@@ -16,7 +16,7 @@ UNKNOWN_TOPIC_ID in each incremental answer, until their id names a topic (one t
 learns late, say): they then join the native session as if named anew and get their records,
 since the client, which believes them in the session, will not name them again (`resolve`).
 A partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the current leader
-(v12+) and, from v16, the leaders' endpoints (KIP-951, _leader_hints.py).
+(v12+) and, from v16, the leaders' endpoints (KIP-951, broker/leader_hints.py).
 v15 (replica_state) and v17 (replica directory ids) concern followers only.
 """
 
@@ -30,7 +30,7 @@ from broker.context import BrokerContext
 from broker.deferred import then
 from broker.handlers import fetch as native
 from broker.handlers.kafka._adapt import as_native
-from broker.handlers.kafka._leader_hints import HINTED, current_leader, endpoints
+from broker.leader_hints import HINTED, current_leader, endpoints
 from broker.session import Session
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
