@@ -35,6 +35,7 @@ from broker.operations import (
     delete_groups,
     describe_groups,
     describe_transactions,
+    fetch,
     heartbeat,
     leave_group,
     list_groups,
@@ -98,6 +99,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
     _api("Produce", kafka_versions.PRODUCE, produce.run,
          Served((0, 0), native_records.PRODUCE), Served((0, 12), kafka_records.PRODUCE)),
+    _api("Fetch", kafka_versions.FETCH, fetch.run,
+         Served((0, 0), native_records.FETCH), Served((4, 17), kafka_records.FETCH)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

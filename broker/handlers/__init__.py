@@ -37,7 +37,6 @@ from broker.handlers import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
-    fetch,
     find_coordinator,
     init_producer_id,
     join_group,
@@ -104,7 +103,6 @@ HandlerResult = Any | None | Awaitable[Any | None]
 Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
 HANDLERS: dict[int, Handler] = {
-    FETCH.key: fetch.handle,
     LIST_OFFSETS.key: list_offsets.handle,
     METADATA.key: metadata.handle,
     LEADER_AND_ISR.key: leader_and_isr.handle,

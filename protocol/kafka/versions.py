@@ -109,7 +109,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
     OFFSET_DELETE: (0, 0),
-    FETCH: (4, 17),
     LIST_OFFSETS: (1, 10),
     METADATA: (0, 13),
     API_VERSIONS: (0, 4),

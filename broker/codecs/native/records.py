@@ -2,6 +2,10 @@
 broker/codecs/native/__init__.py). Record batches pass through as they came (a memoryview of
 the request frame; the bytes or file slices a read gave): never copied, never decoded here.
 
+Fetch: the native request is the replica manager's own (topics by name), passed as it is, and
+the answer is the operation's response as it is (the door writes it as chunks, FileSlices sent
+from the segment files, broker/doors.py); no leader hints.
+
 Produce: the native answer has no leader hints (KIP-951), which are dropped, and no throttle
 field to fill (the server raises it, broker/quota/throttle.py).
 """
@@ -9,7 +13,8 @@ field to fill (the server raises it, broker/quota/throttle.py).
 from __future__ import annotations
 
 from broker.codecs import Codec
-from broker.operations import produce
+from broker.operations import fetch, produce
+from protocol.api.fetch import FetchResponse
 from protocol.api.produce import (
     ProducePartitionResponse,
     ProduceRequest,
@@ -46,3 +51,16 @@ def _produce_out(request: Request, result: produce.ProduceResult | None) -> Prod
 
 
 PRODUCE = Codec(_produce_in, _produce_out)
+
+# ----- Fetch ----------------------------------------------------------------------------------
+
+
+def _fetch_in(request: Request) -> fetch.Fetch:
+    return fetch.Fetch(request.body)
+
+
+def _fetch_out(request: Request, result: fetch.FetchResult) -> FetchResponse:
+    return result.response
+
+
+FETCH = Codec(_fetch_in, _fetch_out)

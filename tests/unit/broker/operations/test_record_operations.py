@@ -1,4 +1,4 @@
-"""The record APIs' operations (broker/operations/produce.py), each behaviour tested once,
+"""The record APIs' operations (broker/operations/{produce,fetch}.py), each behaviour tested once,
 whichever door serves it: called directly with a `Session`, on an in-process broker
 (tests/unit/broker/harness.py) with a real log and, where a test says so, a real Authorizer.
 The doors' codecs are tested apart (test_record_codecs.py); what a bad batch gets, through the
@@ -13,12 +13,20 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from broker.operations import produce
+from broker.fetch_session import FetchContext
+from broker.operations import fetch, produce
 from broker.replica_manager import AppendOutcome
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from protocol.acl import AclOperation, ResourceType
+from protocol.api.fetch import (
+    CONSUMER_REPLICA_ID,
+    INITIAL_EPOCH,
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+)
 from protocol.batch import TRANSACTIONAL_BIT
 from protocol.errors import (
     InvalidRequiredAcksError,
@@ -28,9 +36,11 @@ from protocol.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 from protocol.principal import KafkaPrincipal
+from protocol.topic_ids import new_topic_id
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import batch, with_attributes
 from tests.unit.broker.test_acl_rules import grant
+from tests.unit.broker.test_topic_ids_kafka_door import _topics as led_here_and_there
 
 ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
@@ -46,13 +56,26 @@ def request(*parts: tuple[str, int, bytes], acks: int = 1, tid: str | None = Non
 
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
-SAMPLES: dict[str, Any] = {"Produce": request(("t", 0, batch(1)))}
+def fetching(replica_id: int, *topics: str, max_wait_ms: int = 0, epoch: int = -1) -> FetchRequest:
+    return FetchRequest(replica_id, max_wait_ms, 1, 1 << 20, [
+        FetchTopic(t, [FetchPartition(0, 0, 1 << 20)]) for t in topics], 0, epoch)  # fmt: skip
+
+
+SAMPLES: dict[str, Any] = {
+    "Produce": request(("t", 0, batch(1))),
+    "Fetch": fetch.Fetch(fetching(CONSUMER_REPLICA_ID, "t", "u")),
+}
 APPENDING = SimpleNamespace(append=lambda *a, **k: AppendOutcome(0, 0))
+READING = SimpleNamespace(
+    fetch_context=lambda req: FetchContext([(t.name, p) for t in req.topics for p in t.partitions]),
+    read_all=lambda req, context: [], traffic=SimpleNamespace(fetched=lambda *a: None),
+)  # fmt: skip
+NO_QUOTAS = SimpleNamespace(produce=SimpleNamespace(enabled=False),
+                            fetch=SimpleNamespace(enabled=False))  # fmt: skip
 CONTEXTS: dict[str, Any] = {
-    "Produce": {
-        "quotas": SimpleNamespace(produce=SimpleNamespace(enabled=False)),
-        "replicas": APPENDING, "txn_verifier": None, "metadata": None,
-    },
+    "Produce": {"quotas": NO_QUOTAS, "replicas": APPENDING, "txn_verifier": None,
+                "metadata": None},
+    "Fetch": {"quotas": NO_QUOTAS, "replicas": READING, "metadata": None},
 }  # fmt: skip
 
 
@@ -114,3 +137,56 @@ async def test_produce_refuses_a_transactional_id_whole_and_topics_one_by_one(
         mixed = await run(b, request(("t", 0, batch(2)), ("u", 0, batch(1))))
         assert codes(mixed) == {("t", 0): 0, ("u", 0): TopicAuthorizationFailedError.code}
         assert mixed.topics[0].partitions[0].base_offset == 0  # nothing of the refused one
+
+
+def fetched(result: fetch.FetchResult) -> dict[tuple[str, int], int]:
+    r = result.response
+    return {(t.name, p.partition): p.error_code for t in r.topics for p in t.partitions}
+
+
+async def test_fetch_by_topic_id_names_answers_ids_unknown_ids_and_leader_hints(
+    tmp_path: Path,
+) -> None:
+    """Kafka v13+: ids named through the metadata cache, answered with each topic's id; an id
+    no topic has is answered UNKNOWN_TOPIC_ID (and kept by the session the fetch opens, until
+    it names a topic); a partition led elsewhere carries its leader (KIP-951)."""
+    async with running_broker(tmp_path) as b:
+        ids = await led_here_and_there(b, "t", "other")
+        await run(b, request(("t", 0, batch(3))))
+        t_id, other_id, gone = ids["t"], ids["other"], new_topic_id()
+        parts = (FetchPartition(0, 0, 1 << 20),)
+        ask = fetch.Fetch(
+            fetching(CONSUMER_REPLICA_ID, epoch=INITIAL_EPOCH),
+            ((t_id, parts), (other_id, parts), (gone, parts)),
+            leader_hints=True,
+        )
+        result = fetch.run(b.ctx, SESSION, ask)
+        assert isinstance(result, fetch.FetchResult)
+        assert fetched(result) == {("t", 0): 0, ("other", 0): NotLeaderForPartitionError.code}
+        assert result.topic_ids == {"t": t_id, "other": other_id}
+        assert result.leaders == {("other", 0): (2, 5)}
+        assert result.leader_endpoints == ((2, "127.0.0.2", 9092, None),)
+        assert result.unknown_ids == ((gone, (0,)),)
+        session = b.ctx.replicas.sessions.get(result.response.session_id)
+        assert session is not None and set(session.unresolved) == {gone}
+        assert result.response.topics[0].partitions[0].high_watermark == 3
+
+
+async def test_fetch_refuses_topics_one_by_one_and_followers_without_cluster_action(
+    tmp_path: Path,
+) -> None:
+    """A consumer needs Read on each topic (the others are still read and answered); a
+    follower ClusterAction on the cluster, else every partition is refused."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        await b.lead("u")
+        await run(b, request(("t", 0, batch(3)), ("u", 0, batch(2))))
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
+        consumer = fetch.run(b.ctx, SESSION, fetch.Fetch(fetching(CONSUMER_REPLICA_ID, "t", "u")))
+        assert isinstance(consumer, fetch.FetchResult)
+        assert fetched(consumer) == {("t", 0): 0, ("u", 0): TopicAuthorizationFailedError.code}
+        assert consumer.topic_ids is None and consumer.leaders is None  # a native answer
+        follower = fetch.run(b.ctx, SESSION, fetch.Fetch(fetching(2, "t", "u")))
+        assert isinstance(follower, fetch.FetchResult)
+        assert set(fetched(follower).values()) == {TopicAuthorizationFailedError.code}
