@@ -27,6 +27,7 @@ from broker.codecs.kafka import groups as kafka_groups
 from broker.codecs.kafka import metadata as kafka_metadata
 from broker.codecs.kafka import partition_reads as kafka_reads
 from broker.codecs.kafka import quotas as kafka_quotas
+from broker.codecs.kafka import records as kafka_records
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import topics as kafka_topics
@@ -36,6 +37,7 @@ from broker.codecs.native import groups as native_groups
 from broker.codecs.native import metadata as native_metadata
 from broker.codecs.native import partition_reads as native_reads
 from broker.codecs.native import quotas as native_quotas
+from broker.codecs.native import records as native_records
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
 from broker.codecs.native import topics as native_topics
@@ -68,6 +70,7 @@ from broker.operations import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
+    fetch,
     heartbeat,
     init_producer_id,
     leave_group,
@@ -76,6 +79,7 @@ from broker.operations import (
     list_partition_reassignments,
     list_transactions,
     metadata,
+    produce,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -226,6 +230,10 @@ APIS: tuple[Api, ...] = (
          list_partition_reassignments.run,
          Served((0, 0), native_topics.LIST_PARTITION_REASSIGNMENTS),
          Served((0, 0), kafka_topics.LIST_PARTITION_REASSIGNMENTS)),
+    _api("Produce", kafka_versions.PRODUCE, produce.run,
+         Served((0, 0), native_records.PRODUCE), Served((0, 12), kafka_records.PRODUCE)),
+    _api("Fetch", kafka_versions.FETCH, fetch.run,
+         Served((0, 0), native_records.FETCH), Served((4, 17), kafka_records.FETCH)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

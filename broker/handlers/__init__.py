@@ -20,14 +20,12 @@ from broker.handlers import (
     alter_configs,
     controlled_shutdown,
     describe_configs,
-    fetch,
     find_coordinator,
     join_group,
     leader_and_isr,
     offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
-    produce,
     stop_replica,
     update_metadata,
 )
@@ -49,7 +47,6 @@ from protocol.api.group import (
     OFFSET_COMMIT,
     OFFSET_FETCH,
 )
-from protocol.api.produce import PRODUCE
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
@@ -57,8 +54,6 @@ HandlerResult = Any | None | Awaitable[Any | None]
 Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
 HANDLERS: dict[int, Handler] = {
-    PRODUCE.key: produce.handle,
-    FETCH.key: fetch.handle,
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,

@@ -109,8 +109,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
     OFFSET_DELETE: (0, 0),
-    PRODUCE: (0, 12),
-    FETCH: (4, 17),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DESCRIBE_CONFIGS: (1, 4),
     ALTER_CONFIGS: (0, 2),

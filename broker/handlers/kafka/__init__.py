@@ -14,7 +14,6 @@ from broker.handlers.kafka import (
     alter_configs,
     consumer_group_describe,
     describe_configs,
-    fetch,
     find_coordinator,
     incremental_alter_configs,
     join_group,
@@ -22,7 +21,6 @@ from broker.handlers.kafka import (
     offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
-    produce,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
@@ -33,8 +31,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.FIND_COORDINATOR: find_coordinator.handle,
     v.JOIN_GROUP: join_group.handle,
     v.OFFSET_DELETE: offset_delete.handle,
-    v.PRODUCE: produce.handle,
-    v.FETCH: fetch.handle,
     v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     v.DESCRIBE_CONFIGS: describe_configs.handle,
     v.ALTER_CONFIGS: alter_configs.handle,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import broker.handlers.fetch as fetch_handler
+import broker.operations.fetch as fetch_operation
 from protocol.api.fetch import FetchRequest
 from protocol.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 from tests.unit.broker.helpers import batch
@@ -72,22 +72,22 @@ async def test_a_follower_asks_for_and_gets_only_the_partition_that_moved(
         answered: list[set[int]] = []
         with_records = 0
         leader = c.nodes[LEADER].replicas
-        real_context, real_build = leader.fetch_context, fetch_handler.build_response
+        real_context, real_build = leader.fetch_context, fetch_operation.build_response
 
         def spy_context(request: FetchRequest) -> Any:
             if request.replica_id in FOLLOWERS:
                 asked.append({p.partition for t in request.topics for p in t.partitions})
             return real_context(request)
 
-        def spy_build(reads: list[Any], session_id: int = 0) -> Any:
+        def spy_build(reads: list[Any], session_id: int = 0, throttle_ms: int = 0) -> Any:
             nonlocal with_records
             if session_id != 0:
                 answered.append({r.partition for r in reads})
                 with_records += sum(1 for r in reads if r.size_bytes > 0)
-            return real_build(reads, session_id)
+            return real_build(reads, session_id, throttle_ms)
 
         monkeypatch.setattr(leader, "fetch_context", spy_context)
-        monkeypatch.setattr(fetch_handler, "build_response", spy_build)
+        monkeypatch.setattr(fetch_operation, "build_response", spy_build)
         for _ in range(5):
             assert await produce(c, batch(3), 3) == 0
         want = log_bytes(c.nodes[LEADER].log("t", 3))

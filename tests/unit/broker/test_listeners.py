@@ -162,7 +162,7 @@ def test_a_client_is_told_the_endpoint_of_the_listener_it_came_in_on() -> None:
 
 
 def test_metadata_cache_gives_each_listener_its_endpoints() -> None:
-    from broker.handlers.kafka._leader_hints import endpoints
+    from broker.leader_hints import endpoints
     from broker.metadata_cache import MetadataCache
     from protocol.api.controller import UpdateMetadataRequest
 
