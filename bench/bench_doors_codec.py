@@ -46,6 +46,7 @@ from bench_doors import (  # noqa: E402
     build_batches,
 )
 
+from broker.apis import KAFKA_SERVED as SERVED  # noqa: E402
 from protocol.api.fetch import FetchPartitionResponse, FetchResponse, FetchTopicResponse  # noqa: E402
 from protocol.api.produce import (  # noqa: E402
     ProducePartitionResponse,
@@ -57,7 +58,6 @@ from protocol.codec import decode_request as native_request  # noqa: E402
 from protocol.codec import encode_response as native_response  # noqa: E402
 from protocol.kafka import codec as kcodec  # noqa: E402
 from protocol.kafka.fetch_response import FetchedPartition, encode_fetch_response  # noqa: E402
-from protocol.kafka.versions import SERVED  # noqa: E402
 from protocol.schema import Records  # noqa: E402
 from transport.connection import _Pending  # noqa: E402
 

@@ -13,11 +13,11 @@ import bench_doors_codec
 from bench_doors import KAFKA_PRODUCE_VERSION, Fetch, Kafka, Native, Produce, build_batches, render
 from bench_doors_codec import kafka_answers, native_answers
 
+from broker.apis import KAFKA_SERVED as SERVED
 from protocol.api.fetch import FetchResponse
 from protocol.api.produce import ProduceResponse
 from protocol.codec import decode_request as native_request
 from protocol.kafka import codec as kcodec
-from protocol.kafka.versions import SERVED
 from transport.connection import _Pending
 
 
