@@ -33,9 +33,11 @@ from broker.operations import (
     delete_groups,
     describe_groups,
     describe_transactions,
+    find_coordinator,
     heartbeat,
     leave_group,
     list_groups,
+    offset_commit,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -93,6 +95,11 @@ APIS: tuple[Api, ...] = (
          consumer_group_heartbeat.run,
          Served((0, 0), native_groups.CONSUMER_GROUP_HEARTBEAT),
          Served((0, 1), kafka_groups.CONSUMER_GROUP_HEARTBEAT)),
+    _api("FindCoordinator", kafka_versions.FIND_COORDINATOR, find_coordinator.run,
+         Served((0, 0), native_groups.FIND_COORDINATOR),
+         Served((0, 4), kafka_groups.FIND_COORDINATOR)),
+    _api("OffsetCommit", kafka_versions.OFFSET_COMMIT, offset_commit.run,
+         Served((0, 0), native_groups.OFFSET_COMMIT), Served((2, 9), kafka_groups.OFFSET_COMMIT)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -38,7 +38,6 @@ from broker.handlers import (
     elect_leaders,
     end_txn,
     fetch,
-    find_coordinator,
     init_producer_id,
     join_group,
     leader_and_isr,
@@ -46,7 +45,6 @@ from broker.handlers import (
     list_partition_reassignments,
     list_transactions,
     metadata,
-    offset_commit,
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
@@ -78,9 +76,7 @@ from protocol.api.controller import (
 from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
-    FIND_COORDINATOR,
     JOIN_GROUP,
-    OFFSET_COMMIT,
     OFFSET_FETCH,
 )
 from protocol.api.list_offsets import LIST_OFFSETS
@@ -129,9 +125,7 @@ HANDLERS: dict[int, Handler] = {
     ELECT_LEADERS.key: elect_leaders.handle,
     ALTER_PARTITION_REASSIGNMENTS.key: alter_partition_reassignments.handle,
     LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
-    FIND_COORDINATOR.key: find_coordinator.handle,
     JOIN_GROUP.key: join_group.handle,
-    OFFSET_COMMIT.key: offset_commit.handle,
     OFFSET_FETCH.key: offset_fetch.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,

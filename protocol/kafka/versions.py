@@ -104,9 +104,7 @@ CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    OFFSET_COMMIT: (2, 9),
     OFFSET_FETCH: (1, 9),
-    FIND_COORDINATOR: (0, 4),
     JOIN_GROUP: (0, 9),
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),

@@ -18,11 +18,15 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    find_coordinator,
     heartbeat,
     leave_group,
     list_groups,
+    offset_commit,
     sync_group,
 )
+from protocol.api.group import GROUP_KEY_TYPE
+from protocol.api.metadata import KAFKA_DOOR
 from protocol.errors import GroupIdNotFoundError
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
@@ -247,3 +251,66 @@ def _sync_out(request: KafkaRequest, result: sync_group.SyncGroupResult) -> Any:
 
 
 SYNC_GROUP = Codec(_sync_in, _sync_out)
+
+# ----- FindCoordinator (10) -------------------------------------------------------------------
+
+BATCHED_KEYS_FROM = 4  # v4+: several keys, a coordinator each (KIP-699)
+
+
+def _find_coordinator_in(request: KafkaRequest) -> find_coordinator.FindCoordinator:
+    req = request.body  # v1+ key_type (v0: a group)
+    key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
+    if request.header.api_version >= BATCHED_KEYS_FROM:
+        return find_coordinator.FindCoordinator(tuple(req.coordinator_keys), key_type, KAFKA_DOOR)
+    return find_coordinator.FindCoordinator((req.key,), key_type, KAFKA_DOOR)
+
+
+def _find_coordinator_out(
+    request: KafkaRequest, result: find_coordinator.FindCoordinatorResult
+) -> Any:
+    cls = response_class(v.FIND_COORDINATOR, request.header.api_version)
+    if request.header.api_version >= BATCHED_KEYS_FROM:
+        coordinator_cls = nested(cls, "Coordinator")
+        return make(cls, throttle_time=0, coordinators=tuple(
+            make(coordinator_cls, key=c.key, node_id=c.node_id, host=c.host, port=c.port,
+                 error_code=c.error_code, error_message=c.error_message)
+            for c in result.coordinators
+        ))  # fmt: skip
+    (c,) = result.coordinators
+    return make(cls, throttle_time=0, error_code=c.error_code, error_message=c.error_message,
+                node_id=c.node_id, host=c.host, port=c.port)  # fmt: skip
+
+
+FIND_COORDINATOR = Codec(_find_coordinator_in, _find_coordinator_out)
+
+# ----- OffsetCommit (8) -----------------------------------------------------------------------
+
+MEMBER_EPOCH_FROM = 9  # v9+: a KIP-848 member's epoch in generation_id_or_member_epoch
+
+
+def _offset_commit_in(request: KafkaRequest) -> offset_commit.OffsetCommit:
+    req = request.body  # v6+ committed_leader_epoch, v7+ group_instance_id
+    return offset_commit.OffsetCommit(
+        req.group_id, req.generation_id_or_member_epoch, req.member_id,
+        tuple(offset_commit.CommitTopic(t.name, tuple(
+            offset_commit.CommitPartition(p.partition_index, p.committed_offset,
+                                          p.committed_metadata,
+                                          getattr(p, "committed_leader_epoch", -1))
+            for p in t.partitions)) for t in req.topics),
+        getattr(req, "group_instance_id", None) or None,
+        generation_is_epoch=request.header.api_version >= MEMBER_EPOCH_FROM,
+    )  # fmt: skip
+
+
+def _offset_commit_out(request: KafkaRequest, result: offset_commit.OffsetCommitResult) -> Any:
+    cls = response_class(v.OFFSET_COMMIT, request.header.api_version)
+    topic_cls = nested(cls, "OffsetCommitResponseTopic")
+    part_cls = nested(cls, "OffsetCommitResponsePartition")
+    return make(cls, throttle_time=0, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))
+        for t in result.topics
+    ))  # fmt: skip
+
+
+OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)

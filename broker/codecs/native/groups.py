@@ -14,11 +14,14 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    find_coordinator,
     heartbeat,
     leave_group,
     list_groups,
+    offset_commit,
 )
 from protocol.api import group
+from protocol.api.metadata import NATIVE_DOOR
 from protocol.codec import Request
 from protocol.kafka.consumer_protocol import assigned_partitions
 
@@ -169,3 +172,45 @@ def _describe_groups_out(
 
 
 DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
+
+# ----- FindCoordinator ------------------------------------------------------------------------
+
+
+def _find_coordinator_in(request: Request) -> find_coordinator.FindCoordinator:
+    req: group.FindCoordinatorRequest = request.body
+    return find_coordinator.FindCoordinator((req.group_id,), req.key_type, NATIVE_DOOR)
+
+
+def _find_coordinator_out(
+    request: Request, result: find_coordinator.FindCoordinatorResult
+) -> group.FindCoordinatorResponse:
+    (c,) = result.coordinators
+    return group.FindCoordinatorResponse(c.error_code, c.error_message, c.node_id, c.host, c.port)
+
+
+FIND_COORDINATOR = Codec(_find_coordinator_in, _find_coordinator_out)
+
+# ----- OffsetCommit ---------------------------------------------------------------------------
+
+
+def _offset_commit_in(request: Request) -> offset_commit.OffsetCommit:
+    req: group.OffsetCommitRequest = request.body
+    return offset_commit.OffsetCommit(
+        req.group_id, req.generation_id, req.member_id,
+        tuple(offset_commit.CommitTopic(t.name, tuple(
+            offset_commit.CommitPartition(p.partition, p.offset, p.metadata, p.leader_epoch)
+            for p in t.partitions)) for t in req.topics),
+        req.group_instance_id,
+    )  # fmt: skip
+
+
+def _offset_commit_out(
+    request: Request, result: offset_commit.OffsetCommitResult
+) -> group.OffsetCommitResponse:
+    return group.OffsetCommitResponse([
+        group.TopicResult(t.name, [group.PartitionResult(p, code) for p, code in t.partitions])
+        for t in result.topics
+    ])  # fmt: skip
+
+
+OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)

@@ -36,7 +36,6 @@ from broker.handlers.kafka import (
     elect_leaders,
     end_txn,
     fetch,
-    find_coordinator,
     incremental_alter_configs,
     init_producer_id,
     join_group,
@@ -44,7 +43,6 @@ from broker.handlers.kafka import (
     list_partition_reassignments,
     list_transactions,
     metadata,
-    offset_commit,
     offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
@@ -58,9 +56,7 @@ from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
-    v.OFFSET_COMMIT: offset_commit.handle,
     v.OFFSET_FETCH: offset_fetch.handle,
-    v.FIND_COORDINATOR: find_coordinator.handle,
     v.JOIN_GROUP: join_group.handle,
     v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,

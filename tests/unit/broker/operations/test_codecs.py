@@ -16,12 +16,14 @@ from broker.operations import (
     delete_groups,
     describe_groups,
     describe_transactions,
+    find_coordinator,
     heartbeat,
     leave_group,
     list_groups,
     sync_group,
 )
 from protocol.api import group, txn
+from protocol.api.metadata import KAFKA_DOOR
 from protocol.kafka import versions as v
 
 from .golden import TOPIC_ID, Case, check, every_case, kio, many, nested
@@ -53,6 +55,13 @@ DESCRIBED = dg.DescribeGroupsResult((
         "consumer", 4, 4),
     dg.Described(69, "gone", "Dead", "Dead"),
     dg.Described(30, "secret", "", ""),
+))  # fmt: skip
+
+fc = find_coordinator
+FOUND = fc.FindCoordinatorResult((fc.Coordinator("g", 0, None, 1, "h", 9092),))
+FOUND_TWO = fc.FindCoordinatorResult((
+    fc.Coordinator("g", 0, None, 1, "h", 9092),
+    fc.Coordinator("tx", 53, "no", -1, "", -1),
 ))  # fmt: skip
 
 CASES = [
@@ -201,6 +210,19 @@ CASES = [
          sync_group.SyncGroupResult(82),
          "0000002f000e00050000000700076f64726164656b00026700000002036d3203693209636f6e73756d65720672616e67650100",
          "0000000f000000070000000000005200000100"),
+    Case("FindCoordinator native", 10, -1, lambda: group.FindCoordinatorRequest("g", 1),
+         fc.FindCoordinator(("g",), 1), FOUND,
+         "0000000a950a0007a16392a16701",
+         "0000000c9307009500c001a168cd2384"),
+    Case("FindCoordinator v0", v.FIND_COORDINATOR, 0, kio(v.FIND_COORDINATOR, 0, key="g"),
+         fc.FindCoordinator(("g",), 0, KAFKA_DOOR), FOUND,
+         "00000014000a00000000000700076f64726164656b000167",
+         "000000110000000700000000000100016800002384"),
+    Case("FindCoordinator v4", v.FIND_COORDINATOR, 4,
+         kio(v.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=("g", "tx")),
+         fc.FindCoordinator(("g", "tx"), 1, KAFKA_DOOR), FOUND_TWO,
+         "0000001a000a00040000000700076f64726164656b000103026703747800",
+         "0000002d0000000700000000000302670000000102680000238400000000037478ffffffff01ffffffff0035036e6f0000"),
 ]  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from broker.operations import (
     delete_groups,
     describe_groups,
     describe_transactions,
+    find_coordinator,
     heartbeat,
     leave_group,
     list_groups,
@@ -30,7 +31,13 @@ from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.transaction.txn import InitAnswer
 from protocol.acl import AclOperation, ResourceType
 from protocol.api.controller import UpdateMetadataRequest
-from protocol.api.group import JoinGroupRequest, ListedGroup
+from protocol.api.group import (
+    TRANSACTION_KEY_TYPE,
+    FindCoordinatorResponse,
+    JoinGroupRequest,
+    ListedGroup,
+)
+from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo, Endpoint
 from protocol.clock import ManualClock
 from protocol.errors import (
     CoordinatorNotAvailableError,
@@ -64,6 +71,7 @@ SAMPLES: dict[str, Any] = {
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
     ),
+    "FindCoordinator": find_coordinator.FindCoordinator(("g", "h")),
 }
 # ListGroups asks only when there are groups to show: a coordinator with one
 LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
@@ -334,3 +342,58 @@ async def test_sync_group_hands_out_the_leaders_assignment_with_the_groups_proto
             IllegalGenerationError.code, b"", "consumer", "range")  # fmt: skip
         unknown = await run(sync_group.run, b, dataclasses.replace(mine, group_id="nope"))
         assert unknown.error_code != 0 and unknown.protocol_type is None
+
+
+async def test_find_coordinator_answers_each_key_and_refuses_each_on_its_own(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        fc = find_coordinator.FindCoordinator
+        (no,) = (await run(find_coordinator.run, b, fc(("g",)))).coordinators
+        assert (no.error_code, no.node_id, no.host, no.port) == (NO_COORDINATOR, -1, "", -1)
+        (no,) = (await run(find_coordinator.run, b, fc(("tx",), TRANSACTION_KEY_TYPE))).coordinators
+        assert no.error_code == NO_COORDINATOR
+        await coordinate_groups(b, clock)
+        (odd,) = (await run(find_coordinator.run, b, fc(("g",), 2))).coordinators
+        assert odd.error_code == InvalidRequestError.code
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "")
+        result = await run(find_coordinator.run, b, fc(("secret", "g", "")))
+        secret, g, empty = result.coordinators
+        assert (secret.key, secret.error_code) == ("secret", GroupAuthorizationFailedError.code)
+        assert secret.error_message == "User:alice may not Describe group 'secret'"
+        assert (g.key, g.error_code, g.node_id, g.host, g.port) == (
+            "g", 0, 1, "127.0.0.1", b.port)  # fmt: skip
+        assert empty.error_code == 24  # INVALID_GROUP_ID
+        kafka = await run(find_coordinator.run, b, fc(("g",), door=KAFKA_DOOR))
+        assert kafka.coordinators[0].port == b.kafka_port
+
+
+async def test_find_coordinator_gives_the_listener_the_client_came_in_on() -> None:
+    """On its door: a SASL client is not sent to the PLAINTEXT listener. Without a listener
+    of that name the native door gives the inter-broker address (as its Metadata does), the
+    Kafka door COORDINATOR_NOT_AVAILABLE (Kafka's answer; it used to say LISTENER_NOT_FOUND)."""
+    broker = BrokerInfo(2, "10.0.0.2", 9093, endpoints=[
+        Endpoint(NATIVE_DOOR, "PLAINTEXT", "10.0.0.2", 9093, "PLAINTEXT"),
+        Endpoint(NATIVE_DOOR, "SASL_SSL", "broker2.example.com", 9095, "SASL_SSL"),
+        Endpoint(KAFKA_DOOR, "SASL_SSL", "broker2.example.com", 9094, "SASL_SSL"),
+    ])  # fmt: skip
+
+    async def found(group_id: str) -> FindCoordinatorResponse:
+        return FindCoordinatorResponse(0, None, 2, "10.0.0.2", 9093)
+
+    ctx: Any = SimpleNamespace(authorizer=None, groups=SimpleNamespace(find_coordinator=found),
+                               metadata=SimpleNamespace(brokers={2: broker}))  # fmt: skip
+
+    async def where(door: str, listener: str) -> tuple[int, int, str, int]:
+        req = find_coordinator.FindCoordinator(("g",), door=door)
+        (c,) = (await find_coordinator.run(ctx, Session(listener=listener), req)).coordinators
+        return c.error_code, c.node_id, c.host, c.port
+
+    assert await where(NATIVE_DOOR, "SASL_SSL") == (0, 2, "broker2.example.com", 9095)
+    assert await where(NATIVE_DOOR, "CLIENTS") == (0, 2, "10.0.0.2", 9093)
+    assert await where(KAFKA_DOOR, "SASL_SSL") == (0, 2, "broker2.example.com", 9094)
+    assert await where(KAFKA_DOOR, "PLAINTEXT") == (NO_COORDINATOR, -1, "", -1)

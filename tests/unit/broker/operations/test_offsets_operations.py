@@ -1,0 +1,97 @@
+"""The offset APIs' operations (OffsetCommit, OffsetFetch, OffsetDelete), each tested once,
+whichever door serves it, on an in-process broker with the real group coordinator (the harness
+and helpers of test_group_operations.py). Golden bytes per door are in test_offsets_codecs.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from broker.operations import consumer_group_heartbeat, offset_commit
+from broker.security.authorizer import AclCache, Authorizer
+from protocol.acl import AclOperation, ResourceType
+from protocol.clock import ManualClock
+from protocol.errors import (
+    GroupAuthorizationFailedError,
+    IllegalGenerationError,
+    TopicAuthorizationFailedError,
+    UnsupportedVersionError,
+)
+from tests.unit.broker.harness import running_broker
+from tests.unit.broker.test_acl_rules import grant
+
+from .test_group_operations import NO_COORDINATOR, beat, coordinate_groups, give_id, join, run
+
+oc = offset_commit
+
+
+def commit(group_id: str, generation: int, member: str, *topics: str, **more: Any) -> Any:
+    return oc.OffsetCommit(group_id, generation, member, tuple(
+        oc.CommitTopic(t, (oc.CommitPartition(0, 5, "m"), oc.CommitPartition(1, 6)))
+        for t in topics), **more)  # fmt: skip
+
+
+# For test_table.py: a request model per API, and what its operation needs on the context.
+SAMPLES: dict[str, Any] = {
+    "OffsetCommit": commit("g", -1, "", "t", "u"),
+}
+CONTEXTS: dict[str, Any] = {}
+
+
+def codes(result: oc.OffsetCommitResult) -> list[tuple[str, int, int]]:
+    return [(t.name, p, code) for t in result.topics for p, code in t.partitions]
+
+
+async def test_offset_commit_answers_each_partition_in_the_order_asked(tmp_path: Path) -> None:
+    """The native door used to answer NOT_COORDINATOR without a coordinator and put refused
+    topics last; Kafka's COORDINATOR_NOT_AVAILABLE and the order asked now hold on both."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await b.lead("u", 2)
+        no = await run(oc.run, b, commit("g", -1, "", "t"))
+        assert codes(no) == [("t", 0, NO_COORDINATOR), ("t", 1, NO_COORDINATOR)]
+        await coordinate_groups(b, clock)
+        generation, member = await join(b, "g")
+        stale = await run(oc.run, b, commit("g", generation + 1, member, "t"))
+        assert {code for _, _, code in codes(stale)} == {IllegalGenerationError.code}
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        denied = await run(oc.run, b, commit("g", generation, member, "t"))
+        group_auth = GroupAuthorizationFailedError.code
+        assert codes(denied) == [("t", 0, group_auth), ("t", 1, group_auth)]
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
+        done = await run(oc.run, b, commit("g", generation, member, "u", "t"))
+        topic_auth = TopicAuthorizationFailedError.code
+        assert codes(done) == [("u", 0, topic_auth), ("u", 1, topic_auth), ("t", 0, 0),
+                               ("t", 1, 0)]  # fmt: skip
+        assert b.ctx.groups is not None
+        committed = b.ctx.groups.group_view("g")[1]
+        assert committed is not None
+        assert {tp: o.offset for tp, o in committed.offsets.items()} == {("t", 0): 5, ("t", 1): 6}
+
+
+async def test_a_kip848_member_commits_with_its_epoch_only(tmp_path: Path) -> None:
+    """Its epoch checked (STALE_MEMBER_EPOCH); a generation that cannot be an epoch (Kafka
+    v0-v8) is UNSUPPORTED_VERSION, as Kafka answers, but for an admin's (no member id), which
+    the group refuses itself while it has members (UNKNOWN_MEMBER_ID)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await give_id(b, "t")
+        await coordinate_groups(b, clock)
+        member = str(uuid.uuid4())
+        joined = await run(consumer_group_heartbeat.run, b,
+                           beat(member, 0, subscribed_topic_names=("t",), owned=()))  # fmt: skip
+        epoch = joined.member_epoch
+        assert joined.error_code == 0 and epoch > 0
+        old = await run(oc.run, b, commit("g", epoch, member, "t", generation_is_epoch=False))
+        assert {code for _, _, code in codes(old)} == {UnsupportedVersionError.code}
+        stale = await run(oc.run, b, commit("g", epoch + 1, member, "t"))
+        assert {code for _, _, code in codes(stale)} == {113}  # STALE_MEMBER_EPOCH
+        ok = await run(oc.run, b, commit("g", epoch, member, "t"))
+        assert {code for _, _, code in codes(ok)} == {0}
+        admin = await run(oc.run, b, commit("g", -1, "", "t", generation_is_epoch=False))
+        assert {code for _, _, code in codes(admin)} == {25}  # the group's: it has a member
