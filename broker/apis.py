@@ -38,6 +38,7 @@ from broker.operations import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_fetch,
     sync_group,
 )
 from broker.security.rules import RULES, Rule
@@ -100,6 +101,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 4), kafka_groups.FIND_COORDINATOR)),
     _api("OffsetCommit", kafka_versions.OFFSET_COMMIT, offset_commit.run,
          Served((0, 0), native_groups.OFFSET_COMMIT), Served((2, 9), kafka_groups.OFFSET_COMMIT)),
+    _api("OffsetFetch", kafka_versions.OFFSET_FETCH, offset_fetch.run,
+         Served((0, 0), native_groups.OFFSET_FETCH), Served((1, 9), kafka_groups.OFFSET_FETCH)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -45,7 +45,6 @@ from broker.handlers import (
     list_partition_reassignments,
     list_transactions,
     metadata,
-    offset_fetch,
     offsets_for_leader_epoch,
     produce,
     sasl_authenticate,
@@ -77,7 +76,6 @@ from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
     JOIN_GROUP,
-    OFFSET_FETCH,
 )
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
@@ -126,7 +124,6 @@ HANDLERS: dict[int, Handler] = {
     ALTER_PARTITION_REASSIGNMENTS.key: alter_partition_reassignments.handle,
     LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
     JOIN_GROUP.key: join_group.handle,
-    OFFSET_FETCH.key: offset_fetch.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,

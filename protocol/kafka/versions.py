@@ -104,7 +104,6 @@ CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    OFFSET_FETCH: (1, 9),
     JOIN_GROUP: (0, 9),
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),

@@ -23,6 +23,7 @@ from broker.operations import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_fetch,
     sync_group,
 )
 from protocol.api.group import GROUP_KEY_TYPE
@@ -314,3 +315,65 @@ def _offset_commit_out(request: KafkaRequest, result: offset_commit.OffsetCommit
 
 
 OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)
+
+# ----- OffsetFetch (9) ------------------------------------------------------------------------
+
+GROUPS_FROM = 8  # v8+: several groups, each with its own code (KIP-709)
+TOP_LEVEL_CODE_FROM = 2  # v1 has no top-level code: a group's error goes on each partition
+
+
+def _wanted(topics: Any) -> offset_fetch.Wanted | None:
+    if topics is None:  # v2+: every committed partition
+        return None
+    return tuple((t.name, tuple(t.partition_indexes)) for t in topics)
+
+
+def _offset_fetch_in(request: KafkaRequest) -> offset_fetch.OffsetFetch:
+    req = request.body  # v7+ require_stable (KIP-447), v9 member id and epoch (KIP-848)
+    stable = bool(getattr(req, "require_stable", False))
+    if request.header.api_version < GROUPS_FROM:
+        wanted = offset_fetch.GroupWanted(req.group_id, _wanted(req.topics))
+        return offset_fetch.OffsetFetch((wanted,), stable)
+    return offset_fetch.OffsetFetch(tuple(
+        offset_fetch.GroupWanted(g.group_id, _wanted(g.topics), getattr(g, "member_id", None),
+                                 getattr(g, "member_epoch", -1))
+        for g in req.groups
+    ), stable)  # fmt: skip
+
+
+def _fetched_topics(cls: Any, g: offset_fetch.GroupOffsets, suffix: str) -> tuple[Any, ...]:
+    topic_cls = nested(cls, "OffsetFetchResponseTopic" + suffix)
+    part_cls = nested(cls, "OffsetFetchResponsePartition" + suffix)
+    return tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p.partition, committed_offset=p.offset,
+                 committed_leader_epoch=p.leader_epoch, metadata=p.metadata or "",
+                 error_code=p.error_code)
+            for p in t.partitions))
+        for t in g.topics
+    )  # fmt: skip
+
+
+def _offset_fetch_out(request: KafkaRequest, result: offset_fetch.OffsetFetchResult) -> Any:
+    version = request.header.api_version
+    cls = response_class(v.OFFSET_FETCH, version)
+    if version >= GROUPS_FROM:
+        group_cls = nested(cls, "OffsetFetchResponseGroup")
+        return make(cls, throttle_time=0, groups=tuple(
+            make(group_cls, group_id=g.group_id, error_code=g.error_code,
+                 topics=_fetched_topics(cls, g, "s"))
+            for g in result.groups
+        ))  # fmt: skip
+    (g,) = result.groups
+    asked = request.body.topics
+    if g.error_code and version < TOP_LEVEL_CODE_FROM and asked:
+        g = offset_fetch.GroupOffsets(g.group_id, g.error_code, tuple(
+            offset_fetch.FetchedTopic(t.name, tuple(
+                offset_fetch.Fetched(p, -1, None, g.error_code) for p in t.partition_indexes))
+            for t in asked
+        ))  # fmt: skip
+    return make(cls, throttle_time=0, error_code=g.error_code,
+                topics=_fetched_topics(cls, g, ""))  # fmt: skip
+
+
+OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)

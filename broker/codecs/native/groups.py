@@ -19,6 +19,7 @@ from broker.operations import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_fetch,
 )
 from protocol.api import group
 from protocol.api.metadata import NATIVE_DOOR
@@ -214,3 +215,28 @@ def _offset_commit_out(
 
 
 OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)
+
+# ----- OffsetFetch ----------------------------------------------------------------------------
+
+
+def _offset_fetch_in(request: Request) -> offset_fetch.OffsetFetch:
+    req: group.OffsetFetchRequest = request.body
+    topics = None
+    if req.topics is not None:
+        topics = tuple((t.topic, tuple(t.partitions)) for t in req.topics)
+    return offset_fetch.OffsetFetch((offset_fetch.GroupWanted(req.group_id, topics),))
+
+
+def _offset_fetch_out(
+    request: Request, result: offset_fetch.OffsetFetchResult
+) -> group.OffsetFetchResponse:
+    (g,) = result.groups
+    return group.OffsetFetchResponse(g.error_code, [
+        group.FetchedTopic(t.name, [
+            group.FetchedOffset(p.partition, p.offset, p.metadata, p.error_code, p.leader_epoch)
+            for p in t.partitions])
+        for t in g.topics
+    ])  # fmt: skip
+
+
+OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)

@@ -44,7 +44,6 @@ from broker.handlers.kafka import (
     list_transactions,
     metadata,
     offset_delete,
-    offset_fetch,
     offset_for_leader_epoch,
     produce,
     sasl_authenticate,
@@ -56,7 +55,6 @@ from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
-    v.OFFSET_FETCH: offset_fetch.handle,
     v.JOIN_GROUP: join_group.handle,
     v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,

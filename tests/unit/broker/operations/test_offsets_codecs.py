@@ -1,13 +1,14 @@
 """Golden bytes for the offset APIs on each door (broker/codecs/, harness in golden.py): a
 known request frame decodes to the operation's request model, and a known result encodes to a
-known response frame. test_codecs.py checks that every row of the table has them.
+known response frame. test_codecs.py checks that every row of the table has them. OffsetFetch
+v1 has no top-level error code: a group's error is written on each partition asked.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from broker.operations import offset_commit
+from broker.operations import offset_commit, offset_fetch
 from protocol.api import group
 from protocol.kafka import versions as v
 
@@ -15,6 +16,9 @@ from .golden import Case, check, kio, many, nested
 
 oc = offset_commit
 COMMITTED = oc.OffsetCommitResult((oc.TopicCommitted("t", ((0, 0), (1, 29))),))
+of = offset_fetch
+FETCHED = of.GroupOffsets("g", 0, (of.FetchedTopic("t", (
+    of.Fetched(0, 5, "x", 0, 2), of.Fetched(1, -1, None, 0))),))  # fmt: skip
 
 CASES = [
     Case("OffsetCommit native", 8, -1,
@@ -52,6 +56,31 @@ CASES = [
          COMMITTED,
          "00000049000800090000000700076f64726164656b00026700000003036d310369310202740300000000000000000000000500000002027800000000010000000000000006ffffffff00000000",
          "0000001d000000070000000000020274030000000000000000000001001d000000"),
+    Case("OffsetFetch native", 9, -1,
+         lambda: group.OffsetFetchRequest("g", [group.TopicPartitions("t", [0, 1])]),
+         of.OffsetFetch((of.GroupWanted("g", (("t", (0, 1)),)),)),
+         of.OffsetFetchResult((FETCHED,)),
+         "0000001095090007a16392a1679192a174920001",
+         "0000001793070092009192a17492950005a17800029501ffc000ff"),
+    Case("OffsetFetch v1", v.OFFSET_FETCH, 1,
+         kio(v.OFFSET_FETCH, 1, group_id="g", topics=many(
+             nested("OffsetFetchRequestTopic", name="t", partition_indexes=(0, 1)))),
+         of.OffsetFetch((of.GroupWanted("g", (("t", (0, 1)),)),)),
+         of.OffsetFetchResult((of.GroupOffsets("g", 15),)),
+         "00000027000900010000000700076f64726164656b00016700000001000174000000020000000000000001",
+         "0000002f00000007000000010001740000000200000000ffffffffffffffff0000000f00000001ffffffffffffffff0000000f"),
+    Case("OffsetFetch v9", v.OFFSET_FETCH, 9,
+         kio(v.OFFSET_FETCH, 9, require_stable=True, groups=many(
+             nested("OffsetFetchRequestGroup", group_id="g", member_id="m1", member_epoch=3,
+                    topics=many(nested("OffsetFetchRequestTopics", name="t",
+                                       partition_indexes=(0, 1)))),
+             nested("OffsetFetchRequestGroup", group_id="h", member_id=None, member_epoch=-1,
+                    topics=None))),
+         of.OffsetFetch((of.GroupWanted("g", (("t", (0, 1)),), "m1", 3),
+                         of.GroupWanted("h", None)), True),
+         of.OffsetFetchResult((FETCHED, of.GroupOffsets("h", 30))),
+         "00000035000900090000000700076f64726164656b00030267036d31000000030202740300000000000000010000026800ffffffff00000100",
+         "000000440000000700000000000302670202740300000000000000000000000500000002027800000000000001ffffffffffffffffffffffff0100000000000000026801001e0000"),
 ]  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.operations import consumer_group_heartbeat, offset_commit
+from broker.operations import consumer_group_heartbeat, offset_commit, offset_fetch
 from broker.security.authorizer import AclCache, Authorizer
 from protocol.acl import AclOperation, ResourceType
 from protocol.clock import ManualClock
@@ -25,6 +25,7 @@ from tests.unit.broker.test_acl_rules import grant
 from .test_group_operations import NO_COORDINATOR, beat, coordinate_groups, give_id, join, run
 
 oc = offset_commit
+of = offset_fetch
 
 
 def commit(group_id: str, generation: int, member: str, *topics: str, **more: Any) -> Any:
@@ -36,6 +37,9 @@ def commit(group_id: str, generation: int, member: str, *topics: str, **more: An
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
     "OffsetCommit": commit("g", -1, "", "t", "u"),
+    "OffsetFetch": offset_fetch.OffsetFetch(
+        (offset_fetch.GroupWanted("g", (("t", (0,)),)), offset_fetch.GroupWanted("h", None))
+    ),
 }
 CONTEXTS: dict[str, Any] = {}
 
@@ -95,3 +99,61 @@ async def test_a_kip848_member_commits_with_its_epoch_only(tmp_path: Path) -> No
         assert {code for _, _, code in codes(ok)} == {0}
         admin = await run(oc.run, b, commit("g", -1, "", "t", generation_is_epoch=False))
         assert {code for _, _, code in codes(admin)} == {25}  # the group's: it has a member
+
+
+def offsets(g: of.GroupOffsets) -> list[tuple[str, int, int, int]]:
+    return [(t.name, p.partition, p.offset, p.error_code) for t in g.topics for p in t.partitions]
+
+
+async def test_offset_fetch_answers_each_group_and_hides_or_refuses_topics(
+    tmp_path: Path,
+) -> None:
+    """Named topics the principal may not describe come last with TOPIC_AUTHORIZATION_FAILED;
+    the all-partitions answer leaves them out. No coordinator: COORDINATOR_NOT_AVAILABLE on
+    both doors (the native door said NOT_COORDINATOR)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await b.lead("u", 2)
+        everything = of.OffsetFetch((of.GroupWanted("g", None),))
+        (no,) = (await run(of.run, b, everything)).groups
+        assert (no.group_id, no.error_code, no.topics) == ("g", NO_COORDINATOR, ())
+        await coordinate_groups(b, clock)
+        assert {c for _, _, c in codes(await run(oc.run, b, commit("g", -1, "", "t", "u")))} == {0}
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "t")
+        named = of.GroupWanted("g", (("u", (0,)), ("t", (0, 1, 2))))
+        ask = of.OffsetFetch((named, of.GroupWanted("secret", None)))
+        g, secret = (await run(of.run, b, ask)).groups
+        topic_auth = TopicAuthorizationFailedError.code
+        assert (g.group_id, g.error_code) == ("g", 0)
+        assert offsets(g) == [("t", 0, 5, 0), ("t", 1, 6, 0), ("t", 2, -1, 0),
+                              ("u", 0, -1, topic_auth)]  # fmt: skip
+        assert (secret.group_id, secret.error_code, secret.topics) == (
+            "secret", GroupAuthorizationFailedError.code, ())  # fmt: skip
+        (g,) = (await run(of.run, b, everything)).groups
+        assert offsets(g) == [("t", 0, 5, 0), ("t", 1, 6, 0)]  # "u" left out
+        assert g.topics[0].partitions[0].metadata == "m"
+
+
+async def test_offset_fetch_checks_a_kip848_members_epoch(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await give_id(b, "t")
+        await coordinate_groups(b, clock)
+        member = str(uuid.uuid4())
+        joined = await run(consumer_group_heartbeat.run, b,
+                           beat(member, 0, subscribed_topic_names=("t",), owned=()))  # fmt: skip
+        epoch = joined.member_epoch
+        wanted = (("t", (0,)),)
+
+        async def code(member_id: str | None, member_epoch: int) -> int:
+            ask = of.OffsetFetch((of.GroupWanted("g", wanted, member_id, member_epoch),))
+            return int((await run(of.run, b, ask)).groups[0].error_code)
+
+        assert await code(member, epoch) == 0
+        assert await code(member, epoch - 1) == 113  # STALE_MEMBER_EPOCH
+        assert await code("nobody", epoch) == 25  # UNKNOWN_MEMBER_ID
+        assert await code(None, -1) == 0  # an admin
