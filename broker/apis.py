@@ -38,6 +38,7 @@ from broker.operations import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_delete,
     offset_fetch,
     sync_group,
 )
@@ -103,6 +104,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_groups.OFFSET_COMMIT), Served((2, 9), kafka_groups.OFFSET_COMMIT)),
     _api("OffsetFetch", kafka_versions.OFFSET_FETCH, offset_fetch.run,
          Served((0, 0), native_groups.OFFSET_FETCH), Served((1, 9), kafka_groups.OFFSET_FETCH)),
+    _api("OffsetDelete", kafka_versions.OFFSET_DELETE, offset_delete.run,
+         None, Served((0, 0), kafka_groups.OFFSET_DELETE)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -105,7 +105,6 @@ CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
     JOIN_GROUP: (0, 9),
-    OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
     LIST_OFFSETS: (1, 10),

@@ -23,6 +23,7 @@ from broker.operations import (
     leave_group,
     list_groups,
     offset_commit,
+    offset_delete,
     offset_fetch,
     sync_group,
 )
@@ -377,3 +378,26 @@ def _offset_fetch_out(request: KafkaRequest, result: offset_fetch.OffsetFetchRes
 
 
 OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)
+
+# ----- OffsetDelete (47) ----------------------------------------------------------------------
+
+
+def _offset_delete_in(request: KafkaRequest) -> offset_delete.OffsetDelete:
+    req = request.body
+    return offset_delete.OffsetDelete(req.group_id, tuple(
+        (t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics
+    ))  # fmt: skip
+
+
+def _offset_delete_out(request: KafkaRequest, result: offset_delete.OffsetDeleteResult) -> Any:
+    cls = response_class(v.OFFSET_DELETE, request.header.api_version)
+    topic_cls = nested(cls, "OffsetDeleteResponseTopic")
+    part_cls = nested(cls, "OffsetDeleteResponsePartition")
+    return make(cls, throttle_time=0, error_code=result.error_code, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))
+        for t in result.topics
+    ))  # fmt: skip
+
+
+OFFSET_DELETE = Codec(_offset_delete_in, _offset_delete_out)

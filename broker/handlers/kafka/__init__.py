@@ -43,7 +43,6 @@ from broker.handlers.kafka import (
     list_partition_reassignments,
     list_transactions,
     metadata,
-    offset_delete,
     offset_for_leader_epoch,
     produce,
     sasl_authenticate,
@@ -56,7 +55,6 @@ from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
     v.JOIN_GROUP: join_group.handle,
-    v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,
     v.LIST_OFFSETS: list_offsets.handle,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.operations import offset_commit, offset_fetch
+from broker.operations import offset_commit, offset_delete, offset_fetch
 from protocol.api import group
 from protocol.kafka import versions as v
 
@@ -81,6 +81,16 @@ CASES = [
          of.OffsetFetchResult((FETCHED, of.GroupOffsets("h", 30))),
          "00000035000900090000000700076f64726164656b00030267036d31000000030202740300000000000000010000026800ffffffff00000100",
          "000000440000000700000000000302670202740300000000000000000000000500000002027800000000000001ffffffffffffffffffffffff0100000000000000026801001e0000"),
+    Case("OffsetDelete v0", v.OFFSET_DELETE, 0,
+         kio(v.OFFSET_DELETE, 0, group_id="g", topics=many(
+             nested("OffsetDeleteRequestTopic", name="t", partitions=many(
+                 nested("OffsetDeleteRequestPartition", partition_index=0),
+                 nested("OffsetDeleteRequestPartition", partition_index=1))))),
+         offset_delete.OffsetDelete("g", (("t", (0, 1)),)),
+         offset_delete.OffsetDeleteResult(0, (
+             offset_delete.TopicDeleted("t", ((0, 86), (1, 0))),)),
+         "00000027002f00000000000700076f64726164656b00016700000001000174000000020000000000000001",
+         "00000021000000070000000000000000000100017400000002000000000056000000010000"),
 ]  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.operations import consumer_group_heartbeat, offset_commit, offset_fetch
+from broker.operations import consumer_group_heartbeat, offset_commit, offset_delete, offset_fetch
 from broker.security.authorizer import AclCache, Authorizer
 from protocol.acl import AclOperation, ResourceType
 from protocol.clock import ManualClock
@@ -26,6 +26,7 @@ from .test_group_operations import NO_COORDINATOR, beat, coordinate_groups, give
 
 oc = offset_commit
 of = offset_fetch
+od = offset_delete
 
 
 def commit(group_id: str, generation: int, member: str, *topics: str, **more: Any) -> Any:
@@ -40,6 +41,7 @@ SAMPLES: dict[str, Any] = {
     "OffsetFetch": offset_fetch.OffsetFetch(
         (offset_fetch.GroupWanted("g", (("t", (0,)),)), offset_fetch.GroupWanted("h", None))
     ),
+    "OffsetDelete": offset_delete.OffsetDelete("g", (("t", (0,)), ("u", (1,)))),
 }
 CONTEXTS: dict[str, Any] = {}
 
@@ -157,3 +159,52 @@ async def test_offset_fetch_checks_a_kip848_members_epoch(tmp_path: Path) -> Non
         assert await code(member, epoch - 1) == 113  # STALE_MEMBER_EPOCH
         assert await code("nobody", epoch) == 25  # UNKNOWN_MEMBER_ID
         assert await code(None, -1) == 0  # an admin
+
+
+async def test_offset_delete_spares_subscribed_topics_and_refuses_what_it_may_not_touch(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await b.lead("u", 2)
+        ask = od.OffsetDelete("g", (("t", (0,)), ("u", (0, 1))))
+        assert await run(od.run, b, ask) == od.OffsetDeleteResult(NO_COORDINATOR)
+        await coordinate_groups(b, clock)
+        assert (await run(od.run, b, ask)).error_code == 69  # GROUP_ID_NOT_FOUND
+        assert {c for _, _, c in codes(await run(oc.run, b, commit("g", -1, "", "t", "u")))} == {0}
+        await join(b, "g")  # a native member subscribed to "t"
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
+        denied = await run(od.run, b, ask)
+        assert denied == od.OffsetDeleteResult(GroupAuthorizationFailedError.code)
+        grant(authz, AclOperation.DELETE, ResourceType.GROUP, "g")
+        result = await run(od.run, b, ask)
+        assert result == od.OffsetDeleteResult(0, (
+            od.TopicDeleted("t", ((0, 86),)),  # GROUP_SUBSCRIBED_TO_TOPIC
+            od.TopicDeleted("u", ((0, TopicAuthorizationFailedError.code),
+                                  (1, TopicAuthorizationFailedError.code))),
+        ))  # fmt: skip
+        grant(authz, AclOperation.READ, ResourceType.TOPIC, "u")
+        result = await run(od.run, b, ask)
+        assert [p for t in result.topics for p in t.partitions] == [(0, 86), (0, 0), (1, 0)]
+        assert b.ctx.groups is not None
+        left = b.ctx.groups.group_view("g")[1]
+        assert left is not None and sorted(left.offsets) == [("t", 0), ("t", 1)]
+
+
+async def test_offset_delete_refuses_a_group_of_another_protocol_with_members(
+    tmp_path: Path,
+) -> None:
+    """Its members' interests cannot be read: NON_EMPTY_GROUP, as Kafka answers."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await coordinate_groups(b, clock)
+        assert b.ctx.groups is not None
+        joined = await b.ctx.groups.join_classic(
+            "k", "", "c", "/127.0.0.1", 10_000, 10_000, "connect", [("x", b"")], False
+        )
+        assert joined.error_code == 0
+        result = await run(od.run, b, od.OffsetDelete("k", (("t", (0,)),)))
+        assert result == od.OffsetDeleteResult(68)  # NON_EMPTY_GROUP
