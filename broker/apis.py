@@ -35,6 +35,7 @@ from broker.operations import (
     describe_transactions,
     find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     offset_commit,
@@ -106,6 +107,8 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_groups.OFFSET_FETCH), Served((1, 9), kafka_groups.OFFSET_FETCH)),
     _api("OffsetDelete", kafka_versions.OFFSET_DELETE, offset_delete.run,
          None, Served((0, 0), kafka_groups.OFFSET_DELETE)),
+    _api("JoinGroup", kafka_versions.JOIN_GROUP, join_group.run,
+         Served((0, 0), native_groups.JOIN_GROUP), Served((0, 9), kafka_groups.JOIN_GROUP)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -39,7 +39,6 @@ from broker.handlers import (
     end_txn,
     fetch,
     init_producer_id,
-    join_group,
     leader_and_isr,
     list_offsets,
     list_partition_reassignments,
@@ -74,9 +73,6 @@ from protocol.api.controller import (
 )
 from protocol.api.delete_records import DELETE_RECORDS
 from protocol.api.fetch import FETCH
-from protocol.api.group import (
-    JOIN_GROUP,
-)
 from protocol.api.list_offsets import LIST_OFFSETS
 from protocol.api.metadata import METADATA
 from protocol.api.produce import PRODUCE
@@ -123,7 +119,6 @@ HANDLERS: dict[int, Handler] = {
     ELECT_LEADERS.key: elect_leaders.handle,
     ALTER_PARTITION_REASSIGNMENTS.key: alter_partition_reassignments.handle,
     LIST_PARTITION_REASSIGNMENTS.key: list_partition_reassignments.handle,
-    JOIN_GROUP.key: join_group.handle,
     INIT_PRODUCER_ID.key: init_producer_id.handle,
     WRITE_TXN_MARKERS.key: write_txn_markers.handle,
     ADD_PARTITIONS_TO_TXN.key: add_partitions_to_txn.handle,

@@ -104,7 +104,6 @@ CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    JOIN_GROUP: (0, 9),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
     LIST_OFFSETS: (1, 10),

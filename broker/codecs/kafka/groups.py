@@ -20,6 +20,7 @@ from broker.operations import (
     describe_groups,
     find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     offset_commit,
@@ -401,3 +402,39 @@ def _offset_delete_out(request: KafkaRequest, result: offset_delete.OffsetDelete
 
 
 OFFSET_DELETE = Codec(_offset_delete_in, _offset_delete_out)
+
+# ----- JoinGroup (11) -------------------------------------------------------------------------
+
+REQUIRE_KNOWN_MEMBER_ID_FROM = 4  # KIP-394: a new member is told its id, then joins with it
+SKIP_ASSIGNMENT_FROM = 9  # KIP-814
+
+
+def _join_in(request: KafkaRequest) -> join_group.JoinGroup:
+    req = request.body  # v1+ rebalance_timeout, v5+ group_instance_id, v8+ reason
+    version = request.header.api_version
+    return join_group.JoinGroup(
+        req.group_id, req.member_id, millis(req.session_timeout),
+        millis(getattr(req, "rebalance_timeout", req.session_timeout)),
+        request.header.client_id or "", request.client_host,
+        getattr(req, "group_instance_id", None) or None, req.protocol_type,
+        tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+        require_known_member_id=version >= REQUIRE_KNOWN_MEMBER_ID_FROM,
+        skip_assignment_allowed=version >= SKIP_ASSIGNMENT_FROM,
+        reason=getattr(req, "reason", None),
+    )  # fmt: skip
+
+
+def _join_out(request: KafkaRequest, result: join_group.JoinGroupResult) -> Any:
+    cls = response_class(v.JOIN_GROUP, request.header.api_version)
+    member_cls = nested(cls, "JoinGroupResponseMember")
+    return make(
+        cls, throttle_time=0, error_code=result.error_code, generation_id=result.generation_id,
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name or "",
+        leader=result.leader, member_id=result.member_id, skip_assignment=result.skip_assignment,
+        members=tuple(make(member_cls, member_id=m.member_id,
+                           group_instance_id=m.group_instance_id, metadata=m.metadata)
+                      for m in result.members),
+    )  # fmt: skip
+
+
+JOIN_GROUP = Codec(_join_in, _join_out)

@@ -16,6 +16,7 @@ from broker.operations import (
     describe_groups,
     find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     offset_commit,
@@ -240,3 +241,27 @@ def _offset_fetch_out(
 
 
 OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)
+
+# ----- JoinGroup ------------------------------------------------------------------------------
+
+
+def _join_in(request: Request) -> join_group.JoinGroup:
+    req: group.JoinGroupRequest = request.body
+    subscription = join_group.NativeSubscription(
+        tuple(req.topics), req.topic_pattern, req.assignment_strategy
+    )
+    return join_group.JoinGroup(
+        req.group_id, req.member_id, req.session_timeout_ms, req.rebalance_timeout_ms,
+        req.client_id, group_instance_id=req.group_instance_id, native=subscription,
+    )  # fmt: skip
+
+
+def _join_out(request: Request, result: join_group.JoinGroupResult) -> group.JoinGroupResponse:
+    return group.JoinGroupResponse(
+        result.error_code, result.generation_id, result.member_id,
+        [group.TopicPartitions(t, list(ps)) for t, ps in result.partitions_to_own],
+        result.error_message,
+    )  # fmt: skip
+
+
+JOIN_GROUP = Codec(_join_in, _join_out)

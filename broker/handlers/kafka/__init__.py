@@ -38,7 +38,6 @@ from broker.handlers.kafka import (
     fetch,
     incremental_alter_configs,
     init_producer_id,
-    join_group,
     list_offsets,
     list_partition_reassignments,
     list_transactions,
@@ -54,7 +53,6 @@ from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
-    v.JOIN_GROUP: join_group.handle,
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,
     v.LIST_OFFSETS: list_offsets.handle,

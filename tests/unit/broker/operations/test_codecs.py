@@ -18,6 +18,7 @@ from broker.operations import (
     describe_transactions,
     find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     sync_group,
@@ -63,6 +64,10 @@ FOUND_TWO = fc.FindCoordinatorResult((
     fc.Coordinator("g", 0, None, 1, "h", 9092),
     fc.Coordinator("tx", 53, "no", -1, "", -1),
 ))  # fmt: skip
+
+jg = join_group
+LED = jg.JoinGroupResult(0, 2, "m1", None, "consumer", "range", "m1", False, (
+    jg.JoinedMember("m1", "i1", b"s1"), jg.JoinedMember("m2", None, b"s2")))  # fmt: skip
 
 CASES = [
     Case("Heartbeat native", 12, -1, lambda: group.HeartbeatRequest("g", 2, "m1", "i1"),
@@ -223,6 +228,33 @@ CASES = [
          fc.FindCoordinator(("g", "tx"), 1, KAFKA_DOOR), FOUND_TWO,
          "0000001a000a00040000000700076f64726164656b000103026703747800",
          "0000002d0000000700000000000302670000000102680000238400000000037478ffffffff01ffffffff0035036e6f0000"),
+    Case("JoinGroup native", 11, -1,
+         lambda: group.JoinGroupRequest("g", 10000, ["t"], "", "range", 30000, "c", "t.*", "i1"),
+         jg.JoinGroup("g", "", 10000, 30000, "c", group_instance_id="i1",
+                      native=jg.NativeSubscription(("t",), "t.*", "range")),
+         jg.JoinGroupResult(0, 2, "m1", partitions_to_own=(("t", (0, 1)),)),
+         "00000022950b0007a16399a167cd271091a174a0a572616e6765cd7530a163a3742e2aa26931",
+         "00000011930700950002a26d319192a174920001c0"),
+    Case("JoinGroup v0", v.JOIN_GROUP, 0,
+         kio(v.JOIN_GROUP, 0, group_id="g", session_timeout=10000, member_id="",
+             protocol_type="consumer", protocols=many(
+                 nested("JoinGroupRequestProtocol", name="range", metadata=b"s1"))),
+         jg.JoinGroup("g", "", 10000, 10000, "odradek", "/127.0.0.1", None, "consumer",
+                      (("range", b"s1"),)),
+         LED,
+         "00000035000b00000000000700076f64726164656b0001670000271000000008636f6e73756d657200000001000572616e6765000000027331",
+         "0000003100000007000000000002000572616e676500026d3100026d310000000200026d3100000002733100026d32000000027332"),
+    Case("JoinGroup v9", v.JOIN_GROUP, 9,
+         kio(v.JOIN_GROUP, 9, group_id="g", session_timeout=10000, rebalance_timeout=30000,
+             member_id="m1", group_instance_id="i1", protocol_type="consumer",
+             reason="hi", protocols=many(
+                 nested("JoinGroupRequestProtocol", name="range", metadata=b"s1"))),
+         jg.JoinGroup("g", "m1", 10000, 30000, "odradek", "/127.0.0.1", "i1", "consumer",
+                      (("range", b"s1"),), require_known_member_id=True,
+                      skip_assignment_allowed=True, reason="hi"),
+         LED,
+         "0000003a000b00090000000700076f64726164656b0002670000271000007530036d3103693109636f6e73756d6572020672616e67650373310003686900",
+         "0000003900000007000000000000000000000209636f6e73756d65720672616e6765036d3100036d3103036d3103693103733100036d32000373320000"),
 ]  # fmt: skip
 
 

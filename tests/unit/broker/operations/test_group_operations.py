@@ -14,6 +14,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
@@ -21,6 +23,7 @@ from broker.operations import (
     describe_transactions,
     find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     sync_group,
@@ -72,6 +75,9 @@ SAMPLES: dict[str, Any] = {
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
     ),
     "FindCoordinator": find_coordinator.FindCoordinator(("g", "h")),
+    "JoinGroup": join_group.JoinGroup(
+        "g", "", 10_000, 10_000, protocol_type="consumer", protocols=(("range", b""),)
+    ),
 }
 # ListGroups asks only when there are groups to show: a coordinator with one
 LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
@@ -397,3 +403,40 @@ async def test_find_coordinator_gives_the_listener_the_client_came_in_on() -> No
     assert await where(NATIVE_DOOR, "CLIENTS") == (0, 2, "10.0.0.2", 9093)
     assert await where(KAFKA_DOOR, "SASL_SSL") == (0, 2, "broker2.example.com", 9094)
     assert await where(KAFKA_DOOR, "PLAINTEXT") == (NO_COORDINATOR, -1, "", -1)
+
+
+async def test_join_group_for_either_kind_of_member(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A native member gets its partitions; a Kafka member (KIP-394) first its id, then, as
+    leader, every member's metadata. No coordinator is COORDINATOR_NOT_AVAILABLE on both
+    doors (the native door said NOT_COORDINATOR)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        native = join_group.NativeSubscription(("t",), None, "range")
+        mine = join_group.JoinGroup("n", "", 10_000, 10_000, "c", native=native)
+        no = await run(join_group.run, b, mine)
+        assert no == join_group.JoinGroupResult(NO_COORDINATOR, -1, "")
+        await coordinate_groups(b, clock)
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        denied = await run(join_group.run, b, mine)
+        assert denied == join_group.JoinGroupResult(GroupAuthorizationFailedError.code, -1, "")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "n")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "k")
+        joined = await run(join_group.run, b, mine)
+        assert (joined.error_code, joined.generation_id) == (0, 1) and joined.member_id
+        assert joined.partitions_to_own == (("t", (0, 1)),)
+        kafka = join_group.JoinGroup(
+            "k", "", 10_000, 10_000, "c", "/127.0.0.1", "i1", "consumer", (("range", b"sub"),),
+            require_known_member_id=True, reason="starting")  # fmt: skip
+        with caplog.at_level("INFO", "odradek.broker.join_group"):
+            first = await run(join_group.run, b, kafka)
+        assert "member '' (instance 'i1') joins: starting" in caplog.text
+        # a static member joins at once, and with an id the coordinator made
+        assert first.error_code == 0 and first.member_id and first.leader == first.member_id
+        assert first.members == (join_group.JoinedMember(first.member_id, "i1", b"sub"),)
+        assert (first.protocol_type, first.protocol_name) == ("consumer", "range")
+        dynamic = dataclasses.replace(kafka, group_instance_id=None, reason=None)
+        required = await run(join_group.run, b, dynamic)
+        assert required.error_code == 79 and required.member_id  # MEMBER_ID_REQUIRED
