@@ -29,6 +29,7 @@ from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
 from broker.deferred import then
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -109,6 +110,9 @@ APIS: tuple[Api, ...] = (
          None, Served((0, 0), kafka_groups.OFFSET_DELETE)),
     _api("JoinGroup", kafka_versions.JOIN_GROUP, join_group.run,
          Served((0, 0), native_groups.JOIN_GROUP), Served((0, 9), kafka_groups.JOIN_GROUP)),
+    _api("ConsumerGroupDescribe", kafka_versions.CONSUMER_GROUP_DESCRIBE,
+         consumer_group_describe.run, None,
+         Served((0, 1), kafka_groups.CONSUMER_GROUP_DESCRIBE)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -438,3 +439,47 @@ def _join_out(request: KafkaRequest, result: join_group.JoinGroupResult) -> Any:
 
 
 JOIN_GROUP = Codec(_join_in, _join_out)
+
+# ----- ConsumerGroupDescribe (69) -------------------------------------------------------------
+
+CONSUMER_MEMBER_TYPE = 1  # v1+: each member's protocol; odradek's consumer groups have no classic
+
+
+def _cgd_in(request: KafkaRequest) -> consumer_group_describe.ConsumerGroupDescribe:
+    body = request.body
+    asked = bool(body.include_authorized_operations)
+    return consumer_group_describe.ConsumerGroupDescribe(tuple(body.group_ids), asked)
+
+
+def _cgd_assignment(cls: Any, topics: tuple[consumer_group_describe.AssignedTopic, ...]) -> Any:
+    tp_cls = nested(cls, "TopicPartitions")
+    return make(nested(cls, "Assignment"), topic_partitions=tuple(
+        make(tp_cls, topic_id=t.topic_id, topic_name=t.name or "", partitions=t.partitions)
+        for t in topics
+    ))  # fmt: skip
+
+
+def _cgd_out(
+    request: KafkaRequest, result: consumer_group_describe.ConsumerGroupDescribeResult
+) -> Any:
+    cls = response_class(v.CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    group_cls, member_cls = nested(cls, "DescribedGroup"), nested(cls, "Member")
+    return make(cls, throttle_time=0, groups=tuple(
+        make(group_cls, error_code=d.error_code, error_message=d.error_message,
+             group_id=d.group_id, group_state=d.state, group_epoch=d.group_epoch,
+             assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
+             authorized_operations=d.authorized_operations, members=tuple(
+                 make(member_cls, member_id=m.member_id, instance_id=m.instance_id,
+                      rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                      client_host=m.client_host,
+                      subscribed_topic_names=m.subscribed_topic_names,
+                      subscribed_topic_regex=m.subscribed_topic_regex,
+                      assignment=_cgd_assignment(cls, m.assignment),
+                      target_assignment=_cgd_assignment(cls, m.target_assignment),
+                      member_type=CONSUMER_MEMBER_TYPE)
+                 for m in d.members))
+        for d in result.groups
+    ))  # fmt: skip
+
+
+CONSUMER_GROUP_DESCRIBE = Codec(_cgd_in, _cgd_out)

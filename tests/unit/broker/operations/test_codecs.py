@@ -12,6 +12,7 @@ import pytest
 
 from broker import apis
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -65,6 +66,13 @@ FOUND_TWO = fc.FindCoordinatorResult((
     fc.Coordinator("tx", 53, "no", -1, "", -1),
 ))  # fmt: skip
 
+cgd = consumer_group_describe
+CGD_T = (cgd.AssignedTopic(TOPIC_ID, "t", (0,)),)
+CGD_RESULT = cgd.ConsumerGroupDescribeResult((
+    cgd.Described("c", 0, None, "Stable", 2, 2, "uniform", (
+        cgd.Member("m1", None, "r", 2, "c", "/h", ("t",), None, CGD_T, CGD_T),), 8),
+    cgd.Described("g", 69, "Group g is not a consumer group.", "Dead"),
+))  # fmt: skip
 jg = join_group
 LED = jg.JoinGroupResult(0, 2, "m1", None, "consumer", "range", "m1", False, (
     jg.JoinedMember("m1", "i1", b"s1"), jg.JoinedMember("m2", None, b"s2")))  # fmt: skip
@@ -255,6 +263,18 @@ CASES = [
          LED,
          "0000003a000b00090000000700076f64726164656b0002670000271000007530036d3103693109636f6e73756d6572020672616e67650373310003686900",
          "0000003900000007000000000000000000000209636f6e73756d65720672616e6765036d3100036d3103036d3103693103733100036d32000373320000"),
+    Case("ConsumerGroupDescribe v0", v.CONSUMER_GROUP_DESCRIBE, 0,
+         kio(v.CONSUMER_GROUP_DESCRIBE, 0, group_ids=("c", "g"),
+             include_authorized_operations=True),
+         cgd.ConsumerGroupDescribe(("c", "g"), True), CGD_RESULT,
+         "00000019004500000000000700076f64726164656b0003026302670100",
+         "000000ae00000007000000000003000000026307537461626c65000000020000000208756e69666f726d02036d31000272000000020263032f6802027400020123456789abcdef0123456789abcdef027402000000000000020123456789abcdef0123456789abcdef02740200000000000000000000080000452147726f75702067206973206e6f74206120636f6e73756d65722067726f75702e02670544656164ffffffffffffffff0101800000000000"),
+    Case("ConsumerGroupDescribe v1", v.CONSUMER_GROUP_DESCRIBE, 1,
+         kio(v.CONSUMER_GROUP_DESCRIBE, 1, group_ids=("c",),
+             include_authorized_operations=False),
+         cgd.ConsumerGroupDescribe(("c",)), cgd.ConsumerGroupDescribeResult(CGD_RESULT.groups[:1]),
+         "00000017004500010000000700076f64726164656b000202630000",
+         "0000007600000007000000000002000000026307537461626c65000000020000000208756e69666f726d02036d31000272000000020263032f6802027400020123456789abcdef0123456789abcdef027402000000000000020123456789abcdef0123456789abcdef0274020000000000000100000000080000"),
 ]  # fmt: skip
 
 

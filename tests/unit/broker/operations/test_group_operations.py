@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -75,6 +76,7 @@ SAMPLES: dict[str, Any] = {
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
     ),
     "FindCoordinator": find_coordinator.FindCoordinator(("g", "h")),
+    "ConsumerGroupDescribe": consumer_group_describe.ConsumerGroupDescribe(("g", "h"), True),
     "JoinGroup": join_group.JoinGroup(
         "g", "", 10_000, 10_000, protocol_type="consumer", protocols=(("range", b""),)
     ),
@@ -440,3 +442,42 @@ async def test_join_group_for_either_kind_of_member(
         dynamic = dataclasses.replace(kafka, group_instance_id=None, reason=None)
         required = await run(join_group.run, b, dynamic)
         assert required.error_code == 79 and required.member_id  # MEMBER_ID_REQUIRED
+
+
+async def test_consumer_group_describe_in_the_order_asked_each_with_its_refusal(
+    tmp_path: Path,
+) -> None:
+    cgd = consumer_group_describe
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        topic_id = await give_id(b, "t")
+        (no,) = (await run(cgd.run, b, cgd.ConsumerGroupDescribe(("c",)))).groups
+        assert (no.error_code, no.state) == (NO_COORDINATOR, "Dead")
+        await coordinate_groups(b, clock)
+        await join(b, "g")
+        member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
+        joined = await run(consumer_group_heartbeat.run, b,
+                           dataclasses.replace(member, group_id="c"))  # fmt: skip
+        assert joined.error_code == 0
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        for g in ("c", "g", "missing"):
+            grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ask = cgd.ConsumerGroupDescribe(("secret", "c", "g", "missing"), True)
+        secret, c, g, missing = (await run(cgd.run, b, ask)).groups
+        assert (secret.group_id, secret.error_code, secret.state) == (
+            "secret", GroupAuthorizationFailedError.code, "")  # fmt: skip
+        assert secret.error_message == "User:alice may not Describe group 'secret'"
+        assert (g.error_code, g.error_message, g.state) == (
+            GroupIdNotFoundError.code, "Group g is not a consumer group.", "Dead")  # fmt: skip
+        assert (missing.error_code, missing.error_message) == (
+            GroupIdNotFoundError.code, "Group missing not found.")  # fmt: skip
+        assert (c.error_code, c.group_epoch, c.assignment_epoch) == (0, 1, 1)
+        assert c.authorized_operations == 1 << AclOperation.DESCRIBE.value
+        (m,) = c.members
+        assert (m.member_id, m.member_epoch, m.subscribed_topic_names) == (
+            member.member_id, joined.member_epoch, ("t",))  # fmt: skip
+        assert m.assignment == m.target_assignment == (cgd.AssignedTopic(topic_id, "t", (0,)),)
+        quiet = await run(cgd.run, b, cgd.ConsumerGroupDescribe(("c",)))
+        assert quiet.groups[0].authorized_operations == cgd.NO_OPERATIONS
+        assert quiet.groups[0].state == c.state != ""
