@@ -6,7 +6,11 @@ ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so 
 so to the operation, which refuses an empty one. DescribeGroups v0-v5 answer an unknown group,
 and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead (v6 would say
 GROUP_ID_NOT_FOUND, the operation's answer); a native member's assignment goes out in the
-consumer protocol's encoding.
+consumer protocol's encoding. FindCoordinator v4 and OffsetFetch v8+ carry several keys or
+groups (the others one); OffsetFetch v1 has no top-level code, so a group's error goes on each
+partition asked. What a version means is said to the operation: OffsetCommit v9+ carries a
+KIP-848 member's epoch, JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip
+the assignment (KIP-814). ConsumerGroupDescribe v1 adds each member's type (consumer).
 """
 
 from __future__ import annotations

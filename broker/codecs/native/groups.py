@@ -4,7 +4,9 @@ What the native door does not send is filled in here: a native Heartbeat or Leav
 one member, a ConsumerGroupHeartbeat names topics (never ids) and no rack or client host, and its
 client makes its member id. What it cannot say is dropped: LeaveGroup answers one code (the
 request's refusal, else the member's). DescribeGroups shows a Kafka member's assignment as the
-partitions its bytes name.
+partitions its bytes name. FindCoordinator names one key and answers at the native listener; a
+native JoinGroup names topics (the coordinator assigns for it) where a Kafka member sends
+protocols.
 """
 
 from __future__ import annotations
