@@ -20,11 +20,7 @@ from broker.handlers import (
     alter_configs,
     controlled_shutdown,
     describe_configs,
-    find_coordinator,
-    join_group,
     leader_and_isr,
-    offset_commit,
-    offset_fetch,
     offsets_for_leader_epoch,
     stop_replica,
     update_metadata,
@@ -41,12 +37,6 @@ from protocol.api.controller import (
     UPDATE_METADATA,
 )
 from protocol.api.fetch import FETCH
-from protocol.api.group import (
-    FIND_COORDINATOR,
-    JOIN_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-)
 from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
@@ -61,10 +51,6 @@ HANDLERS: dict[int, Handler] = {
     ALTER_CONFIGS.key: alter_configs.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
-    FIND_COORDINATOR.key: find_coordinator.handle,
-    JOIN_GROUP.key: join_group.handle,
-    OFFSET_COMMIT.key: offset_commit.handle,
-    OFFSET_FETCH.key: offset_fetch.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -19,6 +19,7 @@ from protocol.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
+from protocol.kafka.consumer_protocol import subscribed_topics
 
 Commit = tuple[Any, ...]  # (topic, partition, offset, metadata[, leader epoch])
 
@@ -128,3 +129,24 @@ def complete_txn(groups: dict[str, Group], producer_id: int, commit: bool) -> No
 def has_pending_txn(group: Group, topic: str, partition: int) -> bool:
     """KIP-447's require_stable: an open transaction holds an offset for this partition."""
     return any((topic, partition) in offsets for offsets in group.pending_txn.values())
+
+
+CONSUMER = "consumer"  # the protocol type of Kafka consumers' classic groups
+
+
+def subscribed_or_refused(group: Group | None) -> tuple[int, set[str]]:
+    """OffsetDelete's question, as Kafka asks it: the topics the group's members subscribe to
+    (whose offsets may not be deleted), read from each Kafka member's consumer-protocol
+    metadata, or a native member's topics; a group of another protocol type with members is
+    NON_EMPTY_GROUP, since its members' interests cannot be read."""
+    if group is None:
+        return NONE, set()
+    if group.members and group.protocol_type not in (None, CONSUMER):
+        return NonEmptyGroupError.code, set()
+    topics: set[str] = set()
+    for m in group.members.values():
+        if group.is_kafka:
+            topics |= subscribed_topics(m.metadata_for(group.strategy))
+        else:
+            topics |= set(m.topics)
+    return NONE, topics

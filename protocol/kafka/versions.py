@@ -104,16 +104,10 @@ CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
 SERVED: Final[dict[int, tuple[int, int]]] = {
-    OFFSET_COMMIT: (2, 9),
-    OFFSET_FETCH: (1, 9),
-    FIND_COORDINATOR: (0, 4),
-    JOIN_GROUP: (0, 9),
-    OFFSET_DELETE: (0, 0),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DESCRIBE_CONFIGS: (1, 4),
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
 key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,

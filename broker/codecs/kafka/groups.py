@@ -6,7 +6,11 @@ ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so 
 so to the operation, which refuses an empty one. DescribeGroups v0-v5 answer an unknown group,
 and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead (v6 would say
 GROUP_ID_NOT_FOUND, the operation's answer); a native member's assignment goes out in the
-consumer protocol's encoding.
+consumer protocol's encoding. FindCoordinator v4 and OffsetFetch v8+ carry several keys or
+groups (the others one); OffsetFetch v1 has no top-level code, so a group's error goes on each
+partition asked. What a version means is said to the operation: OffsetCommit v9+ carries a
+KIP-848 member's epoch, JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip
+the assignment (KIP-814). ConsumerGroupDescribe v1 adds each member's type (consumer).
 """
 
 from __future__ import annotations
@@ -15,14 +19,22 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     sync_group,
 )
+from protocol.api.group import GROUP_KEY_TYPE
+from protocol.api.metadata import KAFKA_DOOR
 from protocol.errors import GroupIdNotFoundError
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
@@ -247,3 +259,231 @@ def _sync_out(request: KafkaRequest, result: sync_group.SyncGroupResult) -> Any:
 
 
 SYNC_GROUP = Codec(_sync_in, _sync_out)
+
+# ----- FindCoordinator (10) -------------------------------------------------------------------
+
+BATCHED_KEYS_FROM = 4  # v4+: several keys, a coordinator each (KIP-699)
+
+
+def _find_coordinator_in(request: KafkaRequest) -> find_coordinator.FindCoordinator:
+    req = request.body  # v1+ key_type (v0: a group)
+    key_type = getattr(req, "key_type", GROUP_KEY_TYPE)
+    if request.header.api_version >= BATCHED_KEYS_FROM:
+        return find_coordinator.FindCoordinator(tuple(req.coordinator_keys), key_type, KAFKA_DOOR)
+    return find_coordinator.FindCoordinator((req.key,), key_type, KAFKA_DOOR)
+
+
+def _find_coordinator_out(
+    request: KafkaRequest, result: find_coordinator.FindCoordinatorResult
+) -> Any:
+    cls = response_class(v.FIND_COORDINATOR, request.header.api_version)
+    if request.header.api_version >= BATCHED_KEYS_FROM:
+        coordinator_cls = nested(cls, "Coordinator")
+        return make(cls, throttle_time=0, coordinators=tuple(
+            make(coordinator_cls, key=c.key, node_id=c.node_id, host=c.host, port=c.port,
+                 error_code=c.error_code, error_message=c.error_message)
+            for c in result.coordinators
+        ))  # fmt: skip
+    (c,) = result.coordinators
+    return make(cls, throttle_time=0, error_code=c.error_code, error_message=c.error_message,
+                node_id=c.node_id, host=c.host, port=c.port)  # fmt: skip
+
+
+FIND_COORDINATOR = Codec(_find_coordinator_in, _find_coordinator_out)
+
+# ----- OffsetCommit (8) -----------------------------------------------------------------------
+
+MEMBER_EPOCH_FROM = 9  # v9+: a KIP-848 member's epoch in generation_id_or_member_epoch
+
+
+def _offset_commit_in(request: KafkaRequest) -> offset_commit.OffsetCommit:
+    req = request.body  # v6+ committed_leader_epoch, v7+ group_instance_id
+    return offset_commit.OffsetCommit(
+        req.group_id, req.generation_id_or_member_epoch, req.member_id,
+        tuple(offset_commit.CommitTopic(t.name, tuple(
+            offset_commit.CommitPartition(p.partition_index, p.committed_offset,
+                                          p.committed_metadata,
+                                          getattr(p, "committed_leader_epoch", -1))
+            for p in t.partitions)) for t in req.topics),
+        getattr(req, "group_instance_id", None) or None,
+        generation_is_epoch=request.header.api_version >= MEMBER_EPOCH_FROM,
+    )  # fmt: skip
+
+
+def _offset_commit_out(request: KafkaRequest, result: offset_commit.OffsetCommitResult) -> Any:
+    cls = response_class(v.OFFSET_COMMIT, request.header.api_version)
+    topic_cls = nested(cls, "OffsetCommitResponseTopic")
+    part_cls = nested(cls, "OffsetCommitResponsePartition")
+    return make(cls, throttle_time=0, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))
+        for t in result.topics
+    ))  # fmt: skip
+
+
+OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)
+
+# ----- OffsetFetch (9) ------------------------------------------------------------------------
+
+GROUPS_FROM = 8  # v8+: several groups, each with its own code (KIP-709)
+TOP_LEVEL_CODE_FROM = 2  # v1 has no top-level code: a group's error goes on each partition
+
+
+def _wanted(topics: Any) -> offset_fetch.Wanted | None:
+    if topics is None:  # v2+: every committed partition
+        return None
+    return tuple((t.name, tuple(t.partition_indexes)) for t in topics)
+
+
+def _offset_fetch_in(request: KafkaRequest) -> offset_fetch.OffsetFetch:
+    req = request.body  # v7+ require_stable (KIP-447), v9 member id and epoch (KIP-848)
+    stable = bool(getattr(req, "require_stable", False))
+    if request.header.api_version < GROUPS_FROM:
+        wanted = offset_fetch.GroupWanted(req.group_id, _wanted(req.topics))
+        return offset_fetch.OffsetFetch((wanted,), stable)
+    return offset_fetch.OffsetFetch(tuple(
+        offset_fetch.GroupWanted(g.group_id, _wanted(g.topics), getattr(g, "member_id", None),
+                                 getattr(g, "member_epoch", -1))
+        for g in req.groups
+    ), stable)  # fmt: skip
+
+
+def _fetched_topics(cls: Any, g: offset_fetch.GroupOffsets, suffix: str) -> tuple[Any, ...]:
+    topic_cls = nested(cls, "OffsetFetchResponseTopic" + suffix)
+    part_cls = nested(cls, "OffsetFetchResponsePartition" + suffix)
+    return tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p.partition, committed_offset=p.offset,
+                 committed_leader_epoch=p.leader_epoch, metadata=p.metadata or "",
+                 error_code=p.error_code)
+            for p in t.partitions))
+        for t in g.topics
+    )  # fmt: skip
+
+
+def _offset_fetch_out(request: KafkaRequest, result: offset_fetch.OffsetFetchResult) -> Any:
+    version = request.header.api_version
+    cls = response_class(v.OFFSET_FETCH, version)
+    if version >= GROUPS_FROM:
+        group_cls = nested(cls, "OffsetFetchResponseGroup")
+        return make(cls, throttle_time=0, groups=tuple(
+            make(group_cls, group_id=g.group_id, error_code=g.error_code,
+                 topics=_fetched_topics(cls, g, "s"))
+            for g in result.groups
+        ))  # fmt: skip
+    (g,) = result.groups
+    asked = request.body.topics
+    if g.error_code and version < TOP_LEVEL_CODE_FROM and asked:
+        g = offset_fetch.GroupOffsets(g.group_id, g.error_code, tuple(
+            offset_fetch.FetchedTopic(t.name, tuple(
+                offset_fetch.Fetched(p, -1, None, g.error_code) for p in t.partition_indexes))
+            for t in asked
+        ))  # fmt: skip
+    return make(cls, throttle_time=0, error_code=g.error_code,
+                topics=_fetched_topics(cls, g, ""))  # fmt: skip
+
+
+OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)
+
+# ----- OffsetDelete (47) ----------------------------------------------------------------------
+
+
+def _offset_delete_in(request: KafkaRequest) -> offset_delete.OffsetDelete:
+    req = request.body
+    return offset_delete.OffsetDelete(req.group_id, tuple(
+        (t.name, tuple(p.partition_index for p in t.partitions)) for t in req.topics
+    ))  # fmt: skip
+
+
+def _offset_delete_out(request: KafkaRequest, result: offset_delete.OffsetDeleteResult) -> Any:
+    cls = response_class(v.OFFSET_DELETE, request.header.api_version)
+    topic_cls = nested(cls, "OffsetDeleteResponseTopic")
+    part_cls = nested(cls, "OffsetDeleteResponsePartition")
+    return make(cls, throttle_time=0, error_code=result.error_code, topics=tuple(
+        make(topic_cls, name=t.name, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))
+        for t in result.topics
+    ))  # fmt: skip
+
+
+OFFSET_DELETE = Codec(_offset_delete_in, _offset_delete_out)
+
+# ----- JoinGroup (11) -------------------------------------------------------------------------
+
+REQUIRE_KNOWN_MEMBER_ID_FROM = 4  # KIP-394: a new member is told its id, then joins with it
+SKIP_ASSIGNMENT_FROM = 9  # KIP-814
+
+
+def _join_in(request: KafkaRequest) -> join_group.JoinGroup:
+    req = request.body  # v1+ rebalance_timeout, v5+ group_instance_id, v8+ reason
+    version = request.header.api_version
+    return join_group.JoinGroup(
+        req.group_id, req.member_id, millis(req.session_timeout),
+        millis(getattr(req, "rebalance_timeout", req.session_timeout)),
+        request.header.client_id or "", request.client_host,
+        getattr(req, "group_instance_id", None) or None, req.protocol_type,
+        tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+        require_known_member_id=version >= REQUIRE_KNOWN_MEMBER_ID_FROM,
+        skip_assignment_allowed=version >= SKIP_ASSIGNMENT_FROM,
+        reason=getattr(req, "reason", None),
+    )  # fmt: skip
+
+
+def _join_out(request: KafkaRequest, result: join_group.JoinGroupResult) -> Any:
+    cls = response_class(v.JOIN_GROUP, request.header.api_version)
+    member_cls = nested(cls, "JoinGroupResponseMember")
+    return make(
+        cls, throttle_time=0, error_code=result.error_code, generation_id=result.generation_id,
+        protocol_type=result.protocol_type, protocol_name=result.protocol_name or "",
+        leader=result.leader, member_id=result.member_id, skip_assignment=result.skip_assignment,
+        members=tuple(make(member_cls, member_id=m.member_id,
+                           group_instance_id=m.group_instance_id, metadata=m.metadata)
+                      for m in result.members),
+    )  # fmt: skip
+
+
+JOIN_GROUP = Codec(_join_in, _join_out)
+
+# ----- ConsumerGroupDescribe (69) -------------------------------------------------------------
+
+CONSUMER_MEMBER_TYPE = 1  # v1+: each member's protocol; odradek's consumer groups have no classic
+
+
+def _cgd_in(request: KafkaRequest) -> consumer_group_describe.ConsumerGroupDescribe:
+    body = request.body
+    asked = bool(body.include_authorized_operations)
+    return consumer_group_describe.ConsumerGroupDescribe(tuple(body.group_ids), asked)
+
+
+def _cgd_assignment(cls: Any, topics: tuple[consumer_group_describe.AssignedTopic, ...]) -> Any:
+    tp_cls = nested(cls, "TopicPartitions")
+    return make(nested(cls, "Assignment"), topic_partitions=tuple(
+        make(tp_cls, topic_id=t.topic_id, topic_name=t.name or "", partitions=t.partitions)
+        for t in topics
+    ))  # fmt: skip
+
+
+def _cgd_out(
+    request: KafkaRequest, result: consumer_group_describe.ConsumerGroupDescribeResult
+) -> Any:
+    cls = response_class(v.CONSUMER_GROUP_DESCRIBE, request.header.api_version)
+    group_cls, member_cls = nested(cls, "DescribedGroup"), nested(cls, "Member")
+    return make(cls, throttle_time=0, groups=tuple(
+        make(group_cls, error_code=d.error_code, error_message=d.error_message,
+             group_id=d.group_id, group_state=d.state, group_epoch=d.group_epoch,
+             assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
+             authorized_operations=d.authorized_operations, members=tuple(
+                 make(member_cls, member_id=m.member_id, instance_id=m.instance_id,
+                      rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                      client_host=m.client_host,
+                      subscribed_topic_names=m.subscribed_topic_names,
+                      subscribed_topic_regex=m.subscribed_topic_regex,
+                      assignment=_cgd_assignment(cls, m.assignment),
+                      target_assignment=_cgd_assignment(cls, m.target_assignment),
+                      member_type=CONSUMER_MEMBER_TYPE)
+                 for m in d.members))
+        for d in result.groups
+    ))  # fmt: skip
+
+
+CONSUMER_GROUP_DESCRIBE = Codec(_cgd_in, _cgd_out)

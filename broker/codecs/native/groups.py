@@ -4,7 +4,9 @@ What the native door does not send is filled in here: a native Heartbeat or Leav
 one member, a ConsumerGroupHeartbeat names topics (never ids) and no rack or client host, and its
 client makes its member id. What it cannot say is dropped: LeaveGroup answers one code (the
 request's refusal, else the member's). DescribeGroups shows a Kafka member's assignment as the
-partitions its bytes name.
+partitions its bytes name. FindCoordinator names one key and answers at the native listener; a
+native JoinGroup names topics (the coordinator assigns for it) where a Kafka member sends
+protocols.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ from broker.operations import (
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
+    find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
+    offset_commit,
+    offset_fetch,
 )
 from protocol.api import group
+from protocol.api.metadata import NATIVE_DOOR
 from protocol.codec import Request
 from protocol.kafka.consumer_protocol import assigned_partitions
 
@@ -169,3 +176,94 @@ def _describe_groups_out(
 
 
 DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
+
+# ----- FindCoordinator ------------------------------------------------------------------------
+
+
+def _find_coordinator_in(request: Request) -> find_coordinator.FindCoordinator:
+    req: group.FindCoordinatorRequest = request.body
+    return find_coordinator.FindCoordinator((req.group_id,), req.key_type, NATIVE_DOOR)
+
+
+def _find_coordinator_out(
+    request: Request, result: find_coordinator.FindCoordinatorResult
+) -> group.FindCoordinatorResponse:
+    (c,) = result.coordinators
+    return group.FindCoordinatorResponse(c.error_code, c.error_message, c.node_id, c.host, c.port)
+
+
+FIND_COORDINATOR = Codec(_find_coordinator_in, _find_coordinator_out)
+
+# ----- OffsetCommit ---------------------------------------------------------------------------
+
+
+def _offset_commit_in(request: Request) -> offset_commit.OffsetCommit:
+    req: group.OffsetCommitRequest = request.body
+    return offset_commit.OffsetCommit(
+        req.group_id, req.generation_id, req.member_id,
+        tuple(offset_commit.CommitTopic(t.name, tuple(
+            offset_commit.CommitPartition(p.partition, p.offset, p.metadata, p.leader_epoch)
+            for p in t.partitions)) for t in req.topics),
+        req.group_instance_id,
+    )  # fmt: skip
+
+
+def _offset_commit_out(
+    request: Request, result: offset_commit.OffsetCommitResult
+) -> group.OffsetCommitResponse:
+    return group.OffsetCommitResponse([
+        group.TopicResult(t.name, [group.PartitionResult(p, code) for p, code in t.partitions])
+        for t in result.topics
+    ])  # fmt: skip
+
+
+OFFSET_COMMIT = Codec(_offset_commit_in, _offset_commit_out)
+
+# ----- OffsetFetch ----------------------------------------------------------------------------
+
+
+def _offset_fetch_in(request: Request) -> offset_fetch.OffsetFetch:
+    req: group.OffsetFetchRequest = request.body
+    topics = None
+    if req.topics is not None:
+        topics = tuple((t.topic, tuple(t.partitions)) for t in req.topics)
+    return offset_fetch.OffsetFetch((offset_fetch.GroupWanted(req.group_id, topics),))
+
+
+def _offset_fetch_out(
+    request: Request, result: offset_fetch.OffsetFetchResult
+) -> group.OffsetFetchResponse:
+    (g,) = result.groups
+    return group.OffsetFetchResponse(g.error_code, [
+        group.FetchedTopic(t.name, [
+            group.FetchedOffset(p.partition, p.offset, p.metadata, p.error_code, p.leader_epoch)
+            for p in t.partitions])
+        for t in g.topics
+    ])  # fmt: skip
+
+
+OFFSET_FETCH = Codec(_offset_fetch_in, _offset_fetch_out)
+
+# ----- JoinGroup ------------------------------------------------------------------------------
+
+
+def _join_in(request: Request) -> join_group.JoinGroup:
+    req: group.JoinGroupRequest = request.body
+    subscription = join_group.NativeSubscription(
+        tuple(req.topics), req.topic_pattern, req.assignment_strategy
+    )
+    return join_group.JoinGroup(
+        req.group_id, req.member_id, req.session_timeout_ms, req.rebalance_timeout_ms,
+        req.client_id, group_instance_id=req.group_instance_id, native=subscription,
+    )  # fmt: skip
+
+
+def _join_out(request: Request, result: join_group.JoinGroupResult) -> group.JoinGroupResponse:
+    return group.JoinGroupResponse(
+        result.error_code, result.generation_id, result.member_id,
+        [group.TopicPartitions(t, list(ps)) for t, ps in result.partitions_to_own],
+        result.error_message,
+    )  # fmt: skip
+
+
+JOIN_GROUP = Codec(_join_in, _join_out)

@@ -12,30 +12,18 @@ from typing import Any
 
 from broker.handlers.kafka import (
     alter_configs,
-    consumer_group_describe,
     describe_configs,
-    find_coordinator,
     incremental_alter_configs,
-    join_group,
-    offset_commit,
-    offset_delete,
-    offset_fetch,
     offset_for_leader_epoch,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
-    v.OFFSET_COMMIT: offset_commit.handle,
-    v.OFFSET_FETCH: offset_fetch.handle,
-    v.FIND_COORDINATOR: find_coordinator.handle,
-    v.JOIN_GROUP: join_group.handle,
-    v.OFFSET_DELETE: offset_delete.handle,
     v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     v.DESCRIBE_CONFIGS: describe_configs.handle,
     v.ALTER_CONFIGS: alter_configs.handle,
     v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
-    v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
 

@@ -28,19 +28,3 @@ def test_the_inter_broker_listener_and_unknown_names_keep_the_inter_broker_addre
     assert as_seen_on(BROKER, "CLIENTS") is BROKER
     legacy = BrokerInfo(3, "10.0.0.3", 9093)  # registered before endpoints were listed
     assert as_seen_on(legacy, "SASL_SSL") is legacy
-
-
-def test_find_coordinator_names_the_coordinator_on_the_clients_listener() -> None:
-    from types import SimpleNamespace
-
-    from broker.handlers.find_coordinator import on_listener
-    from broker.session import Session
-    from protocol.api.group import FindCoordinatorResponse
-
-    ctx = SimpleNamespace(metadata=SimpleNamespace(brokers={2: BROKER}))
-    found = FindCoordinatorResponse(0, None, 2, "10.0.0.2", 9093)
-    on_sasl = on_listener(ctx, Session(listener="SASL_SSL"), found)  # type: ignore[arg-type]
-    assert (on_sasl.node_id, on_sasl.host, on_sasl.port) == (2, "broker2.example.com", 9095)
-    assert on_listener(ctx, Session(listener="PLAINTEXT"), found) == found  # type: ignore[arg-type]
-    failed = FindCoordinatorResponse(15, "loading", -1, "", 0)
-    assert on_listener(ctx, Session(listener="SASL_SSL"), failed) is failed  # type: ignore[arg-type]

@@ -321,32 +321,6 @@ async def test_delete_a_consumer_group(tmp_path: Path) -> None:
         assert (await fetch(k, None, -1)).topics[0].partitions[0].committed_offset == -1
 
 
-async def test_a_member_commits_below_v9_gets_unsupported_version(tmp_path: Path) -> None:
-    clock = ManualClock()
-    async with broker(tmp_path, clock) as (_h, k):
-        assert (await heartbeat(k, "m1", 0)).error_code == 0
-        cls = codec.request_class(OFFSET_COMMIT, 8)
-        part = make(
-            nested(cls, "OffsetCommitRequestPartition"),
-            partition_index=0,
-            committed_offset=1,
-            committed_leader_epoch=-1,
-            committed_metadata="",
-        )
-        topic = make(nested(cls, "OffsetCommitRequestTopic"), name="t", partitions=(part,))
-        resp = await k.call(
-            OFFSET_COMMIT,
-            8,
-            group_id="g",
-            generation_id_or_member_epoch=1,
-            member_id="m1",
-            group_instance_id=None,
-            topics=(topic,),
-        )
-        assert resp.topics[0].partitions[0].error_code == UNSUPPORTED_VERSION
-        assert await commit(k, "g", "m1", 1, 1) == 0  # v9
-
-
 async def test_a_failed_append_reloads_the_partition_from_its_log(tmp_path: Path) -> None:
     """A join whose records cannot be replicated (the partition still led here) is answered
     with the error, and the coordinator reloads the partition: memory is again what the log

@@ -36,7 +36,7 @@ class Case:
     response_hex: str
 
 
-def kio(key: int, version: int, **fields: Any) -> Callable[[], Any]:
+def kio(key: int, version: int, /, **fields: Any) -> Callable[[], Any]:
     def build() -> Any:
         cls = kafka_codec.request_class(key, version)
         values = {k: (f(cls) if callable(f) else f) for k, f in fields.items()}
@@ -45,8 +45,14 @@ def kio(key: int, version: int, **fields: Any) -> Callable[[], Any]:
     return build
 
 
-def nested(name: str, **fields: Any) -> Callable[[Any], Any]:
-    return lambda cls: kafka_codec.make(kafka_codec.nested(cls, name), **fields)
+def nested(name: str, /, **fields: Any) -> Callable[[Any], Any]:
+    """A nested entity of the request; fields may be `nested` / `many` builders in turn."""
+
+    def build(cls: Any) -> Any:
+        values = {k: (f(cls) if callable(f) else f) for k, f in fields.items()}
+        return kafka_codec.make(kafka_codec.nested(cls, name), **values)
+
+    return build
 
 
 def many(*builders: Callable[[Any], Any]) -> Callable[[Any], Any]:

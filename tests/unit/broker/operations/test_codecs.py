@@ -12,16 +12,20 @@ import pytest
 
 from broker import apis
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     describe_transactions,
+    find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     sync_group,
 )
 from protocol.api import group, txn
+from protocol.api.metadata import KAFKA_DOOR
 from protocol.kafka import codec as kafka_codec
 from protocol.kafka import versions as v
 
@@ -55,6 +59,24 @@ DESCRIBED = dg.DescribeGroupsResult((
     dg.Described(69, "gone", "Dead", "Dead"),
     dg.Described(30, "secret", "", ""),
 ))  # fmt: skip
+
+fc = find_coordinator
+FOUND = fc.FindCoordinatorResult((fc.Coordinator("g", 0, None, 1, "h", 9092),))
+FOUND_TWO = fc.FindCoordinatorResult((
+    fc.Coordinator("g", 0, None, 1, "h", 9092),
+    fc.Coordinator("tx", 53, "no", -1, "", -1),
+))  # fmt: skip
+
+cgd = consumer_group_describe
+CGD_T = (cgd.AssignedTopic(TOPIC_ID, "t", (0,)),)
+CGD_RESULT = cgd.ConsumerGroupDescribeResult((
+    cgd.Described("c", 0, None, "Stable", 2, 2, "uniform", (
+        cgd.Member("m1", None, "r", 2, "c", "/h", ("t",), None, CGD_T, CGD_T),), 8),
+    cgd.Described("g", 69, "Group g is not a consumer group.", "Dead"),
+))  # fmt: skip
+jg = join_group
+LED = jg.JoinGroupResult(0, 2, "m1", None, "consumer", "range", "m1", False, (
+    jg.JoinedMember("m1", "i1", b"s1"), jg.JoinedMember("m2", None, b"s2")))  # fmt: skip
 
 CASES = [
     Case("Heartbeat native", 12, -1, lambda: group.HeartbeatRequest("g", 2, "m1", "i1"),
@@ -202,6 +224,58 @@ CASES = [
          sync_group.SyncGroupResult(82),
          "0000002f000e00050000000700076f64726164656b00026700000002036d3203693209636f6e73756d65720672616e67650100",
          "0000000f000000070000000000005200000100"),
+    Case("FindCoordinator native", 10, -1, lambda: group.FindCoordinatorRequest("g", 1),
+         fc.FindCoordinator(("g",), 1), FOUND,
+         "0000000a950a0007a16392a16701",
+         "0000000c9307009500c001a168cd2384"),
+    Case("FindCoordinator v0", v.FIND_COORDINATOR, 0, kio(v.FIND_COORDINATOR, 0, key="g"),
+         fc.FindCoordinator(("g",), 0, KAFKA_DOOR), FOUND,
+         "00000014000a00000000000700076f64726164656b000167",
+         "000000110000000700000000000100016800002384"),
+    Case("FindCoordinator v4", v.FIND_COORDINATOR, 4,
+         kio(v.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=("g", "tx")),
+         fc.FindCoordinator(("g", "tx"), 1, KAFKA_DOOR), FOUND_TWO,
+         "0000001a000a00040000000700076f64726164656b000103026703747800",
+         "0000002d0000000700000000000302670000000102680000238400000000037478ffffffff01ffffffff0035036e6f0000"),
+    Case("JoinGroup native", 11, -1,
+         lambda: group.JoinGroupRequest("g", 10000, ["t"], "", "range", 30000, "c", "t.*", "i1"),
+         jg.JoinGroup("g", "", 10000, 30000, "c", group_instance_id="i1",
+                      native=jg.NativeSubscription(("t",), "t.*", "range")),
+         jg.JoinGroupResult(0, 2, "m1", partitions_to_own=(("t", (0, 1)),)),
+         "00000022950b0007a16399a167cd271091a174a0a572616e6765cd7530a163a3742e2aa26931",
+         "00000011930700950002a26d319192a174920001c0"),
+    Case("JoinGroup v0", v.JOIN_GROUP, 0,
+         kio(v.JOIN_GROUP, 0, group_id="g", session_timeout=10000, member_id="",
+             protocol_type="consumer", protocols=many(
+                 nested("JoinGroupRequestProtocol", name="range", metadata=b"s1"))),
+         jg.JoinGroup("g", "", 10000, 10000, "odradek", "/127.0.0.1", None, "consumer",
+                      (("range", b"s1"),)),
+         LED,
+         "00000035000b00000000000700076f64726164656b0001670000271000000008636f6e73756d657200000001000572616e6765000000027331",
+         "0000003100000007000000000002000572616e676500026d3100026d310000000200026d3100000002733100026d32000000027332"),
+    Case("JoinGroup v9", v.JOIN_GROUP, 9,
+         kio(v.JOIN_GROUP, 9, group_id="g", session_timeout=10000, rebalance_timeout=30000,
+             member_id="m1", group_instance_id="i1", protocol_type="consumer",
+             reason="hi", protocols=many(
+                 nested("JoinGroupRequestProtocol", name="range", metadata=b"s1"))),
+         jg.JoinGroup("g", "m1", 10000, 30000, "odradek", "/127.0.0.1", "i1", "consumer",
+                      (("range", b"s1"),), require_known_member_id=True,
+                      skip_assignment_allowed=True, reason="hi"),
+         LED,
+         "0000003a000b00090000000700076f64726164656b0002670000271000007530036d3103693109636f6e73756d6572020672616e67650373310003686900",
+         "0000003900000007000000000000000000000209636f6e73756d65720672616e6765036d3100036d3103036d3103693103733100036d32000373320000"),
+    Case("ConsumerGroupDescribe v0", v.CONSUMER_GROUP_DESCRIBE, 0,
+         kio(v.CONSUMER_GROUP_DESCRIBE, 0, group_ids=("c", "g"),
+             include_authorized_operations=True),
+         cgd.ConsumerGroupDescribe(("c", "g"), True), CGD_RESULT,
+         "00000019004500000000000700076f64726164656b0003026302670100",
+         "000000ae00000007000000000003000000026307537461626c65000000020000000208756e69666f726d02036d31000272000000020263032f6802027400020123456789abcdef0123456789abcdef027402000000000000020123456789abcdef0123456789abcdef02740200000000000000000000080000452147726f75702067206973206e6f74206120636f6e73756d65722067726f75702e02670544656164ffffffffffffffff0101800000000000"),
+    Case("ConsumerGroupDescribe v1", v.CONSUMER_GROUP_DESCRIBE, 1,
+         kio(v.CONSUMER_GROUP_DESCRIBE, 1, group_ids=("c",),
+             include_authorized_operations=False),
+         cgd.ConsumerGroupDescribe(("c",)), cgd.ConsumerGroupDescribeResult(CGD_RESULT.groups[:1]),
+         "00000017004500010000000700076f64726164656b000202630000",
+         "0000007600000007000000000002000000026307537461626c65000000020000000208756e69666f726d02036d31000272000000020263032f6802027400020123456789abcdef0123456789abcdef027402000000000000020123456789abcdef0123456789abcdef0274020000000000000100000000080000"),
 ]  # fmt: skip
 
 

@@ -14,12 +14,17 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from broker.operations import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     describe_transactions,
+    find_coordinator,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     sync_group,
@@ -30,7 +35,13 @@ from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.transaction.txn import InitAnswer
 from protocol.acl import AclOperation, ResourceType
 from protocol.api.controller import UpdateMetadataRequest
-from protocol.api.group import JoinGroupRequest, ListedGroup
+from protocol.api.group import (
+    TRANSACTION_KEY_TYPE,
+    FindCoordinatorResponse,
+    JoinGroupRequest,
+    ListedGroup,
+)
+from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, BrokerInfo, Endpoint
 from protocol.clock import ManualClock
 from protocol.errors import (
     CoordinatorNotAvailableError,
@@ -65,6 +76,11 @@ SAMPLES: dict[str, Any] = {
     "DescribeTransactions": describe_transactions.DescribeTransactions(("tx",)),
     "ConsumerGroupHeartbeat": consumer_group_heartbeat.ConsumerGroupHeartbeat(
         "g", str(uuid.uuid4()), 0, True, subscribed_topic_names=("t", "u"), owned=()
+    ),
+    "FindCoordinator": find_coordinator.FindCoordinator(("g", "h")),
+    "ConsumerGroupDescribe": consumer_group_describe.ConsumerGroupDescribe(("g", "h"), True),
+    "JoinGroup": join_group.JoinGroup(
+        "g", "", 10_000, 10_000, protocol_type="consumer", protocols=(("range", b""),)
     ),
 }
 # ListGroups asks only when there are groups to show: a coordinator with one
@@ -356,3 +372,134 @@ async def test_leave_group_at_a_broker_not_coordinating_the_group_is_not_coordin
         members = (leave_group.LeavingMember("m"),)
         result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
         assert result == leave_group.LeaveGroupResult(NotCoordinatorError.code, ())
+
+
+async def test_find_coordinator_answers_each_key_and_refuses_each_on_its_own(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        fc = find_coordinator.FindCoordinator
+        (no,) = (await run(find_coordinator.run, b, fc(("g",)))).coordinators
+        assert (no.error_code, no.node_id, no.host, no.port) == (NO_COORDINATOR, -1, "", -1)
+        (no,) = (await run(find_coordinator.run, b, fc(("tx",), TRANSACTION_KEY_TYPE))).coordinators
+        assert no.error_code == NO_COORDINATOR
+        await coordinate_groups(b, clock)
+        (odd,) = (await run(find_coordinator.run, b, fc(("g",), 2))).coordinators
+        assert odd.error_code == InvalidRequestError.code
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "g")
+        grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "")
+        result = await run(find_coordinator.run, b, fc(("secret", "g", "")))
+        secret, g, empty = result.coordinators
+        assert (secret.key, secret.error_code) == ("secret", GroupAuthorizationFailedError.code)
+        assert secret.error_message == "User:alice may not Describe group 'secret'"
+        assert (g.key, g.error_code, g.node_id, g.host, g.port) == (
+            "g", 0, 1, "127.0.0.1", b.port)  # fmt: skip
+        assert empty.error_code == 24  # INVALID_GROUP_ID
+        kafka = await run(find_coordinator.run, b, fc(("g",), door=KAFKA_DOOR))
+        assert kafka.coordinators[0].port == b.kafka_port
+
+
+async def test_find_coordinator_gives_the_listener_the_client_came_in_on() -> None:
+    """On its door: a SASL client is not sent to the PLAINTEXT listener. Without a listener
+    of that name the native door gives the inter-broker address (as its Metadata does), the
+    Kafka door COORDINATOR_NOT_AVAILABLE (Kafka's answer; it used to say LISTENER_NOT_FOUND)."""
+    broker = BrokerInfo(2, "10.0.0.2", 9093, endpoints=[
+        Endpoint(NATIVE_DOOR, "PLAINTEXT", "10.0.0.2", 9093, "PLAINTEXT"),
+        Endpoint(NATIVE_DOOR, "SASL_SSL", "broker2.example.com", 9095, "SASL_SSL"),
+        Endpoint(KAFKA_DOOR, "SASL_SSL", "broker2.example.com", 9094, "SASL_SSL"),
+    ])  # fmt: skip
+
+    async def found(group_id: str) -> FindCoordinatorResponse:
+        return FindCoordinatorResponse(0, None, 2, "10.0.0.2", 9093)
+
+    ctx: Any = SimpleNamespace(authorizer=None, groups=SimpleNamespace(find_coordinator=found),
+                               metadata=SimpleNamespace(brokers={2: broker}))  # fmt: skip
+
+    async def where(door: str, listener: str) -> tuple[int, int, str, int]:
+        req = find_coordinator.FindCoordinator(("g",), door=door)
+        (c,) = (await find_coordinator.run(ctx, Session(listener=listener), req)).coordinators
+        return c.error_code, c.node_id, c.host, c.port
+
+    assert await where(NATIVE_DOOR, "SASL_SSL") == (0, 2, "broker2.example.com", 9095)
+    assert await where(NATIVE_DOOR, "CLIENTS") == (0, 2, "10.0.0.2", 9093)
+    assert await where(KAFKA_DOOR, "SASL_SSL") == (0, 2, "broker2.example.com", 9094)
+    assert await where(KAFKA_DOOR, "PLAINTEXT") == (NO_COORDINATOR, -1, "", -1)
+
+
+async def test_join_group_for_either_kind_of_member(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A native member gets its partitions; a Kafka member (KIP-394) first its id, then, as
+    leader, every member's metadata. No coordinator is COORDINATOR_NOT_AVAILABLE on both
+    doors (the native door said NOT_COORDINATOR)."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        native = join_group.NativeSubscription(("t",), None, "range")
+        mine = join_group.JoinGroup("n", "", 10_000, 10_000, "c", native=native)
+        no = await run(join_group.run, b, mine)
+        assert no == join_group.JoinGroupResult(NO_COORDINATOR, -1, "")
+        await coordinate_groups(b, clock)
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        denied = await run(join_group.run, b, mine)
+        assert denied == join_group.JoinGroupResult(GroupAuthorizationFailedError.code, -1, "")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "n")
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "k")
+        joined = await run(join_group.run, b, mine)
+        assert (joined.error_code, joined.generation_id) == (0, 1) and joined.member_id
+        assert joined.partitions_to_own == (("t", (0, 1)),)
+        kafka = join_group.JoinGroup(
+            "k", "", 10_000, 10_000, "c", "/127.0.0.1", "i1", "consumer", (("range", b"sub"),),
+            require_known_member_id=True, reason="starting")  # fmt: skip
+        with caplog.at_level("INFO", "odradek.broker.join_group"):
+            first = await run(join_group.run, b, kafka)
+        assert "member '' (instance 'i1') joins: starting" in caplog.text
+        # a static member joins at once, and with an id the coordinator made
+        assert first.error_code == 0 and first.member_id and first.leader == first.member_id
+        assert first.members == (join_group.JoinedMember(first.member_id, "i1", b"sub"),)
+        assert (first.protocol_type, first.protocol_name) == ("consumer", "range")
+        dynamic = dataclasses.replace(kafka, group_instance_id=None, reason=None)
+        required = await run(join_group.run, b, dynamic)
+        assert required.error_code == 79 and required.member_id  # MEMBER_ID_REQUIRED
+
+
+async def test_consumer_group_describe_in_the_order_asked_each_with_its_refusal(
+    tmp_path: Path,
+) -> None:
+    cgd = consumer_group_describe
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        topic_id = await give_id(b, "t")
+        (no,) = (await run(cgd.run, b, cgd.ConsumerGroupDescribe(("c",)))).groups
+        assert (no.error_code, no.state) == (NO_COORDINATOR, "Dead")
+        await coordinate_groups(b, clock)
+        await join(b, "g")
+        member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
+        joined = await run(consumer_group_heartbeat.run, b,
+                           dataclasses.replace(member, group_id="c"))  # fmt: skip
+        assert joined.error_code == 0
+        b.ctx.authorizer = authz = Authorizer(AclCache())
+        for g in ("c", "g", "missing"):
+            grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ask = cgd.ConsumerGroupDescribe(("secret", "c", "g", "missing"), True)
+        secret, c, g, missing = (await run(cgd.run, b, ask)).groups
+        assert (secret.group_id, secret.error_code, secret.state) == (
+            "secret", GroupAuthorizationFailedError.code, "")  # fmt: skip
+        assert secret.error_message == "User:alice may not Describe group 'secret'"
+        assert (g.error_code, g.error_message, g.state) == (
+            GroupIdNotFoundError.code, "Group g is not a consumer group.", "Dead")  # fmt: skip
+        assert (missing.error_code, missing.error_message) == (
+            GroupIdNotFoundError.code, "Group missing not found.")  # fmt: skip
+        assert (c.error_code, c.group_epoch, c.assignment_epoch) == (0, 1, 1)
+        assert c.authorized_operations == 1 << AclOperation.DESCRIBE.value
+        (m,) = c.members
+        assert (m.member_id, m.member_epoch, m.subscribed_topic_names) == (
+            member.member_id, joined.member_epoch, ("t",))  # fmt: skip
+        assert m.assignment == m.target_assignment == (cgd.AssignedTopic(topic_id, "t", (0,)),)
+        quiet = await run(cgd.run, b, cgd.ConsumerGroupDescribe(("c",)))
+        assert quiet.groups[0].authorized_operations == cgd.NO_OPERATIONS
+        assert quiet.groups[0].state == c.state != ""

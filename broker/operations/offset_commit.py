@@ -1,0 +1,108 @@
+"""OffsetCommit: a group's offsets, checked against the member's generation (a classic group;
+-1 with no member id commits for a group without members, an assign()ing consumer or an
+admin's reset) or its member epoch (a KIP-848 consumer group: STALE_MEMBER_EPOCH,
+UNKNOWN_MEMBER_ID), written to the group's `__consumer_offsets` partition with acks=all and
+answered once replicated. A static member's commit carries its instance id (KIP-345): a
+fenced one gets FENCED_INSTANCE_ID. Every partition gets its own code, in the order asked.
+
+Refusals, in Kafka's order: no Read on the group is GROUP_AUTHORIZATION_FAILED for every
+partition; no group coordinator on this broker COORDINATOR_NOT_AVAILABLE for every
+partition; a KIP-848 member committing with a generation that cannot be its epoch (Kafka
+v0-v8: `generation_is_epoch` False) UNSUPPORTED_VERSION, as Kafka answers; then each topic
+without Read is TOPIC_AUTHORIZATION_FAILED and the others are committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.context import BrokerContext
+from broker.security import rules
+from broker.session import Session
+from protocol.api import group
+from protocol.errors import (
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    UnsupportedVersionError,
+)
+
+API = "OffsetCommit"
+_CodeOf = Callable[[str, int], int]  # a partition's answer
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    partition: int
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int = -1  # KIP-320's committed leader epoch; -1: not given
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopic:
+    name: str
+    partitions: tuple[CommitPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    group_id: str
+    generation_id: int  # a KIP-848 member's epoch; -1 with member "": from outside the group
+    member_id: str
+    topics: tuple[CommitTopic, ...]
+    group_instance_id: str | None = None
+    generation_is_epoch: bool = True  # False: Kafka v0-v8, which a KIP-848 member may not use
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCommitted:
+    name: str
+    partitions: tuple[tuple[int, int], ...]  # (partition, error code)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResult:
+    topics: tuple[TopicCommitted, ...]  # in the order asked
+
+
+async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> OffsetCommitResult:
+    names = {t.name for t in req.topics}
+    code = 0
+    refused = rules.NOTHING
+    if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
+        code = GroupAuthorizationFailedError.code
+    elif ctx.groups is None:
+        code = CoordinatorNotAvailableError.code
+    elif (not req.generation_is_epoch and req.member_id
+          and ctx.groups.consumer.is_consumer_group(req.group_id)):  # fmt: skip
+        code = UnsupportedVersionError.code
+    else:
+        refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, names, api=API)
+    if code:
+        return _answer(req, lambda topic, partition: code)
+    codes: dict[tuple[str, int], int] = {}
+    allowed = [t for t in req.topics if t.name not in refused]
+    if allowed:
+        assert ctx.groups is not None
+        commit = group.OffsetCommitRequest(
+            req.group_id, req.generation_id, req.member_id,
+            [group.CommitTopic(t.name, [
+                group.CommitPartition(p.partition, p.offset, p.metadata, p.leader_epoch)
+                for p in t.partitions]) for t in allowed],
+            req.group_instance_id,
+        )  # fmt: skip
+        done = await ctx.groups.commit(commit)
+        codes = {(t.name, p.partition): p.error_code for t in done.topics for p in t.partitions}
+    denied = TopicAuthorizationFailedError.code
+    return _answer(req, lambda topic, partition: denied if topic in refused
+                   else codes[(topic, partition)])  # fmt: skip
+
+
+def _answer(req: OffsetCommit, code_of: _CodeOf) -> OffsetCommitResult:
+    return OffsetCommitResult(tuple(
+        TopicCommitted(t.name, tuple((p.partition, code_of(t.name, p.partition))
+                                     for p in t.partitions))
+        for t in req.topics
+    ))  # fmt: skip
