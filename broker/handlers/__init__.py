@@ -18,29 +18,18 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import (
     alter_configs,
-    controlled_shutdown,
     describe_configs,
     fetch,
     find_coordinator,
     join_group,
-    leader_and_isr,
     offset_commit,
     offset_fetch,
-    offsets_for_leader_epoch,
     produce,
-    stop_replica,
-    update_metadata,
 )
 from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
-)
-from protocol.api.controller import (
-    CONTROLLED_SHUTDOWN,
-    LEADER_AND_ISR,
-    STOP_REPLICA,
-    UPDATE_METADATA,
 )
 from protocol.api.fetch import FETCH
 from protocol.api.group import (
@@ -50,7 +39,6 @@ from protocol.api.group import (
     OFFSET_FETCH,
 )
 from protocol.api.produce import PRODUCE
-from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
@@ -59,13 +47,8 @@ Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 HANDLERS: dict[int, Handler] = {
     PRODUCE.key: produce.handle,
     FETCH.key: fetch.handle,
-    LEADER_AND_ISR.key: leader_and_isr.handle,
-    STOP_REPLICA.key: stop_replica.handle,
-    UPDATE_METADATA.key: update_metadata.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
-    OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
-    CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     FIND_COORDINATOR.key: find_coordinator.handle,
     JOIN_GROUP.key: join_group.handle,
     OFFSET_COMMIT.key: offset_commit.handle,

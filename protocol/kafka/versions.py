@@ -111,7 +111,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     OFFSET_DELETE: (0, 0),
     PRODUCE: (0, 12),
     FETCH: (4, 17),
-    OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DESCRIBE_CONFIGS: (1, 4),
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),

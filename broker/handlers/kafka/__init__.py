@@ -21,7 +21,6 @@ from broker.handlers.kafka import (
     offset_commit,
     offset_delete,
     offset_fetch,
-    offset_for_leader_epoch,
     produce,
 )
 from protocol.kafka import versions as v
@@ -35,7 +34,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.OFFSET_DELETE: offset_delete.handle,
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,
-    v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     v.DESCRIBE_CONFIGS: describe_configs.handle,
     v.ALTER_CONFIGS: alter_configs.handle,
     v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
