@@ -33,6 +33,7 @@ from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
+from broker.codecs.native import controller as native_controller
 from broker.codecs.native import groups as native_groups
 from broker.codecs.native import metadata as native_metadata
 from broker.codecs.native import partition_reads as native_reads
@@ -53,6 +54,7 @@ from broker.operations import (
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    controlled_shutdown,
     create_acls,
     create_partitions,
     create_topics,
@@ -76,6 +78,7 @@ from broker.operations import (
     heartbeat,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -85,15 +88,19 @@ from broker.operations import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
+    stop_replica,
     sync_group,
     txn_offset_commit,
+    update_metadata,
     write_txn_markers,
 )
 from broker.security.rules import RULES, Rule
 from broker.session import Session
+from protocol.api import controller as controller_wire
 from protocol.kafka import versions as kafka_versions
 from protocol.registry import spec_for_key
 
@@ -216,6 +223,10 @@ APIS: tuple[Api, ...] = (
          None, Served((1, 4), kafka_metadata.DESCRIBE_LOG_DIRS)),
     _api("ListOffsets", kafka_versions.LIST_OFFSETS, list_offsets.run,
          Served((0, 0), native_reads.LIST_OFFSETS), Served((1, 10), kafka_reads.LIST_OFFSETS)),
+    _api("OffsetForLeaderEpoch", kafka_versions.OFFSET_FOR_LEADER_EPOCH,
+         offset_for_leader_epoch.run,
+         Served((0, 0), native_reads.OFFSET_FOR_LEADER_EPOCH),
+         Served((2, 4), kafka_reads.OFFSET_FOR_LEADER_EPOCH)),
     _api("CreateTopics", kafka_versions.CREATE_TOPICS, create_topics.run,
          Served((0, 0), native_topics.CREATE_TOPICS), Served((2, 7), kafka_topics.CREATE_TOPICS)),
     _api("DeleteTopics", kafka_versions.DELETE_TOPICS, delete_topics.run,
@@ -254,6 +265,15 @@ APIS: tuple[Api, ...] = (
     _api("ConsumerGroupDescribe", kafka_versions.CONSUMER_GROUP_DESCRIBE,
          consumer_group_describe.run, None,
          Served((0, 1), kafka_groups.CONSUMER_GROUP_DESCRIBE)),
+    # inter-broker, native only
+    _api("LeaderAndIsr", controller_wire.LEADER_AND_ISR.key, leader_and_isr.run,
+         Served((0, 0), native_controller.LEADER_AND_ISR), None),
+    _api("StopReplica", controller_wire.STOP_REPLICA.key, stop_replica.run,
+         Served((0, 0), native_controller.STOP_REPLICA), None),
+    _api("UpdateMetadata", controller_wire.UPDATE_METADATA.key, update_metadata.run,
+         Served((0, 0), native_controller.UPDATE_METADATA), None),
+    _api("ControlledShutdown", controller_wire.CONTROLLED_SHUTDOWN.key, controlled_shutdown.run,
+         Served((0, 0), native_controller.CONTROLLED_SHUTDOWN), None),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from protocol.api.controller import PartitionState, UpdateMetadataRequest
+from protocol.api.controller import PartitionState
 from protocol.api.metadata import (
     INTERNAL_TOPICS,
     KAFKA_DOOR,
@@ -31,6 +32,20 @@ log = logging.getLogger(__name__)
 NONE = 0
 
 
+class MetadataUpdate(Protocol):
+    """What an UpdateMetadata carries (broker/operations/update_metadata.py's request, or the
+    native wire message)."""
+
+    @property
+    def controller_id(self) -> int: ...
+    @property
+    def partition_states(self) -> Sequence[PartitionState]: ...
+    @property
+    def live_brokers(self) -> Sequence[BrokerInfo]: ...
+    @property
+    def deleted_topics(self) -> Sequence[str]: ...
+
+
 class MetadataCache:
     def __init__(self) -> None:
         self.controller_id = -1
@@ -42,7 +57,7 @@ class MetadataCache:
         self._texts: dict[str, str] = {}  # the ids as the controller wrote them
         self._changed = asyncio.Event()
 
-    def apply(self, request: UpdateMetadataRequest) -> None:
+    def apply(self, request: MetadataUpdate) -> None:
         self.controller_id = request.controller_id
         self.brokers = {b.node_id: b for b in request.live_brokers}
         for name in request.deleted_topics:

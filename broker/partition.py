@@ -158,7 +158,7 @@ class Partition:
         self.role = Role.LEADER
         self.leader_id = self.local_broker_id
         self._set_state(leader_epoch, isr, replicas, zk_version)
-        # Kafka's leader records its epoch's start at once, so OffsetsForLeaderEpoch for an
+        # Kafka's leader records its epoch's start at once, so OffsetForLeaderEpoch for an
         # older epoch ends where this leadership began even before anything is written in it.
         self.log.epochs.assign(leader_epoch, self.log.log_end_offset)
         self.leader_epoch_start_offset = self.log.log_end_offset

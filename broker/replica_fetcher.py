@@ -4,7 +4,7 @@
 partition a follower (`add`: it moves to its leader's fetcher) or a leader (`remove`); a fetcher
 left without partitions stops. Each fetcher owns one connection to its leader and loops:
 
-    1. partitions that must truncate (every partition just added): one OffsetsForLeaderEpoch
+    1. partitions that must truncate (every partition just added): one OffsetForLeaderEpoch
        request for all of them, each asking for the latest epoch in its own log; cut each log
        where replication_decisions.truncation_step says (KIP-101; KIP-279 asks again while the
        answer names an older epoch the follower does not have). Never by the follower's HW.

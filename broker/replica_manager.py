@@ -500,7 +500,7 @@ class ReplicaManager:
             return exc.code, -1, -1, -1
         return offset_for_timestamp(p, replica_id, timestamp, isolation_level)
 
-    # ----- OffsetsForLeaderEpoch -----------------------------------------------------------
+    # ----- OffsetForLeaderEpoch -----------------------------------------------------------
 
     def end_offset_for_epoch(
         self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int

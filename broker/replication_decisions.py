@@ -15,7 +15,7 @@
   with the words of `not_enough_replicas_message`);
   answered once the HW passed the batch, with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
   below the minimum meanwhile (`produce_outcome`).
-- Truncation (KIP-101 / KIP-279): from the leader's OffsetsForLeaderEpoch answer and the
+- Truncation (KIP-101 / KIP-279): from the leader's OffsetForLeaderEpoch answer and the
   follower's own epoch cache, where to cut and whether to ask again (`truncation_step`); a fetch
   answered OFFSET_OUT_OF_RANGE says where to restart (`out_of_range_restart`).
 """

@@ -18,39 +18,22 @@ from typing import Any
 from broker.context import BrokerContext
 from broker.handlers import (
     alter_configs,
-    controlled_shutdown,
     describe_configs,
-    leader_and_isr,
-    offsets_for_leader_epoch,
-    stop_replica,
-    update_metadata,
 )
 from broker.session import Session
 from protocol.api.admin import (
     ALTER_CONFIGS,
     DESCRIBE_CONFIGS,
 )
-from protocol.api.controller import (
-    CONTROLLED_SHUTDOWN,
-    LEADER_AND_ISR,
-    STOP_REPLICA,
-    UPDATE_METADATA,
-)
 from protocol.api.fetch import FETCH
-from protocol.api.replication import OFFSETS_FOR_LEADER_EPOCH
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
 Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
 HANDLERS: dict[int, Handler] = {
-    LEADER_AND_ISR.key: leader_and_isr.handle,
-    STOP_REPLICA.key: stop_replica.handle,
-    UPDATE_METADATA.key: update_metadata.handle,
     DESCRIBE_CONFIGS.key: describe_configs.handle,
     ALTER_CONFIGS.key: alter_configs.handle,
-    OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
-    CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
 }
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})

@@ -2,7 +2,7 @@
 
 Kept as sorted (epoch, start_offset) pairs, both strictly increasing, and persisted to
 `leader-epoch-checkpoint` (see checkpoint.py for the layout) every time it changes. It answers
-OffsetsForLeaderEpoch with Kafka's rules (`end_offset_for`), and follows the log when it is
+OffsetForLeaderEpoch with Kafka's rules (`end_offset_for`), and follows the log when it is
 truncated at either end. Changes are rare (one per leader change), so every change is written
 through at once (Kafka's `assign` does the same: the file never misses an entry the cache has).
 The one exception: a LeaderAndIsr that makes this broker leader of many partitions writes each
@@ -114,7 +114,7 @@ class LeaderEpochCache:
         return self._file.write_job(_encode(ahead.entries()))
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """Kafka's OffsetsForLeaderEpoch answer: (epoch found, end offset of that epoch).
+        """Kafka's OffsetForLeaderEpoch answer: (epoch found, end offset of that epoch).
 
         - the latest epoch: (epoch, log end offset)
         - an epoch above the latest, or an empty cache: (-1, -1)

@@ -1,4 +1,4 @@
-"""OffsetsForLeaderEpoch (api key 23): a follower asks the leader where an epoch ends.
+"""OffsetForLeaderEpoch (api key 23, Kafka's name): a follower asks the leader where an epoch ends.
 
 KIP-101: a replica that becomes a follower (a new one, or an old leader coming back) sends, for
 each partition, the latest leader epoch in its own log (`leader_epoch`) and the epoch of the
@@ -60,5 +60,5 @@ class OffsetsForLeaderEpochResponse:
 
 
 OFFSETS_FOR_LEADER_EPOCH = ApiSpec(
-    23, "OffsetsForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
+    23, "OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 )

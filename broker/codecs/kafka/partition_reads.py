@@ -5,6 +5,9 @@ ListOffsets (2), v1-v10: Kafka clients are consumers (replica -1); v2+ carry the
 level, v4+ the current leader epoch. OFFSET_NOT_AVAILABLE came with v5 (KIP-207): older
 versions are answered LEADER_NOT_AVAILABLE, which their clients retry too, as Kafka answers
 them. v10's timeout is for tiered lookups only.
+
+OffsetForLeaderEpoch (23), v2-v4: v2 added the current leader epoch (KIP-320), v3 the
+replica id (which decides nothing, as in Kafka, and is dropped), v4 is flexible.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.operations import list_offsets
+from broker.operations import offset_for_leader_epoch as ofle
 from protocol.errors import LeaderNotAvailableError, OffsetNotAvailableError
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -59,3 +63,30 @@ def _list_offsets_out(request: KafkaRequest, result: list_offsets.ListOffsetsRes
 
 
 LIST_OFFSETS = Codec(_list_offsets_in, _list_offsets_out)
+
+# ----- OffsetForLeaderEpoch (23) --------------------------------------------------------------
+
+
+def _epochs_in(request: KafkaRequest) -> ofle.OffsetForLeaderEpoch:
+    return ofle.OffsetForLeaderEpoch(tuple(
+        (t.topic, tuple(ofle.Asked(p.partition, p.current_leader_epoch, p.leader_epoch)
+                        for p in t.partitions))
+        for t in request.body.topics
+    ))  # fmt: skip
+
+
+def _epochs_out(request: KafkaRequest, result: ofle.OffsetForLeaderEpochResult) -> Any:
+    cls = response_class(v.OFFSET_FOR_LEADER_EPOCH, request.header.api_version)
+    topic_cls = nested(cls, "OffsetForLeaderTopicResult")
+    part_cls = nested(cls, "EpochEndOffset")
+    topics = tuple(
+        make(topic_cls, topic=name, partitions=tuple(
+            make(part_cls, error_code=p.error_code, partition=p.partition,
+                 leader_epoch=p.leader_epoch, end_offset=p.end_offset)
+            for p in ends))
+        for name, ends in result.topics
+    )  # fmt: skip
+    return make(cls, throttle_time=0, topics=topics)
+
+
+OFFSET_FOR_LEADER_EPOCH = Codec(_epochs_in, _epochs_out)

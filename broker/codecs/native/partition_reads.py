@@ -1,13 +1,16 @@
 """The native door's codecs of the partition reads besides Fetch (see
-broker/codecs/native/__init__.py): ListOffsets. A replica names itself (`replica_id`); a
-client sends -1.
+broker/codecs/native/__init__.py): ListOffsets and OffsetForLeaderEpoch. A replica names
+itself (`replica_id`); a client sends -1. OffsetForLeaderEpoch's `replica_id` decides nothing
+(as in Kafka) and is dropped.
 """
 
 from __future__ import annotations
 
 from broker.codecs import Codec
 from broker.operations import list_offsets
+from broker.operations import offset_for_leader_epoch as ofle
 from protocol.api import list_offsets as wire
+from protocol.api import replication
 from protocol.codec import Request
 
 # ----- ListOffsets ----------------------------------------------------------------------------
@@ -37,3 +40,29 @@ def _list_offsets_out(
 
 
 LIST_OFFSETS = Codec(_list_offsets_in, _list_offsets_out)
+
+# ----- OffsetForLeaderEpoch -------------------------------------------------------------------
+
+
+def _epochs_in(request: Request) -> ofle.OffsetForLeaderEpoch:
+    req: replication.OffsetsForLeaderEpochRequest = request.body
+    return ofle.OffsetForLeaderEpoch(tuple(
+        (t.name, tuple(ofle.Asked(p.partition, p.current_leader_epoch, p.leader_epoch)
+                       for p in t.partitions))
+        for t in req.topics
+    ))  # fmt: skip
+
+
+def _epochs_out(
+    request: Request, result: ofle.OffsetForLeaderEpochResult
+) -> replication.OffsetsForLeaderEpochResponse:
+    return replication.OffsetsForLeaderEpochResponse([
+        replication.OffsetForLeaderTopicResult(name, [
+            replication.EpochEndOffset(p.partition, p.error_code, p.leader_epoch, p.end_offset)
+            for p in ends
+        ])
+        for name, ends in result.topics
+    ])  # fmt: skip
+
+
+OFFSET_FOR_LEADER_EPOCH = Codec(_epochs_in, _epochs_out)

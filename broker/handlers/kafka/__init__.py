@@ -14,13 +14,11 @@ from broker.handlers.kafka import (
     alter_configs,
     describe_configs,
     incremental_alter_configs,
-    offset_for_leader_epoch,
 )
 from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
 KAFKA_HANDLERS: dict[int, Any] = {
-    v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
     v.DESCRIBE_CONFIGS: describe_configs.handle,
     v.ALTER_CONFIGS: alter_configs.handle,
     v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,

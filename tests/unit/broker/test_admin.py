@@ -13,53 +13,19 @@ from protocol.api.admin import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
-from protocol.api.controller import (
-    LeaderAndIsrRequest,
-    StopReplicaRequest,
-    TopicPartitionRef,
-    UpdateMetadataRequest,
-)
+from protocol.api.controller import LeaderAndIsrRequest
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
-from protocol.api.metadata import BrokerInfo, MetadataRequest
+from protocol.api.metadata import BrokerInfo
 from protocol.errors import (
     FencedLeaderEpochError,
-    NotLeaderForPartitionError,
     StaleControllerEpochError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
 from tests.unit.broker.harness import BROKER_ID, FakeTopicStore, running_broker
-from tests.unit.broker.helpers import batch, fetch, produce
+from tests.unit.broker.helpers import fetch
 
 LIVE = [BrokerInfo(BROKER_ID, "127.0.0.1", 1)]
-
-
-async def test_stale_controller_epoch_is_refused_and_changes_nothing(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        b.controller_epoch = 5
-        await b.lead("t")
-        conn = await b.connect()
-        follower_state = b.state("t", 0, leader=2, replicas=[1, 2])
-        old = 4
-        lai = await conn.send(LeaderAndIsrRequest(0, old, [follower_state], LIVE))
-        assert lai.error_code == StaleControllerEpochError.code
-        um = await conn.send(UpdateMetadataRequest(0, old, [], LIVE, ["t"]))
-        assert um.error_code == StaleControllerEpochError.code
-        sr = await conn.send(StopReplicaRequest(0, old, True, [TopicPartitionRef("t", 0)]))
-        assert sr.error_code == StaleControllerEpochError.code
-        # still the leader, still in the metadata, the log still there
-        resp = await conn.send(produce("t", 0, batch(1)))
-        assert resp.topics[0].partitions[0].error_code == 0
-        meta = await conn.send(MetadataRequest(["t"]))
-        assert meta.topics[0].partitions[0].leader == BROKER_ID
-        # a newer epoch is obeyed: become follower, produce is refused
-        b.controller_epoch = 6
-        b.leader_epochs[("t", 0)] = 1
-        newer = b.state("t", 0, leader=2, replicas=[1, 2])
-        lai = await conn.send(LeaderAndIsrRequest(0, 6, [newer], LIVE))
-        assert lai.error_code == 0 and lai.partitions[0].error_code == 0
-        resp = await conn.send(produce("t", 0, batch(1)))
-        assert resp.topics[0].partitions[0].error_code == NotLeaderForPartitionError.code
 
 
 async def test_older_leader_epoch_is_refused_per_partition(tmp_path: Path) -> None:

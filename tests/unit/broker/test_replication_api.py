@@ -1,4 +1,4 @@
-"""OffsetsForLeaderEpoch (api key 23) on the wire: golden bytes of a request frame and the
+"""OffsetForLeaderEpoch (api key 23) on the wire: golden bytes of a request frame and the
 decode of its response, so a change to the replication protocol cannot go unnoticed."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.unit.protocol.test_golden import unhex
 REQUEST_FRAME = unhex("""
     00 00 00 11               # frame length: 17 bytes follow
     95                        # array(5): [api_key, api_version, correlation_id, client_id, body]
-    17                        # api_key 23: OffsetsForLeaderEpoch
+    17                        # api_key 23: OffsetForLeaderEpoch
     00                        # api_version 0
     07                        # correlation_id 7
     a1 72                     # client_id "r"
