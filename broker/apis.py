@@ -23,6 +23,7 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.codecs.kafka import acls as kafka_acls
+from broker.codecs.kafka import configs as kafka_configs
 from broker.codecs.kafka import groups as kafka_groups
 from broker.codecs.kafka import metadata as kafka_metadata
 from broker.codecs.kafka import partition_reads as kafka_reads
@@ -32,6 +33,7 @@ from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
+from broker.codecs.native import configs as native_configs
 from broker.codecs.native import groups as native_groups
 from broker.codecs.native import metadata as native_metadata
 from broker.codecs.native import partition_reads as native_reads
@@ -46,6 +48,7 @@ from broker.operations import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_client_quotas,
+    alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
@@ -60,6 +63,7 @@ from broker.operations import (
     describe_acls,
     describe_client_quotas,
     describe_cluster,
+    describe_configs,
     describe_groups,
     describe_log_dirs,
     describe_producers,
@@ -226,6 +230,14 @@ APIS: tuple[Api, ...] = (
          list_partition_reassignments.run,
          Served((0, 0), native_topics.LIST_PARTITION_REASSIGNMENTS),
          Served((0, 0), kafka_topics.LIST_PARTITION_REASSIGNMENTS)),
+    _api("DescribeConfigs", kafka_versions.DESCRIBE_CONFIGS, describe_configs.run,
+         Served((0, 0), native_configs.DESCRIBE_CONFIGS),
+         Served((1, 4), kafka_configs.DESCRIBE_CONFIGS)),
+    # one operation for both alter APIs; the native AlterConfigs carries either (`incremental`)
+    _api("AlterConfigs", kafka_versions.ALTER_CONFIGS, alter_configs.run,
+         Served((0, 0), native_configs.ALTER_CONFIGS), Served((0, 2), kafka_configs.ALTER_CONFIGS)),
+    _api("IncrementalAlterConfigs", kafka_versions.INCREMENTAL_ALTER_CONFIGS, alter_configs.run,
+         None, Served((0, 1), kafka_configs.INCREMENTAL_ALTER_CONFIGS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

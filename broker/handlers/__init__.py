@@ -17,9 +17,7 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.handlers import (
-    alter_configs,
     controlled_shutdown,
-    describe_configs,
     fetch,
     find_coordinator,
     join_group,
@@ -32,10 +30,6 @@ from broker.handlers import (
     update_metadata,
 )
 from broker.session import Session
-from protocol.api.admin import (
-    ALTER_CONFIGS,
-    DESCRIBE_CONFIGS,
-)
 from protocol.api.controller import (
     CONTROLLED_SHUTDOWN,
     LEADER_AND_ISR,
@@ -62,8 +56,6 @@ HANDLERS: dict[int, Handler] = {
     LEADER_AND_ISR.key: leader_and_isr.handle,
     STOP_REPLICA.key: stop_replica.handle,
     UPDATE_METADATA.key: update_metadata.handle,
-    DESCRIBE_CONFIGS.key: describe_configs.handle,
-    ALTER_CONFIGS.key: alter_configs.handle,
     OFFSETS_FOR_LEADER_EPOCH.key: offsets_for_leader_epoch.handle,
     CONTROLLED_SHUTDOWN.key: controlled_shutdown.handle,
     FIND_COORDINATOR.key: find_coordinator.handle,

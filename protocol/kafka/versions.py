@@ -112,9 +112,6 @@ SERVED: Final[dict[int, tuple[int, int]]] = {
     PRODUCE: (0, 12),
     FETCH: (4, 17),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
-    DESCRIBE_CONFIGS: (1, 4),
-    ALTER_CONFIGS: (0, 2),
-    INCREMENTAL_ALTER_CONFIGS: (0, 1),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per

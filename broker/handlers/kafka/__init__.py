@@ -11,12 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.handlers.kafka import (
-    alter_configs,
     consumer_group_describe,
-    describe_configs,
     fetch,
     find_coordinator,
-    incremental_alter_configs,
     join_group,
     offset_commit,
     offset_delete,
@@ -36,9 +33,6 @@ KAFKA_HANDLERS: dict[int, Any] = {
     v.PRODUCE: produce.handle,
     v.FETCH: fetch.handle,
     v.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
-    v.DESCRIBE_CONFIGS: describe_configs.handle,
-    v.ALTER_CONFIGS: alter_configs.handle,
-    v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     v.CONSUMER_GROUP_DESCRIBE: consumer_group_describe.handle,
 }
 assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
