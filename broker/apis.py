@@ -23,6 +23,7 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.codecs.kafka import acls as kafka_acls
+from broker.codecs.kafka import configs as kafka_configs
 from broker.codecs.kafka import groups as kafka_groups
 from broker.codecs.kafka import metadata as kafka_metadata
 from broker.codecs.kafka import partition_reads as kafka_reads
@@ -33,6 +34,7 @@ from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
+from broker.codecs.native import configs as native_configs
 from broker.codecs.native import controller as native_controller
 from broker.codecs.native import groups as native_groups
 from broker.codecs.native import metadata as native_metadata
@@ -49,6 +51,7 @@ from broker.operations import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_client_quotas,
+    alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
@@ -65,6 +68,7 @@ from broker.operations import (
     describe_acls,
     describe_client_quotas,
     describe_cluster,
+    describe_configs,
     describe_groups,
     describe_log_dirs,
     describe_producers,
@@ -274,6 +278,14 @@ APIS: tuple[Api, ...] = (
          Served((0, 0), native_controller.UPDATE_METADATA), None),
     _api("ControlledShutdown", controller_wire.CONTROLLED_SHUTDOWN.key, controlled_shutdown.run,
          Served((0, 0), native_controller.CONTROLLED_SHUTDOWN), None),
+    _api("DescribeConfigs", kafka_versions.DESCRIBE_CONFIGS, describe_configs.run,
+         Served((0, 0), native_configs.DESCRIBE_CONFIGS),
+         Served((1, 4), kafka_configs.DESCRIBE_CONFIGS)),
+    # one operation for both alter APIs; the native AlterConfigs carries either (`incremental`)
+    _api("AlterConfigs", kafka_versions.ALTER_CONFIGS, alter_configs.run,
+         Served((0, 0), native_configs.ALTER_CONFIGS), Served((0, 2), kafka_configs.ALTER_CONFIGS)),
+    _api("IncrementalAlterConfigs", kafka_versions.INCREMENTAL_ALTER_CONFIGS, alter_configs.run,
+         None, Served((0, 1), kafka_configs.INCREMENTAL_ALTER_CONFIGS)),
 )
 # fmt: on
 BY_KEY: dict[int, Api] = {api.key: api for api in APIS}

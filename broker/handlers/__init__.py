@@ -16,25 +16,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.context import BrokerContext
-from broker.handlers import (
-    alter_configs,
-    describe_configs,
-)
 from broker.session import Session
-from protocol.api.admin import (
-    ALTER_CONFIGS,
-    DESCRIBE_CONFIGS,
-)
 from protocol.api.fetch import FETCH
 from protocol.codec import Request
 
 HandlerResult = Any | None | Awaitable[Any | None]
 Handler = Callable[[BrokerContext, Request, Session], HandlerResult]
 
-HANDLERS: dict[int, Handler] = {
-    DESCRIBE_CONFIGS.key: describe_configs.handle,
-    ALTER_CONFIGS.key: alter_configs.handle,
-}
+HANDLERS: dict[int, Handler] = {}
 
 CHUNKED: frozenset[int] = frozenset({FETCH.key})
 

@@ -103,11 +103,7 @@ DESCRIBE_TOPIC_PARTITIONS = 75
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 
-SERVED: Final[dict[int, tuple[int, int]]] = {
-    DESCRIBE_CONFIGS: (1, 4),
-    ALTER_CONFIGS: (0, 2),
-    INCREMENTAL_ALTER_CONFIGS: (0, 1),
-}
+SERVED: Final[dict[int, tuple[int, int]]] = {}
 """api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
 key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,
 ListGroups, DeleteGroups, DescribeTransactions, ConsumerGroupHeartbeat) have their versions in

@@ -10,19 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.kafka import (
-    alter_configs,
-    describe_configs,
-    incremental_alter_configs,
-)
-from protocol.kafka import versions as v
 from protocol.kafka.versions import SERVED
 
-KAFKA_HANDLERS: dict[int, Any] = {
-    v.DESCRIBE_CONFIGS: describe_configs.handle,
-    v.ALTER_CONFIGS: alter_configs.handle,
-    v.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
-}
+KAFKA_HANDLERS: dict[int, Any] = {}
 assert set(KAFKA_HANDLERS) == set(SERVED), "every API SERVED lists has a handler, and no other"
 
 __all__ = ["KAFKA_HANDLERS", "SERVED"]

@@ -1,4 +1,4 @@
-"""The new override set of an AlterConfigs (broker/handlers/alter_configs.py, pure), a broker
+"""The new override set of an AlterConfigs (broker/operations/alter_configs.py, pure), a broker
 applying a topic's config to its logs (PartitionRoles.apply_topic_config), and the native door
 reaching the same services as the Kafka door (tests/unit/broker/test_kafka_admin_configs.py)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.handlers.alter_configs import altered_config
+from broker.operations.alter_configs import ConfigChange, altered_config
 from protocol.api.admin import (
     OP_APPEND,
     OP_DELETE,
@@ -29,16 +29,16 @@ CURRENT = {"retention.ms": "1000", "flush.ms": "10"}
 
 
 def test_a_whole_set_replace_keeps_only_what_is_listed() -> None:
-    changes = [AlterableConfig("segment.ms", "5"), AlterableConfig("flush.ms", None)]
+    changes = [ConfigChange("segment.ms", "5"), ConfigChange("flush.ms", None)]
     assert altered_config(CURRENT, changes, incremental=False) == {"segment.ms": "5"}
     assert altered_config(CURRENT, [], incremental=False) == {}
 
 
 def test_incremental_set_and_delete_keep_the_rest() -> None:
     changes = [
-        AlterableConfig("retention.ms", "2000", OP_SET),
-        AlterableConfig("flush.ms", None, OP_DELETE),
-        AlterableConfig("segment.ms", None, OP_DELETE),  # not set: deleting it is no error
+        ConfigChange("retention.ms", "2000", OP_SET),
+        ConfigChange("flush.ms", None, OP_DELETE),
+        ConfigChange("segment.ms", None, OP_DELETE),  # not set: deleting it is no error
     ]
     assert altered_config(CURRENT, changes, incremental=True) == {"retention.ms": "2000"}
     assert CURRENT == {"retention.ms": "1000", "flush.ms": "10"}  # not modified in place
@@ -47,35 +47,35 @@ def test_incremental_set_and_delete_keep_the_rest() -> None:
 @pytest.mark.parametrize(
     ("change", "error", "message"),
     [
-        (AlterableConfig("retention.ms", "1", OP_APPEND), InvalidRequestError, "append is not"),
-        (AlterableConfig("flush.ms", "1", OP_SUBTRACT), InvalidRequestError, "subtract is not"),
-        (AlterableConfig("nope", "1", OP_APPEND), InvalidConfigError, "unknown topic config"),
-        (AlterableConfig("retention.ms", None, OP_SET), InvalidRequestError, "needs a value"),
-        (AlterableConfig("retention.ms", "1", 9), InvalidRequestError, "operation 9"),
+        (ConfigChange("retention.ms", "1", OP_APPEND), InvalidRequestError, "append is not"),
+        (ConfigChange("flush.ms", "1", OP_SUBTRACT), InvalidRequestError, "subtract is not"),
+        (ConfigChange("nope", "1", OP_APPEND), InvalidConfigError, "unknown topic config"),
+        (ConfigChange("retention.ms", None, OP_SET), InvalidRequestError, "needs a value"),
+        (ConfigChange("retention.ms", "1", 9), InvalidRequestError, "operation 9"),
     ],
 )
-def test_incremental_refusals(change: AlterableConfig, error: type, message: str) -> None:
+def test_incremental_refusals(change: ConfigChange, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         altered_config(CURRENT, [change], incremental=True)
 
 
 def test_append_and_subtract_work_on_the_list_config_cleanup_policy() -> None:
     defaults = {"cleanup.policy": "delete"}
-    append = [AlterableConfig("cleanup.policy", "compact", OP_APPEND)]
+    append = [ConfigChange("cleanup.policy", "compact", OP_APPEND)]
     assert altered_config({}, append, True, defaults) == {"cleanup.policy": "delete,compact"}
-    again = [AlterableConfig("cleanup.policy", "compact,delete", OP_APPEND)]
+    again = [ConfigChange("cleanup.policy", "compact,delete", OP_APPEND)]
     got = altered_config({"cleanup.policy": "compact"}, again, True, defaults)
     assert got == {"cleanup.policy": "compact,delete"}  # no item twice
-    subtract = [AlterableConfig("cleanup.policy", "delete", OP_SUBTRACT)]
+    subtract = [ConfigChange("cleanup.policy", "delete", OP_SUBTRACT)]
     got = altered_config({"cleanup.policy": "delete,compact"}, subtract, True, defaults)
     assert got == {"cleanup.policy": "compact"}
     with pytest.raises(InvalidConfigError, match="no tiered storage"):
-        altered_config({}, [AlterableConfig("remote.storage.enable", "x", OP_APPEND)], True)
+        altered_config({}, [ConfigChange("remote.storage.enable", "x", OP_APPEND)], True)
 
 
 @pytest.mark.parametrize("incremental", [True, False])
 def test_a_key_named_twice_is_refused(incremental: bool) -> None:
-    changes = [AlterableConfig("retention.ms", "1"), AlterableConfig("retention.ms", "2")]
+    changes = [ConfigChange("retention.ms", "1"), ConfigChange("retention.ms", "2")]
     with pytest.raises(InvalidRequestError, match="duplicate config keys"):
         altered_config(CURRENT, changes, incremental)
 

@@ -1,7 +1,8 @@
 """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreatePartitions through the Kafka
 door, over a real socket: Kafka's shapes, codes and messages, and the same services the native
 door reaches (the fake topic store plays ZooKeeper, the test plays the controller and the
-config change listener)."""
+config change listener). A small end-to-end set: the config APIs' behaviour is tested once on
+their operations (tests/unit/broker/operations/test_config_operations.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,10 @@ from broker.apis import KAFKA_SERVED as SERVED
 from protocol.api.admin import SOURCE_DEFAULT_CONFIG as DEFAULT_CONFIG
 from protocol.api.admin import SOURCE_STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG
 from protocol.api.admin import SOURCE_TOPIC_CONFIG as TOPIC_CONFIG
-from protocol.api.admin import TYPE_BOOLEAN, TYPE_INT, TYPE_LIST, TYPE_LONG
+from protocol.api.admin import TYPE_LONG
 from protocol.errors import (
     InvalidConfigError,
-    InvalidRequestError,
     MessageTooLargeError,
-    UnknownTopicOrPartitionError,
 )
 from protocol.kafka import codec
 from protocol.kafka.codec import encode_request, make, nested
@@ -168,237 +167,48 @@ def test_the_four_apis_are_served_at_kafka_4_versions() -> None:
     assert SERVED[CREATE_PARTITIONS] == (0, 3)
 
 
-async def test_describe_topic_configs_gives_kafka_sources_and_types(tmp_path: Path) -> None:
+async def test_describe_v4_answers_kafka_sources_types_synonyms_and_docs(tmp_path: Path) -> None:
+    """The Kafka door end to end; what each entry holds is tested on the operation
+    (tests/unit/broker/operations/test_config_operations.py)."""
     store = FakeTopicStore(configs={"t": {"retention.ms": "1234"}})
-    async with running_broker(
-        tmp_path, topics=store, topic_defaults={"segment.bytes": "65536"}
-    ) as b:
+    async with running_broker(tmp_path, topics=store) as b:
         await b.lead("t")
         async with kafka(b) as c:
             resp = await c.call(
                 DESCRIBE_CONFIGS,
                 4,
-                resources=(describe_resource(4, TOPIC, "t"),),
+                resources=(describe_resource(4, TOPIC, "t", ("retention.ms",)),),
                 include_synonyms=True,
                 include_documentation=True,
             )
-            (result,) = resp.results
-            assert result.error_code.value == 0 and result.resource_name == "t"
-            entries = {e.name: e for e in result.configs}
-            retention = entries["retention.ms"]
-            assert (retention.value, retention.config_source, retention.config_type) == (
-                "1234",
-                TOPIC_CONFIG,
-                TYPE_LONG,
-            )
-            assert not retention.read_only and not retention.is_sensitive
-            assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-                ("retention.ms", "1234", TOPIC_CONFIG),
-                ("log.retention.ms", "604800000", DEFAULT_CONFIG),
-            ]
-            assert retention.documentation == TOPIC_CONFIGS["retention.ms"].doc
-            segment = entries["segment.bytes"]
-            assert (segment.value, segment.config_source, segment.config_type) == (
-                "65536",
-                STATIC_BROKER_CONFIG,
-                TYPE_INT,
-            )
-            assert [(s.name, s.value, s.source) for s in segment.synonyms] == [
-                ("log.segment.bytes", "65536", STATIC_BROKER_CONFIG),
-                ("log.segment.bytes", str(1 << 30), DEFAULT_CONFIG),
-            ]
-            assert entries["max.message.bytes"].config_source == DEFAULT_CONFIG
-            policy = entries["cleanup.policy"]
-            assert (policy.value, policy.config_type, policy.config_source) == (
-                "delete", TYPE_LIST, DEFAULT_CONFIG,
-            )  # fmt: skip
-            assert set(entries) == set(IN_EFFECT)
-            unclean = entries["unclean.leader.election.enable"]
-            assert (unclean.value, unclean.config_type) == ("false", TYPE_BOOLEAN)
-
-
-async def test_describe_v1_filters_keys_and_reports_unknown_topics(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resources = (
-                describe_resource(1, TOPIC, "t", ("retention.ms", "segment.bytes")),
-                describe_resource(1, TOPIC, "nope"),
-                describe_resource(1, 99, "x"),
-            )
-            resp = await c.call(DESCRIBE_CONFIGS, 1, resources=resources, include_synonyms=False)
-            found, unknown, bad_type = resp.results
-            assert sorted(e.name for e in found.configs) == ["retention.ms", "segment.bytes"]
-            assert all(e.config_source == DEFAULT_CONFIG for e in found.configs)
-            assert unknown.error_code.value == UnknownTopicOrPartitionError.code
-            assert unknown.configs == ()
-            assert bad_type.error_code.value == InvalidRequestError.code
-
-
-async def test_describe_broker_gives_its_settings_by_kafka_names(tmp_path: Path) -> None:
-    async with (
-        running_broker(
-            tmp_path, num_partitions=3, topic_defaults={"min.insync.replicas": "2"}
-        ) as b,
-        kafka(b) as c,
-    ):
-        resources = (
-            describe_resource(4, BROKER, str(BROKER_ID)),
-            describe_resource(4, BROKER, "9"),
-        )
-        resp = await c.call(
-            DESCRIBE_CONFIGS,
-            4,
-            resources=resources,
-            include_synonyms=False,
-            include_documentation=False,
-        )
-        mine, other = resp.results
-        entries = {e.name: e for e in mine.configs}
-        assert all(e.read_only for e in mine.configs)
-        assert (entries["num.partitions"].value, entries["num.partitions"].config_source) == (
-            "3",
-            STATIC_BROKER_CONFIG,
-        )
-        assert entries["default.replication.factor"].config_source == DEFAULT_CONFIG
-        assert entries["auto.create.topics.enable"].value == "true"
-        assert entries["message.max.bytes"].value == "1048588"
-        assert entries["min.insync.replicas"].config_source == STATIC_BROKER_CONFIG
-        assert entries["broker.id"].value == str(BROKER_ID)
-        assert other.error_code.value == InvalidRequestError.code
+    (result,) = resp.results
+    assert result.error_code.value == 0 and result.resource_name == "t"
+    (retention,) = result.configs
+    assert (retention.value, retention.config_source, retention.config_type) == (
+        "1234", TOPIC_CONFIG, TYPE_LONG,
+    )  # fmt: skip
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "1234", TOPIC_CONFIG),
+        ("log.retention.ms", "604800000", DEFAULT_CONFIG),
+    ]
+    assert retention.documentation == TOPIC_CONFIGS["retention.ms"].doc
 
 
 # ----- AlterConfigs (the whole set) ------------------------------------------------------------
 
 
-async def test_alter_configs_replaces_the_override_set_and_logs_follow(tmp_path: Path) -> None:
+async def test_alter_configs_replaces_the_override_set(tmp_path: Path) -> None:
     store = FakeTopicStore(configs={"t": {"retention.ms": "1234", "flush.ms": "10"}})
     async with running_broker(tmp_path, topics=store) as b:
-        acting_as_listener(b)
-        await b.lead("t", partitions=2)
+        await b.lead("t")
         async with kafka(b) as c:
             resources = (alter_resource(2, "t", {"retention.bytes": "5000", "segment.ms": None}),)
             resp = await c.call(ALTER_CONFIGS, 2, resources=resources, validate_only=False)
-            assert codes(resp) == [0]
-            assert store.configs["t"] == {"retention.bytes": "5000"}  # the others are gone
-            for p in (0, 1):
-                config = b.log_manager.get("t", p).config
-                assert (config.retention_bytes, config.flush_ms) == (5000, None)
-
-
-async def test_alter_configs_errors_are_per_resource(tmp_path: Path) -> None:
-    store = FakeTopicStore(configs={"t": {"retention.ms": "1234"}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resources = (
-                alter_resource(0, "t", {"retention.ms": "soon"}),
-                alter_resource(0, "nope", {"retention.ms": "1"}),
-                alter_resource(0, str(BROKER_ID), {"num.partitions": "3"}, kind=BROKER),
-            )
-            resp = await c.call(ALTER_CONFIGS, 0, resources=resources, validate_only=False)
-            assert codes(resp) == [
-                InvalidConfigError.code,
-                UnknownTopicOrPartitionError.code,
-                InvalidRequestError.code,
-            ]
-            assert resp.responses[2].error_message == "dynamic broker configs are not supported"
-            assert store.config_writes == []
-
-
-async def test_alter_configs_validate_only_writes_nothing(tmp_path: Path) -> None:
-    store = FakeTopicStore(configs={"t": {}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resources = (alter_resource(1, "t", {"retention.ms": "1"}),)
-            resp = await c.call(ALTER_CONFIGS, 1, resources=resources, validate_only=True)
-            assert codes(resp) == [0] and store.config_writes == []
-            resources = (alter_resource(1, "t", {"no.such.config": "1"}),)
-            resp = await c.call(ALTER_CONFIGS, 1, resources=resources, validate_only=True)
-            assert codes(resp) == [InvalidConfigError.code]
-
-
-async def test_a_resource_named_twice_is_refused_both_times(tmp_path: Path) -> None:
-    store = FakeTopicStore(configs={"t": {}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resource = alter_resource(2, "t", {"retention.ms": "1"})
-            resp = await c.call(
-                ALTER_CONFIGS, 2, resources=(resource, resource), validate_only=False
-            )
-            assert codes(resp) == [InvalidRequestError.code] * 2
-            assert store.config_writes == []
+        assert codes(resp) == [0]
+        assert store.configs["t"] == {"retention.bytes": "5000"}  # the others are gone
 
 
 # ----- IncrementalAlterConfigs -----------------------------------------------------------------
-
-
-async def test_incremental_set_and_delete_keep_the_other_overrides(tmp_path: Path) -> None:
-    store = FakeTopicStore(configs={"t": {"retention.ms": "1234", "flush.ms": "10"}})
-    async with running_broker(tmp_path, topics=store) as b:
-        acting_as_listener(b)
-        await b.lead("t")
-        async with kafka(b) as c:
-            ops = [("retention.bytes", SET, "4096"), ("flush.ms", DELETE, None)]
-            resp = await c.call(
-                INCREMENTAL_ALTER_CONFIGS,
-                1,
-                resources=(incremental_resource(1, "t", ops),),
-                validate_only=False,
-            )
-            assert codes(resp) == [0]
-            assert store.configs["t"] == {"retention.ms": "1234", "retention.bytes": "4096"}
-            config = b.log_manager.get("t", 0).config
-            assert (config.retention_ms, config.retention_bytes, config.flush_ms) == (
-                1234,
-                4096,
-                None,
-            )
-
-
-async def test_incremental_refusals(tmp_path: Path) -> None:
-    store = FakeTopicStore(configs={"t": {}})
-    async with running_broker(tmp_path, topics=store) as b:
-        await b.lead("t")
-        async with kafka(b) as c:
-            resources = (
-                incremental_resource(0, "t", [("retention.ms", APPEND, "1")]),
-                incremental_resource(0, "t", [("no.such", SUBTRACT, "1")]),
-                incremental_resource(
-                    0, "t", [("retention.ms", SET, "1"), ("retention.ms", DELETE, None)]
-                ),
-                incremental_resource(0, "t", [("retention.ms", 7, "1")]),
-                incremental_resource(0, "t", [("segment.bytes", SET, "0")]),
-                incremental_resource(0, "", [("num.partitions", SET, "2")], kind=BROKER),
-            )
-            # all at once: topic t five times (duplicates) and a broker (no dynamic configs)
-            resp = await c.call(
-                INCREMENTAL_ALTER_CONFIGS, 0, resources=resources, validate_only=False
-            )
-            assert codes(resp) == [InvalidRequestError.code] * 6
-            assert resp.responses[0].error_message == "duplicate resource in request"
-            assert resp.responses[5].error_message == "dynamic broker configs are not supported"
-            # then each topic resource alone
-            expected = [
-                (
-                    InvalidRequestError.code,
-                    "config value append is not allowed for config key: retention.ms",
-                ),
-                (InvalidConfigError.code, "unknown topic config 'no.such'"),
-                (InvalidRequestError.code, "error due to duplicate config keys"),
-                (InvalidRequestError.code, "config operation 7 for retention.ms is unknown"),
-                (InvalidConfigError.code, None),
-            ]
-            for resource, (code, message) in zip(resources, expected, strict=False):
-                resp = await c.call(
-                    INCREMENTAL_ALTER_CONFIGS, 0, resources=(resource,), validate_only=False
-                )
-                assert codes(resp) == [code], resource
-                if message is not None:
-                    assert resp.responses[0].error_message == message
-            assert store.config_writes == []
 
 
 async def test_lowered_max_message_bytes_refuses_a_bigger_batch(tmp_path: Path) -> None:

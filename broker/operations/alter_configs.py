@@ -1,25 +1,29 @@
-"""AlterConfigs: change topics' config overrides, for both of Kafka's APIs (AlterConfigs 33 and
-IncrementalAlterConfigs 44; protocol/api/admin.py says how one request carries either).
+"""AlterConfigs and IncrementalAlterConfigs: change topics' config overrides. One operation
+serves both of Kafka's APIs (33 and 44; the table's two rows name this `run`): `incremental`
+says which, as the native door's AlterConfigs carries either (protocol/api/admin.py).
 
-Per resource, as Kafka's ZooKeeper-era brokers: a broker resource is INVALID_REQUEST (odradek
-has no dynamic broker configs: a broker's settings are its config file); a topic's new override
-set is `altered_config(current, changes, incremental, defaults)` (pure: INVALID_REQUEST for
-a malformed change, INVALID_CONFIG for an unknown or refused config), then checked whole by
+Per resource, in the order asked, as Kafka's ZooKeeper-era brokers: a resource named twice in
+one request is INVALID_REQUEST, both times (Kafka's rule); then AlterConfigs on the cluster for
+a broker resource (CLUSTER_AUTHORIZATION_FAILED), on the topic for a topic resource
+(TOPIC_AUTHORIZATION_FAILED). A broker resource is INVALID_REQUEST (odradek has no dynamic
+broker configs: a broker's settings are its config file), as is any other resource type. A
+topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION. A topic's new override set is
+`altered_config(current, changes, incremental, defaults)` (pure: INVALID_REQUEST for a
+malformed change, INVALID_CONFIG for an unknown or refused config), then checked whole by
 LogConfig (INVALID_CONFIG on a bad value, or a refused config with its reason). APPEND and
 SUBTRACT take only LIST configs (protocol/topic_config.py: `cleanup.policy`): they add items
-missing from, or remove items from, the topic's value (its override, else the broker's default),
-as Kafka's ConfigAdminManager does. Unless `validate_only`, it is written to
-/config/topics/<topic> with a change notification (coordinator/cluster/config_changes.py), and every
-broker applies it to its logs of that topic. A topic that does not exist is
-UNKNOWN_TOPIC_OR_PARTITION; a resource named twice in one request is INVALID_REQUEST, both
-times (Kafka's rule).
+missing from, or remove items from, the topic's value (its override, else the broker's
+default), as Kafka's ConfigAdminManager does. Unless `validate_only`, it is written to
+/config/topics/<topic> with a change notification (coordinator/cluster/config_changes.py), and
+every broker applies it to its logs of that topic.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
@@ -32,13 +36,7 @@ from protocol.api.admin import (
     OP_SUBTRACT,
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
-    AlterableConfig,
-    AlterConfigsRequest,
-    AlterConfigsResource,
-    AlterConfigsResponse,
-    AlterConfigsResult,
 )
-from protocol.codec import Request
 from protocol.errors import (
     InvalidConfigError,
     InvalidRequestError,
@@ -51,8 +49,41 @@ log = logging.getLogger("odradek.broker.admin")
 _OP_NAMES = {OP_APPEND: "append", OP_SUBTRACT: "subtract"}
 
 
-async def handle(ctx: BrokerContext, request: Request, session: Session) -> AlterConfigsResponse:
-    req: AlterConfigsRequest = request.body
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    name: str
+    value: str | None  # None: left out of a whole-set replace; DELETE needs none
+    op: int = OP_SET  # incremental only: OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResource:
+    resource_type: int  # RESOURCE_TOPIC (2) or RESOURCE_BROKER (4)
+    resource_name: str
+    changes: tuple[ConfigChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigs:
+    resources: tuple[ConfigResource, ...]
+    validate_only: bool = False
+    incremental: bool = False  # False: the changes listed replace the whole override set
+
+
+@dataclass(frozen=True, slots=True)
+class Altered:
+    resource_type: int
+    resource_name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResult:
+    results: tuple[Altered, ...]  # in the order asked
+
+
+async def run(ctx: BrokerContext, session: Session, req: AlterConfigs) -> AlterConfigsResult:
     api = "IncrementalAlterConfigs" if req.incremental else "AlterConfigs"
     named = Counter((r.resource_type, r.resource_name) for r in req.resources)
     results = []
@@ -64,16 +95,14 @@ async def handle(ctx: BrokerContext, request: Request, session: Session) -> Alte
                                         res.resource_name, api)  # fmt: skip
             await _alter(ctx, res, req.incremental, req.validate_only)
         except OdradekError as exc:
-            results.append(
-                AlterConfigsResult(exc.code, exc.message, res.resource_type, res.resource_name)
-            )
+            results.append(Altered(res.resource_type, res.resource_name, exc.code, exc.message))
             continue
-        results.append(AlterConfigsResult(0, None, res.resource_type, res.resource_name))
-    return AlterConfigsResponse(results)
+        results.append(Altered(res.resource_type, res.resource_name, 0))
+    return AlterConfigsResult(tuple(results))
 
 
 async def _alter(
-    ctx: BrokerContext, res: AlterConfigsResource, incremental: bool, validate_only: bool
+    ctx: BrokerContext, res: ConfigResource, incremental: bool, validate_only: bool
 ) -> None:
     if res.resource_type == RESOURCE_BROKER:
         raise InvalidRequestError("dynamic broker configs are not supported")
@@ -84,7 +113,7 @@ async def _alter(
         raise UnknownTopicOrPartitionError(f"topic {topic} does not exist")
     current = await ctx.topics.read_topic_config(topic)
     defaults = ctx.replicas.default_log_config
-    new = altered_config(current, res.configs, incremental, defaults.to_properties())
+    new = altered_config(current, res.changes, incremental, defaults.to_properties())
     try:
         LogConfig.from_properties(new, base=defaults)
     except OdradekError as exc:
@@ -97,7 +126,7 @@ async def _alter(
 
 def altered_config(
     current: Mapping[str, str],
-    changes: list[AlterableConfig],
+    changes: Sequence[ConfigChange],
     incremental: bool,
     defaults: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
