@@ -1,14 +1,7 @@
 """The API table: one row per API, naming its operation (broker/operations/), its ACL rule
 (broker/security/rules.py's `RULES` row, which the operation checks), and for each door that
 serves it the versions served and the codec (broker/codecs/). The doors (broker/doors.py)
-look an API up here first.
-
-Transition (issue 32): the APIs converted so far are the rows of `APIS`. Every other API is
-still served by its legacy handlers, `HANDLERS` (broker/handlers/__init__.py, the native door)
-and `KAFKA_HANDLERS` (broker/handlers/kafka/, with the versions of
-protocol/kafka/versions.py's `SERVED`), which the doors fall back to; docs/design.md ("One
-operation per API") lists what remains to convert. An API is in the table or in the legacy
-registries, never both (checked below).
+look every request up here: an API not in the table, or not for that door, is not served.
 
 A door's handler for a row (`native_handler`, `kafka_handler`) is the server's usual
 `handle(ctx, request, session)`: decode with the codec, run the operation, encode its result
@@ -17,7 +10,7 @@ A door's handler for a row (`native_handler`, `kafka_handler`) is the server's u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,27 +302,16 @@ KAFKA: dict[int, Handler] = {a.key: _handler(a, a.kafka.codec) for a in APIS if 
 
 
 def native_handler(api_key: int) -> Handler | None:
-    """The native door's handler of a converted API, None for one still in HANDLERS."""
+    """The native door's handler of an API, None for one it does not serve."""
     return NATIVE.get(api_key)
 
 
 def kafka_handler(api_key: int) -> Handler | None:
-    """The Kafka door's handler of a converted API, None for one still in KAFKA_HANDLERS."""
+    """The Kafka door's handler of an API, None for one it does not serve."""
     return KAFKA.get(api_key)
 
 
-def kafka_served(legacy: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
-    """Every Kafka API and version range the Kafka door serves: the table's and `legacy`'s
-    (the APIs not converted yet)."""
-    served = dict(legacy)
-    for a in APIS:
-        if a.kafka is not None:
-            assert a.key not in served, f"{a.name} is in the table and in SERVED"
-            served[a.key] = a.kafka.versions
-    return dict(sorted(served.items()))
-
-
-KAFKA_SERVED.update(kafka_served(kafka_versions.SERVED))
+KAFKA_SERVED.update(sorted((a.key, a.kafka.versions) for a in APIS if a.kafka is not None))
 
 
 def _check_native_versions() -> None:

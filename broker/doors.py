@@ -12,10 +12,9 @@ rest (framing, pipelining, limits, sendfile) the same for both:
 - `encode(request, result)` turns a handler's result into chunks (bytes and FileSlices);
 - `failure(request, exc, peer)` answers a request whose handler raised, or None to close.
 
-Each door finds a request's handler in broker/apis.py's table first (one operation per API,
-behind a codec per door), then, for the APIs not converted yet (the transition of issue 32,
-listed in docs/design.md), in its legacy registry: `HANDLERS` (broker/handlers/) for the
-native door, `KAFKA_HANDLERS` (broker/handlers/kafka/) for the Kafka door.
+Each door finds a request's handler in broker/apis.py's table (one operation per API, behind
+a codec per door). Fetch's native answer may hold `FileSlice`s (records sent from the segment
+files), so it is encoded as chunks (`CHUNKED`).
 
 NativeDoor speaks odradek's msgpack envelopes (protocol/codec.py). KafkaDoor speaks Kafka's
 wire protocol (protocol/kafka/): as Kafka, it closes the
@@ -35,10 +34,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from broker import apis
-from broker.handlers import CHUNKED, HANDLERS
-from broker.handlers.kafka import KAFKA_HANDLERS
 from broker.security.sasl import SaslGate
 from broker.session import Refusal, Session
+from protocol.api.fetch import FETCH
 from protocol.codec import (
     Chunk,
     decode_request,
@@ -75,16 +73,19 @@ class Door(Protocol):
     def describe(self, request: Any) -> str: ...
 
 
+CHUNKED: frozenset[int] = frozenset({FETCH.key})  # native answers holding FileSlices
+
+
 def native_handler(api_key: int) -> Any | None:
-    """The native door's handler of an API: the table's, else (not converted yet) the legacy
-    one; None for an API brokers do not serve."""
-    return apis.native_handler(api_key) or HANDLERS.get(api_key)
+    """The native door's handler of an API; None for an API brokers do not serve."""
+    return apis.native_handler(api_key)
 
 
 def kafka_handler(api_key: int) -> Any:
-    """The Kafka door's handler of a served API: the table's, else (not converted yet) the
-    legacy one."""
-    return apis.kafka_handler(api_key) or KAFKA_HANDLERS[api_key]
+    """The Kafka door's handler of a served API (the codec refused the others already)."""
+    handler = apis.kafka_handler(api_key)
+    assert handler is not None, api_key  # decode_request served only KAFKA_SERVED's keys
+    return handler
 
 
 class NativeDoor:

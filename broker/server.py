@@ -2,8 +2,9 @@
 
 A server is one front door: a `Door` (broker/doors.py) turns a frame into a request and its
 handler, and a handler's result into the bytes to send. The daemon opens two servers over the
-same services: the native door (msgpack, broker/handlers/) and the Kafka door (Kafka's wire
-protocol, broker/handlers/kafka/). Everything below is the same for both.
+same services: the native door (msgpack) and the Kafka door (Kafka's wire protocol), each
+reaching one operation per API through its codec (broker/apis.py). Everything below is the
+same for both.
 
 Per connection:
 - A `Session` (broker/session.py) made when the connection is accepted: the listener and its

@@ -2,9 +2,8 @@
 clients pick their versions from. Every principal may ask (it comes before authentication:
 Kafka checks no ACL).
 
-The list is the Kafka door's whole table (broker/apis.py's `KAFKA_SERVED`: the operations'
-rows and the legacy SERVED ones), given to `answering` by the table, since an operation
-imports no table. A version this broker does not serve is answered UNSUPPORTED_VERSION with
+The list is the Kafka door's column of the table (broker/apis.py's `KAFKA_SERVED`), given to
+`answering` by the table, since an operation imports no table. A version this broker does not serve is answered UNSUPPORTED_VERSION with
 the list (KIP-511), so that the client asks again with one it has; the codec hands such a
 request over unread.
 """

@@ -3,9 +3,8 @@
 `RULES` is Kafka's "Operations and Resources on Protocols" table, read against KafkaApis.scala
 (Kafka 3.9), one row per API: what is checked, on which resource, and what a denial answers.
 The operations (broker/operations/, whose rows in broker/apis.py's table name their rule here)
-and the legacy handlers (broker/handlers/*.py, and the Kafka adapters that reach a service
-directly) make the checks with the functions below; tests/unit/broker/test_acl_rules.py holds
-them to the table.
+make the checks with the functions below; tests/unit/broker/operations/test_table.py and
+tests/unit/broker/test_acl_rules.py hold them to the table.
 
 Every function asks `ctx.authorizer` (broker/security/authorizer.py), and with no authorizer
 configured (`ctx.authorizer is None`, Kafka without authorizer.class.name) answers "allowed"

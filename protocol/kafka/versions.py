@@ -1,4 +1,5 @@
-"""The Kafka APIs and versions odradek serves (what ApiVersions advertises).
+"""The Kafka API keys, and why odradek serves the versions it does: the ranges themselves are
+in broker/apis.py's table (`APIS`, one row per API), whose `KAFKA_SERVED` ApiVersions advertises.
 
 Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kcat) and aiokafka
 0.14 find the versions they need, and so that no version needs what odradek does not have:
@@ -50,8 +51,6 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 
 from __future__ import annotations
 
-from typing import Final
-
 PRODUCE = 0
 FETCH = 1
 LIST_OFFSETS = 2
@@ -102,10 +101,3 @@ LIST_TRANSACTIONS = 66
 DESCRIBE_TOPIC_PARTITIONS = 75
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
-
-SERVED: Final[dict[int, tuple[int, int]]] = {}
-"""api key -> (min, max) version served by a legacy handler of broker/handlers/kafka/ (one per
-key). The APIs converted to one operation per API (issue 32: Heartbeat, LeaveGroup,
-ListGroups, DeleteGroups, DescribeTransactions, ConsumerGroupHeartbeat) have their versions in
-broker/apis.py's table instead; `broker.apis.KAFKA_SERVED` is the whole list ApiVersions
-advertises (the ranges above in the module's docstring are still the served ones)."""
