@@ -3,9 +3,9 @@ clients pick their versions from. Every principal may ask (it comes before authe
 Kafka checks no ACL).
 
 The list is the Kafka door's column of the table (broker/apis.py's `KAFKA_SERVED`), given to
-`answering` by the table, since an operation imports no table. A version this broker does not serve is answered UNSUPPORTED_VERSION with
-the list (KIP-511), so that the client asks again with one it has; the codec hands such a
-request over unread.
+`answering` by the table, since an operation imports no table. A version this broker does
+not serve is answered UNSUPPORTED_VERSION with the list (KIP-511), so that the client asks
+again with one it has; the codec hands such a request over unread.
 """
 
 from __future__ import annotations
