@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 
@@ -31,13 +30,13 @@ from broker.context import BrokerContext
 from broker.log.config import LogConfig
 from broker.security import rules
 from broker.session import Session
+from coordinator.cluster.topics import validate_topic_name
 from protocol.api.admin import ConfigEntry
 from protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
-    InvalidTopicError,
     OdradekError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
@@ -45,17 +44,6 @@ from protocol.errors import (
 
 API = "CreateTopics"
 log = logging.getLogger("odradek.broker.admin")
-MAX_TOPIC_NAME_CHARS = 249
-_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-
-
-def check_topic_name(name: str) -> None:
-    """Kafka's rule: 1..249 of [a-zA-Z0-9._-], and not '.' or '..'."""
-    if name in (".", "..") or len(name) > MAX_TOPIC_NAME_CHARS or not _LEGAL_NAME.fullmatch(name):
-        raise InvalidTopicError(
-            f"topic name {name!r} must be 1..{MAX_TOPIC_NAME_CHARS} of [a-zA-Z0-9._-], "
-            "not '.' or '..'"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +128,7 @@ async def _create(ctx: BrokerContext, topic: NewTopic, req: CreateTopics) -> Top
 
 
 def _validate(ctx: BrokerContext, topic: NewTopic, partitions: int, rf: int) -> list[int]:
-    check_topic_name(topic.name)
+    validate_topic_name(topic.name)
     if partitions < 1:
         raise InvalidPartitionsError(f"number of partitions {partitions} must be at least 1")
     if rf < 1:
