@@ -267,22 +267,23 @@ def test_topics_list_shows_internal_topics_unless_excluded(cli: CliCluster) -> N
     """As kafka-topics.sh: `topics list` and `topics describe` show __consumer_offsets (made by
     the group's first coordinator lookup), `--exclude-internal` leaves it out, and the JSON
     says which topics are internal."""
-    cli.run("consume", "small", "--group", "internal-g", "--timeout-ms", "500")
+    cli.run("topics", "create", "listed", "--partitions", "1")  # its own: runs alone with -k
+    cli.run("consume", "listed", "--group", "internal-g", "--timeout-ms", "500")
     deadline = time.monotonic() + 60
     while "__consumer_offsets" not in cli.run("topics", "list").split():
         assert time.monotonic() < deadline, "no __consumer_offsets after a group was used"
         time.sleep(0.3)
     excluded = cli.run("topics", "list", "--exclude-internal").split()
-    assert "small" in excluded and not any(name.startswith("__") for name in excluded), excluded
+    assert "listed" in excluded and not any(name.startswith("__") for name in excluded), excluded
     listed = json.loads(cli.run("topics", "list", "-o", "json"))["topics"]
     internal = {t["name"]: t["internal"] for t in listed}
-    assert internal["__consumer_offsets"] is True and internal["small"] is False, listed
+    assert internal["__consumer_offsets"] is True and internal["listed"] is False, listed
     listed = json.loads(cli.run("topics", "list", "-o", "json", "--exclude-internal"))["topics"]
     assert "__consumer_offsets" not in {t["name"] for t in listed}
     described = json.loads(cli.run("topics", "describe", "-o", "json"))["topics"]
     assert "__consumer_offsets" in {t["name"] for t in described}
     described = json.loads(cli.run("topics", "describe", "-o", "json", "--exclude-internal"))
-    assert {t["name"] for t in described["topics"]} >= {"small"}
+    assert {t["name"] for t in described["topics"]} >= {"listed"}
     assert "__consumer_offsets" not in {t["name"] for t in described["topics"]}
 
 
