@@ -285,8 +285,11 @@ class KafkaPython(KafkaClient):
     def brokers(self, timeout_s: float = TIMEOUT_S) -> int:
         from kafka.admin import KafkaAdminClient
 
+        # bootstrap_timeout_ms: a refused login makes kafka-python retry its bootstrap until
+        # this ends (its default 30 s), so the caller's timeout bounds it too
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
                                  request_timeout_ms=int(timeout_s * 1000),
+                                 bootstrap_timeout_ms=int(timeout_s * 1000),
                                  **self.security.kafka_python())  # fmt: skip
         try:
             return len(admin.describe_cluster()["brokers"])

@@ -312,8 +312,8 @@ def _wrong_matrix() -> list[Any]:
 def test_wrong_credentials_are_refused_with_kafkas_error(
     secure_cluster: SecureCluster, client: str, case: str
 ) -> None:
-    """About 30 s for each kafka-python case (31-32 s measured), a few for the others:
-    kafka-python, refused, keeps retrying its bootstrap until its own 30 s limit."""
+    """kafka-python, refused, keeps retrying its bootstrap until its bootstrap_timeout_ms
+    (kafka_clients.py sets it to the login timeout), so each of its cases takes about that."""
     kind, security = _wrong(secure_cluster, case)
     answer = run_client("login", client, _bootstrap(secure_cluster, client, kind), security,
                         timeout_s=LOGIN_TIMEOUT_S)  # fmt: skip
