@@ -38,6 +38,7 @@ from typing import Any
 
 from broker.listeners import Listener, parse_listeners, parse_protocol_map
 from broker.log.config import LogConfig
+from broker.loggers import parse_logger_levels
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
@@ -191,6 +192,9 @@ class BrokerConfig:
     allow_everyone_if_no_acl_found: bool = False
     authorizer_log_file: str = ""
     authorizer_log_level: str = "INFO"
+    # Kafka's log4j logger levels: which of the broker's log lines are written, as
+    # "root=WARN,odradek.broker.sasl=DEBUG" (broker/loggers.py; "": root at INFO)
+    logger_levels: str = ""
     # SASL on SASL_PLAINTEXT/SASL_SSL listeners (broker/security/sasl.py), Kafka's settings:
     # sasl.enabled.mechanisms, of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (Kafka's default,
     # GSSAPI, is not served); sasl.jaas.config, whose PlainLoginModule user_<name>="<password>"
@@ -245,6 +249,7 @@ class BrokerConfig:
         _check_authorizer(self)
         _check_sasl(self)
         _check_sasl_limits(self)
+        parse_logger_levels(self.logger_levels)
 
     def protocol_map(self) -> dict[str, str]:
         return parse_protocol_map(self.listener_security_protocol_map)

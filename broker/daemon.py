@@ -9,6 +9,7 @@ close connections, stop the replicas (writing the high watermark checkpoint), cl
 (writing the clean-shutdown marker; a log directory that went offline gets neither), close the
 ZooKeeper session. The replica manager reports a failed log directory to the controller through
 coordinator/controller/log_dirs.py. Any start-up failure is one log line and exit status 1.
+The broker's own log (stderr) and its logger levels are broker/loggers.py's.
 
 `ZkTopicStore` is the broker's only view of topic znodes (coordinator/cluster/topics.py behind the
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
@@ -27,7 +28,6 @@ import contextlib
 import logging
 import signal
 import ssl
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -46,6 +46,7 @@ from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
+from broker.loggers import configure_logging, parse_logger_levels
 from broker.metrics import BrokerMetrics
 from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
@@ -141,17 +142,9 @@ async def _zk_call(call: Callable[[], Awaitable[T]]) -> T:
         raise UnknownServerError(f"ZooKeeper: {exc}") from None
 
 
-def configure_logging(broker_id: int) -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format=f"%(asctime)s broker-{broker_id} %(levelname)s %(name)s: %(message)s",
-    )
-
-
 def run_forever(config: BrokerConfig) -> int:
     """Run the broker until SIGTERM/SIGINT; the process exit status."""
-    configure_logging(config.broker_id)
+    configure_logging(config.broker_id, parse_logger_levels(config.logger_levels))
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(_main(config))
 

@@ -11,7 +11,7 @@ Layout of the directory:
 
     cluster.json          the state file (below)
     broker.toml           settings every broker reads (host, ZooKeeper session timeout)
-    broker-<id>.log       a broker's stdout and stderr, appended across restarts
+    broker-<id>.log       a broker's stdout and stderr, appended across restarts: `broker_log(id)`
     data/broker-<id>/     a broker's log dir (its partitions)
     zookeeper/            ZooKeeper's data dir, when this cluster started its own
 
@@ -311,6 +311,10 @@ class LocalCluster:
         ids = ", ".join(str(i) for i in self.broker_ids)
         raise ClusterError(f"no broker {broker_id} in this cluster (brokers: {ids})")
 
+    def broker_log(self, broker_id: int) -> Path:
+        """The broker's log (stdout and stderr, across restarts; its levels: logger_levels)."""
+        return self.dir / f"broker-{broker_id}.log"
+
     # ----- up --------------------------------------------------------------------------------
 
     def up(self) -> str:
@@ -388,8 +392,8 @@ class LocalCluster:
             except ClusterError:
                 with self._state_lock():
                     state = self._require_state()
-                    taken = [b for b in state.brokers if self._brokers.port_was_taken(
-                        b, self.dir / f"broker-{b.id}.log")]  # fmt: skip
+                    taken = [b for b in state.brokers
+                             if self._brokers.port_was_taken(b, self.broker_log(b.id))]  # fmt: skip
                     if attempt == PORT_RETRIES or not taken or state.brokers[0].listener_ports:
                         raise
                     used = {
@@ -421,7 +425,7 @@ class LocalCluster:
         cmd = broker_command(proc, connect, path, host, scheme)
         if lab is not None:
             cmd = lab.exec_prefix(proc.id) + cmd
-        pid = self._brokers.spawn(proc, cmd, self.dir / f"broker-{proc.id}.log", self.dir)
+        pid = self._brokers.spawn(proc, cmd, self.broker_log(proc.id), self.dir)
         kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
         kafka += f", metrics port {proc.metrics_port}" if proc.metrics_port else ""
         self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {pid})")
@@ -477,9 +481,7 @@ class LocalCluster:
         while True:
             state = self._current_state()  # other shells may restart brokers meanwhile
             for broker_id in must_run:
-                self._brokers.fail_if_dead(
-                    self.broker(broker_id), self.dir / f"broker-{broker_id}.log"
-                )
+                self._brokers.fail_if_dead(self.broker(broker_id), self.broker_log(broker_id))
             states = {b.id: self._brokers.state(b) for b in state.brokers}
             alive = [b for b in state.brokers if states[b.id] == "alive"]
             answers = probe_addresses(

@@ -1,11 +1,13 @@
 """The settings files the local cluster's brokers read, in the broker's TOML format.
 
 `broker.toml` holds what every broker shares: its host, the ZooKeeper session timeout and the
-cluster's `broker_settings` (broker/config.py's names; JSON scalars are TOML scalars). A broker
-with something of its own gets `broker-<id>.toml` instead (`config_path`): its own host (a
-network namespace's), listeners of its own (deploy/cluster_listeners.py: `own_listeners` picks
-a port for each and names them), or, on a secure cluster, its certificate and SASL_SSL
-listeners (`write_secure_broker_config`, 0600, from deploy/cluster_security.py's layout).
+cluster's `broker_settings` (broker/config.py's names, or Kafka's dotted ones such as
+`listener.name.<l>.sasl.enabled.mechanisms`, which `setting_line` quotes; JSON scalars are
+TOML scalars). A broker with something of its own gets `broker-<id>.toml` instead
+(`config_path`): its own host (a network namespace's), listeners of its own
+(deploy/cluster_listeners.py: `own_listeners` picks a port for each and names them), or, on a
+secure cluster, its certificate and SASL_SSL listeners (`write_secure_broker_config`, 0600,
+from deploy/cluster_security.py's layout).
 """
 
 from __future__ import annotations
@@ -36,9 +38,14 @@ def write_broker_config(
         f'host = "{host}"\n'
         f"zookeeper_session_timeout_ms = {session_timeout_ms}\n"
     )
-    for name, value in settings.items():
-        text += f"{name} = {json.dumps(value)}\n"  # JSON scalars are TOML scalars
+    text += "".join(setting_line(name, value) for name, value in settings.items())
     path.write_text(text)
+
+
+def setting_line(name: str, value: Any) -> str:
+    """One TOML line. JSON scalars are TOML scalars, and a quoted key keeps Kafka's dotted
+    names ("ssl.client.auth", "listener.name.<l>.*") whole: unquoted, TOML makes them tables."""
+    return f"{json.dumps(name) if '.' in name else name} = {json.dumps(value)}\n"
 
 
 def own_listeners(
@@ -83,5 +90,5 @@ def write_secure_broker_config(
         **layout.broker_settings(proc.id),
     }
     text = "# Written by `odradek cluster up --secure`: this broker's settings (0600).\n"
-    text += "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+    text += "".join(setting_line(k, v) for k, v in settings.items())
     cluster_security.write_private(path, text)

@@ -12,23 +12,21 @@ import asyncio
 import socket
 import struct
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fixtures.cluster import wait_until
-from tests.fixtures.zk import free_port
+from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
+from tests.fixtures.cluster import shared_cluster, wait_until
 from tests.integration.kafka_clients import kafka_python_subscribe
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     'username="admin" password="admin-secret" user_admin="admin-secret" '
@@ -41,56 +39,44 @@ CLIENT_TIMEOUT_S = 30.0
 
 @dataclass
 class SaslBroker:
-    proc: subprocess.Popen[bytes]
-    kafka_port: int
-    log_path: Path
-    scram_only_port: int  # listener SCRAMONLY: listener.name.scramonly.sasl.enabled.mechanisms
+    cluster: LocalCluster  # one broker; its native door is PLAINTEXT (LocalCluster's probes)
+
+    @property
+    def kafka_port(self) -> int:
+        return self.cluster.broker(1).listener_ports["SASL_PLAINTEXT"]
+
+    @property
+    def scram_only_port(self) -> int:  # listener.name.scramonly.sasl.enabled.mechanisms
+        return self.cluster.broker(1).listener_ports["SCRAMONLY"]
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.cluster.broker_log(1).read_text(errors="replace")
 
 
 @pytest.fixture(scope="module")
-def sasl_broker(zk_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    where = tmp_path_factory.mktemp("sasl")
-    chroot = f"{zk_server.connect}/odradek-sasl-{uuid.uuid4().hex[:12]}"
-    kafka_port, scram_only_port = free_port(), free_port()
-    own_mechanisms = {"listener.name.scramonly.sasl.enabled.mechanisms": "SCRAM-SHA-256"}
-    code = (
-        "import logging, sys\n"
-        "from broker.config import load_config\n"
-        "from broker.daemon import run_forever\n"
-        "logging.getLogger('odradek.broker.sasl').setLevel(logging.DEBUG)\n"
-        f"config = load_config(None, broker_id=1, port={free_port()}, "
-        f"log_dir={str(where / 'logs')!r}, zookeeper={chroot!r}, "
-        "zookeeper_session_timeout_ms=4000, "
-        f"listeners='SASL_PLAINTEXT://127.0.0.1:{kafka_port},"
-        f"SCRAMONLY://127.0.0.1:{scram_only_port}', "
-        "listener_security_protocol_map='PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-        "SCRAMONLY:SASL_PLAINTEXT', "
-        "sasl_enabled_mechanisms='PLAIN,SCRAM-SHA-256,SCRAM-SHA-512', "
-        f"sasl_jaas_config={JAAS!r}, "
-        f"connections_max_reauth_ms={REAUTH_MS}, **{own_mechanisms!r})\n"
-        "sys.exit(run_forever(config))\n"
-    )
-    log_path = where / "broker.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=log)
-    broker = SaslBroker(proc, kafka_port, log_path, scram_only_port)
-    try:
-        wait_until(lambda: _metadata_ok(broker), "the SASL broker to answer", START_TIMEOUT_S)
+def sasl_broker(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SaslBroker]:
+    """Settings no other module shares (a short KIP-368 lifetime, the SASL logger at DEBUG,
+    PLAIN users, a SCRAM-only listener), so a module-scoped cluster, not the pool's."""
+    for cluster in shared_cluster(
+        zk_server, tmp_path_factory, 1,
+        listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SCRAMONLY": "SASL_PLAINTEXT"},
+        broker_settings={
+            "sasl_enabled_mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.scramonly.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "sasl_jaas_config": JAAS,
+            "connections_max_reauth_ms": REAUTH_MS,
+            "logger_levels": "odradek.broker.sasl=DEBUG",  # its re-authentication lines
+        },
+    ):  # fmt: skip
+        broker = SaslBroker(cluster)
+        wait_until(lambda b=broker: _metadata_ok(b), "the SASL broker to answer", START_TIMEOUT_S)
         yield broker
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(20)
 
 
 def confluent_config(
@@ -109,7 +95,8 @@ def confluent_config(
 def _metadata_ok(broker: SaslBroker) -> bool:
     from confluent_kafka.admin import AdminClient  # type: ignore[import-untyped]
 
-    assert broker.proc.poll() is None, f"the broker exited:\n{broker.log()[-3000:]}"
+    alive = broker.cluster.broker_states()[1] == "alive"
+    assert alive, f"the broker exited:\n{broker.log()[-3000:]}"
     admin = AdminClient(confluent_config(broker, "admin", "admin-secret"))
     try:
         return len(admin.list_topics(timeout=2).brokers) == 1

@@ -3,10 +3,13 @@ and the names refused; and LocalCluster's checks of them, before anything starts
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from broker.config import load_config
+from broker.config import listener_setting, load_config
 from deploy.cluster import ClusterError, LocalCluster
+from deploy.cluster_config import write_broker_config
 from deploy.cluster_listeners import check_listeners, listener_names, listener_settings
 from protocol.errors import UsageError
 
@@ -29,6 +32,27 @@ def test_settings_name_each_listener_with_its_port_and_map_it_to_its_protocol() 
     kafka_read = [(x.name, x.port, x.security_protocol) for x in config.kafka_listeners()]
     assert native_read == [("INTERNAL", 2003, "PLAINTEXT")]
     assert kafka_read == [("CLIENT", 2001, "PLAINTEXT"), ("SCRAMONLY", 2002, "SASL_PLAINTEXT")]
+
+
+def test_kafkas_dotted_names_reach_the_broker_whole(tmp_path: Path) -> None:
+    # written unquoted, `ssl.client.auth = ...` was TOML's table ssl, refused as setting 'ssl'
+    kafka = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SCRAMONLY": "SASL_PLAINTEXT"}
+    ports = {"SASL_PLAINTEXT": 2001, "SCRAMONLY": 2002}
+    settings = {
+        **listener_settings("127.0.0.1", kafka, {}, ports, kafka_port=0),
+        "listener.name.scramonly.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "ssl.client.auth": "requested",
+        "logger_levels": "odradek.broker.sasl=DEBUG",
+    }
+    path = tmp_path / "broker-1.toml"
+    write_broker_config(path, "127.0.0.1", 4000, settings)
+    config = load_config(path, broker_id=1, log_dir=str(tmp_path))
+    mechanisms = "sasl_enabled_mechanisms"
+    assert listener_setting(config, "SCRAMONLY", mechanisms) == "SCRAM-SHA-256"
+    assert listener_setting(config, "SASL_PLAINTEXT", mechanisms) == config.sasl_enabled_mechanisms
+    assert config.ssl_client_auth == "requested"
+    assert config.logger_levels == "odradek.broker.sasl=DEBUG"
+    assert config.zookeeper_session_timeout_ms == 4000
 
 
 def test_a_door_given_nothing_keeps_its_plaintext_default() -> None:
