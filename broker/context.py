@@ -8,6 +8,16 @@ behind it, tests pass an in-memory fake), so no handler imports kazoo. The coord
 `ctx.groups` (consumer groups) and `ctx.transactions` (transactional ids), both on the
 coordinator runtime (coordinator/runtime/).
 
+The context is complete when it is built: broker/daemon.py builds every service first and then
+the context in one call, and nothing is attached afterwards, so a handler never asks whether a
+service is there. The one optional field is `authorizer`: None is Kafka's broker without
+authorizer.class.name, which allows everything. Two things are only known once the broker
+starts, and the context holds a small object for each that it can hold from the beginning:
+`ctx.elector` is the ControllerElector, built with the broker and started by `start`
+(`active_controller` is None until it wins an election), and `ctx.cluster` is a
+`ClusterIdentity` whose id `start` reads from ZooKeeper (/cluster/id) and settles once, before
+any listener accepts a connection, so no request ever sees it unset.
+
 `ControllerEpoch` keeps the highest controller epoch seen; controller-to-broker requests with
 a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
 """
@@ -15,7 +25,7 @@ a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
@@ -32,7 +42,7 @@ if TYPE_CHECKING:
     from broker.security.sasl import SaslService
     from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
-    from coordinator.controller.elector import ControllerElector
+    from coordinator.controller.core import Controller
     from coordinator.group.service import GroupCoordinator
     from coordinator.transaction.service import TransactionCoordinator
 
@@ -80,6 +90,37 @@ class ControllerEpoch:
         return True
 
 
+class ControllerSeat(Protocol):
+    """This broker's seat in the controller election (coordinator/controller/elector.py's
+    ControllerElector in a real broker)."""
+
+    @property
+    def active_controller(self) -> Controller | None:
+        """The Controller while this broker is the controller, else None."""
+        ...
+
+
+class ClusterIdentity:
+    """The cluster id (/cluster/id), read from ZooKeeper once at start: `settle` sets it,
+    before any listener accepts a connection, and never again; requests read `id`."""
+
+    __slots__ = ("_id",)
+
+    def __init__(self, cluster_id: str | None = None) -> None:
+        self._id = cluster_id
+
+    @property
+    def id(self) -> str | None:
+        """The cluster id; None only before the broker started listening."""
+        return self._id
+
+    def settle(self, cluster_id: str) -> None:
+        """Set the id read at start (an id once settled does not change)."""
+        if self._id is not None and self._id != cluster_id:
+            raise ValueError(f"the cluster id is {self._id}, not {cluster_id}")
+        self._id = cluster_id
+
+
 @dataclass(slots=True)
 class BrokerContext:
     config: BrokerConfig
@@ -88,34 +129,22 @@ class BrokerContext:
     metadata: MetadataCache
     topics: TopicStore
     controller_epoch: ControllerEpoch
-    groups: GroupCoordinator | None = None  # consumer groups (coordinator/group/service.py)
-    transactions: TransactionCoordinator | None = None  # coordinator/transaction/service.py
-    txn_verifier: TxnVerifier | None = None  # KIP-890 on produce (broker/txn_verifier.py)
-    elector: ControllerElector | None = None  # controller-only admin APIs (issue 4)
-    producer_ids: ProducerIdManager | None = (
-        None  # InitProducerId (coordinator/cluster/producer_ids.py)
-    )
-    cluster_id: str | None = None  # /cluster/id, read at start (coordinator/cluster/cluster_id.py)
+    groups: GroupCoordinator  # consumer groups (coordinator/group/service.py)
+    transactions: TransactionCoordinator  # coordinator/transaction/service.py
+    txn_verifier: TxnVerifier  # KIP-890 on produce (broker/txn_verifier.py)
+    producer_ids: ProducerIdManager  # InitProducerId (coordinator/cluster/producer_ids.py)
+    elector: ControllerSeat  # the controller-only admin APIs (issue 4)
+    cluster: ClusterIdentity  # /cluster/id (coordinator/cluster/cluster_id.py)
     # SASL on SASL_* listeners (broker/security/sasl.py: mechanisms, PLAIN users, SCRAM
-    # credentials, KIP-368); None: no SASL, SaslHandshake/SaslAuthenticate get ILLEGAL_SASL_STATE
-    sasl: SaslService | None = None
+    # credentials, KIP-368); a listener that is not SASL_* never reaches it
+    sasl: SaslService
     # client quotas (broker/quota/manager.py), kept in step with ZooKeeper by the daemon
-    quotas: Quotas = field(default_factory=Quotas)
-    # where AlterClientQuotas/DescribeClientQuotas keep them (broker/quota/store.py); None: not
-    # served (the handlers answer UNKNOWN_SERVER_ERROR saying so)
-    quota_store: QuotaStore | None = None
+    quotas: Quotas
+    # where AlterClientQuotas/DescribeClientQuotas keep them (broker/quota/store.py)
+    quota_store: QuotaStore
+    # SCRAM credentials (broker/credentials.py): the SASL server's lookup and KIP-554's
+    # Describe/AlterUserScramCredentials; the daemon wires /config/users behind it
+    credentials: CredentialStore
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None
-    # SCRAM credentials (broker/credentials.py): the SASL server's lookup and KIP-554's
-    # Describe/AlterUserScramCredentials; the daemon wires /config/users behind it
-    credentials: CredentialStore | None = None
-
-    @classmethod
-    def create(
-        cls, config: BrokerConfig, clock: Clock, replicas: ReplicaManager, topics: TopicStore
-    ) -> BrokerContext:
-        """A context for a starting broker: an empty metadata cache, no controller epoch seen
-        yet, and no group coordinator, controller elector or producer id manager (the daemon
-        attaches those)."""
-        return cls(config, clock, replicas, MetadataCache(), topics, ControllerEpoch())

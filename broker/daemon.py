@@ -1,8 +1,10 @@
 """The broker process: wire the pieces together, run until SIGTERM/SIGINT, shut down cleanly.
 
-Start-up order: logs first (LogManager.load_all recovers every partition directory), then the
-ZooKeeper session and the cluster id (/cluster/id, created by the first broker), then the
-server (so the port is known), then the /brokers/ids registration (from here on the
+`Broker.__init__` builds every service and then the `BrokerContext` in one call, complete
+(broker/context.py); `start` only starts them. Start-up order: logs first (LogManager.load_all
+recovers every partition directory), then the ZooKeeper session and the cluster id
+(/cluster/id, created by the first broker; settled in the context's `ClusterIdentity`), then
+the server (so the port is known), then the /brokers/ids registration (from here on the
 controller may send requests), then the controller election, then the log's background work
 (retention, flush.ms). Shutdown reverses it: stop accepting, leave the election, deregister,
 close connections, stop the replicas (writing the high watermark checkpoint), close the logs
@@ -41,12 +43,13 @@ from broker.config import (
     sasl_listeners,
     tls_settings,
 )
-from broker.context import BrokerContext
+from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.loggers import configure_logging, parse_logger_levels
+from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
@@ -80,7 +83,6 @@ from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
 from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError, UsageError
-from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
 from transport.sasl import login_from_jaas
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
@@ -213,11 +215,13 @@ class Broker:
             log_dir_notifier=ZkLogDirNotifier(self.zk, config.broker_id),
             fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
         )
-        self.ctx = BrokerContext.create(config, self.clock, self.replicas, ZkTopicStore(self.zk))
-        self.acls = self._authorizer(config)
+        metadata, topics = MetadataCache(), ZkTopicStore(self.zk)
+        authorizer, self.acls = self._authorizer(config)
+        # SCRAM credentials (/config/users), following the config change notifications
+        self.credentials = CredentialCache(self.zk)
         broker_wide, per_listener = sasl_configs(config)
-        self.ctx.sasl = SaslService(broker_wide, self._scram_credential, self.clock.monotonic_ms,
-                                    listeners=per_listener)  # fmt: skip
+        sasl = SaslService(broker_wide, self.credentials.lookup, self.clock.monotonic_ms,
+                           listeners=per_listener)  # fmt: skip
         offsets = GroupConfig(
             config.offsets_topic_num_partitions,
             config.offsets_topic_replication_factor,
@@ -227,21 +231,35 @@ class Broker:
             consumer=consumer_group_config(config),
         )
         self.groups = GroupCoordinator(
-            config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock, offsets
+            config.broker_id, self.replicas, metadata, topics, self.clock, offsets
         )
-        self.ctx.groups = self.groups
-        self.ctx.producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
-        self.peers = Peers(self.ctx.metadata, self._peer_connection)
+        producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
+        self.peers = Peers(metadata, self._peer_connection)
         self.transactions = TransactionCoordinator(
-            config.broker_id, self.replicas, self.ctx.metadata, self.ctx.topics, self.clock,
-            self.ctx.producer_ids.next_producer_id,
-            MarkerWriter(self.ctx.metadata, self.peers), txn_config(config),
+            config.broker_id, self.replicas, metadata, topics, self.clock,
+            producer_ids.next_producer_id, MarkerWriter(metadata, self.peers), txn_config(config),
         )  # fmt: skip
-        self.ctx.transactions = self.transactions
-        self.ctx.txn_verifier = TxnVerifier(config.broker_id, self.transactions, self.peers)
-        parts = BrokerParts(self.replicas, self.ctx.metadata, self.ctx.controller_epoch)
+        # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
+        # AlterClientQuotas through any broker and followed through the same notifications
+        quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
+        self.elector = ControllerElector(
+            self.zk, config.broker_id, clock=self.clock, config=controller_config(config),
+            channel_factory=self._controller_channel,
+        )  # fmt: skip
+        self.cluster = ClusterIdentity()  # settled by start, before any listener accepts
+        self.ctx = BrokerContext(
+            config, self.clock, self.replicas, metadata, topics, ControllerEpoch(),
+            groups=self.groups, transactions=self.transactions,
+            txn_verifier=TxnVerifier(config.broker_id, self.transactions, self.peers),
+            producer_ids=producer_ids, elector=self.elector, cluster=self.cluster, sasl=sasl,
+            quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
+            authorizer=authorizer,
+        )  # fmt: skip
+        parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
         parts.groups = self.groups
         parts.cleaner = self.cleaner
+        parts.elector = self.elector
+        parts.quotas, parts.clock = quotas, self.clock
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
         # one server per listener (TLS contexts are loaded by start); `server` is the native
         # inter-broker listener's, `kafka_server` the first Kafka listener's
@@ -261,18 +279,10 @@ class Broker:
         self.config_changes = config_changes.ConfigChangeListener(
             self.zk, self.replicas.roles.apply_topic_config, self._hosted_topics
         )
-        # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
-        # AlterClientQuotas through any broker and followed through the same notifications
-        self.ctx.quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
-        self.ctx.quota_store = ZkQuotaStore(self.zk)
-        self.quotas = QuotaFollower(self.zk, self.ctx.quotas.configure, self.ctx.quotas.replace_all)
+        self.quotas = QuotaFollower(self.zk, quotas.configure, quotas.replace_all)
         self.quotas.follow(self.config_changes)
-        self.metrics.parts.quotas, self.metrics.parts.clock = self.ctx.quotas, self.ctx.clock
-        # SCRAM credentials (/config/users), following the same change notifications
-        self.credentials = CredentialCache(self.zk)
-        self.ctx.credentials = self.credentials
         self._registration: Registration | None = None
-        self._elector: ControllerElector | None = None
+        self._electing = False  # the elector started (start), so shutdown leaves the election
         self._background: asyncio.Task[Any] | None = None
         self._cleaning: asyncio.Task[Any] | None = None
         self._zk_started = False
@@ -287,8 +297,8 @@ class Broker:
         self.metrics.parts.zk_state = "CONNECTED"
         self.zk.add_state_listener(self.metrics.on_zk_state)
         self.fence.start()
-        self.ctx.cluster_id = await get_or_create_cluster_id(self.zk)
-        log.info("cluster id %s", self.ctx.cluster_id)
+        self.cluster.settle(await get_or_create_cluster_id(self.zk))
+        log.info("cluster id %s", self.cluster.id)
         if self.acls is not None:  # every ACL loaded before the first request is served
             await self.acls.start()
         await self.credentials.start(self.config_changes)  # loaded before any login
@@ -313,13 +323,8 @@ class Broker:
             self.zk, self.config.broker_id, host, port, kafka=kafka, holds_port=True,
             listeners=self._endpoints(),
         )  # fmt: skip
-        self._elector = ControllerElector(
-            self.zk, self.config.broker_id, clock=self.clock, config=controller_config(self.config),
-            channel_factory=self._controller_channel,
-        )  # fmt: skip
-        self.ctx.elector = self._elector
-        self.metrics.parts.elector = self._elector
-        await self._elector.start()
+        self._electing = True
+        await self.elector.start()
         self._background = asyncio.create_task(
             self.log_manager.run_background(
                 check_interval_ms=self.config.log_retention_check_interval_ms
@@ -336,13 +341,13 @@ class Broker:
                 security=self.inter_broker_security,
             )
             await _quietly(
-                request_controlled_shutdown(self.zk, self.config.broker_id, self._elector, settings)
+                request_controlled_shutdown(self.zk, self.config.broker_id, self.elector, settings)
             )
         for server in self.native_servers + self.kafka_servers:
             server.stop_accepting()
         await asyncio.get_running_loop().run_in_executor(None, self.metrics.stop)
-        if self._elector is not None:
-            await _quietly(self._elector.stop())
+        if self._electing:
+            await _quietly(self.elector.stop())
         if self._registration is not None:
             await _quietly(self._registration.close())
         for server in self.native_servers + self.kafka_servers:
@@ -364,9 +369,10 @@ class Broker:
         if self._zk_started:
             await _quietly(self.zk.stop())
 
-    def _authorizer(self, config: BrokerConfig) -> ZkAclStore | None:
-        """Kafka's ACLs when `authorizer_class_name` names an authorizer: ctx.authorizer over a
-        cache that ZooKeeper's ACLs fill and follow (coordinator/cluster/acls.py)."""
+    def _authorizer(self, config: BrokerConfig) -> tuple[Authorizer | None, ZkAclStore | None]:
+        """Kafka's ACLs when `authorizer_class_name` names an authorizer: the context's
+        authorizer over a cache that ZooKeeper's ACLs fill and follow (its `store`,
+        coordinator/cluster/acls.py)."""
         if config.authorizer_log_file:
             authorizer_log.attach_file(
                 str(config.log_dir / config.authorizer_log_file), config.authorizer_log_level
@@ -374,15 +380,14 @@ class Broker:
         else:
             authorizer_log.log.setLevel(config.authorizer_log_level)
         if not config.authorizer_class_name:
-            return None
+            return None, None
         authorizer = Authorizer(
             AclCache(),
             parse_super_users(config.super_users),
             config.allow_everyone_if_no_acl_found,
         )
-        authorizer.store = ZkAclStore(self.zk, authorizer.cache)
-        self.ctx.authorizer = authorizer
-        return authorizer.store
+        authorizer.store = store = ZkAclStore(self.zk, authorizer.cache)
+        return authorizer, store
 
     def _high_watermark(self, topic: str, partition: int) -> int | None:
         """What the log cleaner may clean below (None: not a partition this broker hosts)."""
@@ -463,10 +468,6 @@ class Broker:
     def _monotonic_s(self) -> float:
         """The doors' clock (KIP-368 expiry), the one the SASL service stamps sessions with."""
         return self.clock.monotonic_ms() / 1000
-
-    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
-        credentials = self.ctx.credentials
-        return None if credentials is None else credentials.lookup(mechanism, user)
 
     def _door(self, door: Door) -> Door:
         """The door, metered when metrics are served (else requests pay nothing for them)."""

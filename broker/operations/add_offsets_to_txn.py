@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.txn_common import code_of, coordinator, offsets_partitions, txn_group_refusal
+from broker.operations.txn_common import code_of, offsets_partitions, txn_group_refusal
 from broker.session import Session
 from protocol.errors import OdradekError
 
@@ -38,7 +38,7 @@ async def run(ctx: BrokerContext, session: Session, req: AddOffsetsToTxn) -> Add
     if refused:
         return AddOffsetsToTxnResult(refused)
     try:
-        answer = await coordinator(ctx).add_offsets(
+        answer = await ctx.transactions.add_offsets(
             req.transactional_id, req.producer_id, req.producer_epoch, req.group_id,
             offsets_partitions(ctx),
         )  # fmt: skip

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.txn_common import NONE, code_of, coordinator, txn_refusal
+from broker.operations.txn_common import NONE, code_of, txn_refusal
 from broker.security import rules
 from broker.session import Session
 from protocol.errors import (
@@ -78,7 +78,7 @@ async def _one(
     try:
         answer = {} if from_broker else _refusals(ctx, session, t, wanted)
         if not answer:
-            answer = await coordinator(ctx).add_partitions(
+            answer = await ctx.transactions.add_partitions(
                 t.transactional_id, t.producer_id, t.producer_epoch, wanted, t.verify_only
             )
     except OdradekError as exc:

@@ -8,7 +8,7 @@ notification every broker follows within a second). An entry's failure does not 
 others; one result per entry, in order, naming its entity as asked.
 
 Refusals: no AlterConfigs on the Cluster is CLUSTER_AUTHORIZATION_FAILED for every entry
-(Kafka's rule); a broker without a quota store answers UNKNOWN_SERVER_ERROR saying so.
+(Kafka's rule).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import logging
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.quota.store import QuotaStore
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import OdradekError, UnknownServerError
+from protocol.errors import OdradekError
 from protocol.quota import entity_from_wire
 
 API = "AlterClientQuotas"
@@ -60,13 +59,6 @@ class AlterClientQuotasResult:
     entries: tuple[Altered, ...]  # one per entry, in order
 
 
-def store_of(ctx: BrokerContext) -> QuotaStore:
-    """The quota store; raises UNKNOWN_SERVER_ERROR on a broker without one."""
-    if ctx.quota_store is None:
-        raise UnknownServerError("client quotas are not served: the broker has no quota store")
-    return ctx.quota_store
-
-
 async def run(
     ctx: BrokerContext, session: Session, req: AlterClientQuotas
 ) -> AlterClientQuotasResult:
@@ -85,7 +77,7 @@ async def _alter(
     try:
         entity = entity_from_wire(entry.entity)
         ops = [(op.key, None if op.remove else float(op.value)) for op in entry.ops]
-        await store_of(ctx).alter(entity, ops, validate_only)
+        await ctx.quota_store.alter(entity, ops, validate_only)
     except OdradekError as exc:
         return Altered(exc.code, exc.message, entry.entity)
     if not validate_only:

@@ -55,7 +55,6 @@ async def run(
             tuple(Altered(u, error.code, error.default_message) for u in named)
         )
     store = ctx.credentials
-    assert store is not None, "the daemon wires ctx.credentials"
     existing = {u: await store.read_user(u) for u in named if u}
     plan = plan_alteration(req.upsertions, req.deletions, existing)
     results = [Altered(u, c, m) for u, (c, m) in plan.errors.items()]

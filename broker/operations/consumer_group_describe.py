@@ -22,7 +22,6 @@ from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_group import GROUP_ID_NOT_FOUND, ConsumerGroup
 from coordinator.group.consumer_service import consumer_of
-from protocol.errors import CoordinatorNotAvailableError
 
 API = "ConsumerGroupDescribe"
 NO_OPERATIONS = -(2**31)  # Kafka's "not asked" (INT32_MIN)
@@ -92,8 +91,6 @@ def run(
 
 
 def _describe(ctx: BrokerContext, gid: str) -> Described:
-    if ctx.groups is None:
-        return Described(gid, CoordinatorNotAvailableError.code, None, "Dead")
     code, found = ctx.groups.group_view(gid)
     group = consumer_of(found)
     if group is None or group.deleted:

@@ -24,7 +24,6 @@ from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
 from coordinator.group.consumer_group import INVALID_REQUEST, HeartbeatIn, HeartbeatOut
-from protocol.errors import CoordinatorNotAvailableError
 
 API = "ConsumerGroupHeartbeat"
 
@@ -79,8 +78,6 @@ async def run(
     refused = rules.group_heartbeat_refusal(ctx, session, req.group_id, names)
     if refused is not None:
         out = HeartbeatOut(refused.code, refused.message)
-    elif ctx.groups is None:
-        out = HeartbeatOut(CoordinatorNotAvailableError.code, "no group coordinator here")
     elif req.member_id_required and not req.member_id:
         out = HeartbeatOut(INVALID_REQUEST, "MemberId can't be empty.")
     else:

@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 def active_controller(ctx: BrokerContext) -> Controller | None:
     """This broker's Controller while it is the controller, else None."""
-    return ctx.elector.active_controller if ctx.elector is not None else None
+    return ctx.elector.active_controller
 
 
 async def call(controller: Controller, work: Callable[[], Awaitable[T]], timeout_ms: int) -> T:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
+from protocol.errors import GroupAuthorizationFailedError
 
 API = "DeleteGroups"
 
@@ -38,8 +38,6 @@ async def run(ctx: BrokerContext, session: Session, req: DeleteGroups) -> Delete
     refused = rules.denied(ctx, session, rules.DELETE, rules.GROUP, req.group_ids, api=API)
     allowed = [g for g in req.group_ids if g not in refused]
     codes: dict[str, int] = {g: GroupAuthorizationFailedError.code for g in refused}
-    if ctx.groups is None:
-        codes.update((g, CoordinatorNotAvailableError.code) for g in allowed)
-    elif allowed:
+    if allowed:
         codes.update((d.group_id, d.error_code) for d in await ctx.groups.delete(allowed))
     return DeleteGroupsResult(tuple(GroupDeleted(g, codes[g]) for g in req.group_ids))

@@ -6,8 +6,7 @@ component with others, an unknown match type are INVALID_REQUEST; an unknown ent
 `strict` selects only entities with exactly the filtered types. An error is the whole
 answer's, as in Kafka (the Kafka codec writes its entries as null).
 
-Refusals: no DescribeConfigs on the Cluster is CLUSTER_AUTHORIZATION_FAILED; a broker without
-a quota store answers UNKNOWN_SERVER_ERROR saying so.
+Refusals: no DescribeConfigs on the Cluster is CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.alter_client_quotas import Entity, store_of
+from broker.operations.alter_client_quotas import Entity
 from broker.security import rules
 from broker.session import Session
 from protocol.errors import OdradekError
@@ -50,7 +49,7 @@ async def run(
         err = rules.refusal(session, rules.DESCRIBE_CONFIGS, rules.CLUSTER, "")
         return DescribeClientQuotasResult(err.code, err.message)
     try:
-        found = await store_of(ctx).describe(req.components, req.strict)
+        found = await ctx.quota_store.describe(req.components, req.strict)
     except OdradekError as exc:
         return DescribeClientQuotasResult(exc.code, exc.message)
     entries = tuple(

@@ -40,7 +40,7 @@ class DescribeClusterResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: DescribeCluster) -> DescribeClusterResult:
-    cluster_id = ctx.cluster_id or NO_CLUSTER_ID
+    cluster_id = ctx.cluster.id or NO_CLUSTER_ID
     if req.endpoint_type != ENDPOINT_BROKERS:
         why = f"endpoint type {req.endpoint_type} is not served: brokers only (1)"
         return DescribeClusterResult(UNSUPPORTED_ENDPOINT_TYPE, why, req.endpoint_type,

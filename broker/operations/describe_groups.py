@@ -28,7 +28,6 @@ from coordinator.group.group import Group
 from coordinator.group.states import State, kafka_name
 from protocol.api.group import GroupDescription
 from protocol.errors import (
-    CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     GroupIdNotFoundError,
 )
@@ -96,8 +95,6 @@ def run(ctx: BrokerContext, session: Session, req: DescribeGroups) -> DescribeGr
 
 
 def _describe(ctx: BrokerContext, gid: str) -> Described:
-    if ctx.groups is None:
-        return _dead(gid, CoordinatorNotAvailableError.code)
     code, group = ctx.groups.group_view(gid)
     if group is None:
         return _dead(gid, code or GroupIdNotFoundError.code)

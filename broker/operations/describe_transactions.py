@@ -2,9 +2,9 @@
 start time, producer id and epoch, partitions), as kafka-transactions.sh describe shows it.
 
 Each id is answered in the order asked, as Kafka does: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-without Describe on it; COORDINATOR_NOT_AVAILABLE when this broker runs no transaction
-coordinator; NOT_COORDINATOR when another broker coordinates it; TRANSACTIONAL_ID_NOT_FOUND for
-an unknown one. A described transaction leaves out the topics the principal may not Describe
+without Describe on it; NOT_COORDINATOR when another broker coordinates it (or
+COORDINATOR_LOAD_IN_PROGRESS while this one loads it); TRANSACTIONAL_ID_NOT_FOUND for an
+unknown one. A described transaction leaves out the topics the principal may not Describe
 (Kafka hides them; those denials are not logged).
 """
 
@@ -17,7 +17,7 @@ from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
 from coordinator.transaction.txn import TxnDescription, error_code
-from protocol.errors import CoordinatorNotAvailableError, TransactionalIdAuthorizationFailedError
+from protocol.errors import TransactionalIdAuthorizationFailedError
 
 API = "DescribeTransactions"
 
@@ -51,9 +51,7 @@ def run(
     refused = rules.denied(ctx, session, rules.DESCRIBE, rules.TXN_ID, ids, api=API)
     asked = [tid for tid in ids if tid not in refused]
     described: dict[str, TransactionState] = {}
-    if ctx.transactions is None:
-        described = {tid: TransactionState(CoordinatorNotAvailableError.code, tid) for tid in asked}
-    elif asked:
+    if asked:
         for row in ctx.transactions.describe(asked):
             state = _state(row) if not isinstance(row, tuple) else TransactionState(row[1], row[0])
             described[state.transactional_id] = state

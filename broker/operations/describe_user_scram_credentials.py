@@ -44,7 +44,6 @@ async def run(
         error = ClusterAuthorizationFailedError
         return DescribeUserScramCredentialsResult(error.code, error.default_message)
     store = ctx.credentials
-    assert store is not None, "the daemon wires ctx.credentials"
     try:
         if req.users:
             named = [u for u in dict.fromkeys(req.users) if u]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.txn_common import code_of, coordinator, txn_refusal
+from broker.operations.txn_common import code_of, txn_refusal
 from broker.session import Session
 from protocol.errors import OdradekError
 
@@ -37,7 +37,7 @@ async def run(ctx: BrokerContext, session: Session, req: EndTxn) -> EndTxnResult
     if refused:
         return EndTxnResult(refused)
     try:
-        answer = await coordinator(ctx).end_txn(
+        answer = await ctx.transactions.end_txn(
             req.transactional_id, req.producer_id, req.producer_epoch, req.committed
         )
     except OdradekError as exc:

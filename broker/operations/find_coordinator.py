@@ -71,14 +71,9 @@ async def _find(
     ctx: BrokerContext, session: Session, req: FindCoordinator, key: str
 ) -> Coordinator:
     if req.key_type == GROUP_KEY_TYPE:
-        if ctx.groups is None:
-            return Coordinator(key, CoordinatorNotAvailableError.code, "no group coordinator here")
         group = await ctx.groups.find_coordinator(key)
         code, message, node_id = group.error_code, group.error_message, group.node_id
     elif req.key_type == TRANSACTION_KEY_TYPE:
-        if ctx.transactions is None:
-            why = "this broker runs no transaction coordinator"
-            return Coordinator(key, CoordinatorNotAvailableError.code, why)
         txn = await ctx.transactions.find_coordinator(key)
         code, message, node_id = txn.error_code, txn.message, txn.node_id
     else:

@@ -15,7 +15,7 @@ from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
 from protocol.api.group import HeartbeatRequest as ServiceRequest
-from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
+from protocol.errors import GroupAuthorizationFailedError
 
 API = "Heartbeat"
 
@@ -36,8 +36,6 @@ class HeartbeatResult:
 def run(ctx: BrokerContext, session: Session, req: Heartbeat) -> HeartbeatResult:
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         return HeartbeatResult(GroupAuthorizationFailedError.code)
-    if ctx.groups is None:
-        return HeartbeatResult(CoordinatorNotAvailableError.code)
     service_req = ServiceRequest(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id or None
     )

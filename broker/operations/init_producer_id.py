@@ -10,8 +10,8 @@ keep_prepared_txn, and the kept transaction's producer id and epoch in the answe
 
 Refusals: without Write on the transactional id, TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without
 one, IdempotentWrite on the cluster or Write on some topic (KIP-679), else
-CLUSTER_AUTHORIZATION_FAILED. A broker with no coordinator or no producer-id manager answers
-COORDINATOR_NOT_AVAILABLE (retriable) with a message the native door shows.
+CLUSTER_AUTHORIZATION_FAILED. A producer-id block that cannot be claimed (ZooKeeper out of
+reach) is COORDINATOR_LOAD_IN_PROGRESS (retriable) with a message the native door shows.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.txn_common import NONE, code_of, coordinator, txn_refusal
+from broker.operations.txn_common import NONE, code_of, txn_refusal
 from broker.security import rules
 from broker.session import Session
 from protocol.errors import (
     ClusterAuthorizationFailedError,
-    CoordinatorNotAvailableError,
     OdradekError,
 )
 
@@ -59,8 +58,6 @@ async def run(ctx: BrokerContext, session: Session, req: InitProducerId) -> Init
     try:
         if req.transactional_id is not None:
             return await _transactional(ctx, req)
-        if ctx.producer_ids is None:
-            raise CoordinatorNotAvailableError("this broker hands out no producer ids")
         pid, epoch = await ctx.producer_ids.init_producer_id(
             None, req.producer_id, req.producer_epoch
         )
@@ -71,7 +68,7 @@ async def run(ctx: BrokerContext, session: Session, req: InitProducerId) -> Init
 
 async def _transactional(ctx: BrokerContext, req: InitProducerId) -> InitProducerIdResult:
     assert req.transactional_id is not None
-    answer = await coordinator(ctx).init_producer_id(
+    answer = await ctx.transactions.init_producer_id(
         req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
         req.enable_2pc, req.keep_prepared_txn,
     )  # fmt: skip

@@ -22,7 +22,7 @@ from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
 from protocol.api import group
-from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
+from protocol.errors import GroupAuthorizationFailedError
 
 API = "JoinGroup"
 log = logging.getLogger("odradek.broker.join_group")
@@ -82,8 +82,6 @@ async def run(ctx: BrokerContext, session: Session, req: JoinGroup) -> JoinGroup
                  req.group_instance_id, req.reason)  # fmt: skip
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         return JoinGroupResult(GroupAuthorizationFailedError.code, -1, req.member_id)
-    if ctx.groups is None:
-        return JoinGroupResult(CoordinatorNotAvailableError.code, -1, req.member_id)
     if req.native is not None:
         n = req.native
         joined = await ctx.groups.join(group.JoinGroupRequest(

@@ -44,8 +44,6 @@ async def run(ctx: BrokerContext, session: Session, req: LeaderAndIsr) -> Leader
     results = await ctx.replicas.roles.apply_leader_and_isr(
         list(req.partition_states), ctx.topics.read_topic_config, list(req.live_leaders)
     )
-    if ctx.groups is not None:
-        ctx.groups.on_leadership_change()  # become / stop being a group coordinator
-    if ctx.transactions is not None:
-        ctx.transactions.runtime.on_leadership_change()  # ... a transaction coordinator
+    ctx.groups.on_leadership_change()  # become / stop being a group coordinator
+    ctx.transactions.runtime.on_leadership_change()  # ... a transaction coordinator
     return LeaderAndIsrResult(0, tuple(PartitionResult(t, p, code) for t, p, code in results))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
+from protocol.errors import GroupAuthorizationFailedError
 
 API = "LeaveGroup"
 log = logging.getLogger("odradek.broker.leave_group")
@@ -54,8 +54,6 @@ class LeaveGroupResult:
 async def run(ctx: BrokerContext, session: Session, req: LeaveGroup) -> LeaveGroupResult:
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         return LeaveGroupResult(GroupAuthorizationFailedError.code, ())
-    if ctx.groups is None:
-        return LeaveGroupResult(CoordinatorNotAvailableError.code, ())
     _, refusal = ctx.groups.locate(req.group_id)
     if refusal:
         return LeaveGroupResult(refusal, ())

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError
 
 API = "ListGroups"
 
@@ -42,8 +41,6 @@ class ListGroupsResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: ListGroups) -> ListGroupsResult:
-    if ctx.groups is None:
-        return ListGroupsResult(CoordinatorNotAvailableError.code, ())
     rows = [
         Listed(g.group_id, g.state, g.kafka_state or g.state, g.protocol_type, g.group_type)
         for g in ctx.groups.list_groups(None)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError
 
 API = "ListTransactions"
 
@@ -40,8 +39,6 @@ class ListTransactionsResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: ListTransactions) -> ListTransactionsResult:
-    if ctx.transactions is None:
-        return ListTransactionsResult(CoordinatorNotAvailableError.code)
     rows, unknown = ctx.transactions.list_transactions(
         req.states, req.producer_ids, req.duration_ms
     )

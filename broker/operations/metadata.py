@@ -154,7 +154,7 @@ def _answer(
     if req.topic_operations:
         ops = {n: rules.authorized_operations(ctx, session, rules.TOPIC, n) for n in shown}
     return MetadataResult(
-        _brokers(ctx, session, req.door), ctx.cluster_id, cache.controller_id, topics,
+        _brokers(ctx, session, req.door), ctx.cluster.id, cache.controller_id, topics,
         tuple(by_id), ids, ops, _cluster_operations(ctx, session, req),
     )  # fmt: skip
 

@@ -22,7 +22,6 @@ from broker.security import rules
 from broker.session import Session
 from protocol.api import group
 from protocol.errors import (
-    CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
     UnsupportedVersionError,
@@ -73,8 +72,6 @@ async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> Offset
     refused = rules.NOTHING
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         code = GroupAuthorizationFailedError.code
-    elif ctx.groups is None:
-        code = CoordinatorNotAvailableError.code
     elif (not req.generation_is_epoch and req.member_id
           and ctx.groups.consumer.is_consumer_group(req.group_id)):  # fmt: skip
         code = UnsupportedVersionError.code
@@ -85,7 +82,6 @@ async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> Offset
     codes: dict[tuple[str, int], int] = {}
     allowed = [t for t in req.topics if t.name not in refused]
     if allowed:
-        assert ctx.groups is not None
         commit = group.OffsetCommitRequest(
             req.group_id, req.generation_id, req.member_id,
             [group.CommitTopic(t.name, [

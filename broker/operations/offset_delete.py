@@ -19,7 +19,6 @@ from broker.security import rules
 from broker.session import Session
 from coordinator.group.offsets import subscribed_or_refused
 from protocol.errors import (
-    CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
 )
@@ -51,8 +50,6 @@ async def run(ctx: BrokerContext, session: Session, req: OffsetDelete) -> Offset
         return OffsetDeleteResult(GroupAuthorizationFailedError.code)
     refused = rules.denied(ctx, session, rules.READ, rules.TOPIC,
                            (t for t, _ in req.topics), api=API)  # fmt: skip
-    if ctx.groups is None:
-        return OffsetDeleteResult(CoordinatorNotAvailableError.code)
     code, subscribed = subscribed_or_refused(ctx.groups.group_view(req.group_id)[1])
     if code:
         return OffsetDeleteResult(code)

@@ -21,7 +21,6 @@ from broker.security import rules
 from broker.session import Session
 from protocol.api import group
 from protocol.errors import (
-    CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
 )
@@ -96,8 +95,6 @@ def _group(ctx: BrokerContext, session: Session, g: GroupWanted, stable: bool) -
 
 
 def _fetch(ctx: BrokerContext, g: GroupWanted, topics: Wanted | None, stable: bool) -> GroupOffsets:
-    if ctx.groups is None:
-        return GroupOffsets(g.group_id, CoordinatorNotAvailableError.code)
     code = ctx.groups.consumer.check_fetch(g.group_id, g.member_id, g.member_epoch)
     if code:
         return GroupOffsets(g.group_id, code)

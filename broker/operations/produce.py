@@ -170,7 +170,7 @@ def _transactional(req: Produce) -> bool:
 def _txn_checks(ctx: BrokerContext, req: Produce) -> dict[TP, TxnCheck]:
     """KIP-890: the transactional batches of a producer that names its transactional id, and
     whether the coordinator must be asked about their partitions (broker/txn_verifier.py)."""
-    if req.transactional_id is None or ctx.txn_verifier is None:
+    if req.transactional_id is None:
         return {}
     checks = {}
     for topic in req.topics:
@@ -225,7 +225,7 @@ async def _verify_then_append(
     ctx: BrokerContext, req: Produce, checks: dict[TP, TxnCheck], denied: Outcomes,
     answer: _Answer,
 ) -> Answer:  # fmt: skip
-    assert ctx.txn_verifier is not None and req.transactional_id is not None
+    assert req.transactional_id is not None
     needed = [tp for tp, c in checks.items() if c.needed and tp not in denied]
     first = next(p for t in req.topics for p in t.partitions if (t.name, p.partition) in needed)
     h = read_header(first.records)  # one producer per request, as Kafka's clients send

@@ -8,7 +8,8 @@ connections_max_reauth_ms, the answer carries the session's lifetime (KIP-368). 
 exchange (wrong password, unknown user, malformed token) is answered
 SASL_AUTHENTICATION_FAILED with Kafka's message after the failure delay
 (connection_failed_authentication_delay_ms), then the connection closes (`close_why`; the
-codecs send the answer and close). A broker without SASL answers ILLEGAL_SASL_STATE.
+codecs send the answer and close). A connection that is not on a SASL listener, or not
+between a handshake and the exchange's end, gets ILLEGAL_SASL_STATE.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ from dataclasses import dataclass, field
 
 from broker.context import BrokerContext
 from broker.session import Session
-from protocol.errors import IllegalSaslStateError
-
-NO_SASL = "SaslAuthenticate on a broker without SASL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +39,6 @@ def run(
     ctx: BrokerContext, session: Session, req: SaslAuthenticate
 ) -> SaslAuthenticateResult | Awaitable[SaslAuthenticateResult]:
     sasl = ctx.sasl
-    if sasl is None:
-        return SaslAuthenticateResult(IllegalSaslStateError.code, NO_SASL)
     d = sasl.authenticate(session, req.auth_bytes)
     result = SaslAuthenticateResult(d.error_code, d.error_message, d.auth_bytes,
                                     d.session_lifetime_ms, d.close_why)  # fmt: skip

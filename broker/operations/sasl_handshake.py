@@ -4,7 +4,7 @@ authentication (the door's SASL gate lets it through); broker/security/sasl.py's
 
 Answers, as Kafka's: the mechanism's go-ahead with the enabled mechanisms; a mechanism the
 listener has not enabled UNSUPPORTED_SASL_MECHANISM with the enabled ones, then the connection
-closes. On a broker without SASL, and on a connection that is not on a SASL listener (or has
+closes. On a connection that is not on a SASL listener (or has
 authenticated without a session lifetime), ILLEGAL_SASL_STATE with no mechanism (KafkaApis'
 answer: the listener offers none), and the connection goes on.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from broker.context import BrokerContext
 from broker.session import Session, uses_sasl
-from protocol.errors import IllegalSaslStateError, UnsupportedVersionError
+from protocol.errors import UnsupportedVersionError
 
 V0_REFUSED = (
     "SaslHandshake v0 (raw SASL tokens without Kafka headers, clients before Kafka 1.0) is not "
@@ -50,8 +50,6 @@ def run(
     ctx: BrokerContext, session: Session, req: SaslHandshake
 ) -> SaslHandshakeResult | Awaitable[SaslHandshakeResult]:
     sasl = ctx.sasl
-    if sasl is None:
-        return SaslHandshakeResult(IllegalSaslStateError.code, ())
     if req.raw_tokens and uses_sasl(session.security_protocol):
         sasl.refuse(session, V0_REFUSED)
         enabled = sasl.config_for(session).enabled_mechanisms

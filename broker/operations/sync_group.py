@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError, GroupAuthorizationFailedError
+from protocol.errors import GroupAuthorizationFailedError
 
 API = "SyncGroup"
 
@@ -43,8 +43,6 @@ class SyncGroupResult:
 async def run(ctx: BrokerContext, session: Session, req: SyncGroup) -> SyncGroupResult:
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
         return SyncGroupResult(GroupAuthorizationFailedError.code)
-    if ctx.groups is None:
-        return SyncGroupResult(CoordinatorNotAvailableError.code)
     answer = await ctx.groups.sync(
         req.group_id, req.generation_id, req.member_id, dict(req.assignments),
         req.protocol_type, req.protocol_name, req.group_instance_id or None,

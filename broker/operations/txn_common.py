@@ -15,20 +15,12 @@ from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.transaction import txn as ops
-from coordinator.transaction.service import TransactionCoordinator
 from protocol.errors import (
-    CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
 
 NONE = 0
-
-
-def coordinator(ctx: BrokerContext) -> TransactionCoordinator:
-    if ctx.transactions is None:
-        raise CoordinatorNotAvailableError("this broker runs no transaction coordinator")
-    return ctx.transactions
 
 
 def code_of(answer: str | int) -> int:
@@ -41,7 +33,7 @@ def offsets_partitions(ctx: BrokerContext) -> int:
     parts = ctx.metadata.topics.get(OFFSETS_TOPIC)
     if parts:
         return len(parts)
-    return ctx.groups.runtime.partition_count() if ctx.groups else 0
+    return ctx.groups.runtime.partition_count()
 
 
 def txn_refusal(ctx: BrokerContext, session: Session, transactional_id: str, api: str) -> int:

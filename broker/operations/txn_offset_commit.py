@@ -19,7 +19,7 @@ from broker.context import BrokerContext
 from broker.operations.txn_common import txn_group_refusal
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import CoordinatorNotAvailableError, TopicAuthorizationFailedError
+from protocol.errors import TopicAuthorizationFailedError
 
 API = "TxnOffsetCommit"
 
@@ -70,8 +70,6 @@ async def _commit(
     ctx: BrokerContext, req: TxnOffsetCommit,
     offsets: list[tuple[str, int, int, str | None, int]],
 ) -> int:  # fmt: skip
-    if ctx.groups is None:
-        return CoordinatorNotAvailableError.code
     return await ctx.groups.txn_commit(
         req.group_id, req.producer_id, req.producer_epoch, req.generation_id, req.member_id,
         offsets, req.group_instance_id,

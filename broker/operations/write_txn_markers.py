@@ -75,7 +75,7 @@ async def _write(ctx: BrokerContext, m: Marker) -> MarkerWritten:
             topic, partition, m.producer_id, m.producer_epoch, m.coordinator_epoch, m.commit,
             APPEND_TIMEOUT_MS,
         )  # fmt: skip
-        if code == 0 and topic == OFFSETS_TOPIC and ctx.groups is not None:
+        if code == 0 and topic == OFFSETS_TOPIC:
             ctx.groups.complete_txn(partition, m.producer_id, m.commit)
         return partition, code
 

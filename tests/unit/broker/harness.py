@@ -1,7 +1,16 @@
 """An in-process broker for tests: real server on 127.0.0.1:0, real LogManager in a tmp dir,
 the controller's part played by the test (LeaderAndIsr / UpdateMetadata sent over the wire),
 ZooKeeper replaced by `FakeTopicStore` (topics) and `MemoryBlockSource` (producer ids).
-`RawClient` speaks frames byte by byte, for bad input."""
+`RawClient` speaks frames byte by byte, for bad input.
+
+`complete_context` builds the context as broker/daemon.py does, every service present: the
+real group and transaction coordinators over the broker's ReplicaManager (one partition each
+for their internal topics; not started, so no timer runs: a test ticks them), the real
+KIP-890 verifier, SASL service and client quotas, and in memory what ZooKeeper keeps (topics,
+producer id blocks, quotas: MemoryQuotaStore, SCRAM credentials: `MemoryCredentialStore`).
+The broker is never the controller (`NotController`): the test plays it. `running_broker`
+takes the services a test sets up itself (an authorizer, a SASL service, ...) as arguments.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +24,28 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import BrokerConfig
-from broker.context import BrokerContext
+from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
+from broker.credentials import Changes, Credentials
+from broker.daemon import sasl_configs
 from broker.doors import KafkaDoor
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
+from broker.metadata_cache import MetadataCache
+from broker.quota.manager import Quotas
+from broker.quota.store import MemoryQuotaStore, QuotaStore
 from broker.replica_manager import ReplicaManager
+from broker.security.authorizer import Authorizer
+from broker.security.sasl import SaslService
 from broker.server import BrokerServer
+from broker.txn_verifier import TxnVerifier
 from coordinator.cluster.placement import assign_replicas
 from coordinator.cluster.producer_ids import MemoryBlockSource, ProducerIdManager
 from coordinator.cluster.topics import new_partitions
+from coordinator.controller.core import Controller
+from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.runtime.peers import Peers
+from coordinator.transaction.markers import MarkerWriter
+from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.controller import (
     LeaderAndIsrRequest,
     PartitionState,
@@ -33,10 +55,14 @@ from protocol.api.metadata import BrokerInfo
 from protocol.clock import Clock, ManualClock
 from protocol.codec import decode_response, encode_request
 from protocol.errors import OdradekError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from protocol.scram import ScramCredential
 from transport.connection import BrokerConnection
 
 BROKER_ID = 1
 IO_TIMEOUT_S = 10.0
+# how long FindCoordinator waits for an internal topic it created to be led: the harness's
+# controller (the test) leads it, or not at all, so a short wait
+CREATE_WAIT_MS = 500
 
 
 @dataclass
@@ -112,6 +138,86 @@ class FakeTopicStore:
         return added
 
 
+class MemoryCredentialStore:
+    """SCRAM credentials (/config/users) in memory; `writes` records every alteration."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, Credentials] = {}
+        self.writes: list[tuple[str, Changes]] = []
+
+    def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
+        return self.users.get(user, {}).get(mechanism)
+
+    async def read_user(self, user: str) -> Credentials:
+        return dict(self.users.get(user, {}))
+
+    async def read_all_users(self) -> dict[str, Credentials]:
+        return {u: dict(c) for u, c in self.users.items() if c}
+
+    async def alter(self, user: str, changes: Changes) -> None:
+        self.writes.append((user, dict(changes)))
+        creds = self.users.setdefault(user, {})
+        for mech, cred in changes.items():
+            if cred is None:
+                creds.pop(mech, None)
+            else:
+                creds[mech] = cred
+
+
+class NotController:
+    """The election seat of a broker that never wins it (the test plays the controller)."""
+
+    @property
+    def active_controller(self) -> Controller | None:
+        return None
+
+
+async def _peer_connection(host: str, port: int) -> BrokerConnection:
+    return await BrokerConnection.connect(host, port, client_id=f"broker-{BROKER_ID}")
+
+
+def complete_context(
+    config: BrokerConfig,
+    clock: Clock,
+    replicas: ReplicaManager,
+    topics: Any,
+    *,
+    metadata: MetadataCache | None = None,
+    authorizer: Authorizer | None = None,
+    sasl: SaslService | None = None,
+    credentials: MemoryCredentialStore | None = None,
+    quota_store: QuotaStore | None = None,
+    cluster_id: str | None = None,
+) -> BrokerContext:
+    """The context as the daemon builds it (see the module's first lines)."""
+    metadata = metadata if metadata is not None else MetadataCache()
+    credentials = credentials if credentials is not None else MemoryCredentialStore()
+    broker_id = config.broker_id
+    groups = GroupCoordinator(broker_id, replicas, metadata, topics, clock,
+                              GroupConfig(offsets_partitions=1,
+                                          topic_create_wait_ms=CREATE_WAIT_MS))  # fmt: skip
+    producer_ids = ProducerIdManager(broker_id, MemoryBlockSource())
+    peers = Peers(metadata, _peer_connection)
+    transactions = TransactionCoordinator(
+        broker_id, replicas, metadata, topics, clock, producer_ids.next_producer_id,
+        MarkerWriter(metadata, peers),
+        TxnConfig(state_partitions=1, topic_create_wait_ms=CREATE_WAIT_MS),
+    )  # fmt: skip
+    if sasl is None:
+        broker_wide, per_listener = sasl_configs(config)
+        sasl = SaslService(broker_wide, credentials.lookup, clock.monotonic_ms,
+                           listeners=per_listener)  # fmt: skip
+    quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
+    return BrokerContext(
+        config, clock, replicas, metadata, topics, ControllerEpoch(), groups=groups,
+        transactions=transactions, txn_verifier=TxnVerifier(broker_id, transactions, peers),
+        producer_ids=producer_ids, elector=NotController(), cluster=ClusterIdentity(cluster_id),
+        sasl=sasl, quotas=quotas,
+        quota_store=quota_store if quota_store is not None else MemoryQuotaStore(quotas),
+        credentials=credentials, authorizer=authorizer,
+    )  # fmt: skip
+
+
 class BrokerHarness:
     def __init__(self, ctx: BrokerContext, server: BrokerServer, log_manager: LogManager) -> None:
         self.ctx = ctx
@@ -170,6 +276,12 @@ class BrokerHarness:
         meta = await conn.send(UpdateMetadataRequest(0, self.controller_epoch, states, live, []))
         assert meta.error_code == 0
 
+    def install_authorizer(self, authorizer: Authorizer | None) -> None:
+        """Test-only: turn the authorizer on (or off) in a running broker. The harness plays
+        the controller anonymously over the wire, so a test that leads topics and then checks
+        ACLs installs the authorizer after `lead`; a broker never changes it."""
+        self.ctx.authorizer = authorizer
+
     async def close(self) -> None:
         for conn in self._conns:
             await conn.close()
@@ -180,6 +292,13 @@ async def running_broker(
     log_dir: Path,
     clock: Clock | None = None,
     topics: FakeTopicStore | None = None,
+    *,
+    metadata: MetadataCache | None = None,
+    authorizer: Authorizer | None = None,
+    sasl: SaslService | None = None,
+    credentials: MemoryCredentialStore | None = None,
+    quota_store: QuotaStore | None = None,
+    cluster_id: str | None = None,
     **overrides: Any,
 ) -> AsyncIterator[BrokerHarness]:
     config = BrokerConfig(broker_id=BROKER_ID, log_dir=log_dir, port=0, **overrides)
@@ -190,8 +309,11 @@ async def running_broker(
         BROKER_ID, log_manager, GroupCommitFlusher(), config.default_log_config(),
         config.max_delayed_fetches, config.fetch_max_bytes,
     )  # fmt: skip
-    ctx = BrokerContext.create(config, clock, replicas, topics or FakeTopicStore())
-    ctx.producer_ids = ProducerIdManager(BROKER_ID, MemoryBlockSource())
+    ctx = complete_context(
+        config, clock, replicas, topics or FakeTopicStore(), metadata=metadata,
+        authorizer=authorizer, sasl=sasl, credentials=credentials, quota_store=quota_store,
+        cluster_id=cluster_id,
+    )  # fmt: skip
     server = BrokerServer(ctx, clock)
     await server.start()
     harness = BrokerHarness(ctx, server, log_manager)
@@ -203,6 +325,8 @@ async def running_broker(
         await harness.close()
         await harness.kafka_server.stop()
         await server.stop()
+        await ctx.groups.shutdown()
+        await ctx.transactions.shutdown()
         log_manager.shutdown()
 
 

@@ -1,9 +1,10 @@
 """Several real brokers in one event loop, for replication tests; the test plays the controller.
 
 Each `Node` is a real BrokerServer on 127.0.0.1:0 with its own log dir and ReplicaManager
-(followers fetch over real sockets). ZooKeeper's partition state znodes are a `FakeStateStore`
-shared by the nodes: leaders write ISR changes to it conditionally on its version, as
-coordinator/cluster/isr.py does against ZooKeeper. `Cluster.elect` writes a new state (leader epoch
+(followers fetch over real sockets), on a complete context as the harness builds it.
+ZooKeeper's partition state znodes are a `FakeStateStore` shared by the nodes: leaders write
+ISR changes to it conditionally on its version, as coordinator/cluster/isr.py does against
+ZooKeeper. `Cluster.elect` writes a new state (leader epoch
 + 1) and sends LeaderAndIsr + UpdateMetadata to the live replicas, as the controller would.
 """
 
@@ -18,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import BrokerConfig
-from broker.context import BrokerContext, ControllerEpoch
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.log import Log
 from broker.log.manager import LogManager
-from broker.metadata_cache import MetadataCache
 from broker.partition import Partition
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
@@ -31,7 +30,7 @@ from coordinator.cluster.isr import IsrWriteResult
 from protocol.api.controller import LeaderAndIsrRequest, PartitionState, UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo
 from protocol.clock import ManualClock
-from tests.unit.broker.harness import FakeTopicStore
+from tests.unit.broker.harness import FakeTopicStore, complete_context
 from transport.connection import BrokerConnection
 
 WAIT_S = 10.0
@@ -97,9 +96,7 @@ class Node:
             isr_writer=FakeIsrWriter(store, broker_id),
         )  # fmt: skip
         self.topics = FakeTopicStore()
-        self.ctx = BrokerContext(
-            config, clock, self.replicas, MetadataCache(), self.topics, ControllerEpoch()
-        )
+        self.ctx = complete_context(config, clock, self.replicas, self.topics)
         self.server = BrokerServer(self.ctx, clock)
         self.conn: BrokerConnection | None = None
 
@@ -131,6 +128,8 @@ class Node:
             await self.conn.close()
         await self.replicas.shutdown()
         await self.server.stop()
+        await self.ctx.groups.shutdown()
+        await self.ctx.transactions.shutdown()
         self.log_manager.shutdown()
 
 

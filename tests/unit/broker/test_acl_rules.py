@@ -62,7 +62,7 @@ from protocol.topic_ids import encode_topic_id, new_topic_id
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import fetch, produce, with_attributes
 from tests.unit.broker.test_kafka_door import KafkaRaw
-from tests.unit.coordinator.group.test_service import coordinator_for, settle
+from tests.unit.coordinator.group.test_service import settle
 
 ALICE = KafkaPrincipal.user("alice")
 TOPIC_AUTH = TopicAuthorizationFailedError.code
@@ -101,11 +101,11 @@ async def broker(
         for topic in more:
             await b.lead(topic)
         if groups:
-            coordinator = coordinator_for(b, clock)
+            coordinator = b.ctx.groups
             await b.lead(OFFSETS_TOPIC, 1)
             await settle(coordinator)
         authz = Authorizer(AclCache())
-        b.ctx.authorizer = authz  # after `lead`: the harness plays the controller anonymously
+        b.install_authorizer(authz)  # after `lead`: the harness plays the controller anonymously
         yield b, authz
 
 
@@ -451,12 +451,12 @@ async def give_id(b: BrokerHarness, authz: Authorizer, topic: str) -> uuid.UUID:
     """Give a one-partition topic an id, as the controller announces it (KIP-516)."""
     topic_id = new_topic_id()
     state = dataclasses.replace(b.state(topic, 0), topic_id=encode_topic_id(topic_id))
-    b.ctx.authorizer = None  # the harness plays the controller anonymously
+    b.install_authorizer(None)  # the harness plays the controller anonymously
     conn = await b.connect()
     await conn.send(
         controller.UpdateMetadataRequest(0, b.controller_epoch, [state], [b.broker_info()], [])
     )
-    b.ctx.authorizer = authz
+    b.install_authorizer(authz)
     assert b.ctx.metadata.topic_id(topic) == topic_id
     return topic_id
 

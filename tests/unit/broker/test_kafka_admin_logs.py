@@ -162,8 +162,7 @@ async def test_describe_log_dirs_reports_sizes(tmp_path: Path, version: int) -> 
 async def test_describe_cluster_gives_kafka_endpoints_and_the_cluster_id(
     tmp_path: Path, version: int
 ) -> None:
-    async with running_broker(tmp_path) as b:
-        b.ctx.cluster_id = CLUSTER_ID
+    async with running_broker(tmp_path, cluster_id=CLUSTER_ID) as b:
         await b.lead("t")
         resp = await kafka_call(
             b.kafka_port,

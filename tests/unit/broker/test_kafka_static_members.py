@@ -15,7 +15,7 @@ from protocol.kafka.codec import nested, request_class
 from protocol.kafka.versions import DESCRIBE_GROUPS, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from tests.unit.broker.harness import running_broker
 from tests.unit.broker.test_kafka_door import KafkaRaw
-from tests.unit.coordinator.group.test_service import coordinator_for, settle
+from tests.unit.coordinator.group.test_service import settle
 
 FENCED_INSTANCE_ID = 82
 UNKNOWN_MEMBER_ID = 25
@@ -50,7 +50,7 @@ async def _sync(c: KafkaRaw, group: str, generation: int, member: str, instance:
 async def test_static_members_through_the_kafka_door(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
         c = await KafkaRaw.connect(h.kafka_port)

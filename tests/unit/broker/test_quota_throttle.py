@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from broker.quota.store import MemoryQuotaStore
 from broker.server import Connection
 from protocol.api.fetch import INITIAL_EPOCH, NO_SESSION
 from protocol.api.produce import ProduceResponse
@@ -71,15 +70,9 @@ async def wait_until(predicate: Any, timeout_s: float = 10.0) -> None:
 
 async def test_native_alter_describe_and_errors(tmp_path: Path) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         conn = await b.connect()
         resp = await conn.send(alter([("user", "alice")], producer_byte_rate=1024))
         assert resp.entries[0].error_code == 0, resp
-        # no quota store: a clear error, not a crash
-        store, b.ctx.quota_store = b.ctx.quota_store, None
-        refused = await conn.send(alter([("user", "bob")], producer_byte_rate=1))
-        assert refused.entries[0].error_message.startswith("client quotas are not served")
-        b.ctx.quota_store = store
         bad = await conn.send(alter([("user", "alice")], bogus=1))
         assert bad.entries[0].error_code == InvalidRequestError.code
         assert "Invalid configuration key bogus" in bad.entries[0].error_message
@@ -100,7 +93,6 @@ async def test_native_alter_describe_and_errors(tmp_path: Path) -> None:
 
 async def test_kafka_door_alter_and_describe(tmp_path: Path) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         entity = (kio(ALTER_CLIENT_QUOTAS, 1, "EntityData", entity_type="client-id",
                       entity_name=None),)  # fmt: skip
         ops = (kio(ALTER_CLIENT_QUOTAS, 1, "OpData", key="consumer_byte_rate", value=2048.0,
@@ -133,7 +125,6 @@ async def test_kafka_door_alter_and_describe(tmp_path: Path) -> None:
 async def test_produce_throttled_then_muted_then_read_again(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         resp = await conn.send(alter([("client-id", CLIENT)], producer_byte_rate=1000))
@@ -162,7 +153,6 @@ async def test_produce_throttled_then_muted_then_read_again(tmp_path: Path) -> N
 
 async def test_acks_zero_produce_still_mutes(tmp_path: Path) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         await conn.send(alter([("user", "ANONYMOUS")], producer_byte_rate=100))
@@ -172,7 +162,6 @@ async def test_acks_zero_produce_still_mutes(tmp_path: Path) -> None:
 
 async def test_consumer_fetch_throttled_follower_not(tmp_path: Path) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         for _ in range(3):
@@ -206,7 +195,6 @@ async def two_batches_under_a_fetch_quota(
     window's 10 x 1000 B hold the first batch, not both."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         for records in (FIRST, SECOND):
@@ -268,7 +256,6 @@ async def test_request_percentage_throttles_any_request_capped_at_a_window(
     tmp_path: Path,
 ) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         await conn.send(alter([("client-id", CLIENT)], request_percentage=1e-9))
@@ -279,7 +266,6 @@ async def test_request_percentage_throttles_any_request_capped_at_a_window(
 
 async def test_kafka_produce_answer_carries_the_throttle(tmp_path: Path) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         await b.lead("t")
         conn = await b.connect()
         await conn.send(alter([("client-id", "odradek")], producer_byte_rate=100))
@@ -301,7 +287,6 @@ async def test_kafka_door_any_answer_with_the_field_carries_a_request_throttle(
     tmp_path: Path,
 ) -> None:
     async with running_broker(tmp_path, clock=ManualClock()) as b:
-        b.ctx.quota_store = MemoryQuotaStore(b.ctx.quotas)
         conn = await b.connect()
         await conn.send(alter([("client-id", "odradek")], request_percentage=1e-9))
         resp = await kafka_call(b.kafka_port, METADATA, 9, topics=None,

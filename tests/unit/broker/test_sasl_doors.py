@@ -83,12 +83,17 @@ class Sasl:
 
 
 @contextlib.asynccontextmanager
-async def sasl_broker(tmp_path: Path, max_reauth_ms: int = 0) -> AsyncIterator[Sasl]:
+async def sasl_broker(
+    tmp_path: Path, max_reauth_ms: int = 0, listeners: dict[str, SaslConfig] | None = None
+) -> AsyncIterator[Sasl]:
+    """SASL_PLAINTEXT listeners (Kafka and native) offering PLAIN and SCRAM-SHA-512, or the
+    `listeners`' own mechanisms."""
     clock = ManualClock()
-    async with running_broker(tmp_path, clock) as b:
-        delay = Gate()
-        config = SaslConfig(("PLAIN", "SCRAM-SHA-512"), plain_users(JAAS), max_reauth_ms, 100)
-        b.ctx.sasl = SaslService(config, lambda m, u: None, clock.monotonic_ms, delay.sleep)
+    delay = Gate()
+    config = SaslConfig(("PLAIN", "SCRAM-SHA-512"), plain_users(JAAS), max_reauth_ms, 100)
+    sasl = SaslService(config, lambda m, u: None, clock.monotonic_ms, delay.sleep,
+                       listeners=listeners or {})  # fmt: skip
+    async with running_broker(tmp_path, clock, sasl=sasl) as b:
         servers = []
         door: Door
         for door in (KafkaDoor(lambda: clock.monotonic_ms() / 1000),
@@ -201,13 +206,10 @@ async def test_unsupported_mechanism_lists_the_enabled_ones(tmp_path: Path) -> N
 
 
 async def test_a_listener_with_mechanisms_of_its_own_offers_those(tmp_path: Path) -> None:
-    async with sasl_broker(tmp_path) as s:
+    own = {"sasl": SaslConfig(("SCRAM-SHA-256",))}  # the listener's name, in any case
+    async with sasl_broker(tmp_path, listeners=own) as s:
         s.delay.opened.set()
-        broker_wide = s.ctx.sasl.config if s.ctx.sasl is not None else None
-        assert broker_wide is not None and "PLAIN" in broker_wide.enabled_mechanisms
-        own = {"sasl": SaslConfig(("SCRAM-SHA-256",))}  # the listener's name, in any case
-        s.ctx.sasl = SaslService(broker_wide, lambda m, u: None, s.clock.monotonic_ms,
-                                 s.delay.sleep, listeners=own)  # fmt: skip
+        assert "PLAIN" in s.ctx.sasl.config.enabled_mechanisms  # the broker-wide ones
         c = await s.kafka()
         answer = await c.call(SASL_HANDSHAKE, 1, mechanism="PLAIN")
         assert answer.error_code.value == UNSUPPORTED_MECHANISM

@@ -1,12 +1,12 @@
-"""KIP-554 on the broker: Kafka's checks (broker/credentials.py) as pure functions, and the
-in-memory credential store the operations' tests use (the operations themselves:
+"""KIP-554 on the broker: Kafka's checks (broker/credentials.py) as pure functions (the
+in-memory credential store the operations' tests use is the harness's; the operations themselves:
 tests/unit/broker/operations/test_scram_operations.py; their codecs test_scram_codecs.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker.credentials import Changes, Credentials, describe_results, plan_alteration
+from broker.credentials import describe_results, plan_alteration
 from protocol.api.scram import (
     CredentialInfo,
     ScramCredentialDeletion,
@@ -21,30 +21,6 @@ def upsert(name: str, mech: int = SHA512, iterations: int = 8192, pw: str = "pw"
     m = SCRAM_SHA_512 if mech == SHA512 else SCRAM_SHA_256
     salted = salted_password(m, pw, b"salt", iterations) if mech in (SHA256, SHA512) else b"x"
     return ScramCredentialUpsertion(name, mech, iterations, b"salt", salted)
-
-
-class MemoryStore:
-    def __init__(self) -> None:
-        self.users: dict[str, Credentials] = {}
-        self.writes: list[tuple[str, Changes]] = []
-
-    def lookup(self, mechanism: str, user: str) -> Any:
-        return self.users.get(user, {}).get(mechanism)
-
-    async def read_user(self, user: str) -> Credentials:
-        return dict(self.users.get(user, {}))
-
-    async def read_all_users(self) -> dict[str, Credentials]:
-        return {u: dict(c) for u, c in self.users.items() if c}
-
-    async def alter(self, user: str, changes: Changes) -> None:
-        self.writes.append((user, dict(changes)))
-        creds = self.users.setdefault(user, {})
-        for mech, cred in changes.items():
-            if cred is None:
-                creds.pop(mech, None)
-            else:
-                creds[mech] = cred
 
 
 def test_plan_is_kafkas_checks() -> None:

@@ -9,12 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.txn_verifier import TxnVerifier
-from coordinator.runtime.peers import Peers
 from coordinator.runtime.states import PartitionState
-from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.records import TRANSACTION_STATE_TOPIC
-from coordinator.transaction.service import TransactionCoordinator, TxnConfig
+from coordinator.transaction.service import TransactionCoordinator
 from coordinator.transaction.txn import InitAnswer
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
@@ -30,21 +27,11 @@ def txn_batch(pid: int, epoch: int, seq: int) -> bytes:
     return with_producer(raw, pid, epoch, seq)
 
 
-async def coordinator_for(h: BrokerHarness, clock: ManualClock) -> TransactionCoordinator:
-    async def connect(host: str, port: int) -> BrokerConnection:
-        return await BrokerConnection.connect(host, port, client_id="peer")
-
-    assert h.ctx.producer_ids is not None
-    peers = Peers(h.ctx.metadata, connect)
-    txns = TransactionCoordinator(
-        1, h.ctx.replicas, h.ctx.metadata, h.ctx.topics, clock,
-        h.ctx.producer_ids.next_producer_id, MarkerWriter(h.ctx.metadata, peers),
-        TxnConfig(state_partitions=1),
-    )  # fmt: skip
-    h.ctx.transactions = txns
-    h.ctx.txn_verifier = TxnVerifier(1, txns, peers)
+async def coordinator_for(h: BrokerHarness) -> TransactionCoordinator:
+    """The broker's transaction coordinator, made ready: this broker leads the transaction
+    state topic's one partition and the coordinator has loaded it."""
     await h.lead(TRANSACTION_STATE_TOPIC, 1)
-    txns.runtime.on_leadership_change()
+    txns = h.ctx.transactions
     for _ in range(100):
         if all(o.state is PartitionState.READY for o in txns.runtime.owned.values()):
             break
@@ -62,7 +49,7 @@ async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Pat
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
         await h.lead("t", 2)
-        txns = await coordinator_for(h, clock)
+        txns = await coordinator_for(h)
         answer = await txns.init_producer_id("tx", 60_000, -1, -1)
         assert isinstance(answer, InitAnswer) and answer.error == "NONE"
         pid, epoch = answer.producer_id, answer.producer_epoch

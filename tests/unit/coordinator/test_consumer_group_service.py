@@ -2,7 +2,7 @@
 ConsumerGroupHeartbeat and ConsumerGroupDescribe, OffsetCommit v9 / OffsetFetch v9 against the
 member epoch, ListGroups v5 and DescribeGroups, both kinds of group side by side, conversion of
 an empty group either way, wrong-kind members refused, and a failover that replays the
-records into a fresh coordinator."""
+records into the coordinator again (every partition given up, then loaded from the log)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from broker.metadata_cache import MetadataCache
 from coordinator.group.consumer_group import (
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
@@ -24,7 +25,6 @@ from coordinator.group.consumer_group import (
     UNKNOWN_MEMBER_ID,
 )
 from coordinator.group.records import OFFSETS_TOPIC
-from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.runtime.states import PartitionState
 from protocol.clock import ManualClock
 from protocol.kafka import codec
@@ -80,9 +80,8 @@ class Kafka:
 
 @contextlib.asynccontextmanager
 async def broker(tmp_path: Path, clock: ManualClock) -> AsyncIterator[tuple[BrokerHarness, Kafka]]:
-    async with running_broker(tmp_path, clock=clock) as h:
-        h.ctx.metadata = IdsView(h.ctx.metadata, {"t": T_ID})  # type: ignore[assignment]
-        start(h, clock)
+    ids = IdsView(MetadataCache(), {"t": T_ID})
+    async with running_broker(tmp_path, clock=clock, metadata=ids) as h:  # type: ignore[arg-type]
         await h.lead("t", 4)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(h)
@@ -91,21 +90,9 @@ async def broker(tmp_path: Path, clock: ManualClock) -> AsyncIterator[tuple[Brok
             yield h, Kafka(reader, writer)
         finally:
             writer.close()
-            assert h.ctx.groups is not None
-            await h.ctx.groups.shutdown()
-
-
-def start(h: BrokerHarness, clock: ManualClock) -> GroupCoordinator:
-    groups = GroupCoordinator(
-        1, h.ctx.replicas, h.ctx.metadata, h.ctx.topics, clock, GroupConfig(offsets_partitions=1)
-    )
-    h.ctx.groups = groups
-    groups.on_leadership_change()
-    return groups
 
 
 async def settle(h: BrokerHarness) -> None:
-    assert h.ctx.groups is not None
     for _ in range(200):
         owned = h.ctx.groups.owned.values()
         if owned and all(o.state is PartitionState.READY for o in owned):
@@ -221,10 +208,9 @@ async def test_heartbeat_describe_commit_and_failover(tmp_path: Path) -> None:
         dg = await k.call(DESCRIBE_GROUPS, 5, groups=("g",), include_authorized_operations=False)
         assert (dg.groups[0].error_code, dg.groups[0].group_state) == (0, "Dead")
 
-        # failover: a fresh coordinator replays the records: same epochs and assignments
-        assert h.ctx.groups is not None
-        await h.ctx.groups.shutdown()
-        start(h, clock)
+        # failover: the records replayed into a fresh shard: same epochs and assignments
+        await h.ctx.groups.shutdown()  # gives every partition up
+        h.ctx.groups.on_leadership_change()
         await settle(h)
         assert (await heartbeat(k, "m1", 2)).error_code == 0
         fenced = await heartbeat(k, "m2", 5)
@@ -255,7 +241,6 @@ async def test_both_kinds_and_conversion_on_empty(tmp_path: Path) -> None:
     clock = ManualClock()
     async with broker(tmp_path, clock) as (h, k):
         groups = h.ctx.groups
-        assert groups is not None
         # a classic group with a member: a consumer-protocol member is refused, with why
         join = asyncio.ensure_future(
             groups.join_classic(
@@ -303,7 +288,6 @@ async def test_delete_a_consumer_group(tmp_path: Path) -> None:
     clock = ManualClock()
     async with broker(tmp_path, clock) as (h, k):
         groups = h.ctx.groups
-        assert groups is not None
         assert (await heartbeat(k, "m1", 0)).error_code == 0
         assert await commit(k, "g", "m1", 1, 5) == 0
         (deleted,) = await groups.delete(["g"])
@@ -311,8 +295,8 @@ async def test_delete_a_consumer_group(tmp_path: Path) -> None:
         assert (await heartbeat(k, "m1", -1)).error_code == 0
         (deleted,) = await groups.delete(["g"])
         assert deleted.error_code == 0
-        await groups.shutdown()
-        start(h, clock)
+        await groups.shutdown()  # gives every partition up
+        groups.on_leadership_change()
         await settle(h)
         desc = await k.call(
             CONSUMER_GROUP_DESCRIBE, 1, group_ids=("g",), include_authorized_operations=False
@@ -328,7 +312,6 @@ async def test_a_failed_append_reloads_the_partition_from_its_log(tmp_path: Path
     clock = ManualClock()
     async with broker(tmp_path, clock) as (h, k):
         groups = h.ctx.groups
-        assert groups is not None
         assert (await heartbeat(k, "m1", 0)).error_code == 0
         log = groups.runtime.log
         real = log.append_replicated
@@ -361,7 +344,6 @@ async def test_a_refused_kind_is_logged_once_a_minute(
     clock = ManualClock()
     async with broker(tmp_path, clock) as (h, k):
         groups = h.ctx.groups
-        assert groups is not None
         answer = await groups.join_classic(
             "g", "", "c", "/h", 120_000, 120_000, "consumer", [("range", b"")], False
         )

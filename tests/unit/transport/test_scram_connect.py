@@ -41,10 +41,10 @@ async def sasl_listener(
     tmp_path: Path, enabled: tuple[str, ...], clock: ManualClock | None = None, reauth_ms: int = 0
 ) -> AsyncIterator[int]:
     clock = clock or ManualClock()
-    async with running_broker(tmp_path, clock) as b:
-        config = SaslConfig(enabled, plain_users(JAAS), reauth_ms, 100)
-        lookup = lambda m, u: CREDENTIALS.get((m, u))  # noqa: E731
-        b.ctx.sasl = SaslService(config, lookup, clock.monotonic_ms, no_delay)
+    config = SaslConfig(enabled, plain_users(JAAS), reauth_ms, 100)
+    lookup = lambda m, u: CREDENTIALS.get((m, u))  # noqa: E731
+    sasl = SaslService(config, lookup, clock.monotonic_ms, no_delay)
+    async with running_broker(tmp_path, clock, sasl=sasl) as b:
         door = NativeDoor(lambda: clock.monotonic_ms() / 1000)
         server = BrokerServer(b.ctx, clock, door, "127.0.0.1", 0, "SASL", SASL_PLAINTEXT)
         await server.start()

@@ -67,7 +67,6 @@ CONTEXTS: dict[str, Any] = {
         "controller_epoch": ControllerEpoch(),
         "metadata": SimpleNamespace(apply=lambda _: None),
     },
-    "ControlledShutdown": {"elector": None},
 }
 
 
@@ -107,7 +106,8 @@ async def test_a_stale_controller_epoch_is_refused_and_changes_nothing(tmp_path:
 async def test_without_cluster_action_nothing_changes_not_even_the_epoch(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as b:
         await b.lead("t")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         seen = b.ctx.controller_epoch.current
         auth = ClusterAuthorizationFailedError.code
         sr = stop_replica.StopReplica(0, seen + 1, True, (("t", 0),))

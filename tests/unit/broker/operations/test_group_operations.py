@@ -59,11 +59,12 @@ from protocol.topic_ids import encode_topic_id, new_topic_id
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, running_broker
 from tests.unit.broker.test_acl_rules import grant
 from tests.unit.broker.test_txn_verification import coordinator_for as txn_coordinator_for
-from tests.unit.coordinator.group.test_service import coordinator_for, settle
+from tests.unit.coordinator.group.test_service import settle
 
 ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
 NO_COORDINATOR = CoordinatorNotAvailableError.code
+NOT_COORDINATOR = NotCoordinatorError.code  # what a broker not (yet) coordinating a key answers
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
@@ -94,7 +95,7 @@ async def run(operation: Any, b: BrokerHarness, request: Any) -> Any:
 
 
 async def coordinate_groups(b: BrokerHarness, clock: ManualClock) -> None:
-    groups = coordinator_for(b, clock)
+    groups = b.ctx.groups
     await b.lead(OFFSETS_TOPIC, 1)
     await settle(groups)
 
@@ -113,7 +114,7 @@ async def test_heartbeat_keeps_a_member_and_tells_the_others_what_they_are(
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         beat = heartbeat.Heartbeat("g", 1, "m")
-        assert (await run(heartbeat.run, b, beat)).error_code == NO_COORDINATOR
+        assert (await run(heartbeat.run, b, beat)).error_code == NOT_COORDINATOR
         await coordinate_groups(b, clock)
         generation, member = await join(b, "g")
         ok = await run(heartbeat.run, b, heartbeat.Heartbeat("g", generation, member))
@@ -135,13 +136,13 @@ async def test_leave_group_answers_each_member_and_refuses_the_whole_request_una
         await b.lead("t")
         members = (leave_group.LeavingMember("m"), leave_group.LeavingMember("n", reason="bye"))
         result = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
-        assert result == leave_group.LeaveGroupResult(NO_COORDINATOR, ())
+        assert result == leave_group.LeaveGroupResult(NOT_COORDINATOR, ())
         await coordinate_groups(b, clock)
         unnamed = await run(leave_group.run, b, leave_group.LeaveGroup("", members))
         assert unnamed == leave_group.LeaveGroupResult(InvalidGroupIdError.code, ())
         _, member = await join(b, "g")
         members = (leave_group.LeavingMember(member), leave_group.LeavingMember("nobody"))
-        b.ctx.authorizer = Authorizer(AclCache())
+        b.install_authorizer(Authorizer(AclCache()))
         denied = await run(leave_group.run, b, leave_group.LeaveGroup("g", members))
         assert denied == leave_group.LeaveGroupResult(GroupAuthorizationFailedError.code, ())
         grant(b.ctx.authorizer, AclOperation.READ, ResourceType.GROUP, "g")
@@ -160,13 +161,14 @@ async def test_delete_groups_answers_in_the_order_asked(tmp_path: Path) -> None:
         ask = delete_groups.DeleteGroups(("secret", "g"))
         result = await run(delete_groups.run, b, ask)
         assert [(r.group_id, r.error_code) for r in result.results] == [
-            ("secret", NO_COORDINATOR), ("g", NO_COORDINATOR)]  # fmt: skip
+            ("secret", NOT_COORDINATOR), ("g", NOT_COORDINATOR)]  # fmt: skip
         await coordinate_groups(b, clock)
         _, member = await join(b, "g")
         await run(
             leave_group.run, b, leave_group.LeaveGroup("g", (leave_group.LeavingMember(member),))
         )
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DELETE, ResourceType.GROUP, "g")
         grant(authz, AclOperation.DELETE, ResourceType.GROUP, "missing")
         ask = delete_groups.DeleteGroups(("secret", "g", "missing"))
@@ -186,15 +188,16 @@ async def test_describe_transactions_in_the_order_asked_without_hidden_topics(
         ask = describe_transactions.DescribeTransactions(("tx",))
         result = await run(describe_transactions.run, b, ask)
         assert result.transaction_states == (
-            describe_transactions.TransactionState(NO_COORDINATOR, "tx"),
+            describe_transactions.TransactionState(NOT_COORDINATOR, "tx"),
         )
-        txns = await txn_coordinator_for(b, clock)
+        txns = await txn_coordinator_for(b)
         answer = await txns.init_producer_id("tx", 60_000, -1, -1)
         assert isinstance(answer, InitAnswer) and answer.error == "NONE"
         pid, epoch = answer.producer_id, answer.producer_epoch
         assert await txns.add_partitions("tx", pid, epoch, [("t", 0), ("u", 0)]) == {
             ("t", 0): "NONE", ("u", 0): "NONE"}  # fmt: skip
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         for name in ("tx", "unknown"):
             grant(authz, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, name)
         grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "t")
@@ -234,7 +237,7 @@ async def test_consumer_group_heartbeat_assigns_by_id_with_names_and_takes_owned
         await b.lead("t")
         topic_id = await give_id(b, "t")
         no = await run(consumer_group_heartbeat.run, b, beat("m", 0))
-        assert (no.error_code, no.error_message) == (NO_COORDINATOR, "no group coordinator here")
+        assert no.error_code == NOT_COORDINATOR
         await coordinate_groups(b, clock)
         empty = await run(consumer_group_heartbeat.run, b, beat("", 0))
         assert (empty.error_code, empty.error_message) == (
@@ -264,7 +267,7 @@ async def test_list_groups_filters_by_either_state_name_and_by_type(tmp_path: Pa
         await b.lead("t")
         await give_id(b, "t")
         no = await run(list_groups.run, b, list_groups.ListGroups())
-        assert no == list_groups.ListGroupsResult(NO_COORDINATOR, ())
+        assert no == list_groups.ListGroupsResult(0, ())  # a broker coordinating nothing lists none
         await coordinate_groups(b, clock)
         await join(b, "g")
         cgh_member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
@@ -300,7 +303,7 @@ async def test_describe_groups_in_the_order_asked_each_kind_with_its_own_refusal
         await b.lead("t")
         await give_id(b, "t")
         no = await run(describe_groups.run, b, describe_groups.DescribeGroups(("g",)))
-        assert [(d.error_code, d.state) for d in no.groups] == [(NO_COORDINATOR, "Dead")]
+        assert [(d.error_code, d.state) for d in no.groups] == [(NOT_COORDINATOR, "Dead")]
         await coordinate_groups(b, clock)
         generation, member = await join(b, "g")
         cgh_member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
@@ -308,7 +311,8 @@ async def test_describe_groups_in_the_order_asked_each_kind_with_its_own_refusal
             consumer_group_heartbeat.run, b, dataclasses.replace(cgh_member, group_id="c")
         )
         assert joined.error_code == 0
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         for g in ("g", "c", "missing"):
             grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, g)
         ask = describe_groups.DescribeGroups(("secret", "c", "g", "missing"), True)
@@ -336,15 +340,15 @@ async def test_sync_group_hands_out_the_leaders_assignment_with_the_groups_proto
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         no = await run(sync_group.run, b, sync_group.SyncGroup("k", 1, "m"))
-        assert no == sync_group.SyncGroupResult(NO_COORDINATOR)
+        assert no == sync_group.SyncGroupResult(NOT_COORDINATOR)
         await coordinate_groups(b, clock)
-        assert b.ctx.groups is not None
         joined = await b.ctx.groups.join_classic(
             "k", "", "c", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"sub")], False
         )
         assert joined.error_code == 0 and joined.leader == joined.member_id, joined
         member, generation = joined.member_id, joined.generation_id
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         mine = sync_group.SyncGroup("k", generation, member, ((member, b"mine"),))
         denied = await run(sync_group.run, b, mine)
         assert denied == sync_group.SyncGroupResult(GroupAuthorizationFailedError.code)
@@ -366,7 +370,7 @@ async def test_leave_group_at_a_broker_not_coordinating_the_group_is_not_coordin
     not a per-member code under a top-level NONE."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
-        groups = coordinator_for(b, clock)
+        groups = b.ctx.groups
         await b.lead(OFFSETS_TOPIC, 1, leader=BROKER_ID + 1)
         await settle(groups)
         members = (leave_group.LeavingMember("m"),)
@@ -388,7 +392,8 @@ async def test_find_coordinator_answers_each_key_and_refuses_each_on_its_own(
         await coordinate_groups(b, clock)
         (odd,) = (await run(find_coordinator.run, b, fc(("g",), 2))).coordinators
         assert odd.error_code == InvalidRequestError.code
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "g")
         grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "")
         result = await run(find_coordinator.run, b, fc(("secret", "g", "")))
@@ -441,9 +446,10 @@ async def test_join_group_for_either_kind_of_member(
         native = join_group.NativeSubscription(("t",), None, "range")
         mine = join_group.JoinGroup("n", "", 10_000, 10_000, "c", native=native)
         no = await run(join_group.run, b, mine)
-        assert no == join_group.JoinGroupResult(NO_COORDINATOR, -1, "")
+        assert no == join_group.JoinGroupResult(NOT_COORDINATOR, -1, "")
         await coordinate_groups(b, clock)
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         denied = await run(join_group.run, b, mine)
         assert denied == join_group.JoinGroupResult(GroupAuthorizationFailedError.code, -1, "")
         grant(authz, AclOperation.READ, ResourceType.GROUP, "n")
@@ -475,14 +481,15 @@ async def test_consumer_group_describe_in_the_order_asked_each_with_its_refusal(
         await b.lead("t")
         topic_id = await give_id(b, "t")
         (no,) = (await run(cgd.run, b, cgd.ConsumerGroupDescribe(("c",)))).groups
-        assert (no.error_code, no.state) == (NO_COORDINATOR, "Dead")
+        assert (no.error_code, no.state) == (NOT_COORDINATOR, "Dead")
         await coordinate_groups(b, clock)
         await join(b, "g")
         member = beat(str(uuid.uuid4()), 0, subscribed_topic_names=("t",), owned=())
         joined = await run(consumer_group_heartbeat.run, b,
                            dataclasses.replace(member, group_id="c"))  # fmt: skip
         assert joined.error_code == 0
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         for g in ("c", "g", "missing"):
             grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, g)
         ask = cgd.ConsumerGroupDescribe(("secret", "c", "g", "missing"), True)

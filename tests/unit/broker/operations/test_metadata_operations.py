@@ -15,6 +15,7 @@ from typing import Any
 
 from broker import apis
 from broker.config import BrokerConfig
+from broker.context import ClusterIdentity
 from broker.metadata_cache import MetadataCache
 from broker.operations import (
     api_versions,
@@ -65,11 +66,11 @@ SAMPLES: dict[str, Any] = {
     "Metadata": metadata.Metadata(("t", "new"), KAFKA_DOOR, True, True),
 }
 CONTEXTS: dict[str, Any] = {
-    "DescribeCluster": {"metadata": _cache(), "cluster_id": "c"},
+    "DescribeCluster": {"metadata": _cache(), "cluster": ClusterIdentity("c")},
     "DescribeTopicPartitions": {"metadata": _cache()},
     "DescribeLogDirs": {"replicas": SimpleNamespace(log_manager=SimpleNamespace(
         log_dir=Path("/nonexistent/odradek"), logs=lambda: []))},
-    "Metadata": {"metadata": _cache(), "cluster_id": "c", "topics": FakeTopicStore(),
+    "Metadata": {"metadata": _cache(), "cluster": ClusterIdentity("c"), "topics": FakeTopicStore(),
                  "config": BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))},
 }  # fmt: skip
 
@@ -125,7 +126,7 @@ async def test_metadata_auto_creates_when_asked_allowed_and_enabled(tmp_path: Pa
         assert [name for name, _, _ in b.topics.created] == ["auto"]
         not_allowed = metadata.Metadata(("other",), NATIVE_DOOR, False)
         assert (await run(metadata.run, b.ctx, not_allowed)).topics[0].error_code == UNKNOWN
-        b.ctx.authorizer = Authorizer(AclCache())
+        b.install_authorizer(Authorizer(AclCache()))
         grant(b.ctx.authorizer, AclOperation.DESCRIBE, ResourceType.TOPIC, "other")
         allowed = metadata.Metadata(("other",), KAFKA_DOOR, True)
         assert (await run(metadata.run, b.ctx, allowed)).topics[0].error_code == TOPIC_AUTH
@@ -146,7 +147,8 @@ async def test_metadata_hides_what_may_not_be_described(tmp_path: Path) -> None:
         await b.lead("t")
         await b.lead("orders")
         solo = await give_id(b, "solo")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         everything = metadata.Metadata(None, KAFKA_DOOR, with_ids=True)
         assert (await run(metadata.run, b.ctx, everything)).topics == []
         grant(authz, AclOperation.READ, ResourceType.TOPIC, "ord",
@@ -178,7 +180,8 @@ async def test_metadata_gives_authorized_operations_only_when_asked(tmp_path: Pa
     topic's, when asked; not asked is INT32_MIN."""
     async with running_broker(tmp_path) as b:
         await b.lead("t")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "t")
         quiet = await run(metadata.run, b.ctx, metadata.Metadata(("t",)))
         assert quiet.cluster_operations == metadata.NO_OPERATIONS
@@ -211,8 +214,7 @@ async def test_describe_cluster_gives_the_kafka_endpoints_or_refuses_controllers
     """Brokers at the Kafka endpoint of the listener asked on, the controller and the cluster
     id; endpoint type 2 (KRaft controllers) is UNSUPPORTED_ENDPOINT_TYPE (moved from
     test_kafka_admin_logs.py); KIP-430 operations only when asked, 0 without Describe."""
-    async with running_broker(tmp_path) as b:
-        b.ctx.cluster_id = "cid"
+    async with running_broker(tmp_path, cluster_id="cid") as b:
         await b.lead("t")
         ok = describe_cluster.run(b.ctx, SESSION, describe_cluster.DescribeCluster())
         assert (ok.error_code, ok.cluster_id, ok.controller_id) == (0, "cid", 0)
@@ -221,7 +223,7 @@ async def test_describe_cluster_gives_the_kafka_endpoints_or_refuses_controllers
         kraft = describe_cluster.run(b.ctx, SESSION, describe_cluster.DescribeCluster(2))
         assert kraft.error_code == describe_cluster.UNSUPPORTED_ENDPOINT_TYPE
         assert kraft.brokers == () and kraft.endpoint_type == 2
-        b.ctx.authorizer = Authorizer(AclCache())
+        b.install_authorizer(Authorizer(AclCache()))
         asked = describe_cluster.DescribeCluster(1, True)
         assert describe_cluster.run(b.ctx, SESSION, asked).cluster_operations == 0
         grant(b.ctx.authorizer, AclOperation.DESCRIBE, ResourceType.CLUSTER)
@@ -239,7 +241,8 @@ async def test_describe_topic_partitions_hides_what_may_not_be_described(
     async with running_broker(tmp_path) as b:
         await b.lead("a", partitions=2)
         solo = await give_id(b, "solo")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "solo")
         every = dtp.run(b.ctx, SESSION, dtp.DescribeTopicPartitions((), None, 100))
         assert [(t.name, t.topic_id, len(t.partitions)) for t in every.topics] == [
@@ -262,7 +265,8 @@ async def test_describe_log_dirs_refuses_without_describe_and_reports_a_lost_dir
     directory that is gone: KAFKA_STORAGE_ERROR and no logs."""
     async with running_broker(tmp_path / "logs") as b:
         await b.lead("t", partitions=2)
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         asked = describe_log_dirs.DescribeLogDirs(frozenset({("t", 1), ("t", 7)}))
         refused = describe_log_dirs.run(b.ctx, SESSION, asked)
         assert refused == describe_log_dirs.DescribeLogDirsResult(CLUSTER_AUTH, ())

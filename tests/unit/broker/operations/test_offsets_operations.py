@@ -22,7 +22,7 @@ from protocol.errors import (
 from tests.unit.broker.harness import running_broker
 from tests.unit.broker.test_acl_rules import grant
 
-from .test_group_operations import NO_COORDINATOR, beat, coordinate_groups, give_id, join, run
+from .test_group_operations import NOT_COORDINATOR, beat, coordinate_groups, give_id, join, run
 
 oc = offset_commit
 of = offset_fetch
@@ -58,12 +58,13 @@ async def test_offset_commit_answers_each_partition_in_the_order_asked(tmp_path:
         await b.lead("t", 2)
         await b.lead("u", 2)
         no = await run(oc.run, b, commit("g", -1, "", "t"))
-        assert codes(no) == [("t", 0, NO_COORDINATOR), ("t", 1, NO_COORDINATOR)]
+        assert codes(no) == [("t", 0, NOT_COORDINATOR), ("t", 1, NOT_COORDINATOR)]
         await coordinate_groups(b, clock)
         generation, member = await join(b, "g")
         stale = await run(oc.run, b, commit("g", generation + 1, member, "t"))
         assert {code for _, _, code in codes(stale)} == {IllegalGenerationError.code}
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         denied = await run(oc.run, b, commit("g", generation, member, "t"))
         group_auth = GroupAuthorizationFailedError.code
         assert codes(denied) == [("t", 0, group_auth), ("t", 1, group_auth)]
@@ -73,7 +74,6 @@ async def test_offset_commit_answers_each_partition_in_the_order_asked(tmp_path:
         topic_auth = TopicAuthorizationFailedError.code
         assert codes(done) == [("u", 0, topic_auth), ("u", 1, topic_auth), ("t", 0, 0),
                                ("t", 1, 0)]  # fmt: skip
-        assert b.ctx.groups is not None
         committed = b.ctx.groups.group_view("g")[1]
         assert committed is not None
         assert {tp: o.offset for tp, o in committed.offsets.items()} == {("t", 0): 5, ("t", 1): 6}
@@ -119,10 +119,11 @@ async def test_offset_fetch_answers_each_group_and_hides_or_refuses_topics(
         await b.lead("u", 2)
         everything = of.OffsetFetch((of.GroupWanted("g", None),))
         (no,) = (await run(of.run, b, everything)).groups
-        assert (no.group_id, no.error_code, no.topics) == ("g", NO_COORDINATOR, ())
+        assert (no.group_id, no.error_code, no.topics) == ("g", NOT_COORDINATOR, ())
         await coordinate_groups(b, clock)
         assert {c for _, _, c in codes(await run(oc.run, b, commit("g", -1, "", "t", "u")))} == {0}
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DESCRIBE, ResourceType.GROUP, "g")
         grant(authz, AclOperation.DESCRIBE, ResourceType.TOPIC, "t")
         named = of.GroupWanted("g", (("u", (0,)), ("t", (0, 1, 2))))
@@ -169,12 +170,13 @@ async def test_offset_delete_spares_subscribed_topics_and_refuses_what_it_may_no
         await b.lead("t", 2)
         await b.lead("u", 2)
         ask = od.OffsetDelete("g", (("t", (0,)), ("u", (0, 1))))
-        assert await run(od.run, b, ask) == od.OffsetDeleteResult(NO_COORDINATOR)
+        assert await run(od.run, b, ask) == od.OffsetDeleteResult(NOT_COORDINATOR)
         await coordinate_groups(b, clock)
         assert (await run(od.run, b, ask)).error_code == 69  # GROUP_ID_NOT_FOUND
         assert {c for _, _, c in codes(await run(oc.run, b, commit("g", -1, "", "t", "u")))} == {0}
         await join(b, "g")  # a native member subscribed to "t"
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
         denied = await run(od.run, b, ask)
         assert denied == od.OffsetDeleteResult(GroupAuthorizationFailedError.code)
@@ -188,7 +190,6 @@ async def test_offset_delete_spares_subscribed_topics_and_refuses_what_it_may_no
         grant(authz, AclOperation.READ, ResourceType.TOPIC, "u")
         result = await run(od.run, b, ask)
         assert [p for t in result.topics for p in t.partitions] == [(0, 86), (0, 0), (1, 0)]
-        assert b.ctx.groups is not None
         left = b.ctx.groups.group_view("g")[1]
         assert left is not None and sorted(left.offsets) == [("t", 0), ("t", 1)]
 
@@ -201,7 +202,6 @@ async def test_offset_delete_refuses_a_group_of_another_protocol_with_members(
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         await coordinate_groups(b, clock)
-        assert b.ctx.groups is not None
         joined = await b.ctx.groups.join_classic(
             "k", "", "c", "/127.0.0.1", 10_000, 10_000, "connect", [("x", b"")], False
         )

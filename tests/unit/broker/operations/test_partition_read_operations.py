@@ -78,7 +78,8 @@ async def test_list_offsets_refuses_each_partition_of_a_topic_not_described(
 ) -> None:
     async with running_broker(tmp_path) as b:
         await b.lead("o", partitions=2)
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         both = list_offsets.ListOffsets(
             (("o", (list_offsets.Asked(0, -1), list_offsets.Asked(1, -2))),)
         )
@@ -134,7 +135,8 @@ async def test_offset_for_leader_epoch_needs_cluster_action_or_describe_on_each_
     async with running_broker(tmp_path) as b:
         await b.lead("o", partitions=2)
         await b.lead("p")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         first = ofle.Asked(0, -1, 0)
         req = ofle.OffsetForLeaderEpoch((("o", (first, ofle.Asked(1, -1, 0))), ("p", (first,))))
 

@@ -19,7 +19,6 @@ from broker.session import Session
 from protocol.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,
-    UnknownServerError,
 )
 from protocol.principal import KafkaPrincipal
 from protocol.quota import MATCH_EXACT, FilterComponent
@@ -108,13 +107,3 @@ async def test_acls_alter_configs_and_describe_configs_on_the_cluster() -> None:
     assert "may not AlterConfigs the cluster" in (denied.entries[0].error_message or "")
     hidden = await describe.run(ctx, SESSION, describe.DescribeClientQuotas(()))
     assert hidden.error_code == refused
-
-
-async def test_a_broker_without_a_quota_store_says_so() -> None:
-    ctx: Any = SimpleNamespace(authorizer=None, quota_store=None)
-    asked = alter.AlterClientQuotas((entry("a", alter.Op(RATE, 1.0)),))
-    altered = await alter.run(ctx, SESSION, asked)
-    assert altered.entries[0].error_code == UnknownServerError.code
-    assert "no quota store" in (altered.entries[0].error_message or "")
-    described = await describe.run(ctx, SESSION, describe.DescribeClientQuotas(()))
-    assert described.error_code == UnknownServerError.code

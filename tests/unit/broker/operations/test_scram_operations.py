@@ -1,8 +1,8 @@
 """The SCRAM credential APIs' operations (broker/operations/*_user_scram_credentials.py, KIP-554),
 each tested once, whichever door serves it: called directly with a `Session` on a context with
-an in-memory credential store (tests/unit/broker/test_scram_admin.py's, where Kafka's checks
-are tested as pure functions) and, where a test says so, a real Authorizer. The codecs are
-test_scram_codecs.py's.
+an in-memory credential store (tests/unit/broker/harness.py's; Kafka's checks are tested as
+pure functions in tests/unit/broker/test_scram_admin.py) and, where a test says so, a real
+Authorizer. The codecs are test_scram_codecs.py's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from broker.session import Session
 from protocol.api.scram import CredentialInfo, ScramCredentialDeletion
 from protocol.errors import ClusterAuthorizationFailedError, UnknownServerError
 from protocol.principal import KafkaPrincipal
-from tests.unit.broker.test_scram_admin import SHA512, MemoryStore, upsert
+from tests.unit.broker.harness import MemoryCredentialStore as MemoryStore
+from tests.unit.broker.test_scram_admin import SHA512, upsert
 
 SESSION = Session()
 

@@ -7,10 +7,10 @@ operations import none of them (no cycle, deferred or not).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ import pytest
 from broker import apis
 from broker.session import Session
 from protocol.acl import AclOperation, ResourceType
+from tests.unit.broker.harness import running_broker
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -171,21 +172,23 @@ class Recording:
 
 
 @pytest.mark.parametrize("row", apis.APIS, ids=[row.name for row in apis.APIS])
-async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api) -> None:
-    """With every check denied and then allowed (no coordinator behind, but for ListGroups: the
-    operation answers COORDINATOR_NOT_AVAILABLE), the authorizer is asked only the row's
-    (operation, resource), and something unless the row names nothing (ApiVersions)."""
+async def test_an_operation_asks_only_what_its_acl_row_names(row: apis.Api, tmp_path: Path) -> None:
+    """With every check denied and then allowed, on an in-process broker's complete context
+    (leading nothing: no coordinator is ready) with what CONTEXTS gives the operation instead,
+    the authorizer is asked only the row's (operation, resource), and something unless the
+    row names nothing (ApiVersions)."""
     named = {(r.operation, r.resource_type) for r in row.acl}
     asked: set[tuple[AclOperation, ResourceType]] = set()
-    for allow in (False, True):
-        authz = Recording(allow)
-        fields = {"groups": None, "transactions": None, **CONTEXTS.get(row.name, {})}
-        ctx: Any = SimpleNamespace(authorizer=authz, **fields)
-        result = row.operation(ctx, Session(), SAMPLES[row.name])
-        if inspect.isawaitable(result):
-            result = await result
-        assert result is not None
-        asked |= authz.asked
+    async with running_broker(tmp_path) as b:
+        for allow in (False, True):
+            authz = Recording(allow)
+            fields = CONTEXTS.get(row.name, {})
+            ctx: Any = dataclasses.replace(b.ctx, authorizer=authz, **fields)  # type: ignore[arg-type]
+            result = row.operation(ctx, Session(), SAMPLES[row.name])
+            if inspect.isawaitable(result):
+                result = await result
+            assert result is not None
+            asked |= authz.asked
     assert asked <= named and (asked or not named), f"{row.name} asked {asked}, names {named}"
 
 

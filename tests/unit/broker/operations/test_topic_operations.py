@@ -104,10 +104,8 @@ CONTEXTS: dict[str, Any] = {
     "CreatePartitions": {"metadata": _METADATA,
                          "topics": SimpleNamespace(add_partitions=_no_partitions)},
     "DeleteRecords": {"metadata": _METADATA, "replicas": SimpleNamespace(leader=_not_led)},
-    # no controller on this broker: NOT_CONTROLLER once authorized
-    "ElectLeaders": {"elector": None},
-    "AlterPartitionReassignments": {"elector": None},
-    "ListPartitionReassignments": {"elector": None},
+    # ElectLeaders and the reassignments: the harness's broker is not the controller,
+    # NOT_CONTROLLER once authorized
 }  # fmt: skip
 
 
@@ -118,7 +116,8 @@ async def run(operation: Any, b: BrokerHarness, request: Any, session: Session =
 
 def authorizing(b: BrokerHarness) -> Authorizer:
     """A real Authorizer on the broker, letting the harness (anonymous) play the controller."""
-    b.ctx.authorizer = authz = Authorizer(AclCache())
+    authz = Authorizer(AclCache())
+    b.install_authorizer(authz)
     grant(authz, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, principal=ANONYMOUS)
     return authz
 

@@ -23,6 +23,7 @@ from broker.operations import txn_offset_commit as toc
 from broker.operations import write_txn_markers as wtm
 from broker.security.authorizer import AclCache, Authorizer
 from broker.session import Session
+from coordinator.cluster.producer_ids import ProducerIdManager
 from coordinator.group.records import OFFSETS_TOPIC
 from coordinator.transaction.txn import TxnListing
 from protocol.acl import AclOperation, ResourceType
@@ -32,8 +33,9 @@ from protocol.clock import ManualClock
 from protocol.errors import (
     ClusterAuthorizationFailedError,
     ConcurrentTransactionsError,
-    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
     GroupAuthorizationFailedError,
+    NotCoordinatorError,
     OperationNotAttemptedError,
     ProducerFencedError,
     TopicAuthorizationFailedError,
@@ -48,7 +50,7 @@ from tests.unit.broker.test_txn_verification import coordinator_for as txn_coord
 
 ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
-NO_COORDINATOR = CoordinatorNotAvailableError.code
+NOT_COORDINATOR = NotCoordinatorError.code  # a broker not coordinating the id (yet)
 TOPICS = (("t", (0,)), ("u", (0,)))
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
@@ -105,9 +107,8 @@ async def test_a_transaction_from_init_to_commit_and_the_fenced_producer(tmp_pat
         await b.lead("t")
         await b.lead(OFFSETS_TOPIC, 1)
         none = await run(ipi.run, b, ipi.InitProducerId("tx", 60_000))
-        assert (none.error_code, none.producer_id) == (NO_COORDINATOR, -1)
-        assert none.error_message == "this broker runs no transaction coordinator"
-        await txn_coordinator_for(b, clock)
+        assert (none.error_code, none.producer_id) == (NOT_COORDINATOR, -1)
+        await txn_coordinator_for(b)
         first = await run(ipi.run, b, ipi.InitProducerId("tx", 60_000))
         assert first.error_code == 0 and first.producer_id >= 0
         pid, epoch = first.producer_id, first.producer_epoch
@@ -126,22 +127,23 @@ async def test_a_transaction_from_init_to_commit_and_the_fenced_producer(tmp_pat
         assert fenced.error_code == ProducerFencedError.code
 
 
-async def test_an_idempotent_producer_without_a_producer_id_manager_may_retry(
-    tmp_path: Path,
-) -> None:
-    """COORDINATOR_NOT_AVAILABLE (retriable) on both doors: the Kafka door said
-    UNKNOWN_SERVER_ERROR."""
-    async with running_broker(tmp_path) as b:
-        ok = await run(ipi.run, b, ipi.InitProducerId(None, 60_000))
-        assert ok.error_code == 0 and ok.producer_epoch == 0
-        b.ctx.producer_ids = None
-        none = await run(ipi.run, b, ipi.InitProducerId(None, 60_000))
-        assert (none.error_code, none.producer_id) == (NO_COORDINATOR, -1)
+async def test_an_idempotent_producer_whose_broker_claims_no_id_block_may_retry() -> None:
+    """ZooKeeper out of reach: the claim's error (retriable) with its message, on both doors
+    (the Kafka door once said UNKNOWN_SERVER_ERROR)."""
+
+    class Unreachable:
+        async def claim_block(self, broker_id: int) -> Any:
+            raise CoordinatorLoadInProgressError("no producer id block: ZooKeeper is away")
+
+    ctx = SimpleNamespace(authorizer=None, producer_ids=ProducerIdManager(1, Unreachable()))
+    none = await ipi.run(ctx, SESSION, ipi.InitProducerId(None, 60_000))  # type: ignore[arg-type]
+    assert (none.error_code, none.producer_id) == (CoordinatorLoadInProgressError.code, -1)
+    assert none.error_message == "no producer id block: ZooKeeper is away"
 
 
 async def test_init_producer_id_refusals(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+    authz = Authorizer(AclCache())
+    async with running_broker(tmp_path, authorizer=authz) as b:
         idempotent, txn = ipi.InitProducerId(None, 60_000), ipi.InitProducerId("tx", 60_000)
         assert (await run(ipi.run, b, idempotent)).error_code == (
             ClusterAuthorizationFailedError.code)  # fmt: skip
@@ -162,7 +164,8 @@ async def test_add_partitions_refusals_per_partition_and_for_a_brokers_batch(
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         await b.lead("u")
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, "tx")
         grant(authz, AclOperation.WRITE, ResourceType.TOPIC, "t")
         one = apt.TxnPartitions("tx", 1, 0, TOPICS)
@@ -180,21 +183,21 @@ async def test_add_partitions_refusals_per_partition_and_for_a_brokers_batch(
         batch = await run(apt.run, b, apt.AddPartitionsToTxn((verify,), from_broker=True))
         assert batch.error_code == 0
         assert batch.transactions[0].topics == (
-            ("t", ((0, NO_COORDINATOR),)), ("u", ((0, NO_COORDINATOR),)))  # fmt: skip
+            ("t", ((0, NOT_COORDINATOR),)), ("u", ((0, NOT_COORDINATOR),)))  # fmt: skip
 
 
 async def test_add_offsets_and_end_txn_refusals(tmp_path: Path) -> None:
-    async with running_broker(tmp_path) as b:
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+    authz = Authorizer(AclCache())
+    async with running_broker(tmp_path, authorizer=authz) as b:
         offsets, end = aot.AddOffsetsToTxn("tx", 1, 0, "g"), end_txn.EndTxn("tx", 1, 0, True)
         txn_denied = TransactionalIdAuthorizationFailedError.code
         assert (await run(aot.run, b, offsets)).error_code == txn_denied
         assert (await run(end_txn.run, b, end)).error_code == txn_denied
         grant(authz, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, "tx")
         assert (await run(aot.run, b, offsets)).error_code == GroupAuthorizationFailedError.code
-        assert (await run(end_txn.run, b, end)).error_code == NO_COORDINATOR
+        assert (await run(end_txn.run, b, end)).error_code == NOT_COORDINATOR
         grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
-        assert (await run(aot.run, b, offsets)).error_code == NO_COORDINATOR
+        assert (await run(aot.run, b, offsets)).error_code == NOT_COORDINATOR
 
 
 async def test_txn_offset_commit_answers_in_the_order_asked_refused_topics_included(
@@ -209,9 +212,10 @@ async def test_txn_offset_commit_answers_in_the_order_asked_refused_topics_inclu
         one = (toc.OffsetToCommit(0, 5, "m"),)
         ask = toc.TxnOffsetCommit("tx", "g", 1, 0, (("secret", one), ("t", one)))
         no = await run(toc.run, b, ask)
-        assert no.topics == (("secret", ((0, NO_COORDINATOR),)), ("t", ((0, NO_COORDINATOR),)))
+        assert no.topics == (("secret", ((0, NOT_COORDINATOR),)), ("t", ((0, NOT_COORDINATOR),)))
         await coordinate_groups(b, clock)
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         denied = await run(toc.run, b, ask)
         txn_denied = TransactionalIdAuthorizationFailedError.code
         assert denied.topics == (("secret", ((0, txn_denied),)), ("t", ((0, txn_denied),)))
@@ -231,7 +235,8 @@ async def test_write_txn_markers_needs_alter_or_cluster_action_and_answers_each_
     async with running_broker(tmp_path) as b:
         await b.lead("t", 2)
         marker = wtm.Marker(7, 0, False, 0, (("t", (0, 1)), ("gone", (0,))))
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         refused = await run(wtm.run, b, wtm.WriteTxnMarkers((marker,)))
         cluster = ClusterAuthorizationFailedError.code
         assert refused.markers == (wtm.MarkerWritten(7, (
@@ -246,12 +251,13 @@ async def test_write_txn_markers_needs_alter_or_cluster_action_and_answers_each_
 async def test_list_transactions_shows_only_describable_ids(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
-        assert await run(lt.run, b, lt.ListTransactions()) == lt.ListTransactionsResult(
-            NO_COORDINATOR)  # fmt: skip
-        await txn_coordinator_for(b, clock)
+        # a broker coordinating no transactional id lists none
+        assert await run(lt.run, b, lt.ListTransactions()) == lt.ListTransactionsResult(0)
+        await txn_coordinator_for(b)
         for tid in ("tx", "secret"):
             assert (await run(ipi.run, b, ipi.InitProducerId(tid, 60_000))).error_code == 0
-        b.ctx.authorizer = authz = Authorizer(AclCache())
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
         grant(authz, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, "tx")
         result = await run(lt.run, b, lt.ListTransactions(("Empty", "Bogus")))
         assert result.error_code == 0 and result.unknown_states == ("Bogus",)
@@ -278,6 +284,6 @@ async def test_describe_producers_reads_any_replica_and_refuses_per_topic(
         assert [(r.producer_id, r.producer_epoch, r.last_sequence)
                 for r in followed.producers] == [(pid, 0, 0)]  # fmt: skip
         assert missing.error_code != 0 and missing.error_message
-        b.ctx.authorizer = Authorizer(AclCache())
+        b.install_authorizer(Authorizer(AclCache()))
         ((_, (refused, _)),) = (await run(dp.run, b, ask)).topics
         assert refused.error_code == TopicAuthorizationFailedError.code and refused.error_message

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from coordinator.group.records import OFFSETS_TOPIC
-from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.group.service import GroupCoordinator
 from coordinator.group.states import State
 from coordinator.runtime.states import PartitionState
 from protocol.api.group import (
@@ -28,14 +28,7 @@ from protocol.errors import (
     NotCoordinatorError,
     UnknownMemberIdError,
 )
-from tests.unit.broker.harness import BrokerHarness, running_broker
-
-
-def coordinator_for(h: BrokerHarness, clock: ManualClock) -> GroupCoordinator:
-    groups = GroupCoordinator(1, h.ctx.replicas, h.ctx.metadata, h.ctx.topics, clock,
-                              GroupConfig(offsets_partitions=1))  # fmt: skip
-    h.ctx.groups = groups
-    return groups
+from tests.unit.broker.harness import running_broker
 
 
 async def settle(groups: GroupCoordinator) -> None:
@@ -48,7 +41,7 @@ async def settle(groups: GroupCoordinator) -> None:
 async def test_join_commit_failover_expiry_and_resign(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead("t", 3)
         await h.lead(OFFSETS_TOPIC, 1)  # LeaderAndIsr: this broker becomes coordinator
         await settle(groups)
@@ -69,12 +62,13 @@ async def test_join_commit_failover_expiry_and_resign(tmp_path: Path) -> None:
         fetched = await conn.send(OffsetFetchRequest("g", [TopicPartitions("t", [1, 2])]))
         assert [(p.partition, p.offset) for p in fetched.topics[0].partitions] == [(1, 42), (2, -1)]
 
-        # failover: a fresh coordinator over the same log loads the group by replaying it
-        # (a record that is not the coordinator's, e.g. a client's write, is skipped)
+        # failover: the coordinator gives the partition up and loads the group again by
+        # replaying the log (a record that is not the coordinator's, e.g. a client's write,
+        # is skipped)
         junk = build_batch([(b"junk", b"\x01", None, 0)])
         assert h.ctx.replicas.append(OFFSETS_TOPIC, 0, junk).error_code == 0
         await groups.shutdown()
-        again = coordinator_for(h, clock)
+        again = h.ctx.groups
         again.on_leadership_change()
         hb = HeartbeatRequest("g", 1, member)
         assert again.heartbeat(hb) == CoordinatorLoadInProgressError.code  # Catch up
@@ -101,7 +95,7 @@ async def test_a_resigned_leadership_answers_not_coordinator_at_once(tmp_path: P
     very next group request must not be answered from the dropped leadership's cache."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead("t", 1)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)

@@ -15,7 +15,7 @@ from protocol.api.group import HeartbeatRequest, JoinGroupRequest
 from protocol.clock import ManualClock
 from protocol.errors import FencedInstanceIdError
 from tests.unit.broker.harness import running_broker
-from tests.unit.coordinator.group.test_service import coordinator_for, settle
+from tests.unit.coordinator.group.test_service import settle
 
 FENCED = FencedInstanceIdError.code
 PROTOCOLS = [("range", b"meta")]
@@ -24,7 +24,7 @@ PROTOCOLS = [("range", b"meta")]
 async def test_native_static_rejoin_after_failover_keeps_its_place(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead("t", 3)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
@@ -33,8 +33,8 @@ async def test_native_static_rejoin_after_failover_keeps_its_place(tmp_path: Pat
         assert first.error_code == 0 and first.generation_id == 1
         assert groups.heartbeat(HeartbeatRequest("g", 1, first.member_id, "pod-0")) == 0
 
-        await groups.shutdown()  # failover: a fresh coordinator replays the log
-        again = coordinator_for(h, clock)
+        await groups.shutdown()  # failover: the partition given up, then replayed from the log
+        again = h.ctx.groups
         again.on_leadership_change()
         await settle(again)
         back = await again.join(join)  # the restarted process: no member id, same instance
@@ -52,7 +52,7 @@ async def test_native_static_rejoin_after_failover_keeps_its_place(tmp_path: Pat
 async def test_replaced_member_waiting_for_its_sync_is_fenced(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
 

@@ -12,7 +12,7 @@ from protocol.api.group import OffsetFetchRequest, TopicPartitions
 from protocol.clock import ManualClock
 from protocol.errors import InvalidProducerEpochError, UnstableOffsetCommitError
 from tests.unit.broker.harness import running_broker
-from tests.unit.coordinator.group.test_service import coordinator_for, settle
+from tests.unit.coordinator.group.test_service import settle
 
 WANTED = OffsetFetchRequest("g", [TopicPartitions("t", [0, 1])])
 
@@ -25,7 +25,7 @@ def offsets(groups: object, stable: bool = False) -> list[tuple[int, int, int]]:
 async def test_txn_offsets_count_only_once_committed(tmp_path: Path) -> None:
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead("t", 2)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
@@ -47,11 +47,11 @@ async def test_txn_offsets_count_only_once_committed(tmp_path: Path) -> None:
         assert await groups.txn_commit("g", 9, 0, -1, "", [("t", 1, 1, None)]) == (
             InvalidProducerEpochError.code
         )
-        # an open transaction, then a failover: the new coordinator replays the
-        # transactional batches and the markers from the log
+        # an open transaction, then a failover: the coordinator, having given the partition
+        # up, replays the transactional batches and the markers from the log
         assert await groups.txn_commit("g", 7, 0, -1, "", [("t", 1, 11, None)]) == 0
         await groups.shutdown()
-        again = coordinator_for(h, clock)
+        again = h.ctx.groups
         again.on_leadership_change()
         await settle(again)
         assert offsets(again, stable=True) == [(0, 5, 0), (1, -1, unstable)]
@@ -66,7 +66,7 @@ async def test_a_marker_written_while_loading_is_not_lost(tmp_path: Path) -> Non
     the load began (and its live completion called while still loading) ends the transaction."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as h:
-        groups = coordinator_for(h, clock)
+        groups = h.ctx.groups
         await h.lead("t", 2)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
@@ -87,7 +87,7 @@ async def test_a_marker_written_while_loading_is_not_lost(tmp_path: Path) -> Non
             return got
 
         replicas.read_records = read_then_mark  # type: ignore[method-assign]
-        again = coordinator_for(h, clock)
+        again = h.ctx.groups
         again.on_leadership_change()
         await settle(again)
         assert offsets(again, stable=True) == [(0, 4, 0), (1, -1, 0)]
