@@ -72,25 +72,29 @@ format: setup
 # that are not marked slow, on clusters shared across modules (tests/fixtures/cluster.py); each
 # run prints its 20 slowest tests. `make test-all` (CI) adds what is marked slow: chaos runs,
 # Spark, the browser, the third-party suites and the tests that kill or pause brokers.
+# The integration tests wait on brokers, clients and Spark more than they compute, so they run on
+# three workers: a test file to a worker (module-scoped clusters stay in one process), each
+# worker with its own ZooKeeper and cluster pool, the longest files first (tests/conftest.py).
 UNIT := $(BIN)/pytest -q -n 2 --durations=20 tests/unit
+INTEGRATION := $(BIN)/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=20
 
 test: setup zookeeper kcat
 	$(UNIT)
-	$(BIN)/pytest -q -m "not slow" --durations=20 tests/integration
+	$(INTEGRATION) -m "not slow" tests/integration
 
 test-all: setup zookeeper kcat chromium
 	$(UNIT)
-	$(BIN)/pytest -q --durations=20 tests/integration tests/spark
+	$(INTEGRATION) tests/integration tests/spark
 
 test-unit: setup
 	$(UNIT)
 
 test-integration: setup zookeeper kcat
-	$(BIN)/pytest -q -m "not slow" --durations=20 tests/integration
+	$(INTEGRATION) -m "not slow" tests/integration
 
 # only what `make test` leaves out
 test-slow: setup zookeeper kcat chromium
-	$(BIN)/pytest -q -m slow --durations=20 tests/integration tests/spark
+	$(INTEGRATION) -m slow tests/integration tests/spark
 
 # line coverage of broker/, coordinator/, client/, protocol/ and transport/ ([tool.coverage] in
 # pyproject.toml; it follows the xdist workers and every broker process a test starts).
