@@ -1,11 +1,14 @@
 """The sentence for a native command pointed at a Kafka listener, with and without the
-broker's native listener (transport/kafka_probe.py; the probe itself is tested through the CLI
-against a real broker's Kafka port in tests/integration/test_cli.py)."""
+broker's native listener, and the probe against an in-process broker's Kafka door
+(transport/kafka_probe.py; through the CLI against a real broker's Kafka port in
+tests/integration/test_cli.py)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+from tests.unit.broker.harness import running_broker
 from transport.kafka_probe import KafkaListener, probe, wrong_door
 
 
@@ -34,3 +37,19 @@ def test_an_address_that_does_not_answer_in_kafkas_framing_is_not_a_kafka_listen
             return await probe("127.0.0.1", port)
 
     assert asyncio.run(closing_server()) is None
+
+
+def test_an_odradek_kafka_listener_is_recognised_and_names_its_native_listener(
+    tmp_path: Path,
+) -> None:
+    """A real broker's Kafka door (in process): ApiVersions answers, and DescribeConfigs of the
+    broker itself names where the native door is."""
+
+    async def run() -> KafkaListener | None:
+        async with running_broker(tmp_path) as broker:
+            return await probe("127.0.0.1", broker.kafka_port)
+
+    found = asyncio.run(run())
+    assert found is not None and found.address.startswith("127.0.0.1:")
+    assert found.native is not None, found
+    assert wrong_door(found).endswith(f"this broker's native listener is {found.native}")
