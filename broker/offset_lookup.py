@@ -3,9 +3,11 @@
 EARLIEST is the log start (nothing is tiered here; LATEST_TIERED gets Kafka's -1 answer).
 LATEST is the log end for a replica, the HW for a consumer, the LSO with read_committed;
 MAX_TIMESTAMP is the offset of the largest timestamp below that same limit; a timestamp >= 0
-is the first offset whose timestamp is at least it, below the HW. A consumer asking a new leader
-whose HW still lags the start of its epoch gets OFFSET_NOT_AVAILABLE (KIP-207). ReplicaManager
-(`list_offset`) finds the partition and checks the leader epoch first.
+is the first record whose timestamp is at least it, below the HW, with that record's timestamp
+and its batch's leader epoch (as Kafka; the record is found inside its batch, log/reads.py).
+A consumer asking a new leader whose HW still lags the start of its epoch gets
+OFFSET_NOT_AVAILABLE (KIP-207). ReplicaManager (`list_offset`) finds the partition and checks
+the leader epoch first.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def offset_for_timestamp(
         return NONE, found[1], found[0], p.leader_epoch
     if timestamp < 0:
         return OffsetOutOfRangeError.code, -1, -1, -1
-    found = log.times.offset_for_timestamp(timestamp)
-    if found is None or found[0] >= p.high_watermark:
+    record = log.times.offset_for_timestamp(timestamp)
+    if record is None or record.offset >= p.high_watermark:
         return NONE, -1, -1, p.leader_epoch
-    return NONE, found[1], found[0], p.leader_epoch
+    return NONE, record.timestamp_ms, record.offset, record.leader_epoch

@@ -8,7 +8,8 @@ shortens the file in place, so a slice past the cut may come up short (a sender 
 what pread/sendfile return).
 
 `TimeLookup` answers ListOffsets by time: `offset_for_timestamp` walks the segments' time
-indexes, `offset_of_max_timestamp` answers MAX_TIMESTAMP (KIP-734) and keeps its answer until
+indexes to the first batch that can hold the timestamp and finds the record inside it,
+`offset_of_max_timestamp` answers MAX_TIMESTAMP (KIP-734) and keeps its answer until
 another batch takes the maximum.
 
 They see the segment list (segment_list.py) and the log start offset (durability.py), never
@@ -20,12 +21,27 @@ from __future__ import annotations
 import bisect
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.log.dir_failure import LogDirIOError
 from broker.log.durability import Durability
-from broker.log.segment import H_LENGTH, Segment
+from broker.log.segment import (
+    H_ATTRIBUTES,
+    H_BASE,
+    H_EPOCH,
+    H_LAST_DELTA,
+    H_LENGTH,
+    H_MAX_TS,
+    Segment,
+)
 from broker.log.segment_list import SegmentList
-from protocol.batch import LENGTH_PREFIX_BYTES, InvalidBatchError, decode_records
+from protocol.batch import (
+    LENGTH_PREFIX_BYTES,
+    TIMESTAMP_TYPE_BIT,
+    InvalidBatchError,
+    Record,
+    decode_records,
+)
 from protocol.codec import FileSlice
 from protocol.errors import OdradekError, OffsetOutOfRangeError, UsageError
 
@@ -76,6 +92,14 @@ def read(
     return ReadResult(None, offset, offset, 0)
 
 
+class Found(NamedTuple):
+    """A ListOffsets answer by time: a record's offset and timestamp, its batch's epoch."""
+
+    offset: int
+    timestamp_ms: int
+    leader_epoch: int  # -1: the batch carries none
+
+
 class TimeLookup:
     """Offsets by timestamp in a log's segments (ListOffsets), never below its log start
     offset (durability.py keeps it)."""
@@ -86,12 +110,30 @@ class TimeLookup:
         # ListOffsets MAX_TIMESTAMP: ((segment base, max ts, batch base), answer), kept
         self._found: tuple[tuple[int, int, int], tuple[int, int]] | None = None
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, batch max timestamp) of the first batch with max timestamp >= the given."""
+    def offset_for_timestamp(self, timestamp_ms: int) -> Found | None:
+        """The first record at or after the log start whose timestamp is >= the given, with
+        its batch's leader epoch; None when no record has such a timestamp.
+
+        As Kafka's FileRecords.searchForTimestamp: the time index gives a position, batches are
+        walked from there by their headers, and in the first one whose max timestamp is >= the
+        given (a batch wholly below the log start is skipped) the records are decoded, so the
+        answer is the record's offset and timestamp, not the batch's. Under LogAppendTime every
+        record carries the batch's timestamp, so the first record answers. This is the one read
+        path that looks inside a (maybe compressed) batch: one batch a lookup, a second only
+        when the log start cuts the first."""
+        start = self._durability.log_start_offset
         for seg in self._segments.all:
-            found = seg.find_by_time(timestamp_ms)
-            if found is not None:
-                return max(found[0], self._durability.log_start_offset), found[1]
+            for pos, header in seg.batches_by_time(timestamp_ms):
+                if header[H_BASE] + header[H_LAST_DELTA] < start:
+                    continue
+                append_time = header[H_ATTRIBUTES] & TIMESTAMP_TYPE_BIT
+                records = _records(seg, pos, header)
+                if records is None:  # undecodable here: the batch's base offset answers
+                    return Found(max(header[H_BASE], start), header[H_MAX_TS], header[H_EPOCH])
+                for r in records:
+                    ts = header[H_MAX_TS] if append_time else r.timestamp
+                    if ts >= timestamp_ms and r.offset >= start:
+                        return Found(r.offset, ts, header[H_EPOCH])
         return None
 
     def offset_of_max_timestamp(self) -> tuple[int, int] | None:
@@ -115,15 +157,19 @@ class TimeLookup:
         found = (max(best.offset_of_max_timestamp, log_start_offset), best.max_timestamp)
         located = best.locate(best.offset_of_max_timestamp)
         if located is not None:
-            pos, header = located
-            data = os.pread(best.fd, LENGTH_PREFIX_BYTES + header[H_LENGTH], pos)
-            try:
-                _, records = decode_records(data)
-            except (InvalidBatchError, OdradekError):
-                records = []  # undecodable here: the batch's base offset is the answer
+            records = _records(best, *located) or []  # undecodable: the batch's base answers
             for r in records:
                 if r.timestamp == best.max_timestamp:
                     found = (max(r.offset, log_start_offset), r.timestamp)
                     break
         self._found = (key, found)
         return found
+
+
+def _records(seg: Segment, pos: int, header: tuple[int, ...]) -> list[Record] | None:
+    """The records of the batch at `pos` in `seg` (decompressed), None if they do not decode."""
+    data = os.pread(seg.fd, LENGTH_PREFIX_BYTES + header[H_LENGTH], pos)
+    try:
+        return decode_records(data)[1]
+    except (InvalidBatchError, OdradekError):
+        return None

@@ -31,7 +31,7 @@ import bisect
 import os
 import struct
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from broker.log.dir_failure import LogDirIOError
@@ -54,7 +54,7 @@ WINDOW_BYTES = 8192
 MIN_BATCH_LENGTH = HEADER_BYTES - LENGTH_PREFIX_BYTES
 MAX_RELATIVE_OFFSET = (1 << 31) - 1  # offsets in a segment stay within base + this (index)
 # Fields of a HEADER.unpack tuple.
-H_BASE, H_LENGTH, H_EPOCH, H_LAST_DELTA, H_MAX_TS, H_COUNT = 0, 1, 2, 6, 8, 12
+H_BASE, H_LENGTH, H_EPOCH, H_ATTRIBUTES, H_LAST_DELTA, H_MAX_TS, H_COUNT = 0, 1, 2, 5, 6, 8, 12
 _PEEK = struct.Struct(">qi11xi")  # base offset, batch length, last offset delta
 assert _PEEK.size == 27
 
@@ -422,18 +422,18 @@ class Segment:
             pos, next_offset = pos + size, last + 1
         return start, pos - start, first, next_offset
 
-    def find_by_time(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(base offset, max timestamp) of the first batch with max timestamp >= the given."""
+    def batches_by_time(self, timestamp_ms: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """(position, header) of each batch whose max timestamp is >= the given, in offset
+        order, from the time index's entry for it (ListOffsets by time looks inside them)."""
         if self.max_timestamp < timestamp_ms:
-            return None
+            return
         offset = self.time_index.offset_before(timestamp_ms)
         pos = self.index.lookup(offset) if offset is not None else 0
         window = _Window(self.fd, self.size_bytes)
         while (header := window.header(pos)) is not None:
             if header[H_MAX_TS] >= timestamp_ms:
-                return header[H_BASE], header[H_MAX_TS]
+                yield pos, header
             pos += LENGTH_PREFIX_BYTES + header[H_LENGTH]
-        return None
 
     def epochs(self, on_epoch: OnEpoch) -> None:
         """Call on_epoch(epoch, base offset) for every batch (rebuilding the epoch cache)."""

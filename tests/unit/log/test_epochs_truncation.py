@@ -121,13 +121,14 @@ def test_offsets_by_time(open_log: OpenLog) -> None:
     for i in range(30):  # batch i: offsets 2i, 2i+1 with timestamps T0+10i and T0+10i+5
         log.append_as_leader(batch([b"t" * 20] * 2, timestamps=[T0 + 10 * i, T0 + 10 * i + 5]), 0)
     assert log.segments.count > 2
-    assert log.times.offset_for_timestamp(T0) == (0, T0 + 5)
-    assert log.times.offset_for_timestamp(T0 - 1000) == (0, T0 + 5)
-    assert log.times.offset_for_timestamp(T0 + 5) == (0, T0 + 5)
-    assert log.times.offset_for_timestamp(T0 + 6) == (2, T0 + 15)
-    assert log.times.offset_for_timestamp(T0 + 171) == (34, T0 + 175)
-    assert log.times.offset_for_timestamp(T0 + 176) == (36, T0 + 185)
-    assert log.times.offset_for_timestamp(T0 + 295) == (58, T0 + 295)
+    # the record's offset and timestamp, not its batch's base offset and max timestamp
+    assert log.times.offset_for_timestamp(T0) == (0, T0, 0)
+    assert log.times.offset_for_timestamp(T0 - 1000) == (0, T0, 0)
+    assert log.times.offset_for_timestamp(T0 + 5) == (1, T0 + 5, 0)
+    assert log.times.offset_for_timestamp(T0 + 6) == (2, T0 + 10, 0)
+    assert log.times.offset_for_timestamp(T0 + 171) == (35, T0 + 175, 0)
+    assert log.times.offset_for_timestamp(T0 + 176) == (36, T0 + 180, 0)
+    assert log.times.offset_for_timestamp(T0 + 295) == (59, T0 + 295, 0)
     assert log.times.offset_for_timestamp(T0 + 296) is None
 
 
@@ -135,5 +136,5 @@ def test_offsets_by_time_with_out_of_order_timestamps(open_log: OpenLog) -> None
     log = open_log(index_interval_bytes=0)
     for ts in (T0 + 50, T0 + 10, T0 + 80, T0 + 20):
         log.append_as_leader(batch([b"o"], timestamp_ms=ts), 0)
-    assert log.times.offset_for_timestamp(T0 + 40) == (0, T0 + 50)
-    assert log.times.offset_for_timestamp(T0 + 60) == (2, T0 + 80)
+    assert log.times.offset_for_timestamp(T0 + 40) == (0, T0 + 50, 0)
+    assert log.times.offset_for_timestamp(T0 + 60) == (2, T0 + 80, 0)

@@ -150,7 +150,8 @@ def test_missing_or_corrupt_indexes_are_rebuilt(open_log: OpenLog, log_dir: Path
             rebuilt = {p.name: p.read_bytes() for p in log_dir.glob(f"*{suffix}")}
             assert rebuilt == pristine, (suffix, how)
             assert read_values(reopened) == expected
-            assert reopened.times.offset_for_timestamp(1_700_000_000_030) == (30, 1_700_000_000_030)
+            found = reopened.times.offset_for_timestamp(1_700_000_000_030)
+            assert found == (30, 1_700_000_000_030, 1)
             reopened.close()
 
 

@@ -1,0 +1,78 @@
+"""ListOffsets by timestamp through librdkafka (confluent-kafka `offsets_for_times`) on a real
+three-broker cluster: two records in one batch, the answer is the record whose timestamp is at
+or after the target (its offset and timestamp), not the batch's base offset and max timestamp.
+The batch is checked to be one batch in the leader's segment file, for the test to mean it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deploy.cluster import LocalCluster
+from protocol.batch import iter_batches
+from tests.integration.kafka_clients import CLIENTS, Rec
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 30.0
+EARLY, LATE = 1234, 999_999_999_999  # issue 33's two timestamps
+
+
+@pytest.fixture(scope="module")
+def confluent(cluster3: LocalCluster) -> Iterator[Any]:
+    yield CLIENTS["confluent-kafka"](cluster3.kafka_bootstrap)
+
+
+def _batches(cluster: LocalCluster, topic: str) -> list[tuple[int, int]]:
+    """(base offset, record count) of each batch in any replica's segment files."""
+    state = cluster.state
+    assert state is not None
+    for b in state.brokers:
+        paths = sorted((Path(b.log_dir) / f"{topic}-0").glob("*.log"))
+        if paths:
+            data = b"".join(p.read_bytes() for p in paths)
+            return [(h.base_offset, h.record_count) for _, h in iter_batches(data)]
+    return []
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_offsets_for_times_answers_the_record_inside_the_batch(
+    cluster3: LocalCluster, confluent: Any, codec: str
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    topic = f"by-time-{uuid.uuid4().hex[:8]}"
+    confluent.create_topic(topic, 1, 1, {})
+    recs = [Rec(None, b"early", timestamp_ms=EARLY), Rec(None, b"late", timestamp_ms=LATE)]
+    # a long linger: both records leave in one batch (flush sends it at once)
+    assert confluent.produce(topic, recs, acks=-1, compression=codec, **{"linger.ms": 10_000}) == [
+        (0, 0),
+        (0, 1),
+    ]
+    assert _batches(cluster3, topic) == [(0, 2)]  # one batch of two records
+    c = Consumer({"bootstrap.servers": cluster3.kafka_bootstrap, "group.id": topic})
+    try:
+
+        def offset_for(ts: int) -> int:
+            (found,) = c.offsets_for_times([TopicPartition(topic, 0, ts)], TIMEOUT_S)
+            assert found.error is None, found.error
+            return int(found.offset)
+
+        assert offset_for(LATE) == 1  # Kafka's answer; the batch's base offset was 0
+        assert offset_for(EARLY + 1) == 1
+        assert offset_for(EARLY) == 0
+        assert offset_for(LATE + 1) == -1  # none at or after it: librdkafka's end (-1)
+    finally:
+        c.close()
+    # the timestamp answered is the record's, not the batch's maximum
+    admin = AdminClient({"bootstrap.servers": cluster3.kafka_bootstrap})
+    tp = TopicPartition(topic, 0)
+    for asked, (offset, ts) in {EARLY: (0, EARLY), EARLY + 1: (1, LATE)}.items():
+        futures = admin.list_offsets({tp: OffsetSpec.for_timestamp(asked)})
+        info = futures[tp].result(timeout=TIMEOUT_S)
+        assert (info.offset, info.timestamp) == (offset, ts)
