@@ -6,12 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZK_JAR := /usr/share/java/zookeeper.jar
 KCAT := /usr/bin/kcat
+IPTABLES := /usr/sbin/iptables
 CHROMIUM := /usr/bin/chromium
 KP_VERSION := 3.0.12
 KP_CACHE := $(VENV)/kafka-python-suite
 KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 
-.PHONY: setup zookeeper kcat chromium lint format test test-all test-unit test-integration test-slow coverage cluster bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted
 
@@ -41,6 +42,10 @@ zookeeper: $(ZK_JAR)
 # Debian's kcat (librdkafka's command-line client): the tests use it against the Kafka listener.
 kcat: $(KCAT)
 
+# Debian's iptables: the network lab (deploy/netns.py) of `cluster up --netns`, `make chaos` as
+# root and the tests that build one (tests/integration/test_netns.py, the chaos runs).
+iptables: $(IPTABLES)
+
 # Debian's Chromium (and its driver): the console's browser tests drive it through Playwright.
 chromium: $(CHROMIUM)
 
@@ -50,7 +55,11 @@ $(CHROMIUM):
 
 $(KCAT):
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat iptables >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null
+
+$(IPTABLES):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables >/dev/null
 
 $(ZK_JAR):
 	@command -v java >/dev/null || { echo "java is required for ZooKeeper"; exit 1; }
@@ -78,22 +87,22 @@ format: setup
 UNIT := $(BIN)/pytest -q -n 2 --durations=20 tests/unit
 INTEGRATION := $(BIN)/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=20
 
-test: setup zookeeper kcat
+test: setup zookeeper kcat iptables
 	$(UNIT)
 	$(INTEGRATION) -m "not slow" tests/integration
 
-test-all: setup zookeeper kcat chromium
+test-all: setup zookeeper kcat iptables chromium
 	$(UNIT)
 	$(INTEGRATION) tests/integration tests/spark
 
 test-unit: setup
 	$(UNIT)
 
-test-integration: setup zookeeper kcat
+test-integration: setup zookeeper kcat iptables
 	$(INTEGRATION) -m "not slow" tests/integration
 
 # only what `make test` leaves out
-test-slow: setup zookeeper kcat chromium
+test-slow: setup zookeeper kcat iptables chromium
 	$(INTEGRATION) -m slow tests/integration tests/spark
 
 # line coverage of broker/, coordinator/, client/, protocol/ and transport/ ([tool.coverage] in
@@ -101,7 +110,7 @@ test-slow: setup zookeeper kcat chromium
 # COVERAGE_TESTS picks the tiers: the unit tier by default (~4 min), e.g.
 # COVERAGE_TESTS="tests/unit tests/integration" for both (about an hour)
 COVERAGE_TESTS ?= tests/unit
-coverage: setup zookeeper kcat
+coverage: setup zookeeper kcat iptables
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -n 2 $(COVERAGE_TESTS)
 	$(BIN)/coverage combine -q
@@ -150,7 +159,7 @@ bench-groups: setup zookeeper
 
 # a longer `odradek chaos run` than the one in `make test-all`: every fault kind this machine allows
 # (as root: network namespaces and tmpfs too); CHAOS_ARGS e.g. "--seed 7 --workload kafka"
-chaos: setup zookeeper
+chaos: setup zookeeper iptables
 	$(BIN)/python -m deploy.cli chaos run --dir .odradek-chaos --cycles 36 --json chaos-run.json $(CHAOS_ARGS)
 
 clean:

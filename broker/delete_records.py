@@ -1,13 +1,18 @@
 """DeleteRecords on the leader: Kafka's deleteRecordsOnLocalLog and DelayedDeleteRecords.
 
 `delete_on_leader` raises one partition's log start offset on its leader: -1 means the high
-watermark (the last stable offset while a transaction is open: its records stay); an offset
-below 0 or above that is OFFSET_OUT_OF_RANGE; one at or below
-the log start changes nothing and succeeds. The log deletes the closed segments wholly below the
-new start at once (Log.advance_log_start_offset, with retention's deferred delete) and writes
-its log-start checkpoint, so the records stay gone across a restart. Followers raise their own
-log start to the leader's when a fetch answer gives it (broker/replica_fetcher.py) and report it
-in their next fetch (Partition.record_follower_log_start).
+watermark; an offset below 0 or above the high watermark is OFFSET_OUT_OF_RANGE; one at or below
+the log start changes nothing and succeeds. The bound is the high watermark, not the last stable
+offset, as in Kafka (UnifiedLog.maybeIncrementLogStartOffset): right after a commit the
+transaction's records are below the high watermark while its marker is still being written, and
+deleting up to the end then succeeds. Records of a transaction still open may go; its first
+unstable offset then moves up to the new log start. Retention, which no client asks for, keeps
+its last-stable-offset bound (Log.delete_retained_segments). The log deletes the closed segments
+wholly below the new start at once (Log.advance_log_start_offset, with retention's deferred
+delete) and writes its log-start checkpoint, so the records stay gone across a restart. Followers
+raise their own log start to the leader's when a fetch answer gives it
+(broker/replica_fetcher.py) and report it in their next fetch
+(Partition.record_follower_log_start).
 
 `await_low_watermarks` then waits, within the request's timeout, until each partition's low
 watermark (Partition.low_watermark: the smallest log start over the leader and its live
@@ -34,13 +39,10 @@ Outcome = tuple[int, int]  # (error code, low watermark)
 log = logging.getLogger("odradek.broker.delete_records")
 
 
-def delete_target(requested: int, high_watermark: int, last_stable: int | None = None) -> int:
-    """The new log start offset for a request's `offset` (raises OffsetOutOfRangeError).
-    `last_stable`: the partition's last stable offset; an open transaction's records are not
-    deleted from under it (-1 then means the last stable offset, and an offset past it is out
-    of range, naming the open transaction's first offset)."""
-    bound = high_watermark if last_stable is None else min(high_watermark, last_stable)
-    target = bound if requested == DELETE_TO_HIGH_WATERMARK else requested
+def delete_target(requested: int, high_watermark: int) -> int:
+    """The new log start offset for a request's `offset` (raises OffsetOutOfRangeError):
+    -1 is the high watermark; below 0 or above the high watermark is out of range."""
+    target = high_watermark if requested == DELETE_TO_HIGH_WATERMARK else requested
     if target < 0:
         raise OffsetOutOfRangeError(f"the offset {requested} is not valid")
     if target > high_watermark:
@@ -48,18 +50,13 @@ def delete_target(requested: int, high_watermark: int, last_stable: int | None =
             f"cannot move the log start offset to {target}: it is above the high watermark "
             f"{high_watermark}"
         )
-    if target > bound:
-        raise OffsetOutOfRangeError(
-            f"cannot move the log start offset to {target}: an open transaction starts at "
-            f"{bound} (the last stable offset)"
-        )
     return target
 
 
 def delete_on_leader(replicas: ReplicaManager, topic: str, partition: int, offset: int) -> int:
     """Raise the partition's log start offset on this leader; the offset it must reach."""
     p = replicas.leader(topic, partition)
-    target = delete_target(offset, p.high_watermark, p.last_stable_offset)
+    target = delete_target(offset, p.high_watermark)
     if p.log.advance_log_start_offset(target):
         log.info("%s-%d: records before offset %d deleted", topic, partition, target)
     return target

@@ -102,7 +102,7 @@ from deploy.cluster_state import (
     ClusterState,
     StateFile,
 )
-from deploy.netns import LabSpec, NetLab, require_root, rewrite_connect
+from deploy.netns import LabSpec, NetLab, require_root, require_tools, rewrite_connect
 from deploy.processes import DEFAULT_HOST, port_in_use, process_state, stop_console
 from transport.security import SecurityConfig
 
@@ -184,6 +184,8 @@ class LocalCluster:
             raise ClusterError(f"tmpfs size must be positive, not {tmpfs_mb}")
         if network == "netns" or tmpfs_mb:
             require_root(NETNS_ROOT_MESSAGE)
+        if network == "netns":
+            require_tools()  # before ZooKeeper starts: one line naming the package to install
         if not 1 <= brokers <= MAX_BROKERS:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
         if base_port is not None and not 1024 <= base_port <= 65535 - 3 * brokers:

@@ -22,10 +22,13 @@ with a pulled cable (DROP, not REJECT):
   still reaches its peers and clients.
 - `heal(b)`: flush both chains. A new fault replaces the broker's previous one.
 
-Setup and teardown are idempotent (each step checks what exists); teardown deletes namespaces,
-veths, the bridge and the DNAT rules. All of it needs root: `require_root()` raises
-`NeedsRootError`, a UsageError the CLI prints as one line. Commands run through an injected
-`Runner`, so unit tests check the commands without touching the network.
+Setup and teardown are idempotent (each step checks what exists); teardown deletes the DNAT
+rules, namespaces, veths and the bridge, every step whatever the others did (a missing `iptables`
+must not leave the namespaces behind), then raises one NetLabError naming each step that failed,
+a line each. All of it needs root: `require_root()` raises `NeedsRootError`, a UsageError the
+CLI prints as one line; `require_tools()` names the Debian package of a missing `ip` or
+`iptables` before anything is made. Commands run through an injected `Runner`, so unit tests
+check the commands without touching the network.
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from protocol.errors import UsageError
@@ -48,6 +53,9 @@ CHAIN_IN = "ODRADEK-IN"
 CHAIN_OUT = "ODRADEK-OUT"
 FAULTS = ("isolate", "cut_zookeeper")
 COMMAND_TIMEOUT_S = 20.0
+# a crashed setup may have added a DNAT rule more than once; teardown deletes at most this many
+DNAT_DUPLICATES_MAX = 16
+TOOLS = {"ip": "iproute2", "iptables": "iptables"}  # the commands the lab runs: their packages
 
 
 class NetLabError(UsageError):
@@ -65,6 +73,15 @@ class NeedsRootError(NetLabError):
 def require_root(message: str = ROOT_MESSAGE) -> None:
     if os.geteuid() != 0:
         raise NeedsRootError(message)
+
+
+def require_tools(which: Callable[[str], str | None] = shutil.which) -> None:
+    """Raise one line naming the packages to install when `ip` or `iptables` is missing."""
+    missing = [tool for tool in TOOLS if which(tool) is None]
+    if missing:
+        packages = " ".join(TOOLS[tool] for tool in missing)
+        raise NetLabError(f"the network lab needs {' and '.join(missing)}: install it with "
+                          f"`apt-get install {packages}`")  # fmt: skip
 
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -255,8 +272,7 @@ class NetLab:
     def _must(self, *args: str) -> str:
         done = self._run(list(args))
         if done.returncode != 0:
-            err = (done.stderr or done.stdout or "").strip().splitlines()
-            raise NetLabError(f"`{' '.join(args)}` failed: {err[-1] if err else done.returncode}")
+            raise NetLabError(_failed(done))
         return done.stdout
 
     def _ok(self, *args: str) -> bool:
@@ -333,16 +349,56 @@ class NetLab:
 
     def teardown(self) -> None:
         """Delete the DNAT rules, namespaces, veths and bridge; whatever is already gone is fine.
-        Processes still inside a namespace keep it alive until they exit."""
+        Every step runs whatever the others did; then one NetLabError names each failed step, a
+        line each. Processes still inside a namespace keep it alive until they exit."""
         require_root()
+        failures = []
+        for what, step in self._teardown_steps():
+            try:
+                step()
+            except NetLabError as exc:
+                failures.append(f"{what}: {exc.message}")
+        if failures:
+            lines = "".join(f"\n  {line}" for line in failures)
+            raise NetLabError(f"network lab {self.spec.bridge} was not wholly torn down:{lines}")
+
+    def _teardown_steps(self) -> list[tuple[str, Callable[[], object]]]:
         s = self.spec
-        for port in s.zookeeper_ports:
-            while self._ok("iptables", "-t", "nat", "-D", *self._dnat(port)):
-                pass
+        steps: list[tuple[str, Callable[[], object]]] = [
+            (f"the DNAT rule of port {port}", partial(self._undo_dnat, port))
+            for port in s.zookeeper_ports
+        ]
         for b in s.broker_ids:
-            self._ok("ip", "netns", "del", s.namespace(b))
-            self._ok("ip", "link", "del", s.veth(b))  # gone with the namespace, unless orphaned
-        self._ok("ip", "link", "del", s.bridge)
+            ns = s.namespace(b)
+            steps.append((f"namespace {ns}", partial(
+                self._delete_if_there, ["ip", "netns", "pids", ns], ["ip", "netns", "del", ns]
+            )))  # fmt: skip
+            # gone with the namespace, unless orphaned
+            steps.append((f"veth {s.veth(b)}", partial(self._delete_link, s.veth(b))))
+        steps.append((f"bridge {s.bridge}", partial(self._delete_link, s.bridge)))
+        return steps
+
+    def _delete_if_there(self, check: list[str], delete: list[str]) -> bool:
+        """Run `delete` if `check` succeeds (the thing exists). A failed delete is an error only
+        if the thing is still there: the kernel takes a deleted namespace's veth away on its
+        own, a moment later. True when there was something to delete."""
+        if not self._ok(*check):
+            return False
+        done = self._run(delete)
+        if done.returncode != 0 and self._ok(*check):
+            raise NetLabError(_failed(done))
+        return True
+
+    def _delete_link(self, name: str) -> bool:
+        return self._delete_if_there(["ip", "link", "show", name], ["ip", "link", "del", name])
+
+    def _undo_dnat(self, port: int) -> None:
+        check = ["iptables", "-t", "nat", "-C", *self._dnat(port)]
+        delete = ["iptables", "-t", "nat", "-D", *self._dnat(port)]
+        for _ in range(DNAT_DUPLICATES_MAX):
+            if not self._delete_if_there(check, delete):
+                return
+        raise NetLabError(f"still there after {DNAT_DUPLICATES_MAX} deletes")
 
     def exists(self) -> bool:
         return self._ok("ip", "link", "show", self.spec.bridge)
@@ -381,3 +437,9 @@ class NetLab:
         self.heal(broker_id)
         for rule in rules:
             self._must(*self._in(broker_id, "iptables", *rule))
+
+
+def _failed(done: subprocess.CompletedProcess[str]) -> str:
+    """One line for a failed command: the command and the last line it printed."""
+    err = (done.stderr or done.stdout or "").strip().splitlines()
+    return f"`{' '.join(done.args)}` failed: {err[-1] if err else done.returncode}"

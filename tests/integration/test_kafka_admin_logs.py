@@ -4,7 +4,8 @@ DeleteRecords, DescribeLogDirs, DescribeTopicPartitions, ElectLeaders (after a b
 moved leadership away from the preferred replicas) and the reassignment APIs. Each answer is checked
 against the native Admin, `odradek topics describe` and the data itself (read back with the
 native Consumer; data is written with the native Producer, so these tests do not depend on the
-record format the Kafka clients write).
+record format the Kafka clients write, except DeleteRecords right after a transaction's commit,
+whose records a confluent-kafka transactional producer writes).
 """
 
 from __future__ import annotations
@@ -234,6 +235,42 @@ def test_delete_records_past_the_high_watermark_is_refused(shared: LocalCluster)
                        "--bootstrap", cluster.bootstrap)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("LowWatermark: 10")
+
+
+def test_delete_records_right_after_a_commit(shared: LocalCluster) -> None:
+    """Kafka bounds DeleteRecords by the high watermark, not the last stable offset: right
+    after commit_transaction() the marker may still be on its way (the LSO then stays at the
+    transaction's first offset), and deleting up to the records' end still succeeds. Twenty
+    rounds, so the window before the marker lands is hit."""
+    from confluent_kafka import Producer as CkProducer
+    from confluent_kafka import TopicPartition as CkTopicPartition
+
+    cluster = shared
+    topic = _topic("delrec-txn")
+    _create(cluster, topic, 1, 3)
+    txn_id = _topic("delrec-txn-id")
+    producer = CkProducer({"bootstrap.servers": cluster.kafka_bootstrap,
+                           "transactional.id": txn_id, "linger.ms": 1})  # fmt: skip
+    admin = _confluent_admin(cluster)
+    producer.init_transactions(30)
+    ends: list[int] = []
+    offsets: list[int] = []  # this round's delivered offsets
+    for round_ in range(20):
+        offsets.clear()
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(topic, value=b"r%d-%d" % (round_, i), partition=0,
+                             on_delivery=lambda err, msg: offsets.append(msg.offset()))  # fmt: skip
+        producer.commit_transaction(30)  # flushes: every record is delivered (acks=all)
+        end = max(offsets) + 1
+        futures = admin.delete_records([CkTopicPartition(topic, 0, end)])
+        (deleted,) = [f.result(30) for f in futures.values()]
+        assert deleted.low_watermark == end, round_
+        ends.append(end)
+    assert ends == [6 * r + 5 for r in range(20)]  # five records and a marker per round
+    tp = TopicPartition(topic, 0)
+    with Admin(cluster.bootstrap) as native:
+        assert native.list_offsets({tp: -2})[tp].offset == ends[-1]
 
 
 # ----- DescribeLogDirs and DescribeTopicPartitions ------------------------------------------

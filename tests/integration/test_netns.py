@@ -1,10 +1,12 @@
 """deploy/netns.py on real namespaces, without a cluster: a forwarded loopback "ZooKeeper" port
 and a listener inside a broker's namespace, reached or not as the faults say; connections under
-a fault time out (packets dropped) rather than being refused; teardown leaves nothing behind."""
+a fault time out (packets dropped) rather than being refused; teardown leaves nothing behind,
+and without iptables still removes the namespaces, veths and bridge."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.netns import NetLab
+from deploy.netns import NetLab, NetLabError
 from tests.fixtures.zk import free_port
 
 pytestmark = [
@@ -104,5 +106,36 @@ def test_teardown_leaves_nothing(tmp_path: Path) -> None:
     assert lab.spec.lab_id not in links
     spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert lab.spec.lab_id not in spaces
+    nat = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True).stdout
+    assert lab.spec.bridge not in nat
+
+
+def test_teardown_without_iptables_still_removes_namespaces_and_bridge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine whose `iptables` went away: every other step still runs, and the one error
+    names the DNAT rule left behind; with iptables back, a second teardown removes it."""
+    lab = NetLab.plan(str(tmp_path), [1, 2], [free_port()])
+    lab.setup()
+    only_ip = tmp_path / "bin"
+    only_ip.mkdir()
+    ip = shutil.which("ip")
+    assert ip is not None
+    (only_ip / "ip").symlink_to(ip)
+    try:
+        with monkeypatch.context() as m:
+            m.setenv("PATH", str(only_ip))
+            with pytest.raises(NetLabError) as info:
+                lab.teardown()
+        assert info.value.message.splitlines()[1:] == [
+            f"  the DNAT rule of port {lab.spec.zookeeper_ports[0]}: 'iptables' is not "
+            "installed (the network lab needs it)"
+        ]
+        assert not lab.exists()
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert lab.spec.lab_id not in links and lab.spec.lab_id not in spaces
+    finally:
+        lab.teardown()  # iptables on the PATH again: the DNAT rule goes too
     nat = subprocess.run(["iptables", "-t", "nat", "-S"], capture_output=True, text=True).stdout
     assert lab.spec.bridge not in nat

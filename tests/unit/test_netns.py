@@ -1,11 +1,13 @@
 """deploy/netns.py without touching the network: names, subnets, connect strings, the iptables
-rules of each fault, idempotent setup through a fake command runner, the root check, and the
-`cluster up --netns` flag's one-line refusal for a non-root user."""
+rules of each fault, idempotent setup and a teardown that runs every step through fake command
+runners, the root and tools checks, and the `cluster up --netns` flag's one-line refusals for a
+non-root user and a machine without iptables."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,7 @@ from deploy.netns import (
     lab_id,
     loopback_ports,
     pick_subnet,
+    require_tools,
     rewrite_connect,
     routed_networks,
 )
@@ -158,10 +161,91 @@ def test_setup_creates_only_what_is_missing(as_root: None) -> None:
     ) in cmds
 
 
+class FakeHost:
+    """A machine holding `links`, `namespaces` and `dnat` rules (port: how many copies) that
+    `ip` and `iptables` see and delete; a delete of a thing in `stuck` fails, and a command in
+    `missing` is not installed (raised as run_command raises it)."""
+
+    def __init__(self, links: set[str], namespaces: set[str], dnat: dict[int, int],
+                 stuck: Sequence[str] = (), missing: Sequence[str] = ()) -> None:  # fmt: skip
+        self.links, self.namespaces, self.dnat = links, namespaces, dnat
+        self.stuck, self.missing = set(stuck), set(missing)
+        self.calls: list[str] = []
+
+    @classmethod
+    def with_lab(cls, **kwargs: Sequence[str]) -> FakeHost:
+        s = spec()
+        links = {s.bridge, *(s.veth(b) for b in s.broker_ids)}
+        return cls(links, {s.namespace(b) for b in s.broker_ids}, {2181: 2}, **kwargs)
+
+    def __call__(self, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        self.calls.append(" ".join(args))
+        if args[0] in self.missing:
+            raise NetLabError(f"{args[0]!r} is not installed (the network lab needs it)")
+        status = 0 if self._answer(list(args)) else 1
+        return subprocess.CompletedProcess(list(args), status, "", "Device or resource busy")
+
+    def _answer(self, args: list[str]) -> bool:
+        name = args[-1]
+        match args[:3]:
+            case ["ip", "link", "show"]:
+                return name in self.links
+            case ["ip", "netns", "pids"]:
+                return name in self.namespaces
+            case ["ip", "link", "del"] | ["ip", "netns", "del"] if name in self.stuck:
+                return False
+            case ["ip", "link", "del"] if name in self.links:
+                self.links.remove(name)
+                return True
+            case ["ip", "netns", "del"] if name in self.namespaces:
+                self.namespaces.remove(name)
+                return True
+            case ["iptables", "-t", "nat"]:
+                port = int(args[args.index("--dport") + 1])
+                if args[3] == "-D" and self.dnat.get(port):
+                    self.dnat[port] -= 1
+                    return True
+                return args[3] == "-C" and self.dnat.get(port, 0) > 0
+        return False
+
+    @property
+    def left(self) -> set[str]:
+        return self.links | self.namespaces | {f"dnat {p}" for p, n in self.dnat.items() if n}
+
+
+def test_teardown_deletes_everything_even_duplicated_rules(as_root: None) -> None:
+    host = FakeHost.with_lab()
+    NetLab(spec(), host).teardown()
+    assert host.left == set()
+    assert host.calls.count("ip link del odba1b2c3") == 1
+
+
 def test_teardown_ignores_what_is_gone(as_root: None) -> None:
-    run = FakeRunner(fail=[" del ", " -D "])
-    NetLab(spec(), run).teardown()
-    assert "ip link del odba1b2c3" in run.commands()
+    host = FakeHost(set(), set(), {})
+    NetLab(spec(), host).teardown()
+    assert not [c for c in host.calls if " del " in c or " -D " in c]
+
+
+def test_teardown_without_iptables_still_deletes_namespaces_and_bridge(as_root: None) -> None:
+    host = FakeHost.with_lab(missing=["iptables"])
+    with pytest.raises(NetLabError) as info:
+        NetLab(spec(), host).teardown()
+    assert host.left == {"dnat 2181"}
+    assert info.value.message.splitlines() == [
+        "network lab odba1b2c3 was not wholly torn down:",
+        "  the DNAT rule of port 2181: 'iptables' is not installed (the network lab needs it)",
+    ]
+
+
+def test_teardown_reports_each_failed_step_and_runs_the_rest(as_root: None) -> None:
+    host = FakeHost.with_lab(stuck=["od-a1b2c3-b2", "odba1b2c3"])
+    with pytest.raises(NetLabError) as info:
+        NetLab(spec(), host).teardown()
+    assert host.left == {"od-a1b2c3-b2", "odba1b2c3"}  # the steps after each failure ran
+    assert info.value.message.splitlines()[1:] == [
+        "  namespace od-a1b2c3-b2: `ip netns del od-a1b2c3-b2` failed: Device or resource busy",
+        "  bridge odba1b2c3: `ip link del odba1b2c3` failed: Device or resource busy",
+    ]
 
 
 def test_a_failed_command_is_one_readable_error(as_root: None) -> None:
@@ -194,3 +278,36 @@ def test_cli_refuses_netns_without_root(
 def test_unknown_network_mode() -> None:
     with pytest.raises(ClusterError, match="network must be one of"):
         LocalCluster("/tmp/never-made", network="wifi")
+
+
+def test_a_missing_tool_is_one_line_naming_its_package() -> None:
+    found = {"ip": "/usr/sbin/ip"}
+    with pytest.raises(NetLabError) as info:
+        require_tools(found.get)
+    assert info.value.message == (
+        "the network lab needs iptables: install it with `apt-get install iptables`"
+    )
+    with pytest.raises(NetLabError) as info:
+        require_tools(lambda _tool: None)
+    assert info.value.message == (
+        "the network lab needs ip and iptables: install it with `apt-get install iproute2 iptables`"
+    )
+    require_tools(lambda tool: f"/usr/sbin/{tool}")  # both there: nothing to say
+
+
+def test_cluster_up_netns_without_iptables_stops_at_once(
+    as_root: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ip").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "ip").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))  # `ip` and nothing else
+    where = tmp_path / "cluster"
+    assert main(["cluster", "up", "--dir", str(where), "--netns"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "odradek: error: the network lab needs iptables: install it with `apt-get install iptables`"
+    ]
+    assert not where.exists()  # before ZooKeeper, the lab or the cluster's directory

@@ -33,14 +33,6 @@ def test_delete_target_minus_one_is_the_high_watermark() -> None:
     assert delete_target(42, 42) == 42
 
 
-def test_delete_target_stops_at_an_open_transaction() -> None:
-    assert delete_target(-1, 42, last_stable=30) == 30
-    assert delete_target(30, 42, last_stable=30) == 30
-    with pytest.raises(OffsetOutOfRangeError, match="an open transaction starts at 30"):
-        delete_target(31, 42, last_stable=30)
-    assert delete_target(-1, 42, last_stable=42) == 42
-
-
 @pytest.mark.parametrize("offset", [43, -2, -100])
 def test_delete_target_outside_zero_to_hw_is_out_of_range(offset: int) -> None:
     with pytest.raises(OffsetOutOfRangeError):
