@@ -114,6 +114,10 @@ class MetadataCache:
     def has_topic(self, name: str) -> bool:
         return name in self.topics
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        """Whether this broker knows the partition (Kafka's `metadataCache.contains(tp)`)."""
+        return partition in self.topics.get(topic, ())
+
     def topic_id(self, name: str) -> uuid.UUID | None:
         """The topic's id (KIP-516), None for an unknown topic or one without an id."""
         return self._ids.get(name)

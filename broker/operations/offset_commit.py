@@ -9,12 +9,17 @@ Refusals, in Kafka's order: no Read on the group is GROUP_AUTHORIZATION_FAILED f
 partition; no group coordinator on this broker COORDINATOR_NOT_AVAILABLE for every
 partition; a KIP-848 member committing with a generation that cannot be its epoch (Kafka
 v0-v8: `generation_is_epoch` False) UNSUPPORTED_VERSION, as Kafka answers; then each topic
-without Read is TOPIC_AUTHORIZATION_FAILED and the others are committed.
+without Read is TOPIC_AUTHORIZATION_FAILED, each partition this broker's metadata cache does
+not know (no such topic, or an index past its partition count) UNKNOWN_TOPIC_OR_PARTITION,
+and the others are committed. Kafka's clients retry the last (it is retriable): a topic just
+created may reach this broker's cache a moment after the controller wrote it. The
+coordinator's own commits (coordinator/group/) do not come through here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
@@ -24,6 +29,7 @@ from protocol.api import group
 from protocol.errors import (
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
 
@@ -80,20 +86,38 @@ async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> Offset
     if code:
         return _answer(req, lambda topic, partition: code)
     codes: dict[tuple[str, int], int] = {}
-    allowed = [t for t in req.topics if t.name not in refused]
-    if allowed:
-        commit = group.OffsetCommitRequest(
-            req.group_id, req.generation_id, req.member_id,
-            [group.CommitTopic(t.name, [
-                group.CommitPartition(p.partition, p.offset, p.metadata, p.leader_epoch)
-                for p in t.partitions]) for t in allowed],
-            req.group_instance_id,
-        )  # fmt: skip
+    commit_topics = _known(ctx, req, refused, codes)
+    if commit_topics:
+        commit = group.OffsetCommitRequest(req.group_id, req.generation_id, req.member_id,
+                                           commit_topics, req.group_instance_id)  # fmt: skip
         done = await ctx.groups.commit(commit)
-        codes = {(t.name, p.partition): p.error_code for t in done.topics for p in t.partitions}
+        codes.update({(t.name, p.partition): p.error_code for t in done.topics
+                      for p in t.partitions})  # fmt: skip
     denied = TopicAuthorizationFailedError.code
     return _answer(req, lambda topic, partition: denied if topic in refused
                    else codes[(topic, partition)])  # fmt: skip
+
+
+def _known(
+    ctx: BrokerContext, req: OffsetCommit, refused: AbstractSet[str],
+    codes: dict[tuple[str, int], int],
+) -> list[group.CommitTopic]:  # fmt: skip
+    """The allowed topics' partitions this broker knows, to commit; each one it does not
+    know gets UNKNOWN_TOPIC_OR_PARTITION in `codes`."""
+    out = []
+    for t in req.topics:
+        if t.name in refused:
+            continue
+        partitions = []
+        for p in t.partitions:
+            if ctx.metadata.has_partition(t.name, p.partition):
+                partitions.append(group.CommitPartition(p.partition, p.offset, p.metadata,
+                                                        p.leader_epoch))  # fmt: skip
+            else:
+                codes[(t.name, p.partition)] = UnknownTopicOrPartitionError.code
+        if partitions:
+            out.append(group.CommitTopic(t.name, partitions))
+    return out
 
 
 def _answer(req: OffsetCommit, code_of: _CodeOf) -> OffsetCommitResult:

@@ -6,20 +6,23 @@ dropped at ABORT. One error code for all the partitions it commits.
 
 Refusals, in Kafka's order: Write on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 and Read on the group (GROUP_AUTHORIZATION_FAILED) for every partition; then Read on each topic:
-a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and the others are committed.
-Topics are answered in the order asked. No group coordinator here: COORDINATOR_NOT_AVAILABLE.
+a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED; then each partition this
+broker's metadata cache does not know (no such topic, or an index past its partition count)
+UNKNOWN_TOPIC_OR_PARTITION (retriable: a topic just created may reach the cache a moment
+late); the others are committed. Topics are answered in the order asked. No group
+coordinator here: COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
 from broker.operations.txn_common import txn_group_refusal
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import TopicAuthorizationFailedError
+from protocol.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 
 API = "TxnOffsetCommit"
 
@@ -50,19 +53,26 @@ class TxnOffsetCommitResult:
 
 
 async def run(ctx: BrokerContext, session: Session, req: TxnOffsetCommit) -> TxnOffsetCommitResult:
-    code = txn_group_refusal(ctx, session, req.transactional_id, req.group_id, API)
-    denied: AbstractSet[str] = frozenset()
-    if not code:
-        denied = rules.denied(ctx, session, rules.READ, rules.TOPIC, (t for t, _ in req.topics),
-                              api=API)  # fmt: skip
-        offsets = [(t, p.partition, p.offset, p.metadata, p.leader_epoch)
-                   for t, ps in req.topics if t not in denied for p in ps]  # fmt: skip
-        if offsets:
-            code = await _commit(ctx, req, offsets)
-    refused = TopicAuthorizationFailedError.code
+    refusal = txn_group_refusal(ctx, session, req.transactional_id, req.group_id, API)
+    if refusal:
+        return _answer(req, lambda topic, partition: refusal)
+    denied = rules.denied(ctx, session, rules.READ, rules.TOPIC, (t for t, _ in req.topics),
+                          api=API)  # fmt: skip
+    known = ctx.metadata.has_partition
+    missing = {(t, p.partition) for t, ps in req.topics if t not in denied for p in ps
+               if not known(t, p.partition)}  # fmt: skip
+    offsets = [(t, p.partition, p.offset, p.metadata, p.leader_epoch)
+               for t, ps in req.topics if t not in denied
+               for p in ps if (t, p.partition) not in missing]  # fmt: skip
+    code = await _commit(ctx, req, offsets) if offsets else 0
+    refused, unknown = TopicAuthorizationFailedError.code, UnknownTopicOrPartitionError.code
+    return _answer(req, lambda topic, partition: refused if topic in denied
+                   else unknown if (topic, partition) in missing else code)  # fmt: skip
+
+
+def _answer(req: TxnOffsetCommit, code_of: Callable[[str, int], int]) -> TxnOffsetCommitResult:
     return TxnOffsetCommitResult(tuple(
-        (t, tuple((p.partition, refused if t in denied else code) for p in ps))
-        for t, ps in req.topics
+        (t, tuple((p.partition, code_of(t, p.partition)) for p in ps)) for t, ps in req.topics
     ))  # fmt: skip
 
 

@@ -366,5 +366,6 @@ def _first_code(resp: Any) -> int:
             return int(item.error_code)
     for t in getattr(resp, "topics", []) or []:
         for p in t.partitions:
-            return int(p.error_code)
+            if p.error_code != NONE:  # any partition's (one the coordinator's cache lacks)
+                return int(p.error_code)
     return NONE

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from client import Admin, Consumer, Producer
 from client.types import NewTopic
@@ -382,6 +385,49 @@ def test_commits_with_a_wrong_generation_or_member_are_refused(
         real.converge([kp])  # the member was not disturbed
     finally:
         real.stop_all()
+
+
+def test_commits_for_partitions_that_do_not_exist_are_refused(
+    cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    """confluent-kafka's Consumer.commit and its admin's alter_consumer_group_offsets (an
+    OffsetCommit too) for a topic that does not exist, and for a partition past an existing
+    topic's count: UNKNOWN_TOPIC_OR_PARTITION for each of them, as Kafka answers (odradek
+    committed them), and nothing stored for them. The existing partition asked in the same
+    request is committed (librdkafka's commit callback reports the request's error on every
+    partition, so OffsetFetch shows it)."""
+    s = Scenario.new(cluster3, tmp_path, "unknown", partitions=1)
+    missing = _name("missing")
+    answers: list[tuple[KafkaError | None, list[TopicPartition]]] = []
+    consumer = ConfluentConsumer({
+        "bootstrap.servers": s.kafka, "group.id": s.group, "enable.auto.commit": False,
+        "on_commit": lambda err, partitions: answers.append((err, partitions)),
+    })  # fmt: skip
+    try:
+        consumer.commit(offsets=[TopicPartition(s.topic, 0, 3), TopicPartition(s.topic, 5, 4),
+                                 TopicPartition(missing, 0, 123)], asynchronous=True)  # fmt: skip
+        wire.wait_for(lambda: consumer.poll(0.1) is None and bool(answers),
+                      "the commit's answer", CONVERGE_S)  # fmt: skip
+    finally:
+        consumer.close()
+    ((_, partitions),) = answers
+    errors = {(tp.topic, tp.partition): tp.error for tp in partitions}
+    unknown = KafkaError.UNKNOWN_TOPIC_OR_PART
+    for tp in ((missing, 0), (s.topic, 5)):
+        error = errors[tp]
+        assert error is not None and error.code() == unknown, (tp, error)
+    assert wire.committed(s.kafka, s.group) == {(s.topic, 0): 3}
+
+    admin = AdminClient({"bootstrap.servers": s.kafka})
+    request = ConsumerGroupTopicPartitions(s.group, [TopicPartition(s.topic, 0, 2),
+                                           TopicPartition(missing, 0, 7)])  # fmt: skip
+    (future,) = admin.alter_consumer_group_offsets([request]).values()
+    altered = future.result(CONVERGE_S)
+    got = {(tp.topic, tp.partition): tp.error for tp in altered.topic_partitions}
+    assert got[(s.topic, 0)] is None
+    refused = got[(missing, 0)]
+    assert refused is not None and refused.code() == unknown, refused
+    assert wire.committed(s.kafka, s.group) == {(s.topic, 0): 2}
 
 
 # ----- odradek groups on a Kafka group -------------------------------------------------------

@@ -17,6 +17,7 @@ from protocol.errors import (
     GroupAuthorizationFailedError,
     IllegalGenerationError,
     TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
 from tests.unit.broker.harness import running_broker
@@ -77,6 +78,40 @@ async def test_offset_commit_answers_each_partition_in_the_order_asked(tmp_path:
         committed = b.ctx.groups.group_view("g")[1]
         assert committed is not None
         assert {tp: o.offset for tp, o in committed.offsets.items()} == {("t", 0): 5, ("t", 1): 6}
+
+
+async def test_offset_commit_refuses_partitions_this_broker_does_not_know(
+    tmp_path: Path,
+) -> None:
+    """A topic not in the metadata cache, or an index past its partition count, is
+    UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers (odradek committed them): the known ones
+    are committed. It is decided before the coordinator is asked, so a request of unknown
+    partitions only gets it even where no coordinator is; a topic without Read is
+    TOPIC_AUTHORIZATION_FAILED whether it exists or not (Read is checked first)."""
+    clock = ManualClock()
+    unknown = UnknownTopicOrPartitionError.code
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        missing = oc.OffsetCommit("g", -1, "", (
+            oc.CommitTopic("missing", (oc.CommitPartition(0, 123),)),))  # fmt: skip
+        assert codes(await run(oc.run, b, missing)) == [("missing", 0, unknown)]
+        await coordinate_groups(b, clock)
+        mixed = oc.OffsetCommit("g", -1, "", (
+            oc.CommitTopic("missing", (oc.CommitPartition(0, 123), oc.CommitPartition(1, 4))),
+            oc.CommitTopic("t", (oc.CommitPartition(0, 5), oc.CommitPartition(2, 7),
+                                 oc.CommitPartition(1, 6))),
+        ))  # fmt: skip
+        assert codes(await run(oc.run, b, mixed)) == [
+            ("missing", 0, unknown), ("missing", 1, unknown),
+            ("t", 0, 0), ("t", 2, unknown), ("t", 1, 0)]  # fmt: skip
+        committed = b.ctx.groups.group_view("g")[1]
+        assert committed is not None
+        assert {tp: o.offset for tp, o in committed.offsets.items()} == {("t", 0): 5, ("t", 1): 6}
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
+        denied = TopicAuthorizationFailedError.code
+        assert codes(await run(oc.run, b, missing)) == [("missing", 0, denied)]
 
 
 async def test_a_kip848_member_commits_with_its_epoch_only(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from protocol.errors import (
     ProducerFencedError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
 )
 from protocol.principal import KafkaPrincipal
 from tests.unit.broker.harness import BrokerHarness, running_broker
@@ -51,6 +52,7 @@ from tests.unit.broker.test_txn_verification import coordinator_for as txn_coord
 ALICE = KafkaPrincipal.user("alice")
 SESSION = Session(principal=ALICE, peer_host="127.0.0.1", peer_port=5555)
 NOT_COORDINATOR = NotCoordinatorError.code  # a broker not coordinating the id (yet)
+UNKNOWN = UnknownTopicOrPartitionError.code
 TOPICS = (("t", (0,)), ("u", (0,)))
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
@@ -205,14 +207,15 @@ async def test_txn_offset_commit_answers_in_the_order_asked_refused_topics_inclu
 ) -> None:
     """Write on the id, Read on the group, then Read on each topic: the allowed topics are
     committed, each topic answered where it was asked (the native door put refused ones
-    last)."""
+    last). "secret" does not exist: UNKNOWN_TOPIC_OR_PARTITION, before the coordinator is
+    asked, but TOPIC_AUTHORIZATION_FAILED once Read on it is refused (checked first)."""
     clock = ManualClock()
     async with running_broker(tmp_path, clock=clock) as b:
         await b.lead("t")
         one = (toc.OffsetToCommit(0, 5, "m"),)
         ask = toc.TxnOffsetCommit("tx", "g", 1, 0, (("secret", one), ("t", one)))
         no = await run(toc.run, b, ask)
-        assert no.topics == (("secret", ((0, NOT_COORDINATOR),)), ("t", ((0, NOT_COORDINATOR),)))
+        assert no.topics == (("secret", ((0, UNKNOWN),)), ("t", ((0, NOT_COORDINATOR),)))
         await coordinate_groups(b, clock)
         authz = Authorizer(AclCache())
         b.install_authorizer(authz)
@@ -227,6 +230,29 @@ async def test_txn_offset_commit_answers_in_the_order_asked_refused_topics_inclu
         result = await run(toc.run, b, ask)
         assert result.topics == (
             ("secret", ((0, TopicAuthorizationFailedError.code),)), ("t", ((0, 0),)))  # fmt: skip
+
+
+async def test_txn_offset_commit_refuses_partitions_this_broker_does_not_know(
+    tmp_path: Path,
+) -> None:
+    """A topic not in the metadata cache, or an index past the topic's partition count:
+    UNKNOWN_TOPIC_OR_PARTITION for that partition, as Kafka answers (odradek committed it);
+    the known partitions are committed."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await coordinate_groups(b, clock)
+        o = toc.OffsetToCommit
+        ask = toc.TxnOffsetCommit("tx", "g", 1, 0, (
+            ("missing", (o(0, 123),)), ("t", (o(0, 5), o(2, 7), o(1, 6)))))  # fmt: skip
+        result = await run(toc.run, b, ask)
+        assert result.topics == (("missing", ((0, UNKNOWN),)),
+                                 ("t", ((0, 0), (2, UNKNOWN), (1, 0))))  # fmt: skip
+        group = b.ctx.groups.group_view("g")[1]
+        assert group is not None and sorted(group.pending_txn[1]) == [("t", 0), ("t", 1)]
+        only_unknown = toc.TxnOffsetCommit("tx", "g", 1, 0, (("missing", (o(0, 1), o(1, 2))),))
+        assert (await run(toc.run, b, only_unknown)).topics == (
+            ("missing", ((0, UNKNOWN), (1, UNKNOWN))),)  # fmt: skip
 
 
 async def test_write_txn_markers_needs_alter_or_cluster_action_and_answers_each_partition(

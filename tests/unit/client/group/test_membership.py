@@ -43,6 +43,7 @@ from protocol.errors import (
     NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
 )
 from tests.unit.client.fake_broker import FakeBroker, FakeState, bootstrap, stop_cluster
 
@@ -167,6 +168,20 @@ async def test_lost_coordinator_is_rediscovered_without_stopping(
     assert m.state is C.MEMBER and isinstance(coordinator.seen[-1], HeartbeatRequest)
     await m.close()
     assert isinstance(coordinator.seen[-1], LeaveGroupRequest)
+
+
+async def test_a_commit_retries_a_topic_the_coordinator_does_not_know_yet(
+    coordinator: FakeCoordinator,
+) -> None:
+    """UNKNOWN_TOPIC_OR_PARTITION is retriable (a topic just created reaches the
+    coordinator's metadata a moment late): the commit is sent again and succeeds, and the
+    member keeps its place."""
+    m = await joined(coordinator, Clock())
+    coordinator.codes["OffsetCommit"] = [UnknownTopicOrPartitionError.code] * 2
+    await m.commit({TopicPartition("t", 0): 5})
+    assert sum(isinstance(r, OffsetCommitRequest) for r in coordinator.seen) == 3
+    assert m.state is C.MEMBER
+    await m.close()
 
 
 async def test_join_retries_while_the_coordinator_loads(coordinator: FakeCoordinator) -> None:
