@@ -1,39 +1,52 @@
 """Exactly-once writes (`exactlyOnce=true`): each Spark task's rows in one Kafka transaction,
 committed by the driver once every task has prepared (KIP-939's two-phase commit).
 
-Transactional ids are deterministic, so that any attempt or any later run can find them:
+Every task attempt has a transactional id of its own, deterministic up to the attempt:
 
-    streaming   <prefix>-<query id>-<batch id>-<partition id>
-    batch       <prefix>-w<write id>-<partition id>     (write id: 16 hex digits per write)
+    streaming   <prefix>-<query id>-<batch id>-<partition id>-<attempt>
+    batch       <prefix>-w<write id>-<partition id>-<attempt>     (write id: 16 hex digits)
 
 The query id is the one Spark keeps in the checkpoint (the task's local property
 `sql.streaming.queryId`), the batch id Spark's micro-batch id (`streaming.sql.batchId`), the
-partition id the task's; the write id is drawn by the driver when the batch write is planned.
+partition id the task's, the attempt Spark's task attempt id (`TaskContext.taskAttemptId()`,
+unique among the attempts of one driver); the write id is drawn by the driver when the batch
+write is planned. The attempt is in the id because a failed attempt's Python writer outlives
+its task: Spark fails the task (a UDF raised, a fetch failed) and schedules the next attempt
+while the old writer is still starting, and that writer's InitProducerId, when it comes after
+the next attempt's, would fence the next attempt and abort its prepared transaction (or a
+speculative copy would). With an id per attempt, attempts never touch each other's
+transactions; a stale attempt's transaction is never committed (no message the driver gets
+names it) and is aborted by `cleanup`.
 
 Phase 1, on the executors (`prepare_rows`): the task's producer (enable_2pc: no transaction
-timeout) calls InitProducerId for its id. That fences every earlier attempt of the same
-partition and aborts its transaction, sent or prepared, so only the latest attempt's
-transaction can be open. It sends its rows in a transaction, flushes (every record
-acknowledged) and leaves the transaction open ("prepared", Ongoing at the coordinator),
-returning a `PreparedCommit` naming the id and the producer id and epoch that wrote it.
+timeout) calls InitProducerId for its id (aborting whatever a dead run left under the same id),
+sends its rows in a transaction, flushes (every record acknowledged) and leaves the
+transaction open ("prepared", Ongoing at the coordinator), returning a `PreparedCommit` naming
+the id and the producer id and epoch that wrote it.
 
 Phase 2, on the driver (`commit_prepared`): one producer per id takes the transaction over
 (InitProducerId enable_2pc + keep_prepared_txn: kept, not aborted; the answer names the kept
 transaction's producer id and epoch). Only when every id kept exactly the transaction its
 message names does the driver commit: the first transaction alone (the decision), then the rest.
-Otherwise it aborts what it kept and fails the commit (another attempt replaced one). Then
-`cleanup` aborts this query's (or write's) open transactions that no message names (an attempt
-or a partition a rerun did not have): they would hold the last stable offset back for good.
+Otherwise it aborts what it kept and fails the commit. Then `cleanup` aborts this query's (or
+write's) open transactions that no message names (failed or stale attempts, a partition a
+rerun did not have): they would hold the last stable offset back for good. A stale attempt
+that prepares only after that cleanup is aborted by the next commit's (the next micro-batch's,
+or the prefix's next batch write's).
 
 A streaming query restarted after its driver died re-runs, with the same offsets, the batch
-that is not in its commit log, and its tasks have the same transactional ids:
-- the driver died before committing anything: each task's InitProducerId aborts the prepared
-  transaction the dead run left, and the batch is written again, once;
-- the driver died after committing some: a task whose id is already committed (PrepareCommit or
-  CompleteCommit: only the driver commits, and only after every task prepared) writes nothing,
-  the others abort the dead run's transaction and write theirs, so each partition's rows are
-  committed once. This needs the rerun to split the batch into the same partitions, which Spark
-  does for a replayed batch of a deterministic query.
+that is not in its commit log, with the same query, batch and partition ids:
+- the driver died before committing anything: the rerun writes the batch again, once; the dead
+  run's prepared transactions are aborted by the rerun's `cleanup` (or by a rerun attempt whose
+  id is the same, as task attempt ids start again from 0);
+- the driver died after committing some: a task whose partition has a committed transaction
+  (PrepareCommit or CompleteCommit, any attempt: only the driver commits, and only after every
+  task prepared; `committed_partition` lists them) writes nothing, the others write theirs, so
+  each partition's rows are committed once. This needs the rerun to split the batch into the
+  same partitions, which Spark does for a replayed batch of a deterministic query.
+Every streaming task therefore lists the cluster's committed transactions (ListTransactions
+with a state filter, every broker): a cost that grows with the completed transactional ids the
+coordinators keep (`transactional.id.expiration.ms`).
 A batch write killed between prepare and commit leaves prepared transactions that the next
 exactly-once write with the same prefix aborts (`cleanup`); one killed during its commit keeps
 what it committed (Spark reports the write failed; running it again writes everything again).
@@ -62,14 +75,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 from client import AsyncProducer
 from client.cluster import Cluster
 from client.transactions import PreparedTxnState
-from protocol.api.group import TRANSACTION_KEY_TYPE, FindCoordinatorRequest
-from protocol.api.txn import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-)
-from protocol.errors import NetworkError, OdradekError, TransactionalIdNotFoundError, for_code
+from protocol.api.txn import ListTransactionsRequest, ListTransactionsResponse
+from protocol.errors import NetworkError, OdradekError, for_code
 
 log = logging.getLogger("spark_connector")
 T = TypeVar("T")
@@ -112,8 +119,10 @@ def streaming_base(prefix: str, query_id: str, batch_id: int) -> str:
     return f"{prefix}-{query_id}-{batch_id}"
 
 
-def transactional_id(base: str, partition_id: int) -> str:
-    return f"{base}-{partition_id}"
+def transactional_id(base: str, partition_id: int, attempt_id: int) -> str:
+    """A task attempt's id (module docstring): one per attempt, so that an attempt that
+    outlives its task never fences a later attempt of the same partition."""
+    return f"{base}-{partition_id}-{attempt_id}"
 
 
 def task_base(prefix: str, write_id: str | None, properties: Callable[[str], str | None]) -> str:
@@ -137,9 +146,9 @@ def leftovers(
     """The open transactional ids `cleanup` aborts: a streaming query's (`query_id`) of batches
     up to `up_to_batch`, or (no query id) any batch write's of `prefix`; never one in `named`."""
     if query_id is not None:
-        pattern = re.compile(re.escape(f"{prefix}-{query_id}-") + r"(\d+)-\d+")
+        pattern = re.compile(re.escape(f"{prefix}-{query_id}-") + r"(\d+)-\d+-\d+")
     else:
-        pattern = re.compile(re.escape(f"{prefix}-w") + r"[0-9a-f]{16}-\d+")
+        pattern = re.compile(re.escape(f"{prefix}-w") + r"[0-9a-f]{16}-\d+-\d+")
     out = []
     for tid in open_ids:
         match = pattern.fullmatch(tid)
@@ -165,40 +174,29 @@ async def _retrying(what: str, once: Callable[[], Awaitable[T]]) -> T:
         await asyncio.sleep(RETRY_BACKOFF_S)
 
 
-async def transaction_state(cluster: Cluster, tid: str) -> str | None:
-    """The coordinator's state of `tid` ("Ongoing", "CompleteCommit", ...), None if unknown."""
-
-    async def once() -> str | None:
-        found = await cluster.send_to_any(
-            FindCoordinatorRequest(tid, TRANSACTION_KEY_TYPE), REQUEST_TIMEOUT_MS, read=True
-        )
-        if found.error_code != 0:
-            raise for_code(found.error_code)(f"no coordinator for {tid!r}")
-        if found.node_id not in cluster.metadata.brokers:
-            await cluster.request_update()
-        conn = await cluster.connection(found.node_id)
-        resp: DescribeTransactionsResponse = await conn.send(
-            DescribeTransactionsRequest([tid]), REQUEST_TIMEOUT_MS
-        )
-        row = resp.transactions[0]
-        if row.error_code == TransactionalIdNotFoundError.code:
-            return None
-        if row.error_code != 0:
-            raise for_code(row.error_code)(f"describing transactional id {tid!r}")
-        return row.state
-
-    return await _retrying(f"describing transactional id {tid!r}", once)
-
-
 async def open_transactions(cluster: Cluster) -> list[str]:
     """Every Ongoing transactional id, from every broker (each lists those it coordinates)."""
+    return await listed_transactions(cluster, ["Ongoing"])
+
+
+async def committed_partition(cluster: Cluster, base: str, partition_id: int) -> str | None:
+    """The id of a committed (PrepareCommit or CompleteCommit) transaction of any attempt of
+    `partition_id` of `base`, None if there is none."""
+    pattern = re.compile(re.escape(f"{base}-{partition_id}-") + r"\d+")
+    listed = await listed_transactions(cluster, sorted(COMMITTED_STATES))
+    return next((tid for tid in listed if pattern.fullmatch(tid)), None)
+
+
+async def listed_transactions(cluster: Cluster, states: list[str]) -> list[str]:
+    """Every transactional id in one of `states`, from every broker (each lists those it
+    coordinates)."""
     meta = await cluster.request_update()
 
     async def from_node(node: int) -> list[str]:
         async def once() -> list[str]:
             conn = await cluster.connection(node)
             resp: ListTransactionsResponse = await conn.send(
-                ListTransactionsRequest(["Ongoing"], []), REQUEST_TIMEOUT_MS
+                ListTransactionsRequest(states, []), REQUEST_TIMEOUT_MS
             )
             if resp.error_code != 0:
                 raise for_code(resp.error_code)(f"ListTransactions at broker {node}")
@@ -215,22 +213,28 @@ async def open_transactions(cluster: Cluster) -> list[str]:
 
 async def prepare_rows(
     bootstrap: str,
-    tid: str,
+    base: str,
+    partition_id: int,
+    attempt_id: int,
     send_rows: Callable[[AsyncProducer], Awaitable[int]],
     skip_if_committed: bool,
     cluster: Cluster,
     producer_config: dict[str, Any],
 ) -> PreparedCommit:
-    """Write a task's rows in a transaction of `tid` and leave it prepared (see the module
-    docstring). `skip_if_committed` (a streaming rerun): nothing is written when `tid` is
-    already committed."""
-    if skip_if_committed and await transaction_state(cluster, tid) in COMMITTED_STATES:
-        log.warning("%s was committed by an earlier run of this batch: not written again", tid)
-        return PreparedCommit(tid, -1, -1, 0, already_committed=True)
+    """Write a task attempt's rows in a transaction of its own id and leave it prepared (see
+    the module docstring). `skip_if_committed` (streaming: maybe a rerun): nothing is written
+    when any attempt of the partition is already committed."""
+    tid = transactional_id(base, partition_id, attempt_id)
+    if skip_if_committed:
+        committed = await committed_partition(cluster, base, partition_id)
+        if committed is not None:
+            log.warning("%s was committed by an earlier run of this batch: %s not written",
+                        committed, tid)  # fmt: skip
+            return PreparedCommit(committed, -1, -1, 0, already_committed=True)
     producer = AsyncProducer(bootstrap, transactional_id=tid, enable_2pc=True, **producer_config)
     await producer.start()
     try:
-        await producer.init_transactions()  # fences earlier attempts, aborts what they left
+        await producer.init_transactions()  # aborts what a dead run left under this id
         producer.begin_transaction()
         try:
             count = await send_rows(producer)
@@ -294,7 +298,7 @@ async def commit_prepared(bootstrap: str, prepared: Sequence[PreparedCommit], wh
                                    if p.ongoing_transaction is not None])  # fmt: skip
             raise OdradekError(
                 f"exactlyOnce: {what} not committed: the prepared transaction of {wrong} is not "
-                "the one its task reported (another attempt replaced it); every transaction of "
+                "the one its task reported (it was aborted or replaced); every transaction of "
                 "it is aborted"
             )
         hold("commit", what)
@@ -338,5 +342,5 @@ def query_id_of(messages: Sequence[WriterCommitMessage | None], prefix: str) -> 
     for m in messages:
         if isinstance(m, PreparedCommit):
             rest = m.transactional_id[len(prefix) + 1 :]
-            return rest.rsplit("-", 2)[0]
+            return rest.rsplit("-", 3)[0]  # <query id>-<batch>-<partition>-<attempt>
     return None

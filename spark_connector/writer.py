@@ -11,11 +11,12 @@ Each Spark task produces its rows through one `client.AsyncProducer` (acks=all u
 fails the task on the first record that could not be delivered. By default the sink is
 at-least-once, as Spark's Kafka sink is: a retried task sends its rows again.
 
-With `exactlyOnce=true` (and a `transactionalIdPrefix`) each task writes its rows in a Kafka
-transaction that it prepares (flushed, left open), and the driver's `commit` commits every task's
-transaction, once all have prepared; `abort` aborts them (spark_connector/exactly_once.py has
-the ids, the two phases and what a restart does). Readers with `read_committed` then see each
-row exactly once; `read_uncommitted` readers see aborted attempts' rows too.
+With `exactlyOnce=true` (and a `transactionalIdPrefix`) each task attempt writes its rows in a
+Kafka transaction of its own that it prepares (flushed, left open), and the driver's `commit`
+commits every task's transaction, once all have prepared; `abort` aborts them
+(spark_connector/exactly_once.py has the ids, the two phases and what a restart does). Readers
+with `read_committed` then see each row exactly once; `read_uncommitted` readers see aborted
+attempts' rows too.
 """
 
 from __future__ import annotations
@@ -170,10 +171,10 @@ def write_rows(
     if context is None:
         raise OdradekError("exactlyOnce: write() runs outside a Spark task")
     base = eo.task_base(opts.transactional_id_prefix, write_id, context.getLocalProperty)
-    tid = eo.transactional_id(base, context.partitionId())
     config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size}
     return state.run(eo.prepare_rows(
-        opts.bootstrap, tid, lambda producer: _send_rows(producer, opts, layout, rows),
+        opts.bootstrap, base, context.partitionId(), context.taskAttemptId(),
+        lambda producer: _send_rows(producer, opts, layout, rows),
         write_id is None, state.cluster(opts.bootstrap), config,
     ))  # fmt: skip
 

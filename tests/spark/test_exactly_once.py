@@ -8,6 +8,7 @@ the output topic with a read_committed consumer: each value exactly once."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -18,10 +19,22 @@ from typing import Any
 
 import pytest
 
-from client import Consumer, Producer, TopicPartition
+from client import AsyncProducer, Consumer, Producer, TopicPartition
+from client.cluster import Cluster
 from deploy.cluster import LocalCluster
 from protocol.errors import UsageError
-from spark_connector.exactly_once import leftovers, streaming_base, transactional_id
+from spark_connector.exactly_once import (
+    PreparedCommit,
+    batch_write_base,
+    cleanup,
+    commit_prepared,
+    leftovers,
+    new_write_id,
+    prepare_rows,
+    query_id_of,
+    streaming_base,
+    transactional_id,
+)
 from spark_connector.options import parse_read_options, parse_write_options
 from tests.spark.conftest import create_topic, produce, reader, wait_for
 
@@ -54,10 +67,15 @@ def test_isolation_and_exactly_once_options() -> None:
 
 def test_leftovers_are_this_querys_earlier_batches_or_a_prefixs_batch_writes() -> None:
     q = "0b1c2d3e-aaaa-bbbb-cccc-000000000000"
-    ids = [transactional_id(streaming_base("p", q, b), part) for b in (3, 4, 5) for part in (0, 1)]
-    ids += ["p-wabcdef0123456789-0", "p-other-1-0", "px-wabcdef0123456789-0"]
-    assert leftovers(ids, "p", {f"p-{q}-4-0"}, q, 4) == [f"p-{q}-3-0", f"p-{q}-3-1", f"p-{q}-4-1"]
-    assert leftovers(ids, "p", set(), None, None) == ["p-wabcdef0123456789-0"]
+    ids = [transactional_id(streaming_base("p", q, b), part, 7) for b in (3, 4, 5)
+           for part in (0, 1)]  # fmt: skip
+    ids += ["p-wabcdef0123456789-0-2", "p-other-1-0-2", "px-wabcdef0123456789-0-2"]
+    assert leftovers(ids, "p", {f"p-{q}-4-0-7"}, q, 4) == [
+        f"p-{q}-3-0-7", f"p-{q}-3-1-7", f"p-{q}-4-1-7"
+    ]  # fmt: skip
+    assert leftovers(ids, "p", set(), None, None) == ["p-wabcdef0123456789-0-2"]
+    message = PreparedCommit(f"p-{q}-4-0-7", 1000, 0, 5)
+    assert query_id_of([None, message], "p") == q
 
 
 # ----- reading read_committed -----------------------------------------------------------------
@@ -181,6 +199,45 @@ def test_batch_write_with_a_task_failing_once(cluster3: LocalCluster, tmp_path: 
     create_topic(boot, "eo-batch-fail", 2)
     _finish(_job("batch", boot, "eo-batch-fail", "batch-fail", "--fail-once"))
     assert _read_committed(boot, "eo-batch-fail", 2) == Counter(f"r{i}" for i in range(200))
+
+
+def test_a_stale_attempt_never_replaces_the_latest_attempts_transaction(
+    cluster3: LocalCluster,
+) -> None:
+    """A failed attempt's Python writer outlives its task: Spark runs the next attempt while
+    the old writer is still starting, so the old one may initialise, write and prepare only
+    after the next attempt prepared (as a loaded machine once had it, with the UDF of
+    tests/spark/eo_job.py failing the first attempt). The latest attempt's transaction is still
+    the one committed; the stale one's is aborted by the cleanup."""
+    boot = cluster3.bootstrap
+    create_topic(boot, "eo-stale", 1)
+    base = batch_write_base("stale", new_write_id())
+
+    def rows(*values: str) -> Any:
+        async def send(producer: AsyncProducer) -> int:
+            futures = [await producer.send("eo-stale", v.encode(), None, 0) for v in values]
+            await producer.flush()
+            for future in futures:
+                await future
+            return len(values)
+
+        return send
+
+    async def attempts() -> tuple[PreparedCommit, PreparedCommit, list[str]]:
+        cluster = Cluster(boot, request_timeout_ms=30_000)
+        try:
+            latest = await prepare_rows(boot, base, 0, 5, rows("n0", "n1"), False, cluster, {})
+            stale = await prepare_rows(boot, base, 0, 4, rows("s0"), False, cluster, {})
+            await commit_prepared(boot, [latest], "write stale")
+            aborted = await cleanup(boot, cluster, "stale", {latest.transactional_id}, None, None)
+            return latest, stale, aborted
+        finally:
+            await cluster.close()
+
+    latest, stale, aborted = asyncio.run(attempts())
+    assert latest.transactional_id != stale.transactional_id
+    assert aborted == [stale.transactional_id]
+    assert _read_committed(boot, "eo-stale", 1) == Counter(["n0", "n1"])
 
 
 def test_batch_write_driver_killed_before_commit_then_run_again(
