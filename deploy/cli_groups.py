@@ -9,6 +9,11 @@ odradek groups describe G      seed 004's columns: GROUP TOPIC PARTITION CURRENT
                                state, generation and assignor; "-" for a value not known
                                (no committed offset; no log end offset while the
                                partition's leader is down, and then no lag either)
+odradek groups describe G --members
+                               the members instead: MEMBER INSTANCE-ID CLIENT-ID HOST ASSIGNED
+                               (a classic group; INSTANCE-ID a static member's
+                               group.instance.id), or a consumer group's MEMBER CLIENT-ID
+                               MEMBER-EPOCH ASSIGNED TARGET
 odradek groups reset-offsets G --topic T (--to-earliest | --to-latest | --to-offset N)
                                only while the group has no members; GROUP TOPIC PARTITION
                                NEW-OFFSET
@@ -38,6 +43,7 @@ from deploy.cli_output import emit_json, output_options, print_lines, table_line
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER")
 LIST_COLUMNS = ("GROUP", "STATE", "KIND", "TYPE")
 MEMBER_COLUMNS = ("MEMBER", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNED", "TARGET")
+CLASSIC_MEMBER_COLUMNS = ("MEMBER", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNED")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
@@ -52,8 +58,9 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     describe.add_argument(
         "--members",
         action="store_true",
-        help="a consumer group's members: member epoch, assigned and target partitions "
-        "(kafka-consumer-groups --describe --members --verbose)",
+        help="the members instead of the offsets: a classic group's instance id (static "
+        "members), client id, host and partitions; a consumer group's member epoch, assigned "
+        "and target partitions (kafka-consumer-groups --describe --members --verbose)",
     )
     describe.set_defaults(
         func=lambda a: _run(cmd_describe(bootstrap(a), a.group, wants_json(a), a.members), a)
@@ -138,7 +145,7 @@ def describe_doc(group: str, desc: Any, rows: list[Any]) -> dict[str, Any]:
         "assignor": desc.assignment_strategy or None,
         "members": len(desc.members),
         "type": desc.group_type,
-        **(consumer_doc(desc) if desc.group_type == "consumer" else {}),
+        **(consumer_doc(desc) if desc.group_type == "consumer" else classic_doc(desc)),
         "partitions": [
             {"topic": r.topic, "partition": r.partition, "current_offset": r.current_offset,
              "log_end_offset": r.log_end_offset, "lag": r.lag, "owner": r.owner}
@@ -165,6 +172,32 @@ def consumer_doc(desc: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def classic_doc(desc: Any) -> dict[str, Any]:
+    """A classic group's members (DescribeGroups), with a static member's group.instance.id."""
+    return {
+        "member_details": [
+            {"member_id": m.member_id, "client_id": m.client_id,
+             "instance_id": m.group_instance_id, "host": m.client_host or None,
+             "assigned": _parts(m.assignment)}
+            for m in desc.members
+        ],
+    }  # fmt: skip
+
+
+def member_lines(doc: dict[str, Any], consumer: bool) -> list[str]:
+    """`describe --members`: a consumer group's epochs and target, or a classic group's
+    instance ids and hosts ("-" for a dynamic member's instance id)."""
+    if consumer:
+        return table_lines(MEMBER_COLUMNS, [
+            (m["member_id"], m["client_id"], m["member_epoch"], m["assigned"], m["target"])
+            for m in doc["member_details"]
+        ])  # fmt: skip
+    return table_lines(CLASSIC_MEMBER_COLUMNS, [
+        (m["member_id"], m["instance_id"] or "-", m["client_id"], m["host"] or "-", m["assigned"])
+        for m in doc["member_details"]
+    ])  # fmt: skip
+
+
 async def cmd_describe(
     bootstrap: str, group: str, as_json: bool = False, members: bool = False
 ) -> int:
@@ -184,10 +217,8 @@ async def cmd_describe(
     print(f"group {group}: {kind}type {desc.group_type}, state {doc['state']}, "
           f"generation {desc.generation_id}, {epochs}assignor {doc['assignor'] or '-'}, "
           f"{len(desc.members)} members")  # fmt: skip
-    if members and desc.group_type == "consumer":  # the members instead of the offsets
-        listed = [(m["member_id"], m["client_id"], m["member_epoch"], m["assigned"],
-                   m["target"]) for m in doc["member_details"]]  # fmt: skip
-        print_lines(table_lines(MEMBER_COLUMNS, listed))
+    if members:  # the members instead of the offsets
+        print_lines(member_lines(doc, desc.group_type == "consumer"))
         return 0
     print_lines(describe_lines(doc))
     return 0

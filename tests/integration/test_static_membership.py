@@ -214,6 +214,13 @@ def test_duplicate_instance_is_fenced_and_admin_removal_rebalances_at_once(
         placed = _wait_stable(s, set(INSTANCES))
         generation = _generation(s)
         assert _kafka_instances(s) == {i: member for i, (member, _) in placed.items()}
+        described = run_odradek("groups", "describe", s.group, "--members",
+                                "--bootstrap", s.cluster.bootstrap)  # fmt: skip
+        assert described.returncode == 0, described.stderr
+        rows = [line.split() for line in described.stdout.splitlines()[2:]]
+        assert sorted((r[0], r[1]) for r in rows) == sorted(
+            (member, i) for i, (member, _) in placed.items()
+        ), described.stdout
 
         # a second process with i0's instance id: it takes i0's place, the first is fenced
         dup = _start(s, "confluent-kafka", "i0", LONG_SESSION_MS, client_id="dup-i0")

@@ -234,6 +234,30 @@ def test_groups_describe_shows_an_unknown_log_end_offset_as_a_dash() -> None:
     assert lines[2].split() == ["g", "t", "1", "2", "5", "3", "-"]
 
 
+def test_groups_describe_members_shows_a_classic_groups_instance_ids() -> None:
+    """A classic group's members with their group.instance.id (static members, KIP-345), in
+    JSON and in `--members`' table; "-" for a dynamic member's."""
+    from protocol.api.group import GroupDescription, MemberDescription, TopicPartitions
+
+    desc = GroupDescription(0, "g", "Stable", 4, "range", [
+        MemberDescription("m-1", "c1", [TopicPartitions("t", [0, 1])], "/127.0.0.1", "i-1"),
+        MemberDescription("m-2", "c2", [], "/127.0.0.2"),
+    ], protocol_type="consumer")  # fmt: skip
+    doc = cli_groups.describe_doc("g", desc, [])
+    assert doc["member_details"] == [
+        {"member_id": "m-1", "client_id": "c1", "instance_id": "i-1", "host": "/127.0.0.1",
+         "assigned": "t-0,t-1"},
+        {"member_id": "m-2", "client_id": "c2", "instance_id": None, "host": "/127.0.0.2",
+         "assigned": "-"},
+    ]  # fmt: skip
+    lines = cli_groups.member_lines(doc, consumer=False)
+    assert [line.split() for line in lines] == [
+        ["MEMBER", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNED"],
+        ["m-1", "i-1", "c1", "/127.0.0.1", "t-0,t-1"],
+        ["m-2", "-", "c2", "/127.0.0.2", "-"],
+    ]
+
+
 # ----- the parser ----------------------------------------------------------------------------
 
 LISTING = [
