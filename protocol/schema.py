@@ -8,8 +8,11 @@ field values in declaration order (nested messages nest), so field names cost no
 `codec_for(cls)` compiles, once per class, an encoder (message -> nested lists) and a decoder
 (nested lists -> message) that checks every value's type and every array's length, so a peer
 sending the wrong shape gets a `SchemaError` (INVALID_REQUEST), never an AttributeError deep in
-a handler. `bool` is not accepted where `int` is declared (nor the reverse), and a float field
-accepts an integer.
+a handler. An array may end early where the fields left out all have defaults: a peer one
+build older, which does not know a field added at the end since, is read with the defaults
+(a rolling upgrade). Too many fields, or a field without a default left out, is refused.
+`bool` is not accepted where `int` is declared (nor the reverse), and a float field accepts an
+integer.
 
 Decoding is on the hot path (every Produce request), so the decoders do no string work while
 values are good: a `SchemaError` is raised with just its reason, and each enclosing message,
@@ -94,7 +97,8 @@ def _compile_message(cls: type) -> Codec:
     hints = typing.get_type_hints(cls)
     fields = [f.name for f in dataclasses.fields(cls)]
     encoders = [_encoder(hints[name]) for name in fields]
-    inner = _message_decoder(cls, fields, [_decoder(hints[name]) for name in fields])
+    defaults = _wire_defaults(cls, hints)
+    inner = _message_decoder(cls, fields, [_decoder(hints[name]) for name in fields], defaults)
     _INNER[cls] = inner
     n = len(fields)
     all_plain = all(e is None for e in encoders)
@@ -119,7 +123,35 @@ def _compile_message(cls: type) -> Codec:
     return Codec(encode, decode)
 
 
-def _message_decoder(cls: type, fields: list[str], decoders: list[Decoder]) -> Decoder:
+def _wire_defaults(cls: type, hints: dict[str, Any]) -> list[Callable[[], Any]]:
+    """The wire values of the message's trailing fields that have defaults, in order (each a
+    maker, so a default list is a new one each time): what an array that ends early gets."""
+    made: list[Callable[[], Any]] = []
+    for f in reversed(dataclasses.fields(cls)):
+        if f.default is not dataclasses.MISSING:
+            value, factory = f.default, None
+        elif f.default_factory is not dataclasses.MISSING:
+            value, factory = None, f.default_factory
+        else:
+            break
+        encode = _encoder(hints[f.name])
+        made.append(_wire_default(value, factory, encode))
+    return made[::-1]
+
+
+def _wire_default(
+    value: Any, factory: Callable[[], Any] | None, encode: Encoder | None
+) -> Callable[[], Any]:
+    def make() -> Any:
+        got = factory() if factory is not None else value
+        return got if encode is None or got is None else encode(got)
+
+    return make
+
+
+def _message_decoder(
+    cls: type, fields: list[str], decoders: list[Decoder], defaults: list[Callable[[], Any]]
+) -> Decoder:
     """Generate (as dataclasses does for __init__) a decoder specialised to this message.
 
     For `ProducePartition(partition: int, records: Records)` the generated code reads:
@@ -140,17 +172,21 @@ def _message_decoder(cls: type, fields: list[str], decoders: list[Decoder]) -> D
     class with a __post_init__ (which may refuse values) is built by calling it instead.
     """
     n = len(fields)
+    shortest = n - len(defaults)
     labels = [f".{f}" for f in fields]
     env: dict[str, Any] = {"SchemaError": SchemaError, "cls": cls, "new": object.__new__}
     env["locate"] = lambda v: _locate(decoders, v, labels)
     env["kind"] = _kind
+    env["pad"] = lambda v: v + [make() for make in defaults[len(v) - shortest :]]
     names = ", ".join(f"a{i}" for i in range(n))
     lines = [
         "def decode(v):",
         "    if type(v) is not list:",
         f"        raise SchemaError(f'expected an array of {n} fields, got {{kind(v)}}')",
         f"    if len(v) != {n}:",
-        f"        raise SchemaError(f'expected {n} fields, got {{len(v)}}')",
+        f"        if not {shortest} <= len(v) < {n}:",
+        f"            raise SchemaError(f'expected {n} fields, got {{len(v)}}')",
+        "        v = pad(v)",
         "    try:",
         f"        {names}, = v" if n else "        pass",
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
@@ -138,3 +138,45 @@ def test_unsupported_field_types_fail_at_compile_time() -> None:
     for cls in (Bad, BadUnion, BadMap):
         with pytest.raises(TypeError):
             codec_for(cls)
+
+
+INNER = ProducePartition(7, Records(b"d"))
+
+
+@dataclass(frozen=True, slots=True)
+class Grown:
+    """A message that gained fields at its end, with defaults, since an older peer's build."""
+
+    name: str
+    parts: list[int] = field(default_factory=list)
+    inner: ProducePartition = INNER
+    note: str | None = None
+
+
+def test_an_array_that_ends_early_gets_the_defaults_of_the_fields_it_leaves_out() -> None:
+    """A peer one build older (a rolling upgrade) sends fewer trailing fields: they take their
+    defaults (a fresh list each time, a nested message's through its decoder)."""
+    first = from_wire(Grown, ["a"])
+    assert first == Grown("a", [], ProducePartition(7, Records(b"d")), None)
+    assert from_wire(Grown, ["b"]).parts is not first.parts
+    assert from_wire(Grown, ["c", [1, 2]]) == Grown("c", [1, 2])
+    assert from_wire(Grown, ["d", [], [1, b"r"], "n"]).inner == ProducePartition(1, Records(b"r"))
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [([], "expected 4 fields, got 0"), (["a", [], [1, b"r"], None, 5], "expected 4 fields, got 5")],
+)
+def test_a_field_without_a_default_or_one_too_many_is_still_refused(
+    value: list[Any], reason: str
+) -> None:
+    with pytest.raises(SchemaError, match=reason):
+        from_wire(Grown, value)
+
+
+def test_an_older_clients_produce_without_a_transactional_id_is_read() -> None:
+    """A whole request frame as a build before Produce's transactional id sends it."""
+    envelope = msgpack.unpackb(encode_request(PRODUCE, correlation_id=3)[4:])
+    envelope[4] = envelope[4][:3]
+    request = decode_request(msgpack.packb(envelope)).body
+    assert request == PRODUCE and request.transactional_id is None
