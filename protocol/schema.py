@@ -10,7 +10,10 @@ field values in declaration order (nested messages nest), so field names cost no
 sending the wrong shape gets a `SchemaError` (INVALID_REQUEST), never an AttributeError deep in
 a handler. An array may end early where the fields left out all have defaults: a peer one
 build older, which does not know a field added at the end since, is read with the defaults
-(a rolling upgrade). Too many fields, or a field without a default left out, is refused.
+(a rolling upgrade). Too many fields, or a field without a default left out, is refused. The
+other way round, a trailing field declared with `metadata=OMITTED_AT_DEFAULT` is left off the
+wire while it holds its default, so that same older peer still reads the message as long as
+the new field says nothing (Produce's `record_errors`: only a refused batch's answer has any).
 `bool` is not accepted where `int` is declared (nor the reverse), and a float field accepts an
 integer.
 
@@ -31,6 +34,10 @@ from dataclasses import dataclass
 from typing import Any, NewType, TypeVar
 
 from protocol.errors import ProtocolError
+
+OMITTED_AT_DEFAULT = types.MappingProxyType({"omitted_at_default": True})
+"""A dataclass field's metadata: left off the wire when it and the fields after it (which must
+all be so marked) hold their defaults."""
 
 Records = NewType("Records", bytes)
 """A field holding record batches. Encoded as msgpack bin; a broker may fill it with a
@@ -100,18 +107,11 @@ def _compile_message(cls: type) -> Codec:
     defaults = _wire_defaults(cls, hints)
     inner = _message_decoder(cls, fields, [_decoder(hints[name]) for name in fields], defaults)
     _INNER[cls] = inner
-    n = len(fields)
-    all_plain = all(e is None for e in encoders)
-    getter = operator.attrgetter(*fields) if fields else None
-
-    def encode(msg: Any) -> list[Any]:
-        if n == 0:
-            return []
-        values = [getter(msg)] if n == 1 else list(getter(msg))  # type: ignore[misc]
-        if all_plain:
-            return values
-        return [v if e is None else e(v) for e, v in zip(encoders, values, strict=True)]
-
+    encode = _fields_encoder(fields, encoders)
+    k = _omitted_count(cls, len(defaults))
+    if k:  # the trailing fields left off at their defaults (OMITTED_AT_DEFAULT)
+        head = _fields_encoder(fields[:-k], encoders[:-k])
+        encode = _trimming(encode, head, fields[-k:], _raw_defaults(cls)[-k:])
     name = cls.__name__
 
     def decode(value: Any, where: str = name) -> Any:
@@ -137,6 +137,55 @@ def _wire_defaults(cls: type, hints: dict[str, Any]) -> list[Callable[[], Any]]:
         encode = _encoder(hints[f.name])
         made.append(_wire_default(value, factory, encode))
     return made[::-1]
+
+
+def _fields_encoder(fields: list[str], encoders: list[Encoder | None]) -> Encoder:
+    """message -> the wire values of `fields`, in order."""
+    n = len(fields)
+    all_plain = all(e is None for e in encoders)
+    getter = operator.attrgetter(*fields) if fields else None
+
+    def encode(msg: Any) -> list[Any]:
+        if n == 0:
+            return []
+        values = [getter(msg)] if n == 1 else list(getter(msg))  # type: ignore[misc]
+        if all_plain:
+            return values
+        return [v if e is None else e(v) for e, v in zip(encoders, values, strict=True)]
+
+    return encode
+
+
+def _omitted_count(cls: type, n_defaults: int) -> int:
+    """How many trailing fields are marked OMITTED_AT_DEFAULT (a marked field followed by an
+    unmarked one could not be left off, nor one without a default)."""
+    marked = [bool(f.metadata.get("omitted_at_default")) for f in dataclasses.fields(cls)]
+    k = len(marked) - marked.index(True) if True in marked else 0
+    if not all(marked[len(marked) - k :]):
+        raise TypeError(f"{cls.__name__}: only trailing fields may be omitted at their default")
+    if k > n_defaults:
+        raise TypeError(f"{cls.__name__}: a field omitted at its default needs a default")
+    return k
+
+
+def _raw_defaults(cls: type) -> list[Any]:
+    """Each field's default value (a factory's made once, to compare with)."""
+    return [
+        f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(cls)
+    ]
+
+
+def _trimming(full: Encoder, head: Encoder, tail: list[str], defaults: list[Any]) -> Encoder:
+    """`head` (the fields before `tail`) while every `tail` field holds its default, else
+    `full`: an older peer, which knows only the head, reads the message then."""
+    getter = operator.attrgetter(*tail)
+    at_default = defaults[0] if len(tail) == 1 else tuple(defaults)
+
+    def trimmed(msg: Any) -> list[Any]:
+        return head(msg) if getter(msg) == at_default else full(msg)
+
+    return trimmed
 
 
 def _wire_default(

@@ -13,7 +13,14 @@ from protocol.api.metadata import MetadataRequest
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.codec import decode_request, encode_request
 from protocol.errors import ProtocolError
-from protocol.schema import Records, SchemaError, codec_for, from_wire, to_wire
+from protocol.schema import (
+    OMITTED_AT_DEFAULT,
+    Records,
+    SchemaError,
+    codec_for,
+    from_wire,
+    to_wire,
+)
 
 PRODUCE = ProduceRequest(1, 100, [ProduceTopic("t", [ProducePartition(0, Records(b"r"))])])
 CREATE = CreateTopicsRequest([CreatableTopic("t", 1, 1, [], {"retention.ms": "1"})], 100)
@@ -180,3 +187,40 @@ def test_an_older_clients_produce_without_a_transactional_id_is_read() -> None:
     envelope[4] = envelope[4][:3]
     request = decode_request(msgpack.packb(envelope)).body
     assert request == PRODUCE and request.transactional_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class Older:
+    """Grown's shape a build before `errors` was added."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Newer:
+    name: str
+    errors: list[int] = field(default_factory=list, metadata=OMITTED_AT_DEFAULT)
+
+
+def test_a_trailing_field_at_its_default_is_left_off_for_an_older_peer() -> None:
+    """OMITTED_AT_DEFAULT (Produce's record_errors): a peer one build older reads the message
+    while the new field holds its default; it is on the wire, and read back, when it does not."""
+    assert to_wire(Newer("a")) == ["a"]
+    assert from_wire(Older, to_wire(Newer("a"))) == Older("a")
+    assert to_wire(Newer("b", [3])) == ["b", [3]]
+    assert from_wire(Newer, to_wire(Newer("b", [3]))) == Newer("b", [3])
+
+
+def test_only_trailing_fields_with_defaults_may_be_omitted() -> None:
+    @dataclass(frozen=True)
+    class Middle:
+        errors: list[int] = field(default_factory=list, metadata=OMITTED_AT_DEFAULT)
+        name: str = ""
+
+    @dataclass(frozen=True)
+    class Required:
+        errors: list[int] = field(metadata=OMITTED_AT_DEFAULT)
+
+    for cls in (Middle, Required):
+        with pytest.raises(TypeError, match="omitted"):
+            codec_for(cls)
