@@ -6,16 +6,26 @@ message.timestamp.type=CreateTime, both timestamp bounds Long.MAX_VALUE) `needs_
 false and the batch is appended as sent, so the produce path pays one check per batch.
 Otherwise, in this order:
 
-0. `cleanup.policy` with compact: a batch holding a record without a key is refused with
-   INVALID_RECORD (`check_keys`, the records walked in C by the log cleaner's scanner).
+0. `cleanup.policy` with compact: every record is checked (`check_records`, walked in C by the
+   log cleaner's scanner, decompressed first if need be): a record without a key, or one whose
+   offset delta is not its index (a producer's batch is dense, protocol/batch.py), is refused
+   with INVALID_RECORD, and with CreateTime one whose timestamp lies outside the bounds of 1.
+   with INVALID_TIMESTAMP, which wins when both occur.
 
-1. `message.timestamp.before.max.ms` / `after.max.ms` (CreateTime only): a batch whose
-   timestamps fall outside [now - before, now + after] is refused with INVALID_TIMESTAMP.
-   Kafka checks each record; this checks the header's first_timestamp and max_timestamp. They
-   bound every record's timestamp when the producer's timestamps do not go backwards inside a
-   batch (every client's accumulator stamps records as they come); a batch with a record older
-   than its first one is checked by its first record, so such a record can pass the `before`
-   bound. Reading the header only keeps the check O(1) and never decompresses.
+1. `message.timestamp.before.max.ms` / `after.max.ms` (CreateTime only): a batch holding a
+   record whose timestamp falls outside [now - before, now + after] is refused with
+   INVALID_TIMESTAMP. Kafka checks each record; a topic that is not compacted checks the
+   header's first_timestamp and max_timestamp first, and walks the records only when one of
+   them is out of bounds (to name the bad records). They bound every record's timestamp when
+   the producer's timestamps do not go backwards inside a batch (every client's accumulator
+   stamps records as they come); a batch with a record older than its first one is checked by
+   its first record, so such a record can pass the `before` bound. Reading the header only
+   keeps the check O(1) and never decompresses a batch that passes.
+
+A refusal names every bad record by its index in the batch, with a message of its own, as
+Kafka's LogValidator does (KIP-467, protocol/record_errors.py): the whole batch is refused, and
+the client fails the others as refused because of them. A record that does not parse refuses
+the batch as CORRUPT_MESSAGE, naming no record.
 2. `compression.type` (not producer): a batch whose codec differs is decompressed and its
    records section compressed with the topic's codec (`uncompressed`: none) at the topic's
    compression.<codec>.level, as Kafka recompresses. The records themselves are kept byte for
@@ -51,7 +61,12 @@ from protocol.batch import (
     InvalidBatchError,
     validate,
 )
-from protocol.errors import InvalidRecordError, InvalidTimestampError
+from protocol.record_errors import (
+    InvalidRecordsError,
+    InvalidTimestampsError,
+    RecordError,
+    RecordValidationError,
+)
 
 CODEC_OF = {
     "uncompressed": compression.NONE, "gzip": compression.GZIP,
@@ -63,6 +78,8 @@ _INT = struct.Struct(">i")
 _UINT = struct.Struct(">I")
 _SHORT = struct.Struct(">h")
 _LONG = struct.Struct(">q")
+LONG_MIN = -LONG_MAX - 1
+SHOWN_ERRORS = 3  # the records the partition's error message names (Kafka's: the first three)
 
 
 def needs_rewrite(cfg: LogConfig) -> bool:
@@ -77,15 +94,14 @@ def needs_rewrite(cfg: LogConfig) -> bool:
 
 
 def validate_for_leader(batch: bytes, cfg: LogConfig, now_ms: int) -> tuple[bytes, int]:
-    """(the batch to append, its log append time or -1); InvalidTimestampError (the batch is
-    refused) per the module docstring. Call only when `needs_rewrite(cfg)`."""
+    """(the batch to append, its log append time or -1); RecordValidationError (the batch is
+    refused, naming its bad records) per the module docstring. Call only when
+    `needs_rewrite(cfg)`."""
     header = validate(batch)  # the CRC too: a batch rewritten here gets a new one
     if header.size != len(batch):
         raise InvalidBatchError(f"{len(batch) - header.size} bytes follow the batch")
-    if cfg.compact:
-        check_keys(batch, header)
-    if not cfg.log_append_time:
-        check_timestamps(header, cfg, now_ms)
+    if cfg.compact or not _header_in_bounds(header, cfg, now_ms):
+        check_records(batch, header, cfg, now_ms)
     out = batch
     target = CODEC_OF.get(cfg.compression_type)
     if target is not None and header.codec != target:
@@ -95,10 +111,24 @@ def validate_for_leader(batch: bytes, cfg: LogConfig, now_ms: int) -> tuple[byte
     return (out if out is batch else _with_crc(bytearray(out))), -1
 
 
-def check_keys(batch: bytes, header: BatchHeader) -> None:
-    """A compacted topic keeps the latest record per key: a record without one could never be
-    cleaned, so the batch is refused (INVALID_RECORD, Kafka's answer). The records section is
-    walked in C (the cleaner's scanner), decompressed first if need be."""
+def _timestamp_bounds(cfg: LogConfig, now_ms: int) -> tuple[int, int]:
+    """[low, high] a record's CreateTime must lie in (within a long, as the C walk takes)."""
+    if cfg.log_append_time:
+        return LONG_MIN, LONG_MAX
+    low = max(now_ms - cfg.message_timestamp_before_max_ms, LONG_MIN)
+    return low, min(now_ms + cfg.message_timestamp_after_max_ms, LONG_MAX)
+
+
+def _header_in_bounds(header: BatchHeader, cfg: LogConfig, now_ms: int) -> bool:
+    """CreateTime: the header's first and max timestamps within the bounds (O(1))."""
+    low, high = _timestamp_bounds(cfg, now_ms)
+    return all(low <= ts <= high for ts in (header.first_timestamp, header.max_timestamp))
+
+
+def check_records(batch: bytes, header: BatchHeader, cfg: LogConfig, now_ms: int) -> None:
+    """Every record of the batch against the topic's configs (keys when compacted, dense
+    offset deltas, CreateTime bounds), walked in C, decompressed first if need be; raises
+    RecordValidationError naming each bad record."""
     section = memoryview(batch)[HEADER_BYTES : header.size]
     if header.codec:
         try:
@@ -107,26 +137,42 @@ def check_keys(batch: bytes, header: BatchHeader) -> None:
             )
         except compression.CodecError as exc:
             raise InvalidBatchError(f"records do not decompress: {exc}") from None
+    low, high = _timestamp_bounds(cfg, now_ms)
     try:
-        missing = _compact.keyless(section, header.record_count)
+        bad = _compact.produced(section, header.record_count, cfg.compact,
+                                header.first_timestamp, low, high)  # fmt: skip
     except ValueError as exc:
         raise InvalidBatchError(str(exc)) from None
-    if missing:
-        raise InvalidRecordError(
-            f"compacted topic cannot accept a record without a key ({missing} in the batch)"
-        )
+    if bad:
+        raise _refusal(bad, header.record_count, cfg, now_ms)
 
 
-def check_timestamps(header: BatchHeader, cfg: LogConfig, now_ms: int) -> None:
-    """CreateTime: the header's first and max timestamps within [now - before, now + after]."""
-    before, after = cfg.message_timestamp_before_max_ms, cfg.message_timestamp_after_max_ms
-    low, high = now_ms - before, now_ms + after
-    for ts in (header.first_timestamp, header.max_timestamp):
-        if ts < low or ts > high:
-            raise InvalidTimestampError(
-                f"timestamp {ts} is out of range: message.timestamp.before.max.ms {before} and "
-                f"after.max.ms {after} allow [{low}, {high}] at {now_ms}"
-            )
+def _refusal(
+    bad: list[tuple[int, int, int]], count: int, cfg: LogConfig, now_ms: int
+) -> RecordValidationError:
+    """Kafka's processRecordErrors: INVALID_TIMESTAMP when a timestamp is out of bounds, else
+    INVALID_RECORD; the message names the first few records, `record_errors` all of them."""
+    low, high = _timestamp_bounds(cfg, now_ms)
+    errors = tuple(
+        RecordError(i, _record_message(kind, value, low, high)) for i, kind, value in bad
+    )
+    shown = "; ".join(f"record {e.batch_index}: {e.message}" for e in errors[:SHOWN_ERRORS])
+    more = f"; and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""
+    message = f"{len(errors)} of the batch's {count} records refused: {shown}{more}"
+    if any(kind == _compact.PRODUCED_TIMESTAMP for _, kind, _ in bad):
+        before, after = cfg.message_timestamp_before_max_ms, cfg.message_timestamp_after_max_ms
+        message += (f" (message.timestamp.before.max.ms {before} and after.max.ms {after} "
+                    f"allow [{low}, {high}] at {now_ms})")  # fmt: skip
+        return InvalidTimestampsError(message, errors)
+    return InvalidRecordsError(message, errors)
+
+
+def _record_message(kind: int, value: int, low: int, high: int) -> str:
+    if kind == _compact.PRODUCED_KEYLESS:
+        return "a compacted topic cannot accept a record without a key"
+    if kind == _compact.PRODUCED_TIMESTAMP:
+        return f"timestamp {value} is out of range [{low}, {high}]"
+    return f"offset delta {value} is not the record's index (a produced batch is dense)"
 
 
 def recompress(batch: bytes, header: BatchHeader, codec: int, level: int | None) -> bytes:

@@ -8,11 +8,12 @@ with decoded requests and turn what it returns into responses; it never sees soc
 Produce (`append`): a client's control or transactional batch is refused (INVALID_RECORD,
 protocol/batch.py `check_client_batch`; followers copy batches without this check); the batch
 bytes go to `Log.append_as_leader` unread (the log checks header, CRC and size, stamps offset
-and leader epoch, and writes nothing on error), unless the topic's compression.type or
-message.timestamp.* configs ask the leader to check or rewrite it first (broker/log_validator.py:
-INVALID_TIMESTAMP, recompression, LogAppendTime); parked follower fetches wake, and the HW moves
-if the ISR allows. For a topic with `flush.messages=1` the caller
-awaits `AppendOutcome.durable` (group commit) before answering. acks=all: refused with
+and leader epoch, and writes nothing on error), unless the topic's cleanup.policy,
+compression.type or message.timestamp.* configs ask the leader to check or rewrite it first
+(broker/log_validator.py: INVALID_RECORD / INVALID_TIMESTAMP naming the bad records in
+`AppendOutcome.record_errors`, recompression, LogAppendTime); parked follower fetches wake, and
+the HW moves if the ISR allows. For a topic with `flush.messages=1` the caller awaits
+`AppendOutcome.durable` (group commit) before answering. acks=all: refused with
 NOT_ENOUGH_REPLICAS (nothing appended) while the ISR is below min.insync.replicas; otherwise
 `await_replication` parks the request in the partitions' delayed-produce queues
 (broker/delayed_produce.py) until the HW passes its batches or its timeout_ms ends.
@@ -86,7 +87,7 @@ from broker.storage_failures import (
     StorageFailures,
 )
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED, FetchPartition, FetchRequest
-from protocol.api.produce import ACKS_ALL
+from protocol.api.produce import ACKS_ALL, RecordError
 from protocol.batch import check_client_batch, read_header
 from protocol.clock import Clock, SystemClock
 from protocol.codec import FileSlice
@@ -101,6 +102,7 @@ from protocol.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from protocol.record_errors import RecordValidationError
 
 if TYPE_CHECKING:
     from broker.log.flusher import GroupCommitFlusher
@@ -136,6 +138,7 @@ class AppendOutcome:
     durable: Awaitable[None] | None = None  # flush.messages=1: await before answering
     required_offset: int = -1  # acks=all: the HW this batch needs (its last offset + 1)
     log_append_time_ms: int = -1  # message.timestamp.type=LogAppendTime: the time stamped
+    record_errors: tuple[RecordError, ...] = ()  # the records a refused batch was refused for
 
 
 class ReplicaManager:
@@ -263,7 +266,8 @@ class ReplicaManager:
             info = p.log.append_as_leader(records, p.leader_epoch, verify, coordinator)
         except (OdradekError, OSError) as exc:
             code, message = self.failures.failed(exc, f"append to {topic}-{partition}")
-            return AppendOutcome(code, error_message=message)
+            bad = exc.record_errors if isinstance(exc, RecordValidationError) else ()
+            return AppendOutcome(code, error_message=message, record_errors=bad)
         if not info.duplicate:  # a retry of a stored batch appended nothing
             self.traffic.produced(topic, len(records), info.last_offset - info.base_offset + 1)
             p.notify_replica_waiters()

@@ -23,6 +23,9 @@ process). A partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH car
 current leader, and the result the endpoints of those leaders on the session's listener
 (KIP-951, broker/leader_hints.py; looked up only on that error path).
 
+A batch refused for some of its records (a compacted topic's keyless ones, timestamps out of
+bounds) names each of them by index in `record_errors` (KIP-467, broker/log_validator.py).
+
 Under a producer_byte_rate quota (broker/quota/) the request's record bytes are counted first;
 the server puts the throttle in the answer and mutes the connection (broker/server.py), acks=0
 included.
@@ -47,7 +50,7 @@ from broker.replica_manager import AppendOutcome, TxnCheck
 from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import OFFSETS_TOPIC
-from protocol.api.produce import ACKS_ALL, ACKS_LEADER, ACKS_NONE
+from protocol.api.produce import ACKS_ALL, ACKS_LEADER, ACKS_NONE, RecordError
 from protocol.batch import HEADER_BYTES, TRANSACTIONAL_BIT, read_header
 from protocol.errors import (
     InvalidRequiredAcksError,
@@ -92,6 +95,7 @@ class PartitionResult:
     log_start_offset: int
     error_message: str | None = None
     current_leader: tuple[int, int] | None = None  # (id, epoch) with a leadership error
+    record_errors: tuple[RecordError, ...] = ()  # INVALID_RECORD / INVALID_TIMESTAMP: which
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +219,7 @@ class _Answer:
                     message = f"transactional id {tid!r}: {message}"
                 parts.append(PartitionResult(part.partition, o.error_code, o.base_offset,
                                              o.log_append_time_ms, o.log_start_offset, message,
-                                             hint))  # fmt: skip
+                                             hint, o.record_errors))  # fmt: skip
             topics.append(TopicResult(topic.name, tuple(parts)))
         hinted = tuple(endpoints(self.ctx.metadata, leaders, self.listener)) if leaders else ()
         return ProduceResult(tuple(topics), hinted)

@@ -1,6 +1,8 @@
 """Topic configs in effect on the produce path, against a real three-broker cluster with
 confluent-kafka (librdkafka) as the producer and consumer: LogAppendTime stamping,
-INVALID_TIMESTAMP outside message.timestamp.before.max.ms, recompression to the topic's
+INVALID_TIMESTAMP outside message.timestamp.before.max.ms, a batch refused for some of its
+records naming them (KIP-467: keyless records of a compacted topic, timestamps out of bounds;
+librdkafka fails the others with _INVALID_DIFFERENT_RECORD), recompression to the topic's
 compression.type (read back from every replica's segment file), and `odradek topics create
 --config` / `topics describe` / `configs describe` on the same cluster."""
 
@@ -84,6 +86,98 @@ def test_a_timestamp_outside_the_bounds_is_invalid_timestamp(
         confluent.produce(topic, [Rec(None, b"old", timestamp_ms=now - 2 * HOUR_MS)])
     assert exc.value.args[0].code() == KafkaError.INVALID_TIMESTAMP
     assert confluent.produce(topic, [Rec(None, b"new", timestamp_ms=now)]) == [(0, 0)]
+
+
+def _send_one_batch(cluster: LocalCluster, topic: str, recs: list[Rec]) -> list[Any]:
+    """Each record's delivery error (None: delivered), all of `recs` sent in one batch (a
+    linger longer than it takes to queue them, flushed at once)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": cluster.kafka_bootstrap, "linger.ms": 60_000,
+                  "batch.num.messages": 10_000, "retries": 0})  # fmt: skip
+    errors: dict[int, Any] = {}
+
+    def report(i: int) -> Any:
+        return lambda err, _msg: errors.__setitem__(i, err)
+
+    for i, r in enumerate(recs):
+        p.produce(topic, r.value, r.key, partition=0, timestamp=r.timestamp_ms or 0,
+                  on_delivery=report(i))  # fmt: skip
+    assert p.flush(TIMEOUT_S) == 0, "deliveries still pending"
+    assert sorted(errors) == list(range(len(recs)))
+    return [errors[i] for i in range(len(recs))]
+
+
+def _one_late_record_by_kafka_python(cluster: LocalCluster, topic: str, now: int) -> list[Any]:
+    """Each record's exception, of ten sent in one batch, the fifth an hour too late."""
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=cluster.kafka_bootstrap, linger_ms=60_000, retries=0)
+    try:
+        futures = [p.send(topic, b"v%d" % i, key=b"k", partition=0,
+                          timestamp_ms=now + (2 * HOUR_MS if i == 4 else i))
+                   for i in range(10)]  # fmt: skip
+        p.flush(TIMEOUT_S)
+    finally:
+        p.close(TIMEOUT_S)
+    assert all(f.is_done for f in futures)
+    return [f.exception for f in futures]
+
+
+def _end_offset(cluster: LocalCluster, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.kafka_bootstrap, "group.id": topic})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT_S)[1])
+    finally:
+        c.close()
+
+
+def test_keyless_records_of_a_compacted_topic_fail_alone(cluster3: LocalCluster) -> None:
+    """librdkafka's 0011 test (KIP-467): 100 records in one batch to a compacted topic, every
+    tenth without a key. The batch is refused and the leader names the 10 keyless records:
+    they fail with INVALID_RECORD, the 90 others with _INVALID_DIFFERENT_RECORD."""
+    from confluent_kafka import KafkaError
+
+    topic = _topic("keyless")
+    _create(cluster3, topic, 1, **{"cleanup.policy": "compact"})
+    recs = [Rec(None if i % 10 == 0 else b"k%d" % i, b"v%d" % i) for i in range(100)]
+    errors = _send_one_batch(cluster3, topic, recs)
+    codes = [e.code() for e in errors]
+    assert [i for i, c in enumerate(codes) if c == KafkaError.INVALID_RECORD] == list(
+        range(0, 100, 10)
+    )
+    assert codes.count(KafkaError._INVALID_DIFFERENT_RECORD) == 90
+    assert _end_offset(cluster3, topic) == 0  # nothing of the batch was appended
+
+
+def test_records_out_of_the_timestamp_bounds_fail_alone(cluster3: LocalCluster) -> None:
+    """A batch with a record an hour too late (the header's max timestamp fails) and one an
+    hour too early in the middle: nothing is appended, and the leader names those two, which
+    librdkafka fails with INVALID_RECORD (its answer to several record errors, whatever the
+    partition's error), the rest with _INVALID_DIFFERENT_RECORD. A batch with one record too
+    late, by kafka-python (librdkafka fails a whole batch with one record error with the
+    partition's error): that one fails with INVALID_TIMESTAMP and its own message, the others
+    as part of a batch with an invalid record."""
+    from confluent_kafka import KafkaError
+    from kafka.errors import InvalidTimestampError
+
+    topic = _topic("bounds")
+    _create(cluster3, topic, 1, **{"message.timestamp.before.max.ms": str(HOUR_MS),
+                                   "message.timestamp.after.max.ms": str(HOUR_MS)})  # fmt: skip
+    now = int(time.time() * 1000)
+    stamps = {3: now + 2 * HOUR_MS, 7: now - 2 * HOUR_MS}
+    recs = [Rec(b"k", b"v%d" % i, timestamp_ms=stamps.get(i, now + i)) for i in range(10)]
+    codes = [e.code() for e in _send_one_batch(cluster3, topic, recs)]
+    different = KafkaError._INVALID_DIFFERENT_RECORD
+    bad = KafkaError.INVALID_RECORD
+    assert codes == [bad if i in stamps else different for i in range(10)], codes
+    late = _one_late_record_by_kafka_python(cluster3, topic, now)
+    assert [i for i, e in enumerate(late) if isinstance(e, InvalidTimestampError)] == [4]
+    assert f"timestamp {now + 2 * HOUR_MS} is out of range" in str(late[4]), late[4]
+    assert all("invalid records" in str(e) for i, e in enumerate(late) if i != 4), late
+    assert _end_offset(cluster3, topic) == 0
 
 
 def _stored_codecs(cluster: LocalCluster, topic: str) -> dict[int, set[int]]:

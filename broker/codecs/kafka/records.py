@@ -18,6 +18,9 @@ KIP-890's transaction version 2 (the produce adds its partition to the transacti
 client uses only when the broker's ApiVersions finalizes transaction.version 2: odradek finalizes
 none, so a transactional producer still calls AddPartitionsToTxn first, as with Kafka 4.0 at
 version 1. The throttle is written 0: the server raises it (broker/quota/throttle.py).
+
+Produce v8+ carries `record_errors` and `error_message` (KIP-467): the records a refused batch was
+refused for, by index, each with a message; older versions get the partition's error alone.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from protocol.schema import Records
 # ----- Produce (0) ----------------------------------------------------------------------------
 
 LEADER_HINTS_FROM = 10
+RECORD_ERRORS_FROM = 8  # KIP-467: a refused batch's bad records, by index, with a message each
 NO_RECORDS = cast(Records, b"")  # a null batch: the append refuses it as CORRUPT_MESSAGE
 
 
@@ -82,10 +86,17 @@ def _produce_out(request: KafkaRequest, result: produce.ProduceResult | None) ->
             extra["current_leader"] = make(nested(cls, "LeaderIdAndEpoch"),
                                            leader_id=p.current_leader[0],
                                            leader_epoch=p.current_leader[1])  # fmt: skip
+        errors: tuple[Any, ...] = ()
+        if p.record_errors and version >= RECORD_ERRORS_FROM:
+            error_cls = nested(cls, "BatchIndexAndErrorMessage")
+            errors = tuple(
+                make(error_cls, batch_index=e.batch_index, batch_index_error_message=e.message)
+                for e in p.record_errors
+            )
         return make(
             part_cls, index=p.partition, error_code=p.error_code, base_offset=p.base_offset,
             log_append_time=p.log_append_time_ms, log_start_offset=p.log_start_offset,
-            record_errors=(), error_message=p.error_message, **extra,
+            record_errors=errors, error_message=p.error_message, **extra,
         )  # fmt: skip
 
     topics = tuple(

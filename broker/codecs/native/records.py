@@ -7,7 +7,8 @@ the answer is the operation's response as it is (the door writes it as chunks, F
 from the segment files, broker/doors.py); no leader hints.
 
 Produce: the native answer has no leader hints (KIP-951), which are dropped, and no throttle
-field to fill (the server raises it, broker/quota/throttle.py).
+field to fill (the server raises it, broker/quota/throttle.py); a refused batch's bad records
+are answered in `record_errors`, as the Kafka door's (KIP-467).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def _produce_out(request: Request, result: produce.ProduceResult | None) -> Prod
     return ProduceResponse([
         ProduceTopicResponse(t.name, [
             ProducePartitionResponse(p.partition, p.error_code, p.base_offset,
-                                     p.log_append_time_ms, p.log_start_offset, p.error_message)
+                                     p.log_append_time_ms, p.log_start_offset, p.error_message,
+                                     list(p.record_errors))
             for p in t.partitions
         ])
         for t in result.topics

@@ -5,9 +5,10 @@
  * length + key, varint value length + value, headers), its record count and base offset.
  *
  * Every record's offset delta must be above the previous one's and at most the batch's
- * last_offset_delta (`last`), as a cleaned batch's are; `keyless` (a producer's batch) wants
- * them dense: 0, 1, 2, ... (protocol/batch.py). A record that breaks this raises ValueError:
- * nothing the cleaner keeps or drops may come from an offset the batch does not span.
+ * last_offset_delta (`last`), as a cleaned batch's are: a record that breaks this raises
+ * ValueError, since nothing the cleaner keeps or drops may come from an offset the batch does
+ * not span. `produced` (a producer's batch) wants them dense, 0, 1, 2, ... (protocol/batch.py),
+ * and names the records that are not.
  *
  * map_keys(section, count, base, last, lo, hi, found) -> records
  *     found[key] = offset for every record with a key whose offset is in [lo, hi): the
@@ -20,8 +21,14 @@
  *     `kept` is the kept records' bytes back to back, each copied as it is (offset deltas
  *     kept), ready to be the records section of the rebuilt batch.
  *
- * keyless(section, count) -> the number of records without a key (a compacted topic refuses
- *     a produced batch holding one, as Kafka's LogValidator does).
+ * produced(section, count, keys, first_ts, low, high) -> [(index, kind, value), ...]
+ *     The records of a producer's batch that the leader refuses (Kafka's LogValidator names
+ *     each one, KIP-467), at most one entry per record, in the batch's order: kind
+ *     PRODUCED_OFFSET_DELTA (value: its offset delta) when it is not the record's index,
+ *     else PRODUCED_KEYLESS when `keys` (a compacted topic) and it has no key, else
+ *     PRODUCED_TIMESTAMP (value: first_ts + its timestamp delta) when that lies outside
+ *     [low, high] (a record without a timestamp, -1, is not judged, as Kafka's). An empty list
+ *     for a good batch, which costs no allocation but the list.
  *
  * A record that runs past the section, or a malformed varint, raises ValueError naming its
  * index: the batch's CRC held, so this is a batch no producer could have written.
@@ -32,7 +39,7 @@
 #include <string.h>
 
 typedef struct {
-    int64_t offset_delta;
+    int64_t offset_delta, ts_delta;
     const uint8_t *key; /* NULL: a null key */
     Py_ssize_t key_len;
     int tombstone;
@@ -56,14 +63,14 @@ static int read_varlong(const uint8_t **p, const uint8_t *end, int64_t *out) {
 
 /* The record at *p; *p moves past it. NULL, or the reason it is malformed. */
 static const char *next_record(const uint8_t **p, const uint8_t *end, rec *r) {
-    int64_t length, ts_delta, key_len, value_len;
+    int64_t length, key_len, value_len;
     r->start = *p;
     if (read_varlong(p, end, &length) < 0) return "its length is malformed";
     if (length < 1 || length > end - *p) return "it runs past the section";
     const uint8_t *rend = *p + length;
     r->end = rend;
     (*p)++; /* attributes */
-    if (read_varlong(p, rend, &ts_delta) < 0) return "its timestamp delta is malformed";
+    if (read_varlong(p, rend, &r->ts_delta) < 0) return "its timestamp delta is malformed";
     if (read_varlong(p, rend, &r->offset_delta) < 0) return "its offset delta is malformed";
     if (read_varlong(p, rend, &key_len) < 0) return "its key length is malformed";
     if (key_len > rend - *p || key_len < -1) return "its key runs past it";
@@ -126,23 +133,54 @@ static PyObject *map_keys(PyObject *self, PyObject *args) {
     return PyLong_FromLong(i);
 }
 
-static PyObject *keyless(PyObject *self, PyObject *args) {
+enum { PRODUCED_OFFSET_DELTA = 0, PRODUCED_KEYLESS = 1, PRODUCED_TIMESTAMP = 2 };
+
+/* Append (index, kind, value) to `out`; -1 on a Python error. */
+static int refuse(PyObject *out, int index, int kind, long long value) {
+    PyObject *item = Py_BuildValue("(iiL)", index, kind, value);
+    if (!item) return -1;
+    int rc = PyList_Append(out, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+static PyObject *produced(PyObject *self, PyObject *args) {
     Py_buffer buf;
-    int count, n = 0;
-    if (!PyArg_ParseTuple(args, "y*i", &buf, &count)) return NULL;
+    int count, keys;
+    long long first_ts, low, high;
+    if (!PyArg_ParseTuple(args, "y*ipLLL", &buf, &count, &keys, &first_ts, &low, &high))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
     const uint8_t *p = buf.buf, *end = p + buf.len;
     rec r;
     for (int i = 0; i < count; i++) {
         const char *why = next_record(&p, end, &r);
-        if (!why && r.offset_delta != i) why = "its offset delta is not its index";
         if (why) {
+            Py_DECREF(out);
             PyBuffer_Release(&buf);
             return fail(i, why);
         }
-        n += !r.key;
+        /* wrapping, as Java's long does: a delta that overflows cannot be in bounds anyway */
+        long long ts = (long long)((uint64_t)first_ts + (uint64_t)r.ts_delta);
+        int rc = 0;
+        if (r.offset_delta != i)
+            rc = refuse(out, i, PRODUCED_OFFSET_DELTA, (long long)r.offset_delta);
+        else if (keys && !r.key)
+            rc = refuse(out, i, PRODUCED_KEYLESS, 0);
+        else if (ts != -1 && (ts < low || ts > high))
+            rc = refuse(out, i, PRODUCED_TIMESTAMP, ts);
+        if (rc < 0) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
     }
     PyBuffer_Release(&buf);
-    return PyLong_FromLong(n);
+    return out;
 }
 
 static PyObject *retain(PyObject *self, PyObject *args) {
@@ -202,10 +240,20 @@ static PyObject *retain(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"map_keys", map_keys, METH_VARARGS, "found[key] = offset for keyed records in [lo, hi)."},
     {"retain", retain, METH_VARARGS, "The records the cleaner keeps, back to back."},
-    {"keyless", keyless, METH_VARARGS, "The number of records without a key."},
+    {"produced", produced, METH_VARARGS, "The records of a producer's batch to refuse."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_compact", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__compact(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__compact(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "PRODUCED_OFFSET_DELTA", PRODUCED_OFFSET_DELTA) < 0 ||
+        PyModule_AddIntConstant(m, "PRODUCED_KEYLESS", PRODUCED_KEYLESS) < 0 ||
+        PyModule_AddIntConstant(m, "PRODUCED_TIMESTAMP", PRODUCED_TIMESTAMP) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

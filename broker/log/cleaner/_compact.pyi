@@ -12,7 +12,14 @@ def map_keys(
     found: dict[bytes, int],
     /,
 ) -> int: ...
-def keyless(section: Buffer, count: int, /) -> int: ...
+
+PRODUCED_OFFSET_DELTA: int
+PRODUCED_KEYLESS: int
+PRODUCED_TIMESTAMP: int
+
+def produced(
+    section: Buffer, count: int, keys: bool, first_ts: int, low: int, high: int, /
+) -> list[tuple[int, int, int]]: ...
 def retain(
     section: Buffer,
     count: int,

@@ -23,12 +23,12 @@ from broker.log_validator import validate_for_leader
 from protocol.batch import (
     HEADER_BYTES,
     BatchHeader,
-    InvalidBatchError,
     build_batch,
     decode_all,
     iter_batches,
 )
 from protocol.clock import ManualClock
+from protocol.record_errors import InvalidRecordsError
 from tests.unit.log.conftest import T0, slice_bytes
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "600", "min.cleanable.dirty.ratio": "0.01"}
@@ -347,8 +347,9 @@ def test_a_record_claiming_an_offset_outside_its_batch_is_refused_not_trusted(
 ) -> None:
     bad = _with_offset_delta(keyed([(b"k", b"forged")]), 50)
     cfg = LogConfig.from_properties(COMPACT)
-    with pytest.raises(InvalidBatchError, match="offset delta"):
+    with pytest.raises(InvalidRecordsError, match="offset delta 50") as refused:
         validate_for_leader(bad, cfg, T0)  # the produce path of a compacted topic
+    assert [e.batch_index for e in refused.value.record_errors] == [0]
     for i in range(20):
         harness.log.append_as_leader(keyed([(b"k", b"v%d" % i)]), 1)
     harness.log.append_as_leader(bad, 1)  # past the produce check (a test only)
