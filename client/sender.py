@@ -10,7 +10,9 @@ accumulator's next deadline. Per partition:
 - a retriable error (NOT_LEADER_FOR_PARTITION, a lost connection, a timeout, ...): the batch
   goes back to the front of its queue after `retry_backoff_ms`, and an `invalid_metadata` error
   refreshes the metadata first, so the retry goes to the new leader;
-- anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail.
+- anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail (a
+  batch refused for some of its records with an error whose `record_errors` names them by
+  their futures' `index`, protocol/record_errors.py).
 With acks=0 the request gets no answer and offsets are -1. The accumulator's `max_in_flight_
 per_partition` bounds the batches in flight per partition (at most 5 when idempotent: the
 leader stores a retried batch only once and answers its first copy's offset,
@@ -57,8 +59,8 @@ from protocol.errors import (
     OutOfOrderSequenceNumberError,
     RequestTimedOutError,
     UnknownServerError,
-    for_code,
 )
+from protocol.record_errors import produce_error
 from protocol.schema import Records
 from transport.connection import BrokerConnection
 
@@ -350,7 +352,7 @@ class Sender:
                 self._on_error(batch, error, f"{error} (broker {node})")
             elif answer.error_code != 0:
                 text = produce_refusal(answer.error_code, answer.error_message, _name(batch.tp))
-                error = for_code(answer.error_code)(text)
+                error = produce_error(answer.error_code, text, answer.record_errors)
                 self._on_error(batch, error, f"{error} (broker {node})")
             else:
                 self._finish(batch, answer.base_offset, answer.log_append_time_ms)

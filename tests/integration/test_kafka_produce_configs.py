@@ -19,6 +19,7 @@ import pytest
 from deploy.cluster import LocalCluster
 from protocol import compression
 from protocol.batch import iter_batches
+from protocol.record_errors import InvalidRecordsError
 from tests.fixtures.cluster import run_odradek, wait_until
 from tests.integration.kafka_clients import CLIENTS, Rec
 
@@ -124,6 +125,18 @@ def _one_late_record_by_kafka_python(cluster: LocalCluster, topic: str, now: int
     return [f.exception for f in futures]
 
 
+def _native_batch_error(cluster: LocalCluster, topic: str, recs: list[Rec]) -> Any:
+    """The error odradek's client fails `recs` with, sent in one batch (the same for all)."""
+    from client import Producer
+
+    with Producer(cluster.bootstrap, linger_ms=60_000, retries=0) as p:
+        futures = [p.send(topic, r.value, key=r.key, partition=0) for r in recs]
+        p.flush()
+        errors = {id(f.exception(timeout=TIMEOUT_S)) for f in futures}
+        assert len(errors) == 1 and futures[0].index == 0, errors
+        return futures[0].exception()
+
+
 def _end_offset(cluster: LocalCluster, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -137,7 +150,8 @@ def _end_offset(cluster: LocalCluster, topic: str) -> int:
 def test_keyless_records_of_a_compacted_topic_fail_alone(cluster3: LocalCluster) -> None:
     """librdkafka's 0011 test (KIP-467): 100 records in one batch to a compacted topic, every
     tenth without a key. The batch is refused and the leader names the 10 keyless records:
-    they fail with INVALID_RECORD, the 90 others with _INVALID_DIFFERENT_RECORD."""
+    they fail with INVALID_RECORD, the 90 others with _INVALID_DIFFERENT_RECORD. odradek's
+    client (the native door) fails them all with one error naming the 10."""
     from confluent_kafka import KafkaError
 
     topic = _topic("keyless")
@@ -149,6 +163,10 @@ def test_keyless_records_of_a_compacted_topic_fail_alone(cluster3: LocalCluster)
         range(0, 100, 10)
     )
     assert codes.count(KafkaError._INVALID_DIFFERENT_RECORD) == 90
+    refused = _native_batch_error(cluster3, topic, recs)
+    assert isinstance(refused, InvalidRecordsError), refused
+    assert [e.batch_index for e in refused.record_errors] == list(range(0, 100, 10))
+    assert "without a key" in refused.message
     assert _end_offset(cluster3, topic) == 0  # nothing of the batch was appended
 
 
