@@ -9,7 +9,7 @@ Otherwise, in this order:
 0. `cleanup.policy` with compact: every record is checked (`check_records`, walked in C by the
    log cleaner's scanner, decompressed first if need be): a record without a key, or one whose
    offset delta is not its index (a producer's batch is dense, protocol/batch.py), is refused
-   with INVALID_RECORD, and with CreateTime one whose timestamp lies outside the bounds of 1.
+   with INVALID_RECORD, and (CreateTime) one whose timestamp lies outside the bounds of item 1
    with INVALID_TIMESTAMP, which wins when both occur.
 
 1. `message.timestamp.before.max.ms` / `after.max.ms` (CreateTime only): a batch holding a
@@ -22,10 +22,6 @@ Otherwise, in this order:
    its first record, so such a record can pass the `before` bound. Reading the header only
    keeps the check O(1) and never decompresses a batch that passes.
 
-A refusal names every bad record by its index in the batch, with a message of its own, as
-Kafka's LogValidator does (KIP-467, protocol/record_errors.py): the whole batch is refused, and
-the client fails the others as refused because of them. A record that does not parse refuses
-the batch as CORRUPT_MESSAGE, naming no record.
 2. `compression.type` (not producer): a batch whose codec differs is decompressed and its
    records section compressed with the topic's codec (`uncompressed`: none) at the topic's
    compression.<codec>.level, as Kafka recompresses. The records themselves are kept byte for
@@ -33,6 +29,11 @@ the batch as CORRUPT_MESSAGE, naming no record.
 3. `message.timestamp.type=LogAppendTime`: attribute bit 3 set and max_timestamp stamped with
    the append time (Kafka's `setMaxTimestamp(LOG_APPEND_TIME, now)`); readers then give every
    record that time.
+
+A refusal names every bad record by its index in the batch, with a message of its own, as
+Kafka's LogValidator does (KIP-467, protocol/record_errors.py): the whole batch is refused, and
+the client fails the others as refused because of them. A record that does not parse refuses
+the batch as CORRUPT_MESSAGE, naming no record.
 
 A rewritten batch has its CRC checked before (a corrupt batch is never blessed with a new CRC)
 and recomputed after: the CRC covers the attributes, max_timestamp and the records section
