@@ -54,6 +54,10 @@ from protocol.errors import CorruptMessageError
 
 OFFSETS_TOPIC = "__consumer_offsets"
 MAX_RECORDS_PER_BATCH = 10_000
+# Kafka's offset.metadata.max.bytes (its default): a commit's metadata longer than this is
+# refused with OFFSET_METADATA_TOO_LARGE (by the commit operations), so it always fits the
+# int16 length of OffsetCommitValue's metadata string
+OFFSET_METADATA_MAX_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,11 @@ def offset_record(group_id: str, topic: str, partition: int, offset: int,
     value = {"offset": offset, "metadata": metadata or "", "commit_ms": commit_ms,
              "leader_epoch": leader_epoch if leader_epoch >= 0 else -1}  # fmt: skip
     return CoordinatorRecord(OffsetKey(group_id, topic, partition), value)
+
+
+def metadata_too_large(metadata: str | None) -> bool:
+    """Kafka's check of a commit's metadata (counted in characters, as Kafka's length())."""
+    return metadata is not None and len(metadata) > OFFSET_METADATA_MAX_BYTES
 
 
 def encode(record: CoordinatorRecord) -> list[tuple[bytes, bytes | None]]:
