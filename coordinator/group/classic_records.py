@@ -136,7 +136,10 @@ class _Reader:
 
     def nstring(self) -> str | None:
         n = self.length()
-        return None if n < 0 else self.take(n).decode()
+        try:
+            return None if n < 0 else self.take(n).decode()
+        except UnicodeDecodeError as exc:
+            raise CorruptMessageError(f"a string that is not UTF-8: {exc}") from None
 
     def string(self) -> str:
         return self.nstring() or ""

@@ -182,6 +182,20 @@ def test_corrupt_records_are_refused(key: bytes, value: bytes | None) -> None:
         decode(key, value)
 
 
+@given(record_type=st.sampled_from([0, 1, 2]), key=st.binary(max_size=30),
+       value=st.none() | st.binary(max_size=60))  # fmt: skip
+def test_any_bytes_decode_or_are_refused_as_corrupt(
+    record_type: int, key: bytes, value: bytes | None
+) -> None:
+    """Whatever follows a classic record's type: a record, or CorruptMessageError (which the
+    coordinator's load logs and skips), never another exception."""
+    try:
+        record = decode(i16(record_type) + key, value)
+    except CorruptMessageError:
+        return
+    assert isinstance(record.key, GroupKey if record_type == 2 else OffsetKey)
+
+
 # ----- round trips ------------------------------------------------------------------------
 
 names = st.text(max_size=20)
