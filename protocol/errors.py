@@ -54,6 +54,8 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The record batch is larger than the maximum the server accepts."),
     ErrorSpec(11, "STALE_CONTROLLER_EPOCH", False,
               "The request came from a controller whose epoch is older than the current one."),
+    ErrorSpec(12, "OFFSET_METADATA_TOO_LARGE", False,
+              "The metadata field of the offset request was too large."),
     ErrorSpec(13, "NETWORK_EXCEPTION", True,
               "The server disconnected before a response was received.", invalid_metadata=True),
     ErrorSpec(14, "COORDINATOR_LOAD_IN_PROGRESS", True,
@@ -262,6 +264,9 @@ class MessageTooLargeError(OdradekError): ...
 
 
 class StaleControllerEpochError(OdradekError): ...
+
+
+class OffsetMetadataTooLargeError(OdradekError): ...
 
 
 class NetworkExceptionError(OdradekError): ...

@@ -10,9 +10,10 @@ partition; no group coordinator on this broker COORDINATOR_NOT_AVAILABLE for eve
 partition; a KIP-848 member committing with a generation that cannot be its epoch (Kafka
 v0-v8: `generation_is_epoch` False) UNSUPPORTED_VERSION, as Kafka answers; then each topic
 without Read is TOPIC_AUTHORIZATION_FAILED, each partition this broker's metadata cache does
-not know (no such topic, or an index past its partition count) UNKNOWN_TOPIC_OR_PARTITION,
-and the others are committed. Kafka's clients retry the last (it is retriable): a topic just
-created may reach this broker's cache a moment after the controller wrote it. The
+not know (no such topic, or an index past its partition count) UNKNOWN_TOPIC_OR_PARTITION
+(Kafka's clients retry it: a topic just created may reach this broker's cache a moment after
+the controller wrote it), each with a metadata over 4096 characters (Kafka's
+offset.metadata.max.bytes) OFFSET_METADATA_TOO_LARGE, and the others are committed. The
 coordinator's own commits (coordinator/group/) do not come through here.
 """
 
@@ -25,9 +26,11 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
+from coordinator.group.records import metadata_too_large
 from protocol.api import group
 from protocol.errors import (
     GroupAuthorizationFailedError,
+    OffsetMetadataTooLargeError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
@@ -103,18 +106,21 @@ def _known(
     codes: dict[tuple[str, int], int],
 ) -> list[group.CommitTopic]:  # fmt: skip
     """The allowed topics' partitions this broker knows, to commit; each one it does not
-    know gets UNKNOWN_TOPIC_OR_PARTITION in `codes`."""
+    know gets UNKNOWN_TOPIC_OR_PARTITION in `codes`, each with a metadata longer than Kafka's
+    offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE."""
     out = []
     for t in req.topics:
         if t.name in refused:
             continue
         partitions = []
         for p in t.partitions:
-            if ctx.metadata.has_partition(t.name, p.partition):
+            if not ctx.metadata.has_partition(t.name, p.partition):
+                codes[(t.name, p.partition)] = UnknownTopicOrPartitionError.code
+            elif metadata_too_large(p.metadata):
+                codes[(t.name, p.partition)] = OffsetMetadataTooLargeError.code
+            else:
                 partitions.append(group.CommitPartition(p.partition, p.offset, p.metadata,
                                                         p.leader_epoch))  # fmt: skip
-            else:
-                codes[(t.name, p.partition)] = UnknownTopicOrPartitionError.code
         if partitions:
             out.append(group.CommitTopic(t.name, partitions))
     return out

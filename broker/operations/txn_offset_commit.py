@@ -9,8 +9,9 @@ and Read on the group (GROUP_AUTHORIZATION_FAILED) for every partition; then Rea
 a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED; then each partition this
 broker's metadata cache does not know (no such topic, or an index past its partition count)
 UNKNOWN_TOPIC_OR_PARTITION (retriable: a topic just created may reach the cache a moment
-late); the others are committed. Topics are answered in the order asked. No group
-coordinator here: COORDINATOR_NOT_AVAILABLE.
+late); each with a metadata over 4096 characters (Kafka's offset.metadata.max.bytes)
+OFFSET_METADATA_TOO_LARGE; the others are committed. Topics are answered in the order asked.
+No group coordinator here: COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from broker.context import BrokerContext
 from broker.operations.txn_common import txn_group_refusal
 from broker.security import rules
 from broker.session import Session
-from protocol.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from coordinator.group.records import metadata_too_large
+from protocol.errors import (
+    OffsetMetadataTooLargeError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
 
 API = "TxnOffsetCommit"
 
@@ -61,13 +67,17 @@ async def run(ctx: BrokerContext, session: Session, req: TxnOffsetCommit) -> Txn
     known = ctx.metadata.has_partition
     missing = {(t, p.partition) for t, ps in req.topics if t not in denied for p in ps
                if not known(t, p.partition)}  # fmt: skip
+    too_large = {(t, p.partition) for t, ps in req.topics if t not in denied for p in ps
+                 if metadata_too_large(p.metadata)} - missing  # fmt: skip
     offsets = [(t, p.partition, p.offset, p.metadata, p.leader_epoch)
                for t, ps in req.topics if t not in denied
-               for p in ps if (t, p.partition) not in missing]  # fmt: skip
+               for p in ps if (t, p.partition) not in missing | too_large]  # fmt: skip
     code = await _commit(ctx, req, offsets) if offsets else 0
     refused, unknown = TopicAuthorizationFailedError.code, UnknownTopicOrPartitionError.code
+    large = OffsetMetadataTooLargeError.code
     return _answer(req, lambda topic, partition: refused if topic in denied
-                   else unknown if (topic, partition) in missing else code)  # fmt: skip
+                   else unknown if (topic, partition) in missing
+                   else large if (topic, partition) in too_large else code)  # fmt: skip
 
 
 def _answer(req: TxnOffsetCommit, code_of: Callable[[str, int], int]) -> TxnOffsetCommitResult:

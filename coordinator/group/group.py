@@ -263,6 +263,23 @@ def to_wire(assignment: Iterable[TP]) -> list[TopicPartitions]:
 
 
 def group_record(group: Group) -> CoordinatorRecord:
+    """The group's record: a Kafka group's is Kafka's GroupMetadataValue (the chosen
+    protocol's metadata and the leader's assignment per member, classic_records.py), a native
+    group's odradek's own (records.py)."""
+    if group.is_kafka:
+        kafka_members = [
+            {"id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+             "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+             "session_timeout_ms": m.session_timeout_ms,
+             "subscription": m.metadata_for(group.strategy),
+             "assignment_bytes": m.assignment_bytes}
+            for m in group.members.values()
+        ]  # fmt: skip
+        value: dict[str, Any] = {
+            "protocol_type": group.protocol_type, "generation": group.generation,
+            "strategy": group.strategy, "leader": group.leader_id, "members": kafka_members,
+        }  # fmt: skip
+        return CoordinatorRecord(GroupKey(group.group_id), value)
     members: list[dict[str, Any]] = [
         {"id": m.member_id, "client_id": m.client_id, "session_timeout_ms": m.session_timeout_ms,
          "rebalance_timeout_ms": m.rebalance_timeout_ms, "topics": list(m.topics),
@@ -270,14 +287,9 @@ def group_record(group: Group) -> CoordinatorRecord:
          "instance_id": m.instance_id}
         for m in group.members.values()
     ]  # fmt: skip
-    if group.is_kafka:  # Kafka's GroupMetadataValue: the chosen protocol's metadata only
-        for entry, m in zip(members, group.members.values(), strict=True):
-            entry["client_host"] = m.client_host
-            entry["subscription"] = m.metadata_for(group.strategy)
-            entry["assignment_bytes"] = m.assignment_bytes
     value = {"generation": group.generation, "strategy": group.strategy, "members": members,
              "partition_counts": group.partition_counts,
-             "protocol_type": group.protocol_type, "leader": group.leader_id}  # fmt: skip
+             "protocol_type": None, "leader": group.leader_id}  # fmt: skip
     return CoordinatorRecord(GroupKey(group.group_id), value)
 
 
@@ -299,7 +311,11 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
 
 
 def load_group_value(group: Group, value: Mapping[str, Any], now_ms: int) -> None:
-    """A loaded group is Ready with its recorded members; each gets a fresh session."""
+    """A loaded group is Ready with its recorded members; each gets a fresh session. Either
+    record: a native group's (topics, pattern, assignment, partition counts) or a Kafka
+    group's, Kafka's GroupMetadataValue or its msgpack form of before issue 33 (subscription
+    and assignment bytes, kept opaque as the JoinGroup path keeps them: its members' topics
+    and partitions are read from them on demand, protocol/kafka/consumer_protocol.py)."""
     group.generation = int(value["generation"])
     group.strategy = value.get("strategy")
     group.protocol_type = value.get("protocol_type")

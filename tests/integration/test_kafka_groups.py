@@ -16,6 +16,7 @@ test_kafka_groups_faults.py.
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import threading
 import time
@@ -24,12 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    TopicPartition,
+)
 from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from client import Admin, Consumer, Producer
 from client.types import NewTopic
+from coordinator.group.records import OFFSETS_TOPIC, partition_for
 from deploy.cluster import LocalCluster
 from protocol.errors import InconsistentGroupProtocolError
 from protocol.kafka.consumer_protocol import encode_assignment
@@ -428,6 +435,119 @@ def test_commits_for_partitions_that_do_not_exist_are_refused(
     refused = got[(missing, 0)]
     assert refused is not None and refused.code() == unknown, refused
     assert wire.committed(s.kafka, s.group) == {(s.topic, 0): 2}
+
+
+def _offsets_partition_records(kafka: str, group: str) -> list[tuple[bytes, bytes | None]]:
+    """Every record of the group's `__consumer_offsets` partition, read by a Kafka client."""
+    reader = ConfluentConsumer({"bootstrap.servers": kafka, "group.id": _name("reader"),
+                                "enable.auto.commit": False})  # fmt: skip
+    try:
+        count = len(reader.list_topics(OFFSETS_TOPIC, timeout=30).topics[OFFSETS_TOPIC].partitions)
+        tp = TopicPartition(OFFSETS_TOPIC, partition_for(group, count), OFFSET_BEGINNING)
+        _, high = reader.get_watermark_offsets(tp, timeout=30)
+        reader.assign([tp])
+        out: list[tuple[bytes, bytes | None]] = []
+        deadline = time.monotonic() + CONVERGE_S
+        position = 0
+        while position < high:
+            assert time.monotonic() < deadline, f"read {position} of {high} records"
+            msg = reader.poll(0.5)
+            if msg is not None and msg.error() is None:
+                out.append((msg.key() or b"", msg.value()))
+                position = msg.offset() + 1
+        return out
+    finally:
+        reader.close()
+
+
+def _s16(data: bytes, pos: int) -> tuple[str | None, int]:
+    (n,) = struct.unpack_from(">h", data, pos)
+    return (None, pos + 2) if n < 0 else (data[pos + 2 : pos + 2 + n].decode(), pos + 2 + n)
+
+
+def _group_value(data: bytes) -> tuple[str | None, list[tuple[str | None, ...]]]:
+    """GroupMetadataValue v3, read as its JSON schema lays it out: (protocol type, members
+    as (member id, instance id, client id, client host, subscription?, assignment?))."""
+    assert struct.unpack_from(">h", data)[0] == 3
+    protocol_type, pos = _s16(data, 2)
+    pos += 4  # generation
+    _, pos = _s16(data, pos)  # protocol
+    _, pos = _s16(data, pos)  # leader
+    (count,) = struct.unpack_from(">i", data, pos + 8)  # after currentStateTimestamp
+    pos += 12
+    members = []
+    for _ in range(count):
+        fields = []
+        for _ in range(4):  # memberId, groupInstanceId, clientId, clientHost
+            text, pos = _s16(data, pos)
+            fields.append(text)
+        pos += 8  # rebalanceTimeout, sessionTimeout
+        for _ in range(2):  # subscription, assignment: bytes
+            (n,) = struct.unpack_from(">i", data, pos)
+            fields.append("bytes" if n > 0 else None)
+            pos += 4 + n
+        members.append(tuple(fields))
+    assert pos == len(data)
+    return protocol_type, members
+
+
+def test_offsets_and_the_group_are_kafkas_records_and_big_metadata_is_refused(
+    cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    """A confluent-kafka consumer joins a group, commits and leaves. In `__consumer_offsets`,
+    read back with a Kafka client, its commit is OffsetCommitKey (type 1) and OffsetCommitValue
+    v3 and its group GroupMetadataKey (type 2) and GroupMetadataValue v3 with the member's
+    client id and its subscription and assignment, as Kafka 4.x writes them (odradek wrote
+    msgpack). A commit's metadata over 4096 characters (Kafka's offset.metadata.max.bytes)
+    is OFFSET_METADATA_TOO_LARGE for its partition, as Kafka answers; the other partition of
+    the same commit is committed."""
+    s = Scenario.new(cluster3, tmp_path, "records", partitions=2)
+    answers: list[tuple[KafkaError | None, list[TopicPartition]]] = []
+    consumer = ConfluentConsumer({
+        "bootstrap.servers": s.kafka, "group.id": s.group, "client.id": "records-client",
+        "enable.auto.commit": False, "session.timeout.ms": SESSION_MS,
+        "on_commit": lambda err, partitions: answers.append((err, partitions)),
+    })  # fmt: skip
+    try:
+        consumer.subscribe([s.topic])
+        wire.wait_for(lambda: consumer.poll(0.1) is None and len(consumer.assignment()) == 2,
+                      "the assignment", CONVERGE_S)  # fmt: skip
+        consumer.commit(offsets=[TopicPartition(s.topic, 0, 3, metadata="fine"),
+                                 TopicPartition(s.topic, 1, 4, metadata="x" * 4097)],
+                        asynchronous=True)  # fmt: skip
+        wire.wait_for(lambda: consumer.poll(0.1) is None and bool(answers),
+                      "the commit's answer", CONVERGE_S)  # fmt: skip
+    finally:
+        consumer.close()
+    ((_, partitions),) = answers
+    errors = {tp.partition: tp.error for tp in partitions}
+    large = errors[1]
+    assert large is not None and large.code() == KafkaError.OFFSET_METADATA_TOO_LARGE, large
+    assert wire.committed(s.kafka, s.group) == {(s.topic, 0): 3}
+
+    commits, groups = [], []
+    for key, value in _offsets_partition_records(s.kafka, s.group):
+        if key.startswith(b"\x00\x01"):
+            group_id, pos = _s16(key, 2)
+            topic, pos = _s16(key, pos)
+            if group_id == s.group and value is not None:
+                (partition,) = struct.unpack_from(">i", key, pos)
+                version, offset, _epoch = struct.unpack_from(">hqi", value)
+                metadata, pos = _s16(value, 14)
+                assert (version, pos + 8) == (3, len(value))
+                commits.append((topic, partition, offset, metadata))
+        elif key == b"\x00\x02" + struct.pack(">h", len(s.group)) + s.group.encode():
+            groups.append(None if value is None else _group_value(value))
+    # confluent-kafka 2.12 sends a metadata with its C string's terminating NUL
+    assert commits == [(s.topic, 0, 3, "fine\x00")], commits
+    stable = [g for g in groups if g and g[1]]
+    assert stable, groups
+    protocol_type, members = stable[-1]
+    assert protocol_type == "consumer" and len(members) == 1, stable
+    member_id, instance_id, client_id, _host, subscription, assignment = members[0]
+    assert member_id and instance_id is None and client_id == "records-client"
+    assert subscription == assignment == "bytes"
+    assert groups[-1] == ("consumer", []), groups  # the member left: the group is empty
 
 
 # ----- odradek groups on a Kafka group -------------------------------------------------------

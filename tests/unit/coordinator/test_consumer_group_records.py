@@ -1,5 +1,6 @@
 """KIP-848 records: golden bytes laid out by hand from Kafka's ConsumerGroup*.json schemas,
-round trips through records.py's build/decode dispatch, and msgpack records still decoding."""
+round trips through records.py's build/decode dispatch (the classic records':
+group/test_classic_records.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from coordinator.group.records import (
     GroupKey,
     OffsetKey,
     decode,
-    encode_key,
+    encode,
+    legacy_key,
     offset_record,
 )
 from protocol.batch import decode_records
@@ -147,9 +149,9 @@ def test_dispatch_tells_msgpack_from_kafka_records() -> None:
     batch = build(records, 1000)
     decoded = [decode(r.key, r.value) for r in decode_records(batch, 0)[1]]
     assert decoded == records
-    assert encode_key(OffsetKey("g", "t", 0))[0] & 0xF0 == 0x90
-    assert encode_key(GroupKey("g"))[0] & 0xF0 == 0x90
-    assert encode_key(ConsumerKey(cr.GROUP_METADATA, "g"))[0] == 0
+    assert legacy_key(OffsetKey("g", "t", 0))[0] & 0xF0 == 0x90
+    assert legacy_key(GroupKey("g"))[0] & 0xF0 == 0x90
+    assert encode(records[1])[0][0][0] == 0
 
 
 def test_corrupt_records_are_refused() -> None:

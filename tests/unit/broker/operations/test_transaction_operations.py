@@ -36,6 +36,7 @@ from protocol.errors import (
     CoordinatorLoadInProgressError,
     GroupAuthorizationFailedError,
     NotCoordinatorError,
+    OffsetMetadataTooLargeError,
     OperationNotAttemptedError,
     ProducerFencedError,
     TopicAuthorizationFailedError,
@@ -253,6 +254,23 @@ async def test_txn_offset_commit_refuses_partitions_this_broker_does_not_know(
         only_unknown = toc.TxnOffsetCommit("tx", "g", 1, 0, (("missing", (o(0, 1), o(1, 2))),))
         assert (await run(toc.run, b, only_unknown)).topics == (
             ("missing", ((0, UNKNOWN), (1, UNKNOWN))),)  # fmt: skip
+
+
+async def test_txn_offset_commit_refuses_a_metadata_over_kafkas_limit(tmp_path: Path) -> None:
+    """A metadata over 4096 characters (Kafka's offset.metadata.max.bytes) is
+    OFFSET_METADATA_TOO_LARGE for its partition, as Kafka answers, and is not written (it
+    would not fit OffsetCommitValue's int16-length string); the others are committed."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await coordinate_groups(b, clock)
+        o = toc.OffsetToCommit
+        ask = toc.TxnOffsetCommit("tx", "g", 1, 0, (
+            ("t", (o(0, 5, "x" * 4096), o(1, 6, "y" * 40_000))),))  # fmt: skip
+        result = await run(toc.run, b, ask)
+        assert result.topics == (("t", ((0, 0), (1, OffsetMetadataTooLargeError.code))),)
+        group = b.ctx.groups.group_view("g")[1]
+        assert group is not None and sorted(group.pending_txn[1]) == [("t", 0)]
 
 
 async def test_write_txn_markers_needs_alter_or_cluster_action_and_answers_each_partition(
