@@ -476,6 +476,23 @@ def test_confluent_creates_a_topic_with_given_replicas(
 # ----- the CLI, seen by a Kafka client -------------------------------------------------------
 
 
+def test_cli_creates_a_topic_with_given_replicas(cluster3: LocalCluster, confluent: Any) -> None:
+    """`odradek topics create --replica-assignment` as kafka-topics.sh takes it, seen by
+    librdkafka's metadata; a broker that does not exist refused in one line."""
+    topic = _topic("cliassign")
+    done = run_odradek("topics", "create", topic, "--replica-assignment", "2:3,3:1",
+                       "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    _known_everywhere(cluster3, topic, 2)
+    meta = confluent.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    assert {p: (m.replicas, m.leader) for p, m in meta.items()} == {0: ([2, 3], 2), 1: ([3, 1], 3)}
+    bad = run_odradek("topics", "create", _topic("cliassign"), "--replica-assignment", "1:7",
+                      "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert bad.returncode == 1
+    (line,) = bad.stderr.strip().splitlines()  # one line, no traceback
+    assert "INVALID_REPLICA_ASSIGNMENT" in line and "includes broker 7, but no such broker" in line
+
+
 def test_cli_alter_config_and_add_partitions(cluster3: LocalCluster, kafka_python: Any) -> None:
     from kafka.admin import ConfigResource, ConfigResourceType
 
