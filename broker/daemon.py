@@ -30,7 +30,7 @@ import contextlib
 import logging
 import signal
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import uvloop
@@ -107,12 +107,14 @@ class ZkTopicStore:
         replication_factor: int,
         configs: Mapping[str, str],
         live_broker_ids: list[int],
+        assignment: Mapping[int, Sequence[int]] | None = None,
     ) -> None:
         await _zk_call(
             lambda: zk_topics.create_topic(
-                self.zk, name, num_partitions, replication_factor, dict(configs), live_broker_ids
+                self.zk, name, num_partitions, replication_factor, dict(configs),
+                live_broker_ids, assignment,
             )
-        )
+        )  # fmt: skip
 
     async def delete_topic(self, name: str) -> None:
         await _zk_call(lambda: zk_topics.delete_topic(self.zk, name))

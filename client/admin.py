@@ -57,6 +57,7 @@ from protocol.api.admin import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
     DescribeConfigsResponse,
+    ReplicaAssignment,
 )
 from protocol.api.controller import (
     AlterPartitionReassignmentsRequest,
@@ -130,13 +131,7 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
         validate_only: bool = False,
     ) -> None:  # fmt: skip
         """Create topics; raises the first per-topic error (TopicAlreadyExistsError, ...)."""
-        topics = [
-            CreatableTopic(t.name, t.num_partitions, t.replication_factor, [], dict(t.configs))
-            for t in new_topics
-        ]
-        for t in topics:
-            if not t.name or t.num_partitions < 1 or t.replication_factor < 1:
-                raise UsageError(f"bad topic {t.name!r}: need a name, partitions and RF >= 1")
+        topics = [_creatable(t) for t in new_topics]
         timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
         request = CreateTopicsRequest(topics, timeout, validate_only)
         resp: CreateTopicsResponse = await self._send_admin(request, timeout)
@@ -491,3 +486,15 @@ def _raise(code: int, name: str, message: str | None) -> None:
     if code != 0:
         error = for_code(code)
         raise error(f"{name}: {message or error.default_message}")
+
+
+def _creatable(t: NewTopic) -> CreatableTopic:
+    """The request's topic: its counts, or its replicas with both counts -1 (Kafka's rule)."""
+    if t.replica_assignment is not None:
+        if not t.name or not t.replica_assignment:
+            raise UsageError(f"bad topic {t.name!r}: need a name and at least one partition")
+        assigned = [ReplicaAssignment(i, list(r)) for i, r in enumerate(t.replica_assignment)]
+        return CreatableTopic(t.name, -1, -1, assigned, dict(t.configs))
+    if not t.name or t.num_partitions < 1 or t.replication_factor < 1:
+        raise UsageError(f"bad topic {t.name!r}: need a name, partitions and RF >= 1")
+    return CreatableTopic(t.name, t.num_partitions, t.replication_factor, [], dict(t.configs))

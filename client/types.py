@@ -64,10 +64,15 @@ class BatchMetadata(NamedTuple):
 
 
 class NewTopic(NamedTuple):
+    """A topic to create: `num_partitions` and `replication_factor`, or with
+    `replica_assignment` each partition's replicas (partition i: the i-th list, its first broker
+    the preferred leader), the counts then ignored and sent as -1, as Kafka wants them."""
+
     name: str
     num_partitions: int
     replication_factor: int = 1
     configs: dict[str, str] = {}  # shared default: never mutated, copied before use
+    replica_assignment: tuple[tuple[int, ...], ...] | None = None
 
 
 class OffsetAndTimestamp(NamedTuple):

@@ -6,9 +6,11 @@ deploy/leaders_cli.py, deploy/records_cli.py and deploy/topics_alter_cli.py).
 --exclude-internal, as kafka-topics.sh does. `describe` prints seed 004's listing on stdout
 (labels aligned, deploy/cli_views.py) and, on stderr, why each partition without a leader has
 none; `--offsets` adds each partition's log start offset and high watermark. Both take
-`-o json` (docs/cli.md). `create` warns on stderr when the topic's min.insync.replicas is above
-its replication factor (deploy/wait_notes.py). `delete` asks for each topic on its own: one
-that cannot go gets its error line and the others still go.
+`-o json` (docs/cli.md). `create` takes `--partitions` (and `--replication-factor`) or, as
+kafka-topics.sh, `--replica-assignment 1:2,2:3` (a ',' between partitions, a ':' between a
+partition's replicas, its first the preferred leader), and warns on stderr when the topic's
+min.insync.replicas is above its replication factor (deploy/wait_notes.py). `delete` asks for
+each topic on its own: one that cannot go gets its error line and the others still go.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from deploy.cli_common import (
 )
 from deploy.cli_lines import format_topic, parse_topic_configs
 from deploy.cli_output import emit_json, output_options, print_lines, wants_json
-from protocol.errors import NetworkError, OdradekError, for_code
+from protocol.errors import NetworkError, OdradekError, UsageError, for_code
 
 
 def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
@@ -35,8 +37,14 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
     create = tsub.add_parser("create", parents=[client], help="create a topic")
     create.add_argument("name", metavar="NAME")
-    create.add_argument("--partitions", type=positive_int, required=True)
-    create.add_argument("--replication-factor", type=positive_int, default=1)
+    counts = create.add_mutually_exclusive_group(required=True)
+    counts.add_argument("--partitions", type=positive_int)
+    create.add_argument("--replication-factor", type=positive_int, help="1 when not given")
+    counts.add_argument(
+        "--replica-assignment", type=parse_replica_assignment, metavar="1:2,2:3",
+        help="each partition's replicas instead of --partitions and --replication-factor, as "
+        "kafka-topics.sh: ',' between partitions, ':' between a partition's brokers",
+    )  # fmt: skip
     create.add_argument(
         "--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)"
     )
@@ -71,14 +79,41 @@ def internal_options() -> argparse.ArgumentParser:
     return options
 
 
-def cmd_topics_create(args: argparse.Namespace) -> int:
+def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
+    """kafka-topics.sh's '1:2,2:3' -> ((1, 2), (2, 3)): partition 0 on brokers 1 and 2, ..."""
+    try:
+        out = tuple(tuple(int(b) for b in part.split(":")) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not replica lists like 1:2,2:3 (',' between partitions, ':' between "
+            "a partition's brokers)"
+        ) from None
+    if any(min(replicas) < 0 for replicas in out):
+        raise argparse.ArgumentTypeError(f"{text!r}: broker ids are >= 0, like 1:2,2:3")
+    return out
+
+
+def _new_topic(args: argparse.Namespace) -> Any:
+    """The topic asked: counts, or a replica assignment and neither count (kafka-topics.sh)."""
     from client.types import NewTopic
 
     configs = parse_topic_configs(args.config)
-    topic = NewTopic(args.name, args.partitions, args.replication_factor, configs)
+    if args.replica_assignment is not None:  # argparse refuses it with --partitions
+        if args.replication_factor is not None:
+            raise UsageError(
+                "--replica-assignment gives each partition's replicas: leave out "
+                "--replication-factor"
+            )
+        return NewTopic(args.name, -1, -1, configs, args.replica_assignment)
+    return NewTopic(args.name, args.partitions, args.replication_factor or 1, configs)
+
+
+def cmd_topics_create(args: argparse.Namespace) -> int:
+    topic = _new_topic(args)
+    rf = len(topic.replica_assignment[0]) if topic.replica_assignment else topic.replication_factor
     with admin_from_args(args) as admin:
         admin.create_topics([topic])
-        warning = wait_notes.min_insync_warning(admin, args.name, args.replication_factor)
+        warning = wait_notes.min_insync_warning(admin, args.name, rf)
     print(f"Created topic {args.name}.")
     if warning:
         progress(warning)

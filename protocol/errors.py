@@ -134,6 +134,8 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
     # since the controller moves leadership away from a failed log directory.
     ErrorSpec(56, "KAFKA_STORAGE_ERROR", True, "Disk error when accessing the log.",
               invalid_metadata=True),
+    ErrorSpec(57, "LOG_DIR_NOT_FOUND", False,
+              "The user-specified log directory is not found in the broker config."),
     ErrorSpec(58, "SASL_AUTHENTICATION_FAILED", False, "SASL Authentication failed."),
     ErrorSpec(68, "NON_EMPTY_GROUP", False, "The group is not empty."),
     ErrorSpec(69, "GROUP_ID_NOT_FOUND", False, "The group id does not exist."),
@@ -381,6 +383,9 @@ class TransactionalIdNotFoundError(OdradekError): ...
 
 
 class KafkaStorageError(OdradekError): ...
+
+
+class LogDirNotFoundError(OdradekError): ...
 
 
 class FencedLeaderEpochError(OdradekError): ...

@@ -1,9 +1,12 @@
 """CreateTopics: validate, write each topic to ZooKeeper, wait until the controller has led it.
 
 Any broker takes the request (as Kafka's ZooKeeper-era brokers did). Per topic: a legal name,
-partitions and replication factor >= 1 (-1 means the broker default), no manual assignment
-(not supported yet), configs that LogConfig accepts (else INVALID_CONFIG), a replication factor
-within the live brokers. Then `ctx.topics.create_topic` writes the znodes; the controller sees
+partitions and replication factor >= 1 (-1 means the broker default), configs that LogConfig
+accepts (else INVALID_CONFIG), a replication factor within the live brokers. Or, with a manual
+assignment (`kafka-topics --replica-assignment`), both counts -1 and replicas that Kafka's
+controller would accept (coordinator.cluster.topics.manual_assignment: INVALID_REQUEST or
+INVALID_REPLICA_ASSIGNMENT with Kafka's messages); the topic then has the partitions and
+replicas given. Then `ctx.topics.create_topic` writes the znodes; the controller sees
 them, places replicas, elects leaders and sends UpdateMetadata; the operation waits, within
 `timeout_ms`, until the metadata cache shows every partition with a leader (REQUEST_TIMED_OUT
 otherwise: the topic exists, its leaders are not there yet). `validate_only` checks and writes
@@ -30,12 +33,11 @@ from broker.context import BrokerContext
 from broker.log.config import LogConfig
 from broker.security import rules
 from broker.session import Session
-from coordinator.cluster.topics import validate_topic_name
+from coordinator.cluster.topics import manual_assignment, validate_topic_name
 from protocol.api.admin import ConfigEntry
 from protocol.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     OdradekError,
     RequestTimedOutError,
@@ -51,7 +53,7 @@ class NewTopic:
     name: str
     num_partitions: int  # -1: the broker's num_partitions
     replication_factor: int  # -1: the broker's default_replication_factor
-    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (partition, brokers): refused
+    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (partition, brokers), as given
     configs: tuple[tuple[str, str], ...] = ()
 
 
@@ -110,8 +112,16 @@ async def _create(ctx: BrokerContext, topic: NewTopic, req: CreateTopics) -> Top
     rf = ctx.config.default_replication_factor if rf == -1 else rf
     try:
         live = _validate(ctx, topic, partitions, rf)
+        assignment = None
+        if topic.assignments:
+            assignment = manual_assignment(
+                topic.assignments, topic.num_partitions, topic.replication_factor, live
+            )
+            partitions, rf = len(assignment), len(assignment[0])
         if not req.validate_only:
-            await ctx.topics.create_topic(topic.name, partitions, rf, dict(topic.configs), live)
+            await ctx.topics.create_topic(
+                topic.name, partitions, rf, dict(topic.configs), live, assignment
+            )
             if not await ctx.metadata.wait_until(
                 lambda: _created(ctx, topic.name, partitions), req.timeout_ms
             ):
@@ -128,19 +138,20 @@ async def _create(ctx: BrokerContext, topic: NewTopic, req: CreateTopics) -> Top
 
 
 def _validate(ctx: BrokerContext, topic: NewTopic, partitions: int, rf: int) -> list[int]:
+    """The live brokers, once the name, the configs and (without a manual assignment, which
+    `manual_assignment` checks) the counts are good."""
     validate_topic_name(topic.name)
-    if partitions < 1:
+    manual = bool(topic.assignments)
+    if partitions < 1 and not manual:
         raise InvalidPartitionsError(f"number of partitions {partitions} must be at least 1")
-    if rf < 1:
+    if rf < 1 and not manual:
         raise InvalidReplicationFactorError(f"replication factor {rf} must be at least 1")
-    if topic.assignments:
-        raise InvalidReplicaAssignmentError("manual replica assignments are not supported")
     try:
         LogConfig.from_properties(dict(topic.configs), base=ctx.replicas.default_log_config)
     except OdradekError as exc:
         raise InvalidConfigError(exc.message) from None
     live = ctx.metadata.live_broker_ids()
-    if rf > len(live):
+    if rf > len(live) and not manual:
         raise InvalidReplicationFactorError(
             f"replication factor {rf} is above the {len(live)} live brokers"
         )

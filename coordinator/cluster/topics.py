@@ -1,8 +1,8 @@
 """Topic administration through ZooKeeper, as any broker does it for CreateTopics/DeleteTopics/
 DescribeConfigs (the controller does the rest when it sees the znodes change).
 
-- create: validate, place replicas (coordinator.cluster.placement) unless an assignment is given,
-then
+- create: validate, place replicas (coordinator.cluster.placement) unless an assignment is given
+  (CreateTopics' manual one is checked first by `manual_assignment`, with Kafka's rules), then
   write /config/topics/<t> and /brokers/topics/<t> in one ZooKeeper transaction (so a topic never
   exists without its config); the controller's watch on /brokers/topics elects the leaders. The
   assignment znode carries a fresh topic id (KIP-516, protocol/topic_ids.py), as Kafka 2.8+
@@ -20,14 +20,16 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
+from collections.abc import Collection, Mapping, Sequence
 
 from coordinator.cluster import zk_paths as paths
-from coordinator.cluster.placement import assign_added_partitions, assign_replicas
+from coordinator.cluster.placement import MAX_PARTITIONS, assign_added_partitions, assign_replicas
 from coordinator.cluster.zk import OpCreate, OpSet, ZkBadVersion, ZkClient, ZkNodeExists, ZkNoNode
 from coordinator.cluster.zk_paths import LeaderIsrState, TopicAssignment, TopicConfig
 from protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
+    InvalidRequestError,
     InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
@@ -65,6 +67,73 @@ def validate_assignment(assignment: dict[int, list[int]]) -> None:
             raise InvalidReplicaAssignmentError(f"partition {p} repeats a broker: {replicas}")
 
 
+def manual_assignment(
+    assignments: Sequence[tuple[int, Sequence[int]]],
+    num_partitions: int,
+    replication_factor: int,
+    broker_ids: Collection[int],
+) -> dict[int, list[int]]:
+    """CreateTopics' replica assignment, checked as Kafka's controller checks it
+    (ReplicationControlManager.createTopic), in its order and with its messages: both counts
+    -1 (else INVALID_REQUEST); then, partition by partition as given, no partition twice, a
+    non-empty replica list of registered brokers (`broker_ids`), none twice, as many replicas
+    as the partitions before; then partitions 0..n-1 (INVALID_REPLICA_ASSIGNMENT for the rest).
+    Returns partition -> replicas (preferred leader first)."""
+    if replication_factor != -1:
+        raise InvalidRequestError(
+            "A manual partition assignment was specified, but replication factor was not set to -1."
+        )
+    if num_partitions != -1:
+        raise InvalidRequestError(
+            "A manual partition assignment was specified, but numPartitions was not set to -1."
+        )
+    if len(assignments) > MAX_PARTITIONS:
+        raise InvalidPartitionsError(
+            f"number of partitions must be at most {MAX_PARTITIONS}, not {len(assignments)}"
+        )
+    out: dict[int, list[int]] = {}
+    rf: int | None = None
+    for partition, replicas in assignments:
+        if partition in out:
+            raise InvalidReplicaAssignmentError(
+                f"Found multiple manual partition assignments for partition {partition}"
+            )
+        _check_replicas(list(replicas), rf, broker_ids)
+        rf = len(replicas)
+        out[partition] = list(replicas)
+    if sorted(out) != list(range(len(out))):
+        raise InvalidReplicaAssignmentError(
+            "partitions should be a consecutive 0-based integer sequence"
+        )
+    return dict(sorted(out.items()))
+
+
+def _check_replicas(replicas: list[int], rf: int | None, broker_ids: Collection[int]) -> None:
+    """Kafka's validateManualPartitionAssignment (brokers looked at in id order)."""
+    if not replicas:
+        raise InvalidReplicaAssignmentError(
+            "The manual partition assignment includes an empty replica list."
+        )
+    previous = None
+    for broker in sorted(replicas):
+        if broker not in broker_ids:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes broker {broker}, but no such broker "
+                "is registered."
+            )
+        if broker == previous:
+            raise InvalidReplicaAssignmentError(
+                f"The manual partition assignment includes the broker {broker} more than once."
+            )
+        previous = broker
+    if rf is not None and len(replicas) != rf:
+        raise InvalidReplicaAssignmentError(
+            f"The manual partition assignment includes a partition with {len(replicas)} "
+            f"replica(s), but this is inconsistent with previous partitions, which have {rf} "
+            "replica(s)."
+        )
+
+
 async def ensure_layout(zk: ZkClient) -> None:
     """Create the persistent parents (/brokers/ids, /brokers/topics, ...) if missing."""
     for path in paths.PERSISTENT_PATHS:
@@ -79,20 +148,23 @@ async def create_topic(
     replication_factor: int,
     configs: dict[str, str],
     live_broker_ids: list[int],
-    assignment: dict[int, list[int]] | None = None,
+    assignment: Mapping[int, Sequence[int]] | None = None,
     topic_id: uuid.UUID | None = None,
 ) -> dict[int, list[int]]:
     """Write the topic's config and assignment (with `topic_id`, a fresh one by default);
     returns the assignment."""
     validate_topic_name(name)
-    if assignment is None:
-        assignment = assign_replicas(live_broker_ids, num_partitions, replication_factor)
-    validate_assignment(assignment)
+    placed = (
+        assign_replicas(live_broker_ids, num_partitions, replication_factor)
+        if assignment is None
+        else {p: list(replicas) for p, replicas in assignment.items()}
+    )
+    validate_assignment(placed)
     await ensure_layout(zk)
     if await zk.exists(paths.delete_topic_path(name)) is not None:
         raise TopicAlreadyExistsError(f"topic {name!r} is marked for deletion")
     config_data = TopicConfig(dict(configs)).encode()
-    topic_data = TopicAssignment(assignment, topic_id or new_topic_id()).encode()
+    topic_data = TopicAssignment(placed, topic_id or new_topic_id()).encode()
     config_path = paths.topic_config_path(name)
     # A config left by an interrupted delete is overwritten in the same transaction.
     config_op = (
@@ -104,7 +176,7 @@ async def create_topic(
         await zk.transaction([config_op, OpCreate(paths.topic_path(name), topic_data)])
     except ZkNodeExists as exc:
         raise TopicAlreadyExistsError(f"topic {name!r} already exists") from exc
-    return assignment
+    return placed
 
 
 async def delete_topic(zk: ZkClient, name: str) -> None:

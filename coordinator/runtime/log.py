@@ -16,7 +16,7 @@ the broker hands its objects in.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 
@@ -95,6 +95,8 @@ class TopicCreator(Protocol):
         replication_factor: int,
         configs: Mapping[str, str],
         live_broker_ids: list[int],
+        assignment: Mapping[int, Sequence[int]] | None = None,
     ) -> None:
-        """Write the topic's znodes (raises TopicAlreadyExistsError, ...)."""
+        """Write the topic's znodes, its replicas `assignment` (partition -> brokers, already
+        checked) or placed over `live_broker_ids` (raises TopicAlreadyExistsError, ...)."""
         ...

@@ -17,6 +17,7 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Unserved: an API key or version outside this table closes the connection, as Kafka does,
   with one log line naming the client (broker/doors.py).
 - Admin: DeleteRecords 0-2, DescribeLogDirs 1-4 (v0 has no error codes per log dir),
+  AlterReplicaLogDirs 1-2 (v0 is gone from Kafka 4),
   ElectLeaders 0-2, Alter/ListPartitionReassignments 0, DescribeCluster 0-1 (v2 lists fenced
   brokers, a KRaft notion), DescribeTopicPartitions 0 (with topic ids), CreateTopics 2-7 (v7
   answers the topic id), DeleteTopics 1-6 (v6 by name or id).
@@ -81,6 +82,7 @@ CREATE_ACLS = 30
 DELETE_ACLS = 31
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
+ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 SASL_AUTHENTICATE = 36
 CREATE_PARTITIONS = 37

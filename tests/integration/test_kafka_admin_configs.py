@@ -440,7 +440,57 @@ def test_confluent_adds_partitions_with_given_replicas(
     assert exc.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
 
 
+def test_confluent_creates_a_topic_with_given_replicas(
+    cluster3: LocalCluster, confluent: Any
+) -> None:
+    """`kafka-topics --create --replica-assignment 3:1,1:2,2:3`: the replicas as asked, the
+    first of each its leader; a bad assignment refused as Kafka refuses it."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic as KafkaNewTopic
+
+    topic = _topic("given")
+    asked = [[3, 1], [1, 2], [2, 3]]
+    # librdkafka wants the partition count and sends -1 and -1 with the assignment (Kafka's rule)
+    _confluent_wait(confluent.create_topics([KafkaNewTopic(topic, 3, replica_assignment=asked)]))
+    _known_everywhere(cluster3, topic, 3)
+    with Admin(cluster3.bootstrap) as admin:
+        (desc,) = admin.describe_topics([topic])
+    assert [p.replicas for p in desc.partitions] == asked
+    assert [p.leader for p in desc.partitions] == [3, 1, 2]
+    meta = confluent.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    assert {p: m.replicas for p, m in meta.items()} == dict(enumerate(asked))
+    for bad, code in [
+        ([[1, 9]], KafkaError.INVALID_REPLICA_ASSIGNMENT),
+        ([[2, 2]], KafkaError.INVALID_REPLICA_ASSIGNMENT),
+        ([[1, 2], [3]], KafkaError.INVALID_REPLICA_ASSIGNMENT),
+    ]:
+        name = _topic("badassign")
+        with pytest.raises(KafkaException) as exc:
+            new = KafkaNewTopic(name, len(bad), replica_assignment=bad)
+            _confluent_wait(confluent.create_topics([new]))
+        assert exc.value.args[0].code() == code, bad
+    with Admin(cluster3.bootstrap) as admin:
+        assert not [t for t in admin.list_topics() if t.startswith("badassign-")]
+
+
 # ----- the CLI, seen by a Kafka client -------------------------------------------------------
+
+
+def test_cli_creates_a_topic_with_given_replicas(cluster3: LocalCluster, confluent: Any) -> None:
+    """`odradek topics create --replica-assignment` as kafka-topics.sh takes it, seen by
+    librdkafka's metadata; a broker that does not exist refused in one line."""
+    topic = _topic("cliassign")
+    done = run_odradek("topics", "create", topic, "--replica-assignment", "2:3,3:1",
+                       "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    _known_everywhere(cluster3, topic, 2)
+    meta = confluent.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    assert {p: (m.replicas, m.leader) for p, m in meta.items()} == {0: ([2, 3], 2), 1: ([3, 1], 3)}
+    bad = run_odradek("topics", "create", _topic("cliassign"), "--replica-assignment", "1:7",
+                      "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert bad.returncode == 1
+    (line,) = bad.stderr.strip().splitlines()  # one line, no traceback
+    assert "INVALID_REPLICA_ASSIGNMENT" in line and "includes broker 7, but no such broker" in line
 
 
 def test_cli_alter_config_and_add_partitions(cluster3: LocalCluster, kafka_python: Any) -> None:

@@ -317,6 +317,46 @@ def test_describe_log_dirs_matches_the_files(shared: LocalCluster) -> None:
     assert {lag for parts in got.values() for _, lag in parts.values()} == {0}
 
 
+def test_alter_replica_log_dirs_within_each_brokers_directory(shared: LocalCluster) -> None:
+    """kafka-python's alter_replica_log_dirs, to the directory DescribeLogDirs names: NONE (a
+    broker has one directory, the replica is there); elsewhere LOG_DIR_NOT_FOUND; a broker
+    that does not host the replica REPLICA_NOT_AVAILABLE. The data stays readable."""
+    from kafka import TopicPartitionReplica
+    from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
+
+    cluster = shared
+    topic = _topic("movedirs")
+    _create(cluster, topic, 1, 2)
+    _produce(cluster, topic, 0, 20)
+    with Admin(cluster.bootstrap) as admin:
+        (described,) = admin.describe_topics([topic])
+    replicas = described.partitions[0].replicas
+    (outsider,) = {1, 2, 3} - set(replicas)
+    kp = _kafka_admin(cluster)
+    try:
+        dirs = {e["broker"]: e["log_dirs"][0]["log_dir"] for e in kp.describe_log_dirs()}
+        asked = {TopicPartitionReplica(topic, 0, b): dirs[b] for b in replicas}
+        gone = TopicPartitionReplica(topic, 0, replicas[0])
+        assert kp.alter_replica_log_dirs(asked) == {r: NoError for r in asked}
+        assert kp.alter_replica_log_dirs({gone: dirs[replicas[0]] + "-elsewhere"}) == {
+            gone: LogDirNotFoundError
+        }
+        stranger = TopicPartitionReplica(topic, 0, outsider)
+        assert kp.alter_replica_log_dirs({stranger: dirs[outsider]}) == {
+            stranger: ReplicaNotAvailableError
+        }
+    finally:
+        kp.close()
+    tp = TopicPartition(topic, 0)
+    with Consumer(cluster.bootstrap) as consumer:
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        got: list[Any] = []
+        _eventually(lambda: got.extend(consumer.poll(timeout_ms=500).get(tp, [])) or
+                    len(got) >= 20, "every record")  # fmt: skip
+    assert [r.offset for r in got] == list(range(20))
+
+
 def test_describe_topic_partitions_pages_like_metadata(shared: LocalCluster) -> None:
     cluster = shared
     topic = _topic("dtp")

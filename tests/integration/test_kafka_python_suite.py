@@ -24,8 +24,7 @@ test asserts:
 The broker runs with an authorizer and allow_everyone_if_no_acl_found (the suite's clients are
 User:ANONYMOUS), so that test_create_describe_delete_acls passes (issue 25). The SASL and SSL
 test files are not run. Tests of the three files run that fail against odradek:
-- test_alter_replica_log_dirs, test_describe_metadata_quorum: odradek serves no
-  AlterReplicaLogDirs or DescribeQuorum (a KRaft API).
+- test_describe_metadata_quorum: odradek serves no DescribeQuorum (a KRaft API).
 - test_describe_configs_broker_resource_returns_configs: Kafka 4.0 reports advertised.listeners
   as STATIC_BROKER_CONFIG and read-only; odradek as DEFAULT_CONFIG.
 - test_create_partitions: it assigns the new partitions to broker 0 (the suite's broker id);

@@ -5,8 +5,12 @@ answered in v0 (KIP-511); v3+ names the client's software, which the door keeps 
 
 DescribeCluster (60), v0-v1: v1 adds the endpoint type (v0: brokers).
 
-DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (odradek has no
-AlterReplicaLogDirs); v3+ a top-level error code, v4 the volume's total and usable bytes.
+DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (a broker has one
+log directory, so AlterReplicaLogDirs never starts a move); v3+ a top-level error code, v4 the
+volume's total and usable bytes.
+
+AlterReplicaLogDirs (34), v1-v2 (v0 is gone from Kafka 4): the partitions asked under each
+directory; answered grouped by topic, in the order first asked.
 
 DescribeTopicPartitions (75), v0: odradek has no eligible leader replicas (KIP-966's ELR): both
 ELR lists are written empty.
@@ -23,6 +27,7 @@ from typing import Any
 
 from broker.codecs import Codec
 from broker.operations import (
+    alter_replica_log_dirs,
     api_versions,
     describe_cluster,
     describe_log_dirs,
@@ -226,3 +231,32 @@ def _log_dirs_out(request: KafkaRequest, result: describe_log_dirs.DescribeLogDi
 
 
 DESCRIBE_LOG_DIRS = Codec(_log_dirs_in, _log_dirs_out)
+
+# ----- AlterReplicaLogDirs (34) ---------------------------------------------------------------
+
+
+def _alter_dirs_in(request: KafkaRequest) -> alter_replica_log_dirs.AlterReplicaLogDirs:
+    return alter_replica_log_dirs.AlterReplicaLogDirs(tuple(
+        (d.path, tuple((t.name, int(p)) for t in d.topics for p in t.partitions))
+        for d in request.body.dirs
+    ))  # fmt: skip
+
+
+def _alter_dirs_out(
+    request: KafkaRequest, result: alter_replica_log_dirs.AlterReplicaLogDirsResult
+) -> Any:
+    cls = response_class(v.ALTER_REPLICA_LOG_DIRS, request.header.api_version)
+    part_cls = nested(cls, "AlterReplicaLogDirPartitionResult")
+    by_topic: dict[str, list[Any]] = {}
+    for r in result.results:
+        by_topic.setdefault(r.topic, []).append(
+            make(part_cls, partition_index=r.partition, error_code=r.error_code)
+        )
+    topic_cls = nested(cls, "AlterReplicaLogDirTopicResult")
+    topics = tuple(
+        make(topic_cls, topic_name=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+    )
+    return make(cls, throttle_time=0, results=topics)
+
+
+ALTER_REPLICA_LOG_DIRS = Codec(_alter_dirs_in, _alter_dirs_out)

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import struct
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,14 +92,17 @@ class FakeTopicStore:
         replication_factor: int,
         configs: Mapping[str, str],
         live_broker_ids: list[int],
+        assignment: Mapping[int, Sequence[int]] | None = None,
     ) -> None:
         if name in self.configs:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         self.configs[name] = dict(configs)
         self.created.append((name, num_partitions, replication_factor))
+        if assignment is not None:
+            self.assignments[name] = {p: list(r) for p, r in assignment.items()}
         with contextlib.suppress(OdradekError):  # no live brokers given: no assignment kept
-            self.assignments[name] = assign_replicas(
-                live_broker_ids, num_partitions, replication_factor
+            self.assignments.setdefault(
+                name, assign_replicas(live_broker_ids, num_partitions, replication_factor)
             )
         if self.on_create is not None:
             await self.on_create(name, num_partitions)

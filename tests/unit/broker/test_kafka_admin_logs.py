@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 from broker.doors import KafkaDoor
+from broker.security.authorizer import AclCache, Authorizer
 from broker.server import BrokerServer
+from protocol.acl import AclOperation, ResourceType
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest
 from protocol.errors import (
+    ClusterAuthorizationFailedError,
     NotControllerError,
     OffsetOutOfRangeError,
     RequestTimedOutError,
@@ -26,6 +29,7 @@ from protocol.kafka import codec
 from protocol.kafka.codec import make, nested
 from protocol.kafka.versions import (
     ALTER_PARTITION_REASSIGNMENTS,
+    ALTER_REPLICA_LOG_DIRS,
     DELETE_RECORDS,
     DESCRIBE_CLUSTER,
     DESCRIBE_LOG_DIRS,
@@ -35,9 +39,11 @@ from protocol.kafka.versions import (
     LIST_PARTITION_REASSIGNMENTS,
     METADATA,
 )
+from protocol.principal import ANONYMOUS
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, running_broker
 from tests.unit.broker.helpers import batch, fetch, produce
 from tests.unit.broker.replication_cluster import Cluster, cluster, eventually
+from tests.unit.broker.test_acl_rules import grant
 from tests.unit.broker.test_kafka_door import KafkaRaw
 
 INVALID_REQUEST = 42
@@ -153,6 +159,65 @@ async def test_describe_log_dirs_reports_sizes(tmp_path: Path, version: int) -> 
         assert [(t.name, [p.partition_index for p in t.partitions]) for t in result.topics] == [
             ("t", [1])
         ]
+
+
+# ----- AlterReplicaLogDirs -----------------------------------------------------------------------
+
+REPLICA_NOT_AVAILABLE, INVALID_TOPIC, KAFKA_STORAGE_ERROR, LOG_DIR_NOT_FOUND = 9, 17, 56, 57
+
+
+async def alter_dirs(b: BrokerHarness, version: int, moves: dict[str, dict[str, list[int]]]
+                     ) -> dict[tuple[str, int], int]:  # fmt: skip
+    dirs = tuple(
+        req(ALTER_REPLICA_LOG_DIRS, version, "AlterReplicaLogDir", path=path, topics=tuple(
+            req(ALTER_REPLICA_LOG_DIRS, version, "AlterReplicaLogDirTopic", name=t,
+                partitions=tuple(ps))
+            for t, ps in topics.items()
+        ))
+        for path, topics in moves.items()
+    )  # fmt: skip
+    resp = await kafka_call(b.kafka_port, ALTER_REPLICA_LOG_DIRS, version, dirs=dirs)
+    return {
+        (t.topic_name, p.partition_index): p.error_code.value
+        for t in resp.results
+        for p in t.partitions
+    }
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_alter_replica_log_dirs_answers_as_kafka_with_one_directory(
+    tmp_path: Path, version: int
+) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t", partitions=2)
+        here = str(tmp_path.absolute())
+        long_name = "x" * 220  # a legal topic whose `-future` directory name is over 255
+        got = await alter_dirs(b, version, {
+            here: {"t": [0, 1], "absent": [0], long_name: [0]},
+            str(tmp_path / "elsewhere"): {"t": [7]},
+        })  # fmt: skip
+        assert got == {
+            ("t", 0): 0, ("t", 1): 0,  # already there: nothing to move, as Kafka
+            ("absent", 0): REPLICA_NOT_AVAILABLE,
+            (long_name, 0): INVALID_TOPIC,
+            ("t", 7): LOG_DIR_NOT_FOUND,
+        }  # fmt: skip
+        assert b.ctx.replicas.partitions[("t", 0)].log.directory == tmp_path / "t-0"
+        b.log_manager.fail(OSError(5, "Input/output error"), "a test")
+        assert await alter_dirs(b, version, {here: {"t": [0]}}) == {("t", 0): KAFKA_STORAGE_ERROR}
+
+
+async def test_alter_replica_log_dirs_needs_alter_on_the_cluster(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        b.install_authorizer(Authorizer(AclCache()))
+        here = str(tmp_path.absolute())
+        assert await alter_dirs(b, 2, {here: {"t": [0], "u": [1]}}) == {
+            ("t", 0): ClusterAuthorizationFailedError.code,
+            ("u", 1): ClusterAuthorizationFailedError.code,
+        }
+        grant(b.ctx.authorizer, AclOperation.ALTER, ResourceType.CLUSTER, principal=ANONYMOUS)
+        assert await alter_dirs(b, 2, {here: {"t": [0]}}) == {("t", 0): 0}
 
 
 # ----- DescribeCluster and the cluster id ------------------------------------------------------

@@ -178,7 +178,7 @@ def test_parser_accepts_the_documented_commands() -> None:
     assert p.parse_args(["cluster", "kill", "2", "--signal", "stop"]).signal == "STOP"
     assert p.parse_args(["cluster", "down", "--purge"]).purge is True
     a = p.parse_args(["topics", "create", "t", "--partitions", "3", "--config", "a=1"])
-    assert (a.name, a.partitions, a.replication_factor, a.config) == ("t", 3, 1, ["a=1"])
+    assert (a.name, a.partitions, a.replication_factor, a.config) == ("t", 3, None, ["a=1"])
     assert p.parse_args(["topics", "describe"]).name is None
     a = p.parse_args(["produce", "t", "--key-separator", ":", "--acks", "all"])
     assert (a.key_separator, a.acks, a.partition) == (":", "all", None)

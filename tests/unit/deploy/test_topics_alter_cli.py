@@ -10,6 +10,7 @@ import pytest
 
 from deploy import cli
 from deploy.topics_alter_cli import parse_assignment, parse_config_changes
+from deploy.topics_cli import _new_topic, parse_replica_assignment
 from protocol.errors import UsageError
 
 
@@ -64,3 +65,26 @@ def test_the_parser_knows_both_commands() -> None:
 def test_alter_config_without_changes_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["topics", "alter-config", "t", "--bootstrap", "127.0.0.1:1"]) == 2
     assert "nothing to change" in capsys.readouterr().err
+
+
+def test_create_takes_a_kafka_topics_replica_assignment() -> None:
+    assert parse_replica_assignment("1:2,2:3,3:1") == ((1, 2), (2, 3), (3, 1))
+    assert parse_replica_assignment("4") == ((4,),)
+    for bad in ("1:x", "1,,2", "-1", "", "1:"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_replica_assignment(bad)
+    parser = cli.build_parser()
+    args = parser.parse_args(["topics", "create", "t", "--replica-assignment", "1:2,2:3"])
+    topic = _new_topic(args)
+    assert (topic.replica_assignment, topic.num_partitions, topic.replication_factor) == (
+        ((1, 2), (2, 3)), -1, -1,
+    )  # fmt: skip
+    assert _new_topic(parser.parse_args(["topics", "create", "t", "--partitions", "2"]))[1:3] == (
+        2, 1,
+    )  # fmt: skip
+    with pytest.raises(UsageError):
+        asked = ["--replica-assignment", "1", "--replication-factor", "1"]
+        _new_topic(parser.parse_args(["topics", "create", "t", *asked]))
+    for line in (["--replica-assignment", "1", "--partitions", "1"], []):
+        with pytest.raises(SystemExit):  # argparse: one of the two, not both
+            parser.parse_args(["topics", "create", "t", *line])

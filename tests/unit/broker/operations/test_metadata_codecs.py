@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from broker.operations import (
+    alter_replica_log_dirs,
     api_versions,
     describe_cluster,
     describe_log_dirs,
@@ -27,7 +28,7 @@ from protocol.api.metadata import MetadataRequest as NativeMetadata
 from protocol.kafka import codec
 from protocol.kafka import versions as v
 
-from .golden import TOPIC_ID, Case, check, kio, many
+from .golden import TOPIC_ID, Case, check, kio, many, nested
 
 
 def _asked(name: str | None, topic_id: uuid.UUID | None) -> Callable[[Any], Any]:
@@ -139,6 +140,34 @@ CASES += [
          describe_log_dirs.DescribeLogDirs(frozenset({("t", 0), ("t", 1)})), DIRS,
          "00000020002300040000000700076f64726164656b000202740300000000000000010000",
          "0000006e0000000700000000000000020000032f6403027403000000000000000000000064000000000000000000000000000100000000000000000000000000000000000000027502000000000000000000000005ffffffffffffffff00000000000000000003e800000000000001900000"),
+]  # fmt: skip
+
+
+ard = alter_replica_log_dirs
+MOVED = ard.AlterReplicaLogDirsResult(
+    (ard.ReplicaMoved("t", 0, 0), ard.ReplicaMoved("u", 1, 57), ard.ReplicaMoved("t", 2, 9))
+)
+
+
+def alter_dirs_request(version: int) -> Callable[[], Any]:
+    """t-0 and t-2 to /d, u-1 to /e."""
+    return kio(v.ALTER_REPLICA_LOG_DIRS, version, dirs=many(
+        nested("AlterReplicaLogDir", path="/d", topics=many(
+            nested("AlterReplicaLogDirTopic", name="t", partitions=(0, 2)))),
+        nested("AlterReplicaLogDir", path="/e", topics=many(
+            nested("AlterReplicaLogDirTopic", name="u", partitions=(1,))))))  # fmt: skip
+
+
+MOVES = ard.AlterReplicaLogDirs((("/d", (("t", 0), ("t", 2))), ("/e", (("u", 1),))))
+CASES += [  # answered by topic, in the order first asked
+    Case("AlterReplicaLogDirs v1", v.ALTER_REPLICA_LOG_DIRS, 1, alter_dirs_request(1), MOVES,
+         MOVED,
+         "0000003f002200010000000700076f64726164656b0000000200022f640000000100017400000002000000000000000200022f65000000010001750000000100000001",
+         "0000002c0000000700000000000000020001740000000200000000000000000002000900017500000001000000010039"),
+    Case("AlterReplicaLogDirs v2", v.ALTER_REPLICA_LOG_DIRS, 2, alter_dirs_request(2), MOVES,
+         MOVED,
+         "00000032002200020000000700076f64726164656b0003032f640202740300000000000000020000032f650202750200000001000000",
+         "0000002800000007000000000003027403000000000000000000000200090000027502000000010039000000"),
 ]  # fmt: skip
 
 

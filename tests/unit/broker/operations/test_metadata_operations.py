@@ -18,6 +18,7 @@ from broker.config import BrokerConfig
 from broker.context import ClusterIdentity
 from broker.metadata_cache import MetadataCache
 from broker.operations import (
+    alter_replica_log_dirs,
     api_versions,
     describe_cluster,
     describe_log_dirs,
@@ -59,6 +60,7 @@ def _cache() -> MetadataCache:
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
+    "AlterReplicaLogDirs": alter_replica_log_dirs.AlterReplicaLogDirs((("/x", (("t", 0),)),)),
     "ApiVersions": api_versions.ApiVersions(True),
     "DescribeCluster": describe_cluster.DescribeCluster(1, True),
     "DescribeLogDirs": describe_log_dirs.DescribeLogDirs(None),

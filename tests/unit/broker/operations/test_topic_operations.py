@@ -182,7 +182,7 @@ async def test_create_and_delete_topics(tmp_path: Path) -> None:
             "bad-config": InvalidConfigError.code,
             "too-many-replicas": InvalidReplicationFactorError.code,
             "bad/name": InvalidTopicError.code,
-            "manual": InvalidReplicaAssignmentError.code,
+            "manual": InvalidRequestError.code,  # counts given with an assignment
             "none": InvalidPartitionsError.code,
         }
         new = result.topics[0]
@@ -196,6 +196,14 @@ async def test_create_and_delete_topics(tmp_path: Path) -> None:
         only = (await run(ct.run, b, checked)).topics[0]
         assert (only.error_code, only.num_partitions, only.topic_id) == (0, 1, None)
         assert "checked" not in store.configs
+        assigned = (ct.NewTopic("by-hand", -1, -1, ((1, (BROKER_ID,)), (0, (BROKER_ID,)))),
+                    ct.NewTopic("stranger", -1, -1, ((0, (7,)),)))  # fmt: skip
+        got = (await run(ct.run, b, ct.CreateTopics(assigned, 5000, validate_only=True))).topics
+        assert [(t.error_code, t.num_partitions, t.replication_factor) for t in got] == [
+            (0, 2, 1),
+            (InvalidReplicaAssignmentError.code, -1, -1),
+        ]
+        assert "by-hand" not in store.configs
         # a created topic takes produce at once, with its own config
         conn = await b.connect()
         assert (await conn.send(produce("new", 1, batch(2)))).topics[0].partitions[
