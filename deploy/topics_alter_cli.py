@@ -1,5 +1,5 @@
 """`odradek topics alter-config TOPIC --set KEY=VALUE --delete KEY` and `odradek topics
-add-partitions TOPIC --partitions N [--replica-assignment 1,2:2,3]`: changing a topic after it
+add-partitions TOPIC --partitions N [--replica-assignment 1:2,2:3,3:1]`: changing a topic after it
 was created (client.Admin's alter_configs and create_partitions do the work; deploy/cli.py
 registers the subcommands through `add_parsers`).
 
@@ -48,16 +48,18 @@ def parse_config_changes(
     return configs, removed
 
 
-def parse_assignment(text: str) -> list[list[int]]:
-    """'1,2:2,3' -> [[1, 2], [2, 3]]: the replicas of each added partition, ':' between them."""
+def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
+    """kafka-topics.sh's '1:2,2:3' -> ((1, 2), (2, 3)): partition 0 on brokers 1 and 2, ...
+    (`topics create` and `add-partitions` both take it, as kafka-topics' --create and --alter)."""
     try:
-        out = [[int(b) for b in part.split(",")] for part in text.split(":")]
+        out = tuple(tuple(int(b) for b in part.split(":")) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not replica lists like 1,2:2,3 (one per added partition)"
+            f"{text!r} is not replica lists like 1:2,2:3 (',' between partitions, ':' between "
+            "a partition's brokers)"
         ) from None
-    if any(not replicas or min(replicas) < 0 for replicas in out):
-        raise argparse.ArgumentTypeError(f"{text!r}: broker ids are >= 0, like 1,2:2,3")
+    if any(min(replicas) < 0 for replicas in out):
+        raise argparse.ArgumentTypeError(f"{text!r}: broker ids are >= 0, like 1:2,2:3")
     return out
 
 
@@ -79,8 +81,9 @@ def add_parsers(tsub: Any, client: argparse.ArgumentParser) -> None:
     )
     add.add_argument("name", metavar="TOPIC")
     add.add_argument("--partitions", type=positive_int, required=True, help="the new total")
-    add.add_argument("--replica-assignment", type=parse_assignment, metavar="1,2:2,3",
-                     help="replicas of each added partition (default: placed)")  # fmt: skip
+    add.add_argument("--replica-assignment", type=parse_replica_assignment, metavar="1:2,2:3",
+                     help="every partition's replicas, as kafka-topics --alter: the "
+                          "existing partitions' are skipped (default: placed)")  # fmt: skip
     add.add_argument("--validate-only", action="store_true", help="check, change nothing")
     add.set_defaults(func=cmd_add_partitions)
 
@@ -123,8 +126,12 @@ def _min_insync_warning(
 
 
 def cmd_add_partitions(args: argparse.Namespace) -> int:
-    assignments = None if args.replica_assignment is None else {args.name: args.replica_assignment}
     with admin_from_args(args) as admin:
+        assignments = None
+        if args.replica_assignment is not None:  # kafka-topics --alter: the existing skipped
+            [before] = admin.describe_topics([args.name])
+            added = args.replica_assignment[len(before.partitions) :]
+            assignments = {args.name: [list(replicas) for replicas in added]}
         admin.create_partitions({args.name: args.partitions}, assignments,
                                 validate_only=args.validate_only)  # fmt: skip
         [described] = admin.describe_topics([args.name])

@@ -41,7 +41,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     counts.add_argument("--partitions", type=positive_int)
     create.add_argument("--replication-factor", type=positive_int, help="1 when not given")
     counts.add_argument(
-        "--replica-assignment", type=parse_replica_assignment, metavar="1:2,2:3",
+        "--replica-assignment", type=topics_alter_cli.parse_replica_assignment, metavar="1:2,2:3",
         help="each partition's replicas instead of --partitions and --replication-factor, as "
         "kafka-topics.sh: ',' between partitions, ':' between a partition's brokers",
     )  # fmt: skip
@@ -77,20 +77,6 @@ def internal_options() -> argparse.ArgumentParser:
         "listed by default, as kafka-topics.sh does",
     )  # fmt: skip
     return options
-
-
-def parse_replica_assignment(text: str) -> tuple[tuple[int, ...], ...]:
-    """kafka-topics.sh's '1:2,2:3' -> ((1, 2), (2, 3)): partition 0 on brokers 1 and 2, ..."""
-    try:
-        out = tuple(tuple(int(b) for b in part.split(":")) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not replica lists like 1:2,2:3 (',' between partitions, ':' between "
-            "a partition's brokers)"
-        ) from None
-    if any(min(replicas) < 0 for replicas in out):
-        raise argparse.ArgumentTypeError(f"{text!r}: broker ids are >= 0, like 1:2,2:3")
-    return out
 
 
 def _new_topic(args: argparse.Namespace) -> Any:

@@ -477,8 +477,9 @@ def test_confluent_creates_a_topic_with_given_replicas(
 
 
 def test_cli_creates_a_topic_with_given_replicas(cluster3: LocalCluster, confluent: Any) -> None:
-    """`odradek topics create --replica-assignment` as kafka-topics.sh takes it, seen by
-    librdkafka's metadata; a broker that does not exist refused in one line."""
+    """`odradek topics create` and `add-partitions --replica-assignment` as kafka-topics.sh
+    --create and --alter take it, seen by librdkafka's metadata; a broker that does not exist
+    refused in one line."""
     topic = _topic("cliassign")
     done = run_odradek("topics", "create", topic, "--replica-assignment", "2:3,3:1",
                        "--bootstrap", cluster3.bootstrap)  # fmt: skip
@@ -486,6 +487,14 @@ def test_cli_creates_a_topic_with_given_replicas(cluster3: LocalCluster, conflue
     _known_everywhere(cluster3, topic, 2)
     meta = confluent.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
     assert {p: (m.replicas, m.leader) for p, m in meta.items()} == {0: ([2, 3], 2), 1: ([3, 1], 3)}
+    # add-partitions takes the whole assignment, as kafka-topics --alter: the first two skipped
+    done = run_odradek("topics", "add-partitions", topic, "--partitions", "3",
+                       "--replica-assignment", "2:3,3:1,1:2",
+                       "--bootstrap", cluster3.bootstrap)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    _known_everywhere(cluster3, topic, 3)
+    meta = confluent.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    assert meta[2].replicas == [1, 2]
     bad = run_odradek("topics", "create", _topic("cliassign"), "--replica-assignment", "1:7",
                       "--bootstrap", cluster3.bootstrap)  # fmt: skip
     assert bad.returncode == 1

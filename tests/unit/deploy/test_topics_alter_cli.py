@@ -9,8 +9,8 @@ import argparse
 import pytest
 
 from deploy import cli
-from deploy.topics_alter_cli import parse_assignment, parse_config_changes
-from deploy.topics_cli import _new_topic, parse_replica_assignment
+from deploy.topics_alter_cli import parse_config_changes, parse_replica_assignment
+from deploy.topics_cli import _new_topic
 from protocol.errors import UsageError
 
 
@@ -39,14 +39,6 @@ def test_parse_config_changes_refusals(sets: list[str] | None, deletes: list[str
         parse_config_changes(sets, deletes)
 
 
-def test_parse_assignment() -> None:
-    assert parse_assignment("1,2:2,3") == [[1, 2], [2, 3]]
-    assert parse_assignment("4") == [[4]]
-    for bad in ("1,x", "1,:2", "-1", ""):
-        with pytest.raises(argparse.ArgumentTypeError):
-            parse_assignment(bad)
-
-
 def test_the_parser_knows_both_commands() -> None:
     parser = cli.build_parser()
     args = parser.parse_args(
@@ -57,7 +49,7 @@ def test_the_parser_knows_both_commands() -> None:
     args = parser.parse_args(
         ["topics", "add-partitions", "t", "--partitions", "4", "--replica-assignment", "1:2"]
     )
-    assert (args.partitions, args.replica_assignment) == (4, [[1], [2]])
+    assert (args.partitions, args.replica_assignment) == (4, ((1, 2),))
     with pytest.raises(SystemExit):
         parser.parse_args(["topics", "add-partitions", "t"])  # --partitions is required
 
