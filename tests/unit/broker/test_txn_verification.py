@@ -12,7 +12,7 @@ import pytest
 from coordinator.runtime.states import PartitionState
 from coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from coordinator.transaction.service import TransactionCoordinator
-from coordinator.transaction.txn import InitAnswer
+from coordinator.transaction.txn import EndAnswer, InitAnswer
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
 from protocol.clock import ManualClock
@@ -60,7 +60,7 @@ async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Pat
         assert await produce(conn, 1, txn_batch(pid, epoch, 0)) == InvalidTxnStateError.code
         assert log1.log_end_offset == 0, "nothing of a partition outside the transaction"
 
-        assert await txns.end_txn("tx", pid, epoch, commit=True) == "NONE"
+        assert await txns.end_txn("tx", pid, epoch, commit=True) == EndAnswer("NONE")
         log0 = h.ctx.replicas.partitions[("t", 0)].log
         for _ in range(3000):  # the markers go out in the background, then CompleteCommit
             (row,) = txns.describe(["tx"])
