@@ -116,8 +116,9 @@ def _prepare(
         if new_producer_id < 0:  # the epoch moved while the service decided not to allocate
             return Result(response=EndAnswer(CONCURRENT))
         next_id = new_producer_id
-    epoch = txn.producer_epoch + 1
-    assert epoch <= EPOCH_MAX, epoch
+    # 32767 already (a fence bumped an exhausted epoch, a timeout's abort): it stays there, and
+    # the id moves to `next_id` at Complete* (Kafka's KAFKA-20090)
+    epoch = min(txn.producer_epoch + 1, EPOCH_MAX)
     record = _move(txn, target, now_ms, producer_epoch=epoch,
                    last_producer_epoch=txn.producer_epoch, next_producer_id=next_id,
                    start_ms=txn.start_ms if opened else now_ms,

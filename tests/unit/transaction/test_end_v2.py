@@ -19,6 +19,7 @@ from coordinator.transaction.txn import (
     add_partitions,
     complete,
     end_txn,
+    expire,
     init_producer_id,
     markers_for,
     replay,
@@ -216,3 +217,27 @@ def test_an_old_record_loads_as_transaction_version_0() -> None:
     old = TxnLogValue(PID, 3, 60_000, State.ONGOING, frozenset({T0}), 7, 5, version=0)
     loaded = decode_value(encode_value(old))
     assert loaded is not None and loaded.client_txn_version == 0
+
+
+def test_a_timed_out_transaction_is_aborted_once_and_its_producer_told_so(c: Coordinator) -> None:
+    """The timeout fences with one bump (Kafka's KAFKA-19367: not a second one for TV2); the
+    producer's own abort, at the epoch it holds, is then a retry answered with the new epoch."""
+    c.txns[TID].timeout_ms = 1000
+    c.add(T0)  # starts at 20
+    (fenced,) = expire(c.txns, 1021)
+    c.apply(fenced)
+    assert (c.txn.state, c.txn.producer_epoch) == (State.PREPARE_ABORT, 1)
+    assert markers_for(c.txn) == [Marker("t", 0, PID, 1, False)]
+    c.finish()
+    answer = c.end(False, epoch=0)
+    assert (answer.response, answer.records) == (EndAnswer("NONE", PID, 1), [])
+    assert c.add(T0, epoch=0) == {T0: "PRODUCER_FENCED"}
+
+
+def test_an_end_at_the_last_epoch_stays_there_and_moves_to_a_new_id() -> None:
+    c = exhausted_ongoing()
+    c.txns[TID].producer_epoch = EPOCH_MAX  # a fence bumped the exhausted epoch
+    assert c.end(False, epoch=EPOCH_MAX, new_pid=2000).response == EndAnswer("NONE", 2000, 0)
+    assert c.txn.producer_epoch == EPOCH_MAX
+    c.finish()
+    assert (c.txn.producer_id, c.txn.producer_epoch) == (2000, 0)
