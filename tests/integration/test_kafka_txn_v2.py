@@ -7,7 +7,9 @@ TxnOffsetCommit v5 add their partitions to the transaction. EndTxn v5 bumps the 
 answers it; the markers carry the bumped epoch, so a late batch of the ended transaction is
 refused (INVALID_PRODUCER_EPOCH) instead of joining the next one; a lost answer is retried and
 answered again; an abort with nothing open bumps the epoch too. A read_committed consumer
-(confluent-kafka) then reads exactly the committed records. TV1 producers (EndTxn v0-v4, every
+(confluent-kafka) then reads exactly the committed records. A coordinator killed after
+PrepareCommit (coordinator/transaction/hold.py) leaves the next one to write the markers at the
+bumped epoch it loads from `__transaction_state`. TV1 producers (EndTxn v0-v4, every
 Python client) are the other transaction tests, unchanged.
 """
 
@@ -16,13 +18,16 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from coordinator.transaction.hold import DIR_ENV, ENV
 from deploy.cluster import LocalCluster
 from protocol.batch import build_batch_from_values
 from protocol.kafka import versions as v
+from tests.fixtures.cluster import ClusterFactory
 from tests.integration.kafka_wire import Address, KafkaConn, addresses, committed, nested
 
 pytestmark = pytest.mark.integration
@@ -49,18 +54,26 @@ class Cluster:
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.bootstrap = cluster.kafka_bootstrap
-        with KafkaConn(addresses(self.bootstrap)[0]) as conn:
-            meta = conn.call(v.METADATA, 12, topics=None, allow_auto_topic_creation=False,
-                             include_topic_authorized_operations=False)  # fmt: skip
+        meta = self.call(v.METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False)  # fmt: skip
         self.nodes = {int(b.node_id): (b.host, int(b.port)) for b in meta.brokers}
+
+    def call(self, key: int, version: int, /, **fields: Any) -> Any:
+        """Ask the first broker that answers (one may have been killed)."""
+        for address in addresses(self.bootstrap):
+            try:
+                with KafkaConn(address) as conn:
+                    return conn.call(key, version, **fields)
+            except OSError:
+                continue
+        raise AssertionError("no broker answers")
 
     def leader(self, topic: str) -> Address:
         def ask() -> int:
-            with KafkaConn(addresses(self.bootstrap)[0]) as conn:
-                meta = conn.call(v.METADATA, 12, topics=(nested(
-                    v.METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
-                    allow_auto_topic_creation=False,
-                    include_topic_authorized_operations=False)  # fmt: skip
+            meta = self.call(v.METADATA, 12, topics=(nested(
+                v.METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False)  # fmt: skip
             (t,) = meta.topics
             if t.error_code.value or not t.partitions or int(t.partitions[0].leader_id) < 0:
                 return LEADER_NOT_AVAILABLE  # not ready yet
@@ -75,8 +88,7 @@ class Cluster:
         found: list[Address] = []
 
         def ask() -> int:
-            with KafkaConn(addresses(self.bootstrap)[0]) as conn:
-                resp = conn.call(v.FIND_COORDINATOR, 3, key=key, key_type=key_type)
+            resp = self.call(v.FIND_COORDINATOR, 3, key=key, key_type=key_type)
             found.append((resp.host, int(resp.port)))
             return int(resp.error_code.value)
 
@@ -161,7 +173,6 @@ def test_api_versions_finalize_transaction_version_2(wire: Cluster) -> None:
 def test_each_end_bumps_the_epoch_and_fences_a_late_batch(
     cluster3: LocalCluster, wire: Cluster
 ) -> None:
-    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic, tid, group = (f"tv2-{uuid.uuid4().hex[:8]}" for _ in range(3))
@@ -231,10 +242,17 @@ def test_each_end_bumps_the_epoch_and_fences_a_late_batch(
     assert int(described(coordinator, tid).producer_epoch) == epoch + 3
 
     # 5. a read_committed reader sees the committed records only
+    assert read_committed(wire.bootstrap, topic) == [b"a", b"b"]
+
+
+def read_committed(bootstrap: str, topic: str) -> list[bytes]:
+    """Partition 0 read to its end by a read_committed consumer (confluent-kafka)."""
+    from confluent_kafka import Consumer, TopicPartition
+
     consumer = Consumer(
         {
-            "bootstrap.servers": wire.bootstrap,
-            "group.id": f"{group}-r",
+            "bootstrap.servers": bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
         }
@@ -250,6 +268,100 @@ def test_each_end_bumps_the_epoch_and_fences_a_late_batch(
             msg = consumer.poll(0.5)
             if msg is not None and msg.error() is None:
                 seen.append(msg.value())
-        assert seen == [b"a", b"b"]
+        return seen
     finally:
         consumer.close()
+
+
+NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS = 6, 19
+
+
+def produce_to_leader(wire: Cluster, tid: str, topic: str, pid: int, epoch: int, seq: int,
+                      *values: bytes) -> None:  # fmt: skip
+    """Produce v12 to whichever broker leads now, until it is taken (a leader may be dead)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            code = produce(wire.leader(topic), tid, topic, pid, epoch, seq, *values)
+        except OSError:
+            code = NOT_LEADER_OR_FOLLOWER
+        if code not in (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, *RETRIABLE):
+            break
+        assert time.monotonic() < deadline, f"produce: error {code}"
+        time.sleep(0.1)
+    assert code == NONE, f"produce: error {code}"
+
+
+def end_at_coordinator(wire: Cluster, tid: str, pid: int, epoch: int,
+                       commit: bool) -> tuple[int, int, int]:  # fmt: skip
+    """EndTxn v5 at the id's coordinator now, until it is not retriable."""
+    answers: list[tuple[int, int, int]] = []
+
+    def ask() -> int:
+        try:
+            answers.append(end(wire.coordinator(tid, 1), tid, pid, epoch, commit))
+        except OSError:
+            return 15  # COORDINATOR_NOT_AVAILABLE: it was killed
+        return answers[-1][0]
+
+    retry(ask, "EndTxn")
+    return answers[-1]
+
+
+@pytest.mark.slow  # kills a broker
+def test_a_tv2_commit_survives_its_coordinator_killed_after_prepare(
+    cluster_factory: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PrepareCommit is written with the bumped epoch and answered, then its coordinator dies
+    before any marker: the next coordinator loads the record (its epoch, its transaction
+    version) and writes the markers at the bumped epoch; the producer's next transaction runs
+    at it."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    hold_dir = tmp_path / "holds"
+    hold_dir.mkdir()
+    monkeypatch.setenv(ENV, "prepared")
+    monkeypatch.setenv(DIR_ENV, str(hold_dir))
+    cluster = cluster_factory(3, broker_settings={"transaction_state_log_num_partitions": 3})
+    wire = Cluster(cluster)
+    topic, tid = f"tv2-failover-{uuid.uuid4().hex[:6]}", "tv2-failover"
+    admin = AdminClient({"bootstrap.servers": wire.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(TIMEOUT_S)
+    ids: list[tuple[int, int]] = []
+
+    def init_at_coordinator() -> int:
+        with KafkaConn(wire.coordinator(tid, 1)) as conn:
+            resp = conn.call(
+                v.INIT_PRODUCER_ID,
+                5,
+                transactional_id=tid,
+                transaction_timeout=60_000,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        ids.append((int(resp.producer_id), int(resp.producer_epoch)))
+        return int(resp.error_code.value)
+
+    retry(init_at_coordinator, "InitProducerId")
+    pid, epoch = ids[-1]
+    produce_to_leader(wire, tid, topic, pid, epoch, 0, b"first")
+    # answered once PrepareCommit is written; the markers are held there
+    assert end_at_coordinator(wire, tid, pid, epoch, True) == (NONE, pid, epoch + 1)
+    held = hold_dir / "txn-held-prepared"
+    wait_for(lambda: held.exists() and bool(held.read_text()), "the hold after PrepareCommit")
+    dead = next(s.id for s in cluster.status() if s.pid == int(held.read_text().split()[0]))
+    cluster.kill(dead, "KILL")
+
+    wait_for(lambda: marked_at(wire, topic, pid, epoch + 1),
+             "the COMMIT marker at the bumped epoch, from the next coordinator")  # fmt: skip
+    produce_to_leader(wire, tid, topic, pid, epoch + 1, 0, b"second")
+    assert end_at_coordinator(wire, tid, pid, epoch + 1, True) == (NONE, pid, epoch + 2)
+    wait_for(lambda: marked_at(wire, topic, pid, epoch + 2), "the second COMMIT marker")
+    assert read_committed(wire.bootstrap, topic) == [b"first", b"second"]
+
+
+def marked_at(wire: Cluster, topic: str, pid: int, epoch: int) -> bool:
+    try:
+        return partition_epoch(wire.leader(topic), topic, pid) == epoch
+    except OSError:
+        return False
