@@ -11,6 +11,10 @@ without it, CLUSTER_AUTHORIZATION_FAILED on its partitions; a producer's without
 transactional id, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on its partitions; then Write on each
 topic: refused topics answer TOPIC_AUTHORIZATION_FAILED and the others
 OPERATION_NOT_ATTEMPTED. No transaction coordinator here: COORDINATOR_NOT_AVAILABLE.
+
+Transaction version 2 (KIP-890 part 2: Kafka v5, `txn_version` 2) is a partition leader adding
+the partition of a Produce v12+ to the producer's transaction (opening it if none is open)
+instead of only asking: it needs ClusterAction, as `verify_only` does.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from broker.context import BrokerContext
 from broker.operations.txn_common import NONE, code_of, txn_refusal
 from broker.security import rules
 from broker.session import Session
+from coordinator.transaction import txn as ops
 from protocol.errors import (
     ClusterAuthorizationFailedError,
     OdradekError,
@@ -39,6 +44,7 @@ class TxnPartitions:
     producer_epoch: int
     topics: tuple[tuple[str, tuple[int, ...]], ...]
     verify_only: bool = False  # only ask whether they are in the transaction
+    txn_version: int = 0  # 2: a leader adds them for a TV2 producer (Produce v12+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +85,12 @@ async def _one(
         answer = {} if from_broker else _refusals(ctx, session, t, wanted)
         if not answer:
             answer = await ctx.transactions.add_partitions(
-                t.transactional_id, t.producer_id, t.producer_epoch, wanted, t.verify_only
+                t.transactional_id,
+                t.producer_id,
+                t.producer_epoch,
+                wanted,
+                t.verify_only,
+                t.txn_version,
             )
     except OdradekError as exc:
         answer = exc.code
@@ -96,7 +107,7 @@ def _refusals(
     """The partitions' codes when ACLs refuse the transaction, else {}."""
     if ctx.authorizer is None:
         return {}
-    if t.verify_only:
+    if t.verify_only or t.txn_version >= ops.TV2:
         if rules.allows(ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api=API):
             return {}
         return dict.fromkeys(wanted, ClusterAuthorizationFailedError.code)

@@ -34,6 +34,11 @@ ACLs (broker/security/rules.py): transactional batches need Write on the transac
 (else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing written), and each
 topic Write (else its partitions are TOPIC_AUTHORIZATION_FAILED): one authorizer call per
 request, none without an authorizer.
+
+Transaction version 2 (Kafka's Produce v12+, `txn_version` 2, KIP-890 part 2): the producer
+sends no AddPartitionsToTxn; the leader's verification asks the coordinator to add the
+partition to the transaction (opening one if none is open) instead of only asking whether it is
+in it.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ class Produce:
     timeout_ms: int
     topics: tuple[TopicData, ...]
     transactional_id: str | None = None  # a transactional producer's (KIP-890 verification)
+    txn_version: int = 0  # 2 (Kafka v12+, KIP-890 part 2): the produce adds its partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +240,7 @@ async def _verify_then_append(
     first = next(p for t in req.topics for p in t.partitions if (t.name, p.partition) in needed)
     h = read_header(first.records)  # one producer per request, as Kafka's clients send
     codes = await ctx.txn_verifier.verify(req.transactional_id, h.producer_id,
-                                          h.producer_epoch, needed)  # fmt: skip
+                                          h.producer_epoch, needed, req.txn_version)  # fmt: skip
     refused = {tp: AppendOutcome(code, error_message=f"{tp[0]}-{tp[1]} is not in the "
                                  f"transaction of {req.transactional_id!r}")
                for tp, code in codes.items() if code != NONE}  # fmt: skip

@@ -12,6 +12,12 @@ UNKNOWN_TOPIC_OR_PARTITION (retriable: a topic just created may reach the cache 
 late); each with a metadata over 4096 characters (Kafka's offset.metadata.max.bytes)
 OFFSET_METADATA_TOO_LARGE; the others are committed. Topics are answered in the order asked.
 No group coordinator here: COORDINATOR_NOT_AVAILABLE.
+
+Transaction version 2 (Kafka's v5+, `txn_version` 2, KIP-890 part 2): the producer sends no
+AddOffsetsToTxn; the group's `__consumer_offsets` partition is added to its transaction here
+first (broker/txn_verifier.py, as a Produce v12 adds its partitions), and a refusal answers
+every partition: a fenced producer INVALID_PRODUCER_EPOCH, anything retriable
+COORDINATOR_NOT_AVAILABLE (Kafka's group coordinator maps NOT_ENOUGH_REPLICAS so).
 """
 
 from __future__ import annotations
@@ -20,11 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.operations.txn_common import txn_group_refusal
+from broker.operations.txn_common import offsets_partitions, txn_group_refusal
 from broker.security import rules
 from broker.session import Session
-from coordinator.group.records import metadata_too_large
+from coordinator.group.records import OFFSETS_TOPIC, metadata_too_large
+from coordinator.group.records import partition_for as group_partition_for
+from coordinator.transaction.txn import TV2
 from protocol.errors import (
+    CoordinatorNotAvailableError,
+    NotEnoughReplicasError,
     OffsetMetadataTooLargeError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -51,6 +61,7 @@ class TxnOffsetCommit:
     generation_id: int = -1  # KIP-447: checked when given
     member_id: str = ""
     group_instance_id: str | None = None
+    txn_version: int = 0  # 2 (Kafka v5+): add the offsets partition to the transaction first
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +83,9 @@ async def run(ctx: BrokerContext, session: Session, req: TxnOffsetCommit) -> Txn
     offsets = [(t, p.partition, p.offset, p.metadata, p.leader_epoch)
                for t, ps in req.topics if t not in denied
                for p in ps if (t, p.partition) not in missing | too_large]  # fmt: skip
+    code = await _add_offsets_partition(ctx, req) if offsets else 0
+    if code:
+        return _answer(req, lambda topic, partition: code)
     code = await _commit(ctx, req, offsets) if offsets else 0
     refused, unknown = TopicAuthorizationFailedError.code, UnknownTopicOrPartitionError.code
     large = OffsetMetadataTooLargeError.code
@@ -84,6 +98,17 @@ def _answer(req: TxnOffsetCommit, code_of: Callable[[str, int], int]) -> TxnOffs
     return TxnOffsetCommitResult(tuple(
         (t, tuple((p.partition, code_of(t, p.partition)) for p in ps)) for t, ps in req.topics
     ))  # fmt: skip
+
+
+async def _add_offsets_partition(ctx: BrokerContext, req: TxnOffsetCommit) -> int:
+    """TV2: the implicit AddOffsetsToTxn; 0 once the group's partition is in the transaction."""
+    if req.txn_version < TV2:
+        return 0
+    tp = (OFFSETS_TOPIC, group_partition_for(req.group_id, offsets_partitions(ctx)))
+    codes = await ctx.txn_verifier.verify(req.transactional_id, req.producer_id,
+                                          req.producer_epoch, [tp], req.txn_version)  # fmt: skip
+    code = codes[tp]
+    return CoordinatorNotAvailableError.code if code == NotEnoughReplicasError.code else code
 
 
 async def _commit(

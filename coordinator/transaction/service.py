@@ -43,7 +43,7 @@ from coordinator.runtime.runtime import (
     Spawner,
     TopicSpec,
 )
-from coordinator.transaction import hold
+from coordinator.transaction import end_v2, hold
 from coordinator.transaction import txn as ops
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.records import (
@@ -57,6 +57,7 @@ from coordinator.transaction.records import (
 )
 from coordinator.transaction.states import State
 from coordinator.transaction.txn import (
+    EndAnswer,
     InitAnswer,
     Result,
     TxnDescription,
@@ -311,14 +312,14 @@ class TransactionCoordinator:
 
     async def add_partitions(
         self, tid: str, producer_id: int, epoch: int, partitions: Iterable[TP],
-        verify_only: bool = False,
+        verify_only: bool = False, txn_version: int = 0,
     ) -> dict[TP, str] | int:  # fmt: skip
         """AddPartitionsToTxn: an error name per partition, or a coordinator error code."""
         wanted = list(partitions)
 
         def decide(txn: TxnMetadata | None, _owned: TxnOwned) -> Result:
             return ops.add_partitions(txn, producer_id, epoch, wanted, self.clock.time_ms(),
-                                      verify_only)  # fmt: skip
+                                      verify_only, txn_version)  # fmt: skip
 
         result, code = await self._operate(tid, decide)
         if result is None:
@@ -341,18 +342,32 @@ class TransactionCoordinator:
         answer: str = result.response
         return answer
 
-    async def end_txn(self, tid: str, producer_id: int, epoch: int, commit: bool) -> str | int:
-        """EndTxn: answered once Prepare* is written; the markers follow in the background."""
+    async def end_txn(
+        self, tid: str, producer_id: int, epoch: int, commit: bool, txn_version: int = 0
+    ) -> EndAnswer | int:
+        """EndTxn: answered once Prepare* is written; the markers follow in the background.
+        `txn_version` 2 (EndTxn v5+) bumps the epoch (end_v2.py), below it stays."""
         await hold.reach("end_txn", tid)
+        new_id = end_v2.NO_NEW_PRODUCER_ID
+        if txn_version >= ops.TV2:
+            owned, code = self._locate(tid)
+            if owned is None:
+                return code
+            txn = owned.shard.get(tid)
+            if txn is not None and end_v2.exhausted(txn):
+                new_id = await self.new_producer_id()
 
         def decide(txn: TxnMetadata | None, _owned: TxnOwned) -> Result:
-            return ops.end_txn(txn, producer_id, epoch, commit, self.clock.time_ms())
+            now = self.clock.time_ms()
+            if txn_version >= ops.TV2:
+                return end_v2.end_txn(txn, producer_id, epoch, commit, now, new_id)
+            return ops.end_txn(txn, producer_id, epoch, commit, now)
 
         result, code = await self._operate(tid, decide)
         if result is None:
             return code
-        answer: str = result.response
-        if answer == ops.FENCED:
+        answer: EndAnswer = result.response
+        if answer.error == ops.FENCED:
             log.info("EndTxn for %s by producer %d epoch %d: fenced", tid, producer_id, epoch)
         return answer
 

@@ -16,6 +16,9 @@ reader sees a state's way out next to what it does.
     6   Dead               -
     7   PrepareEpochFence  PrepareAbort
 
+Empty and Complete* -> PrepareAbort is transaction version 2's EndTxn(abort) with nothing open
+(KIP-890 part 2): an empty transaction, ended at once, that bumps the epoch (end_v2.py).
+
 Moving to the same state is an edge only where the table says so (Empty -> Empty is an epoch
 bump, Ongoing -> Ongoing adds partitions); PrepareCommit -> PrepareCommit is not a move at all.
 `check_transition` raises IllegalTransitionError (a bug, not a client error) for anything else.

@@ -29,9 +29,11 @@ kept, then commits or aborts with EndTxn under the new identity. A kept transact
 new partitions. `complete` then moves the id to the new identity. There is no coordinator state
 for "prepared": prepareTransaction is the client flushing, the coordinator sees Ongoing.
 
-KIP-890 part 2 (epoch bump on every EndTxn, transaction version 2) is not modelled: EndTxn
-keeps the epoch, as transaction version 1. The KIP-890 part 1 check (AddPartitionsToTxn v4 from
-a broker, `verify_only`) is.
+KIP-890: part 1's check (AddPartitionsToTxn v4 from a broker, `verify_only`) is here; part 2,
+transaction version 2 (EndTxn v5: the epoch is bumped at every commit and abort), is in
+end_v2.py. `end_txn` below is transaction version 1 (EndTxn v0-v4), where the epoch stays. A
+transaction records the version of the client that opened or ended it (`client_txn_version`,
+written in the log value), so that `complete` knows whether a TV2 end rotated the producer id.
 
 Errors are Kafka's names (ERROR_CODES); the adapter turns a name into the code its request
 version knows (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before InitProducerId v4 and
@@ -61,6 +63,7 @@ from protocol.errors import (
 )
 
 INT32_MAX = (1 << 31) - 1
+TV2 = 2  # transaction.version 2 (KIP-890 part 2): EndTxn bumps the epoch
 EPOCH_MAX = (1 << 15) - 1
 TWO_PC_TIMEOUT_MS = INT32_MAX  # Kafka's mark of a 2PC id: no transaction timeout
 TRANSACTIONAL_ID_EXPIRATION_MS = 7 * 24 * 3600 * 1000  # transactional.id.expiration.ms
@@ -109,6 +112,7 @@ class TxnMetadata:
     start_ms: int = -1
     last_update_ms: int = 0
     pending: State | None = None  # set by the service while this id's records are appended
+    client_txn_version: int = 0  # transaction.version of the client's last add or end
 
     @property
     def enable_2pc(self) -> bool:
@@ -138,6 +142,15 @@ class InitAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class EndAnswer:
+    """EndTxn's answer; TV2 (EndTxn v5+) answers the producer's next id and epoch with NONE."""
+
+    error: str
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
 class Marker:
     topic: str
     partition: int
@@ -162,7 +175,8 @@ def to_record(target: TxnMetadata) -> TxnRecord:
     value = TxnLogValue(
         target.producer_id, target.producer_epoch, target.timeout_ms, target.state,
         target.partitions, target.last_update_ms, target.start_ms,
-        target.previous_producer_id, target.next_producer_id, 0, target.next_producer_epoch,
+        target.previous_producer_id, target.next_producer_id, target.client_txn_version,
+        target.next_producer_epoch,
     )  # fmt: skip
     return TxnRecord(target.transactional_id, value, target.last_producer_epoch)
 
@@ -190,6 +204,7 @@ def replay(txns: dict[str, TxnMetadata], record: TxnRecord, loading: bool = Fals
         tid, value.producer_id, value.producer_epoch, record.last_producer_epoch,
         value.previous_producer_id, value.next_producer_id, value.next_producer_epoch,
         value.timeout_ms, value.state, value.partitions, value.start_ms, value.last_update_ms,
+        client_txn_version=value.client_txn_version,
     )  # fmt: skip
 
 
@@ -349,13 +364,18 @@ def fence(txn: TxnMetadata, now_ms: int) -> Result:
 # ----- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------
 
 
+def _ending(txn: TxnMetadata) -> bool:
+    """An append in flight, or markers being written: the id takes no new work yet."""
+    return txn.pending is not None or txn.state in (State.PREPARE_COMMIT, State.PREPARE_ABORT)
+
+
 def _producer_error(txn: TxnMetadata | None, producer_id: int, epoch: int) -> str | None:
     """The checks every producer request passes first, in Kafka's order."""
     if txn is None or txn.client_identity[0] != producer_id:
         return BAD_MAPPING
     if txn.client_identity[1] != epoch:
         return FENCED
-    if txn.pending is not None or txn.state in (State.PREPARE_COMMIT, State.PREPARE_ABORT):
+    if _ending(txn):
         return CONCURRENT
     return None
 
@@ -367,12 +387,20 @@ def add_partitions(
     partitions: Iterable[TP],
     now_ms: int,
     verify_only: bool = False,
+    txn_version: int = 0,
 ) -> Result:
     """AddPartitionsToTxn: the response maps each partition to an error name. `verify_only`
     (KIP-890 part 1, a broker checking a produce): no records, NONE for each partition in the
-    ongoing transaction and INVALID_TXN_STATE for the others."""
+    ongoing transaction and INVALID_TXN_STATE for the others. `txn_version` is the client's
+    transaction.version (2: a partition leader adds the partition of a Produce v12+, or a group
+    coordinator the offsets partition of a TxnOffsetCommit v5+), recorded with the transaction.
+    An end in progress answers CONCURRENT_TRANSACTIONS before the producer is checked, as Kafka
+    4 does: after a TV2 end that rotated the producer id, the producer's next transaction
+    comes with the new id before the coordinator has moved to it (KAFKA-18660)."""
     wanted = frozenset(partitions)
     error = _producer_error(txn, producer_id, epoch)
+    if not verify_only and txn is not None and _ending(txn):
+        error = CONCURRENT
     if error is None and txn is not None and txn.kept and not verify_only:
         error = BAD_STATE  # a prepared transaction kept for 2PC takes no new partitions
     if error is not None or txn is None:
@@ -385,7 +413,7 @@ def add_partitions(
         return Result(response=answer)  # nothing new: no write
     start_ms = txn.start_ms if txn.state is State.ONGOING else now_ms
     record = _move(txn, State.ONGOING, now_ms, partitions=txn.partitions | wanted,
-                   start_ms=start_ms)  # fmt: skip
+                   start_ms=start_ms, client_txn_version=txn_version)  # fmt: skip
     return Result([record], answer, State.ONGOING, transactional_id=txn.transactional_id)
 
 
@@ -425,12 +453,18 @@ def end_txn(txn: TxnMetadata | None, producer_id: int, epoch: int, commit: bool,
     if error == CONCURRENT and txn is not None and txn.pending is None:
         error = None  # Prepare*: a retry, answered from the table below
     if error is not None or txn is None:
-        return Result(response=error)
+        return Result(response=EndAnswer(error or BAD_MAPPING))
     if txn.state is not State.ONGOING:
-        return Result(response=_END_ANSWERS[txn.state][0 if commit else 1])
+        return Result(response=EndAnswer(_END_ANSWERS[txn.state][0 if commit else 1]))
     target = State.PREPARE_COMMIT if commit else State.PREPARE_ABORT
-    record = _move(txn, target, now_ms)
-    return Result([record], NONE, target, True, txn.transactional_id)
+    record = _move(txn, target, now_ms, client_txn_version=0)
+    return Result([record], EndAnswer(NONE), target, True, txn.transactional_id)
+
+
+def rotates(txn: TxnMetadata) -> bool:
+    """A TV2 end at an exhausted epoch: Complete* moves the id to `next_producer_id`."""
+    return (txn.client_txn_version >= TV2 and not txn.kept
+            and txn.next_producer_id != NO_PRODUCER_ID)  # fmt: skip
 
 
 def markers_for(txn: TxnMetadata) -> list[Marker]:
@@ -444,10 +478,13 @@ def markers_for(txn: TxnMetadata) -> list[Marker]:
 
 def complete(txn: TxnMetadata, now_ms: int) -> Result:
     """Every marker is written: PrepareCommit -> CompleteCommit, PrepareAbort -> CompleteAbort.
-    A transaction kept for 2PC hands the id over to the producer that completed it."""
+    A transaction kept for 2PC hands the id over to the producer that completed it; a TV2 end
+    that exhausted the epoch moves it to its next producer id, at epoch 0 (end_v2.py)."""
     assert txn.pending is None, txn.pending
     target = State.COMPLETE_COMMIT if txn.state is State.PREPARE_COMMIT else State.COMPLETE_ABORT
     pid, epoch = txn.client_identity
+    if rotates(txn):
+        pid, epoch = txn.next_producer_id, 0
     record = _move(txn, target, now_ms, producer_id=pid, producer_epoch=epoch,
                    next_producer_id=NO_PRODUCER_ID, next_producer_epoch=NO_PRODUCER_EPOCH,
                    partitions=frozenset())  # fmt: skip

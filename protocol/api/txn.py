@@ -60,6 +60,7 @@ class AddPartitionsToTxnRequest:
     producer_epoch: int
     topics: list[TxnTopic]
     verify_only: bool = False  # KIP-890: only ask whether they are in the transaction
+    txn_version: int = 0  # 2: a leader adds them for a TV2 producer (KIP-890 part 2)
 
 
 @dataclass(frozen=True, slots=True)

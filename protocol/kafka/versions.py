@@ -6,7 +6,7 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
 - Produce from 0 as Kafka 4.0 advertises it (librdkafka before 2.11.1 turns compression off when
   the minimum is above 0), though only v3+ (record batch v2) decodes; older ones close the
   connection, as Kafka 4.0. Up to 12 as Kafka 4.0 (v10+ leader hints, KIP-951; v12 is
-  transaction version 2, which no client uses while odradek finalizes no transaction.version);
+  transaction version 2: the produce adds its partitions to the transaction);
   v13 (Kafka 4.1) names topics by id.
 - Fetch 4-17 as Kafka 4.0: v13+ names topics by id (KIP-516, kept as ZooKeeper-era Kafka keeps
   them), v16 adds leader endpoints; v18 (Kafka 4.1, KIP-1166 high watermark hints) is not served.
@@ -36,9 +36,9 @@ Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kca
   OffsetCommit 8-9 (v9: generation id is the member epoch) and OffsetFetch 8-9 (v8 batches
   groups, v9 a member id and epoch), ListGroups 5 (group types filter).
 - Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
-  AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
-  EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
-  2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
+  AddPartitionsToTxn 0-5 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
+  EndTxn 0-5 and TxnOffsetCommit 0-5 (v5 of the three, with Produce v12, is KIP-890 part 2,
+  transaction version 2, which ApiVersions finalizes), DescribeProducers 0, DescribeTransactions 0,
   ListTransactions 0-1 (v2 adds an id pattern), WriteTxnMarkers 1-2 (what kafka-transactions.sh
   abort sends to a leader; v0 is gone from Kafka 4).
 - SCRAM credentials (KIP-554): DescribeUserScramCredentials 0 and AlterUserScramCredentials 0,

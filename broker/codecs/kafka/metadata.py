@@ -122,7 +122,32 @@ def _api_versions_out(request: KafkaRequest, result: api_versions.ApiVersionsRes
     keys = tuple(
         make(entry, api_key=key, min_version=lo, max_version=hi) for key, lo, hi in result.apis
     )
-    return make(cls, error_code=result.error_code, api_keys=keys, throttle_time=0)
+    return make(cls, error_code=result.error_code, api_keys=keys, throttle_time=0,
+                **_features(cls, version, result))  # fmt: skip
+
+
+FEATURE_MIN_0_FROM = 4  # KAFKA-17011: v0-v3 readers choke on a supported minimum of 0
+
+
+def _features(cls: Any, version: int, result: api_versions.ApiVersionsResult) -> dict[str, Any]:
+    """v3+: the feature flags; below v4 a supported feature whose minimum is 0 is left out
+    (Kafka's ApiVersionsResponse.maybeFilterSupportedFeatureKeys)."""
+    if version < 3:
+        return {}
+    supported = nested(cls, "SupportedFeatureKey")
+    finalized = nested(cls, "FinalizedFeatureKey")
+    return {
+        "supported_features": tuple(
+            make(supported, name=name, min_version=lo, max_version=hi)
+            for name, lo, hi in result.supported_features
+            if lo > 0 or version >= FEATURE_MIN_0_FROM
+        ),
+        "finalized_features_epoch": result.finalized_features_epoch,
+        "finalized_features": tuple(
+            make(finalized, name=name, max_version_level=level, min_version_level=level)
+            for name, level in result.finalized_features
+        ),
+    }
 
 
 API_VERSIONS = Codec(_api_versions_in, _api_versions_out)

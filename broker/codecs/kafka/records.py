@@ -14,10 +14,10 @@ Produce (0), v0-v12: a null `records` is an empty batch, which the append refuse
 CORRUPT_MESSAGE; v0-v2 name no transactional id. v10+ carry the leader hints (KIP-951: the
 current leader of a partition answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, and the
 leaders' endpoints), which older versions drop. v11 changes nothing for a broker; v12 is
-KIP-890's transaction version 2 (the produce adds its partition to the transaction), which a
-client uses only when the broker's ApiVersions finalizes transaction.version 2: odradek finalizes
-none, so a transactional producer still calls AddPartitionsToTxn first, as with Kafka 4.0 at
-version 1. The throttle is written 0: the server raises it (broker/quota/throttle.py).
+KIP-890's transaction version 2: the produce adds its partition to the transaction (the leader
+asks the coordinator), which a client does only when ApiVersions finalizes transaction.version
+2, as odradek does; below v12 a transactional producer calls AddPartitionsToTxn first. The
+throttle is written 0: the server raises it (broker/quota/throttle.py).
 
 Produce v8+ carries `record_errors` and `error_message` (KIP-467): the records a refused batch was
 refused for, by index, each with a message; older versions get the partition's error alone.
@@ -55,6 +55,7 @@ from protocol.schema import Records
 
 LEADER_HINTS_FROM = 10
 RECORD_ERRORS_FROM = 8  # KIP-467: a refused batch's bad records, by index, with a message each
+TV2_FROM = 12  # KIP-890 part 2: the produce adds its partitions to the transaction
 NO_RECORDS = cast(Records, b"")  # a null batch: the append refuses it as CORRUPT_MESSAGE
 
 
@@ -68,7 +69,8 @@ def _produce_in(request: KafkaRequest) -> produce.Produce:
         for t in req.topic_data
     )  # fmt: skip
     tid = getattr(req, "transactional_id", None)
-    return produce.Produce(req.acks, millis(req.timeout), topics, tid)
+    txn_version = 2 if request.header.api_version >= TV2_FROM else 0
+    return produce.Produce(req.acks, millis(req.timeout), topics, tid, txn_version)
 
 
 def _produce_out(request: KafkaRequest, result: produce.ProduceResult | None) -> Any:

@@ -2,7 +2,9 @@
 
 Version differences that are wire shape stay here: InitProducerId v3+ carry the producer's id
 and epoch (KIP-360), v6 KIP-939's two-phase commit; AddPartitionsToTxn v0-v3 name one
-transaction, v4 (brokers only) several, with a top-level error code; ListTransactions v1 adds
+transaction, v4 (brokers only) several, with a top-level error code; v5 of AddPartitionsToTxn,
+EndTxn and TxnOffsetCommit is transaction version 2 (KIP-890 part 2, `_txn_version`): EndTxn v5
+answers the producer's next id and epoch; ListTransactions v1 adds
 the duration filter. KIP-588's PRODUCER_FENCED (90) is written INVALID_PRODUCER_EPOCH (47) to
 the versions before it: InitProducerId v0-v3, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 v0-v1, TxnOffsetCommit v0-v2.
@@ -118,7 +120,7 @@ def _add_parts_in(request: KafkaRequest) -> add_partitions_to_txn.AddPartitionsT
     return add_partitions_to_txn.AddPartitionsToTxn(tuple(
         add_partitions_to_txn.TxnPartitions(
             t.transactional_id, int(t.producer_id), int(t.producer_epoch), _topics(t.topics),
-            bool(t.verify_only))
+            bool(t.verify_only), _txn_version(request))
         for t in req.transactions
     ), from_broker=True)  # fmt: skip
 
@@ -176,16 +178,26 @@ ADD_OFFSETS_TO_TXN = Codec(_add_offsets_in, _add_offsets_out)
 # ----- EndTxn (26) ----------------------------------------------------------------------------
 
 
+TV2_FROM = 5  # EndTxn, AddPartitionsToTxn and TxnOffsetCommit v5: transaction version 2
+
+
+def _txn_version(request: KafkaRequest) -> int:
+    """Kafka's TransactionVersion.transactionVersionForEndTxn and friends: v5+ is TV2."""
+    return 2 if _version(request) >= TV2_FROM else 0
+
+
 def _end_txn_in(request: KafkaRequest) -> end_txn.EndTxn:
     req = request.body
     return end_txn.EndTxn(
-        req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed)
-    )
+        req.transactional_id, int(req.producer_id), int(req.producer_epoch), bool(req.committed),
+        _txn_version(request),
+    )  # fmt: skip
 
 
 def _end_txn_out(request: KafkaRequest, result: end_txn.EndTxnResult) -> Any:
     cls = response_class(v.END_TXN, _version(request))
-    return make(cls, throttle_time=0, error_code=_fenced(result.error_code, request, 2))
+    return make(cls, throttle_time=0, error_code=_fenced(result.error_code, request, 2),
+                producer_id=result.producer_id, producer_epoch=result.producer_epoch)  # fmt: skip
 
 
 END_TXN = Codec(_end_txn_in, _end_txn_out)
@@ -202,7 +214,7 @@ def _txn_commit_in(request: KafkaRequest) -> txn_offset_commit.TxnOffsetCommit:
             int(getattr(p, "committed_leader_epoch", -1))) for p in t.partitions))
             for t in req.topics),
         int(getattr(req, "generation_id", -1)), getattr(req, "member_id", ""),
-        getattr(req, "group_instance_id", None) or None,
+        getattr(req, "group_instance_id", None) or None, _txn_version(request),
     )  # fmt: skip
 
 

@@ -70,6 +70,7 @@ def _add_parts_in(request: Request) -> add_partitions_to_txn.AddPartitionsToTxn:
     return add_partitions_to_txn.AddPartitionsToTxn((add_partitions_to_txn.TxnPartitions(
         req.transactional_id, req.producer_id, req.producer_epoch,
         tuple((t.name, tuple(t.partitions)) for t in req.topics), req.verify_only,
+        req.txn_version,
     ),))  # fmt: skip
 
 

@@ -12,11 +12,11 @@ import pytest
 from coordinator.runtime.states import PartitionState
 from coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 from coordinator.transaction.service import TransactionCoordinator
-from coordinator.transaction.txn import InitAnswer
+from coordinator.transaction.txn import EndAnswer, InitAnswer
 from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
 from protocol.batch import TRANSACTIONAL_BIT, build_batch, with_producer
 from protocol.clock import ManualClock
-from protocol.errors import InvalidTxnStateError
+from protocol.errors import InvalidProducerEpochError, InvalidTxnStateError
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from transport.connection import BrokerConnection
 
@@ -60,7 +60,7 @@ async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Pat
         assert await produce(conn, 1, txn_batch(pid, epoch, 0)) == InvalidTxnStateError.code
         assert log1.log_end_offset == 0, "nothing of a partition outside the transaction"
 
-        assert await txns.end_txn("tx", pid, epoch, commit=True) == "NONE"
+        assert await txns.end_txn("tx", pid, epoch, commit=True) == EndAnswer("NONE")
         log0 = h.ctx.replicas.partitions[("t", 0)].log
         for _ in range(3000):  # the markers go out in the background, then CompleteCommit
             (row,) = txns.describe(["tx"])
@@ -74,6 +74,29 @@ async def test_only_partitions_in_the_transaction_take_its_batches(tmp_path: Pat
         # a late retry of the ended transaction's producer: no hanging transaction
         assert await produce(conn, 0, txn_batch(pid, epoch, 1)) == InvalidTxnStateError.code
         assert log0.log_end_offset == end and log0.first_unstable_offset is None
+        await txns.shutdown()
+
+
+async def test_transaction_version_2_adds_instead_of_asking(tmp_path: Path) -> None:
+    """KIP-890 part 2: for a Produce v12 the leader has the coordinator add the partition (and
+    open the transaction) rather than only ask whether it is in it."""
+    async with running_broker(tmp_path, clock=ManualClock()) as h:
+        await h.lead("t", 2)
+        txns = await coordinator_for(h)
+        answer = await txns.init_producer_id("tx", 60_000, -1, -1)
+        assert isinstance(answer, InitAnswer)
+        pid, epoch = answer.producer_id, answer.producer_epoch
+        verify = h.ctx.txn_verifier.verify
+        assert await verify("tx", pid, epoch, [("t", 1)]) == {("t", 1): InvalidTxnStateError.code}
+        assert await verify("tx", pid, epoch, [("t", 1)], 2) == {("t", 1): 0}
+        (row,) = txns.describe(["tx"])
+        assert (getattr(row, "state", ""), getattr(row, "topics", ())) == (
+            "Ongoing",
+            (("t", (1,)),),
+        )
+        assert await verify("tx", pid, epoch + 1, [("t", 0)], 2) == {
+            ("t", 0): InvalidProducerEpochError.code
+        }
         await txns.shutdown()
 
 

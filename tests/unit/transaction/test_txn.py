@@ -81,7 +81,7 @@ class Coordinator:
         result = self.apply(end_txn(self.txn, pid, epoch, commit, 30))
         if result.write_markers and finish:
             self.apply(complete(self.txn, 40))
-        return str(result.response)
+        return str(result.response.error)
 
 
 @pytest.fixture
@@ -188,7 +188,7 @@ def test_pending_refuses_everything(c: Coordinator) -> None:
     c.txn.pending = State.EMPTY
     assert c.init().error == "CONCURRENT_TRANSACTIONS"
     assert c.add(T0) == {T0: "CONCURRENT_TRANSACTIONS"}
-    assert end_txn(c.txn, 1000, 0, True, 0).response == "CONCURRENT_TRANSACTIONS"
+    assert end_txn(c.txn, 1000, 0, True, 0).response.error == "CONCURRENT_TRANSACTIONS"
     assert expire(c.txns, 10**15) == []
 
 
@@ -280,16 +280,16 @@ def test_end_retries(c: Coordinator, finish: bool, commit: bool, retry: bool, an
     c.add(T0)
     c.end(commit, finish=finish)
     result = end_txn(c.txn, 1000, 0, retry, 60)
-    assert (result.response, result.records) == (answer, [])
+    assert (result.response.error, result.records) == (answer, [])
 
 
 def test_end_refusals(c: Coordinator) -> None:
-    assert end_txn(None, 1, 0, True, 0).response == "INVALID_PRODUCER_ID_MAPPING"
+    assert end_txn(None, 1, 0, True, 0).response.error == "INVALID_PRODUCER_ID_MAPPING"
     c.init()
     assert c.end(True) == "INVALID_TXN_STATE"  # Empty: nothing open
     c.add(T0)
-    assert end_txn(c.txn, 1000, 3, True, 0).response == "PRODUCER_FENCED"
-    assert end_txn(c.txn, 5, 0, True, 0).response == "INVALID_PRODUCER_ID_MAPPING"
+    assert end_txn(c.txn, 1000, 3, True, 0).response.error == "PRODUCER_FENCED"
+    assert end_txn(c.txn, 5, 0, True, 0).response.error == "INVALID_PRODUCER_ID_MAPPING"
 
 
 # ----- expiry ------------------------------------------------------------------------------
@@ -303,6 +303,9 @@ def test_timed_out_transaction_is_aborted(c: Coordinator) -> None:
     assert result.pending is State.PREPARE_EPOCH_FENCE and result.write_markers
     c.apply(result)
     assert (c.txn.state, c.txn.producer_epoch) == (State.PREPARE_ABORT, 1)
+    # Kafka 4 answers an end in progress first (KAFKA-18660), then the fence once it is over
+    assert c.add(T1, epoch=0) == {T1: "CONCURRENT_TRANSACTIONS"}
+    c.apply(complete(c.txn, 1030))
     assert c.add(T1, epoch=0) == {T1: "PRODUCER_FENCED"}
 
 

@@ -83,6 +83,28 @@ CASES += [
          "0000001a0000000700000300030000000d00001200000004000000000000"),
 ]  # fmt: skip
 
+FEATURED = api_versions.ApiVersionsResult(
+    0,
+    ((3, 0, 13), (18, 0, 4)),
+    (("transaction.version", 0, 2), ("some.feature", 1, 3)),
+    (("transaction.version", 2),),
+    0,
+)
+CASES += [  # v3 leaves out a supported feature whose minimum is 0 (KAFKA-17011), v4 has it
+    Case("ApiVersions v3 features", v.API_VERSIONS, 3,
+         kio(v.API_VERSIONS, 3, client_software_name="odradek-test",
+             client_software_version="1.0"),
+         api_versions.ApiVersions(True), FEATURED,
+         "00000024001200030000000700076f64726164656b000d6f64726164656b2d7465737404312e3000",
+         "000000550000000700000300030000000d000012000000040000000000030013020d736f6d652e66656174757265000100030001080000000000000000021a02147472616e73616374696f6e2e76657273696f6e0002000200"),
+    Case("ApiVersions v4 features", v.API_VERSIONS, 4,
+         kio(v.API_VERSIONS, 4, client_software_name="odradek-test",
+             client_software_version="1.0"),
+         api_versions.ApiVersions(True), FEATURED,
+         "00000024001200040000000700076f64726164656b000d6f64726164656b2d7465737404312e3000",
+         "0000006e0000000700000300030000000d00001200000004000000000003002c03147472616e73616374696f6e2e76657273696f6e00000002000d736f6d652e66656174757265000100030001080000000000000000021a02147472616e73616374696f6e2e76657273696f6e0002000200"),
+]  # fmt: skip
+
 DESCRIBED = describe_cluster.DescribeClusterResult(
     0, None, 1, "cid", 1, (BrokerInfo(1, "h", 9092, "r"),), 8
 )

@@ -201,7 +201,10 @@ def test_api_versions_lists_the_kafka_doors_table_and_refuses_an_unserved_versio
     served = {18: (0, 4), 3: (0, 13)}
     run_it = api_versions.answering(served)
     ok = run_it(SimpleNamespace(), SESSION, api_versions.ApiVersions(True))
-    assert ok == api_versions.ApiVersionsResult(0, ((3, 0, 13), (18, 0, 4)))
+    assert ok == api_versions.ApiVersionsResult(
+        0, ((3, 0, 13), (18, 0, 4)), (("transaction.version", 0, 2),),
+        (("transaction.version", 2),), 0,
+    )  # fmt: skip
     too_new = run_it(SimpleNamespace(), SESSION, api_versions.ApiVersions(False))
     assert too_new.error_code == UnsupportedVersionError.code and too_new.apis == ok.apis
     table = apis.kafka_handler(apis.BY_KEY[18].key)
