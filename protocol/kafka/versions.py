@@ -2,18 +2,22 @@
 in broker/apis.py's table (`APIS`, one row per API), whose `KAFKA_SERVED` ApiVersions advertises.
 
 Ranges are chosen so that kafka-python 3.x, librdkafka 2.x (confluent-kafka, kcat) and aiokafka
-0.14 find the versions they need, and so that no version needs what odradek does not have:
+0.14 find the versions they need, and so that no version needs what odradek does not have; up
+to Kafka 4.2's (kafka-python's broker_version_data, copied from a 4.2 broker's ApiVersions),
+so that a 4.2 client takes its newest path:
 - Produce from 0 as Kafka 4.0 advertises it (librdkafka before 2.11.1 turns compression off when
   the minimum is above 0), though only v3+ (record batch v2) decodes; older ones close the
   connection, as Kafka 4.0. Up to 12 as Kafka 4.0 (v10+ leader hints, KIP-951; v12 is
   transaction version 2, which no client uses while odradek finalizes no transaction.version);
-  v13 (Kafka 4.1) names topics by id.
-- Fetch 4-17 as Kafka 4.0: v13+ names topics by id (KIP-516, kept as ZooKeeper-era Kafka keeps
-  them), v16 adds leader endpoints; v18 (Kafka 4.1, KIP-1166 high watermark hints) is not served.
+  v13 (Kafka 4.1) names topics by id: an id no topic has is UNKNOWN_TOPIC_ID.
+- Fetch 4-18: v13+ names topics by id (KIP-516, kept as ZooKeeper-era Kafka keeps them), v16
+  adds leader endpoints; v18 (Kafka 4.1, KIP-1166) adds a follower's high watermark, which a
+  consumer leaves at its default (followers fetch through the native door).
 - Metadata 0-13 (v10+ topic ids, v12 lookups by id, v13 a top-level error code), ListOffsets
-  1-10 as Kafka 4.0 (v7 max timestamp, v8 earliest local = the log start since nothing is
-  tiered, v9 latest tiered = -1, v10 a timeout only tiered lookups use); v11 (Kafka 4.2,
-  earliest pending upload) is not served. kafka-python infers Kafka 4.0 from ListOffsets 10.
+  1-11 (v7 max timestamp, v8 earliest local = the log start since nothing is tiered, v9 latest
+  tiered = -1, v10 a timeout only tiered lookups use, v11 as Kafka 4.2 earliest pending upload
+  = -1, Kafka's answer for a topic not tiered). kafka-python 3.0.12 infers Kafka 4.2 from
+  ListOffsets 11 (and 4.3 from DescribeLogDirs 5, which Kafka 4.2 does not serve).
 - Unserved: an API key or version outside this table closes the connection, as Kafka does,
   with one log line naming the client (broker/doors.py).
 - Admin: DeleteRecords 0-2, DescribeLogDirs 1-4 (v0 has no error codes per log dir),
