@@ -32,8 +32,9 @@ so that a 4.2 client takes its newest path:
 - Consumer groups on Kafka's classic protocol: JoinGroup 0-9 (v5+ static membership,
   KIP-345; v9 skip_assignment, KIP-814), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (v3+
   batch removal by member or instance id), OffsetCommit 2-7 and OffsetFetch 1-7 (v8+ batch
-  groups), FindCoordinator 0-4, DescribeGroups 0-5, ListGroups 0-4, DeleteGroups 0-2,
-  OffsetDelete 0.
+  groups), FindCoordinator 0-6 (v5 and v6, Kafka 4.0's, change nothing odradek answers: the
+  TRANSACTION_ABORTABLE code, share groups' key type), DescribeGroups 0-6 (v6, KIP-1043: an
+  unknown group is GROUP_ID_NOT_FOUND), ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.
 - KIP-848 consumer groups (group.protocol=consumer): ConsumerGroupHeartbeat 0-1 and
   ConsumerGroupDescribe 0-1, as Kafka 4.0 (v1: the client makes its member id, KIP-1082);
   OffsetCommit 8-9 (v9: generation id is the member epoch) and OffsetFetch 8-9 (v8 batches

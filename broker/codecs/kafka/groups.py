@@ -4,13 +4,15 @@ Version differences that are wire shape stay here: LeaveGroup v0-v2 name one mem
 one code, v3+ a list with a code each; Heartbeat v3+ carry the group instance id;
 ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so the codec says
 so to the operation, which refuses an empty one. DescribeGroups v0-v5 answer an unknown group,
-and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead (v6 would say
-GROUP_ID_NOT_FOUND, the operation's answer); a native member's assignment goes out in the
-consumer protocol's encoding. FindCoordinator v4 and OffsetFetch v8+ carry several keys or
-groups (the others one); OffsetFetch v1 has no top-level code, so a group's error goes on each
-partition asked. What a version means is said to the operation: OffsetCommit v9+ carries a
-KIP-848 member's epoch, JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip
-the assignment (KIP-814). ConsumerGroupDescribe v1 adds each member's type (consumer).
+and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead; v6 (KIP-1043) as
+GROUP_ID_NOT_FOUND and Dead with Kafka's message, the operation's answer; a native member's
+assignment goes out in the consumer protocol's encoding. FindCoordinator v4+ (v5: the
+TRANSACTION_ABORTABLE code, which it never answers; v6: share groups' key type 2, refused as
+any unknown key type) and OffsetFetch v8+ carry several keys or groups (the others one);
+OffsetFetch v1 has no top-level code, so a group's error goes on each partition asked. What a
+version means is said to the operation: OffsetCommit v9+ carries a KIP-848 member's epoch,
+JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip the assignment (KIP-814).
+ConsumerGroupDescribe v1 adds each member's type (consumer).
 """
 
 from __future__ import annotations
@@ -206,12 +208,20 @@ def _member_assignment(m: describe_groups.Member) -> bytes:
     return encode_assignment([(t, p) for t, ps in m.assignment or () for p in ps])
 
 
-def _described(cls: Any, d: describe_groups.Described) -> Any:
+GROUP_ID_NOT_FOUND_FROM = 6  # DescribeGroups v6+ (KIP-1043): no such classic group says so
+
+
+def _described(cls: Any, d: describe_groups.Described, version: int) -> Any:
     group_cls = nested(cls, "DescribedGroup")
     shown = d.error_code == 0 and d.group_type == "classic"
     if not shown:
-        dead = d.error_code in (0, GroupIdNotFoundError.code)  # v0-v5: no such classic group
-        return make(group_cls, error_code=0 if dead else d.error_code, group_id=d.group_id,
+        dead = d.error_code in (0, GroupIdNotFoundError.code)  # no such classic group
+        code, message = (0 if dead else d.error_code), None
+        if dead and version >= GROUP_ID_NOT_FOUND_FROM:  # Kafka's messages
+            code = GroupIdNotFoundError.code
+            message = (f"Group {d.group_id} not found." if d.error_code
+                       else f"Group {d.group_id} is not a classic group.")  # fmt: skip
+        return make(group_cls, error_code=code, error_message=message, group_id=d.group_id,
                     group_state="Dead" if dead else d.kafka_state, protocol_type="",
                     protocol_data="", members=(), authorized_operations=NO_OPERATIONS)  # fmt: skip
     member_cls = nested(cls, "DescribedGroupMember")
@@ -231,8 +241,10 @@ def _described(cls: Any, d: describe_groups.Described) -> Any:
 def _describe_groups_out(
     request: KafkaRequest, result: describe_groups.DescribeGroupsResult
 ) -> Any:
-    cls = response_class(v.DESCRIBE_GROUPS, request.header.api_version)
-    return make(cls, throttle_time=0, groups=tuple(_described(cls, d) for d in result.groups))
+    version = request.header.api_version
+    cls = response_class(v.DESCRIBE_GROUPS, version)
+    return make(cls, throttle_time=0,
+                groups=tuple(_described(cls, d, version) for d in result.groups))  # fmt: skip
 
 
 DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
