@@ -178,7 +178,7 @@ APIS: tuple[Api, ...] = (
          Served((1, 2), kafka_txn.WRITE_TXN_MARKERS)),
     _api("ListTransactions", kafka_versions.LIST_TRANSACTIONS, list_transactions.run,
          Served((0, 0), native_txn.LIST_TRANSACTIONS),
-         Served((0, 1), kafka_txn.LIST_TRANSACTIONS)),
+         Served((0, 2), kafka_txn.LIST_TRANSACTIONS)),
     _api("DescribeProducers", kafka_versions.DESCRIBE_PRODUCERS, describe_producers.run,
          Served((0, 0), native_txn.DESCRIBE_PRODUCERS),
          Served((0, 0), kafka_txn.DESCRIBE_PRODUCERS)),

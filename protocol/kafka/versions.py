@@ -43,8 +43,8 @@ so that a 4.2 client takes its newest path:
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version
   2, which odradek does not do), DescribeProducers 0, DescribeTransactions 0,
-  ListTransactions 0-1 (v2 adds an id pattern), WriteTxnMarkers 1-2 (what kafka-transactions.sh
-  abort sends to a leader; v0 is gone from Kafka 4).
+  ListTransactions 0-2 (v2, Kafka 4.1: a transactional id pattern, KIP-1152), WriteTxnMarkers
+  1-2 (what kafka-transactions.sh abort sends to a leader; v0 is gone from Kafka 4).
 - SCRAM credentials (KIP-554): DescribeUserScramCredentials 0 and AlterUserScramCredentials 0,
   as Kafka 4.0.
 - SASL (broker/security/sasl.py): SaslHandshake 0-1 and SaslAuthenticate 0-2 (v1+ carries the

@@ -3,7 +3,8 @@
 Version differences that are wire shape stay here: InitProducerId v3+ carry the producer's id
 and epoch (KIP-360), v6 KIP-939's two-phase commit; AddPartitionsToTxn v0-v3 name one
 transaction, v4 (brokers only) several, with a top-level error code; ListTransactions v1 adds
-the duration filter. KIP-588's PRODUCER_FENCED (90) is written INVALID_PRODUCER_EPOCH (47) to
+the duration filter, v2 (KIP-1152) the transactional id pattern. KIP-588's PRODUCER_FENCED (90)
+is written INVALID_PRODUCER_EPOCH (47) to
 the versions before it: InitProducerId v0-v3, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 v0-v1, TxnOffsetCommit v0-v2.
 """
@@ -256,7 +257,7 @@ def _list_txns_in(request: KafkaRequest) -> list_transactions.ListTransactions:
     req = request.body
     return list_transactions.ListTransactions(
         tuple(req.state_filters), tuple(int(p) for p in req.producer_id_filters),
-        int(getattr(req, "duration_filter", -1)),
+        int(getattr(req, "duration_filter", -1)), getattr(req, "transactional_id_pattern", None),
     )  # fmt: skip
 
 
