@@ -212,7 +212,7 @@ APIS: tuple[Api, ...] = (
     _api("ApiVersions", kafka_versions.API_VERSIONS, api_versions.answering(KAFKA_SERVED),
          None, Served((0, 4), kafka_metadata.API_VERSIONS)),
     _api("DescribeCluster", kafka_versions.DESCRIBE_CLUSTER, describe_cluster.run,
-         None, Served((0, 1), kafka_metadata.DESCRIBE_CLUSTER)),
+         None, Served((0, 2), kafka_metadata.DESCRIBE_CLUSTER)),
     _api("DescribeTopicPartitions", kafka_versions.DESCRIBE_TOPIC_PARTITIONS,
          describe_topic_partitions.run,
          None, Served((0, 0), kafka_metadata.DESCRIBE_TOPIC_PARTITIONS)),

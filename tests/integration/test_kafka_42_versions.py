@@ -4,6 +4,8 @@ the newest version both sides serve), on the shared three-broker cluster:
 - DescribeGroups v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND with Kafka's
   message, where v0-v5 answered it as an empty Dead group; kafka-python's admin reports the
   error. FindCoordinator v6 finds the coordinator it asks first.
+- DescribeCluster v2 (KIP-1073): kafka-python asks for fenced brokers too; a ZooKeeper-mode
+  cluster has none, so it gets every broker, each unfenced;
 - ListTransactions v2 (KIP-1152): kafka-python's admin lists only the transactional ids the
   pattern matches whole.
 """
@@ -61,3 +63,14 @@ def test_list_transactions_filters_by_a_transactional_id_pattern(cluster3: Local
     finally:
         for producer in producers:
             producer.close()
+
+
+def test_describe_cluster_v2_marks_every_broker_unfenced(cluster3: LocalCluster) -> None:
+    admin = kafka.KafkaAdminClient(bootstrap_servers=cluster3.kafka_bootstrap,
+                                   request_timeout_ms=30_000)  # fmt: skip
+    try:
+        described = admin.describe_cluster()
+    finally:
+        admin.close()
+    brokers = {b["broker_id"]: b["is_fenced"] for b in described["brokers"]}
+    assert brokers == dict.fromkeys(cluster3.broker_ids, False)
