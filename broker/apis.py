@@ -239,7 +239,7 @@ APIS: tuple[Api, ...] = (
     _api("AlterPartitionReassignments", kafka_versions.ALTER_PARTITION_REASSIGNMENTS,
          alter_partition_reassignments.run,
          Served((0, 0), native_topics.ALTER_PARTITION_REASSIGNMENTS),
-         Served((0, 0), kafka_topics.ALTER_PARTITION_REASSIGNMENTS)),
+         Served((0, 1), kafka_topics.ALTER_PARTITION_REASSIGNMENTS)),
     _api("ListPartitionReassignments", kafka_versions.LIST_PARTITION_REASSIGNMENTS,
          list_partition_reassignments.run,
          Served((0, 0), native_topics.LIST_PARTITION_REASSIGNMENTS),

@@ -21,10 +21,11 @@ so that a 4.2 client takes its newest path:
 - Unserved: an API key or version outside this table closes the connection, as Kafka does,
   with one log line naming the client (broker/doors.py).
 - Admin: DeleteRecords 0-2, DescribeLogDirs 1-4 (v0 has no error codes per log dir),
-  ElectLeaders 0-2, Alter/ListPartitionReassignments 0, DescribeCluster 0-2 (v2 lists fenced
-  brokers, a KRaft notion: none here, every broker is unfenced), DescribeTopicPartitions 0
-  (with topic ids), CreateTopics 2-7 (v7 answers the topic id), DeleteTopics 1-6 (v6 by name or
-  id).
+  ElectLeaders 0-2, AlterPartitionReassignments 0-1 (v1, Kafka 4.1: KIP-860's
+  allow_replication_factor_change), ListPartitionReassignments 0, DescribeCluster 0-2 (v2 lists
+  fenced brokers, a KRaft notion: none here, every broker is unfenced), DescribeTopicPartitions
+  0 (with topic ids), CreateTopics 2-7 (v7 answers the topic id), DeleteTopics 1-6 (v6 by name
+  or id).
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
   serves.

@@ -6,6 +6,9 @@ the newest version both sides serve), on the shared three-broker cluster:
   error. FindCoordinator v6 finds the coordinator it asks first.
 - DescribeCluster v2 (KIP-1073): kafka-python asks for fenced brokers too; a ZooKeeper-mode
   cluster has none, so it gets every broker, each unfenced;
+- AlterPartitionReassignments v1 (KIP-860; no client here sends it, so a raw request): a
+  reassignment that would change the replication factor while the request forbids it is
+  INVALID_REPLICATION_FACTOR, and nothing moves;
 - ListTransactions v2 (KIP-1152): kafka-python's admin lists only the transactional ids the
   pattern matches whole.
 """
@@ -18,6 +21,10 @@ import uuid
 import pytest
 
 from deploy.cluster import LocalCluster
+from protocol.kafka.versions import ALTER_PARTITION_REASSIGNMENTS
+from tests.fixtures.cluster import wait_until
+from tests.integration.kafka_wire import KafkaConn, addresses, nested
+from tests.integration.test_topic_ids import WAIT_S, _agreed_id, _create, _metadata
 
 pytestmark = pytest.mark.integration
 
@@ -74,3 +81,27 @@ def test_describe_cluster_v2_marks_every_broker_unfenced(cluster3: LocalCluster)
         admin.close()
     brokers = {b["broker_id"]: b["is_fenced"] for b in described["brokers"]}
     assert brokers == dict.fromkeys(cluster3.broker_ids, False)
+
+
+INVALID_REPLICATION_FACTOR = 38
+
+
+def test_a_reassignment_may_forbid_a_change_of_replication_factor(cluster3: LocalCluster) -> None:
+    topic = f"keep-rf-{uuid.uuid4().hex[:8]}"
+    _create(cluster3, topic, partitions=1)  # replication factor 3
+    _agreed_id(cluster3, topic)
+    by_broker = dict(zip(cluster3.broker_ids, addresses(cluster3.kafka_bootstrap), strict=True))
+    controller = wait_until(cluster3.controller_id, "a controller", WAIT_S)
+    part = nested(ALTER_PARTITION_REASSIGNMENTS, 1, "ReassignablePartition", partition_index=0,
+                  replicas=tuple(cluster3.broker_ids[:2]))  # fmt: skip
+    wanted = nested(ALTER_PARTITION_REASSIGNMENTS, 1, "ReassignableTopic", name=topic,
+                    partitions=(part,))  # fmt: skip
+    with KafkaConn(by_broker[controller], timeout_s=WAIT_S) as conn:
+        resp = conn.call(ALTER_PARTITION_REASSIGNMENTS, 1, timeout=30_000,
+                         allow_replication_factor_change=False, topics=(wanted,))  # fmt: skip
+    assert resp.error_code.value == 0 and resp.allow_replication_factor_change is False
+    ((t_name, codes),) = [(t.name, [p.error_code.value for p in t.partitions])
+                          for t in resp.responses]  # fmt: skip
+    assert (t_name, codes) == (topic, [INVALID_REPLICATION_FACTOR])
+    (p0,) = _metadata(by_broker[controller], topic).partitions
+    assert len(p0.replica_nodes) == 3  # nothing moved
