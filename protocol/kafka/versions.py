@@ -39,8 +39,9 @@ so that a 4.2 client takes its newest path:
   unknown group is GROUP_ID_NOT_FOUND), ListGroups 0-4, DeleteGroups 0-2, OffsetDelete 0.
 - KIP-848 consumer groups (group.protocol=consumer): ConsumerGroupHeartbeat 0-1 and
   ConsumerGroupDescribe 0-1, as Kafka 4.0 (v1: the client makes its member id, KIP-1082);
-  OffsetCommit 8-9 (v9: generation id is the member epoch) and OffsetFetch 8-9 (v8 batches
-  groups, v9 a member id and epoch), ListGroups 5 (group types filter).
+  OffsetCommit 8-10 (v9: generation id is the member epoch) and OffsetFetch 8-10 (v8 batches
+  groups, v9 a member id and epoch), both v10 (Kafka 4.2) naming topics by id (an unknown id:
+  UNKNOWN_TOPIC_ID), ListGroups 5 (group types filter).
 - Transactions (KIP-98, KIP-447, KIP-939): InitProducerId 0-6 (v6: two-phase commit),
   AddPartitionsToTxn 0-4 (v4: brokers' verify_only, KIP-890 part 1), AddOffsetsToTxn 0-4,
   EndTxn 0-4 and TxnOffsetCommit 0-4 (v5 of the three is KIP-890 part 2, transaction version

@@ -9,6 +9,9 @@ the newest version both sides serve), on the shared three-broker cluster:
 - AlterPartitionReassignments v1 (KIP-860; no client here sends it, so a raw request): a
   reassignment that would change the replication factor while the request forbids it is
   INVALID_REPLICATION_FACTOR, and nothing moves;
+- OffsetCommit and OffsetFetch v10 (KIP-848, Kafka 4.2; raw requests, kafka-python stops at
+  v8): topics named by id, answered under their ids; an id no topic has is UNKNOWN_TOPIC_ID;
+  fetching every committed offset answers each topic's id;
 - ListTransactions v2 (KIP-1152): kafka-python's admin lists only the transactional ids the
   pattern matches whole.
 """
@@ -21,9 +24,10 @@ import uuid
 import pytest
 
 from deploy.cluster import LocalCluster
-from protocol.kafka.versions import ALTER_PARTITION_REASSIGNMENTS
+from protocol.kafka.versions import ALTER_PARTITION_REASSIGNMENTS, OFFSET_COMMIT, OFFSET_FETCH
+from protocol.topic_ids import new_topic_id
 from tests.fixtures.cluster import wait_until
-from tests.integration.kafka_wire import KafkaConn, addresses, nested
+from tests.integration.kafka_wire import KafkaConn, addresses, nested, ready_coordinator
 from tests.integration.test_topic_ids import WAIT_S, _agreed_id, _create, _metadata
 
 pytestmark = pytest.mark.integration
@@ -105,3 +109,50 @@ def test_a_reassignment_may_forbid_a_change_of_replication_factor(cluster3: Loca
     assert (t_name, codes) == (topic, [INVALID_REPLICATION_FACTOR])
     (p0,) = _metadata(by_broker[controller], topic).partitions
     assert len(p0.replica_nodes) == 3  # nothing moved
+
+
+UNKNOWN_TOPIC_ID = 100
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id(cluster3: LocalCluster) -> None:
+    topic, group = f"ids-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    tid = _create(cluster3, topic, partitions=1)
+    _agreed_id(cluster3, topic)
+    gone = new_topic_id()
+    _, coordinator = ready_coordinator(cluster3.kafka_bootstrap, group, WAIT_S)
+
+    def commit_topic(topic_id: uuid.UUID) -> object:
+        part = nested(
+            OFFSET_COMMIT,
+            10,
+            "OffsetCommitRequestPartition",
+            partition_index=0,
+            committed_offset=7,
+            committed_leader_epoch=-1,
+            committed_metadata="m",
+        )
+        return nested(OFFSET_COMMIT, 10, "OffsetCommitRequestTopic", topic_id=topic_id,
+                      partitions=(part,))  # fmt: skip
+
+    def fetch_group(topics: object) -> object:
+        return nested(OFFSET_FETCH, 10, "OffsetFetchRequestGroup", group_id=group,
+                      member_id=None, member_epoch=-1, topics=topics)  # fmt: skip
+
+    with KafkaConn(coordinator, timeout_s=WAIT_S) as conn:
+        resp = conn.call(OFFSET_COMMIT, 10, group_id=group, generation_id_or_member_epoch=-1,
+                         member_id="", group_instance_id=None,
+                         topics=(commit_topic(tid), commit_topic(gone)))  # fmt: skip
+        assert {t.topic_id: [p.error_code.value for p in t.partitions] for t in resp.topics} == {
+            tid: [0], gone: [UNKNOWN_TOPIC_ID]}  # fmt: skip
+        asked = tuple(nested(OFFSET_FETCH, 10, "OffsetFetchRequestTopics", topic_id=i,
+                             partition_indexes=(0,)) for i in (tid, gone))  # fmt: skip
+        for topics in (asked, None):  # the two named, then every committed one
+            (g,) = conn.call(OFFSET_FETCH, 10, require_stable=False,
+                             groups=(fetch_group(topics),)).groups  # fmt: skip
+            assert g.error_code.value == 0
+            fetched = {t.topic_id: [(p.error_code.value, p.committed_offset) for p in t.partitions]
+                       for t in g.topics}  # fmt: skip
+            expected = {tid: [(0, 7)]}
+            if topics is not None:
+                expected[gone] = [(UNKNOWN_TOPIC_ID, -1)]
+            assert fetched == expected
