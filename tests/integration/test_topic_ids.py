@@ -305,4 +305,4 @@ def test_an_unserved_version_is_refused_with_one_line_naming_the_client(
     found = wait_until(lines, "the log line", WAIT_S)
     time.sleep(0)  # the three refusals are already logged (each closed the connection first)
     assert len(found) == 1, found
-    assert "Fetch (key 1) v99" in found[0] and "4-17" in found[0]
+    assert "Fetch (key 1) v99" in found[0] and "4-18" in found[0]
