@@ -31,14 +31,18 @@ one is refused (answered sessionless). The clock is injected; ids come from an i
 
 Sessions keep topic names. The Kafka door's v13+ requests name topics by id; a partition whose
 id no topic has at that instant stays in the session's `unresolved` (as Kafka keeps it under a
-null name) until the id resolves, since the client will not name it again.
+null name) until the id resolves, since the client will not name it again. The session keeps
+the id each topic was named by (`topic_ids`): when the name comes to mean another id (the topic
+deleted, or deleted and re-created), `unname` moves its partitions back to `unresolved` under
+the id the client knows, and they are answered UNKNOWN_TOPIC_ID, never under the new topic's id
+(Kafka's session keeps partitions by topic id) until the client forgets them.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -82,6 +86,7 @@ class FetchSession:
     # Kafka door, v13+: partitions named by a topic id no topic had yet (or any more); the
     # door answers them UNKNOWN_TOPIC_ID and moves them into `partitions` once the id is known
     unresolved: dict[uuid.UUID | None, dict[int, FetchPartition]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # v13+: the id named by
     _parts: list[tuple[str, FetchPartition]] | None = None  # `partitions` as read: cached
 
     def update(self, request: FetchRequest) -> frozenset[Key]:
@@ -108,6 +113,21 @@ class FetchSession:
         if self._parts is None:
             self._parts = [(key[0], held.fp) for key, held in self.partitions.items()]
         return self._parts
+
+    def unname(self, topic_id_of: Callable[[str], uuid.UUID | None]) -> None:
+        """Move the partitions of each topic whose name no longer has the id the client named
+        it by (`topic_id_of`: the name's id now) to `unresolved`, under that old id."""
+        for name, old in list(self.topic_ids.items()):
+            if topic_id_of(name) == old:
+                continue
+            del self.topic_ids[name]
+            moved = {key: held.fp for key, held in self.partitions.items() if key[0] == name}
+            for key in moved:
+                del self.partitions[key]
+            if moved:
+                parts = self.unresolved.setdefault(old, {})
+                parts.update((index, fp) for (_, index), fp in moved.items())
+                self._parts = None
 
     def to_end(self, key: Key) -> None:
         held = self.partitions.pop(key, None)

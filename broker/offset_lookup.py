@@ -1,6 +1,7 @@
 """ListOffsets' answer for one partition this broker leads: a function of the partition.
 
-EARLIEST is the log start (nothing is tiered here; LATEST_TIERED gets Kafka's -1 answer).
+EARLIEST is the log start (nothing is tiered here; LATEST_TIERED and EARLIEST_PENDING_UPLOAD
+get Kafka's -1 answer for a topic without tiered storage).
 LATEST is the log end for a replica, the HW for a consumer, the LSO with read_committed;
 MAX_TIMESTAMP is the offset of the largest timestamp below that same limit; a timestamp >= 0
 is the first record whose timestamp is at least it, below the HW, with that record's timestamp
@@ -16,6 +17,7 @@ from broker.partition import Partition
 from protocol.api.fetch import READ_COMMITTED
 from protocol.api.list_offsets import (
     EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -33,7 +35,7 @@ def offset_for_timestamp(
     log = p.log
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # nothing is tiered
         return NONE, -1, log.log_start_offset, p.leader_epoch
-    if timestamp == LATEST_TIERED_TIMESTAMP:  # no tiered storage: Kafka's -1 answer
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):  # not tiered
         return NONE, -1, -1, -1
     if replica_id < 0 and p.high_watermark < p.leader_epoch_start_offset:
         # KIP-207: a new leader whose HW still lags the start of its epoch could answer an

@@ -172,12 +172,16 @@ class LocalCluster:
         listeners: Listeners | None = None,
         native_listeners: Listeners | None = None,
         probe_options: dict[str, Any] | None = None,
+        first_broker_id: int = 1,
+        advertise_listeners: bool = False,
     ) -> None:
         """`broker_settings`: extra settings every broker reads (broker/config.py's names).
         `network`: "loopback" or "netns" (a namespace per broker); `tmpfs_mb`: log dirs on a
         tmpfs of this many MiB each (0: none). Both of the latter need root. `secure`:
         SASL_SSL with SCRAM-SHA-512 and ACLs (module docstring). `listeners`,
-        `native_listeners`, `probe_options`: listeners of one's own (module docstring)."""
+        `native_listeners`, `probe_options`: listeners of one's own (module docstring).
+        `first_broker_id`: the first broker's id; `advertise_listeners`: each broker's own
+        Kafka listeners are also its advertised_listeners (kafka-python's suite wants both)."""
         if network not in NETWORKS:
             raise ClusterError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
         if tmpfs_mb < 0:
@@ -186,6 +190,8 @@ class LocalCluster:
             require_root(NETNS_ROOT_MESSAGE)
         if network == "netns":
             require_tools()  # before ZooKeeper starts: one line naming the package to install
+        if advertise_listeners and not listeners:
+            raise ClusterError("advertise_listeners needs listeners of one's own")
         if not 1 <= brokers <= MAX_BROKERS:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
         if base_port is not None and not 1024 <= base_port <= 65535 - 3 * brokers:
@@ -197,6 +203,8 @@ class LocalCluster:
             raise ClusterError("a secure cluster makes its own listeners: give no others")
         self.dir = Path(dir).resolve()
         self.num_brokers = brokers
+        self.first_broker_id = first_broker_id
+        self.advertise_listeners = advertise_listeners
         self.zookeeper_given = zookeeper
         self.base_port = base_port
         self.session_timeout_ms = session_timeout_ms
@@ -332,7 +340,7 @@ class LocalCluster:
             self.state = state = ClusterState(self.host, self.session_timeout_ms, zk)
             state.network, state.tmpfs_mb = self.network, self.tmpfs_mb
             state.secure = self.secure
-            ids = range(1, self.num_brokers + 1)
+            ids = range(self.first_broker_id, self.first_broker_id + self.num_brokers)
             lab = None
             if self.network == "netns":
 
@@ -360,6 +368,8 @@ class LocalCluster:
                 if self.listeners or self.native_listeners:
                     extra = own_listeners(proc, host or self.host, self.listeners,
                                           self.native_listeners, used_ports, self.host)  # fmt: skip
+                    if self.advertise_listeners:
+                        extra["advertised_listeners"] = extra["listeners"]
                     write_broker_config(config_path(self.dir, proc, state.secure),
                                         host or self.host, self.session_timeout_ms,
                                         {**self.broker_settings, **extra})  # fmt: skip

@@ -192,6 +192,8 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The coordinator has no server assignor of that name (KIP-848)."),
     ErrorSpec(113, "STALE_MEMBER_EPOCH", False,
               "The commit's member epoch is not the member's current one (KIP-848)."),
+    ErrorSpec(128, "INVALID_REGULAR_EXPRESSION", False,
+              "The regular expression given is not valid (KIP-848, KIP-1152)."),
 )
 # fmt: on
 
@@ -476,6 +478,9 @@ class UnsupportedAssignorError(OdradekError): ...
 
 
 class StaleMemberEpochError(OdradekError): ...
+
+
+class InvalidRegularExpressionError(OdradekError): ...
 
 
 class UnsupportedSaslMechanismError(OdradekError): ...

@@ -11,6 +11,9 @@ is not supported") while it has one in progress, and otherwise as Kafka answers 
 nothing to cancel: NO_REASSIGNMENT_IN_PROGRESS, or UNKNOWN_TOPIC_OR_PARTITION for a partition
 the cluster does not have.
 
+v1 (KIP-860, Kafka 4.1) may forbid a change of replication factor: a target whose replica
+count is not the partition's is then answered INVALID_REPLICATION_FACTOR, and not submitted.
+
 Whole-request errors, with no partition answered: CLUSTER_AUTHORIZATION_FAILED without Alter on
 the cluster (checked first, as Kafka), NOT_CONTROLLER on another broker, REQUEST_TIMED_OUT.
 """
@@ -26,6 +29,7 @@ from broker.session import Session
 from coordinator.controller.admin import list_reassignments, submit_reassignments
 from coordinator.controller.core import Controller
 from protocol.errors import (
+    InvalidReplicationFactorError,
     InvalidRequestError,
     NotControllerError,
     OdradekError,
@@ -53,6 +57,7 @@ class Target:
 class AlterPartitionReassignments:
     targets: tuple[Target, ...]
     timeout_ms: int
+    allow_replication_factor_change: bool = True  # v1+ (KIP-860); before, always
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,7 @@ class AlterPartitionReassignmentsResult:
     error_code: int
     error_message: str | None
     results: tuple[Reassigned, ...]  # in the order asked; none with a top-level error
+    allow_replication_factor_change: bool = True  # v1+: the request's, echoed
 
 
 async def run(
@@ -83,6 +89,9 @@ async def run(
                                           if t.replicas is None])  # fmt: skip
     targets = {(t.topic, t.partition): list(t.replicas) for t in req.targets
                if t.replicas is not None}  # fmt: skip
+    if not req.allow_replication_factor_change:
+        outcomes.update(_factor_changes(ctx, targets))
+        targets = {tp: r for tp, r in targets.items() if tp not in outcomes}
     if targets:
         try:
             outcomes.update(await call(
@@ -94,8 +103,23 @@ async def run(
             return AlterPartitionReassignmentsResult(exc.code, exc.message, ())
     asked = dict.fromkeys((t.topic, t.partition) for t in req.targets)
     return AlterPartitionReassignmentsResult(
-        0, None, tuple(Reassigned(t, p, *outcomes.get((t, p), NO_ANSWER)) for t, p in asked)
+        0,
+        None,
+        tuple(Reassigned(t, p, *outcomes.get((t, p), NO_ANSWER)) for t, p in asked),
+        req.allow_replication_factor_change,
     )
+
+
+def _factor_changes(ctx: BrokerContext, targets: dict[TP, list[int]]) -> dict[TP, Outcome]:
+    """KIP-860: the targets that would change their partition's replication factor."""
+    refused: dict[TP, Outcome] = {}
+    for (topic, partition), replicas in targets.items():
+        state = ctx.metadata.topics.get(topic, {}).get(partition)
+        if state is not None and len(state.replicas) != len(replicas):
+            refused[(topic, partition)] = (InvalidReplicationFactorError.code, (
+                f"the replication factor would change from {len(state.replicas)} to "
+                f"{len(replicas)}, and allow_replication_factor_change is false"))  # fmt: skip
+    return refused
 
 
 def _cancels(ctx: BrokerContext, controller: Controller, cancels: list[TP]) -> dict[TP, Outcome]:

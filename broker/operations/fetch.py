@@ -27,9 +27,13 @@ answered UNKNOWN_TOPIC_ID on each of its partitions, as Kafka does. In a session
 partitions stay (FetchSession.unresolved), answered UNKNOWN_TOPIC_ID in each incremental answer,
 until their id names a topic (one this broker learns late, say): they then join the session as
 if named anew and get their records, since the client, which believes them in the session,
-will not name them again (`resolve`). Where the request's door can say it (`leader_hints`), a
-partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader,
-and the result the endpoints of those leaders on the session's listener (KIP-951).
+will not name them again (`resolve`). A session's topic deleted, or deleted and re-created
+under a new id, leaves the session's topics for its `unresolved` ones under the id the client
+named it by (FetchSession.unname): it is answered UNKNOWN_TOPIC_ID under that id, as Kafka
+answers, not under the new topic's id, until the client forgets it. Where the request's door
+can say it (`leader_hints`), a partition answered NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH carries its current leader, and the result the endpoints of those leaders
+on the session's listener (KIP-951).
 
 Under a consumer_byte_rate quota (broker/quota/) a consumer's fetch asks for at most what the
 quota window allows at once (Kafka's getMaxValueInQuotaWindow), and the bytes it read are
@@ -120,6 +124,12 @@ def run(ctx: BrokerContext, session: Session, fetch: Fetch) -> FetchResult | Def
         context = ctx.replicas.fetch_context(req)
     except (FetchSessionIdNotFoundError, InvalidFetchSessionEpochError) as exc:
         return FetchResult(FetchResponse(exc.code, []))
+    if fetch.by_id is not None and context.session is not None:  # the ids the client knows
+        ids, topic_id = context.session.topic_ids, ctx.metadata.topic_id
+        for t in req.topics:  # named from their ids just now
+            named = topic_id(t.name)
+            if named is not None:
+                ids[t.name] = named
     answer = _Answer(ctx, session, fetch, req, context, unknown, opens)
     if ctx.authorizer is not None:
         context, refused = _authorized(ctx, req, context, session)
@@ -157,6 +167,7 @@ def _named(ctx: BrokerContext, fetch: Fetch) -> tuple[FetchRequest, Unresolved]:
     if req.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
         held = ctx.replicas.sessions.get(req.session_id)
         if held is not None and held.epoch == req.session_epoch:  # fetch_context will take it
+            held.unname(ctx.metadata.topic_id)
             unknown = resolve(held.unresolved, unknown, gone, topic_by_id, topics)
     return replace(req, topics=topics, forgotten=forgotten), unknown
 

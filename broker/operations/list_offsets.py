@@ -1,7 +1,8 @@
 """ListOffsets: per partition, earliest (-2), latest (-1: the high watermark for consumers,
 the last stable offset for read_committed ones, the log end for replicas), by timestamp (the
 first offset whose timestamp is at or after it), max timestamp (-3, KIP-734), earliest local
-(-4: the log start, nothing being tiered) or latest tiered (-5: offset -1), all through the
+(-4: the log start, nothing being tiered), latest tiered (-5) or earliest pending upload
+(-6, KIP-1023), both offset -1 as nothing is tiered, all through the
 replica manager's lookup (broker/replica_manager.py `list_offset`), which answers the
 partition's error (not its leader, a fenced or unknown leader epoch, and OFFSET_NOT_AVAILABLE
 from a new leader whose high watermark lags its epoch's start, KIP-207).
@@ -26,7 +27,7 @@ CONSUMER = -1  # the replica id of a client
 @dataclass(frozen=True, slots=True)
 class Asked:
     partition: int
-    timestamp: int  # or -1 .. -5, above
+    timestamp: int  # or -1 .. -6, above
     current_leader_epoch: int = -1
 
 

@@ -1,18 +1,21 @@
 """ListTransactions: the transactional ids this broker coordinates, filtered by state names
-(Kafka's, e.g. "Ongoing"; the unknown ones are answered back), producer ids and a minimum open
-duration (KIP-994). An admin client asks every broker and merges the answers
-(kafka-transactions.sh list). Only the ids the principal may Describe are listed (Kafka hides
-the others; those denials are not logged). No transaction coordinator here:
-COORDINATOR_NOT_AVAILABLE.
+(Kafka's, e.g. "Ongoing"; the unknown ones are answered back), producer ids, a minimum open
+duration (KIP-994) and a regular expression the whole id must match (KIP-1152, Kafka 4.1: "" or
+None lists all; one that does not compile is INVALID_REGULAR_EXPRESSION). An admin client asks
+every broker and merges the answers (kafka-transactions.sh list). Only the ids the principal may
+Describe are listed (Kafka hides the others; those denials are not logged). No transaction
+coordinator here: COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
+from protocol.errors import InvalidRegularExpressionError
 
 API = "ListTransactions"
 
@@ -22,6 +25,7 @@ class ListTransactions:
     states: tuple[str, ...] = ()
     producer_ids: tuple[int, ...] = ()
     duration_ms: int = -1  # >= 0: only transactions open longer than it
+    id_pattern: str | None = None  # only the ids it matches whole ("" or None: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +43,17 @@ class ListTransactionsResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: ListTransactions) -> ListTransactionsResult:
+    pattern = None
+    if req.id_pattern:
+        try:
+            pattern = re.compile(req.id_pattern)
+        except (re.error, RecursionError, OverflowError):
+            return ListTransactionsResult(InvalidRegularExpressionError.code)
     rows, unknown = ctx.transactions.list_transactions(
         req.states, req.producer_ids, req.duration_ms
     )
+    if pattern is not None:
+        rows = [r for r in rows if pattern.fullmatch(r.transactional_id)]
     hidden = rules.denied(ctx, session, rules.DESCRIBE, rules.TXN_ID,
                           (r.transactional_id for r in rows), api=API,
                           log_denied=False)  # fmt: skip

@@ -15,10 +15,16 @@ not know (no such topic, or an index past its partition count) UNKNOWN_TOPIC_OR_
 the controller wrote it), each with a metadata over 4096 characters (Kafka's
 offset.metadata.max.bytes) OFFSET_METADATA_TOO_LARGE, and the others are committed. The
 coordinator's own commits (coordinator/group/) do not come through here.
+
+Kafka v10 (KIP-848, Kafka 4.2) names topics by id: they are named through the metadata cache
+first, an id no topic has is UNKNOWN_TOPIC_ID on each of its partitions, and the answer gives
+each topic under its id.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -62,6 +68,7 @@ class OffsetCommit:
     topics: tuple[CommitTopic, ...]
     group_instance_id: str | None = None
     generation_is_epoch: bool = True  # False: Kafka v0-v8, which a KIP-848 member may not use
+    topic_ids: tuple[uuid.UUID | None, ...] | None = None  # v10+: `topics`' ids (names unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +80,13 @@ class TopicCommitted:
 @dataclass(frozen=True, slots=True)
 class OffsetCommitResult:
     topics: tuple[TopicCommitted, ...]  # in the order asked
+    topic_ids: dict[str, uuid.UUID] | None = None  # by id: each answered topic's id
+    unknown_ids: tuple[tuple[uuid.UUID | None, tuple[int, ...]], ...] = ()  # UNKNOWN_TOPIC_ID
 
 
 async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> OffsetCommitResult:
+    if req.topic_ids is not None:
+        return await _by_id(ctx, session, req)
     names = {t.name for t in req.topics}
     code = 0
     refused = rules.NOTHING
@@ -132,3 +143,19 @@ def _answer(req: OffsetCommit, code_of: _CodeOf) -> OffsetCommitResult:
                                      for p in t.partitions))
         for t in req.topics
     ))  # fmt: skip
+
+
+async def _by_id(ctx: BrokerContext, session: Session, req: OffsetCommit) -> OffsetCommitResult:
+    """v10+: the topics named through the metadata cache, then committed by name."""
+    assert req.topic_ids is not None
+    topics, ids, unknown = [], {}, []
+    for topic_id, topic in zip(req.topic_ids, req.topics, strict=True):
+        name = None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
+        if name is None or topic_id is None:
+            unknown.append((topic_id, tuple(p.partition for p in topic.partitions)))
+        else:
+            ids[name] = topic_id
+            topics.append(CommitTopic(name, topic.partitions))
+    named = dataclasses.replace(req, topics=tuple(topics), topic_ids=None)
+    result = await run(ctx, session, named) if topics else OffsetCommitResult(())
+    return dataclasses.replace(result, topic_ids=ids, unknown_ids=tuple(unknown))

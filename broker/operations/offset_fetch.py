@@ -10,10 +10,18 @@ Refusals, per group: no Describe on the group is GROUP_AUTHORIZATION_FAILED; no 
 coordinator on this broker COORDINATOR_NOT_AVAILABLE. Then each named topic without Describe
 answers TOPIC_AUTHORIZATION_FAILED for its partitions, after the others (as Kafka appends
 them), and the all-partitions answer leaves such topics out without a word, as Kafka does.
+
+Kafka v10 (KIP-848, Kafka 4.2) names topics by id (`by_id`): they are named through the
+metadata cache first, an id no topic has is UNKNOWN_TOPIC_ID on each of its partitions, and
+the answer gives each topic's id (the unknown ones last); the all-partitions answer leaves out
+a topic the cache has no id for (deleted since its offsets were committed), which such a
+client cannot name.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
@@ -35,12 +43,14 @@ class GroupWanted:
     topics: Wanted | None  # None: every committed partition
     member_id: str | None = None  # a KIP-848 member's (Kafka v9); None: not a member
     member_epoch: int = -1
+    topic_ids: tuple[uuid.UUID | None, ...] | None = None  # by id: `topics`' ids (names "")
 
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetch:
     groups: tuple[GroupWanted, ...]
     require_stable: bool = False
+    by_id: bool = False  # Kafka v10+: topics named by id, answered with their ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +73,8 @@ class GroupOffsets:
     group_id: str
     error_code: int
     topics: tuple[FetchedTopic, ...] = ()
+    topic_ids: dict[str, uuid.UUID] | None = None  # by id: each answered topic's id
+    unknown_ids: tuple[tuple[uuid.UUID | None, tuple[int, ...]], ...] = ()  # UNKNOWN_TOPIC_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +83,36 @@ class OffsetFetchResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: OffsetFetch) -> OffsetFetchResult:
+    if req.by_id:
+        return OffsetFetchResult(tuple(_by_id(ctx, session, g, req.require_stable)
+                                       for g in req.groups))  # fmt: skip
     return OffsetFetchResult(tuple(_group(ctx, session, g, req.require_stable) for g in req.groups))
+
+
+def _by_id(ctx: BrokerContext, session: Session, g: GroupWanted, stable: bool) -> GroupOffsets:
+    """v10+: the group's topics named through the metadata cache, then fetched by name; the
+    answer's topics with their ids (an unknown id's partitions UNKNOWN_TOPIC_ID, last)."""
+    cache = ctx.metadata
+    if g.topics is None:
+        found = _group(ctx, session, g, stable)
+        known = {t.name: i for t in found.topics if (i := cache.topic_id(t.name)) is not None}
+        kept = tuple(t for t in found.topics if t.name in known)
+        return dataclasses.replace(found, topics=kept, topic_ids=known)
+    named: list[tuple[str, tuple[int, ...]]] = []
+    ids: dict[str, uuid.UUID] = {}
+    unknown: list[tuple[uuid.UUID | None, tuple[int, ...]]] = []
+    for topic_id, (_, partitions) in zip(g.topic_ids or (), g.topics, strict=True):
+        name = None if topic_id is None else cache.topic_by_id(topic_id)
+        if name is None or topic_id is None:
+            unknown.append((topic_id, partitions))
+        else:
+            ids[name] = topic_id
+            named.append((name, partitions))
+    found = _group(ctx, session, dataclasses.replace(g, topics=tuple(named), topic_ids=None),
+                   stable)  # fmt: skip
+    if found.error_code:  # the group's error: no topic answered
+        return found
+    return dataclasses.replace(found, topic_ids=ids, unknown_ids=tuple(unknown))
 
 
 def _group(ctx: BrokerContext, session: Session, g: GroupWanted, stable: bool) -> GroupOffsets:

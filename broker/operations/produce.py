@@ -25,6 +25,9 @@ current leader, and the result the endpoints of those leaders on the session's l
 
 A batch refused for some of its records (a compacted topic's keyless ones, timestamps out of
 bounds) names each of them by index in `record_errors` (KIP-467, broker/log_validator.py).
+Topics named by id (Kafka v13+, KIP-516) are named through the metadata cache first: an id no
+topic has (deleted, re-created under a new id) is answered UNKNOWN_TOPIC_ID on each of its
+partitions, nothing written, and the answer gives each topic under the id it was asked by.
 
 Under a producer_byte_rate quota (broker/quota/) the request's record bytes are counted first;
 the server puts the throttle in the answer and mutes the connection (broker/server.py), acks=0
@@ -44,12 +47,14 @@ in it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.deferred import Deferred
+from broker.deferred import Deferred, then
 from broker.leader_hints import HINTED, current_leader, endpoints
 from broker.replica_manager import AppendOutcome, TxnCheck
 from broker.security import rules
@@ -90,6 +95,8 @@ class Produce:
     topics: tuple[TopicData, ...]
     transactional_id: str | None = None  # a transactional producer's (KIP-890 verification)
     txn_version: int = 0  # 2 (Kafka v12+, KIP-890 part 2): the produce adds its partitions
+    # Kafka v13+: each topic's id, in the order of `topics` (whose names are then unknown)
+    topic_ids: tuple[uuid.UUID | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +122,8 @@ class ProduceResult:
     topics: tuple[TopicResult, ...]
     # (node id, host, port, rack) of the leaders hinted, on the session's Kafka listener
     leader_endpoints: tuple[tuple[int, str, int, str | None], ...] = ()
+    topic_ids: dict[str, uuid.UUID] | None = None  # by id: each answered topic's id
+    unknown_ids: tuple[tuple[uuid.UUID | None, tuple[int, ...]], ...] = ()  # UNKNOWN_TOPIC_ID
 
 
 TP = tuple[str, int]
@@ -125,6 +134,8 @@ Result = Answer | Deferred[ProduceResult] | Awaitable[Answer]
 
 
 def run(ctx: BrokerContext, session: Session, req: Produce) -> Result:
+    if req.topic_ids is not None:
+        return _by_id(ctx, session, req)
     if ctx.quotas.produce.enabled:  # producer_byte_rate: the server mutes after the answer
         nbytes = sum(len(p.records) for t in req.topics for p in t.partitions)
         ctx.quotas.produced(session, nbytes, ctx.clock.monotonic_ms())
@@ -140,6 +151,32 @@ def run(ctx: BrokerContext, session: Session, req: Produce) -> Result:
     if any(c.needed for tp, c in checks.items() if tp not in refused):
         return _verify_then_append(ctx, req, checks, refused, answer)
     return _append(ctx, req, checks, refused, answer)
+
+
+def _by_id(ctx: BrokerContext, session: Session, req: Produce) -> Result:
+    """A v13+ request: its topics named through the metadata cache, the rest of the produce
+    as by name; the answer carries the ids asked, and those no topic has (Kafka answers them
+    UNKNOWN_TOPIC_ID before it authorizes or appends anything)."""
+    topics: list[TopicData] = []
+    ids: dict[str, uuid.UUID] = {}
+    unknown: list[tuple[uuid.UUID | None, tuple[int, ...]]] = []
+    assert req.topic_ids is not None
+    for topic_id, topic in zip(req.topic_ids, req.topics, strict=True):
+        name = None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
+        if name is None or topic_id is None:
+            unknown.append((topic_id, tuple(p.partition for p in topic.partitions)))
+        else:
+            ids[name] = topic_id
+            topics.append(TopicData(name, topic.partitions))
+    named = dataclasses.replace(req, topics=tuple(topics), topic_ids=None)
+
+    def with_ids(result: ProduceResult | None) -> ProduceResult | None:
+        if result is None:  # acks=0
+            return None
+        return dataclasses.replace(result, topic_ids=ids, unknown_ids=tuple(unknown))
+
+    result: Result = then(run(ctx, session, named), with_ids)
+    return result
 
 
 def _unauthorized(

@@ -1,7 +1,8 @@
 """ListOffsets (api key 2): earliest (-2), latest (-1) or the first offset at or after a time;
 also, as Kafka 4.0: max timestamp (-3, KIP-734: the record with the largest timestamp),
 earliest local (-4, KIP-405: the log start, as odradek has no tiered storage) and latest
-tiered (-5: offset -1, nothing is tiered)."""
+tiered (-5: offset -1, nothing is tiered); as Kafka 4.2, earliest pending upload (-6,
+KIP-1023: offset -1, as Kafka answers for a topic not tiered)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 
 
 @dataclass(frozen=True, slots=True)

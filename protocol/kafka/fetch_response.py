@@ -1,4 +1,4 @@
-"""The Kafka Fetch response (v4-v17) as chunks: bytes, and `FileSlice`s sent from the segments.
+"""The Kafka Fetch response (v4-v18) as chunks: bytes, and `FileSlice`s sent from the segments.
 
 kio encodes whole entities in memory; a fetch response's records must go from the segment file
 to the socket without passing through Python (sendfile), so this one response is laid out here,
@@ -24,8 +24,9 @@ field section, one 0 byte, closing each struct):
     tagged fields (v16+): 0 node_endpoints [node_id int32, host string, port int32, rack
       nullable string], the leaders named by current_leader (KIP-951)
 
-v15 (replica_state in the request) and v17 (replica directory ids, KIP-853) change only the
-request, for followers: the response is v14's.
+v15 (replica_state in the request), v17 (replica directory ids, KIP-853) and v18 (the
+follower's high watermark, KIP-1166) change only the request, for followers: the response is
+v14's.
 
 Tests check every version against kio's reader.
 """
@@ -40,7 +41,7 @@ from protocol.codec import Chunk, FileSlice
 from protocol.varint import write_uvarint
 
 MIN_VERSION = 4
-MAX_VERSION = 17
+MAX_VERSION = 18
 FLEXIBLE_FROM = 12
 TOPIC_IDS_FROM = 13
 NODE_ENDPOINTS_FROM = 16

@@ -7,17 +7,28 @@ once in about 20 loaded runs it got none of partition 0's. Here the consumer fir
 fetch session over the 4 empty partitions and goes incremental (session epoch past 1, so its
 requests name nothing), and only then do records come: first to partitions 0 and 1, then to 0
 alone. Each partition's records must all arrive, in order, though no request names it again.
+
+A topic deleted and re-created while in a v13+ session (partitions named by topic id, KIP-516)
+is answered under the id the client named it by, with UNKNOWN_TOPIC_ID, as Kafka answers;
+not under the new topic's id, which the client never asked for. Once the client forgets the
+old id and names the new one, it reads under the new id. Raw requests (kafka_wire.py), on the
+shared three-broker cluster.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.fixtures.cluster import ClusterFactory
+from deploy.cluster import LocalCluster
+from protocol.kafka.versions import DELETE_TOPICS, FETCH
+from tests.fixtures.cluster import ClusterFactory, wait_until
+from tests.integration.kafka_wire import KafkaConn, addresses, nested
+from tests.integration.test_topic_ids import WAIT_S, _agreed_id, _create, _metadata
 
 pytestmark = pytest.mark.integration
 
@@ -83,3 +94,71 @@ def test_partitions_empty_when_the_session_opened_get_all_their_records(
     finally:
         producer.close()
         consumer.close()
+
+
+UNKNOWN_TOPIC_ID = 100
+NOT_LEADER_OR_FOLLOWER = 6
+BY_ID = 13  # the first Fetch version naming topics by id
+
+
+def _fetch(conn: KafkaConn, session_id: int, epoch: int, named: uuid.UUID | None = None,
+           forgotten: uuid.UUID | None = None) -> Any:  # fmt: skip
+    """A Fetch v13 in a session: partition 0 of the topic `named` (by id), and partition 0 of
+    `forgotten` forgotten; (session id, [(topic id, [error code per partition])])."""
+    part = nested(FETCH, BY_ID, "FetchPartition", partition=0, current_leader_epoch=-1,
+                  fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+                  partition_max_bytes=1 << 20)  # fmt: skip
+    topics = (
+        ()
+        if named is None
+        else (nested(FETCH, BY_ID, "FetchTopic", topic_id=named, partitions=(part,)),)
+    )
+    gone = (
+        ()
+        if forgotten is None
+        else (nested(FETCH, BY_ID, "ForgottenTopic", topic_id=forgotten, partitions=(0,)),)
+    )
+    resp = conn.call(FETCH, BY_ID, max_wait=0, min_bytes=0, max_bytes=1 << 20,
+                     isolation_level=0, session_id=session_id, session_epoch=epoch,
+                     topics=topics, forgotten_topics_data=gone, rack_id="")  # fmt: skip
+    assert resp.error_code.value == 0, resp.error_code
+    answered = [(t.topic_id, [p.error_code.value for p in t.partitions]) for t in resp.responses]
+    return resp.session_id, answered
+
+
+def _recreate(cluster: LocalCluster, topic: str, old: uuid.UUID) -> uuid.UUID:
+    """Delete `topic` (by id) and create it again once every broker has let it go; its new id."""
+    bootstrap = addresses(cluster.kafka_bootstrap)
+    gone = nested(DELETE_TOPICS, 6, "DeleteTopicState", name=None, topic_id=old)
+    with KafkaConn(bootstrap[0], timeout_s=WAIT_S) as conn:
+        (r,) = conn.call(DELETE_TOPICS, 6, topics=(gone,), timeout=30_000).responses
+    assert r.error_code.value == 0, r.error_message
+    wait_until(lambda: all(_metadata(a, topic).error_code.value != 0 for a in bootstrap),
+               f"{topic} deleted on every broker", WAIT_S)  # fmt: skip
+    new = _create(cluster, topic)
+    assert new != old and _agreed_id(cluster, topic) == new
+    return new
+
+
+def test_a_topic_recreated_in_a_v13_session_is_answered_unknown_topic_id_under_its_old_id(
+    cluster3: LocalCluster,
+) -> None:
+    topic = f"recreated-{uuid.uuid4().hex[:8]}"
+    old = _create(cluster3, topic)
+    assert _agreed_id(cluster3, topic) == old
+    by_broker = dict(zip(cluster3.broker_ids, addresses(cluster3.kafka_bootstrap), strict=True))
+    first = by_broker[cluster3.broker_ids[0]]
+    p0 = next(p for p in _metadata(first, topic).partitions if p.partition_index == 0)
+    with KafkaConn(by_broker[p0.leader_id]) as conn:
+        session_id, answered = _fetch(conn, 0, 0, named=old)  # opens a session
+        assert session_id > 0 and answered == [(old, [0])]
+        new = _recreate(cluster3, topic, old)
+        assert _fetch(conn, session_id, 1) == (session_id, [(old, [UNKNOWN_TOPIC_ID])])
+        assert _fetch(conn, session_id, 2) == (session_id, [(old, [UNKNOWN_TOPIC_ID])])
+        # the client, told, forgets the old id and names the new one: read under the new id
+        now = _metadata(by_broker[p0.leader_id], topic).partitions
+        leads = next(p for p in now if p.partition_index == 0).leader_id == p0.leader_id
+        code = 0 if leads else NOT_LEADER_OR_FOLLOWER
+        assert _fetch(conn, session_id, 3, named=new, forgotten=old) == (
+            session_id, [(new, [code])])  # fmt: skip
+        assert _fetch(conn, session_id, 4) == (session_id, [])  # nothing new since

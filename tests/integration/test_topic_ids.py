@@ -11,7 +11,10 @@
   adding a partition) gets the same id back;
 - Metadata v12 looks topics up by id (an unknown one: UNKNOWN_TOPIC_ID, null name), and
   DescribeTopicPartitions answers the id;
-- kafka-python infers Kafka 4.x from ApiVersions;
+- Produce v13 (Kafka 4.1) names topics by id: it appends and answers under the id, an id no
+  topic has is UNKNOWN_TOPIC_ID; ListOffsets v11 (Kafka 4.2) answers earliest pending upload
+  (-6) with offset -1, nothing being tiered (shared cluster);
+- kafka-python infers Kafka 4.2 from ApiVersions;
 - an API version odradek does not serve closes the connection and the broker logs exactly one
   line naming the client.
 """
@@ -33,11 +36,14 @@ from protocol.kafka.versions import (
     DELETE_TOPICS,
     DESCRIBE_TOPIC_PARTITIONS,
     FETCH,
+    LIST_OFFSETS,
     METADATA,
+    PRODUCE,
 )
-from protocol.topic_ids import decode_topic_id, encode_topic_id
+from protocol.topic_ids import decode_topic_id, encode_topic_id, new_topic_id
 from tests.fixtures.cluster import ClusterFactory, wait_until
 from tests.integration.kafka_wire import KafkaConn, addresses, nested
+from tests.unit.broker.helpers import batch
 
 pytestmark = pytest.mark.integration
 
@@ -229,6 +235,39 @@ def test_a_topic_without_an_id_gets_one_when_the_controller_starts(
         zk.close()
 
 
+def test_produce_v13_by_topic_id_and_list_offsets_v11(cluster3: LocalCluster) -> None:
+    topic = f"by-id-{uuid.uuid4().hex[:8]}"
+    tid = _create(cluster3, topic, partitions=1)
+    assert _agreed_id(cluster3, topic) == tid
+    by_broker = dict(zip(cluster3.broker_ids, addresses(cluster3.kafka_bootstrap), strict=True))
+    (p0,) = _metadata(by_broker[cluster3.broker_ids[0]], topic).partitions
+    gone = new_topic_id()
+
+    def data(topic_id: uuid.UUID) -> Any:
+        part = nested(PRODUCE, 13, "PartitionProduceData", index=0, records=batch(3))
+        return nested(PRODUCE, 13, "TopicProduceData", topic_id=topic_id, partition_data=(part,))
+
+    with KafkaConn(by_broker[p0.leader_id]) as conn:
+        resp = conn.call(PRODUCE, 13, transactional_id=None, acks=-1, timeout=30_000,
+                         topic_data=(data(tid), data(gone)))  # fmt: skip
+        answered = {
+            t.topic_id: [(p.index, p.error_code.value, p.base_offset) for p in parts]
+            for t in resp.responses
+            for parts in [t.partition_responses]
+        }
+        assert answered == {tid: [(0, 0, 0)], gone: [(0, UNKNOWN_TOPIC_ID, -1)]}
+        asked = tuple(nested(LIST_OFFSETS, 11, "ListOffsetsPartition", partition_index=0,
+                             current_leader_epoch=-1, timestamp=ts) for ts in (-6, -1))  # fmt: skip
+        wanted = nested(LIST_OFFSETS, 11, "ListOffsetsTopic", name=topic, partitions=asked[:1])
+        latest = nested(LIST_OFFSETS, 11, "ListOffsetsTopic", name=topic, partitions=asked[1:])
+        listed = [
+            [(p.error_code.value, p.timestamp, p.offset) for p in t.partitions]
+            for t in conn.call(LIST_OFFSETS, 11, replica_id=-1, isolation_level=0,
+                               topics=(wanted, latest), timeout=0).topics
+        ]  # fmt: skip
+    assert listed == [[(0, -1, -1)], [(0, -1, 3)]]
+
+
 def test_kafka_python_infers_kafka_4(cluster_factory: ClusterFactory) -> None:
     from kafka import KafkaAdminClient, KafkaConsumer  # type: ignore[import-untyped]
 
@@ -238,10 +277,10 @@ def test_kafka_python_infers_kafka_4(cluster_factory: ClusterFactory) -> None:
         inferred = admin._client.check_version(timeout_ms=10_000)
     finally:
         admin.close()
-    assert tuple(inferred)[:2] == (4, 0), f"kafka-python's admin infers {inferred}"
+    assert tuple(inferred)[:2] == (4, 2), f"kafka-python's admin infers {inferred}"
     consumer = KafkaConsumer(bootstrap_servers=cluster.kafka_bootstrap)
     try:
-        assert tuple(consumer.config["api_version"])[:2] == (4, 0), consumer.config["api_version"]
+        assert tuple(consumer.config["api_version"])[:2] == (4, 2), consumer.config["api_version"]
     finally:
         consumer.close()
 
@@ -266,4 +305,4 @@ def test_an_unserved_version_is_refused_with_one_line_naming_the_client(
     found = wait_until(lines, "the log line", WAIT_S)
     time.sleep(0)  # the three refusals are already logged (each closed the connection first)
     assert len(found) == 1, found
-    assert "Fetch (key 1) v99" in found[0] and "4-17" in found[0]
+    assert "Fetch (key 1) v99" in found[0] and "4-18" in found[0]

@@ -4,13 +4,15 @@ Version differences that are wire shape stay here: LeaveGroup v0-v2 name one mem
 one code, v3+ a list with a code each; Heartbeat v3+ carry the group instance id;
 ConsumerGroupHeartbeat v1+ require the member id the client made (KIP-1082), so the codec says
 so to the operation, which refuses an empty one. DescribeGroups v0-v5 answer an unknown group,
-and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead (v6 would say
-GROUP_ID_NOT_FOUND, the operation's answer); a native member's assignment goes out in the
-consumer protocol's encoding. FindCoordinator v4 and OffsetFetch v8+ carry several keys or
-groups (the others one); OffsetFetch v1 has no top-level code, so a group's error goes on each
-partition asked. What a version means is said to the operation: OffsetCommit v9+ carries a
-KIP-848 member's epoch, JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip
-the assignment (KIP-814). ConsumerGroupDescribe v1 adds each member's type (consumer).
+and a KIP-848 consumer group (ConsumerGroupDescribe's), as NONE and Dead; v6 (KIP-1043) as
+GROUP_ID_NOT_FOUND and Dead with Kafka's message, the operation's answer; a native member's
+assignment goes out in the consumer protocol's encoding. FindCoordinator v4+ (v5: the
+TRANSACTION_ABORTABLE code, which it never answers; v6: share groups' key type 2, refused as
+any unknown key type) and OffsetFetch v8+ carry several keys or groups (the others one);
+OffsetFetch v1 has no top-level code, so a group's error goes on each partition asked. What a
+version means is said to the operation: OffsetCommit v9+ carries a KIP-848 member's epoch,
+JoinGroup v4+ requires a known member id (KIP-394) and v9+ may skip the assignment (KIP-814).
+ConsumerGroupDescribe v1 adds each member's type (consumer).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from broker.operations import (
 )
 from protocol.api.group import GROUP_KEY_TYPE
 from protocol.api.metadata import KAFKA_DOOR
-from protocol.errors import GroupIdNotFoundError
+from protocol.errors import GroupIdNotFoundError, UnknownTopicIdError
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, millis, nested, response_class
 from protocol.kafka.consumer_protocol import NATIVE_PROTOCOL_TYPE, encode_assignment
@@ -206,12 +208,20 @@ def _member_assignment(m: describe_groups.Member) -> bytes:
     return encode_assignment([(t, p) for t, ps in m.assignment or () for p in ps])
 
 
-def _described(cls: Any, d: describe_groups.Described) -> Any:
+GROUP_ID_NOT_FOUND_FROM = 6  # DescribeGroups v6+ (KIP-1043): no such classic group says so
+
+
+def _described(cls: Any, d: describe_groups.Described, version: int) -> Any:
     group_cls = nested(cls, "DescribedGroup")
     shown = d.error_code == 0 and d.group_type == "classic"
     if not shown:
-        dead = d.error_code in (0, GroupIdNotFoundError.code)  # v0-v5: no such classic group
-        return make(group_cls, error_code=0 if dead else d.error_code, group_id=d.group_id,
+        dead = d.error_code in (0, GroupIdNotFoundError.code)  # no such classic group
+        code, message = (0 if dead else d.error_code), None
+        if dead and version >= GROUP_ID_NOT_FOUND_FROM:  # Kafka's messages
+            code = GroupIdNotFoundError.code
+            message = (f"Group {d.group_id} not found." if d.error_code
+                       else f"Group {d.group_id} is not a classic group.")  # fmt: skip
+        return make(group_cls, error_code=code, error_message=message, group_id=d.group_id,
                     group_state="Dead" if dead else d.kafka_state, protocol_type="",
                     protocol_data="", members=(), authorized_operations=NO_OPERATIONS)  # fmt: skip
     member_cls = nested(cls, "DescribedGroupMember")
@@ -231,8 +241,10 @@ def _described(cls: Any, d: describe_groups.Described) -> Any:
 def _describe_groups_out(
     request: KafkaRequest, result: describe_groups.DescribeGroupsResult
 ) -> Any:
-    cls = response_class(v.DESCRIBE_GROUPS, request.header.api_version)
-    return make(cls, throttle_time=0, groups=tuple(_described(cls, d) for d in result.groups))
+    version = request.header.api_version
+    cls = response_class(v.DESCRIBE_GROUPS, version)
+    return make(cls, throttle_time=0,
+                groups=tuple(_described(cls, d, version) for d in result.groups))  # fmt: skip
 
 
 DESCRIBE_GROUPS = Codec(_describe_groups_in, _describe_groups_out)
@@ -294,19 +306,22 @@ FIND_COORDINATOR = Codec(_find_coordinator_in, _find_coordinator_out)
 # ----- OffsetCommit (8) -----------------------------------------------------------------------
 
 MEMBER_EPOCH_FROM = 9  # v9+: a KIP-848 member's epoch in generation_id_or_member_epoch
+COMMIT_TOPIC_IDS_FROM = 10  # v10+ (OffsetCommit and OffsetFetch): topics named by id
 
 
 def _offset_commit_in(request: KafkaRequest) -> offset_commit.OffsetCommit:
     req = request.body  # v6+ committed_leader_epoch, v7+ group_instance_id
+    by_id = request.header.api_version >= COMMIT_TOPIC_IDS_FROM
     return offset_commit.OffsetCommit(
         req.group_id, req.generation_id_or_member_epoch, req.member_id,
-        tuple(offset_commit.CommitTopic(t.name, tuple(
+        tuple(offset_commit.CommitTopic("" if by_id else t.name, tuple(
             offset_commit.CommitPartition(p.partition_index, p.committed_offset,
                                           p.committed_metadata,
                                           getattr(p, "committed_leader_epoch", -1))
             for p in t.partitions)) for t in req.topics),
         getattr(req, "group_instance_id", None) or None,
         generation_is_epoch=request.header.api_version >= MEMBER_EPOCH_FROM,
+        topic_ids=tuple(t.topic_id for t in req.topics) if by_id else None,
     )  # fmt: skip
 
 
@@ -314,10 +329,16 @@ def _offset_commit_out(request: KafkaRequest, result: offset_commit.OffsetCommit
     cls = response_class(v.OFFSET_COMMIT, request.header.api_version)
     topic_cls = nested(cls, "OffsetCommitResponseTopic")
     part_cls = nested(cls, "OffsetCommitResponsePartition")
+    ids = result.topic_ids or {}
+    unknown = UnknownTopicIdError.code
     return make(cls, throttle_time=0, topics=tuple(
-        make(topic_cls, name=t.name, partitions=tuple(
+        make(topic_cls, name=t.name, topic_id=ids.get(t.name), partitions=tuple(
             make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))
         for t in result.topics
+    ) + tuple(
+        make(topic_cls, name="", topic_id=topic_id, partitions=tuple(
+            make(part_cls, partition_index=p, error_code=unknown) for p in indexes))
+        for topic_id, indexes in result.unknown_ids
     ))  # fmt: skip
 
 
@@ -329,10 +350,10 @@ GROUPS_FROM = 8  # v8+: several groups, each with its own code (KIP-709)
 TOP_LEVEL_CODE_FROM = 2  # v1 has no top-level code: a group's error goes on each partition
 
 
-def _wanted(topics: Any) -> offset_fetch.Wanted | None:
+def _wanted(topics: Any, by_id: bool = False) -> offset_fetch.Wanted | None:
     if topics is None:  # v2+: every committed partition
         return None
-    return tuple((t.name, tuple(t.partition_indexes)) for t in topics)
+    return tuple(("" if by_id else t.name, tuple(t.partition_indexes)) for t in topics)
 
 
 def _offset_fetch_in(request: KafkaRequest) -> offset_fetch.OffsetFetch:
@@ -341,23 +362,35 @@ def _offset_fetch_in(request: KafkaRequest) -> offset_fetch.OffsetFetch:
     if request.header.api_version < GROUPS_FROM:
         wanted = offset_fetch.GroupWanted(req.group_id, _wanted(req.topics))
         return offset_fetch.OffsetFetch((wanted,), stable)
+    by_id = request.header.api_version >= COMMIT_TOPIC_IDS_FROM
     return offset_fetch.OffsetFetch(tuple(
-        offset_fetch.GroupWanted(g.group_id, _wanted(g.topics), getattr(g, "member_id", None),
-                                 getattr(g, "member_epoch", -1))
+        offset_fetch.GroupWanted(
+            g.group_id, _wanted(g.topics, by_id), getattr(g, "member_id", None),
+            getattr(g, "member_epoch", -1),
+            tuple(t.topic_id for t in g.topics) if by_id and g.topics is not None else None)
         for g in req.groups
-    ), stable)  # fmt: skip
+    ), stable, by_id)  # fmt: skip
 
 
 def _fetched_topics(cls: Any, g: offset_fetch.GroupOffsets, suffix: str) -> tuple[Any, ...]:
     topic_cls = nested(cls, "OffsetFetchResponseTopic" + suffix)
     part_cls = nested(cls, "OffsetFetchResponsePartition" + suffix)
+    ids = g.topic_ids or {}
+    unknown = tuple(
+        (topic_id, tuple(offset_fetch.Fetched(p, -1, None, UnknownTopicIdError.code)
+                         for p in indexes))
+        for topic_id, indexes in g.unknown_ids
+    )  # fmt: skip
     return tuple(
-        make(topic_cls, name=t.name, partitions=tuple(
+        make(topic_cls, name=name, topic_id=topic_id, partitions=tuple(
             make(part_cls, partition_index=p.partition, committed_offset=p.offset,
                  committed_leader_epoch=p.leader_epoch, metadata=p.metadata or "",
                  error_code=p.error_code)
-            for p in t.partitions))
-        for t in g.topics
+            for p in parts))
+        for name, topic_id, parts in (
+            *((t.name, ids.get(t.name), t.partitions) for t in g.topics),
+            *(("", topic_id, parts) for topic_id, parts in unknown),
+        )
     )  # fmt: skip
 
 

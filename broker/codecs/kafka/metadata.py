@@ -3,7 +3,9 @@
 ApiVersions (18), v0-v4: a version this broker does not serve comes without a body and is
 answered in v0 (KIP-511); v3+ names the client's software, which the door keeps for its logs.
 
-DescribeCluster (60), v0-v1: v1 adds the endpoint type (v0: brokers).
+DescribeCluster (60), v0-v2: v1 adds the endpoint type (v0: brokers); v2 (KIP-1073) may ask for
+fenced brokers too and marks each: a ZooKeeper-mode cluster has none (its brokers are the live
+ones registered), so every broker is unfenced, whatever is asked.
 
 DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (a broker has one
 log directory, so AlterReplicaLogDirs never starts a move); v3+ a top-level error code, v4 the
@@ -169,7 +171,9 @@ def _describe_cluster_out(
     cls = response_class(v.DESCRIBE_CLUSTER, request.header.api_version)
     broker_cls = nested(cls, "DescribeClusterBroker")
     brokers = tuple(
-        make(broker_cls, broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        make(
+            broker_cls, broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False
+        )
         for b in result.brokers
     )
     return make(

@@ -2,22 +2,25 @@
 broker/codecs/kafka/__init__.py). Record batches pass through as they came (the bytes the client
 sent are the bytes stored: no transcoding, no copy).
 
-Fetch (1), v4-v17: the response is laid out by protocol/kafka/fetch_response.py as chunks, log
+Fetch (1), v4-v18: the response is laid out by protocol/kafka/fetch_response.py as chunks, log
 data as the FileSlices the reads gave (sent from the segment files). A Kafka client fetches as
 a consumer whatever replica id it sends (followers use the native door). Sessions (KIP-227) are
 v7+; before, a full fetch without one. v13+ names topics by id (the operation names them, and
 answers with each topic's id); v12+ carries the current leader of a partition answered
 NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, v16+ the leaders' endpoints (KIP-951). v15
-(replica_state) and v17 (replica directory ids) concern followers only.
+(replica_state), v17 (replica directory ids) and v18 (the follower's high watermark, KIP-1166)
+concern followers only.
 
-Produce (0), v0-v12: a null `records` is an empty batch, which the append refuses as
-CORRUPT_MESSAGE; v0-v2 name no transactional id. v10+ carry the leader hints (KIP-951: the
-current leader of a partition answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, and the
-leaders' endpoints), which older versions drop. v11 changes nothing for a broker; v12 is
-KIP-890's transaction version 2: the produce adds its partition to the transaction (the leader
-asks the coordinator), which a client does only when ApiVersions finalizes transaction.version
-2, as odradek does; below v12 a transactional producer calls AddPartitionsToTxn first. The
-throttle is written 0: the server raises it (broker/quota/throttle.py).
+Produce (0), v0-v13: a null `records` is an empty batch, which the append refuses as
+CORRUPT_MESSAGE; v0-v2 name no transactional id; v13 (Kafka 4.1) names topics by id (the
+operation names them, answers each under its id, and an unknown id UNKNOWN_TOPIC_ID). v10+
+carry the leader hints (KIP-951: the current leader of a partition answered
+NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, and the leaders' endpoints), which older
+versions drop. v11 changes nothing for a broker; v12 is KIP-890's transaction version 2: the
+produce adds its partition to the transaction (the leader asks the coordinator), which a client
+does only when ApiVersions finalizes transaction.version 2, as odradek does; below v12 a
+transactional producer calls AddPartitionsToTxn first. The throttle is written 0: the server
+raises it (broker/quota/throttle.py).
 
 Produce v8+ carries `record_errors` and `error_message` (KIP-467): the records a refused batch was
 refused for, by index, each with a message; older versions get the partition's error alone.
@@ -56,13 +59,15 @@ from protocol.schema import Records
 LEADER_HINTS_FROM = 10
 RECORD_ERRORS_FROM = 8  # KIP-467: a refused batch's bad records, by index, with a message each
 TV2_FROM = 12  # KIP-890 part 2: the produce adds its partitions to the transaction
+PRODUCE_TOPIC_IDS_FROM = 13
 NO_RECORDS = cast(Records, b"")  # a null batch: the append refuses it as CORRUPT_MESSAGE
 
 
 def _produce_in(request: KafkaRequest) -> produce.Produce:
     req = request.body
+    by_id = request.header.api_version >= PRODUCE_TOPIC_IDS_FROM
     topics = tuple(
-        produce.TopicData(t.name, tuple(
+        produce.TopicData("" if by_id else t.name, tuple(
             produce.PartitionData(p.index, NO_RECORDS if p.records is None else p.records)
             for p in t.partition_data
         ))
@@ -70,7 +75,8 @@ def _produce_in(request: KafkaRequest) -> produce.Produce:
     )  # fmt: skip
     tid = getattr(req, "transactional_id", None)
     txn_version = 2 if request.header.api_version >= TV2_FROM else 0
-    return produce.Produce(req.acks, millis(req.timeout), topics, tid, txn_version)
+    ids = tuple(t.topic_id for t in req.topic_data) if by_id else None
+    return produce.Produce(req.acks, millis(req.timeout), topics, tid, txn_version, ids)
 
 
 def _produce_out(request: KafkaRequest, result: produce.ProduceResult | None) -> Any:
@@ -101,10 +107,18 @@ def _produce_out(request: KafkaRequest, result: produce.ProduceResult | None) ->
             record_errors=errors, error_message=p.error_message, **extra,
         )  # fmt: skip
 
+    ids = result.topic_ids or {}
     topics = tuple(
-        make(topic_cls, name=t.name, partition_responses=tuple(part(p) for p in t.partitions))
+        make(topic_cls, name=t.name, topic_id=ids.get(t.name),
+             partition_responses=tuple(part(p) for p in t.partitions))
         for t in result.topics
-    )
+    ) + tuple(
+        make(topic_cls, name="", topic_id=topic_id, partition_responses=tuple(
+            make(part_cls, index=i, error_code=UnknownTopicIdError.code, base_offset=-1,
+                 log_append_time=-1, log_start_offset=-1, record_errors=(), error_message=None)
+            for i in indexes))
+        for topic_id, indexes in result.unknown_ids
+    )  # fmt: skip
     extra: dict[str, Any] = {}
     if hints and result.leader_endpoints:
         node_cls = nested(cls, "NodeEndpoint")

@@ -199,7 +199,9 @@ def _alter_in(request: KafkaRequest) -> alter_partition_reassignments.AlterParti
         for t in req.topics
         for p in t.partitions
     )
-    return alter_partition_reassignments.AlterPartitionReassignments(targets, millis(req.timeout))
+    return alter_partition_reassignments.AlterPartitionReassignments(
+        targets, millis(req.timeout), getattr(req, "allow_replication_factor_change", True)
+    )
 
 
 def _alter_out(
@@ -218,6 +220,7 @@ def _alter_out(
         cls, throttle_time=0, error_code=result.error_code, error_message=result.error_message,
         responses=tuple(make(topic_cls, name=t, partitions=tuple(ps))
                         for t, ps in by_topic.items()),
+        allow_replication_factor_change=result.allow_replication_factor_change,
     )  # fmt: skip
 
 

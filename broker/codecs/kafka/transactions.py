@@ -4,8 +4,9 @@ Version differences that are wire shape stay here: InitProducerId v3+ carry the 
 and epoch (KIP-360), v6 KIP-939's two-phase commit; AddPartitionsToTxn v0-v3 name one
 transaction, v4 (brokers only) several, with a top-level error code; v5 of AddPartitionsToTxn,
 EndTxn and TxnOffsetCommit is transaction version 2 (KIP-890 part 2, `_txn_version`): EndTxn v5
-answers the producer's next id and epoch; ListTransactions v1 adds
-the duration filter. KIP-588's PRODUCER_FENCED (90) is written INVALID_PRODUCER_EPOCH (47) to
+answers the producer's next id and epoch; ListTransactions v1 adds the duration filter, v2
+(KIP-1152) the transactional id pattern. KIP-588's PRODUCER_FENCED (90) is written
+INVALID_PRODUCER_EPOCH (47) to
 the versions before it: InitProducerId v0-v3, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 v0-v1, TxnOffsetCommit v0-v2.
 """
@@ -268,7 +269,7 @@ def _list_txns_in(request: KafkaRequest) -> list_transactions.ListTransactions:
     req = request.body
     return list_transactions.ListTransactions(
         tuple(req.state_filters), tuple(int(p) for p in req.producer_id_filters),
-        int(getattr(req, "duration_filter", -1)),
+        int(getattr(req, "duration_filter", -1)), getattr(req, "transactional_id_pattern", None),
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -143,6 +144,23 @@ def test_a_full_cache_evicts_only_a_session_idle_past_the_eviction_time() -> Non
     ctx = cache.context(request({0: 0}), now_ms=1000)  # second idle for 1000 ms: evicted
     assert ctx.session is not None
     assert cache.get(second) is None and cache.get(first) is not None and len(cache) == 2
+
+
+def test_a_topic_whose_name_has_another_id_now_leaves_for_unresolved_under_its_old_id() -> None:
+    """Kafka v13+: a session's topic deleted and re-created (a new id under the same name)
+    leaves the session's partitions for `unresolved`, kept under the id the client knows."""
+    cache = FetchSessionCache()
+    sid = opened(cache, 2)
+    session = cache.get(sid)
+    assert session is not None
+    old, new = uuid.uuid4(), uuid.uuid4()
+    session.topic_ids["t"] = old
+    session.unname({"t": old}.get)  # unchanged: nothing moves
+    assert list(session.partitions) == [("t", 0), ("t", 1)] and not session.unresolved
+    session.unname({"t": new}.get)
+    assert not session.partitions and not session.topic_ids
+    assert {i: list(parts) for i, parts in session.unresolved.items()} == {old: [0, 1]}
+    assert keys(cache.context(request({}, sid, epoch=1), now_ms=1).parts) == []
 
 
 def test_epochs_wrap_to_one() -> None:

@@ -59,7 +59,7 @@ async def test_api_versions_lists_what_is_served(tmp_path: Path) -> None:
         assert corr == 1 and resp.error_code.value == 0
         served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         assert served == SERVED
-        assert served[PRODUCE] == (0, 12)
+        assert served[PRODUCE] == (0, 13)
         c.close()
 
 

@@ -43,7 +43,7 @@ def test_one_line_names_the_client_and_the_ask(caplog: pytest.LogCaptureFixture)
             assert refused.value.logged and refused.value.reply is None
     (line,) = _lines(caplog)
     assert "'billing-app'" in line and "librdkafka 2.12.0" in line
-    assert "Fetch (key 1) v99" in line and "versions 4-17" in line
+    assert "Fetch (key 1) v99" in line and "versions 4-18" in line
     caplog.clear()
     now[0] += UNSERVED_LOG_INTERVAL_S + 1
     with caplog.at_level(logging.WARNING, logger=LOGGER), pytest.raises(Refusal):

@@ -90,6 +90,8 @@ def test_constructor_checks_its_arguments(tmp_path: Path) -> None:
         LocalCluster(tmp_path, session_timeout_ms=10)
     with pytest.raises(ClusterError, match="base port"):
         LocalCluster(tmp_path, base_port=80)
+    with pytest.raises(ClusterError, match="advertise_listeners needs listeners"):
+        LocalCluster(tmp_path, advertise_listeners=True)
 
 
 def test_process_state_alive_paused_dead() -> None:

@@ -121,6 +121,13 @@ CASES += [
          describe_cluster.DescribeClusterResult(119, "no", 2, "cid", -1, ()),
          "00000015003c00010000000700076f64726164656b00000200",
          "0000001d0000000700000000000077036e6f0204636964ffffffff018000000000"),
+    # v2 (KIP-1073): fenced brokers asked for too; there are none, each broker is_fenced false
+    Case("DescribeCluster v2", v.DESCRIBE_CLUSTER, 2,
+         kio(v.DESCRIBE_CLUSTER, 2, include_cluster_authorized_operations=False,
+             endpoint_type=1, include_fenced_brokers=True),
+         describe_cluster.DescribeCluster(1, False), DESCRIBED,
+         "00000016003c00020000000700076f64726164656b0000010100",
+         "000000290000000700000000000000000104636964000000010200000001026800002384027200000000000800"),
 ]  # fmt: skip
 
 dtp = describe_topic_partitions

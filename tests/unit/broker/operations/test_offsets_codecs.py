@@ -1,10 +1,14 @@
 """Golden bytes for the offset APIs on each door (broker/codecs/, harness in golden.py): a
 known request frame decodes to the operation's request model, and a known result encodes to a
 known response frame. test_codecs.py checks that every row of the table has them. OffsetFetch
-v1 has no top-level error code: a group's error is written on each partition asked.
+v1 has no top-level error code: a group's error is written on each partition asked. OffsetCommit
+and OffsetFetch v10 name topics by id: the answer gives each topic's id, and an unknown id's
+partitions UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
@@ -12,13 +16,14 @@ from broker.operations import offset_commit, offset_delete, offset_fetch
 from protocol.api import group
 from protocol.kafka import versions as v
 
-from .golden import Case, check, kio, many, nested
+from .golden import TOPIC_ID, Case, check, kio, many, nested
 
 oc = offset_commit
 COMMITTED = oc.OffsetCommitResult((oc.TopicCommitted("t", ((0, 0), (1, 29))),))
 of = offset_fetch
 FETCHED = of.GroupOffsets("g", 0, (of.FetchedTopic("t", (
     of.Fetched(0, 5, "x", 0, 2), of.Fetched(1, -1, None, 0))),))  # fmt: skip
+GONE = uuid.UUID(int=1)
 
 CASES = [
     Case("OffsetCommit native", 8, -1,
@@ -56,6 +61,22 @@ CASES = [
          COMMITTED,
          "00000049000800090000000700076f64726164656b00026700000003036d310369310202740300000000000000000000000500000002027800000000010000000000000006ffffffff00000000",
          "0000001d000000070000000000020274030000000000000000000001001d000000"),
+    Case("OffsetCommit v10", v.OFFSET_COMMIT, 10,
+         kio(v.OFFSET_COMMIT, 10, group_id="g", generation_id_or_member_epoch=3, member_id="m1",
+             group_instance_id="i1", topics=many(nested("OffsetCommitRequestTopic",
+                 topic_id=TOPIC_ID,
+                 partitions=many(nested("OffsetCommitRequestPartition", partition_index=0,
+                                        committed_offset=5, committed_leader_epoch=2,
+                                        committed_metadata="x"),
+                                 nested("OffsetCommitRequestPartition", partition_index=1,
+                                        committed_offset=6, committed_leader_epoch=-1,
+                                        committed_metadata=None))))),
+         oc.OffsetCommit("g", 3, "m1", (oc.CommitTopic("", (
+             oc.CommitPartition(0, 5, "x", 2), oc.CommitPartition(1, 6))),), "i1",
+             topic_ids=(TOPIC_ID,)),
+         oc.OffsetCommitResult(COMMITTED.topics, {"t": TOPIC_ID}, ((GONE, (0,)),)),
+         "000000570008000a0000000700076f64726164656b00026700000003036d31036931020123456789abcdef0123456789abcdef0300000000000000000000000500000002027800000000010000000000000006ffffffff00000000",
+         "00000044000000070000000000030123456789abcdef0123456789abcdef030000000000000000000001001d00000000000000000000000000000000000102000000000064000000"),
     Case("OffsetFetch native", 9, -1,
          lambda: group.OffsetFetchRequest("g", [group.TopicPartitions("t", [0, 1])]),
          of.OffsetFetch((of.GroupWanted("g", (("t", (0, 1)),)),)),
@@ -81,6 +102,20 @@ CASES = [
          of.OffsetFetchResult((FETCHED, of.GroupOffsets("h", 30))),
          "00000035000900090000000700076f64726164656b00030267036d31000000030202740300000000000000010000026800ffffffff00000100",
          "000000440000000700000000000302670202740300000000000000000000000500000002027800000000000001ffffffffffffffffffffffff0100000000000000026801001e0000"),
+    Case("OffsetFetch v10", v.OFFSET_FETCH, 10,
+         kio(v.OFFSET_FETCH, 10, require_stable=True, groups=many(
+             nested("OffsetFetchRequestGroup", group_id="g", member_id="m1", member_epoch=3,
+                    topics=many(nested("OffsetFetchRequestTopics", topic_id=TOPIC_ID,
+                                       partition_indexes=(0, 1)))),
+             nested("OffsetFetchRequestGroup", group_id="h", member_id=None, member_epoch=-1,
+                    topics=None))),
+         of.OffsetFetch((of.GroupWanted("g", (("", (0, 1)),), "m1", 3, (TOPIC_ID,)),
+                         of.GroupWanted("h", None)), True, True),
+         of.OffsetFetchResult((of.GroupOffsets("g", 0, FETCHED.topics, {"t": TOPIC_ID},
+                                               ((GONE, (2,)),)),
+                               of.GroupOffsets("h", 30))),
+         "000000430009000a0000000700076f64726164656b00030267036d3100000003020123456789abcdef0123456789abcdef0300000000000000010000026800ffffffff00000100",
+         "00000078000000070000000000030267030123456789abcdef0123456789abcdef0300000000000000000000000500000002027800000000000001ffffffffffffffffffffffff0100000000000000000000000000000000000000010200000002ffffffffffffffffffffffff0100640000000000026801001e0000"),
     Case("OffsetDelete v0", v.OFFSET_DELETE, 0,
          kio(v.OFFSET_DELETE, 0, group_id="g", topics=many(
              nested("OffsetDeleteRequestTopic", name="t", partitions=many(

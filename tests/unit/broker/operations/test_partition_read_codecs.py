@@ -26,11 +26,11 @@ LISTED = list_offsets.ListOffsetsResult(
 )
 
 
-def _topic(version: int) -> Any:
+def _topic(version: int, first: int = -1) -> Any:
     def build(cls: Any) -> Any:
         part_cls = codec.nested(cls, "ListOffsetsPartition")
         extra = {} if version < 4 else {"current_leader_epoch": 3}
-        parts = (codec.make(part_cls, partition_index=0, timestamp=-1, **extra),
+        parts = (codec.make(part_cls, partition_index=0, timestamp=first, **extra),
                  codec.make(part_cls, partition_index=1, timestamp=-2, **extra))  # fmt: skip
         return codec.make(codec.nested(cls, "ListOffsetsTopic"), name="t", partitions=parts)
 
@@ -73,6 +73,14 @@ CASES = [
          list_offsets.ListOffsets((("t", (Asked(0, -1, 3), Asked(1, -2, 3))),), -1, 1), LISTED,
          "000000430002000a0000000700076f64726164656b00ffffffff01020274030000000000000003ffffffffffffffff000000000100000003fffffffffffffffe00000000000000",
          "000000450000000700000000000202740300000000000000000000000003e8000000000000002a000000030000000001004effffffffffffffffffffffffffffffffffffffff000000"),
+    Case("ListOffsets v11", v.LIST_OFFSETS, 11,
+         kio(v.LIST_OFFSETS, 11, replica_id=-1, isolation_level=0, topics=many(_topic(11, -6)),
+             timeout=0),
+         list_offsets.ListOffsets((("t", (Asked(0, -6, 3), Asked(1, -2, 3))),), -1, 0),
+         list_offsets.ListOffsetsResult((("t", (list_offsets.Listed(0, 0, -1, -1, -1),
+                                                list_offsets.Listed(1, 0, -1, 0, 3))),)),
+         "000000430002000b0000000700076f64726164656b00ffffffff00020274030000000000000003fffffffffffffffa000000000100000003fffffffffffffffe00000000000000",
+         "0000004500000007000000000002027403000000000000ffffffffffffffffffffffffffffffffffffffff00000000010000ffffffffffffffff000000000000000000000003000000"),
     Case("OffsetForLeaderEpoch native", v.OFFSET_FOR_LEADER_EPOCH, -1,
          lambda: replication.OffsetsForLeaderEpochRequest(2, [replication.OffsetForLeaderTopic(
              "t", [replication.OffsetForLeaderPartition(0, 3, 2),

@@ -5,12 +5,14 @@ pass through as they came), so a few bytes stand for one here.
 
 Produce: v0-v2 are advertised but refused before the codec (protocol/kafka/versions.py), so
 v3 is the lowest; the native answer and Kafka v3 drop the leader hints, Kafka v12 carries them (the
-partition's tagged current_leader, the response's tagged node_endpoints); the throttle is
-written 0 (the server raises it).
+partition's tagged current_leader, the response's tagged node_endpoints); v13 names topics by
+id (the operation names them, and answers each under its id, an unknown one UNKNOWN_TOPIC_ID);
+the throttle is written 0 (the server raises it).
 
 Fetch: the native request is the replica manager's own and passes as it is, as does the
 answer; the Kafka answer is chunks (protocol/kafka/fetch_response.py; FileSlices between them
-when a read is large, none here), joined to compare. v4 names topics, v17 names them by id:
+when a read is large, none here), joined to compare. v4 names topics, v17 and v18 (whose
+request adds only a follower's tagged high watermark, KIP-1166) name them by id:
 the operation names them, and answers with the ids, the UNKNOWN_TOPIC_ID partitions of an id
 no topic has, and the leader hints (v12+; endpoints v16+).
 """
@@ -62,6 +64,12 @@ def topic(name: str, *parts: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def kafka_produce(version: int, **extra: Any) -> Callable[[], Any]:
+    parts = many(nested("PartitionProduceData", index=0, records=BATCH),
+                 nested("PartitionProduceData", index=1, records=BATCH))  # fmt: skip
+    if version >= 13:  # by topic id
+        return kio(v.PRODUCE, version, acks=-1, timeout=1500, topic_data=lambda cls: (
+            kafka_codec.make(kafka_codec.nested(cls, "TopicProduceData"), topic_id=TOPIC_ID,
+                             partition_data=parts(cls)),), **extra)  # fmt: skip
     return kio(v.PRODUCE, version, acks=-1, timeout=1500, topic_data=many(topic("t",
         nested("PartitionProduceData", index=0, records=BATCH),
         nested("PartitionProduceData", index=1, records=BATCH))), **extra)  # fmt: skip
@@ -82,6 +90,13 @@ CASES = [
          replace(P_REQUEST, txn_version=2), P_RESULT,
          "000000370000000c0000000700076f64726164656b00037478ffff000005dc02027403000000000662617463680000000001066261746368000000",
          "0000007c000000070002027403000000000000000000000000002affffffffffffffff0000000000000000010000000000010006ffffffffffffffffffffffffffffffffffffffffffffffff010f6e6f7420746865206c6561646572010009000000020000000700000000000001001002000000020368320000238403723100"),
+    Case("Produce v13", v.PRODUCE, 13, kafka_produce(13, transactional_id="tx"),
+         produce.Produce(-1, 1500, (produce.TopicData("", P_REQUEST.topics[0].partitions),), "tx",
+                         (TOPIC_ID,)),
+         produce.ProduceResult(P_RESULT.topics, P_RESULT.leader_endpoints, {"t": TOPIC_ID},
+                               ((uuid.UUID(int=1), (3,)),)),
+         "000000450000000d0000000700076f64726164656b00037478ffff000005dc020123456789abcdef0123456789abcdef03000000000662617463680000000001066261746368000000",
+         "000000bd0000000700030123456789abcdef0123456789abcdef03000000000000000000000000002affffffffffffffff0000000000000000010000000000010006ffffffffffffffffffffffffffffffffffffffffffffffff010f6e6f7420746865206c6561646572010009000000020000000700000000000000000000000000000000000102000000030064ffffffffffffffffffffffffffffffffffffffffffffffff010000000000000001001002000000020368320000238403723100"),
 ]  # fmt: skip
 
 
@@ -135,6 +150,15 @@ CASES += [
                      ((TOPIC_ID, tuple(F_PARTS)),), ((GONE, (0,)),), leader_hints=True),
          F_RESULT,
          "00000095000100110000000700076f64726164656b00000001f40000000101000000010000000300000004020123456789abcdef0123456789abcdef030000000000000005000000000000000affffffffffffffffffffffff001000000000000001ffffffff0000000000000000ffffffffffffffffffffffff00100000000002000000000000000000000000000000010200000000000100",
+         "000000d7000000070000000000000000000003030123456789abcdef0123456789abcdef03000000000000000000000000000c000000000000000b0000000000000000020000000000000009000000000000000a00ffffffff06626174636800000000010006ffffffffffffffffffffffffffffffffffffffffffffffff00ffffffff01010109000000020000000700000000000000000000000000000000000002000000040064ffffffffffffffffffffffffffffffffffffffffffffffff00ffffffff01000001001002000000020368320000238403723100"),
+    Case("Fetch v18", v.FETCH, 18, kafka_fetch(
+            18, session_id=3, session_epoch=4, forgotten_topics_data=lambda cls: (
+                kafka_codec.make(kafka_codec.nested(cls, "ForgottenTopic"), topic_id=GONE,
+                                 partitions=(0,)),)),
+         fetch.Fetch(FetchRequest(-1, 500, 1, 1 << 24, [], 3, 4, [], 1),
+                     ((TOPIC_ID, tuple(F_PARTS)),), ((GONE, (0,)),), leader_hints=True),
+         F_RESULT,
+         "00000095000100120000000700076f64726164656b00000001f40000000101000000010000000300000004020123456789abcdef0123456789abcdef030000000000000005000000000000000affffffffffffffffffffffff001000000000000001ffffffff0000000000000000ffffffffffffffffffffffff00100000000002000000000000000000000000000000010200000000000100",
          "000000d7000000070000000000000000000003030123456789abcdef0123456789abcdef03000000000000000000000000000c000000000000000b0000000000000000020000000000000009000000000000000a00ffffffff06626174636800000000010006ffffffffffffffffffffffffffffffffffffffffffffffff00ffffffff01010109000000020000000700000000000000000000000000000000000002000000040064ffffffffffffffffffffffffffffffffffffffffffffffff00ffffffff01000001001002000000020368320000238403723100"),
 ]  # fmt: skip
 

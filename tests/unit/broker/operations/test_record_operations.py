@@ -140,6 +140,28 @@ async def test_produce_refuses_a_transactional_id_whole_and_topics_one_by_one(
         assert mixed.topics[0].partitions[0].base_offset == 0  # nothing of the refused one
 
 
+async def test_produce_by_topic_id_names_answers_ids_and_unknown_ids(tmp_path: Path) -> None:
+    """Kafka v13+: ids named through the metadata cache, each topic answered under its id; an
+    id no topic has is UNKNOWN_TOPIC_ID on each of its partitions, and nothing is written."""
+    async with running_broker(tmp_path) as b:
+        ids = await led_here_and_there(b, "t", "other")
+        gone = new_topic_id()
+        parts = (produce.PartitionData(0, batch(2)),)
+        req = produce.Produce(
+            1,
+            5000,
+            (produce.TopicData("", parts), produce.TopicData("", parts)),
+            None,
+            (ids["t"], gone),
+        )
+        result = await run(b, req)
+        assert codes(result) == {("t", 0): 0}
+        assert result.topic_ids == {"t": ids["t"]}
+        assert result.unknown_ids == ((gone, (0,)),)
+        again = await run(b, request(("t", 0, batch(1))))
+        assert again.topics[0].partitions[0].base_offset == 2  # the 2 by id, nothing else
+
+
 def fetched(result: fetch.FetchResult) -> dict[tuple[str, int], int]:
     r = result.response
     return {(t.name, p.partition): p.error_code for t in r.topics for p in t.partitions}

@@ -197,6 +197,18 @@ CASES = [
                                          100), REASSIGNED,
          "00000030002d00000000000700076f64726164656b00000000640202740300000000030000000100000002000000000100000000",
          "0000002400000007000000000000000002027403000000000000000000000001002a036e6f000000"),
+    # v1 (KIP-860): the replication factor may not change, and the answer says so back
+    Case("AlterPartitionReassignments v1", v.ALTER_PARTITION_REASSIGNMENTS, 1,
+         kio(v.ALTER_PARTITION_REASSIGNMENTS, 1, timeout=100,
+             allow_replication_factor_change=False, topics=many(nested(
+                 "ReassignableTopic", name="t", partitions=many(
+                     nested("ReassignablePartition", partition_index=0, replicas=(1, 2)),
+                     nested("ReassignablePartition", partition_index=1, replicas=None))))),
+         apr.AlterPartitionReassignments((apr.Target("t", 0, (1, 2)), apr.Target("t", 1, None)),
+                                         100, False),
+         apr.AlterPartitionReassignmentsResult(0, None, REASSIGNED.results, False),
+         "00000031002d00010000000700076f64726164656b0000000064000202740300000000030000000100000002000000000100000000",
+         "000000250000000700000000000000000002027403000000000000000000000001002a036e6f000000"),
     Case("ListPartitionReassignments native", v.LIST_PARTITION_REASSIGNMENTS, -1,
          lambda: controller.ListPartitionReassignmentsRequest(100, None),
          lpr.ListPartitionReassignments(None, 100), ONGOING,

@@ -35,6 +35,7 @@ from protocol.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
     GroupAuthorizationFailedError,
+    InvalidRegularExpressionError,
     NotCoordinatorError,
     OffsetMetadataTooLargeError,
     OperationNotAttemptedError,
@@ -306,6 +307,12 @@ async def test_list_transactions_shows_only_describable_ids(tmp_path: Path) -> N
         result = await run(lt.run, b, lt.ListTransactions(("Empty", "Bogus")))
         assert result.error_code == 0 and result.unknown_states == ("Bogus",)
         assert [(t.transactional_id, t.state) for t in result.transactions] == [("tx", "Empty")]
+        # KIP-1152: the pattern must match the whole id; one that does not compile is refused
+        for pattern, listed in (("t.", ["tx"]), ("t", []), ("", ["tx"]), (".*x", ["tx"])):
+            result = await run(lt.run, b, lt.ListTransactions(id_pattern=pattern))
+            assert [t.transactional_id for t in result.transactions] == listed, pattern
+        bad = await run(lt.run, b, lt.ListTransactions(id_pattern="tx("))
+        assert bad == lt.ListTransactionsResult(InvalidRegularExpressionError.code)
 
 
 async def test_describe_producers_reads_any_replica_and_refuses_per_topic(
