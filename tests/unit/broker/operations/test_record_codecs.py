@@ -92,7 +92,7 @@ CASES = [
          "0000007c000000070002027403000000000000000000000000002affffffffffffffff0000000000000000010000000000010006ffffffffffffffffffffffffffffffffffffffffffffffff010f6e6f7420746865206c6561646572010009000000020000000700000000000001001002000000020368320000238403723100"),
     Case("Produce v13", v.PRODUCE, 13, kafka_produce(13, transactional_id="tx"),
          produce.Produce(-1, 1500, (produce.TopicData("", P_REQUEST.topics[0].partitions),), "tx",
-                         (TOPIC_ID,)),
+                         txn_version=2, topic_ids=(TOPIC_ID,)),
          produce.ProduceResult(P_RESULT.topics, P_RESULT.leader_endpoints, {"t": TOPIC_ID},
                                ((uuid.UUID(int=1), (3,)),)),
          "000000450000000d0000000700076f64726164656b00037478ffff000005dc020123456789abcdef0123456789abcdef03000000000662617463680000000001066261746368000000",

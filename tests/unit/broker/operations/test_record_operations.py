@@ -151,8 +151,7 @@ async def test_produce_by_topic_id_names_answers_ids_and_unknown_ids(tmp_path: P
             1,
             5000,
             (produce.TopicData("", parts), produce.TopicData("", parts)),
-            None,
-            (ids["t"], gone),
+            topic_ids=(ids["t"], gone),
         )
         result = await run(b, req)
         assert codes(result) == {("t", 0): 0}
