@@ -498,3 +498,28 @@ def test_cli_describes_resets_and_deletes_a_kafka_group(
     assert code == 0, err
     code, _, err = _cli(cluster3, "groups", "describe", s.group)
     assert code == 1 and "GROUP_ID_NOT_FOUND" in err, err
+
+
+def test_a_kip848_consumer_that_only_assigns_commits(
+    cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    """confluent-kafka with group.protocol=consumer that assign()s instead of subscribing, then
+    commits: the commit goes through and committed() reads it back, as with the classic
+    protocol (librdkafka sends its own member id with epoch -1; Kafka takes a commit with a
+    negative epoch into a group with no members, whatever the member id)."""
+    s = Scenario.new(cluster3, tmp_path, "assign848", partitions=2)
+    consumer = ConfluentConsumer({
+        "bootstrap.servers": s.kafka, "group.id": s.group, "group.protocol": "consumer",
+        "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(s.topic, 0), TopicPartition(s.topic, 1)])
+        offsets = [TopicPartition(s.topic, 0, 3), TopicPartition(s.topic, 1, 5)]
+        done = consumer.commit(offsets=offsets, asynchronous=False)
+        assert done is not None and all(tp.error is None for tp in done), done
+        got = consumer.committed([TopicPartition(s.topic, 0), TopicPartition(s.topic, 1)],
+                                 timeout=CONVERGE_S)  # fmt: skip
+        assert [(tp.partition, tp.offset) for tp in got] == [(0, 3), (1, 5)]
+    finally:
+        consumer.close()
+    assert s.committed() == {0: 3, 1: 5}

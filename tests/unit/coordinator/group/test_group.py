@@ -156,6 +156,8 @@ def test_commit_is_fenced_by_generation_and_member() -> None:
     membership.leave(g, "c1", 30, COUNTS)
     membership.leave(g, "c2", 30, COUNTS)
     assert offset_ops.commit(g, -1, "", offsets, 40).response == 0  # inactive group: admin commit
+    # a consumer that assign()s may send a member id of its own (librdkafka's KIP-848 consumer)
+    assert offset_ops.commit(g, -1, "own-id", offsets, 40).response == 0
 
 
 def test_replay_rebuilds_groups_and_offsets_like_a_new_coordinator() -> None:
