@@ -42,8 +42,6 @@ from broker.loggers import parse_logger_levels
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
-from coordinator.group.consumer_group import ConsumerConfig
-from coordinator.group.server_assignors import ASSIGNORS
 from protocol.errors import OdradekError, UsageError
 from transport.security import uses_sasl, uses_tls
 
@@ -53,6 +51,11 @@ MiB = 1024 * 1024
 def positive(default: int) -> Any:
     """A setting that must be above 0 (BrokerConfig.__post_init__ checks every such field)."""
     return field(default=default, metadata={"positive": True})
+
+
+def not_negative(default: int) -> Any:
+    """A setting that may be 0 but not below (checked as `positive` is)."""
+    return field(default=default, metadata={"not_negative": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,10 @@ class BrokerConfig:
     offsets_retention_minutes: int = positive(10080)
     offsets_topic_segment_bytes: int = positive(100 * MiB)  # Kafka's offsets.topic.segment.bytes
     offsets_retention_check_interval_ms: int = positive(600_000)
+    # Kafka's group.initial.rebalance.delay.ms: an empty group's first rebalance waits this
+    # long (more, up to the rebalance timeout, while members keep joining), so consumers
+    # started together share one generation; 0: no wait (Kafka's own tests, ours)
+    group_initial_rebalance_delay_ms: int = not_negative(3000)
     # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
     # member not heard from for the session timeout is fenced; members heartbeat every
     # heartbeat interval; the server assignors offered (the first is the default)
@@ -234,6 +241,8 @@ class BrokerConfig:
         for f in dataclasses.fields(self):
             if f.metadata.get("positive") and getattr(self, f.name) <= 0:
                 raise UsageError(f"{f.name} must be positive, got {getattr(self, f.name)}")
+            if f.metadata.get("not_negative") and getattr(self, f.name) < 0:
+                raise UsageError(f"{f.name} must be >= 0, got {getattr(self, f.name)}")
         if not 0 <= self.port <= 65535:
             raise UsageError(f"port {self.port} is not in 0..65535")
         if not 0 <= self.metrics_port <= 65535:
@@ -585,15 +594,3 @@ def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
                 value = f"{own[name]} {value}"
             own[name] = value
     return out
-
-
-def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
-    """The KIP-848 group coordinator's settings (group.consumer.*)."""
-    assignors = tuple(a.strip() for a in config.group_consumer_assignors.split(",") if a.strip())
-    unknown = [a for a in assignors if a not in ASSIGNORS]
-    if unknown or not assignors:
-        raise UsageError(f"group_consumer_assignors: unknown assignor(s) {unknown}; "
-                         f"known: {', '.join(ASSIGNORS)}")  # fmt: skip
-    return ConsumerConfig(config.group_consumer_session_timeout_ms,
-                          config.group_consumer_heartbeat_interval_ms,
-                          config.group_consumer_max_size, assignors)  # fmt: skip

@@ -38,13 +38,13 @@ import uvloop
 from broker.config import (
     BrokerConfig,
     Listener,
-    consumer_group_config,
     listener_setting,
     sasl_listeners,
     tls_settings,
 )
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
+from broker.group_settings import group_config
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
@@ -76,7 +76,7 @@ from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.channel import BrokerChannel, ControllerChannel
 from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
-from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.group.service import GroupCoordinator
 from coordinator.runtime.peers import Peers
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
@@ -222,16 +222,8 @@ class Broker:
         broker_wide, per_listener = sasl_configs(config)
         sasl = SaslService(broker_wide, self.credentials.lookup, self.clock.monotonic_ms,
                            listeners=per_listener)  # fmt: skip
-        offsets = GroupConfig(
-            config.offsets_topic_num_partitions,
-            config.offsets_topic_replication_factor,
-            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
-            offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-            offsets_segment_bytes=config.offsets_topic_segment_bytes,
-            consumer=consumer_group_config(config),
-        )
         self.groups = GroupCoordinator(
-            config.broker_id, self.replicas, metadata, topics, self.clock, offsets
+            config.broker_id, self.replicas, metadata, topics, self.clock, group_config(config)
         )
         producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
         self.peers = Peers(metadata, self._peer_connection)
