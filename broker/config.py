@@ -42,6 +42,7 @@ from broker.loggers import parse_logger_levels
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
+from coordinator.group.group_configs import broker_bounds
 from protocol.errors import OdradekError, UsageError
 from transport.security import uses_sasl, uses_tls
 
@@ -116,9 +117,14 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = not_negative(3000)
     # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
     # member not heard from for the session timeout is fenced; members heartbeat every
-    # heartbeat interval; the server assignors offered (the first is the default)
+    # heartbeat interval (both within their min/max, as group configs); the server assignors
+    # offered (the first is the default)
     group_consumer_session_timeout_ms: int = positive(45_000)
     group_consumer_heartbeat_interval_ms: int = positive(5_000)
+    group_consumer_min_session_timeout_ms: int = positive(45_000)
+    group_consumer_max_session_timeout_ms: int = positive(60_000)
+    group_consumer_min_heartbeat_interval_ms: int = positive(5_000)
+    group_consumer_max_heartbeat_interval_ms: int = positive(15_000)
     group_consumer_max_size: int = positive(2**31 - 1)
     group_consumer_assignors: str = "uniform,range"
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
@@ -254,6 +260,7 @@ class BrokerConfig:
         if self.quota_window_num < 2:
             raise UsageError(f"quota_window_num {self.quota_window_num} must be >= 2 (Kafka: 11)")
         self.default_log_config()  # raises UsageError on a bad topic default
+        broker_bounds({n: getattr(self, n) for n in _FIELDS if n.startswith("group_consumer_")})
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
         _check_sasl(self)

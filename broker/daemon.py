@@ -44,7 +44,7 @@ from broker.config import (
 )
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
-from broker.group_settings import group_config
+from broker.group_settings import group_config, group_configs
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
@@ -66,6 +66,7 @@ from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.acls import ZkAclStore
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
+from coordinator.cluster.group_configs import GroupConfigFollower, ZkGroupConfigStore
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.cluster.quotas import QuotaFollower, ZkQuotaStore
@@ -222,9 +223,12 @@ class Broker:
         broker_wide, per_listener = sasl_configs(config)
         sasl = SaslService(broker_wide, self.credentials.lookup, self.clock.monotonic_ms,
                            listeners=per_listener)  # fmt: skip
+        configs = group_configs(config, ZkGroupConfigStore(self.zk))  # KIP-848 group configs
         self.groups = GroupCoordinator(
-            config.broker_id, self.replicas, metadata, topics, self.clock, group_config(config)
-        )
+            config.broker_id, self.replicas, metadata, topics, self.clock, group_config(config),
+            configs=configs,
+        )  # fmt: skip
+        self.group_configs = GroupConfigFollower(self.zk, configs.apply, configs.replace_all)
         producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
         self.peers = Peers(metadata, self._peer_connection)
         self.transactions = TransactionCoordinator(
@@ -273,6 +277,7 @@ class Broker:
         )
         self.quotas = QuotaFollower(self.zk, quotas.configure, quotas.replace_all)
         self.quotas.follow(self.config_changes)
+        self.group_configs.follow(self.config_changes)
         self._registration: Registration | None = None
         self._electing = False  # the elector started (start), so shutdown leaves the election
         self._background: asyncio.Task[Any] | None = None
@@ -295,6 +300,7 @@ class Broker:
             await self.acls.start()
         await self.credentials.start(self.config_changes)  # loaded before any login
         await self.quotas.reload()  # every quota set, before the first request is read
+        await self.group_configs.reload()  # and every group's configs
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()

@@ -1,7 +1,8 @@
 """The group coordinator's settings, from the broker's (broker/config.py): `group_config`
 builds coordinator/group's `GroupConfig` from the offsets.*, group.* and group.consumer.*
 settings, refusing with one line (UsageError) what a single field cannot check alone: the
-KIP-848 server assignors named must exist.
+KIP-848 server assignors named must exist. `group_configs` is the KIP-848 group configs'
+keeper (coordinator/group/group_configs.py) over those settings and their bounds.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from broker.config import BrokerConfig
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.group import GroupLimits
+from coordinator.group.group_configs import GroupConfigs, GroupConfigStore, broker_bounds
 from coordinator.group.server_assignors import ASSIGNORS
 from coordinator.group.service import GroupConfig
 from protocol.errors import UsageError
@@ -36,3 +38,8 @@ def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
     return ConsumerConfig(config.group_consumer_session_timeout_ms,
                           config.group_consumer_heartbeat_interval_ms,
                           config.group_consumer_max_size, assignors)  # fmt: skip
+
+
+def group_configs(config: BrokerConfig, store: GroupConfigStore) -> GroupConfigs:
+    settings = {f: getattr(config, f) for f in config.__slots__ if f.startswith("group_consumer_")}
+    return GroupConfigs(consumer_group_config(config), broker_bounds(settings), store)
