@@ -63,9 +63,6 @@ KIP848_BROKER_SETTINGS: dict[str, int | bool | str] = {
     "group_consumer_heartbeat_interval_ms": HEARTBEAT_MS,
     "group_consumer_min_session_timeout_ms": SESSION_MS,  # below Kafka's bounds (45 s, 5 s)
     "group_consumer_min_heartbeat_interval_ms": HEARTBEAT_MS,
-    # the groups' first rebalance at once, as before group.initial.rebalance.delay.ms (3 s),
-    # so throughput from the first subscribe() compares with the earlier runs
-    "group_initial_rebalance_delay_ms": 0,
 }
 OPTS = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
         "enable_auto_commit": False, "auto_offset_reset": "earliest",

@@ -113,7 +113,7 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = positive(600_000)
     # Kafka's group.initial.rebalance.delay.ms: an empty group's first rebalance waits this
     # long (more, up to the rebalance timeout, while members keep joining), so consumers
-    # started together share one generation; 0: no wait (Kafka's own tests, ours)
+    # started together share one generation; 0: no wait (`odradek cluster up`'s clusters)
     group_initial_rebalance_delay_ms: int = not_negative(3000)
     # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
     # member not heard from for the session timeout is fenced; members heartbeat every
