@@ -61,6 +61,8 @@ KIP848 = "confluent-kafka (KIP-848)"
 KIP848_BROKER_SETTINGS: dict[str, int | bool | str] = {
     "group_consumer_session_timeout_ms": SESSION_MS,
     "group_consumer_heartbeat_interval_ms": HEARTBEAT_MS,
+    "group_consumer_min_session_timeout_ms": SESSION_MS,  # below Kafka's bounds (45 s, 5 s)
+    "group_consumer_min_heartbeat_interval_ms": HEARTBEAT_MS,
 }
 OPTS = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
         "enable_auto_commit": False, "auto_offset_reset": "earliest",

@@ -42,8 +42,7 @@ from broker.loggers import parse_logger_levels
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
-from coordinator.group.consumer_group import ConsumerConfig
-from coordinator.group.server_assignors import ASSIGNORS
+from coordinator.group.group_configs import broker_bounds
 from protocol.errors import OdradekError, UsageError
 from transport.security import uses_sasl, uses_tls
 
@@ -53,6 +52,11 @@ MiB = 1024 * 1024
 def positive(default: int) -> Any:
     """A setting that must be above 0 (BrokerConfig.__post_init__ checks every such field)."""
     return field(default=default, metadata={"positive": True})
+
+
+def not_negative(default: int) -> Any:
+    """A setting that may be 0 but not below (checked as `positive` is)."""
+    return field(default=default, metadata={"not_negative": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +111,20 @@ class BrokerConfig:
     offsets_retention_minutes: int = positive(10080)
     offsets_topic_segment_bytes: int = positive(100 * MiB)  # Kafka's offsets.topic.segment.bytes
     offsets_retention_check_interval_ms: int = positive(600_000)
+    # Kafka's group.initial.rebalance.delay.ms: an empty group's first rebalance waits this
+    # long (more, up to the rebalance timeout, while members keep joining), so consumers
+    # started together share one generation; 0: no wait (`odradek cluster up`'s clusters)
+    group_initial_rebalance_delay_ms: int = not_negative(3000)
     # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings: a
     # member not heard from for the session timeout is fenced; members heartbeat every
-    # heartbeat interval; the server assignors offered (the first is the default)
+    # heartbeat interval (both within their min/max, as group configs); the server assignors
+    # offered (the first is the default)
     group_consumer_session_timeout_ms: int = positive(45_000)
     group_consumer_heartbeat_interval_ms: int = positive(5_000)
+    group_consumer_min_session_timeout_ms: int = positive(45_000)
+    group_consumer_max_session_timeout_ms: int = positive(60_000)
+    group_consumer_min_heartbeat_interval_ms: int = positive(5_000)
+    group_consumer_max_heartbeat_interval_ms: int = positive(15_000)
     group_consumer_max_size: int = positive(2**31 - 1)
     group_consumer_assignors: str = "uniform,range"
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
@@ -234,6 +247,8 @@ class BrokerConfig:
         for f in dataclasses.fields(self):
             if f.metadata.get("positive") and getattr(self, f.name) <= 0:
                 raise UsageError(f"{f.name} must be positive, got {getattr(self, f.name)}")
+            if f.metadata.get("not_negative") and getattr(self, f.name) < 0:
+                raise UsageError(f"{f.name} must be >= 0, got {getattr(self, f.name)}")
         if not 0 <= self.port <= 65535:
             raise UsageError(f"port {self.port} is not in 0..65535")
         if not 0 <= self.metrics_port <= 65535:
@@ -245,6 +260,7 @@ class BrokerConfig:
         if self.quota_window_num < 2:
             raise UsageError(f"quota_window_num {self.quota_window_num} must be >= 2 (Kafka: 11)")
         self.default_log_config()  # raises UsageError on a bad topic default
+        broker_bounds({n: getattr(self, n) for n in _FIELDS if n.startswith("group_consumer_")})
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
         _check_sasl(self)
@@ -585,15 +601,3 @@ def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
                 value = f"{own[name]} {value}"
             own[name] = value
     return out
-
-
-def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
-    """The KIP-848 group coordinator's settings (group.consumer.*)."""
-    assignors = tuple(a.strip() for a in config.group_consumer_assignors.split(",") if a.strip())
-    unknown = [a for a in assignors if a not in ASSIGNORS]
-    if unknown or not assignors:
-        raise UsageError(f"group_consumer_assignors: unknown assignor(s) {unknown}; "
-                         f"known: {', '.join(ASSIGNORS)}")  # fmt: skip
-    return ConsumerConfig(config.group_consumer_session_timeout_ms,
-                          config.group_consumer_heartbeat_interval_ms,
-                          config.group_consumer_max_size, assignors)  # fmt: skip

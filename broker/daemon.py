@@ -38,13 +38,13 @@ import uvloop
 from broker.config import (
     BrokerConfig,
     Listener,
-    consumer_group_config,
     listener_setting,
     sasl_listeners,
     tls_settings,
 )
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
+from broker.group_settings import group_config, group_configs
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
@@ -66,6 +66,7 @@ from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.acls import ZkAclStore
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
+from coordinator.cluster.group_configs import GroupConfigFollower, ZkGroupConfigStore
 from coordinator.cluster.isr import ZkIsrWriter
 from coordinator.cluster.producer_ids import ProducerIdManager, ZkBlockSource
 from coordinator.cluster.quotas import QuotaFollower, ZkQuotaStore
@@ -76,7 +77,7 @@ from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.channel import BrokerChannel, ControllerChannel
 from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
-from coordinator.group.service import GroupConfig, GroupCoordinator
+from coordinator.group.service import GroupCoordinator
 from coordinator.runtime.peers import Peers
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
@@ -224,17 +225,12 @@ class Broker:
         broker_wide, per_listener = sasl_configs(config)
         sasl = SaslService(broker_wide, self.credentials.lookup, self.clock.monotonic_ms,
                            listeners=per_listener)  # fmt: skip
-        offsets = GroupConfig(
-            config.offsets_topic_num_partitions,
-            config.offsets_topic_replication_factor,
-            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
-            offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-            offsets_segment_bytes=config.offsets_topic_segment_bytes,
-            consumer=consumer_group_config(config),
-        )
+        configs = group_configs(config, ZkGroupConfigStore(self.zk))  # KIP-848 group configs
         self.groups = GroupCoordinator(
-            config.broker_id, self.replicas, metadata, topics, self.clock, offsets
-        )
+            config.broker_id, self.replicas, metadata, topics, self.clock, group_config(config),
+            configs=configs,
+        )  # fmt: skip
+        self.group_configs = GroupConfigFollower(self.zk, configs.apply, configs.replace_all)
         producer_ids = ProducerIdManager(config.broker_id, ZkBlockSource(self.zk))
         self.peers = Peers(metadata, self._peer_connection)
         self.transactions = TransactionCoordinator(
@@ -283,6 +279,7 @@ class Broker:
         )
         self.quotas = QuotaFollower(self.zk, quotas.configure, quotas.replace_all)
         self.quotas.follow(self.config_changes)
+        self.group_configs.follow(self.config_changes)
         self._registration: Registration | None = None
         self._electing = False  # the elector started (start), so shutdown leaves the election
         self._background: asyncio.Task[Any] | None = None
@@ -305,6 +302,7 @@ class Broker:
             await self.acls.start()
         await self.credentials.start(self.config_changes)  # loaded before any login
         await self.quotas.reload()  # every quota set, before the first request is read
+        await self.group_configs.reload()  # and every group's configs
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()

@@ -28,6 +28,13 @@ def config_path(dir: Path, proc: BrokerProc, secure: bool) -> Path:
     return dir / (f"broker-{proc.id}.toml" if own else "broker.toml")
 
 
+# What a development cluster's brokers get unless its settings say otherwise, as Kafka's own
+# config/server.properties (its quickstart) has it: an empty group's first rebalance at once
+# (Kafka's broker default, and odradek's, waits 3 s for more members, so `odradek consume
+# --group` would wait that long for its first record)
+LOCAL_DEFAULTS: dict[str, Any] = {"group_initial_rebalance_delay_ms": 0}
+
+
 def write_broker_config(
     path: Path, host: str, session_timeout_ms: int, settings: dict[str, Any]
 ) -> None:
@@ -38,6 +45,7 @@ def write_broker_config(
         f'host = "{host}"\n'
         f"zookeeper_session_timeout_ms = {session_timeout_ms}\n"
     )
+    settings = {**LOCAL_DEFAULTS, **settings}
     text += "".join(setting_line(name, value) for name, value in settings.items())
     path.write_text(text)
 
@@ -85,6 +93,7 @@ def write_secure_broker_config(
     settings: dict[str, Any] = {
         "host": host,
         "zookeeper_session_timeout_ms": session_timeout_ms,
+        **LOCAL_DEFAULTS,
         **broker_settings,
         "native_listeners": f"{cluster_security.LISTENER}://{host}:{proc.port}",
         **layout.broker_settings(proc.id),

@@ -16,6 +16,9 @@ missing from, or remove items from, the topic's value (its override, else the br
 default), as Kafka's ConfigAdminManager does. Unless `validate_only`, it is written to
 /config/topics/<topic> with a change notification (coordinator/cluster/config_changes.py), and
 every broker applies it to its logs of that topic.
+
+A group resource (KIP-848's group configs) is broker/group_configs.py's, authorized on the
+group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from broker import group_configs
 from broker.context import BrokerContext
 from broker.log.config import LogConfig
 from broker.security import rules
@@ -35,6 +39,7 @@ from protocol.api.admin import (
     OP_SET,
     OP_SUBTRACT,
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
 )
 from protocol.errors import (
@@ -104,6 +109,10 @@ async def run(ctx: BrokerContext, session: Session, req: AlterConfigs) -> AlterC
 async def _alter(
     ctx: BrokerContext, res: ConfigResource, incremental: bool, validate_only: bool
 ) -> None:
+    if res.resource_type == RESOURCE_GROUP:  # KIP-848 group configs
+        changes = [(c.name, c.value, c.op) for c in res.changes]
+        await group_configs.alter(ctx, res.resource_name, changes, incremental, validate_only)
+        return
     if res.resource_type == RESOURCE_BROKER:
         raise InvalidRequestError("dynamic broker configs are not supported")
     if res.resource_type != RESOURCE_TOPIC:

@@ -8,6 +8,9 @@ resource (CLUSTER_AUTHORIZATION_FAILED), on the topic for a topic resource
 broker resource naming another broker, or a resource type odradek has no configs for, is
 INVALID_REQUEST. `config_names` None or empty asks for every config (Kafka's rule); synonyms
 and documentation are answered only when asked.
+
+A group resource (KIP-848's group configs) is broker/group_configs.py's, authorized on the
+group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from broker import group_configs
 from broker.config_entries import broker_entries, topic_entries
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.api.admin import RESOURCE_BROKER, RESOURCE_TOPIC, ConfigEntry
+from protocol.api.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, ConfigEntry
 from protocol.errors import InvalidRequestError, OdradekError, UnknownTopicOrPartitionError
 
 API = "DescribeConfigs"
@@ -83,4 +87,6 @@ async def _entries(ctx: BrokerContext, res: ConfigResource, synonyms: bool) -> l
         return topic_entries(ctx.config, overrides, synonyms)
     if res.resource_type == RESOURCE_BROKER:
         return broker_entries(ctx.config, res.resource_name, synonyms)
+    if res.resource_type == RESOURCE_GROUP:  # KIP-848 group configs
+        return await group_configs.describe(ctx, res.resource_name, synonyms)
     raise InvalidRequestError(f"resource type {res.resource_type} is not supported")

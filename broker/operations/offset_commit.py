@@ -1,9 +1,10 @@
-"""OffsetCommit: a group's offsets, checked against the member's generation (a classic group;
--1 with no member id commits for a group without members, an assign()ing consumer or an
-admin's reset) or its member epoch (a KIP-848 consumer group: STALE_MEMBER_EPOCH,
-UNKNOWN_MEMBER_ID), written to the group's `__consumer_offsets` partition with acks=all and
-answered once replicated. A static member's commit carries its instance id (KIP-345): a
-fenced one gets FENCED_INSTANCE_ID. Every partition gets its own code, in the order asked.
+"""OffsetCommit: a group's offsets, checked against the member's generation (a classic group)
+or its member epoch (a KIP-848 consumer group: STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); -1
+commits for a group without members whatever the member id (an assign()ing consumer, which
+under KIP-848 sends its own id, or an admin's reset), as Kafka takes it; written to the
+group's `__consumer_offsets` partition with acks=all and answered once replicated. A static
+member's commit carries its instance id (KIP-345): a fenced one gets FENCED_INSTANCE_ID.
+Every partition gets its own code, in the order asked.
 
 Refusals, in Kafka's order: no Read on the group is GROUP_AUTHORIZATION_FAILED for every
 partition; no group coordinator on this broker COORDINATOR_NOT_AVAILABLE for every

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from broker.session import Session
 from protocol.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from protocol.api.admin import RESOURCE_BROKER, RESOURCE_TOPIC
+from protocol.api.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from protocol.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
@@ -290,9 +290,11 @@ def check_config_resource(
     ctx: BrokerContext, session: Session, op: AclOperation, config_type: int, name: str, api: str
 ) -> None:
     """DescribeConfigs / AlterConfigs: `op` on what a config resource names (a broker's configs:
-    the cluster; a topic's: the topic); raises the refusal. Other types pass: the handler
-    refuses them for what they are."""
-    rtype = {RESOURCE_BROKER: CLUSTER, RESOURCE_TOPIC: TOPIC}.get(config_type)
+    the cluster; a topic's: the topic; a group's: the group); raises the refusal. Other types
+    pass: the handler refuses them for what they are."""
+    rtype = {RESOURCE_BROKER: CLUSTER, RESOURCE_TOPIC: TOPIC, RESOURCE_GROUP: GROUP}.get(
+        config_type
+    )
     if rtype is None:
         return
     target = CLUSTER_NAME if rtype == CLUSTER else name

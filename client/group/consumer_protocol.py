@@ -21,7 +21,11 @@ and reconciles, as Kafka's AsyncKafkaConsumer does:
   group with members answers GROUP_ID_NOT_FOUND, for instance).
 - close() leaves with epoch -1, or -2 for a static member (group_instance_id): its partitions
   stay its own until its session expires or it comes back.
-- commits carry the member epoch as the generation (OffsetCommit's KIP-848 check).
+- commits carry the member epoch as the generation (OffsetCommit's KIP-848 check). One
+  refused with STALE_MEMBER_EPOCH (the coordinator moved the member to a newer epoch whose
+  heartbeat answer it has not read yet) is retried at the newer epoch, as Kafka's consumer
+  does: the member heartbeats at once to learn it, until request_timeout_ms; a member fenced
+  or gone meanwhile gets the refusal.
 
 Connection, OffsetCommit and OffsetFetch are GroupMembership's (membership.py); this module
 adds the heartbeat protocol on top, moving along states.py's table: Discover (joining),
@@ -55,6 +59,7 @@ from protocol.errors import (
     FencedMemberEpochError,
     NotCoordinatorError,
     OdradekError,
+    StaleMemberEpochError,
     UnknownMemberIdError,
     UsageError,
     for_code,
@@ -160,6 +165,7 @@ class ConsumerProtocolMembership(GroupMembership):
         self.fatal: OdradekError | None = None
         self._wake = asyncio.Event()
         self._answered = asyncio.Event()  # set by the first answer (or a fatal error)
+        self._heard = asyncio.Event()  # set after every heartbeat, answered or not
 
     @property
     def epoch(self) -> int:
@@ -233,6 +239,12 @@ class ConsumerProtocolMembership(GroupMembership):
         )  # fmt: skip
 
     async def heartbeat_once(self) -> None:
+        try:
+            await self._heartbeat()
+        finally:
+            self._heard.set()
+
+    async def _heartbeat(self) -> None:
         resp: ConsumerGroupHeartbeatResponse | None
         try:
             resp = await self._send(self._request(self.generation))
@@ -284,6 +296,41 @@ class ConsumerProtocolMembership(GroupMembership):
         """A commit's answer: a fenced member rejoins (its commit is refused)."""
         if heartbeat_action(code) is Action.REJOIN:
             self._fence()
+
+    # ----- commits ------------------------------------------------------------------------------
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        """GroupMembership's commit, retried at the newer epoch after STALE_MEMBER_EPOCH."""
+        deadline_s = self._now() + self.settings.request_timeout_ms / 1000
+        while True:
+            sent = self.generation
+            try:
+                await super().commit(offsets)
+                return
+            except StaleMemberEpochError:
+                if not await self._newer_epoch(sent, deadline_s):
+                    raise
+            log.info("%s: commit at stale epoch %d retried at epoch %d",
+                     self.settings.group_id, sent, self.generation)  # fmt: skip
+
+    def _in_group(self) -> bool:
+        return (self.generation > 0 and not self.fenced and self.fatal is None
+                and self._heartbeat_task is not None and not self._closed)  # fmt: skip
+
+    async def _newer_epoch(self, stale: int, deadline_s: float) -> bool:
+        """Heartbeat now until the coordinator answers an epoch other than `stale`; False when
+        the member was fenced or left meanwhile, or `deadline_s` passed."""
+        while self._in_group() and self.generation == stale:
+            remaining_s = deadline_s - self._now()
+            if remaining_s <= 0:
+                return False
+            self._heard.clear()
+            self._wake.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._heard.wait(), remaining_s)
+            if self.generation == stale:  # answered, not moved yet: back off before asking
+                await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
+        return self._in_group()
 
     # ----- leaving ------------------------------------------------------------------------------
 

@@ -130,7 +130,7 @@ def join_classic(
     member.deadline_ms = now_ms + session_timeout_ms
     group.protocol_type = protocol_type
     if group.state is not State.PREPARE_FOR_REBALANCE:
-        prepare_rebalance(group, now_ms)
+        prepare_rebalance(group, now_ms, limits.initial_rebalance_delay_ms)
     return complete_classic(group, now_ms) if all_joined(group) else Result()
 
 
@@ -177,8 +177,10 @@ def _rejoin_static(
 
 def all_joined(group: Group) -> bool:
     """Every member rejoined, and no new member is still to come back with its id (Kafka's
-    hasAllMembersJoined: pending members hold the rebalance until they join or expire)."""
-    return all(m.joined for m in group.members.values()) and not group.pending_members
+    hasAllMembersJoined: pending members hold the rebalance until they join or expire), and
+    no initial delay holds the group's first rebalance (membership.tick ends it)."""
+    return (all(m.joined for m in group.members.values()) and not group.pending_members
+            and group.initial_join is None)  # fmt: skip
 
 
 def _supported_by_all(group: Group, protocols: list[tuple[str, bytes]], member_id: str) -> bool:
@@ -210,6 +212,7 @@ def choose_protocol(members: Iterable[Member]) -> str | None:
 
 def complete_classic(group: Group, now_ms: int) -> Result:
     """Everyone joined: bump, choose a protocol and a leader, answer every JoinGroup."""
+    group.initial_join = None
     group.generation += 1
     group.strategy = choose_protocol(group.members.values())
     if group.leader_id not in group.members:

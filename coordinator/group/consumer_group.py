@@ -171,10 +171,11 @@ class HeartbeatOut:
 
 
 def check_commit(group: ConsumerGroup, member_id: str, member_epoch: int) -> tuple[int, str | None]:
-    """Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch: an admin (epoch < 0,
-    no member id) only into an empty group (commit) or always (fetch is checked by caller);
-    otherwise the member must be known and at its current epoch."""
-    if member_epoch < 0 and not member_id and not group.members:
+    """Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch: a commit from outside
+    the group (epoch < 0: an admin, or a consumer that assign()s, which may send its own
+    member id) only into a group without members (commit) or always (fetch is checked by
+    caller); otherwise the member must be known and at its current epoch."""
+    if member_epoch < 0 and not group.members:
         return NONE, None
     member = group.members.get(member_id)
     if member is None:

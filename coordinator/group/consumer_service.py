@@ -34,6 +34,7 @@ from coordinator.group.consumer_group import (
 )
 from coordinator.group.consumer_records import ConsumerKey
 from coordinator.group.group import Group
+from coordinator.group.group_configs import GroupConfigs
 from coordinator.group.records import CoordinatorRecord, GroupKey, offset_record
 from coordinator.group.states import State
 from coordinator.runtime.log import ClusterView
@@ -140,12 +141,16 @@ class GroupHost(Protocol):
 
 
 class ConsumerGroups:
-    def __init__(self, coordinator: GroupHost, config: ConsumerConfig) -> None:
+    def __init__(self, coordinator: GroupHost, configs: GroupConfigs) -> None:
         self.co = coordinator
-        self.config = config
+        self.configs = configs  # each group's settings: the broker's, with its overrides
         self._refusal_log = LogLimit(
             REFUSAL_LOG_INTERVAL_MS, lambda: self.co.clock.monotonic_ms(), MAX_REFUSALS_REMEMBERED
         )
+
+    def config(self, group_id: str) -> ConsumerConfig:
+        """The broker's group.consumer.* settings with the group's configs (KIP-848)."""
+        return self.configs.consumer_config(group_id)
 
     def _log_refusal(self, group_id: str, kind: str, why: str) -> None:
         """One WARNING a minute per group and kind: a refused member of the wrong kind retries
@@ -199,7 +204,7 @@ class ConsumerGroups:
             consumer = group.consumer = ConsumerGroup(req.group_id)
         now = self.co.clock.monotonic_ms()
         out = consumer_heartbeat.heartbeat(
-            consumer, req, self.topics(), now, self.config, new_member_id
+            consumer, req, self.topics(), now, self.config(req.group_id), new_member_id
         )
         if not consumer.members and not out.records and consumer.group_epoch == 0:
             group.consumer = None  # a refused first join leaves no group behind
@@ -234,7 +239,9 @@ class ConsumerGroups:
         consumer = consumer_of(group)
         if consumer is None or not consumer.members:
             return False
-        records = consumer_heartbeat.tick(consumer, self.topics(), now_ms, self.config)
+        records = consumer_heartbeat.tick(
+            consumer, self.topics(), now_ms, self.config(group.group_id)
+        )
         if records:
             self.co.tasks.spawn(self._append(owned, records))
         return bool(records)
@@ -304,7 +311,7 @@ class ConsumerGroups:
             group.group_id,
             state,
             consumer.group_epoch,
-            consumer.preferred_assignor(self.config),
+            consumer.preferred_assignor(self.config(group.group_id)),
             members,
             PROTOCOL_TYPE,
             state,

@@ -47,6 +47,32 @@ class GroupLimits:
     min_session_timeout_ms: int = 100
     max_session_timeout_ms: int = 300_000
     max_members: int = 1000
+    # Kafka's group.initial.rebalance.delay.ms: how long an Empty group's first rebalance waits
+    # for more members (`InitialJoin`); 0: it completes as soon as everyone joined
+    initial_rebalance_delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class InitialJoin:
+    """Kafka's InitialDelayedJoin: a group that was Empty completes its rebalance no earlier
+    than `deadline_ms`, so consumers started together land in one generation instead of the
+    first taking every partition and giving half back. When the deadline comes and a member
+    joined since it was set (not in `members`), it moves on by min(delay, remaining), and the
+    remaining time by one delay; the sum never passes the rebalance timeout."""
+
+    deadline_ms: int
+    delay_ms: int
+    remaining_ms: int  # of the rebalance timeout, after this delay
+    members: frozenset[str]  # the members when the deadline was set
+
+    def next(self, group: Group, now_ms: int) -> InitialJoin | None:
+        """At the deadline: the extended wait (Kafka's tryCompleteInitialRebalanceElseSchedule),
+        or None, when the rebalance completes now."""
+        if not set(group.members) - self.members or self.remaining_ms <= 0:
+            return None
+        delay_ms = min(self.delay_ms, self.remaining_ms)
+        return InitialJoin(now_ms + delay_ms, delay_ms, max(self.remaining_ms - self.delay_ms, 0),
+                           frozenset(group.members))  # fmt: skip
 
 
 DEFAULT_LIMITS = GroupLimits()
@@ -118,6 +144,9 @@ class Group:
     # KIP-848: the group's consumer-protocol state (consumer_group.ConsumerGroup) while it is a
     # consumer group; its offsets stay in `offsets` above, shared by both kinds
     consumer: Any = None
+    # the first rebalance out of Empty, held for group.initial.rebalance.delay.ms (in memory
+    # only: a coordinator that loads the group mid-rebalance completes it without the wait)
+    initial_join: InitialJoin | None = None
 
     def move(self, target: State) -> None:
         self.state = check_transition(self.state, target)
@@ -239,11 +268,19 @@ def merge_results(first: Result, then: Result) -> Result:
 # ----- membership -------------------------------------------------------------------------
 
 
-def prepare_rebalance(group: Group, now_ms: int) -> None:
+def prepare_rebalance(group: Group, now_ms: int, initial_delay_ms: int = 0) -> None:
+    """Start a rebalance; out of Empty with `initial_delay_ms` its completion waits (Kafka's
+    InitialDelayedJoin, `InitialJoin`)."""
+    initial = group.state is State.EMPTY and initial_delay_ms > 0
     group.move(State.PREPARE_FOR_REBALANCE)
     timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
     group.rebalance_deadline_ms = now_ms + timeout
     group.awaiting_heartbeat.clear()
+    group.initial_join = None
+    if initial:
+        group.initial_join = InitialJoin(now_ms + initial_delay_ms, initial_delay_ms,
+                                         max(timeout - initial_delay_ms, 0),
+                                         frozenset(group.members))  # fmt: skip
 
 
 def to_wire(assignment: Iterable[TP]) -> list[TopicPartitions]:

@@ -122,7 +122,7 @@ def join(
     member.joined = True
     member.deadline_ms = now_ms + session_timeout_ms
     if group.state is not State.PREPARE_FOR_REBALANCE:
-        prepare_rebalance(group, now_ms)
+        prepare_rebalance(group, now_ms, limits.initial_rebalance_delay_ms)
     return merge_results(replaced, _maybe_complete(group, now_ms, partition_counts))
 
 
@@ -200,6 +200,8 @@ def tick(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Resu
         ):
             prepare_rebalance(group, now_ms)
         return Result()
+    if group.state is State.PREPARE_FOR_REBALANCE and group.initial_join is not None:
+        return _initial_join_due(group, now_ms, partition_counts)
     if group.state is State.PREPARE_FOR_REBALANCE:
         timed_out = now_ms >= group.rebalance_deadline_ms
         gone = [m for m in group.members.values()
@@ -212,8 +214,24 @@ def tick(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Resu
     return Result()
 
 
+def _initial_join_due(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
+    """The first rebalance out of Empty, held (group.InitialJoin): at its deadline it waits
+    on if members joined meanwhile, else completes with the members that joined (a Kafka
+    group's pending KIP-394 members do not hold it, as in Kafka's completeClassicGroupJoin)."""
+    wait = group.initial_join
+    if wait is None or now_ms < wait.deadline_ms:
+        return Result()
+    group.initial_join = wait.next(group, now_ms)
+    if group.initial_join is not None:
+        return Result()
+    if group.is_kafka and all(m.joined for m in group.members.values()):
+        return complete_classic(group, now_ms)
+    return _maybe_complete(group, now_ms, partition_counts)
+
+
 def _after_removal(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
     if not group.members:
+        group.initial_join = None
         group.move(State.EMPTY)
         group.generation += 1
         group.strategy = None
@@ -227,7 +245,7 @@ def _after_removal(group: Group, now_ms: int, partition_counts: Mapping[str, int
 
 def _maybe_complete(group: Group, now_ms: int, partition_counts: Mapping[str, int]) -> Result:
     """All members rejoined: bump the generation, assign, record, answer every join."""
-    if group.state is not State.PREPARE_FOR_REBALANCE:
+    if group.state is not State.PREPARE_FOR_REBALANCE or group.initial_join is not None:
         return Result()
     if group.is_kafka:
         return complete_classic(group, now_ms) if all_joined(group) else Result()

@@ -40,10 +40,13 @@ def commit(
     """Validate a commit; the response is one error code for all its partitions. `now_ms` is
     the monotonic clock (the member's session runs on it); `commit_ms` the wall clock written
     in the offset records (default `now_ms`). A static member's `instance_id` must be its own
-    (a fenced member's commit gets FENCED_INSTANCE_ID)."""
-    if generation < 0 and not member_id and not instance_id:
-        if group.members:  # only an inactive group takes commits from outside it
-            return Result(response=UnknownMemberIdError.code)
+    (a fenced member's commit gets FENCED_INSTANCE_ID). Kafka's ClassicGroup.validateOffsetCommit:
+    generation -1 into a group without members is taken whatever the member id (librdkafka's
+    consumer that assign()s sends its own id with it)."""
+    if generation < 0 and not group.members:
+        pass  # from outside the group (an admin, an assign()ing consumer): any member id
+    elif generation < 0 and not member_id and not instance_id:
+        return Result(response=UnknownMemberIdError.code)  # the group has members
     else:
         code = check_member(group, member_id, instance_id)
         if code != NONE:

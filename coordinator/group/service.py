@@ -32,6 +32,7 @@ from coordinator.group import offsets as offset_ops
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
+from coordinator.group.group_configs import ConsumerBounds, GroupConfigs
 from coordinator.group.records import (
     MAX_RECORDS_PER_BATCH,
     OFFSETS_TOPIC,
@@ -128,6 +129,7 @@ class GroupCoordinator:
         clock: Clock,
         config: GroupConfig = GroupConfig(),
         new_member_id: Callable[[str], str] | None = None,
+        configs: GroupConfigs | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
@@ -151,7 +153,9 @@ class GroupCoordinator:
         self.tasks = Spawner()
         self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
-        self.consumer = ConsumerGroups(self, config.consumer)  # KIP-848 consumer groups
+        # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
+        self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
+        self.consumer = ConsumerGroups(self, self.configs)  # KIP-848 consumer groups
 
     @property
     def owned(self) -> dict[int, GroupOwned]:

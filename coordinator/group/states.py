@@ -70,8 +70,10 @@ TABLE: dict[State, StateSpec] = {
     S.PREPARE_FOR_REBALANCE: StateSpec(
         "Heartbeats answer REBALANCE_IN_PROGRESS; waits until every member has sent JoinGroup, "
         "at most the rebalance timeout (members that did not rejoin are removed). Commits of "
-        "the current generation are still taken, so revoking consumers can commit. Then a "
-        "native group goes to Rebalancing, a Kafka group to Awaiting sync.",
+        "the current generation are still taken, so revoking consumers can commit. Out of "
+        "Empty it also waits group.initial.rebalance.delay.ms (longer while members keep "
+        "joining, group.InitialJoin). Then a native group goes to Rebalancing, a Kafka group "
+        "to Awaiting sync.",
         frozenset({S.DOWN, S.REBALANCING, S.AWAITING_SYNC, S.EMPTY}),
         "PreparingRebalance",
     ),

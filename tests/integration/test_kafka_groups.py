@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import (
@@ -40,7 +41,7 @@ from coordinator.group.records import OFFSETS_TOPIC, partition_for
 from deploy.cluster import LocalCluster
 from protocol.errors import InconsistentGroupProtocolError
 from protocol.kafka.consumer_protocol import encode_assignment
-from tests.fixtures.cluster import run_odradek
+from tests.fixtures.cluster import ClusterFactory, run_odradek
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember, processed_by, spawn_member
 
@@ -550,6 +551,65 @@ def test_offsets_and_the_group_are_kafkas_records_and_big_metadata_is_refused(
     assert groups[-1] == ("consumer", []), groups  # the member left: the group is empty
 
 
+@dataclass
+class Rebalances:
+    """One confluent-kafka consumer polling in a thread, noting each assign and revoke."""
+
+    kafka: str
+    group: str
+    topic: str
+    events: list[tuple[str, list[int]]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self, client_id: str) -> threading.Thread:
+        thread = threading.Thread(target=self._run, args=(client_id,), daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self, client_id: str) -> None:
+        def note(kind: str) -> Any:
+            return lambda _c, parts: self.events.append((kind, sorted(p.partition for p in parts)))
+
+        consumer = ConfluentConsumer({
+            "bootstrap.servers": self.kafka, "group.id": self.group, "client.id": client_id,
+            "partition.assignment.strategy": "range", "session.timeout.ms": SESSION_MS,
+        })  # fmt: skip
+        consumer.subscribe([self.topic], on_assign=note("assign"), on_revoke=note("revoke"))
+        try:
+            while not self._stop.is_set():
+                consumer.poll(0.1)
+        finally:
+            consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def test_consumers_started_together_share_the_first_generation(
+    cluster_factory: ClusterFactory, tmp_path: Path
+) -> None:
+    """group.initial.rebalance.delay.ms at Kafka's 3 s (the test clusters have 0): two
+    confluent-kafka consumers subscribing to a fresh group half a second apart are assigned in
+    one generation. Each one's first assignment is its share, and nobody revokes: without the
+    delay the first takes every partition and gives half back in a second generation."""
+    cluster = cluster_factory(1, broker_settings={"group_initial_rebalance_delay_ms": 3000})
+    s = Scenario.new(cluster, tmp_path, "delay", partitions=4)
+    members = [Rebalances(s.kafka, s.group, s.topic) for _ in range(2)]
+    threads = [members[0].start("first")]
+    time.sleep(0.5)  # not synchronisation: the second consumer starts a little later on purpose
+    threads.append(members[1].start("second"))
+    try:
+        wire.wait_for(lambda: all(m.events for m in members), "both to be assigned", CONVERGE_S)
+        first, second = (list(m.events) for m in members)  # before close() revokes
+    finally:
+        for m in members:
+            m.stop()
+        for t in threads:
+            t.join(30)
+    assert [kind for kind, _ in first + second] == ["assign", "assign"], (first, second)
+    assert sorted(first[0][1] + second[0][1]) == [0, 1, 2, 3] and first[0][1] and second[0][1]
+
+
 # ----- odradek groups on a Kafka group -------------------------------------------------------
 
 
@@ -618,3 +678,28 @@ def test_cli_describes_resets_and_deletes_a_kafka_group(
     assert code == 0, err
     code, _, err = _cli(cluster3, "groups", "describe", s.group)
     assert code == 1 and "GROUP_ID_NOT_FOUND" in err, err
+
+
+def test_a_kip848_consumer_that_only_assigns_commits(
+    cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    """confluent-kafka with group.protocol=consumer that assign()s instead of subscribing, then
+    commits: the commit goes through and committed() reads it back, as with the classic
+    protocol (librdkafka sends its own member id with epoch -1; Kafka takes a commit with a
+    negative epoch into a group with no members, whatever the member id)."""
+    s = Scenario.new(cluster3, tmp_path, "assign848", partitions=2)
+    consumer = ConfluentConsumer({
+        "bootstrap.servers": s.kafka, "group.id": s.group, "group.protocol": "consumer",
+        "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(s.topic, 0), TopicPartition(s.topic, 1)])
+        offsets = [TopicPartition(s.topic, 0, 3), TopicPartition(s.topic, 1, 5)]
+        done = consumer.commit(offsets=offsets, asynchronous=False)
+        assert done is not None and all(tp.error is None for tp in done), done
+        got = consumer.committed([TopicPartition(s.topic, 0), TopicPartition(s.topic, 1)],
+                                 timeout=CONVERGE_S)  # fmt: skip
+        assert [(tp.partition, tp.offset) for tp in got] == [(0, 3), (1, 5)]
+    finally:
+        consumer.close()
+    assert s.committed() == {0: 3, 1: 5}

@@ -43,6 +43,11 @@ MEMBER_SCRIPT = Path(__file__).with_name("kafka_group_member.py")
 SETTINGS: dict[str, int | bool | str] = {
     "group_consumer_session_timeout_ms": SESSION_MS,
     "group_consumer_heartbeat_interval_ms": 500,
+    # below Kafka's bounds (45-60 s, 5-15 s); a group's configs must stay within these
+    "group_consumer_min_session_timeout_ms": 5000,
+    "group_consumer_max_session_timeout_ms": 20_000,
+    "group_consumer_min_heartbeat_interval_ms": 200,
+    "group_consumer_max_heartbeat_interval_ms": 5000,
 }
 
 
@@ -408,3 +413,82 @@ def test_a_regex_subscription_is_resolved_by_the_coordinator(
         assert not member.subscribed_topic_names
         g.wait_all_committed()
     g.check_all_processed()
+
+
+def test_group_configs_are_described_altered_and_given_to_members(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """KIP-848 group configs through confluent-kafka's AdminClient on a GROUP resource (type 32,
+    refused before): IncrementalAlterConfigs sets the group's heartbeat interval and session
+    timeout, DescribeConfigs (through every broker) shows them as GROUP_CONFIG with the
+    broker's settings as synonyms, values outside the broker's group.consumer.min/max bounds
+    and unknown names are INVALID_CONFIG, and a member joining the group (at the coordinator,
+    which follows the change through ZooKeeper) is told the group's heartbeat interval."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
+
+    def change(name: str, value: str | None, op: AlterConfigOpType) -> ConfigResource:
+        entry = ConfigEntry(name, value, incremental_operation=op)
+        return ConfigResource(ResourceType.GROUP, g.group, incremental_configs=[entry])
+
+    def refusal(res: ConfigResource) -> str:
+        with pytest.raises(KafkaException) as refused:
+            admin.incremental_alter_configs([res])[res].result(30)
+        error = refused.value.args[0]
+        assert error.code() == KafkaError.INVALID_CONFIG, error
+        return str(error.str())
+
+    with scenario(cluster, tmp_path, "gcfg") as g:
+        admin = AdminClient({"bootstrap.servers": g.kafka})
+        for name, value in (("consumer.heartbeat.interval.ms", "2000"),
+                            ("consumer.session.timeout.ms", "9000")):  # fmt: skip
+            res = change(name, value, AlterConfigOpType.SET)
+            admin.incremental_alter_configs([res])[res].result(30)
+        for port in cluster.kafka_bootstrap.split(","):  # each broker answers from ZooKeeper
+            one = AdminClient({"bootstrap.servers": port})
+            res = ConfigResource(ResourceType.GROUP, g.group)
+            entries = one.describe_configs([res])[res].result(30)
+            beat = entries["consumer.heartbeat.interval.ms"]
+            assert (beat.value, beat.source) == ("2000", ConfigSource.GROUP_CONFIG.value)
+            synonyms = beat.synonyms  # by name: the broker setting's two places are one
+            assert list(synonyms) == ["consumer.heartbeat.interval.ms",
+                                      "group.consumer.heartbeat.interval.ms"]  # fmt: skip
+            assert synonyms["consumer.heartbeat.interval.ms"].source == beat.source
+            assert entries["consumer.session.timeout.ms"].value == "9000"
+        why = refusal(change("consumer.session.timeout.ms", "30000", AlterConfigOpType.SET))
+        assert "group.consumer.max.session.timeout.ms" in why, why
+        why = refusal(change("consumer.heartbeat.interval.ms", "100", AlterConfigOpType.SET))
+        assert "group.consumer.min.heartbeat.interval.ms" in why, why
+        assert "Unknown group config" in refusal(change("retention.ms", "1", AlterConfigOpType.SET))
+
+        def joined_interval() -> int | None:
+            found = wire.find_coordinator(g.kafka, g.group)
+            if found is None:
+                return None
+            resp = wire.call(found[1], CONSUMER_GROUP_HEARTBEAT, 1, group_id=g.group,
+                             member_id=f"probe-{uuid.uuid4().hex[:6]}", member_epoch=0,
+                             rebalance_timeout=30_000, subscribed_topic_names=(g.topic,),
+                             topic_partitions=())  # fmt: skip
+            assert resp.error_code.value == 0, resp.error_message
+            wire.call(
+                found[1],
+                CONSUMER_GROUP_HEARTBEAT,
+                1,
+                group_id=g.group,
+                member_id=resp.member_id,
+                member_epoch=-1,
+                topic_partitions=None,
+            )  # leave again
+            return int(resp.heartbeat_interval.total_seconds() * 1000)
+
+        wire.wait_for(lambda: joined_interval() == 2000, "the group's heartbeat interval", 30)
+        res = change("consumer.heartbeat.interval.ms", None, AlterConfigOpType.DELETE)
+        admin.incremental_alter_configs([res])[res].result(30)
+        wire.wait_for(lambda: joined_interval() == 500, "the broker's heartbeat interval", 30)

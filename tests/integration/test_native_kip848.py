@@ -31,6 +31,8 @@ PARTITIONS = 6
 SETTINGS: dict[str, int | bool | str] = {
     "group_consumer_session_timeout_ms": 4000,
     "group_consumer_heartbeat_interval_ms": 300,
+    "group_consumer_min_session_timeout_ms": 4000,  # Kafka's bounds (45 s, 5 s) let them be
+    "group_consumer_min_heartbeat_interval_ms": 300,
 }
 OPTS: dict[str, object] = {
     "group_protocol": "consumer",

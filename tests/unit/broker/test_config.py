@@ -128,3 +128,11 @@ def test_group_consumer_assignors_from_the_file(tmp_path: Path) -> None:
 def test_every_positive_setting_refuses_zero(name: str) -> None:
     with pytest.raises(UsageError, match=f"{name} must be positive, got 0"):
         load_config(None, broker_id=1, log_dir="/x", **{name: 0})
+
+
+def test_the_initial_rebalance_delay_may_be_zero_not_negative() -> None:
+    assert load_config(None, broker_id=1, log_dir="/x").group_initial_rebalance_delay_ms == 3000
+    zero = load_config(None, broker_id=1, log_dir="/x", group_initial_rebalance_delay_ms=0)
+    assert zero.group_initial_rebalance_delay_ms == 0
+    with pytest.raises(UsageError, match="group_initial_rebalance_delay_ms must be >= 0, got -1"):
+        load_config(None, broker_id=1, log_dir="/x", group_initial_rebalance_delay_ms=-1)

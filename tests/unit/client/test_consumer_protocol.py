@@ -1,6 +1,7 @@
 """The pure parts of the native consumer on KIP-848's protocol (client/group/consumer_protocol.py):
 the reconciliation step, what a heartbeat's error code makes the member do, the settings that
-the consumer protocol refuses, and the request a member sends (epochs: join, leave, static)."""
+the consumer protocol refuses, the request a member sends (epochs: join, leave, static), and a
+commit refused STALE_MEMBER_EPOCH retried at the epoch the next heartbeat answers."""
 
 from __future__ import annotations
 
@@ -23,8 +24,16 @@ from client.group.consumer_protocol import (
     to_wire,
 )
 from client.types import TopicPartition
-from protocol.api.group import ConsumerGroupHeartbeatResponse, TopicPartitions
-from protocol.errors import UsageError
+from protocol.api.group import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    PartitionResult,
+    TopicPartitions,
+    TopicResult,
+)
+from protocol.errors import FencedMemberEpochError, StaleMemberEpochError, UsageError
 
 
 def tps(*parts: int, topic: str = "t") -> set[TopicPartition]:
@@ -186,5 +195,66 @@ async def test_a_heartbeat_the_broker_cannot_serve_stops_the_member_and_poll_say
         assert isinstance(m.fatal, UnsupportedVersionError) and m.needs_join
         with pytest.raises(UnsupportedVersionError, match="api 68"):
             await consumer._group.ensure_active()  # type: ignore[union-attr]
+    finally:
+        await consumer.close()
+
+
+class EpochCoordinator:
+    """Answers a member's heartbeats and commits as a KIP-848 coordinator whose epoch for the
+    member is `epoch`: a commit at another epoch is STALE_MEMBER_EPOCH; a heartbeat answers
+    `epoch`, or `heartbeat_code` when set."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.heartbeat_code = 0
+        self.commits: list[int] = []  # the epoch of each commit, in order
+        self.heartbeats = 0
+
+    async def send(self, request: object, timeout_ms: float | None = None) -> object:
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            self.heartbeats += 1
+            return ConsumerGroupHeartbeatResponse(self.heartbeat_code, None, request.member_id,
+                                                  self.epoch, 3_600_000, None)  # fmt: skip
+        assert isinstance(request, OffsetCommitRequest)
+        self.commits.append(request.generation_id)
+        code = 0 if request.generation_id == self.epoch else StaleMemberEpochError.code
+        return OffsetCommitResponse([TopicResult("t", [PartitionResult(0, code)])])
+
+
+async def _member_at_epoch(
+    coordinator: EpochCoordinator,
+) -> tuple[AsyncConsumer, ConsumerProtocolMembership]:
+    consumer = AsyncConsumer("127.0.0.1:1", group_id="g", group_protocol="consumer",
+                             request_timeout_ms=5000, retry_backoff_ms=1)  # fmt: skip
+    m = consumer._group.membership  # type: ignore[union-attr]
+    assert isinstance(m, ConsumerProtocolMembership)
+    m._send = coordinator.send  # type: ignore[method-assign]
+    consumer.subscribe(["t"])
+    m.polled()  # as a poll would: the member is not leaving for want of polls
+    await m.start(5)  # the first heartbeat: the member is at the coordinator's epoch
+    assert m.epoch == coordinator.epoch and m.interval_s == 3600  # no heartbeat unless woken
+    return consumer, m
+
+
+async def test_a_commit_at_a_stale_epoch_is_retried_at_the_newer_one() -> None:
+    coordinator = EpochCoordinator(3)
+    consumer, m = await _member_at_epoch(coordinator)
+    try:
+        coordinator.epoch = 4  # moved on; the heartbeat answer saying so is not read yet
+        await m.commit({TopicPartition("t", 0): 10})
+        assert coordinator.commits == [3, 4] and m.epoch == 4
+    finally:
+        await consumer.close()
+
+
+async def test_a_stale_commit_of_a_member_fenced_meanwhile_is_refused() -> None:
+    coordinator = EpochCoordinator(3)
+    consumer, m = await _member_at_epoch(coordinator)
+    try:
+        coordinator.epoch = 4
+        coordinator.heartbeat_code = FencedMemberEpochError.code
+        with pytest.raises(StaleMemberEpochError):
+            await m.commit({TopicPartition("t", 0): 10})
+        assert coordinator.commits == [3] and m.fenced
     finally:
         await consumer.close()

@@ -242,8 +242,10 @@ def test_static_instance_in_use_is_refused() -> None:
 def test_commit_checks() -> None:
     group = ConsumerGroup("g")
     assert cg.check_commit(group, "", -1) == (0, None)  # admin into an empty group
+    assert cg.check_commit(group, "own-id", -1) == (0, None)  # a consumer that assign()s
     join(group, "m1")
     assert cg.check_commit(group, "", -1)[0] == cg.UNKNOWN_MEMBER_ID
+    assert cg.check_commit(group, "own-id", -1)[0] == cg.UNKNOWN_MEMBER_ID
     assert cg.check_commit(group, "m1", 1) == (0, None)
     assert cg.check_commit(group, "m1", 0)[0] == cg.STALE_MEMBER_EPOCH
 

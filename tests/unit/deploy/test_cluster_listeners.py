@@ -53,6 +53,9 @@ def test_kafkas_dotted_names_reach_the_broker_whole(tmp_path: Path) -> None:
     assert config.ssl_client_auth == "requested"
     assert config.logger_levels == "odradek.broker.sasl=DEBUG"
     assert config.zookeeper_session_timeout_ms == 4000
+    assert config.group_initial_rebalance_delay_ms == 0  # a development cluster's, as Kafka's
+    write_broker_config(path, "127.0.0.1", 4000, {"group_initial_rebalance_delay_ms": 3000})
+    assert load_config(path, broker_id=1, log_dir="/x").group_initial_rebalance_delay_ms == 3000
 
 
 def test_a_door_given_nothing_keeps_its_plaintext_default() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from coordinator.group import classic, membership
 from coordinator.group import group as group_ops
 from coordinator.group import offsets as offset_ops
-from coordinator.group.group import ClassicJoinAnswer, Group, SyncAnswer
+from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, SyncAnswer
 from coordinator.group.states import State, kafka_name
 from protocol.errors import (
     IllegalGenerationError,
@@ -184,3 +184,52 @@ def test_a_pending_member_that_never_returns_stops_holding_the_rebalance() -> No
     assert _join(g, "a").joins == {}
     done = membership.tick(g, 10_001, {})  # ghost's session passed: it is forgotten
     assert set(done.joins) == {"a"} and g.state is State.AWAITING_SYNC
+
+
+def _delayed_join(g: Group, mid: str, now: int, delay_ms: int, rebalance_ms: int = 30_000):  # type: ignore[no-untyped-def]
+    limits = GroupLimits(initial_rebalance_delay_ms=delay_ms)
+    return classic.join_classic(g, mid, "cli", "/10.0.0.1", 10_000, rebalance_ms, "consumer",
+                                RANGE, now, None, limits)  # fmt: skip
+
+
+def test_an_empty_groups_first_rebalance_waits_for_the_initial_delay() -> None:
+    """group.initial.rebalance.delay.ms (Kafka's InitialDelayedJoin): the first join into an
+    Empty group does not complete at once; a member joining within the delay moves the
+    deadline on by one delay; then both are answered in one generation."""
+    g = Group("g")
+    g.pending_members.update({"a": 10_000, "b": 10_000})
+    assert _delayed_join(g, "a", 0, 3000).joins == {}
+    assert g.state is State.PREPARE_FOR_REBALANCE
+    assert membership.tick(g, 2999, {}).joins == {}
+    assert _delayed_join(g, "b", 2000, 3000).joins == {}  # all joined, still held
+    assert membership.tick(g, 3000, {}).joins == {}  # b is new: waits on until 6000
+    assert membership.tick(g, 5999, {}).joins == {}
+    done = membership.tick(g, 6000, {})
+    assert set(done.joins) == {"a", "b"} and g.generation == 1
+    assert g.state is State.AWAITING_SYNC and g.initial_join is None
+
+
+def test_the_initial_delay_ends_within_the_rebalance_timeout() -> None:
+    """Delay 3000 of a 7000 rebalance timeout: members joining all along extend it to 6000,
+    then by the 1000 that remains to 7000, and there it completes though one more joined."""
+    g = Group("g")
+    g.pending_members.update({f"m{i}": 60_000 for i in range(4)})
+    _delayed_join(g, "m0", 0, 3000, rebalance_ms=7000)
+    _delayed_join(g, "m1", 1000, 3000, rebalance_ms=7000)
+    assert membership.tick(g, 3000, {}).joins == {}  # m1 is new: until 6000
+    _delayed_join(g, "m2", 5000, 3000, rebalance_ms=7000)
+    assert membership.tick(g, 6000, {}).joins == {}  # m2 is new: until 7000, nothing left
+    _delayed_join(g, "m3", 6500, 3000, rebalance_ms=7000)
+    assert membership.tick(g, 6999, {}).joins == {}
+    done = membership.tick(g, 7000, {})
+    assert set(done.joins) == {"m0", "m1", "m2", "m3"} and g.generation == 1
+
+
+def test_without_an_initial_delay_or_out_of_stable_the_join_completes_at_once() -> None:
+    g = Group("g")
+    g.pending_members["a"] = 10_000
+    assert set(_delayed_join(g, "a", 0, 0).joins) == {"a"}  # delay 0: as before
+    classic.sync(g, 1, "a", {"a": b"all"})
+    g.pending_members["b"] = 10_000
+    _delayed_join(g, "b", 100, 3000)  # not out of Empty: no initial delay
+    assert set(_delayed_join(g, "a", 200, 3000).joins) == {"a", "b"}

@@ -50,6 +50,20 @@ def owned(result: Result) -> dict[str, list[int]]:
             for m, r in result.joins.items()}  # fmt: skip
 
 
+def test_an_initial_delay_gives_members_started_together_one_generation() -> None:
+    """group.initial.rebalance.delay.ms holds an Empty group's first rebalance (native groups
+    too): two members joining within it share generation 1, nobody gives partitions back."""
+    g = Group("g")
+    limits = GroupLimits(initial_rebalance_delay_ms=3000)
+    for member, now in (("c1", 0), ("c2", 500)):
+        r = membership.join(g, member, member, SESSION_MS, REBALANCE_MS, ["topic1"], None,
+                            "range", now, COUNTS, limits)  # fmt: skip
+        assert r.joins == {} and g.state is State.PREPARE_FOR_REBALANCE
+    assert membership.tick(g, 3000, COUNTS).joins == {}  # c2 joined since: until 5000
+    done = membership.tick(g, 5000, COUNTS)
+    assert owned(done) == {"c1": [0, 1], "c2": [2]} and g.generation == 1
+
+
 def test_first_member_gets_everything_at_once() -> None:
     g = Group("g")
     r = join(g, "c1", 0)
@@ -156,6 +170,8 @@ def test_commit_is_fenced_by_generation_and_member() -> None:
     membership.leave(g, "c1", 30, COUNTS)
     membership.leave(g, "c2", 30, COUNTS)
     assert offset_ops.commit(g, -1, "", offsets, 40).response == 0  # inactive group: admin commit
+    # a consumer that assign()s may send a member id of its own (librdkafka's KIP-848 consumer)
+    assert offset_ops.commit(g, -1, "own-id", offsets, 40).response == 0
 
 
 def test_replay_rebuilds_groups_and_offsets_like_a_new_coordinator() -> None:
