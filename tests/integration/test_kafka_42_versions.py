@@ -39,6 +39,9 @@ def test_describing_a_group_that_does_not_exist_is_group_id_not_found(
     cluster3: LocalCluster,
 ) -> None:
     group = f"no-such-group-{uuid.uuid4().hex[:8]}"
+    # a fresh cluster's coordinator may still be loading: kafka-python's describe_groups does
+    # not retry COORDINATOR_LOAD_IN_PROGRESS, so wait until it answers as one
+    ready_coordinator(cluster3.kafka_bootstrap, group, WAIT_S)
     admin = kafka.KafkaAdminClient(bootstrap_servers=cluster3.kafka_bootstrap,
                                    request_timeout_ms=30_000)  # fmt: skip
     try:
