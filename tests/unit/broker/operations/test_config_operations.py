@@ -23,6 +23,8 @@ from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     SOURCE_DEFAULT_CONFIG,
+    SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     SOURCE_TOPIC_CONFIG,
     TYPE_BOOLEAN,
@@ -152,7 +154,11 @@ async def test_describe_a_broker_gives_its_settings_by_kafka_names(tmp_path: Pat
         mine, default = (await run(dc.run, b, asked)).results
     assert mine.error_code == 0 and default.error_code == 0
     entries = {e.name: e for e in mine.configs}
-    assert all(e.read_only for e in mine.configs)
+    # what may change live (dynamic broker configs) is not read-only, the rest is
+    assert entries["num.partitions"].read_only and entries["broker.id"].read_only
+    assert not entries["message.max.bytes"].read_only
+    assert not entries["log.cleaner.threads"].read_only
+    assert default.configs == ()  # the cluster default: only what it sets, as Kafka answers
     assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
         "3", SOURCE_STATIC_BROKER_CONFIG,
     )  # fmt: skip
@@ -227,7 +233,9 @@ async def test_alter_errors_are_per_resource_and_write_nothing(tmp_path: Path) -
             invalid = InvalidRequestError.code
             assert codes(result) == [InvalidConfigError.code, UnknownTopicOrPartitionError.code,
                                      invalid, invalid, invalid, invalid]  # fmt: skip
-            assert result.results[2].error_message == "dynamic broker configs are not supported"
+            assert result.results[2].error_message == (
+                "num.partitions cannot be updated dynamically; it needs a broker restart"
+            )
             assert [r.error_message for r in result.results[4:]] == [
                 "duplicate resource in request"
             ] * 2  # Kafka refuses both
@@ -269,3 +277,53 @@ async def test_alter_refusals_are_per_resource(tmp_path: Path) -> None:
             ClusterAuthorizationFailedError.code,
         ]
         assert store.config_writes == [("u", {"retention.ms": "7"})]
+
+
+# ----- dynamic broker configs ------------------------------------------------------------------
+
+
+async def test_alter_a_broker_keeps_its_dynamic_configs_and_describe_shows_them(
+    tmp_path: Path,
+) -> None:
+    store = FakeTopicStore()
+    async with running_broker(tmp_path, topics=store) as b:
+        me = str(BROKER_ID)
+        set_threads = (ac.ConfigChange("log.cleaner.threads", "2", OP_SET),)
+        set_bytes = (ac.ConfigChange("message.max.bytes", "5000", OP_SET),)
+        checked = ac.AlterConfigs((ac.ConfigResource(BROKER, me, set_bytes),),
+                                  validate_only=True, incremental=True)  # fmt: skip
+        assert codes(await run(ac.run, b, checked)) == [0]
+        assert store.broker_configs == {}  # validate_only writes nothing
+        asked = ac.AlterConfigs((ac.ConfigResource(BROKER, me, set_bytes),
+                                 ac.ConfigResource(BROKER, "", set_threads),
+                                 ac.ConfigResource(BROKER, "7", set_threads)),
+                                incremental=True)  # fmt: skip
+        result = await run(ac.run, b, asked)
+        assert codes(result)[:2] == [0, 0]
+        assert (result.results[2].error_code, result.results[2].error_message) == (
+            InvalidRequestError.code,
+            f"Unexpected broker id, expected {me} or empty string, but received 7",
+        )  # fmt: skip
+        assert store.broker_configs == {me: {"message.max.bytes": "5000"},
+                                        "<default>": {"log.cleaner.threads": "2"}}  # fmt: skip
+        described = dc.DescribeConfigs((dc.ConfigResource(BROKER, me),
+                                        dc.ConfigResource(BROKER, "")))  # fmt: skip
+        mine, default = (await run(dc.run, b, described)).results
+        entries = {e.name: e for e in mine.configs}
+        assert (entries["message.max.bytes"].value, entries["message.max.bytes"].source) == (
+            "5000", SOURCE_DYNAMIC_BROKER_CONFIG,
+        )  # fmt: skip
+        assert entries["log.cleaner.threads"].source == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+        assert [(e.name, e.value) for e in default.configs] == [("log.cleaner.threads", "2")]
+        bad = ac.AlterConfigs(
+            (
+                ac.ConfigResource(
+                    BROKER, me, (ac.ConfigChange("log.cleaner.threads", "0", OP_SET),)
+                ),
+            ),
+            incremental=True,
+        )
+        (refused,) = (await run(ac.run, b, bad)).results
+        assert refused.error_code == InvalidConfigError.code
+        assert "log_cleaner_threads must be positive" in (refused.error_message or "")
+        assert store.broker_configs[me] == {"message.max.bytes": "5000"}
