@@ -7,12 +7,16 @@ test_kafka_admin_configs.py's test_refusals_come_back_per_resource, on the share
 
 from __future__ import annotations
 
+import socket
+import ssl
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protocol.kafka.versions import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+from tests.fixtures.certs import TestCerts, certs  # noqa: F401
 from tests.fixtures.cluster import wait_until
 from tests.integration import kafka_wire
 
@@ -45,7 +49,7 @@ def _alter(admin: Any, broker: str, name: str, value: str | None) -> None:
         future.result(timeout=TIMEOUT_S)
 
 
-def _alter_default(bootstrap: str, name: str, value: str) -> None:
+def _alter_default(bootstrap: str, name: str, value: str) -> tuple[int, str | None]:
     """Set one config of the cluster default (the "" broker resource) by hand: neither
     confluent-kafka's Python ConfigResource nor kafka-python takes an empty broker name."""
     key = INCREMENTAL_ALTER_CONFIGS
@@ -55,7 +59,8 @@ def _alter_default(bootstrap: str, name: str, value: str) -> None:
                                  resource_name="", configs=(entry,))  # fmt: skip
     answer = kafka_wire.call(kafka_wire.addresses(bootstrap)[0], key, 1,
                              resources=(resource,), validate_only=False)  # fmt: skip
-    assert [r.error_code for r in answer.responses] == [0], answer
+    (result,) = answer.responses
+    return result.error_code, result.error_message
 
 
 def _describe_default(bootstrap: str) -> dict[str, str | None]:
@@ -105,7 +110,7 @@ def test_a_broker_config_acts_live_and_is_kept_over_a_restart(cluster_factory: A
                "message.max.bytes=1000 in effect without a restart", TIMEOUT_S)  # fmt: skip
     assert _produce(bootstrap, topic, 100) is None  # small records still go
 
-    _alter_default(bootstrap, "log.retention.ms", "86400000")
+    assert _alter_default(bootstrap, "log.retention.ms", "86400000") == (0, None)
     retention = _describe(admin, "1")["log.retention.ms"]
     default_source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     assert (retention.value, retention.source) == ("86400000", default_source)
@@ -122,3 +127,55 @@ def test_a_broker_config_acts_live_and_is_kept_over_a_restart(cluster_factory: A
     wait_until(lambda: _produce(bootstrap, topic, LARGE_BYTES) is None,
                "message.max.bytes back to the default", TIMEOUT_S)  # fmt: skip
     assert _describe(admin, "1")["message.max.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def _served_issuer(port: int) -> str:
+    """The issuer CN of the certificate a new TLS connection to `port` is shown."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # we only look at it
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as raw,
+        context.wrap_socket(raw) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    issuer = x509.load_der_x509_certificate(der).issuer
+    return str(issuer.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+
+
+def test_a_listener_keystore_is_reloaded_without_a_restart(
+    cluster_factory: Any,
+    certs: TestCerts,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    first, second = tmp_path / "broker.pem", tmp_path / "renewed.pem"
+    for path, issued in ((first, certs.broker), (second, certs.foreign_broker)):
+        path.write_bytes(issued.cert_path.read_bytes() + issued.key_path.read_bytes())
+    cluster = cluster_factory(
+        brokers=1, native_listeners={"INTERNAL": "PLAINTEXT"},
+        listeners={"PLAIN": "PLAINTEXT", "SECURE": "SSL"},
+        broker_settings={"inter_broker_listener_name": "INTERNAL",
+                         "ssl_keystore_location": str(first)},
+    )  # fmt: skip
+    port = cluster.broker(1).listener_ports["SECURE"]
+    assert _served_issuer(port) == certs.ca.cert.issuer.rfc4514_string().removeprefix("CN=")
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    name = "listener.name.secure.ssl.keystore.location"
+    with pytest.raises(KafkaException) as refused:
+        _alter(admin, "1", name, str(tmp_path / "missing.pem"))
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "cannot load the keystore" in refused.value.args[0].str()
+    code, message = _alter_default(cluster.kafka_bootstrap, name, str(second))
+    assert code == KafkaError.INVALID_REQUEST and "a broker id must be specified" in str(message)
+
+    _alter(admin, "1", name, str(second))
+    wait_until(lambda: _served_issuer(port) == "another CA",
+               "new connections get the new keystore", TIMEOUT_S)  # fmt: skip
+    entry = _describe(admin, "1")[name]
+    assert (entry.value, entry.is_read_only) == (str(second), False)
