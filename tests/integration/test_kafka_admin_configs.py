@@ -475,3 +475,18 @@ def test_cli_alter_config_and_add_partitions(cluster3: LocalCluster, kafka_pytho
         "--bootstrap", cluster3.bootstrap,
     )  # fmt: skip
     assert bad.returncode == 1 and "segment.bytes" in bad.stderr
+
+
+def test_kafka_python_lists_config_resources(cluster3: LocalCluster, kafka_python: Any) -> None:
+    """ListConfigResources (KIP-1142): every broker and topic, or one type; a type odradek has
+    no configs for (GROUP) is refused as Kafka refuses a type it does not support."""
+    from kafka.errors import UnsupportedVersionError
+
+    topic = _topic("listed")
+    _create(cluster3, topic, 1, 1)
+    every = kafka_python.list_config_resources()
+    assert sorted(every["broker"]) == ["1", "2", "3"]
+    assert topic in every["topic"] and "client_metrics" not in every
+    assert set(kafka_python.list_config_resources(["TOPIC"])) == {"topic"}
+    with pytest.raises(UnsupportedVersionError):
+        kafka_python.list_config_resources(["GROUP"])

@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.operations import alter_configs, describe_configs
+from broker.operations import list_config_resources as lcr
 from protocol.acl import AclOperation, ResourceType
 from protocol.api.admin import (
     OP_APPEND,
@@ -37,6 +38,7 @@ from protocol.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
@@ -55,6 +57,7 @@ SAMPLES: dict[str, Any] = {
     "IncrementalAlterConfigs": ac.AlterConfigs(
         (ac.ConfigResource(TOPIC, "t", (ac.ConfigChange("retention.ms", "1"),)),
          ac.ConfigResource(BROKER, "1", ())), validate_only=True, incremental=True),
+    "ListConfigResources": lcr.ListConfigResources(),
 }  # fmt: skip
 _CONFIG = BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))
 
@@ -327,3 +330,27 @@ async def test_alter_a_broker_keeps_its_dynamic_configs_and_describe_shows_them(
         assert refused.error_code == InvalidConfigError.code
         assert "log_cleaner_threads must be positive" in (refused.error_message or "")
         assert store.broker_configs[me] == {"message.max.bytes": "5000"}
+
+
+# ----- ListConfigResources ---------------------------------------------------------------------
+
+
+async def test_list_config_resources_by_type(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        await b.lead("a")
+        brokers = tuple((str(i), BROKER) for i in b.ctx.metadata.live_broker_ids())
+        every = (await run(lcr.run, b, lcr.ListConfigResources())).resources
+        assert every == (*brokers, ("a", TOPIC), ("t", TOPIC))
+        v0 = await run(lcr.run, b, lcr.ListConfigResources(client_metrics_only=True))
+        assert (v0.error_code, v0.resources) == (0, ())  # no client-metrics subscriptions
+        only_topics = await run(lcr.run, b, lcr.ListConfigResources((TOPIC,)))
+        assert only_topics.resources == (("a", TOPIC), ("t", TOPIC))
+        groups = await run(lcr.run, b, lcr.ListConfigResources((TOPIC, 32)))
+        assert (groups.error_code, groups.resources) == (UnsupportedVersionError.code, ())
+        authz = authorizing(b)
+        denied = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
+        assert (denied.error_code, denied.resources) == (ClusterAuthorizationFailedError.code, ())
+        grant(authz, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, "kafka-cluster")
+        allowed = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
+        assert (allowed.error_code, allowed.resources) == (0, every)
