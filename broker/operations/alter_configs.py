@@ -22,12 +22,14 @@ every broker applies it to its logs of that topic.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from broker import dynamic_config as dynamic
+from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.dynamic_apply import check_listener_tls
 from broker.log.config import LogConfig
@@ -143,7 +145,7 @@ async def _alter_broker(
     per_broker = res.resource_name == me
     entity = me if per_broker else DEFAULT_BROKER
     layers = {e: await ctx.broker_configs.read_broker_config(e) for e in (DEFAULT_BROKER, me)}
-    new = altered_config(layers[entity], res.changes, incremental)
+    new = _altered_broker_config(layers[entity], res.changes, incremental, ctx.config)
     dynamic.check_names(new, per_broker)
     layers[entity] = new
     config = dynamic.effective(ctx.static_config, layers[DEFAULT_BROKER], layers[me])
@@ -152,6 +154,23 @@ async def _alter_broker(
         return
     await ctx.broker_configs.write_broker_config(entity, new)
     log.info("broker config %s: dynamic configs now %s", entity, sorted(new))
+
+
+def _altered_broker_config(
+    current: Mapping[str, str],
+    changes: Sequence[ConfigChange],
+    incremental: bool,
+    in_effect: BrokerConfig,
+) -> dict[str, str]:
+    """`altered_config` on a broker's dynamic set: its topic defaults go by their topic config
+    names there (so APPEND / SUBTRACT work on `log.cleanup.policy`, from the value in effect),
+    and come back under their broker names."""
+    to_topic = dynamic.TOPIC_DEFAULTS
+    to_broker = {topic: broker for broker, topic in to_topic.items()}
+    renamed = tuple(dataclasses.replace(c, name=to_topic.get(c.name, c.name)) for c in changes)
+    out = altered_config({to_topic.get(k, k): v for k, v in current.items()}, renamed,
+                         incremental, in_effect.default_log_config().to_properties())  # fmt: skip
+    return {to_broker.get(k, k): v for k, v in out.items()}
 
 
 def altered_config(
