@@ -16,7 +16,9 @@ starts, and the context holds a small object for each that it can hold from the 
 `ctx.elector` is the ControllerElector, built with the broker and started by `start`
 (`active_controller` is None until it wins an election), and `ctx.cluster` is a
 `ClusterIdentity` whose id `start` reads from ZooKeeper (/cluster/id) and settles once, before
-any listener accepts a connection, so no request ever sees it unset.
+any listener accepts a connection, so no request ever sees it unset. `config` is the one field
+that changes: the settings in effect, replaced whole (a new frozen BrokerConfig) when a dynamic
+broker config changes (broker/dynamic_apply.py); `static_config` is the config file's.
 
 `ControllerEpoch` keeps the highest controller epoch seen; controller-to-broker requests with
 a lower one are refused (STALE_CONTROLLER_EPOCH) and change nothing.
@@ -75,6 +77,19 @@ class TopicStore(TopicCreator, Protocol):
         """Give the topic `count` partitions (the added ones' replicas `assignments`, or
         placed); returns the added partitions' replicas. Raises UnknownTopicOrPartitionError,
         InvalidPartitionsError, InvalidReplicaAssignmentError, ..."""
+        ...
+
+
+class BrokerConfigStore(Protocol):
+    """Dynamic broker configs (/config/brokers/<id> and /config/brokers/<default>, Kafka
+    names): coordinator/cluster/broker_configs.py in a real broker."""
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        """The entity's ("1", "<default>") dynamic configs ({} when it has none)."""
+        ...
+
+    async def write_broker_config(self, entity: str, config: Mapping[str, str]) -> None:
+        """Replace the entity's dynamic configs and tell every broker to apply them."""
         ...
 
 
@@ -145,6 +160,11 @@ class BrokerContext:
     # SCRAM credentials (broker/credentials.py): the SASL server's lookup and KIP-554's
     # Describe/AlterUserScramCredentials; the daemon wires /config/users behind it
     credentials: CredentialStore
+    # the dynamic broker configs (broker/dynamic_config.py): where AlterConfigs keeps them, and
+    # the config file's settings under them (`config` is what is in effect: broker/dynamic_apply.py
+    # replaces it when a dynamic config changes)
+    broker_configs: BrokerConfigStore
+    static_config: BrokerConfig
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

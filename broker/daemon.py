@@ -44,8 +44,10 @@ from broker.config import (
 )
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
+from broker.dynamic_apply import DynamicApplier, cleaner_settings
 from broker.group_settings import group_config, group_configs
-from broker.log.cleaner.manager import CleanerSettings, LogCleaner
+from broker.log.cleaner.manager import LogCleaner
+from broker.log.config import LogConfig
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
 from broker.loggers import configure_logging, parse_logger_levels
@@ -65,6 +67,11 @@ from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
 from coordinator.cluster import topics as zk_topics
 from coordinator.cluster.acls import ZkAclStore
+from coordinator.cluster.broker_configs import (
+    BrokerConfigFollower,
+    ZkBrokerConfigStore,
+    read_broker_config,
+)
 from coordinator.cluster.cluster_id import get_or_create_cluster_id
 from coordinator.cluster.group_configs import GroupConfigFollower, ZkGroupConfigStore
 from coordinator.cluster.isr import ZkIsrWriter
@@ -83,7 +90,13 @@ from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
-from protocol.errors import OdradekError, RequestTimedOutError, UnknownServerError, UsageError
+from protocol.errors import (
+    OdradekError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+    UsageError,
+)
 from transport.connection import BrokerConnection
 from transport.sasl import login_from_jaas
 from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
@@ -184,13 +197,7 @@ def make_cleaner(
     """The log cleaner of compacted topics, from the broker's log.cleaner.* settings."""
     if not config.log_cleaner_enable:
         return None
-    settings = CleanerSettings(
-        threads=config.log_cleaner_threads,
-        dedupe_buffer_bytes=config.log_cleaner_dedupe_buffer_size,
-        io_max_bytes_per_second=config.log_cleaner_io_max_bytes_per_second or None,
-        backoff_ms=config.log_cleaner_backoff_ms,
-    )
-    return LogCleaner(logs, clock, settings, high_watermark)
+    return LogCleaner(logs, clock, cleaner_settings(config), high_watermark)
 
 
 class Broker:
@@ -251,6 +258,7 @@ class Broker:
             txn_verifier=TxnVerifier(config.broker_id, self.transactions, self.peers),
             producer_ids=producer_ids, elector=self.elector, cluster=self.cluster, sasl=sasl,
             quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
+            broker_configs=ZkBrokerConfigStore(self.zk), static_config=config,
             authorizer=authorizer,
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
@@ -280,6 +288,15 @@ class Broker:
         self.quotas = QuotaFollower(self.zk, quotas.configure, quotas.replace_all)
         self.quotas.follow(self.config_changes)
         self.group_configs.follow(self.config_changes)
+        # dynamic broker configs (/config/brokers/<id>, <default>), applied live
+        self.dynamic = DynamicApplier(
+            self.ctx,
+            lambda entity: read_broker_config(self.zk, entity),
+            self._set_log_defaults,
+            self.cleaner,
+            self._load_tls,
+        )
+        BrokerConfigFollower(config.broker_id, self.dynamic.reload).follow(self.config_changes)
         self._registration: Registration | None = None
         self._electing = False  # the elector started (start), so shutdown leaves the election
         self._background: asyncio.Task[Any] | None = None
@@ -303,6 +320,7 @@ class Broker:
         await self.credentials.start(self.config_changes)  # loaded before any login
         await self.quotas.reload()  # every quota set, before the first request is read
         await self.group_configs.reload()  # and every group's configs
+        await self.dynamic.reload()  # the dynamic broker configs, before TLS is loaded
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
         for server in self.native_servers + self.kafka_servers:
             await server.start()
@@ -429,23 +447,25 @@ class Broker:
     def _load_tls(self) -> None:
         """The TLS of every SSL / SASL_SSL listener (its listener.name.<l>.ssl.* settings over
         the broker's), and of the broker's own connections when the inter-broker listener uses
-        TLS (that listener's keystore is the broker's client certificate)."""
+        TLS (that listener's keystore is the broker's client certificate); again when a
+        dynamic config names a listener's keystore or truststore (broker/dynamic_apply.py)."""
+        config = self.ctx.config
         loaded: dict[tuple[TlsSettings, str, bool], ListenerTls] = {}
         for server in self.native_servers + self.kafka_servers:
             if uses_tls(server.security_protocol):
                 sasl = uses_sasl(server.security_protocol)
-                settings = tls_settings(self.config, server.listener)
-                rules = listener_setting(self.config, server.listener,
+                settings = tls_settings(config, server.listener)
+                rules = listener_setting(config, server.listener,
                                          "ssl_principal_mapping_rules")  # fmt: skip
                 key = (settings, rules, sasl)
                 if key not in loaded:  # listeners with the same settings share one context
                     loaded[key] = listener_tls(settings, rules, sasl)
                 server.tls = loaded[key]
-        inter = self.config.inter_broker_listener()
-        settings = tls_settings(self.config, inter.name)
+        inter = config.inter_broker_listener()
+        settings = tls_settings(config, inter.name)
         context = client_context(settings) if uses_tls(inter.security_protocol) else None
         self.inter_broker_security = inter_broker_security(
-            self.config, inter.security_protocol, context, inter.name
+            config, inter.security_protocol, context, inter.name
         )
 
     def _advertised(self, server: BrokerServer) -> tuple[str, int]:
@@ -472,6 +492,16 @@ class Broker:
     def _door(self, door: Door) -> Door:
         """The door, metered when metrics are served (else requests pay nothing for them)."""
         return self.metrics.door(door) if self.config.metrics_port else door
+
+    async def _set_log_defaults(self, defaults: LogConfig) -> None:
+        """New topic defaults (dynamic broker configs): for logs opened from now on, and every
+        open log given them under its topic's overrides."""
+        self.log_manager.default_config = defaults
+        self.replicas.default_log_config = self.replicas.roles.default_log_config = defaults
+        for topic in sorted(self._hosted_topics()):
+            with contextlib.suppress(UnknownTopicOrPartitionError):  # deleted since
+                overrides = await zk_topics.read_topic_config(self.zk, topic)
+                self.replicas.roles.apply_topic_config(topic, overrides)
 
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}

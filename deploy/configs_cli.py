@@ -1,7 +1,9 @@
 """`odradek configs describe (--topic T | --broker N) [--synonyms] [--docs]`: every config of a
 topic or a broker with its value and where the value comes from (Kafka's sources:
-DYNAMIC_TOPIC_CONFIG, a topic's own override; STATIC_BROKER_CONFIG, the broker's config file;
-DEFAULT_CONFIG, the built-in default), as `kafka-configs.sh --describe --all` lists them.
+DYNAMIC_TOPIC_CONFIG, a topic's own override; DYNAMIC_BROKER_CONFIG and
+DYNAMIC_DEFAULT_BROKER_CONFIG, a dynamic broker config, the broker's own or the cluster
+default's (docs/configs.md); STATIC_BROKER_CONFIG, the broker's config file; DEFAULT_CONFIG, the
+built-in default), as `kafka-configs.sh --describe --all` lists them.
 
 Aligned columns NAME VALUE SOURCE, plus SYNONYMS (each place the value may come from, first
 wins: `name=value (SOURCE)`) with `--synonyms`, and DOC with `--docs`. `-o json`: one

@@ -7,9 +7,13 @@ key and closes the connection without a word, as Kafka does. The client then kno
 what any Kafka broker answers: ApiVersions v0 in Kafka's framing (int32 length, int32
 correlation id, then the body). When that comes back, the address is a Kafka listener; an
 odradek broker also answers DescribeConfigs of itself (`port`, `native.listeners`), which
-names its native listeners. `wrong_door(...)` is the one-line sentence for the user.
+names its native listeners. Its broker id is not known here, and the "" broker resource is
+the cluster default's dynamic configs (Kafka's meaning), so the probe asks Metadata for the
+broker ids (at most BROKERS_MAX) and describes them all: only the broker answering serves its
+own, the others are answered with an error. `wrong_door(...)` is the one-line sentence for
+the user.
 
-Bounds: one connection, two requests, PROBE_TIMEOUT_S in all, answers of at most
+Bounds: one connection, three requests, PROBE_TIMEOUT_S in all, answers of at most
 ANSWER_BYTES_MAX; any failure means "not known to be Kafka" (None).
 
 Kafka's codec (protocol/kafka/codec.py, kio's ~900 schema modules, and Hypothesis when it is
@@ -26,12 +30,13 @@ import struct
 from dataclasses import dataclass
 from types import ModuleType
 
-from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS
+from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS, METADATA
 
 PROBE_TIMEOUT_S = 3.0
 ANSWER_BYTES_MAX = 1 << 20
 RESOURCE_BROKER = 4
 NATIVE_KEYS = ("port", "native.listeners", "native.advertised.listeners")
+BROKERS_MAX = 100  # broker resources described at most
 
 
 @dataclass(frozen=True)
@@ -75,16 +80,22 @@ async def _native_listeners(
 ) -> str | None:
     """The native listeners an odradek broker describes for itself (None: not said)."""
     try:
+        asked = codec.make(codec.request_class(METADATA, 1), topics=())
+        writer.write(codec.encode_request(METADATA, 1, 2, asked, "odradek-probe"))
+        _, meta = codec.decode_response(METADATA, 1, await _frame(reader))
         cls = codec.request_class(DESCRIBE_CONFIGS, 1)
-        resource = codec.make(codec.nested(cls, "DescribeConfigsResource"),
-                              resource_type=RESOURCE_BROKER, resource_name="",
-                              configuration_keys=NATIVE_KEYS)  # fmt: skip
-        body = codec.make(cls, resources=(resource,), include_synonyms=False)
-        writer.write(codec.encode_request(DESCRIBE_CONFIGS, 1, 2, body, "odradek-probe"))
+        resources = tuple(
+            codec.make(codec.nested(cls, "DescribeConfigsResource"),
+                       resource_type=RESOURCE_BROKER, resource_name=str(b.node_id),
+                       configuration_keys=NATIVE_KEYS)
+            for b in meta.brokers[:BROKERS_MAX]
+        )  # fmt: skip
+        body = codec.make(cls, resources=resources, include_synonyms=False)
+        writer.write(codec.encode_request(DESCRIBE_CONFIGS, 1, 3, body, "odradek-probe"))
         _, resp = codec.decode_response(DESCRIBE_CONFIGS, 1, await _frame(reader))
     except Exception:  # a Kafka broker that is not odradek, or one that wants a login first
         return None
-    values = {c.name: c.value for r in resp.results for c in r.configs}
+    values = {c.name: c.value for r in resp.results if r.error_code == 0 for c in r.configs}
     return (
         values.get("native.advertised.listeners")
         or values.get("native.listeners")

@@ -1,13 +1,15 @@
-"""AlterConfigs and IncrementalAlterConfigs: change topics' config overrides. One operation
-serves both of Kafka's APIs (33 and 44; the table's two rows name this `run`): `incremental`
-says which, as the native door's AlterConfigs carries either (protocol/api/admin.py).
+"""AlterConfigs and IncrementalAlterConfigs: change topics' config overrides and the dynamic
+broker configs. One operation serves both of Kafka's APIs (33 and 44; the table's two rows
+name this `run`): `incremental` says which, as the native door's AlterConfigs carries either
+(protocol/api/admin.py).
 
 Per resource, in the order asked, as Kafka's ZooKeeper-era brokers: a resource named twice in
 one request is INVALID_REQUEST, both times (Kafka's rule); then AlterConfigs on the cluster for
 a broker resource (CLUSTER_AUTHORIZATION_FAILED), on the topic for a topic resource
-(TOPIC_AUTHORIZATION_FAILED). A broker resource is INVALID_REQUEST (odradek has no dynamic
-broker configs: a broker's settings are its config file), as is any other resource type. A
-topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION. A topic's new override set is
+(TOPIC_AUTHORIZATION_FAILED). A broker resource names this broker (its dynamic configs,
+/config/brokers/<id>) or is "" (the cluster default, /config/brokers/<default>), else it is
+INVALID_REQUEST, as is any other resource type: see `_alter_broker`. A topic that does not
+exist is UNKNOWN_TOPIC_OR_PARTITION. A topic's new override set is
 `altered_config(current, changes, incremental, defaults)` (pure: INVALID_REQUEST for a
 malformed change, INVALID_CONFIG for an unknown or refused config), then checked whole by
 LogConfig (INVALID_CONFIG on a bad value, or a refused config with its reason). APPEND and
@@ -23,16 +25,21 @@ group (GROUP_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from broker import dynamic_config as dynamic
 from broker import group_configs
+from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.dynamic_apply import check_listener_tls
 from broker.log.config import LogConfig
 from broker.security import rules
 from broker.session import Session
+from coordinator.cluster.zk_paths import DEFAULT_BROKER
 from protocol.api.admin import (
     OP_APPEND,
     OP_DELETE,
@@ -114,7 +121,7 @@ async def _alter(
         await group_configs.alter(ctx, res.resource_name, changes, incremental, validate_only)
         return
     if res.resource_type == RESOURCE_BROKER:
-        raise InvalidRequestError("dynamic broker configs are not supported")
+        return await _alter_broker(ctx, res, incremental, validate_only)
     if res.resource_type != RESOURCE_TOPIC:
         raise InvalidRequestError(f"resource type {res.resource_type} is not supported")
     topic = res.resource_name
@@ -131,6 +138,48 @@ async def _alter(
         return
     await ctx.topics.write_topic_config(topic, new)
     log.info("topic %s: config overrides now %s", topic, new)
+
+
+async def _alter_broker(
+    ctx: BrokerContext, res: ConfigResource, incremental: bool, validate_only: bool
+) -> None:
+    """A broker's (its id) or the cluster default's ("") dynamic configs: the new set's every
+    name must change live and the settings it gives must hold (broker/dynamic_config.py);
+    a listener's new keystore or truststore must load. Written to /config/brokers/<entity>,
+    every broker it concerns applies it (broker/dynamic_apply.py)."""
+    me = str(ctx.config.broker_id)
+    if res.resource_name not in ("", me):
+        raise InvalidRequestError(f"Unexpected broker id, expected {me} or empty string, but "
+                                  f"received {res.resource_name}")  # fmt: skip
+    per_broker = res.resource_name == me
+    entity = me if per_broker else DEFAULT_BROKER
+    layers = {e: await ctx.broker_configs.read_broker_config(e) for e in (DEFAULT_BROKER, me)}
+    new = _altered_broker_config(layers[entity], res.changes, incremental, ctx.config)
+    dynamic.check_names(new, per_broker)
+    layers[entity] = new
+    config = dynamic.effective(ctx.static_config, layers[DEFAULT_BROKER], layers[me])
+    check_listener_tls(config, dynamic.tls_listeners(new))
+    if validate_only:
+        return
+    await ctx.broker_configs.write_broker_config(entity, new)
+    log.info("broker config %s: dynamic configs now %s", entity, sorted(new))
+
+
+def _altered_broker_config(
+    current: Mapping[str, str],
+    changes: Sequence[ConfigChange],
+    incremental: bool,
+    in_effect: BrokerConfig,
+) -> dict[str, str]:
+    """`altered_config` on a broker's dynamic set: its topic defaults go by their topic config
+    names there (so APPEND / SUBTRACT work on `log.cleanup.policy`, from the value in effect),
+    and come back under their broker names."""
+    to_topic = dynamic.TOPIC_DEFAULTS
+    to_broker = {topic: broker for broker, topic in to_topic.items()}
+    renamed = tuple(dataclasses.replace(c, name=to_topic.get(c.name, c.name)) for c in changes)
+    out = altered_config({to_topic.get(k, k): v for k, v in current.items()}, renamed,
+                         incremental, in_effect.default_log_config().to_properties())  # fmt: skip
+    return {to_broker.get(k, k): v for k, v in out.items()}
 
 
 def altered_config(

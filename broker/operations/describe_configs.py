@@ -1,5 +1,8 @@
 """DescribeConfigs: a topic's effective configs (broker defaults merged with its ZooKeeper
-overrides), or this broker's own settings (read-only), per resource in the order asked.
+overrides), or this broker's own settings, or the cluster default's dynamic configs (the ""
+broker resource), per resource in the order asked. The dynamic broker configs are read from
+ZooKeeper (/config/brokers/<id>, /config/brokers/<default>) on each request, so a describe
+right after an alter shows it.
 
 The entries are broker/config_entries.py's (pure: where each value comes from, its synonyms,
 type, documentation and sensitivity). Per resource: DescribeConfigs on the cluster for a broker
@@ -23,6 +26,7 @@ from broker.config_entries import broker_entries, topic_entries
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
+from coordinator.cluster.zk_paths import DEFAULT_BROKER
 from protocol.api.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, ConfigEntry
 from protocol.errors import InvalidRequestError, OdradekError, UnknownTopicOrPartitionError
 
@@ -80,13 +84,21 @@ async def _describe(
 
 
 async def _entries(ctx: BrokerContext, res: ConfigResource, synonyms: bool) -> list[ConfigEntry]:
+    mine = str(ctx.config.broker_id)
     if res.resource_type == RESOURCE_TOPIC:
         if not ctx.metadata.has_topic(res.resource_name):
             raise UnknownTopicOrPartitionError(f"topic {res.resource_name} does not exist")
         overrides = await ctx.topics.read_topic_config(res.resource_name)
-        return topic_entries(ctx.config, overrides, synonyms)
+        return topic_entries(ctx.static_config, overrides, synonyms, *await _dynamic_layers(ctx))
     if res.resource_type == RESOURCE_BROKER:
-        return broker_entries(ctx.config, res.resource_name, synonyms)
+        layers = await _dynamic_layers(ctx) if res.resource_name in ("", mine) else ({}, {})
+        return broker_entries(ctx.static_config, res.resource_name, synonyms, *layers)
     if res.resource_type == RESOURCE_GROUP:  # KIP-848 group configs
         return await group_configs.describe(ctx, res.resource_name, synonyms)
     raise InvalidRequestError(f"resource type {res.resource_type} is not supported")
+
+
+async def _dynamic_layers(ctx: BrokerContext) -> tuple[dict[str, str], dict[str, str]]:
+    """(cluster default, this broker's) dynamic configs, as ZooKeeper has them now."""
+    return (await ctx.broker_configs.read_broker_config(DEFAULT_BROKER),
+            await ctx.broker_configs.read_broker_config(str(ctx.config.broker_id)))  # fmt: skip

@@ -187,6 +187,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(ALTER_CONFIGS, CLUSTER, "a broker resource: CLUSTER_AUTHORIZATION_FAILED"),
         _r(ALTER_CONFIGS, TOPIC, "a topic resource: TOPIC_AUTHORIZATION_FAILED"),
     ),
+    "ListConfigResources": (_r(DESCRIBE_CONFIGS, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "DescribeLogDirs": (_r(DESCRIBE, CLUSTER, "no directories, CLUSTER_AUTHORIZATION_FAILED"),),
     "AlterReplicaLogDirs": (_r(ALTER, CLUSTER, "each partition: CLUSTER_AUTHORIZATION_FAILED"),),
     "CreatePartitions": (_r(ALTER, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),),

@@ -38,6 +38,8 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
+CONFIG_BROKERS = "/config/brokers"  # dynamic broker configs: <broker id>, or DEFAULT_BROKER
+DEFAULT_BROKER = "<default>"  # Kafka's name for the cluster default broker config node
 CONFIG_CHANGE_PREFIX = "config_change_"  # + the ten digits ZooKeeper's sequential create adds
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -78,6 +80,11 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def broker_config_path(entity: str) -> str:
+    """entity: a broker id ("1") or DEFAULT_BROKER."""
+    return f"{CONFIG_BROKERS}/{entity}"
 
 
 def delete_topic_path(topic: str) -> str:

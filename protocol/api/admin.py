@@ -28,12 +28,14 @@ RESOURCE_GROUP = 32  # a group's configs (KIP-848; coordinator/group/group_confi
 
 # Where a described config's value comes from (Kafka's DescribeConfigs config_source).
 SOURCE_TOPIC_CONFIG = 1  # the topic's own override (/config/topics/<topic>)
-SOURCE_DYNAMIC_BROKER_CONFIG = 2  # Kafka's dynamic broker configs: odradek has none, never sent
+SOURCE_DYNAMIC_BROKER_CONFIG = 2  # this broker's own dynamic config (/config/brokers/<id>)
+SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3  # the cluster default (/config/brokers/<default>)
 SOURCE_STATIC_BROKER_CONFIG = 4  # set in the broker's config file
 SOURCE_DEFAULT_CONFIG = 5  # nobody set it: the built-in default
 SOURCE_GROUP_CONFIG = 8  # the group's own config (/config/groups/<group>)
 SOURCE_NAMES = {SOURCE_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
                 SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
+                SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: "DYNAMIC_DEFAULT_BROKER_CONFIG",
                 SOURCE_STATIC_BROKER_CONFIG: "STATIC_BROKER_CONFIG",
                 SOURCE_DEFAULT_CONFIG: "DEFAULT_CONFIG"}  # Kafka's names  # fmt: skip
 

@@ -29,7 +29,7 @@ so that a 4.2 client takes its newest path:
   or id).
 - Configs and partitions: DescribeConfigs 1-4 (v0 has is_default, not config_source),
   AlterConfigs 0-2, IncrementalAlterConfigs 0-1, CreatePartitions 0-3: every version Kafka 4.0
-  serves.
+  serves. ListConfigResources 0-1 (KIP-1142, Kafka 4.1; v0 is ListClientMetricsResources).
 - ACLs (broker/operations/*_acls.py): DescribeAcls, CreateAcls and DeleteAcls 1-3 as Kafka 4.0
   (v0, without pattern types, is gone from Kafka 4).
 - Consumer groups on Kafka's classic protocol: JoinGroup 0-9 (v5+ static membership,
@@ -109,5 +109,6 @@ DESCRIBE_PRODUCERS = 61
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
 DESCRIBE_TOPIC_PARTITIONS = 75
+LIST_CONFIG_RESOURCES = 74
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69

@@ -136,7 +136,8 @@ def test_kafka_python_describes_what_the_native_admin_sees(
     assert broker["broker.id"]["value"] == "2"
     assert broker["num.partitions"]["value"] == "1"
     assert broker["message.max.bytes"]["config_source"] == "DEFAULT_CONFIG"
-    assert all(c["read_only"] for c in broker.values())
+    # the dynamic broker configs may change live; the others are read-only
+    assert broker["num.partitions"]["read_only"] and not broker["message.max.bytes"]["read_only"]
 
 
 def test_confluent_describes_sources_and_broker_settings(
@@ -324,7 +325,10 @@ def test_refusals_come_back_per_resource(
         errors[res.restype] = exc.value.args[0]
     assert errors[ResourceType.TOPIC].code() == KafkaError.INVALID_CONFIG
     assert errors[ResourceType.BROKER].code() == KafkaError.INVALID_REQUEST
-    assert "dynamic broker configs are not supported" in errors[ResourceType.BROKER].str()
+    # a dynamic broker config may not be one that needs a restart
+    assert "num.partitions cannot be updated dynamically; it needs a broker restart" in (
+        errors[ResourceType.BROKER].str()
+    )
     assert _native_configs(cluster3, topic)["retention.ms"][1]  # nothing changed
 
 
@@ -530,3 +534,18 @@ def test_cli_alter_config_and_add_partitions(cluster3: LocalCluster, kafka_pytho
         "--bootstrap", cluster3.bootstrap,
     )  # fmt: skip
     assert bad.returncode == 1 and "segment.bytes" in bad.stderr
+
+
+def test_kafka_python_lists_config_resources(cluster3: LocalCluster, kafka_python: Any) -> None:
+    """ListConfigResources (KIP-1142): every broker and topic, or one type; a type odradek has
+    no configs for (GROUP) is refused as Kafka refuses a type it does not support."""
+    from kafka.errors import UnsupportedVersionError
+
+    topic = _topic("listed")
+    _create(cluster3, topic, 1, 1)
+    every = kafka_python.list_config_resources()
+    assert sorted(every["broker"]) == ["1", "2", "3"]
+    assert topic in every["topic"] and "client_metrics" not in every
+    assert set(kafka_python.list_config_resources(["TOPIC"])) == {"topic"}
+    with pytest.raises(UnsupportedVersionError):
+        kafka_python.list_config_resources(["GROUP"])

@@ -6,9 +6,13 @@ tests/integration/test_cli.py)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
-from tests.unit.broker.harness import running_broker
+from broker.metadata_cache import MetadataCache
+from protocol.api.controller import UpdateMetadataRequest
+from protocol.api.metadata import BrokerInfo
+from tests.unit.broker.harness import BROKER_ID, running_broker
 from transport.kafka_probe import KafkaListener, probe, wrong_door
 
 
@@ -42,11 +46,15 @@ def test_an_address_that_does_not_answer_in_kafkas_framing_is_not_a_kafka_listen
 def test_an_odradek_kafka_listener_is_recognised_and_names_its_native_listener(
     tmp_path: Path,
 ) -> None:
-    """A real broker's Kafka door (in process): ApiVersions answers, and DescribeConfigs of the
-    broker itself names where the native door is."""
+    """A real broker's Kafka door (in process): ApiVersions answers, Metadata names the live
+    brokers (this one registered, as a real broker registers itself), and DescribeConfigs of
+    this broker names where the native door is."""
+    cache = MetadataCache()
+    me = BrokerInfo(BROKER_ID, "127.0.0.1", 1, kafka_host="127.0.0.1", kafka_port=2)
+    cache.apply(UpdateMetadataRequest(1, 1, [], [me, dataclasses.replace(me, node_id=7)], []))
 
     async def run() -> KafkaListener | None:
-        async with running_broker(tmp_path) as broker:
+        async with running_broker(tmp_path, metadata=cache) as broker:
             return await probe("127.0.0.1", broker.kafka_port)
 
     found = asyncio.run(run())

@@ -5,6 +5,8 @@ Version differences that are wire shape stay here: DescribeConfigs v3+ carry
 (v1-v2 have neither; Kafka's v0, with is_default instead of a source, is not served).
 AlterConfigs (33) replaces a topic's whole override set; IncrementalAlterConfigs (44) carries
 each config's operation; both ask the same operation and answer the same fields.
+ListConfigResources (74): v0 (ListClientMetricsResources) has no resource types and answers
+none; v1 names the types wanted and answers each resource's type.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.codecs import Codec
-from broker.operations import alter_configs, describe_configs
+from broker.operations import alter_configs, describe_configs, list_config_resources
 from protocol.api.admin import ConfigEntry
 from protocol.kafka import versions as v
 from protocol.kafka.codec import KafkaRequest, make, nested, response_class
@@ -100,3 +102,26 @@ def _alter_out(request: KafkaRequest, result: alter_configs.AlterConfigsResult) 
 
 ALTER_CONFIGS = Codec(_alter_in, _alter_out)
 INCREMENTAL_ALTER_CONFIGS = Codec(_incremental_in, _alter_out)
+
+# ----- ListConfigResources (74) ---------------------------------------------------------------
+
+
+def _list_in(request: KafkaRequest) -> list_config_resources.ListConfigResources:
+    if request.header.api_version == 0:
+        return list_config_resources.ListConfigResources(client_metrics_only=True)
+    types = tuple(int(t) for t in request.body.resource_types)
+    return list_config_resources.ListConfigResources(types)
+
+
+def _list_out(
+    request: KafkaRequest, result: list_config_resources.ListConfigResourcesResult
+) -> Any:
+    cls = response_class(v.LIST_CONFIG_RESOURCES, request.header.api_version)
+    resource_cls = nested(cls, "ConfigResource")
+    return make(cls, throttle_time=0, error_code=result.error_code, config_resources=tuple(
+        make(resource_cls, resource_name=name, resource_type=kind)
+        for name, kind in result.resources
+    ))  # fmt: skip
+
+
+LIST_CONFIG_RESOURCES = Codec(_list_in, _list_out)

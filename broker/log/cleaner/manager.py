@@ -1,7 +1,8 @@
 """The broker's log cleaner (Kafka's LogCleaner + LogCleanerManager): which compacted log is
 cleaned next, the cleaning threads, the swap, and the cleaner's checkpoint.
 
-`run()` is one asyncio task with `threads` workers (log.cleaner.threads). Each worker, every
+`run()` is one asyncio task with `threads` workers (log.cleaner.threads; `reconfigure` changes
+the settings live, a dynamic broker config: broker/dynamic_apply.py). Each worker, every
 `backoff_ms` while nothing is cleanable (log.cleaner.backoff.ms), takes the filthiest log not
 being cleaned (plan.py: compacted logs whose dirty ratio reached min.cleanable.dirty.ratio, or
 whose dirty head passed max.compaction.lag.ms, or whose tombstones' delete horizon passed),
@@ -99,6 +100,8 @@ class LogCleaner:
         self._checkpoint_lock = asyncio.Lock()  # one write of the file at a time
         logs.add_delete_listener(self.forget)
         self._wake = asyncio.Event()
+        self._resized = asyncio.Event()  # reconfigure changed the thread count
+        self.workers_running = 0  # the worker tasks of `run` (log.cleaner.threads, once settled)
 
     def checkpointed(self, topic: str, partition: int) -> int | None:
         return self._checkpoint.get((topic, partition))
@@ -161,17 +164,49 @@ class LogCleaner:
     # ----- running ------------------------------------------------------------------------
 
     async def run(self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
-        """The workers, forever (cancel to stop)."""
-        workers = [asyncio.create_task(self._worker(sleep)) for _ in range(self.settings.threads)]
+        """The workers, forever (cancel to stop): `settings.threads` of them, started again
+        or retired as `reconfigure` changes that; a worker's failure ends the run."""
+        workers: list[asyncio.Task[None]] = []
         try:
-            await asyncio.gather(*workers)
+            while True:
+                workers = [w for w in workers if not w.done()]
+                workers += [asyncio.create_task(self._worker(i, sleep))
+                            for i in range(len(workers), self.settings.threads)]  # fmt: skip
+                self._resized.clear()
+                resized = asyncio.ensure_future(self._resized.wait())
+                done, _ = await asyncio.wait([*workers, resized],
+                                             return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+                resized.cancel()
+                for w in done - {resized}:
+                    w.result()  # a retired worker's None, or its failure raised
         finally:
             for w in workers:
                 w.cancel()
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _worker(self, sleep: Callable[[float], Awaitable[None]]) -> None:
-        while True:
+    def reconfigure(self, settings: CleanerSettings) -> None:
+        """New log.cleaner.* settings, live (Kafka's LogCleaner.reconfigure): the buffer, I/O
+        rate and backoff count from the next pass; added threads start now, and a worker
+        numbered at or above the new count retires after its current pass."""
+        if settings.threads > self.settings.threads:  # a bigger pool; the old one's tasks end
+            old, self._pool = (
+                self._pool,
+                ThreadPoolExecutor(settings.threads, thread_name_prefix="log-cleaner"),
+            )
+            old.shutdown(wait=False)
+        self.settings = settings
+        self._resized.set()
+        self._wake.set()
+
+    async def _worker(self, index: int, sleep: Callable[[float], Awaitable[None]]) -> None:
+        self.workers_running += 1
+        try:
+            await self._work(index, sleep)
+        finally:
+            self.workers_running -= 1
+
+    async def _work(self, index: int, sleep: Callable[[float], Awaitable[None]]) -> None:
+        while index < self.settings.threads:
             cleaned = False
             if not self.logs.offline:
                 cleaned = await self.clean_once()

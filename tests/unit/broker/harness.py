@@ -67,10 +67,10 @@ CREATE_WAIT_MS = 500
 
 @dataclass
 class FakeTopicStore:
-    """ZooKeeper's topic znodes in memory. `on_create`/`on_delete`/`on_add_partitions` let a
-    test act as controller, `on_config` as every broker's config change listener. Partitions
-    are added with coordinator/cluster/topics.py's own checks, to `assignments` (filled by
-    create_topic, or by the test for topics it made with `lead`)."""
+    """ZooKeeper's topic znodes (and /config/brokers) in memory. `on_create`/`on_delete`/
+    `on_add_partitions` let a test act as controller, `on_config` as every broker's config
+    change listener. Partitions are added with coordinator/cluster/topics.py's own checks, to
+    `assignments` (filled by create_topic, or by the test for topics it made with `lead`)."""
 
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     created: list[tuple[str, int, int]] = field(default_factory=list)
@@ -81,6 +81,8 @@ class FakeTopicStore:
     on_delete: Any = None
     on_add_partitions: Any = None  # async (topic, {partition: replicas}) -> None
     on_config: Any = None  # (topic, overrides) -> None
+    # the dynamic broker configs, /config/brokers/<entity> (broker/context.py BrokerConfigStore)
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     async def read_topic_config(self, topic: str) -> Mapping[str, str]:
         return dict(self.configs.get(topic, {}))
@@ -121,6 +123,12 @@ class FakeTopicStore:
         self.config_writes.append((topic, dict(config)))
         if self.on_config is not None:
             self.on_config(topic, dict(config))
+
+    async def read_broker_config(self, entity: str) -> dict[str, str]:
+        return dict(self.broker_configs.get(entity, {}))
+
+    async def write_broker_config(self, entity: str, config: Mapping[str, str]) -> None:
+        self.broker_configs[entity] = dict(config)
 
     async def add_partitions(
         self,
@@ -217,7 +225,8 @@ def complete_context(
         producer_ids=producer_ids, elector=NotController(), cluster=ClusterIdentity(cluster_id),
         sasl=sasl, quotas=quotas,
         quota_store=quota_store if quota_store is not None else MemoryQuotaStore(quotas),
-        credentials=credentials, authorizer=authorizer,
+        credentials=credentials, broker_configs=topics, static_config=config,
+        authorizer=authorizer,
     )  # fmt: skip
 
 

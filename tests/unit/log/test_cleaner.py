@@ -391,3 +391,30 @@ def test_a_cleaned_log_never_claims_to_know_every_producer(harness: Harness) -> 
     assert harness.clean()
     harness.restart()
     assert harness.log.segments.has_gaps and not harness.log.producers.complete
+
+
+async def test_reconfigure_starts_and_retires_workers_live(tmp_path: Path) -> None:
+    """log.cleaner.threads changed as a dynamic broker config: more workers start at once,
+    fewer retire, and the run goes on (Kafka's LogCleaner.reconfigure)."""
+    manager = LogManager(tmp_path, LogConfig.from_properties(COMPACT), ManualClock(time_ms=T0))
+    cleaner = LogCleaner(manager, ManualClock(time_ms=T0), CleanerSettings(backoff_ms=10),
+                         lambda t, p: None)  # fmt: skip
+
+    async def settled(count: int) -> None:
+        async with asyncio.timeout(10):
+            while cleaner.workers_running != count:
+                await asyncio.sleep(0.01)
+
+    running = asyncio.create_task(cleaner.run())
+    try:
+        await settled(1)
+        cleaner.reconfigure(CleanerSettings(threads=3, backoff_ms=10))
+        await settled(3)
+        cleaner.reconfigure(CleanerSettings(threads=2, backoff_ms=5_000))
+        await settled(2)
+        assert not running.done() and cleaner.settings.backoff_ms == 5_000
+    finally:
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    assert cleaner.workers_running == 0

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from broker.operations import alter_configs, describe_configs
+from broker.operations import list_config_resources as lcr
 from protocol.api import admin
 from protocol.api.admin import (
     OP_DELETE,
@@ -141,6 +142,16 @@ CASES = [
          ac.AlterConfigs(OPS, validate_only=True, incremental=True), ALTERED,
          "00000055002c00010000000700076f64726164656b0003020274040d726574656e74696f6e2e6d730002350009666c7573682e6d730100000f636c65616e75702e706f6c6963790308636f6d70616374000004023101000100",
          "0000001b0000000700000000000300000002027400002a036e6f0402310000"),
+    Case("ListConfigResources v0", v.LIST_CONFIG_RESOURCES, 0, kio(v.LIST_CONFIG_RESOURCES, 0),
+         lcr.ListConfigResources(client_metrics_only=True), lcr.ListConfigResourcesResult(0),
+         "00000013004a00000000000700076f64726164656b0000",
+         "0000000d00000007000000000000000100"),
+    Case("ListConfigResources v1", v.LIST_CONFIG_RESOURCES, 1,
+         kio(v.LIST_CONFIG_RESOURCES, 1, resource_types=(2, 4)),
+         lcr.ListConfigResources((2, 4)),
+         lcr.ListConfigResourcesResult(0, (("1", 4), ("t", 2))),
+         "00000016004a00010000000700076f64726164656b0003020400",
+         "00000015000000070000000000000003023104000274020000"),
 ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.operations import alter_configs, describe_configs
+from broker.operations import list_config_resources as lcr
 from protocol.acl import AclOperation, ResourceType
 from protocol.api.admin import (
     OP_APPEND,
@@ -23,6 +24,8 @@ from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     SOURCE_DEFAULT_CONFIG,
+    SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     SOURCE_TOPIC_CONFIG,
     TYPE_BOOLEAN,
@@ -35,6 +38,7 @@ from protocol.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from protocol.topic_config import IN_EFFECT, TOPIC_CONFIGS
 from tests.unit.broker.harness import BROKER_ID, BrokerHarness, FakeTopicStore, running_broker
@@ -53,6 +57,7 @@ SAMPLES: dict[str, Any] = {
     "IncrementalAlterConfigs": ac.AlterConfigs(
         (ac.ConfigResource(TOPIC, "t", (ac.ConfigChange("retention.ms", "1"),)),
          ac.ConfigResource(BROKER, "1", ())), validate_only=True, incremental=True),
+    "ListConfigResources": lcr.ListConfigResources(),
 }  # fmt: skip
 _CONFIG = BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))
 
@@ -152,7 +157,11 @@ async def test_describe_a_broker_gives_its_settings_by_kafka_names(tmp_path: Pat
         mine, default = (await run(dc.run, b, asked)).results
     assert mine.error_code == 0 and default.error_code == 0
     entries = {e.name: e for e in mine.configs}
-    assert all(e.read_only for e in mine.configs)
+    # what may change live (dynamic broker configs) is not read-only, the rest is
+    assert entries["num.partitions"].read_only and entries["broker.id"].read_only
+    assert not entries["message.max.bytes"].read_only
+    assert not entries["log.cleaner.threads"].read_only
+    assert default.configs == ()  # the cluster default: only what it sets, as Kafka answers
     assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
         "3", SOURCE_STATIC_BROKER_CONFIG,
     )  # fmt: skip
@@ -227,7 +236,9 @@ async def test_alter_errors_are_per_resource_and_write_nothing(tmp_path: Path) -
             invalid = InvalidRequestError.code
             assert codes(result) == [InvalidConfigError.code, UnknownTopicOrPartitionError.code,
                                      invalid, invalid, invalid, invalid]  # fmt: skip
-            assert result.results[2].error_message == "dynamic broker configs are not supported"
+            assert result.results[2].error_message == (
+                "num.partitions cannot be updated dynamically; it needs a broker restart"
+            )
             assert [r.error_message for r in result.results[4:]] == [
                 "duplicate resource in request"
             ] * 2  # Kafka refuses both
@@ -269,3 +280,77 @@ async def test_alter_refusals_are_per_resource(tmp_path: Path) -> None:
             ClusterAuthorizationFailedError.code,
         ]
         assert store.config_writes == [("u", {"retention.ms": "7"})]
+
+
+# ----- dynamic broker configs ------------------------------------------------------------------
+
+
+async def test_alter_a_broker_keeps_its_dynamic_configs_and_describe_shows_them(
+    tmp_path: Path,
+) -> None:
+    store = FakeTopicStore()
+    async with running_broker(tmp_path, topics=store) as b:
+        me = str(BROKER_ID)
+        set_threads = (ac.ConfigChange("log.cleaner.threads", "2", OP_SET),)
+        set_bytes = (ac.ConfigChange("message.max.bytes", "5000", OP_SET),)
+        checked = ac.AlterConfigs((ac.ConfigResource(BROKER, me, set_bytes),),
+                                  validate_only=True, incremental=True)  # fmt: skip
+        assert codes(await run(ac.run, b, checked)) == [0]
+        assert store.broker_configs == {}  # validate_only writes nothing
+        asked = ac.AlterConfigs((ac.ConfigResource(BROKER, me, set_bytes),
+                                 ac.ConfigResource(BROKER, "", set_threads),
+                                 ac.ConfigResource(BROKER, "7", set_threads)),
+                                incremental=True)  # fmt: skip
+        result = await run(ac.run, b, asked)
+        assert codes(result)[:2] == [0, 0]
+        assert (result.results[2].error_code, result.results[2].error_message) == (
+            InvalidRequestError.code,
+            f"Unexpected broker id, expected {me} or empty string, but received 7",
+        )  # fmt: skip
+        assert store.broker_configs == {me: {"message.max.bytes": "5000"},
+                                        "<default>": {"log.cleaner.threads": "2"}}  # fmt: skip
+        described = dc.DescribeConfigs((dc.ConfigResource(BROKER, me),
+                                        dc.ConfigResource(BROKER, "")))  # fmt: skip
+        mine, default = (await run(dc.run, b, described)).results
+        entries = {e.name: e for e in mine.configs}
+        assert (entries["message.max.bytes"].value, entries["message.max.bytes"].source) == (
+            "5000", SOURCE_DYNAMIC_BROKER_CONFIG,
+        )  # fmt: skip
+        assert entries["log.cleaner.threads"].source == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+        assert [(e.name, e.value) for e in default.configs] == [("log.cleaner.threads", "2")]
+        bad = ac.AlterConfigs(
+            (
+                ac.ConfigResource(
+                    BROKER, me, (ac.ConfigChange("log.cleaner.threads", "0", OP_SET),)
+                ),
+            ),
+            incremental=True,
+        )
+        (refused,) = (await run(ac.run, b, bad)).results
+        assert refused.error_code == InvalidConfigError.code
+        assert "log_cleaner_threads must be positive" in (refused.error_message or "")
+        assert store.broker_configs[me] == {"message.max.bytes": "5000"}
+
+
+# ----- ListConfigResources ---------------------------------------------------------------------
+
+
+async def test_list_config_resources_by_type(tmp_path: Path) -> None:
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        await b.lead("a")
+        brokers = tuple((str(i), BROKER) for i in b.ctx.metadata.live_broker_ids())
+        every = (await run(lcr.run, b, lcr.ListConfigResources())).resources
+        assert every == (*brokers, ("a", TOPIC), ("t", TOPIC))
+        v0 = await run(lcr.run, b, lcr.ListConfigResources(client_metrics_only=True))
+        assert (v0.error_code, v0.resources) == (0, ())  # no client-metrics subscriptions
+        only_topics = await run(lcr.run, b, lcr.ListConfigResources((TOPIC,)))
+        assert only_topics.resources == (("a", TOPIC), ("t", TOPIC))
+        groups = await run(lcr.run, b, lcr.ListConfigResources((TOPIC, 32)))
+        assert (groups.error_code, groups.resources) == (UnsupportedVersionError.code, ())
+        authz = authorizing(b)
+        denied = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
+        assert (denied.error_code, denied.resources) == (ClusterAuthorizationFailedError.code, ())
+        grant(authz, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, "kafka-cluster")
+        allowed = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
+        assert (allowed.error_code, allowed.resources) == (0, every)

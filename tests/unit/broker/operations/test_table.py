@@ -93,6 +93,7 @@ KAFKA_BEFORE = {
     66: (0, 1),
     68: (0, 1),
     69: (0, 1),
+    74: (0, 1),  # ListConfigResources, added since (issue 33)
     75: (0, 0),
 }
 # Served since the table, by the Kafka door only (issue 33).
