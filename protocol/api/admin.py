@@ -35,7 +35,8 @@ SOURCE_GROUP_CONFIG = 8  # the group's own config (/config/groups/<group>)
 SOURCE_NAMES = {SOURCE_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
                 SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
                 SOURCE_STATIC_BROKER_CONFIG: "STATIC_BROKER_CONFIG",
-                SOURCE_DEFAULT_CONFIG: "DEFAULT_CONFIG"}  # Kafka's names  # fmt: skip
+                SOURCE_DEFAULT_CONFIG: "DEFAULT_CONFIG",
+                SOURCE_GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG"}  # Kafka's names  # fmt: skip
 
 # A config's type (Kafka's DescribeConfigs config_type, v3+); UNKNOWN where we cannot tell.
 TYPE_UNKNOWN, TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_SHORT, TYPE_LONG = 0, 1, 2, 3, 4, 5

@@ -244,3 +244,21 @@ def test_cli_creates_with_configs_and_describes_them(cluster3: LocalCluster) -> 
         f"odradek: error: INVALID_CONFIG: {name}: local.retention.ms is refused: "
         "odradek has no tiered storage"
     ]
+
+
+def test_cli_alters_and_describes_a_groups_configs(cluster3: LocalCluster) -> None:
+    group = _topic("grp")  # a group need not exist to have configs (Kafka's rule)
+    changed = _cli(cluster3, "configs", "alter", "--group", group,
+                   "--set", "consumer.heartbeat.interval.ms=6000")  # fmt: skip
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == (
+        f"Altered group {group}. Configs: consumer.heartbeat.interval.ms=6000"
+    )
+    listing = _cli(cluster3, "configs", "describe", "--group", group, "--synonyms")
+    assert listing.returncode == 0, listing.stderr
+    rows = {line.split()[0]: line.split() for line in listing.stdout.splitlines()[1:]}
+    assert rows["consumer.heartbeat.interval.ms"][1:3] == ["6000", "DYNAMIC_GROUP_CONFIG"]
+    assert rows["consumer.session.timeout.ms"][2] == "DEFAULT_CONFIG"
+    back = _cli(cluster3, "configs", "alter", "--group", group,
+                "--delete", "consumer.heartbeat.interval.ms")  # fmt: skip
+    assert (back.returncode, back.stdout.strip()) == (0, f"Altered group {group}. Configs:")
