@@ -187,9 +187,9 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
         include_synonyms: bool = False,
         include_documentation: bool = False,
     ) -> list[ConfigEntry]:
-        """Every config of one resource (RESOURCE_TOPIC or RESOURCE_BROKER, by its id) with its
-        source, and its synonyms / documentation when asked. A broker's configs are asked of
-        that broker (only it knows its file), a topic's of any."""
+        """Every config of one resource (RESOURCE_TOPIC, RESOURCE_GROUP or RESOURCE_BROKER, by
+        its id) with its source, and its synonyms / documentation when asked. A broker's configs
+        are asked of that broker (only it knows its file), a topic's or a group's of any."""
         request = DescribeConfigsRequest(
             [DescribeConfigsResource(resource_type, name, None)],
             include_synonyms,
@@ -212,15 +212,18 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
         set_configs: Mapping[str, str] | None = None,
         delete: Iterable[str] = (),
         validate_only: bool = False,
+        resource_type: int = RESOURCE_TOPIC,
     ) -> None:
         """Change a topic's config overrides: set `set_configs`, remove `delete` (back to the
         broker default), keep the others. Every broker applies the change to its logs of the
-        topic. Raises InvalidConfigError (a bad name or value), UnknownTopicOrPartitionError."""
+        topic. Raises InvalidConfigError (a bad name or value), UnknownTopicOrPartitionError.
+        With `resource_type=RESOURCE_GROUP`, `topic` names a group and the change is to that
+        group's configs (KIP-848: consumer.session.timeout.ms, ...)."""
         changes = [AlterableConfig(k, v, OP_SET) for k, v in (set_configs or {}).items()]
         changes += [AlterableConfig(k, None, OP_DELETE) for k in delete]
         if not changes:
             raise UsageError(f"nothing to change in the configs of {topic!r}")
-        resource = AlterConfigsResource(RESOURCE_TOPIC, topic, changes)
+        resource = AlterConfigsResource(resource_type, topic, changes)
         resp: AlterConfigsResponse = await self._send_admin(
             AlterConfigsRequest([resource], validate_only), self.request_timeout_ms
         )

@@ -5,6 +5,9 @@ A record's future is two slots, its batch and its index in it; every state lives
 records when the broker answers: `complete` (base offset, optional LogAppendTime) or `fail`.
 Nothing runs per record on completion; `result()` builds the record's RecordMetadata when asked
 (offset = base offset + index, timestamp = the record's own or the broker's append time).
+A batch refused for some of its records (KIP-467, client/record_failures.py) is the one case
+where records of a batch fail differently: `error_of(index)` gives a named record its own
+error and the others one error naming the bad ones, made once when the batch fails.
 
 Two flavours over the same state:
 - `RecordFuture` (AsyncProducer.send): an asyncio-compatible future (`await`, `asyncio.gather`,
@@ -34,8 +37,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from client.record_failures import record_failures
 from client.types import RecordMetadata, TopicPartition
 from protocol.errors import OdradekError
+from protocol.record_errors import RecordValidationError
 
 T = TypeVar("T")
 PENDING, SUCCEEDED, FAILED = 0, 1, 2
@@ -53,6 +58,7 @@ class BatchState:
         "cf",
         "error",
         "event",
+        "failures",
         "late",
         "lock",
         "loop",
@@ -64,6 +70,8 @@ class BatchState:
     base_offset: int
     append_time_ms: int
     error: OdradekError | None
+    # a batch refused for some records: (their own errors by index, the others' error)
+    failures: tuple[dict[int, OdradekError], OdradekError] | None
     callbacks: list[tuple[Any, Callable[[Any], object]]] | None
     cancelled: set[int] | None  # indices of RecordFutures cancelled by their holders
     event: threading.Event | None  # made by the first SendFuture.result() that has to wait
@@ -79,6 +87,7 @@ class BatchState:
         self.base_offset = -1
         self.append_time_ms = -1
         self.error = None
+        self.failures = None
         self.callbacks = None
         self.cancelled = None
         self.event = None
@@ -99,6 +108,8 @@ class BatchState:
             if self.state != PENDING:
                 return
             self.base_offset, self.append_time_ms, self.error = base_offset, append_time_ms, error
+            if state == FAILED and isinstance(error, RecordValidationError) and error.record_errors:
+                self.failures = record_failures(error)
             self.state = state
             callbacks, self.callbacks = self.callbacks, None
             event = self.event
@@ -112,6 +123,14 @@ class BatchState:
             _run_callbacks(callbacks)
         else:
             self.loop.call_soon(_run_callbacks, callbacks)
+
+    def error_of(self, index: int) -> OdradekError | None:
+        """The error record `index` failed with (None if the batch has not failed)."""
+        failures = self.failures
+        if failures is None:
+            return self.error
+        own, others = failures
+        return own.get(index, others)
 
     def run_soon(self, future: Any, fn: Callable[[Any], object]) -> None:
         """`fn(future)` in a later pass of the loop, for a callback added to a settled batch (on
@@ -208,7 +227,7 @@ class RecordFuture:
         if self.cancelled():
             raise self._make_cancelled_error()
         if state == FAILED:
-            raise batch.error.with_traceback(None)  # type: ignore[union-attr]
+            raise batch.error_of(self.index).with_traceback(None)  # type: ignore[union-attr]
         if state == PENDING:
             raise asyncio.InvalidStateError("Result is not set.")
         return batch.metadata(self.index)
@@ -221,7 +240,7 @@ class RecordFuture:
         state = batch.state
         if state == PENDING:
             raise asyncio.InvalidStateError("Exception is not set.")
-        return batch.error if state == FAILED else None
+        return batch.error_of(self.index) if state == FAILED else None
 
     def _make_cancelled_error(self) -> asyncio.CancelledError:
         return asyncio.CancelledError()
@@ -343,7 +362,7 @@ class SendFuture(concurrent.futures.Future[T]):
         if batch.state == PENDING:
             self._wait(timeout)
         if batch.state == FAILED:
-            raise batch.error.with_traceback(None)  # type: ignore[union-attr]
+            raise batch.error_of(self.index).with_traceback(None)  # type: ignore[union-attr]
         return batch.metadata(self.index)  # type: ignore[return-value]
 
     def get(self, timeout: float | None = None) -> T:
@@ -352,7 +371,7 @@ class SendFuture(concurrent.futures.Future[T]):
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait(timeout)
-        return self.batch.error
+        return self.batch.error_of(self.index)
 
     def add_done_callback(self, fn: Callable[[SendFuture[T]], object]) -> None:
         if not self.batch.add_callback(self, fn):

@@ -11,8 +11,8 @@ accumulator's next deadline. Per partition:
   goes back to the front of its queue after `retry_backoff_ms`, and an `invalid_metadata` error
   refreshes the metadata first, so the retry goes to the new leader;
 - anything else, or `retries` used up, or `delivery_timeout_ms` passed: the futures fail (a
-  batch refused for some of its records with an error whose `record_errors` names them by
-  their futures' `index`, protocol/record_errors.py).
+  batch refused for some of its records: each record named by its future's `index` with its
+  own error, the others with InvalidDifferentRecordError, client/record_failures.py).
 With acks=0 the request gets no answer and offsets are -1. The accumulator's `max_in_flight_
 per_partition` bounds the batches in flight per partition (at most 5 when idempotent: the
 leader stores a retried batch only once and answers its first copy's offset,

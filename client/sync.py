@@ -32,7 +32,7 @@ from client.types import (
     TopicDescription,
     TopicPartition,
 )
-from protocol.api.admin import ConfigEntry
+from protocol.api.admin import RESOURCE_TOPIC, ConfigEntry
 from protocol.errors import OdradekError, UsageError
 
 T = TypeVar("T")
@@ -227,9 +227,10 @@ class Admin(SyncAclAdmin, SyncTxnAdmin, SyncQuotaAdmin, SyncScramAdmin, _SyncCli
         set_configs: Mapping[str, str] | None = None,
         delete: Iterable[str] = (),
         validate_only: bool = False,
+        resource_type: int = RESOURCE_TOPIC,
     ) -> None:
         sets, deletes = dict(set_configs or {}), list(delete)
-        self._run(lambda a: a.alter_configs(topic, sets, deletes, validate_only))
+        self._run(lambda a: a.alter_configs(topic, sets, deletes, validate_only, resource_type))
 
     def create_partitions(
         self,

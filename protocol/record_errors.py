@@ -6,8 +6,10 @@ otherwise, and names each bad record by its index in the batch with a message of
 (`record_errors`). The Kafka door answers them in Produce v8+'s `record_errors`, the native door
 in the same field of its answer; a Kafka client then fails the named records with the
 partition's error and the others of the batch as refused because of them (librdkafka's
-`_INVALID_DIFFERENT_RECORD`). odradek's client fails every record of the batch with one
-error whose `record_errors` names the bad ones (`produce_error`).
+`_INVALID_DIFFERENT_RECORD`). So does odradek's client (client/record_failures.py): a named
+record's future fails with the partition's error (InvalidRecordsError or
+InvalidTimestampsError) and the record's own message, every other one of the batch with one
+InvalidDifferentRecordError whose message and `record_errors` name the bad ones.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ coordinator's own commits (coordinator/group/) do not come through here.
 
 Kafka v10 (KIP-848, Kafka 4.2) names topics by id: they are named through the metadata cache
 first, an id no topic has is UNKNOWN_TOPIC_ID on each of its partitions, and the answer gives
-each topic under its id.
+each topic under its id. The group's refusals come first even then, as Kafka's
+KafkaApis.handleOffsetCommitRequest answers them before naming any topic: every partition,
+an unknown id's too, gets GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from protocol.errors import (
     GroupAuthorizationFailedError,
     OffsetMetadataTooLargeError,
     TopicAuthorizationFailedError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
@@ -82,24 +85,35 @@ class TopicCommitted:
 class OffsetCommitResult:
     topics: tuple[TopicCommitted, ...]  # in the order asked
     topic_ids: dict[str, uuid.UUID] | None = None  # by id: each answered topic's id
-    unknown_ids: tuple[tuple[uuid.UUID | None, tuple[int, ...]], ...] = ()  # UNKNOWN_TOPIC_ID
+    unknown_ids: tuple[tuple[uuid.UUID | None, tuple[int, ...]], ...] = ()  # by id, unnamed
+    unknown_ids_code: int = UnknownTopicIdError.code  # what those partitions get
 
 
 async def run(ctx: BrokerContext, session: Session, req: OffsetCommit) -> OffsetCommitResult:
+    code = _group_refusal(ctx, session, req)
     if req.topic_ids is not None:
-        return await _by_id(ctx, session, req)
-    names = {t.name for t in req.topics}
-    code = 0
-    refused = rules.NOTHING
+        return await _by_id(ctx, session, req, code)
+    return await _by_name(ctx, session, req, code)
+
+
+def _group_refusal(ctx: BrokerContext, session: Session, req: OffsetCommit) -> int:
+    """The code every partition gets before any topic is looked at: no Read on the group, or
+    a KIP-848 member committing with a generation; 0 when there is none."""
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, req.group_id, api=API):
-        code = GroupAuthorizationFailedError.code
-    elif (not req.generation_is_epoch and req.member_id
-          and ctx.groups.consumer.is_consumer_group(req.group_id)):  # fmt: skip
-        code = UnsupportedVersionError.code
-    else:
-        refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, names, api=API)
+        return GroupAuthorizationFailedError.code
+    if (not req.generation_is_epoch and req.member_id
+            and ctx.groups.consumer.is_consumer_group(req.group_id)):  # fmt: skip
+        return UnsupportedVersionError.code
+    return 0
+
+
+async def _by_name(
+    ctx: BrokerContext, session: Session, req: OffsetCommit, code: int
+) -> OffsetCommitResult:
     if code:
         return _answer(req, lambda topic, partition: code)
+    names = {t.name for t in req.topics}
+    refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, names, api=API)
     codes: dict[tuple[str, int], int] = {}
     commit_topics = _known(ctx, req, refused, codes)
     if commit_topics:
@@ -146,9 +160,18 @@ def _answer(req: OffsetCommit, code_of: _CodeOf) -> OffsetCommitResult:
     ))  # fmt: skip
 
 
-async def _by_id(ctx: BrokerContext, session: Session, req: OffsetCommit) -> OffsetCommitResult:
-    """v10+: the topics named through the metadata cache, then committed by name."""
+async def _by_id(
+    ctx: BrokerContext, session: Session, req: OffsetCommit, code: int
+) -> OffsetCommitResult:
+    """v10+: the topics named through the metadata cache, then committed by name; refused by
+    the group, every topic is answered under its id, named or not (Kafka's order)."""
     assert req.topic_ids is not None
+    if code:
+        every = tuple(
+            (topic_id, tuple(p.partition for p in topic.partitions))
+            for topic_id, topic in zip(req.topic_ids, req.topics, strict=True)
+        )
+        return OffsetCommitResult((), {}, every, code)
     topics, ids, unknown = [], {}, []
     for topic_id, topic in zip(req.topic_ids, req.topics, strict=True):
         name = None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
@@ -158,5 +181,5 @@ async def _by_id(ctx: BrokerContext, session: Session, req: OffsetCommit) -> Off
             ids[name] = topic_id
             topics.append(CommitTopic(name, topic.partitions))
     named = dataclasses.replace(req, topics=tuple(topics), topic_ids=None)
-    result = await run(ctx, session, named) if topics else OffsetCommitResult(())
+    result = await _by_name(ctx, session, named, 0) if topics else OffsetCommitResult(())
     return dataclasses.replace(result, topic_ids=ids, unknown_ids=tuple(unknown))

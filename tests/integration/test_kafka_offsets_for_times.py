@@ -76,3 +76,25 @@ def test_offsets_for_times_answers_the_record_inside_the_batch(
         futures = admin.list_offsets({tp: OffsetSpec.for_timestamp(asked)})
         info = futures[tp].result(timeout=TIMEOUT_S)
         assert (info.offset, info.timestamp) == (offset, ts)
+
+
+def test_a_special_timestamp_needs_the_version_that_brought_it(cluster3: LocalCluster) -> None:
+    """As Kafka's ReplicaManager.fetchOffset, by hand on the wire (clients pick the version for
+    the timestamp): MAX_TIMESTAMP (-3) at v6, or a negative timestamp Kafka gives no meaning,
+    is UNSUPPORTED_VERSION on its partition; -3 at v7 goes on to the partition lookup."""
+    from protocol.kafka.versions import LIST_OFFSETS
+    from tests.integration.kafka_wire import addresses, call, nested
+
+    def code(version: int, timestamp: int) -> int:
+        part = nested(LIST_OFFSETS, version, "ListOffsetsPartition",
+                      partition_index=0, timestamp=timestamp)  # fmt: skip
+        topic = nested(LIST_OFFSETS, version, "ListOffsetsTopic", name="no-such-topic",
+                       partitions=(part,))  # fmt: skip
+        answer = call(addresses(cluster3.kafka_bootstrap)[0], LIST_OFFSETS, version,
+                      replica_id=-1, isolation_level=0, topics=(topic,))  # fmt: skip
+        return int(answer.topics[0].partitions[0].error_code)
+
+    unsupported_version, unknown_topic = 35, 3
+    assert [code(6, -3), code(7, -7), code(7, -3)] == [
+        unsupported_version, unsupported_version, unknown_topic,
+    ]  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from client.record_failures import InvalidDifferentRecordError
 from deploy.cluster import LocalCluster
 from protocol import compression
 from protocol.batch import iter_batches
@@ -125,16 +126,15 @@ def _one_late_record_by_kafka_python(cluster: LocalCluster, topic: str, now: int
     return [f.exception for f in futures]
 
 
-def _native_batch_error(cluster: LocalCluster, topic: str, recs: list[Rec]) -> Any:
-    """The error odradek's client fails `recs` with, sent in one batch (the same for all)."""
+def _native_batch_errors(cluster: LocalCluster, topic: str, recs: list[Rec]) -> list[Any]:
+    """The error odradek's client fails each of `recs` with, sent in one batch."""
     from client import Producer
 
     with Producer(cluster.bootstrap, linger_ms=60_000, retries=0) as p:
         futures = [p.send(topic, r.value, key=r.key, partition=0) for r in recs]
         p.flush()
-        errors = {id(f.exception(timeout=TIMEOUT_S)) for f in futures}
-        assert len(errors) == 1 and futures[0].index == 0, errors
-        return futures[0].exception()
+        assert [f.index for f in futures] == list(range(len(recs)))  # one batch
+        return [f.exception(timeout=TIMEOUT_S) for f in futures]
 
 
 def _end_offset(cluster: LocalCluster, topic: str) -> int:
@@ -150,8 +150,9 @@ def _end_offset(cluster: LocalCluster, topic: str) -> int:
 def test_keyless_records_of_a_compacted_topic_fail_alone(cluster3: LocalCluster) -> None:
     """librdkafka's 0011 test (KIP-467): 100 records in one batch to a compacted topic, every
     tenth without a key. The batch is refused and the leader names the 10 keyless records:
-    they fail with INVALID_RECORD, the 90 others with _INVALID_DIFFERENT_RECORD. odradek's
-    client (the native door) fails them all with one error naming the 10."""
+    they fail with INVALID_RECORD, the 90 others with _INVALID_DIFFERENT_RECORD. So does
+    odradek's client (the native door): InvalidRecordsError with each one's own message, and
+    one InvalidDifferentRecordError naming the 10 for the 90 others."""
     from confluent_kafka import KafkaError
 
     topic = _topic("keyless")
@@ -163,10 +164,16 @@ def test_keyless_records_of_a_compacted_topic_fail_alone(cluster3: LocalCluster)
         range(0, 100, 10)
     )
     assert codes.count(KafkaError._INVALID_DIFFERENT_RECORD) == 90
-    refused = _native_batch_error(cluster3, topic, recs)
-    assert isinstance(refused, InvalidRecordsError), refused
-    assert [e.batch_index for e in refused.record_errors] == list(range(0, 100, 10))
-    assert "without a key" in refused.message
+    native = _native_batch_errors(cluster3, topic, recs)
+    own = [i for i, e in enumerate(native) if isinstance(e, InvalidRecordsError)]
+    assert own == list(range(0, 100, 10)), native[:11]
+    assert all("without a key" in native[i].message for i in own), native[0]
+    others = {id(e): e for i, e in enumerate(native) if i not in own}
+    assert len(others) == 1, native[:3]
+    (different,) = others.values()
+    assert isinstance(different, InvalidDifferentRecordError) and not different.retriable
+    assert [e.batch_index for e in different.record_errors] == own
+    assert "records 0, 10, 20, 30, 40, 50, 60, 70, 80, 90 (INVALID_RECORD" in different.message
     assert _end_offset(cluster3, topic) == 0  # nothing of the batch was appended
 
 
@@ -244,3 +251,21 @@ def test_cli_creates_with_configs_and_describes_them(cluster3: LocalCluster) -> 
         f"odradek: error: INVALID_CONFIG: {name}: local.retention.ms is refused: "
         "odradek has no tiered storage"
     ]
+
+
+def test_cli_alters_and_describes_a_groups_configs(cluster3: LocalCluster) -> None:
+    group = _topic("grp")  # a group need not exist to have configs (Kafka's rule)
+    changed = _cli(cluster3, "configs", "alter", "--group", group,
+                   "--set", "consumer.heartbeat.interval.ms=6000")  # fmt: skip
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == (
+        f"Altered group {group}. Configs: consumer.heartbeat.interval.ms=6000"
+    )
+    listing = _cli(cluster3, "configs", "describe", "--group", group, "--synonyms")
+    assert listing.returncode == 0, listing.stderr
+    rows = {line.split()[0]: line.split() for line in listing.stdout.splitlines()[1:]}
+    assert rows["consumer.heartbeat.interval.ms"][1:3] == ["6000", "DYNAMIC_GROUP_CONFIG"]
+    assert rows["consumer.session.timeout.ms"][2] == "DEFAULT_CONFIG"
+    back = _cli(cluster3, "configs", "alter", "--group", group,
+                "--delete", "consumer.heartbeat.interval.ms")  # fmt: skip
+    assert (back.returncode, back.stdout.strip()) == (0, f"Altered group {group}. Configs:")

@@ -330,7 +330,7 @@ def _offset_commit_out(request: KafkaRequest, result: offset_commit.OffsetCommit
     topic_cls = nested(cls, "OffsetCommitResponseTopic")
     part_cls = nested(cls, "OffsetCommitResponsePartition")
     ids = result.topic_ids or {}
-    unknown = UnknownTopicIdError.code
+    unknown = result.unknown_ids_code
     return make(cls, throttle_time=0, topics=tuple(
         make(topic_cls, name=t.name, topic_id=ids.get(t.name), partitions=tuple(
             make(part_cls, partition_index=p, error_code=code) for p, code in t.partitions))

@@ -1,10 +1,11 @@
 """The Kafka door's codecs of the partition reads besides Fetch (see
 broker/codecs/kafka/__init__.py).
 
-ListOffsets (2), v1-v10: Kafka clients are consumers (replica -1); v2+ carry the isolation
+ListOffsets (2), v1-v11: Kafka clients are consumers (replica -1); v2+ carry the isolation
 level, v4+ the current leader epoch. OFFSET_NOT_AVAILABLE came with v5 (KIP-207): older
 versions are answered LEADER_NOT_AVAILABLE, which their clients retry too, as Kafka answers
-them. v10's timeout is for tiered lookups only.
+them. v10's timeout is for tiered lookups only. The version goes to the operation, which
+refuses a special timestamp the version cannot carry (v7+ for -3, ..., v11+ for -6).
 
 OffsetForLeaderEpoch (23), v2-v4: v2 added the current leader epoch (KIP-320), v3 the
 replica id (which decides nothing, as in Kafka, and is dropped), v4 is flexible.
@@ -35,8 +36,9 @@ def _list_offsets_in(request: KafkaRequest) -> list_offsets.ListOffsets:
         for t in body.topics
     )  # fmt: skip
     return list_offsets.ListOffsets(
-        topics, list_offsets.CONSUMER, getattr(body, "isolation_level", 0)
-    )
+        topics, list_offsets.CONSUMER, getattr(body, "isolation_level", 0),
+        request.header.api_version,
+    )  # fmt: skip
 
 
 def offset_code(code: int, version: int) -> int:

@@ -5,10 +5,13 @@ import asyncio
 import pytest
 
 from client.accumulator import RecordAccumulator, estimate_size
+from client.record_failures import InvalidDifferentRecordError
 from client.record_future import RecordFuture, SendFuture
 from client.types import TopicPartition
+from protocol.api.produce import RecordError
 from protocol.batch import decode_all
-from protocol.errors import NotLeaderForPartitionError
+from protocol.errors import InvalidTimestampError, NotLeaderForPartitionError
+from protocol.record_errors import InvalidTimestampsError, produce_error
 
 APPENDED, NEW_BATCH, BATCH_FULL = "appended", "new batch", "batch full"
 
@@ -209,6 +212,44 @@ async def test_record_futures_settle_with_their_batch_and_one_may_be_cancelled()
     (batch,) = acc.drain({1}, leader_of, 1 << 20, 0)[1]
     batch.complete(100, 999)  # LogAppendTime: the broker's timestamp for every record
     assert await gathered == [("t", 0, 100 + i, 999) for i in range(3)]
+
+
+async def test_a_batch_refused_for_some_records_fails_each_with_its_own_error() -> None:
+    """KIP-467, as librdkafka: the records the broker named fail with the partition's error and
+    their own message, the others with one InvalidDifferentRecordError naming the bad ones;
+    both future flavours, result() and exception() alike."""
+    acc = RecordAccumulator()
+    sync = [Fut() for _ in range(4)]
+    for i, f in enumerate(sync):
+        add(acc, T0, None, b"v%d" % i, None, 1000 + i, f, 0)
+    acc.loop = asyncio.get_running_loop()
+    futs = [acc.append_new(T1, None, b"v0", None, 5, 13, 0)]
+    futs += [acc.append(T1, None, b"v%d" % i, None, 5, 13) for i in (1, 2)]
+    gathered = asyncio.gather(*futs, return_exceptions=True)
+    named = [RecordError(1, "timestamp 9 is out of range"), RecordError(3)]
+    refusal = produce_error(InvalidTimestampError.code, "2 bad timestamps", named)
+    batches = acc.drain({1, 2}, leader_of, 1 << 20, 0)
+    for batch in batches[1] + batches[2]:
+        batch.fail(refusal)
+    errors = [f.record.exception(0) for f in sync]
+    different, own = InvalidDifferentRecordError, InvalidTimestampsError
+    assert [type(e) for e in errors] == [different, own, different, own]
+    assert (errors[1].message, errors[3].message) == (
+        "timestamp 9 is out of range",
+        "2 bad timestamps",
+    )
+    assert [e.batch_index for e in errors[1].record_errors] == [1]
+    assert errors[0] is errors[2] and not errors[0].retriable
+    assert errors[0].code == InvalidTimestampError.code
+    assert str(errors[0]) == (
+        "INVALID_DIFFERENT_RECORD: refused because another record of its batch was invalid: "
+        "records 1, 3 (INVALID_TIMESTAMP: 2 bad timestamps)"
+    )
+    with pytest.raises(InvalidTimestampsError, match="out of range"):
+        sync[1].record.get(0)
+    got = await gathered
+    assert [type(e) for e in got] == [different, own, different]
+    assert futs[1].exception() is got[1] and futs[0].exception() is got[0]
 
 
 def test_requeue_goes_first_and_backs_off() -> None:

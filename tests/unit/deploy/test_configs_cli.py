@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from deploy.cli import build_parser
-from deploy.configs_cli import describe_lines, entry_doc
+from deploy.configs_cli import describe_lines, entry_doc, source_name, target_of
 from protocol.api.admin import (
+    RESOURCE_GROUP,
     SOURCE_DEFAULT_CONFIG,
+    SOURCE_GROUP_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     SOURCE_TOPIC_CONFIG,
     TYPE_LIST,
@@ -49,3 +51,23 @@ def test_parser_takes_a_topic_or_a_broker() -> None:
     assert (args.broker, args.topic, args.synonyms) == (2, None, True)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["configs", "describe", "--topic", "t", "--broker", "1"])
+
+
+def test_parser_takes_a_group_to_describe_and_to_alter() -> None:
+    args = build_parser().parse_args(["configs", "describe", "--group", "g1"])
+    assert target_of(args) == (RESOURCE_GROUP, "g1")
+    args = build_parser().parse_args(["configs", "alter", "--group", "g1", "--set",
+                                      "consumer.heartbeat.interval.ms=6000", "--delete",
+                                      "consumer.session.timeout.ms"])  # fmt: skip
+    assert target_of(args) == (RESOURCE_GROUP, "g1")
+    assert (args.set_configs, args.delete_configs, args.validate_only) == (
+        ["consumer.heartbeat.interval.ms=6000"], ["consumer.session.timeout.ms"], False,
+    )  # fmt: skip
+    with pytest.raises(SystemExit):  # a broker's configs are not altered here
+        build_parser().parse_args(["configs", "alter", "--broker", "1", "--set", "a=b"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["configs", "alter", "--topic", "t", "--group", "g"])
+
+
+def test_a_groups_own_config_has_kafkas_source_name() -> None:
+    assert source_name(SOURCE_GROUP_CONFIG) == "DYNAMIC_GROUP_CONFIG"

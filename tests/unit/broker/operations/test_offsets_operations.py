@@ -17,6 +17,7 @@ from protocol.errors import (
     GroupAuthorizationFailedError,
     IllegalGenerationError,
     TopicAuthorizationFailedError,
+    UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
@@ -112,6 +113,33 @@ async def test_offset_commit_refuses_partitions_this_broker_does_not_know(
         grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
         denied = TopicAuthorizationFailedError.code
         assert codes(await run(oc.run, b, missing)) == [("missing", 0, denied)]
+
+
+async def test_offset_commit_by_id_refuses_the_group_before_naming_any_topic(
+    tmp_path: Path,
+) -> None:
+    """v10 (topics by id) without Read on the group: every partition is
+    GROUP_AUTHORIZATION_FAILED, an unknown id's too (it answered UNKNOWN_TOPIC_ID), as
+    Kafka's handleOffsetCommitRequest refuses the group before it names the topics."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t", 2)
+        await coordinate_groups(b, clock)
+        authz = Authorizer(AclCache())
+        b.install_authorizer(authz)
+        nobody = uuid.uuid4()
+        by_id = oc.OffsetCommit("g", -1, "", (
+            oc.CommitTopic("", (oc.CommitPartition(0, 5), oc.CommitPartition(1, 6))),),
+            topic_ids=(nobody,))  # fmt: skip
+        denied = await run(oc.run, b, by_id)
+        assert (denied.topics, denied.unknown_ids, denied.unknown_ids_code) == (
+            (), ((nobody, (0, 1)),), GroupAuthorizationFailedError.code,
+        )  # fmt: skip
+        grant(authz, AclOperation.READ, ResourceType.GROUP, "g")
+        unknown = await run(oc.run, b, by_id)
+        assert (unknown.unknown_ids, unknown.unknown_ids_code) == (
+            ((nobody, (0, 1)),), UnknownTopicIdError.code,
+        )  # fmt: skip
 
 
 async def test_a_kip848_member_commits_with_its_epoch_only(tmp_path: Path) -> None:

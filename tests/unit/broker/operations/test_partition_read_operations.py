@@ -21,6 +21,7 @@ from protocol.errors import (
     TopicAuthorizationFailedError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
 from protocol.principal import KafkaPrincipal
 from tests.unit.broker.harness import running_broker
@@ -90,6 +91,29 @@ async def test_list_offsets_refuses_each_partition_of_a_topic_not_described(
         allowed = list_offsets.run(b.ctx, SESSION, both).topics
         assert [(p.partition, p.error_code, p.offset) for p in allowed[0][1]] == [
             (0, 0, 0), (1, 0, 0)]  # fmt: skip
+
+
+async def test_list_offsets_refuses_a_special_timestamp_its_version_cannot_carry(
+    tmp_path: Path,
+) -> None:
+    """Kafka's ReplicaManager.fetchOffset: -3 needs v7, -4 v8, -5 v9, -6 v11; any other negative
+    timestamp is UNSUPPORTED_VERSION at every version (and from the native door, which gives no
+    version), on its own partition, before the leader is looked up (an unknown topic too)."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("o")
+
+        def code(ts: int, version: int | None, topic: str = "o") -> int:
+            req = list_offsets.ListOffsets(((topic, (list_offsets.Asked(0, ts),)),),
+                                           version=version)  # fmt: skip
+            (listed,) = list_offsets.run(b.ctx, SESSION, req).topics[0][1]
+            return listed.error_code
+
+        unsupported = UnsupportedVersionError.code
+        for ts, since in ((-3, 7), (-4, 8), (-5, 9), (-6, 11)):
+            assert (code(ts, since - 1), code(ts, since), code(ts, None)) == (unsupported, 0, 0)
+        assert [code(ts, 1) for ts in (-1, -2, 0)] == [0, 0, 0]
+        assert [code(ts, v) for ts in (-7, -100) for v in (1, 11, None)] == [unsupported] * 6
+        assert code(-3, 1, "nope") == unsupported
 
 
 def epochs(topic: str, *asked: ofle.Asked) -> ofle.OffsetForLeaderEpoch:
