@@ -183,6 +183,9 @@ class BrokerConfig:
     ssl_truststore_location: str = ""
     ssl_truststore_password: str = field(default="", repr=False)
     ssl_truststore_certificates: str = ""  # PEM text of the CA certificates, instead of a file
+    # Kafka's password.encoder.secret: encrypts the passwords among the dynamic broker configs
+    # in ZooKeeper (broker/password_encoder.py); "": none can be set there
+    password_encoder_secret: str = field(default="", repr=False)
     # none | requested | required: whether TLS listeners ask clients for a certificate; with
     # one, the session's principal is User:<subject mapped by ssl_principal_mapping_rules>
     ssl_client_auth: str = "none"

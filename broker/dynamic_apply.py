@@ -2,8 +2,9 @@
 
 `DynamicApplier.reload()` runs at start (before the listeners load their TLS) and whenever
 coordinator/cluster/broker_configs.py's follower says /config/brokers/<id> or <default> changed:
-it reads both, builds the settings in effect (broker/dynamic_config.py `effective`: per-broker
-over the cluster default over the file) and, against the settings in effect until then:
+it reads both (a password decrypted, broker/password_encoder.py), builds the settings in effect
+(broker/dynamic_config.py `effective`: per-broker over the cluster default over the file) and,
+against the settings in effect until then:
 
     ctx.config            replaced whole (handlers read it per request: max.connections, ...)
     topic defaults        `set_log_defaults(LogConfig)`: the broker's defaults for new logs and
@@ -31,6 +32,7 @@ from broker.context import BrokerContext
 from broker.dynamic_config import effective, tls_listeners
 from broker.log.cleaner.manager import CleanerSettings, LogCleaner
 from broker.log.config import LogConfig
+from broker.password_encoder import unseal
 from broker.security.tls import listener_tls
 from coordinator.cluster.zk_paths import DEFAULT_BROKER
 from protocol.errors import InvalidConfigError, OdradekError
@@ -87,7 +89,12 @@ class DynamicApplier:
 
     async def reload(self) -> None:
         me = str(self.ctx.static_config.broker_id)
+        secret = self.ctx.static_config.password_encoder_secret
         cluster, mine = await self.read(DEFAULT_BROKER), await self.read(me)
+        mine, unreadable = unseal(mine, secret)
+        if unreadable:
+            log.error("dynamic broker configs %s left out: not decodable with this broker's "
+                      "password.encoder.secret (or none is set)", sorted(unreadable))  # fmt: skip
         try:
             new = effective(self.ctx.static_config, cluster, mine)
         except OdradekError as exc:

@@ -24,7 +24,8 @@ live (`kind_of`), each applied by broker/dynamic_apply.py without a restart:
 Any other broker setting is refused with INVALID_REQUEST: "<name> cannot be updated
 dynamically; it needs a broker restart"; a name that is no broker setting is INVALID_CONFIG; a
 bad value is INVALID_CONFIG with BrokerConfig's own line (the whole effective config is built
-and checked, `effective`). Secrets (`*.password`, `ssl.keystore.key`) are stored as given and
+and checked, `effective`). Secrets (`*.password`, `ssl.keystore.key`) are stored encrypted with
+the broker's password.encoder.secret, as Kafka stores them (broker/password_encoder.py), and
 described as Kafka describes a PASSWORD: is_sensitive, null value.
 """
 
@@ -77,7 +78,7 @@ TLS_RELOADABLE = frozenset({
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
     "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
 })  # fmt: skip
-SECRET_SUFFIXES = (".password", "ssl.keystore.key")
+SECRET_SUFFIXES = (".password", "ssl.keystore.key", "password.encoder.secret")
 
 
 def is_secret(name: str) -> bool:

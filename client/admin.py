@@ -189,19 +189,14 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
     ) -> list[ConfigEntry]:
         """Every config of one resource (RESOURCE_TOPIC, RESOURCE_GROUP or RESOURCE_BROKER, by
         its id) with its source, and its synonyms / documentation when asked. A broker's configs
-        are asked of that broker (only it knows its file), a topic's or a group's of any."""
+        are asked of that broker (only it knows its file), a topic's, a group's or the cluster
+        default's (the broker resource "") of any."""
         request = DescribeConfigsRequest(
             [DescribeConfigsResource(resource_type, name, None)],
             include_synonyms,
             include_documentation,
         )
-        resp: DescribeConfigsResponse
-        if resource_type == RESOURCE_BROKER:
-            await self.start()
-            conn = await self._cluster.connection(int(name))
-            resp = await conn.send(request, 2 * self.request_timeout_ms)
-        else:
-            resp = await self._send_admin(request, self.request_timeout_ms)
+        resp: DescribeConfigsResponse = await self._send_for(resource_type, name, request)
         (result,) = resp.results
         _raise(result.error_code, result.resource_name, result.error_message)
         return list(result.configs)
@@ -218,17 +213,26 @@ class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
         broker default), keep the others. Every broker applies the change to its logs of the
         topic. Raises InvalidConfigError (a bad name or value), UnknownTopicOrPartitionError.
         With `resource_type=RESOURCE_GROUP`, `topic` names a group and the change is to that
-        group's configs (KIP-848: consumer.session.timeout.ms, ...)."""
+        group's configs (KIP-848: consumer.session.timeout.ms, ...); with RESOURCE_BROKER, a
+        broker id (sent to that broker) or "" (the cluster default), its dynamic configs."""
         changes = [AlterableConfig(k, v, OP_SET) for k, v in (set_configs or {}).items()]
         changes += [AlterableConfig(k, None, OP_DELETE) for k in delete]
         if not changes:
             raise UsageError(f"nothing to change in the configs of {topic!r}")
         resource = AlterConfigsResource(resource_type, topic, changes)
-        resp: AlterConfigsResponse = await self._send_admin(
-            AlterConfigsRequest([resource], validate_only), self.request_timeout_ms
-        )
+        request = AlterConfigsRequest([resource], validate_only)
+        resp: AlterConfigsResponse = await self._send_for(resource_type, topic, request)
         for result in resp.results:
             _raise(result.error_code, result.resource_name, result.error_message)
+
+    async def _send_for(self, resource_type: int, name: str, request: Any) -> Any:
+        """A config request about one resource: a broker's to that broker (Kafka's admin
+        client does so: only it knows its file), any other to any broker."""
+        if resource_type == RESOURCE_BROKER and name:
+            await self.start()
+            conn = await self._cluster.connection(int(name))
+            return await conn.send(request, 2 * self.request_timeout_ms)
+        return await self._send_admin(request, self.request_timeout_ms)
 
     async def create_partitions(
         self,

@@ -28,6 +28,8 @@ from protocol.api.admin import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
+    SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
     SOURCE_GROUP_CONFIG,
     SOURCE_NAMES,
     SOURCE_TOPIC_CONFIG,
@@ -37,7 +39,14 @@ from protocol.topic_config import TYPE_CODES
 
 TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
 KIND_NAMES = {RESOURCE_TOPIC: "topic", RESOURCE_GROUP: "group", RESOURCE_BROKER: "broker"}
-OWN_SOURCES = (SOURCE_TOPIC_CONFIG, SOURCE_GROUP_CONFIG)  # the resource's own overrides
+
+
+def own_sources(kind: int, name: str) -> tuple[int, ...]:
+    """The sources of the resource's own overrides: a topic's, a group's, a broker's dynamic
+    configs, or the cluster default's (the broker resource "")."""
+    if kind == RESOURCE_BROKER:
+        return (SOURCE_DYNAMIC_BROKER_CONFIG,) if name else (SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,)
+    return (SOURCE_TOPIC_CONFIG,) if kind == RESOURCE_TOPIC else (SOURCE_GROUP_CONFIG,)
 
 
 def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
@@ -51,17 +60,22 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     which.add_argument("--topic", metavar="TOPIC")
     which.add_argument("--group", metavar="GROUP")
     which.add_argument("--broker", type=int, metavar="ID")
+    which.add_argument("--broker-defaults", action="store_true",
+                       help="the cluster default of the dynamic broker configs")  # fmt: skip
     describe.add_argument("--synonyms", action="store_true", help="where else each may come from")
     describe.add_argument("--docs", action="store_true", help="one line of doc per config")
     describe.set_defaults(func=cmd_describe)
 
     alter = csub.add_parser(
         "alter", parents=[client, output_options(argparse.SUPPRESS)],
-        help="set or delete some of a topic's or a group's configs",
+        help="set or delete some of a topic's, a group's or the brokers' dynamic configs",
     )  # fmt: skip
     target = alter.add_mutually_exclusive_group(required=True)
     target.add_argument("--topic", metavar="TOPIC")
     target.add_argument("--group", metavar="GROUP")
+    target.add_argument("--broker", type=int, metavar="ID", help="one broker's dynamic configs")
+    target.add_argument("--broker-defaults", action="store_true",
+                        help="the cluster default of the dynamic broker configs")  # fmt: skip
     alter.add_argument("--set", action="append", dest="set_configs", metavar="KEY=VALUE",
                        help="set a config (repeatable)")  # fmt: skip
     alter.add_argument("--delete", action="append", dest="delete_configs", metavar="KEY",
@@ -71,7 +85,10 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
 
 
 def target_of(args: argparse.Namespace) -> tuple[int, str]:
-    """(resource type, name) of --topic, --group or --broker (argparse makes it exactly one)."""
+    """(resource type, name) of --topic, --group, --broker or --broker-defaults (the broker
+    resource "", Kafka's cluster default); argparse makes it exactly one."""
+    if args.broker_defaults:
+        return RESOURCE_BROKER, ""
     if args.topic is not None:
         return RESOURCE_TOPIC, args.topic
     if args.group is not None:
@@ -99,14 +116,14 @@ def cmd_alter(args: argparse.Namespace) -> int:
         admin.alter_configs(name, configs, removed, args.validate_only, kind)
         entries = admin.describe_config_entries(kind, name)
     own = {e.name: e.value for e in sorted(entries, key=lambda e: e.name)
-           if e.source in OWN_SOURCES}  # fmt: skip
+           if e.source in own_sources(kind, name)}  # fmt: skip
     if wants_json(args):
         emit_json({"resource": KIND_NAMES[kind], "name": name,
                    "validate_only": args.validate_only, "configs": own})  # fmt: skip
         return 0
     listed = ",".join(f"{k}={v}" for k, v in own.items())
-    kind_name = KIND_NAMES[kind]
-    done = "Valid; nothing changed." if args.validate_only else f"Altered {kind_name} {name}."
+    label = f"{KIND_NAMES[kind]} {name}" if name else "the broker defaults"
+    done = "Valid; nothing changed." if args.validate_only else f"Altered {label}."
     print(f"{done} Configs: {listed}".rstrip())
     return 0
 

@@ -37,6 +37,7 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.dynamic_apply import check_listener_tls
 from broker.log.config import LogConfig
+from broker.password_encoder import seal, unseal
 from broker.security import rules
 from broker.session import Session
 from coordinator.cluster.zk_paths import DEFAULT_BROKER
@@ -145,7 +146,8 @@ async def _alter_broker(
 ) -> None:
     """A broker's (its id) or the cluster default's ("") dynamic configs: the new set's every
     name must change live and the settings it gives must hold (broker/dynamic_config.py);
-    a listener's new keystore or truststore must load. Written to /config/brokers/<entity>,
+    a listener's new keystore or truststore must load; a password is written encrypted with
+    password.encoder.secret (broker/password_encoder.py). Written to /config/brokers/<entity>,
     every broker it concerns applies it (broker/dynamic_apply.py)."""
     me = str(ctx.config.broker_id)
     if res.resource_name not in ("", me):
@@ -153,15 +155,18 @@ async def _alter_broker(
                                   f"received {res.resource_name}")  # fmt: skip
     per_broker = res.resource_name == me
     entity = me if per_broker else DEFAULT_BROKER
-    layers = {e: await ctx.broker_configs.read_broker_config(e) for e in (DEFAULT_BROKER, me)}
+    secret = ctx.static_config.password_encoder_secret
+    layers = {e: unseal(await ctx.broker_configs.read_broker_config(e), secret)[0]
+              for e in (DEFAULT_BROKER, me)}  # fmt: skip
     new = _altered_broker_config(layers[entity], res.changes, incremental, ctx.config)
     dynamic.check_names(new, per_broker)
+    stored = seal(new, secret)  # its passwords encrypted, or refused without a secret
     layers[entity] = new
     config = dynamic.effective(ctx.static_config, layers[DEFAULT_BROKER], layers[me])
     check_listener_tls(config, dynamic.tls_listeners(new))
     if validate_only:
         return
-    await ctx.broker_configs.write_broker_config(entity, new)
+    await ctx.broker_configs.write_broker_config(entity, stored)
     log.info("broker config %s: dynamic configs now %s", entity, sorted(new))
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from protocol.kafka.versions import DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 from tests.fixtures.certs import TestCerts, certs  # noqa: F401
-from tests.fixtures.cluster import wait_until
+from tests.fixtures.cluster import run_odradek, wait_until
 from tests.integration import kafka_wire
 
 pytestmark = pytest.mark.integration
@@ -128,6 +128,23 @@ def test_a_broker_config_acts_live_and_is_kept_over_a_restart(cluster_factory: A
                "message.max.bytes back to the default", TIMEOUT_S)  # fmt: skip
     assert _describe(admin, "1")["message.max.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
 
+    # the same through `odradek configs`, as kafka-configs --entity-type brokers takes them
+    native = ("--bootstrap", cluster.bootstrap)
+    done = run_odradek("configs", "alter", "--broker", "1", "--set", "message.max.bytes=2000",
+                       *native)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Altered broker 1. Configs: message.max.bytes=2000"
+    done = run_odradek("configs", "alter", "--broker-defaults", "--delete", "log.retention.ms",
+                       *native)  # fmt: skip
+    assert done.stdout.strip() == "Altered the broker defaults. Configs:", done.stderr
+    assert _describe_default(bootstrap) == {}
+    done = run_odradek("configs", "describe", "--broker", "1", *native)
+    lines = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[1:]}
+    assert lines["message.max.bytes"] == ["2000", "DYNAMIC_BROKER_CONFIG"], done.stdout
+    assert lines["log.retention.ms"][-1] != "DYNAMIC_DEFAULT_BROKER_CONFIG", done.stdout
+    bad = run_odradek("configs", "alter", "--broker", "1", "--set", "broker.id=7", *native)
+    assert bad.returncode == 1 and "needs a broker restart" in bad.stderr.strip(), bad.stderr
+
 
 def _served_issuer(port: int) -> str:
     """The issuer CN of the certificate a new TLS connection to `port` is shown."""
@@ -161,7 +178,8 @@ def test_a_listener_keystore_is_reloaded_without_a_restart(
         brokers=1, native_listeners={"INTERNAL": "PLAINTEXT"},
         listeners={"PLAIN": "PLAINTEXT", "SECURE": "SSL"},
         broker_settings={"inter_broker_listener_name": "INTERNAL",
-                         "ssl_keystore_location": str(first)},
+                         "ssl_keystore_location": str(first),
+                         "password_encoder_secret": "dynamic-secrets"},
     )  # fmt: skip
     port = cluster.broker(1).listener_ports["SECURE"]
     assert _served_issuer(port) == certs.ca.cert.issuer.rfc4514_string().removeprefix("CN=")
@@ -179,3 +197,31 @@ def test_a_listener_keystore_is_reloaded_without_a_restart(
                "new connections get the new keystore", TIMEOUT_S)  # fmt: skip
     entry = _describe(admin, "1")[name]
     assert (entry.value, entry.is_read_only) == (str(second), False)
+
+    # a keystore whose key needs a password: the password goes to ZooKeeper encrypted with
+    # password.encoder.secret and is decrypted when the broker starts again (else it would
+    # fall back to its file's keystore, the first CA's)
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(certs.foreign_broker.key_path.read_bytes(), None)
+    locked = tmp_path / "locked.pem"
+    locked.write_bytes(certs.foreign_broker.cert_path.read_bytes() + key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"key-pass")))  # fmt: skip
+    password = "listener.name.secure.ssl.key.password"
+    with pytest.raises(KafkaException) as refused:  # the key cannot load without it
+        _alter(admin, "1", name, str(locked))
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    both = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in ((name, str(locked)), (password, "key-pass"))]  # fmt: skip
+    res = ConfigResource(ResourceType.BROKER, "1", incremental_configs=both)
+    for future in admin.incremental_alter_configs([res]).values():
+        future.result(timeout=TIMEOUT_S)
+    entry = _describe(admin, "1")[password]
+    assert (entry.value, entry.is_sensitive) == (None, True)
+    cluster.kill(1, "TERM")
+    cluster.start(1)
+    port = cluster.broker(1).listener_ports["SECURE"]
+    assert _served_issuer(port) == "another CA"

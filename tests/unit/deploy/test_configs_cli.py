@@ -7,6 +7,7 @@ import pytest
 from deploy.cli import build_parser
 from deploy.configs_cli import describe_lines, entry_doc, source_name, target_of
 from protocol.api.admin import (
+    RESOURCE_BROKER,
     RESOURCE_GROUP,
     SOURCE_DEFAULT_CONFIG,
     SOURCE_GROUP_CONFIG,
@@ -53,7 +54,7 @@ def test_parser_takes_a_topic_or_a_broker() -> None:
         build_parser().parse_args(["configs", "describe", "--topic", "t", "--broker", "1"])
 
 
-def test_parser_takes_a_group_to_describe_and_to_alter() -> None:
+def test_parser_takes_a_group_or_brokers_to_describe_and_to_alter() -> None:
     args = build_parser().parse_args(["configs", "describe", "--group", "g1"])
     assert target_of(args) == (RESOURCE_GROUP, "g1")
     args = build_parser().parse_args(["configs", "alter", "--group", "g1", "--set",
@@ -63,8 +64,14 @@ def test_parser_takes_a_group_to_describe_and_to_alter() -> None:
     assert (args.set_configs, args.delete_configs, args.validate_only) == (
         ["consumer.heartbeat.interval.ms=6000"], ["consumer.session.timeout.ms"], False,
     )  # fmt: skip
-    with pytest.raises(SystemExit):  # a broker's configs are not altered here
-        build_parser().parse_args(["configs", "alter", "--broker", "1", "--set", "a=b"])
+    args = build_parser().parse_args(["configs", "alter", "--broker", "1", "--set", "a=b"])
+    assert target_of(args) == (RESOURCE_BROKER, "1")
+    args = build_parser().parse_args(["configs", "alter", "--broker-defaults", "--set", "a=b"])
+    assert target_of(args) == (RESOURCE_BROKER, "")  # Kafka's cluster default
+    args = build_parser().parse_args(["configs", "describe", "--broker-defaults"])
+    assert target_of(args) == (RESOURCE_BROKER, "")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["configs", "alter", "--broker", "1", "--broker-defaults"])
     with pytest.raises(SystemExit):
         build_parser().parse_args(["configs", "alter", "--topic", "t", "--group", "g"])
 

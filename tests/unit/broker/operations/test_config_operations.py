@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from broker import password_encoder
 from broker.config import BrokerConfig
 from broker.operations import alter_configs, describe_configs
 from broker.operations import list_config_resources as lcr
@@ -354,3 +355,35 @@ async def test_list_config_resources_by_type(tmp_path: Path) -> None:
         grant(authz, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, "kafka-cluster")
         allowed = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
         assert (allowed.error_code, allowed.resources) == (0, every)
+
+
+async def test_a_dynamic_password_is_stored_encrypted_or_refused_without_a_secret(
+    tmp_path: Path,
+) -> None:
+    """Kafka's rule: a password among the dynamic broker configs needs password.encoder.secret
+    (else INVALID_CONFIG, nothing written); with it, ZooKeeper holds it encrypted and
+    DescribeConfigs shows it sensitive with no value."""
+    name = "listener.name.plaintext.ssl.key.password"
+    change = (ac.ConfigChange(name, "hunter2", OP_SET),)
+    asked = ac.AlterConfigs((ac.ConfigResource(BROKER, str(BROKER_ID), change),),
+                            incremental=True)  # fmt: skip
+    store = FakeTopicStore()
+    async with running_broker(tmp_path / "a", topics=store) as b:
+        (refused,) = (await run(ac.run, b, asked)).results
+        assert refused.error_code == InvalidConfigError.code
+        assert "Password encoder secret not configured" in (refused.error_message or "")
+        assert store.broker_configs == {}
+    store = FakeTopicStore()
+    async with running_broker(tmp_path / "b", topics=store, password_encoder_secret="s") as b:
+        (done,) = (await run(ac.run, b, asked)).results
+        assert done.error_code == 0, done.error_message
+        stored = store.broker_configs[str(BROKER_ID)][name]
+        assert "hunter2" not in stored and password_encoder.decode(stored, "s") == "hunter2"
+        described = dc.DescribeConfigs((dc.ConfigResource(BROKER, str(BROKER_ID)),))
+        (mine,) = (await run(dc.run, b, described)).results
+        entry = next(e for e in mine.configs if e.name == name)
+        assert (entry.value, entry.is_sensitive, entry.source) == (
+            None, True, SOURCE_DYNAMIC_BROKER_CONFIG,
+        )  # fmt: skip
+        secret = next(e for e in mine.configs if e.name == "password.encoder.secret")
+        assert (secret.value, secret.is_sensitive) == (None, True)
