@@ -33,6 +33,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
+from broker.operations.by_topic_id import named_by_id
 from broker.security import rules
 from broker.session import Session
 from coordinator.group.records import metadata_too_large
@@ -172,14 +173,8 @@ async def _by_id(
             for topic_id, topic in zip(req.topic_ids, req.topics, strict=True)
         )
         return OffsetCommitResult((), {}, every, code)
-    topics, ids, unknown = [], {}, []
-    for topic_id, topic in zip(req.topic_ids, req.topics, strict=True):
-        name = None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
-        if name is None or topic_id is None:
-            unknown.append((topic_id, tuple(p.partition for p in topic.partitions)))
-        else:
-            ids[name] = topic_id
-            topics.append(CommitTopic(name, topic.partitions))
-    named = dataclasses.replace(req, topics=tuple(topics), topic_ids=None)
+    by_id = named_by_id(ctx.metadata, req.topic_ids, req.topics)
+    topics = tuple(CommitTopic(name, topic.partitions) for name, topic in by_id.named)
+    named = dataclasses.replace(req, topics=topics, topic_ids=None)
     result = await _by_name(ctx, session, named, 0) if topics else OffsetCommitResult(())
-    return dataclasses.replace(result, topic_ids=ids, unknown_ids=tuple(unknown))
+    return dataclasses.replace(result, topic_ids=by_id.ids, unknown_ids=tuple(by_id.unknown))

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.deferred import Deferred, then
 from broker.leader_hints import HINTED, current_leader, endpoints
+from broker.operations.by_topic_id import named_by_id
 from broker.replica_manager import AppendOutcome, TxnCheck
 from broker.security import rules
 from broker.session import Session
@@ -157,23 +158,15 @@ def _by_id(ctx: BrokerContext, session: Session, req: Produce) -> Result:
     """A v13+ request: its topics named through the metadata cache, the rest of the produce
     as by name; the answer carries the ids asked, and those no topic has (Kafka answers them
     UNKNOWN_TOPIC_ID before it authorizes or appends anything)."""
-    topics: list[TopicData] = []
-    ids: dict[str, uuid.UUID] = {}
-    unknown: list[tuple[uuid.UUID | None, tuple[int, ...]]] = []
     assert req.topic_ids is not None
-    for topic_id, topic in zip(req.topic_ids, req.topics, strict=True):
-        name = None if topic_id is None else ctx.metadata.topic_by_id(topic_id)
-        if name is None or topic_id is None:
-            unknown.append((topic_id, tuple(p.partition for p in topic.partitions)))
-        else:
-            ids[name] = topic_id
-            topics.append(TopicData(name, topic.partitions))
-    named = dataclasses.replace(req, topics=tuple(topics), topic_ids=None)
+    by_id = named_by_id(ctx.metadata, req.topic_ids, req.topics)
+    topics = tuple(TopicData(name, topic.partitions) for name, topic in by_id.named)
+    named = dataclasses.replace(req, topics=topics, topic_ids=None)
 
     def with_ids(result: ProduceResult | None) -> ProduceResult | None:
         if result is None:  # acks=0
             return None
-        return dataclasses.replace(result, topic_ids=ids, unknown_ids=tuple(unknown))
+        return dataclasses.replace(result, topic_ids=by_id.ids, unknown_ids=tuple(by_id.unknown))
 
     result: Result = then(run(ctx, session, named), with_ids)
     return result

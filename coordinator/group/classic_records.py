@@ -40,6 +40,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from coordinator.group.record_reader import RecordReader
 from protocol.errors import CorruptMessageError
 
 OFFSET_COMMIT = 1  # key type; 0 is its older twin
@@ -48,7 +49,6 @@ OFFSET_TYPES = frozenset({0, OFFSET_COMMIT})
 RECORD_TYPES = frozenset({0, OFFSET_COMMIT, GROUP_METADATA})
 WRITE_VERSION = 3  # both values, as Kafka 4.x writes them
 MAX_VERSION = 4
-MAX_ARRAY = 1 << 20  # a bound on any decoded array's length
 NO_EPOCH = -1
 
 
@@ -101,72 +101,9 @@ def encode_group_value(value: Mapping[str, Any]) -> bytes:
 # ----- reading ----------------------------------------------------------------------------
 
 
-class _Reader:
-    """Kafka's primitives at one value version: flexible (compact) or not."""
-
-    def __init__(self, data: bytes, flexible: bool = False) -> None:
-        self.data, self.pos, self.flexible = data, 0, flexible
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptMessageError("truncated classic group record")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def num(self, fmt: str) -> int:
-        value: int = struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-        return value
-
-    def uvarint(self) -> int:
-        n = shift = 0
-        while shift < 35:
-            b = self.take(1)[0]
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-        raise CorruptMessageError("uvarint too long in a classic group record")
-
-    def length(self, wide: bool = False) -> int:
-        """A string's, bytes' or array's length; -1: null."""
-        if self.flexible:
-            return self.uvarint() - 1
-        return self.num(">i" if wide else ">h")
-
-    def nstring(self) -> str | None:
-        n = self.length()
-        try:
-            return None if n < 0 else self.take(n).decode()
-        except UnicodeDecodeError as exc:
-            raise CorruptMessageError(f"a string that is not UTF-8: {exc}") from None
-
-    def string(self) -> str:
-        return self.nstring() or ""
-
-    def blob(self) -> bytes:
-        return self.take(max(self.length(wide=True), 0))
-
-    def count(self) -> int:
-        n = self.length(wide=True)
-        if n > MAX_ARRAY:
-            raise CorruptMessageError(f"array of {n} in a classic group record")
-        return max(n, 0)
-
-    def tags(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.take(self.uvarint())
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise CorruptMessageError(f"{len(self.data) - self.pos} bytes after a record")
-
-
 def decode_key(data: bytes) -> tuple[int, str, str, int]:
     """(record type, group, topic, partition); topic "" and partition -1 for a group key."""
-    r = _Reader(data)
+    r = RecordReader(data, "classic group")
     record_type = r.num(">h")
     if record_type not in RECORD_TYPES:
         raise CorruptMessageError(f"unknown coordinator record type {record_type}")
@@ -179,11 +116,11 @@ def decode_key(data: bytes) -> tuple[int, str, str, int]:
     return record_type, group, topic, partition
 
 
-def _versioned(data: bytes, what: str) -> tuple[_Reader, int]:
+def _versioned(data: bytes, what: str) -> tuple[RecordReader, int]:
     version = struct.unpack_from(">h", data)[0] if len(data) >= 2 else -1
     if not 0 <= version <= MAX_VERSION:
         raise CorruptMessageError(f"{what} version {version} unknown")
-    r = _Reader(data, flexible=version >= 4)
+    r = RecordReader(data, "classic group", flexible=version >= 4)
     r.pos = 2
     return r, version
 
@@ -201,7 +138,7 @@ def decode_offset_value(data: bytes) -> dict[str, Any]:
     return value
 
 
-def _member(r: _Reader, v: int) -> dict[str, Any]:
+def _member(r: RecordReader, v: int) -> dict[str, Any]:
     m: dict[str, Any] = {"id": r.string(), "instance_id": r.nstring() if v >= 3 else None}
     m["client_id"], m["client_host"] = r.string(), r.string()
     rebalance = r.num(">i") if v >= 1 else None

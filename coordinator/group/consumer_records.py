@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.group.record_reader import RecordReader
 from protocol.errors import CorruptMessageError
 
 GROUP_METADATA = 3
@@ -46,7 +47,6 @@ TARGET_MEMBER = 7
 CURRENT_ASSIGNMENT = 8
 WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
 RECORD_TYPES = frozenset(range(GROUP_METADATA, CURRENT_ASSIGNMENT + 1))
-MAX_ARRAY = 1 << 20  # a bound on any decoded array's length
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,75 +154,32 @@ def encode_value(record_type: int, value: Mapping[str, Any] | None) -> bytes | N
 # ----- reading ----------------------------------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptMessageError("truncated consumer group record")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def num(self, fmt: str) -> int:
-        raw = self.take(struct.calcsize(fmt))
-        value: int = struct.unpack(fmt, raw)[0]
-        return value
-
-    def uvarint(self) -> int:
-        n = shift = 0
-        while shift < 35:
-            b = self.take(1)[0]
-            n |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return n
-            shift += 7
-        raise CorruptMessageError("uvarint too long in a consumer group record")
-
-    def count(self) -> int:
-        n = self.uvarint() - 1
-        if n > MAX_ARRAY:
-            raise CorruptMessageError(f"array of {n} in a consumer group record")
-        return n
-
-    def cstr(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode()
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-
-def _read_field(r: _Reader, kind: str) -> Any:
+def _read_field(r: RecordReader, kind: str) -> Any:
     if kind == "int32":
         return r.num(">i")
     if kind == "int8":
         return r.num(">b")
     if kind == "string":
-        return r.cstr() or ""
+        return r.nstring() or ""
     if kind == "nstring":
-        return r.cstr()
+        return r.nstring()
     if kind == "strings":
-        return [r.cstr() or "" for _ in range(max(r.count(), 0))]
+        return [r.nstring() or "" for _ in range(r.count())]
     if kind == "tps":
         out: dict[uuid.UUID, frozenset[int]] = {}
-        for _ in range(max(r.count(), 0)):
+        for _ in range(r.count()):
             topic_id = uuid.UUID(bytes=r.take(16))
-            out[topic_id] = frozenset(r.num(">i") for _ in range(max(r.count(), 0)))
+            out[topic_id] = frozenset(r.num(">i") for _ in range(r.count()))
             r.tags()
         return out
     topics = []
-    for _ in range(max(r.count(), 0)):
+    for _ in range(r.count()):
         topic_id = uuid.UUID(bytes=r.take(16))
-        name, n = r.cstr() or "", r.num(">i")
-        for _ in range(max(r.count(), 0)):  # deprecated rack lists: skipped
+        name, n = r.nstring() or "", r.num(">i")
+        for _ in range(r.count()):  # deprecated rack lists: skipped
             r.num(">i")
-            for _ in range(max(r.count(), 0)):
-                r.cstr()
+            for _ in range(r.count()):
+                r.nstring()
             r.tags()
         r.tags()
         topics.append({"topic_id": topic_id, "topic_name": name, "num_partitions": n})
@@ -230,7 +187,7 @@ def _read_field(r: _Reader, kind: str) -> Any:
 
 
 def decode_key(data: bytes) -> ConsumerKey:
-    r = _Reader(data)
+    r = RecordReader(data, "consumer group")
     record_type = r.num(">h")
     if record_type not in RECORD_TYPES:
         raise CorruptMessageError(f"unknown coordinator record type {record_type}")
@@ -242,7 +199,7 @@ def decode_key(data: bytes) -> ConsumerKey:
 def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
     if data is None:
         return None
-    r = _Reader(data)
+    r = RecordReader(data, "consumer group", flexible=True)
     version = r.num(">h")
     if version != 0:
         raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
