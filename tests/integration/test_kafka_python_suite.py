@@ -27,10 +27,8 @@ test asserts:
 
 The broker runs with an authorizer and allow_everyone_if_no_acl_found (the suite's clients are
 User:ANONYMOUS), so that test_create_describe_delete_acls passes (issue 25). The SASL and SSL
-test files are not run. Tests of the three files run that fail against odradek:
-- test_describe_metadata_quorum: odradek serves no DescribeQuorum (a KRaft API).
-- test_list_config_resources: odradek serves no ListConfigResources (KIP-1142), a point of issue
-  33 of its own.
+test files are not run. The one test of the three files run that fails against odradek:
+test_describe_metadata_quorum, as odradek serves no DescribeQuorum (a KRaft API).
 The whole run takes 25-95 s on this machine (2 shared cores), under the ~3 minutes allowed.
 """
 
