@@ -98,3 +98,36 @@ def test_a_special_timestamp_needs_the_version_that_brought_it(cluster3: LocalCl
     assert [code(6, -3), code(7, -7), code(7, -3)] == [
         unsupported_version, unsupported_version, unknown_topic,
     ]  # fmt: skip
+
+
+def test_read_committed_finds_no_record_past_the_last_stable_offset(
+    cluster3: LocalCluster, confluent: Any
+) -> None:
+    """Kafka caps a lookup by timestamp at the last fetchable offset: with read_committed the
+    LSO, so a record of a transaction still open is not found (-1), while read_uncommitted
+    finds it below the HW; once committed, read_committed finds it too."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = f"by-time-txn-{uuid.uuid4().hex[:8]}"
+    confluent.create_topic(topic, 1, 1, {})
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap,
+                         "transactional.id": topic})  # fmt: skip
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=0, timestamp=LATE)
+    assert producer.flush(TIMEOUT_S) == 0
+
+    def offset_for(isolation: str) -> int:
+        c = Consumer({"bootstrap.servers": cluster3.kafka_bootstrap, "group.id": topic,
+                      "isolation.level": isolation})  # fmt: skip
+        try:
+            (found,) = c.offsets_for_times([TopicPartition(topic, 0, LATE)], TIMEOUT_S)
+            assert found.error is None, found.error
+            return int(found.offset)
+        finally:
+            c.close()
+
+    assert offset_for("read_uncommitted") == 0
+    assert offset_for("read_committed") == -1  # above the LSO: not found, as Kafka answers
+    producer.commit_transaction(TIMEOUT_S)
+    assert offset_for("read_committed") == 0
