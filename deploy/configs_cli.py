@@ -56,12 +56,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
         "describe", parents=[client, output_options(argparse.SUPPRESS)],
         help="every config with its value and source",
     )  # fmt: skip
-    which = describe.add_mutually_exclusive_group(required=True)
-    which.add_argument("--topic", metavar="TOPIC")
-    which.add_argument("--group", metavar="GROUP")
-    which.add_argument("--broker", type=int, metavar="ID")
-    which.add_argument("--broker-defaults", action="store_true",
-                       help="the cluster default of the dynamic broker configs")  # fmt: skip
+    _add_target(describe)
     describe.add_argument("--synonyms", action="store_true", help="where else each may come from")
     describe.add_argument("--docs", action="store_true", help="one line of doc per config")
     describe.set_defaults(func=cmd_describe)
@@ -70,18 +65,23 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
         "alter", parents=[client, output_options(argparse.SUPPRESS)],
         help="set or delete some of a topic's, a group's or the brokers' dynamic configs",
     )  # fmt: skip
-    target = alter.add_mutually_exclusive_group(required=True)
-    target.add_argument("--topic", metavar="TOPIC")
-    target.add_argument("--group", metavar="GROUP")
-    target.add_argument("--broker", type=int, metavar="ID", help="one broker's dynamic configs")
-    target.add_argument("--broker-defaults", action="store_true",
-                        help="the cluster default of the dynamic broker configs")  # fmt: skip
+    _add_target(alter)
     alter.add_argument("--set", action="append", dest="set_configs", metavar="KEY=VALUE",
                        help="set a config (repeatable)")  # fmt: skip
     alter.add_argument("--delete", action="append", dest="delete_configs", metavar="KEY",
                        help="back to the broker's setting (repeatable)")  # fmt: skip
     alter.add_argument("--validate-only", action="store_true", help="check, change nothing")
     alter.set_defaults(func=cmd_alter)
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    """Exactly one of --topic, --group, --broker, --broker-defaults (`target_of` reads it)."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", metavar="TOPIC")
+    which.add_argument("--group", metavar="GROUP")
+    which.add_argument("--broker", type=int, metavar="ID", help="one broker's configs")
+    which.add_argument("--broker-defaults", action="store_true",
+                       help="the cluster default of the dynamic broker configs")  # fmt: skip
 
 
 def target_of(args: argparse.Namespace) -> tuple[int, str]:
