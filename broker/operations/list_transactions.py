@@ -9,13 +9,13 @@ coordinator here: COORDINATOR_NOT_AVAILABLE.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
 from protocol.errors import InvalidRegularExpressionError
+from protocol.patterns import PatternError, compile_pattern
 
 API = "ListTransactions"
 
@@ -46,8 +46,8 @@ def run(ctx: BrokerContext, session: Session, req: ListTransactions) -> ListTran
     pattern = None
     if req.id_pattern:
         try:
-            pattern = re.compile(req.id_pattern)
-        except (re.error, RecursionError, OverflowError):
+            pattern = compile_pattern(req.id_pattern)
+        except PatternError:
             return ListTransactionsResult(InvalidRegularExpressionError.code)
     rows, unknown = ctx.transactions.list_transactions(
         req.states, req.producer_ids, req.duration_ms

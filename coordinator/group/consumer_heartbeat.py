@@ -15,7 +15,6 @@ records of its change, already applied (consumer_replay.py), and the response.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,6 +50,7 @@ from coordinator.group.consumer_states import MemberState
 from coordinator.group.consumer_target import refresh
 from coordinator.group.reconcile import FencedError, Reconciled, reconcile
 from coordinator.group.records import CoordinatorRecord
+from protocol.patterns import PatternError, compile_pattern
 
 # a change of these in a heartbeat bumps the group epoch (a new target assignment)
 SUBSCRIPTION_FIELDS = ("subscribed_topic_names", "subscribed_topic_regex", "server_assignor")
@@ -102,8 +102,8 @@ def validate(req: HeartbeatIn, config: ConsumerConfig) -> tuple[int, str] | None
         )
     if req.subscribed_topic_regex is not None:
         try:
-            re.compile(req.subscribed_topic_regex)
-        except re.error as exc:
+            compile_pattern(req.subscribed_topic_regex)
+        except PatternError as exc:
             return (
                 INVALID_REGULAR_EXPRESSION,
                 f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular"

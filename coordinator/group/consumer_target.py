@@ -12,7 +12,6 @@ writes the members whose target changed, then the target epoch. Its records are 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from coordinator.group import consumer_records as cr
@@ -26,15 +25,15 @@ from coordinator.group.consumer_group import (
 from coordinator.group.consumer_replay import apply_records, epoch_record, make_record
 from coordinator.group.records import CoordinatorRecord
 from coordinator.group.server_assignors import ASSIGNORS, MemberSpec
+from protocol.patterns import compile_pattern
 
 
 def subscribed_names(member: ConsumerMember, topics: Topics) -> set[str]:
     """The topics a member subscribes to that exist: its names, and the topics (internal
-    ones excluded) its regex full-matches (Python `re`; Kafka uses RE2/J, same for the usual
-    patterns)."""
+    ones excluded) its regex full-matches (RE2, as Kafka's RE2/J: protocol/patterns.py)."""
     found = {n for n in member.subscribed_topic_names if n in topics.by_name}
     if member.subscribed_topic_regex:
-        rx = re.compile(member.subscribed_topic_regex)
+        rx = compile_pattern(member.subscribed_topic_regex)
         found |= {n for n in topics.by_name if not n.startswith("__") and rx.fullmatch(n)}
     return found
 

@@ -25,7 +25,6 @@ see "static membership" below; the group record keeps each member's instance id.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ from protocol.errors import (
     FencedInstanceIdError,
     UnknownMemberIdError,
 )
+from protocol.patterns import compile_pattern
 
 NONE = 0
 
@@ -103,7 +103,7 @@ class Member:
     def subscribed(self, all_topics: Iterable[str]) -> set[str]:
         found = set(self.topics)
         if self.pattern:
-            rx = re.compile(self.pattern)
+            rx = compile_pattern(self.pattern)
             found.update(t for t in all_topics if not t.startswith("__") and rx.fullmatch(t))
         return found
 

@@ -12,7 +12,6 @@ subscription changes) serve both. Pure functions on a `Group` (group.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from coordinator.group.assignors import assignor
@@ -46,6 +45,7 @@ from protocol.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
+from protocol.patterns import compile_pattern
 
 
 def join(
@@ -70,7 +70,7 @@ def join(
     try:
         assignor(strategy)
         if pattern:
-            re.compile(pattern)
+            compile_pattern(pattern)
     except Exception as exc:
         return join_error(InconsistentGroupProtocolError.code, member_id, str(exc))
     if not group.members:

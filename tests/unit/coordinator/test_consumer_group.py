@@ -158,6 +158,13 @@ def test_unknown_member_and_validation_messages() -> None:
     assert (r.error_code, r.error_message) == (cg.INVALID_REQUEST, "MemberEpoch is invalid.")
     r = join(group, "m", (), subscribed_topic_regex="(").response
     assert r.error_code == cg.INVALID_REGULAR_EXPRESSION
+    # RE2 syntax, as Kafka's RE2/J: no backreferences, and the message gives RE2's reason
+    r = join(group, "m", (), subscribed_topic_regex=r"(t)\1").response
+    assert (r.error_code, r.error_message) == (
+        cg.INVALID_REGULAR_EXPRESSION,
+        r"SubscribedTopicRegex `(t)\1` is not a valid regular expression: invalid escape"
+        r" sequence: \1.",
+    )
     assert not group.members
 
 

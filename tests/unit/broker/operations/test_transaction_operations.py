@@ -311,8 +311,10 @@ async def test_list_transactions_shows_only_describable_ids(tmp_path: Path) -> N
         for pattern, listed in (("t.", ["tx"]), ("t", []), ("", ["tx"]), (".*x", ["tx"])):
             result = await run(lt.run, b, lt.ListTransactions(id_pattern=pattern))
             assert [t.transactional_id for t in result.transactions] == listed, pattern
-        bad = await run(lt.run, b, lt.ListTransactions(id_pattern="tx("))
-        assert bad == lt.ListTransactionsResult(InvalidRegularExpressionError.code)
+        # Kafka's RE2/J refuses what a backtracking engine takes: a backreference, look-around
+        for pattern in ("tx(", r"(t)\1", "t(?=x)"):
+            bad = await run(lt.run, b, lt.ListTransactions(id_pattern=pattern))
+            assert bad == lt.ListTransactionsResult(InvalidRegularExpressionError.code), pattern
 
 
 async def test_describe_producers_reads_any_replica_and_refuses_per_topic(
