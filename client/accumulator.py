@@ -56,6 +56,7 @@ the queue's front on a retriable error, until `delivery_timeout_ms` after its cr
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -169,7 +170,7 @@ class ProducerBatch(BatchState):
     def fail(self, error: OdradekError) -> None:
         if self.bulk_future is not None:
             if not self.bulk_future.done():
-                self.bulk_future.set_exception(type(error)(error.message))
+                self.bulk_future.set_exception(copy.copy(error))  # its record_errors too
             return
         self.resolve(FAILED, -1, -1, error)
 

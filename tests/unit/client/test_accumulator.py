@@ -295,3 +295,14 @@ def test_built_batches_are_sent_as_they_are() -> None:
     assert batch.payload(0) == b"payload"
     batch.complete(10, -1)
     assert f.result == ("t", 1, 10, 3, 5)
+
+
+def test_a_refused_built_batch_fails_its_future_with_the_records_named() -> None:
+    acc = RecordAccumulator()
+    f = Fut()
+    acc.append_built(T1, b"payload", 3, 5, f, 0)
+    (batch,) = acc.drain({2}, leader_of, 1 << 20, 0)[2]
+    refused = InvalidTimestampsError("out of range", (RecordError(1, "too old"),))
+    batch.fail(refused)
+    assert isinstance(f.error, InvalidTimestampsError) and f.error is not refused
+    assert (f.error.message, f.error.record_errors) == ("out of range", refused.record_errors)
