@@ -3,14 +3,17 @@ and AlterConfigs can name, by type, as Kafka 4.1+ answers them.
 
 DescribeConfigs on the cluster is required (else CLUSTER_AUTHORIZATION_FAILED and no
 resources). v0 is KIP-1000's ListClientMetricsResources: client-metrics subscriptions only.
-v1 names the types wanted (none: every type served). Served types, in Kafka's answer order:
+v1 names the types wanted (none: every type served). Served types, in Kafka's answer order
+(KafkaApis.handleListConfigResources), each sorted:
 
+    GROUP (32)           every group with configs of its own (KIP-848 group configs, which
+                         every broker follows from ZooKeeper), as Kafka's groupConfigManager
     CLIENT_METRICS (16)  none: odradek has no KIP-714 client-metrics subscriptions
     BROKER (4)           every live broker's id
     TOPIC (2)            every topic
 
-GROUP (32) and BROKER_LOGGER (8) are not served (odradek has neither group configs nor
-broker logger configs): asking for one, or for a type Kafka does not know, is answered
+BROKER_LOGGER (8) is not served (odradek's logger levels are a static setting, not a config
+DescribeConfigs serves): asking for it, or for a type Kafka does not know, is answered
 UNSUPPORTED_VERSION with no resources, as Kafka answers a type it does not support.
 """
 
@@ -21,12 +24,12 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.api.admin import RESOURCE_BROKER, RESOURCE_TOPIC
+from protocol.api.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from protocol.errors import ClusterAuthorizationFailedError, UnsupportedVersionError
 
 API = "ListConfigResources"
 RESOURCE_CLIENT_METRICS = 16
-SERVED_TYPES = (RESOURCE_CLIENT_METRICS, RESOURCE_BROKER, RESOURCE_TOPIC)
+SERVED_TYPES = (RESOURCE_GROUP, RESOURCE_CLIENT_METRICS, RESOURCE_BROKER, RESOURCE_TOPIC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,8 @@ def run(
 def listed(ctx: BrokerContext, types: set[int]) -> tuple[tuple[str, int], ...]:
     """(name, type) of every resource of `types`, in SERVED_TYPES' order."""
     out: list[tuple[str, int]] = []
+    if RESOURCE_GROUP in types:
+        out += [(g, RESOURCE_GROUP) for g in ctx.groups.configs.group_ids()]
     if RESOURCE_BROKER in types:
         out += [(str(b), RESOURCE_BROKER) for b in ctx.metadata.live_broker_ids()]
     if RESOURCE_TOPIC in types:

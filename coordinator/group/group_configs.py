@@ -150,6 +150,10 @@ class GroupConfigs:
     def overrides(self, group_id: str) -> dict[str, str]:
         return dict(self._overrides.get(group_id, {}))
 
+    def group_ids(self) -> list[str]:
+        """The groups with overrides of their own, sorted."""
+        return sorted(self._overrides)
+
     def apply(self, group_id: str, overrides: Mapping[str, str]) -> None:
         if overrides:
             self._overrides[group_id] = dict(overrides)

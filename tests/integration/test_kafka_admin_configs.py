@@ -537,15 +537,24 @@ def test_cli_alter_config_and_add_partitions(cluster3: LocalCluster, kafka_pytho
 
 
 def test_kafka_python_lists_config_resources(cluster3: LocalCluster, kafka_python: Any) -> None:
-    """ListConfigResources (KIP-1142): every broker and topic, or one type; a type odradek has
-    no configs for (GROUP) is refused as Kafka refuses a type it does not support."""
+    """ListConfigResources (KIP-1142): every broker and topic, and every group with configs of
+    its own, or one type; a type odradek has no configs for (BROKER_LOGGER) is refused as Kafka
+    refuses a type it does not support."""
+    from kafka.admin import ConfigResource, ConfigResourceType
     from kafka.errors import UnsupportedVersionError
 
-    topic = _topic("listed")
+    topic, group = _topic("listed"), _topic("listed-group")
     _create(cluster3, topic, 1, 1)
+    kafka_python.alter_configs(
+        [ConfigResource(ConfigResourceType.GROUP, group, {"consumer.session.timeout.ms": "50000"})]
+    )
+    _eventually(
+        lambda: group in kafka_python.list_config_resources(["GROUP"]).get("group", ()),
+        "the group with configs of its own listed",
+    )
     every = kafka_python.list_config_resources()
-    assert sorted(every["broker"]) == ["1", "2", "3"]
+    assert sorted(every["broker"]) == ["1", "2", "3"] and group in every["group"]
     assert topic in every["topic"] and "client_metrics" not in every
     assert set(kafka_python.list_config_resources(["TOPIC"])) == {"topic"}
     with pytest.raises(UnsupportedVersionError):
-        kafka_python.list_config_resources(["GROUP"])
+        kafka_python.list_config_resources(["BROKER_LOGGER"])

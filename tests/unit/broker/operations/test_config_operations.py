@@ -23,6 +23,7 @@ from protocol.api.admin import (
     OP_DELETE,
     OP_SET,
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_BROKER_CONFIG,
@@ -47,7 +48,7 @@ from tests.unit.broker.operations.test_topic_operations import SESSION, authoriz
 from tests.unit.broker.test_acl_rules import grant
 
 dc, ac = describe_configs, alter_configs
-TOPIC, BROKER = RESOURCE_TOPIC, RESOURCE_BROKER
+TOPIC, BROKER, GROUP = RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP
 
 # For test_table.py: a request model per API, and what its operation needs on the context.
 SAMPLES: dict[str, Any] = {
@@ -340,15 +341,19 @@ async def test_list_config_resources_by_type(tmp_path: Path) -> None:
     async with running_broker(tmp_path) as b:
         await b.lead("t")
         await b.lead("a")
+        b.ctx.groups.configs.apply("g2", {"consumer.session.timeout.ms": "50000"})
+        b.ctx.groups.configs.apply("g1", {"consumer.heartbeat.interval.ms": "4000"})
         brokers = tuple((str(i), BROKER) for i in b.ctx.metadata.live_broker_ids())
         every = (await run(lcr.run, b, lcr.ListConfigResources())).resources
-        assert every == (*brokers, ("a", TOPIC), ("t", TOPIC))
+        assert every == (("g1", GROUP), ("g2", GROUP), *brokers, ("a", TOPIC), ("t", TOPIC))
         v0 = await run(lcr.run, b, lcr.ListConfigResources(client_metrics_only=True))
         assert (v0.error_code, v0.resources) == (0, ())  # no client-metrics subscriptions
         only_topics = await run(lcr.run, b, lcr.ListConfigResources((TOPIC,)))
         assert only_topics.resources == (("a", TOPIC), ("t", TOPIC))
-        groups = await run(lcr.run, b, lcr.ListConfigResources((TOPIC, 32)))
-        assert (groups.error_code, groups.resources) == (UnsupportedVersionError.code, ())
+        groups = await run(lcr.run, b, lcr.ListConfigResources((TOPIC, GROUP)))
+        assert groups.resources == (("g1", GROUP), ("g2", GROUP), ("a", TOPIC), ("t", TOPIC))
+        loggers = await run(lcr.run, b, lcr.ListConfigResources((TOPIC, 8)))  # BROKER_LOGGER
+        assert (loggers.error_code, loggers.resources) == (UnsupportedVersionError.code, ())
         authz = authorizing(b)
         denied = await run(lcr.run, b, lcr.ListConfigResources(), SESSION)
         assert (denied.error_code, denied.resources) == (ClusterAuthorizationFailedError.code, ())
