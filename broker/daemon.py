@@ -283,7 +283,7 @@ class Broker:
                 parts.servers[f"{s.door.name} {s.listener}"] = s
         self.inter_broker_security = PLAINTEXT_CONFIG  # the broker's own connections (start)
         self.config_changes = config_changes.ConfigChangeListener(
-            self.zk, self.replicas.roles.apply_topic_config, self._hosted_topics
+            self.zk, self._apply_topic_config, self._hosted_topics
         )
         self.quotas = QuotaFollower(self.zk, quotas.configure, quotas.replace_all)
         self.quotas.follow(self.config_changes)
@@ -295,6 +295,7 @@ class Broker:
             self._set_log_defaults,
             self.cleaner,
             self._load_tls,
+            self.elector.set_default_unclean,
         )
         BrokerConfigFollower(config.broker_id, self.dynamic.reload).follow(self.config_changes)
         self._registration: Registration | None = None
@@ -502,6 +503,13 @@ class Broker:
             with contextlib.suppress(UnknownTopicOrPartitionError):  # deleted since
                 overrides = await zk_topics.read_topic_config(self.zk, topic)
                 self.replicas.roles.apply_topic_config(topic, overrides)
+
+    def _apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+        """A topic's changed overrides: to its open logs, and unclean election turned on to the
+        controller, if this broker is it (Kafka's TopicConfigHandler)."""
+        self.replicas.roles.apply_topic_config(topic, overrides)
+        if overrides.get("unclean.leader.election.enable", "").lower() == "true":
+            self.elector.unclean_enabled()
 
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}

@@ -12,6 +12,11 @@ against the settings in effect until then:
                           DynamicLogConfig), so message.max.bytes or log.retention.ms act now
     log.cleaner.*         LogCleaner.reconfigure (threads added or retired, buffer, I/O rate,
                           backoff), as Kafka's LogCleaner.reconfigure
+    unclean.leader.election.enable
+                          `set_unclean_default(enabled)`: the controller this broker may run
+                          reads it at its next election, and elects the offline partitions at
+                          once when it is turned on (Kafka's DynamicLogConfig calling
+                          enableDefaultUncleanLeaderElection)
     listener TLS          `reload_tls()`: each TLS listener's context built again from its files,
                           for new connections (those open keep theirs); done whenever this
                           broker's set names a listener's keystore or truststore, so writing the
@@ -79,12 +84,14 @@ class DynamicApplier:
         set_log_defaults: Callable[[LogConfig], Awaitable[None]],
         cleaner: LogCleaner | None,
         reload_tls: Callable[[], None],
+        set_unclean_default: Callable[[bool], None] = lambda enabled: None,
     ) -> None:
         self.ctx = ctx
         self.read = read
         self.set_log_defaults = set_log_defaults
         self.cleaner = cleaner
         self.reload_tls = reload_tls
+        self.set_unclean_default = set_unclean_default
         self.reloads = 0
 
     async def reload(self) -> None:
@@ -104,6 +111,8 @@ class DynamicApplier:
         self.reloads += 1
         if new.default_log_config() != old.default_log_config():
             await self.set_log_defaults(new.default_log_config())
+        if new.unclean_leader_election_enable != old.unclean_leader_election_enable:
+            self.set_unclean_default(new.unclean_leader_election_enable)
         if self.cleaner is not None and cleaner_settings(new) != cleaner_settings(old):
             self.cleaner.reconfigure(cleaner_settings(new))
         if new.listener_settings != old.listener_settings or tls_listeners(mine):

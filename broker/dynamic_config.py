@@ -15,7 +15,8 @@ live (`kind_of`), each applied by broker/dynamic_apply.py without a restart:
                     default every topic without its own override takes (Kafka's
                     DynamicLogConfig); it lands in BrokerConfig.topic_defaults
     setting         LIVE_SETTINGS: the log cleaner's (`log.cleaner.threads`, its buffer, I/O
-                    rate and backoff) and `max.connections`; a BrokerConfig field
+                    rate and backoff), `max.connections` and the controller's
+                    `unclean.leader.election.enable`; a BrokerConfig field
     listener TLS    `listener.name.<l>.ssl.<keystore or truststore setting>` (TLS_RELOADABLE):
                     the listener's TLS is rebuilt and new connections use it. Per broker only
                     (Kafka: "broker id must be specified"); unprefixed ssl.* are refused, as
@@ -63,7 +64,7 @@ FIELD_OF: dict[str, str] = {
     if f.name not in _NOT_SETTINGS
 }
 # the broker name of each topic config in effect whose default a broker gives -> the topic
-# config (the controller's, unclean.leader.election.enable, is a setting that needs a restart)
+# config (the controller's, unclean.leader.election.enable, is a live setting below)
 TOPIC_DEFAULTS: dict[str, str] = {
     TOPIC_CONFIGS[n].broker_name or n: n
     for n in IN_EFFECT
@@ -72,6 +73,7 @@ TOPIC_DEFAULTS: dict[str, str] = {
 LIVE_SETTINGS = frozenset({
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms", "max.connections",
+    "unclean.leader.election.enable",
 })  # fmt: skip
 TLS_RELOADABLE = frozenset({
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",

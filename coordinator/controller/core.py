@@ -91,7 +91,12 @@ from coordinator.controller.log_dirs import (
     LogDirContext,
     on_log_dir_event,
 )
-from coordinator.controller.partition_changes import elect_where_needed, on_isr_change, reconcile
+from coordinator.controller.partition_changes import (
+    elect_where_needed,
+    on_isr_change,
+    on_unclean_enabled,
+    reconcile,
+)
 from coordinator.controller.requests import Requests
 from coordinator.controller.state_writer import ControllerFenced, StateWriter
 from coordinator.controller.topic_changes import (
@@ -216,6 +221,13 @@ class Controller:
     def enqueue_log_dir_event(self) -> None:
         self.enqueue(Event.LOG_DIR_EVENT)
 
+    def set_default_unclean(self, enabled: bool) -> None:
+        """The broker default of unclean.leader.election.enable changed (dynamic broker config):
+        read at the next election, and turned on, offline partitions are elected now."""
+        self.loader.default_unclean = enabled
+        if enabled:
+            self.enqueue(Event.UNCLEAN_ENABLED)
+
     def _on_proven_dead(self, broker_id: int, czxid: int) -> None:
         self._proofs[broker_id] = czxid
         self.enqueue(Event.BROKER_PROBED_DEAD, broker_id)
@@ -234,6 +246,7 @@ class Controller:
             Event.ISR_CHANGE: partial(on_isr_change, self),
             Event.LOG_DIR_EVENT: partial(on_log_dir_event, self),
             Event.AUTO_REBALANCE: partial(auto_rebalance, self),
+            Event.UNCLEAN_ENABLED: partial(on_unclean_enabled, self),
         }
         while self.active:
             event, arg = await self._queue.get()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -149,6 +150,20 @@ class ControllerElector:
     def controller_epoch(self) -> int | None:
         """Our epoch while we are the controller, else None."""
         return self.controller.epoch if self.is_controller and self.controller else None
+
+    def set_default_unclean(self, enabled: bool) -> None:
+        """The broker default of unclean.leader.election.enable changed (a dynamic broker
+        config): for the controller running now, and every one this broker runs later."""
+        self.config = dataclasses.replace(self.config, default_unclean=enabled)
+        if self.controller is not None:
+            self.controller.set_default_unclean(enabled)
+
+    def unclean_enabled(self) -> None:
+        """A topic's unclean.leader.election.enable was set to true (Kafka's
+        enableTopicUncleanLeaderElection): the controller, if this is it, elects its offline
+        partitions now."""
+        if self.controller is not None:
+            self.controller.enqueue(Event.UNCLEAN_ENABLED)
 
     async def start(self) -> None:
         await ensure_layout(self.zk)

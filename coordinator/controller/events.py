@@ -45,6 +45,7 @@ class Event(Enum):
     RESYNC = "resync"
     CALL = "call"
     AUTO_REBALANCE = "auto_rebalance"
+    UNCLEAN_ENABLED = "unclean_enabled"
 
 
 class EventQueue:

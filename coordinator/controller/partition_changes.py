@@ -6,6 +6,11 @@ partitions without a live leader (`decide` replaces that rule, e.g. `reconcile` 
 The choices are election.py's pure functions; the writes go through state_writer.py (batched,
 fenced, conditional on each znode's version: a conflict re-reads and decides again).
 
+UNCLEAN_ENABLED: unclean.leader.election.enable was turned on, for a topic or as the controller's
+default (a dynamic broker config): `on_unclean_enabled` reads it again for the topics with
+offline partitions and elects those at once, as Kafka's enableTopicUncleanLeaderElection and
+enableDefaultUncleanLeaderElection do, instead of waiting for the next broker change.
+
 ISR_CHANGE: leaders wrote ISR changes and announced them under /isr_change_notification
 (coordinator/cluster/isr.py): `on_isr_change` re-reads those partitions' state znodes, sends
 UpdateMetadata to every live broker, deletes the notes, and moves on the reassignments
@@ -62,6 +67,18 @@ async def elect_where_needed(
         fresh[tp] = LeaderIsrState(leader, 0, c.epoch, isr)
     await c.writer.create_states(fresh)
     return [*fresh, *await c.writer.update_states(decisions)]
+
+
+async def on_unclean_enabled(c: EventOps) -> None:
+    offline = [tp for tp in c.ctx.partitions() if c.ctx.leader_of(tp) == -1]
+    if not offline:
+        return
+    await c.refresh_unclean({tp[0] for tp in offline})
+    changed = await elect_where_needed(c, offline)
+    if changed:
+        log.info("unclean leader election turned on: %d offline partitions elected", len(changed))
+        c.send_leader_and_isr(changed)
+        c.send_update_metadata(sorted(c.ctx.live), changed)
 
 
 async def on_isr_change(c: EventOps) -> None:

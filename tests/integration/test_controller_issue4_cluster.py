@@ -166,6 +166,44 @@ def test_unclean_leader_election_on_and_off(cluster4: LocalCluster) -> None:
         _wait(lambda: _partitions(admin, "unclean-off")[0].leader == leader, "clean leader")
 
 
+@pytest.mark.slow  # kills brokers
+def test_turning_unclean_election_on_elects_offline_partitions_at_once(
+    cluster4: LocalCluster,
+) -> None:
+    """Kafka's enableTopicUncleanLeaderElection and enableDefaultUncleanLeaderElection: with
+    its only ISR member dead and another replica alive, a partition is offline; turning
+    unclean.leader.election.enable on, for its topic or as the cluster's dynamic broker
+    default, elects that replica at once, not at the next broker change."""
+    from protocol.api.admin import RESOURCE_BROKER
+
+    bootstrap = cluster4.bootstrap
+    leader, follower = 3, 4
+    with Admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(t, 1, replica_assignment=((leader, follower),))
+                             for t in ("later-topic", "later-default")])  # fmt: skip
+        for topic in ("later-topic", "later-default"):
+            _wait(lambda t=topic: _all_in_isr(admin, t), f"{topic}: a full ISR")
+        cluster4.kill(follower, "TERM")  # leaves the ISRs
+        cluster4.kill(leader, "TERM")  # the last ISR member: both offline
+        cluster4.start(follower)  # alive, outside the ISR: unclean election is off
+        for topic in ("later-topic", "later-default"):
+            _wait(lambda t=topic: _partitions(admin, t)[0].leader == -1, f"{topic} offline")
+        admin.alter_configs("later-topic", {"unclean.leader.election.enable": "true"})
+        _wait(lambda: _partitions(admin, "later-topic")[0].leader == follower, "topic: elected")
+        assert _partitions(admin, "later-default")[0].leader == -1  # its own config is off
+        admin.alter_configs("", {"unclean.leader.election.enable": "true"},
+                            resource_type=RESOURCE_BROKER)  # fmt: skip
+        try:
+            _wait(lambda: _partitions(admin, "later-default")[0].leader == follower,
+                  "default: elected")  # fmt: skip
+            assert _partitions(admin, "later-default")[0].isr == [follower]
+        finally:
+            admin.alter_configs("", delete=["unclean.leader.election.enable"],
+                                resource_type=RESOURCE_BROKER)  # fmt: skip
+            cluster4.start(leader)
+            admin.delete_topics(["later-topic", "later-default"])
+
+
 def test_only_the_controller_answers_controller_apis(cluster4: LocalCluster) -> None:
     import asyncio
 

@@ -26,13 +26,13 @@ def test_what_may_change_live_and_what_is_refused() -> None:
     assert dynamic.kind_of("message.max.bytes", per_broker=False) == dynamic.TOPIC_DEFAULT
     assert dynamic.kind_of("log.retention.ms", per_broker=True) == dynamic.TOPIC_DEFAULT
     assert dynamic.kind_of("log.cleaner.threads", per_broker=False) == dynamic.SETTING
+    assert dynamic.kind_of("unclean.leader.election.enable", per_broker=False) == dynamic.SETTING
     tls = "listener.name.ssl.ssl.keystore.location"
     assert dynamic.kind_of(tls, per_broker=True) == dynamic.LISTENER_TLS
     refused = {
         "num.partitions": "num.partitions cannot be updated dynamically; it needs a broker restart",
         "listener.name.ssl.ssl.client.auth": "needs a broker restart",
         "ssl.keystore.location": "only per listener",
-        "unclean.leader.election.enable": "needs a broker restart",  # the controller's
     }
     for name, why in refused.items():
         with pytest.raises(InvalidRequestError, match=why):
