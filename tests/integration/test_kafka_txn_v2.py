@@ -49,6 +49,22 @@ def retry(ask: Callable[[], int], what: str) -> None:
     assert code == NONE, f"{what}: error {code}"
 
 
+def init_producer_id(coordinator: Callable[[], Address], tid: str) -> tuple[int, int]:
+    """(producer id, epoch) from InitProducerId v5 at `coordinator()` (asked again on each
+    retriable answer: the coordinator may move)."""
+    ids: list[tuple[int, int]] = []
+
+    def init() -> int:
+        with KafkaConn(coordinator()) as conn:
+            resp = conn.call(v.INIT_PRODUCER_ID, 5, transactional_id=tid, producer_id=-1,
+                             transaction_timeout=60_000, producer_epoch=-1)  # fmt: skip
+        ids.append((int(resp.producer_id), int(resp.producer_epoch)))
+        return int(resp.error_code.value)
+
+    retry(init, "InitProducerId")
+    return ids[-1]
+
+
 class Cluster:
     """Addresses of the cluster's brokers on their Kafka listeners, by node id."""
 
@@ -181,23 +197,7 @@ def test_each_end_bumps_the_epoch_and_fences_a_late_batch(
     leader = wire.leader(topic)
     coordinator = wire.coordinator(tid, 1)
 
-    ids: list[tuple[int, int]] = []
-
-    def init() -> int:
-        with KafkaConn(coordinator) as conn:
-            resp = conn.call(
-                v.INIT_PRODUCER_ID,
-                5,
-                transactional_id=tid,
-                transaction_timeout=60_000,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
-        ids.append((int(resp.producer_id), int(resp.producer_epoch)))
-        return int(resp.error_code.value)
-
-    retry(init, "InitProducerId")
-    pid, epoch = ids[-1]
+    pid, epoch = init_producer_id(lambda: coordinator, tid)
 
     # 1. no AddPartitionsToTxn: the produce opens the transaction on its partition
     assert produce(leader, tid, topic, pid, epoch, 0, b"a", b"b") == NONE
@@ -327,23 +327,7 @@ def test_a_tv2_commit_survives_its_coordinator_killed_after_prepare(
     topic, tid = f"tv2-failover-{uuid.uuid4().hex[:6]}", "tv2-failover"
     admin = AdminClient({"bootstrap.servers": wire.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(TIMEOUT_S)
-    ids: list[tuple[int, int]] = []
-
-    def init_at_coordinator() -> int:
-        with KafkaConn(wire.coordinator(tid, 1)) as conn:
-            resp = conn.call(
-                v.INIT_PRODUCER_ID,
-                5,
-                transactional_id=tid,
-                transaction_timeout=60_000,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
-        ids.append((int(resp.producer_id), int(resp.producer_epoch)))
-        return int(resp.error_code.value)
-
-    retry(init_at_coordinator, "InitProducerId")
-    pid, epoch = ids[-1]
+    pid, epoch = init_producer_id(lambda: wire.coordinator(tid, 1), tid)
     produce_to_leader(wire, tid, topic, pid, epoch, 0, b"first")
     # answered once PrepareCommit is written; the markers are held there
     assert end_at_coordinator(wire, tid, pid, epoch, True) == (NONE, pid, epoch + 1)
