@@ -12,6 +12,12 @@ Kafka's errorCounts, walked by `response_error_codes`); frames refused before an
 histogram update per request in plain dicts (no lock; the scrape reads them on the loop, with
 `snapshot`), and `request_families` turns a snapshot into Prometheus families off the loop.
 broker/metrics.py puts them in the broker's registry.
+
+A handler that answers with a Deferred (a delayed operation: an acks=all Produce waiting for
+the followers, a long-polling Fetch) is also split as Kafka's RequestMetrics split it: local
+time until the handler returned (the append, the read), remote time in the purgatory until the
+Deferred resolved (the followers' fetches that move the high watermark). A handler answering at
+once has all of it local; a coroutine's time is only counted whole.
 """
 
 from __future__ import annotations
@@ -60,38 +66,61 @@ class RequestMetrics:
     def __init__(self, buckets_s: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
         self.buckets_s = buckets_s
         self.stats: dict[tuple[str, str], list[Any]] = {}  # [count, sum_s, bucket counts]
+        self.local: dict[tuple[str, str], list[Any]] = {}  # the same, of the local time
+        self.remote: dict[tuple[str, str], list[Any]] = {}  # ... of the purgatory's
         self.errors: dict[tuple[str, str, int], int] = {}
         self.refused: dict[str, int] = {}
 
-    def finished(self, request: str, protocol: str, seconds: float, codes: Iterable[int]) -> None:
-        stat = self.stats.get((request, protocol))
+    def finished(
+        self, request: str, protocol: str, seconds: float, codes: Iterable[int],
+        remote_s: float | None = None,
+    ) -> None:  # fmt: skip
+        """`remote_s`: of `seconds`, the time in a purgatory (None: not known, a coroutine's)."""
+        key = (request, protocol)
+        self._observe(self.stats, key, seconds)
+        if remote_s is not None:
+            self._observe(self.local, key, seconds - remote_s)
+            self._observe(self.remote, key, remote_s)
+        for code in codes:
+            error = (request, protocol, code)
+            self.errors[error] = self.errors.get(error, 0) + 1
+
+    def _observe(self, stats: dict[tuple[str, str], list[Any]], key: tuple[str, str],
+                 seconds: float) -> None:  # fmt: skip
+        stat = stats.get(key)
         if stat is None:
-            stat = self.stats[(request, protocol)] = [0, 0.0, [0] * (len(self.buckets_s) + 1)]
+            stat = stats[key] = [0, 0.0, [0] * (len(self.buckets_s) + 1)]
         stat[0] += 1
         stat[1] += seconds
         stat[2][bisect.bisect_left(self.buckets_s, seconds)] += 1
-        for code in codes:
-            key = (request, protocol, code)
-            self.errors[key] = self.errors.get(key, 0) + 1
 
     def refuse(self, protocol: str) -> None:
         self.refused[protocol] = self.refused.get(protocol, 0) + 1
 
     def snapshot(self) -> RequestsReading:
         """A copy of the counts (on the loop), for `request_families` (off it)."""
-        stats = [(k, count, sum_s, list(b)) for k, (count, sum_s, b) in self.stats.items()]
-        return RequestsReading(self.buckets_s, stats, dict(self.errors), dict(self.refused))
+
+        def copy(stats: dict[tuple[str, str], list[Any]]) -> list[Stat]:
+            return [(k, count, sum_s, list(b)) for k, (count, sum_s, b) in stats.items()]
+
+        return RequestsReading(self.buckets_s, copy(self.stats), dict(self.errors),
+                               dict(self.refused), copy(self.local), copy(self.remote))  # fmt: skip
 
     def families(self) -> list[Metric]:
         return request_families(self.snapshot())
 
 
+Stat = tuple[tuple[str, str], int, float, list[int]]  # (request, protocol), count, sum, buckets
+
+
 @dataclass(frozen=True, slots=True)
 class RequestsReading:
     buckets_s: tuple[float, ...]
-    stats: list[tuple[tuple[str, str], int, float, list[int]]]
+    stats: list[Stat]
     errors: dict[tuple[str, str, int], int]
     refused: dict[str, int]
+    local: list[Stat] = dataclasses.field(default_factory=list)
+    remote: list[Stat] = dataclasses.field(default_factory=list)
 
 
 def request_families(reading: RequestsReading) -> list[Metric]:
@@ -100,16 +129,22 @@ def request_families(reading: RequestsReading) -> list[Metric]:
         "odradek_network_requests", "Requests answered (Kafka: kafka.network:"
         "type=RequestMetrics,name=RequestsPerSec).", labels=labels,
     )  # fmt: skip
-    latency = HistogramMetricFamily(
-        "odradek_network_request_duration_seconds", "Time from a decoded request to its "
-        "answer (Kafka: RequestMetrics TotalTimeMs).", labels=labels,
-    )  # fmt: skip
-    bounds = [*map(str, reading.buckets_s), "+Inf"]
-    for (request, protocol), count, sum_s, counts in sorted(reading.stats):
+    for (request, protocol), count, _, _ in sorted(reading.stats):
         requests.add_metric([request, protocol], count)
-        cumulative = list(itertools.accumulate(counts))
-        latency.add_metric([request, protocol], list(zip(bounds, cumulative, strict=True)),
-                           sum_s)  # fmt: skip
+    latency = _histogram(
+        reading, reading.stats, "odradek_network_request_duration_seconds",
+        "Time from a decoded request to its answer (Kafka: RequestMetrics TotalTimeMs).",
+    )  # fmt: skip
+    local = _histogram(
+        reading, reading.local, "odradek_network_request_local_seconds",
+        "Of a request answered at once or from a purgatory, the time until its handler "
+        "returned (Kafka: RequestMetrics LocalTimeMs).",
+    )  # fmt: skip
+    remote = _histogram(
+        reading, reading.remote, "odradek_network_request_remote_seconds",
+        "Of a request answered from a purgatory (acks=all Produce, long-polling Fetch), the "
+        "time it waited there (Kafka: RequestMetrics RemoteTimeMs).",
+    )  # fmt: skip
     errors = CounterMetricFamily(
         "odradek_network_errors", "Error codes answered, by code (Kafka: RequestMetrics "
         "ErrorsPerSec).", labels=[*labels, "error", "code"],
@@ -123,7 +158,18 @@ def request_families(reading: RequestsReading) -> list[Metric]:
     )  # fmt: skip
     for protocol, n in sorted(reading.refused.items()):
         refused.add_metric([protocol], n)
-    return [requests, latency, errors, refused]
+    return [requests, latency, local, remote, errors, refused]
+
+
+def _histogram(
+    reading: RequestsReading, stats: list[Stat], name: str, documentation: str
+) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, documentation, labels=["request", "protocol"])
+    bounds = [*map(str, reading.buckets_s), "+Inf"]
+    for (request, protocol), _, sum_s, counts in sorted(stats):
+        cumulative = list(itertools.accumulate(counts))
+        family.add_metric([request, protocol], list(zip(bounds, cumulative, strict=True)), sum_s)
+    return family
 
 
 def response_error_codes(obj: Any) -> list[int]:
@@ -209,13 +255,18 @@ class MeteredDoor:
                 raise
             kind = type(result)
             if hasattr(kind, "add_listener"):  # a Deferred (broker/deferred.py): stays one
-                result.add_listener(lambda value, exc: finished(api, protocol, now() - start,
-                                    _result_codes(value) if exc is None else
-                                    (_exception_code(exc),)))  # fmt: skip
+                returned = now()
+
+                def done(value: Any, exc: BaseException | None) -> None:
+                    end = now()
+                    codes = _result_codes(value) if exc is None else (_exception_code(exc),)
+                    finished(api, protocol, end - start, codes, end - returned)
+
+                result.add_listener(done)
                 return result
             if hasattr(kind, "__await__"):
                 return self._awaited(result, api, start)
-            finished(api, protocol, now() - start, _result_codes(result))
+            finished(api, protocol, now() - start, _result_codes(result), 0.0)
             return result
 
         return run

@@ -160,6 +160,9 @@ def test_requests_by_api_and_protocol_and_errors_by_code(cluster3: LocalCluster)
     assert cluster_total(cluster3, req, request="ApiVersions", protocol="kafka") >= 1
     hist = "odradek_network_request_duration_seconds_count"
     assert cluster_total(cluster3, hist, request="Produce", protocol="native") > native_before
+    # the acks=all Produce waited for the followers: Kafka's RemoteTimeMs
+    remote = "odradek_network_request_remote_seconds_count"
+    assert cluster_total(cluster3, remote, request="Produce", protocol="kafka") >= 1
     # an error by code: creating a topic that exists answers TOPIC_ALREADY_EXISTS (36)
     errors = "odradek_network_errors_total"
     code = str(TopicAlreadyExistsError.code)

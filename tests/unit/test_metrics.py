@@ -317,7 +317,7 @@ class Later:
 def test_a_deferred_answer_is_handed_on_as_it_is_and_counted_when_it_completes() -> None:
     metrics = RequestMetrics()
     later = Later()
-    clock = iter([1.0, 3.0])
+    clock = iter([1.0, 1.5, 3.0])  # called, returned its Deferred (local), resolved (remote)
     door = MeteredDoor(FakeDoor(lambda ctx, req, session: later), metrics, now=lambda: next(clock))
     request, handler = door.route(b"frame", SESSION)
     assert (
@@ -325,8 +325,17 @@ def test_a_deferred_answer_is_handed_on_as_it_is_and_counted_when_it_completes()
     )  # not wrapped: the server answers it synchronously
     assert metrics.stats == {}
     later.resolve(Response([Topic("a", [Part(0, 3)])]))
-    assert metrics.stats[("Produce", "native")][:2] == [1, 2.0]
+    key = ("Produce", "native")
+    assert metrics.stats[key][:2] == [1, 2.0]
+    assert (metrics.local[key][:2], metrics.remote[key][:2]) == ([1, 0.5], [1, 1.5])
     assert metrics.errors == {("Produce", "native", 3): 1}
+    families = {f.name: f for f in metrics.families()}
+    (remote_sum,) = [s for s in families["odradek_network_request_remote_seconds"].samples
+                     if s.name.endswith("_sum")]  # fmt: skip
+    assert remote_sum.value == 1.5 and remote_sum.labels == {
+        "request": "Produce",
+        "protocol": "native",
+    }
 
 
 def test_http_server_stops_while_every_slot_is_held() -> None:
