@@ -45,6 +45,7 @@ from broker.config import (
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.dynamic_apply import DynamicApplier, cleaner_settings
+from broker.gc_pauses import GC_PAUSES
 from broker.group_settings import group_config, group_configs
 from broker.log.cleaner.manager import LogCleaner
 from broker.log.config import LogConfig
@@ -173,6 +174,7 @@ async def _main(config: BrokerConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     broker = Broker(config)
+    GC_PAUSES.install()  # the process's collections, timed (a metric: broker/gc_pauses.py)
     try:
         await broker.start()
     except (OdradekError, ZkError, OSError) as exc:
