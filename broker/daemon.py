@@ -33,8 +33,6 @@ import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import uvloop
-
 from broker.config import (
     BrokerConfig,
     Listener,
@@ -63,6 +61,7 @@ from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
+from broker.slow_steps import broker_loop_factory
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
@@ -164,7 +163,8 @@ async def _zk_call(call: Callable[[], Awaitable[T]]) -> T:
 def run_forever(config: BrokerConfig) -> int:
     """Run the broker until SIGTERM/SIGINT; the process exit status."""
     configure_logging(config.broker_id, parse_logger_levels(config.logger_levels))
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+    # uvloop; with loop_debug_slow_ms, a loop that logs each step over it (broker/slow_steps.py)
+    with asyncio.Runner(loop_factory=broker_loop_factory(config.loop_debug_slow_ms)) as runner:
         return runner.run(_main(config))
 
 
