@@ -302,7 +302,7 @@ def test_fsyncs_segments_and_fetch_purgatory(cluster3: LocalCluster) -> None:
         c.close()
 
 
-def test_event_loop_lag_and_gc_pauses_are_counted(cluster3: LocalCluster) -> None:
+def test_event_loop_lag_gc_pauses_and_the_frozen_heap(cluster3: LocalCluster) -> None:
     create_topic(cluster3, "m-loop")
     lag = "odradek_broker_event_loop_lag_seconds"
     ports = metrics_ports(cluster3)
@@ -324,6 +324,7 @@ def test_event_loop_lag_and_gc_pauses_are_counted(cluster3: LocalCluster) -> Non
         assert total(samples, "odradek_broker_gc_pause_seconds_count", generation="0") > 0
         assert any(n == "odradek_broker_gc_pause_seconds_count" and ls == {"generation": "2"}
                    for n, ls, _ in samples)  # fmt: skip
+        assert total(samples, "odradek_broker_gc_frozen_objects") > 10_000  # start-up's heap
 
 
 @pytest.mark.slow  # kills or pauses brokers

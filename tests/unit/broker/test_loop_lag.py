@@ -170,3 +170,24 @@ def test_gc_pauses_installs_once_and_sees_a_real_collection() -> None:
         pauses.remove()
     assert pauses.on_gc not in gc.callbacks
     assert pauses.snapshot()[1][0].count == 1
+
+
+def test_settle_heap_freezes_what_start_up_left_so_no_collection_scans_it() -> None:
+    from broker.gc_pauses import GC_THRESHOLDS, settle_heap
+
+    loaded = [["segment", n] for n in range(1000)]  # start-up leaves them alive
+    thresholds = gc.get_threshold()
+    try:
+        settle_heap((1000, 10, 10))
+        assert gc.get_freeze_count() >= 1000
+        assert gc.get_threshold() == (1000, 10, 10)
+        scanned = {id(o) for o in gc.get_objects()}  # every generation a collection scans
+        assert not any(id(x) in scanned for x in loaded)
+        served = [["request", n] for n in range(10)]  # serving allocates them: scanned
+        assert all(id(x) in {id(o) for o in gc.get_objects()} for x in served)
+        frozen = exposition(*gc_families(GcPauses().snapshot()))
+        assert frozen[("odradek_broker_gc_frozen_objects", frozenset())] >= 1000
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    assert GC_THRESHOLDS == (700, 10, 10)  # CPython's: kept by measurement (gc_pauses.py)
