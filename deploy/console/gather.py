@@ -19,7 +19,7 @@
                against any other cluster no ratio is shown rather than a port guessed
     loop_lag   each broker's event-loop lag (p50, p99, max) between this reading of its metrics
                and the last (deploy/loop_lag.py's LagWatch), every `sizes_every` refreshes;
-               brokers whose metrics port is known, as for `dirty`
+               the live brokers whose metrics port is known, as for `dirty`
     processes  with a local cluster (--dir): each broker's process state from its state file
                (alive, paused, dead), which the Metadata answer cannot tell
     chaos      the tail of the chaos events file (deploy/console/timeline.py)
@@ -378,7 +378,14 @@ class Gatherer:
         return await asyncio.to_thread(model.dirty_ratios, text)  # a big text: off the loop
 
     async def _loop_lag(self) -> dict[int, dict[str, float]]:
-        failed = await self.lags.refresh(self.metrics_at, self.scrape, self.timeout_s)
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        procs: dict[int, str] = self.sections["processes"].data or {}
+        up = {
+            b: at
+            for b, at in self.metrics_at.items()  # a dead or paused one shows "-"
+            if (meta is None or b in meta.brokers) and procs.get(b, "alive") == "alive"
+        }
+        failed = await self.lags.refresh(up, self.scrape, self.timeout_s)
         if failed:
             raise PartlyFailed("metrics failed at " + "; ".join(failed))
         return {b: lag.as_dict() for b, lag in self.lags.intervals.items()}

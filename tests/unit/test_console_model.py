@@ -455,3 +455,10 @@ async def test_each_brokers_loop_lag_between_two_readings_of_its_metrics() -> No
     assert (
         stale["section"] == "loop_lag" and "broker 2: OSError: connection refused" in stale["why"]
     )
+    # broker 2 is dead (the local cluster's process table): not asked, shown as "-", not stale
+    g.sections["processes"].ok({1: "alive", 2: "dead", 3: "alive"}, 10_000)
+    answers[1] = _lag_text(idle + [0.00005] * 300)
+    await g._bounded("loop_lag", g._loop_lag())
+    snap = g.snapshot()
+    assert [b["loop_lag"] is None for b in snap["brokers"]] == [False, True, True]
+    assert snap["stale"] == []
