@@ -7,7 +7,7 @@ order:
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
           records, acks=1, the bulk API and per-record send(), one and eight partitions; then
-          end-to-end latency at --rate records/s.
+          end-to-end latency at --rate records/s, with the brokers' event-loop lag over it.
 kafka     on the same cluster, through its Kafka listener: confluent-kafka and kafka-python
           produce (the plain per-record loop) and consume (from earliest, by assignment),
           1 partition, RF 1, acks=1, 100 B and 1 KiB (bench/bench_kafka_clients.py).
@@ -27,7 +27,8 @@ user      the paths users take, through the public clients only, against a workt
           --baseline (default here: ad616d3, the main of the start of the latency work) and this
           tree, alternating: sync send()+flush, async send+gather, a poll() loop, and end-to-end
           latency at --rate through Producer(linger_ms=0) and a Consumer in another process,
-          RF 1 acks 1 and RF 3 acks=all (bench/bench_user.py); NATS JetStream and Redis
+          RF 1 acks 1 and RF 3 acks=all, with the brokers' event-loop lag p99 and max over
+          each run, read from their metrics (bench/bench_user.py); NATS JetStream and Redis
           Streams latency from the peers' harness (ONLY=latency) when `peers` is not run.
 doors     one broker, our client's Produce and Fetch requests with the same record batches
           through the native door and through the Kafka door (kio's codec on the client's
@@ -88,7 +89,12 @@ def odradek_bench(bootstrap: str, *args: str) -> dict:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def native_cases(bootstrap: str, n: int, repeat: int, lat_n: int, lat_rate: int) -> list[dict]:
+def native_cases(
+    bootstrap: str, n: int, repeat: int, lat_n: int, lat_rate: int,
+    lag_of: list[tuple[int, str, int]] | None = None,
+) -> list[dict]:  # fmt: skip
+    """Every native case; `lag_of` (broker id, host, metrics port): the brokers whose event-loop
+    lag is read around each latency run (bench_user.loop_lag_fields)."""
     from client import Admin, NewTopic
 
     results: list[dict] = []
@@ -116,10 +122,12 @@ def native_cases(bootstrap: str, n: int, repeat: int, lat_n: int, lat_rate: int)
                         c.update(partitions=parts)
                         results.append(c)
                         log_row(c)
+        before = bench_user.loop_lag_readings(lag_of or [])
         lat = odradek_bench(
             bootstrap, "latency", "--topic", f"lat-{size}", "--num-records", str(lat_n),
             "--rate", str(lat_rate), "--record-size", str(size),
         )  # fmt: skip
+        lat.update(bench_user.loop_lag_fields(before, bench_user.loop_lag_readings(lag_of or [])))
         results.append(lat)
         log_row(lat)
     return results
@@ -136,8 +144,9 @@ def run_cluster(args: argparse.Namespace, parts: set[str], txn: dict) -> list[di
     try:
         bootstrap = cluster.up()
         if "native" in parts:
+            lag_of = bench_user.loop_lag_brokers(tmp / "cluster")
             results += native_cases(bootstrap, args.messages, args.repeat,
-                                    args.latency_messages, args.rate)  # fmt: skip
+                                    args.latency_messages, args.rate, lag_of)  # fmt: skip
         if "kafka" in parts:
             counts = {"confluent": args.confluent_messages,
                       "kafka-python": args.kafka_python_messages}  # fmt: skip

@@ -6,8 +6,9 @@ plain dicts, written as-is to the JSON file; `render(summary)` prints exactly th
 The `user` part's latency is shown as the median of its runs beside the best run, and its
 targets are judged on the medians. Its produce-async row is followed by the same loop over a
 `send` that does no work (bench_user.py's produce-async-floor) and, per side, the share of
-that ceiling the real producer reaches (median over median). Targets are printed beside the
-figures; they are not assertions.
+that ceiling the real producer reaches (median over median). Latency rows show each broker's
+event-loop lag p99 / max over the run, the worst broker first (issue 34). Targets are printed
+beside the figures; they are not assertions.
 """
 
 from __future__ import annotations
@@ -98,9 +99,21 @@ def _latency(rows: list[dict]) -> list[dict]:
         {"system": r.get("system") or r.get("peer"), "rate": r.get("rate"),
          "appendfsync": r.get("appendfsync", ""), "size": r.get("size"),
          "p50_ms": r.get("e2e_ms_p50"), "p99_ms": r.get("e2e_ms_p99"),
-         "max_ms": r.get("e2e_ms_max")}
+         "max_ms": r.get("e2e_ms_max"), **_loop_lag(r)}
         for r in rows if r.get("mode") == "latency" and "error" not in r
     ]  # fmt: skip
+
+
+def _loop_lag(row: dict) -> dict:
+    """The brokers' event-loop lag over a latency run (bench_user.loop_lag_fields), if read."""
+    return {k: row[k] for k in ("loop_lag", "loop_lag_ms_p99", "loop_lag_ms_max") if k in row}
+
+
+def lag_cell(x: dict) -> str:
+    """`p99 / max` ms of each broker's loop lag, the worst broker first ("-": not read)."""
+    per = x.get("loop_lag") or {}
+    order = sorted(per, key=lambda b: (-per[b]["max_ms"], -per[b]["p99_ms"], b))
+    return ", ".join(f"{b}: {per[b]['p99_ms']} / {per[b]['max_ms']}" for b in order) or "-"
 
 
 def _side_runs(rows: list[dict], side: str, mode: str, api: str) -> list[dict]:
@@ -207,7 +220,7 @@ def _user_latency(rows: list[dict]) -> list[dict]:
                         "ack_p99_ms": top.get("ack_ms_p99"), "received": top.get("received"),
                         "runs": len(runs),
                         "p50_median_ms": _median_of(runs, "e2e_ms_p50"),
-                        "p99_median_ms": _median_of(runs, "e2e_ms_p99"),
+                        "p99_median_ms": _median_of(runs, "e2e_ms_p99"), **_loop_lag(top),
                         **{k: v for k, v in top.items() if k.startswith("hop_us_")}})  # fmt: skip
     return out
 
@@ -256,11 +269,17 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"| {t['system']} | {t['case']} | {t['size']} | {t['partitions']} | "
                      f"{t['records_per_s']:,} | {t['MB_per_s']} | {t['MiB_per_s']} |")  # fmt: skip
     if summary["latency"]:
-        lines += ["", "| system | latency case | size | e2e p50 ms | e2e p99 ms | max ms |",
-                  "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [
+            "",
+            "| system | latency case | size | e2e p50 ms | e2e p99 ms | max ms "
+            "| broker loop lag p99 / max ms |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for r in summary["latency"]:
-            lines.append(f"| {r['system']} | {r['rate']}/s {r['appendfsync']} | {r['size']} | "
-                         f"{r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |")  # fmt: skip
+            lines.append(
+                f"| {r['system']} | {r['rate']}/s {r['appendfsync']} | {r['size']} | "
+                f"{r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {lag_cell(r)} |"
+            )
     lines += _render_user(summary)
     if summary["baseline"]:
         ref = summary["baseline"][0]["baseline"]["ref"]
@@ -319,13 +338,14 @@ def _render_user(summary: dict[str, Any]) -> list[str]:
     if summary.get("user_latency"):
         lines += ["", "| user e2e latency, Producer(linger_ms=0) -> Consumer.poll, 100 B | side "
                   "| rate/s | p50 ms: median of runs (best run) | p99 ms: median of runs "
-                  "(best run) | best run: max ms | best run: ack p50 / p99 ms | runs |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+                  "(best run) | best run: max ms | best run: ack p50 / p99 ms | runs "
+                  "| best run: broker loop lag p99 / max ms |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for x in summary["user_latency"]:
             lines.append(f"| {x['case']} | {x['side']} {x['ref']} | {x['rate']} | "
                          f"{x['p50_median_ms']} ({x['p50_ms']}) | {x['p99_median_ms']} "
                          f"({x['p99_ms']}) | {x['max_ms']} | {x['ack_p50_ms']} / "
-                         f"{x['ack_p99_ms']} | {x['runs']} |")  # fmt: skip
+                         f"{x['ack_p99_ms']} | {x['runs']} | {lag_cell(x)} |")  # fmt: skip
     hops = [x for x in summary.get("user_latency", []) if any(k + "_p50" in x for k, _ in HOPS)]
     if hops:
         lines += ["", "| where a record's time goes (same runs), p50 / p99 us | side "

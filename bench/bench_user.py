@@ -36,6 +36,10 @@ every case on both sides back to back, alternating which side goes first. NATS J
 Redis Streams latency come from the peers' harness (ONLY=latency) in the same run, unless the
 `peers` part runs anyway. Rows: throughput rows mode "user" (api, msgs_per_s), latency rows
 mode "user-latency" (rf, acks, e2e_ms_p50/p99/max, ack_ms_p50/p99); both with side, ref, round.
+A latency row also has its side's brokers' event-loop lag over the producer's run, read from
+their metrics before and after it (deploy/loop_lag.py): `loop_lag` {broker: p50_ms, p99_ms,
+max_ms, samples} and the worst broker's `loop_lag_ms_p99` and `loop_lag_ms_max` (none from a
+tree whose brokers do not export it).
 bench_report.py turns them into tables beside the targets of issue 12.
 """
 
@@ -49,7 +53,8 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -341,8 +346,53 @@ def run_worker(side: Any, *args: object) -> dict[str, Any]:
     return _last_json(out.stdout)
 
 
-def run_latency(side: Any, topic: str, n: int, rate: int, acks: str) -> dict[str, Any]:
-    """The consumer process first (until it says ready), then the producer process."""
+def loop_lag_brokers(cluster_dir: Path) -> list[tuple[int, str, int]]:
+    """(broker id, host, metrics port) of a local cluster, from its state file (none from a
+    tree whose brokers serve no metrics)."""
+    try:
+        state = json.loads((cluster_dir / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return []
+    host = state.get("host", "127.0.0.1")
+    return [(b["id"], b.get("host") or host, b["metrics_port"])
+            for b in state.get("brokers", []) if b.get("metrics_port")]  # fmt: skip
+
+
+def loop_lag_readings(brokers: Sequence[tuple[int, str, int]]) -> dict[int, Any]:
+    """Each broker's loop-lag histogram now (None: no answer, or a broker without it)."""
+    from deploy.loop_lag import lag_buckets  # this tree's: not the workers' (baseline) tree
+
+    out: dict[int, Any] = {}
+    for broker, host, port in brokers:
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as answer:
+                out[broker] = lag_buckets(answer.read().decode())
+        except (OSError, ValueError):
+            out[broker] = None
+    return out
+
+
+def loop_lag_fields(before: dict[int, Any], after: dict[int, Any]) -> dict[str, Any]:
+    """The brokers' loop lag between two readings: per broker (p50, p99, max, samples) and the
+    worst broker's p99 and max, the figures the tables show beside the end-to-end ones."""
+    from deploy.loop_lag import interval
+
+    per = {}
+    for broker, buckets in after.items():
+        lag = interval(before.get(broker), buckets) if buckets and before.get(broker) else None
+        if lag is not None:
+            per[str(broker)] = lag.as_dict()
+    if not per:
+        return {}
+    return {"loop_lag": per, "loop_lag_ms_p99": max(v["p99_ms"] for v in per.values()),
+            "loop_lag_ms_max": max(v["max_ms"] for v in per.values())}  # fmt: skip
+
+
+def run_latency(
+    side: Any, topic: str, n: int, rate: int, acks: str, lag_of: Sequence[tuple[int, str, int]] = ()
+) -> dict[str, Any]:
+    """The consumer process first (until it says ready), then the producer process; the
+    brokers of `lag_of` have their loop lag read around the producer's run."""
     consumer = subprocess.Popen(
         _worker_cmd("latency-consumer", side.bootstrap, topic, n), cwd=side.root, env=side.env(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -353,7 +403,9 @@ def run_latency(side: Any, topic: str, n: int, rate: int, acks: str) -> dict[str
             consumer.kill()
             _, err = consumer.communicate(timeout=30)
             return {"error": f"latency consumer did not start: {err.strip()[-300:]}"}
+        before = loop_lag_readings(lag_of)
         produced = run_worker(side, "latency-producer", side.bootstrap, topic, n, rate, acks)
+        produced.update(loop_lag_fields(before, loop_lag_readings(lag_of)))
         rest, err = consumer.communicate(timeout=CASE_TIMEOUT_S)
     finally:
         if consumer.poll() is None:
@@ -388,7 +440,8 @@ def run_case(side: Any, case: str, r: int, n: int, lat_n: int, rate: int) -> dic
     rf, acks = next((f, a) for f, a in LATENCY_CASES if case == f"rf{f} acks={a}")
     topic = f"user-lat-rf{rf}-{r}"
     err = _create(side, topic, rf)
-    row = {"error": err} if err else run_latency(side, topic, lat_n, rate, acks)
+    lag_of = loop_lag_brokers(side.dir)  # the brokers' loop lag beside the end-to-end figures
+    row = {"error": err} if err else run_latency(side, topic, lat_n, rate, acks, lag_of)
     return {**base, "mode": "user-latency", "case": case, "rf": rf, "acks": acks, "rate": rate,
             "messages": lat_n, **row}  # fmt: skip
 

@@ -235,6 +235,9 @@ class BrokerConfig:
     quota_window_size_seconds: int = positive(1)
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
+    # debug mode: log every event-loop callback or task step that holds the loop longer than
+    # this, with its name (broker/slow_steps.py; it slows the broker down); 0: off
+    loop_debug_slow_ms: int = not_negative(0)
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Kafka's per-listener settings, listener.name.<listener>.<setting>: a TLS listener's own
     # ssl.* settings (and ssl.principal.mapping.rules), over the broker-wide ones, so one

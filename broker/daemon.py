@@ -11,7 +11,8 @@ close connections, stop the replicas (writing the high watermark checkpoint), cl
 (writing the clean-shutdown marker; a log directory that went offline gets neither), close the
 ZooKeeper session. The replica manager reports a failed log directory to the controller through
 coordinator/controller/log_dirs.py. Any start-up failure is one log line and exit status 1.
-The broker's own log (stderr) and its logger levels are broker/loggers.py's.
+The broker's own log (stderr) and its logger levels are broker/loggers.py's. Just before the
+listeners open, the process freezes what start-up left on the heap (broker/gc_pauses.py).
 
 `ZkTopicStore` is the broker's only view of topic znodes (coordinator/cluster/topics.py behind the
 `TopicStore` protocol of broker/context.py); ZooKeeper failures become retriable wire errors.
@@ -33,8 +34,6 @@ import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import uvloop
-
 from broker.config import (
     BrokerConfig,
     Listener,
@@ -45,6 +44,7 @@ from broker.config import (
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.doors import Door, KafkaDoor, NativeDoor
 from broker.dynamic_apply import DynamicApplier, cleaner_settings
+from broker.gc_pauses import GC_PAUSES, settle_heap
 from broker.group_settings import group_config, group_configs
 from broker.log.cleaner.manager import LogCleaner
 from broker.log.config import LogConfig
@@ -62,6 +62,7 @@ from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
+from broker.slow_steps import broker_loop_factory
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
@@ -163,7 +164,8 @@ async def _zk_call(call: Callable[[], Awaitable[T]]) -> T:
 def run_forever(config: BrokerConfig) -> int:
     """Run the broker until SIGTERM/SIGINT; the process exit status."""
     configure_logging(config.broker_id, parse_logger_levels(config.logger_levels))
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+    # uvloop; with loop_debug_slow_ms, a loop that logs each step over it (broker/slow_steps.py)
+    with asyncio.Runner(loop_factory=broker_loop_factory(config.loop_debug_slow_ms)) as runner:
         return runner.run(_main(config))
 
 
@@ -173,8 +175,9 @@ async def _main(config: BrokerConfig) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     broker = Broker(config)
+    GC_PAUSES.install()  # the process's collections, timed (a metric: broker/gc_pauses.py)
     try:
-        await broker.start()
+        await broker.start(before_serving=settle_heap)  # start-up's heap frozen
     except (OdradekError, ZkError, OSError) as exc:
         log.error("broker %d could not start: %s", config.broker_id, exc)
         await broker.shutdown()
@@ -306,7 +309,9 @@ class Broker:
         # cut from ZooKeeper past the session timeout: lead nothing (broker/zk_fence.py)
         self.fence = ZkFenceWatcher(self.zk, lambda: resign_leaderships(self.replicas), self.clock)
 
-    async def start(self) -> None:
+    async def start(self, before_serving: Callable[[], None] | None = None) -> None:
+        """Start every piece; `before_serving` runs once all is loaded, before the listeners
+        open (the process's `settle_heap`, broker/gc_pauses.py)."""
         self.log_manager.load_all()
         log.info("logs loaded from %s", self.config.log_dir)
         await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
@@ -323,6 +328,8 @@ class Broker:
         await self.group_configs.reload()  # and every group's configs
         await self.dynamic.reload()  # the dynamic broker configs, before TLS is loaded
         self._load_tls()  # UsageError (one line, exit 1) when a keystore cannot be used
+        if before_serving is not None:
+            before_serving()
         for server in self.native_servers + self.kafka_servers:
             await server.start()
         self.port = self.server.port

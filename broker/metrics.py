@@ -11,7 +11,9 @@ its Kafka counterpart):
 - State (partition counts, under-replicated, purgatory sizes, controller, ZooKeeper session,
   log sizes, connections, groups; broker/metrics_state.py): computed at scrape time by
   `BrokerStateCollector` from the broker's own objects, read on the broker's loop and built
-  into families on the HTTP thread, never updated on change.
+  into families on the HTTP thread, never updated on change. The event loop's lag
+  (broker/loop_lag.py, a timer every 10 ms from `start` on) and the garbage collector's pauses
+  (broker/gc_pauses.py) are bucket counts read the same way.
 
 `BrokerMetrics` ties them together: the registry, the request metrics that every door's
 `MeteredDoor` shares, the ZooKeeper state listener, and the HTTP server (broker/metrics_http.py,
@@ -25,6 +27,7 @@ import asyncio
 from prometheus_client import CollectorRegistry, generate_latest
 
 from broker.doors import Door
+from broker.loop_lag import start_recorder
 from broker.metrics_http import HttpLimits, MetricsHttpServer
 from broker.metrics_requests import MeteredDoor, RequestMetrics
 from broker.metrics_state import BrokerParts, BrokerStateCollector
@@ -38,6 +41,7 @@ class BrokerMetrics:
         self.registry = CollectorRegistry()
         self.requests = parts.requests = RequestMetrics()
         self.http: MetricsHttpServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def door(self, door: Door) -> MeteredDoor:
         return MeteredDoor(door, self.requests)
@@ -47,7 +51,10 @@ class BrokerMetrics:
         self.parts.zk_state = state
 
     def start(self, host: str, port: int, limits: HttpLimits | None = None) -> int:
-        """Register the state collector (reading on the running loop) and serve; the port."""
+        """Register the state collector (reading on the running loop), start the loop-lag
+        recorder (broker/loop_lag.py) and serve; the port."""
+        self._loop = asyncio.get_running_loop()
+        self.parts.loop_lag = start_recorder()
         self.registry.register(BrokerStateCollector(self.parts, asyncio.get_running_loop()))
         self.http = MetricsHttpServer(host, port, self.render, limits)
         self.http.start()
@@ -58,5 +65,9 @@ class BrokerMetrics:
         return generate_latest(self.registry)
 
     def stop(self) -> None:
+        """Stop serving; any thread (the daemon calls it from an executor)."""
+        recorder = self.parts.loop_lag
+        if recorder is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(recorder.stop)
         if self.http is not None:
             self.http.stop()

@@ -1,6 +1,7 @@
 """A broker's state metrics: one job, reading the broker's own objects at scrape time
 (partition counts, under-replicated, purgatory sizes, controller, ZooKeeper session, log sizes
-and fsyncs, connections, groups, the log cleaner, client quotas), never updated on change.
+and fsyncs, connections, groups, the log cleaner, client quotas, the event loop's lag and the
+garbage collector's pauses), never updated on change.
 
 The HTTP server (broker/metrics_http.py) renders the registry on its own thread, but the
 broker's state may only be read on the broker's event loop, so `BrokerStateCollector.collect`
@@ -30,6 +31,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from broker.gc_pauses import GC_PAUSES, GcPauses, gc_families
+from broker.loop_lag import LoopLagRecorder, lag_histogram
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_requests import RequestMetrics, request_families
 from broker.quota.manager import Quotas
@@ -70,6 +73,8 @@ class BrokerParts:
     cleaner: LogCleaner | None = None  # None: log.cleaner.enable = false
     quotas: Quotas | None = None  # client quotas' sensors (broker/quota/metrics.py)
     clock: Clock | None = None  # the quotas' clock: their windows are measured at its now
+    loop_lag: LoopLagRecorder | None = None  # started with the metrics (broker/metrics.py)
+    gc: GcPauses = GC_PAUSES  # the process's collections (broker/gc_pauses.py)
 
 
 class BrokerStateCollector(Collector):
@@ -109,6 +114,8 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
         if not p.log.closed
     ]
     fsyncs = parts.fsyncs.snapshot()
+    lag = parts.loop_lag.snapshot() if parts.loop_lag is not None else None
+    collections = parts.gc.snapshot()
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
@@ -126,6 +133,8 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *cleaner,
             *_dirty_ratio_families(ratios),
             *quota_families(quotas),
+            *([lag_histogram(lag)] if lag is not None else []),
+            *gc_families(collections),
         ]
 
     return build

@@ -17,6 +17,9 @@
                every `sizes_every` refreshes. Only brokers whose metrics port is known are asked:
                a local cluster's state file has it (--dir); the Metadata answer does not, so
                against any other cluster no ratio is shown rather than a port guessed
+    loop_lag   each broker's event-loop lag (p50, p99, max) between this reading of its metrics
+               and the last (deploy/loop_lag.py's LagWatch), every `sizes_every` refreshes;
+               the live brokers whose metrics port is known, as for `dirty`
     processes  with a local cluster (--dir): each broker's process state from its state file
                (alive, paused, dead), which the Metadata answer cannot tell
     chaos      the tail of the chaos events file (deploy/console/timeline.py)
@@ -62,6 +65,7 @@ from client.txn_admin import HangingTxn, TxnDescription
 from client.types import TopicPartition
 from deploy.console import model, timeline
 from deploy.console.refusals import REFUSALS, Refused, Viewer, each_topic, refused_text
+from deploy.loop_lag import LagWatch
 from protocol.api.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -162,7 +166,7 @@ class Gatherer:
         )  # fmt: skip
         self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms, **self.security)
         names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs",
-                 "dirty", "transactions", "hanging")  # fmt: skip
+                 "dirty", "transactions", "hanging", "loop_lag")  # fmt: skip
         self.sections = {n: model.Section(n) for n in names}
         self.lag: dict[str, model.LagHistory] = {}
         self.known_brokers: dict[int, dict[str, Any]] = {}  # every broker ever seen, by id
@@ -170,6 +174,7 @@ class Gatherer:
         self.sizes: dict[int, dict[tuple[str, int], int]] = {}
         self.metrics_at: dict[int, tuple[str, int]] = {}  # broker -> (host, metrics port)
         self.dirty: dict[tuple[str, int], float] = {}  # dirty ratios, from the leaders' metrics
+        self.lags = LagWatch()  # each broker's loop lag, from its metrics
         self.controller_down_since_ms: int | None = None
         self.last_controller = -1
         self.unclean: dict[str, bool | None] = {}  # of topics with offline partitions
@@ -211,6 +216,7 @@ class Gatherer:
             "dirty": (self._dirty, self.sizes_every),
             "transactions": (self._transactions, 1),
             "hanging": (self._hanging, self.sizes_every),
+            "loop_lag": (self._loop_lag, self.sizes_every),
         }
 
     async def refresh(self) -> dict[str, Any]:
@@ -370,6 +376,19 @@ class Gatherer:
     async def _leader_dirty(self, host: str, port: int) -> dict[tuple[str, int], float]:
         text = await self.scrape(host, port, self.timeout_s)
         return await asyncio.to_thread(model.dirty_ratios, text)  # a big text: off the loop
+
+    async def _loop_lag(self) -> dict[int, dict[str, float]]:
+        meta: ClusterMetadata | None = self.sections["metadata"].data
+        procs: dict[int, str] = self.sections["processes"].data or {}
+        up = {
+            b: at
+            for b, at in self.metrics_at.items()  # a dead or paused one shows "-"
+            if (meta is None or b in meta.brokers) and procs.get(b, "alive") == "alive"
+        }
+        failed = await self.lags.refresh(up, self.scrape, self.timeout_s)
+        if failed:
+            raise PartlyFailed("metrics failed at " + "; ".join(failed))
+        return {b: lag.as_dict() for b, lag in self.lags.intervals.items()}
 
     async def _groups(self) -> list[dict[str, Any]]:
         admin = self.groups_admin
@@ -567,5 +586,6 @@ class Gatherer:
                 "partitions": sum(1 for p in parts if b in p["replicas"]),
                 "leaders": sum(1 for p in parts if p["leader"] == b),
                 "listed": meta is not None and b in meta.brokers,
+                "loop_lag": lag.as_dict() if (lag := self.lags.intervals.get(b)) else None,
             })  # fmt: skip
         return out

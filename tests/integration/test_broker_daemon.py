@@ -38,6 +38,7 @@ class BrokerProcess:
         self.log_dir = log_dir
         self.zookeeper = zookeeper
         self.port = port
+        self.settings = ""  # more settings, as load_config keyword arguments ("name=value, ")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -46,7 +47,7 @@ class BrokerProcess:
             "from broker.config import load_config\n"
             "from broker.daemon import run_forever\n"
             f"config = load_config(None, broker_id={BROKER_ID}, port={self.port}, "
-            f"log_dir={str(self.log_dir)!r}, zookeeper={self.zookeeper!r}, "
+            f"log_dir={str(self.log_dir)!r}, zookeeper={self.zookeeper!r}, {self.settings}"
             "zookeeper_session_timeout_ms=4000)\n"
             "sys.exit(run_forever(config))\n"
         )
@@ -151,3 +152,26 @@ async def test_broker_process_lifecycle(broker_process: BrokerProcess) -> None:
     assert [bytes(p.records) for p in again.topics[0].partitions] == [expected[0], expected[1]]
     await conn.close()
     assert b.stop(signal.SIGTERM) == 0, b.stderr_text()
+
+
+async def test_debug_mode_names_the_loop_steps_over_its_threshold(
+    broker_process: BrokerProcess,
+) -> None:
+    """loop_debug_slow_ms = 1: the broker runs on broker/slow_steps.py's DebugLoop. Its start-up
+    step that freezes the heap (a full collection of every module's objects, always well over
+    1 ms) is named by its coroutine; the broker serves and stops as ever."""
+    b = broker_process
+    b.settings = "loop_debug_slow_ms=1, "
+    b.start()
+    conn = await _connect_when_ready(b)
+    created: Any = await conn.send(
+        CreateTopicsRequest([CreatableTopic("dbg", 1, 1, [], {})], 20_000)
+    )
+    assert created.topics[0].error_code == 0, created
+    await _produce_all(conn, "dbg", 1)
+    await conn.close()
+    assert b.stop(signal.SIGTERM) == 0, b.stderr_text()
+    steps = [line for line in b.stderr_text().splitlines() if "odradek.broker.loop: " in line]
+    assert any(" ms in coroutine broker.daemon._main (task " in line for line in steps), steps
+    assert all(line.split("odradek.broker.loop: ")[1].startswith("slow loop step: ")
+               for line in steps)  # fmt: skip

@@ -164,6 +164,10 @@ def test_pages_load_and_show_the_cluster(cluster: LocalCluster, page: Any) -> No
     assert page.locator("#brokers .badge.controller").count() == 1
     endpoints = page.inner_text('#brokers tr[data-broker="1"]')
     assert f":{cluster.broker(1).port}" in endpoints and "kafka://" in endpoints
+    # each broker's loop lag between the console's last two readings of its metrics
+    lag_shown = r"/^[0-9.]+ \/ [0-9.]+ \/ [0-9.]+$/.test(td.textContent)"
+    wait_js(page, "() => [...document.querySelectorAll('#brokers td.loop-lag')]"
+                  f".filter((td) => {lag_shown}).length === 3")  # fmt: skip
     tab(page, "topics")
     # the records sent above show up without a reload: HW, log end and size from the brokers
     in_0 = 40 + len([i for i in range(40, 60) if i % 3 == 0])

@@ -305,6 +305,31 @@ def test_fsyncs_segments_and_fetch_purgatory(cluster3: LocalCluster) -> None:
         c.close()
 
 
+def test_event_loop_lag_gc_pauses_and_the_frozen_heap(cluster3: LocalCluster) -> None:
+    create_topic(cluster3, "m-loop")
+    lag = "odradek_broker_event_loop_lag_seconds"
+    ports = metrics_ports(cluster3)
+    before = {b: total(scrape(port), lag + "_count") for b, port in ports.items()}
+    produce(cluster3.bootstrap, "m-loop", 500, size=1000)
+    with Consumer(cluster3.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("m-loop", 0)])
+        _wait(lambda: sum(len(rs) for rs in consumer.poll(timeout_ms=500).values()) > 0,
+              "records read back")  # fmt: skip
+    for broker, port in ports.items():  # every broker's loop ticks on, whatever it hosts
+        _wait(lambda port=port, broker=broker: total(scrape(port), lag + "_count")
+              > before[broker], f"broker {broker}'s loop lag counted")  # fmt: skip
+        samples = scrape(port)
+        count = total(samples, lag + "_count")
+        assert total(samples, lag + "_bucket", le="+Inf") == count
+        assert 0 <= total(samples, lag + "_bucket", le="0.0001") <= count
+        assert total(samples, lag + "_sum") >= 0
+        # start-up and the traffic allocated: the youngest generation was collected
+        assert total(samples, "odradek_broker_gc_pause_seconds_count", generation="0") > 0
+        assert any(n == "odradek_broker_gc_pause_seconds_count" and ls == {"generation": "2"}
+                   for n, ls, _ in samples)  # fmt: skip
+        assert total(samples, "odradek_broker_gc_frozen_objects") > 10_000  # start-up's heap
+
+
 @pytest.mark.slow  # kills or pauses brokers
 def test_offline_partitions_on_the_controller(faults3: LocalCluster) -> None:
     create_topic(faults3, "m-offline", partitions=3, rf=1)

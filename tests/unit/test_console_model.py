@@ -398,3 +398,67 @@ def test_group_kind_view_shows_a_consumer_groups_epochs_and_targets() -> None:
         "type": "consumer", "group_epoch": 5, "target_epoch": 5,
         "members": {"m1": {"epoch": 4, "target": ["t-0", "t-1"]}},
     }  # fmt: skip
+
+
+# ----- each broker's event-loop lag, from its metrics --------------------------------------------
+
+
+def _lag_text(samples_s: list[float]) -> str:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.registry import Collector
+
+    from broker.loop_lag import BucketCounts, lag_histogram
+
+    counts = BucketCounts()
+    for s in samples_s:
+        counts.record(s)
+
+    class One(Collector):
+        def collect(self) -> Any:
+            return iter([lag_histogram(counts.snapshot())])
+
+    registry = CollectorRegistry()
+    registry.register(One())
+    return generate_latest(registry).decode()
+
+
+async def test_each_brokers_loop_lag_between_two_readings_of_its_metrics() -> None:
+    idle = [0.00005] * 100
+    answers: dict[int, str | Exception] = {1: _lag_text(idle), 2: _lag_text(idle)}
+
+    async def scrape(host: str, port: int, timeout_s: float) -> str:
+        answer = answers[port - 9200]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    g = Gatherer("127.0.0.1:1", Path("/nonexistent"), clock=lambda: 10.0, scrape=scrape)
+    g.sections["metadata"].ok(_two_topics(), 10_000)
+    g.metrics_at = {1: ("127.0.0.1", 9201), 2: ("127.0.0.1", 9202)}
+    await g._bounded("loop_lag", g._loop_lag())
+    brokers = g.snapshot()["brokers"]
+    assert [b["loop_lag"] for b in brokers] == [None, None, None]  # one reading: no interval yet
+    answers[1] = _lag_text(idle + [0.00005] * 98 + [0.0009, 0.030])  # a 30 ms stall
+    answers[2] = _lag_text(idle + [0.00005] * 100)
+    await g._bounded("loop_lag", g._loop_lag())
+    one, two, three = g.snapshot()["brokers"]
+    assert one["loop_lag"]["samples"] == 100 and one["loop_lag"]["max_ms"] == 31.5
+    assert 0.8 <= one["loop_lag"]["p99_ms"] <= 1.0
+    assert two["loop_lag"]["max_ms"] == 0.1 and three["loop_lag"] is None  # no metrics port
+    # broker 2 stops answering: it keeps its last interval, and the part is stale
+    answers[2] = OSError("connection refused")
+    await g._bounded("loop_lag", g._loop_lag())
+    snap = g.snapshot()
+    assert snap["brokers"][1]["loop_lag"]["max_ms"] == 0.1
+    assert snap["brokers"][0]["loop_lag"] is None  # broker 1: no tick since its last reading
+    [stale] = snap["stale"]
+    assert (
+        stale["section"] == "loop_lag" and "broker 2: OSError: connection refused" in stale["why"]
+    )
+    # broker 2 is dead (the local cluster's process table): not asked, shown as "-", not stale
+    g.sections["processes"].ok({1: "alive", 2: "dead", 3: "alive"}, 10_000)
+    answers[1] = _lag_text(idle + [0.00005] * 300)
+    await g._bounded("loop_lag", g._loop_lag())
+    snap = g.snapshot()
+    assert [b["loop_lag"] is None for b in snap["brokers"]] == [False, True, True]
+    assert snap["stale"] == []

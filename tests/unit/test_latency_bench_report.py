@@ -115,3 +115,35 @@ def test_results_from_before_the_floor_case_print_without_its_rows() -> None:
     text = render(summary)
     assert "| produce-async (async) | - (-) | 350,000 (350,000) | None |" in text
     assert "loop shape" not in text
+
+
+def test_latency_rows_show_each_brokers_loop_lag_the_worst_first() -> None:
+    import bench_user
+
+    from broker.loop_lag import BucketCounts
+    from deploy.loop_lag import lag_buckets
+    from tests.unit.deploy.test_loop_lag_reading import rendered
+
+    def reading(extra_s: list[float]) -> dict:
+        counts = BucketCounts()
+        for s in [0.00005] * 100 + extra_s:
+            counts.record(s)
+        return lag_buckets(rendered(counts)) or {}
+
+    before = {1: reading([]), 2: reading([]), 3: None}  # broker 3 exports no lag
+    after = {1: reading([0.0004] * 2), 2: reading([0.0009, 0.024]), 3: None}
+    fields = bench_user.loop_lag_fields(before, after)
+    assert set(fields["loop_lag"]) == {"1", "2"} and fields["loop_lag_ms_max"] == 25.0
+    assert fields["loop_lag"]["1"]["samples"] == 2 and fields["loop_lag"]["1"]["max_ms"] == 0.4
+    assert bench_user.loop_lag_fields({1: None}, {1: reading([])}) == {}  # no first reading
+    rows = [{**_lat("new", "rf1 acks=1", 0.3, 0.5), **fields}, _lat("baseline", "rf1 acks=1", 3, 6)]
+    text = render(summarize(rows, "abc"))
+    assert "| best run: broker loop lag p99 / max ms |" in text
+    new_row = next(line for line in text.splitlines() if "| new working tree |" in line)
+    p99 = {b: lag["p99_ms"] for b, lag in fields["loop_lag"].items()}
+    assert new_row.endswith(f"| 2: {p99['2']} / 25.0, 1: {p99['1']} / 0.4 |")
+    old_row = next(line for line in text.splitlines() if "| baseline abc |" in line)
+    assert old_row.endswith("| - |")  # a tree whose brokers export no lag
+    native = {"system": "odradek", "mode": "latency", "rate": 1000, "size": 100,
+              "e2e_ms_p50": 1.0, "e2e_ms_p99": 2.0, "e2e_ms_max": 3.0, **fields}  # fmt: skip
+    assert "| 3.0 | 2: " in render(summarize([native], "abc"))

@@ -111,6 +111,14 @@ function renderRefused() {
       `${esc(r.section)}: ${esc(r.why)}</span>`).join("; ") : "";
 }
 
+// a broker's event-loop lag between the console's last two readings of its metrics (ms)
+function loopLag(lag) {
+  if (!lag) return "-";
+  const ms = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(0));
+  return `<span title="${lag.samples} ticks of 10 ms">${ms(lag.p50_ms)} / ${ms(lag.p99_ms)}` +
+    ` / ${ms(lag.max_ms)}</span>`;
+}
+
 function renderBrokers() {
   const rows = snap.brokers.map((b) => {
     const role = b.controller ? '<span class="badge controller">controller</span>' : "";
@@ -128,10 +136,11 @@ function renderBrokers() {
       `<td>${b.endpoints.map(esc).join("<br>") || "-"}</td>` +
       `<td class="state state-${esc(b.state)}">${esc(b.state)}</td><td>${role}</td>` +
       `<td class="num partitions">${b.partitions}</td><td class="num leaders">${b.leaders}</td>` +
+      `<td class="num loop-lag">${loopLag(b.loop_lag)}</td>` +
       `<td class="controls-col">${actions}</td></tr>`;
   });
   $("#brokers tbody").innerHTML = rows.join("") ||
-    '<tr><td colspan="7" class="empty">no broker known yet</td></tr>';
+    '<tr><td colspan="8" class="empty">no broker known yet</td></tr>';
   document.querySelectorAll(".controls-col").forEach((c) => { c.hidden = !controlsShown(); });
 }
 

@@ -136,3 +136,14 @@ def test_the_initial_rebalance_delay_may_be_zero_not_negative() -> None:
     assert zero.group_initial_rebalance_delay_ms == 0
     with pytest.raises(UsageError, match="group_initial_rebalance_delay_ms must be >= 0, got -1"):
         load_config(None, broker_id=1, log_dir="/x", group_initial_rebalance_delay_ms=-1)
+
+
+def test_loop_debug_mode_is_off_by_default_and_its_threshold_not_negative(tmp_path: Path) -> None:
+    assert load_config(None, broker_id=1, log_dir="/x").loop_debug_slow_ms == 0
+    path = _write(tmp_path, 'broker_id = 1\nlog_dir = "/x"\nloop_debug_slow_ms = 1\n')
+    assert load_config(path).loop_debug_slow_ms == 1
+    with pytest.raises(UsageError, match="loop_debug_slow_ms must be >= 0, got -1"):
+        load_config(None, broker_id=1, log_dir="/x", loop_debug_slow_ms=-1)
+    bad = _write(tmp_path, 'broker_id = 1\nlog_dir = "/x"\nloop_debug_slow_ms = "1ms"\n')
+    with pytest.raises(UsageError, match="loop_debug_slow_ms must be an integer"):
+        load_config(bad)
