@@ -111,6 +111,8 @@ async def test_upgrade_serve_classic_member_inside_and_downgrade(tmp_path: Path)
         owned = {m.member_id: sorted(m.assignment.topic_partitions[0].partitions)
                  for m in desc.groups[0].members}  # fmt: skip
         assert owned == {a.member_id: parts(kept.assignment), "m1": sorted(assigned(m1)[T_ID])}
+        types = {m.member_id: m.member_type for m in desc.groups[0].members}
+        assert types == {a.member_id: 0, "m1": 1}  # KIP-1099: classic 0, consumer 1
 
         # downgrade: the last consumer-protocol member leaves; a classic group rebalances
         left = await heartbeat(k, "m1", -1)
