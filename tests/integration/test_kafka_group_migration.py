@@ -9,7 +9,10 @@ consumer-protocol member to leave downgrades it. A `Watch` thread samples the co
 every 100 ms: ListGroups v5 (the group's type and state), then ConsumerGroupDescribe or
 DescribeGroups (its members), and OffsetFetch. Checked: the group is never empty, its type goes
 classic -> consumer -> classic, no committed offset goes back, and every record produced was
-processed (none skipped). Every wait is a poll with a deadline.
+processed (none skipped). A second test, on a cluster of its own, kills the coordinator while
+the group holds classic members inside a consumer group, and again after the downgrade: the
+new coordinator loads each form of the group from the records. Every wait is a poll with a
+deadline.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 from client import Producer
 from deploy.cluster import LocalCluster
 from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, LIST_GROUPS
-from tests.fixtures.cluster import ClusterPool
+from tests.fixtures.cluster import ClusterFactory, ClusterPool
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember
 from tests.integration.test_kip848 import CONVERGE_S, PARTITIONS, SETTINGS, Group, scenario
@@ -190,6 +193,43 @@ def test_rolling_migration_classic_to_consumer_and_back(
         producing.stop()
         assert producing.failure is None, producing.failure
         assert producing.sent > 0
+        g.wait_all_committed()
+    watch.check()
+    assert watch.types == ["classic", "consumer", "classic"], watch.types
+    g.check_all_processed()
+
+
+def coordinator(g: Group) -> int:
+    found = wire.wait_for(lambda: wire.find_coordinator(g.kafka, g.group), "coordinator", 30)
+    node: int = found[0]
+    return node
+
+
+@pytest.mark.slow  # kills brokers
+def test_the_coordinator_moves_mid_migration(
+    cluster_factory: ClusterFactory, tmp_path: Path
+) -> None:
+    cluster = cluster_factory(3, broker_settings=SETTINGS)
+    with scenario(cluster, tmp_path, "migmove") as g, Watch(g) as watch:
+        g.produce(100)
+        classic = [g.start(f"c{i}", protocol="classic") for i in range(2)]
+        converge(g, "classic", classic)
+        watch.watching = True
+        modern = g.start("n0", protocol="consumer")
+        converge(g, "consumer", [*classic, modern])  # upgraded: classic members inside
+        first = coordinator(g)
+        cluster.kill(first)
+        g.produce(100)
+        converge(g, "consumer", [*classic, modern])  # loaded from the consumer-group records
+        assert coordinator(g) != first
+        cluster.start(first)
+        modern.close()  # the last consumer-protocol member: the group goes back to classic
+        converge(g, "classic", classic)
+        second = coordinator(g)
+        cluster.kill(second)
+        g.produce(100)
+        converge(g, "classic", classic)  # loaded from the classic group record
+        assert coordinator(g) != second
         g.wait_all_committed()
     watch.check()
     assert watch.types == ["classic", "consumer", "classic"], watch.types
