@@ -46,12 +46,14 @@ from coordinator.group.consumer_replay import (
 )
 from coordinator.group.consumer_states import MemberState
 from coordinator.group.consumer_target import refresh
+from coordinator.group.group import DEFAULT_LIMITS, GroupLimits
 from coordinator.group.migration import PROTOCOL_TYPE, by_id
 from coordinator.group.reconcile import FencedError
 from coordinator.group.records import CoordinatorRecord
 from protocol.errors import (
     FencedInstanceIdError,
     InconsistentGroupProtocolError,
+    InvalidSessionTimeoutError,
     MemberIdRequiredError,
     RebalanceInProgressError,
 )
@@ -61,6 +63,7 @@ INCONSISTENT_GROUP_PROTOCOL = InconsistentGroupProtocolError.code
 REBALANCE_IN_PROGRESS = RebalanceInProgressError.code
 MEMBER_ID_REQUIRED = MemberIdRequiredError.code
 FENCED_INSTANCE_ID = FencedInstanceIdError.code
+INVALID_SESSION_TIMEOUT = InvalidSessionTimeoutError.code
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +109,12 @@ def join(
     now_ms: int,
     config: ConsumerConfig,
     new_member_id: Callable[[], str],
+    limits: GroupLimits = DEFAULT_LIMITS,
 ) -> Answer:
+    """Kafka's classicGroupJoinToConsumerGroup (the session timeout checked against the
+    classic group's bounds first, as Kafka's classicGroupJoin does for either kind)."""
+    if not limits.min_session_timeout_ms <= req.session_timeout_ms <= limits.max_session_timeout_ms:
+        return Answer(INVALID_SESSION_TIMEOUT, None, req.member_id)
     member_id = req.member_id or new_member_id()
     if member_id not in group.members and len(group.members) >= config.max_size:
         why = f"The consumer group has reached its maximum capacity of {config.max_size} members."

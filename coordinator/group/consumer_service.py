@@ -40,8 +40,10 @@ from coordinator.group.consumer_group import (
 )
 from coordinator.group.consumer_records import ConsumerKey
 from coordinator.group.group import (
+    DEFAULT_LIMITS,
     ClassicJoinAnswer,
     Group,
+    GroupLimits,
     SyncAnswer,
     load_group_value,
     prepare_rebalance,
@@ -162,10 +164,10 @@ class GroupHost(Protocol):
 
 class ConsumerGroups:
     def __init__(
-        self, coordinator: GroupHost, configs: GroupConfigs, classic_max_size: int = 1000
+        self, coordinator: GroupHost, configs: GroupConfigs, limits: GroupLimits = DEFAULT_LIMITS
     ) -> None:
         self.co = coordinator
-        self.classic_max_size = classic_max_size  # a downgraded group must fit a classic one
+        self.limits = limits  # the classic groups': a classic member's session, their size
         self.configs = configs  # each group's settings: the broker's, with its overrides
         self._refusal_log = LogLimit(
             REFUSAL_LOG_INTERVAL_MS, lambda: self.co.clock.monotonic_ms(), MAX_REFUSALS_REMEMBERED
@@ -267,7 +269,7 @@ class ConsumerGroups:
     def _downgrade_due(self, consumer: ConsumerGroup, leaving_id: str) -> bool:
         config = self.config(consumer.group_id)
         return leaving_id in consumer.members and migration.downgrade_due(
-            consumer, leaving_id, config, self.classic_max_size
+            consumer, leaving_id, config, self.limits.max_members
         )
 
     def _downgrade(self, group: Group, leaving_id: str) -> list[CoordinatorRecord]:
@@ -293,7 +295,7 @@ class ConsumerGroups:
         now = self.co.clock.monotonic_ms()
         answer = classic_in_consumer.join(
             consumer, req, self.topics(), now, self.config(group.group_id),
-            lambda: self.co.new_member_id(req.client_id),
+            lambda: self.co.new_member_id(req.client_id), self.limits,
         )  # fmt: skip
         if answer.records:
             code = await self._append(owned, answer.records)

@@ -156,7 +156,7 @@ class GroupCoordinator:
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
         # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
         self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
-        self.consumer = ConsumerGroups(self, self.configs, config.limits.max_members)  # KIP-848
+        self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
 
     @property
     def owned(self) -> dict[int, GroupOwned]:

@@ -15,8 +15,8 @@ from kio.schema.consumer_protocol_subscription.v1 import data as sub_v1
 from kio.serial import entity_writer
 
 from coordinator.group import classic_in_consumer as cic
+from coordinator.group import consumer_heartbeat, consumer_service, migration
 from coordinator.group import consumer_records as cr
-from coordinator.group import consumer_service, migration
 from coordinator.group import group as group_ops
 from coordinator.group.consumer_group import (
     ClassicMeta,
@@ -229,3 +229,23 @@ def test_classic_join_sync_and_heartbeat_inside_a_consumer_group() -> None:
     assert synced.code == 0 and [p for _, p in assigned_partitions(synced.assignment)] == held
     assert cic.sync(consumer, "new", None, 8, "consumer", "roundrobin", NAMES, NOW).code == (
         cic.INCONSISTENT_GROUP_PROTOCOL)  # fmt: skip
+
+
+def test_a_classic_join_outside_the_session_bounds_is_refused() -> None:
+    consumer = mixed_group()
+    join = cic.ClassicJoin("x", "c", "/h", 50, 30_000, "consumer", (("range", subscription()),))
+    refused = cic.join(consumer, join, TOPICS, NOW, CONFIG, lambda: "new")
+    assert (refused.code, refused.records) == (cic.INVALID_SESSION_TIMEOUT, [])
+    assert "x" not in consumer.members
+
+
+def test_a_classic_member_inside_expires_at_its_own_session_timeout() -> None:
+    """Its classic session (10 s here), not the group's consumer one (45 s), fences it, also
+    when it was loaded by replay (which gives every member the default session)."""
+    consumer = mixed_group()
+    assert {m.session_deadline_ms for m in consumer.members.values()} == {NOW + 45_000}
+    assert consumer_heartbeat.late_members(consumer, NOW, CONFIG) == []  # deadlines clamped
+    assert consumer_heartbeat.late_members(consumer, NOW + 9_999, CONFIG) == []
+    assert consumer_heartbeat.late_members(consumer, NOW + 10_000, CONFIG) == ["a", "b"]
+    records = consumer_heartbeat.tick(consumer, TOPICS, NOW + 10_000, CONFIG)
+    assert records and sorted(consumer.members) == ["m"]
