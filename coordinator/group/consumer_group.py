@@ -4,7 +4,8 @@ words its operations speak (Kafka's ConsumerGroup, ConsumerGroupMember).
 State: the group epoch (bumped by every membership or subscription change), the target
 assignment and its epoch (the server assignor's output for a group epoch), and per member its
 subscription and its current assignment (reconcile.py: member epoch, assigned partitions,
-partitions pending revocation, MemberState). Partitions are named by topic id (KIP-516). Here
+partitions pending revocation, MemberState; a classic-protocol member inside the group, during
+an online migration, also its `ClassicMeta`). Partitions are named by topic id (KIP-516). Here
 too: the broker's group.consumer.* settings (`ConsumerConfig`), the cluster's topics as the
 coordinator sees them (`Topics`), a heartbeat's request and response (`HeartbeatIn`,
 `HeartbeatOut`), Kafka's error codes, and `check_commit` (may a member commit or fetch).

@@ -8,8 +8,9 @@ expires or its instance rejoins); 0 joins; otherwise the member epoch must be th
 its previous one with owned partitions within its assignment: a lost response), else
 FENCED_MEMBER_EPOCH. Then a changed subscription bumps the group epoch, the target is refreshed
 (consumer_target.py), and this member is reconciled one step towards its target
-(reconcile.py). `tick` fences members whose session (no heartbeat for `session_timeout_ms`) or
-revocation deadline (`rebalance_timeout_ms` in UNREVOKED_PARTITIONS) passed. Each returns the
+(reconcile.py). `tick` fences members whose session (no heartbeat for `session_timeout_ms`, a
+classic member's own inside the group) or revocation deadline (`rebalance_timeout_ms` in
+UNREVOKED_PARTITIONS) passed. Each returns the
 records of its change, already applied (consumer_replay.py), and the response.
 """
 
