@@ -80,7 +80,8 @@ class Producing:
 
 def sample(kafka: str, group: str) -> tuple[str, str, set[str], dict[int, list[str]]] | None:
     """(type, state, member client ids, partition -> owners) at the coordinator; None when it
-    cannot answer just now."""
+    cannot answer just now, or the group changed its type between ListGroups and the describe
+    (the describe of the other kind answers Dead then, as Kafka's does)."""
     found = wire.find_coordinator(kafka, group)
     if found is None:
         return None
@@ -94,6 +95,8 @@ def sample(kafka: str, group: str) -> tuple[str, str, set[str], dict[int, list[s
             resp = wire.call(found[1], CONSUMER_GROUP_DESCRIBE, 1, group_ids=(group,),
                              include_authorized_operations=False)  # fmt: skip
             (g,) = resp.groups
+            if g.error_code.value or g.group_state == "Dead":
+                return None  # it went back to classic between the two calls
             for m in g.members:
                 for tp in m.assignment.topic_partitions:
                     for p in tp.partitions:
@@ -101,8 +104,8 @@ def sample(kafka: str, group: str) -> tuple[str, str, set[str], dict[int, list[s
             clients = {m.client_id for m in g.members}
             return "consumer", g.group_state, clients, owners
         view = wire.group_view(kafka, group)
-        if view is None or view.error_code:
-            return None
+        if view is None or view.error_code or view.state == "Dead":
+            return None  # (Dead: it became a consumer group between the two calls)
         for m in view.members:
             for _, p in m.partitions:
                 owners.setdefault(p, []).append(m.client_id)
@@ -175,11 +178,14 @@ def converge(g: Group, kind: str, live: list[GroupMember]) -> None:
         raise AssertionError(f"{exc}; last {sample(g.kafka, g.group)}\n{tails}") from None
 
 
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_rolling_migration_classic_to_consumer_and_back(
-    cluster: LocalCluster, tmp_path: Path
+    cluster: LocalCluster, tmp_path: Path, assignor: str
 ) -> None:
+    """The classic members' assignor: eager (range: a member gives everything up before it
+    rejoins) or cooperative (it names what it owns and gives up only what moves)."""
     with scenario(cluster, tmp_path, "mig") as g, Producing(g) as producing, Watch(g) as watch:
-        live = [g.start(f"c{i}", protocol="classic") for i in range(MEMBERS)]
+        live = [g.start(f"c{i}", protocol="classic", assignor=assignor) for i in range(MEMBERS)]
         converge(g, "classic", live)
         watch.watching = True
         for i in range(MEMBERS):  # classic -> consumer, one member at a time
@@ -188,7 +194,7 @@ def test_rolling_migration_classic_to_consumer_and_back(
             converge(g, "consumer", live)
         for i in range(MEMBERS):  # and back
             live[i].close()  # a consumer-protocol leave (epoch -1); the last one downgrades
-            live[i] = g.start(f"k{i}", protocol="classic")
+            live[i] = g.start(f"k{i}", protocol="classic", assignor=assignor)
             converge(g, "classic" if i == MEMBERS - 1 else "consumer", live)
         producing.stop()
         assert producing.failure is None, producing.failure
