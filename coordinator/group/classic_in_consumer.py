@@ -5,7 +5,9 @@ classicGroupHeartbeatToConsumerGroup, as pure functions over consumer_group.py's
 A classic member is a consumer-group member with `classic` metadata (its session timeout and
 JoinGroup protocols); the server assignor assigns it like any other, and its classic calls are
 translated:
-- JoinGroup: its subscription (topics, rack, owned partitions) is read from the first
+- JoinGroup: a static member (group.instance.id) back with a new member id replaces the
+  instance's member, keeping its partitions (Kafka's replaceMember); then its subscription
+  (topics, rack, owned partitions) is read from the first
   protocol's ConsumerProtocol Subscription bytes; a new member or a changed subscription bumps
   the group epoch (a new target assignment); the member is reconciled one step with the
   partitions it says it owns, and answered at once with its member epoch as the generation,
@@ -22,7 +24,7 @@ Each returns the records of its change, already applied (consumer_replay.apply_r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coordinator.group import consumer_records as cr
@@ -91,6 +93,7 @@ class Answer:
     protocol_name: str | None = None
     assignment: bytes = b""
     records: list[CoordinatorRecord] = field(default_factory=list)
+    replaced_consumer: bool = False  # a JoinGroup replaced a consumer-protocol static member
 
 
 def supports(group: ConsumerGroup, protocol_type: str, names: set[str]) -> bool:
@@ -128,11 +131,21 @@ def join(
                       "not a ConsumerProtocol Subscription.", member_id)  # fmt: skip
     if not req.member_id and req.require_known_member_id and req.instance_id is None:
         return Answer(MEMBER_ID_REQUIRED, None, member_id)  # KIP-394: rejoin with this id
+    holder = _static_holder(group, req.instance_id)
+    if (
+        req.instance_id is not None
+        and req.member_id
+        and (holder is None or holder.member_id != req.member_id)
+    ):  # Kafka's validation of a known static member
+        if holder is None:
+            return Answer(UNKNOWN_MEMBER_ID, f"Member with instance id {req.instance_id} is not "
+                          f"a member of group {group.group_id}.", member_id)  # fmt: skip
+        return Answer(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                      f"{req.instance_id} is fenced by {holder.member_id}.", member_id)  # fmt: skip
     records: list[CoordinatorRecord] = []
-    replaced = _static_holder(group, req.instance_id, member_id)
+    replaced = holder if not req.member_id else None
     if replaced is not None:  # a static member back with a new id takes the instance's place
-        records += removal_records(group.group_id, replaced)
-        apply_records(group, records, now_ms, config)
+        records += _replace(group, replaced, member_id, now_ms, config)
     member = group.members.get(member_id)
     new = member is None
     if member is None:
@@ -152,7 +165,7 @@ def join(
         rec = make_record(cr.MEMBER_METADATA, group.group_id, value, member_id)
         apply_records(group, [rec], now_ms, config)
         records.append(rec)
-    bump = new or replaced is not None or any(value[k] != before[k] for k in SUBSCRIPTION_FIELDS)
+    bump = new or any(value[k] != before[k] for k in SUBSCRIPTION_FIELDS)
     records += refresh(group, topics, config, now_ms, bump=bump)
     try:
         step = reconcile_member(group, member, by_id(list(sub.owned), topics))
@@ -163,14 +176,34 @@ def join(
         apply_records(group, [rec], now_ms, config)
         records.append(rec)
     member.session_deadline_ms = now_ms + req.session_timeout_ms
-    return Answer(NONE, None, member_id, member.epoch, req.protocols[0][0], records=records)
+    replaced_consumer = replaced is not None and replaced.classic is None
+    return Answer(NONE, None, member_id, member.epoch, req.protocols[0][0], records=records,
+                  replaced_consumer=replaced_consumer)  # fmt: skip
 
 
-def _static_holder(group: ConsumerGroup, instance_id: str | None, member_id: str) -> str | None:
+def _static_holder(group: ConsumerGroup, instance_id: str | None) -> ConsumerMember | None:
     if instance_id is None:
         return None
-    return next((m.member_id for m in group.members.values()
-                 if m.instance_id == instance_id and m.member_id != member_id), None)  # fmt: skip
+    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+
+def _replace(
+    group: ConsumerGroup, old: ConsumerMember, new_id: str, now_ms: int, config: ConsumerConfig
+) -> list[CoordinatorRecord]:
+    """Kafka's replaceMember for a static member back with a new member id: the new member
+    is the old one (subscription, current and target assignment) at epoch 0, so it keeps its
+    partitions without a new group epoch; the old one's records are tombstoned first."""
+    gid = group.group_id
+    carried = replace(old.assignment, member_epoch=0, previous_member_epoch=0)
+    target = group.target.get(old.member_id)
+    records = removal_records(gid, old.member_id)
+    records.append(make_record(cr.MEMBER_METADATA, gid, old.metadata_value(), new_id))
+    records.append(current_record(gid, new_id, carried))
+    if target is not None:
+        records.append(make_record(cr.TARGET_MEMBER, gid, {"topic_partitions": dict(target)},
+                                   new_id))  # fmt: skip
+    apply_records(group, records, now_ms, config)
+    return records
 
 
 def classic_member(

@@ -297,8 +297,13 @@ class ConsumerGroups:
             consumer, req, self.topics(), now, self.config(group.group_id),
             lambda: self.co.new_member_id(req.client_id), self.limits,
         )  # fmt: skip
-        if answer.records:
-            code = await self._append(owned, answer.records)
+        records = answer.records
+        if answer.replaced_consumer and migration.downgrade_due(
+            consumer, "", self.config(group.group_id), self.limits.max_members
+        ):  # the last consumer-protocol member's instance came back classic: downgrade
+            records = records + self._downgrade(group, "")
+        if records:
+            code = await self._append(owned, records)
             if code != NONE:
                 return ClassicJoinAnswer(code, -1, None, None, "", answer.member_id)
         if answer.code != NONE:

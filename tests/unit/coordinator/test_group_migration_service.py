@@ -177,6 +177,31 @@ async def test_downgrade_at_session_expiry(tmp_path: Path) -> None:
         assert await group_type(k) == [("g", "classic", "PreparingRebalance")]
 
 
+async def test_the_last_consumer_members_instance_back_as_classic_downgrades(
+    tmp_path: Path,
+) -> None:
+    """A static consumer-protocol member (group.instance.id) restarts with the classic
+    protocol: its JoinGroup without member id replaces it, and as only classic members are
+    left the group goes back to classic (Kafka's validateOnlineDowngradeWithReplacedMemberId)."""
+    clock = ManualClock()
+    async with broker(tmp_path, clock) as (h, k):
+        groups = h.ctx.groups
+        a = await classic_join(groups, "")
+        await groups.sync("g", 1, a.member_id, {a.member_id: _assignment([0, 1, 2, 3])})
+        assert (await heartbeat(k, "m1", 0, instance_id="i1")).error_code == 0
+        assert (await heartbeat(k, "m1", 2, instance_id="i1", owned={T_ID: []})).error_code == 0
+        back = await groups.join_classic(
+            "g", "", "c", "/h", 10_000, 10_000, "consumer", [("range", subscription())], False,
+            "i1",
+        )  # fmt: skip
+        assert back.error_code == 0 and back.member_id != "m1"
+        assert await group_type(k) == [("g", "classic", "PreparingRebalance")]
+        dg = await k.call(DESCRIBE_GROUPS, 5, groups=("g",), include_authorized_operations=False)
+        assert sorted(m.member_id for m in dg.groups[0].members) == sorted(
+            [a.member_id, back.member_id]
+        )
+
+
 def _assignment(ps: list[int]) -> bytes:
     from protocol.kafka.consumer_protocol import encode_assignment
 

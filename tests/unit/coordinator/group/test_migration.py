@@ -139,7 +139,9 @@ def test_upgrade_refusals_say_why() -> None:
 def mixed_group() -> ConsumerGroup:
     """A consumer group at epoch 7: classic members a (0, 1) and b (2), consumer member m (3)."""
     consumer = ConsumerGroup("g")
-    records = [make_record(cr.GROUP_METADATA, "g", {"epoch": 7}),
+    topics = [{"topic_id": T, "topic_name": "t", "num_partitions": 4}]
+    records = [make_record(cr.PARTITION_METADATA, "g", {"topics": topics}),
+               make_record(cr.GROUP_METADATA, "g", {"epoch": 7}),
                make_record(cr.TARGET_METADATA, "g", {"assignment_epoch": 7})]  # fmt: skip
     for mid, parts, classic in (("a", {0, 1}, True), ("b", {2}, True), ("m", {3}, False)):
         member = ConsumerMember(mid, client_id=mid, subscribed_topic_names=("t",),
@@ -249,3 +251,25 @@ def test_a_classic_member_inside_expires_at_its_own_session_timeout() -> None:
     assert consumer_heartbeat.late_members(consumer, NOW + 10_000, CONFIG) == ["a", "b"]
     records = consumer_heartbeat.tick(consumer, TOPICS, NOW + 10_000, CONFIG)
     assert records and sorted(consumer.members) == ["m"]
+
+
+def test_a_static_member_back_with_a_new_id_keeps_its_partitions() -> None:
+    """Kafka's replaceMember: a classic JoinGroup without member id naming the instance of a
+    member (here the consumer-protocol m) takes its place and partitions, with no new epoch;
+    a known member id under another member's instance is fenced."""
+    consumer = mixed_group()
+    consumer.members["m"].instance_id = "i-m"
+    join = cic.ClassicJoin("", "c", "/h", 10_000, 30_000, "consumer",
+                           (("range", subscription()),), True, "i-m")  # fmt: skip
+    fenced = cic.join(consumer, replace(join, member_id="a"), TOPICS, NOW, CONFIG, lambda: "x")
+    assert fenced.code == cic.FENCED_INSTANCE_ID
+    back = cic.join(consumer, join, TOPICS, NOW, CONFIG, lambda: "m2")
+    assert (back.code, back.member_id, back.replaced_consumer) == (0, "m2", True)
+    assert "m" not in consumer.members and consumer.group_epoch == 7
+    m2 = consumer.members["m2"]
+    assert m2.assignment.assigned == {T: frozenset({3})} and m2.epoch == 7 == back.generation
+    assert m2.instance_id == "i-m" and m2.classic is not None
+    assert consumer.target["m2"] == {T: frozenset({3})}
+    # only classic members are left: the service downgrades the group now (Kafka's
+    # validateOnlineDowngradeWithReplacedMemberId)
+    assert migration.downgrade_due(consumer, "", CONFIG, 1000)
