@@ -43,6 +43,7 @@ from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
 from coordinator.group.group_configs import broker_bounds
+from coordinator.group.migration import check_policy
 from protocol.errors import OdradekError, UsageError
 from transport.security import uses_sasl, uses_tls
 
@@ -127,6 +128,9 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = positive(15_000)
     group_consumer_max_size: int = positive(2**31 - 1)
     group_consumer_assignors: str = "uniform,range"
+    # Kafka's group.consumer.migration.policy: online conversion of a non-empty group between
+    # the classic and the consumer protocol: bidirectional, upgrade, downgrade or disabled
+    group_consumer_migration_policy: str = "bidirectional"
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
@@ -267,6 +271,7 @@ class BrokerConfig:
             raise UsageError(f"quota_window_num {self.quota_window_num} must be >= 2 (Kafka: 11)")
         self.default_log_config()  # raises UsageError on a bad topic default
         broker_bounds({n: getattr(self, n) for n in _FIELDS if n.startswith("group_consumer_")})
+        check_policy(self.group_consumer_migration_policy)
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)
         _check_sasl(self)

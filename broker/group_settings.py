@@ -11,6 +11,7 @@ from broker.config import BrokerConfig
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.group import GroupLimits
 from coordinator.group.group_configs import GroupConfigs, GroupConfigStore, broker_bounds
+from coordinator.group.migration import check_policy
 from coordinator.group.server_assignors import ASSIGNORS
 from coordinator.group.service import GroupConfig
 from protocol.errors import UsageError
@@ -37,7 +38,8 @@ def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
                          f"known: {', '.join(ASSIGNORS)}")  # fmt: skip
     return ConsumerConfig(config.group_consumer_session_timeout_ms,
                           config.group_consumer_heartbeat_interval_ms,
-                          config.group_consumer_max_size, assignors)  # fmt: skip
+                          config.group_consumer_max_size, assignors,
+                          check_policy(config.group_consumer_migration_policy))  # fmt: skip
 
 
 def group_configs(config: BrokerConfig, store: GroupConfigStore) -> GroupConfigs:

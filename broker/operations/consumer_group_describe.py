@@ -1,7 +1,8 @@
 """ConsumerGroupDescribe (Kafka only; KIP-848 consumer groups): each asked group's state,
 epochs, assignor and members (epoch, subscription, current and target assignment by topic id,
 with each topic's name where the metadata cache knows it; members sorted by id), in the order
-asked. With `include_authorized_operations` (KIP-430) a described group carries the
+asked; a classic-protocol member (online migration) is marked as one. With
+`include_authorized_operations` (KIP-430) a described group carries the
 principal's operations on it as a bit field.
 
 Refusals, each per group: no Describe on it is GROUP_AUTHORIZATION_FAILED (state ""); no group
@@ -52,6 +53,7 @@ class Member:
     subscribed_topic_regex: str | None
     assignment: tuple[AssignedTopic, ...]
     target_assignment: tuple[AssignedTopic, ...]
+    classic: bool = False  # a classic-protocol member inside the group (online migration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ def _members(ctx: BrokerContext, group: ConsumerGroup) -> tuple[Member, ...]:
         Member(m.member_id, m.instance_id, m.rack_id, m.epoch, m.client_id, m.client_host,
                tuple(m.subscribed_topic_names), m.subscribed_topic_regex,
                _topics(ctx, m.assignment.assigned),
-               _topics(ctx, group.target.get(m.member_id, {})))
+               _topics(ctx, group.target.get(m.member_id, {})), m.classic is not None)
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     )  # fmt: skip
 

@@ -1,7 +1,9 @@
 """ConsumerGroupHeartbeat (KIP-848, group.protocol=consumer): one request joins (member epoch
 0), heartbeats, reports the partitions the member owns and leaves (-1; -2 a static member); the
 coordinator (coordinator/group/consumer_service.py) answers the member epoch, the heartbeat
-interval and, when it changed, the assignment.
+interval and, when it changed, the assignment. A first heartbeat into a classic group with
+members converts it into a consumer group, as the migration policy allows
+(coordinator/group/migration.py); else GROUP_ID_NOT_FOUND says why.
 
 Topics: the Kafka door names owned topics by id, the native door by name; a named topic is
 mapped to its id with the metadata cache, and one the cache does not know is left out (it was

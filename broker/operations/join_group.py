@@ -7,7 +7,10 @@ pattern) and an assignor, and the coordinator assigns for it (`join`, the answer
 partitions to own). Kafka v4+ without a member id gets MEMBER_ID_REQUIRED and its id
 (KIP-394, `require_known_member_id`); a static member (group instance id, KIP-345) joins at
 once, and one back from a restart gets its old place without a rebalance; a static leader's
-rejoin may get `skip_assignment` (KIP-814, Kafka v9). A reason given (Kafka v8+) is logged.
+rejoin may get `skip_assignment` (KIP-814, Kafka v9). A Kafka member of a consumer group
+(KIP-848, during an online migration: coordinator/group/classic_in_consumer.py) is answered at
+once, as a follower, with its member epoch as the generation. A reason given (Kafka v8+) is
+logged.
 
 Refusals: no Read on the group is GROUP_AUTHORIZATION_FAILED; no group coordinator on this
 broker COORDINATOR_NOT_AVAILABLE (the native door said NOT_COORDINATOR).

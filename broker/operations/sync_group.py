@@ -2,7 +2,8 @@
 its part (coordinator/group/group.py `sync`); a follower's waits for the leader's. A static
 member (KIP-345) names its group instance id: a fenced one gets FENCED_INSTANCE_ID. The answer
 carries the group's protocol type and chosen assignor as the coordinator has them (None when
-it has no such group).
+it has no such group; the request's, as Kafka answers, for a classic member inside a consumer
+group).
 
 Refusals, in order: no Read on the group (GROUP_AUTHORIZATION_FAILED), then no group
 coordinator on this broker (COORDINATOR_NOT_AVAILABLE). The native door has no SyncGroup: its
@@ -48,6 +49,10 @@ async def run(ctx: BrokerContext, session: Session, req: SyncGroup) -> SyncGroup
         req.protocol_type, req.protocol_name, req.group_instance_id or None,
     )  # fmt: skip
     group = ctx.groups.group_view(req.group_id)[1]
+    if ctx.groups.consumer.is_consumer_group(req.group_id):  # a classic member inside (KIP-848)
+        return SyncGroupResult(
+            answer.error_code, answer.assignment, req.protocol_type, req.protocol_name
+        )
     if group is None:
         return SyncGroupResult(answer.error_code, answer.assignment)
     return SyncGroupResult(

@@ -4,7 +4,8 @@ words its operations speak (Kafka's ConsumerGroup, ConsumerGroupMember).
 State: the group epoch (bumped by every membership or subscription change), the target
 assignment and its epoch (the server assignor's output for a group epoch), and per member its
 subscription and its current assignment (reconcile.py: member epoch, assigned partitions,
-partitions pending revocation, MemberState). Partitions are named by topic id (KIP-516). Here
+partitions pending revocation, MemberState; a classic-protocol member inside the group, during
+an online migration, also its `ClassicMeta`). Partitions are named by topic id (KIP-516). Here
 too: the broker's group.consumer.* settings (`ConsumerConfig`), the cluster's topics as the
 coordinator sees them (`Topics`), a heartbeat's request and response (`HeartbeatIn`,
 `HeartbeatOut`), Kafka's error codes, and `check_commit` (may a member commit or fetch).
@@ -30,6 +31,7 @@ from protocol.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
     InvalidRequestError,
     StaleMemberEpochError,
     UnknownMemberIdError,
@@ -51,6 +53,7 @@ FENCED_MEMBER_EPOCH = FencedMemberEpochError.code
 UNRELEASED_INSTANCE_ID = UnreleasedInstanceIdError.code
 UNSUPPORTED_ASSIGNOR = UnsupportedAssignorError.code
 STALE_MEMBER_EPOCH = StaleMemberEpochError.code
+ILLEGAL_GENERATION = IllegalGenerationError.code
 INVALID_REGULAR_EXPRESSION = 128
 
 
@@ -62,6 +65,30 @@ class ConsumerConfig:
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    # Kafka's group.consumer.migration.policy: which online conversions of a non-empty group
+    # between the classic and the consumer protocol are allowed (migration.py)
+    migration_policy: str = "bidirectional"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMeta:
+    """A classic-protocol member of a consumer group (Kafka's ClassicMemberMetadata, tag 0 of
+    its ConsumerGroupMemberMetadata record): its session timeout and its JoinGroup protocols
+    (assignor name, ConsumerProtocol Subscription bytes), in order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def value(self) -> dict[str, Any]:
+        return {"session_timeout_ms": self.session_timeout_ms,
+                "supported_protocols": [list(p) for p in self.protocols]}  # fmt: skip
+
+    @staticmethod
+    def of(value: Mapping[str, Any] | None) -> ClassicMeta | None:
+        if value is None:
+            return None
+        protocols = tuple((str(n), bytes(m)) for n, m in value["supported_protocols"])
+        return ClassicMeta(int(value["session_timeout_ms"]), protocols)
 
 
 @dataclass(slots=True)
@@ -78,6 +105,7 @@ class ConsumerMember:
     assignment: Reconciled = field(default_factory=Reconciled)
     session_deadline_ms: int = 0  # in memory only: now + session timeout at each heartbeat
     revoke_deadline_ms: int = 0  # in memory only: set while UNREVOKED_PARTITIONS
+    classic: ClassicMeta | None = None  # set: the member speaks the classic protocol
 
     @property
     def epoch(self) -> int:
@@ -93,7 +121,13 @@ class ConsumerMember:
             "subscribed_topic_regex": self.subscribed_topic_regex,
             "rebalance_timeout_ms": self.rebalance_timeout_ms,
             "server_assignor": self.server_assignor,
+            "classic_member_metadata": None if self.classic is None else self.classic.value(),
         }
+
+    def session_timeout_ms(self, config: ConsumerConfig) -> int:
+        """A classic member's own session timeout, else the group's."""
+        classic = self.classic
+        return config.session_timeout_ms if classic is None else classic.session_timeout_ms
 
 
 @dataclass(slots=True)
@@ -174,12 +208,17 @@ def check_commit(group: ConsumerGroup, member_id: str, member_epoch: int) -> tup
     """Kafka's ConsumerGroup.validateOffsetCommit / validateOffsetFetch: a commit from outside
     the group (epoch < 0: an admin, or a consumer that assign()s, which may send its own
     member id) only into a group without members (commit) or always (fetch is checked by
-    caller); otherwise the member must be known and at its current epoch."""
+    caller); otherwise the member must be known and at its current epoch (a classic member
+    inside the group: its generation, ILLEGAL_GENERATION otherwise)."""
     if member_epoch < 0 and not group.members:
         return NONE, None
     member = group.members.get(member_id)
     if member is None:
         return UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+    if member_epoch != member.epoch and member.classic is not None:  # Kafka's answer to them
+        return ILLEGAL_GENERATION, (
+            f"The generation {member_epoch} is not the member's current one ({member.epoch})."
+        )
     if member_epoch != member.epoch:
         return STALE_MEMBER_EPOCH, (
             f"The member epoch {member_epoch} is stale: the member's epoch is {member.epoch}."

@@ -8,8 +8,9 @@ expires or its instance rejoins); 0 joins; otherwise the member epoch must be th
 its previous one with owned partitions within its assignment: a lost response), else
 FENCED_MEMBER_EPOCH. Then a changed subscription bumps the group epoch, the target is refreshed
 (consumer_target.py), and this member is reconciled one step towards its target
-(reconcile.py). `tick` fences members whose session (no heartbeat for `session_timeout_ms`) or
-revocation deadline (`rebalance_timeout_ms` in UNREVOKED_PARTITIONS) passed. Each returns the
+(reconcile.py). `tick` fences members whose session (no heartbeat for `session_timeout_ms`, a
+classic member's own inside the group) or revocation deadline (`rebalance_timeout_ms` in
+UNREVOKED_PARTITIONS) passed. Each returns the
 records of its change, already applied (consumer_replay.py), and the response.
 """
 
@@ -112,7 +113,7 @@ def validate(req: HeartbeatIn, config: ConsumerConfig) -> tuple[int, str] | None
     return None
 
 
-def _reconcile(
+def reconcile_member(
     group: ConsumerGroup, member: ConsumerMember, owned: Assignment | None
 ) -> Reconciled:
     owners = group.owners()
@@ -160,7 +161,7 @@ def heartbeat(
     bump = joined or any(updated[k] != before[k] for k in SUBSCRIPTION_FIELDS)
     records += refresh(group, topics, config, now_ms, bump=bump)
     try:
-        new = _reconcile(group, member, req.owned if req.member_epoch != 0 else {})
+        new = reconcile_member(group, member, req.owned if req.member_epoch != 0 else {})
     except FencedError as exc:
         return Outcome(records, HeartbeatOut(FENCED_MEMBER_EPOCH, str(exc), member.member_id))
     if new != member.assignment:
@@ -186,6 +187,7 @@ def _updated_metadata(member: ConsumerMember, req: HeartbeatIn) -> dict[str, Any
     """The member's metadata with the request's non-null fields (null: unchanged)."""
     value = member.metadata_value()
     value["client_id"], value["client_host"] = req.client_id, req.client_host
+    value["classic_member_metadata"] = None  # it speaks the consumer protocol now
     if req.instance_id is not None:
         value["instance_id"] = req.instance_id
     if req.rack_id is not None:
@@ -340,14 +342,23 @@ def tick(
 ) -> list[CoordinatorRecord]:
     """Fence the members whose session or revocation deadline passed."""
     records: list[CoordinatorRecord] = []
-    for m in list(group.members.values()):
+    for member_id in late_members(group, now_ms, config):
+        if member_id in group.members:
+            records += fence(group, member_id, topics, now_ms, config)
+    return records
+
+
+def late_members(group: ConsumerGroup, now_ms: int, config: ConsumerConfig) -> list[str]:
+    """The members whose session (a classic member's own) or revocation deadline passed."""
+    out = []
+    for m in group.members.values():
         # a member loaded by replay got the default session; the configured one may be shorter
-        m.session_deadline_ms = min(m.session_deadline_ms, now_ms + config.session_timeout_ms)
+        m.session_deadline_ms = min(m.session_deadline_ms, now_ms + m.session_timeout_ms(config))
         late = now_ms >= m.session_deadline_ms or (
             m.revoke_deadline_ms
             and now_ms >= m.revoke_deadline_ms
             and m.assignment.state is MemberState.UNREVOKED_PARTITIONS
         )
-        if late and m.member_id in group.members:
-            records += fence(group, m.member_id, topics, now_ms, config)
-    return records
+        if late:
+            out.append(m.member_id)
+    return out

@@ -5,9 +5,10 @@ Key: int16 record type (the key schema's version) then the key fields, not flexi
 is int16 length + UTF-8). Value: int16 version (0) then the fields, flexible: a string is
 uvarint(length+1) + UTF-8 (0: null), an array uvarint(count+1) (0: null), a uuid 16 bytes, and
 each struct (the value itself and each array element) ends with its tagged fields:
-uvarint(count), then per field uvarint(tag), uvarint(size), data. We write none and skip any
-we read (ConsumerGroupMemberMetadata's ClassicMemberMetadata, tag 0, which odradek does not
-use). A tombstone has no value.
+uvarint(count), then per field uvarint(tag), uvarint(size), data. The one we write and read is
+ConsumerGroupMemberMetadata's ClassicMemberMetadata (tag 0, a classic-protocol member of a
+consumer group: session_timeout_ms int32, supported_protocols [name str, metadata bytes]);
+others are skipped. A tombstone has no value.
 
     3 ConsumerGroupMetadata            key (group)          value epoch int32
     4 ConsumerGroupPartitionMetadata   key (group)          value topics [topic_id uuid,
@@ -16,7 +17,8 @@ use). A tombstone has no value.
     5 ConsumerGroupMemberMetadata      key (group, member)  value instance_id str?, rack_id str?,
                                          client_id str, client_host str, subscribed_topic_names
                                          [str], subscribed_topic_regex str?, rebalance_timeout_ms
-                                         int32, server_assignor str?
+                                         int32, server_assignor str?, tag 0:
+                                         classic_member_metadata (None: absent)
     6 ConsumerGroupTargetAssignmentMetadata key (group)     value assignment_epoch int32
     7 ConsumerGroupTargetAssignmentMember  key (group, member) value topic_partitions [tp]
     8 ConsumerGroupCurrentMemberAssignment key (group, member) value member_epoch int32,
@@ -144,11 +146,24 @@ def encode_key(key: ConsumerKey) -> bytes:
     return out
 
 
+def _classic(value: Mapping[str, Any]) -> bytes:
+    """ClassicMemberMetadata as a flexible struct (its own empty tagged fields at the end)."""
+    protocols = value["supported_protocols"]
+    out = [struct.pack(">i", value["session_timeout_ms"]), _uvarint(len(protocols) + 1)]
+    for name, metadata in protocols:
+        out += [_cstr(name), _uvarint(len(metadata) + 1), bytes(metadata), b"\x00"]
+    return b"".join(out) + b"\x00"
+
+
 def encode_value(record_type: int, value: Mapping[str, Any] | None) -> bytes | None:
     if value is None:
         return None
     body = b"".join(_field(kind, value[name]) for name, kind in SCHEMAS[record_type])
-    return b"\x00\x00" + body + b"\x00"  # version 0 ... no tagged fields
+    classic = value.get("classic_member_metadata") if record_type == MEMBER_METADATA else None
+    if classic is None:
+        return b"\x00\x00" + body + b"\x00"  # version 0 ... no tagged fields
+    tagged = _classic(classic)
+    return b"\x00\x00" + body + b"\x01\x00" + _uvarint(len(tagged)) + tagged
 
 
 # ----- reading ----------------------------------------------------------------------------
@@ -204,5 +219,28 @@ def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
     if version != 0:
         raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
     value = {name: _read_field(r, kind) for name, kind in SCHEMAS[record_type]}
-    r.tags()
+    tagged = _tagged(r)
+    if record_type == MEMBER_METADATA:
+        raw = tagged.get(0)
+        value["classic_member_metadata"] = None if raw is None else _read_classic(raw)
     return value
+
+
+def _tagged(r: RecordReader) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    for _ in range(r.uvarint()):
+        tag = r.uvarint()
+        out[tag] = r.take(r.uvarint())
+    return out
+
+
+def _read_classic(data: bytes) -> dict[str, Any]:
+    r = RecordReader(data, "consumer group", flexible=True)
+    session = r.num(">i")
+    protocols = []
+    for _ in range(r.count()):
+        name = r.nstring() or ""
+        protocols.append([name, r.blob()])
+        r.tags()
+    r.tags()
+    return {"session_timeout_ms": session, "supported_protocols": protocols}

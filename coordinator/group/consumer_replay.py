@@ -15,7 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.group import consumer_records as cr
-from coordinator.group.consumer_group import ConsumerConfig, ConsumerGroup, ConsumerMember
+from coordinator.group.consumer_group import (
+    ClassicMeta,
+    ConsumerConfig,
+    ConsumerGroup,
+    ConsumerMember,
+)
 from coordinator.group.consumer_records import ConsumerKey
 from coordinator.group.consumer_states import MemberState
 from coordinator.group.reconcile import Reconciled
@@ -99,6 +104,7 @@ def replay(
         ):
             setattr(member, name, value[name])
         member.subscribed_topic_names = tuple(value["subscribed_topic_names"])
+        member.classic = ClassicMeta.of(value.get("classic_member_metadata"))
     elif kind == cr.CURRENT_ASSIGNMENT:
         if value is None:
             if key.member_id in group.members:

@@ -8,12 +8,17 @@ heartbeats of one group see each other, as Kafka's timeline does), then appends 
 acks=all and answers only once they are replicated; a failed append answers its error (the
 partition is usually lost then, and a new leader reloads from the log).
 
-Kinds: a consumer-protocol heartbeat for a group with classic members is refused with
-GROUP_ID_NOT_FOUND (Kafka's "is not a consumer group"; odradek does not migrate non-empty
-groups online, so the message says so), a classic JoinGroup for a consumer group with members
-with INCONSISTENT_GROUP_PROTOCOL. An empty group of either kind is taken over by the other
-(Kafka's conversion on empty, which every group.consumer.migration.policy allows): an empty
-consumer group's records are tombstoned before a classic member joins it.
+Kinds: a group of protocol type "consumer" migrates online between the two protocols, as
+Kafka 4.x does (group_consumer_migration_policy, migration.py): a consumer-protocol member
+joining a classic group with members converts it into a consumer group (upgrade); classic
+members inside a consumer group are served by translating their JoinGroup, SyncGroup,
+Heartbeat and LeaveGroup (classic_in_consumer.py); when the last consumer-protocol member
+leaves or is fenced and classic members remain, the group converts back into a classic group
+that rebalances (downgrade). A refused upgrade (the policy, another protocol type, a malformed
+subscription) answers GROUP_ID_NOT_FOUND with why, logged once a minute, as librdkafka retries
+it silently. An empty group of either kind is taken over by the other (Kafka's conversion on
+empty): an empty consumer group's records are tombstoned before a classic member joins it. A
+native (odradek protocol) member is refused by a consumer group with members.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from coordinator.group import classic_in_consumer, consumer_heartbeat, consumer_replay, migration
 from coordinator.group import consumer_group as cg
-from coordinator.group import consumer_heartbeat, consumer_replay
+from coordinator.group.classic_in_consumer import ClassicJoin
 from coordinator.group.consumer_group import (
     ConsumerConfig,
     ConsumerGroup,
@@ -33,7 +39,15 @@ from coordinator.group.consumer_group import (
     Topics,
 )
 from coordinator.group.consumer_records import ConsumerKey
-from coordinator.group.group import Group
+from coordinator.group.group import (
+    DEFAULT_LIMITS,
+    ClassicJoinAnswer,
+    Group,
+    GroupLimits,
+    SyncAnswer,
+    load_group_value,
+    prepare_rebalance,
+)
 from coordinator.group.group_configs import GroupConfigs
 from coordinator.group.records import CoordinatorRecord, GroupKey, offset_record
 from coordinator.group.states import State
@@ -49,7 +63,11 @@ from protocol.api.group import (
     TopicPartitions,
     TopicResult,
 )
-from protocol.errors import InconsistentGroupProtocolError, NonEmptyGroupError
+from protocol.errors import (
+    InconsistentGroupProtocolError,
+    NonEmptyGroupError,
+    RebalanceInProgressError,
+)
 from protocol.log_limit import LogLimit
 
 if TYPE_CHECKING:
@@ -139,10 +157,17 @@ class GroupHost(Protocol):
 
     def on_leadership_change(self) -> None: ...
 
+    def new_member_id(self, client_id: str) -> str: ...
+
+    def fail_waiting(self, group_id: str, code: int) -> None: ...
+
 
 class ConsumerGroups:
-    def __init__(self, coordinator: GroupHost, configs: GroupConfigs) -> None:
+    def __init__(
+        self, coordinator: GroupHost, configs: GroupConfigs, limits: GroupLimits = DEFAULT_LIMITS
+    ) -> None:
         self.co = coordinator
+        self.limits = limits  # the classic groups': a classic member's session, their size
         self.configs = configs  # each group's settings: the broker's, with its overrides
         self._refusal_log = LogLimit(
             REFUSAL_LOG_INTERVAL_MS, lambda: self.co.clock.monotonic_ms(), MAX_REFUSALS_REMEMBERED
@@ -173,22 +198,13 @@ class ConsumerGroups:
         if owned is None:
             return HeartbeatOut(code, None, req.member_id or None)
         group = owned.shard.get(req.group_id)
+        config = self.config(req.group_id)
+        upgrade: list[CoordinatorRecord] = []
         if group is not None and consumer_of(group) is None and is_classic_active(group):
-            self._log_refusal(
-                req.group_id,
-                "consumer",
-                f"consumer-protocol (KIP-848) member {req.member_id!r} of client "
-                f"{req.client_id!r} refused: the group is a classic group with members, and "
-                "odradek does not migrate a non-empty group online (this is logged once a minute)",
-            )
-            return HeartbeatOut(
-                cg.GROUP_ID_NOT_FOUND,
-                f"Group {req.group_id} is not a consumer "
-                "group: it is a classic group with members, and odradek does not "
-                "migrate a non-empty group to the consumer protocol online; "
-                "retry once it is empty.",
-                req.member_id or None,
-            )
+            refused = self._upgrade_refusal(group, req, config)
+            if refused is not None:
+                return refused
+            upgrade = self._upgrade(group, config)
         if req.member_epoch != 0 and consumer_of(group) is None:
             if req.member_epoch > 0:
                 return HeartbeatOut(
@@ -202,19 +218,137 @@ class ConsumerGroups:
         consumer = consumer_of(group)
         if consumer is None:  # a new group, or an empty classic one taken over
             consumer = group.consumer = ConsumerGroup(req.group_id)
+        if req.member_epoch == cg.LEAVE_EPOCH and self._downgrade_due(consumer, req.member_id):
+            code = await self._append(owned, self._downgrade(group, req.member_id))
+            return HeartbeatOut(code, None, req.member_id, cg.LEAVE_EPOCH)
         now = self.co.clock.monotonic_ms()
-        out = consumer_heartbeat.heartbeat(
-            consumer, req, self.topics(), now, self.config(req.group_id), new_member_id
-        )
+        out = consumer_heartbeat.heartbeat(consumer, req, self.topics(), now, config, new_member_id)
         if not consumer.members and not out.records and consumer.group_epoch == 0:
             group.consumer = None  # a refused first join leaves no group behind
-        if out.records:
-            code = await self._append(owned, out.records)
+        records = upgrade + out.records
+        if records:
+            code = await self._append(owned, records)
             if code != NONE:
                 return HeartbeatOut(
                     code, "the group's records could not be replicated", req.member_id or None
                 )
         return out.response
+
+    def _upgrade_refusal(
+        self, group: Group, req: HeartbeatIn, config: ConsumerConfig
+    ) -> HeartbeatOut | None:
+        """A consumer-protocol member meets a classic group with members: None if it may be
+        upgraded (a valid join, epoch 0, that the policy and the group allow), else the
+        answer (Kafka's GroupIdNotFoundException, "not a consumer group", with why)."""
+        bad = consumer_heartbeat.validate(req, config)
+        if bad is not None:
+            return HeartbeatOut(bad[0], bad[1], req.member_id or None)
+        why = migration.upgrade_refusal(group, config)
+        if req.member_epoch != 0 and why is None:
+            why = f"Group {req.group_id} is a classic group: rejoin with member epoch 0."
+        if why is None:
+            return None
+        self._log_refusal(
+            req.group_id,
+            "consumer",
+            f"consumer-protocol (KIP-848) member {req.member_id!r} of client "
+            f"{req.client_id!r} refused: {why} (this is logged once a minute)",
+        )
+        return HeartbeatOut(cg.GROUP_ID_NOT_FOUND, why, req.member_id or None)
+
+    def _upgrade(self, group: Group, config: ConsumerConfig) -> list[CoordinatorRecord]:
+        """Convert the classic group into a consumer group (migration.to_consumer); its
+        waiting JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS (they rejoin)."""
+        now = self.co.clock.monotonic_ms()
+        self.co.fail_waiting(group.group_id, RebalanceInProgressError.code)
+        group.consumer, records = migration.to_consumer(group, self.topics(), now, config)
+        log.info("group %s: upgraded from the classic to the consumer protocol online (%d "
+                 "members)", group.group_id, len(group.consumer.members))  # fmt: skip
+        return records
+
+    def _downgrade_due(self, consumer: ConsumerGroup, leaving_id: str) -> bool:
+        config = self.config(consumer.group_id)
+        return leaving_id in consumer.members and migration.downgrade_due(
+            consumer, leaving_id, config, self.limits.max_members
+        )
+
+    def _downgrade(self, group: Group, leaving_id: str) -> list[CoordinatorRecord]:
+        """Convert the consumer group into a classic group without `leaving_id`, which then
+        rebalances (migration.to_classic); memory is what replaying the records gives."""
+        consumer = consumer_of(group)
+        assert consumer is not None
+        names = {tid: name for name, (tid, _) in self.topics().by_name.items()}
+        records, value = migration.to_classic(consumer, leaving_id, names)
+        now = self.co.clock.monotonic_ms()
+        group.consumer = None
+        load_group_value(group, value, now)
+        prepare_rebalance(group, now)
+        log.info("group %s: downgraded from the consumer to the classic protocol online (%d "
+                 "members)", group.group_id, len(group.members))  # fmt: skip
+        return records
+
+    # ----- classic members inside a consumer group (classic_in_consumer.py) --------------------
+
+    async def classic_join(self, owned: Any, group: Group, req: ClassicJoin) -> ClassicJoinAnswer:
+        consumer = consumer_of(group)
+        assert consumer is not None
+        now = self.co.clock.monotonic_ms()
+        answer = classic_in_consumer.join(
+            consumer, req, self.topics(), now, self.config(group.group_id),
+            lambda: self.co.new_member_id(req.client_id), self.limits,
+        )  # fmt: skip
+        records = answer.records
+        if answer.replaced_consumer and migration.downgrade_due(
+            consumer, "", self.config(group.group_id), self.limits.max_members
+        ):  # the last consumer-protocol member's instance came back classic: downgrade
+            records = records + self._downgrade(group, "")
+        if records:
+            code = await self._append(owned, records)
+            if code != NONE:
+                return ClassicJoinAnswer(code, -1, None, None, "", answer.member_id)
+        if answer.code != NONE:
+            return ClassicJoinAnswer(answer.code, -1, None, None, "", answer.member_id,
+                                     error_message=answer.message)  # fmt: skip
+        return ClassicJoinAnswer(NONE, answer.generation, PROTOCOL_TYPE, answer.protocol_name,
+                                 "", answer.member_id)  # fmt: skip
+
+    def classic_sync(
+        self, group: Group, member_id: str, instance_id: str | None, generation: int,
+        protocol_type: str | None, protocol_name: str | None,
+    ) -> SyncAnswer:  # fmt: skip
+        consumer = consumer_of(group)
+        assert consumer is not None
+        names = {tid: name for name, (tid, _) in self.topics().by_name.items()}
+        now = self.co.clock.monotonic_ms()
+        answer = classic_in_consumer.sync(consumer, member_id, instance_id, generation,
+                                          protocol_type, protocol_name, names, now)  # fmt: skip
+        return SyncAnswer(answer.code, answer.assignment)
+
+    def classic_heartbeat(
+        self, group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> int:
+        consumer = consumer_of(group)
+        assert consumer is not None
+        now = self.co.clock.monotonic_ms()
+        return classic_in_consumer.heartbeat(consumer, member_id, instance_id, generation, now).code
+
+    async def classic_leave(
+        self, owned: Any, group: Group, member_id: str, instance_id: str | None
+    ) -> int:
+        """A classic member leaves the consumer group: fenced, or, if only classic members
+        would remain, the group goes back to the classic protocol without it."""
+        consumer = consumer_of(group)
+        assert consumer is not None
+        member = classic_in_consumer.classic_member(consumer, member_id, instance_id)
+        if isinstance(member, classic_in_consumer.Answer):
+            return member.code
+        if self._downgrade_due(consumer, member.member_id):
+            records = self._downgrade(group, member.member_id)
+        else:
+            now, config = self.co.clock.monotonic_ms(), self.config(group.group_id)
+            records = consumer_heartbeat.fence(consumer, member.member_id, self.topics(), now,
+                                               config)  # fmt: skip
+        return await self._append(owned, records)
 
     async def _append(self, owned: Any, records: list[CoordinatorRecord]) -> int:
         """Append with acks=all. The records are in memory already: if they could not be
@@ -239,9 +373,12 @@ class ConsumerGroups:
         consumer = consumer_of(group)
         if consumer is None or not consumer.members:
             return False
-        records = consumer_heartbeat.tick(
-            consumer, self.topics(), now_ms, self.config(group.group_id)
-        )
+        config = self.config(group.group_id)
+        late = consumer_heartbeat.late_members(consumer, now_ms, config)
+        if late and self._downgrade_due(consumer, late[0]):  # the others expire as classic
+            records = self._downgrade(group, late[0])
+        else:
+            records = consumer_heartbeat.tick(consumer, self.topics(), now_ms, config)
         if records:
             self.co.tasks.spawn(self._append(owned, records))
         return bool(records)
@@ -328,8 +465,9 @@ class ConsumerGroups:
         ]
 
     async def before_classic_join(self, owned: Any, group: Group) -> int:
-        """A classic member joining: refused while the consumer group has members; an empty
-        consumer group is deleted first (its records tombstoned) so the classic one starts."""
+        """A classic member joining a consumer group without members: the empty consumer group
+        is deleted first (its records tombstoned) so the classic one starts. A native member
+        (odradek's own protocol) is refused while it has members."""
         consumer = consumer_of(group)
         if consumer is None:
             return NONE
@@ -337,9 +475,8 @@ class ConsumerGroups:
             self._log_refusal(
                 group.group_id,
                 "classic",
-                "classic member refused: the group is a consumer (KIP-848) group with "
-                "members, and odradek does not migrate a non-empty group online (this is "
-                "logged once a minute)",
+                "native (odradek protocol) member refused: the group is a consumer (KIP-848) "
+                "group with members (this is logged once a minute)",
             )
             return InconsistentGroupProtocolError.code
         records = consumer_replay.delete_records(consumer)

@@ -17,7 +17,8 @@ The operations live in one module per protocol, each importing this one:
 - consumer_group.py: KIP-848's consumer protocol (its state hangs off `Group.consumer`;
   its operations in consumer_heartbeat.py, consumer_target.py and consumer_replay.py).
 A group is native or Kafka by its first member; the other kind is refused with
-INCONSISTENT_GROUP_PROTOCOL.
+INCONSISTENT_GROUP_PROTOCOL. A Kafka group of protocol type "consumer" migrates online between
+the classic and the consumer protocol (migration.py, classic_in_consumer.py).
 
 Static members (KIP-345, a group instance id, both kinds) keep their place across restarts:
 see "static membership" below; the group record keeps each member's instance id.
@@ -341,10 +342,23 @@ def replay(groups: dict[str, Group], record: CoordinatorRecord, now_ms: int) -> 
             group.offsets[(key.topic, key.partition)] = offset_entry(value)
         return
     if value is None:
-        groups.pop(key.group_id, None)
+        found = groups.get(key.group_id)
+        if found is not None and (found.offsets or found.consumer is not None):
+            clear_classic(found)  # became a consumer group (migration.py): offsets live on
+        else:
+            groups.pop(key.group_id, None)
         return
     group = groups.setdefault(key.group_id, Group(key.group_id))
     load_group_value(group, value, now_ms)
+
+
+def clear_classic(group: Group) -> None:
+    """The group's classic part emptied, its offsets and KIP-848 state kept: replaying the
+    tombstone of its GroupMetadata while offsets live on, and an online upgrade to the
+    consumer protocol (migration.py), which writes that tombstone."""
+    group.members, group.pending_members, group.awaiting_heartbeat = {}, {}, set()
+    group.state, group.generation, group.strategy = State.EMPTY, 0, None
+    group.protocol_type, group.leader_id, group.initial_join = None, None, None
 
 
 def load_group_value(group: Group, value: Mapping[str, Any], now_ms: int) -> None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.group import classic, consumer_service, membership
 from coordinator.group import group as group_ops
 from coordinator.group import offsets as offset_ops
+from coordinator.group.classic_in_consumer import ClassicJoin
 from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
@@ -155,7 +156,7 @@ class GroupCoordinator:
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
         # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
         self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
-        self.consumer = ConsumerGroups(self, self.configs)  # KIP-848 consumer groups
+        self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
 
     @property
     def owned(self) -> dict[int, GroupOwned]:
@@ -224,6 +225,17 @@ class GroupCoordinator:
                 if not fut.done():
                     fut.set_result(JoinGroupResponse(NotCoordinatorError.code, -1, key[1], []))
             self._drop_syncs(gid, NotCoordinatorError.code)
+
+    def new_member_id(self, client_id: str) -> str:
+        return self._new_member_id(client_id)
+
+    def fail_waiting(self, group_id: str, code: int) -> None:
+        """The group's waiting JoinGroups and SyncGroups answered `code` (an online upgrade)."""
+        for key in [k for k in self._pending if k[0] == group_id]:
+            fut = self._pending.pop(key)
+            if not fut.done():
+                fut.set_result(ClassicJoinAnswer(code, -1, None, None, "", key[1]))
+        self._drop_syncs(group_id, code)
 
     def locate(self, group_id: str) -> tuple[GroupOwned | None, int]:
         if not group_id:
@@ -301,8 +313,7 @@ class GroupCoordinator:
         if code != NONE:  # a native classic member meets a consumer group with members
             return JoinGroupResponse(code, -1, req.member_id, [], error_message=(
                 f"Group {req.group_id} is a consumer group (group_protocol=consumer) with "
-                "members; odradek does not migrate a non-empty group to the classic protocol "
-                "online."
+                "members: a native member cannot join it (Kafka clients can)."
             ))  # fmt: skip
         if req.member_id and req.member_id not in group.members:
             code = group_ops.check_member(group, req.member_id, req.group_instance_id)
@@ -345,6 +356,9 @@ class GroupCoordinator:
         group = owned.shard.get(req.group_id)
         if group is None:
             return UnknownMemberIdError.code
+        if consumer_service.consumer_of(group) is not None:  # KIP-848: a classic member in it
+            return self.consumer.classic_heartbeat(group, req.member_id, req.group_instance_id,
+                                                   req.generation_id)  # fmt: skip
         now = self.clock.monotonic_ms()
         result = membership.heartbeat(
             group, req.generation_id, req.member_id, now, req.group_instance_id
@@ -359,6 +373,8 @@ class GroupCoordinator:
         group = owned.shard.get(group_id)
         if group is None:
             return UnknownMemberIdError.code
+        if consumer_service.consumer_of(group) is not None:  # KIP-848: a classic member in it
+            return await self.consumer.classic_leave(owned, group, member_id, instance_id)
         now, counts = self.clock.monotonic_ms(), self._partition_counts()
         result = membership.leave(group, member_id, now, counts, instance_id)
         if result.response != NONE:
@@ -548,12 +564,14 @@ class GroupCoordinator:
         if owned is None:
             return ClassicJoinAnswer(code, -1, None, None, "", member_id)
         group = owned.shard.setdefault(group_id, Group(group_id))
-        code = await self.consumer.before_classic_join(owned, group)  # KIP-848 group here?
-        if code != NONE:
-            return ClassicJoinAnswer(code, -1, None, None, "", member_id, error_message=(
-                f"Group {group_id} is a consumer group (group.protocol=consumer) with members; "
-                "odradek does not migrate a non-empty group to the classic protocol online."
+        if consumer_service.has_members(group):  # a classic member inside a consumer group
+            return await self.consumer.classic_join(owned, group, ClassicJoin(
+                member_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
+                protocol_type, tuple(protocols), require_known_member_id, instance_id,
             ))  # fmt: skip
+        code = await self.consumer.before_classic_join(owned, group)  # an empty one: deleted
+        if code != NONE:
+            return ClassicJoinAnswer(code, -1, None, None, "", member_id)
         fresh = None if member_id else self._new_member_id(client_id)
         if fresh is not None and not require_known_member_id and not instance_id:
             group.pending_members[fresh] = self.clock.monotonic_ms() + session_timeout_ms
@@ -613,6 +631,9 @@ class GroupCoordinator:
         group = owned.shard.get(group_id)
         if group is None:
             return SyncAnswer(UnknownMemberIdError.code)
+        if consumer_service.consumer_of(group) is not None:  # KIP-848: a classic member in it
+            return self.consumer.classic_sync(group, member_id, instance_id, generation,
+                                              protocol_type, protocol_name)  # fmt: skip
         result = classic.sync(group, generation, member_id, assignments, protocol_type,
                               protocol_name, instance_id)  # fmt: skip
         if result.response is None:

@@ -18,6 +18,7 @@ import functools
 import importlib
 import io
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
@@ -50,6 +51,28 @@ def _read(kind: str, data: bytes) -> Any | None:
     return entity
 
 
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """What a classic member's JoinGroup metadata says (for a consumer group it joins)."""
+
+    version: int
+    topics: tuple[str, ...]
+    owned: tuple[tuple[str, int], ...]  # v1+: the partitions it owns (cooperative)
+    rack_id: str | None
+
+
+def decode_subscription(metadata: bytes) -> Subscription | None:
+    """The subscription, or None: the bytes are not a ConsumerProtocol Subscription."""
+    entity = _read("consumer_protocol_subscription", metadata)
+    if entity is None:
+        return None
+    tps = getattr(entity, "owned_partitions", ())
+    owned = tuple((str(tp.topic), int(p)) for tp in tps for p in tp.partitions)
+    rack = getattr(entity, "rack_id", None)
+    version = struct.unpack_from(">h", metadata)[0]
+    return Subscription(version, tuple(str(t) for t in entity.topics), owned, rack)
+
+
 def subscribed_topics(metadata: bytes) -> set[str]:
     entity = _read("consumer_protocol_subscription", metadata)
     return set() if entity is None else {str(t) for t in entity.topics}
@@ -64,8 +87,9 @@ def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
     )
 
 
-def encode_assignment(partitions: list[tuple[str, int]]) -> bytes:
-    """A v3 assignment (for tests and tools)."""
+def encode_assignment(partitions: list[tuple[str, int]], version: int = MAX_VERSION) -> bytes:
+    """An assignment, as version `version` (0-3 share one layout; a newer one is written as 3:
+    the member's subscription version, as Kafka answers a classic member)."""
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(partitions):
         by_topic.setdefault(topic, []).append(p)
@@ -75,6 +99,6 @@ def encode_assignment(partitions: list[tuple[str, int]]) -> bytes:
     )
     entity = assignment_v3.ConsumerProtocolAssignment(assigned_partitions=tps, user_data=None)
     buf = io.BytesIO()
-    buf.write(struct.pack(">h", MAX_VERSION))
+    buf.write(struct.pack(">h", min(max(version, 0), MAX_VERSION)))
     entity_writer(assignment_v3.ConsumerProtocolAssignment)(buf, entity)
     return buf.getvalue()

@@ -479,7 +479,8 @@ JOIN_GROUP = Codec(_join_in, _join_out)
 
 # ----- ConsumerGroupDescribe (69) -------------------------------------------------------------
 
-CONSUMER_MEMBER_TYPE = 1  # v1+: each member's protocol; odradek's consumer groups have no classic
+CONSUMER_MEMBER_TYPE = 1  # v1+: each member's protocol (KIP-1099)
+CLASSIC_MEMBER_TYPE = 0  # a classic member inside a consumer group (online migration)
 
 
 def _cgd_in(request: KafkaRequest) -> consumer_group_describe.ConsumerGroupDescribe:
@@ -513,7 +514,7 @@ def _cgd_out(
                       subscribed_topic_regex=m.subscribed_topic_regex,
                       assignment=_cgd_assignment(cls, m.assignment),
                       target_assignment=_cgd_assignment(cls, m.target_assignment),
-                      member_type=CONSUMER_MEMBER_TYPE)
+                      member_type=CLASSIC_MEMBER_TYPE if m.classic else CONSUMER_MEMBER_TYPE)
                  for m in d.members))
         for d in result.groups
     ))  # fmt: skip

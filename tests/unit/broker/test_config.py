@@ -122,6 +122,19 @@ def test_group_consumer_assignors_from_the_file(tmp_path: Path) -> None:
     assert load_config(path).group_consumer_assignors == "range"
 
 
+def test_group_consumer_migration_policy_is_checked_at_load() -> None:
+    """Kafka's group.consumer.migration.policy: one of four words, any case; anything else is
+    one line naming them."""
+    assert load_config(None, broker_id=1, log_dir="/x").group_consumer_migration_policy == (
+        "bidirectional"
+    )
+    config = load_config(None, broker_id=1, log_dir="/x", group_consumer_migration_policy="Upgrade")
+    assert config.group_consumer_migration_policy == "Upgrade"
+    with pytest.raises(UsageError) as refused:
+        load_config(None, broker_id=1, log_dir="/x", group_consumer_migration_policy="sideways")
+    assert "bidirectional, upgrade, downgrade, disabled" in refused.value.message
+
+
 @pytest.mark.parametrize(
     "name", [f.name for f in dataclasses.fields(BrokerConfig) if f.metadata.get("positive")]
 )

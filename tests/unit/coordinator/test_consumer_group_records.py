@@ -87,6 +87,7 @@ def test_member_metadata_value_golden() -> None:
         "subscribed_topic_regex": None,
         "rebalance_timeout_ms": 300000,
         "server_assignor": "uniform",
+        "classic_member_metadata": None,  # a consumer-protocol member: tag 0 absent
     }
     want = (
         b"\x00\x00\x00\x00"  # version, null instance id, null rack id
@@ -105,8 +106,10 @@ def test_member_metadata_value_golden() -> None:
     assert cr.decode_value(cr.MEMBER_METADATA, data) == value
 
 
-def test_member_metadata_skips_classic_tagged_field() -> None:
-    """A record Kafka wrote for a classic member of a consumer group carries tag 0."""
+def test_member_metadata_classic_tagged_field_golden() -> None:
+    """A classic member of a consumer group (online migration) carries Kafka's
+    ClassicMemberMetadata as tag 0: session timeout, then its protocols (name, metadata)."""
+    classic = {"session_timeout_ms": 45000, "supported_protocols": [["range", b"\x00\x01"]]}
     value = {
         "instance_id": None,
         "rack_id": None,
@@ -116,11 +119,24 @@ def test_member_metadata_skips_classic_tagged_field() -> None:
         "subscribed_topic_regex": None,
         "rebalance_timeout_ms": -1,
         "server_assignor": None,
+        "classic_member_metadata": classic,
     }
+    struct_bytes = (
+        struct.pack(">i", 45000)
+        + b"\x02"  # one protocol
+        + cs("range")
+        + b"\x03\x00\x01"  # compact bytes
+        + b"\x00"  # the protocol's tagged fields
+        + b"\x00"  # the struct's tagged fields
+    )
+    plain = cr.encode_value(cr.MEMBER_METADATA, {**value, "classic_member_metadata": None})
+    assert plain is not None
     data = cr.encode_value(cr.MEMBER_METADATA, value)
-    assert data is not None
-    tagged = data[:-1] + b"\x01\x00\x03abc"  # one tagged field: tag 0, 3 bytes
-    assert cr.decode_value(cr.MEMBER_METADATA, tagged) == value
+    assert data == plain[:-1] + b"\x01\x00" + bytes([len(struct_bytes)]) + struct_bytes
+    assert cr.decode_value(cr.MEMBER_METADATA, data) == value
+    unknown = plain[:-1] + b"\x01\x05\x03abc"  # a tag odradek does not know: skipped
+    without = {**value, "classic_member_metadata": None}
+    assert cr.decode_value(cr.MEMBER_METADATA, unknown) == without
 
 
 def test_partition_metadata_golden() -> None:
