@@ -10,6 +10,8 @@ so `make test` (`-m "not slow"`) leaves them to `make test-all`; other slow test
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
 
 from tests.fixtures.cluster import (  # noqa: F401
     cluster3,
@@ -19,6 +21,11 @@ from tests.fixtures.cluster import (  # noqa: F401
 )
 from tests.fixtures.sweep import session_sweep, sweep_previous_runs  # noqa: F401
 from tests.fixtures.zk import zk_chroot, zk_server  # noqa: F401
+
+# No property test has a time limit: hypothesis's default 200 ms deadline per example is a timed
+# assertion, and fails on a loaded CI machine (it did, in test_classic_records.py).
+settings.register_profile("odradek", deadline=None)
+settings.load_profile("odradek")
 
 TESTS = Path(__file__).resolve().parent
 SPARK_TESTS = TESTS / "spark"
