@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-
 from tests.fixtures.cluster import (  # noqa: F401
     cluster3,
     cluster_factory,
