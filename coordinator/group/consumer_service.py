@@ -83,6 +83,14 @@ def consumer_of(group: Group | None) -> ConsumerGroup | None:
     return consumer if isinstance(consumer, ConsumerGroup) else None
 
 
+def check_txn_commit(group: Group, member_id: str, member_epoch: int) -> int | None:
+    """TxnOffsetCommit into a consumer group: Kafka's ConsumerGroup.validateOffsetCommit, the
+    member known and at its epoch (a classic member inside: its generation), the code to answer;
+    None when the group is no consumer group (the classic checks then apply)."""
+    consumer = consumer_of(group)
+    return None if consumer is None else cg.check_commit(consumer, member_id, member_epoch)[0]
+
+
 def has_members(group: Group) -> bool:
     consumer = consumer_of(group)
     return consumer is not None and bool(consumer.members)

@@ -423,6 +423,11 @@ class GroupCoordinator:
         if owned is None:
             return code
         group = owned.shard.setdefault(group_id, Group(group_id))
+        checked = consumer_service.check_txn_commit(group, member_id, generation)
+        if checked is not None:  # a consumer group: member epochs, checked
+            if checked != NONE:
+                return checked
+            member_id, generation, instance_id = "", -1, None
         result = offset_ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms(),
                                 instance_id)  # fmt: skip
         code = int(result.response)

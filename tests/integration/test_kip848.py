@@ -17,6 +17,7 @@ import contextlib
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -472,3 +473,48 @@ def test_group_configs_are_described_altered_and_given_to_members(
         res = change("consumer.heartbeat.interval.ms", None, AlterConfigOpType.DELETE)
         admin.incremental_alter_configs([res])[res].result(30)
         wire.wait_for(lambda: joined_interval() == 500, "the broker's heartbeat interval", 30)
+
+
+def test_a_consumer_group_member_commits_its_offsets_in_a_transaction(
+    cluster: LocalCluster,
+) -> None:
+    """Exactly-once with group.protocol=consumer: send_offsets_to_transaction carries the
+    member's id and epoch, which the group coordinator checks against the consumer group's
+    members (Kafka's ConsumerGroup.validateOffsetCommit), not the classic member list."""
+    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import Producer as KProducer
+    from confluent_kafka import TopicPartition as KTp
+
+    topic, group = _name("kip848-eos"), _name("kip848-eos-group")
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 3)])
+    with Producer(cluster.bootstrap, acks="all") as producer:
+        for i in range(3):
+            producer.send(topic, b"%d" % i, partition=0)
+    consumer = Consumer({"bootstrap.servers": cluster.kafka_bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})  # fmt: skip
+    txn = KProducer({"bootstrap.servers": cluster.kafka_bootstrap,
+                     "transactional.id": _name("kip848-eos-txn")})  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        got = []
+        deadline = time.monotonic() + CONVERGE_S
+        while len(got) < 3 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        assert got == [b"0", b"1", b"2"]
+        txn.init_transactions(30)
+        txn.begin_transaction()
+        txn.produce(topic, b"derived", partition=0)
+        txn.send_offsets_to_transaction(consumer.position([KTp(topic, 0)]),
+                                        consumer.consumer_group_metadata(), 30)  # fmt: skip
+        try:
+            txn.commit_transaction(30)
+        except KafkaException as exc:  # the member's commit refused: say which error
+            pytest.fail(f"the transaction's offset commit was refused: {exc}")
+        (committed,) = consumer.committed([KTp(topic, 0)], timeout=30)
+        assert committed.offset == 3
+    finally:
+        consumer.close()
