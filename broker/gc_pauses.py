@@ -36,7 +36,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from broker.loop_lag import BucketCounts, HistogramReading
+from broker.histograms import BucketCounts, HistogramReading
 
 GENERATIONS = (0, 1, 2)
 

@@ -20,7 +20,7 @@ clock: uvloop's `loop.time()` and its timers have millisecond granularity, and a
 up to 1 ms before its due time by a finer clock; a negative lag is recorded as 0. An idle
 uvloop on a quiet machine reads 0.1-0.3 ms (the timer's own granularity), which is the floor.
 
-Memory is bounded: the counts are one list of len(LAG_BUCKETS_S) + 1 ints, a sum and nothing
+Memory is bounded: the counts are one list of len(R10_BUCKETS_S) + 1 ints, a sum and nothing
 else, bumped on the loop and copied by `snapshot` (on the loop, at scrape time).
 `lag_histogram` turns a snapshot into a Prometheus histogram family (off the loop).
 """
@@ -28,60 +28,21 @@ else, bumped on the loop and copied by `snapshot` (on the loop, at scrape time).
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prometheus_client.core import HistogramMetricFamily
 
+from broker.histograms import R10_BUCKETS_S, BucketCounts, HistogramReading
+
 TICK_INTERVAL_S = 0.010
-# seconds: the R10 preferred numbers (ten a decade, each ~26% above the one before) from
-# 0.1 ms to 10 s, so a quantile or a max read from the buckets is within 26% of the truth
-_R10 = (1.0, 1.25, 1.6, 2.0, 2.5, 3.15, 4.0, 5.0, 6.3, 8.0)
-LAG_BUCKETS_S: tuple[float, ...] = (
-    *(round(m * 10.0**e, 7) for e in range(-4, 1) for m in _R10),
-    10.0,
-)
 
 
 class Scheduler(Protocol):
     """What the recorder needs of the event loop (tests pass their own)."""
 
     def call_later(self, delay: float, callback: Callable[[], Any]) -> Any: ...
-
-
-@dataclass(frozen=True, slots=True)
-class HistogramReading:
-    """A copy of a histogram: (le, cumulative count) buckets ending with +Inf, sum, count."""
-
-    buckets: list[tuple[str, int]]
-    sum_s: float
-    count: int
-
-
-class BucketCounts:
-    """Counts per bucket of `buckets_s` (and one above them all) and their sum, in plain ints."""
-
-    __slots__ = ("buckets_s", "counts", "sum_s")
-
-    def __init__(self, buckets_s: tuple[float, ...] = LAG_BUCKETS_S) -> None:
-        self.buckets_s = buckets_s
-        self.counts = [0] * (len(buckets_s) + 1)
-        self.sum_s = 0.0
-
-    def record(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(self.buckets_s, seconds)] += 1
-        self.sum_s += seconds
-
-    def snapshot(self) -> HistogramReading:
-        out: list[tuple[str, int]] = []
-        running = 0
-        for bound, n in zip((*map(str, self.buckets_s), "+Inf"), self.counts, strict=True):
-            running += n
-            out.append((bound, running))
-        return HistogramReading(out, self.sum_s, running)
 
 
 class LoopLagRecorder:
@@ -92,7 +53,7 @@ class LoopLagRecorder:
         loop: Scheduler,
         now: Callable[[], float] = time.perf_counter,
         interval_s: float = TICK_INTERVAL_S,
-        buckets_s: tuple[float, ...] = LAG_BUCKETS_S,
+        buckets_s: tuple[float, ...] = R10_BUCKETS_S,
     ) -> None:
         if interval_s <= 0:
             raise ValueError("the tick interval must be positive")

@@ -32,6 +32,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from broker.gc_pauses import GC_PAUSES, GcPauses, gc_families
+from broker.histograms import HistogramReading
 from broker.loop_lag import LoopLagRecorder, lag_histogram
 from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_requests import RequestMetrics, request_families
@@ -99,6 +100,15 @@ class BrokerStateCollector(Collector):
         return iter(build())  # the families are built here, off the broker's loop
 
 
+def _step_histogram(steps: HistogramReading) -> Metric:
+    return HistogramMetricFamily(
+        "odradek_replica_fetcher_step_seconds", "A follower's step: from a fetch answer's "
+        "arrival to its next fetch request (the append, the HW), the follower's share of an "
+        "acks=all produce's remote time (no Kafka counterpart).",
+        buckets=steps.buckets, sum_value=steps.sum_s,
+    )  # fmt: skip
+
+
 def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     """On the broker's event loop: copy what the families need as plain data (one pass over
     the partitions and groups); the function returned builds the families from that copy,
@@ -116,6 +126,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     fsyncs = parts.fsyncs.snapshot()
     lag = parts.loop_lag.snapshot() if parts.loop_lag is not None else None
     collections = parts.gc.snapshot()
+    steps = parts.replicas.fetchers.steps.snapshot()
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
@@ -135,6 +146,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *quota_families(quotas),
             *([lag_histogram(lag)] if lag is not None else []),
             *gc_families(collections),
+            _step_histogram(steps),
         ]
 
     return build

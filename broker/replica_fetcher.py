@@ -27,6 +27,11 @@ broker/log/dir_failure.py, and tells the controller, which drops this replica fr
 leader would otherwise drop it by lag). A network failure closes the connection and
 the whole fetcher backs off and reconnects. Backoffs and long polls are measured on the event
 loop's clock (this is the network edge); the ISR decisions use the injected clock.
+
+`ReplicaFetcherManager.steps` counts each follower step: from a fetch answer's arrival to the
+next fetch request sent (appending its records, moving the HW, building the request). It is
+the follower's share of an acks=all Produce's remote time at the leader, which waits for this
+next request (exported as odradek_replica_fetcher_step_seconds, broker/metrics_state.py).
 """
 
 from __future__ import annotations
@@ -34,11 +39,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker.fetch_session_handler import FetchSessionHandler
+from broker.histograms import BucketCounts
 from broker.log.appends import UnexpectedAppendOffsetError
 from broker.partition import Partition
 from broker.replication_decisions import (
@@ -139,6 +146,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._conn: Connection | None = None
         self.session = FetchSessionHandler()  # KIP-227: each request names what moved
+        self._answered_at: float | None = None  # when the last fetch answer arrived
         self._stopped = False
         self.task: asyncio.Task[None] | None = None
 
@@ -162,6 +170,7 @@ class ReplicaFetcher:
         await self._close()
 
     async def _close(self) -> None:
+        self._answered_at = None
         self.session.reset()  # the leader may or may not have taken the request in flight
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -181,6 +190,7 @@ class ReplicaFetcher:
                 conn = await self._connection()
                 truncating = [s for s in ready if s.truncating]
                 if truncating:
+                    self._answered_at = None  # not a step: a truncation's round trip between
                     await self._truncate(conn, truncating)
                 else:
                     await self._fetch(conn, ready)
@@ -195,6 +205,7 @@ class ReplicaFetcher:
 
     async def _idle(self) -> None:
         """Nothing to fetch: wait for a partition to be added or a backoff to end."""
+        self._answered_at = None
         self._wake.clear()
         waits = [s.retry_at_ms for s in self.partitions.values()]
         timeout = None
@@ -292,7 +303,12 @@ class ReplicaFetcher:
             settings.response_max_bytes, asked.topics, asked.session_id, asked.epoch,
             asked.forgotten,
         )  # fmt: skip
+        now = self.manager.now
+        if self._answered_at is not None:
+            self.manager.steps.record(now() - self._answered_at)
+        self._answered_at = None
         response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
+        self._answered_at = now()
         if not self.session.on_response(asked, response):
             log.info("fetch session with broker %d: %s; starting a new one", self.leader_id,
                      for_code(response.error_code).name)  # fmt: skip
@@ -392,8 +408,11 @@ class ReplicaFetcherManager:
         settings: FetcherSettings,
         connect: Connector = default_connector,
         on_storage_failure: Callable[[BaseException, str], object] | None = None,
+        now: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.broker_id = broker_id
+        self.now = now
+        self.steps = BucketCounts()  # follower steps, seconds (module docstring)
         self.settings = settings
         self.connect = connect
         self.on_storage_failure = on_storage_failure  # (error, what was being done)

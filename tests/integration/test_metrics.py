@@ -163,6 +163,8 @@ def test_requests_by_api_and_protocol_and_errors_by_code(cluster3: LocalCluster)
     # the acks=all Produce waited for the followers: Kafka's RemoteTimeMs
     remote = "odradek_network_request_remote_seconds_count"
     assert cluster_total(cluster3, remote, request="Produce", protocol="kafka") >= 1
+    # ... for which the followers stepped from one fetch to the next
+    assert cluster_total(cluster3, "odradek_replica_fetcher_step_seconds_count") >= 1
     # an error by code: creating a topic that exists answers TOPIC_ALREADY_EXISTS (36)
     errors = "odradek_network_errors_total"
     code = str(TopicAlreadyExistsError.code)

@@ -407,7 +407,8 @@ def _lag_text(samples_s: list[float]) -> str:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.registry import Collector
 
-    from broker.loop_lag import BucketCounts, lag_histogram
+    from broker.histograms import BucketCounts
+    from broker.loop_lag import lag_histogram
 
     counts = BucketCounts()
     for s in samples_s:

@@ -120,7 +120,7 @@ def test_results_from_before_the_floor_case_print_without_its_rows() -> None:
 def test_latency_rows_show_each_brokers_loop_lag_the_worst_first() -> None:
     import bench_user
 
-    from broker.loop_lag import BucketCounts
+    from broker.histograms import BucketCounts
     from deploy.loop_lag import lag_buckets
     from tests.unit.deploy.test_loop_lag_reading import rendered
 

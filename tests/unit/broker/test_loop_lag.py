@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from broker.gc_pauses import GcPauses, gc_families
-from broker.loop_lag import LAG_BUCKETS_S, BucketCounts, LoopLagRecorder, lag_histogram
+from broker.histograms import R10_BUCKETS_S, BucketCounts
+from broker.loop_lag import LoopLagRecorder, lag_histogram
 
 
 class FakeClock:
@@ -113,9 +114,9 @@ def test_stop_cancels_the_pending_tick_and_start_twice_schedules_one() -> None:
 
 
 def test_buckets_are_bounded_and_a_tenth_of_a_decade_apart() -> None:
-    assert LAG_BUCKETS_S[0] == 0.0001 and LAG_BUCKETS_S[-1] == 10.0
-    assert len(LAG_BUCKETS_S) == 51
-    ratios = [b / a for a, b in itertools.pairwise(LAG_BUCKETS_S)]
+    assert R10_BUCKETS_S[0] == 0.0001 and R10_BUCKETS_S[-1] == 10.0
+    assert len(R10_BUCKETS_S) == 51
+    ratios = [b / a for a, b in itertools.pairwise(R10_BUCKETS_S)]
     assert all(1.2 < r < 1.3 for r in ratios), ratios
     counts = BucketCounts()
     for _ in range(10_000):

@@ -5,8 +5,11 @@ old epoch (FENCED_LEADER_EPOCH) must not drop the partition it now follows at th
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from broker.log.config import LogConfig
 from broker.log.log import Log
@@ -89,3 +92,51 @@ async def test_a_stale_fenced_answer_does_not_drop_the_new_epoch(tmp_path: Path)
         await manager.shutdown()
         log.close()
         other_log.close()
+
+
+class ReadyLeader:
+    """Answers every fetch at once, with nothing new; counts them."""
+
+    def __init__(self) -> None:
+        self.fetches = 0
+
+    async def send(self, request: Any, timeout_ms: float | None = None) -> Any:
+        self.fetches += 1
+        await asyncio.sleep(0.001)
+        parts = [FetchPartitionResponse(p.partition, 0, 0, 0, 0, b"")
+                 for p in request.topics[0].partitions]  # fmt: skip
+        return FetchResponse(0, [FetchTopicResponse(request.topics[0].name, parts)])
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_each_follower_step_between_an_answer_and_the_next_fetch_is_counted(
+    tmp_path: Path,
+) -> None:
+    leader = ReadyLeader()
+
+    async def connect(host: str, port: int, broker_id: int) -> ReadyLeader:
+        return leader
+
+    ticks = itertools.count()  # every clock read is 2 ms after the one before
+    manager = ReplicaFetcherManager(FOLLOWER, FetcherSettings(), connect=connect,
+                                    now=lambda: next(ticks) * 0.002)  # fmt: skip
+    manager.update_brokers([BrokerInfo(LEADER, "127.0.0.1", 1)])
+    log = Log.open(tmp_path / "t-0", LogConfig(), ManualClock())
+    p = Partition("t", 0, log, FOLLOWER)
+    try:
+        p.become_follower(LEADER, 5, [LEADER, FOLLOWER], [LEADER, FOLLOWER], 0)
+        manager.add(p)
+        for _ in range(500):
+            if leader.fetches >= 5:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await manager.shutdown()
+        log.close()
+    reading = manager.steps.snapshot()
+    # a step per fetch after the first (the first has no answer before it), each 2 ms: the
+    # clock is read once as an answer arrives and once as the next fetch goes
+    assert reading.count >= 4 and reading.sum_s == pytest.approx(0.002 * reading.count)
+    assert dict(reading.buckets)["0.0025"] == reading.count

@@ -9,7 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
 
-from broker.loop_lag import BucketCounts, lag_histogram
+from broker.histograms import BucketCounts
+from broker.loop_lag import lag_histogram
 from deploy.loop_lag import LagInterval, interval, lag_buckets
 
 
