@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -281,13 +282,16 @@ def test_http_server_limits() -> None:
 def test_zookeeper_session_state_follows_the_listener() -> None:
     from broker.context import ControllerEpoch
     from broker.fetch_session import FetchSessionCache
+    from broker.histograms import BucketCounts
     from broker.metadata_cache import MetadataCache
     from broker.metrics import BrokerMetrics
     from broker.metrics_state import BrokerParts, state_families
 
     replicas: Any = type("R", (), {"partitions": {}, "delayed_fetches": 0,
                                    "traffic": TopicTraffic(),
-                                   "sessions": FetchSessionCache()})()  # fmt: skip
+                                   "sessions": FetchSessionCache(),
+                                   "fetchers": SimpleNamespace(steps=BucketCounts()),
+                                   })()  # fmt: skip
     metrics = BrokerMetrics(BrokerParts(replicas, MetadataCache(), ControllerEpoch()))
     for state in ("CONNECTED", "SUSPENDED", "LOST"):
         metrics.on_zk_state(state)
