@@ -62,10 +62,11 @@ async def test_a_parked_fetchs_answer_is_written_before_its_request_metrics_are_
     parked_on: list[broker.server.Connection] = []
     original = RequestMetrics.finished
 
-    def watched(self: Any, api: str, protocol: str, seconds: float, codes: Any) -> None:
+    def watched(self: Any, api: str, protocol: str, seconds: float, codes: Any,
+                remote_s: float | None = None) -> None:  # fmt: skip
         if api == "Fetch" and parked_on:
             unanswered.append(len(parked_on[0].pending))
-        original(self, api, protocol, seconds, codes)
+        original(self, api, protocol, seconds, codes, remote_s)
 
     monkeypatch.setattr(RequestMetrics, "finished", watched)
     async with running_broker(tmp_path) as b:
