@@ -127,6 +127,13 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = positive(15_000)
     group_consumer_max_size: int = positive(2**31 - 1)
     group_consumer_assignors: str = "uniform,range"
+    # share groups (KIP-932): Kafka's group.share.* settings (a group's share.* configs over them)
+    group_share_session_timeout_ms: int = positive(45_000)
+    group_share_heartbeat_interval_ms: int = positive(5_000)
+    group_share_max_size: int = positive(200)
+    group_share_record_lock_duration_ms: int = positive(30_000)
+    group_share_delivery_count_limit: int = positive(5)
+    group_share_partition_max_record_locks: int = positive(2_000)
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
