@@ -84,22 +84,36 @@ class SharePartition:
 
     def acquire(
         self, member_id: str, batches: Iterable[tuple[int, int]], max_records: int,
-        limits: ShareLimits, now_ms: int,
+        limits: ShareLimits, now_ms: int, scanned_to: int | None = None,
     ) -> list[Acquired]:  # fmt: skip
         """Acquire records of `batches` ((first, last) offsets of the data batches read, in
-        order) for `member_id`; the acquired ranges, each with one delivery count."""
+        order) for `member_id`; the acquired ranges, each with one delivery count.
+        `scanned_to`: the offset after the last batch read (control and aborted batches
+        included): when nothing cut the acquisition short, SPEO moves up to it, so offsets
+        that hold no record to deliver are passed over once, not read again."""
         taken: list[tuple[int, int]] = []  # (offset, delivery count)
+        finished = self._take(member_id, batches, max_records, limits, now_ms, taken)
+        if finished and scanned_to is not None and scanned_to > self.end_offset:
+            self.end_offset = scanned_to
+        self._advance()
+        return _ranges(taken)
+
+    def _take(
+        self, member_id: str, batches: Iterable[tuple[int, int]], max_records: int,
+        limits: ShareLimits, now_ms: int, taken: list[tuple[int, int]],
+    ) -> bool:  # fmt: skip
+        """Acquire into `taken`; False when a bound stopped it before the batches' end."""
         deadline = now_ms + limits.record_lock_duration_ms
         for first, last in batches:
             for offset in range(max(first, self.start_offset), last + 1):
                 if len(taken) >= max_records:
-                    return _ranges(taken)
+                    return False
                 if offset < self.end_offset:
                     entry = self.records.get(offset)
                     if entry is None or entry.state is not RecordState.AVAILABLE:
                         continue
                 elif offset - self.start_offset >= limits.max_record_locks:
-                    return _ranges(taken)
+                    return False
                 else:
                     entry = self.records[offset] = InFlight(RecordState.AVAILABLE)
                     self.end_offset = offset + 1
@@ -107,7 +121,14 @@ class SharePartition:
                 entry.delivery_count += 1
                 entry.member_id, entry.lock_deadline_ms = member_id, deadline
                 taken.append((offset, entry.delivery_count))
-        return _ranges(taken)
+        return True
+
+    def can_acquire(self, limits: ShareLimits) -> bool:
+        """Whether a fetch could acquire anything: a record AVAILABLE again, or room for new
+        ones under `max_record_locks`."""
+        if self.in_flight() < limits.max_record_locks:
+            return True
+        return any(e.state is RecordState.AVAILABLE for e in self.records.values())
 
     def acknowledge(
         self, member_id: str, first: int, last: int, types: Sequence[int],

@@ -135,3 +135,28 @@ def test_a_member_leaving_releases_what_it_holds() -> None:
     assert sp.release_member("m1", LIMITS) == 2
     assert [sp.records[o].state for o in (100, 101, 102)] == [A, A, Q]
     assert sp.next_fetch_offset() == 100
+
+
+def test_offsets_without_records_at_the_end_are_passed_over_once() -> None:
+    sp = fresh()
+    # 100-101 data, 102 a transaction marker: SPEO moves past the marker
+    assert sp.acquire("m1", [(100, 101)], 100, LIMITS, 0, scanned_to=103) == [Acquired(100, 101, 1)]
+    assert sp.end_offset == 103 and sp.next_fetch_offset() == 103
+    # only a marker read: nothing acquired, SPSO and SPEO pass it (nothing in flight before)
+    sp2 = fresh()
+    assert sp2.acquire("m1", [], 100, LIMITS, 0, scanned_to=101) == []
+    assert (sp2.start_offset, sp2.end_offset) == (101, 101)
+    # cut short by max_records: SPEO stays at the last acquired offset + 1
+    sp3 = fresh()
+    sp3.acquire("m1", [(100, 109)], 3, LIMITS, 0, scanned_to=110)
+    assert sp3.end_offset == 103
+
+
+def test_can_acquire_at_the_record_locks_bound_only_what_is_available() -> None:
+    sp = fresh()
+    sp.acquire("m1", [(100, 109)], 100, LIMITS, 0)
+    assert not sp.can_acquire(LIMITS)
+    sp.acknowledge("m1", 105, 105, [Event.RELEASE], LIMITS, 0)
+    assert sp.can_acquire(LIMITS)
+    sp.acknowledge("m1", 100, 100, [Event.ACCEPT], LIMITS, 0)
+    assert sp.start_offset == 101 and sp.can_acquire(LIMITS)
