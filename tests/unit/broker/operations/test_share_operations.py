@@ -7,6 +7,7 @@ tests/integration/test_share_groups.py's.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from broker.operations.share_requests import AckBatch, PartitionIn
 from broker.security.authorizer import AclCache, Authorizer
 from broker.share.share_partition import Acquired
 from protocol.acl import AclOperation, ResourceType
+from protocol.batch import build_batch_from_values
 from protocol.clock import ManualClock
 from tests.unit.broker.harness import BrokerHarness, running_broker
 from tests.unit.broker.helpers import batch
@@ -200,3 +202,25 @@ async def test_share_fetch_and_acknowledge_check_the_group_then_each_topic(
         grant(authz, AclOperation.READ, ResourceType.TOPIC, "t")
         allowed = await run(share_fetch.run, b, fetch("m1", 2, topic_id))
         assert allowed.partitions[0].acquired == (Acquired(0, 0, 1),)
+
+
+async def test_read_committed_share_groups_never_get_aborted_records(tmp_path: Path) -> None:
+    """share.isolation.level=read_committed: an aborted transaction's records and the markers
+    are passed over; read_uncommitted (another group) gets the aborted records too."""
+    async with running_broker(tmp_path) as b:
+        await b.lead("t")
+        topic_id = await give_id(b, "t")
+        p = b.ctx.replicas.leader("t", 0)
+        txn = build_batch_from_values([b"x", b"y"], 0, producer_id=9, producer_epoch=0,
+                                      base_sequence=0, transactional=True)  # fmt: skip
+        p.log.append_as_leader(txn, p.leader_epoch)  # 0-1, aborted at 2
+        assert await b.ctx.replicas.append_marker("t", 0, 9, 0, 0, False, 5000) == 0
+        await produced(b, 2)  # 3-4
+        for group, level in (("s", "read_committed"), ("u", "read_uncommitted")):
+            b.ctx.groups.configs.apply(group, {"share.auto.offset.reset": "earliest",
+                                               "share.isolation.level": level})  # fmt: skip
+        committed = await run(share_fetch.run, b, fetch("m1", 0, topic_id))
+        assert committed.partitions[0].acquired == (Acquired(3, 4, 1),)
+        uncommitted = dataclasses.replace(fetch("m1", 0, topic_id), group_id="u")
+        got = await run(share_fetch.run, b, uncommitted)
+        assert got.partitions[0].acquired == (Acquired(0, 1, 1), Acquired(3, 4, 1))
