@@ -11,10 +11,14 @@ CHROMIUM := /usr/bin/chromium
 KP_VERSION := 3.0.12
 KP_CACHE := $(VENV)/kafka-python-suite
 KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
+# share groups' client (KIP-932): confluent-kafka 2.16's ShareConsumer in an environment of its
+# own, beside the project's 2.12 pin (pyproject.toml says why); tests run it as a subprocess
+SHARE_VENV := .venv-share
+SHARE_CK := 2.16.1
 
 .PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
-setup: $(STAMP) $(KP_SUITE)/.extracted
+setup: $(STAMP) $(KP_SUITE)/.extracted $(SHARE_VENV)/.installed-$(SHARE_CK)
 
 # editable_mode=compat puts the checkout itself on sys.path (a .pth file), so Spark's Python
 # data source lookup (top-level `pyspark_*` modules) finds pyspark_odradek.py by itself. The
@@ -34,6 +38,12 @@ $(KP_SUITE)/.extracted: | $(STAMP)
 	rm -rf $(KP_CACHE) && mkdir -p $(KP_CACHE)
 	$(BIN)/pip download -q --no-deps --no-binary :all: kafka-python==$(KP_VERSION) -d $(KP_CACHE)
 	tar -xzf $(KP_CACHE)/kafka_python-$(KP_VERSION).tar.gz -C $(KP_CACHE)
+	touch $@
+
+# tests/integration/share_member.py runs under this python (tests/integration/test_share_groups.py)
+$(SHARE_VENV)/.installed-$(SHARE_CK):
+	rm -rf $(SHARE_VENV) && $(PY) -m venv $(SHARE_VENV)
+	$(SHARE_VENV)/bin/pip install -q confluent-kafka==$(SHARE_CK)
 	touch $@
 
 # Debian's ZooKeeper server jar, started with java by deploy/zookeeper.py (never by systemd).
@@ -163,4 +173,4 @@ chaos: setup zookeeper iptables
 	$(BIN)/python -m deploy.cli chaos run --dir .odradek-chaos --cycles 36 --json chaos-run.json $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SHARE_VENV) .pytest_cache .mypy_cache .ruff_cache

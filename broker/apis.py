@@ -24,6 +24,7 @@ from broker.codecs.kafka import quotas as kafka_quotas
 from broker.codecs.kafka import records as kafka_records
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
+from broker.codecs.kafka import share as kafka_share
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
@@ -91,6 +92,10 @@ from broker.operations import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -268,6 +273,15 @@ APIS: tuple[Api, ...] = (
     _api("ConsumerGroupDescribe", kafka_versions.CONSUMER_GROUP_DESCRIBE,
          consumer_group_describe.run, None,
          Served((0, 1), kafka_groups.CONSUMER_GROUP_DESCRIBE)),
+    # share groups (KIP-932), Kafka 4.2's versions
+    _api("ShareGroupHeartbeat", kafka_versions.SHARE_GROUP_HEARTBEAT, share_group_heartbeat.run,
+         None, Served((1, 1), kafka_share.SHARE_GROUP_HEARTBEAT)),
+    _api("ShareGroupDescribe", kafka_versions.SHARE_GROUP_DESCRIBE, share_group_describe.run,
+         None, Served((1, 1), kafka_share.SHARE_GROUP_DESCRIBE)),
+    _api("ShareFetch", kafka_versions.SHARE_FETCH, share_fetch.run,
+         None, Served((1, 2), kafka_share.SHARE_FETCH)),
+    _api("ShareAcknowledge", kafka_versions.SHARE_ACKNOWLEDGE, share_acknowledge.run,
+         None, Served((1, 2), kafka_share.SHARE_ACKNOWLEDGE)),
     # inter-broker, native only
     _api("LeaderAndIsr", controller_wire.LEADER_AND_ISR.key, leader_and_isr.run,
          Served((0, 0), native_controller.LEADER_AND_ISR), None),

@@ -131,6 +131,13 @@ class BrokerConfig:
     # Kafka's group.consumer.migration.policy: online conversion of a non-empty group between
     # the classic and the consumer protocol: bidirectional, upgrade, downgrade or disabled
     group_consumer_migration_policy: str = "bidirectional"
+    # share groups (KIP-932): Kafka's group.share.* settings (a group's share.* configs over them)
+    group_share_session_timeout_ms: int = positive(45_000)
+    group_share_heartbeat_interval_ms: int = positive(5_000)
+    group_share_max_size: int = positive(200)
+    group_share_record_lock_duration_ms: int = positive(30_000)
+    group_share_delivery_count_limit: int = positive(5)
+    group_share_partition_max_record_locks: int = positive(2_000)
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit

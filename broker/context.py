@@ -34,6 +34,7 @@ from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
 from broker.quota.manager import Quotas
 from broker.replica_manager import ReplicaManager
+from broker.share.manager import SharePartitionManager
 from coordinator.runtime.log import TopicCreator
 from protocol.clock import Clock
 
@@ -165,6 +166,8 @@ class BrokerContext:
     # replaces it when a dynamic config changes)
     broker_configs: BrokerConfigStore
     static_config: BrokerConfig
+    # share partitions on their leader (KIP-932, broker/share/): ShareFetch, ShareAcknowledge
+    share: SharePartitionManager
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

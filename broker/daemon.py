@@ -62,6 +62,8 @@ from broker.security.authorizer import AclCache, Authorizer, parse_super_users
 from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
+from broker.share.manager import SharePartitionManager
+from broker.share.settings import share_settings
 from broker.slow_steps import broker_loop_factory
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
@@ -262,6 +264,8 @@ class Broker:
             producer_ids=producer_ids, elector=self.elector, cluster=self.cluster, sasl=sasl,
             quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
             broker_configs=ZkBrokerConfigStore(self.zk), static_config=config,
+            share=SharePartitionManager(self.replicas, self.clock, share_settings(
+                lambda: self.ctx.config, configs.overrides)),
             authorizer=authorizer,
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)

@@ -14,6 +14,7 @@ from coordinator.group.group_configs import GroupConfigs, GroupConfigStore, brok
 from coordinator.group.migration import check_policy
 from coordinator.group.server_assignors import ASSIGNORS
 from coordinator.group.service import GroupConfig
+from coordinator.group.share_group import ShareConfig
 from protocol.errors import UsageError
 
 
@@ -26,7 +27,17 @@ def group_config(config: BrokerConfig) -> GroupConfig:
         offsets_segment_bytes=config.offsets_topic_segment_bytes,
         limits=GroupLimits(initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms),
         consumer=consumer_group_config(config),
+        share=share_group_config(config),
     )
+
+
+def share_group_config(config: BrokerConfig) -> ShareConfig:
+    """The share groups' settings (KIP-932, group.share.*)."""
+    return ShareConfig(
+        config.group_share_session_timeout_ms, config.group_share_heartbeat_interval_ms,
+        config.group_share_max_size, config.group_share_record_lock_duration_ms,
+        config.group_share_delivery_count_limit, config.group_share_partition_max_record_locks,
+    )  # fmt: skip
 
 
 def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:

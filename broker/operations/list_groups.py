@@ -4,7 +4,8 @@ an error, as Kafka's ListGroups; these denials are not logged).
 
 Filters, each None for no filter: `states` keeps the groups whose state, by either name (the
 native one, e.g. "Ready", or Kafka's, e.g. "Stable"), is one of them, case-insensitively;
-`types` keeps those of these group types ("classic", "consumer": KIP-848), case-insensitively.
+`types` keeps those of these group types ("classic", "consumer": KIP-848, "share": KIP-932),
+case-insensitively.
 No group coordinator on this broker is COORDINATOR_NOT_AVAILABLE (the client asks again).
 """
 
@@ -17,6 +18,7 @@ from broker.security import rules
 from broker.session import Session
 
 API = "ListGroups"
+SHARE = "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,7 @@ class Listed:
     state: str  # the native name
     kafka_state: str  # Kafka's name (a consumer group's are the same)
     protocol_type: str | None  # None: a native classic group (or one with no members)
-    group_type: str  # "classic" or "consumer"
+    group_type: str  # "classic", "consumer" or "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,11 @@ def run(ctx: BrokerContext, session: Session, req: ListGroups) -> ListGroupsResu
         Listed(g.group_id, g.state, g.kafka_state or g.state, g.protocol_type, g.group_type)
         for g in ctx.groups.list_groups(None)
         if _kept(req, g.state, g.kafka_state, g.group_type)
+    ]
+    rows += [  # share groups (KIP-932): their protocol type is their group type
+        Listed(g.group_id, g.state.value, g.state.value, SHARE, SHARE)
+        for g in ctx.groups.share.groups()
+        if _kept(req, g.state.value, g.state.value, SHARE)
     ]
     return ListGroupsResult(0, tuple(sorted(_visible(ctx, session, rows), key=_id)))
 

@@ -212,6 +212,20 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(DESCRIBE, TOPIC, "every subscribed topic name: else TOPIC_AUTHORIZATION_FAILED"),
     ),
     "ConsumerGroupDescribe": (_r(DESCRIBE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),),
+    # share groups (KIP-932, broker/operations/share_*.py): GROUP resources, as Kafka
+    "ShareGroupHeartbeat": (
+        _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(DESCRIBE, TOPIC, "every subscribed topic name: else TOPIC_AUTHORIZATION_FAILED"),
+    ),
+    "ShareGroupDescribe": (_r(DESCRIBE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),),
+    "ShareFetch": (
+        _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(READ, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),
+    ),
+    "ShareAcknowledge": (
+        _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(READ, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),
+    ),
     "DescribeTopicPartitions": (
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
                             "TOPIC_AUTHORIZATION_FAILED"),
@@ -304,12 +318,12 @@ def check_config_resource(
 
 
 def group_heartbeat_refusal(
-    ctx: BrokerContext, session: Session, group_id: str, topics: Iterable[str] | None
-) -> OdradekError | None:
-    """ConsumerGroupHeartbeat's checks on either door (KIP-848, as Kafka 4.0): Read on the group,
-    then Describe on every subscribed topic name (a client may not learn of topics it may not
-    see); None when both pass."""
-    api = "ConsumerGroupHeartbeat"
+    ctx: BrokerContext, session: Session, group_id: str, topics: Iterable[str] | None,
+    api: str = "ConsumerGroupHeartbeat",
+) -> OdradekError | None:  # fmt: skip
+    """ConsumerGroupHeartbeat's (and ShareGroupHeartbeat's, `api`) checks on either door
+    (KIP-848, as Kafka 4.0): Read on the group, then Describe on every subscribed topic name (a
+    client may not learn of topics it may not see); None when both pass."""
     if not allows(ctx, session, READ, GROUP, group_id, api=api):
         return refusal(session, READ, GROUP, group_id)
     hidden = denied(ctx, session, DESCRIBE, TOPIC, topics or (), api=api)

@@ -8,7 +8,7 @@ whose `consumer_config(group)` is what the coordinator's KIP-848 heartbeats use:
 timeout after which a silent member is fenced, and the heartbeat interval members are told.
 
 The table (`GROUP_CONFIGS`) is Kafka's consumer group configs; its share-group ones
-(`share.*`, Kafka's share groups, KIP-932) are refused, as odradek serves no share groups.
+(`share.*`, Kafka's share groups, KIP-932) are checked by share_configs.py.
 Checks, as Kafka's GroupConfig.validate makes them on the overrides over the broker's values
 (each failure INVALID_CONFIG with Kafka's line): a known name, an integer, within the broker's
 group.consumer.min/max.* bounds, and a session timeout above the heartbeat interval. The
@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from coordinator.group import share_configs
 from coordinator.group.consumer_group import ConsumerConfig
 from protocol.errors import InvalidConfigError, UsageError
 
@@ -79,9 +80,10 @@ def broker_bounds(settings: Mapping[str, object]) -> ConsumerBounds:
 
 
 def check_names(overrides: Mapping[str, str]) -> None:
-    for name in overrides:
+    for name, value in overrides.items():
         if name.startswith(SHARE_PREFIX):
-            raise InvalidConfigError(f"{name}: odradek serves no share groups (KIP-932)")
+            share_configs.check(name, value)
+            continue
         if name not in GROUP_CONFIGS:
             raise InvalidConfigError(f"Unknown group config name: {name}")
 

@@ -44,6 +44,8 @@ from coordinator.group.records import (
     decode,
     partition_for,
 )
+from coordinator.group.share_group import ShareConfig
+from coordinator.group.share_service import ShareGroups
 from coordinator.group.states import State, kafka_name
 from coordinator.internal_topics import OFFSETS_SEGMENT_BYTES, OFFSETS_TOPIC_CONFIGS
 from coordinator.runtime.log import ClusterView, CoordinatorLog, TopicCreator
@@ -102,6 +104,7 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offsets_segment_bytes: int = OFFSETS_SEGMENT_BYTES  # the topic's segment.bytes at creation
     consumer: ConsumerConfig = field(default_factory=ConsumerConfig)  # KIP-848 group.consumer.*
+    share: ShareConfig = field(default_factory=ShareConfig)  # KIP-932 group.share.*
 
 
 Groups = dict[str, Group]  # one offsets partition's shard: its groups by id
@@ -157,6 +160,7 @@ class GroupCoordinator:
         # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
         self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
         self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
+        self.share = ShareGroups(self, metadata, config.share)  # KIP-932 share groups (memory)
 
     @property
     def owned(self) -> dict[int, GroupOwned]:
@@ -190,6 +194,7 @@ class GroupCoordinator:
         if expire:
             self._last_expiry_ms = now
         wall = self.clock.time_ms()
+        self.share.tick(now)
         for owned in self.runtime.ready():
             for group in list(owned.shard.values()):
                 self.consumer.tick(owned, group, now)

@@ -37,6 +37,8 @@ from broker.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from broker.security.sasl import SaslService
 from broker.server import BrokerServer
+from broker.share.manager import SharePartitionManager
+from broker.share.settings import share_settings
 from broker.txn_verifier import TxnVerifier
 from coordinator.cluster.placement import assign_replicas
 from coordinator.cluster.producer_ids import MemoryBlockSource, ProducerIdManager
@@ -226,6 +228,8 @@ def complete_context(
         sasl=sasl, quotas=quotas,
         quota_store=quota_store if quota_store is not None else MemoryQuotaStore(quotas),
         credentials=credentials, broker_configs=topics, static_config=config,
+        share=SharePartitionManager(replicas, clock, share_settings(
+            lambda: config, groups.configs.overrides)),
         authorizer=authorizer,
     )  # fmt: skip
 

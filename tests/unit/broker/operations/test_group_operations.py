@@ -85,7 +85,10 @@ SAMPLES: dict[str, Any] = {
     ),
 }
 # ListGroups asks only when there are groups to show: a coordinator with one
-LISTING = SimpleNamespace(list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")])
+LISTING = SimpleNamespace(
+    list_groups=lambda states: [ListedGroup("g", "Ready", None, "Stable")],
+    share=SimpleNamespace(groups=lambda: []),
+)
 CONTEXTS: dict[str, Any] = {"ListGroups": {"groups": LISTING}}
 
 

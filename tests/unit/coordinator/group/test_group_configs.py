@@ -49,12 +49,25 @@ def test_a_groups_overrides_replace_the_brokers_settings() -> None:
         ({HEARTBEAT: "15001"}, "group.consumer.max.heartbeat.interval.ms"),
         ({HEARTBEAT: "abc"}, "Invalid value abc for configuration consumer.heartbeat.interval.ms"),
         ({"retention.ms": "1"}, "Unknown group config name: retention.ms"),
-        ({"share.session.timeout.ms": "45000"}, "no share groups"),
+        ({"share.session.timeout.ms": "45000"}, "share group config odradek does not serve yet"),
+        ({"share.auto.offset.reset": "newest"}, "String must be one of: latest, earliest"),
+        ({"share.delivery.count.limit": "1"}, "share.delivery.count.limit must be within 2"),
+        ({"share.record.lock.duration.ms": "x"}, "Not a number of type INT"),
     ],
 )  # fmt: skip
 def test_kafkas_checks_refuse_with_its_line(overrides: dict[str, str], why: str) -> None:
     with pytest.raises(InvalidConfigError, match=why):
         effective(overrides, DEFAULTS, BOUNDS)
+
+
+def test_share_configs_are_accepted_beside_the_consumer_ones() -> None:
+    overrides = {
+        "share.auto.offset.reset": "earliest",
+        "share.record.lock.duration.ms": "2000",
+        "share.delivery.count.limit": "3",
+        "share.isolation.level": "read_committed",
+    }
+    assert effective(overrides, DEFAULTS, BOUNDS) == DEFAULTS  # the consumer ones unchanged
 
 
 def test_the_session_must_be_longer_than_the_heartbeat() -> None:

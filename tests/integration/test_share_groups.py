@@ -1,0 +1,224 @@
+"""Share groups (KIP-932) with confluent-kafka 2.16's ShareConsumer, each member a process of
+.venv-share's python (tests/integration/share_member.py; the project's venv pins 2.12 for
+Quix Streams, pyproject.toml says how the two are kept): several members on one partition,
+acknowledgement by ACCEPT, RELEASE and REJECT, and a member SIGKILLed with records in flight.
+
+One single-broker cluster for the module, with a short acquisition lock
+(group.share.record.lock.duration.ms) and heartbeat interval; each test has its own topic and
+groups, whose share.auto.offset.reset is set to earliest (a group config, as Kafka's
+kafka-configs.sh --entity-type groups sets it) so records produced before a member's first
+fetch are delivered.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from client import Admin, Producer
+from client.types import NewTopic
+from deploy.cluster import LocalCluster
+from deploy.zookeeper import ZkProcess
+from tests.fixtures.cluster import shared_cluster
+from tests.integration.kafka_wire import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARE_PYTHON = ROOT / ".venv-share" / "bin" / "python"
+MEMBER = Path(__file__).with_name("share_member.py")
+LOCK_MS = 8000  # long beside a poll (implicit acknowledgements), short for the kill test
+SETTINGS: dict[str, int | bool | str] = {
+    "group_share_record_lock_duration_ms": LOCK_MS,
+    "group_share_heartbeat_interval_ms": 500,
+    "group_share_session_timeout_ms": 6000,
+}
+WAIT_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    if not SHARE_PYTHON.exists():
+        pytest.fail(f"{SHARE_PYTHON} is missing: `make setup` builds it (confluent-kafka 2.16)")
+    yield from shared_cluster(zk_server, tmp_path_factory, 1, broker_settings=SETTINGS)
+
+
+class Members:
+    """The test's member processes and what each wrote."""
+
+    def __init__(self, cluster: LocalCluster, tmp_path: Path, topic: str) -> None:
+        self.cluster, self.tmp_path, self.topic = cluster, tmp_path, topic
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, group: str, mode: str = "accept") -> Path:
+        out = self.tmp_path / f"{name}.out"
+        args = [str(SHARE_PYTHON), str(MEMBER), "--bootstrap", self.cluster.kafka_bootstrap,
+                "--group", group, "--topic", self.topic, "--out", str(out), "--mode", mode,
+                "--name", name]  # fmt: skip
+        with (self.tmp_path / f"{name}.err").open("ab") as err:
+            self.procs[name] = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+            )
+        return out
+
+    def lines(self, name: str) -> list[tuple[int, int, str]]:
+        """(offset, delivery count, what it did) of each record `name` received."""
+        path = self.tmp_path / f"{name}.out"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            if line and not line.startswith("#"):
+                offset, count, what = line.split()
+                out.append((int(offset), int(count), what))
+        return out
+
+    def stop_one(self, name: str) -> None:
+        """SIGTERM: the member closes (sending what it has to acknowledge) and leaves."""
+        p = self.procs.pop(name)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0, f"{name} exited with {p.returncode}"
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for name, p in self.procs.items():
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+                pytest.fail(f"{name} did not close within 30 s")
+
+
+@pytest.fixture
+def topic(cluster: LocalCluster) -> str:
+    name = f"share-{uuid.uuid4().hex[:8]}"
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic(name, 1, 1)])
+
+        def led() -> bool:
+            (d,) = admin.describe_topics([name])
+            return not d.error_code and all(p.leader >= 0 for p in d.partitions)
+
+        wait_for(led, f"{name} to have a leader", 30)
+    return name
+
+
+@pytest.fixture
+def members(cluster: LocalCluster, tmp_path: Path, topic: str) -> Iterator[Members]:
+    m = Members(cluster, tmp_path, topic)
+    try:
+        yield m
+    finally:
+        m.stop()
+
+
+def new_group(cluster: LocalCluster) -> str:
+    """A share group id whose share.auto.offset.reset is earliest."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    group = f"share-g-{uuid.uuid4().hex[:8]}"
+    entry = ConfigEntry("share.auto.offset.reset", "earliest",
+                        incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})  # held until answered
+    admin.incremental_alter_configs([res])[res].result(30)
+    return group
+
+
+def produce(cluster: LocalCluster, topic: str, count: int, one_by_one: bool = False) -> None:
+    with Producer(cluster.bootstrap, acks="all", linger_ms=2) as producer:
+        futures = []
+        for i in range(count):
+            futures.append(producer.send(topic, b"v%d" % i, partition=0))
+            if one_by_one:  # each its own batch, so fetches in between find some
+                futures[-1].result(30)
+        producer.flush()
+        for f in futures:
+            f.result(30)
+
+
+def test_four_members_share_one_partition_each_record_accepted_once(
+    cluster: LocalCluster, topic: str, members: Members
+) -> None:
+    group = new_group(cluster)
+    names = [f"m{i}" for i in range(4)]
+    for name in names:
+        members.start(name, group)  # the ShareConsumer's defaults: implicit acknowledgement
+    produce(cluster, topic, 40)
+    wait_for(lambda: any(members.lines(n) for n in names), "the first records", WAIT_S)
+    produce(cluster, topic, 200, one_by_one=True)
+    total = 240
+
+    def received() -> list[int]:
+        return sorted(o for n in names for o, _, _ in members.lines(n))
+
+    wait_for(lambda: len(set(received())) == total, f"{total} records received", WAIT_S)
+    members.stop()
+    got = received()
+    assert got == list(range(total)), "each record delivered once, none lost"
+    assert all(c == 1 for n in names for _, c, _ in members.lines(n))
+    split = {n: len(members.lines(n)) for n in names}
+    assert all(split.values()), f"every member did some of the work: {split}"
+
+
+def test_release_redelivers_with_delivery_count_two_and_reject_archives(
+    cluster: LocalCluster, topic: str, members: Members
+) -> None:
+    releasing, rejecting = new_group(cluster), new_group(cluster)
+    members.start("rel", releasing, "release-first")
+    members.start("rej", rejecting, "reject")
+    produce(cluster, topic, 5)
+
+    def released_and_accepted() -> bool:
+        got = set(members.lines("rel"))
+        return all({(o, 1, "release"), (o, 2, "accept")} <= got for o in range(5))
+
+    wait_for(released_and_accepted, "each record released, then accepted on delivery 2", WAIT_S)
+    wait_for(lambda: len(members.lines("rej")) >= 5, "5 records rejected", WAIT_S)
+    members.stop_one("rej")
+    # a rejected record is archived: a later member of the group gets only the new record
+    late = members.start("late", rejecting)
+    produce(cluster, topic, 1)
+    wait_for(lambda: members.lines("late"), f"{late} to receive the new record", WAIT_S)
+    members.stop()
+    assert members.lines("rej") == [(o, 1, "reject") for o in range(5)]
+    assert members.lines("late") == [(5, 1, "accept")]
+    assert sorted(r for r in members.lines("rel") if r[0] < 5) == sorted(
+        [(o, 1, "release") for o in range(5)] + [(o, 2, "accept") for o in range(5)]
+    )
+
+
+def test_a_killed_members_records_are_redelivered_after_the_lock(
+    cluster: LocalCluster, topic: str, members: Members
+) -> None:
+    group = new_group(cluster)
+    members.start("holder", group, "hold")
+    produce(cluster, topic, 10)
+    held = wait_for(lambda: [o for o, _, w in members.lines("holder") if w == "hold"],
+                    "the holder to acquire records", WAIT_S)  # fmt: skip
+    os.kill(members.procs["holder"].pid, signal.SIGKILL)
+    members.procs["holder"].wait(10)
+    members.start("heir", group)
+
+    def redelivered() -> dict[int, int]:
+        got = {o: c for o, c, _ in members.lines("heir")}
+        return got if set(range(10)) <= set(got) else {}
+
+    got = wait_for(redelivered, "the heir to receive all 10 records", WAIT_S)
+    assert all(got[o] == 2 for o in held), f"held {held}, heir got {got}"
+    assert all(got[o] == 1 for o in range(10) if o not in held)
