@@ -149,6 +149,10 @@ def _add_broker_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-port", type=non_negative_int, help="serve Prometheus metrics here (0: off)"
     )
+    p.add_argument(
+        "--schema-registry-port", type=non_negative_int,
+        help="serve Confluent's Schema Registry API here (0: off)",
+    )  # fmt: skip
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
     p.add_argument("--config", type=Path, metavar="FILE", help="broker settings (TOML)")
     p.set_defaults(func=cmd_broker)
@@ -246,6 +250,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         zookeeper=args.zookeeper,
         listeners=args.listeners,
         metrics_port=args.metrics_port,
+        schema_registry_port=args.schema_registry_port,
     )
     return run_forever(config)
 
@@ -280,6 +285,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(bootstrap, flush=True)
     progress("Kafka clients (kcat, kafka-python, confluent-kafka, aiokafka):")
     print(f"bootstrap.servers={cluster.kafka_bootstrap}", flush=True)
+    if cluster.schema_registry_urls:
+        progress("Schema registry (confluent_kafka.schema_registry's url):")
+        print(",".join(cluster.schema_registry_urls), flush=True)
     if cluster.secure:
         _print_secure_configs(cluster)
     console_cli.start_beside(cluster, args)  # prints the console's URL
