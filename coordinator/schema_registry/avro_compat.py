@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fastavro.schema import parse_schema
+from fastavro.schema import SchemaParseException, parse_schema
 
 PROMOTIONS = {
     "int": {"long", "float", "double"},
@@ -57,7 +57,7 @@ def parse(text: str, references: Sequence[str] = ()) -> Parsed:
         for ref in references:
             parse_schema(json.loads(ref), named_schemas=names, _write_hint=False)
         schema = parse_schema(json.loads(text), named_schemas=names, _write_hint=False)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # fastavro's errors
+    except (SchemaParseException, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"Invalid Avro schema: {exc}") from None
     return Parsed(schema, names)
 

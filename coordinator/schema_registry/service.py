@@ -135,7 +135,7 @@ class RegistryService:
             except (KeyError, TypeError, ValueError) as exc:
                 log.warning("%s offset %d: record skipped: %s", TOPIC, rec.offset, exc)
                 continue
-            self.state.apply(record, _canonical(record))
+            self.state.apply(record, canonical_of(record))
             count += 1
         return count
 
@@ -209,7 +209,8 @@ class RegistryService:
                                       self.settings.create_wait_ms)  # fmt: skip
 
 
-def _canonical(record: Record) -> str | None:
+def canonical_of(record: Record) -> str | None:
+    """The text a SCHEMA record's schema is matched by (state.py `ids`); None for others."""
     if not isinstance(record, SchemaRecord) or record.schema is None:
         return None
     if record.schema_type != AVRO:
