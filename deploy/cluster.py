@@ -292,8 +292,7 @@ class LocalCluster:
 
     @property
     def schema_registry_urls(self) -> list[str]:
-        """Every broker's schema registry URL (Confluent's `url` setting takes them, comma
-        separated)."""
+        """Every broker's schema registry URL (Confluent's `url` takes them, comma-separated)."""
         state = self._require_state()
         return [f"http://{b.host or state.host}:{b.registry_port}"
                 for b in state.brokers if b.registry_port]  # fmt: skip
@@ -421,15 +420,11 @@ class LocalCluster:
                              if self._brokers.port_was_taken(b, self.broker_log(b.id))]  # fmt: skip
                     if attempt == PORT_RETRIES or not taken or state.brokers[0].listener_ports:
                         raise
-                    used = {
-                        p
-                        for b in state.brokers
-                        for p in (b.port, b.kafka_port, b.metrics_port, b.registry_port)
-                    }
+                    used = {p for b in state.brokers for p in b.ports()}
                     for proc in taken:
-                        proc.port, proc.kafka_port, proc.metrics_port, proc.registry_port = (
-                            free_ports(self.host, 4, used)
-                        )
+                        fresh = free_ports(self.host, 4, used)
+                        proc.port, proc.kafka_port, proc.metrics_port = fresh[:3]
+                        proc.registry_port = fresh[3] if proc.registry_port else 0
                         self._progress(f"broker {proc.id}: a port was taken before it bound it; "
                                        "starting it again on new ports")  # fmt: skip
                         self._spawn(proc)

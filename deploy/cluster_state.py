@@ -48,6 +48,10 @@ class BrokerProc:
     registry_port: int = 0  # the schema registry, http://host:port (0: none)
     listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
 
+    def ports(self) -> tuple[int, ...]:
+        """The ports `up` picked for it (0: not used)."""
+        return (self.port, self.kafka_port, self.metrics_port, self.registry_port)
+
 
 @dataclass(slots=True)
 class ZooKeeperInfo:

@@ -145,8 +145,11 @@ def delete_version(
 ) -> tuple[list[Record], int]:
     """DELETE /subjects/{s}/versions/{v}: (records, the version deleted)."""
     _writable(state, subject)
-    number = version_number(state, subject, version, deleted=permanent)
+    latest = version in ("latest", "-1")  # a soft delete's "latest" is the latest live one
+    number = version_number(state, subject, version, deleted=permanent or not latest)
     current = state.subjects[subject][number]
+    if not permanent and current.deleted:
+        raise RegistryError.version_soft_deleted(subject, number)
     if state.referrers(subject, number):
         raise RegistryError.reference_exists(
             f"One or more references exist to the schema {{subject={subject},version={number}}}"

@@ -116,9 +116,10 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
         assert up.returncode == 0, up.stderr
         assert "Traceback" not in up.stderr
         assert "cluster ready" in up.stderr  # progress lines
-        bootstrap, kafka, console = up.stdout.strip().splitlines()
+        bootstrap, kafka, registry, console = up.stdout.strip().splitlines()
         assert re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", bootstrap), up.stdout
         assert re.fullmatch(r"bootstrap.servers=127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", kafka)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+(,http://127\.0\.0\.1:\d+){2}", registry)
         assert re.fullmatch(r"console=http://127\.0\.0\.1:\d+/", console)  # docs/console.md
         yield CliCluster(cwd, bootstrap)
         down = run_odradek("cluster", "down", "--purge", cwd=cwd)

@@ -124,6 +124,9 @@ def test_soft_then_permanent_deletes() -> None:
     assert number == 1 and records == [SchemaRecord("s", 1, 1, USER, True)]
     state.apply(records[0])
     assert state.subject_names() == [] and state.subject_names(deleted=True) == ["s"]
+    with pytest.raises(RegistryError) as again:
+        writes.delete_version(state, "s", "1", permanent=False)
+    assert again.value.error_code == 40406
     assert register(state, "s", USER) == 1  # registered again: a new version, the same id
     assert state.versions("s", deleted=True) == [1, 2]
     with pytest.raises(RegistryError) as live:
