@@ -233,7 +233,7 @@ class Broker:
         self.registry = None  # Confluent's Schema Registry API (broker/registry/), when a port
         if config.schema_registry_port:
             self.registry = make_registry(self.replicas, metadata, topics, self.clock, self.zk,
-                                          config.broker_id)  # fmt: skip
+                                          config.broker_id, authorizer)  # fmt: skip
         # SCRAM credentials (/config/users), following the config change notifications
         self.credentials = CredentialCache(self.zk)
         broker_wide, per_listener = sasl_configs(config)

@@ -7,6 +7,11 @@ bodies (`{"error_code": 40401, "message": ...}`, coordinator/schema_registry/err
 body that is not JSON is 400 with one line, and an unexpected failure is 500 / 50001 with one
 line (the traceback goes to the broker's log only). A broker without a `_schemas` replica
 forwards reads too. A request forwarded once is never forwarded again (50004 instead).
+
+Authorization (`Authorize`, when the broker has an authorizer): the HTTP door has no login
+yet, so a request is User:ANONYMOUS from its peer address, and needs DESCRIBE on the topic
+`_schemas` to read and ALTER on it to write (403 / 40301 otherwise), checked on every broker
+a request reaches, the forwarded one included (the forwarding header proves nothing).
 """
 
 from __future__ import annotations
@@ -35,6 +40,12 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules",
                     "id": "registering with a given id (IMPORT mode)",
                     "version": "registering with a given version (IMPORT mode)"}  # fmt: skip
+
+
+class Authorize(Protocol):
+    def __call__(self, peer_host: str, write: bool) -> bool:
+        """May User:ANONYMOUS from `peer_host` read (DESCRIBE) or write (ALTER) `_schemas`?"""
+        ...
 
 
 class Forwarder(Protocol):
@@ -95,8 +106,10 @@ def version_json(state: RegistryState, subject: str, number: int) -> dict[str, A
 
 
 class RegistryRoutes:
-    def __init__(self, service: RegistryService, forwarder: Forwarder) -> None:
-        self.service, self.forwarder = service, forwarder
+    def __init__(
+        self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None
+    ) -> None:
+        self.service, self.forwarder, self.authorize = service, forwarder, authorize
         self._writes: set[Handler] = set()
 
     def app(self) -> web.Application:
@@ -134,7 +147,13 @@ class RegistryRoutes:
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if handler not in self._writes and self._forward_reads(request):
+            write = handler in self._writes
+            if self.authorize is not None and not self.authorize(request.remote or "", write):
+                what = "write to" if write else "read"
+                raise RegistryError(403, 40301, f"User:ANONYMOUS is not allowed to {what} the "
+                                                "schema registry (ALTER or DESCRIBE on the "
+                                                "topic _schemas)")  # fmt: skip
+            if not write and self._forward_reads(request):
                 writer = self.service.writer_id()
                 assert writer is not None
                 return await self.forwarder.forward(writer, request, await request.read())

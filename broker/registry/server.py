@@ -18,17 +18,22 @@ import asyncio
 import contextlib
 import logging
 import socket
+from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 
-from broker.registry.routes import CONTENT_TYPE, FORWARDED, POSITION, RegistryRoutes
+from broker.registry.routes import CONTENT_TYPE, FORWARDED, POSITION, Authorize, RegistryRoutes
 from broker.replica_manager import ReplicaManager
+from broker.security.authorizer import Authorizer
 from coordinator.cluster.zk import ZkClient, ZkError, ZkNoNode
 from coordinator.runtime.log import ClusterView, TopicCreator
 from coordinator.schema_registry.errors import RegistryError
+from coordinator.schema_registry.records import TOPIC
 from coordinator.schema_registry.service import RegistryService
+from protocol.acl import AclOperation, ResourceType
 from protocol.clock import Clock
+from protocol.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("odradek.schema_registry")
 
@@ -89,9 +94,33 @@ class ZkForwarder:
             await self._session.close()
 
 
+@dataclass(frozen=True, slots=True)
+class AnonymousPeer:
+    """An HTTP request as the authorizer sees a session: no login yet, so User:ANONYMOUS."""
+
+    peer_host: str
+    principal: KafkaPrincipal = ANONYMOUS
+
+
+def authorize_with(authorizer: Authorizer) -> Authorize:
+    """The door's check over the broker's authorizer: DESCRIBE (reads) or ALTER (writes) on
+    the topic `_schemas`, logged as the authorizer logs every decision."""
+
+    def authorize(peer_host: str, write: bool) -> bool:
+        op = AclOperation.ALTER if write else AclOperation.DESCRIBE
+        return authorizer.authorize(AnonymousPeer(peer_host), op, ResourceType.TOPIC, TOPIC,
+                                    request="SchemaRegistry")  # fmt: skip
+
+    return authorize
+
+
 class RegistryServer:
-    def __init__(self, service: RegistryService, zk: ZkClient, broker_id: int) -> None:
+    def __init__(
+        self, service: RegistryService, zk: ZkClient, broker_id: int,
+        authorize: Authorize | None = None,
+    ) -> None:  # fmt: skip
         self.service, self.zk, self.broker_id = service, zk, broker_id
+        self.authorize = authorize
         self.forwarder = ZkForwarder(zk)
         self.port = 0
         self._runner: web.AppRunner | None = None
@@ -100,7 +129,7 @@ class RegistryServer:
     async def start(self, host: str, port: int, advertised_host: str) -> int:
         """Serve on (host, port); the bound port."""
         self._follow = asyncio.create_task(self.service.follow())
-        app = RegistryRoutes(self.service, self.forwarder).app()
+        app = RegistryRoutes(self.service, self.forwarder, self.authorize).app()
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.create_server((host, port), reuse_port=False)  # OSError: one line
@@ -131,7 +160,10 @@ def make_registry(
     clock: Clock,
     zk: ZkClient,
     broker_id: int,
+    authorizer: Authorizer | None,
 ) -> RegistryServer:
-    """The registry of one broker, over its replica manager, metadata cache and topic store."""
+    """The registry of one broker, over its replica manager, metadata cache and topic store,
+    checked by its authorizer when it has one."""
     service = RegistryService(ReplicaLog(replicas), cluster, topics, clock)
-    return RegistryServer(service, zk, broker_id)
+    authorize = None if authorizer is None else authorize_with(authorizer)
+    return RegistryServer(service, zk, broker_id, authorize)
