@@ -160,6 +160,12 @@ def test_every_broker_sees_the_same_ids_and_versions(
             {"subject": subject, "version": 1},
         ]
         assert client.lookup_schema(subject, Schema(_user(namespace=ns))).version == 1
+    # a subject with a slash (sent as %2F) forwarded as it came: one version, from every broker
+    slashed = f"{topic}/a/b"
+    got = {registry(url).register_schema(slashed, Schema('"int"')) for url in urls}
+    assert len(got) == 1
+    for url in urls:
+        assert registry(url).get_versions(slashed) == [1]
 
 
 def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
