@@ -23,7 +23,8 @@
 
 The broker's partitions are reached through `RegistryLog` (the ReplicaManager, adapted by
 the broker), the cluster through coordinator/runtime/log.py's `ClusterView` and
-`TopicCreator`; time and sleeping are injected.
+`TopicCreator`; time and sleeping are injected. A record that is not a registry record, or a
+batch that does not decode, is skipped with a warning, never applied and never retried.
 """
 
 from __future__ import annotations
@@ -39,7 +40,13 @@ from coordinator.schema_registry import compat
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, TOPIC, Record, SchemaRecord, decode, encode
 from coordinator.schema_registry.state import RegistryState
-from protocol.batch import CONTROL_BIT, build_batch, decode_records, iter_batches
+from protocol.batch import (
+    CONTROL_BIT,
+    InvalidBatchError,
+    build_batch,
+    decode_records,
+    iter_batches,
+)
 from protocol.clock import Clock
 from protocol.errors import TopicAlreadyExistsError
 
@@ -120,8 +127,13 @@ class RegistryService:
                 break
             data, next_offset = read
             for pos, header in iter_batches(data, check_crc=False):
-                if header.last_offset >= self.position and not header.attributes & CONTROL_BIT:
+                if header.last_offset < self.position or header.attributes & CONTROL_BIT:
+                    continue
+                try:
                     count += self._apply_batch(data, pos)
+                except InvalidBatchError as exc:  # skipped, so the replay never sticks there
+                    log.warning("%s batch at offset %d skipped: %s", TOPIC, header.base_offset,
+                                exc)  # fmt: skip
             self.position = max(self.position, next_offset)
         return count
 

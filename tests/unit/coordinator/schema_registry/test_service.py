@@ -167,6 +167,19 @@ async def test_a_failed_append_is_50001_and_applies_nothing() -> None:
     assert failed.value.error_code == 50001 and svc.state.subject_names() == []
 
 
+def test_a_batch_that_does_not_decode_is_skipped() -> None:
+    partition = MemoryPartition(leader=False)
+    partition.add(SchemaRecord("a", 1, 1, USER))
+    partition.add(SchemaRecord("b", 1, 2, USER))
+    base, batch = partition.batches[1]
+    partition.batches[1] = (base, batch[:-1] + bytes([batch[-1] ^ 0xFF]))  # its CRC fails
+    partition.add(SchemaRecord("c", 1, 3, USER))
+    partition.hw = partition.end
+    svc = service(partition, ManualClock())
+    assert svc.catch_up() == 2
+    assert svc.state.subject_names() == ["a", "c"] and svc.position == 3
+
+
 def test_a_topic_made_again_is_replayed_from_the_start() -> None:
     partition = MemoryPartition(leader=False)
     partition.add(SchemaRecord("s", 1, 1, USER), SchemaRecord("s", 2, 2, '"int"'))
