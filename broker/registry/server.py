@@ -39,6 +39,7 @@ log = logging.getLogger("odradek.schema_registry")
 
 URLS = "/schema_registry/brokers"
 FORWARD_TIMEOUT_S = 30.0
+SHUTDOWN_S = 2.0
 
 
 class ReplicaLog:
@@ -130,7 +131,8 @@ class RegistryServer:
         """Serve on (host, port); the bound port."""
         self._follow = asyncio.create_task(self.service.follow())
         app = RegistryRoutes(self.service, self.forwarder, self.authorize).app()
-        self._runner = web.AppRunner(app, access_log=None)
+        # shutdown waits this long for requests under way (aiohttp's default: a minute)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         sock = socket.create_server((host, port), reuse_port=False)  # OSError: one line
         self.port = sock.getsockname()[1]
