@@ -13,6 +13,7 @@
                                                           joins G; --isolation-level
                                                           read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
+    odradek schemas list|get|register|delete|compatibility|config  (deploy/schemas_cli.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
     odradek quotas alter|describe --entity-type users|clients ...  (deploy/quotas_cli.py)
@@ -64,6 +65,7 @@ from deploy import (
     consume_cli,
     produce_cli,
     quotas_cli,
+    schemas_cli,
     topics_cli,
     transactions_cli,
     users_cli,
@@ -127,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cli.add_parser(sub, client)
     consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
+    schemas_cli.add_parser(sub, client)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
     quotas_cli.add_parser(sub, client)

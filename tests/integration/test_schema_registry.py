@@ -19,6 +19,7 @@ import urllib.request
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,7 +37,7 @@ with warnings.catch_warnings():
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from deploy.cluster import LocalCluster
-from tests.fixtures.cluster import ClusterFactory, wait_until
+from tests.fixtures.cluster import ClusterFactory, run_odradek, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -207,6 +208,35 @@ def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     contract = {"schema": _user(), "ruleSet": {"domainRules": [{"name": "r"}]}}
     status, body = http(f"{url}/subjects/{subject}/versions", "POST", contract)
     assert (status, body["error_code"]) == (501, 50101), body
+
+
+def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:
+    """`odradek schemas ...` against a broker (--registry) and the local cluster (--dir)."""
+    subject, ns = f"{topic}-value", topic.replace("-", "_")
+    where = ["--registry", cluster3.schema_registry_urls[1]]
+
+    def odradek(*args: str, stdin: str | None = None, ok: bool = True) -> str:
+        """stdout, or (not `ok`: exit 1 expected) stdout and stderr."""
+        done = run_odradek("schemas", *args, *where, input=stdin)
+        assert done.returncode == (0 if ok else 1), done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout if ok else done.stdout + done.stderr
+
+    first = odradek("register", subject, "-", stdin=_user(namespace=ns))
+    assert first.startswith("id ")
+    assert subject in odradek("list").splitlines()
+    assert json.loads(odradek("get", subject))["namespace"] == ns
+    breaking = tmp_path / "breaking.avsc"
+    breaking.write_text(_user({"name": "email", "type": "string"}, namespace=ns))
+    verdict = odradek("compatibility", subject, str(breaking), ok=False).splitlines()
+    assert verdict[0] == "incompatible" and "READER_FIELD_MISSING_DEFAULT_VALUE" in verdict[1]
+    assert odradek("config", subject, "--set", "none").strip() == "NONE"
+    assert odradek("compatibility", subject, str(breaking)).strip() == "compatible"
+    assert odradek("delete", subject).split() == ["1"]
+    missing = odradek("get", subject, ok=False)  # only a soft-deleted version left
+    assert missing.startswith("odradek: error: SCHEMA_REGISTRY_40402: "), missing
+    where = ["--dir", str(cluster3.dir)]  # the local cluster's registry
+    assert json.loads(odradek("config", "-o", "json")) == {"compatibilityLevel": "BACKWARD"}
 
 
 @pytest.mark.slow  # it kills a broker (a cluster of its own)
