@@ -249,6 +249,9 @@ class BrokerConfig:
     # debug mode: log every event-loop callback or task step that holds the loop longer than
     # this, with its name (broker/slow_steps.py; it slows the broker down); 0: off
     loop_debug_slow_ms: int = not_negative(0)
+    # Confluent's Schema Registry API on http://host:schema_registry_port (broker/registry/,
+    # docs/schema-registry.md); 0: off
+    schema_registry_port: int = 0
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Kafka's per-listener settings, listener.name.<listener>.<setting>: a TLS listener's own
     # ssl.* settings (and ssl.principal.mapping.rules), over the broker-wide ones, so one
@@ -270,6 +273,9 @@ class BrokerConfig:
             raise UsageError(f"port {self.port} is not in 0..65535")
         if not 0 <= self.metrics_port <= 65535:
             raise UsageError(f"metrics_port {self.metrics_port} is not in 0..65535 (0: off)")
+        if not 0 <= self.schema_registry_port <= 65535:
+            raise UsageError(f"schema_registry_port {self.schema_registry_port} is not in "
+                             "0..65535 (0: off)")  # fmt: skip
         if self.broker_id < 0:
             raise UsageError(f"broker_id {self.broker_id} must be >= 0")
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:

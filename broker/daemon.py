@@ -22,6 +22,8 @@ so a topic config changed while the broker starts reaches its logs.
 With a `metrics_port`, both listeners' doors are metered and the Prometheus metrics
 (broker/metrics.py) are served from a thread of their own once the listeners are up (a port
 that cannot be bound fails the start, as a listener's would); they stop as shutdown begins.
+With a `schema_registry_port`, the schema registry (broker/registry/) serves from the broker's
+loop once the broker is registered (so other brokers can forward writes to it), and stops then.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
+from broker.registry.server import make_registry
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security import authorizer_log
@@ -232,6 +235,10 @@ class Broker:
         )
         metadata, topics = MetadataCache(), ZkTopicStore(self.zk)
         authorizer, self.acls = self._authorizer(config)
+        self.registry = None  # Confluent's Schema Registry API (broker/registry/), when a port
+        if config.schema_registry_port:
+            self.registry = make_registry(self.replicas, metadata, topics, self.clock, self.zk,
+                                          config.broker_id, authorizer)  # fmt: skip
         # SCRAM credentials (/config/users), following the config change notifications
         self.credentials = CredentialCache(self.zk)
         broker_wide, per_listener = sasl_configs(config)
@@ -353,6 +360,10 @@ class Broker:
             self.zk, self.config.broker_id, host, port, kafka=kafka, holds_port=True,
             listeners=self._endpoints(),
         )  # fmt: skip
+        if self.registry is not None:
+            port = await self.registry.start(self.config.host, self.config.schema_registry_port,
+                                             host)  # fmt: skip
+            log.info("schema registry on http://%s:%d", host, port)
         self._electing = True
         await self.elector.start()
         self._background = asyncio.create_task(
@@ -376,6 +387,8 @@ class Broker:
         for server in self.native_servers + self.kafka_servers:
             server.stop_accepting()
         await asyncio.get_running_loop().run_in_executor(None, self.metrics.stop)
+        if self.registry is not None:
+            await _quietly(self.registry.stop())
         if self._electing:
             await _quietly(self.elector.stop())
         if self._registration is not None:

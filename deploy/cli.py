@@ -13,6 +13,7 @@
                                                           joins G; --isolation-level
                                                           read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
+    odradek schemas list|get|register|delete|compatibility|config  (deploy/schemas_cli.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
     odradek quotas alter|describe --entity-type users|clients ...  (deploy/quotas_cli.py)
@@ -64,6 +65,7 @@ from deploy import (
     consume_cli,
     produce_cli,
     quotas_cli,
+    schemas_cli,
     topics_cli,
     transactions_cli,
     users_cli,
@@ -127,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cli.add_parser(sub, client)
     consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
+    schemas_cli.add_parser(sub, client)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)
     quotas_cli.add_parser(sub, client)
@@ -149,6 +152,10 @@ def _add_broker_parser(sub: Any) -> None:
     p.add_argument(
         "--metrics-port", type=non_negative_int, help="serve Prometheus metrics here (0: off)"
     )
+    p.add_argument(
+        "--schema-registry-port", type=non_negative_int,
+        help="serve Confluent's Schema Registry API here (0: off)",
+    )  # fmt: skip
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
     p.add_argument("--config", type=Path, metavar="FILE", help="broker settings (TOML)")
     p.set_defaults(func=cmd_broker)
@@ -246,6 +253,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         zookeeper=args.zookeeper,
         listeners=args.listeners,
         metrics_port=args.metrics_port,
+        schema_registry_port=args.schema_registry_port,
     )
     return run_forever(config)
 
@@ -280,6 +288,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     print(bootstrap, flush=True)
     progress("Kafka clients (kcat, kafka-python, confluent-kafka, aiokafka):")
     print(f"bootstrap.servers={cluster.kafka_bootstrap}", flush=True)
+    if cluster.schema_registry_urls:
+        progress("Schema registry (confluent_kafka.schema_registry's url):")
+        print(",".join(cluster.schema_registry_urls), flush=True)
     if cluster.secure:
         _print_secure_configs(cluster)
     console_cli.start_beside(cluster, args)  # prints the console's URL

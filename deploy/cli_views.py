@@ -17,7 +17,7 @@ from typing import Any
 from deploy.cli_output import Fields, field_lines, table_lines
 from deploy.records_cli import Offsets
 
-STATUS_COLUMNS = ("ID", "PID", "PORT", "KAFKA", "METRICS", "STATE", "ROLE")
+STATUS_COLUMNS = ("ID", "PID", "PORT", "KAFKA", "METRICS", "REGISTRY", "STATE", "ROLE")
 
 
 def partition_status(p: Any) -> str:
@@ -125,6 +125,8 @@ def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[s
                 "port": s.port,
                 "kafka_port": s.kafka_port or None,
                 "metrics_port": s.metrics_port or None,  # Prometheus, http://host:port/metrics
+                # the schema registry, http://host:port (docs/schema-registry.md)
+                "registry_port": getattr(s, "registry_port", 0) or None,
                 "state": s.state,
                 "controller": s.controller,
             }
@@ -138,7 +140,8 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     zk = doc["zookeeper"]
     zk_pid = "given" if zk["pid"] is None else f"pid {zk['pid']}"
     rows = [
-        (b["id"], b["pid"], b["port"], b["kafka_port"], b["metrics_port"], b["state"],
+        (b["id"], b["pid"], b["port"], b["kafka_port"], b["metrics_port"], b["registry_port"],
+         b["state"],
          "controller" if b["controller"] else "")
         for b in doc["brokers"]
     ]  # fmt: skip

@@ -18,9 +18,12 @@ Layout of the directory:
 cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
                "zookeeper": {"connect": "127.0.0.1:2181", "port": 2181, "pid": 123 | null},
                "brokers": [{"id": 1, "port": 9092, "pid": 456, "log_dir": "...",
-                            "kafka_port": 9093, "metrics_port": 9094}, ...]}
+                            "kafka_port": 9093, "metrics_port": 9094,
+                            "registry_port": 9095}, ...]}
 Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`), and
-serves Prometheus metrics on `metrics_port` (broker/metrics.py; 0 in a state file from before).
+serves Prometheus metrics on `metrics_port` (broker/metrics.py; 0 in a state file from before)
+and Confluent's Schema Registry API on `registry_port` (broker/registry/; 0: none, and on a
+`--secure` cluster, whose registry would not yet check who writes).
 A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
 
 Commands may run from several shells at once (`cluster kill 1` here, `cluster start 2` there):
@@ -127,6 +130,7 @@ class BrokerStatus:
     controller: bool
     kafka_port: int = 0
     metrics_port: int = 0
+    registry_port: int = 0
 
 
 def _refuse_if_running(
@@ -286,6 +290,13 @@ class LocalCluster:
             f"{b.host or state.host}:{b.kafka_port}" for b in state.brokers if b.kafka_port
         )
 
+    @property
+    def schema_registry_urls(self) -> list[str]:
+        """Every broker's schema registry URL (Confluent's `url` takes them, comma-separated)."""
+        state = self._require_state()
+        return [f"http://{b.host or state.host}:{b.registry_port}"
+                for b in state.brokers if b.registry_port]  # fmt: skip
+
     def set_console(self, pid: int, port: int) -> None:
         """Record the console started beside this cluster (`cluster down` stops it by PID)."""
         with self._state_lock():
@@ -351,7 +362,7 @@ class LocalCluster:
                 lab = setup_netlab(self.dir, ids, zk.connect, record, self._progress)
             write_broker_config(self.dir / "broker.toml", self.host, self.session_timeout_ms,
                                 self.broker_settings)  # fmt: skip
-            ports = pick_ports(self.host, 3 * self.num_brokers, self.base_port)
+            ports = pick_ports(self.host, 4 * self.num_brokers, self.base_port)
             used_ports = set(ports)  # and every listener's of one's own, as they are picked
             if self.secure:
                 hosts = {i: self.host if lab is None else lab.spec.broker_ip(i) for i in ids}
@@ -363,7 +374,8 @@ class LocalCluster:
                 n = self.num_brokers
                 port, kafka_port, metrics_port = ports[i], ports[n + i], ports[2 * n + i]
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
-                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port)
+                proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port,
+                                  registry_port=0 if self.secure else ports[3 * n + i])  # fmt: skip
                 state.brokers.append(proc)
                 if self.listeners or self.native_listeners:
                     extra = own_listeners(proc, host or self.host, self.listeners,
@@ -408,13 +420,11 @@ class LocalCluster:
                              if self._brokers.port_was_taken(b, self.broker_log(b.id))]  # fmt: skip
                     if attempt == PORT_RETRIES or not taken or state.brokers[0].listener_ports:
                         raise
-                    used = {
-                        p for b in state.brokers for p in (b.port, b.kafka_port, b.metrics_port)
-                    }
+                    used = {p for b in state.brokers for p in b.ports()}
                     for proc in taken:
-                        proc.port, proc.kafka_port, proc.metrics_port = free_ports(
-                            self.host, 3, used
-                        )
+                        fresh = free_ports(self.host, 4, used)
+                        proc.port, proc.kafka_port, proc.metrics_port = fresh[:3]
+                        proc.registry_port = fresh[3] if proc.registry_port else 0
                         self._progress(f"broker {proc.id}: a port was taken before it bound it; "
                                        "starting it again on new ports")  # fmt: skip
                         self._spawn(proc)
@@ -440,6 +450,7 @@ class LocalCluster:
         pid = self._brokers.spawn(proc, cmd, self.broker_log(proc.id), self.dir)
         kafka = f", Kafka port {proc.kafka_port}" if proc.kafka_port else ""
         kafka += f", metrics port {proc.metrics_port}" if proc.metrics_port else ""
+        kafka += f", schema registry port {proc.registry_port}" if proc.registry_port else ""
         self._progress(f"started broker {proc.id} on {host}:{proc.port}{kafka} (pid {pid})")
 
     # ----- secure mode (deploy/cluster_security.py) ---------------------------------------------
@@ -544,9 +555,8 @@ class LocalCluster:
             now = self._brokers.state(b)
             # the survivors name a dead controller until its ZooKeeper session expires
             is_controller = now != "dead" and b.id == controller
-            out.append(
-                BrokerStatus(b.id, b.pid, b.port, now, is_controller, b.kafka_port, b.metrics_port)
-            )
+            ports = (b.kafka_port, b.metrics_port, b.registry_port)
+            out.append(BrokerStatus(b.id, b.pid, b.port, now, is_controller, *ports))
         return out
 
     def zookeeper_state(self) -> str:

@@ -91,6 +91,8 @@ def broker_command(
         cmd += ["--listeners", f"{scheme}://{host}:{proc.kafka_port}"]
     if proc.metrics_port:
         cmd += ["--metrics-port", str(proc.metrics_port)]
+    if proc.registry_port:
+        cmd += ["--schema-registry-port", str(proc.registry_port)]
     return cmd
 
 

@@ -45,7 +45,12 @@ class BrokerProc:
     kafka_port: int = 0  # the Kafka listener (0: none, a state file from before it existed)
     host: str = ""  # its own address (a network namespace's); "": the cluster's host
     metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
+    registry_port: int = 0  # the schema registry, http://host:port (0: none)
     listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
+
+    def ports(self) -> tuple[int, ...]:
+        """The ports `up` picked for it (0: not used)."""
+        return (self.port, self.kafka_port, self.metrics_port, self.registry_port)
 
 
 @dataclass(slots=True)

@@ -81,13 +81,23 @@ class CliCluster:
         out = self.run("cluster", "status")
         lines = out.splitlines()
         assert lines[2].startswith("kafka bootstrap.servers=127.0.0.1:"), out
-        assert lines[3].split() == ["ID", "PID", "PORT", "KAFKA", "METRICS", "STATE", "ROLE"], out
+        assert lines[3].split() == [
+            "ID",
+            "PID",
+            "PORT",
+            "KAFKA",
+            "METRICS",
+            "REGISTRY",
+            "STATE",
+            "ROLE",
+        ], out
         rows = {}
         for line in lines[4:]:
             fields = line.split()
             assert fields[3].isdigit(), f"broker {fields[0]} shows its Kafka port: {line}"
             assert fields[4].isdigit(), f"broker {fields[0]} shows its metrics port: {line}"
-            rows[int(fields[0])] = (fields[5], fields[-1] == "controller")
+            assert fields[5].isdigit(), f"broker {fields[0]} shows its registry port: {line}"
+            rows[int(fields[0])] = (fields[6], fields[-1] == "controller")
         return rows
 
 
@@ -106,9 +116,10 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
         assert up.returncode == 0, up.stderr
         assert "Traceback" not in up.stderr
         assert "cluster ready" in up.stderr  # progress lines
-        bootstrap, kafka, console = up.stdout.strip().splitlines()
+        bootstrap, kafka, registry, console = up.stdout.strip().splitlines()
         assert re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", bootstrap), up.stdout
         assert re.fullmatch(r"bootstrap.servers=127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", kafka)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+(,http://127\.0\.0\.1:\d+){2}", registry)
         assert re.fullmatch(r"console=http://127\.0\.0\.1:\d+/", console)  # docs/console.md
         yield CliCluster(cwd, bootstrap)
         down = run_odradek("cluster", "down", "--purge", cwd=cwd)

@@ -9,7 +9,8 @@ How the documents are read (`doc_steps`): an indented or fenced shell block hold
 (lines whose first word is a program in PROGRAMS) and shown output (every other line); the
 ```python blocks run as scripts, consecutive ones together (the second kafka-python block uses
 the first one's `kafka`), as pasted into one interpreter. The placeholders `127.0.0.1:PORT` and
-`127.0.0.1:KAFKA_PORT` become this cluster's bootstrap lists. Each step runs in the document's
+`127.0.0.1:KAFKA_PORT` become this cluster's bootstrap lists, `http://127.0.0.1:REGISTRY_PORT`
+its schema registry URLs. Each step runs in the document's
 order, bounded by a hang guard (`GUARD_S`, generous: it catches a command that waits forever,
 it does not time anything); each must exit 0 without a traceback, and a few outputs are
 checked (`EXPECTED`). A command whose output the document says comes later (the compacted
@@ -205,10 +206,13 @@ class Newcomer:
     cwd: Path
     bootstrap: str
     kafka_bootstrap: str
+    registry: str  # the schema registry URLs `cluster up` printed
 
     def fill(self, text: str) -> str:
-        return text.replace("127.0.0.1:KAFKA_PORT", self.kafka_bootstrap).replace(
-            "127.0.0.1:PORT", self.bootstrap
+        return (
+            text.replace("127.0.0.1:KAFKA_PORT", self.kafka_bootstrap)
+            .replace("127.0.0.1:PORT", self.bootstrap)
+            .replace("http://127.0.0.1:REGISTRY_PORT", self.registry)
         )
 
     def run(self, step: Step) -> tuple[str, str]:
@@ -259,8 +263,8 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Newcomer]:
     up = run_odradek("cluster", "up", cwd=cwd)
     try:
         assert up.returncode == 0, up.stderr
-        bootstrap, kafka, _console = up.stdout.strip().splitlines()
-        yield Newcomer(cwd, bootstrap, kafka.removeprefix("bootstrap.servers="))
+        bootstrap, kafka, registry, _console = up.stdout.strip().splitlines()
+        yield Newcomer(cwd, bootstrap, kafka.removeprefix("bootstrap.servers="), registry)
     finally:
         if (cwd / ".odradek" / "cluster.json").exists():
             LocalCluster.open(cwd / ".odradek").down()
@@ -279,8 +283,8 @@ def test_the_documents_are_read_as_expected() -> None:
         assert any(text.startswith(start) for text in readme), start
     # the native client, kafka-python, the security section's confluent-kafka (run by
     # test_secure_cluster.py), the transactions section's confluent-kafka and native, and the
-    # Spark section's exactly-once write
-    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 6
+    # Spark section's exactly-once write, and the schema registry's Avro round trip
+    assert sum(1 for s in doc_steps("README.md") if s.kind == "python") == 7
     for doc in [*list(DOCS)[1:], "examples/README.md"]:
         for step in doc_steps(doc):
             if step.text.startswith(("odradek consume", ".venv/bin/odradek consume")):

@@ -168,25 +168,40 @@ def test_status_doc_and_its_table() -> None:
     )  # fmt: skip
     brokers = [
         SimpleNamespace(
-            id=1, pid=4242, port=1, kafka_port=2, metrics_port=5, state="alive", controller=True
+            id=1,
+            pid=4242,
+            port=1,
+            kafka_port=2,
+            metrics_port=5,
+            registry_port=6,
+            state="alive",
+            controller=True,
         ),
         SimpleNamespace(
-            id=12, pid=7, port=3, kafka_port=0, metrics_port=0, state="dead", controller=False
+            id=12,
+            pid=7,
+            port=3,
+            kafka_port=0,
+            metrics_port=0,
+            registry_port=0,
+            state="dead",
+            controller=False,
         ),
     ]
     doc = cli_views.status_doc(cluster, "running", brokers)
     assert doc["zookeeper"] == {"connect": "127.0.0.1:2181", "pid": None, "state": "running"}
     assert doc["brokers"][1] == {
-        "id": 12, "pid": 7, "port": 3, "kafka_port": None, "metrics_port": None, "state": "dead",
+        "id": 12, "pid": 7, "port": 3, "kafka_port": None, "metrics_port": None,
+        "registry_port": None, "state": "dead",
         "controller": False,
     }  # fmt: skip
     lines = cli_views.status_lines(doc)
     assert lines[0] == "ZooKeeper 127.0.0.1:2181 (given): running"
     assert lines[3].split() == list(cli_views.STATUS_COLUMNS)
-    assert lines[4].split() == ["1", "4242", "1", "2", "5", "alive", "controller"]
-    assert lines[5].split() == ["12", "7", "3", "-", "-", "dead"]
+    assert lines[4].split() == ["1", "4242", "1", "2", "5", "6", "alive", "controller"]
+    assert lines[5].split() == ["12", "7", "3", "-", "-", "-", "dead"]
     starts = column_starts(lines[3])
-    assert all(line[s] != " " for line in lines[4:] for s in starts[:6])
+    assert all(line[s] != " " for line in lines[4:] for s in starts[:7])
 
 
 def test_election_docs_and_lines() -> None:

@@ -1,0 +1,275 @@
+"""The schema registry on every broker, with confluent-kafka's own registry client and serdes.
+
+On the shared three-broker cluster (every local cluster serves the registry): an Avro round
+trip through a topic with AvroSerializer / AvroDeserializer at their defaults (the schema
+registered on first use), an incompatible change refused with 409, a compatible one given a
+new version, every broker answering the same ids and versions (writes through any broker,
+forwarded to the writer), and Confluent's error codes. On a cluster of its own: the
+`_schemas` writer killed and restarted, its successor replaying the topic with every id kept
+and handing out no id twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+# Authlib (under the registry client) warns of its own httpx module at import, under an
+# "always" filter that authlib.deprecate sets on import: ours goes in front of that one.
+with warnings.catch_warnings():
+    import authlib.deprecate  # noqa: F401
+
+    warnings.simplefilter("ignore")
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from deploy.cluster import LocalCluster
+from tests.fixtures.cluster import ClusterFactory, run_odradek, wait_until
+
+pytestmark = pytest.mark.integration
+
+SEEN_WITHIN_S = 10.0  # docs/schema-registry.md promises about a second; a loaded CI is slower
+
+
+def _user(*extra: dict[str, Any], namespace: str = "t") -> str:
+    """A record schema; ids are global, so a test that counts them names its own namespace."""
+    fields = [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}, *extra]
+    return json.dumps({"type": "record", "name": "User", "namespace": namespace,
+                       "fields": fields})  # fmt: skip
+
+
+def http(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    """(status, JSON answer) of one request to a registry."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture
+def urls(cluster3: LocalCluster) -> list[str]:
+    return cluster3.schema_registry_urls
+
+
+Clients = Callable[[str], SchemaRegistryClient]
+
+
+@pytest.fixture
+def registry() -> Iterator[Clients]:
+    """confluent-kafka's registry client for a URL; each is closed after the test (its HTTP
+    sessions' sockets would warn when collected)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda url: stack.enter_context(SchemaRegistryClient({"url": url}))
+
+
+@pytest.fixture
+def topic() -> Iterator[str]:
+    yield f"sr-{uuid.uuid4().hex[:8]}"
+
+
+def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    client = registry(urls[0])
+    serialize = AvroSerializer(client, _user())  # auto.register.schemas: the default
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    for i in range(5):
+        producer.produce(topic, value=serialize({"name": f"u{i}", "age": i}, value_ctx))
+    assert producer.flush(30) == 0
+
+    # a fresh client (no cache) on another broker decodes by the id in each record
+    deserialize = AvroDeserializer(registry(urls[1]))
+    consumer = Consumer({"bootstrap.servers": cluster3.kafka_bootstrap, "group.id": topic,
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 5 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            assert msg.value()[0] == 0  # Confluent's framing: magic 0, then the 4-byte id
+            got.append(deserialize(msg.value(), value_ctx))
+    consumer.close()
+    assert got == [{"name": f"u{i}", "age": i} for i in range(5)]
+
+    subject = f"{topic}-value"
+    first = client.get_latest_version(subject)
+    assert first.version == 1
+    # BACKWARD (the default): a new field without a default cannot read the old records
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(_user({"name": "email", "type": "string"})))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert "READER_FIELD_MISSING_DEFAULT_VALUE" in refused.value.error_message
+    status, verbose = http(f"{urls[2]}/compatibility/subjects/{subject}/versions/latest"
+                           "?verbose=true", "POST",
+                           {"schema": _user({"name": "email", "type": "string"})})  # fmt: skip
+    assert status == 200 and verbose["is_compatible"] is False and verbose["messages"]
+    # with a default it can: a new version and a new id
+    compatible = Schema(_user({"name": "email", "type": "string", "default": ""}))
+    assert client.test_compatibility(subject, compatible)
+    new_id = client.register_schema(subject, compatible)
+    assert new_id != first.schema_id
+    assert client.get_versions(subject) == [1, 2]
+    assert http(f"{urls[0]}/subjects/{subject}/versions/latest")[1]["id"] == new_id
+
+
+def test_every_broker_sees_the_same_ids_and_versions(
+    urls: list[str], topic: str, registry: Clients
+) -> None:
+    subject, ns = f"{topic}-value", topic.replace("-", "_")
+    ids = []
+    for i, url in enumerate(urls):  # each write through another broker: forwarded but one
+        schema = Schema(_user(*[{"name": f"f{j}", "type": "int", "default": 0}
+                                for j in range(i)], namespace=ns))  # fmt: skip
+        ids.append(registry(url).register_schema(subject, schema))
+        # the broker that took the write answers it at once (it waited for it, or forwarded)
+        assert http(f"{url}/subjects/{subject}/versions/latest")[1]["id"] == ids[-1]
+    assert len(set(ids)) == 3
+    # the same schema under another subject keeps its id (ids are global)
+    status, other = http(f"{urls[1]}/subjects/{topic}-other/versions", "POST",
+                         {"schema": _user(namespace=ns)})  # fmt: skip
+    assert (status, other) == (200, {"id": ids[0]})
+
+    def same_everywhere() -> bool:
+        answers = [http(f"{url}/subjects/{subject}/versions")[1] for url in urls]
+        return all(a == [1, 2, 3] for a in answers)
+
+    wait_until(same_everywhere, "every broker to list the three versions", SEEN_WITHIN_S)
+    for url in urls:
+        client = registry(url)
+        assert [client.get_version(subject, v).schema_id for v in (1, 2, 3)] == ids
+        assert http(f"{url}/schemas/ids/{ids[0]}/versions")[1] == [
+            {"subject": f"{topic}-other", "version": 1},
+            {"subject": subject, "version": 1},
+        ]
+        assert client.lookup_schema(subject, Schema(_user(namespace=ns))).version == 1
+    # a subject with a slash (sent as %2F) forwarded as it came: one version, from every broker
+    slashed = f"{topic}/a/b"
+    got = {registry(url).register_schema(slashed, Schema('"int"')) for url in urls}
+    assert len(got) == 1
+    for url in urls:
+        assert registry(url).get_versions(slashed) == [1]
+
+
+def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
+    url, subject = urls[0], f"{topic}-value"
+    assert http(f"{url}/subjects/{subject}/versions")[1]["error_code"] == 40401
+    assert http(f"{url}/schemas/ids/999999")[1]["error_code"] == 40403
+    bad = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": '{"type": "nope"}'})
+    assert bad[0] == 422 and bad[1]["error_code"] == 42201
+    json_schema = {"schema": '{"type": "object"}', "schemaType": "JSON"}
+    refused = http(f"{url}/subjects/{subject}/versions", "POST", json_schema)
+    assert refused[1]["error_code"] == 42201 and "not supported yet" in refused[1]["message"]
+    assert http(f"{url}/subjects/{subject}/versions", "POST", {"schema": _user()})[0] == 200
+    assert http(f"{url}/subjects/{subject}/versions/2")[1]["error_code"] == 40402
+    assert http(f"{url}/subjects/{subject}/versions/zero")[1]["error_code"] == 42202
+    # compatibility NONE for the subject: anything goes; the global level is unchanged
+    assert http(f"{url}/config/{subject}", "PUT", {"compatibility": "NONE"}) == (
+        200, {"compatibility": "NONE"})  # fmt: skip
+    assert http(f"{url}/config/{subject}", "PUT", {"compatibility": "SIDEWAYS"})[1][
+        "error_code"] == 42203  # fmt: skip
+    assert http(f"{url}/subjects/{subject}/versions", "POST",
+                {"schema": '"string"'})[0] == 200  # fmt: skip
+    assert http(f"{url}/config")[1] == {"compatibilityLevel": "BACKWARD"}
+    # read-only: writes refused with 42205, until the mode goes back
+    assert http(f"{url}/mode/{subject}", "PUT", {"mode": "READONLY"})[0] == 200
+    assert http(f"{url}/subjects/{subject}/versions", "POST",
+                {"schema": '"long"'})[1]["error_code"] == 42205  # fmt: skip
+    assert http(f"{url}/mode/{subject}", "DELETE")[1] == {"mode": "READONLY"}
+    # deletes: a version soft then for good; the subject soft, listed with ?deleted=true
+    assert http(f"{url}/subjects/{subject}/versions/1", "DELETE", None) == (200, 1)
+    assert http(f"{url}/subjects/{subject}/versions/1?permanent=true", "DELETE") == (200, 1)
+    assert http(f"{url}/subjects/{subject}/versions?deleted=true")[1] == [2]
+    assert http(f"{url}/subjects/{subject}?permanent=true", "DELETE")[1]["error_code"] == 40405
+    assert http(f"{url}/subjects/{subject}", "DELETE") == (200, [2])
+    assert subject not in http(f"{url}/subjects")[1]
+    assert subject in http(f"{url}/subjects?deleted=true")[1]
+    assert http(f"{url}/subjects/{subject}?permanent=true", "DELETE") == (200, [2])
+    assert subject not in http(f"{url}/subjects?deleted=true")[1]
+    # what is not done says so
+    contract = {"schema": _user(), "ruleSet": {"domainRules": [{"name": "r"}]}}
+    status, body = http(f"{url}/subjects/{subject}/versions", "POST", contract)
+    assert (status, body["error_code"]) == (501, 50101), body
+
+
+def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:
+    """`odradek schemas ...` against a broker (--registry) and the local cluster (--dir)."""
+    subject, ns = f"{topic}-value", topic.replace("-", "_")
+    where = ["--registry", cluster3.schema_registry_urls[1]]
+
+    def odradek(*args: str, stdin: str | None = None, ok: bool = True) -> str:
+        """stdout, or (not `ok`: exit 1 expected) stdout and stderr."""
+        done = run_odradek("schemas", *args, *where, input=stdin)
+        assert done.returncode == (0 if ok else 1), done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout if ok else done.stdout + done.stderr
+
+    first = odradek("register", subject, "-", stdin=_user(namespace=ns))
+    assert first.startswith("id ")
+    assert subject in odradek("list").splitlines()
+    assert json.loads(odradek("get", subject))["namespace"] == ns
+    breaking = tmp_path / "breaking.avsc"
+    breaking.write_text(_user({"name": "email", "type": "string"}, namespace=ns))
+    verdict = odradek("compatibility", subject, str(breaking), ok=False).splitlines()
+    assert verdict[0] == "incompatible" and "READER_FIELD_MISSING_DEFAULT_VALUE" in verdict[1]
+    assert odradek("config", subject, "--set", "none").strip() == "NONE"
+    assert odradek("compatibility", subject, str(breaking)).strip() == "compatible"
+    assert odradek("delete", subject).split() == ["1"]
+    missing = odradek("get", subject, ok=False)  # only a soft-deleted version left
+    assert missing.startswith("odradek: error: SCHEMA_REGISTRY_40402: "), missing
+    where = ["--dir", str(cluster3.dir)]  # the local cluster's registry
+    assert json.loads(odradek("config", "-o", "json")) == {"compatibilityLevel": "BACKWARD"}
+
+
+@pytest.mark.slow  # it kills a broker (a cluster of its own)
+def test_writer_killed_successor_replays_with_ids_kept(
+    cluster_factory: ClusterFactory, registry: Clients
+) -> None:
+    cluster = cluster_factory(3)
+    urls = {b.id: f"http://127.0.0.1:{b.registry_port}" for b in cluster.state.brokers}
+    ids = [registry(urls[1]).register_schema(
+        f"s{i}", Schema(_user({"name": f"x{i}", "type": "int", "default": i})))
+        for i in range(3)]  # fmt: skip
+    writer = _writer(cluster)
+    cluster.kill(writer)
+    survivor = next(i for i in urls if i != writer)
+
+    def registered_after_failover() -> int | None:
+        status, body = http(f"{urls[survivor]}/subjects/after/versions", "POST",
+                            {"schema": '"string"'})  # fmt: skip
+        return body["id"] if status == 200 else None  # 50004 / 50003 while none leads
+
+    new_id = wait_until(registered_after_failover, "a registration after failover", 60)
+    assert new_id == max(ids) + 1  # the successor replayed to the end before handing one out
+    cluster.start(writer)
+    for broker_id, url in urls.items():
+        client = registry(url)
+        wait_until(lambda u=url: http(f"{u}/subjects/after/versions")[0] == 200,
+                   f"broker {broker_id} to replay the topic", 60)  # fmt: skip
+        assert [client.get_latest_version(f"s{i}").schema_id for i in range(3)] == ids
+
+
+def _writer(cluster: LocalCluster) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    topics = admin.list_topics("_schemas", timeout=30).topics
+    return int(topics["_schemas"].partitions[0].leader)
