@@ -71,20 +71,25 @@ class StorageFailures:
         self._spawn = spawn  # ReplicaManager's: its tasks end at its shutdown
         self._notifying = False  # a log directory failure notification is under way
 
-    def failed(self, exc: BaseException, action: str) -> tuple[int, str]:
-        """(error code, message) for an error a log operation raised; an I/O error takes the
-        log directory offline first."""
+    def failed(
+        self, exc: BaseException, action: str, key: tuple[str, int] | None = None
+    ) -> tuple[int, str]:
+        """(error code, message) for an error a log operation on partition `key` (None: not
+        one partition's) raised; an I/O error takes its log directory offline first."""
         if is_log_dir_failure(exc):
-            self.log_manager.fail(exc, action)
-        if self.log_manager.offline:
+            self.log_manager.fail(exc, action, key)
+        manager = self.log_manager
+        if manager.offline or (key is not None and manager.is_offline(key)):
             return LogDirOfflineError.code, f"{action}: the log directory is offline ({exc})"
         return error_of(exc)
 
     def on_log_dir_offline(self, failure: LogDirFailure) -> None:
-        """LogManager's listener: stop leading and following everything, tell the controller."""
+        """LogManager's listener: stop leading and following the partitions whose log is in
+        the failed directory, tell the controller."""
         for key, p in self.partitions.items():
-            self.fetchers.remove(key)
-            p.go_offline()
+            if p.log.directory.parent == failure.directory:
+                self.fetchers.remove(key)
+                p.go_offline()
         self.notify_controller()
 
     def notify_controller(self) -> None:

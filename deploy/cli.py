@@ -145,7 +145,11 @@ def _add_broker_parser(sub: Any) -> None:
     p.add_argument(
         "--listeners", metavar="PLAINTEXT://HOST:PORT", help="the Kafka-protocol listener"
     )
-    p.add_argument("--log-dir", type=Path, help="where the partitions live")
+    p.add_argument(
+        "--log-dir", action="append", metavar="DIR[,DIR...]",
+        help="where the partitions live; repeat it (or separate with commas) for several "
+        "log directories (Kafka's log.dirs)",
+    )  # fmt: skip
     p.add_argument(
         "--metrics-port", type=non_negative_int, help="serve Prometheus metrics here (0: off)"
     )
@@ -242,12 +246,20 @@ def cmd_broker(args: argparse.Namespace) -> int:
         args.config,
         broker_id=args.id,
         port=args.port,
-        log_dir=args.log_dir,
+        **log_dir_settings(args.log_dir),
         zookeeper=args.zookeeper,
         listeners=args.listeners,
         metrics_port=args.metrics_port,
     )
     return run_forever(config)
+
+
+def log_dir_settings(given: list[str] | None) -> dict[str, Any]:
+    """--log-dir, repeated or comma-separated: log_dir for one directory, else log_dirs."""
+    dirs = [d for value in given or () for d in value.split(",") if d]
+    if not dirs:
+        return {}
+    return {"log_dir": Path(dirs[0])} if len(dirs) == 1 else {"log_dirs": dirs}
 
 
 def cluster_dir(args: argparse.Namespace) -> Path:

@@ -243,7 +243,7 @@ def _log_dir(cls: Any, d: describe_log_dirs.LogDir) -> Any:
     for p in d.partitions:
         by_topic.setdefault(p.topic, []).append(
             make(part_cls, partition_index=p.partition, partition_size=p.size_bytes,
-                 offset_lag=p.offset_lag, is_future_key=False)
+                 offset_lag=p.offset_lag, is_future_key=p.is_future)
         )  # fmt: skip
     topic_cls = nested(cls, "DescribeLogDirsTopic")
     topics = tuple(make(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())

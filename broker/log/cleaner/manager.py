@@ -242,7 +242,7 @@ class LogCleaner:
                 logger.info("cleaning of %s-%s dropped: the log changed (%s)",
                             log.topic, log.partition, exc)  # fmt: skip
             elif is_log_dir_failure(exc):
-                self.logs.fail(exc, f"cleaning of {log.topic}-{log.partition}")
+                self.logs.fail(exc, f"cleaning of {log.topic}-{log.partition}", log.directory)
             else:
                 logger.error("cleaning %s-%s failed, it is left uncleaned: %s",
                              log.topic, log.partition, exc)  # fmt: skip
