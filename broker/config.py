@@ -108,6 +108,9 @@ class BrokerConfig:
     # Kafka's replica.high.watermark.checkpoint.interval.ms: how often every partition's high
     # watermark is written to <log_dir>/replication-offset-checkpoint (and at shutdown)
     replica_high_watermark_checkpoint_interval_ms: int = positive(5000)
+    # Kafka's replica.alter.log.dirs.io.max.bytes.per.second: what moving replicas between
+    # log directories (AlterReplicaLogDirs) reads and writes at most (0: unthrottled)
+    replica_alter_log_dirs_io_max_bytes_per_second: int = not_negative(0)
     offsets_topic_num_partitions: int = positive(10)  # __consumer_offsets (consumer groups)
     offsets_topic_replication_factor: int = positive(3)  # capped at the live brokers when created
     # KIP-211: an empty group's committed offsets expire this long after the later of its

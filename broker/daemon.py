@@ -589,6 +589,9 @@ def replication_settings(config: BrokerConfig) -> ReplicationSettings:
         config.replica_lag_time_max_ms,
         fetcher,
         hw_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
+        alter_log_dirs_io_max_bytes_per_second=(
+            config.replica_alter_log_dirs_io_max_bytes_per_second or None
+        ),
     )
 
 

@@ -125,6 +125,8 @@ class ReplicationSettings:
     replica_lag_time_max_ms: int = 10_000
     fetcher: FetcherSettings = field(default_factory=FetcherSettings)
     hw_checkpoint_interval_ms: int = 5000  # replica.high.watermark.checkpoint.interval.ms
+    # replica.alter.log.dirs.io.max.bytes.per.second: replica moves' copying (None: unthrottled)
+    alter_log_dirs_io_max_bytes_per_second: int | None = None
 
 
 NONE = 0
@@ -185,7 +187,10 @@ class ReplicaManager:
             log_manager, self.partitions, self.fetchers, log_dir_notifier, self._spawn
         )
         log_manager.add_failure_listener(self.failures.on_log_dir_offline)
-        self.moves = ReplicaMoves(log_manager, self._log_swapped)  # AlterReplicaLogDirs
+        self.moves = ReplicaMoves(  # AlterReplicaLogDirs
+            log_manager, self._log_swapped,
+            io_max_bytes_per_second=self.replication.alter_log_dirs_io_max_bytes_per_second,
+        )  # fmt: skip
         self.roles = PartitionRoles(
             broker_id, self.partitions, log_manager, self.fetchers, self.failures,
             default_log_config, self.clock, self.replication.hw_checkpoint_interval_ms,

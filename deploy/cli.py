@@ -184,6 +184,11 @@ def _add_cluster_parser(sub: Any) -> None:
         help="each broker's log dir on a tmpfs of N MiB, for disk-full faults (root)",
     )  # fmt: skip
     up.add_argument(
+        "--log-dirs-per-broker", type=positive_int, default=1, metavar="N",
+        help="each broker's log.dirs: N directories (JBOD; default 1), to try "
+        "AlterReplicaLogDirs",
+    )  # fmt: skip
+    up.add_argument(
         "--secure", action="store_true",
         help="SASL_SSL + SCRAM-SHA-512 on every listener, its own CA, ACLs on, an admin user; "
         "prints a client.properties",
@@ -278,6 +283,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         network="netns" if args.netns else "loopback",
         tmpfs_mb=args.tmpfs_mb or 0,
         secure=args.secure,
+        log_dirs_per_broker=args.log_dirs_per_broker,
     )
     with meter(args, "cluster up", total=args.brokers) as bar:
         if bar.live:  # counts on the bar instead of "waiting for brokers" lines

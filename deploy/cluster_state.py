@@ -46,6 +46,11 @@ class BrokerProc:
     host: str = ""  # its own address (a network namespace's); "": the cluster's host
     metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
     listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
+    extra_log_dirs: list[str] = field(default_factory=list)  # log.dirs after log_dir (JBOD)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [self.log_dir, *self.extra_log_dirs]
 
 
 @dataclass(slots=True)

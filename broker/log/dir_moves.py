@@ -11,9 +11,11 @@ during it (the event loop is the partition's lock):
   truncated as a follower), or it is past the current log end: cut it there; or it ends below
   the current log start (new, or retention/DeleteRecords moved the start): start it over at
   the batch holding the current log start;
-- COPY: read whole batches (at most `copy_bytes_max`) from the current log at the future log
-  end and append them byte for byte, as a follower appends its leader's (offsets, leader
-  epochs, producer state and transaction index come out the same), and follow the log start;
+- COPY: read whole batches (at most `copy_bytes_max`; with io_max_bytes_per_second, Kafka's
+  replica.alter.log.dirs.io.max.bytes.per.second, `run` then sleeps as long as those bytes
+  take at that rate) from the current log at the future log end and append them byte for
+  byte, as a follower appends its leader's (offsets, leader epochs, producer state and
+  transaction index come out the same), and follow the log start;
 - SWAP: caught up: the leader epochs assigned past the last batch (a new leadership's) are
   copied, the log start is matched, and the LogManager swaps the logs (`swap_future`: the
   current one is renamed `-delete`, the future one takes the partition's name); `on_swapped`
@@ -55,11 +57,16 @@ class ReplicaMoves:
         on_swapped: Callable[[Key, Log], None],
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         copy_bytes_max: int = COPY_BYTES_MAX,
+        io_max_bytes_per_second: int | None = None,
     ) -> None:
         self.logs = logs
         self.on_swapped = on_swapped  # the replica manager gives the partition its new log
         self.sleep = sleep
+        self.io_max_bytes_per_second = io_max_bytes_per_second  # None: unthrottled
         self.copy_bytes_max = copy_bytes_max
+        if io_max_bytes_per_second is not None:  # a step copies one second's worth at most
+            self.copy_bytes_max = max(1, min(copy_bytes_max, io_max_bytes_per_second))
+        self._copied_bytes = 0  # by the last step
 
     def request(self, key: Key, destination: Path, hosted: bool = True) -> None:
         """Move the partition's replica to `destination` (one of the broker's log
@@ -102,9 +109,12 @@ class ReplicaMoves:
             busy = False
             for key in list(self.logs.futures()):
                 for _ in range(STEPS_PER_YIELD):
+                    self._copied_bytes = 0
                     if not self._guarded_step(key):
                         break
                     busy = True
+                    if self.io_max_bytes_per_second is not None and self._copied_bytes:
+                        await self.sleep(self._copied_bytes / self.io_max_bytes_per_second)
                 await self.sleep(0)  # produce and fetch get their turn
             if not busy:
                 await self.sleep(IDLE_S)
@@ -147,6 +157,7 @@ class ReplicaMoves:
         if result.slice is not None and result.size_bytes > 0:
             s = result.slice
             future.append_as_follower(os.pread(s.fd, s.length, s.position))
+            self._copied_bytes += s.length
         follow_log_start(current, future)
 
     def _restart_at_start(self, current: Log, future: Log) -> None:
