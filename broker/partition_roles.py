@@ -114,16 +114,15 @@ class PartitionRoles:
             ours = [s for s in states if self.broker_id in s.replicas]
             offline = [s for s in ours if self.log_manager.offline
                        or self.log_manager.is_offline((s.topic, s.partition))]  # fmt: skip
-            if offline:
-                if must_report_log_dir_failure(offline, self.broker_id):
-                    self.failures.notify_controller()
-                ours = [s for s in ours if s not in offline]
+            if offline and must_report_log_dir_failure(offline, self.broker_id):
+                self.failures.notify_controller()
+            online = [s for s in ours if s not in offline]
+            configs = await self._topic_configs(sorted({s.topic for s in online}), lookup)
+            await self._open_new_logs(online, configs)
+            await self._write_epochs_ahead(online)
+            done = {(s.topic, s.partition): self._try_apply(s, configs[s.topic]) for s in online}
             code = LogDirOfflineError.code
-            results = [(s.topic, s.partition, code) for s in offline]
-            configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
-            await self._open_new_logs(ours, configs)
-            await self._write_epochs_ahead(ours)
-            results += [self._try_apply(state, configs[state.topic]) for state in ours]
+            results = [done.get((s.topic, s.partition), (s.topic, s.partition, code)) for s in ours]
         self._log_roles(results)
         return results
 

@@ -170,6 +170,10 @@ class LogManager:
         where = self.dir_of(key)
         return where is not None and where in self.failures
 
+    def offline_keys(self) -> list[Key]:
+        """The partitions whose current log is in a failed directory."""
+        return sorted(k for k, log in self._logs.items() if log.directory.parent in self.failures)
+
     def counts(self) -> dict[Path, int]:
         """Logs (current and future) per log directory, plus those being created."""
         counts = dict.fromkeys(self.log_dirs, 0)
