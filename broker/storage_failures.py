@@ -89,6 +89,10 @@ class StorageFailures:
             return LogDirOfflineError.code, f"{action}: the log directory is offline ({exc})"
         return error_of(exc)
 
+    def failed_at(self, exc: BaseException, verb: str, key: tuple[str, int]) -> tuple[int, str]:
+        """`failed` for an operation ("append to", "read of", ...) on partition `key`."""
+        return self.failed(exc, f"{verb} {key[0]}-{key[1]}", key)
+
     def on_log_dir_offline(self, failure: LogDirFailure) -> None:
         """LogManager's listener: stop leading and following the partitions whose log is in
         the failed directory, tell the controller."""

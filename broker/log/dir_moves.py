@@ -18,8 +18,8 @@ during it (the event loop is the partition's lock):
   transaction index come out the same), and follow the log start;
 - SWAP: caught up: the leader epochs assigned past the last batch (a new leadership's) are
   copied, the log start is matched, and the LogManager swaps the logs (`swap_future`: the
-  current one is renamed `-delete`, the future one takes the partition's name); `on_swapped`
-  gives the partition its new Log. No record acknowledged before the swap is lost: the future
+  current one is renamed `-delete`, the future one takes the partition's name) and the hosted
+  partition gets its new Log. No record acknowledged before the swap is lost: the future
   log holds every batch of the current one, and nothing is appended between the last copy
   and the swap.
 
@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from broker.log.dir_failure import is_log_dir_failure
 from broker.log.dir_placement import Step, move_step
@@ -50,17 +51,24 @@ Key = tuple[str, int]
 logger = logging.getLogger(__name__)
 
 
+class Hosted(Protocol):
+    """A hosted partition (broker/partition.py's Partition), as a swap changes it."""
+
+    log: Log
+    high_watermark: int
+
+
 class ReplicaMoves:
     def __init__(
         self,
         logs: LogManager,
-        on_swapped: Callable[[Key, Log], None],
+        partitions: Mapping[Key, Hosted],
+        io_max_bytes_per_second: int | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         copy_bytes_max: int = COPY_BYTES_MAX,
-        io_max_bytes_per_second: int | None = None,
     ) -> None:
         self.logs = logs
-        self.on_swapped = on_swapped  # the replica manager gives the partition its new log
+        self.partitions = partitions  # the replica manager's: a swap gives one its new log
         self.sleep = sleep
         self.io_max_bytes_per_second = io_max_bytes_per_second  # None: unthrottled
         self.copy_bytes_max = copy_bytes_max
@@ -179,7 +187,10 @@ class ReplicaMoves:
                 future.epochs.assign(epoch, start)
         old_dir = current.directory.parent
         log = self.logs.swap_future(key)
-        self.on_swapped(key, log)
+        p = self.partitions.get(key)
+        if p is not None:  # it serves from the new log from now on
+            p.log = log
+            log.update_high_watermark(p.high_watermark)
         logger.info("%s-%d: moved from %s to %s at offset %d", key[0], key[1], old_dir,
                     log.directory.parent, log.log_end_offset)  # fmt: skip
 

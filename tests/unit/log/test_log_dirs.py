@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,7 +22,6 @@ from broker.log.dir_placement import (
     next_log_dir,
     parse_log_dirs,
 )
-from broker.log.log import Log
 from broker.log.manager import HW_CHECKPOINT_FILE, LogManager
 from protocol.batch import build_batch
 from protocol.clock import ManualClock
@@ -184,9 +184,9 @@ def test_a_moved_replica_keeps_offsets_epochs_and_producers(
     dirs: list[Path], clock: ManualClock
 ) -> None:
     m = make(dirs, clock)
-    swapped: list[tuple[tuple[str, int], Log]] = []
-    moves = ReplicaMoves(m, lambda key, log: swapped.append((key, log)), copy_bytes_max=200)
     log = m.get_or_create("t", 0)
+    hosted = SimpleNamespace(log=log, high_watermark=0)
+    moves = ReplicaMoves(m, {("t", 0): hosted}, copy_bytes_max=200)
     seq = 0
     for epoch in (1, 1, 3):
         log.append_as_leader(pbatch([b"v%d" % seq, b"w%d" % seq], seq), epoch)
@@ -198,8 +198,8 @@ def test_a_moved_replica_keeps_offsets_epochs_and_producers(
     moves.step(("t", 0))  # a step of copying; the partition keeps taking appends meanwhile
     log.append_as_leader(pbatch([b"late"], seq), 5)
     run_moves(moves, ("t", 0))
-    [(key, new)] = swapped
-    assert key == ("t", 0) and new is m.get("t", 0) and new.directory == dirs[1] / "t-0"
+    new = hosted.log
+    assert new is m.get("t", 0) and new is not log and new.directory == dirs[1] / "t-0"
     assert [v for _, v in read_values(new)] == [b"v0", b"w0", b"v2", b"w2", b"v4", b"w4", b"late"]
     assert new.epochs.entries() == [(1, 0), (3, 4), (5, 6)]
     assert new.producers.last_offsets() == {77: 6}
@@ -211,7 +211,7 @@ def test_a_moved_replica_keeps_offsets_epochs_and_producers(
 
 def test_a_move_follows_a_truncated_current_log(dirs: list[Path], clock: ManualClock) -> None:
     m = make(dirs, clock)
-    moves = ReplicaMoves(m, lambda *_: None)
+    moves = ReplicaMoves(m, {})
     log = m.get_or_create("t", 0)
     for i in range(4):
         log.append_as_leader(batch([b"%d" % i]), 1)
@@ -228,7 +228,7 @@ def test_a_move_asked_before_the_replica_exists_places_it(
     dirs: list[Path], clock: ManualClock
 ) -> None:
     m = make(dirs, clock)
-    moves = ReplicaMoves(m, lambda *_: None)
+    moves = ReplicaMoves(m, {})
     with pytest.raises(ReplicaNotAvailableError):
         moves.request(("t", 0), dirs[1], hosted=False)
     assert m.get_or_create("t", 0).directory.parent == dirs[1]  # not the emptier-first dirs[0]
@@ -237,7 +237,7 @@ def test_a_move_asked_before_the_replica_exists_places_it(
 def test_no_new_move_while_a_dir_is_offline(tmp_path: Path, clock: ManualClock) -> None:
     three = [tmp_path / f"d{i}" for i in range(3)]
     m = make(three, clock)
-    moves = ReplicaMoves(m, lambda *_: None)
+    moves = ReplicaMoves(m, {})
     m.get_or_create("t", 0)
     m.fail(OSError(errno.EIO, "I/O error"), "flush", three[2])
     with pytest.raises(KafkaStorageError, match=f"Log directory {three[2]} is offline"):
