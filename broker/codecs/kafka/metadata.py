@@ -7,9 +7,8 @@ DescribeCluster (60), v0-v2: v1 adds the endpoint type (v0: brokers); v2 (KIP-10
 fenced brokers too and marks each: a ZooKeeper-mode cluster has none (its brokers are the live
 ones registered), so every broker is unfenced, whatever is asked.
 
-DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (a broker has one
-log directory, so AlterReplicaLogDirs never starts a move); v3+ a top-level error code, v4 the
-volume's total and usable bytes.
+DescribeLogDirs (35), v1-v4: logs grouped by topic, a moving replica's future log with
+is_future_key; v3+ a top-level error code, v4 the volume's total and usable bytes.
 
 AlterReplicaLogDirs (34), v1-v2 (v0 is gone from Kafka 4): the partitions asked under each
 directory; answered grouped by topic, in the order first asked.
