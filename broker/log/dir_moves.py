@@ -75,6 +75,7 @@ class ReplicaMoves:
         if io_max_bytes_per_second is not None:  # a step copies one second's worth at most
             self.copy_bytes_max = max(1, min(copy_bytes_max, io_max_bytes_per_second))
         self._copied_bytes = 0  # by the last step
+        self._work = asyncio.Event()  # set by `request`: a move to start
 
     def request(self, key: Key, destination: Path, hosted: bool = True) -> None:
         """Move the partition's replica to `destination` (one of the broker's log
@@ -107,13 +108,17 @@ class ReplicaMoves:
             )
         logs.create_future(key, destination)
         logger.info("%s-%d: moving from %s to %s", *key, current.directory.parent, destination)
+        self._work.set()
 
     def moving(self, key: Key) -> bool:
         return self.logs.future(key) is not None
 
     async def run(self) -> None:
-        """Copy and swap, forever (cancel to stop)."""
+        """Copy and swap, forever (cancel to stop); idle, it waits for a `request`."""
         while True:
+            if not self.logs.futures():
+                self._work.clear()
+                await self._work.wait()
             busy = False
             for key in list(self.logs.futures()):
                 for _ in range(STEPS_PER_YIELD):
@@ -128,17 +133,24 @@ class ReplicaMoves:
                 await self.sleep(IDLE_S)
 
     def _guarded_step(self, key: Key) -> bool:
-        future = self.logs.future(key)
+        """`step`; an I/O error takes the directory it came from offline (reading the
+        current log: the current's; anything else: the future's)."""
+        current, future = self.logs.get(*key), self.logs.future(key)
+        action = f"move of {key[0]}-{key[1]}"
         try:
             return self.step(key)
-        except (OdradekError, OSError) as exc:
-            if is_log_dir_failure(exc) and future is not None:
-                # the future's directory or the current's: the manager finds which by path
-                where = future.directory if not future.closed else None
-                self.logs.fail(exc, f"move of {key[0]}-{key[1]}", where)
+        except _ReadFailed as failed:
+            exc = failed.cause
+            if is_log_dir_failure(exc) and current is not None:
+                self.logs.fail(exc, action, current.directory)
             else:
                 logger.warning("%s-%d: move step failed: %s", key[0], key[1], exc)
-            return False
+        except (OdradekError, OSError) as exc:
+            if is_log_dir_failure(exc) and future is not None:
+                self.logs.fail(exc, action, future.directory)
+            else:
+                logger.warning("%s-%d: move step failed: %s", key[0], key[1], exc)
+        return False
 
     def step(self, key: Key) -> bool:
         """One step of the partition's move; False when there was nothing to do (caught up
@@ -161,23 +173,34 @@ class ReplicaMoves:
         return False
 
     def _copy(self, current: Log, future: Log, offset: int) -> None:
-        result = current.read(offset, self.copy_bytes_max)
-        if result.slice is not None and result.size_bytes > 0:
-            s = result.slice
-            future.append_as_follower(os.pread(s.fd, s.length, s.position))
-            self._copied_bytes += s.length
+        _first, data = self._read(current, offset)
+        if data:
+            future.append_as_follower(data)
+            self._copied_bytes += len(data)
         follow_log_start(current, future)
 
     def _restart_at_start(self, current: Log, future: Log) -> None:
         """Start the future log over at the batch holding the current log start."""
         start = current.log_start_offset
-        result = current.read(start, self.copy_bytes_max)
-        base = start if result.slice is None else result.first_offset
-        future.truncate_fully_and_start_at(base)
-        if result.slice is not None:
-            s = result.slice
-            future.append_as_follower(os.pread(s.fd, s.length, s.position))
+        first, data = self._read(current, start)
+        future.truncate_fully_and_start_at(first if data else start)
+        if data:
+            future.append_as_follower(data)
         follow_log_start(current, future)
+
+    def _read(self, current: Log, offset: int) -> tuple[int, bytes]:
+        """(first batch's offset, whole batches) from the current log at `offset`."""
+        try:
+            result = current.read(offset, self.copy_bytes_max)
+            if result.slice is None or result.size_bytes == 0:
+                return offset, b""
+            s = result.slice
+            data = os.pread(s.fd, s.length, s.position)
+        except (OdradekError, OSError) as exc:
+            raise _ReadFailed(exc) from exc
+        if len(data) != s.length:  # cut under the read (a truncation): try again next step
+            return offset, b""
+        return result.first_offset, data
 
     def _swap(self, key: Key, current: Log, future: Log) -> None:
         follow_log_start(current, future)
@@ -193,6 +216,14 @@ class ReplicaMoves:
             log.update_high_watermark(p.high_watermark)
         logger.info("%s-%d: moved from %s to %s at offset %d", key[0], key[1], old_dir,
                     log.directory.parent, log.log_end_offset)  # fmt: skip
+
+
+class _ReadFailed(Exception):
+    """Reading the current log failed (the error is `cause`)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def diverged_at(current: Log, future: Log) -> int | None:

@@ -89,7 +89,7 @@ class LogManager:
         if not 1 <= len(dirs) <= MAX_LOG_DIRS:
             raise UsageError(f"a broker takes 1 to {MAX_LOG_DIRS} log directories, not {len(dirs)}")
         self.log_dirs: list[Path] = dirs
-        self.log_dir = dirs[0]  # the first: the cleaner's checkpoint and the authorizer's log
+        self.log_dir = dirs[0]  # the first (the authorizer's log file goes there)
         self.default_config = default_config
         self.clock = clock
         self._logs: dict[Key, Log] = {}
@@ -117,19 +117,19 @@ class LogManager:
         """Open (and recover where needed) every partition directory under every log dir;
         UsageError when a partition's current log is in two of them."""
         found: dict[Key, list[Path]] = {}
-        futures: dict[Key, Path] = {}
+        found_futures: dict[Key, list[Path]] = {}
         for log_dir in self.log_dirs:
             log_dir.mkdir(parents=True, exist_ok=True)
             self._high_watermarks.update(self._read_high_watermarks(log_dir))
             for path in sorted(log_dir.iterdir()):
-                key = self._classify(path)
-                if key is None:
-                    continue
-                if path.name.endswith(FUTURE_SUFFIX):
-                    futures[key] = path
-                else:
-                    found.setdefault(key, []).append(path)
+                classified = self._classify(path)
+                if classified is not None:
+                    kind, key = classified
+                    into = found_futures if kind is Kind.FUTURE else found
+                    into.setdefault(key, []).append(path)
         check_unique(found)
+        check_unique(found_futures)  # (Kafka refuses two future logs of one partition too)
+        futures = {key: paths[0] for key, paths in found_futures.items()}
         for key, path in futures.items():
             if key not in found:  # the swap renamed the current away, then stopped: finish it
                 target = path.with_name(directory_name(*key))
@@ -144,8 +144,9 @@ class LogManager:
                 continue  # (the one just made current)
             self._futures[key] = Log.open(path, self.default_config, self.clock)
 
-    def _classify(self, path: Path) -> Key | None:
-        """The partition of a log directory entry; None (and a leftover removed) otherwise."""
+    def _classify(self, path: Path) -> tuple[Kind, Key] | None:
+        """A log directory entry's kind and partition; None (and a leftover `-delete`
+        removed) for anything else."""
         if not path.is_dir():
             return None
         kind, name = entry_kind(path.name)
@@ -153,7 +154,7 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
             return None
         try:
-            return parse_directory_name(name)
+            return kind, parse_directory_name(name)
         except UsageError:
             logger.warning("ignoring %s: not a partition directory", path)
             return None
@@ -332,10 +333,11 @@ class LogManager:
         removed after file.delete.delay.ms, as a deleted partition's; the future log is closed
         cleanly, renamed to the partition's name in its directory and opened again (its files
         are named by its directory), so the new Log object replaces the old everywhere."""
-        future = self._futures.pop(key)
+        future = self._futures[key]
         current = self._logs[key]
         target = future.directory.with_name(directory_name(*key))
-        future.close()
+        future.close()  # an I/O error here leaves the move as it was (its directory fails)
+        del self._futures[key]
         self._retire(current)
         future.directory.rename(target)
         checkpoint.fsync_dir(target.parent)

@@ -5,6 +5,7 @@ checkpoints); and ReplicaMoves moving a replica between them on real logs."""
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -246,3 +247,40 @@ def test_no_new_move_while_a_dir_is_offline(tmp_path: Path, clock: ManualClock) 
         moves.request(("t", 0), three[1])
     moves.request(("t", 0), three[0])  # where it is: nothing to do
     assert not moves.moving(("t", 0))
+
+
+def test_a_failing_destination_fails_its_dir_not_the_source(
+    dirs: list[Path], clock: ManualClock
+) -> None:
+    m = make(dirs, clock)
+    moves = ReplicaMoves(m, {})
+    log = m.get_or_create("t", 0)
+    log.append_as_leader(batch([b"a"]), 1)
+    moves.request(("t", 0), dirs[1])
+    future = m.future(("t", 0))
+    assert future is not None
+    seg = future.segments.active  # its next write fails for real (EBADF: a read-only fd)
+    read_only = os.open(seg.log_path, os.O_RDONLY)
+    os.close(seg.fd)
+    seg.fd = read_only
+    assert not moves._guarded_step(("t", 0))
+    assert list(m.failures) == [dirs[1]] and not m.is_offline(("t", 0))
+    log.append_as_leader(batch([b"b"]), 1)  # the partition serves on from its source
+    assert not moves._guarded_step(("t", 0))  # the move waits (its future log is offline)
+
+
+def test_a_failing_source_fails_its_dir_not_the_destination(
+    dirs: list[Path], clock: ManualClock
+) -> None:
+    m = make(dirs, clock)
+    moves = ReplicaMoves(m, {})
+    log = m.get_or_create("t", 0)
+    log.append_as_leader(batch([b"a"]), 1)
+    moves.request(("t", 0), dirs[1])
+    seg = log.segments.active  # its reads fail for real (EBADF: a write-only fd)
+    write_only = os.open(seg.log_path, os.O_WRONLY)
+    os.close(seg.fd)
+    seg.fd = write_only
+    assert not moves._guarded_step(("t", 0))
+    assert list(m.failures) == [dirs[0]] and m.is_offline(("t", 0))
+    assert not m.future(("t", 0)).closed  # type: ignore[union-attr]
