@@ -251,6 +251,33 @@ def test_a_replica_moves_to_its_other_dir_while_produced_and_consumed(jbod: Loca
     assert [o for o, _ in _read_all(cluster, topic, max(acked) + 1)] == [o for o, _ in got]
 
 
+def test_a_move_asked_before_the_replica_exists_places_it(jbod: LocalCluster) -> None:
+    """Kafka's preferred log dir: REPLICA_NOT_AVAILABLE now, and the replica a reassignment
+    then brings to the broker is created in the directory asked, not the emptier one."""
+    from kafka import TopicPartition, TopicPartitionReplica
+    from kafka.errors import ReplicaNotAvailableError
+
+    cluster = jbod
+    topic = _topic("jbod-later")
+    newcomer = 3
+    _create(cluster, topic, {0: [1, 2]})
+    kp = _kafka_admin(cluster)
+    try:
+        (entry,) = kp.describe_log_dirs(brokers=[newcomer])
+        counts = {d["log_dir"]: sum(len(t["partitions"]) for t in d["topics"])
+                  for d in entry["log_dirs"]}  # fmt: skip
+        emptier = min(counts, key=lambda d: counts[d])  # where it would go unasked (ties: the first)
+        (asked,) = set(counts) - {emptier}
+        replica = TopicPartitionReplica(topic, 0, newcomer)
+        assert kp.alter_replica_log_dirs({replica: asked}) == {replica: ReplicaNotAvailableError}
+        tp = TopicPartition(topic, 0)
+        assert kp.alter_partition_reassignments({tp: [1, 2, newcomer]}) == {tp: None}
+    finally:
+        kp.close()
+    _eventually(lambda: newcomer in _partitions(cluster, topic)[0].isr, f"{newcomer} in sync")
+    assert _dir_of(_log_dirs(cluster, newcomer, topic), 0) == asked
+
+
 def test_a_full_dir_takes_only_its_partitions_offline(jbod: LocalCluster) -> None:
     cluster = jbod
     victim, other = 3, 1
