@@ -266,7 +266,7 @@ def test_a_move_asked_before_the_replica_exists_places_it(jbod: LocalCluster) ->
         (entry,) = kp.describe_log_dirs(brokers=[newcomer])
         counts = {d["log_dir"]: sum(len(t["partitions"]) for t in d["topics"])
                   for d in entry["log_dirs"]}  # fmt: skip
-        emptier = min(counts, key=lambda d: counts[d])  # where it would go unasked (ties: the first)
+        emptier = min(counts, key=lambda d: counts[d])  # where it goes unasked (ties: the first)
         (asked,) = set(counts) - {emptier}
         replica = TopicPartitionReplica(topic, 0, newcomer)
         assert kp.alter_replica_log_dirs({replica: asked}) == {replica: ReplicaNotAvailableError}
