@@ -35,7 +35,10 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 60.0
 KAFKA_STORAGE_ERROR = 56
-MOVE_BYTES_PER_SECOND = 400_000  # the copy of ~1.2 MB takes about 3 s: the future is seen
+MOVE_BYTES_PER_SECOND = 200_000  # the copy of ~1.2 MB takes about 6 s: the future is seen
+# records a second produced during the move, ~210 bytes each: well under the copy's rate, so
+# the copy catches up (as in Kafka, a move never ends while the log grows faster)
+PACED_RECORDS_PER_SECOND = 200
 TMPFS_MB = 16
 
 
@@ -122,8 +125,11 @@ class Traffic:
     """A confluent-kafka producer (acks=all) and consumer on one partition, in threads, until
     `stop`: what was acknowledged (offset -> value) and what was read (offset, value)."""
 
-    def __init__(self, cluster: LocalCluster, topic: str, first: int = 0) -> None:
+    def __init__(
+        self, cluster: LocalCluster, topic: str, first: int = 0, paced: bool = False
+    ) -> None:
         self.cluster, self.topic, self.first = cluster, topic, first
+        self.pause_s = 1 / PACED_RECORDS_PER_SECOND if paced else 0.002
         self.acked: dict[int, bytes] = {}
         self.read: list[tuple[int, bytes]] = []
         self.errors: list[str] = []
@@ -161,7 +167,8 @@ class Traffic:
         i = self.first
         while not self._stop.is_set():
             producer.produce(self.topic, b"v%06d" % i + b"." * 200, partition=0, on_delivery=done)
-            producer.poll(0.002)
+            producer.poll(0)  # delivery reports
+            self._stop.wait(self.pause_s)  # the pace (a load generator's, not a wait for state)
             i += 1
         assert producer.flush(WAIT_S) == 0
 
@@ -214,7 +221,7 @@ def test_a_replica_moves_to_its_other_dir_while_produced_and_consumed(jbod: Loca
     source = _dir_of(before, 0)
     (destination,) = set(before) - {source}
 
-    with Traffic(cluster, topic, first=len(warm.acked)) as traffic:
+    with Traffic(cluster, topic, first=len(warm.acked), paced=True) as traffic:
         _move(cluster, topic, 0, leader, destination)
 
         def future_seen() -> bool:
