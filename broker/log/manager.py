@@ -317,7 +317,11 @@ class LogManager:
             raise LogDirIOError(f"log directory {log_dir} is offline")
         current = self._logs[key]
         name = suffixed_name(directory_name(*key), uuid.uuid4().hex, FUTURE_SUFFIX)
-        log = Log.open(log_dir / name, current.config, self.clock)
+        try:
+            log = Log.open(log_dir / name, current.config, self.clock)
+        except (OSError, LogDirIOError) as exc:  # the destination fails: KAFKA_STORAGE_ERROR
+            self.fail(exc, f"creating the future log of {key[0]}-{key[1]}", log_dir)
+            raise LogDirIOError(f"log directory {log_dir} failed: {exc}") from None
         self._futures[key] = log
         return log
 

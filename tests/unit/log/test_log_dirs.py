@@ -284,3 +284,16 @@ def test_a_failing_source_fails_its_dir_not_the_destination(
     assert not moves._guarded_step(("t", 0))
     assert list(m.failures) == [dirs[0]] and m.is_offline(("t", 0))
     assert not m.future(("t", 0)).closed  # type: ignore[union-attr]
+
+
+def test_a_destination_that_cannot_take_the_future_log_fails(
+    dirs: list[Path], clock: ManualClock
+) -> None:
+    m = make(dirs, clock)
+    moves = ReplicaMoves(m, {})
+    m.get_or_create("t", 0)
+    dirs[1].rmdir()
+    dirs[1].write_text("not a directory any more")
+    with pytest.raises(KafkaStorageError, match="failed"):
+        moves.request(("t", 0), dirs[1])
+    assert list(m.failures) == [dirs[1]] and not moves.moving(("t", 0))
