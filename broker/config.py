@@ -38,6 +38,7 @@ from typing import Any
 
 from broker.listeners import Listener, parse_listeners, parse_protocol_map
 from broker.log.config import LogConfig
+from broker.log.dir_placement import parse_log_dirs
 from broker.loggers import parse_logger_levels
 from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
@@ -63,7 +64,10 @@ def not_negative(default: int) -> Any:
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
     broker_id: int
-    log_dir: Path
+    log_dir: Path  # Kafka's log.dir: the one log directory when log_dirs is not given
+    # Kafka's log.dirs (JBOD, KIP-112): several log directories, a list of paths or one
+    # comma-separated string; takes precedence over log_dir (which is then its first)
+    log_dirs: tuple[Path, ...] = ()
     port: int = 9092
     host: str = "127.0.0.1"
     zookeeper: str = "127.0.0.1:2181"
@@ -105,6 +109,9 @@ class BrokerConfig:
     # Kafka's replica.high.watermark.checkpoint.interval.ms: how often every partition's high
     # watermark is written to <log_dir>/replication-offset-checkpoint (and at shutdown)
     replica_high_watermark_checkpoint_interval_ms: int = positive(5000)
+    # Kafka's replica.alter.log.dirs.io.max.bytes.per.second: what moving replicas between
+    # log directories (AlterReplicaLogDirs) reads and writes at most (0: unthrottled)
+    replica_alter_log_dirs_io_max_bytes_per_second: int = not_negative(0)
     offsets_topic_num_partitions: int = positive(10)  # __consumer_offsets (consumer groups)
     offsets_topic_replication_factor: int = positive(3)  # capped at the live brokers when created
     # KIP-211: an empty group's committed offsets expire this long after the later of its
@@ -325,6 +332,11 @@ class BrokerConfig:
         host = self.host if listener.host in ("", "0.0.0.0", "::") else listener.host
         return host, bound_port
 
+    @property
+    def all_log_dirs(self) -> tuple[Path, ...]:
+        """The log directories: log_dirs when given, else log_dir alone."""
+        return self.log_dirs or (self.log_dir,)
+
     def default_log_config(self) -> LogConfig:
         """The LogConfig every topic starts from (its ZooKeeper overrides go on top)."""
         try:
@@ -477,6 +489,11 @@ def _coerce(name: str, value: Any, where: str) -> Any:
         return Path(value)
     if name == "listener_settings":
         return _listener_settings(value, where)
+    if name == "log_dirs":
+        try:
+            return parse_log_dirs(value)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc.message}") from None
     if want is dict:
         if not isinstance(value, Mapping):
             raise UsageError(f"{where}: {name} must be a table of topic configs")
@@ -518,6 +535,8 @@ def load_config(path: Path | None = None, **overrides: Any) -> BrokerConfig:
             values[name] = merged
         else:
             values[name] = _coerce(name, value, "override")
+    if values.get("log_dirs"):
+        values["log_dir"] = values["log_dirs"][0]  # log.dirs takes precedence, as in Kafka
     for required in ("broker_id", "log_dir"):
         if required not in values:
             raise UsageError(f"the broker needs {required} (in the config file or as a flag)")

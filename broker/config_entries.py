@@ -41,6 +41,7 @@ from protocol.api.admin import (
     SOURCE_TOPIC_CONFIG,
     TYPE_BOOLEAN,
     TYPE_INT,
+    TYPE_LIST,
     TYPE_LONG,
     TYPE_PASSWORD,
     TYPE_STRING,
@@ -206,18 +207,22 @@ def _type_of(value: object, name: str) -> int:
         return TYPE_LONG if name in LONG_SETTINGS else TYPE_INT
     if isinstance(value, str | Path):
         return TYPE_STRING
+    if isinstance(value, tuple):  # log.dirs
+        return TYPE_LIST
     return TYPE_UNKNOWN
 
 
 def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple):  # log.dirs, as Kafka shows a list
+        return ",".join(map(str, value))
     return str(value)
 
 
 def _setting_text(value: object) -> str | None:
     """A broker setting as Kafka shows it: an empty string (no listener, ...) is null."""
-    return None if value == "" else _text(value)
+    return None if value in ("", ()) else _text(value)
 
 
 _NO_DEFAULT = object()  # broker_id, log_dir: always set, never a default

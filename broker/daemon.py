@@ -10,7 +10,8 @@ controller may send requests), then the controller election, then the log's back
 close connections, stop the replicas (writing the high watermark checkpoint), close the logs
 (writing the clean-shutdown marker; a log directory that went offline gets neither), close the
 ZooKeeper session. The replica manager reports a failed log directory to the controller through
-coordinator/controller/log_dirs.py. Any start-up failure is one log line and exit status 1.
+coordinator/controller/log_dirs.py; when every log directory has failed the broker shuts down
+(exit status 1), as Kafka's does. Any start-up failure is one log line and exit status 1.
 The broker's own log (stderr) and its logger levels are broker/loggers.py's. Just before the
 listeners open, the process freezes what start-up left on the heap (broker/gc_pauses.py).
 
@@ -181,6 +182,14 @@ async def _main(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     broker = Broker(config)
     GC_PAUSES.install()  # the process's collections, timed (a metric: broker/gc_pauses.py)
+
+    def on_log_dir_failure(_failure: object) -> None:
+        if broker.log_manager.offline:  # every log directory failed: stop, as Kafka does
+            log.error("broker %d: every log directory is offline; shutting down",
+                      config.broker_id)  # fmt: skip
+            stop.set()
+
+    broker.log_manager.add_failure_listener(on_log_dir_failure)
     try:
         await broker.start(before_serving=settle_heap)  # start-up's heap frozen
     except (OdradekError, ZkError, OSError) as exc:
@@ -193,7 +202,7 @@ async def _main(config: BrokerConfig) -> int:
     log.info("broker %d shutting down", config.broker_id)
     await broker.shutdown()
     log.info("broker %d stopped", config.broker_id)
-    return 0
+    return 1 if broker.log_manager.offline else 0
 
 
 def make_cleaner(
@@ -214,7 +223,9 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.clock = SystemClock()
-        self.log_manager = LogManager(config.log_dir, config.default_log_config(), self.clock)
+        self.log_manager = LogManager(
+            list(config.all_log_dirs), config.default_log_config(), self.clock
+        )
         self.flusher = GroupCommitFlusher()
         self.cleaner = make_cleaner(config, self.log_manager, self.clock, self._high_watermark)
         self.zk = ZkClient(config.zookeeper, config.zookeeper_session_timeout_ms)
@@ -324,7 +335,7 @@ class Broker:
         """Start every piece; `before_serving` runs once all is loaded, before the listeners
         open (the process's `settle_heap`, broker/gc_pauses.py)."""
         self.log_manager.load_all()
-        log.info("logs loaded from %s", self.config.log_dir)
+        log.info("logs loaded from %s", ", ".join(map(str, self.config.all_log_dirs)))
         await self.zk.start(self.config.zookeeper_connect_timeout_ms / 1000)
         self._zk_started = True
         self.metrics.parts.zk_state = "CONNECTED"
@@ -610,6 +621,9 @@ def replication_settings(config: BrokerConfig) -> ReplicationSettings:
         config.replica_lag_time_max_ms,
         fetcher,
         hw_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
+        alter_log_dirs_io_max_bytes_per_second=(
+            config.replica_alter_log_dirs_io_max_bytes_per_second or None
+        ),
     )
 
 

@@ -6,13 +6,13 @@ topics' configs (defaults + ZooKeeper overrides) are looked up concurrently; the
 partitions new here are created in threads first (`_open_new_logs`), and the leader-epoch
 checkpoints new leaderships will leave are written in threads too (`_write_epochs_ahead`), so
 the loop's part (`_apply_state`) is cheap. A partition created here starts from the HW in the
-log directory's `replication-offset-checkpoint` (bounded by its log), so a restarted leader
+log directories' `replication-offset-checkpoint` (bounded by its log), so a restarted leader
 serves what was committed before it died at once. Its log directory's partition.metadata must
 hold the controller's topic id (`_check_topic_id`: written when missing, INCONSISTENT_TOPIC_ID
 when it holds another). A leader stops fetching; a follower goes to the
-`ReplicaFetcherManager` (broker/replica_fetcher.py), which truncates, then fetches. While the
-log directory is offline every state is refused with KAFKA_STORAGE_ERROR, and the controller is
-told again when it still counts on this broker (broker/storage_failures.py).
+`ReplicaFetcherManager` (broker/replica_fetcher.py), which truncates, then fetches. While a
+partition's log directory is offline its state is refused with KAFKA_STORAGE_ERROR, and the
+controller is told again when it still counts on this broker (broker/storage_failures.py).
 
 `stop_replica` stops hosting a partition (and deletes its log on topic deletion);
 `apply_topic_config` gives a topic's open logs a changed config
@@ -62,7 +62,9 @@ TopicConfigLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 class Failures(Protocol):
     """What a log error does (broker/storage_failures.py `StorageFailures`)."""
 
-    def failed(self, exc: BaseException, action: str) -> tuple[int, str]: ...
+    def failed(
+        self, exc: BaseException, action: str, key: tuple[str, int] | None = None
+    ) -> tuple[int, str]: ...
 
     def notify_controller(self) -> None: ...
 
@@ -110,15 +112,17 @@ class PartitionRoles:
         async with self._leader_and_isr_lock:
             self.fetchers.update_brokers(live_leaders or [])
             ours = [s for s in states if self.broker_id in s.replicas]
-            if self.log_manager.offline:
-                if must_report_log_dir_failure(ours, self.broker_id):
-                    self.failures.notify_controller()
-                code = LogDirOfflineError.code
-                return [(s.topic, s.partition, code) for s in ours]
-            configs = await self._topic_configs(sorted({s.topic for s in ours}), lookup)
-            await self._open_new_logs(ours, configs)
-            await self._write_epochs_ahead(ours)
-            results = [self._try_apply(state, configs[state.topic]) for state in ours]
+            offline = [s for s in ours if self.log_manager.offline
+                       or self.log_manager.is_offline((s.topic, s.partition))]  # fmt: skip
+            if offline and must_report_log_dir_failure(offline, self.broker_id):
+                self.failures.notify_controller()
+            online = [s for s in ours if s not in offline]
+            configs = await self._topic_configs(sorted({s.topic for s in online}), lookup)
+            await self._open_new_logs(online, configs)
+            await self._write_epochs_ahead(online)
+            done = {(s.topic, s.partition): self._try_apply(s, configs[s.topic]) for s in online}
+            code = LogDirOfflineError.code
+            results = [done.get((s.topic, s.partition), (s.topic, s.partition, code)) for s in ours]
         self._log_roles(results)
         return results
 
@@ -180,7 +184,8 @@ class PartitionRoles:
         except (OdradekError, OSError) as exc:
             log.warning("%s-%d: LeaderAndIsr not applied: %s", state.topic, state.partition, exc)
             action = f"LeaderAndIsr of {state.topic}-{state.partition}"
-            return state.topic, state.partition, self.failures.failed(exc, action)[0]
+            key = (state.topic, state.partition)
+            return state.topic, state.partition, self.failures.failed(exc, action, key)[0]
 
     def _log_roles(self, results: list[tuple[str, int, int]]) -> None:
         leading: list[str] = []

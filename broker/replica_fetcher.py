@@ -22,7 +22,7 @@ log start (replication_decisions.out_of_range_restart); others (UNKNOWN_LEADER_E
 has not heard of this epoch yet, NOT_LEADER_FOR_PARTITION, ...) back off for
 replica_fetch_backoff_ms and retry. A disk failure while appending or truncating
 (OSError / KafkaStorageError) marks the partition `storage_failed`, stops fetching it, and is
-reported to `on_storage_failure` (the replica manager takes the whole log directory offline,
+reported to `on_storage_failure` (the replica manager takes the partition's log directory offline,
 broker/log/dir_failure.py, and tells the controller, which drops this replica from the ISRs; the
 leader would otherwise drop it by lag). A network failure closes the connection and
 the whole fetcher backs off and reconnects. Backoffs and long polls are measured on the event
@@ -239,7 +239,7 @@ class ReplicaFetcher:
         state.partition.storage_failed = True
         self.manager.remove(key)
         if self.manager.on_storage_failure is not None:
-            self.manager.on_storage_failure(exc, f"replication of {key[0]}-{key[1]}")
+            self.manager.on_storage_failure(exc, f"replication of {key[0]}-{key[1]}", key)
 
     # ----- truncation -----------------------------------------------------------------------
 
@@ -407,7 +407,7 @@ class ReplicaFetcherManager:
         broker_id: int,
         settings: FetcherSettings,
         connect: Connector = default_connector,
-        on_storage_failure: Callable[[BaseException, str], object] | None = None,
+        on_storage_failure: Callable[[BaseException, str, Key], object] | None = None,
         now: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.broker_id = broker_id
@@ -415,7 +415,7 @@ class ReplicaFetcherManager:
         self.steps = BucketCounts()  # follower steps, seconds (module docstring)
         self.settings = settings
         self.connect = connect
-        self.on_storage_failure = on_storage_failure  # (error, what was being done)
+        self.on_storage_failure = on_storage_failure  # (error, what was being done, partition)
         self.addresses: dict[int, tuple[str, int]] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._leader_of: dict[Key, int] = {}

@@ -58,6 +58,7 @@ from broker.delayed_produce import DelayedProduce
 from broker.fetch_session import DEFAULT_SLOTS, FetchContext, FetchSessionCache, Key, request_parts
 from broker.isr_changes import IsrChanges, IsrWriter
 from broker.log.config import LogConfig
+from broker.log.dir_moves import ReplicaMoves
 from broker.log_validator import needs_rewrite, validate_for_leader
 from broker.metrics_counters import TopicTraffic
 from broker.offset_lookup import offset_for_timestamp
@@ -123,6 +124,8 @@ class ReplicationSettings:
     replica_lag_time_max_ms: int = 10_000
     fetcher: FetcherSettings = field(default_factory=FetcherSettings)
     hw_checkpoint_interval_ms: int = 5000  # replica.high.watermark.checkpoint.interval.ms
+    # replica.alter.log.dirs.io.max.bytes.per.second: replica moves' copying (None: unthrottled)
+    alter_log_dirs_io_max_bytes_per_second: int | None = None
 
 
 NONE = 0
@@ -183,6 +186,11 @@ class ReplicaManager:
             log_manager, self.partitions, self.fetchers, log_dir_notifier, self._spawn
         )
         log_manager.add_failure_listener(self.failures.on_log_dir_offline)
+        self.moves = ReplicaMoves(
+            log_manager,
+            self.partitions,  # AlterReplicaLogDirs
+            self.replication.alter_log_dirs_io_max_bytes_per_second,
+        )
         self.roles = PartitionRoles(
             broker_id, self.partitions, log_manager, self.fetchers, self.failures,
             default_log_config, self.clock, self.replication.hw_checkpoint_interval_ms,
@@ -195,6 +203,7 @@ class ReplicaManager:
         drive isr.check_isr and roles.checkpoint_high_watermarks)."""
         self._spawn(self.isr.run_isr_checks())
         self._spawn(self.roles.run_hw_checkpoints())
+        self._spawn(self.moves.run())
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
@@ -265,7 +274,7 @@ class ReplicaManager:
 
             info = p.log.append_as_leader(records, p.leader_epoch, verify, coordinator)
         except (OdradekError, OSError) as exc:
-            code, message = self.failures.failed(exc, f"append to {topic}-{partition}")
+            code, message = self.failures.failed_at(exc, "append to", (topic, partition))
             bad = exc.record_errors if isinstance(exc, RecordValidationError) else ()
             return AppendOutcome(code, error_message=message, record_errors=bad)
         if not info.duplicate:  # a retry of a stored batch appended nothing
@@ -285,7 +294,7 @@ class ReplicaManager:
         try:
             await self.flusher.wait_durable(p.log, offset)
         except (OdradekError, OSError) as exc:
-            code, message = self.failures.failed(exc, f"flush of {p.topic}-{p.index}")
+            code, message = self.failures.failed_at(exc, "flush of", (p.topic, p.index))
             raise for_code(code)(message) from None
 
     def replication_done(self, topic: str, partition: int, required_offset: int) -> int | None:
@@ -475,7 +484,7 @@ class ReplicaManager:
             if result.slice is not None and 0 < result.size_bytes <= SMALL_READ_BYTES:
                 records = read_slice(result.slice)
         except (OdradekError, OSError) as exc:
-            out.error_code = self.failures.failed(exc, f"read of {topic}-{partition}")[0]
+            out.error_code = self.failures.failed_at(exc, "read of", (topic, partition))[0]
             return out
         if records is not None and result.size_bytes > 0:
             out.records = records
@@ -589,7 +598,7 @@ class ReplicaManager:
             info = p.log.append_control(producer_id, producer_epoch, coordinator_epoch, commit,
                                         p.leader_epoch)  # fmt: skip
         except (OdradekError, OSError) as exc:
-            return self.failures.failed(exc, f"marker to {topic}-{partition}")[0]
+            return self.failures.failed_at(exc, "marker to", (topic, partition))[0]
         p.notify_replica_waiters()
         p.update_high_watermark()
         self.purgatory.complete_woken()

@@ -148,7 +148,11 @@ def _add_broker_parser(sub: Any) -> None:
     p.add_argument(
         "--listeners", metavar="PLAINTEXT://HOST:PORT", help="the Kafka-protocol listener"
     )
-    p.add_argument("--log-dir", type=Path, help="where the partitions live")
+    p.add_argument(
+        "--log-dir", action="append", metavar="DIR[,DIR...]",
+        help="where the partitions live; repeat it (or separate with commas) for several "
+        "log directories (Kafka's log.dirs)",
+    )  # fmt: skip
     p.add_argument(
         "--metrics-port", type=non_negative_int, help="serve Prometheus metrics here (0: off)"
     )
@@ -185,6 +189,11 @@ def _add_cluster_parser(sub: Any) -> None:
     up.add_argument(
         "--tmpfs-mb", type=positive_int, metavar="N",
         help="each broker's log dir on a tmpfs of N MiB, for disk-full faults (root)",
+    )  # fmt: skip
+    up.add_argument(
+        "--log-dirs-per-broker", type=positive_int, default=1, metavar="N",
+        help="each broker's log.dirs: N directories (JBOD; default 1), to try "
+        "AlterReplicaLogDirs",
     )  # fmt: skip
     up.add_argument(
         "--secure", action="store_true",
@@ -249,13 +258,21 @@ def cmd_broker(args: argparse.Namespace) -> int:
         args.config,
         broker_id=args.id,
         port=args.port,
-        log_dir=args.log_dir,
+        **log_dir_settings(args.log_dir),
         zookeeper=args.zookeeper,
         listeners=args.listeners,
         metrics_port=args.metrics_port,
         schema_registry_port=args.schema_registry_port,
     )
     return run_forever(config)
+
+
+def log_dir_settings(given: list[str] | None) -> dict[str, Any]:
+    """--log-dir, repeated or comma-separated: log_dir for one directory, else log_dirs."""
+    dirs = [d for value in given or () for d in value.split(",") if d]
+    if not dirs:
+        return {}
+    return {"log_dir": Path(dirs[0])} if len(dirs) == 1 else {"log_dirs": dirs}
 
 
 def cluster_dir(args: argparse.Namespace) -> Path:
@@ -274,6 +291,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         network="netns" if args.netns else "loopback",
         tmpfs_mb=args.tmpfs_mb or 0,
         secure=args.secure,
+        log_dirs_per_broker=args.log_dirs_per_broker,
     )
     with meter(args, "cluster up", total=args.brokers) as bar:
         if bar.live:  # counts on the bar instead of "waiting for brokers" lines

@@ -17,7 +17,7 @@ from typing import Any
 from deploy.cli_output import Fields, field_lines, table_lines
 from deploy.records_cli import Offsets
 
-STATUS_COLUMNS = ("ID", "PID", "PORT", "KAFKA", "METRICS", "REGISTRY", "STATE", "ROLE")
+STATUS_COLUMNS = ("ID", "PID", "PORT", "KAFKA", "METRICS", "REGISTRY", "STATE", "ROLE", "LOG_DIRS")
 
 
 def partition_status(p: Any) -> str:
@@ -107,6 +107,7 @@ def topics_list_doc(descriptions: list[Any]) -> dict[str, Any]:
 def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[str, Any]:
     """`cluster status -o json`; `brokers`: LocalCluster.status()."""
     state = cluster.state
+    log_dirs = {b.id: b.log_dirs for b in state.brokers}
     return {
         "dir": str(cluster.dir),
         "zookeeper": {
@@ -129,6 +130,7 @@ def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[s
                 "registry_port": getattr(s, "registry_port", 0) or None,
                 "state": s.state,
                 "controller": s.controller,
+                "log_dirs": log_dirs.get(s.id, []),  # log.dirs, in order
             }
             for s in brokers
         ],
@@ -141,8 +143,7 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
     zk_pid = "given" if zk["pid"] is None else f"pid {zk['pid']}"
     rows = [
         (b["id"], b["pid"], b["port"], b["kafka_port"], b["metrics_port"], b["registry_port"],
-         b["state"],
-         "controller" if b["controller"] else "")
+         b["state"], "controller" if b["controller"] else "-", ",".join(b["log_dirs"]) or "-")
         for b in doc["brokers"]
     ]  # fmt: skip
     return [

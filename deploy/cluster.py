@@ -113,6 +113,7 @@ DEFAULT_DIR = ".odradek"
 DEFAULT_SESSION_TIMEOUT_MS = 6000
 READY_TIMEOUT_S = 60.0
 MAX_BROKERS = 64
+MAX_LOG_DIRS_PER_BROKER = 8  # `cluster up --log-dirs-per-broker` (JBOD, for testing)
 NETWORKS = ("loopback", "netns")
 NETNS_ROOT_MESSAGE = "--netns and --tmpfs-mb need root: run as root or leave them out"
 PORT_RETRIES = 3  # `up`: fresh ports for a broker whose port was taken before it bound it
@@ -178,6 +179,7 @@ class LocalCluster:
         probe_options: dict[str, Any] | None = None,
         first_broker_id: int = 1,
         advertise_listeners: bool = False,
+        log_dirs_per_broker: int = 1,
     ) -> None:
         """`broker_settings`: extra settings every broker reads (broker/config.py's names).
         `network`: "loopback" or "netns" (a namespace per broker); `tmpfs_mb`: log dirs on a
@@ -185,7 +187,9 @@ class LocalCluster:
         SASL_SSL with SCRAM-SHA-512 and ACLs (module docstring). `listeners`,
         `native_listeners`, `probe_options`: listeners of one's own (module docstring).
         `first_broker_id`: the first broker's id; `advertise_listeners`: each broker's own
-        Kafka listeners are also its advertised_listeners (kafka-python's suite wants both)."""
+        Kafka listeners are also its advertised_listeners (kafka-python's suite wants both).
+        `log_dirs_per_broker`: each broker's log.dirs, data/broker-<id> then
+        data/broker-<id>.dir<k> (JBOD)."""
         if network not in NETWORKS:
             raise ClusterError(f"network must be one of {', '.join(NETWORKS)}, not {network!r}")
         if tmpfs_mb < 0:
@@ -200,6 +204,9 @@ class LocalCluster:
             raise ClusterError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
         if base_port is not None and not 1024 <= base_port <= 65535 - 3 * brokers:
             raise ClusterError(f"base port {base_port} is out of range")
+        if not 1 <= log_dirs_per_broker <= MAX_LOG_DIRS_PER_BROKER:
+            raise ClusterError(f"log dirs per broker must be between 1 and "
+                               f"{MAX_LOG_DIRS_PER_BROKER}, not {log_dirs_per_broker}")  # fmt: skip
         if session_timeout_ms < 1000:
             raise ClusterError("the ZooKeeper session timeout must be at least 1000 ms")
         check_listeners(listeners or {}, native_listeners or {})
@@ -209,6 +216,7 @@ class LocalCluster:
         self.num_brokers = brokers
         self.first_broker_id = first_broker_id
         self.advertise_listeners = advertise_listeners
+        self.log_dirs_per_broker = log_dirs_per_broker
         self.zookeeper_given = zookeeper
         self.base_port = base_port
         self.session_timeout_ms = session_timeout_ms
@@ -376,6 +384,9 @@ class LocalCluster:
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
                 proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port,
                                   registry_port=0 if self.secure else ports[3 * n + i])  # fmt: skip
+                proc.extra_log_dirs = [
+                    f"{log_dir}.dir{k}" for k in range(1, self.log_dirs_per_broker)
+                ]
                 state.brokers.append(proc)
                 if self.listeners or self.native_listeners:
                     extra = own_listeners(proc, host or self.host, self.listeners,
@@ -432,7 +443,8 @@ class LocalCluster:
 
     def _spawn(self, proc: BrokerProc) -> None:
         state = self._require_state()
-        Path(proc.log_dir).mkdir(parents=True, exist_ok=True)
+        for log_dir in proc.log_dirs:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
         lab, connect = self.netlab, state.zookeeper.connect
         if lab is not None:
             connect = rewrite_connect(connect, lab.spec.bridge_ip)

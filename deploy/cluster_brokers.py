@@ -87,6 +87,8 @@ def broker_command(
         "--id", str(proc.id), "--port", str(proc.port), "--log-dir", proc.log_dir,
         "--zookeeper", connect, "--config", str(config),
     ]  # fmt: skip
+    for extra in proc.extra_log_dirs:
+        cmd += ["--log-dir", extra]
     if proc.kafka_port and not proc.listener_ports:  # listeners of its own: in its file
         cmd += ["--listeners", f"{scheme}://{host}:{proc.kafka_port}"]
     if proc.metrics_port:

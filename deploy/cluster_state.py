@@ -47,6 +47,11 @@ class BrokerProc:
     metrics_port: int = 0  # Prometheus metrics, http://host:port/metrics (0: none)
     registry_port: int = 0  # the schema registry, http://host:port (0: none)
     listener_ports: dict[str, int] = field(default_factory=dict)  # listeners of its own: name->port
+    extra_log_dirs: list[str] = field(default_factory=list)  # log.dirs after log_dir (JBOD)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [self.log_dir, *self.extra_log_dirs]
 
     def ports(self) -> tuple[int, ...]:
         """The ports `up` picked for it (0: not used)."""

@@ -1,13 +1,15 @@
 """A failed log directory (Kafka's LogDirFailureChannel, KIP-112), as data and pure decisions.
 
-A broker has one log directory. The first I/O error met while writing, flushing or reading a
-log in it (an `OSError` such as ENOSPC or EIO, or the `LogDirIOError` the log raises for one)
-takes the whole directory offline: `LogManager.fail` records a `LogDirFailure`, marks every log
-offline (every further call on them raises, nothing more is written, no clean-shutdown marker
-is left), and tells its listeners. The replica manager then stops leading and following every
-partition, answers KAFKA_STORAGE_ERROR for them, and tells the controller
-(coordinator/controller/log_dirs.py). The directory comes back only with a restart of the
-process, whose recovery cuts any torn tail (log.py, segment.recover).
+A broker has one or more log directories (`log.dirs`, dir_placement.py). The first I/O error
+met while writing, flushing or reading a log in one (an `OSError` such as ENOSPC or EIO, or the
+`LogDirIOError` the log raises for one) takes that whole directory offline: `LogManager.fail`
+records a `LogDirFailure`, marks every log in it offline (every further call on them raises,
+nothing more is written, no clean-shutdown marker is left), and tells its listeners. The
+replica manager then stops leading and following those partitions, answers
+KAFKA_STORAGE_ERROR for them, and tells the controller (coordinator/controller/log_dirs.py);
+the other directories serve on, and once every directory failed the broker shuts down. A
+directory comes back only with a restart of the process, whose recovery cuts any torn tail
+(log.py, segment.recover).
 
 What is not a failure of the directory: errors a log raises about its input or its state
 (a bad batch, an offset out of range, "log is closed" for a deleted partition). Those are

@@ -62,6 +62,7 @@ from broker.log.appends import (
 )
 from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirIOError
+from broker.log.dir_placement import entry_kind
 from broker.log.durability import LOG_START_FILE, RECOVERY_POINT_FILE, Durability
 from broker.log.epoch import LeaderEpochCache
 from broker.log.producer_log import ProducerLog
@@ -592,7 +593,9 @@ class Log:
 
 
 def parse_directory_name(name: str) -> tuple[str, int]:
-    """'<topic>-<partition>' -> (topic, partition)."""
+    """'<topic>-<partition>' (or a future log's '<topic>-<partition>.<uuid>-future') ->
+    (topic, partition)."""
+    name = entry_kind(name)[1]
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise UsageError(f"log directory {name!r} is not named <topic>-<partition>")

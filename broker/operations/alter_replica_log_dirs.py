@@ -1,14 +1,17 @@
-"""AlterReplicaLogDirs (Kafka door only): move replicas between this broker's log directories,
-as Kafka's ReplicaManager.alterReplicaLogDirs answers it.
+"""AlterReplicaLogDirs (Kafka door only): move replicas between this broker's log directories
+(`log.dirs`, KIP-113), as Kafka's ReplicaManager.alterReplicaLogDirs answers it.
 
-A broker has one log directory (`log.dir`), so the only directory a replica can be asked to go
-to is the one it is in: that is a move with nothing to do, and NONE, as Kafka answers a
-replica already in the directory asked. Per partition, in Kafka's order: a topic name too long
-for the future replica's directory name (`<topic>-<p>.<32 hex>-future` over 255 bytes)
+NONE starts the move (broker/log/dir_moves.py copies the replica into a future log in the
+destination while it keeps serving, then swaps; DescribeLogDirs shows the future replica until
+then), or answers a replica already there or already on its way there; asking for the
+directory it is in abandons a move under way. Per partition, in Kafka's order: a topic name too
+long for the future replica's directory name (`<topic>-<p>.<32 hex>-future` over 255 bytes)
 INVALID_TOPIC_EXCEPTION; a directory that is not this broker's (compared as Kafka does, by
-absolute path, the path DescribeLogDirs gives) LOG_DIR_NOT_FOUND; an offline directory, or a
-partition whose log is offline, KAFKA_STORAGE_ERROR; a partition this broker does not host
-REPLICA_NOT_AVAILABLE. A partition named under two directories takes the last (Kafka's map).
+absolute path, the path DescribeLogDirs gives) LOG_DIR_NOT_FOUND; an offline destination, a
+partition whose log is offline, or a new move while any directory is offline,
+KAFKA_STORAGE_ERROR; a partition this broker does not host REPLICA_NOT_AVAILABLE (and the
+directory is remembered: the replica is created there when it comes, Kafka's preferred log
+dir). A partition named under two directories takes the last (Kafka's map).
 
 ACLs: Alter on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every partition asked.
 """
@@ -26,7 +29,6 @@ from protocol.errors import (
     KafkaStorageError,
     LogDirNotFoundError,
     OdradekError,
-    ReplicaNotAvailableError,
 )
 
 API = "AlterReplicaLogDirs"
@@ -75,21 +77,14 @@ def _move(ctx: BrokerContext, topic: str, partition: int, path: str) -> int:
 
 
 def check_move(ctx: BrokerContext, topic: str, partition: int, path: str) -> None:
-    """Raise Kafka's error for moving `topic`-`partition` to `path`; return when the replica
-    is there already (the one directory a broker has)."""
+    """Move `topic`-`partition` to `path`, or raise Kafka's error for it."""
     future_name = f"{topic}-{partition}".encode()
     if len(future_name) + FUTURE_SUFFIX_BYTES > FUTURE_DIR_NAME_MAX_BYTES:
         raise InvalidTopicError("The topic name is too long.")
-    manager = ctx.replicas.log_manager
-    if path != str(manager.log_dir.absolute()):
+    destination = ctx.replicas.log_manager.find_dir(path)
+    if destination is None:
         raise LogDirNotFoundError(f"Log dir {path} is not found in the config.")
-    if manager.offline:
-        raise KafkaStorageError(f"Log directory {path} is offline")
     p = ctx.replicas.partitions.get((topic, partition))
     if p is not None and p.storage_failed:
         raise KafkaStorageError(f"Partition {topic}-{partition} is offline")
-    log = manager.get(topic, partition)
-    if p is None or log is None or log.closed:
-        raise ReplicaNotAvailableError(
-            f"Replica {ctx.config.broker_id} of {topic}-{partition} is not hosted here"
-        )
+    ctx.replicas.moves.request((topic, partition), destination, hosted=p is not None)

@@ -1,13 +1,16 @@
-"""DescribeLogDirs (Kafka door only): this broker's one log directory and the partition logs in
-it, as Kafka's ReplicaManager.describeLogDirs.
+"""DescribeLogDirs (Kafka door only): each of this broker's log directories (`log.dirs`, in
+their order, by absolute path) and the partition logs in it, as Kafka's
+ReplicaManager.describeLogDirs.
 
-Every log in the directory that the request names (None: every log), by topic and partition;
+Every log in a directory that the request names (None: every log), by topic and partition;
 `size_bytes` is the bytes of its segments on disk; `offset_lag` is max(HW - log end, 0) for a
 partition this broker hosts (so 0 for leaders and followers alike, as Kafka reports current
-replicas) and -1 for a log no partition uses. The directory's total and usable bytes are the
-volume's, from statvfs (-1 when it cannot be read); a directory that is gone answers
-KAFKA_STORAGE_ERROR and no logs. Without Describe on the cluster: CLUSTER_AUTHORIZATION_FAILED
-and no directories.
+replicas) and -1 for a log no partition uses. A replica being moved (AlterReplicaLogDirs,
+broker/log/dir_moves.py) is listed twice: its current log, and its future log in the
+destination with `is_future` and, as lag, how far it is behind the current log's end. The
+directory's total and usable bytes are the volume's, from statvfs (-1 when it cannot be read);
+a directory that is offline (broker/log/dir_failure.py) or gone answers KAFKA_STORAGE_ERROR and
+no logs. Without Describe on the cluster: CLUSTER_AUTHORIZATION_FAILED and no directories.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class LogDirPartition:
     partition: int
     size_bytes: int
     offset_lag: int
+    is_future: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,28 +62,49 @@ class DescribeLogDirsResult:
 def run(ctx: BrokerContext, session: Session, req: DescribeLogDirs) -> DescribeLogDirsResult:
     if not rules.allows(ctx, session, rules.DESCRIBE, rules.CLUSTER, api=API):
         return DescribeLogDirsResult(ClusterAuthorizationFailedError.code, ())
-    log_dir = ctx.replicas.log_manager.log_dir.absolute()
-    total, usable = volume_bytes(log_dir)
-    if not log_dir.is_dir():
-        gone = LogDir(KafkaStorageError.code, str(log_dir), (), total, usable)
-        return DescribeLogDirsResult(0, (gone,))
-    found = LogDir(0, str(log_dir), describe_partitions(ctx, req.partitions), total, usable)
-    return DescribeLogDirsResult(0, (found,))
+    manager = ctx.replicas.log_manager
+    dirs = []
+    for log_dir in manager.log_dirs:
+        if log_dir in manager.failures or not log_dir.is_dir():
+            dirs.append(LogDir(KafkaStorageError.code, str(log_dir.absolute()), ()))
+            continue
+        total, usable = volume_bytes(log_dir)
+        found = describe_partitions(ctx, log_dir, req.partitions)
+        dirs.append(LogDir(0, str(log_dir.absolute()), found, total, usable))
+    return DescribeLogDirsResult(0, tuple(dirs))
 
 
 def describe_partitions(
-    ctx: BrokerContext, wanted: Collection[tuple[str, int]] | None
+    ctx: BrokerContext, log_dir: Path, wanted: Collection[tuple[str, int]] | None
 ) -> tuple[LogDirPartition, ...]:
-    """The logs this broker keeps (those in `wanted`, or all), by topic and partition."""
+    """The logs `log_dir` holds (those in `wanted`, or all), current and future, by topic and
+    partition (a current log before a future one)."""
+    manager = ctx.replicas.log_manager
     out = []
-    for plog in ctx.replicas.log_manager.logs():
+    for plog in manager.logs():
         key = (plog.topic, plog.partition)
-        if plog.closed or (wanted is not None and key not in wanted):
+        if (
+            plog.closed
+            or plog.directory.parent != log_dir
+            or (wanted is not None and key not in wanted)
+        ):
             continue
         p = ctx.replicas.partitions.get(key)
         lag = INVALID_OFFSET_LAG if p is None else max(p.high_watermark - plog.log_end_offset, 0)
         out.append(LogDirPartition(plog.topic, plog.partition, plog.size_bytes, lag))
-    return tuple(sorted(out, key=lambda d: (d.topic, d.partition)))
+    for key, future in manager.futures().items():
+        if (
+            future.closed
+            or future.directory.parent != log_dir
+            or (wanted is not None and key not in wanted)
+        ):
+            continue
+        current = manager.get(*key)
+        lag = INVALID_OFFSET_LAG
+        if current is not None and not current.closed:
+            lag = current.log_end_offset - future.log_end_offset
+        out.append(LogDirPartition(*key, future.size_bytes, lag, is_future=True))
+    return tuple(sorted(out, key=lambda d: (d.topic, d.partition, d.is_future)))
 
 
 def volume_bytes(path: Path) -> tuple[int, int]:

@@ -46,7 +46,8 @@ async def on_broker_change(c: EventOps) -> None:
     for b in dead:
         del c.ctx.live[b]
         c.ctx.shutting_down.discard(b)
-        c.ctx.offline_log_dirs.discard(b)  # a restart recovers the log directory
+        c.ctx.offline_log_dirs.discard(b)  # a restart recovers the log directories
+        c.ctx.offline_replicas.pop(b, None)
         c.channel.remove_broker(b)
     if dead:
         changed += await _on_brokers_dead(c, dead)

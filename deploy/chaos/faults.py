@@ -8,8 +8,9 @@ own kill/start (signals by recorded PID); torn-tail rewrites the end of a killed
 active segment (cut inside its last batch, then garbage appended), which recovery must cut back
 at restart; the network kinds call the cluster's network lab (deploy/netns.py: iptables DROP
 rules inside the broker's namespace, so connections hang as with a pulled cable); disk-full
-writes a ballast file into the tmpfs under the broker's log directory until it is full, and
-heals by deleting it and restarting the broker; kill-txn-coord SIGKILLs the broker leading the
+writes a ballast file into the tmpfs under the broker's log directory until it is full (the
+broker stops at its next write there: every log directory it has failed, as Kafka's stops), and
+heals by deleting it and starting the broker again; kill-txn-coord SIGKILLs the broker leading the
 `__transaction_state` partition of one of the workload's transactional ids (Kafka's
 partition_for(id, the topic's partition count), as FindCoordinator with key type 1 answers; no
 Kafka client here asks FindCoordinator for a transactional id by itself). A kind the cluster

@@ -113,7 +113,8 @@ async def describe_log_dirs(
     if resp.error_code:  # CLUSTER_AUTHORIZATION_FAILED: the principal may not Describe the Cluster
         raise for_code(resp.error_code)()
     return {(t.name, int(p.partition_index)): int(p.partition_size)
-            for r in resp.results for t in r.topics for p in t.partitions}  # fmt: skip
+            for r in resp.results for t in r.topics for p in t.partitions
+            if not p.is_future_key}  # a replica being moved: its current log's size  # fmt: skip
 
 
 async def scrape_metrics(host: str, port: int, timeout_s: float) -> str:

@@ -81,23 +81,16 @@ class CliCluster:
         out = self.run("cluster", "status")
         lines = out.splitlines()
         assert lines[2].startswith("kafka bootstrap.servers=127.0.0.1:"), out
-        assert lines[3].split() == [
-            "ID",
-            "PID",
-            "PORT",
-            "KAFKA",
-            "METRICS",
-            "REGISTRY",
-            "STATE",
-            "ROLE",
-        ], out
+        header = ["ID", "PID", "PORT", "KAFKA", "METRICS", "REGISTRY", "STATE", "ROLE", "LOG_DIRS"]
+        assert lines[3].split() == header, out
         rows = {}
         for line in lines[4:]:
             fields = line.split()
             assert fields[3].isdigit(), f"broker {fields[0]} shows its Kafka port: {line}"
             assert fields[4].isdigit(), f"broker {fields[0]} shows its metrics port: {line}"
             assert fields[5].isdigit(), f"broker {fields[0]} shows its registry port: {line}"
-            rows[int(fields[0])] = (fields[6], fields[-1] == "controller")
+            assert fields[8].endswith(f"broker-{fields[0]}"), f"its log dir: {line}"
+            rows[int(fields[0])] = (fields[6], fields[7] == "controller")
         return rows
 
 

@@ -318,9 +318,10 @@ def test_describe_log_dirs_matches_the_files(shared: LocalCluster) -> None:
 
 
 def test_alter_replica_log_dirs_within_each_brokers_directory(shared: LocalCluster) -> None:
-    """kafka-python's alter_replica_log_dirs, to the directory DescribeLogDirs names: NONE (a
-    broker has one directory, the replica is there); elsewhere LOG_DIR_NOT_FOUND; a broker
-    that does not host the replica REPLICA_NOT_AVAILABLE. The data stays readable."""
+    """kafka-python's alter_replica_log_dirs, to the directory DescribeLogDirs names: NONE (these
+    brokers have one directory each, the replica is there; moves between two:
+    test_kafka_jbod.py); elsewhere LOG_DIR_NOT_FOUND; a broker that does not host the replica
+    REPLICA_NOT_AVAILABLE. The data stays readable."""
     from kafka import TopicPartitionReplica
     from kafka.errors import LogDirNotFoundError, NoError, ReplicaNotAvailableError
 

@@ -162,8 +162,12 @@ def test_describe_lines_keep_seed_004_and_align_the_labels() -> None:
 
 def test_status_doc_and_its_table() -> None:
     zk = SimpleNamespace(connect="127.0.0.1:2181", pid=None)
+    procs = [
+        SimpleNamespace(id=1, log_dirs=["/d/1", "/d/1.dir1"]),
+        SimpleNamespace(id=12, log_dirs=["/d/12"]),
+    ]
     cluster = SimpleNamespace(
-        dir=Path("/c"), state=SimpleNamespace(zookeeper=zk), bootstrap="127.0.0.1:1",
+        dir=Path("/c"), state=SimpleNamespace(zookeeper=zk, brokers=procs), bootstrap="127.0.0.1:1",
         kafka_bootstrap="127.0.0.1:2",
     )  # fmt: skip
     brokers = [
@@ -193,13 +197,23 @@ def test_status_doc_and_its_table() -> None:
     assert doc["brokers"][1] == {
         "id": 12, "pid": 7, "port": 3, "kafka_port": None, "metrics_port": None,
         "registry_port": None, "state": "dead",
-        "controller": False,
+        "controller": False, "log_dirs": ["/d/12"],
     }  # fmt: skip
     lines = cli_views.status_lines(doc)
     assert lines[0] == "ZooKeeper 127.0.0.1:2181 (given): running"
     assert lines[3].split() == list(cli_views.STATUS_COLUMNS)
-    assert lines[4].split() == ["1", "4242", "1", "2", "5", "6", "alive", "controller"]
-    assert lines[5].split() == ["12", "7", "3", "-", "-", "-", "dead"]
+    assert lines[4].split() == [
+        "1",
+        "4242",
+        "1",
+        "2",
+        "5",
+        "6",
+        "alive",
+        "controller",
+        "/d/1,/d/1.dir1",
+    ]
+    assert lines[5].split() == ["12", "7", "3", "-", "-", "-", "dead", "-", "/d/12"]
     starts = column_starts(lines[3])
     assert all(line[s] != " " for line in lines[4:] for s in starts[:7])
 

@@ -7,9 +7,8 @@ DescribeCluster (60), v0-v2: v1 adds the endpoint type (v0: brokers); v2 (KIP-10
 fenced brokers too and marks each: a ZooKeeper-mode cluster has none (its brokers are the live
 ones registered), so every broker is unfenced, whatever is asked.
 
-DescribeLogDirs (35), v1-v4: logs grouped by topic, never a future replica (a broker has one
-log directory, so AlterReplicaLogDirs never starts a move); v3+ a top-level error code, v4 the
-volume's total and usable bytes.
+DescribeLogDirs (35), v1-v4: logs grouped by topic, a moving replica's future log with
+is_future_key; v3+ a top-level error code, v4 the volume's total and usable bytes.
 
 AlterReplicaLogDirs (34), v1-v2 (v0 is gone from Kafka 4): the partitions asked under each
 directory; answered grouped by topic, in the order first asked.
@@ -243,7 +242,7 @@ def _log_dir(cls: Any, d: describe_log_dirs.LogDir) -> Any:
     for p in d.partitions:
         by_topic.setdefault(p.topic, []).append(
             make(part_cls, partition_index=p.partition, partition_size=p.size_bytes,
-                 offset_lag=p.offset_lag, is_future_key=False)
+                 offset_lag=p.offset_lag, is_future_key=p.is_future)
         )  # fmt: skip
     topic_cls = nested(cls, "DescribeLogDirsTopic")
     topics = tuple(make(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by_topic.items())

@@ -11,9 +11,11 @@ bounded pool, and, back on the loop, swaps each cleaned group in (Log.replace_se
 event loop never reads or rewrites a segment: producers and fetches go on while a log is
 cleaned; only the renames of a swap run on the loop.
 
-`cleaner-offset-checkpoint` in the log directory (checkpoint.py's partition-offset layout,
-Kafka's file name) holds each log's first dirty offset: where the next pass starts mapping.
-It is written, off the loop, after every pass; a lost write only means a pass redoes work.
+`cleaner-offset-checkpoint` in each log directory (checkpoint.py's partition-offset layout,
+Kafka's file name) holds the first dirty offset of each log in it: where the next pass starts
+mapping. It is written, off the loop, after every pass; a lost write only means a pass redoes
+work. A replica being moved to another log directory (dir_moves.py) is not cleaned until it
+has moved; its new log starts over.
 
 Metrics (Kafka's names, broker/metrics.py): max-dirty-percent, cleaner-recopy-percent,
 max-clean-time-secs, max-compaction-delay-secs, uncleanable-partitions-count (a log whose
@@ -29,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from broker.log import checkpoint
 from broker.log.cleaner import plan
@@ -87,12 +90,13 @@ class LogCleaner:
         self.uncleanable: set[Key] = set()
         self._in_progress: set[Key] = set()
         self._horizons: dict[Key, int] = {}  # the latest delete horizon a pass set, per log
-        self._path = logs.log_dir / CHECKPOINT_FILE
-        try:
-            self._checkpoint = checkpoint.read_partition_offsets(self._path)
-        except checkpoint.CorruptCheckpointError as exc:
-            logger.warning("%s: %s; cleaning starts over", self._path, exc)
-            self._checkpoint = {}
+        self._checkpoint: dict[Key, int] = {}
+        for log_dir in logs.log_dirs:  # each directory's file holds its logs' entries
+            path = log_dir / CHECKPOINT_FILE
+            try:
+                self._checkpoint.update(checkpoint.read_partition_offsets(path))
+            except checkpoint.CorruptCheckpointError as exc:
+                logger.warning("%s: %s; cleaning starts over", path, exc)
         self._pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="log-cleaner")
         # the Log and its generation each checkpoint entry was written for (in memory only: a
         # checkpoint read at start belongs to the log opened then)
@@ -116,8 +120,8 @@ class LogCleaner:
         """The log's clean and dirty sections, or None if it is not compacted or not ours."""
         key = (log.topic, log.partition)
         hw = self.high_watermark(*key)
-        if not log.config.compact or hw is None or log.closed:
-            return None
+        if not log.config.compact or hw is None or log.closed or self.logs.future(key):
+            return None  # (a replica being moved is cleaned after, as Kafka pauses it)
         segments = [_info(seg) for seg in (*log.segments.closed(), log.segments.active)]
         return plan.cleanable_range(
             segments, log.log_start_offset, self._first_dirty(log), hw, now_ms,
@@ -242,7 +246,7 @@ class LogCleaner:
                 logger.info("cleaning of %s-%s dropped: the log changed (%s)",
                             log.topic, log.partition, exc)  # fmt: skip
             elif is_log_dir_failure(exc):
-                self.logs.fail(exc, f"cleaning of {log.topic}-{log.partition}")
+                self.logs.fail(exc, f"cleaning of {log.topic}-{log.partition}", log.directory)
             else:
                 logger.error("cleaning %s-%s failed, it is left uncleaned: %s",
                              log.topic, log.partition, exc)  # fmt: skip
@@ -337,10 +341,20 @@ class LogCleaner:
             live = {(log.topic, log.partition) for log in self.logs.logs()}
             offsets = {k: v for k, v in self._checkpoint.items() if k in live}
             self._checkpoint = offsets
+            by_dir: dict[Path, dict[Key, int]] = {d: {} for d in self.logs.log_dirs}
+            for key, offset in offsets.items():
+                where = self.logs.dir_of(key)
+                if where is not None:
+                    by_dir[where][key] = offset
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(
-                None, checkpoint.write_partition_offsets, self._path, dict(offsets)
-            )
+            for log_dir, entries in by_dir.items():
+                if log_dir in self.logs.failures:
+                    continue
+                try:
+                    await loop.run_in_executor(None, checkpoint.write_partition_offsets,
+                                               log_dir / CHECKPOINT_FILE, entries)  # fmt: skip
+                except OSError as exc:
+                    self.logs.fail(exc, "the cleaner's checkpoint", log_dir)
 
     def _account(self, result: CleanResult, secs: float) -> None:
         s = self.stats

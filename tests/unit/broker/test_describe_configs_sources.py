@@ -49,3 +49,15 @@ def test_a_broker_lists_its_topic_defaults_under_broker_names(tmp_path: Path) ->
     assert (delay.value, delay.source) == ("3000", DEFAULT)
     assert entries["host.name"].read_only and not entries["log.cleanup.policy"].read_only
     assert "cleanup.policy" not in entries  # topic names are not broker names
+
+
+def test_log_dirs_are_described_as_kafka_describes_a_list() -> None:
+    from protocol.api.admin import TYPE_LIST
+
+    several = {e.name: e for e in broker_entries(
+        load_config(None, broker_id=1, log_dirs="/a,/b"), "1", synonyms=False)}  # fmt: skip
+    assert (several["log.dirs"].value, several["log.dirs"].config_type) == ("/a,/b", TYPE_LIST)
+    assert several["log.dir"].value == "/a"  # the first: log.dirs takes precedence
+    one = {e.name: e for e in broker_entries(load_config(None, broker_id=1, log_dir="/x"), "1",
+                                             synonyms=False)}  # fmt: skip
+    assert one["log.dirs"].value is None and one["log.dirs"].source == DEFAULT

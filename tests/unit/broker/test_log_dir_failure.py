@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,14 @@ from broker.storage_failures import must_report_log_dir_failure
 from coordinator.cluster.zk_paths import BrokerRegistration, LeaderIsrState, ZkDataError
 from coordinator.controller.context import LiveBroker
 from coordinator.controller.log_dirs import (
+    MAX_NOTE_PARTITIONS,
     LogDirContext,
     LogDirEvent,
     after_log_dir_failure,
     brokers_with_failed_dirs,
     decode_log_dir_event,
     encode_log_dir_event,
+    offline_by_broker,
 )
 from protocol.api.controller import PartitionState
 from protocol.api.fetch import FetchPartition, FetchRequest, FetchTopic
@@ -89,6 +92,21 @@ def test_notification_round_trip_and_stale_notes() -> None:
     assert brokers_with_failed_dirs(events, {2: 6, 3: 77, 4: 10}) == [3, 4]
 
 
+def test_a_note_names_the_partitions_of_the_failed_directory() -> None:
+    data = encode_log_dir_event(3, 77, [("t", 1), ("a", 0)])
+    assert data.endswith(b',"partitions":[["a",0],["t",1]]}')
+    assert decode_log_dir_event(data) == LogDirEvent(3, 77, frozenset({("a", 0), ("t", 1)}))
+    many = [("t", p) for p in range(MAX_NOTE_PARTITIONS + 1)]
+    assert decode_log_dir_event(encode_log_dir_event(3, 77, many)).partitions is None  # all
+    with pytest.raises(ZkDataError):
+        decode_log_dir_event(b'{"version":1,"broker":1,"event":1,"partitions":[["t"]]}')
+    events = [
+        LogDirEvent(3, 77, frozenset({("t", 0)})), LogDirEvent(3, 77, frozenset({("t", 1)})),
+        LogDirEvent(4, 10, frozenset({("t", 2)})), LogDirEvent(4, 10, None),
+    ]  # fmt: skip
+    assert offline_by_broker(events, {3: 77, 4: 10}) == {3: {("t", 0), ("t", 1)}, 4: None}
+
+
 def test_failed_broker_loses_leadership_and_leaves_the_isr() -> None:
     def decide(leader: int, isr: list[int], unclean: bool = False) -> object:
         s = LeaderIsrState(leader, 4, 1, isr)
@@ -110,6 +128,12 @@ def test_context_never_elects_an_offline_directory_and_lists_its_replicas_offlin
     ctx.add_topic("t", {0: [3, 1, 2]}, False)
     ctx.set_leadership(("t", 0), LeaderIsrState(1, 2, 1, [1, 2]), 5)
     assert ctx.eligible_ids == {1, 2, 3}
+    ctx.add_topic("u", {0: [2, 1]}, False)
+    ctx.set_leadership(("u", 0), LeaderIsrState(1, 2, 1, [1]), 5)
+    ctx.offline_replicas[2] = {("u", 0)}  # one of broker 2's directories failed
+    assert ctx.eligible_ids == {1, 2, 3}
+    assert ctx.partition_state_msg(("u", 0)).offline_replicas == [2]
+    assert ctx.partition_state_msg(("t", 0)).offline_replicas == []
     ctx.offline_log_dirs.add(3)
     assert ctx.eligible_ids == {1, 2}
     assert ctx.partition_state_msg(("t", 0)).offline_replicas == [3]
@@ -121,16 +145,22 @@ def test_context_never_elects_an_offline_directory_and_lists_its_replicas_offlin
 class RecordingNotifier:
     def __init__(self) -> None:
         self.calls = 0
+        self.partitions: list[list[tuple[str, int]] | None] = []
 
-    async def notify_log_dir_failure(self) -> None:
+    async def notify_log_dir_failure(
+        self, partitions: Collection[tuple[str, int]] | None = None
+    ) -> None:
         self.calls += 1
+        self.partitions.append(None if partitions is None else sorted(partitions))
 
 
 async def _no_overrides(_topic: str) -> dict[str, str]:
     return {}
 
 
-def _broker(log_dir: Path, notifier: RecordingNotifier) -> tuple[LogManager, ReplicaManager]:
+def _broker(
+    log_dir: Path | list[Path], notifier: RecordingNotifier
+) -> tuple[LogManager, ReplicaManager]:
     clock = ManualClock(T0)
     manager = LogManager(log_dir, LogConfig(), clock)
     manager.load_all()
@@ -189,7 +219,7 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
     fetch = FetchRequest(-1, 0, 1, 1 << 20, [FetchTopic("t", [FetchPartition(1, 0, 1 << 20)])])
     assert [r.error_code for r in replicas.read_all(fetch)] == [LogDirOfflineError.code]
     await asyncio.sleep(0.01)
-    assert notifier.calls == 1
+    assert notifier.calls == 1 and notifier.partitions == [None]  # its one directory: all
     assert not manager.fail(OSError(errno.EIO, "again"), "another write")  # once only
 
     # a LeaderAndIsr that still counts on this broker is refused and reported again
@@ -207,6 +237,34 @@ async def test_failed_append_takes_the_directory_offline_and_acknowledges_nothin
     manager.shutdown()
     assert not (tmp_path / "replication-offset-checkpoint").exists()
     assert not (log1.directory / CLEAN_SHUTDOWN_FILE).exists()
+
+
+async def test_with_two_dirs_a_failed_one_takes_only_its_partitions_offline(
+    tmp_path: Path,
+) -> None:
+    notifier = RecordingNotifier()
+    manager, replicas = _broker([tmp_path / "d1", tmp_path / "d2"], notifier)
+    states = [PartitionState("t", p, 1, BROKER, 1, [1], 0, [1], []) for p in range(4)]
+    assert [c for *_, c in await replicas.roles.apply_leader_and_isr(states, _no_overrides)] == [
+        0, 0, 0, 0,
+    ]  # fmt: skip
+    assert {manager.dir_of(("t", p)) for p in (0, 2)} == {tmp_path / "d1"}
+    _break(manager.get("t", 0))  # type: ignore[arg-type]
+    assert replicas.append("t", 0, _records(b"a"), acks=1).error_code == LogDirOfflineError.code
+    await asyncio.sleep(0.01)
+    assert notifier.partitions == [[("t", 0), ("t", 2)]]  # the failed directory's, not all
+    assert [replicas.partitions[("t", p)].role is Role.OFFLINE for p in range(4)] == [
+        True, False, True, False,
+    ]  # fmt: skip
+    assert replicas.append("t", 1, _records(b"b"), acks=1).error_code == 0  # the other serves
+    assert replicas.append("t", 2, _records(b"c"), acks=1).error_code == LogDirOfflineError.code
+    codes = await replicas.roles.apply_leader_and_isr(states, _no_overrides)
+    assert [c for *_, c in codes] == [LogDirOfflineError.code, 0, LogDirOfflineError.code, 0]
+    _break(manager.get("t", 1))  # type: ignore[arg-type]
+    assert replicas.append("t", 1, _records(b"d"), acks=1).error_code == LogDirOfflineError.code
+    await asyncio.sleep(0.01)
+    assert manager.offline and notifier.partitions[-1] is None  # every directory: all of them
+    await replicas.shutdown()
 
 
 def test_recovery_cuts_a_torn_tail_left_by_a_failed_write(tmp_path: Path) -> None:

@@ -185,7 +185,13 @@ def test_parser_accepts_the_documented_commands() -> None:
     a = p.parse_args(["consume", "t", "--offset", "5", "--partition", "1", "--max-messages", "2"])
     assert (a.offset, a.partition, a.max_messages, a.from_beginning) == (5, 1, 2, False)
     a = p.parse_args(["broker", "--id", "1", "--port", "9092", "--log-dir", "/d"])
-    assert (a.id, a.port, a.log_dir, a.zookeeper) == (1, 9092, Path("/d"), None)
+    assert (a.id, a.port, a.log_dir, a.zookeeper) == (1, 9092, ["/d"], None)
+    a = p.parse_args(["broker", "--log-dir", "/a,/b", "--log-dir", "/c"])
+    assert cli.log_dir_settings(a.log_dir) == {"log_dirs": ["/a", "/b", "/c"]}
+    assert cli.log_dir_settings(["/d"]) == {"log_dir": Path("/d")}
+    assert cli.log_dir_settings(None) == {}
+    a = p.parse_args(["cluster", "up", "--log-dirs-per-broker", "2"])
+    assert a.log_dirs_per_broker == 2
 
 
 @pytest.mark.parametrize(

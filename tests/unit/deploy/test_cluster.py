@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deploy.cluster import LocalCluster
+from deploy.cluster_brokers import broker_command
 from deploy.cluster_state import BrokerProc, ClusterError, ClusterState, ZooKeeperInfo
 from deploy.processes import LISTEN_PORTS_FROM, free_port, process_state
 
@@ -73,6 +74,17 @@ def test_state_round_trip() -> None:
         [BrokerProc(1, 9092, 100, "/d/1"), BrokerProc(2, 9093, 101, "/d/2")],
     )
     assert ClusterState.from_json(state.to_json()) == state
+    state.brokers[0].extra_log_dirs = ["/d/1.dir1"]
+    assert ClusterState.from_json(state.to_json()).brokers[0].log_dirs == ["/d/1", "/d/1.dir1"]
+
+
+def test_a_broker_with_several_log_dirs_is_started_with_each() -> None:
+    proc = BrokerProc(1, 9092, 0, "/d/1", extra_log_dirs=["/d/1.dir1", "/d/1.dir2"])
+    cmd = broker_command(proc, "zk:2181", Path("/c/broker.toml"), "127.0.0.1", "PLAINTEXT")
+    given = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--log-dir"]
+    assert given == ["/d/1", "/d/1.dir1", "/d/1.dir2"]
+    with pytest.raises(ClusterError, match="log dirs per broker must be between 1 and 8"):
+        LocalCluster(Path("/c"), log_dirs_per_broker=9)
 
 
 def test_open_without_state_or_with_bad_state(tmp_path: Path) -> None:

@@ -418,3 +418,25 @@ async def test_reconfigure_starts_and_retires_workers_live(tmp_path: Path) -> No
         with pytest.raises(asyncio.CancelledError):
             await running
     assert cleaner.workers_running == 0
+
+
+def test_each_log_dir_keeps_its_own_checkpoint_and_a_moving_log_waits(tmp_path: Path) -> None:
+    from broker.log.dir_moves import ReplicaMoves
+
+    clock = ManualClock(time_ms=T0)
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    manager = LogManager(dirs, LogConfig.from_properties(COMPACT), clock)
+    manager.load_all()
+    logs = [manager.get_or_create("t", p) for p in (0, 1)]  # one in each directory
+    for log in logs:
+        for i in range(40):
+            log.append_as_leader(keyed([(b"k%d" % (i % 3), b"v%d" % i)]), 1)
+    cleaner = LogCleaner(manager, clock, CleanerSettings(backoff_ms=10),
+                         lambda t, p: manager.get(t, p).log_end_offset)  # type: ignore[union-attr]  # fmt: skip
+    ReplicaMoves(manager, {}).request(("t", 1), dirs[0])  # t-1 moves: not cleaned meanwhile
+    assert asyncio.run(cleaner.clean_once()) and not asyncio.run(cleaner.clean_once())
+    assert cleaner.checkpointed("t", 1) is None
+    files = [(d / "cleaner-offset-checkpoint").read_text().splitlines()[2:] for d in dirs]
+    assert files == [[f"t 0 {cleaner.checkpointed('t', 0)}"], []]
+    restarted = LogCleaner(manager, clock, CleanerSettings(), lambda t, p: None)
+    assert restarted.checkpointed("t", 0) == cleaner.checkpointed("t", 0)

@@ -169,6 +169,20 @@ CASES += [
          describe_log_dirs.DescribeLogDirs(frozenset({("t", 0), ("t", 1)})), DIRS,
          "00000020002300040000000700076f64726164656b000202740300000000000000010000",
          "0000006e0000000700000000000000020000032f6403027403000000000000000000000064000000000000000000000000000100000000000000000000000000000000000000027502000000000000000000000005ffffffffffffffff00000000000000000003e800000000000001900000"),
+    # a replica being moved: its future log in "/e" (is_future_key, its lag behind the
+    # current log); "/f" offline (KAFKA_STORAGE_ERROR, no logs, no byte counts)
+    Case("DescribeLogDirs v4, a move", v.DESCRIBE_LOG_DIRS, 4,
+         kio(v.DESCRIBE_LOG_DIRS, 4, topics=many(
+             lambda cls: codec.make(codec.nested(cls, "DescribableLogDirTopic"), topic="t",
+                                    partitions=(0, 1)))),
+         describe_log_dirs.DescribeLogDirs(frozenset({("t", 0), ("t", 1)})),
+         describe_log_dirs.DescribeLogDirsResult(0, (
+             describe_log_dirs.LogDir(0, "/d", (ldp("t", 0, 100, 0),), 1000, 400),
+             describe_log_dirs.LogDir(0, "/e", (ldp("t", 0, 40, 60, is_future=True),), 1000, 400),
+             describe_log_dirs.LogDir(56, "/f", ()),
+         )),
+         "00000020002300040000000700076f64726164656b000202740300000000000000010000",
+         "000000860000000700000000000000040000032f6402027402000000000000000000000064000000000000000000000000000000000003e80000000000000190000000032f6502027402000000000000000000000028000000000000003c01000000000000000003e80000000000000190000038032f6601ffffffffffffffffffffffffffffffff0000"),
 ]  # fmt: skip
 
 

@@ -71,7 +71,8 @@ CONTEXTS: dict[str, Any] = {
     "DescribeCluster": {"metadata": _cache(), "cluster": ClusterIdentity("c")},
     "DescribeTopicPartitions": {"metadata": _cache()},
     "DescribeLogDirs": {"replicas": SimpleNamespace(log_manager=SimpleNamespace(
-        log_dir=Path("/nonexistent/odradek"), logs=lambda: []))},
+        log_dirs=[Path("/nonexistent/odradek")], failures={}, logs=lambda: [],
+        futures=dict))},
     "Metadata": {"metadata": _cache(), "cluster": ClusterIdentity("c"), "topics": FakeTopicStore(),
                  "config": BrokerConfig(broker_id=BROKER_ID, log_dir=Path("/nonexistent"))},
 }  # fmt: skip
