@@ -120,7 +120,7 @@ async def _by_name(
     if commit_topics:
         commit = group.OffsetCommitRequest(req.group_id, req.generation_id, req.member_id,
                                            commit_topics, req.group_instance_id)  # fmt: skip
-        done = await ctx.groups.commit(commit)
+        done = await ctx.groups.offsets.commit(commit)
         codes.update({(t.name, p.partition): p.error_code for t in done.topics
                       for p in t.partitions})  # fmt: skip
     denied = TopicAuthorizationFailedError.code

@@ -54,7 +54,7 @@ async def run(ctx: BrokerContext, session: Session, req: OffsetDelete) -> Offset
     if code:
         return OffsetDeleteResult(code)
     wanted = [(t, p) for t, ps in req.topics if t not in refused for p in ps]
-    code, deleted = await ctx.groups.delete_offsets(req.group_id, wanted, subscribed)
+    code, deleted = await ctx.groups.offsets.delete_offsets(req.group_id, wanted, subscribed)
     if code:
         return OffsetDeleteResult(code)
     denied = TopicAuthorizationFailedError.code

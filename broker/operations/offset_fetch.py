@@ -140,7 +140,7 @@ def _fetch(ctx: BrokerContext, g: GroupWanted, topics: Wanted | None, stable: bo
     if code:
         return GroupOffsets(g.group_id, code)
     wanted = None if topics is None else [group.TopicPartitions(t, list(ps)) for t, ps in topics]
-    found = ctx.groups.fetch_offsets(group.OffsetFetchRequest(g.group_id, wanted), stable)
+    found = ctx.groups.offsets.fetch_offsets(group.OffsetFetchRequest(g.group_id, wanted), stable)
     return GroupOffsets(g.group_id, found.error_code, tuple(
         FetchedTopic(t.name, tuple(Fetched(p.partition, p.offset, p.metadata, p.error_code,
                                            p.leader_epoch) for p in t.partitions))

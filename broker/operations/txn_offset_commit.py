@@ -115,7 +115,7 @@ async def _commit(
     ctx: BrokerContext, req: TxnOffsetCommit,
     offsets: list[tuple[str, int, int, str | None, int]],
 ) -> int:  # fmt: skip
-    return await ctx.groups.txn_commit(
+    return await ctx.groups.offsets.txn_commit(
         req.group_id, req.producer_id, req.producer_epoch, req.generation_id, req.member_id,
         offsets, req.group_instance_id,
     )  # fmt: skip

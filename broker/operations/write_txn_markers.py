@@ -76,7 +76,7 @@ async def _write(ctx: BrokerContext, m: Marker) -> MarkerWritten:
             APPEND_TIMEOUT_MS,
         )  # fmt: skip
         if code == 0 and topic == OFFSETS_TOPIC:
-            ctx.groups.complete_txn(partition, m.producer_id, m.commit)
+            ctx.groups.offsets.complete_txn(partition, m.producer_id, m.commit)
         return partition, code
 
     async def topic(

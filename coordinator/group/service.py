@@ -34,12 +34,12 @@ from coordinator.group.consumer_group import ConsumerConfig
 from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import ClassicJoinAnswer, Group, GroupLimits, Result, SyncAnswer
 from coordinator.group.group_configs import ConsumerBounds, GroupConfigs
+from coordinator.group.offset_service import GroupOffsets
 from coordinator.group.records import (
     MAX_RECORDS_PER_BATCH,
     OFFSETS_TOPIC,
     ConsumerKey,
     CoordinatorRecord,
-    OffsetKey,
     build,
     decode,
     partition_for,
@@ -53,8 +53,6 @@ from coordinator.runtime.runtime import CoordinatorRuntime, Owned, RecordCodec, 
 from protocol.api.group import (
     DeletedGroup,
     DescribeGroupsResponse,
-    FetchedOffset,
-    FetchedTopic,
     FindCoordinatorResponse,
     GroupDescription,
     HeartbeatRequest,
@@ -62,25 +60,17 @@ from protocol.api.group import (
     JoinGroupResponse,
     ListedGroup,
     MemberDescription,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    PartitionResult,
-    TopicResult,
 )
 from protocol.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
     GroupIdNotFoundError,
-    GroupSubscribedToTopicError,
     InvalidGroupIdError,
     NonEmptyGroupError,
     NotCoordinatorError,
     OdradekError,
     RebalanceInProgressError,
     UnknownMemberIdError,
-    UnstableOffsetCommitError,
 )
 from protocol.kafka.consumer_protocol import assigned_partitions
 
@@ -161,6 +151,7 @@ class GroupCoordinator:
         self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
         self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
         self.share = ShareGroups(self, metadata, config.share)  # KIP-932 share groups (memory)
+        self.offsets = GroupOffsets(self)  # commits, fetches, deletes (offset_service.py)
 
     @property
     def owned(self) -> dict[int, GroupOwned]:
@@ -388,106 +379,6 @@ class GroupCoordinator:
         await self._finish(owned, group_id, result)
         return NONE
 
-    async def commit(self, req: OffsetCommitRequest) -> OffsetCommitResponse:
-        if self.consumer.is_consumer_group(req.group_id):  # KIP-848: member epoch checks
-            return await self.consumer.commit(req)
-        owned, code = self.locate(req.group_id)
-        offsets: list[offset_ops.Commit] = [
-            (t.name, p.partition, p.offset, p.metadata, p.leader_epoch)
-            for t in req.topics
-            for p in t.partitions
-        ]
-        if owned is not None:
-            group = owned.shard.setdefault(req.group_id, Group(req.group_id))
-            result = offset_ops.commit(group, req.generation_id, req.member_id, offsets,
-                                self.clock.monotonic_ms(), self.clock.time_ms(),
-                                req.group_instance_id)  # fmt: skip
-            code = int(result.response)
-            if code == NONE and result.records:
-                code = await self.runtime.write(owned, result.records)
-        return OffsetCommitResponse([
-            TopicResult(t.name, [PartitionResult(p.partition, code) for p in t.partitions])
-            for t in req.topics
-        ])  # fmt: skip
-
-    async def txn_commit(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        generation: int,
-        member_id: str,
-        offsets: list[offset_ops.Commit],
-        instance_id: str | None = None,
-    ) -> int:
-        """TxnOffsetCommit (KIP-98, KIP-447): the offsets are appended inside the producer's
-        transaction and stay pending until its marker; one error code for all of them. The
-        transaction coordinator has added this partition to the transaction (AddOffsetsToTxn),
-        which the log checks like any transactional write."""
-        owned, code = self.locate(group_id)
-        if owned is None:
-            return code
-        group = owned.shard.setdefault(group_id, Group(group_id))
-        checked = consumer_service.check_txn_commit(group, member_id, generation)
-        if checked is not None:  # a consumer group: member epochs, checked
-            if checked != NONE:
-                return checked
-            member_id, generation, instance_id = "", -1, None
-        result = offset_ops.txn_commit(group, generation, member_id, offsets, self.clock.time_ms(),
-                                instance_id)  # fmt: skip
-        code = int(result.response)
-        if code != NONE or not result.records:
-            return code
-        code = await self.runtime.append(owned, result.records, (producer_id, producer_epoch))
-        if code == NONE and self.owned.get(owned.index) is owned:
-            now = self.clock.monotonic_ms()
-            for record in result.records:
-                offset_ops.replay_txn(owned.shard, producer_id, record, now)
-        return code
-
-    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A marker was written to offsets partition `partition` (WriteTxnMarkers)."""
-        owned = self.owned.get(partition)
-        if owned is not None:
-            offset_ops.complete_txn(owned.shard, producer_id, commit)
-
-    def fetch_offsets(
-        self, req: OffsetFetchRequest, require_stable: bool = False
-    ) -> OffsetFetchResponse:
-        """`require_stable` (KIP-447, OffsetFetch v7+): a partition whose offset an open
-        transaction is committing answers UNSTABLE_OFFSET_COMMIT (the consumer retries), so a
-        new member never starts from an offset the transaction is about to move."""
-        owned, code = self.locate(req.group_id)
-        if owned is None:
-            return OffsetFetchResponse(code, [])
-        group = owned.shard.get(req.group_id)
-        committed = group.offsets if group is not None else {}
-        wanted: dict[str, list[int]] = {}
-        if req.topics is None:
-            for t, p in sorted(committed):
-                wanted.setdefault(t, []).append(p)
-        else:
-            wanted = {t.topic: list(t.partitions) for t in req.topics}
-        topics = []
-        for topic, partitions in wanted.items():
-            found = []
-            for p in partitions:
-                if (
-                    require_stable
-                    and group is not None
-                    and offset_ops.has_pending_txn(group, topic, p)
-                ):
-                    found.append(FetchedOffset(p, -1, None, UnstableOffsetCommitError.code))
-                    continue
-                entry = committed.get((topic, p))
-                if entry is None:
-                    found.append(FetchedOffset(p, -1, None, NONE))
-                else:
-                    found.append(FetchedOffset(p, entry.offset, entry.metadata, NONE,
-                                               entry.leader_epoch))  # fmt: skip
-            topics.append(FetchedTopic(topic, found))
-        return OffsetFetchResponse(NONE, topics)
-
     def describe(self, group_ids: list[str]) -> DescribeGroupsResponse:
         """Kafka groups too: their kind, Kafka's state name, each member's host and the
         partitions decoded from the assignment its leader handed out in SyncGroup."""
@@ -677,28 +568,6 @@ class GroupCoordinator:
     def all_groups(self) -> list[Group]:
         """Every group of every offsets partition this broker coordinates and has loaded."""
         return [g for owned in self.runtime.ready() for g in owned.shard.values()]
-
-    async def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]], subscribed: set[str]
-    ) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetDelete: tombstones for the partitions of topics the group is not subscribed to
-        (`subscribed`: the members' topics, worked out by the caller from their metadata)."""
-        owned, code = self.locate(group_id)
-        group = owned.shard.get(group_id) if owned is not None else None
-        if owned is None or group is None:
-            return (code if owned is None else GroupIdNotFoundError.code), {}
-        codes = {tp: NONE for tp in partitions}
-        records = []
-        for tp in partitions:
-            if tp[0] in subscribed:
-                codes[tp] = GroupSubscribedToTopicError.code
-            elif tp in group.offsets:
-                records.append(CoordinatorRecord(OffsetKey(group_id, tp[0], tp[1]), None))
-        if records:
-            code = await self.runtime.write(owned, records)
-            if code != NONE:
-                return code, {}
-        return NONE, codes
 
 
 def error_code(exc: BaseException) -> int:

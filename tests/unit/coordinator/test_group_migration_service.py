@@ -128,7 +128,7 @@ async def test_upgrade_serve_classic_member_inside_and_downgrade(tmp_path: Path)
         await failover(h)
         assert await group_type(k) == [("g", "classic", "Stable")]
         assert groups.heartbeat(_hb(a.member_id, 3)) == 0
-        got = groups.fetch_offsets(_fetch("g")).topics[0].partitions[0]
+        got = groups.offsets.fetch_offsets(_fetch("g")).topics[0].partitions[0]
         assert got.offset == 8  # the offsets lived through both conversions and reloads
 
 

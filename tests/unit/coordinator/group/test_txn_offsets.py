@@ -18,7 +18,7 @@ WANTED = OffsetFetchRequest("g", [TopicPartitions("t", [0, 1])])
 
 
 def offsets(groups: object, stable: bool = False) -> list[tuple[int, int, int]]:
-    resp = groups.fetch_offsets(WANTED, stable)  # type: ignore[attr-defined]
+    resp = groups.offsets.fetch_offsets(WANTED, stable)  # type: ignore[attr-defined]
     return [(p.partition, p.offset, p.error_code) for p in resp.topics[0].partitions]
 
 
@@ -29,8 +29,8 @@ async def test_txn_offsets_count_only_once_committed(tmp_path: Path) -> None:
         await h.lead("t", 2)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
-        assert await groups.txn_commit("g", 9, 0, -1, "", [("t", 0, 5, None)]) == 0
-        assert await groups.txn_commit("g", 8, 0, -1, "", [("t", 1, 7, None)]) == 0
+        assert await groups.offsets.txn_commit("g", 9, 0, -1, "", [("t", 0, 5, None)]) == 0
+        assert await groups.offsets.txn_commit("g", 8, 0, -1, "", [("t", 1, 7, None)]) == 0
         assert offsets(groups) == [(0, -1, 0), (1, -1, 0)]  # pending: not the group's yet
         unstable = UnstableOffsetCommitError.code
         assert offsets(groups, stable=True) == [(0, -1, unstable), (1, -1, unstable)]
@@ -39,24 +39,24 @@ async def test_txn_offsets_count_only_once_committed(tmp_path: Path) -> None:
         for pid, commit in ((9, True), (8, False)):
             code = await h.ctx.replicas.append_marker(OFFSETS_TOPIC, 0, pid, 0, 0, commit, 1000)
             assert code == 0
-            groups.complete_txn(0, pid, commit)
+            groups.offsets.complete_txn(0, pid, commit)
         assert offsets(groups, stable=True) == [(0, 5, 0), (1, -1, 0)]
 
         # a fenced producer's offsets are refused by the log
         await h.ctx.replicas.append_marker(OFFSETS_TOPIC, 0, 9, 1, 0, False, 1000)  # epoch 1
-        assert await groups.txn_commit("g", 9, 0, -1, "", [("t", 1, 1, None)]) == (
+        assert await groups.offsets.txn_commit("g", 9, 0, -1, "", [("t", 1, 1, None)]) == (
             InvalidProducerEpochError.code
         )
         # an open transaction, then a failover: the coordinator, having given the partition
         # up, replays the transactional batches and the markers from the log
-        assert await groups.txn_commit("g", 7, 0, -1, "", [("t", 1, 11, None)]) == 0
+        assert await groups.offsets.txn_commit("g", 7, 0, -1, "", [("t", 1, 11, None)]) == 0
         await groups.shutdown()
         again = h.ctx.groups
         again.on_leadership_change()
         await settle(again)
         assert offsets(again, stable=True) == [(0, 5, 0), (1, -1, unstable)]
         await h.ctx.replicas.append_marker(OFFSETS_TOPIC, 0, 7, 0, 0, True, 1000)
-        again.complete_txn(0, 7, True)
+        again.offsets.complete_txn(0, 7, True)
         assert offsets(again, stable=True) == [(0, 5, 0), (1, 11, 0)]
         await again.shutdown()
 
@@ -70,7 +70,7 @@ async def test_a_marker_written_while_loading_is_not_lost(tmp_path: Path) -> Non
         await h.lead("t", 2)
         await h.lead(OFFSETS_TOPIC, 1)
         await settle(groups)
-        assert await groups.txn_commit("g", 3, 0, -1, "", [("t", 0, 4, None)]) == 0
+        assert await groups.offsets.txn_commit("g", 3, 0, -1, "", [("t", 0, 4, None)]) == 0
         await groups.shutdown()
         replicas = h.ctx.replicas
         read = replicas.read_records
@@ -83,7 +83,7 @@ async def test_a_marker_written_while_loading_is_not_lost(tmp_path: Path) -> Non
                 del replicas.read_records  # type: ignore[method-assign]
                 p = replicas.partitions[(OFFSETS_TOPIC, 0)]
                 p.log.append_control(3, 0, 0, True, p.leader_epoch)
-                again.complete_txn(0, 3, True)  # too early: still loading
+                again.offsets.complete_txn(0, 3, True)  # too early: still loading
             return got
 
         replicas.read_records = read_then_mark  # type: ignore[method-assign]
