@@ -11,19 +11,20 @@ is a classic or consumer group, GROUP_ID_NOT_FOUND with Kafka's message; those a
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
-from broker.security import rules
+from broker.operations.consumer_group_describe import (
+    NO_OPERATIONS,
+    AssignedTopic,
+    assigned_topics,
+    describe_each,
+)
 from broker.session import Session
 from coordinator.group.share_assignor import NAME as ASSIGNOR
 from coordinator.group.share_group import ShareGroup
 
 API = "ShareGroupDescribe"
-NO_OPERATIONS = -(2**31)  # Kafka's "not asked" (INT32_MIN)
 GROUP_ID_NOT_FOUND = 69
 
 
@@ -31,13 +32,6 @@ GROUP_ID_NOT_FOUND = 69
 class ShareGroupDescribe:
     group_ids: tuple[str, ...]
     include_authorized_operations: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AssignedTopic:
-    topic_id: uuid.UUID
-    name: str | None  # None: the metadata cache does not know the id
-    partitions: tuple[int, ...]  # sorted
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,19 +64,9 @@ class ShareGroupDescribeResult:
 
 
 def run(ctx: BrokerContext, session: Session, req: ShareGroupDescribe) -> ShareGroupDescribeResult:
-    refused = rules.denied(ctx, session, rules.DESCRIBE, rules.GROUP, req.group_ids, api=API)
-    out = []
-    for gid in req.group_ids:
-        if gid in refused:
-            err = rules.refusal(session, rules.DESCRIBE, rules.GROUP, gid)
-            out.append(Described(gid, err.code, err.message))
-            continue
-        described = _describe(ctx, gid)
-        if req.include_authorized_operations and described.error_code == 0:
-            ops = rules.authorized_operations(ctx, session, rules.GROUP, gid)
-            described = dataclasses.replace(described, authorized_operations=ops)
-        out.append(described)
-    return ShareGroupDescribeResult(tuple(out))
+    return ShareGroupDescribeResult(describe_each(
+        ctx, session, API, req.group_ids, req.include_authorized_operations, _describe, Described,
+    ))  # fmt: skip
 
 
 def _describe(ctx: BrokerContext, gid: str) -> Described:
@@ -102,16 +86,6 @@ def _describe(ctx: BrokerContext, gid: str) -> Described:
 def _members(ctx: BrokerContext, group: ShareGroup) -> tuple[Member, ...]:
     return tuple(
         Member(m.member_id, m.rack_id, m.epoch, m.client_id, m.client_host,
-               tuple(sorted(m.subscribed_topic_names)), _topics(ctx, m.assignment))
+               tuple(sorted(m.subscribed_topic_names)), assigned_topics(ctx, m.assignment))
         for m in sorted(group.members.values(), key=lambda m: m.member_id)
     )  # fmt: skip
-
-
-def _topics(
-    ctx: BrokerContext, parts: Mapping[uuid.UUID, frozenset[int]]
-) -> tuple[AssignedTopic, ...]:
-    return tuple(
-        AssignedTopic(t, ctx.metadata.topic_by_id(t), tuple(sorted(ps)))
-        for t, ps in sorted(parts.items(), key=lambda kv: str(kv[0]))
-        if ps
-    )
