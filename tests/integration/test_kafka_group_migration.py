@@ -28,7 +28,14 @@ from protocol.kafka.versions import CONSUMER_GROUP_DESCRIBE, LIST_GROUPS
 from tests.fixtures.cluster import ClusterFactory, ClusterPool
 from tests.integration import kafka_wire as wire
 from tests.integration.kafka_clients import GroupMember
-from tests.integration.test_kip848 import CONVERGE_S, PARTITIONS, SETTINGS, Group, scenario
+from tests.integration.test_kip848 import (
+    CONVERGE_S,
+    PARTITIONS,
+    SETTINGS,
+    Group,
+    GroupWatch,
+    scenario,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -114,43 +121,25 @@ def sample(kafka: str, group: str) -> tuple[str, str, set[str], dict[int, list[s
         return None
 
 
-class Watch:
-    """Every 100 ms: the group's type (each change noted), members (never none), and committed
+class Watch(GroupWatch):
+    """The group's type (each change noted), members (never none once `watching`), committed
     offsets (never going back)."""
 
     def __init__(self, g: Group) -> None:
-        self.g = g
+        super().__init__(g)
         self.types: list[str] = []
         self.empty: list[str] = []
-        self.backwards: list[str] = []
-        self.samples = 0
-        self._last: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
         self.watching = False  # the group is formed: from now on it must never be empty
 
-    def __enter__(self) -> Watch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            got = sample(self.g.kafka, self.g.group)
-            if got is not None and self.watching:
-                self.samples += 1
-                kind, state, clients, _ = got
-                if not self.types or self.types[-1] != kind:
-                    self.types.append(kind)
-                if not clients or state == "Empty":
-                    self.empty.append(f"{kind} {state} {sorted(clients)}")
-            for p, o in self.g.committed().items():
-                if o < self._last.get(p, -1):
-                    self.backwards.append(f"partition {p}: {self._last[p]} -> {o}")
-                self._last[p] = o
+    def look(self) -> None:
+        got = sample(self.g.kafka, self.g.group)
+        if got is not None and self.watching:
+            self.samples += 1
+            kind, state, clients, _ = got
+            if not self.types or self.types[-1] != kind:
+                self.types.append(kind)
+            if not clients or state == "Empty":
+                self.empty.append(f"{kind} {state} {sorted(clients)}")
 
     def check(self) -> None:
         assert self.samples > 0, "the coordinator never answered"

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import pytest
 
@@ -210,19 +211,19 @@ def said(m: GroupMember) -> str:
     return out + m.err_tail(200)
 
 
-class OwnerWatch:
-    """Every 100 ms: no partition in two members' assignments, no committed offset going back."""
+class GroupWatch:
+    """A thread that looks at the group every 100 ms (`look`, each subclass's) until the
+    with-block ends, and at its committed offsets, which must never go back (`backwards`)."""
 
     def __init__(self, g: Group) -> None:
         self.g = g
-        self.doubles: list[str] = []
         self.backwards: list[str] = []
         self.samples = 0
         self._last: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> OwnerWatch:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -230,16 +231,30 @@ class OwnerWatch:
         self._stop.set()
         self._thread.join(timeout=30)
 
+    def look(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.wait(0.1):
-            v = describe(self.g.kafka, self.g.group)
-            if v is not None:
-                self.samples += 1
-                self.doubles += [f"partition {p}: {o}" for p, o in v.owners.items() if len(o) > 1]
+            self.look()
             for p, o in self.g.committed().items():
                 if o < self._last.get(p, -1):
                     self.backwards.append(f"partition {p}: {self._last[p]} -> {o}")
                 self._last[p] = o
+
+
+class OwnerWatch(GroupWatch):
+    """No partition in two members' assignments, no committed offset going back."""
+
+    def __init__(self, g: Group) -> None:
+        super().__init__(g)
+        self.doubles: list[str] = []
+
+    def look(self) -> None:
+        v = describe(self.g.kafka, self.g.group)
+        if v is not None:
+            self.samples += 1
+            self.doubles += [f"partition {p}: {o}" for p, o in v.owners.items() if len(o) > 1]
 
     def check(self) -> None:
         assert self.samples > 0, "ConsumerGroupDescribe never answered"
@@ -498,7 +513,7 @@ def test_a_consumer_group_member_commits_its_offsets_in_a_transaction(
                      "transactional.id": _name("kip848-eos-txn")})  # fmt: skip
     try:
         consumer.subscribe([topic])
-        got = []
+        got: list[bytes] = []
         deadline = time.monotonic() + CONVERGE_S
         while len(got) < 3 and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
