@@ -118,9 +118,11 @@ class SparkCluster:
 
     def is_running(self, daemon: Daemon) -> bool:
         """Whether `daemon` still runs as the process recorded (not a reused PID)."""
-        return daemon.pid > 0 and process_state(daemon.pid) != "dead" and str(
-            self.properties(daemon.name)
-        ) in cmdline(daemon.pid)
+        return (
+            daemon.pid > 0
+            and process_state(daemon.pid) != "dead"
+            and str(self.properties(daemon.name)) in cmdline(daemon.pid)
+        )
 
 
 def spark_home() -> Path:
@@ -272,9 +274,7 @@ def kill_worker(cluster: SparkCluster, index: int) -> None:
 def stop(cluster: SparkCluster, timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM every daemon's process group, workers first; SIGKILL what outlives timeout_s."""
     for daemon in [*cluster.workers, cluster.master]:
-        if _signal_group(cluster, daemon, signal.SIGTERM) and not _reap(
-            cluster, daemon, timeout_s
-        ):
+        if _signal_group(cluster, daemon, signal.SIGTERM) and not _reap(cluster, daemon, timeout_s):
             _signal_group(cluster, daemon, signal.SIGKILL)
             _reap(cluster, daemon, timeout_s)
 
@@ -332,8 +332,12 @@ def _submit_hint(cluster: SparkCluster) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deploy.spark_cluster", description=(
-        "A Spark standalone master and workers on 127.0.0.1, from pyspark's own installation"))
+    parser = argparse.ArgumentParser(
+        prog="python -m deploy.spark_cluster",
+        description=(
+            "A Spark standalone master and workers on 127.0.0.1, from pyspark's own installation"
+        ),
+    )
     parser.add_argument("command", choices=["up", "status", "down"])
     parser.add_argument("--dir", type=Path, default=Path(".spark-cluster"))
     parser.add_argument("--workers", type=int, default=2)
