@@ -326,9 +326,14 @@ def _status(cluster: SparkCluster) -> str:
 
 
 def _submit_hint(cluster: SparkCluster) -> str:
-    conf = " ".join(f"--conf {k}={v}" for k, v in app_conf(cluster).items() if k != "spark.master")
-    return (f"submit a job: {spark_home() / 'bin' / 'spark-submit'} --master "
-            f"{cluster.master_url} {conf} examples/spark_key_counts.py ...")  # fmt: skip
+    """The spark-submit line for the example job (spark_connector/README.md has it too)."""
+    submit = Path(sys.executable).parent / "spark-submit"  # pip's, beside this interpreter
+    if not submit.exists():
+        submit = spark_home() / "bin" / "spark-submit"
+    skip = ("spark.master", "spark.driver.host", "spark.driver.bindAddress", "spark.pyspark.python")
+    conf = " ".join(f"--conf {k}={v}" for k, v in app_conf(cluster).items() if k not in skip)
+    return (f"submit a job: PYSPARK_PYTHON={sys.executable} {submit} --master "
+            f"{cluster.master_url} {conf} examples/spark_key_counts.py --demo 500")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
