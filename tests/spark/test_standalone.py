@@ -12,7 +12,8 @@ Faults: a task's UDF holds its first attempt (`_hold`) and says where (its Pytho
 PID, in a file); the test SIGKILLs the executor JVM above it (with its Python workers). Spark
 reruns the task on an executor that lives, and read_committed readers see every row once.
 A worker killed (with its executor) under a streaming query, then started again: the query
-carries on, and the application gets its second executor back.
+carries on, and the application gets its second executor back. Last, a driver of its own
+(tests/spark/eo_job.py) SIGKILLed between prepare and commit and restarted on its checkpoint.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from deploy import spark_cluster
 from deploy.cluster import LocalCluster
 from deploy.spark_cluster import SparkCluster
 from tests.spark.conftest import create_topic, produce, read_committed_values, wait_for
+from tests.spark.test_exactly_once import _finish, _job, _kill_when_held
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -379,3 +381,29 @@ def test_a_worker_killed_and_restarted_under_a_streaming_query(
             assert query.isActive and query.exception() is None
     finally:
         query.stop()
+
+
+def test_the_driver_killed_between_prepare_and_commit_then_restarted(
+    session: Any, standalone: SparkCluster, cluster3: LocalCluster, tmp_path: Path
+) -> None:
+    """The job's driver in a process of its own (tests/spark/eo_job.py on the cluster), held
+    with every task of a micro-batch prepared and SIGKILLed; restarted on its checkpoint (with
+    a task failing once), it commits or aborts what was prepared: every row once. Last in the
+    module: the job's driver needs the workers' cores, so this module's session stops first."""
+    session.stop()
+    wait_for(lambda: not standalone.master_state()["activeapps"], JOB_TIMEOUT_S, "no app")
+    name = uuid.uuid4().hex[:8]
+    source, sink = f"sa-dk-in-{name}", f"sa-dk-out-{name}"
+    create_topic(cluster3.bootstrap, source, 2)
+    create_topic(cluster3.bootstrap, sink, 2)
+    produce(cluster3.bootstrap, source, 200)
+    conf = [f"--conf={k}={v}" for k, v in spark_cluster.app_conf(standalone).items()]
+    args = ("stream", cluster3.bootstrap, sink, f"sa-dk-{name}", "--input", source,
+            "--checkpoint", str(tmp_path / "checkpoint"), f"--master={standalone.master_url}",
+            *conf)  # fmt: skip
+    env = {"ODRADEK_SPARK_HOLD": "commit", "ODRADEK_SPARK_HOLD_DIR": str(tmp_path)}
+    _kill_when_held(_job(*args, env=env), tmp_path, "commit")
+    _finish(_job(*args, "--fail-once"))
+    assert read_committed_values(cluster3.bootstrap, sink, 2) == Counter(
+        f"v{i}" for i in range(200)
+    )
