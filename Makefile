@@ -16,7 +16,7 @@ KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 SHARE_VENV := .venv-share
 SHARE_CK := 2.16.1
 
-.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster spark-cluster spark-cluster-down bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted $(SHARE_VENV)/.installed-$(SHARE_CK)
 
@@ -128,6 +128,15 @@ coverage: setup zookeeper kcat iptables
 
 cluster: setup zookeeper
 	$(BIN)/odradek cluster up
+
+# a Spark standalone master and two 1-core workers on 127.0.0.1, from pyspark's own jars and
+# scripts (deploy/spark_cluster.py), under ./.spark-cluster; it prints the master's URL and a
+# spark-submit line. `make spark-cluster-down` stops them by their recorded process ids.
+spark-cluster: setup
+	$(BIN)/python -m deploy.spark_cluster up --dir .spark-cluster
+
+spark-cluster-down: setup
+	$(BIN)/python -m deploy.spark_cluster down --dir .spark-cluster
 
 bench-log: setup
 	$(BIN)/python bench/bench_log.py

@@ -7,7 +7,9 @@
     .venv/bin/python examples/spark_key_counts.py --source clicks --sink click-counts
     .venv/bin/odradek consume click-counts --from-beginning --print-key --timeout-ms 5000
 
-(`.venv/bin/spark-submit examples/spark_key_counts.py ...` works the same way.) `--demo N`
+(`.venv/bin/spark-submit examples/spark_key_counts.py ...` works the same way, on the
+`--master` it is given: `make spark-cluster` prints the line for its standalone cluster;
+without spark-submit, $SPARK_MASTER, else `local[2]`.) `--demo N`
 first creates the source topic if needed and produces N sample records into it (five users).
 The consume prints every count in the sink and exits once 5 s pass without a record: a
 second run of the job appends its counts after the first run's.
@@ -77,10 +79,11 @@ def main() -> int:
 
     import spark_connector
 
+    builder = SparkSession.builder.appName("odradek-key-counts")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, whose --master wins
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
     spark = (
-        SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
-        .appName("odradek-key-counts")
-        .config("spark.ui.enabled", "false")
+        builder.config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )

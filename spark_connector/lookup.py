@@ -6,10 +6,20 @@ earliest = the log start, -1 latest = the high watermark, or the last stable off
 `kafka.isolation.level` read_committed, or a timestamp). Retriable errors
 (a leader moving, a broker restarting) are retried with a backoff for up to `timeout_ms`.
 Nothing here runs on executors: the answers travel to tasks inside their input partitions.
+
+`native_options(opts)`: options whose addresses came from `kafka.bootstrap.servers` (Spark's
+Kafka option, which users give the Kafka listener's addresses) get the native ones, once, on
+the driver, before anything is planned: each address is asked, in Kafka's protocol, whether
+it is a Kafka listener (transport/kafka_probe.py: ApiVersions, then the broker's own
+DescribeConfigs), and one that is is replaced by the host:port its broker's PLAINTEXT native
+listener advertises; any other address (already native, or not answering) is kept. Tasks
+and the driver's clients then speak the native protocol, as with `bootstrap`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -18,11 +28,13 @@ from typing import TypeVar
 from client import Admin, TopicPartition
 from client.read_committed import READ_UNCOMMITTED
 from protocol.errors import OdradekError, UsageError
-from spark_connector.fetch import first_offset_at_or_after
-from spark_connector.options import EARLIEST, LATEST, ReadOptions
+from spark_connector.fetch import first_offset_at_or_after, worker_state
+from spark_connector.options import EARLIEST, LATEST, ReadOptions, WriteOptions
 from spark_connector.ranges import TP
+from transport.kafka_probe import KafkaListener, probe
 
 T = TypeVar("T")
+Opts = TypeVar("Opts", ReadOptions, WriteOptions)
 RETRY_BACKOFF_S = 0.2
 
 
@@ -111,3 +123,41 @@ class OffsetLookup:
                     " (set startingOffsetsByTimestampStrategy=latest to start at the end)"
                 )
         return out
+
+
+def native_options(opts: Opts) -> Opts:
+    """`opts` with native addresses (the module's docstring); unchanged unless they came from
+    `kafka.bootstrap.servers`."""
+    if not opts.kafka_bootstrap:
+        return opts
+    return dataclasses.replace(opts, bootstrap=native_bootstrap(opts.bootstrap),
+                               kafka_bootstrap=False)  # fmt: skip
+
+
+def native_bootstrap(servers: str) -> str:
+    """Each Kafka listener among `servers` swapped for its broker's native listener; UsageError
+    when a Kafka listener's broker names none this connector can use (it reads plaintext)."""
+    addresses = [a.strip() for a in servers.split(",") if a.strip()]
+
+    async def ask_all() -> list[KafkaListener | None]:
+        return await asyncio.gather(*(_probe(a) for a in addresses))
+
+    out = []
+    for address, listener in zip(addresses, worker_state().run(ask_all()), strict=True):
+        if listener is None:
+            out.append(address)  # not a Kafka listener: native already (or down: said later)
+        elif listener.native_plaintext is None:
+            said = f" (its native listeners: {listener.native})" if listener.native else ""
+            raise UsageError(f"kafka.bootstrap.servers: {address} is a Kafka listener whose "
+                             f"broker names no PLAINTEXT native listener{said}; give the native "
+                             "address in option 'bootstrap'")  # fmt: skip
+        else:
+            out.append(listener.native_plaintext)
+    return ",".join(dict.fromkeys(out))
+
+
+async def _probe(address: str) -> KafkaListener | None:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"kafka.bootstrap.servers: {address!r} is not host:port")
+    return await probe(host.strip("[]"), int(port))

@@ -71,6 +71,7 @@ class ReadOptions:
     poll_timeout_ms: int
     fetch_max_bytes: int
     isolation_level: str = READ_UNCOMMITTED  # or READ_COMMITTED
+    kafka_bootstrap: bool = False  # `bootstrap` came from kafka.bootstrap.servers (see below)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class WriteOptions:
     batch_size: int
     exactly_once: bool = False
     transactional_id_prefix: str | None = None  # set when exactly_once
+    kafka_bootstrap: bool = False  # `bootstrap` came from kafka.bootstrap.servers (see below)
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -89,11 +91,18 @@ def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in options.items()}
 
 
-def bootstrap_of(opts: Mapping[str, str]) -> str:
-    value = opts.get("bootstrap") or opts.get("kafka.bootstrap.servers") or ""
-    if not value.strip():
-        raise UsageError("option 'bootstrap' is required (host:port[,host:port...])")
-    return value.strip()
+def bootstrap_of(opts: Mapping[str, str]) -> tuple[str, bool]:
+    """The bootstrap addresses, and whether they came from `kafka.bootstrap.servers`: Spark's
+    own option, which Spark users give the Kafka listener's addresses (the driver swaps those
+    for native ones before planning: spark_connector/lookup.py `native_options`)."""
+    native = (opts.get("bootstrap") or "").strip()
+    kafka = (opts.get("kafka.bootstrap.servers") or "").strip()
+    if not native and not kafka:
+        raise UsageError(
+            "option 'bootstrap' is required (the native host:port[,host:port...]), or "
+            "'kafka.bootstrap.servers' with the Kafka listener's"
+        )
+    return (native, False) if native else (kafka, True)
 
 
 def parse_bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
@@ -263,8 +272,9 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         raise UsageError(
             f"option 'startingOffsetsByTimestampStrategy' must be error or latest, not {strategy!r}"
         )
+    bootstrap, kafka_bootstrap = bootstrap_of(opts)
     return ReadOptions(
-        bootstrap=bootstrap_of(opts),
+        bootstrap=bootstrap,
         subscribe=subscribe,
         subscribe_pattern=pattern,
         assign=assign,
@@ -278,6 +288,7 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         poll_timeout_ms=parse_positive(opts, "pollTimeoutMs", 120_000) or 120_000,
         fetch_max_bytes=parse_positive(opts, "fetchMaxBytes", 4 * 1024 * 1024) or 1,
         isolation_level=_isolation_level(opts),
+        kafka_bootstrap=kafka_bootstrap,
     )
 
 
@@ -323,14 +334,16 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     exactly_once, prefix = _exactly_once(opts)
     if exactly_once and acks != "all" and acks != "-1":
         raise UsageError(f"exactlyOnce=true writes with acks=all, not acks={acks!r}")
+    bootstrap, kafka_bootstrap = bootstrap_of(opts)
     return WriteOptions(
-        bootstrap=bootstrap_of(opts),
+        bootstrap=bootstrap,
         topic=topic.strip() if topic and topic.strip() else None,
         acks=acks,
         linger_ms=parse_positive(opts, "lingerMs", 5) or 5,
         batch_size=parse_positive(opts, "batchSize", 256 * 1024) or 1,
         exactly_once=exactly_once,
         transactional_id_prefix=prefix,
+        kafka_bootstrap=kafka_bootstrap,
     )
 
 

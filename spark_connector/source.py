@@ -2,8 +2,10 @@
 
 `OdradekDataSource` is what Spark instantiates with the query's options (a case-insensitive
 map). Options are checked as soon as Spark asks for a reader or writer (spark_connector/
-options.py), so a mistake fails the query on the driver with one line. The batch reader plans
-on the driver (planning.plan_batch) and each task reads its range (fetch.read_range).
+options.py), so a mistake fails the query on the driver with one line; addresses given as
+`kafka.bootstrap.servers` are swapped for native ones there too (lookup.native_options). The
+batch reader plans on the driver (planning.plan_batch) and each task reads its range
+(fetch.read_range).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from spark_connector.fetch import RangePartition, read_range
-from spark_connector.lookup import OffsetLookup
+from spark_connector.lookup import OffsetLookup, native_options
 from spark_connector.options import (
     SOURCE_NAME,
     ReadOptions,
@@ -66,15 +68,17 @@ class OdradekDataSource(DataSource):
         return spark_schema(parse_bool(lower_keys(self.options), "includeHeaders", False))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return OdradekBatchReader(parse_read_options(self.options, streaming=False))
+        return OdradekBatchReader(native_options(parse_read_options(self.options, False)))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return OdradekStreamReader(parse_read_options(self.options, streaming=True))
+        return OdradekStreamReader(native_options(parse_read_options(self.options, True)))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = parse_write_options(self.options)
-        return OdradekWriter(opts, check_write_schema(schema, opts.topic))
+        layout = check_write_schema(schema, opts.topic)
+        return OdradekWriter(native_options(opts), layout)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = parse_write_options(self.options)
-        return OdradekStreamWriter(opts, check_write_schema(schema, opts.topic))
+        layout = check_write_schema(schema, opts.topic)
+        return OdradekStreamWriter(native_options(opts), layout)

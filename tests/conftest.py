@@ -34,6 +34,7 @@ SPARK_TESTS = TESTS / "spark"
 # run with one worker busy and two idle; longest first.
 LONG_FIRST = (
     "spark/test_exactly_once.py",
+    "spark/test_standalone.py",
     "integration/test_chaos_run.py",
     "integration/test_cli_readme.py",
     "integration/test_exactly_once_ctp.py",

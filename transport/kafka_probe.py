@@ -6,8 +6,12 @@ key and closes the connection without a word, as Kafka does. The client then kno
 "connection lost". `probe(host, port)` asks the same address, on a new plaintext connection,
 what any Kafka broker answers: ApiVersions v0 in Kafka's framing (int32 length, int32
 correlation id, then the body). When that comes back, the address is a Kafka listener; an
-odradek broker also answers DescribeConfigs of itself (`port`, `native.listeners`), which
-names its native listeners. Its broker id is not known here, and the "" broker resource is
+odradek broker also answers DescribeConfigs of itself (`host.name`, `port`,
+`native.listeners`, `native.advertised.listeners`, `listener.security.protocol.map`), which
+names its native listeners: `native` says them for a person, `native_plaintext` is the
+host:port its PLAINTEXT native listener advertises (`plaintext_native`, pure), for a program
+that takes a Kafka listener's address and needs the native one (the Spark connector's
+`kafka.bootstrap.servers`). Its broker id is not known here, and the "" broker resource is
 the cluster default's dynamic configs (Kafka's meaning), so the probe asks Metadata for the
 broker ids (at most BROKERS_MAX) and describes them all: only the broker answering serves its
 own, the others are answered with an error. `wrong_door(...)` is the one-line sentence for
@@ -35,7 +39,9 @@ from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS, METADATA
 PROBE_TIMEOUT_S = 3.0
 ANSWER_BYTES_MAX = 1 << 20
 RESOURCE_BROKER = 4
-NATIVE_KEYS = ("port", "native.listeners", "native.advertised.listeners")
+NATIVE_KEYS = ("host.name", "port", "native.listeners", "native.advertised.listeners",
+               "listener.security.protocol.map")  # fmt: skip
+UNBOUND_HOSTS = ("", "0.0.0.0", "::")  # a listener on every interface advertises `host.name`
 BROKERS_MAX = 100  # broker resources described at most
 
 
@@ -43,6 +49,7 @@ BROKERS_MAX = 100  # broker resources described at most
 class KafkaListener:
     address: str
     native: str | None  # the broker's native listeners, when it said them
+    native_plaintext: str | None = None  # host:port of its PLAINTEXT native listener
 
 
 async def probe(host: str, port: int) -> KafkaListener | None:
@@ -58,14 +65,14 @@ async def probe(host: str, port: int) -> KafkaListener | None:
                 corr, _ = codec.decode_response(API_VERSIONS, 0, await _frame(reader))
                 if corr != 1:
                     return None
-                native = await _native_listeners(codec, reader, writer)
+                values = await _native_settings(codec, reader, writer)
             finally:
                 writer.close()
                 with contextlib.suppress(OSError):
                     await writer.wait_closed()
     except Exception:  # refused, timed out, closed, not Kafka's bytes: not known to be Kafka
         return None
-    return KafkaListener(f"{host}:{port}", native)
+    return KafkaListener(f"{host}:{port}", _said(values), plaintext_native(values))
 
 
 async def _frame(reader: asyncio.StreamReader) -> bytes:
@@ -75,10 +82,10 @@ async def _frame(reader: asyncio.StreamReader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def _native_listeners(
+async def _native_settings(
     codec: ModuleType, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> str | None:
-    """The native listeners an odradek broker describes for itself (None: not said)."""
+) -> dict[str, str | None]:
+    """The NATIVE_KEYS settings an odradek broker describes for itself ({}: not said)."""
     try:
         asked = codec.make(codec.request_class(METADATA, 1), topics=())
         writer.write(codec.encode_request(METADATA, 1, 2, asked, "odradek-probe"))
@@ -94,13 +101,55 @@ async def _native_listeners(
         writer.write(codec.encode_request(DESCRIBE_CONFIGS, 1, 3, body, "odradek-probe"))
         _, resp = codec.decode_response(DESCRIBE_CONFIGS, 1, await _frame(reader))
     except Exception:  # a Kafka broker that is not odradek, or one that wants a login first
-        return None
-    values = {c.name: c.value for r in resp.results if r.error_code == 0 for c in r.configs}
+        return {}
+    return {c.name: c.value for r in resp.results if r.error_code == 0 for c in r.configs}
+
+
+def _said(values: dict[str, str | None]) -> str | None:
     return (
         values.get("native.advertised.listeners")
         or values.get("native.listeners")
         or (f"port {values['port']}" if values.get("port") else None)
     )
+
+
+def _listeners(value: str) -> list[tuple[str, str, int]]:
+    """ "NAME://host:port,..." -> [(NAME, host, port)]; items that are not so are passed over
+    (the broker checked its own settings when it started)."""
+    out = []
+    for item in (i.strip() for i in value.split(",")):
+        scheme, sep, rest = item.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if sep and colon and port.isdigit():
+            out.append((scheme.strip().upper(), host, int(port)))
+    return out
+
+
+def plaintext_native(values: dict[str, str | None]) -> str | None:
+    """host:port that the broker's first PLAINTEXT native listener advertises, from its
+    described settings (broker/config.py `advertised`'s rule: the advertised listener of that
+    name, else the listener, on `host.name` when it binds every interface); None when it has
+    no such listener, or the settings do not say (a port picked at start, 0)."""
+    host = values.get("host.name") or ""
+    port = values.get("port")
+    listeners = values.get("native.listeners") or (f"PLAINTEXT://{host}:{port}" if port else "")
+    protocols = dict(
+        (name.strip().upper(), protocol.strip().upper())
+        for name, _, protocol in (
+            i.partition(":")
+            for i in (values.get("listener.security.protocol.map") or "").split(",")
+        )
+    )
+    advertised = {
+        n: (h, p) for n, h, p in _listeners(values.get("native.advertised.listeners") or "")
+    }
+    for name, bound_host, bound_port in _listeners(listeners):
+        if protocols.get(name, name) != "PLAINTEXT":
+            continue
+        at_host, at_port = advertised.get(name, (bound_host, bound_port))
+        at_host = host if at_host in UNBOUND_HOSTS else at_host
+        return f"{at_host}:{at_port}" if at_host and at_port > 0 else None
+    return None
 
 
 def wrong_door(listener: KafkaListener) -> str:

@@ -1,5 +1,6 @@
-"""The leftover sweep (tests/fixtures/sweep.py) on real processes: stand-ins for brokers and a
-ZooKeeper whose command lines name what the state files record, as the real ones do.
+"""The leftover sweep (tests/fixtures/sweep.py) on real processes: stand-ins for brokers, a
+ZooKeeper and a Spark master (with an executor in its process group) whose command lines name
+what the state files record, as the real ones do.
 
 A base temp dir whose session is gone is swept: the recorded processes that are still the
 recorded ones are killed, a PID now used by another program is left alone. A dir whose session
@@ -8,8 +9,10 @@ still runs (or that has no session marker) is not touched.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,12 +20,21 @@ from pathlib import Path
 
 import pytest
 
+from deploy import spark_cluster
 from deploy.cluster import STATE_FILE, process_state
+from tests.fixtures.cluster import wait_until
 from tests.fixtures.sweep import SESSION_MARKER, sweep, sweep_dead_sessions, write_marker
 
 pytestmark = pytest.mark.integration
 
 SLEEP = "import time; time.sleep(120)"
+# a Spark worker stand-in: a child (its executor) in its process group, whose PID it prints
+SPAWN_AND_SLEEP = (
+    "import subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+    "print(child.pid, flush=True)\n"
+    "time.sleep(120)"
+)
 
 
 @pytest.fixture
@@ -31,13 +43,18 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
     yield procs
     for proc in procs:
         if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                if os.getpgid(proc.pid) == proc.pid:  # a group leader: its children too
+                    os.killpg(proc.pid, signal.SIGKILL)
             proc.kill()
         proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _leftovers(base: Path, procs: list[subprocess.Popen[bytes]]) -> dict[str, int]:
-    """A cluster state file and a ZooKeeper state file under `base`, as a killed run leaves
-    them, with processes running for them; {name: pid}."""
+    """A cluster's, a ZooKeeper's and a Spark cluster's state files under `base`, as a killed
+    run leaves them, with processes running for them; {name: pid}."""
     cluster_dir = base / "test_x0" / "cluster-0"
     log_dir = str(cluster_dir / "data" / "broker-1")
     zk_dir = (base / "zookeeper0").resolve()
@@ -58,7 +75,18 @@ def _leftovers(base: Path, procs: list[subprocess.Popen[bytes]]) -> dict[str, in
              "zookeeper": zookeeper, "brokers": brokers}  # fmt: skip
     (cluster_dir / STATE_FILE).write_text(json.dumps(state))
     (zk_dir / "zookeeper.json").write_text(json.dumps({"pid": zk.pid, "port": 1, "connect": "x"}))
-    return {"broker": broker.pid, "stranger": stranger.pid, "zookeeper": zk.pid}
+    spark_dir = (base / "spark0").resolve()
+    spark_dir.mkdir(parents=True)
+    props = str(spark_dir / "master.conf")
+    master = subprocess.Popen([sys.executable, "-c", SPAWN_AND_SLEEP, "--properties-file", props],
+                              start_new_session=True, stdout=subprocess.PIPE)  # fmt: skip
+    procs.append(master)
+    assert master.stdout is not None
+    executor = int(master.stdout.readline())  # its child, in its process group
+    master_daemon = spark_cluster.Daemon("master", master.pid, 1, 2)
+    spark_cluster.write_state(spark_cluster.SparkCluster(spark_dir, master_daemon))
+    return {"broker": broker.pid, "stranger": stranger.pid, "zookeeper": zk.pid,
+            "spark": master.pid, "executor": executor}  # fmt: skip
 
 
 def _dead_session_marker(base: Path) -> None:
@@ -74,13 +102,14 @@ def test_a_dead_sessions_leftovers_are_killed_by_pid(
     pids = _leftovers(base, spawned)
     _dead_session_marker(base)
     killed = sweep_dead_sessions([base])
-    assert sorted(line.split()[0] for line in killed) == ["ZooKeeper", "broker"]
+    assert sorted(line.split()[0] for line in killed) == ["Spark", "ZooKeeper", "broker"]
     # SIGKILL is delivered when the target next runs, which on a busy machine can be a few ms
     # after kill() returns: wait for the exits (a process the sweep missed sleeps for 120 s)
     by_pid = {proc.pid: proc for proc in spawned}
-    for name in ("broker", "zookeeper"):
+    for name in ("broker", "zookeeper", "spark"):
         by_pid[pids[name]].wait(timeout=10)
         assert process_state(pids[name]) == "dead"
+    wait_until(lambda: process_state(pids["executor"]) == "dead", "the executor's exit", 10)
     assert process_state(pids["stranger"]) == "alive"  # its PID names another program
 
 
@@ -93,7 +122,7 @@ def test_a_running_or_unmarked_session_is_left_alone(
     assert sweep_dead_sessions([running, unmarked]) == []
     assert all(process_state(pid) == "alive" for pid in pids)
     # the session's own end-of-run sweep takes its dir regardless of the marker
-    assert len(sweep(running)) == 2
+    assert len(sweep(running)) == 3
     assert os.path.exists(running / SESSION_MARKER)
 
 

@@ -1,10 +1,12 @@
 """Spark test fixtures: ONE local SparkSession for the whole test run, and record helpers.
 
-`spark` (session scope) starts `local[2]` with the UI off and two shuffle partitions, Python
-workers on this interpreter (PYSPARK_PYTHON), and registers the "odradek" format (Spark would
-also find it by itself through the top-level `pyspark_odradek` module; registering keeps the
-tests independent of the working directory). It is stopped at the end of the run.
-Starting Spark takes tens of seconds on two cores, which is why there is only one.
+`spark` hands out one `local[2]` session for the whole run, with the UI off and two shuffle
+partitions, Python workers on this interpreter (PYSPARK_PYTHON), and registers the "odradek"
+format (Spark would also find it by itself through the top-level `pyspark_odradek` module;
+registering keeps the tests independent of the working directory). It is stopped at the end of
+the run. Starting Spark takes tens of seconds on two cores, which is why there is only one; a
+process holds one SparkContext at a time, so a module with a session of its own
+(test_standalone.py) stops this one, and the next test asking for `spark` starts it again.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,11 +23,11 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from client import Admin, NewTopic, Producer
+from client import Admin, Consumer, NewTopic, Producer, TopicPartition
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def local_session() -> Any:
+    """A new `local[2]` SparkSession (see the module's docstring)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -42,10 +45,28 @@ def spark() -> Iterator[Any]:
     )
     session.sparkContext.setLogLevel("ERROR")
     spark_connector.register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
+    return session
+
+
+def is_stopped(session: Any) -> bool:
+    return session.sparkContext._jsc is None
+
+
+@pytest.fixture(scope="session")
+def _local_spark() -> Iterator[list[Any]]:
+    made: list[Any] = []
+    yield made
+    if made and not is_stopped(made[0]):
+        made[0].stop()
+
+
+@pytest.fixture
+def spark(_local_spark: list[Any]) -> Any:
+    """The run's one local session, started again if a standalone module stopped it (a
+    process has one SparkContext at a time: tests/spark/test_standalone.py's stops this one)."""
+    if not _local_spark or is_stopped(_local_spark[0]):
+        _local_spark[:] = [local_session()]
+    return _local_spark[0]
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int = 1, **configs: str) -> None:
@@ -87,6 +108,20 @@ def produce(
         producer.flush()
         for f in futures:
             f.result(timeout=30)
+
+
+def read_committed_values(boot: str, topic: str, partitions: int) -> Counter[str]:
+    """Every value of `topic` a read_committed consumer sees, up to the last stable offset."""
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    with Consumer(boot, isolation_level="read_committed") as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        seen: Counter[str] = Counter()
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            for records in consumer.poll(timeout_ms=1000).values():
+                seen.update((r.value or b"").decode() for r in records)
+    return seen
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:

@@ -4,6 +4,7 @@ can SIGKILL its driver, and with `local[2,2]` so that a failed task is retried).
     python -m tests.spark.eo_job batch  BOOTSTRAP OUT_TOPIC PREFIX [--rows N] [--fail-once]
     python -m tests.spark.eo_job stream BOOTSTRAP OUT_TOPIC PREFIX --input T --checkpoint DIR
                                         [--fail-once]
+    ... [--master spark://HOST:PORT --conf KEY=VALUE ...]   (default: local[2,2])
 
 `batch` writes rows "r<i>" (i < N, 4 partitions); `stream` copies topic T (availableNow, 100
 offsets per trigger). `--fail-once`: a UDF raises on the first attempt of the task that meets
@@ -22,15 +23,18 @@ from typing import Any
 QUERY_TIMEOUT_S = 300
 
 
-def _session() -> Any:
+def _session(master: str, conf: list[str]) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     import spark_connector
 
+    builder = SparkSession.builder.master(master)
+    for setting in conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master("local[2,2]")  # two tries per task
-        .appName("odradek-eo-job")
+        builder.appName("odradek-eo-job")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
@@ -75,8 +79,10 @@ def main() -> None:
     parser.add_argument("--input")
     parser.add_argument("--checkpoint")
     parser.add_argument("--fail-once", action="store_true")
+    parser.add_argument("--master", default="local[2,2]")  # local: two tries per task
+    parser.add_argument("--conf", action="append", default=[], help="KEY=VALUE, for the session")
     args = parser.parse_args()
-    spark = _session()
+    spark = _session(args.master, args.conf)
     maybe_fail = _fail_once_udf(args.fail_once)
     if args.mode == "batch":
         rows = spark.createDataFrame([(f"r{i}",) for i in range(args.rows)], "v string")

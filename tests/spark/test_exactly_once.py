@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from client import AsyncProducer, Consumer, Producer, TopicPartition
+from client import AsyncProducer, Producer
 from client.cluster import Cluster
 from deploy.cluster import LocalCluster
 from protocol.errors import UsageError
@@ -36,7 +36,13 @@ from spark_connector.exactly_once import (
     transactional_id,
 )
 from spark_connector.options import parse_read_options, parse_write_options
-from tests.spark.conftest import create_topic, produce, reader, wait_for
+from tests.spark.conftest import (
+    create_topic,
+    produce,
+    read_committed_values,
+    reader,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -102,7 +108,7 @@ def _transactions(boot: str, topic: str) -> None:
                     txn.abort_transaction()
 
 
-def test_the_source_reads_read_committed(spark: Any, cluster3: LocalCluster) -> None:
+def test_the_source_readsread_committed_values(spark: Any, cluster3: LocalCluster) -> None:
     boot = cluster3.bootstrap
     create_topic(boot, "rc", 2)
     _transactions(boot, "rc")
@@ -142,20 +148,6 @@ def test_the_source_reads_read_committed(spark: Any, cluster3: LocalCluster) -> 
 # ----- the exactly-once sink --------------------------------------------------------------------
 
 
-def _read_committed(boot: str, topic: str, partitions: int) -> Counter[str]:
-    """Every value of `topic` a read_committed consumer sees, up to the last stable offset."""
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    with Consumer(boot, isolation_level="read_committed") as consumer:
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
-        seen: Counter[str] = Counter()
-        while any(consumer.position(tp) < ends[tp] for tp in tps):
-            for records in consumer.poll(timeout_ms=1000).values():
-                seen.update((r.value or b"").decode() for r in records)
-    return seen
-
-
 def _count_all(spark: Any, boot: str, topic: str) -> int:
     return reader(spark, boot, subscribe=topic).load().count()
 
@@ -169,7 +161,7 @@ def test_batch_write_exactly_once(spark: Any, cluster3: LocalCluster) -> None:
     (rows.repartition(4).write.format("odradek").mode("append").option("bootstrap", boot)
      .option("topic", "eo-batch").option("exactlyOnce", "true")
      .option("transactionalIdPrefix", "batch-job").save())  # fmt: skip
-    assert _read_committed(boot, "eo-batch", 3) == Counter(f"r{i}" for i in range(500))
+    assert read_committed_values(boot, "eo-batch", 3) == Counter(f"r{i}" for i in range(500))
 
 
 def _job(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -198,7 +190,7 @@ def test_batch_write_with_a_task_failing_once(cluster3: LocalCluster, tmp_path: 
     boot = cluster3.bootstrap
     create_topic(boot, "eo-batch-fail", 2)
     _finish(_job("batch", boot, "eo-batch-fail", "batch-fail", "--fail-once"))
-    assert _read_committed(boot, "eo-batch-fail", 2) == Counter(f"r{i}" for i in range(200))
+    assert read_committed_values(boot, "eo-batch-fail", 2) == Counter(f"r{i}" for i in range(200))
 
 
 def test_a_stale_attempt_never_replaces_the_latest_attempts_transaction(
@@ -237,7 +229,7 @@ def test_a_stale_attempt_never_replaces_the_latest_attempts_transaction(
     latest, stale, aborted = asyncio.run(attempts())
     assert latest.transactional_id != stale.transactional_id
     assert aborted == [stale.transactional_id]
-    assert _read_committed(boot, "eo-stale", 1) == Counter(["n0", "n1"])
+    assert read_committed_values(boot, "eo-stale", 1) == Counter(["n0", "n1"])
 
 
 def test_batch_write_driver_killed_before_commit_then_run_again(
@@ -249,7 +241,7 @@ def test_batch_write_driver_killed_before_commit_then_run_again(
     _kill_when_held(_job("batch", boot, "eo-batch-kill", "batch-kill", env=env), tmp_path, "commit")
     assert _count_all(spark, boot, "eo-batch-kill") == 200  # prepared, never committed
     _finish(_job("batch", boot, "eo-batch-kill", "batch-kill"))  # aborts the dead write's
-    assert _read_committed(boot, "eo-batch-kill", 2) == Counter(f"r{i}" for i in range(200))
+    assert read_committed_values(boot, "eo-batch-kill", 2) == Counter(f"r{i}" for i in range(200))
 
 
 @pytest.mark.parametrize("step", ["commit", "committed-one"])
@@ -268,5 +260,5 @@ def test_streaming_driver_killed_then_restarted(
     env = {"ODRADEK_SPARK_HOLD": step, "ODRADEK_SPARK_HOLD_DIR": str(tmp_path)}
     _kill_when_held(_job(*args, env=env), tmp_path, step)
     _finish(_job(*args, "--fail-once"))
-    assert _read_committed(boot, sink, 2) == Counter(f"v{i}" for i in range(400))
+    assert read_committed_values(boot, sink, 2) == Counter(f"v{i}" for i in range(400))
     assert _count_all(spark, boot, sink) > 400  # the killed run's and the failed attempt's

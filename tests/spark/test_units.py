@@ -3,6 +3,8 @@ No cluster and no SparkSession (these run in milliseconds)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 pa = pytest.importorskip("pyarrow")
@@ -13,6 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 from protocol.batch import TIMESTAMP_TYPE_BIT, build_batch, stamp  # noqa: E402
 from protocol.errors import UsageError  # noqa: E402
 from spark_connector.fetch import records_to_arrow  # noqa: E402
+from spark_connector.lookup import native_bootstrap  # noqa: E402
 from spark_connector.options import (  # noqa: E402
     offsets_from_json,
     offsets_to_json,
@@ -80,6 +83,29 @@ def test_bad_options(options: dict[str, str], streaming: bool, message: str | No
     with pytest.raises(UsageError, match=message) as info:
         parse_read_options({**BOOT, **options}, streaming)
     assert "\n" not in info.value.message
+
+
+def test_kafka_bootstrap_servers_is_marked_for_the_drivers_swap() -> None:
+    """Spark's own option names the Kafka listener (swapped on the driver for the native one,
+    spark_connector/lookup.py); `bootstrap` is native and wins when both are given."""
+    kafka = {"kafka.bootstrap.servers": "h:9093", "subscribe": "t"}
+    read = parse_read_options(kafka, False)
+    assert (read.bootstrap, read.kafka_bootstrap) == ("h:9093", True)
+    both = parse_read_options({**kafka, **BOOT}, True)
+    assert (both.bootstrap, both.kafka_bootstrap) == ("127.0.0.1:9092", False)
+    write = parse_write_options({"KAFKA.BOOTSTRAP.SERVERS": "h:9093"})
+    assert (write.bootstrap, write.kafka_bootstrap) == ("h:9093", True)
+
+
+def test_an_address_that_is_no_kafka_listener_is_kept() -> None:
+    """Nothing listens there: not known to be Kafka's, so it is taken as a native address
+    (the client then says what is wrong with it); a malformed one is refused in one line."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{sock.getsockname()[1]}"
+    assert native_bootstrap(closed) == closed
+    with pytest.raises(UsageError, match="'nohost' is not host:port"):
+        native_bootstrap("nohost")
 
 
 def test_write_options() -> None:

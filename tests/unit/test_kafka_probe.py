@@ -13,7 +13,7 @@ from broker.metadata_cache import MetadataCache
 from protocol.api.controller import UpdateMetadataRequest
 from protocol.api.metadata import BrokerInfo
 from tests.unit.broker.harness import BROKER_ID, running_broker
-from transport.kafka_probe import KafkaListener, probe, wrong_door
+from transport.kafka_probe import KafkaListener, plaintext_native, probe, wrong_door
 
 
 def test_the_sentence_names_the_native_listener_or_how_to_find_it() -> None:
@@ -61,3 +61,28 @@ def test_an_odradek_kafka_listener_is_recognised_and_names_its_native_listener(
     assert found is not None and found.address.startswith("127.0.0.1:")
     assert found.native is not None, found
     assert wrong_door(found).endswith(f"this broker's native listener is {found.native}")
+    # its config says port 0 (picked at start): no address to give a program; a real broker's
+    # (tests/spark/test_standalone.py reads through kafka.bootstrap.servers) says its port
+    assert found.native_plaintext is None
+
+
+def test_the_plaintext_native_address_is_what_that_listener_advertises() -> None:
+    """broker/config.py's rule, from the settings the broker describes: its advertised
+    listener of that name, else the listener itself, on host.name when bound to every
+    interface; only a PLAINTEXT listener (the protocol map's, or the name's)."""
+    base: dict[str, str | None] = {
+        "host.name": "h", "port": "9192", "native.listeners": None,
+        "native.advertised.listeners": None,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,INNER:SASL_PLAINTEXT",
+    }  # fmt: skip
+    assert plaintext_native(base) == "h:9192"  # no native_listeners: host and port
+    own = {**base, "native.listeners": "SSL://h:1,INNER://h:2,PLAINTEXT://0.0.0.0:3"}
+    assert plaintext_native(own) == "h:3"
+    adv = {**own, "native.advertised.listeners": "PLAINTEXT://public.example:4"}
+    assert plaintext_native(adv) == "public.example:4"
+    mapped = {**base, "native.listeners": "SSL://h:1,PLAIN2://x:5",
+              "listener.security.protocol.map": "PLAIN2:PLAINTEXT,SSL:SSL"}  # fmt: skip
+    assert plaintext_native(mapped) == "x:5"
+    assert plaintext_native({**base, "native.listeners": "SSL://h:1,INNER://h:2"}) is None
+    assert plaintext_native({**base, "port": "0"}) is None  # picked at start: not said
+    assert plaintext_native({}) is None  # a Kafka broker that is not odradek
