@@ -161,9 +161,11 @@ def wait_json(cli: Cli, check: Any, *args: str, timeout_s: float = 30.0) -> Any:
 
 
 def test_cluster_up_draws_brokers_ready_on_a_terminal(cli: Cli) -> None:
-    bootstrap, kafka = cli.up.out.strip().splitlines()  # stdout: the addresses, nothing else
+    # stdout: the addresses, nothing else (native, Kafka, the schema registry's URLs)
+    bootstrap, kafka, registry = cli.up.out.strip().splitlines()
     assert re.fullmatch(r"127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", bootstrap), cli.up.out
     assert kafka.startswith("bootstrap.servers=") and ESC not in cli.up.out
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+(,http://127\.0\.0\.1:\d+){2}", registry)
     assert ESC in cli.up.err  # a bar was drawn...
     assert "cluster up" in cli.up.err_text and "3/3 registered, 3 ready" in cli.up.err_text
     assert "waiting for brokers:" not in cli.up.err_text  # ...instead of the plain lines
