@@ -5,6 +5,7 @@ The batch is checked to be one batch in the leader's segment file, for the test 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,4 +131,9 @@ def test_read_committed_finds_no_record_past_the_last_stable_offset(
     assert offset_for("read_uncommitted") == 0
     assert offset_for("read_committed") == -1  # above the LSO: not found, as Kafka answers
     producer.commit_transaction(TIMEOUT_S)
-    assert offset_for("read_committed") == 0
+    # the commit is answered once PrepareCommit is written (Kafka's EndTxn too); the marker,
+    # which moves the LSO, follows: found once it is written
+    deadline = time.monotonic() + TIMEOUT_S
+    while (found := offset_for("read_committed")) == -1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found == 0
