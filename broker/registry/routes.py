@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from aiohttp import web
 
 from coordinator.schema_registry import writes
-from coordinator.schema_registry.compat import TYPES
+from coordinator.schema_registry.compat import CHECKED, TYPES
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, Reference
 from coordinator.schema_registry.service import RegistryService
@@ -270,7 +270,7 @@ class RegistryRoutes:
         return schema_id, stored
 
     async def types(self, request: web.Request) -> web.Response:
-        return answer([AVRO])  # the types whose compatibility is checked (compat.py)
+        return answer(list(CHECKED))  # the types whose compatibility is checked (compat.py)
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
         return answer(schema_json(self._stored(request)[1]))

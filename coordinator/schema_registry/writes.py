@@ -62,7 +62,7 @@ def version_number(state: RegistryState, subject: str, version: str, deleted: bo
 def resolved(state: RegistryState, new: NewSchema) -> compat.Schema:
     """The schema with its references' texts, dependencies first; 42201 for a reference that
     is not registered."""
-    texts: list[str] = []
+    texts: list[tuple[str, str]] = []
     seen: set[tuple[str, int]] = set()
 
     def visit(refs: Sequence[Reference]) -> None:
@@ -78,7 +78,7 @@ def resolved(state: RegistryState, new: NewSchema) -> compat.Schema:
                 )
             stored = state.schemas[version.id]
             visit(stored.references)
-            texts.append(stored.text)
+            texts.append((ref.name, stored.text))
 
     visit(new.references)
     return compat.Schema(new.schema_type, new.text, tuple(texts))

@@ -1,12 +1,12 @@
 """The schema registry on every broker, with confluent-kafka's own registry client and serdes.
 
-On the shared three-broker cluster (every local cluster serves the registry): an Avro round
-trip through a topic with AvroSerializer / AvroDeserializer at their defaults (the schema
-registered on first use), an incompatible change refused with 409, a compatible one given a
-new version, every broker answering the same ids and versions (writes through any broker,
-forwarded to the writer), and Confluent's error codes. On a cluster of its own: the
-`_schemas` writer killed and restarted, its successor replaying the topic with every id kept
-and handing out no id twice.
+On the shared three-broker cluster (every local cluster serves the registry): Avro and JSON
+Schema round trips through a topic with AvroSerializer / AvroDeserializer and JSONSerializer /
+JSONDeserializer at their defaults (the schema registered on first use), an incompatible
+change refused with 409, a compatible one given a new version, every broker answering the
+same ids and versions (writes through any broker, forwarded to the writer), and Confluent's
+error codes. On a cluster of its own: the `_schemas` writer killed and restarted, its
+successor replaying the topic with every id kept and handing out no id twice.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ with warnings.catch_warnings():
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
     from confluent_kafka.schema_registry.error import SchemaRegistryError
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory, run_odradek, wait_until
@@ -96,18 +97,7 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert producer.flush(30) == 0
 
     # a fresh client (no cache) on another broker decodes by the id in each record
-    deserialize = AvroDeserializer(registry(urls[1]))
-    consumer = Consumer({"bootstrap.servers": cluster3.kafka_bootstrap, "group.id": topic,
-                         "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe([topic])
-    got: list[Any] = []
-    deadline = time.monotonic() + 60
-    while len(got) < 5 and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            assert msg.value()[0] == 0  # Confluent's framing: magic 0, then the 4-byte id
-            got.append(deserialize(msg.value(), value_ctx))
-    consumer.close()
+    got = _consume(cluster3, topic, 5, AvroDeserializer(registry(urls[1])))
     assert got == [{"name": f"u{i}", "age": i} for i in range(5)]
 
     subject = f"{topic}-value"
@@ -129,6 +119,62 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert new_id != first.schema_id
     assert client.get_versions(subject) == [1, 2]
     assert http(f"{urls[0]}/subjects/{subject}/versions/latest")[1]["id"] == new_id
+
+
+def _consume(cluster: LocalCluster, topic: str, count: int, deserialize: Any) -> list[Any]:
+    """The first `count` values of the topic, each decoded by the id it carries."""
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    consumer = Consumer({"bootstrap.servers": cluster.kafka_bootstrap, "group.id": topic,
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            assert msg.value()[0] == 0  # Confluent's framing: magic 0, then the 4-byte id
+            got.append(deserialize(msg.value(), ctx))
+    consumer.close()
+    return got
+
+
+def _person(**extra: Any) -> str:
+    """A closed JSON Schema (no other properties): properties may be added, not removed."""
+    props = {"name": {"type": "string"}, "age": {"type": "integer"}, **extra}
+    return json.dumps({"type": "object", "properties": props, "required": ["name"],
+                       "additionalProperties": False})  # fmt: skip
+
+
+def test_json_schema_round_trip_then_incompatible_refused_and_compatible_versioned(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    client = registry(urls[0])
+    serialize = JSONSerializer(_person(), client)  # auto.register.schemas: the default
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    for i in range(3):
+        producer.produce(topic, value=serialize({"name": f"p{i}", "age": i}, value_ctx))
+    assert producer.flush(30) == 0
+    got = _consume(cluster3, topic, 3, JSONDeserializer(None, schema_registry_client=registry(
+        urls[1])))  # fmt: skip
+    assert got == [{"name": f"p{i}", "age": i} for i in range(3)]
+
+    subject = f"{topic}-value"
+    first = client.get_latest_version(subject)
+    assert (first.version, first.schema.schema_type) == (1, "JSON")
+    # BACKWARD: a closed model cannot lose a property (old data may hold it)
+    narrower = json.dumps({"type": "object", "properties": {"name": {"type": "string"}},
+                           "additionalProperties": False})  # fmt: skip
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(narrower, "JSON"))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" in refused.value.error_message
+    # it may gain an optional one: a new version
+    wider = Schema(_person(email={"type": "string"}), "JSON")
+    new_id = client.register_schema(subject, wider)
+    assert new_id != first.schema_id and client.get_versions(subject) == [1, 2]
+    assert http(f"{urls[0]}/schemas/ids/{new_id}")[1]["schemaType"] == "JSON"  # took the write
+    assert "JSON" in http(f"{urls[2]}/schemas/types")[1]
 
 
 def test_every_broker_sees_the_same_ids_and_versions(
@@ -175,8 +221,8 @@ def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     assert http(f"{url}/schemas/ids/999999")[1]["error_code"] == 40403
     bad = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": '{"type": "nope"}'})
     assert bad[0] == 422 and bad[1]["error_code"] == 42201
-    json_schema = {"schema": '{"type": "object"}', "schemaType": "JSON"}
-    refused = http(f"{url}/subjects/{subject}/versions", "POST", json_schema)
+    proto = {"schema": 'syntax = "proto3"; message M {}', "schemaType": "PROTOBUF"}
+    refused = http(f"{url}/subjects/{subject}/versions", "POST", proto)
     assert refused[1]["error_code"] == 42201 and "not supported yet" in refused[1]["message"]
     assert http(f"{url}/subjects/{subject}/versions", "POST", {"schema": _user()})[0] == 200
     assert http(f"{url}/subjects/{subject}/versions/2")[1]["error_code"] == 40402
