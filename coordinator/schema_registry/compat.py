@@ -7,7 +7,8 @@
     NONE                nothing is checked
 
 The checks are per format, each its own module with `parse`, `canonical` and
-`incompatibilities(reader, writer)`: Avro's avro_compat.py, JSON Schema's json_compat.py.
+`incompatibilities(reader, writer)`: Avro's avro_compat.py, JSON Schema's json_compat.py,
+Protobuf's protobuf_compat.py.
 A type without a module is refused by `parse` with a line that says so, so no check of
 theirs is ever skipped silently.
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from coordinator.schema_registry import avro_compat, json_compat
+from coordinator.schema_registry import avro_compat, json_compat, protobuf_compat
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, JSON, PROTOBUF
 
@@ -61,7 +62,13 @@ class _Json:
     incompatibilities = staticmethod(json_compat.incompatibilities)
 
 
-FORMATS: dict[str, Format] = {AVRO: _Avro(), JSON: _Json()}
+class _Protobuf:
+    parse = staticmethod(protobuf_compat.parse)
+    canonical = staticmethod(protobuf_compat.canonical)
+    incompatibilities = staticmethod(protobuf_compat.incompatibilities)
+
+
+FORMATS: dict[str, Format] = {AVRO: _Avro(), JSON: _Json(), PROTOBUF: _Protobuf()}
 CHECKED = tuple(FORMATS)  # what /schemas/types lists: the types whose compatibility is checked
 
 
@@ -82,6 +89,14 @@ def parse(schema: Schema) -> Any:
         return _format(schema.schema_type).parse(schema.text, schema.references)
     except ValueError as exc:
         raise RegistryError.invalid_schema(str(exc)) from None
+
+
+def serialized(schema: Schema) -> str:
+    """A Protobuf schema as a base64 FileDescriptorProto (`?format=serialized`, what
+    confluent-kafka's Python serdes read); other types as they are."""
+    if schema.schema_type != PROTOBUF:
+        return schema.text
+    return protobuf_compat.serialized(parse(schema))
 
 
 def canonical(schema: Schema) -> str:

@@ -84,6 +84,17 @@ def resolved(state: RegistryState, new: NewSchema) -> compat.Schema:
     return compat.Schema(new.schema_type, new.text, tuple(texts))
 
 
+def text_in_format(state: RegistryState, schema_id: int, fmt: str | None) -> str:
+    """A stored schema's text as `?format=` asks: `serialized` answers a Protobuf schema as a
+    base64 FileDescriptorProto (confluent-kafka's Python serdes ask for it); anything else,
+    or no format, answers the text as it was registered."""
+    stored = state.schemas[schema_id]
+    if fmt != "serialized":
+        return stored.text
+    return compat.serialized(resolved(state, NewSchema("", stored.schema_type, stored.text,
+                                                       stored.references)))  # fmt: skip
+
+
 def lookup(state: RegistryState, new: NewSchema, deleted: bool) -> tuple[int, int]:
     """(id, version) of the schema in the subject; 40401 / 40403 when it is not there."""
     if not state.versions(new.subject, deleted):
