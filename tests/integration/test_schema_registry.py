@@ -236,6 +236,45 @@ def test_protobuf_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert http(f"{urls[0]}/schemas/ids/{new_id}")[1]["schema"] == wider
 
 
+def test_protobuf_import_registered_as_a_reference_that_cannot_be_deleted(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    """ProtobufSerializer registers an imported file under its own subject and references it:
+    ids name their references, `referencedby` lists the referrer, and the referenced version
+    cannot be deleted (42206), as Confluent's."""
+    address_file = f"{topic.replace('-', '_')}_address.proto"
+    address = 'syntax = "proto3";\npackage sr;\nmessage Address { string city = 1; }\n'
+    customer = (f'syntax = "proto3";\npackage sr;\nimport "{address_file}";\n'
+                "message Customer { string name = 1; Address home = 2; }\n")  # fmt: skip
+    pool = descriptor_pool.DescriptorPool()
+    files = [
+        (address_file, protobuf_compat.parse(address).file),
+        ("customer.proto", protobuf_compat.parse(customer, [(address_file, address)]).file),
+    ]
+    for name, file in files:  # fmt: skip
+        file.name = name
+        pool.Add(file)
+    customer_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("sr.Customer"))
+    address_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("sr.Address"))
+    serialize = ProtobufSerializer(customer_class, registry(urls[0]))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    value = customer_class(name="c", home=address_class(city="Prague"))
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    producer.produce(topic, value=serialize(value, ctx))
+    assert producer.flush(30) == 0
+    [got] = _consume(cluster3, topic, 1, ProtobufDeserializer(
+        customer_class, schema_registry_client=registry(urls[0])))  # fmt: skip
+    assert got.home.city == "Prague"
+
+    url, ref = urls[0], {"name": address_file, "subject": address_file, "version": 1}
+    version = http(f"{url}/subjects/{topic}-value/versions/1")[1]
+    assert version["references"] == [ref]
+    assert http(f"{url}/schemas/ids/{version['id']}")[1]["references"] == [ref]
+    assert http(f"{url}/subjects/{address_file}/versions/1/referencedby")[1] == [version["id"]]
+    status, refused = http(f"{url}/subjects/{address_file}/versions/1", "DELETE")
+    assert (status, refused["error_code"]) == (422, 42206)
+
+
 def test_every_broker_sees_the_same_ids_and_versions(
     urls: list[str], topic: str, registry: Clients
 ) -> None:
