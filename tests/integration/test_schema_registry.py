@@ -102,6 +102,7 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert producer.flush(30) == 0
 
     # a fresh client (no cache) on another broker decodes by the id in each record
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
     got = _consume(cluster3, topic, 5, AvroDeserializer(registry(urls[1])))
     assert got == [{"name": f"u{i}", "age": i} for i in range(5)]
 
@@ -124,6 +125,12 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert new_id != first.schema_id
     assert client.get_versions(subject) == [1, 2]
     assert http(f"{urls[0]}/subjects/{subject}/versions/latest")[1]["id"] == new_id
+
+
+def _wait_seen(url: str, schema_id: int) -> None:
+    """Wait until the registry at `url` (not the broker that took the write) knows the id."""
+    wait_until(lambda: http(f"{url}/schemas/ids/{schema_id}")[0] == 200,
+               f"{url} to know schema id {schema_id}", SEEN_WITHIN_S)  # fmt: skip
 
 
 def _consume(cluster: LocalCluster, topic: str, count: int, deserialize: Any) -> list[Any]:
@@ -160,6 +167,7 @@ def test_json_schema_round_trip_then_incompatible_refused_and_compatible_version
     for i in range(3):
         producer.produce(topic, value=serialize({"name": f"p{i}", "age": i}, value_ctx))
     assert producer.flush(30) == 0
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
     got = _consume(cluster3, topic, 3, JSONDeserializer(None, schema_registry_client=registry(
         urls[1])))  # fmt: skip
     assert got == [{"name": f"p{i}", "age": i} for i in range(3)]
@@ -211,6 +219,7 @@ def test_protobuf_round_trip_then_incompatible_refused_and_compatible_versioned(
         producer.produce(topic, value=serialize(person(name=f"q{i}", age=i), value_ctx))
     assert producer.flush(30) == 0
     # the deserializer reads each writer schema from the registry (?format=serialized)
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
     deserialize = ProtobufDeserializer(person, schema_registry_client=registry(urls[1]))
     got = _consume(cluster3, topic, 3, deserialize)
     assert [(m.name, m.age) for m in got] == [(f"q{i}", i) for i in range(3)]
@@ -368,6 +377,10 @@ def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:
 
     first = odradek("register", subject, "-", stdin=_user(namespace=ns))
     assert first.startswith("id ")
+    person = tmp_path / "person.proto"  # the type from the suffix: PROTOBUF
+    person.write_text(PERSON_PROTO.replace("package sr", f"package {ns}"))
+    assert odradek("register", f"{topic}-proto", str(person)).startswith("id ")
+    assert http(f"{where[1]}/subjects/{topic}-proto/versions/1")[1]["schemaType"] == "PROTOBUF"
     assert subject in odradek("list").splitlines()
     assert json.loads(odradek("get", subject))["namespace"] == ns
     breaking = tmp_path / "breaking.avsc"
