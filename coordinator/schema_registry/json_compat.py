@@ -102,7 +102,30 @@ def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> Parsed:
         raise ValueError(f"Invalid JSON Schema: {exc.message}") from None
     resources = [(name, _resource(doc)) for name, doc in docs]
     registry: Registry[Any] = Registry().with_resources([*resources, ("", _resource(schema))])
-    return Parsed(schema, registry.crawl())
+    registry = registry.crawl()
+    resolver = registry.resolver()
+    for ref in _refs(schema):  # each resolves now, as Confluent's loader does, or 42201
+        try:
+            resolver.lookup(ref)
+        except Unresolvable as exc:
+            raise ValueError(f"Invalid JSON Schema: unresolvable $ref: {exc}") from None
+    return Parsed(schema, registry)
+
+
+def _refs(node: Any, root: bool = True) -> Iterator[str]:
+    """The `$ref`s of a schema, outside subschemas with an `$id` of their own (whose refs
+    are relative to it and resolved when the walk reaches them)."""
+    if isinstance(node, dict):
+        if not root and "$id" in node:
+            return
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for key, value in node.items():
+            if key not in ("enum", "const", "default", "examples"):
+                yield from _refs(value, False)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item, False)
 
 
 def _resource(doc: Any) -> Resource[Any]:

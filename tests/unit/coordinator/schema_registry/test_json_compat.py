@@ -119,7 +119,16 @@ def test_recursive_schemas_end() -> None:
                         [Schema("JSON", json.dumps(tree))]) == []  # fmt: skip
 
 
-@pytest.mark.parametrize("text", ["{", '"string"', '{"type": 5}', '{"minimum": "x"}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        '"string"',
+        '{"type": 5}',
+        '{"minimum": "x"}',
+        '{"properties": {"a": {"$ref": "#/definitions/nope"}}}',
+    ],
+)
 def test_a_bad_schema_is_42201(text: str) -> None:
     with pytest.raises(RegistryError) as bad:
         compat.parse(Schema("JSON", text))
