@@ -141,3 +141,8 @@ def test_a_bad_schema_is_42201_with_protocs_line(text: str) -> None:
         compat.parse(Schema("PROTOBUF", text))
     assert (bad.value.status, bad.value.error_code) == (422, 42201)
     assert bad.value.message.startswith("Invalid Protobuf schema: schema.proto:")
+
+
+def test_a_parsed_schema_is_kept_not_compiled_again() -> None:
+    schema = Schema("PROTOBUF", BASE)
+    assert compat.parse(schema) is compat.parse(Schema("PROTOBUF", BASE))
