@@ -29,6 +29,7 @@ LEVELS = (
     "FULL", "FULL_TRANSITIVE", "NONE",
 )  # fmt: skip
 DEFAULT_LEVEL = "BACKWARD"  # Confluent's default
+TOO_DEEP = "Invalid schema: nested too deeply to be checked"
 PARSED_CACHE_MAX = 512  # parsed schemas kept: the latest versions of the busiest subjects
 TYPES = (AVRO, JSON, PROTOBUF)
 
@@ -93,6 +94,8 @@ def parse(schema: Schema) -> Any:
         return _format(schema.schema_type).parse(schema.text, schema.references)
     except ValueError as exc:
         raise RegistryError.invalid_schema(str(exc)) from None
+    except RecursionError:
+        raise RegistryError.invalid_schema(TOO_DEEP) from None
 
 
 def serialized(schema: Schema) -> str:
@@ -105,7 +108,10 @@ def serialized(schema: Schema) -> str:
 
 def canonical(schema: Schema) -> str:
     """The text the same schema registered twice is told by (ValueError: it does not parse)."""
-    return _format(schema.schema_type).canonical(schema.text)
+    try:
+        return _format(schema.schema_type).canonical(schema.text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def check(level: str, new: Schema, earlier: Sequence[Schema]) -> list[str]:
@@ -126,4 +132,6 @@ def check(level: str, new: Schema, earlier: Sequence[Schema]) -> list[str]:
                 out += fmt.incompatibilities(parsed_old, parsed_new)
         except ValueError as exc:  # a JSON Schema `$ref` that does not resolve
             raise RegistryError.invalid_schema(str(exc)) from None
+        except RecursionError:
+            raise RegistryError.invalid_schema(TOO_DEEP) from None
     return out

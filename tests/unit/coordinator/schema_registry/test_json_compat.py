@@ -134,3 +134,13 @@ def test_a_bad_schema_is_42201(text: str) -> None:
         compat.parse(Schema("JSON", text))
     assert (bad.value.status, bad.value.error_code) == (422, 42201)
     assert bad.value.message.startswith("Invalid JSON Schema")
+
+
+def test_a_schema_nested_too_deeply_is_42201_not_a_crash() -> None:
+    depth = 3000  # past Python's recursion limit: built as text, json.dumps would not
+    text = '{"type": "object", "properties": {"a": ' * depth + '{"type": "string"}' + "}}" * depth
+    with pytest.raises(RegistryError) as bad:
+        compat.check("BACKWARD", Schema("JSON", text), [Schema("JSON", text.replace("a", "b"))])
+    assert bad.value.error_code == 42201
+    with pytest.raises(ValueError, match="nested too deeply"):
+        compat.canonical(Schema("JSON", text))

@@ -146,3 +146,11 @@ def test_a_bad_schema_is_42201_with_protocs_line(text: str) -> None:
 def test_a_parsed_schema_is_kept_not_compiled_again() -> None:
     schema = Schema("PROTOBUF", BASE)
     assert compat.parse(schema) is compat.parse(Schema("PROTOBUF", BASE))
+
+
+@pytest.mark.parametrize("name", ["../escape.proto", "/etc/escape.proto"])
+def test_a_reference_name_stays_in_the_scratch_directory(name: str) -> None:
+    user = proto(f'import "{name}";\nmessage User {{ string name = 1; }}')
+    with pytest.raises(RegistryError) as bad:
+        compat.parse(Schema("PROTOBUF", user, ((name, proto("message X {}")),)))
+    assert bad.value.error_code == 42201 and "reference name" in bad.value.message
