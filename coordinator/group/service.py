@@ -148,9 +148,10 @@ class GroupCoordinator:
         self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
         # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
-        self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
+        share = config.share
+        self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds(), share=share)
         self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
-        self.share = ShareGroups(self, metadata, config.share)  # KIP-932 share groups (memory)
+        self.share = ShareGroups(self, metadata, self.configs.share_config)  # KIP-932 (memory)
         self.offsets = GroupOffsets(self)  # commits, fetches, deletes (offset_service.py)
 
     @property

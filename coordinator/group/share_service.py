@@ -19,6 +19,7 @@ group"), as Kafka answers a heartbeat of the wrong kind.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from coordinator.group import share_group as sg
@@ -50,10 +51,12 @@ class ShareHost(Protocol):
 
 
 class ShareGroups:
-    def __init__(self, host: ShareHost, cluster: ClusterView, config: ShareConfig) -> None:
+    def __init__(
+        self, host: ShareHost, cluster: ClusterView, config: Callable[[str], ShareConfig]
+    ) -> None:
         self.host = host
         self.cluster = cluster
-        self.config = config
+        self.config = config  # a group's settings: the broker's with the group's share.* configs
         self._groups: dict[str, tuple[object, ShareGroup]] = {}  # id -> (its partition, group)
 
     def topics(self) -> TopicsView:
@@ -88,11 +91,12 @@ class ShareGroups:
                 why = f"Group {beat.group_id} is not a share group."
                 return ShareHeartbeatOut(GROUP_ID_NOT_FOUND, why)
             if beat.member_epoch != 0:
-                return sg.heartbeat(ShareGroup(beat.group_id), beat, {}, self.config, now_ms)
+                config = self.config(beat.group_id)
+                return sg.heartbeat(ShareGroup(beat.group_id), beat, {}, config, now_ms)
             owned, _ = self.host.locate(beat.group_id)
             group = ShareGroup(beat.group_id)
             self._groups[beat.group_id] = (owned, group)
-        return sg.heartbeat(group, beat, self.topics(), self.config, now_ms)
+        return sg.heartbeat(group, beat, self.topics(), self.config(beat.group_id), now_ms)
 
     def is_share_group(self, group_id: str) -> bool:
         return self.find(group_id)[1] is not None

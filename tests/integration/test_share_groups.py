@@ -36,6 +36,10 @@ SETTINGS: dict[str, int | bool | str] = {
     "group_share_record_lock_duration_ms": LOCK_MS,
     "group_share_heartbeat_interval_ms": 500,
     "group_share_session_timeout_ms": 6000,
+    # below Kafka's bounds (15 s, 5 s, 45 s), which the settings above must be within
+    "group_share_min_record_lock_duration_ms": 1000,
+    "group_share_min_heartbeat_interval_ms": 100,
+    "group_share_min_session_timeout_ms": 1000,
 }
 WAIT_S = 90.0
 
@@ -222,3 +226,40 @@ def test_a_killed_members_records_are_redelivered_after_the_lock(
     got = wait_for(redelivered, "the heir to receive all 10 records", WAIT_S)
     assert all(got[o] == 2 for o in held), f"held {held}, heir got {got}"
     assert all(got[o] == 1 for o in range(10) if o not in held)
+
+
+def test_a_groups_share_configs_are_described_and_held_to_the_brokers_bounds(
+    cluster: LocalCluster,
+) -> None:
+    """DescribeConfigs on a GROUP lists the share.* configs with their values and sources (the
+    broker's group.share.* settings where the group has none), and IncrementalAlterConfigs
+    refuses a value outside the broker's group.share.min/max.* bounds with Kafka's line."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
+
+    group = new_group(cluster)
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    res = ConfigResource(ResourceType.GROUP, group)
+    got = admin.describe_configs([res])[res].result(30)
+    assert (got["share.auto.offset.reset"].value, got["share.auto.offset.reset"].source) == (
+        "earliest", ConfigSource.GROUP_CONFIG.value)  # fmt: skip
+    lock = got["share.record.lock.duration.ms"]
+    assert (lock.value, lock.source) == (str(LOCK_MS), ConfigSource.STATIC_BROKER_CONFIG.value)
+    limit = got["share.delivery.count.limit"]
+    assert (limit.value, limit.source) == ("5", ConfigSource.DEFAULT_CONFIG.value)
+    assert got["share.isolation.level"].value == "read_uncommitted"
+    entry = ConfigEntry("share.delivery.count.limit", "11",
+                        incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    with pytest.raises(KafkaException) as refused:
+        admin.incremental_alter_configs([change])[change].result(30)
+    assert "must be less than or equal to group.share.max.delivery.count.limit" in str(
+        refused.value
+    )
