@@ -12,6 +12,7 @@ fetch are delivered.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -21,7 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from client import Admin, Producer
+from client import (
+    Admin,
+    AsyncShareConsumer,
+    Producer,
+    ShareConsumer,
+    ShareRecord,
+    ShareStateError,
+    TopicPartition,
+)
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
@@ -263,3 +272,73 @@ def test_a_groups_share_configs_are_described_and_held_to_the_brokers_bounds(
     assert "must be less than or equal to group.share.max.delivery.count.limit" in str(
         refused.value
     )
+
+
+async def test_two_odradek_share_consumers_split_the_work_each_record_accepted_once(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """odradek's own AsyncShareConsumer (native door) with implicit acknowledgement: two
+    members of one group on a 1-partition topic both get records, each record once."""
+    group = new_group(cluster)
+    produce(cluster, topic, 60)
+    members = [AsyncShareConsumer(cluster.bootstrap, group_id=group, client_id=f"c{i}",
+                                  max_poll_records=5) for i in range(2)]  # fmt: skip
+    got: list[list[ShareRecord]] = [[], []]
+    try:
+        for m in members:
+            m.subscribe([topic])
+
+        async def take(i: int) -> None:
+            got[i].extend(await members[i].poll(200))
+
+        async def all_received() -> bool:
+            await asyncio.gather(take(0), take(1))
+            return len({r.offset for g in got for r in g}) >= 60
+
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while not await all_received():  # each round polls both members for up to 200 ms
+            assert asyncio.get_running_loop().time() < deadline, f"60 records by {WAIT_S} s"
+        for m in members:
+            await m.commit_sync()  # the last poll's records, accepted
+    finally:
+        for m in members:
+            await m.close()
+    offsets = sorted(r.offset for g in got for r in g)
+    assert offsets == list(range(60)), "each record delivered once, none lost"
+    assert all(r.delivery_count == 1 and r.value == b"v%d" % r.offset for g in got for r in g)
+    assert got[0] and got[1], f"both members did some of the work: {[len(g) for g in got]}"
+
+
+def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """odradek's ShareConsumer (sync) with share_acknowledgement_mode="explicit": a released
+    record comes back with delivery_count 2, a rejected one never again; Kafka's
+    IllegalStateException cases are ShareStateError."""
+    group = new_group(cluster)
+    produce(cluster, topic, 4)
+    with ShareConsumer(cluster.bootstrap, group_id=group,
+                       share_acknowledgement_mode="explicit") as consumer:  # fmt: skip
+        consumer.subscribe([topic])
+        first = wait_for(lambda: consumer.poll(500), "the first delivery", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in first] == [(o, 1) for o in range(4)]
+        with pytest.raises(ShareStateError, match="All records must be acknowledged"):
+            consumer.poll(0)
+        for r in first:
+            consumer.acknowledge(r, "release" if r.offset < 2 else "reject")
+        with pytest.raises(ShareStateError, match="cannot be acknowledged"):
+            consumer.acknowledge(first[0], "accept")  # twice
+        again = wait_for(lambda: consumer.poll(500), "the released records again", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in again] == [(0, 2), (1, 2)]
+        for r in again:
+            consumer.acknowledge(r, "accept")
+        assert consumer.commit_sync() == {TopicPartition(topic, 0): None}
+        produce(cluster, topic, 1)
+        late = wait_for(lambda: consumer.poll(500), "the new record", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in late] == [(4, 1)], "rejected: archived"
+        consumer.acknowledge(late[0], "accept")
+    with (
+        ShareConsumer(cluster.bootstrap, group_id=group) as implicit,
+        pytest.raises(ShareStateError, match="implicit"),
+    ):
+        implicit.acknowledge(late[0], "accept")
