@@ -32,6 +32,7 @@ from client import (
     TopicPartition,
 )
 from client.types import NewTopic
+from deploy import cli
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import shared_cluster
@@ -342,3 +343,43 @@ def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
         pytest.raises(ShareStateError, match="implicit"),
     ):
         implicit.acknowledge(late[0], "accept")
+
+
+def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
+    cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
+    describe (the partitions, --members, --state), and delete only once the group is Empty
+    (DeleteGroups of a share group). The command's main() runs in this process (a process
+    per call costs seconds of imports on a loaded machine)."""
+    group = new_group(cluster)
+
+    def odradek(*args: str, code: int = 0) -> str:
+        got = cli.main(["share-groups", *args, "--bootstrap", cluster.bootstrap])
+        out, err = capsys.readouterr()
+        assert got == code and "Traceback" not in err, (got, out, err)
+        return out if code == 0 else err
+
+    with ShareConsumer(cluster.bootstrap, group_id=group, client_id="worker-1") as consumer:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(100) or consumer.assignment(), "an assignment", WAIT_S)
+        assert group in odradek("list").split()
+        assert [group, "Stable"] in [
+            line.split() for line in odradek("list", "--state").splitlines()
+        ]
+        assert "Invalid state list 'Bogus'" in odradek("list", "--state", "Bogus", code=2)
+        offsets = odradek("describe", group).splitlines()
+        assert offsets[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+        assert offsets[1].split() == [group, topic, "0", "-", "-"]
+        members = [line.split() for line in odradek("describe", group, "--members", "--verbose")
+                   .splitlines()]  # fmt: skip
+        assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                              "MEMBER-EPOCH", "ASSIGNMENT"]  # fmt: skip
+        (row,) = members[1:]
+        assert (row[0], row[3], row[4], row[6]) == (group, "worker-1", "1", f"{topic}:0")
+        state = odradek("describe", group, "--state").splitlines()
+        assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
+        assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+    assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
+    assert group not in odradek("list").split()
+    assert "is not a share group" in odradek("delete", "no-such-group", code=1)
