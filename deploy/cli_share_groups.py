@@ -25,11 +25,12 @@ group that does not exist, or is not a share group, is an error. list and descri
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from deploy.cli_groups import _run
+from deploy.cli_common import security_from_args
 from deploy.cli_output import emit_json, output_options, print_lines, table_lines, wants_json
 
 ALL_STATES = ""  # a bare --state: every state
@@ -43,7 +44,8 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     lst.add_argument("--state", nargs="?", const=ALL_STATES, default=None, metavar="STATES",
                      help="show each group's state; only these states when given "
                           "(comma-separated: Empty, Stable, Dead)")  # fmt: skip
-    lst.set_defaults(func=lambda a: _run(cmd_list(bootstrap(a), a.state, wants_json(a)), a))
+    lst.set_defaults(func=lambda a: _run(
+        lambda sec: cmd_list(bootstrap(a), a.state, wants_json(a), sec), a))  # fmt: skip
     describe = ssub.add_parser("describe", parents=listing, help="partitions, members or state")
     describe.add_argument("group", metavar="GROUP")
     what = describe.add_mutually_exclusive_group()
@@ -51,24 +53,30 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     what.add_argument("--state", action="store_true", help="the group's state and coordinator")
     describe.add_argument("--verbose", action="store_true",
                           help="epochs too (kafka-share-groups.sh --verbose)")  # fmt: skip
-    describe.set_defaults(func=lambda a: _run(cmd_describe(bootstrap(a), a), a))
+    describe.set_defaults(func=lambda a: _run(lambda sec: cmd_describe(bootstrap(a), a, sec), a))
     delete = ssub.add_parser("delete", parents=[client], help="delete an Empty share group")
     delete.add_argument("group", metavar="GROUP")
-    delete.set_defaults(func=lambda a: _run(cmd_delete(bootstrap(a), a.group), a))
+    delete.set_defaults(func=lambda a: _run(lambda sec: cmd_delete(bootstrap(a), a.group, sec), a))
 
 
-def _admin(bootstrap: str) -> Any:
+def _run(make: Callable[[dict[str, Any]], Coroutine[Any, Any, int]], args: Any) -> int:
+    """Run the command with the client security settings its flags give (--command-config)."""
+    return int(asyncio.run(make(security_from_args(args))))
+
+
+def _admin(bootstrap: str, security: dict[str, Any]) -> Any:
     from client.group.share_admin import ShareGroupAdmin
-    from deploy.cli_groups import _SECURITY
 
-    return ShareGroupAdmin(bootstrap, **(_SECURITY.get() or {}))
+    return ShareGroupAdmin(bootstrap, **security)
 
 
-async def cmd_list(bootstrap: str, state: str | None, as_json: bool = False) -> int:
+async def cmd_list(
+    bootstrap: str, state: str | None, as_json: bool = False, security: dict[str, Any] | None = None
+) -> int:
     from client.group.share_admin import parse_states
 
     states = parse_states(state) if state else None
-    async with _admin(bootstrap) as admin:
+    async with _admin(bootstrap, security or {}) as admin:
         groups = await admin.share_groups(states)
     if as_json:
         emit_json({"groups": [{"group": g.group_id, "state": g.state} for g in groups]})
@@ -110,10 +118,12 @@ def describe_doc(desc: Any, coordinator: Any = None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def cmd_describe(bootstrap: str, args: argparse.Namespace) -> int:
+async def cmd_describe(
+    bootstrap: str, args: argparse.Namespace, security: dict[str, Any] | None = None
+) -> int:
     from protocol.errors import GroupIdNotFoundError
 
-    async with _admin(bootstrap) as admin:
+    async with _admin(bootstrap, security or {}) as admin:
         desc = await admin.describe_share_group(args.group)
         if desc.state == "Dead" or desc.error_code:
             raise GroupIdNotFoundError(f"Share group '{args.group}' does not exist"
@@ -153,8 +163,8 @@ def describe_lines(doc: dict[str, Any], members: bool, state: bool, verbose: boo
         for p in doc["partitions"]])  # fmt: skip
 
 
-async def cmd_delete(bootstrap: str, group: str) -> int:
-    async with _admin(bootstrap) as admin:
+async def cmd_delete(bootstrap: str, group: str, security: dict[str, Any] | None = None) -> int:
+    async with _admin(bootstrap, security or {}) as admin:
         await admin.delete_share_group(group)
     print(f"Deletion of requested share groups ('{group}') was successful.")
     return 0

@@ -80,7 +80,7 @@ async def test_share_group_heartbeat_assigns_a_shared_partition_describe_list_an
         assert no_topics.error_code == INVALID_REQUEST
         one = await run(share_group_heartbeat.run, b, hb("m1", 0, ("t",)))
         two = await run(share_group_heartbeat.run, b, hb("m2", 0, ("t",)))
-        shared = (share_group_heartbeat.AssignedTopic(topic_id, (0,)),)
+        shared = (share_group_heartbeat.AssignedTopic(topic_id, (0,), "t"),)
         assert (one.error_code, one.assignment, two.assignment) == (0, shared, shared)
         assert two.member_epoch > one.member_epoch  # m2's join moved the group epoch
         # m1 catches up: its epoch moves; the partition stays shared
