@@ -99,3 +99,18 @@ def test_batches_are_runs_of_consecutive_offsets() -> None:
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(UsageError, match=r"share\.acknowledgement\.mode"):
         ShareAcks("automatic")
+
+
+async def test_the_share_consumer_refuses_misuse_with_one_line() -> None:
+    from client.share_consumer import AsyncShareConsumer
+
+    with pytest.raises(UsageError, match="needs a group_id"):
+        AsyncShareConsumer("127.0.0.1:1", group_id="")
+    consumer = AsyncShareConsumer("127.0.0.1:1", group_id="g")
+    with pytest.raises(UsageError, match="at least one topic"):
+        consumer.subscribe([])
+    with pytest.raises(ShareStateError, match="implicit"):
+        consumer.acknowledge(rec(0))
+    await consumer.close()
+    with pytest.raises(UsageError, match="closed"):
+        await consumer.poll(0)
