@@ -178,6 +178,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "group_share_record_lock_duration_ms": args.lock_ms,
         "group_share_heartbeat_interval_ms": 500,
         "group_share_session_timeout_ms": 6000,
+        # past Kafka's bounds (15-60 s, 5 s, 45 s), which the settings above must be within
+        "group_share_min_record_lock_duration_ms": min(args.lock_ms, 15_000),
+        "group_share_max_record_lock_duration_ms": max(args.lock_ms, 60_000),
+        "group_share_min_heartbeat_interval_ms": 100,
+        "group_share_min_session_timeout_ms": 1000,
     }
     cluster = LocalCluster(tmp / "cluster", brokers=1, progress=log, broker_settings=settings)
     systems: list[System] = []

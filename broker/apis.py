@@ -37,6 +37,7 @@ from broker.codecs.native import quotas as native_quotas
 from broker.codecs.native import records as native_records
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
+from broker.codecs.native import share as native_share
 from broker.codecs.native import topics as native_topics
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
@@ -275,13 +276,16 @@ APIS: tuple[Api, ...] = (
          Served((0, 1), kafka_groups.CONSUMER_GROUP_DESCRIBE)),
     # share groups (KIP-932), Kafka 4.2's versions
     _api("ShareGroupHeartbeat", kafka_versions.SHARE_GROUP_HEARTBEAT, share_group_heartbeat.run,
-         None, Served((1, 1), kafka_share.SHARE_GROUP_HEARTBEAT)),
+         Served((0, 0), native_share.SHARE_GROUP_HEARTBEAT),
+         Served((1, 1), kafka_share.SHARE_GROUP_HEARTBEAT)),
     _api("ShareGroupDescribe", kafka_versions.SHARE_GROUP_DESCRIBE, share_group_describe.run,
-         None, Served((1, 1), kafka_share.SHARE_GROUP_DESCRIBE)),
+         Served((0, 0), native_share.SHARE_GROUP_DESCRIBE),
+         Served((1, 1), kafka_share.SHARE_GROUP_DESCRIBE)),
     _api("ShareFetch", kafka_versions.SHARE_FETCH, share_fetch.run,
-         None, Served((1, 2), kafka_share.SHARE_FETCH)),
+         Served((0, 0), native_share.SHARE_FETCH), Served((1, 2), kafka_share.SHARE_FETCH)),
     _api("ShareAcknowledge", kafka_versions.SHARE_ACKNOWLEDGE, share_acknowledge.run,
-         None, Served((1, 2), kafka_share.SHARE_ACKNOWLEDGE)),
+         Served((0, 0), native_share.SHARE_ACKNOWLEDGE),
+         Served((1, 2), kafka_share.SHARE_ACKNOWLEDGE)),
     # inter-broker, native only
     _api("LeaderAndIsr", controller_wire.LEADER_AND_ISR.key, leader_and_isr.run,
          Served((0, 0), native_controller.LEADER_AND_ISR), None),

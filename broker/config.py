@@ -45,6 +45,7 @@ from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
 from coordinator.group.group_configs import broker_bounds
 from coordinator.group.migration import check_policy
+from coordinator.group.share_configs import broker_bounds as share_bounds
 from protocol.errors import OdradekError, UsageError
 from transport.security import uses_sasl, uses_tls
 
@@ -145,6 +146,15 @@ class BrokerConfig:
     group_share_record_lock_duration_ms: int = positive(30_000)
     group_share_delivery_count_limit: int = positive(5)
     group_share_partition_max_record_locks: int = positive(2_000)
+    # the bounds of a share group's share.* configs (and of the settings above they override)
+    group_share_min_session_timeout_ms: int = positive(45_000)
+    group_share_max_session_timeout_ms: int = positive(60_000)
+    group_share_min_heartbeat_interval_ms: int = positive(5_000)
+    group_share_max_heartbeat_interval_ms: int = positive(15_000)
+    group_share_min_record_lock_duration_ms: int = positive(15_000)
+    group_share_max_record_lock_duration_ms: int = positive(60_000)
+    group_share_min_delivery_count_limit: int = positive(2)
+    group_share_max_delivery_count_limit: int = positive(10)
     # Transactions (KIP-98): Kafka's transaction.state.log.* for __transaction_state, the
     # longest transaction.timeout.ms a producer may ask for, how long an idle transactional
     # id is kept, how often timed-out transactions are aborted, and KIP-939's two-phase commit
@@ -291,6 +301,7 @@ class BrokerConfig:
             raise UsageError(f"quota_window_num {self.quota_window_num} must be >= 2 (Kafka: 11)")
         self.default_log_config()  # raises UsageError on a bad topic default
         broker_bounds({n: getattr(self, n) for n in _FIELDS if n.startswith("group_consumer_")})
+        share_bounds({n: getattr(self, n) for n in _FIELDS if n.startswith("group_share_")})
         check_policy(self.group_consumer_migration_policy)
         _check_listeners(self)  # UsageError on a bad listener, map or TLS setting
         _check_authorizer(self)

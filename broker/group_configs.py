@@ -6,15 +6,17 @@ The table, the checks and every broker's copy are coordinator/group/group_config
 /config/groups/<group>), so a write through one broker is described by any other at once, and
 the coordinators follow it through the config change notifications.
 
-Described as Kafka describes a group: every group config, a group's own value as
-GROUP_CONFIG (8), else the broker's group.consumer.* setting (STATIC_BROKER_CONFIG when its
-config file sets it, else DEFAULT_CONFIG); INT, never read-only or sensitive; synonyms in
-that order under their own names. A group need not exist to have configs (Kafka's rule); an
-empty group name is INVALID_REQUEST. A change is applied as alter_configs.py applies a
-topic's (a whole-set replace, or SET / DELETE in order; APPEND and SUBTRACT take only LIST
-configs, and a group has none: INVALID_CONFIG), then the whole set is checked
-(`group_configs.effective`: INVALID_CONFIG with Kafka's line) and, unless validate_only,
-written.
+Described as Kafka describes a group: every group config (the consumer ones and the share
+ones, share_configs.SHARE_CONFIGS), a group's own value as GROUP_CONFIG (8), else the
+broker's group.consumer.* / group.share.* setting (STATIC_BROKER_CONFIG when its config file
+sets it, else DEFAULT_CONFIG; a share config without a broker setting, such as
+share.auto.offset.reset, has its fixed DEFAULT_CONFIG); INT or STRING, never read-only or
+sensitive; synonyms in that order under their own names. A group need not exist to have
+configs (Kafka's rule); an empty group name is INVALID_REQUEST. A change is applied as
+alter_configs.py applies a topic's (a whole-set replace, or SET / DELETE in order; APPEND and
+SUBTRACT take only LIST configs, and a group has none: INVALID_CONFIG), then the whole set is
+checked (`GroupConfigs.check`: INVALID_CONFIG with Kafka's line, the share.* ones within the
+broker's group.share.min/max.*) and, unless validate_only, written.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from collections.abc import Mapping, Sequence
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from coordinator.group.group_configs import GROUP_CONFIGS, HEARTBEAT, SESSION, effective
+from coordinator.group.group_configs import GROUP_CONFIGS, HEARTBEAT, SESSION
+from coordinator.group.share_configs import SHARE_CONFIGS
 from protocol.api.admin import (
     OP_DELETE,
     OP_SET,
@@ -32,6 +35,7 @@ from protocol.api.admin import (
     SOURCE_GROUP_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     TYPE_INT,
+    TYPE_STRING,
     ConfigEntry,
     ConfigSynonym,
 )
@@ -54,21 +58,37 @@ async def describe(ctx: BrokerContext, group_id: str, synonyms: bool) -> list[Co
     return entries(ctx.config, await overrides(ctx, group_id), synonyms)
 
 
+def _rows() -> list[tuple[str, str | None, str | None, int, str]]:
+    """(name, BrokerConfig field or None, broker setting's name, type, doc) of every group
+    config, by name."""
+    rows: list[tuple[str, str | None, str | None, int, str]] = [
+        (name, _BROKER_FIELDS[name], row.broker_name, TYPE_INT, row.doc)
+        for name, row in GROUP_CONFIGS.items()
+    ]
+    for name, share in SHARE_CONFIGS.items():
+        field = f"group_share_{share.field}" if share.field else None
+        broker = field.replace("_", ".") if field else None
+        rows.append((name, field, broker, TYPE_STRING if share.choices else TYPE_INT, share.doc))
+    return sorted(rows)
+
+
 def entries(config: BrokerConfig, own: Mapping[str, str], synonyms: bool) -> list[ConfigEntry]:
     """The group's entries (pure), by name."""
     out = []
-    for name, row in sorted(GROUP_CONFIGS.items()):
-        field = _BROKER_FIELDS[name]
-        default = str(BrokerConfig.__dataclass_fields__[field].default)
-        broker = str(getattr(config, field))
+    for name, field, broker_name, kind, doc in _rows():
         found = [(name, own[name], SOURCE_GROUP_CONFIG)] if name in own else []
-        if field in config.explicit or broker != default:
-            found.append((row.broker_name, broker, SOURCE_STATIC_BROKER_CONFIG))
-        found.append((row.broker_name, default, SOURCE_DEFAULT_CONFIG))
+        if field is None or broker_name is None:
+            found.append((name, SHARE_CONFIGS[name].default, SOURCE_DEFAULT_CONFIG))
+        else:
+            default = str(BrokerConfig.__dataclass_fields__[field].default)
+            broker = str(getattr(config, field))
+            if field in config.explicit or broker != default:
+                found.append((broker_name, broker, SOURCE_STATIC_BROKER_CONFIG))
+            found.append((broker_name, default, SOURCE_DEFAULT_CONFIG))
         _, value, source = found[0]
         out.append(ConfigEntry(
-            name, value, False, source != SOURCE_GROUP_CONFIG, source, TYPE_INT, False,
-            [ConfigSynonym(*f) for f in found] if synonyms else [], row.doc,
+            name, value, False, source != SOURCE_GROUP_CONFIG, source, kind, False,
+            [ConfigSynonym(*f) for f in found] if synonyms else [], doc,
         ))  # fmt: skip
     return out
 
@@ -80,7 +100,7 @@ async def alter(
     current = await overrides(ctx, group_id)
     new = altered(current, changes, incremental)
     configs = ctx.groups.configs
-    effective(new, configs.defaults, configs.bounds)  # InvalidConfigError: Kafka's line
+    configs.check(new)  # InvalidConfigError: Kafka's line
     if validate_only or configs.store is None:
         return
     await configs.store.write(group_id, new)

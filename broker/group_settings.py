@@ -14,6 +14,7 @@ from coordinator.group.group_configs import GroupConfigs, GroupConfigStore, brok
 from coordinator.group.migration import check_policy
 from coordinator.group.server_assignors import ASSIGNORS
 from coordinator.group.service import GroupConfig
+from coordinator.group.share_configs import broker_bounds as share_bounds
 from coordinator.group.share_group import ShareConfig
 from protocol.errors import UsageError
 
@@ -54,5 +55,6 @@ def consumer_group_config(config: BrokerConfig) -> ConsumerConfig:
 
 
 def group_configs(config: BrokerConfig, store: GroupConfigStore) -> GroupConfigs:
-    settings = {f: getattr(config, f) for f in config.__slots__ if f.startswith("group_consumer_")}
-    return GroupConfigs(consumer_group_config(config), broker_bounds(settings), store)
+    settings = {f: getattr(config, f) for f in config.__slots__ if f.startswith("group_")}
+    return GroupConfigs(consumer_group_config(config), broker_bounds(settings), store,
+                        share_group_config(config), share_bounds(settings))  # fmt: skip

@@ -12,7 +12,9 @@
             ...
 
 `AsyncProducer`, `AsyncConsumer` and `AsyncAdmin` run on the caller's event loop; `Producer`,
-`Consumer` and `Admin` run their async twin on a private loop in a background thread. Names
+`Consumer` and `Admin` run their async twin on a private loop in a background thread.
+`ShareConsumer` / `AsyncShareConsumer` are a share group's member (KIP-932: a work queue,
+records acknowledged one by one, client/share_consumer.py). Names
 follow kafka-python/aiokafka. `transport.connection.BrokerConnection` is the pipelined connection
 to one broker that the clients (and the controller) use.
 """
@@ -20,9 +22,12 @@ to one broker that the clients (and the controller) use.
 from client.admin import AsyncAdmin
 from client.consumer import AsyncConsumer
 from client.producer import AsyncProducer
+from client.share_acks import ShareRecord, ShareStateError
+from client.share_consumer import AsyncShareConsumer
 from client.sync import Admin
 from client.sync_consumer import Consumer
 from client.sync_producer import Producer
+from client.sync_share_consumer import ShareConsumer
 from client.types import (
     BatchMetadata,
     ConsumerRecord,
@@ -39,6 +44,7 @@ __all__ = [
     "AsyncAdmin",
     "AsyncConsumer",
     "AsyncProducer",
+    "AsyncShareConsumer",
     "BatchMetadata",
     "Consumer",
     "ConsumerRecord",
@@ -47,6 +53,9 @@ __all__ = [
     "PartitionDescription",
     "Producer",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareRecord",
+    "ShareStateError",
     "TopicDescription",
     "TopicPartition",
 ]

@@ -13,6 +13,7 @@
                                                           joins G; --isolation-level
                                                           read_committed)
     odradek groups list|describe|reset-offsets|delete    (deploy/cli_groups.py)
+    odradek share-groups list|describe|delete            (deploy/cli_share_groups.py)
     odradek schemas list|get|register|delete|compatibility|config  (deploy/schemas_cli.py)
     odradek configs describe --topic T | --broker N      (deploy/configs_cli.py)
     odradek acls add|list|remove  kafka-acls.sh's flags  (deploy/acls_cli.py)
@@ -60,6 +61,7 @@ from typing import Any
 from deploy import (
     acls_cli,
     cli_groups,
+    cli_share_groups,
     cli_views,
     configs_cli,
     consume_cli,
@@ -129,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cli.add_parser(sub, client)
     consume_cli.add_parser(sub, client)
     cli_groups.add_parser(sub, client, bootstrap_from_args)
+    cli_share_groups.add_parser(sub, client, bootstrap_from_args)
     schemas_cli.add_parser(sub, client)
     configs_cli.add_parser(sub, client)
     acls_cli.add_parser(sub, client)

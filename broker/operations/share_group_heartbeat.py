@@ -37,6 +37,7 @@ class ShareGroupHeartbeat:
 class AssignedTopic:
     topic_id: uuid.UUID
     partitions: tuple[int, ...]  # sorted
+    name: str | None = None  # None: the metadata cache does not know the id (the native door's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +59,14 @@ def run(
         return ShareGroupHeartbeatResult(refused.code, refused.message)
     beat = ShareHeartbeatIn(req.group_id, req.member_id, req.member_epoch, req.rack_id, names,
                             req.client_id, req.client_host)  # fmt: skip
-    return _result(ctx.groups.share.heartbeat(beat, ctx.clock.monotonic_ms()))
+    return _result(ctx, ctx.groups.share.heartbeat(beat, ctx.clock.monotonic_ms()))
 
 
-def _result(out: ShareHeartbeatOut) -> ShareGroupHeartbeatResult:
+def _result(ctx: BrokerContext, out: ShareHeartbeatOut) -> ShareGroupHeartbeatResult:
     assignment = None
     if out.error_code == 0 and out.assignment is not None:
         assignment = tuple(
-            AssignedTopic(t, tuple(sorted(ps)))
+            AssignedTopic(t, tuple(sorted(ps)), ctx.metadata.topic_by_id(t))
             for t, ps in sorted(out.assignment.items(), key=lambda kv: str(kv[0]))
         )
     return ShareGroupHeartbeatResult(

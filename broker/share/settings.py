@@ -12,6 +12,8 @@ from broker.share.share_partition import ShareLimits
 from coordinator.group import share_configs as sc
 from protocol.api.fetch import READ_COMMITTED, READ_UNCOMMITTED
 
+SHARE_FIELDS = tuple(f for f in BrokerConfig.__dataclass_fields__ if f.startswith("group_share_"))
+
 
 def share_settings(
     config: Callable[[], BrokerConfig], overrides: Callable[[str], Mapping[str, str]]
@@ -20,7 +22,8 @@ def share_settings(
 
     def settings(group_id: str) -> GroupShareSettings:
         c = config()
-        o = sc.valid(overrides(group_id))
+        bounds = sc.broker_bounds({f: getattr(c, f) for f in SHARE_FIELDS})
+        o = sc.valid(overrides(group_id), bounds)  # within the broker's group.share.min/max.*
         limits = ShareLimits(
             int(o.get(sc.RECORD_LOCK_DURATION, c.group_share_record_lock_duration_ms)),
             int(o.get(sc.DELIVERY_COUNT_LIMIT, c.group_share_delivery_count_limit)),

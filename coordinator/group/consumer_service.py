@@ -169,6 +169,8 @@ class GroupHost(Protocol):
 
     def fail_waiting(self, group_id: str, code: int) -> None: ...
 
+    def is_share_group(self, group_id: str) -> bool: ...
+
 
 class ConsumerGroups:
     def __init__(
@@ -206,6 +208,9 @@ class ConsumerGroups:
         if owned is None:
             return HeartbeatOut(code, None, req.member_id or None)
         group = owned.shard.get(req.group_id)
+        if group is None and self.co.is_share_group(req.group_id):  # Kafka's answer
+            why = f"Group {req.group_id} is not a consumer group."
+            return HeartbeatOut(cg.GROUP_ID_NOT_FOUND, why, req.member_id or None)
         config = self.config(req.group_id)
         upgrade: list[CoordinatorRecord] = []
         if group is not None and consumer_of(group) is None and is_classic_active(group):

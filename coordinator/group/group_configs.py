@@ -8,7 +8,9 @@ whose `consumer_config(group)` is what the coordinator's KIP-848 heartbeats use:
 timeout after which a silent member is fenced, and the heartbeat interval members are told.
 
 The table (`GROUP_CONFIGS`) is Kafka's consumer group configs; its share-group ones
-(`share.*`, Kafka's share groups, KIP-932) are checked by share_configs.py.
+(`share.*`, Kafka's share groups, KIP-932) are share_configs.py's, checked against the
+broker's group.share.min/max.* bounds there (`share_config(group)` is what a share group's
+heartbeats use).
 Checks, as Kafka's GroupConfig.validate makes them on the overrides over the broker's values
 (each failure INVALID_CONFIG with Kafka's line): a known name, an integer, within the broker's
 group.consumer.min/max.* bounds, and a session timeout above the heartbeat interval. The
@@ -24,6 +26,8 @@ from typing import Protocol
 
 from coordinator.group import share_configs
 from coordinator.group.consumer_group import ConsumerConfig
+from coordinator.group.share_configs import ShareBounds
+from coordinator.group.share_group import ShareConfig
 from protocol.errors import InvalidConfigError, UsageError
 
 SESSION = "consumer.session.timeout.ms"
@@ -79,21 +83,24 @@ def broker_bounds(settings: Mapping[str, object]) -> ConsumerBounds:
                           get("max_heartbeat_interval_ms"))  # fmt: skip
 
 
-def check_names(overrides: Mapping[str, str]) -> None:
-    for name, value in overrides.items():
-        if name.startswith(SHARE_PREFIX):
-            share_configs.check(name, value)
-            continue
-        if name not in GROUP_CONFIGS:
+def check_names(
+    overrides: Mapping[str, str], share: ShareConfig, share_bounds: ShareBounds
+) -> None:
+    for name in overrides:
+        if name not in GROUP_CONFIGS and not name.startswith(SHARE_PREFIX):
             raise InvalidConfigError(f"Unknown group config name: {name}")
+    own = {n: v for n, v in overrides.items() if n.startswith(SHARE_PREFIX)}
+    share_configs.check_all(own, share, share_bounds)
 
 
 def effective(
-    overrides: Mapping[str, str], defaults: ConsumerConfig, bounds: ConsumerBounds
-) -> ConsumerConfig:
+    overrides: Mapping[str, str], defaults: ConsumerConfig, bounds: ConsumerBounds,
+    share: ShareConfig | None = None, share_bounds: ShareBounds | None = None,
+) -> ConsumerConfig:  # fmt: skip
     """`defaults` with the group's overrides, checked as Kafka's GroupConfig.validate checks
-    them (InvalidConfigError: a refusal's line)."""
-    check_names(overrides)
+    them, the share.* ones against `share` and `share_bounds` (Kafka's defaults when not
+    given) (InvalidConfigError: a refusal's line)."""
+    check_names(overrides, share or ShareConfig(), share_bounds or ShareBounds())
     session = _int(overrides, SESSION, defaults.session_timeout_ms)
     heartbeat = _int(overrides, HEARTBEAT, defaults.heartbeat_interval_ms)
     b = bounds
@@ -142,11 +149,14 @@ class GroupConfigs:
 
     def __init__(
         self, defaults: ConsumerConfig, bounds: ConsumerBounds,
-        store: GroupConfigStore | None = None,
+        store: GroupConfigStore | None = None, share: ShareConfig | None = None,
+        share_bounds: ShareBounds | None = None,
     ) -> None:  # fmt: skip
         self.defaults = defaults
         self.bounds = bounds
         self.store = store
+        self.share = share or ShareConfig()  # the broker's group.share.* settings
+        self.share_bounds = share_bounds or ShareBounds()
         self._overrides: dict[str, dict[str, str]] = {}
 
     def overrides(self, group_id: str) -> dict[str, str]:
@@ -173,6 +183,18 @@ class GroupConfigs:
         if not overrides:
             return self.defaults
         try:
-            return effective(overrides, self.defaults, self.bounds)
+            return effective(overrides, self.defaults, self.bounds, self.share, self.share_bounds)
         except InvalidConfigError:
             return self.defaults
+
+    def share_config(self, group_id: str) -> ShareConfig:
+        """The settings a share group's members get: the broker's group.share.* ones, with
+        the group's share.* overrides where they are valid (share_configs.share_config)."""
+        overrides = self._overrides.get(group_id)
+        if not overrides:
+            return self.share
+        return share_configs.share_config(overrides, self.share, self.share_bounds)
+
+    def check(self, overrides: Mapping[str, str]) -> None:
+        """A new override set checked as Kafka checks it (InvalidConfigError: its line)."""
+        effective(overrides, self.defaults, self.bounds, self.share, self.share_bounds)

@@ -65,6 +65,7 @@ from protocol.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
     GroupIdNotFoundError,
+    InconsistentGroupProtocolError,
     InvalidGroupIdError,
     NonEmptyGroupError,
     NotCoordinatorError,
@@ -148,9 +149,10 @@ class GroupCoordinator:
         self._last_expiry_ms = self.clock.monotonic_ms()  # offsets.retention.check.interval.ms
         self._empty_since: dict[str, int] = {}  # group -> when a sweep first found it empty
         # KIP-848 group configs (group_configs.py) over the broker's group.consumer.* settings
-        self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds())
+        share = config.share
+        self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds(), share=share)
         self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
-        self.share = ShareGroups(self, metadata, config.share)  # KIP-932 share groups (memory)
+        self.share = ShareGroups(self, metadata, self.configs.share_config)  # KIP-932 (memory)
         self.offsets = GroupOffsets(self)  # commits, fetches, deletes (offset_service.py)
 
     @property
@@ -304,6 +306,9 @@ class GroupCoordinator:
         owned, code = self.locate(req.group_id)
         if owned is None:
             return JoinGroupResponse(code, -1, req.member_id, [])
+        if self.share.is_share_group(req.group_id):  # as a Kafka member's join (join_classic)
+            return JoinGroupResponse(InconsistentGroupProtocolError.code, -1, "", [],
+                                     f"Group {req.group_id} is a share group.")  # fmt: skip
         group = owned.shard.setdefault(req.group_id, Group(req.group_id))
         code = await self.consumer.before_classic_join(owned, group)  # KIP-848 group here?
         if code != NONE:  # a native classic member meets a consumer group with members
@@ -429,7 +434,7 @@ class GroupCoordinator:
             owned, code = self.locate(gid)
             group = owned.shard.get(gid) if owned is not None else None
             if owned is not None and group is None:
-                code = GroupIdNotFoundError.code
+                code = self.share.delete(gid)  # a share group's, else GROUP_ID_NOT_FOUND
             if owned is not None and group is not None and group.members:
                 code = NonEmptyGroupError.code
             elif owned is not None and group is not None:
@@ -464,6 +469,8 @@ class GroupCoordinator:
         owned, code = self.locate(group_id)
         if owned is None:
             return ClassicJoinAnswer(code, -1, None, None, "", member_id)
+        if self.share.is_share_group(group_id):  # Kafka's answer to a share group's id
+            return ClassicJoinAnswer(InconsistentGroupProtocolError.code, -1, None, None, "", "")
         group = owned.shard.setdefault(group_id, Group(group_id))
         if consumer_service.has_members(group):  # a classic member inside a consumer group
             return await self.consumer.classic_join(owned, group, ClassicJoin(
@@ -557,6 +564,9 @@ class GroupCoordinator:
             if code != NONE:
                 return SyncAnswer(code)
         return answer
+
+    def is_share_group(self, group_id: str) -> bool:
+        return self.share.is_share_group(group_id)
 
     def group_view(self, group_id: str) -> tuple[int, Group | None]:
         """(error code, the group) for describing it; (NONE, None): no such group here."""

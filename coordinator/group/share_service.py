@@ -13,12 +13,19 @@ anew). Kafka writes share groups' records (types 10-14) to `__consumer_offsets`;
 work, as is the share coordinator's durable state (`__share_group_state`).
 
 A group id that a classic or consumer group has is refused (GROUP_ID_NOT_FOUND, "not a share
-group"), as Kafka answers a heartbeat of the wrong kind.
+group"), as Kafka answers a heartbeat of the wrong kind; the other way round, service.py and
+consumer_service.py ask `is_share_group` (a classic JoinGroup is INCONSISTENT_GROUP_PROTOCOL, a
+consumer heartbeat GROUP_ID_NOT_FOUND, "not a consumer group", as Kafka's
+GroupMetadataManager). DeleteGroups deletes an Empty share group (`delete`): NON_EMPTY_GROUP
+while it has members, as Kafka's. The leaders' share partitions of a deleted group stay in
+their memory until their leader changes (Kafka deletes them through the share coordinator,
+DeleteShareGroupState: later work, with `__share_group_state`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from coordinator.group import share_group as sg
@@ -33,6 +40,7 @@ from coordinator.runtime.log import ClusterView
 
 log = logging.getLogger("odradek.coordinator.group")
 NONE = 0
+NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 GROUP_TYPE = "share"
 
@@ -50,10 +58,12 @@ class ShareHost(Protocol):
 
 
 class ShareGroups:
-    def __init__(self, host: ShareHost, cluster: ClusterView, config: ShareConfig) -> None:
+    def __init__(
+        self, host: ShareHost, cluster: ClusterView, config: Callable[[str], ShareConfig]
+    ) -> None:
         self.host = host
         self.cluster = cluster
-        self.config = config
+        self.config = config  # a group's settings: the broker's with the group's share.* configs
         self._groups: dict[str, tuple[object, ShareGroup]] = {}  # id -> (its partition, group)
 
     def topics(self) -> TopicsView:
@@ -88,14 +98,30 @@ class ShareGroups:
                 why = f"Group {beat.group_id} is not a share group."
                 return ShareHeartbeatOut(GROUP_ID_NOT_FOUND, why)
             if beat.member_epoch != 0:
-                return sg.heartbeat(ShareGroup(beat.group_id), beat, {}, self.config, now_ms)
+                config = self.config(beat.group_id)
+                return sg.heartbeat(ShareGroup(beat.group_id), beat, {}, config, now_ms)
             owned, _ = self.host.locate(beat.group_id)
             group = ShareGroup(beat.group_id)
             self._groups[beat.group_id] = (owned, group)
-        return sg.heartbeat(group, beat, self.topics(), self.config, now_ms)
+        return sg.heartbeat(group, beat, self.topics(), self.config(beat.group_id), now_ms)
 
     def is_share_group(self, group_id: str) -> bool:
         return self.find(group_id)[1] is not None
+
+    def delete(self, group_id: str) -> int:
+        """DeleteGroups of a share group: NONE (deleted), NON_EMPTY_GROUP (it has members),
+        GROUP_ID_NOT_FOUND (no share group by that id here), or where it is not (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS)."""
+        code, group = self.find(group_id)
+        if code != NONE:
+            return code
+        if group is None:
+            return GROUP_ID_NOT_FOUND
+        if group.members:
+            return NON_EMPTY_GROUP
+        del self._groups[group_id]
+        log.info("share group %s deleted", group_id)
+        return NONE
 
     def groups(self) -> list[ShareGroup]:
         """The share groups this broker coordinates now."""

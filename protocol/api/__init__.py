@@ -23,6 +23,7 @@ from protocol.api import (
     replication,
     sasl,
     scram,
+    share,
     txn,
     txn_markers,
 )
@@ -75,6 +76,10 @@ APIS: tuple[ApiSpec, ...] = (
     txn.DESCRIBE_TRANSACTIONS,  # 65
     txn.LIST_TRANSACTIONS,  # 66
     group.CONSUMER_GROUP_HEARTBEAT,  # 68
+    share.SHARE_GROUP_HEARTBEAT,  # 76
+    share.SHARE_GROUP_DESCRIBE,  # 77
+    share.SHARE_FETCH,  # 78
+    share.SHARE_ACKNOWLEDGE,  # 79
 )
 
 
@@ -111,6 +116,7 @@ __all__ = [
     "replication",
     "sasl",
     "scram",
+    "share",
     "txn",
     "txn_markers",
 ]

@@ -12,6 +12,7 @@ fetch are delivered.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -21,8 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from client import Admin, Producer
+from client import (
+    Admin,
+    AsyncShareConsumer,
+    Producer,
+    ShareConsumer,
+    ShareRecord,
+    ShareStateError,
+    TopicPartition,
+)
 from client.types import NewTopic
+from deploy import cli
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import shared_cluster
@@ -36,6 +46,10 @@ SETTINGS: dict[str, int | bool | str] = {
     "group_share_record_lock_duration_ms": LOCK_MS,
     "group_share_heartbeat_interval_ms": 500,
     "group_share_session_timeout_ms": 6000,
+    # below Kafka's bounds (15 s, 5 s, 45 s), which the settings above must be within
+    "group_share_min_record_lock_duration_ms": 1000,
+    "group_share_min_heartbeat_interval_ms": 100,
+    "group_share_min_session_timeout_ms": 1000,
 }
 WAIT_S = 90.0
 
@@ -222,3 +236,152 @@ def test_a_killed_members_records_are_redelivered_after_the_lock(
     got = wait_for(redelivered, "the heir to receive all 10 records", WAIT_S)
     assert all(got[o] == 2 for o in held), f"held {held}, heir got {got}"
     assert all(got[o] == 1 for o in range(10) if o not in held)
+
+
+def test_a_groups_share_configs_are_described_and_held_to_the_brokers_bounds(
+    cluster: LocalCluster,
+) -> None:
+    """DescribeConfigs on a GROUP lists the share.* configs with their values and sources (the
+    broker's group.share.* settings where the group has none), and IncrementalAlterConfigs
+    refuses a value outside the broker's group.share.min/max.* bounds with Kafka's line."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
+
+    group = new_group(cluster)
+    admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})
+    res = ConfigResource(ResourceType.GROUP, group)
+    got = admin.describe_configs([res])[res].result(30)
+    assert (got["share.auto.offset.reset"].value, got["share.auto.offset.reset"].source) == (
+        "earliest", ConfigSource.GROUP_CONFIG.value)  # fmt: skip
+    lock = got["share.record.lock.duration.ms"]
+    assert (lock.value, lock.source) == (str(LOCK_MS), ConfigSource.STATIC_BROKER_CONFIG.value)
+    limit = got["share.delivery.count.limit"]
+    assert (limit.value, limit.source) == ("5", ConfigSource.DEFAULT_CONFIG.value)
+    assert got["share.isolation.level"].value == "read_uncommitted"
+    entry = ConfigEntry("share.delivery.count.limit", "11",
+                        incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    with pytest.raises(KafkaException) as refused:
+        admin.incremental_alter_configs([change])[change].result(30)
+    assert "must be less than or equal to group.share.max.delivery.count.limit" in str(
+        refused.value
+    )
+
+
+async def test_two_odradek_share_consumers_split_the_work_each_record_accepted_once(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """odradek's own AsyncShareConsumer (native door) with implicit acknowledgement: two
+    members of one group on a 1-partition topic both get records, each record once."""
+    group = new_group(cluster)
+    produce(cluster, topic, 60)
+    members = [AsyncShareConsumer(cluster.bootstrap, group_id=group, client_id=f"c{i}",
+                                  max_poll_records=5) for i in range(2)]  # fmt: skip
+    got: list[list[ShareRecord]] = [[], []]
+    committed: list[dict[TopicPartition, object]] = []
+    try:
+        for m in members:
+            m.subscribe([topic])
+
+        async def take(i: int) -> None:
+            got[i].extend(await members[i].poll(200))
+
+        async def all_received() -> bool:
+            await asyncio.gather(take(0), take(1))
+            return len({r.offset for g in got for r in g}) >= 60
+
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while not await all_received():  # each round polls both members for up to 200 ms
+            assert asyncio.get_running_loop().time() < deadline, f"60 records by {WAIT_S} s"
+        assert await members[0].commit_sync() in ({}, {TopicPartition(topic, 0): None})
+        members[1].commit_async(committed.append)  # the last poll's records, accepted
+    finally:
+        for m in members:
+            await m.close()  # waits for the commit_async
+    assert committed in ([{}], [{TopicPartition(topic, 0): None}]), committed
+    offsets = sorted(r.offset for g in got for r in g)
+    assert offsets == list(range(60)), "each record delivered once, none lost"
+    assert all(r.delivery_count == 1 and r.value == b"v%d" % r.offset for g in got for r in g)
+    assert got[0] and got[1], f"both members did some of the work: {[len(g) for g in got]}"
+
+
+def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """odradek's ShareConsumer (sync) with share_acknowledgement_mode="explicit": a released
+    record comes back with delivery_count 2, a rejected one never again; Kafka's
+    IllegalStateException cases are ShareStateError."""
+    group = new_group(cluster)
+    produce(cluster, topic, 4)
+    with ShareConsumer(cluster.bootstrap, group_id=group,
+                       share_acknowledgement_mode="explicit") as consumer:  # fmt: skip
+        consumer.subscribe([topic])
+        first = wait_for(lambda: consumer.poll(500), "the first delivery", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in first] == [(o, 1) for o in range(4)]
+        with pytest.raises(ShareStateError, match="All records must be acknowledged"):
+            consumer.poll(0)
+        for r in first:
+            consumer.acknowledge(r, "release" if r.offset < 2 else "reject")
+        with pytest.raises(ShareStateError, match="cannot be acknowledged"):
+            consumer.acknowledge(first[0], "accept")  # twice
+        again = wait_for(lambda: consumer.poll(500), "the released records again", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in again] == [(0, 2), (1, 2)]
+        for r in again:
+            consumer.acknowledge(r, "accept")
+        assert consumer.commit_sync() == {TopicPartition(topic, 0): None}
+        produce(cluster, topic, 1)
+        late = wait_for(lambda: consumer.poll(500), "the new record", WAIT_S)
+        assert [(r.offset, r.delivery_count) for r in late] == [(4, 1)], "rejected: archived"
+        consumer.acknowledge(late[0], "accept")
+    with (
+        ShareConsumer(cluster.bootstrap, group_id=group) as implicit,
+        pytest.raises(ShareStateError, match="implicit"),
+    ):
+        implicit.acknowledge(late[0], "accept")
+
+
+def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
+    cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
+    describe (the partitions, --members, --state), and delete only once the group is Empty
+    (DeleteGroups of a share group). The command's main() runs in this process (a process
+    per call costs seconds of imports on a loaded machine)."""
+    group = new_group(cluster)
+
+    def odradek(*args: str, code: int = 0) -> str:
+        got = cli.main(["share-groups", *args, "--bootstrap", cluster.bootstrap])
+        out, err = capsys.readouterr()
+        assert got == code and "Traceback" not in err, (got, out, err)
+        return out if code == 0 else err
+
+    with ShareConsumer(cluster.bootstrap, group_id=group, client_id="worker-1") as consumer:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(100) or consumer.assignment(), "an assignment", WAIT_S)
+        assert group in odradek("list").split()
+        assert [group, "Stable"] in [
+            line.split() for line in odradek("list", "--state").splitlines()
+        ]
+        assert "Invalid state list 'Bogus'" in odradek("list", "--state", "Bogus", code=2)
+        offsets = odradek("describe", group).splitlines()
+        assert offsets[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+        assert offsets[1].split() == [group, topic, "0", "-", "-"]
+        members = [line.split() for line in odradek("describe", group, "--members", "--verbose")
+                   .splitlines()]  # fmt: skip
+        assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                              "MEMBER-EPOCH", "ASSIGNMENT"]  # fmt: skip
+        (row,) = members[1:]
+        assert (row[0], row[3], row[4], row[6]) == (group, "worker-1", "1", f"{topic}:0")
+        state = odradek("describe", group, "--state").splitlines()
+        assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
+        assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+    assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
+    assert group not in odradek("list").split()
+    assert "is not a share group" in odradek("delete", "no-such-group", code=1)

@@ -15,8 +15,16 @@ from typing import Any
 
 import pytest
 
-from deploy import cli, cli_groups, cli_output, cli_views, consume_cli, leaders_cli
-from protocol.errors import ElectionNotNeededError, PreferredLeaderNotAvailableError
+from deploy import (
+    cli,
+    cli_groups,
+    cli_output,
+    cli_share_groups,
+    cli_views,
+    consume_cli,
+    leaders_cli,
+)
+from protocol.errors import ElectionNotNeededError, PreferredLeaderNotAvailableError, UsageError
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -287,6 +295,30 @@ def test_groups_describe_members_shows_a_classic_groups_instance_ids() -> None:
     ]
 
 
+def test_share_groups_describe_lines_are_kafka_share_groups_columns() -> None:
+    from client.group.share_admin import Coordinator, parse_states
+    from protocol.api.share import ShareAssignedTopic as T
+    from protocol.api.share import ShareGroupDescription, ShareMemberDescription
+
+    member = ShareMemberDescription("m1", None, 3, "worker", "/127.0.0.1", ["a", "b"],
+                                    [T("b", "id-b", [2]), T("a", "id-a", [1, 0])])  # fmt: skip
+    desc = ShareGroupDescription("g", 0, None, "Stable", 3, 3, "simple", [member])
+    doc = cli_share_groups.describe_doc(desc, Coordinator(1, "127.0.0.1", 9092))
+    assert [line.split() for line in cli_share_groups.describe_lines(doc, False, False, True)] == [
+        ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"],
+        ["g", "a", "0", "-", "-", "-"], ["g", "a", "1", "-", "-", "-"],
+        ["g", "b", "2", "-", "-", "-"]]  # fmt: skip
+    members = cli_share_groups.describe_lines(doc, True, False, False)
+    assert members[1].split() == ["g", "m1", "/127.0.0.1", "worker", "3", "a:0,1;b:2"]
+    state = cli_share_groups.describe_lines(doc, False, True, True)
+    assert state[0].split() == ["GROUP", "COORDINATOR", "(ID)", "STATE", "GROUP-EPOCH",
+                                "ASSIGNMENT-EPOCH", "#MEMBERS"]  # fmt: skip
+    assert state[1].split() == ["g", "127.0.0.1:9092", "(1)", "Stable", "3", "3", "1"]
+    assert parse_states("stable, EMPTY") == {"Stable", "Empty"}
+    with pytest.raises(UsageError, match=r"Invalid state list 'Gone'\. Valid states are: Empty"):
+        parse_states("Gone")
+
+
 # ----- the parser ----------------------------------------------------------------------------
 
 LISTING = [
@@ -300,6 +332,8 @@ LISTING = [
     ["groups", "list"],
     ["groups", "describe", "g"],
     ["groups", "reset-offsets", "g", "--topic", "t", "--to-latest"],
+    ["share-groups", "list"],
+    ["share-groups", "describe", "g"],
     ["cluster", "status"],
     ["chaos", "check", "f.json"],
 ]

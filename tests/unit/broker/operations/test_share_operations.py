@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.operations import (
+    consumer_group_heartbeat,
+    delete_groups,
+    join_group,
     list_groups,
     produce,
     share_acknowledge,
@@ -42,6 +45,7 @@ ACCEPT, RELEASE, REJECT = 1, 2, 3
 GROUP_ID_NOT_FOUND, FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID = 69, 110, 25
 INVALID_RECORD_STATE, SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 121, 122, 123
 INVALID_REQUEST, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED = 42, 30, 29
+INCONSISTENT_GROUP_PROTOCOL, NON_EMPTY_GROUP = 23, 68
 
 # For test_table.py: a request model per API.
 SAMPLES: dict[str, Any] = {
@@ -76,7 +80,7 @@ async def test_share_group_heartbeat_assigns_a_shared_partition_describe_list_an
         assert no_topics.error_code == INVALID_REQUEST
         one = await run(share_group_heartbeat.run, b, hb("m1", 0, ("t",)))
         two = await run(share_group_heartbeat.run, b, hb("m2", 0, ("t",)))
-        shared = (share_group_heartbeat.AssignedTopic(topic_id, (0,)),)
+        shared = (share_group_heartbeat.AssignedTopic(topic_id, (0,), "t"),)
         assert (one.error_code, one.assignment, two.assignment) == (0, shared, shared)
         assert two.member_epoch > one.member_epoch  # m2's join moved the group epoch
         # m1 catches up: its epoch moves; the partition stays shared
@@ -224,3 +228,36 @@ async def test_read_committed_share_groups_never_get_aborted_records(tmp_path: P
         uncommitted = dataclasses.replace(fetch("m1", 0, topic_id), group_id="u")
         got = await run(share_fetch.run, b, uncommitted)
         assert got.partitions[0].acquired == (Acquired(0, 1, 1), Acquired(3, 4, 1))
+
+
+async def test_a_share_group_is_deleted_when_empty_and_its_id_refused_to_other_kinds(
+    tmp_path: Path,
+) -> None:
+    """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, then deleted (it is
+    listed no more); a classic join of its id is INCONSISTENT_GROUP_PROTOCOL and a KIP-848
+    heartbeat GROUP_ID_NOT_FOUND ("not a consumer group"), as Kafka's GroupMetadataManager."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await give_id(b, "t")
+        await coordinate_groups(b, clock)
+        assert (await run(share_group_heartbeat.run, b, hb("m1", 0, ("t",)))).error_code == 0
+        classic = join_group.JoinGroup("s", "", 10_000, 10_000, protocol_type="consumer",
+                                       protocols=(("range", b""),))  # fmt: skip
+        assert (await run(join_group.run, b, classic)).error_code == INCONSISTENT_GROUP_PROTOCOL
+        beat = consumer_group_heartbeat.ConsumerGroupHeartbeat(
+            "s", "c1", 0, True, rebalance_timeout_ms=10_000, subscribed_topic_names=("t",)
+        )
+        refused = await run(consumer_group_heartbeat.run, b, beat)
+        assert (refused.error_code, refused.error_message) == (
+            GROUP_ID_NOT_FOUND, "Group s is not a consumer group.")  # fmt: skip
+
+        async def delete(*groups: str) -> list[tuple[str, int]]:
+            got = await run(delete_groups.run, b, delete_groups.DeleteGroups(groups))
+            return [(r.group_id, r.error_code) for r in got.results]
+
+        assert await delete("s", "none") == [("s", NON_EMPTY_GROUP), ("none", GROUP_ID_NOT_FOUND)]
+        await run(share_group_heartbeat.run, b, hb("m1", -1))
+        assert await delete("s") == [("s", 0)]
+        listed = await run(list_groups.run, b, list_groups.ListGroups(types=frozenset({"share"})))
+        assert not listed.groups
