@@ -8,10 +8,13 @@ body that is not JSON is 400 with one line, and an unexpected failure is 500 / 5
 line (the traceback goes to the broker's log only). A broker without a `_schemas` replica
 forwards reads too. A request forwarded once is never forwarded again (50004 instead).
 
-Authorization (`Authorize`, when the broker has an authorizer): the HTTP door has no login
-yet, so a request is User:ANONYMOUS from its peer address, and needs DESCRIBE on the topic
-`_schemas` to read and ALTER on it to write (403 / 40301 otherwise), checked on every broker
-a request reaches, the forwarded one included (the forwarding header proves nothing).
+Who asks (`Login`, with `schema_registry_authentication = "http_basic"`): the user of the
+request's HTTP Basic header, checked against the cluster's SCRAM credentials (auth.py; 401
+otherwise, for every endpoint); without a login, User:ANONYMOUS from its peer address.
+Authorization (`Authorize`, when the broker has an authorizer), once per request: that
+principal needs DESCRIBE on the topic `_schemas` to read and ALTER on it to write (403 /
+40301 otherwise), checked on every broker a request reaches, the forwarded one included (the
+forwarding header proves nothing; the Authorization header is forwarded with the request).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, Reference
 from coordinator.schema_registry.service import RegistryService
 from coordinator.schema_registry.state import RegistryState, StoredSchema
+from protocol.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("odradek.schema_registry")
 
@@ -43,8 +47,14 @@ UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contr
 
 
 class Authorize(Protocol):
-    def __call__(self, peer_host: str, write: bool) -> bool:
-        """May User:ANONYMOUS from `peer_host` read (DESCRIBE) or write (ALTER) `_schemas`?"""
+    def __call__(self, principal: KafkaPrincipal, peer_host: str, write: bool) -> bool:
+        """May `principal` from `peer_host` read (DESCRIBE) or write (ALTER) `_schemas`?"""
+        ...
+
+
+class Login(Protocol):
+    async def principal(self, header: str | None) -> KafkaPrincipal:
+        """Who the Authorization header says asks (RegistryError 401 when it proves no one)."""
         ...
 
 
@@ -107,9 +117,11 @@ def version_json(state: RegistryState, subject: str, number: int) -> dict[str, A
 
 class RegistryRoutes:
     def __init__(
-        self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None
-    ) -> None:
+        self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None,
+        login: Login | None = None,
+    ) -> None:  # fmt: skip
         self.service, self.forwarder, self.authorize = service, forwarder, authorize
+        self.login = login
         self._writes: set[Handler] = set()
 
     def app(self) -> web.Application:
@@ -148,18 +160,17 @@ class RegistryRoutes:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             write = handler in self._writes
-            if self.authorize is not None and not self.authorize(request.remote or "", write):
-                what = "write to" if write else "read"
-                raise RegistryError(403, 40301, f"User:ANONYMOUS is not allowed to {what} the "
-                                                "schema registry (ALTER or DESCRIBE on the "
-                                                "topic _schemas)")  # fmt: skip
+            await self._authorize(request, write)
             if not write and self._forward_reads(request):
                 writer = self.service.writer_id()
                 assert writer is not None
                 return await self.forwarder.forward(writer, request, await request.read())
             return await handler(request)
         except RegistryError as exc:
-            return answer(exc.body(), exc.status)
+            out = answer(exc.body(), exc.status)
+            if exc.status == 401:
+                out.headers["WWW-Authenticate"] = 'Basic realm="odradek schema registry"'
+            return out
         except web.HTTPException as exc:  # aiohttp's own: 404 for an unknown path, 405 ...
             return answer(
                 {"error_code": exc.status, "message": f"HTTP {exc.status} {exc.reason}"}, exc.status
@@ -167,6 +178,18 @@ class RegistryRoutes:
         except Exception as exc:
             log.exception("schema registry: %s %s failed", request.method, request.path)
             return answer(RegistryError.store(f"{type(exc).__name__}: {exc}").body(), 500)
+
+    async def _authorize(self, request: web.Request, write: bool) -> None:
+        """Who asks (401 when the login fails), and whether they may (403 / 40301)."""
+        principal = ANONYMOUS
+        if self.login is not None:
+            principal = await self.login.principal(request.headers.get("Authorization"))
+        if self.authorize is not None and not self.authorize(principal, request.remote or "",
+                                                             write):  # fmt: skip
+            what = "write to" if write else "read"
+            raise RegistryError(403, 40301, f"{principal} is not allowed to {what} the schema "
+                                            "registry (ALTER or DESCRIBE on the topic "
+                                            "_schemas)")  # fmt: skip
 
     def _forward_reads(self, request: web.Request) -> bool:
         return (not self.service.hosts_replica() and FORWARDED not in request.headers
