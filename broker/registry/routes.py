@@ -41,9 +41,7 @@ FORWARDED = "X-Odradek-Forwarded"
 POSITION = "X-Odradek-Registry-Offset"  # the writer's position after a write it answers
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules",
-                    "id": "registering with a given id (IMPORT mode)",
-                    "version": "registering with a given version (IMPORT mode)"}  # fmt: skip
+UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules"}
 
 
 class Authorize(Protocol):
@@ -97,7 +95,18 @@ def new_schema(subject: str, body: dict[str, Any]) -> writes.NewSchema:
     except (KeyError, TypeError, ValueError):
         raise RegistryError.invalid_schema("Invalid references: each needs name, subject "
                                            "and version") from None  # fmt: skip
-    return writes.NewSchema(subject, schema_type, text, refs)
+    return writes.NewSchema(subject, schema_type, text, refs, _given(body, "id"),
+                            _given(body, "version"))  # fmt: skip
+
+
+def _given(body: dict[str, Any], name: str) -> int | None:
+    """IMPORT mode's id or version (absent, null, 0 or -1: not given); 42201 for a non-int."""
+    value = body.get(name)
+    if value in (None, 0, -1):
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RegistryError.invalid_schema(f"Invalid {name} {value!r}: an integer")
+    return value
 
 
 def schema_json(stored: StoredSchema) -> dict[str, Any]:
@@ -372,7 +381,7 @@ class RegistryRoutes:
 
     async def put_mode(self, request: web.Request) -> web.Response:
         subject, mode = request.match_info.get("subject"), (await _json(request)).get("mode")
-        records = writes.set_mode(self.state, subject, mode)
+        records = writes.set_mode(self.state, subject, mode, _flag(request, "force"))
         return await self._writing(request, lambda st: (records, None),
                                    lambda _: {"mode": str(mode).upper()})  # fmt: skip
 

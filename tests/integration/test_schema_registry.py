@@ -4,7 +4,8 @@ On the shared three-broker cluster (every local cluster serves the registry): an
 trip through a topic with AvroSerializer / AvroDeserializer at their defaults (the schema
 registered on first use), an incompatible change refused with 409, a compatible one given a
 new version, every broker answering the same ids and versions (writes through any broker,
-forwarded to the writer), and Confluent's error codes. On a cluster of its own: the
+forwarded to the writer), Confluent's error codes, and IMPORT mode (a subject's schemas
+registered with their ids and versions). On a cluster of its own: the
 `_schemas` writer killed and restarted, its successor replaying the topic with every id kept
 and handing out no id twice.
 """
@@ -208,6 +209,46 @@ def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     contract = {"schema": _user(), "ruleSet": {"domainRules": [{"name": "r"}]}}
     status, body = http(f"{url}/subjects/{subject}/versions", "POST", contract)
     assert (status, body["error_code"]) == (501, 50101), body
+
+
+def test_import_mode_keeps_the_given_ids_and_versions(urls: list[str], topic: str) -> None:
+    """A migration's steps (Confluent's IMPORT mode), per subject: the shared cluster's global
+    mode stays READWRITE for the other tests."""
+    subject, ns = f"{topic}-value", topic.replace("-", "_")
+    versions = f"{urls[0]}/subjects/{subject}/versions"
+    # ids from another registry: far above this one's, so no other test's id meets them
+    given = 2_000_000 + uuid.uuid4().int % 1_000_000
+    assert http(versions, "POST", {"schema": _user(namespace=ns), "id": given})[1][
+        "error_code"] == 42205  # READWRITE: the registry hands out the ids  # fmt: skip
+    assert http(f"{urls[1]}/mode/{subject}", "PUT", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    # version 7 with its id, then version 2 below it: no compatibility check in IMPORT
+    breaking = _user({"name": "email", "type": "string"}, namespace=ns)
+    assert http(versions, "POST", {"schema": breaking, "id": given + 1, "version": 7}) == (
+        200, {"id": given + 1})  # fmt: skip
+    assert http(versions, "POST", {"schema": _user(namespace=ns), "id": given,
+                                   "version": 2}) == (200, {"id": given})  # fmt: skip
+    assert http(versions, "POST", {"schema": _user(namespace=ns)})[1]["error_code"] == 42205
+    taken = http(versions, "POST", {"schema": '"int"', "id": given, "version": 9})
+    assert taken[0] == 422 and taken[1]["error_code"] == 42205  # another schema holds the id
+
+    def imported_everywhere() -> bool:
+        return all(http(f"{url}/subjects/{subject}/versions")[1] == [2, 7] for url in urls)
+
+    wait_until(imported_everywhere, "every broker to list the imported versions", SEEN_WITHIN_S)
+    assert http(f"{urls[2]}/subjects/{subject}/versions/7")[1]["id"] == given + 1
+    assert http(f"{urls[2]}/schemas/ids/{given}")[1] == {"schema": _user(namespace=ns)}
+    # a subject holding schemas goes into IMPORT only with force; READONLY refuses writes
+    assert http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "READWRITE"})[0] == 200
+    again = http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "IMPORT"})
+    assert again[0] == 422 and "Cannot import" in again[1]["message"], again
+    assert http(f"{urls[0]}/mode/{subject}?force=true", "PUT", {"mode": "IMPORT"})[0] == 200
+    assert http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "READONLY"})[0] == 200
+    assert http(versions, "POST", {"schema": '"int"', "id": given + 2})[1]["error_code"] == 42205
+    assert http(f"{urls[0]}/mode/{subject}", "DELETE") == (200, {"mode": "READONLY"})
+    # back in READWRITE, the next id is past the imported ones
+    status, fresh = http(f"{urls[1]}/subjects/{topic}-after/versions", "POST",
+                         {"schema": _user(namespace=ns + "_after")})  # fmt: skip
+    assert status == 200 and fresh["id"] > given + 1, fresh
 
 
 def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:

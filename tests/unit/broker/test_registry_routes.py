@@ -105,9 +105,10 @@ async def test_another_broker_forwards_writes_once(door: Callable[..., Any]) -> 
     ("POST", "/subjects/s/versions", b"[1]", 400, 400),
     ("POST", "/subjects/s/versions", b'{"schema": 5}', 422, 42201),
     ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "schemaType": "XML"}', 422, 42201),
-    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": 4}', 501, 50101),
+    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": 4}', 422, 42205),
+    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": "4"}', 422, 42201),
     ("PUT", "/config", b'{"compatibility": "FULL", "compatibilityGroup": "g"}', 501, 50101),
-    ("PUT", "/mode", b'{"mode": "IMPORT"}', 501, 50101),
+    ("PUT", "/mode", b'{"mode": "WRITEONLY"}', 422, 42204),
     ("GET", "/no/such/path", b"", 404, 404),
     ("GET", "/schemas/ids/x", b"", 404, 40403),
 ])  # fmt: skip
