@@ -291,6 +291,7 @@ class Broker:
         parts.cleaner = self.cleaner
         parts.elector = self.elector
         parts.quotas, parts.clock = quotas, self.clock
+        parts.registry = None if self.registry is None else self.registry.read_metrics
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
         # one server per listener (TLS contexts are loaded by start); `server` is the native
         # inter-broker listener's, `kafka_server` the first Kafka listener's

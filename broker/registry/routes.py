@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
+from broker.registry.metrics import RegistryMetrics
 from coordinator.schema_registry import writes
 from coordinator.schema_registry.compat import TYPES
 from coordinator.schema_registry.errors import RegistryError
@@ -124,13 +126,26 @@ def version_json(state: RegistryState, subject: str, number: int) -> dict[str, A
             **schema_json(state.schemas[schema_id])}  # fmt: skip
 
 
+def _error_code(out: web.StreamResponse) -> int:
+    """Confluent's error_code of an error answer (its HTTP status when the body has none)."""
+    body = out.body if isinstance(out, web.Response) else None
+    try:
+        code = json.loads(body if isinstance(body, bytes) else b"")["error_code"]
+    except (ValueError, KeyError, TypeError):
+        return out.status
+    return code if isinstance(code, int) else out.status
+
+
 class RegistryRoutes:
     def __init__(
         self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None,
-        login: Login | None = None,
+        login: Login | None = None, metrics: RegistryMetrics | None = None,
+        now: Callable[[], float] = time.perf_counter,
     ) -> None:  # fmt: skip
         self.service, self.forwarder, self.authorize = service, forwarder, authorize
         self.login = login
+        self.metrics = metrics or RegistryMetrics()
+        self._now = now
         self._writes: set[Handler] = set()
 
     def app(self) -> web.Application:
@@ -167,6 +182,16 @@ class RegistryRoutes:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The answer, counted in the metrics (the route's pattern is the endpoint)."""
+        start = self._now()
+        out = await self._answer(request, handler)
+        resource = request.match_info.route.resource
+        route = "unmatched" if resource is None else resource.canonical
+        code = _error_code(out) if out.status >= 400 else None
+        self.metrics.finished(request.method, route, self._now() - start, out.status, code)
+        return out
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             write = handler in self._writes
             await self._authorize(request, write)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
+from broker.registry import metrics
 from broker.registry.auth import BasicAuth, Lookup
 from broker.registry.routes import (
     CONTENT_TYPE,
@@ -158,6 +159,9 @@ class RegistryServer:
         self.authorize = authorize
         self.security = RegistrySecurity()
         self.forwarder = ZkForwarder(zk)
+        self.metrics = metrics.RegistryMetrics()
+        # BrokerParts.registry: the metrics, read on the loop at scrape time (metrics.py)
+        self.read_metrics = metrics.reader(self.metrics, lambda: self.service.state)
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._follow: asyncio.Task[None] | None = None
@@ -171,7 +175,7 @@ class RegistryServer:
         self.forwarder.tls = self.security.client_tls
         self._follow = asyncio.create_task(self.service.follow())
         app = RegistryRoutes(self.service, self.forwarder, self.authorize,
-                             self.security.login).app()  # fmt: skip
+                             self.security.login, self.metrics).app()  # fmt: skip
         # shutdown waits this long for requests under way (aiohttp's default: a minute)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()

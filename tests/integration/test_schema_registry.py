@@ -5,7 +5,8 @@ trip through a topic with AvroSerializer / AvroDeserializer at their defaults (t
 registered on first use), an incompatible change refused with 409, a compatible one given a
 new version, every broker answering the same ids and versions (writes through any broker,
 forwarded to the writer), Confluent's error codes, and IMPORT mode (a subject's schemas
-registered with their ids and versions). On a cluster of its own: the
+registered with their ids and versions), and the registry's metrics on a broker's metrics
+port. On a cluster of its own: the
 `_schemas` writer killed and restarted, its successor replaying the topic with every id kept
 and handing out no id twice.
 """
@@ -249,6 +250,33 @@ def test_import_mode_keeps_the_given_ids_and_versions(urls: list[str], topic: st
     status, fresh = http(f"{urls[1]}/subjects/{topic}-after/versions", "POST",
                          {"schema": _user(namespace=ns + "_after")})  # fmt: skip
     assert status == 200 and fresh["id"] > given + 1, fresh
+
+
+def test_the_registry_is_in_the_brokers_metrics(
+    cluster3: LocalCluster, urls: list[str], topic: str
+) -> None:
+    from tests.integration.test_metrics import metrics_ports, scrape, total
+
+    assert cluster3.state is not None
+    port = metrics_ports(cluster3)[cluster3.state.brokers[0].id]  # urls[0]'s broker
+    subject, endpoint = f"{topic}-value", "/subjects/{subject}/versions"
+    before = scrape(port)
+    assert http(f"{urls[0]}/subjects/{subject}/versions")[0] == 404
+    registered = http(f"{urls[0]}/subjects/{subject}/versions", "POST",
+                      {"schema": _user(namespace=topic.replace("-", "_"))})  # fmt: skip
+    assert registered[0] == 200, registered
+    after = scrape(port)
+
+    def grew(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    assert grew("odradek_schema_registry_requests_total", method="POST", endpoint=endpoint) >= 1
+    assert grew("odradek_schema_registry_request_duration_seconds_count", method="GET",
+                endpoint=endpoint) >= 1  # fmt: skip
+    assert grew("odradek_schema_registry_errors_total", method="GET", endpoint=endpoint,
+                status="404", error_code="40401") >= 1  # fmt: skip
+    assert total(after, "odradek_schema_registry_schemas") >= 1
+    assert total(after, "odradek_schema_registry_subjects") >= 1
 
 
 def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The schema registry's HTTP door over a service on an in-memory `_schemas`: HTTP Basic
 against SCRAM credentials (401 with Confluent's body otherwise), authorization (reads
 DESCRIBE, writes ALTER, checked before anything else, for the logged-in user), forwarding
-of writes by a broker that is not the writer, and Confluent's error bodies for bad
-requests."""
+of writes by a broker that is not the writer, Confluent's error bodies for bad requests,
+and the metrics per endpoint."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from broker.registry.auth import BasicAuth
+from broker.registry.metrics import RegistryMetrics, families
 from broker.registry.routes import FORWARDED, POSITION, Login, RegistryRoutes
 from coordinator.schema_registry.errors import RegistryError
 from protocol.clock import ManualClock
@@ -198,3 +199,46 @@ async def test_a_remembered_login_ends_when_the_credential_changes() -> None:
         "alice"
     )
     assert len(auth._remembered) == 1  # bounded: the oldest went
+
+
+async def test_requests_latency_and_errors_are_counted_per_endpoint() -> None:
+    ticks = iter(range(1000))
+    counted = RegistryMetrics()
+    svc = service(MemoryPartition(True), ManualClock())
+    routes = RegistryRoutes(svc, Forwards(), metrics=counted,
+                            now=lambda: next(ticks) * 0.002)  # 2 ms a tick  # fmt: skip
+    client: Client = TestClient(TestServer(routes.app()))
+    await client.start_server()
+    try:
+        for subject in ("a", "b"):  # two subjects: one endpoint label
+            await client.post(f"/subjects/{subject}/versions", json={"schema": SCHEMA})
+        await client.get("/subjects/nope/versions")
+        await client.get("/no/such/path")
+    finally:
+        await client.close()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in families(counted.reading(svc.state)) for s in family.samples
+    }  # fmt: skip
+    post = (("endpoint", "/subjects/{subject}/versions"), ("method", "POST"))
+    get = (("endpoint", "/subjects/{subject}/versions"), ("method", "GET"))
+    assert samples["odradek_schema_registry_requests_total", post] == 2
+    assert samples["odradek_schema_registry_requests_total", get] == 1
+    assert samples["odradek_schema_registry_request_duration_seconds_sum", post] == (
+        pytest.approx(0.004))  # fmt: skip
+    le = (("endpoint", "/subjects/{subject}/versions"), ("le", "0.0025"), ("method", "POST"))
+    assert samples["odradek_schema_registry_request_duration_seconds_bucket", le] == 2
+    assert (
+        samples[
+            "odradek_schema_registry_errors_total",
+            (*get[:1], ("error_code", "40401"), *get[1:], ("status", "404")),
+        ]
+        == 1
+    )
+    unmatched = (("endpoint", "unmatched"), ("error_code", "404"), ("method", "GET"),
+                 ("status", "404"))  # fmt: skip
+    assert samples["odradek_schema_registry_errors_total", unmatched] == 1
+    assert not any(k[0] == "odradek_schema_registry_errors_total" and k[1] == post
+                   for k in samples)  # fmt: skip
+    assert samples["odradek_schema_registry_schemas", ()] == 1  # the same schema: one id
+    assert samples["odradek_schema_registry_subjects", ()] == 2
