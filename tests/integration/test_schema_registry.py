@@ -5,8 +5,8 @@ trip through a topic with AvroSerializer / AvroDeserializer at their defaults (t
 registered on first use), an incompatible change refused with 409, a compatible one given a
 new version, every broker answering the same ids and versions (writes through any broker,
 forwarded to the writer), Confluent's error codes, and IMPORT mode (a subject's schemas
-registered with their ids and versions), and the registry's metrics on a broker's metrics
-port. On a cluster of its own: the
+registered with their ids and versions), the registry's metrics on a broker's metrics
+port, and the console's schema pages and decoding of framed records. On a cluster of its own: the
 `_schemas` writer killed and restarted, its successor replaying the topic with every id kept
 and handing out no id twice.
 """
@@ -277,6 +277,49 @@ def test_the_registry_is_in_the_brokers_metrics(
                 status="404", error_code="40401") >= 1  # fmt: skip
     assert total(after, "odradek_schema_registry_schemas") >= 1
     assert total(after, "odradek_schema_registry_subjects") >= 1
+
+
+async def test_the_console_shows_subjects_and_decodes_framed_records(
+    cluster3: LocalCluster, urls: list[str], topic: str
+) -> None:
+    """The console's schema pages and its browser over this cluster's registry (in-process:
+    the page itself is tested in Chromium by test_console.py)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from deploy.console import server
+
+    subject, schema = f"{topic}-value", _user(namespace=topic.replace("-", "_"))
+    with SchemaRegistryClient({"url": urls[0]}) as client:
+        serialize = AvroSerializer(client, schema)
+        producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        producer.produce(topic, value=serialize({"name": "ann", "age": 7}, ctx))
+        producer.produce(topic, value=b"not framed")
+        assert producer.flush(30) == 0
+        schema_id = client.get_latest_version(subject).schema_id
+    assert http(f"{urls[0]}/config/{subject}", "PUT", {"compatibility": "FULL"})[0] == 200
+    console = server.Console(cluster3.bootstrap, None, registry_urls=urls)
+    page = TestClient(TestServer(server.make_app(console)))
+    await page.start_server()
+    try:
+        listed = await (await page.get("/api/schemas")).json()
+        assert {"name": subject, "versions": [1], "level": "FULL"} in listed["subjects"], listed
+        assert listed["level"] == "BACKWARD"
+        shown = await (await page.get(f"/api/schemas/{subject}")).json()
+        assert shown["level"] == "FULL" and len(shown["versions"]) == 1
+        assert shown["versions"][0] | {"schema": json.loads(shown["versions"][0]["schema"])} == {
+            "version": 1, "id": schema_id, "schemaType": "AVRO", "references": [],
+            "schema": json.loads(schema)}  # fmt: skip
+        missing = await page.get("/api/schemas/no-such-subject")
+        assert missing.status == 404 and "not found" in (await missing.json())["error"]
+        browsed = await page.post("/api/browse", json={"topic": topic},
+                                  headers={server.CONTROL_HEADER: "1"})  # fmt: skip
+        records = (await browsed.json())["records"]
+        assert [r["value"]["kind"] for r in records] == ["avro", "text"], records
+        assert records[0]["value"]["schema_id"] == schema_id
+        assert json.loads(records[0]["value"]["text"]) == {"name": "ann", "age": 7}
+    finally:
+        await page.close()
 
 
 def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:
