@@ -249,6 +249,9 @@ def test_console_asks_for_a_login_and_checks_it_with_a_broker(secure: Secure) ->
     assert (status, body) == (200, {"user": "admin", "cluster_alter": True})
     status, snap = page.call("GET", "/api/snapshot")
     assert status == 200 and snap["controls"] is True
+    # the Schemas tab asks the registry (HTTPS, the cluster's CA) as the logged-in admin
+    status, listed = page.call("GET", "/api/schemas")
+    assert status == 200 and listed["level"] == "BACKWARD", listed
     # "start" on a running broker: allowed through to the cluster, which says it runs
     status, body = page.call("POST", "/api/brokers/1/start")
     assert status != 403 and status != 401, body
@@ -271,6 +274,9 @@ def test_console_controls_need_cluster_alter(secure: Secure, tmp_path: Path) -> 
     )  # fmt: skip
     assert (status, body) == (200, {"user": "viewer", "cluster_alter": False})
     assert page.call("GET", "/api/snapshot")[0] == 200  # may look
+    # ... but the registry refuses it DESCRIBE on `_schemas`: the page says so, in its words
+    status, body = page.call("GET", "/api/schemas")
+    assert status == 403 and "User:viewer is not allowed to read" in body["error"], body
     status, body = page.call("POST", "/api/brokers/1/pause")
     assert status == 403 and "Alter on the Cluster" in body["error"], body
 
