@@ -16,7 +16,7 @@ KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 SHARE_VENV := .venv-share
 SHARE_CK := 2.16.1
 
-.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster spark-cluster spark-cluster-down bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster spark-cluster spark-cluster-down bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-queue bench-txn bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted $(SHARE_VENV)/.installed-$(SHARE_CK)
 
@@ -149,6 +149,11 @@ bench-compaction: setup zookeeper
 # BENCH_ARGS: e.g. "--only kafka,baseline" or "--baseline REF" (bench/bench_cluster.py --help)
 bench: setup zookeeper
 	$(BIN)/python bench/bench_cluster.py $(BENCH_ARGS)
+
+# a work queue: a share group beside Redis Streams and NATS JetStream (issue 35; also `make
+# bench`'s part `queue`): BENCH_ARGS e.g. "--messages 100000 --rounds 5" (bench/bench_queue.py)
+bench-queue: setup zookeeper
+	$(BIN)/python bench/bench_queue.py $(BENCH_ARGS)
 
 # the native door beside the Kafka door for our client's requests (issue 32; also `make bench`'s
 # part `doors`): BENCH_ARGS e.g. "--rounds 5 --messages 1000000" (bench/bench_doors.py --help)

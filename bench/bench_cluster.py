@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,registry,acls,security,baseline,user,doors,peers`, all by
-default), in this order:
+Parts (`--only native,kafka,txn,registry,acls,security,baseline,user,doors,queue,peers`, all
+by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -38,6 +38,11 @@ doors     one broker, our client's Produce and Fetch requests with the same reco
           through the native door and through the Kafka door (kio's codec on the client's
           transport), alternating: bulk, poll, Spark's read, produce round trip, end-to-end
           latency, and the codec's CPU per request (bench/bench_doors.py, `make bench-doors`).
+queue     a work queue: a share group on a one-broker cluster (confluent-kafka 2.16's
+          ShareConsumer, .venv-share) beside Redis Streams (XREADGROUP + XACK) and NATS JetStream
+          (a pull consumer, ack per message): 4 members consume and acknowledge every record of 1
+          partition; the acknowledgement's round trip p50/p99; a member SIGKILLed holding records
+          and their redelivery beside the lock duration (bench/bench_queue.py).
 peers     the peers' own harness (../shared/peers/run_peers.sh): Redis Streams (AOF everysec
           and always) and NATS JetStream with the same record sizes. Skipped, with one line
           saying why, when ../shared/peers/setup.sh has not installed them or they fail.
@@ -67,6 +72,7 @@ import bench_acls  # noqa: E402
 import bench_baseline  # noqa: E402
 import bench_doors  # noqa: E402
 import bench_kafka_clients  # noqa: E402
+import bench_queue  # noqa: E402
 import bench_registry  # noqa: E402
 import bench_scram  # noqa: E402
 import bench_security  # noqa: E402
@@ -74,18 +80,8 @@ import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = (
-    "native",
-    "kafka",
-    "txn",
-    "registry",
-    "acls",
-    "security",
-    "baseline",
-    "user",
-    "doors",
-    "peers",
-)
+PARTS = ("native", "kafka", "txn", "registry", "acls", "security", "baseline", "user", "doors",
+         "queue", "peers")  # fmt: skip
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -326,6 +322,11 @@ def main() -> int:
             report=log_row,
         )
         phases["doors"] = round(time.monotonic() - t, 1)
+    queue: dict = {}
+    if "queue" in parts:
+        t = time.monotonic()
+        queue = bench_queue.run(bench_queue.build_parser().parse_args([]))
+        phases["queue"] = round(time.monotonic() - t, 1)
     if "peers" in parts:
         t = time.monotonic()
         rows += run_peers(args.peer_messages, args.repeat, args.latency_messages, args.rate,
@@ -352,6 +353,7 @@ def main() -> int:
         "acls": acls,
         "security": security,
         "doors": doors,
+        "queue": queue,
         "results": rows,
     }  # fmt: skip
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -368,6 +370,8 @@ def main() -> int:
         print("\n" + bench_scram.render(security["native_scram"], [1, 8]))
     if doors:
         print("\n" + bench_doors.render(doors))
+    if queue:
+        print("\n" + bench_queue.table(queue))
     for note in notes:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")

@@ -112,6 +112,15 @@ def _step_histogram(steps: HistogramReading) -> Metric:
     )  # fmt: skip
 
 
+def _confirm_histogram(confirms: HistogramReading) -> Metric:
+    return HistogramMetricFamily(
+        "odradek_replica_confirm_seconds", "At a leader, from an append to each follower's "
+        "first fetch past it (broker/replication_timeline.py): the leader-to-follower-and-back "
+        "part of an acks=all produce's remote time (no Kafka counterpart).",
+        buckets=confirms.buckets, sum_value=confirms.sum_s,
+    )  # fmt: skip
+
+
 def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     """On the broker's event loop: copy what the families need as plain data (one pass over
     the partitions and groups); the function returned builds the families from that copy,
@@ -130,6 +139,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     lag = parts.loop_lag.snapshot() if parts.loop_lag is not None else None
     collections = parts.gc.snapshot()
     steps = parts.replicas.fetchers.steps.snapshot()
+    confirms = parts.replicas.timeline.confirm.snapshot()
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
@@ -151,6 +161,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *([lag_histogram(lag)] if lag is not None else []),
             *gc_families(collections),
             _step_histogram(steps),
+            _confirm_histogram(confirms),
             *(registry() if registry is not None else []),
         ]
 

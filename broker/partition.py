@@ -41,6 +41,7 @@ from broker.replication_decisions import (
     out_of_sync_replicas,
     record_fetch,
 )
+from broker.replication_timeline import AppendEnds, append_ends
 from protocol.errors import LogDirOfflineError, NotLeaderForPartitionError
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class Partition:
     replica_waiters: list[Waiter] = field(default_factory=list)
     log_start_waiters: list[Waiter] = field(default_factory=list)
     produce_waiters: ProduceWaiters = field(init=False)
+    append_ends: AppendEnds = field(default_factory=append_ends)  # broker/replication_timeline.py
 
     def __post_init__(self) -> None:
         self.produce_waiters = ProduceWaiters((self.topic, self.index))
@@ -211,6 +213,7 @@ class Partition:
 
     def _stop_leading(self, error_code: int = NotLeaderForPartitionError.code) -> None:
         self.produce_waiters.fail_all(error_code)
+        self.append_ends.clear()  # a later leadership's followers confirm only its appends
         self.notify_waiters()  # parked fetches re-read and get NOT_LEADER_FOR_PARTITION
         self.notify_replica_waiters()
         self.notify_log_start_waiters()  # waiting DeleteRecords get NOT_LEADER_FOR_PARTITION

@@ -83,6 +83,7 @@ from broker.replication_decisions import (
     produce_outcome,
     record_fetch,
 )
+from broker.replication_timeline import ConfirmTimes
 from broker.storage_failures import (
     LogDirNotifier,
     StorageFailures,
@@ -173,6 +174,7 @@ class ReplicaManager:
         self.purgatory = FetchPurgatory()  # parked long-polling fetches
         self.sessions = FetchSessionCache(fetch_session_slots)  # followers' fetch sessions
         self.traffic = TopicTraffic()  # bytes/records in and out, ISR changes (metrics)
+        self.timeline = ConfirmTimes()  # appends to their followers' confirmations (metrics)
         self.fetchers = ReplicaFetcherManager(
             broker_id, self.replication.fetcher, connect or default_connector,
             on_storage_failure=self.log_manager.fail,
@@ -279,6 +281,7 @@ class ReplicaManager:
             return AppendOutcome(code, error_message=message, record_errors=bad)
         if not info.duplicate:  # a retry of a stored batch appended nothing
             self.traffic.produced(topic, len(records), info.last_offset - info.base_offset + 1)
+            self.timeline.appended(p.append_ends, info.last_offset + 1)
             p.notify_replica_waiters()
             p.update_high_watermark()
             self.purgatory.complete_woken()  # answer the fetches it satisfied, now
@@ -467,6 +470,10 @@ class ReplicaManager:
         elif replica_id not in p.replicas or replica_id == self.broker_id:
             return PartitionRead(topic, partition, ReplicaNotAvailableError.code)
         elif offset <= log.log_end_offset:
+            known = p.followers.get(replica_id)
+            self.timeline.fetched(
+                p.append_ends, -1 if known is None else known.log_end_offset, offset
+            )
             self.isr.follower_fetched(p, replica_id, offset)  # may move the HW: before `out`
             p.record_follower_log_start(replica_id, replica_log_start)  # for DeleteRecords
         out = PartitionRead(

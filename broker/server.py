@@ -42,20 +42,17 @@ Per connection:
 - Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
   `connections_max_idle_ms` by the injected clock; a periodic task calls it.
 
-Log data (`FileSlice` chunks of fetch responses) is sent with `os.sendfile` from the segment file
-to the socket's fd when the transport's write buffer is empty (so byte order is kept); when the
-buffer is not empty, the socket would block part-way, or `fetch_use_sendfile` is off, the rest
-goes through `os.pread` + `transport.write`. uvloop has no `loop.sendfile`. Small log data
-never comes as a slice: the replica manager reads it at once (SMALL_READ_BYTES), so a caught-up
-reader's answer is one write, one segment on the wire. A file shorter than its slice
-(truncated meanwhile) closes the connection: the frame could not be completed.
+Bounded steps (issue 34): one loop step does a bounded share of a connection's work, so that a
+busy connection cannot hold the loop (and every other connection, the replica fetchers' and
+the long polls' wake-ups) for a whole read. Frames read go to `backlog`; a step dispatches at
+most STEP_FRAMES_MAX of them and STEP_FRAME_BYTES_MAX of their bytes (at least one frame), and
+none while the in-flight bounds or a quota mute hold (Kafka mutes a channel until its request
+is answered); the rest goes on in a `call_soon` step, and reading waits while a backlog is
+left. Log data goes STEP_SEND_BYTES_MAX per step (broker/connection_out.py).
 
 TLS listeners (SSL, SASL_SSL) run TLS without I/O (broker/security/tls.py `TlsChannel`): socket
-bytes are fed in and plaintext comes out; answers are encrypted in `_write`. Log data cannot go
-by sendfile: from the first FileSlice on, a connection's chunks queue in `out` and `_drain_out`
-preads TLS_CHUNK_BYTES at a time, stopping whenever the transport pauses writing and going on
-at resume_writing (reading waits meanwhile), so a large fetch neither blocks the loop nor sits
-in memory whole. On an SSL listener the client certificate's subject, mapped by
+bytes are fed in and plaintext comes out; answers are encrypted in `_write`.
+On an SSL listener the client certificate's subject, mapped by
 ssl_principal_mapping_rules, is the session's principal. A connection whose first bytes are not
 its listener's protocol (a TLS ClientHello on a plaintext listener, plaintext on a TLS one,
 HTTP on either), or whose TLS handshake fails, is closed at once with one log line per peer
@@ -68,19 +65,18 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import os
 import ssl
 import time
 from collections import deque
 from typing import Any, cast
 
+from broker.connection_out import STEP_SEND_BYTES_MAX, ConnectionOut
 from broker.context import BrokerContext
 from broker.deferred import Deferred
 from broker.doors import Door, NativeDoor
 from broker.quota.throttle import ChannelMute, request_exempt, with_throttle
 from broker.security.tls import (
     SNIFF_BYTES,
-    TLS_CHUNK_BYTES,
     ListenerTls,
     NoMatchingRule,
     TlsChannel,
@@ -98,6 +94,9 @@ from protocol.principal import KafkaPrincipal
 log = logging.getLogger("odradek.broker.server")
 
 IDLE_CHECK_MAX_INTERVAL_S = 1.0
+# The work one loop step may do for a connection (see "Bounded steps" above)
+STEP_FRAMES_MAX = 8  # requests dispatched per step
+STEP_FRAME_BYTES_MAX = 64 * 1024  # their frames' bytes (one larger frame still goes alone)
 WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000  # one line per peer host per minute (and per refusal)
 
 
@@ -113,7 +112,7 @@ class _Slot:
         self.chunks: list[Chunk] = []
 
 
-class Connection(asyncio.Protocol):
+class Connection(ConnectionOut, asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         config = server.ctx.config
         self.server = server
@@ -130,8 +129,12 @@ class Connection(asyncio.Protocol):
         self.max_bytes = config.max_inflight_bytes_per_connection
         self.use_sendfile = config.fetch_use_sendfile
         self.transport: asyncio.Transport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.sock_fd = -1
         self.pending: deque[_Slot] = deque()
+        self.backlog: deque[bytes] = deque()  # frames read, not yet dispatched (bounded steps)
+        self.dispatch_handle: asyncio.Handle | None = None  # the next step's dispatch
+        self.drain_handle: asyncio.Handle | None = None  # the next step's log data
         self.inflight_bytes = 0
         self.tasks: set[asyncio.Future[Any] | Deferred[Any]] = set()  # cancelled on close
         self.reading_paused = False
@@ -147,6 +150,8 @@ class Connection(asyncio.Protocol):
         # answers' chunks behind log data over TLS, written as the socket drains (_drain_out)
         self.out: deque[Chunk] = deque()
         self.slice_reads = 0  # log data chunks read for TLS (tests count them)
+        self.send_steps = 0  # loop steps that sent log data from `out` (tests count them)
+        self.send_step_bytes_max = 0  # the most log data one of them sent
         self.mute: ChannelMute | None = None  # client quotas' throttle (KIP-219)
 
     # ----- asyncio.Protocol -----------------------------------------------------------------
@@ -169,7 +174,8 @@ class Connection(asyncio.Protocol):
             tr.abort()
             return
         self.server.connections.add(self)
-        self.mute = ChannelMute(asyncio.get_running_loop(), self._check_bounds)
+        self.loop = asyncio.get_running_loop()
+        self.mute = ChannelMute(self.loop, self._check_bounds)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -178,6 +184,7 @@ class Connection(asyncio.Protocol):
             task.cancel()
         self.tasks.clear()
         self.pending.clear()
+        self._cancel_steps()
         if self.mute is not None:
             self.mute.cancel()
         self.ctx.quotas.take_mute(self.session)  # a throttle asked for and never applied
@@ -188,7 +195,7 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        if self.out:
+        if self.out and self.drain_handle is None:
             self._drain_out()
         self._check_bounds()
 
@@ -209,12 +216,34 @@ class Connection(asyncio.Protocol):
         except ProtocolError as exc:
             self._fatal(Refusal(str(exc)))
             return
-        for frame in frames:
-            self._on_frame(frame)
+        self.backlog.extend(frames)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """One step's requests from the backlog: at most STEP_FRAMES_MAX frames and
+        STEP_FRAME_BYTES_MAX of their bytes (at least one frame), none while the in-flight
+        bounds or a quota mute hold; what is left waits for the next step (_check_bounds)."""
+        self.dispatch_handle = None
+        backlog = self.backlog
+        frames = step_bytes = 0
+        while backlog and not self._dispatch_held():
+            size = len(backlog[0])
+            if frames and (frames >= STEP_FRAMES_MAX or step_bytes + size > STEP_FRAME_BYTES_MAX):
+                break
+            frames += 1
+            step_bytes += size
+            self._on_frame(backlog.popleft())
             if self.closed:
                 return
         self._flush()
         self._check_bounds()
+
+    def _dispatch_held(self) -> bool:
+        return (
+            len(self.pending) >= self.max_requests
+            or self.inflight_bytes >= self.max_bytes
+            or (self.mute is not None and self.mute.muted)
+        )
 
     # ----- requests -------------------------------------------------------------------------
 
@@ -331,6 +360,7 @@ class Connection(asyncio.Protocol):
             task.cancel()
         self.tasks.clear()
         self.pending.clear()
+        self._cancel_steps()
         self.closed = True
         assert self.transport is not None
         if refusal.reply is not None:
@@ -346,6 +376,7 @@ class Connection(asyncio.Protocol):
             return
         out: list[bytes] = []
         mute_ms = 0
+        budget = STEP_SEND_BYTES_MAX  # log data sent at once; the rest queues in `out`
         while pending and pending[0].done:
             slot = pending.popleft()
             self.inflight_bytes -= slot.request_bytes
@@ -354,94 +385,27 @@ class Connection(asyncio.Protocol):
                 if type(chunk) is bytes and not self.out:
                     out.append(chunk)
                     continue
-                if self.tls is not None or self.out:  # log data over TLS, and what follows it
-                    if out:
-                        self._write(b"".join(out))
-                        out = []
-                    self.out.append(chunk)
-                    continue
-                assert isinstance(chunk, FileSlice)
                 if out:
-                    self.transport.write(b"".join(out))
+                    self._write(b"".join(out))
                     out = []
+                if (
+                    self.out
+                    or self.tls is not None
+                    or not isinstance(chunk, FileSlice)
+                    or (chunk.length > budget)
+                ):
+                    self.out.append(chunk)  # later steps send it, and what follows it
+                    continue
+                budget -= chunk.length
                 if not self._send_slice(chunk):
                     return
         if out:
             self._write(b"".join(out) if len(out) > 1 else out[0])
-        if self.out:
+        if self.out and self.drain_handle is None:
             self._drain_out()
         self.last_active_ms = self.clock.monotonic_ms()
         if mute_ms > 0 and self.mute is not None:  # KIP-219: answered first, then muted
             self.mute.mute(mute_ms)
-
-    def _send_slice(self, s: FileSlice) -> bool:
-        """Send a file slice after what is already written; False when the connection closed."""
-        assert self.transport is not None
-        position, remaining = s.position, s.length
-        try:
-            if (
-                self.use_sendfile
-                and self.sock_fd >= 0
-                and not self.transport.get_write_buffer_size()
-            ):
-                while remaining > 0:
-                    try:
-                        sent = os.sendfile(self.sock_fd, s.fd, position, remaining)
-                    except BlockingIOError:
-                        break  # the socket is full: the rest goes through the transport
-                    if sent == 0:
-                        return self._short_file(s)
-                    position += sent
-                    remaining -= sent
-            if remaining > 0:
-                data = os.pread(s.fd, remaining, position)
-                if len(data) < remaining:
-                    return self._short_file(s)
-                self.transport.write(data)
-        except OSError as exc:
-            log.warning("closing %s: sending log data failed: %s", self.peer, exc)
-            self._abort()
-            return False
-        return True
-
-    def _write(self, data: bytes) -> None:
-        """Write answer bytes: through the TLS session on a TLS listener."""
-        assert self.transport is not None
-        self.transport.write(data if self.tls is None else self.tls.send(data))
-
-    def _drain_out(self) -> None:
-        """Write queued chunks until the transport asks us to pause (resume_writing calls
-        again): log data is read TLS_CHUNK_BYTES at a time, so a large fetch over TLS holds at
-        most about one chunk plus the transport's high-water mark in memory."""
-        out, queue = self.out, cast(list[bytes], [])
-        try:
-            while out and not self.writing_paused and not self.closed:
-                chunk = out[0]
-                if type(chunk) is bytes:
-                    queue.append(chunk)
-                    out.popleft()
-                    continue
-                if queue:
-                    self._write(b"".join(queue))
-                    queue = []
-                    continue
-                assert isinstance(chunk, FileSlice)
-                n = min(TLS_CHUNK_BYTES, chunk.length)
-                data = os.pread(chunk.fd, n, chunk.position)
-                if len(data) < n:
-                    self._short_file(chunk)
-                    return
-                self.slice_reads += 1
-                if n == chunk.length:
-                    out.popleft()
-                else:
-                    out[0] = FileSlice(chunk.fd, chunk.position + n, chunk.length - n)
-                self._write(data)
-            if queue:
-                self._write(b"".join(queue))
-        except OSError as exc:
-            log.warning("closing %s: sending log data failed: %s", self.peer, exc)
-            self._abort()
 
     def _receive_secure(self, data: bytes) -> bytes:
         """A connection's first bytes checked for a wrong protocol; then, on a TLS listener,
@@ -493,13 +457,9 @@ class Connection(asyncio.Protocol):
             log.warning(wrong_protocol_line(self.session, what, self.door.name))
         self.closed = True
         self.out.clear()
+        self._cancel_steps()
         if self.transport is not None:
             self.transport.close()
-
-    def _short_file(self, s: FileSlice) -> bool:
-        log.warning("closing %s: log file shorter than the %d-byte slice sent", self.peer, s.length)
-        self._abort()
-        return False
 
     def _abort(self, gracefully: bool = False) -> None:
         """Close now, dropping every pending request; `gracefully`: after what is written."""
@@ -509,6 +469,7 @@ class Connection(asyncio.Protocol):
             task.cancel()
         self.tasks.clear()
         self.pending.clear()
+        self._cancel_steps()
         if self.transport is None:
             return
         if gracefully:
@@ -516,15 +477,23 @@ class Connection(asyncio.Protocol):
         else:
             self.transport.abort()
 
+    def _cancel_steps(self) -> None:
+        """Closing: drop the requests not yet dispatched and the steps scheduled."""
+        self.backlog.clear()
+        for handle in (self.dispatch_handle, self.drain_handle):
+            if handle is not None:
+                handle.cancel()
+        self.dispatch_handle = self.drain_handle = None
+
     def _check_bounds(self) -> None:
         if self.closed or self.transport is None:
             return
+        held = self._dispatch_held()
         over = (
-            len(self.pending) >= self.max_requests
-            or self.inflight_bytes >= self.max_bytes
+            held
             or self.writing_paused
-            or bool(self.out)  # log data over TLS still being written: read no more for now
-            or (self.mute is not None and self.mute.muted)
+            or bool(self.out)  # log data still being written: read no more for now
+            or bool(self.backlog)  # requests read and not yet dispatched
         )
         if over and not self.reading_paused:
             self.reading_paused = True
@@ -532,9 +501,12 @@ class Connection(asyncio.Protocol):
         elif not over and self.reading_paused:
             self.reading_paused = False
             self.transport.resume_reading()
+        if self.backlog and not held and self.dispatch_handle is None and self.loop is not None:
+            self.dispatch_handle = self.loop.call_soon(self._dispatch)
 
     def close_if_idle(self, now_ms: int, idle_ms: int) -> bool:
-        if self.closed or self.pending or self.out or now_ms - self.last_active_ms < idle_ms:
+        busy = self.pending or self.out or self.backlog
+        if self.closed or busy or now_ms - self.last_active_ms < idle_ms:
             return False
         log.info("closing %s: idle for %d ms", self.peer, now_ms - self.last_active_ms)
         self.closed = True

@@ -3,10 +3,12 @@
 
 odradek schemas list [--deleted]              one subject per line
 odradek schemas get S [--version V]           the schema's text (V: a number or latest)
-odradek schemas register S FILE|- [--type T]  `id N` (T: AVRO, the default)
+odradek schemas register S FILE|- [--type T]  `id N` (T: AVRO, JSON or PROTOBUF; by default
+                                              from FILE's suffix: .json JSON, .proto PROTOBUF,
+                                              anything else AVRO)
 odradek schemas delete S [--version V] [--permanent]
                                               the versions deleted, one per line
-odradek schemas compatibility S FILE|- [--version V]
+odradek schemas compatibility S FILE|- [--version V] [--type T]
                                               `compatible`, or `incompatible` and the reasons,
                                               then exit 1
 odradek schemas config [S] [--set LEVEL]      the compatibility level (the subject's, else the
@@ -68,7 +70,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     reg = ssub.add_parser("register", parents=parents, help="register a schema (file or -)")
     reg.add_argument("subject", metavar="SUBJECT")
     reg.add_argument("file", metavar="FILE", help="the schema's text, - for stdin")
-    reg.add_argument("--type", default="AVRO", help="schemaType (only AVRO is checked yet)")
+    reg.add_argument("--type", help="AVRO, JSON or PROTOBUF (default: by FILE's suffix)")
     reg.set_defaults(func=cmd_register)
     delete = ssub.add_parser("delete", parents=parents, help="delete a subject or a version")
     delete.add_argument("subject", metavar="SUBJECT")
@@ -79,6 +81,7 @@ def add_parser(sub: Any, client: argparse.ArgumentParser) -> None:
     comp.add_argument("subject", metavar="SUBJECT")
     comp.add_argument("file", metavar="FILE", help="the schema's text, - for stdin")
     comp.add_argument("--version", default="latest")
+    comp.add_argument("--type", help="AVRO, JSON or PROTOBUF (default: by FILE's suffix)")
     comp.set_defaults(func=cmd_compatibility)
     config = ssub.add_parser("config", parents=parents, help="show or set a compatibility level")
     config.add_argument("subject", metavar="SUBJECT", nargs="?")
@@ -143,6 +146,16 @@ def _subject(subject: str) -> str:
     return urllib.parse.quote(subject, safe="")
 
 
+SUFFIX_TYPES = {".json": "JSON", ".proto": "PROTOBUF"}  # else AVRO (.avsc, stdin, ...)
+
+
+def schema_type(args: argparse.Namespace) -> str:
+    """--type, else the type FILE's suffix names (AVRO for stdin or another suffix)."""
+    if args.type:
+        return str(args.type).upper()
+    return SUFFIX_TYPES.get(Path(args.file).suffix.lower(), "AVRO")
+
+
 def _schema_text(file: str) -> str:
     return sys.stdin.read() if file == "-" else Path(file).read_text()
 
@@ -166,7 +179,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    body = {"schema": _schema_text(args.file), "schemaType": args.type.upper()}
+    body = {"schema": _schema_text(args.file), "schemaType": schema_type(args)}
     doc = call(args, "POST", f"/subjects/{_subject(args.subject)}/versions", body)
     return _show(args, doc, [f"id {doc['id']}"])
 
@@ -180,7 +193,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_compatibility(args: argparse.Namespace) -> int:
     path = f"/compatibility/subjects/{_subject(args.subject)}/versions/{args.version}"
-    doc = call(args, "POST", path + "?verbose=true", {"schema": _schema_text(args.file)})
+    body = {"schema": _schema_text(args.file), "schemaType": schema_type(args)}
+    doc = call(args, "POST", path + "?verbose=true", body)
     ok = bool(doc["is_compatible"])
     _show(args, doc, ["compatible"] if ok else ["incompatible", *doc.get("messages", [])])
     return 0 if ok else 1

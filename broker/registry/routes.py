@@ -29,7 +29,7 @@ from aiohttp import web
 
 from broker.registry.metrics import RegistryMetrics
 from coordinator.schema_registry import writes
-from coordinator.schema_registry.compat import TYPES
+from coordinator.schema_registry.compat import CHECKED, TYPES
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, Reference
 from coordinator.schema_registry.service import RegistryService
@@ -111,8 +111,9 @@ def _given(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def schema_json(stored: StoredSchema) -> dict[str, Any]:
-    out: dict[str, Any] = {"schema": stored.text}
+def schema_json(stored: StoredSchema, text: str | None = None) -> dict[str, Any]:
+    """A schema's JSON; `text` in place of its stored text (writes.text_in_format)."""
+    out: dict[str, Any] = {"schema": stored.text if text is None else text}
     if stored.schema_type != AVRO:
         out["schemaType"] = stored.schema_type
     if stored.references:
@@ -120,10 +121,13 @@ def schema_json(stored: StoredSchema) -> dict[str, Any]:
     return out
 
 
-def version_json(state: RegistryState, subject: str, number: int) -> dict[str, Any]:
+def version_json(
+    state: RegistryState, subject: str, number: int, fmt: str | None = None
+) -> dict[str, Any]:
     schema_id = state.subjects[subject][number].id
+    text = writes.text_in_format(state, schema_id, fmt)
     return {"subject": subject, "version": number, "id": schema_id,
-            **schema_json(state.schemas[schema_id])}  # fmt: skip
+            **schema_json(state.schemas[schema_id], text)}  # fmt: skip
 
 
 def _error_code(out: web.StreamResponse) -> int:
@@ -284,7 +288,8 @@ class RegistryRoutes:
         return subject, number
 
     async def get_version(self, request: web.Request) -> web.Response:
-        return answer(version_json(self.state, *self._version(request)))
+        subject, number = self._version(request)
+        return answer(version_json(self.state, subject, number, request.query.get("format")))
 
     async def get_version_schema(self, request: web.Request) -> web.Response:
         subject, number = self._version(request)
@@ -327,10 +332,12 @@ class RegistryRoutes:
         return schema_id, stored
 
     async def types(self, request: web.Request) -> web.Response:
-        return answer([AVRO])  # the types whose compatibility is checked (compat.py)
+        return answer(list(CHECKED))  # the types whose compatibility is checked (compat.py)
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
-        return answer(schema_json(self._stored(request)[1]))
+        schema_id, stored = self._stored(request)
+        text = writes.text_in_format(self.state, schema_id, request.query.get("format"))
+        return answer(schema_json(stored, text))
 
     async def schema_text_by_id(self, request: web.Request) -> web.Response:
         return web.Response(text=self._stored(request)[1].text, content_type=CONTENT_TYPE)

@@ -6,17 +6,21 @@
     *_TRANSITIVE        the same against every earlier (not deleted) version, not only the latest
     NONE                nothing is checked
 
-The checks are per format: Avro's are avro_compat.py's. JSON Schema and Protobuf schemas are
-not accepted yet (`parse` refuses them with a line that says so), so no check of theirs is
-ever skipped silently.
+The checks are per format, each its own module with `parse`, `canonical` and
+`incompatibilities(reader, writer)`: Avro's avro_compat.py, JSON Schema's json_compat.py,
+Protobuf's protobuf_compat.py.
+A type without a module is refused by `parse` with a line that says so, so no check of
+theirs is ever skipped silently.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
 
-from coordinator.schema_registry import avro_compat
+from coordinator.schema_registry import avro_compat, json_compat, protobuf_compat
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, JSON, PROTOBUF
 
@@ -25,34 +29,89 @@ LEVELS = (
     "FULL", "FULL_TRANSITIVE", "NONE",
 )  # fmt: skip
 DEFAULT_LEVEL = "BACKWARD"  # Confluent's default
+TOO_DEEP = "Invalid schema: nested too deeply to be checked"
+PARSED_CACHE_MAX = 512  # parsed schemas kept: the latest versions of the busiest subjects
 TYPES = (AVRO, JSON, PROTOBUF)
 
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """A schema's type and text, with the texts of what it references (resolved)."""
+    """A schema's type and text, with what it references (resolved, dependencies first) as
+    (reference name, text): Avro knows their named types, JSON Schema resolves `$ref`s to
+    their names."""
 
     schema_type: str
     text: str
-    references: tuple[str, ...] = ()
+    references: tuple[tuple[str, str], ...] = ()
 
 
-def parse(schema: Schema) -> avro_compat.Parsed:
-    """The parsed schema; RegistryError 42201 for one that does not parse, or of a type whose
-    checks are not written yet."""
-    if schema.schema_type != AVRO:
+class Format(Protocol):
+    def parse(self, text: str, references: Sequence[tuple[str, str]]) -> Any: ...
+    def canonical(self, text: str) -> str: ...
+    def incompatibilities(self, reader: Any, writer: Any) -> list[str]: ...
+
+
+class _Avro:
+    def parse(self, text: str, references: Sequence[tuple[str, str]]) -> Any:
+        return avro_compat.parse(text, [ref for _, ref in references])
+
+    canonical = staticmethod(avro_compat.canonical)
+    incompatibilities = staticmethod(avro_compat.incompatibilities)
+
+
+class _Json:
+    parse = staticmethod(json_compat.parse)
+    canonical = staticmethod(json_compat.canonical)
+    incompatibilities = staticmethod(json_compat.incompatibilities)
+
+
+class _Protobuf:
+    parse = staticmethod(protobuf_compat.parse)
+    canonical = staticmethod(protobuf_compat.canonical)
+    incompatibilities = staticmethod(protobuf_compat.incompatibilities)
+
+
+FORMATS: dict[str, Format] = {AVRO: _Avro(), JSON: _Json(), PROTOBUF: _Protobuf()}
+CHECKED = tuple(FORMATS)  # what /schemas/types lists: the types whose compatibility is checked
+
+
+def _format(schema_type: str) -> Format:
+    found = FORMATS.get(schema_type)
+    if found is None:
         raise RegistryError.invalid_schema(
-            f"schemaType {schema.schema_type} is not supported yet by odradek's registry: "
-            "its compatibility is not checked, so it is not registered (only AVRO is)"
+            f"schemaType {schema_type} is not supported yet by odradek's registry: its "
+            f"compatibility is not checked, so it is not registered (only {', '.join(CHECKED)})"
         )
+    return found
+
+
+@lru_cache(maxsize=PARSED_CACHE_MAX)
+def parse(schema: Schema) -> Any:
+    """The parsed schema; RegistryError 42201 for one that does not parse, or of a type whose
+    checks are not written yet. Parsed schemas are kept (and never changed by a check): a
+    registration compares with every earlier version again, and protoc takes ~10 ms a file."""
     try:
-        return avro_compat.parse(schema.text, schema.references)
+        return _format(schema.schema_type).parse(schema.text, schema.references)
     except ValueError as exc:
         raise RegistryError.invalid_schema(str(exc)) from None
+    except RecursionError:
+        raise RegistryError.invalid_schema(TOO_DEEP) from None
+
+
+def serialized(schema: Schema) -> str:
+    """A Protobuf schema as a base64 FileDescriptorProto (`?format=serialized`, what
+    confluent-kafka's Python serdes read); other types as they are."""
+    if schema.schema_type != PROTOBUF:
+        return schema.text
+    return protobuf_compat.serialized(parse(schema))
 
 
 def canonical(schema: Schema) -> str:
-    return avro_compat.canonical(schema.text)
+    """The text the same schema registered twice is told by (ValueError: it does not parse)."""
+    try:
+        return _format(schema.schema_type).canonical(schema.text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def check(level: str, new: Schema, earlier: Sequence[Schema]) -> list[str]:
@@ -62,12 +121,17 @@ def check(level: str, new: Schema, earlier: Sequence[Schema]) -> list[str]:
         return []
     against = earlier if level.endswith("_TRANSITIVE") else earlier[-1:]
     base = level.removesuffix("_TRANSITIVE")
-    parsed_new = parse(new)
+    fmt, parsed_new = _format(new.schema_type), parse(new)
     out: list[str] = []
     for old in reversed(against):  # newest first, as Confluent reports
         parsed_old = parse(old)
-        if base in ("BACKWARD", "FULL"):
-            out += avro_compat.incompatibilities(parsed_new, parsed_old)
-        if base in ("FORWARD", "FULL"):
-            out += avro_compat.incompatibilities(parsed_old, parsed_new)
+        try:
+            if base in ("BACKWARD", "FULL"):
+                out += fmt.incompatibilities(parsed_new, parsed_old)
+            if base in ("FORWARD", "FULL"):
+                out += fmt.incompatibilities(parsed_old, parsed_new)
+        except ValueError as exc:  # a JSON Schema `$ref` that does not resolve
+            raise RegistryError.invalid_schema(str(exc)) from None
+        except RecursionError:
+            raise RegistryError.invalid_schema(TOO_DEEP) from None
     return out

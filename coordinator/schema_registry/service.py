@@ -38,7 +38,7 @@ from typing import Protocol, TypeVar
 from coordinator.runtime.log import ClusterView, TopicCreator
 from coordinator.schema_registry import compat
 from coordinator.schema_registry.errors import RegistryError
-from coordinator.schema_registry.records import AVRO, TOPIC, Record, SchemaRecord, decode, encode
+from coordinator.schema_registry.records import TOPIC, Record, SchemaRecord, decode, encode
 from coordinator.schema_registry.state import RegistryState
 from protocol.batch import (
     CONTROL_BIT,
@@ -225,9 +225,9 @@ def canonical_of(record: Record) -> str | None:
     """The text a SCHEMA record's schema is matched by (state.py `ids`); None for others."""
     if not isinstance(record, SchemaRecord) or record.schema is None:
         return None
-    if record.schema_type != AVRO:
+    if record.schema_type not in compat.CHECKED:
         return record.schema.strip()
     try:
-        return compat.canonical(compat.Schema(AVRO, record.schema))
+        return compat.canonical(compat.Schema(record.schema_type, record.schema))
     except ValueError:
         return None

@@ -71,7 +71,7 @@ def version_number(state: RegistryState, subject: str, version: str, deleted: bo
 def resolved(state: RegistryState, new: NewSchema) -> compat.Schema:
     """The schema with its references' texts, dependencies first; 42201 for a reference that
     is not registered."""
-    texts: list[str] = []
+    texts: list[tuple[str, str]] = []
     seen: set[tuple[str, int]] = set()
 
     def visit(refs: Sequence[Reference]) -> None:
@@ -87,10 +87,21 @@ def resolved(state: RegistryState, new: NewSchema) -> compat.Schema:
                 )
             stored = state.schemas[version.id]
             visit(stored.references)
-            texts.append(stored.text)
+            texts.append((ref.name, stored.text))
 
     visit(new.references)
     return compat.Schema(new.schema_type, new.text, tuple(texts))
+
+
+def text_in_format(state: RegistryState, schema_id: int, fmt: str | None) -> str:
+    """A stored schema's text as `?format=` asks: `serialized` answers a Protobuf schema as a
+    base64 FileDescriptorProto (confluent-kafka's Python serdes ask for it); anything else,
+    or no format, answers the text as it was registered."""
+    stored = state.schemas[schema_id]
+    if fmt != "serialized":
+        return stored.text
+    return compat.serialized(resolved(state, NewSchema("", stored.schema_type, stored.text,
+                                                       stored.references)))  # fmt: skip
 
 
 def lookup(state: RegistryState, new: NewSchema, deleted: bool) -> tuple[int, int]:

@@ -165,6 +165,8 @@ def test_requests_by_api_and_protocol_and_errors_by_code(cluster3: LocalCluster)
     assert cluster_total(cluster3, remote, request="Produce", protocol="kafka") >= 1
     # ... for which the followers stepped from one fetch to the next
     assert cluster_total(cluster3, "odradek_replica_fetcher_step_seconds_count") >= 1
+    # ... and the leader saw each follower's fetch confirm the append (replication_timeline.py)
+    assert cluster_total(cluster3, "odradek_replica_confirm_seconds_count") >= 1
     # an error by code: creating a topic that exists answers TOPIC_ALREADY_EXISTS (36)
     errors = "odradek_network_errors_total"
     code = str(TopicAlreadyExistsError.code)

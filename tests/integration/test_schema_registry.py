@@ -1,18 +1,19 @@
 """The schema registry on every broker, with confluent-kafka's own registry client and serdes.
 
-On the shared three-broker cluster (every local cluster serves the registry): an Avro round
-trip through a topic with AvroSerializer / AvroDeserializer at their defaults (the schema
-registered on first use), an incompatible change refused with 409, a compatible one given a
-new version, every broker answering the same ids and versions (writes through any broker,
-forwarded to the writer), Confluent's error codes, and IMPORT mode (a subject's schemas
-registered with their ids and versions), the registry's metrics on a broker's metrics
-port, and the console's schema pages and decoding of framed records. On a cluster of its own: the
-`_schemas` writer killed and restarted, its successor replaying the topic with every id kept
-and handing out no id twice.
+On the shared three-broker cluster (every local cluster serves the registry): Avro, JSON
+Schema and Protobuf round trips through a topic with confluent-kafka's serializers and
+deserializers at their defaults (the schema registered on first use), an incompatible change
+refused with 409, a compatible one given a new version, every broker answering the
+same ids and versions (writes through any broker, forwarded to the writer), Confluent's
+error codes, IMPORT mode (a subject's schemas registered with their ids and versions), the
+registry's metrics on a broker's metrics port, and the console's schema pages and decoding of
+framed records. On a cluster of its own: the `_schemas` writer killed and restarted, its
+successor replaying the topic with every id kept and handing out no id twice.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import time
@@ -37,7 +38,12 @@ with warnings.catch_warnings():
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
     from confluent_kafka.schema_registry.error import SchemaRegistryError
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from coordinator.schema_registry import protobuf_compat
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterFactory, run_odradek, wait_until
 
@@ -98,18 +104,8 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert producer.flush(30) == 0
 
     # a fresh client (no cache) on another broker decodes by the id in each record
-    deserialize = AvroDeserializer(registry(urls[1]))
-    consumer = Consumer({"bootstrap.servers": cluster3.kafka_bootstrap, "group.id": topic,
-                         "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe([topic])
-    got: list[Any] = []
-    deadline = time.monotonic() + 60
-    while len(got) < 5 and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            assert msg.value()[0] == 0  # Confluent's framing: magic 0, then the 4-byte id
-            got.append(deserialize(msg.value(), value_ctx))
-    consumer.close()
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
+    got = _consume(cluster3, topic, 5, AvroDeserializer(registry(urls[1])))
     assert got == [{"name": f"u{i}", "age": i} for i in range(5)]
 
     subject = f"{topic}-value"
@@ -131,6 +127,163 @@ def test_avro_round_trip_then_incompatible_refused_and_compatible_versioned(
     assert new_id != first.schema_id
     assert client.get_versions(subject) == [1, 2]
     assert http(f"{urls[0]}/subjects/{subject}/versions/latest")[1]["id"] == new_id
+
+
+def _wait_seen(url: str, schema_id: int) -> None:
+    """Wait until the registry at `url` (not the broker that took the write) knows the id."""
+    wait_until(lambda: http(f"{url}/schemas/ids/{schema_id}")[0] == 200,
+               f"{url} to know schema id {schema_id}", SEEN_WITHIN_S)  # fmt: skip
+
+
+def _consume(cluster: LocalCluster, topic: str, count: int, deserialize: Any) -> list[Any]:
+    """The first `count` values of the topic, each decoded by the id it carries."""
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    consumer = Consumer({"bootstrap.servers": cluster.kafka_bootstrap, "group.id": topic,
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            assert msg.value()[0] == 0  # Confluent's framing: magic 0, then the 4-byte id
+            got.append(deserialize(msg.value(), ctx))
+    consumer.close()
+    return got
+
+
+def _person(**extra: Any) -> str:
+    """A closed JSON Schema (no other properties): properties may be added, not removed."""
+    props = {"name": {"type": "string"}, "age": {"type": "integer"}, **extra}
+    return json.dumps({"type": "object", "properties": props, "required": ["name"],
+                       "additionalProperties": False})  # fmt: skip
+
+
+def test_json_schema_round_trip_then_incompatible_refused_and_compatible_versioned(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    client = registry(urls[0])
+    serialize = JSONSerializer(_person(), client)  # auto.register.schemas: the default
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    for i in range(3):
+        producer.produce(topic, value=serialize({"name": f"p{i}", "age": i}, value_ctx))
+    assert producer.flush(30) == 0
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
+    got = _consume(cluster3, topic, 3, JSONDeserializer(None, schema_registry_client=registry(
+        urls[1])))  # fmt: skip
+    assert got == [{"name": f"p{i}", "age": i} for i in range(3)]
+
+    subject = f"{topic}-value"
+    first = client.get_latest_version(subject)
+    assert (first.version, first.schema.schema_type) == (1, "JSON")
+    # BACKWARD: a closed model cannot lose a property (old data may hold it)
+    narrower = json.dumps({"type": "object", "properties": {"name": {"type": "string"}},
+                           "additionalProperties": False})  # fmt: skip
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(narrower, "JSON"))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL" in refused.value.error_message
+    # it may gain an optional one: a new version
+    wider = Schema(_person(email={"type": "string"}), "JSON")
+    new_id = client.register_schema(subject, wider)
+    assert new_id != first.schema_id and client.get_versions(subject) == [1, 2]
+    assert http(f"{urls[0]}/schemas/ids/{new_id}")[1]["schemaType"] == "JSON"  # took the write
+    assert "JSON" in http(f"{urls[2]}/schemas/types")[1]
+
+
+PERSON_PROTO = """syntax = "proto3";
+package sr;
+message Person { string name = 1; int32 age = 2; }
+"""
+
+
+def _message_class(text: str, name: str) -> Any:
+    """The protobuf class of message `name` in a .proto text: compiled by protoc (as the
+    registry does), its descriptor added to a pool of its own (what a _pb2 module does)."""
+    pool = descriptor_pool.DescriptorPool()
+    file = descriptor_pb2.FileDescriptorProto()
+    file.CopyFrom(protobuf_compat.parse(text).file)
+    file.name = "person.proto"
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"sr.{name}"))
+
+
+def test_protobuf_round_trip_then_incompatible_refused_and_compatible_versioned(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    person = _message_class(PERSON_PROTO, "Person")
+    client = registry(urls[0])
+    serialize = ProtobufSerializer(person, client)  # auto.register.schemas: the default
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    for i in range(3):
+        producer.produce(topic, value=serialize(person(name=f"q{i}", age=i), value_ctx))
+    assert producer.flush(30) == 0
+    # the deserializer reads each writer schema from the registry (?format=serialized)
+    _wait_seen(urls[1], client.get_latest_version(f"{topic}-value").schema_id)
+    deserialize = ProtobufDeserializer(person, schema_registry_client=registry(urls[1]))
+    got = _consume(cluster3, topic, 3, deserialize)
+    assert [(m.name, m.age) for m in got] == [(f"q{i}", i) for i in range(3)]
+
+    subject = f"{topic}-value"
+    first = client.get_latest_version(subject)
+    assert (first.version, first.schema.schema_type) == (1, "PROTOBUF")
+    # BACKWARD: a field's type out of its wire group (int32 to string) is refused
+    broken = PERSON_PROTO.replace("int32 age = 2", "string age = 2")
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(subject, Schema(broken, "PROTOBUF"))
+    assert (refused.value.http_status_code, refused.value.error_code) == (409, 409)
+    assert "FIELD_SCALAR_KIND_CHANGED" in refused.value.error_message
+    # a field added is compatible: version 2, registered as .proto text
+    wider = PERSON_PROTO.replace("int32 age = 2;", "int32 age = 2; string email = 3;")
+    new_id = client.register_schema(subject, Schema(wider, "PROTOBUF"))
+    assert new_id != first.schema_id and client.get_versions(subject) == [1, 2]
+    status, body = http(f"{urls[0]}/schemas/ids/{new_id}?format=serialized")
+    assert status == 200 and body["schemaType"] == "PROTOBUF"
+    fields = descriptor_pb2.FileDescriptorProto.FromString(
+        base64.b64decode(body["schema"])).message_type[0].field  # fmt: skip
+    assert [f.name for f in fields] == ["name", "age", "email"]
+    assert http(f"{urls[0]}/schemas/ids/{new_id}")[1]["schema"] == wider
+
+
+def test_protobuf_import_registered_as_a_reference_that_cannot_be_deleted(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    """ProtobufSerializer registers an imported file under its own subject and references it:
+    ids name their references, `referencedby` lists the referrer, and the referenced version
+    cannot be deleted (42206), as Confluent's."""
+    address_file = f"{topic.replace('-', '_')}_address.proto"
+    address = 'syntax = "proto3";\npackage sr;\nmessage Address { string city = 1; }\n'
+    customer = (f'syntax = "proto3";\npackage sr;\nimport "{address_file}";\n'
+                "message Customer { string name = 1; Address home = 2; }\n")  # fmt: skip
+    pool = descriptor_pool.DescriptorPool()
+    files = [
+        (address_file, protobuf_compat.parse(address).file),
+        ("customer.proto", protobuf_compat.parse(customer, [(address_file, address)]).file),
+    ]
+    for name, file in files:  # fmt: skip
+        file.name = name
+        pool.Add(file)
+    customer_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("sr.Customer"))
+    address_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("sr.Address"))
+    serialize = ProtobufSerializer(customer_class, registry(urls[0]))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    value = customer_class(name="c", home=address_class(city="Prague"))
+    producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+    producer.produce(topic, value=serialize(value, ctx))
+    assert producer.flush(30) == 0
+    [got] = _consume(cluster3, topic, 1, ProtobufDeserializer(
+        customer_class, schema_registry_client=registry(urls[0])))  # fmt: skip
+    assert got.home.city == "Prague"
+
+    url, ref = urls[0], {"name": address_file, "subject": address_file, "version": 1}
+    version = http(f"{url}/subjects/{topic}-value/versions/1")[1]
+    assert version["references"] == [ref]
+    assert http(f"{url}/schemas/ids/{version['id']}")[1]["references"] == [ref]
+    assert http(f"{url}/subjects/{address_file}/versions/1/referencedby")[1] == [version["id"]]
+    status, refused = http(f"{url}/subjects/{address_file}/versions/1", "DELETE")
+    assert (status, refused["error_code"]) == (422, 42206)
 
 
 def test_every_broker_sees_the_same_ids_and_versions(
@@ -177,9 +330,9 @@ def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     assert http(f"{url}/schemas/ids/999999")[1]["error_code"] == 40403
     bad = http(f"{url}/subjects/{subject}/versions", "POST", {"schema": '{"type": "nope"}'})
     assert bad[0] == 422 and bad[1]["error_code"] == 42201
-    json_schema = {"schema": '{"type": "object"}', "schemaType": "JSON"}
-    refused = http(f"{url}/subjects/{subject}/versions", "POST", json_schema)
-    assert refused[1]["error_code"] == 42201 and "not supported yet" in refused[1]["message"]
+    proto = {"schema": 'syntax = "proto3"; message M { Nope x = 1; }', "schemaType": "PROTOBUF"}
+    refused = http(f"{url}/subjects/{subject}/versions", "POST", proto)
+    assert refused[1]["error_code"] == 42201 and '"Nope" is not defined' in refused[1]["message"]
     assert http(f"{url}/subjects/{subject}/versions", "POST", {"schema": _user()})[0] == 200
     assert http(f"{url}/subjects/{subject}/versions/2")[1]["error_code"] == 40402
     assert http(f"{url}/subjects/{subject}/versions/zero")[1]["error_code"] == 42202
@@ -346,6 +499,10 @@ def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:
 
     first = odradek("register", subject, "-", stdin=_user(namespace=ns))
     assert first.startswith("id ")
+    person = tmp_path / "person.proto"  # the type from the suffix: PROTOBUF
+    person.write_text(PERSON_PROTO.replace("package sr", f"package {ns}"))
+    assert odradek("register", f"{topic}-proto", str(person)).startswith("id ")
+    assert http(f"{where[1]}/subjects/{topic}-proto/versions/1")[1]["schemaType"] == "PROTOBUF"
     assert subject in odradek("list").splitlines()
     assert json.loads(odradek("get", subject))["namespace"] == ns
     breaking = tmp_path / "breaking.avsc"

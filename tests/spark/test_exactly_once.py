@@ -108,7 +108,7 @@ def _transactions(boot: str, topic: str) -> None:
                     txn.abort_transaction()
 
 
-def test_the_source_readsread_committed_values(spark: Any, cluster3: LocalCluster) -> None:
+def test_the_source_reads_read_committed_values(spark: Any, cluster3: LocalCluster) -> None:
     boot = cluster3.bootstrap
     create_topic(boot, "rc", 2)
     _transactions(boot, "rc")
@@ -244,13 +244,13 @@ def test_batch_write_driver_killed_before_commit_then_run_again(
     assert read_committed_values(boot, "eo-batch-kill", 2) == Counter(f"r{i}" for i in range(200))
 
 
-@pytest.mark.parametrize("step", ["commit", "committed-one"])
-def test_streaming_driver_killed_then_restarted(
-    spark: Any, cluster3: LocalCluster, tmp_path: Path, step: str
+def test_streaming_driver_killed_with_one_transaction_committed_then_restarted(
+    spark: Any, cluster3: LocalCluster, tmp_path: Path
 ) -> None:
-    """Killed with every task of a micro-batch prepared and none committed, or with one of its
-    transactions committed; restarted on the same checkpoint (with a task failing once)."""
-    boot = cluster3.bootstrap
+    """Killed with one of a micro-batch's transactions committed and the others prepared;
+    restarted on the same checkpoint (with a task failing once). (Killed with every task
+    prepared and none committed: tests/spark/test_standalone.py, on the standalone cluster.)"""
+    boot, step = cluster3.bootstrap, "committed-one"
     source, sink = f"eo-in-{step}", f"eo-out-{step}"
     create_topic(boot, source, 2)
     create_topic(boot, sink, 2)

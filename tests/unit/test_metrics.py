@@ -291,6 +291,7 @@ def test_zookeeper_session_state_follows_the_listener() -> None:
                                    "traffic": TopicTraffic(),
                                    "sessions": FetchSessionCache(),
                                    "fetchers": SimpleNamespace(steps=BucketCounts()),
+                                   "timeline": SimpleNamespace(confirm=BucketCounts()),
                                    })()  # fmt: skip
     metrics = BrokerMetrics(BrokerParts(replicas, MetadataCache(), ControllerEpoch()))
     for state in ("CONNECTED", "SUSPENDED", "LOST"):

@@ -87,7 +87,7 @@ async def test_the_writer_writes_and_answers_from_its_state(door: Callable[..., 
     assert registered.headers[POSITION] == "1"  # what a forwarding broker waits for
     latest = await (await client.get("/subjects/s/versions/latest")).json()
     assert latest == {"subject": "s", "version": 1, "id": 1, "schema": SCHEMA}
-    assert await (await client.get("/schemas/types")).json() == ["AVRO"]
+    assert await (await client.get("/schemas/types")).json() == ["AVRO", "JSON", "PROTOBUF"]
     assert forwards.sent == []
 
 

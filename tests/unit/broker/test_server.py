@@ -12,6 +12,7 @@ from typing import Any
 import msgpack
 import pytest
 
+import broker.connection_out
 import broker.server
 from protocol.api.fetch import FetchResponse
 from protocol.api.metadata import MetadataRequest, MetadataResponse
@@ -292,7 +293,7 @@ async def test_sendfile_and_pread_paths_deliver_identical_bytes(
         calls["sendfile"] += 1
         return real_sendfile(out_fd, in_fd, offset, count)
 
-    monkeypatch.setattr(broker.server.os, "sendfile", counting_sendfile)
+    monkeypatch.setattr(broker.connection_out.os, "sendfile", counting_sendfile)
     async with running_broker(tmp_path, fetch_use_sendfile=use_sendfile) as b:
         await b.lead("s")
         conn = await b.connect()
@@ -322,7 +323,7 @@ async def test_small_log_slices_join_the_header_in_one_write(
         calls["sendfile"] += 1
         return real_sendfile(out_fd, in_fd, offset, count)
 
-    monkeypatch.setattr(broker.server.os, "sendfile", counting_sendfile)
+    monkeypatch.setattr(broker.connection_out.os, "sendfile", counting_sendfile)
     async with running_broker(tmp_path) as b:
         await b.lead("small")
         conn = await b.connect()
