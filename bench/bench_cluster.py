@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,acls,security,baseline,user,doors,queue,peers`, all by default), in
-this order:
+Parts (`--only native,kafka,txn,registry,acls,security,baseline,user,doors,queue,peers`, all
+by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -14,6 +14,10 @@ kafka     on the same cluster, through its Kafka listener: confluent-kafka and k
 txn       on the same cluster, confluent-kafka: transactional produce at 100 B with a commit
           every 100 ms and every 1,000 ms beside idempotent produce, read_committed consume
           beside read_uncommitted, commit latency p50/p99 (bench/bench_txn.py).
+registry  on the same cluster, the schema registry: registrations per second through a broker
+          that forwards to the writer and through the writer, and lookups of schemas by id
+          per second, uncached (the broker answers) and cached in confluent-kafka's client
+          (bench/bench_registry.py).
 acls      two one-broker clusters, one without an authorizer and one with 10,000 ACLs loaded:
           native produce (bulk and send()) as a ratio, acls / plain (bench/bench_acls.py).
 security  one broker with PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) Kafka listeners:
@@ -69,14 +73,15 @@ import bench_baseline  # noqa: E402
 import bench_doors  # noqa: E402
 import bench_kafka_clients  # noqa: E402
 import bench_queue  # noqa: E402
+import bench_registry  # noqa: E402
 import bench_scram  # noqa: E402
 import bench_security  # noqa: E402
 import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "txn", "acls", "security", "baseline", "user", "doors", "queue",
-         "peers")  # fmt: skip
+PARTS = ("native", "kafka", "txn", "registry", "acls", "security", "baseline", "user", "doors",
+         "queue", "peers")  # fmt: skip
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -140,9 +145,10 @@ def native_cases(
     return results
 
 
-def run_cluster(args: argparse.Namespace, parts: set[str], txn: dict) -> list[dict]:
-    """The native, Kafka-client and transaction cases, on one local cluster of this tree's
-    code (the transaction figures go into `txn`: their own table)."""
+def run_cluster(args: argparse.Namespace, parts: set[str], txn: dict, registry: dict) -> list[dict]:
+    """The native, Kafka-client, transaction and registry cases, on one local cluster of this
+    tree's code (the transaction and registry figures go into `txn` and `registry`: their own
+    tables)."""
     from deploy.cluster import LocalCluster
 
     results: list[dict] = []
@@ -162,6 +168,8 @@ def run_cluster(args: argparse.Namespace, parts: set[str], txn: dict) -> list[di
             )
         if "txn" in parts:
             txn.update(bench_txn.run(cluster.kafka_bootstrap, args.txn_messages))
+        if "registry" in parts:
+            registry.update(bench_registry.run_on(cluster, args.registry_seconds, log_row))
     finally:
         cluster.down(purge=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -231,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--txn-messages", type=int, default=1_000_000, help="records per transaction case (100 B)"
     )
+    ap.add_argument("--registry-seconds", type=float, default=5.0,
+                    help="registry part: seconds per case")  # fmt: skip
     ap.add_argument("--acl-messages", type=int, default=1_000_000, help="records per ACL case")
     ap.add_argument(
         "--baseline",
@@ -263,10 +273,11 @@ def main() -> int:
     notes: list[str] = []
     phases: dict[str, float] = {}
     txn: dict = {}
-    if parts & {"native", "kafka", "txn"}:
+    registry: dict = {}
+    if parts & {"native", "kafka", "txn", "registry"}:
         t = time.monotonic()
-        rows += run_cluster(args, parts, txn)
-        phases["native+kafka+txn"] = round(time.monotonic() - t, 1)
+        rows += run_cluster(args, parts, txn, registry)
+        phases["native+kafka+txn+registry"] = round(time.monotonic() - t, 1)
     acls: dict = {}
     if "acls" in parts:
         t = time.monotonic()
@@ -338,6 +349,7 @@ def main() -> int:
         "summary": summary,
         "table": text,
         "txn": txn,
+        "registry": registry,
         "acls": acls,
         "security": security,
         "doors": doors,
@@ -349,6 +361,8 @@ def main() -> int:
         print(text)
     if txn:
         print("\n" + bench_txn.render(txn))
+    if registry:
+        print("\n" + bench_registry.render(registry))
     if acls:
         print("\n" + bench_acls.render(acls))
     if security:

@@ -269,6 +269,11 @@ class BrokerConfig:
     # Confluent's Schema Registry API on http://host:schema_registry_port (broker/registry/,
     # docs/schema-registry.md); 0: off
     schema_registry_port: int = 0
+    # the registry's port speaks HTTPS with the broker's ssl_keystore_* (its listeners' own)
+    schema_registry_ssl: bool = False
+    # "http_basic": every registry request logs in as a SCRAM user of the cluster (Redpanda's
+    # schema_registry_api authentication_method); "none": everyone is User:ANONYMOUS
+    schema_registry_authentication: str = "none"
     topic_defaults: dict[str, str] = field(default_factory=dict)
     # Kafka's per-listener settings, listener.name.<listener>.<setting>: a TLS listener's own
     # ssl.* settings (and ssl.principal.mapping.rules), over the broker-wide ones, so one
@@ -293,6 +298,9 @@ class BrokerConfig:
         if not 0 <= self.schema_registry_port <= 65535:
             raise UsageError(f"schema_registry_port {self.schema_registry_port} is not in "
                              "0..65535 (0: off)")  # fmt: skip
+        if self.schema_registry_authentication not in ("none", "http_basic"):
+            raise UsageError("schema_registry_authentication must be none or http_basic, got "
+                             f"{self.schema_registry_authentication!r}")  # fmt: skip
         if self.broker_id < 0:
             raise UsageError(f"broker_id {self.broker_id} must be >= 0")
         if not 0 <= self.leader_imbalance_per_broker_percentage <= 100:

@@ -58,7 +58,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
-from broker.registry.server import make_registry
+from broker.registry.server import make_registry, registry_security
 from broker.replica_fetcher import FetcherSettings
 from broker.replica_manager import ReplicaManager, ReplicationSettings
 from broker.security import authorizer_log
@@ -246,12 +246,12 @@ class Broker:
         )
         metadata, topics = MetadataCache(), ZkTopicStore(self.zk)
         authorizer, self.acls = self._authorizer(config)
+        # SCRAM credentials (/config/users), following the config change notifications
+        self.credentials = CredentialCache(self.zk)
         self.registry = None  # Confluent's Schema Registry API (broker/registry/), when a port
         if config.schema_registry_port:
             self.registry = make_registry(self.replicas, metadata, topics, self.clock, self.zk,
                                           config.broker_id, authorizer)  # fmt: skip
-        # SCRAM credentials (/config/users), following the config change notifications
-        self.credentials = CredentialCache(self.zk)
         broker_wide, per_listener = sasl_configs(config)
         sasl = SaslService(broker_wide, self.credentials.lookup, self.clock.monotonic_ms,
                            listeners=per_listener)  # fmt: skip
@@ -291,6 +291,7 @@ class Broker:
         parts.cleaner = self.cleaner
         parts.elector = self.elector
         parts.quotas, parts.clock = quotas, self.clock
+        parts.registry = None if self.registry is None else self.registry.read_metrics
         self.metrics = BrokerMetrics(parts)  # served only with a metrics_port (broker/metrics.py)
         # one server per listener (TLS contexts are loaded by start); `server` is the native
         # inter-broker listener's, `kafka_server` the first Kafka listener's
@@ -372,9 +373,13 @@ class Broker:
             listeners=self._endpoints(),
         )  # fmt: skip
         if self.registry is not None:
+            security = registry_security(
+                tls_settings(self.config) if self.config.schema_registry_ssl else None,
+                self.config.schema_registry_authentication, self.credentials.lookup,
+            )  # fmt: skip
             port = await self.registry.start(self.config.host, self.config.schema_registry_port,
-                                             host)  # fmt: skip
-            log.info("schema registry on http://%s:%d", host, port)
+                                             host, security)  # fmt: skip
+            log.info("schema registry on %s://%s:%d", security.scheme, host, port)
         self._electing = True
         await self.elector.start()
         self._background = asyncio.create_task(

@@ -76,6 +76,9 @@ class BrokerParts:
     clock: Clock | None = None  # the quotas' clock: their windows are measured at its now
     loop_lag: LoopLagRecorder | None = None  # started with the metrics (broker/metrics.py)
     gc: GcPauses = GC_PAUSES  # the process's collections (broker/gc_pauses.py)
+    # the schema registry's metrics: read on the loop, the families built off it
+    # (broker/registry/metrics.py); None: no registry
+    registry: Callable[[], Callable[[], list[Metric]]] | None = None
 
 
 class BrokerStateCollector(Collector):
@@ -140,6 +143,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     groups = _group_reading(parts)
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
+    registry = parts.registry() if parts.registry is not None else None
     quotas = {}
     if parts.quotas is not None and parts.clock is not None:
         quotas = quota_reading(parts.quotas, parts.clock.monotonic_ms())
@@ -158,6 +162,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             *gc_families(collections),
             _step_histogram(steps),
             _confirm_histogram(confirms),
+            *(registry() if registry is not None else []),
         ]
 
     return build

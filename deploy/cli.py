@@ -328,7 +328,8 @@ def _print_secure_configs(cluster: LocalCluster) -> None:
     progress("for --command-config of odradek and kafka-*.sh):")
     print(layout.properties_path.read_text(), flush=True)
     progress("Python (confluent-kafka, and odradek's native client):")
-    print(layout.python_snippet(cluster.kafka_bootstrap, cluster.bootstrap), flush=True)
+    registry = ",".join(cluster.schema_registry_urls)
+    print(layout.python_snippet(cluster.kafka_bootstrap, cluster.bootstrap, registry), flush=True)
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:

@@ -119,6 +119,8 @@ def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[s
         "kafka_bootstrap": cluster.kafka_bootstrap,
         # every listener's, both doors: PLAINTEXT, or SASL_SSL for `cluster up --secure`
         "security_protocol": getattr(cluster, "security_protocol", "PLAINTEXT"),
+        # every broker's schema registry URL (https on a secure cluster; [] when none)
+        "schema_registry": list(getattr(cluster, "schema_registry_urls", [])),
         "brokers": [
             {
                 "id": s.id,
@@ -138,7 +140,8 @@ def status_doc(cluster: Any, zookeeper_state: str, brokers: list[Any]) -> dict[s
 
 
 def status_lines(doc: dict[str, Any]) -> list[str]:
-    """The table form of `status_doc`: three lines about the cluster, then one per broker."""
+    """The table form of `status_doc`: three lines about the cluster (four with a schema
+    registry: its URLs), then one per broker."""
     zk = doc["zookeeper"]
     zk_pid = "given" if zk["pid"] is None else f"pid {zk['pid']}"
     rows = [
@@ -146,9 +149,12 @@ def status_lines(doc: dict[str, Any]) -> list[str]:
          b["state"], "controller" if b["controller"] else "-", ",".join(b["log_dirs"]) or "-")
         for b in doc["brokers"]
     ]  # fmt: skip
+    urls = doc.get("schema_registry") or []
+    registry = [f"schema registry {','.join(urls)}"] if urls else []
     return [
         f"ZooKeeper {zk['connect']} ({zk_pid}): {zk['state']}",
         f"bootstrap {doc['bootstrap']}  ({doc['security_protocol']})",
         f"kafka bootstrap.servers={doc['kafka_bootstrap']}  ({doc['security_protocol']})",
+        *registry,
         *table_lines(STATUS_COLUMNS, rows),
     ]

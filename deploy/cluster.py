@@ -22,8 +22,8 @@ cluster.json: {"version": 1, "host": "127.0.0.1", "session_timeout_ms": 6000,
                             "registry_port": 9095}, ...]}
 Every broker has two listeners: the native port and a Kafka-protocol port (`kafka_port`), and
 serves Prometheus metrics on `metrics_port` (broker/metrics.py; 0 in a state file from before)
-and Confluent's Schema Registry API on `registry_port` (broker/registry/; 0: none, and on a
-`--secure` cluster, whose registry would not yet check who writes).
+and Confluent's Schema Registry API on `registry_port` (broker/registry/; 0: none; HTTPS with
+HTTP Basic on a `--secure` cluster).
 A null ZooKeeper pid means the ZooKeeper was given (not ours to stop).
 
 Commands may run from several shells at once (`cluster kill 1` here, `cluster start 2` there):
@@ -302,7 +302,8 @@ class LocalCluster:
     def schema_registry_urls(self) -> list[str]:
         """Every broker's schema registry URL (Confluent's `url` takes them, comma-separated)."""
         state = self._require_state()
-        return [f"http://{b.host or state.host}:{b.registry_port}"
+        scheme = "https" if state.secure else "http"
+        return [f"{scheme}://{b.host or state.host}:{b.registry_port}"
                 for b in state.brokers if b.registry_port]  # fmt: skip
 
     def set_console(self, pid: int, port: int) -> None:
@@ -383,7 +384,7 @@ class LocalCluster:
                 port, kafka_port, metrics_port = ports[i], ports[n + i], ports[2 * n + i]
                 host = "" if lab is None else lab.spec.broker_ip(broker_id)
                 proc = BrokerProc(broker_id, port, 0, str(log_dir), kafka_port, host, metrics_port,
-                                  registry_port=0 if self.secure else ports[3 * n + i])  # fmt: skip
+                                  registry_port=ports[3 * n + i])  # fmt: skip
                 proc.extra_log_dirs = [
                     f"{log_dir}.dir{k}" for k in range(1, self.log_dirs_per_broker)
                 ]

@@ -11,6 +11,10 @@ brokers' own alike, with the authorizer on. Under the cluster directory:
                                   its inter-broker JAAS value, as Kafka's server.properties does
     client.properties             Kafka tools' client properties for the admin user (0600)
 
+Every broker's schema registry speaks HTTPS with the broker's certificate and takes HTTP Basic
+with the same SCRAM users (`schema_registry_ssl`, `schema_registry_authentication =
+"http_basic"`; docs/schema-registry.md); the Python snippet has the registry client's config.
+
 Users (SCRAM-SHA-512 credentials in ZooKeeper, /config/users/<user>, made before a broker
 starts): `broker` (the brokers' own connections) and `admin`, both super users, each with a
 password made here from the system's random source. Passwords are written only to the two
@@ -97,6 +101,8 @@ class SecureLayout:
             "authorizer_class_name": AUTHORIZER,
             "super_users": f"User:{BROKER_USER};User:{ADMIN_USER}",
             "allow_everyone_if_no_acl_found": False,
+            "schema_registry_ssl": True,
+            "schema_registry_authentication": "http_basic",
         }
 
     def client_properties(self, kafka_bootstrap: str) -> str:
@@ -123,13 +129,27 @@ class SecureLayout:
             "ssl.ca.location": str(self.ca_path),
         }
 
-    def python_snippet(self, kafka_bootstrap: str, bootstrap: str) -> str:
-        """What to paste into Python: confluent-kafka's config and the native client's."""
+    def registry_config(self, registry_urls: str) -> dict[str, str]:
+        """confluent-kafka's SchemaRegistryClient config for the admin (HTTPS, HTTP Basic)."""
+        return {
+            "url": registry_urls,
+            "basic.auth.user.info": f"{ADMIN_USER}:{self.admin_password}",
+            "ssl.ca.location": str(self.ca_path),
+        }
+
+    def python_snippet(self, kafka_bootstrap: str, bootstrap: str, registry_urls: str = "") -> str:
+        """What to paste into Python: confluent-kafka's config (and its schema registry
+        client's, when the brokers serve one) and the native client's."""
         conf = self.confluent_config(kafka_bootstrap)
         lines = ["# confluent-kafka", "conf = {"]
         lines += [f"    {k!r}: {v!r}," for k, v in conf.items()]
+        lines += ["}"]
+        if registry_urls:
+            lines += ["# confluent_kafka.schema_registry.SchemaRegistryClient(registry_conf)",
+                      "registry_conf = {"]  # fmt: skip
+            lines += [f"    {k!r}: {v!r}," for k, v in self.registry_config(registry_urls).items()]
+            lines += ["}"]
         lines += [
-            "}",
             "# odradek's native client (client.Producer / Consumer / Admin)",
             "native = dict(",
             f"    bootstrap_servers={bootstrap!r},",

@@ -15,8 +15,11 @@ odradek schemas config [S] [--set LEVEL]      the compatibility level (the subje
                                               global one)
 
 The registry is --registry URL[,URL...], else the local cluster's (--dir, else ./.odradek),
-each URL tried in turn while one cannot be reached. A registry's error is one line with
-Confluent's code (`odradek: error: SCHEMA_REGISTRY_40401: Subject 'x' not found.`), exit 1.
+each URL tried in turn while one cannot be reached. With --command-config (a secure cluster's
+client.properties), its SASL user logs in with HTTP Basic and its truststore checks the
+registry's HTTPS certificate (docs/schema-registry.md, "Security"). A registry's error is
+one line with Confluent's code (`odradek: error: SCHEMA_REGISTRY_40401: Subject 'x' not
+found.`), exit 1.
 `-o json` prints the registry's own JSON answer. Standard library HTTP only: no client
 dependency for a handful of requests.
 """
@@ -24,7 +27,9 @@ dependency for a handful of requests.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import ssl
 import sys
 import urllib.error
 import urllib.parse
@@ -97,16 +102,32 @@ def registry_urls(args: argparse.Namespace) -> list[str]:
     return urls
 
 
+def http_security(args: argparse.Namespace) -> tuple[dict[str, str], ssl.SSLContext | None]:
+    """The Authorization header and the TLS context --command-config gives (none without)."""
+    path = getattr(args, "command_config", None)
+    if path is None:
+        return {}, None
+    from deploy.command_config import load_command_config
+
+    config = load_command_config(Path(path))
+    headers = {}
+    if config.uses_sasl and config.sasl_username is not None:
+        login = f"{config.sasl_username}:{config.sasl_password or ''}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(login).decode()
+    return headers, config.ssl_context() if config.uses_tls else None
+
+
 def call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
     """The registry's JSON answer; RegistryAnswerError for an error answer, OSError when no
     URL can be reached."""
     data = None if body is None else json.dumps(body).encode()
     failure: OSError | None = None
+    login, context = http_security(args)
     for url in registry_urls(args):
         req = urllib.request.Request(url + path, data=data, method=method,
-                                     headers={"Content-Type": CONTENT_TYPE})  # fmt: skip
+                                     headers={"Content-Type": CONTENT_TYPE, **login})  # fmt: skip
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+            with urllib.request.urlopen(req, timeout=TIMEOUT_S, context=context) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
             try:

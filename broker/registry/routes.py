@@ -8,27 +8,33 @@ body that is not JSON is 400 with one line, and an unexpected failure is 500 / 5
 line (the traceback goes to the broker's log only). A broker without a `_schemas` replica
 forwards reads too. A request forwarded once is never forwarded again (50004 instead).
 
-Authorization (`Authorize`, when the broker has an authorizer): the HTTP door has no login
-yet, so a request is User:ANONYMOUS from its peer address, and needs DESCRIBE on the topic
-`_schemas` to read and ALTER on it to write (403 / 40301 otherwise), checked on every broker
-a request reaches, the forwarded one included (the forwarding header proves nothing).
+Who asks (`Login`, with `schema_registry_authentication = "http_basic"`): the user of the
+request's HTTP Basic header, checked against the cluster's SCRAM credentials (auth.py; 401
+otherwise, for every endpoint); without a login, User:ANONYMOUS from its peer address.
+Authorization (`Authorize`, when the broker has an authorizer), once per request: that
+principal needs DESCRIBE on the topic `_schemas` to read and ALTER on it to write (403 /
+40301 otherwise), checked on every broker a request reaches, the forwarded one included (the
+forwarding header proves nothing; the Authorization header is forwarded with the request).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
+from broker.registry.metrics import RegistryMetrics
 from coordinator.schema_registry import writes
 from coordinator.schema_registry.compat import CHECKED, TYPES
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, Reference
 from coordinator.schema_registry.service import RegistryService
 from coordinator.schema_registry.state import RegistryState, StoredSchema
+from protocol.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("odradek.schema_registry")
 
@@ -37,14 +43,18 @@ FORWARDED = "X-Odradek-Forwarded"
 POSITION = "X-Odradek-Registry-Offset"  # the writer's position after a write it answers
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules",
-                    "id": "registering with a given id (IMPORT mode)",
-                    "version": "registering with a given version (IMPORT mode)"}  # fmt: skip
+UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules"}
 
 
 class Authorize(Protocol):
-    def __call__(self, peer_host: str, write: bool) -> bool:
-        """May User:ANONYMOUS from `peer_host` read (DESCRIBE) or write (ALTER) `_schemas`?"""
+    def __call__(self, principal: KafkaPrincipal, peer_host: str, write: bool) -> bool:
+        """May `principal` from `peer_host` read (DESCRIBE) or write (ALTER) `_schemas`?"""
+        ...
+
+
+class Login(Protocol):
+    async def principal(self, header: str | None) -> KafkaPrincipal:
+        """Who the Authorization header says asks (RegistryError 401 when it proves no one)."""
         ...
 
 
@@ -87,7 +97,18 @@ def new_schema(subject: str, body: dict[str, Any]) -> writes.NewSchema:
     except (KeyError, TypeError, ValueError):
         raise RegistryError.invalid_schema("Invalid references: each needs name, subject "
                                            "and version") from None  # fmt: skip
-    return writes.NewSchema(subject, schema_type, text, refs)
+    return writes.NewSchema(subject, schema_type, text, refs, _given(body, "id"),
+                            _given(body, "version"))  # fmt: skip
+
+
+def _given(body: dict[str, Any], name: str) -> int | None:
+    """IMPORT mode's id or version (absent, null, 0 or -1: not given); 42201 for a non-int."""
+    value = body.get(name)
+    if value in (None, 0, -1):
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RegistryError.invalid_schema(f"Invalid {name} {value!r}: an integer")
+    return value
 
 
 def schema_json(stored: StoredSchema, text: str | None = None) -> dict[str, Any]:
@@ -109,11 +130,26 @@ def version_json(
             **schema_json(state.schemas[schema_id], text)}  # fmt: skip
 
 
+def _error_code(out: web.StreamResponse) -> int:
+    """Confluent's error_code of an error answer (its HTTP status when the body has none)."""
+    body = out.body if isinstance(out, web.Response) else None
+    try:
+        code = json.loads(body if isinstance(body, bytes) else b"")["error_code"]
+    except (ValueError, KeyError, TypeError):
+        return out.status
+    return code if isinstance(code, int) else out.status
+
+
 class RegistryRoutes:
     def __init__(
-        self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None
-    ) -> None:
+        self, service: RegistryService, forwarder: Forwarder, authorize: Authorize | None = None,
+        login: Login | None = None, metrics: RegistryMetrics | None = None,
+        now: Callable[[], float] = time.perf_counter,
+    ) -> None:  # fmt: skip
         self.service, self.forwarder, self.authorize = service, forwarder, authorize
+        self.login = login
+        self.metrics = metrics or RegistryMetrics()
+        self._now = now
         self._writes: set[Handler] = set()
 
     def app(self) -> web.Application:
@@ -150,20 +186,29 @@ class RegistryRoutes:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The answer, counted in the metrics (the route's pattern is the endpoint)."""
+        start = self._now()
+        out = await self._answer(request, handler)
+        resource = request.match_info.route.resource
+        route = "unmatched" if resource is None else resource.canonical
+        code = _error_code(out) if out.status >= 400 else None
+        self.metrics.finished(request.method, route, self._now() - start, out.status, code)
+        return out
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             write = handler in self._writes
-            if self.authorize is not None and not self.authorize(request.remote or "", write):
-                what = "write to" if write else "read"
-                raise RegistryError(403, 40301, f"User:ANONYMOUS is not allowed to {what} the "
-                                                "schema registry (ALTER or DESCRIBE on the "
-                                                "topic _schemas)")  # fmt: skip
+            await self._authorize(request, write)
             if not write and self._forward_reads(request):
                 writer = self.service.writer_id()
                 assert writer is not None
                 return await self.forwarder.forward(writer, request, await request.read())
             return await handler(request)
         except RegistryError as exc:
-            return answer(exc.body(), exc.status)
+            out = answer(exc.body(), exc.status)
+            if exc.status == 401:
+                out.headers["WWW-Authenticate"] = 'Basic realm="odradek schema registry"'
+            return out
         except web.HTTPException as exc:  # aiohttp's own: 404 for an unknown path, 405 ...
             return answer(
                 {"error_code": exc.status, "message": f"HTTP {exc.status} {exc.reason}"}, exc.status
@@ -171,6 +216,18 @@ class RegistryRoutes:
         except Exception as exc:
             log.exception("schema registry: %s %s failed", request.method, request.path)
             return answer(RegistryError.store(f"{type(exc).__name__}: {exc}").body(), 500)
+
+    async def _authorize(self, request: web.Request, write: bool) -> None:
+        """Who asks (401 when the login fails), and whether they may (403 / 40301)."""
+        principal = ANONYMOUS
+        if self.login is not None:
+            principal = await self.login.principal(request.headers.get("Authorization"))
+        if self.authorize is not None and not self.authorize(principal, request.remote or "",
+                                                             write):  # fmt: skip
+            what = "write to" if write else "read"
+            raise RegistryError(403, 40301, f"{principal} is not allowed to {what} the schema "
+                                            "registry (ALTER or DESCRIBE on the topic "
+                                            "_schemas)")  # fmt: skip
 
     def _forward_reads(self, request: web.Request) -> bool:
         return (not self.service.hosts_replica() and FORWARDED not in request.headers
@@ -356,7 +413,7 @@ class RegistryRoutes:
 
     async def put_mode(self, request: web.Request) -> web.Response:
         subject, mode = request.match_info.get("subject"), (await _json(request)).get("mode")
-        records = writes.set_mode(self.state, subject, mode)
+        records = writes.set_mode(self.state, subject, mode, _flag(request, "force"))
         return await self._writing(request, lambda st: (records, None),
                                    lambda _: {"mode": str(mode).upper()})  # fmt: skip
 

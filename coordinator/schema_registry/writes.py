@@ -4,6 +4,13 @@ Pure functions, after Kafka's coordinators (an operation returns records plus a 
 the service appends the records to `_schemas` and applies them (state.py `apply`), then
 answers. A write that changes nothing (a schema already registered) returns no records. The
 version argument helpers (`version_number`) serve the reads too.
+
+Modes, as Confluent's: READWRITE registers with ids the registry hands out (a given id is
+42205); READONLY refuses every write to the subject's schemas (42205); IMPORT registers only
+with a given id (and a given version, else the next one), without a compatibility check,
+as a migration copies another registry's schemas with their ids: an id already held by
+another schema, or a version the subject has, is 42205. A subject, or the whole registry,
+goes into IMPORT only while it has no schemas (or with `force`), else 42205.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from coordinator.schema_registry.records import (
     Reference,
     SchemaRecord,
 )
-from coordinator.schema_registry.state import MODES, RegistryState
+from coordinator.schema_registry.state import MODES, RegistryState, StoredSchema
 
 INT31_MAX = 2**31 - 1
 
@@ -33,6 +40,8 @@ class NewSchema:
     schema_type: str
     text: str
     references: tuple[Reference, ...] = ()
+    id: int | None = None  # IMPORT mode: the id (and version) it had in the registry it left
+    version: int | None = None
 
 
 def version_number(state: RegistryState, subject: str, version: str, deleted: bool) -> int:
@@ -111,8 +120,17 @@ def lookup(state: RegistryState, new: NewSchema, deleted: bool) -> tuple[int, in
 
 def register(state: RegistryState, new: NewSchema, default_level: str) -> tuple[list[Record], int]:
     """Register a schema under its subject: (records, its id). The same schema already live
-    there answers its id with no records; an incompatible one is 409."""
+    there answers its id with no records; an incompatible one is 409. In IMPORT mode, see
+    `import_schema`."""
+    mode = state.mode(new.subject)
+    if mode == "IMPORT":
+        return import_schema(state, new)
     _writable(state, new.subject)
+    if new.id is not None or new.version is not None:
+        raise RegistryError.not_permitted(
+            f"Subject {new.subject} is not in import mode: an id or a version is given only "
+            "in IMPORT mode"
+        )
     schema = resolved(state, new)
     compat.parse(schema)
     canonical = compat.canonical(schema)
@@ -132,6 +150,41 @@ def register(state: RegistryState, new: NewSchema, default_level: str) -> tuple[
     record = SchemaRecord(new.subject, version, schema_id, new.text, False, new.schema_type,
                           new.references)  # fmt: skip
     return [record], schema_id
+
+
+def import_schema(state: RegistryState, new: NewSchema) -> tuple[list[Record], int]:
+    """Register with the given id and version (the next one without), unchecked: (records,
+    the id). The same schema already at that id and version answers with no records."""
+    if new.id is None:
+        raise RegistryError.not_permitted(f"Subject {new.subject} is in import mode: give "
+                                          "the schema's id (and version)")  # fmt: skip
+    if not 1 <= new.id <= INT31_MAX or not 1 <= (new.version or 1) <= INT31_MAX:
+        raise RegistryError.invalid_schema(f"Invalid id {new.id} or version {new.version}")
+    schema = resolved(state, new)
+    compat.parse(schema)
+    held = state.schemas.get(new.id)
+    if held is not None and not _same(state, new, held, compat.canonical(schema)):
+        raise RegistryError.not_permitted(f"Overwrite new schema with id {new.id} is not "
+                                          "permitted: another schema holds it")  # fmt: skip
+    versions = state.subjects.get(new.subject, {})
+    number = new.version or max(versions, default=0) + 1
+    if number in versions:
+        if versions[number].id == new.id:
+            return [], new.id
+        raise RegistryError.not_permitted(
+            f"Subject {new.subject} already has version {number} (id {versions[number].id})"
+        )
+    record = SchemaRecord(new.subject, number, new.id, new.text, False, new.schema_type,
+                          new.references)  # fmt: skip
+    return [record], new.id
+
+
+def _same(state: RegistryState, new: NewSchema, held: StoredSchema, canonical: str) -> bool:
+    """Is `new` (of canonical text `canonical`) the schema `held` is?"""
+    if (held.schema_type, held.references) != (new.schema_type, new.references):
+        return False
+    old = resolved(state, NewSchema(new.subject, held.schema_type, held.text, held.references))
+    return compat.canonical(old) == canonical
 
 
 def check_against(
@@ -222,16 +275,28 @@ def delete_config(state: RegistryState, subject: str | None) -> tuple[list[Recor
     return [ConfigRecord(subject, None)], state.configs[subject]
 
 
-def set_mode(state: RegistryState, subject: str | None, mode: object) -> list[Record]:
+def set_mode(
+    state: RegistryState, subject: str | None, mode: object, force: bool = False
+) -> list[Record]:
+    """PUT /mode[/{s}]: IMPORT only while the subject (None: the registry) has no schemas,
+    unless it is in IMPORT already or `force` (Confluent's "Cannot import since found
+    existing subjects")."""
     if not isinstance(mode, str) or mode.upper() not in MODES:
         raise RegistryError.invalid_mode(mode)
-    if mode.upper() == "IMPORT":
-        raise RegistryError.not_supported("IMPORT mode (registering with given ids)")
+    if mode.upper() == "IMPORT" and state.mode(subject) != "IMPORT" and not force:
+        holding = state.subject_names(deleted=True) if subject is None else (
+            [subject] if state.versions(subject, deleted=True) else [])  # fmt: skip
+        if holding:
+            raise RegistryError.not_permitted("Cannot import since found existing subjects "
+                                              f"({', '.join(holding[:3])}); force=true "
+                                              "imports over them")  # fmt: skip
     return [ModeRecord(subject, mode.upper())]
 
 
 def _writable(state: RegistryState, subject: str) -> None:
-    if state.mode(subject) != "READWRITE":
+    """Deletes and registrations need a writable subject: READONLY refuses them (IMPORT
+    takes deletes, and registrations through `import_schema`)."""
+    if state.mode(subject) == "READONLY":
         raise RegistryError.not_permitted(f"Subject {subject} is in read-only mode")
 
 

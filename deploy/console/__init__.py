@@ -7,6 +7,8 @@
                 coordinator), each section kept with its age when a refresh of it fails
     browse.py   the message browser: one page of records per request (AsyncConsumer, assign and
                 seek), a bounded forward search
+    schemas.py  the schema registry's subjects and versions, and the browser's decoding of
+                values framed with a registry id (Avro, JSON Schema)
     timeline.py the chaos events file (`odradek chaos` appends, the console reads its tail)
     server.py   the aiohttp app: the page, the snapshot pushed by Server-Sent Events, the browser
                 and the local cluster's kill / pause / start buttons
@@ -17,5 +19,6 @@
     launch.py   `cluster up` starts a console in the background; `cluster down` stops it
     static/     one HTML page, its JavaScript and CSS; no build step
 
-Nothing here reads segment files: all of it goes over the brokers' APIs.
+Nothing here reads segment files: all of it goes over the brokers' APIs (and the brokers'
+schema registry's REST API).
 """

@@ -24,6 +24,9 @@ end cursor, `done`), and the page offers to go on from there.
 Where to start: earliest (each partition's log start), latest (the last `limit` records before
 the high watermark, found by reading back as a back page does), offset:N, or time:MS
 (ListOffsets by timestamp; past the last record: the high watermark).
+
+Values framed with a schema registry id are shown decoded when the request brings a `Decoder`
+(deploy/console/schemas.py): it fetches a page's schemas once, then renders each value.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from client.admin import AsyncAdmin
 from client.consumer import AsyncConsumer
@@ -53,6 +56,21 @@ BACK_WINDOWS_MAX = 6  # reads of one back page: windows of limit, 2x, 4x... offs
 _OPTIONS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "options", default=None
 )
+
+
+class Decoder(Protocol):
+    """Values framed with a schema registry id, shown decoded (deploy/console/schemas.py)."""
+
+    async def prepare(self, values: list[bytes | None]) -> None:
+        """Fetch what `render` needs for these values."""
+        ...
+
+    def render(self, value: bytes | None) -> dict[str, Any] | None:
+        """The value as the page shows it, decoded; None: shown as it is."""
+        ...
+
+
+_DECODER: contextvars.ContextVar[Decoder | None] = contextvars.ContextVar("decoder", default=None)
 
 
 class Range:
@@ -185,11 +203,14 @@ async def browse(
     scan_max: int = SCAN_MAX,
     security: dict[str, Any] | None = None,
     isolation: str = READ_UNCOMMITTED,
+    decoder: Decoder | None = None,
 ) -> dict[str, Any]:
     """One page (or one search step) as the page shows it: see the module's comment.
     `security`: the reader's security settings (on a secured cluster, the logged-in user's
     own: views.py); `isolation`: read_uncommitted (every record, transactional ones marked)
-    or read_committed (only committed transactions', up to the last stable offset)."""
+    or read_committed (only committed transactions', up to the last stable offset);
+    `decoder`: values framed with a schema registry id shown decoded."""
+    _DECODER.set(decoder)
     if isolation not in (READ_UNCOMMITTED, READ_COMMITTED):
         raise UsageError(f"isolation must be {READ_UNCOMMITTED} or {READ_COMMITTED}")
     _OPTIONS.set(dict(security or {}, isolation_level=isolation))
@@ -229,7 +250,8 @@ async def browse(
     else:
         start_c = dict(positions)
         end_c = {p: reached[p] if whole[p] else after.get(p, positions[p]) for p in picked}
-    answer = _answer(page, bounds, start_c, end_c, scanned=sum(len(v) for v in got.values()))
+    answer = await _answer(page, bounds, start_c, end_c,
+                           scanned=sum(len(v) for v in got.values()))  # fmt: skip
     return await _with_marks(admin, bootstrap, topic, isolation, answer)
 
 
@@ -342,17 +364,25 @@ async def _search(
     await _read(bootstrap, topic, ranges, visit)
     matches.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
     end_c = {p: r.pos for p, r in ranges.items()}
-    answer = _answer(matches, bounds, dict(positions), end_c, scanned=scanned)
+    answer = await _answer(matches, bounds, dict(positions), end_c, scanned=scanned)
     answer["search"] = {"text": needle, "done": all(r.done for r in ranges.values())}
     return answer
 
 
-def _answer(
+async def _answer(
     page: list[ConsumerRecord], bounds: dict[int, tuple[int, int]], start: dict[int, int],
     end: dict[int, int], scanned: int,
 ) -> dict[str, Any]:  # fmt: skip
+    records = [model.render_record(r) for r in page]
+    decoder = _DECODER.get()
+    if decoder is not None:
+        await decoder.prepare([r.value for r in page])
+        for r, shown in zip(page, records, strict=True):
+            decoded = decoder.render(r.value)
+            if decoded is not None:
+                shown["value"] = decoded
     return {
-        "records": [model.render_record(r) for r in page],
+        "records": records,
         "bounds": {str(p): list(b) for p, b in bounds.items()},
         "start": {str(p): o for p, o in start.items()},
         "end": {str(p): o for p, o in end.items()},

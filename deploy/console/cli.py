@@ -1,5 +1,5 @@
 """`odradek console [--dir D | --bootstrap HOST:PORT,...] [--host H] [--port P]
-[--hanging-after-ms MS] [--command-config FILE]`.
+[--hanging-after-ms MS] [--command-config FILE] [--registry URL[,URL...]]`.
 
 Serves the console (server.py) in the foreground until Ctrl-C or SIGTERM. With --dir (or, given
 neither flag nor $ODRADEK_BOOTSTRAP, the local cluster in ./.odradek) it is a local cluster's
@@ -8,7 +8,9 @@ console: it shows each broker's process state and offers kill, pause and start. 
 --allow-control is given. With --command-config (a secured cluster's client properties; `cluster
 up --secure` passes its admin's) its page asks for a login, one of the cluster's own SASL
 users (server.py, auth.py), and the console reads the cluster as that user, over the user's own
-SASL session (views.py); the file lends only the TLS and SASL settings.
+SASL session (views.py); the file lends only the TLS and SASL settings. The schema registry
+(its subjects, and the browser's decoding of framed values) is --registry, else the local
+cluster's.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     p.add_argument("--hanging-after-ms", type=non_negative_int, metavar="MS",
                    help="list a transaction as hanging once open this long (default: Kafka's "
                         "15 minutes max timeout plus 5)")  # fmt: skip
+    p.add_argument("--registry", metavar="URL[,URL...]",
+                   help="the schema registry (default: the local cluster's)")  # fmt: skip
     p.add_argument(
         "--allow-control",
         action="store_true",
@@ -64,8 +68,21 @@ def cmd_console(args: argparse.Namespace, bootstrap: Callable[..., str]) -> int:
     asyncio.run(serve(servers, local_dir(args), args.host, args.port,
                       allow_control=args.allow_control, interval_s=interval_s,
                       hanging_max_age_ms=args.hanging_after_ms,
-                      security=security_from_args(args)))  # fmt: skip
+                      security=security_from_args(args),
+                      registry_urls=registry_urls(args)))  # fmt: skip
     return 0
+
+
+def registry_urls(args: argparse.Namespace) -> list[str]:
+    """--registry, else the local cluster's registries (none: no schema pages)."""
+    if args.registry:
+        return [u.strip().rstrip("/") for u in args.registry.split(",") if u.strip()]
+    where = local_dir(args)
+    if where is None:
+        return []
+    from deploy.cluster import LocalCluster
+
+    return LocalCluster.open(where).schema_registry_urls
 
 
 def add_up_options(up: argparse.ArgumentParser) -> None:

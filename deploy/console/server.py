@@ -8,6 +8,12 @@
     GET  /api/health             "ok" (for `cluster up` to wait on)
     GET  /api/whoami             {"login": required?, "user", "cluster_alter", "controls"}
     POST /api/login, /api/logout a secured cluster's user (auth.py), JSON {"user", "password"}
+    GET  /api/schemas            the schema registry's subjects, versions and levels (schemas.py)
+    GET  /api/schemas/{subject}  a subject's versions with their schema texts, and its level
+
+With the brokers' schema registry URLs (a local cluster's, or --registry), the browser shows
+values framed with a registry id decoded (schemas.py), and the schema pages ask the registry
+as the reader (on a secured cluster, with the logged-in user's login).
 
 Each reader's View (views.py) refreshes its snapshot every `interval_s` and wakes its event
 streams when it changed (the time it was taken aside); each stream sends only the newest
@@ -39,7 +45,7 @@ from typing import Any
 
 from aiohttp import web
 
-from deploy.console import auth, browse
+from deploy.console import auth, browse, schemas
 from deploy.console.gather import Gatherer
 from deploy.console.refusals import REFUSALS, Viewer
 from deploy.console.views import Login, TooManyViews, View, Views
@@ -71,8 +77,10 @@ class Console:
         hanging_max_age_ms: int | None = None,
         security: dict[str, Any] | None = None,
         clock: Any = time.time,
+        registry_urls: list[str] | None = None,
     ) -> None:
         self.security = dict(security or {})
+        self.registry_urls = list(registry_urls or [])
         self.login_required = self.security.get("security_protocol", "").startswith("SASL_")
         self.logins = auth.LoginStore()
         self.login_slots = asyncio.Semaphore(LOGINS_AT_ONCE)
@@ -226,6 +234,7 @@ async def browse_handler(request: web.Request) -> web.Response:
             limit=int(body.get("limit", 50)), search=str(body.get("search", "")),
             security=view.gatherer.security,
             isolation=str(body.get("isolation", browse.READ_UNCOMMITTED)),
+            decoder=registry_of(console, view).decoder() if console.registry_urls else None,
         )  # fmt: skip
     except UsageError as exc:
         return _error(400, exc.message)
@@ -233,6 +242,25 @@ async def browse_handler(request: web.Request) -> web.Response:
         return _error(403, browse.error_text(exc))
     except (OdradekError, OSError, ValueError, TypeError) as exc:
         return _error(502, browse.error_text(exc))
+    return web.json_response(answer)
+
+
+def registry_of(console: Console, view: View) -> schemas.Registry:
+    """The schema registry as this View's reader (their login on a secured cluster)."""
+    return schemas.Registry(console.registry_urls, view.gatherer.security)
+
+
+async def schemas_handler(request: web.Request) -> web.Response:
+    console = request.app[GATHER_KEY]
+    if not console.registry_urls:
+        return _error(404, "this console knows no schema registry (--registry URL)")
+    registry = registry_of(console, await console.view_of(request))
+    subject = request.match_info.get("subject")
+    try:
+        answer = await (registry.subjects() if subject is None else registry.subject(subject))
+    except schemas.RegistryUnavailable as exc:
+        status = {401: 403, 403: 403, 404: 404}.get(exc.status, 502)
+        return _error(status, exc.message)
     return web.json_response(answer)
 
 
@@ -281,6 +309,7 @@ async def whoami(request: web.Request) -> web.Response:
         "user": None if login is None else login.user,
         "cluster_alter": alter or not console.login_required,
         "controls": console.controls,
+        "registry": bool(console.registry_urls),
     })  # fmt: skip
 
 
@@ -356,6 +385,8 @@ def make_app(console: Console) -> web.Application:
     app.router.add_get("/api/events", events)
     app.router.add_post("/api/browse", browse_handler)
     app.router.add_post("/api/brokers/{id}/{action}", control_handler)
+    app.router.add_get("/api/schemas", schemas_handler)
+    app.router.add_get("/api/schemas/{subject}", schemas_handler)
     app.router.add_static("/static/", STATIC_DIR)
 
     async def on_startup(_app: web.Application) -> None:
@@ -379,11 +410,13 @@ async def serve(
     interval_s: float = 0.4,
     hanging_max_age_ms: int | None = None,
     security: dict[str, Any] | None = None,
+    registry_urls: list[str] | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT; prints the URL once listening."""
     controls = cluster_dir is not None and (is_loopback(host) or allow_control)
     console = Console(bootstrap, cluster_dir, interval_s=interval_s, controls=controls,
-                      hanging_max_age_ms=hanging_max_age_ms, security=security)  # fmt: skip
+                      hanging_max_age_ms=hanging_max_age_ms, security=security,
+                      registry_urls=registry_urls)  # fmt: skip
     runner = web.AppRunner(
         make_app(console), handle_signals=False, access_log=None, shutdown_timeout=2.0
     )

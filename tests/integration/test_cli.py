@@ -82,9 +82,10 @@ class CliCluster:
         lines = out.splitlines()
         assert lines[2].startswith("kafka bootstrap.servers=127.0.0.1:"), out
         header = ["ID", "PID", "PORT", "KAFKA", "METRICS", "REGISTRY", "STATE", "ROLE", "LOG_DIRS"]
-        assert lines[3].split() == header, out
+        assert lines[3].startswith("schema registry http://127.0.0.1:"), out
+        assert lines[4].split() == header, out
         rows = {}
-        for line in lines[4:]:
+        for line in lines[5:]:
             fields = line.split()
             assert fields[3].isdigit(), f"broker {fields[0]} shows its Kafka port: {line}"
             assert fields[4].isdigit(), f"broker {fields[0]} shows its metrics port: {line}"

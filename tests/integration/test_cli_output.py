@@ -181,9 +181,11 @@ def test_cluster_status_json_and_aligned_table(cli: Cli) -> None:
     assert sum(b["controller"] for b in doc["brokers"]) == 1
     assert doc["zookeeper"]["pid"] is None and doc["zookeeper"]["state"] == "external"
     assert doc["bootstrap"] == cli.up.out.splitlines()[0]
+    assert doc["schema_registry"] == LocalCluster.open(cli.cluster_dir).schema_registry_urls
     lines = cli.run("cluster", "status", "--dir", str(cli.cluster_dir)).out.splitlines()
-    assert lines[3].split()[:4] == ["ID", "PID", "PORT", "KAFKA"]
-    assert_aligned(lines[3:])
+    assert lines[3] == "schema registry " + ",".join(doc["schema_registry"])
+    assert lines[4].split()[:4] == ["ID", "PID", "PORT", "KAFKA"]
+    assert_aligned(lines[4:])
 
 
 # ----- topics ------------------------------------------------------------------------------

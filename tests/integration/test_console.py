@@ -306,6 +306,54 @@ def test_browser_finds_a_record_by_header_and_pages(page: Any) -> None:
     not_reloaded(page)
 
 
+def test_schemas_tab_and_a_framed_record_decoded(cluster: LocalCluster, page: Any) -> None:
+    """The Schemas tab lists the registry's subjects; one picked shows its versions, schema
+    text and level; the browser shows an Avro record framed with the registry's id decoded."""
+    import warnings
+
+    from confluent_kafka import Producer as KafkaProducer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    with warnings.catch_warnings():  # authlib's own warning (see test_schema_registry.py)
+        import authlib.deprecate  # noqa: F401
+
+        warnings.simplefilter("ignore")
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    schema = json.dumps({"type": "record", "name": "Invoice", "fields": [
+        {"name": "invoice", "type": "string"}, {"name": "cents", "type": "long"}]})  # fmt: skip
+    with SchemaRegistryClient({"url": cluster.schema_registry_urls[0]}) as registry:
+        serialize = AvroSerializer(registry, schema)
+        producer = KafkaProducer({"bootstrap.servers": cluster.kafka_bootstrap})
+        ctx = SerializationContext("invoices", MessageField.VALUE)
+        producer.produce("invoices", value=serialize({"invoice": "i-77", "cents": 1250}, ctx))
+        assert producer.flush(30) == 0
+        schema_id = registry.get_latest_version("invoices-value").schema_id
+    tab(page, "schemas")
+    page.click("#schemas-refresh")
+    page.wait_for_selector('#subjects tr[data-subject="invoices-value"]')
+    assert page.inner_text('#subjects tr[data-subject="invoices-value"] td.level') == "BACKWARD"
+    page.click('#subjects tr[data-subject="invoices-value"] a')
+    wait_js(page, "() => document.querySelector('#subject-name').textContent === "
+                  "'invoices-value' && /cents/.test(document.querySelector('#schema-text')"
+                  ".textContent)")  # fmt: skip
+    assert page.inner_text("#subject-level") == "BACKWARD"
+    assert page.inner_text("#schema-meta").startswith(f"id {schema_id}, AVRO")
+    tab(page, "messages")
+    page.wait_for_selector('#topic option[value="invoices"]', state="attached")
+    page.select_option("#topic", "invoices")
+    page.fill("#search", "")
+    page.fill("#partitions", "")
+    page.select_option("#start-kind", "earliest")
+    page.click("#go")
+    wait_js(page, "() => document.querySelectorAll('#records tr.record').length === 1")
+    value = page.locator("#records tr.record td.value")
+    assert value.locator(".kind").inner_text().lower() == f"avro, schema id {schema_id}"
+    assert json.loads(value.locator("pre").inner_text()) == {"invoice": "i-77", "cents": 1250}
+    not_reloaded(page)
+
+
 def wait_offsets(page: Any, expected: list[int]) -> list[int]:
     got: list[int] = wait_js(page, """(want) => {
       const got = Array.from(document.querySelectorAll('#records tr.record'))

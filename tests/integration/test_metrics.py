@@ -467,9 +467,10 @@ def test_cluster_status_shows_the_metrics_ports(cluster3: LocalCluster) -> None:
     out = run_odradek("cluster", "status", "--dir", str(cluster3.dir))
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    header = lines[3].split()
+    assert lines[3].startswith("schema registry http://"), out.stdout
+    header = lines[4].split()
     assert header[:5] == ["ID", "PID", "PORT", "KAFKA", "METRICS"], out.stdout
-    shown = {int(f[0]): int(f[4]) for f in (line.split() for line in lines[4:])}
+    shown = {int(f[0]): int(f[4]) for f in (line.split() for line in lines[5:])}
     assert shown == metrics_ports(cluster3)
     for port in shown.values():
         assert total(scrape(port), "odradek_server_sessionexpirelistener_sessionstate",

@@ -4,8 +4,10 @@ On the shared three-broker cluster (every local cluster serves the registry): Av
 Schema and Protobuf round trips through a topic with confluent-kafka's serializers and
 deserializers at their defaults (the schema registered on first use), an incompatible change
 refused with 409, a compatible one given a new version, every broker answering the
-same ids and versions (writes through any broker, forwarded to the writer), and Confluent's
-error codes. On a cluster of its own: the `_schemas` writer killed and restarted, its
+same ids and versions (writes through any broker, forwarded to the writer), Confluent's
+error codes, IMPORT mode (a subject's schemas registered with their ids and versions), the
+registry's metrics on a broker's metrics port, and the console's schema pages and decoding of
+framed records. On a cluster of its own: the `_schemas` writer killed and restarted, its
 successor replaying the topic with every id kept and handing out no id twice.
 """
 
@@ -361,6 +363,126 @@ def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     contract = {"schema": _user(), "ruleSet": {"domainRules": [{"name": "r"}]}}
     status, body = http(f"{url}/subjects/{subject}/versions", "POST", contract)
     assert (status, body["error_code"]) == (501, 50101), body
+
+
+def test_import_mode_keeps_the_given_ids_and_versions(urls: list[str], topic: str) -> None:
+    """A migration's steps (Confluent's IMPORT mode), per subject: the shared cluster's global
+    mode stays READWRITE for the other tests."""
+    subject, ns = f"{topic}-value", topic.replace("-", "_")
+    versions = f"{urls[0]}/subjects/{subject}/versions"
+    # ids from another registry: far above this one's, so no other test's id meets them
+    given = 2_000_000 + uuid.uuid4().int % 1_000_000
+    assert http(versions, "POST", {"schema": _user(namespace=ns), "id": given})[1][
+        "error_code"] == 42205  # READWRITE: the registry hands out the ids  # fmt: skip
+    assert http(f"{urls[1]}/mode/{subject}", "PUT", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    # version 7 with its id, then version 2 below it: no compatibility check in IMPORT
+    breaking = _user({"name": "email", "type": "string"}, namespace=ns)
+    assert http(versions, "POST", {"schema": breaking, "id": given + 1, "version": 7}) == (
+        200, {"id": given + 1})  # fmt: skip
+    assert http(versions, "POST", {"schema": _user(namespace=ns), "id": given,
+                                   "version": 2}) == (200, {"id": given})  # fmt: skip
+    assert http(versions, "POST", {"schema": _user(namespace=ns)})[1]["error_code"] == 42205
+    taken = http(versions, "POST", {"schema": '"int"', "id": given, "version": 9})
+    assert taken[0] == 422 and taken[1]["error_code"] == 42205  # another schema holds the id
+
+    def imported_everywhere() -> bool:
+        return all(http(f"{url}/subjects/{subject}/versions")[1] == [2, 7] for url in urls)
+
+    wait_until(imported_everywhere, "every broker to list the imported versions", SEEN_WITHIN_S)
+    assert http(f"{urls[2]}/subjects/{subject}/versions/7")[1]["id"] == given + 1
+    assert http(f"{urls[2]}/schemas/ids/{given}")[1] == {"schema": _user(namespace=ns)}
+    # a subject holding schemas goes into IMPORT only with force; READONLY refuses writes
+    assert http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "READWRITE"})[0] == 200
+    again = http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "IMPORT"})
+    assert again[0] == 422 and "Cannot import" in again[1]["message"], again
+    assert http(f"{urls[0]}/mode/{subject}?force=true", "PUT", {"mode": "IMPORT"})[0] == 200
+    assert http(f"{urls[0]}/mode/{subject}", "PUT", {"mode": "READONLY"})[0] == 200
+    assert http(versions, "POST", {"schema": '"int"', "id": given + 2})[1]["error_code"] == 42205
+    assert http(f"{urls[0]}/mode/{subject}", "DELETE") == (200, {"mode": "READONLY"})
+    # back in READWRITE, the next id is past the imported ones
+    status, fresh = http(f"{urls[1]}/subjects/{topic}-after/versions", "POST",
+                         {"schema": _user(namespace=ns + "_after")})  # fmt: skip
+    assert status == 200 and fresh["id"] > given + 1, fresh
+
+
+def test_the_registry_is_in_the_brokers_metrics(
+    cluster3: LocalCluster, urls: list[str], topic: str
+) -> None:
+    from tests.integration.test_metrics import metrics_ports, scrape, total
+
+    assert cluster3.state is not None
+    port = metrics_ports(cluster3)[cluster3.state.brokers[0].id]  # urls[0]'s broker
+    subject, endpoint = f"{topic}-value", "/subjects/{subject}/versions"
+    before = scrape(port)
+    assert http(f"{urls[0]}/subjects/{subject}/versions")[0] == 404
+    registered = http(f"{urls[0]}/subjects/{subject}/versions", "POST",
+                      {"schema": _user(namespace=topic.replace("-", "_"))})  # fmt: skip
+    assert registered[0] == 200, registered
+    requests, posts = (
+        "odradek_schema_registry_requests_total",
+        {"method": "POST", "endpoint": endpoint},
+    )
+
+    def counted() -> Any:
+        """A scrape that counts the registration (the metrics port serves an answer again
+        for 0.2 s, so the first one after it may be the one taken before)."""
+        got = scrape(port)
+        return got if total(got, requests, **posts) > total(before, requests, **posts) else None
+
+    after = wait_until(counted, "the registration counted", SEEN_WITHIN_S)
+
+    def grew(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    assert grew("odradek_schema_registry_request_duration_seconds_count", method="GET",
+                endpoint=endpoint) >= 1  # fmt: skip
+    assert grew("odradek_schema_registry_errors_total", method="GET", endpoint=endpoint,
+                status="404", error_code="40401") >= 1  # fmt: skip
+    assert total(after, "odradek_schema_registry_schemas") >= 1
+    assert total(after, "odradek_schema_registry_subjects") >= 1
+
+
+async def test_the_console_shows_subjects_and_decodes_framed_records(
+    cluster3: LocalCluster, urls: list[str], topic: str
+) -> None:
+    """The console's schema pages and its browser over this cluster's registry (in-process:
+    the page itself is tested in Chromium by test_console.py)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from deploy.console import server
+
+    subject, schema = f"{topic}-value", _user(namespace=topic.replace("-", "_"))
+    with SchemaRegistryClient({"url": urls[0]}) as client:
+        serialize = AvroSerializer(client, schema)
+        producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        producer.produce(topic, value=serialize({"name": "ann", "age": 7}, ctx))
+        producer.produce(topic, value=b"not framed")
+        assert producer.flush(30) == 0
+        schema_id = client.get_latest_version(subject).schema_id
+    assert http(f"{urls[0]}/config/{subject}", "PUT", {"compatibility": "FULL"})[0] == 200
+    console = server.Console(cluster3.bootstrap, None, registry_urls=urls)
+    page = TestClient(TestServer(server.make_app(console)))
+    await page.start_server()
+    try:
+        listed = await (await page.get("/api/schemas")).json()
+        assert {"name": subject, "versions": [1], "level": "FULL"} in listed["subjects"], listed
+        assert listed["level"] == "BACKWARD"
+        shown = await (await page.get(f"/api/schemas/{subject}")).json()
+        assert shown["level"] == "FULL" and len(shown["versions"]) == 1
+        assert shown["versions"][0] | {"schema": json.loads(shown["versions"][0]["schema"])} == {
+            "version": 1, "id": schema_id, "schemaType": "AVRO", "references": [],
+            "schema": json.loads(schema)}  # fmt: skip
+        missing = await page.get("/api/schemas/no-such-subject")
+        assert missing.status == 404 and "not found" in (await missing.json())["error"]
+        browsed = await page.post("/api/browse", json={"topic": topic},
+                                  headers={server.CONTROL_HEADER: "1"})  # fmt: skip
+        records = (await browsed.json())["records"]
+        assert [r["value"]["kind"] for r in records] == ["avro", "text"], records
+        assert records[0]["value"]["schema_id"] == schema_id
+        assert json.loads(records[0]["value"]["text"]) == {"name": "ann", "age": 7}
+    finally:
+        await page.close()
 
 
 def test_the_cli(cluster3: LocalCluster, topic: str, tmp_path: Path) -> None:

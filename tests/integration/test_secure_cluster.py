@@ -13,7 +13,12 @@ own), started by the `odradek` command as a user would. Then:
 - `odradek cluster status` shows SASL_SSL;
 - the console asks for a login: its API is closed without one, a wrong password is refused,
   the admin (a super user) gets in and may use the broker controls, and a user the broker does
-  not allow Alter on the Cluster gets in but may not.
+  not allow Alter on the Cluster gets in but may not;
+- the schema registry speaks HTTPS with the cluster's CA and takes HTTP Basic with its SCRAM
+  users: confluent-kafka's SchemaRegistryClient with the printed `registry_conf` registers
+  through either broker, a wrong password is 401, and a user allowed only Describe on the
+  topic `_schemas` reads but cannot register (403, 40301); `odradek schemas` logs in with
+  --command-config.
 """
 
 from __future__ import annotations
@@ -50,11 +55,17 @@ class Secure:
     console: str
 
 
-def _printed_python(stdout: str) -> tuple[dict[str, str], dict[str, Any]]:
+def _printed_scope(stdout: str) -> dict[str, Any]:
+    """The names the printed Python snippet defines (conf, registry_conf, native)."""
     start = stdout.index("# confluent-kafka")
     end = stdout.index("\n)\n", start) + 3
     scope: dict[str, Any] = {}
     exec(stdout[start:end], scope)
+    return scope
+
+
+def _printed_python(stdout: str) -> tuple[dict[str, str], dict[str, Any]]:
+    scope = _printed_scope(stdout)
     return scope["conf"], scope["native"]
 
 
@@ -238,6 +249,9 @@ def test_console_asks_for_a_login_and_checks_it_with_a_broker(secure: Secure) ->
     assert (status, body) == (200, {"user": "admin", "cluster_alter": True})
     status, snap = page.call("GET", "/api/snapshot")
     assert status == 200 and snap["controls"] is True
+    # the Schemas tab asks the registry (HTTPS, the cluster's CA) as the logged-in admin
+    status, listed = page.call("GET", "/api/schemas")
+    assert status == 200 and listed["level"] == "BACKWARD", listed
     # "start" on a running broker: allowed through to the cluster, which says it runs
     status, body = page.call("POST", "/api/brokers/1/start")
     assert status != 403 and status != 401, body
@@ -260,6 +274,9 @@ def test_console_controls_need_cluster_alter(secure: Secure, tmp_path: Path) -> 
     )  # fmt: skip
     assert (status, body) == (200, {"user": "viewer", "cluster_alter": False})
     assert page.call("GET", "/api/snapshot")[0] == 200  # may look
+    # ... but the registry refuses it DESCRIBE on `_schemas`: the page says so, in its words
+    status, body = page.call("GET", "/api/schemas")
+    assert status == 403 and "User:viewer is not allowed to read" in body["error"], body
     status, body = page.call("POST", "/api/brokers/1/pause")
     assert status == 403 and "Alter on the Cluster" in body["error"], body
 
@@ -366,3 +383,68 @@ def test_the_console_page_shows_a_login_then_the_cluster(secure: Secure) -> None
         assert page.is_hidden("#login")
         assert page.text_content("#me-name") == "User:admin"
         page.wait_for_selector('#brokers button[data-action="kill"]')
+
+
+# ----- the schema registry ----------------------------------------------------------------------
+
+
+def _add_user(secure: Secure, tmp_path: Path, user: str, password: str) -> None:
+    password_file = tmp_path / f"{user}.password"
+    password_file.write_text(password + "\n")
+    add = run_odradek("users", "add", user, "--mechanism", "SCRAM-SHA-512",
+                      "--password-file", str(password_file), "--dir", str(secure.dir),
+                      "--command-config", str(secure.properties))  # fmt: skip
+    assert add.returncode == 0, add.stderr
+
+
+def test_the_schema_registry_takes_tls_and_the_clusters_users(
+    secure: Secure, tmp_path: Path
+) -> None:
+    import warnings
+
+    with warnings.catch_warnings():  # see test_schema_registry.py: authlib's own warning
+        import authlib.deprecate  # noqa: F401
+
+        warnings.simplefilter("ignore")
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    conf = _printed_scope(secure.stdout)["registry_conf"]
+    urls = conf["url"].split(",")
+    assert len(urls) == 2 and all(u.startswith("https://") for u in urls), conf
+    schema = Schema(json.dumps({"type": "record", "name": "Secured", "namespace": "sec",
+                                "fields": [{"name": "a", "type": "int"}]}), "AVRO")  # fmt: skip
+    ids = set()
+    for i, url in enumerate(urls):  # the second broker forwards the write, login and all
+        with SchemaRegistryClient({**conf, "url": url}) as admin:
+            ids.add(admin.register_schema(f"secured-{i}-value", schema))
+    assert len(ids) == 1, ids  # one global id for the same schema
+    with SchemaRegistryClient({**conf, "basic.auth.user.info": "admin:wrong"}) as wrong:
+        with pytest.raises(SchemaRegistryError) as refused:
+            wrong.get_subjects()
+        assert (refused.value.http_status_code, refused.value.error_code) == (401, 401)
+    _add_user(secure, tmp_path, "schema-reader", "reader-secret")
+    acl = run_odradek("acls", "add", "--allow-principal", "User:schema-reader", "--operation",
+                      "Describe", "--topic", "_schemas", "--dir", str(secure.dir),
+                      "--command-config", str(secure.properties))  # fmt: skip
+    assert acl.returncode == 0, acl.stderr
+    reader_conf = {**conf, "url": urls[1], "basic.auth.user.info": "schema-reader:reader-secret"}
+    with SchemaRegistryClient(reader_conf) as reader:
+
+        def subjects() -> list[str] | None:
+            try:
+                return list(reader.get_subjects())
+            except SchemaRegistryError as exc:  # 401 / 403 until the user and ACL reach it
+                assert exc.http_status_code in (401, 403), exc
+                return None
+
+        assert "secured-0-value" in wait_until(subjects, "schema-reader's first read", QUICK_S)
+        with pytest.raises(SchemaRegistryError) as forbidden:
+            reader.register_schema("secured-reader-value", schema)
+        assert (forbidden.value.http_status_code, forbidden.value.error_code) == (403, 40301)
+        assert "User:schema-reader" in forbidden.value.error_message
+    # `odradek schemas` logs in as --command-config's user, over the cluster's CA
+    listed = run_odradek("schemas", "list", "--dir", str(secure.dir), "--command-config",
+                         str(secure.properties))  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert {"secured-0-value", "secured-1-value"} <= set(listed.stdout.split())

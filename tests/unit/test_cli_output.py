@@ -224,6 +224,11 @@ def test_status_doc_and_its_table() -> None:
     assert lines[5].split() == ["12", "7", "3", "-", "-", "-", "dead", "-", "/d/12"]
     starts = column_starts(lines[3])
     assert all(line[s] != " " for line in lines[4:] for s in starts[:7])
+    # with a schema registry: its URLs on a line of their own, before the table
+    doc["schema_registry"] = ["https://127.0.0.1:6", "https://127.0.0.1:16"]
+    lines = cli_views.status_lines(doc)
+    assert lines[3] == "schema registry https://127.0.0.1:6,https://127.0.0.1:16"
+    assert lines[4].split() == list(cli_views.STATUS_COLUMNS)
 
 
 def test_election_docs_and_lines() -> None:

@@ -2,6 +2,8 @@
 // The server pushes the whole snapshot over Server-Sent Events (/api/events) each time it
 // changes; render() redraws the tables from it. The message browser asks /api/browse for one
 // page at a time and keeps the page's two cursors (where it starts and where it ends).
+// The Schemas tab asks /api/schemas when it is shown (and on Refresh), and a subject's
+// versions when one is picked; values framed with a registry id come decoded from the server.
 // Until the first snapshot comes, the tables say "loading…" (index.html) and <main> has the
 // class "loading"; on a secured cluster each user's stream carries that user's own view.
 "use strict";
@@ -51,6 +53,7 @@ function showTab() {
     s.classList.toggle("active", s.dataset.section === name));
   document.querySelectorAll("nav a").forEach((a) =>
     a.classList.toggle("active", a.dataset.tab === name));
+  if (name === "schemas") loadSchemas();
 }
 window.addEventListener("hashchange", showTab);
 
@@ -310,7 +313,8 @@ document.addEventListener("click", async (ev) => {
 function renderValue(v) {
   if (v.kind === "null") return '<span class="kind">null</span>';
   const cut = v.truncated ? ` (first part of ${v.size} bytes)` : "";
-  return `<span class="kind">${esc(v.kind)}${esc(cut)}</span><pre>${esc(v.text)}</pre>`;
+  const id = v.schema_id === undefined ? "" : `, schema id ${v.schema_id}`;
+  return `<span class="kind">${esc(v.kind)}${esc(id)}${esc(cut)}</span><pre>${esc(v.text)}</pre>`;
 }
 
 const TXN_MARKS = {
@@ -381,6 +385,74 @@ $("#next").addEventListener("click", () => browse({ cursor: browser.end, directi
 $("#prev").addEventListener("click", () => browse({ cursor: browser.start, direction: "back" }));
 $("#show-internal").addEventListener("change", () => snap && renderTopics());
 
+// ----- the schema registry ---------------------------------------------------------------------
+
+const registry = { subject: null };
+
+async function getJson(path) {
+  const resp = await fetch(path);
+  const body = await resp.json();
+  if (!resp.ok) throw new Error(body.error || resp.statusText);
+  return body;
+}
+
+async function loadSchemas() {
+  if (!me.registry) {
+    $("#schemas-status").textContent = "this console knows no schema registry";
+    return;
+  }
+  $("#schemas-status").textContent = "loading…";
+  try {
+    const got = await getJson("/api/schemas");
+    $("#subjects tbody").innerHTML = got.subjects.map((s) =>
+      `<tr class="subject" data-subject="${esc(s.name)}"><td><a href="#schemas">${esc(s.name)}` +
+      `</a></td><td class="versions">${esc(s.versions.join(", "))}</td>` +
+      `<td class="level">${esc(s.level)}</td></tr>`).join("") ||
+      '<tr><td colspan="3" class="empty">no subjects yet</td></tr>';
+    $("#schemas-status").textContent = `${got.subjects.length} subject` +
+      `${got.subjects.length === 1 ? "" : "s"}, global level ${got.level}` +
+      (got.more ? ` (${got.more} more not shown)` : "");
+    if (registry.subject) loadSubject(registry.subject.name);
+  } catch (err) {
+    $("#schemas-status").textContent = String(err.message || err);
+  }
+}
+
+async function loadSubject(name) {
+  try {
+    registry.subject = await getJson(`/api/schemas/${encodeURIComponent(name)}`);
+  } catch (err) {
+    $("#schemas-status").textContent = String(err.message || err);
+    return;
+  }
+  const s = registry.subject;
+  $("#subject").hidden = false;
+  $("#subject-name").textContent = s.name;
+  $("#subject-level").textContent = s.level;
+  $("#subject-version").innerHTML = s.versions.map((v, i) =>
+    `<option value="${i}">${v.version}</option>`).join("");
+  showVersion(0);
+}
+
+function showVersion(i) {
+  const v = registry.subject.versions[i];
+  if (!v) return;
+  $("#schema-meta").textContent = `id ${v.id}, ${v.schemaType}` +
+    (v.references.length ? `, references ${v.references.map((r) => r.name).join(", ")}` : "");
+  let text = v.schema;
+  try { text = JSON.stringify(JSON.parse(v.schema), null, 2); } catch (err) { /* Protobuf */ }
+  $("#schema-text").textContent = text;
+}
+
+$("#subjects").addEventListener("click", (ev) => {
+  const row = ev.target.closest("tr[data-subject]");
+  if (!row) return;
+  ev.preventDefault();
+  loadSubject(row.dataset.subject);
+});
+$("#subject-version").addEventListener("change", (ev) => showVersion(Number(ev.target.value)));
+$("#schemas-refresh").addEventListener("click", loadSchemas);
+
 // ----- login (a secured cluster: its own SASL users) ----------------------------------------------
 
 // the controls need the cluster's controls and, on a secured cluster, a user allowed Alter on it
@@ -422,4 +494,7 @@ $("#logout").addEventListener("click", async () => {
 });
 
 showTab();
-whoami().then((ok) => { if (ok) connect(); });
+whoami().then((ok) => {
+  if (ok) connect();
+  if (location.hash === "#schemas") loadSchemas();  // shown before whoami said registry
+});

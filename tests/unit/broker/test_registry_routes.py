@@ -1,9 +1,12 @@
-"""The schema registry's HTTP door over a service on an in-memory `_schemas`: authorization
-(reads DESCRIBE, writes ALTER, checked before anything else), forwarding of writes by a broker
-that is not the writer, and Confluent's error bodies for bad requests."""
+"""The schema registry's HTTP door over a service on an in-memory `_schemas`: HTTP Basic
+against SCRAM credentials (401 with Confluent's body otherwise), authorization (reads
+DESCRIBE, writes ALTER, checked before anything else, for the logged-in user), forwarding
+of writes by a broker that is not the writer, Confluent's error bodies for bad requests,
+and the metrics per endpoint."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -12,8 +15,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from broker.registry.routes import FORWARDED, POSITION, RegistryRoutes
+from broker.registry.auth import BasicAuth
+from broker.registry.metrics import RegistryMetrics, families
+from broker.registry.routes import FORWARDED, POSITION, Login, RegistryRoutes
+from coordinator.schema_registry.errors import RegistryError
 from protocol.clock import ManualClock
+from protocol.principal import ANONYMOUS, KafkaPrincipal
+from protocol.scram import ScramCredential, make_credential
 from tests.unit.coordinator.schema_registry.test_service import MemoryPartition, service
 
 SCHEMA = json.dumps({"type": "record", "name": "U", "fields": [{"name": "a", "type": "int"}]})
@@ -40,10 +48,12 @@ async def door() -> AsyncIterator[Callable[..., Any]]:
     clients: list[Client] = []
 
     async def make(
-        leader: bool = True, allow: Callable[[str, bool], bool] | None = None
-    ) -> tuple[Client, Forwards]:
+        leader: bool = True, allow: Callable[[KafkaPrincipal, str, bool], bool] | None = None,
+        login: Login | None = None,
+    ) -> tuple[Client, Forwards]:  # fmt: skip
         forwards = Forwards()
-        routes = RegistryRoutes(service(MemoryPartition(leader), ManualClock()), forwards, allow)
+        routes = RegistryRoutes(service(MemoryPartition(leader), ManualClock()), forwards, allow,
+                                login)  # fmt: skip
         client: Client = TestClient(TestServer(routes.app()))
         await client.start_server()
         clients.append(client)
@@ -55,18 +65,18 @@ async def door() -> AsyncIterator[Callable[..., Any]]:
 
 
 async def test_reads_need_describe_and_writes_alter(door: Callable[..., Any]) -> None:
-    asked: list[tuple[str, bool]] = []
+    asked: list[tuple[KafkaPrincipal, str, bool]] = []
 
-    def reads_only(peer_host: str, write: bool) -> bool:
-        asked.append((peer_host, write))
+    def reads_only(principal: KafkaPrincipal, peer_host: str, write: bool) -> bool:
+        asked.append((principal, peer_host, write))
         return not write
 
     client, _ = await door(allow=reads_only)
     assert (await client.get("/subjects")).status == 200
     refused = await client.post("/subjects/s/versions", json={"schema": SCHEMA})
     assert refused.status == 403 and (await refused.json())["error_code"] == 40301
-    assert asked == [("127.0.0.1", False), ("127.0.0.1", True)]
-    nobody, _ = await door(allow=lambda host, write: False)
+    assert asked == [(ANONYMOUS, "127.0.0.1", False), (ANONYMOUS, "127.0.0.1", True)]
+    nobody, _ = await door(allow=lambda principal, host, write: False)
     assert (await (await nobody.get("/schemas/types")).json())["error_code"] == 40301
 
 
@@ -96,9 +106,10 @@ async def test_another_broker_forwards_writes_once(door: Callable[..., Any]) -> 
     ("POST", "/subjects/s/versions", b"[1]", 400, 400),
     ("POST", "/subjects/s/versions", b'{"schema": 5}', 422, 42201),
     ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "schemaType": "XML"}', 422, 42201),
-    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": 4}', 501, 50101),
+    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": 4}', 422, 42205),
+    ("POST", "/subjects/s/versions", b'{"schema": "\\"int\\"", "id": "4"}', 422, 42201),
     ("PUT", "/config", b'{"compatibility": "FULL", "compatibilityGroup": "g"}', 501, 50101),
-    ("PUT", "/mode", b'{"mode": "IMPORT"}', 501, 50101),
+    ("PUT", "/mode", b'{"mode": "WRITEONLY"}', 422, 42204),
     ("GET", "/no/such/path", b"", 404, 404),
     ("GET", "/schemas/ids/x", b"", 404, 40403),
 ])  # fmt: skip
@@ -108,3 +119,126 @@ async def test_bad_requests_get_confluents_bodies(
     client, _ = await door()
     answer = await client.request(method, path, data=body)
     assert (answer.status, (await answer.json())["error_code"]) == (status, code)
+
+
+class Users:
+    """SCRAM credentials as the broker's cache holds them (one mechanism per user here)."""
+
+    def __init__(self, **passwords: str) -> None:
+        self.credentials: dict[tuple[str, str], ScramCredential] = {}
+        for user, password in passwords.items():
+            self.set(user, password)
+
+    def set(self, user: str, password: str) -> None:
+        mechanism = "SCRAM-SHA-256" if user.startswith("sha256") else "SCRAM-SHA-512"
+        self.credentials[mechanism, user] = make_credential(mechanism, password)
+
+    def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
+        return self.credentials.get((mechanism, user))
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"Authorization": "Bearer abc"}, {"Authorization": "Basic !!!"},
+    {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()},
+    basic("alice", "wrong"), basic("mallory", "pw"), basic("", "pw"),
+])  # fmt: skip
+async def test_basic_login_refusals_are_401_with_confluents_body(
+    door: Callable[..., Any], headers: dict[str, str]
+) -> None:
+    asked: list[KafkaPrincipal] = []
+    client, _ = await door(allow=lambda p, h, w: asked.append(p) or True,
+                           login=BasicAuth(Users(alice="pw").lookup))  # fmt: skip
+    for method, path in (("GET", "/subjects"), ("POST", "/subjects/s/versions")):
+        answer = await client.request(method, path, json={"schema": SCHEMA}, headers=headers)
+        assert (answer.status, await answer.json()) == (
+            401, {"error_code": 401, "message": "Unauthorized"})  # fmt: skip
+        assert answer.headers["WWW-Authenticate"].startswith("Basic")
+    assert asked == []  # never authorized, never written
+
+
+async def test_basic_login_names_the_principal_the_authorizer_checks(
+    door: Callable[..., Any],
+) -> None:
+    asked: list[tuple[KafkaPrincipal, bool]] = []
+
+    def alice_writes(principal: KafkaPrincipal, host: str, write: bool) -> bool:
+        asked.append((principal, write))
+        return principal.name == "alice" or not write
+
+    users = Users(alice="a-pw", sha256bob="b:pw")  # a password may hold a colon
+    client, _ = await door(allow=alice_writes, login=BasicAuth(users.lookup))
+    ok = await client.post("/subjects/s/versions", json={"schema": SCHEMA},
+                           headers=basic("alice", "a-pw"))  # fmt: skip
+    assert (ok.status, await ok.json()) == (200, {"id": 1})
+    read = await client.get("/subjects", headers=basic("sha256bob", "b:pw"))
+    assert (read.status, await read.json()) == (200, ["s"])
+    refused = await client.delete("/subjects/s", headers=basic("sha256bob", "b:pw"))
+    assert (refused.status, (await refused.json())["error_code"]) == (403, 40301)
+    assert "User:sha256bob" in (await refused.json())["message"]
+    assert asked == [(KafkaPrincipal.user("alice"), True),
+                     (KafkaPrincipal.user("sha256bob"), False),
+                     (KafkaPrincipal.user("sha256bob"), True)]  # fmt: skip
+
+
+async def test_a_remembered_login_ends_when_the_credential_changes() -> None:
+    users = Users(alice="old")
+    auth = BasicAuth(users.lookup, remembered_max=1)
+    header = basic("alice", "old")["Authorization"]
+    assert await auth.principal(header) == KafkaPrincipal.user("alice")
+    assert await auth.principal(header) == KafkaPrincipal.user("alice")  # remembered
+    users.set("alice", "new")
+    with pytest.raises(RegistryError) as refused:
+        await auth.principal(header)
+    assert refused.value.status == 401
+    assert await auth.principal(basic("alice", "new")["Authorization"]) == KafkaPrincipal.user(
+        "alice"
+    )
+    assert len(auth._remembered) == 1  # bounded: the oldest went
+
+
+async def test_requests_latency_and_errors_are_counted_per_endpoint() -> None:
+    ticks = iter(range(1000))
+    counted = RegistryMetrics()
+    svc = service(MemoryPartition(True), ManualClock())
+    routes = RegistryRoutes(svc, Forwards(), metrics=counted,
+                            now=lambda: next(ticks) * 0.002)  # 2 ms a tick  # fmt: skip
+    client: Client = TestClient(TestServer(routes.app()))
+    await client.start_server()
+    try:
+        for subject in ("a", "b"):  # two subjects: one endpoint label
+            await client.post(f"/subjects/{subject}/versions", json={"schema": SCHEMA})
+        await client.get("/subjects/nope/versions")
+        await client.get("/no/such/path")
+    finally:
+        await client.close()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in families(counted.reading(svc.state)) for s in family.samples
+    }  # fmt: skip
+    post = (("endpoint", "/subjects/{subject}/versions"), ("method", "POST"))
+    get = (("endpoint", "/subjects/{subject}/versions"), ("method", "GET"))
+    assert samples["odradek_schema_registry_requests_total", post] == 2
+    assert samples["odradek_schema_registry_requests_total", get] == 1
+    assert samples["odradek_schema_registry_request_duration_seconds_sum", post] == (
+        pytest.approx(0.004))  # fmt: skip
+    le = (("endpoint", "/subjects/{subject}/versions"), ("le", "0.0025"), ("method", "POST"))
+    assert samples["odradek_schema_registry_request_duration_seconds_bucket", le] == 2
+    assert (
+        samples[
+            "odradek_schema_registry_errors_total",
+            (*get[:1], ("error_code", "40401"), *get[1:], ("status", "404")),
+        ]
+        == 1
+    )
+    unmatched = (("endpoint", "unmatched"), ("error_code", "404"), ("method", "GET"),
+                 ("status", "404"))  # fmt: skip
+    assert samples["odradek_schema_registry_errors_total", unmatched] == 1
+    assert not any(k[0] == "odradek_schema_registry_errors_total" and k[1] == post
+                   for k in samples)  # fmt: skip
+    assert samples["odradek_schema_registry_schemas", ()] == 1  # the same schema: one id
+    assert samples["odradek_schema_registry_subjects", ()] == 2
