@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.core import Controller
     from coordinator.group.service import GroupCoordinator
+    from coordinator.share.service import ShareCoordinator
     from coordinator.transaction.service import TransactionCoordinator
 
 
@@ -168,6 +169,8 @@ class BrokerContext:
     static_config: BrokerConfig
     # share partitions on their leader (KIP-932, broker/share/): ShareFetch, ShareAcknowledge
     share: SharePartitionManager
+    # share partitions' durable state (KIP-932, coordinator/share/service.py)
+    share_coordinator: ShareCoordinator
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

@@ -23,6 +23,7 @@ from protocol.api import (
     replication,
     sasl,
     scram,
+    share_state,
     txn,
     txn_markers,
 )
@@ -75,6 +76,11 @@ APIS: tuple[ApiSpec, ...] = (
     txn.DESCRIBE_TRANSACTIONS,  # 65
     txn.LIST_TRANSACTIONS,  # 66
     group.CONSUMER_GROUP_HEARTBEAT,  # 68
+    share_state.INITIALIZE_SHARE_GROUP_STATE,  # 83
+    share_state.READ_SHARE_GROUP_STATE,  # 84
+    share_state.WRITE_SHARE_GROUP_STATE,  # 85
+    share_state.DELETE_SHARE_GROUP_STATE,  # 86
+    share_state.READ_SHARE_GROUP_STATE_SUMMARY,  # 87
 )
 
 
