@@ -67,6 +67,7 @@ from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
 from broker.share.manager import SharePartitionManager
+from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
 from broker.slow_steps import broker_loop_factory
 from broker.txn_verifier import TxnVerifier
@@ -287,7 +288,9 @@ class Broker:
             quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
             broker_configs=ZkBrokerConfigStore(self.zk), static_config=config,
             share=SharePartitionManager(self.replicas, self.clock, share_settings(
-                lambda: self.ctx.config, configs.overrides)),
+                lambda: self.ctx.config, configs.overrides), persister=StatePersister(
+                    config.broker_id, self.share_coordinator, self.peers, metadata.topic_id,
+                    self.clock)),
             share_coordinator=self.share_coordinator, authorizer=authorizer,
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
@@ -416,6 +419,7 @@ class Broker:
             await _quietly(self.acls.stop())
         await _quietly(self.groups.shutdown())
         await _quietly(self.transactions.shutdown())
+        await _quietly(self.ctx.share.close())
         await _quietly(self.share_coordinator.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
