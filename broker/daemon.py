@@ -272,6 +272,8 @@ class Broker:
         self.share_coordinator = ShareCoordinator(
             config.broker_id, self.replicas, metadata, topics, self.clock, share_config(config)
         )
+        persister = StatePersister(config.broker_id, self.share_coordinator, self.peers,
+                                   metadata.topic_id, self.clock)  # fmt: skip
         # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
         # AlterClientQuotas through any broker and followed through the same notifications
         quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
@@ -288,10 +290,9 @@ class Broker:
             quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
             broker_configs=ZkBrokerConfigStore(self.zk), static_config=config,
             share=SharePartitionManager(self.replicas, self.clock, share_settings(
-                lambda: self.ctx.config, configs.overrides), persister=StatePersister(
-                    config.broker_id, self.share_coordinator, self.peers, metadata.topic_id,
-                    self.clock)),
-            share_coordinator=self.share_coordinator, authorizer=authorizer,
+                lambda: self.ctx.config, configs.overrides), persister=persister),
+            share_coordinator=self.share_coordinator, share_persister=persister,
+            authorizer=authorizer,
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
         parts.groups = self.groups

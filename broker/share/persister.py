@@ -11,6 +11,11 @@ COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE), a write not yet replic
 found anew each time, with a growing pause, until `deadline_ms`: a SIGKILLed coordinator's
 partitions move to a new leader, which loads them, and the call goes on there. Any other error
 (FENCED_LEADER_EPOCH: a newer leader read the state) is answered at once.
+
+The same object is the group side's way to the share coordinator (`ctx.share_persister`):
+`summary` (ReadShareGroupStateSummary: DescribeShareGroupOffsets' start offsets and lag),
+`delete` (DeleteShareGroupState: DeleteGroups, DeleteShareGroupOffsets) and `initialize` at a
+new state epoch (AlterShareGroupOffsets), each for one share partition by topic name.
 """
 
 from __future__ import annotations
@@ -54,6 +59,17 @@ class Loaded:
     state_epoch: int = 0
     start_offset: int = -1
     batches: tuple[StateBatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """ReadShareGroupStateSummary's answer for one share partition."""
+
+    error_code: int
+    state_epoch: int = 0
+    leader_epoch: int = -1
+    start_offset: int = -1
+    delivery_complete_count: int = -1
 
 
 class StatePersister:
@@ -114,6 +130,30 @@ class StatePersister:
                                                 batches, delivery_complete_count),
             wire.WriteShareGroupStateRequest, part,
         )  # fmt: skip
+        return got.error_code
+
+    async def summary(self, group_id: str, topic: str, partition: int) -> Summary:
+        """ReadShareGroupStateSummary of one share partition (start offset -1: no state)."""
+        key = self._key(group_id, topic, partition)
+        if key is None:
+            return Summary(COORDINATOR_NOT_AVAILABLE)
+        got = await self._call(key, lambda: self.coordinator.summary(key),
+                               wire.ReadShareGroupStateSummaryRequest,
+                               wire.ShareStatePartition(partition))  # fmt: skip
+        s = got.state
+        if got.error_code != NONE or s is None:
+            return Summary(got.error_code or COORDINATOR_NOT_AVAILABLE)
+        return Summary(NONE, s.state_epoch, s.leader_epoch, s.start_offset,
+                       s.delivery_complete_count)  # fmt: skip
+
+    async def delete(self, group_id: str, topic: str, partition: int) -> int:
+        """DeleteShareGroupState of one share partition; its error code."""
+        key = self._key(group_id, topic, partition)
+        if key is None:
+            return COORDINATOR_NOT_AVAILABLE
+        got = await self._call(key, lambda: self.coordinator.delete(key),
+                               wire.DeleteShareGroupStateRequest,
+                               wire.ShareStatePartition(partition))  # fmt: skip
         return got.error_code
 
     # ----- finding the coordinator, asking it, asking again -----------------------------------

@@ -38,6 +38,7 @@ from broker.security.authorizer import Authorizer
 from broker.security.sasl import SaslService
 from broker.server import BrokerServer
 from broker.share.manager import SharePartitionManager
+from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
 from broker.txn_verifier import TxnVerifier
 from coordinator.cluster.placement import assign_replicas
@@ -236,6 +237,8 @@ def complete_context(
         share=SharePartitionManager(replicas, clock, share_settings(
             lambda: config, groups.configs.overrides)),
         share_coordinator=share_coordinator, authorizer=authorizer,
+        share_persister=StatePersister(broker_id, share_coordinator, peers, metadata.topic_id,
+                                       clock),
     )  # fmt: skip
 
 

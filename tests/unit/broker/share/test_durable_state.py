@@ -15,7 +15,6 @@ from pathlib import Path
 from broker.operations import share_fetch
 from broker.operations.share_requests import AckBatch, PartitionIn
 from broker.share.manager import SharePartitionManager
-from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
 from broker.share.share_partition import (
     Acquired,
@@ -24,7 +23,6 @@ from broker.share.share_partition import (
     from_state,
     state_batches,
 )
-from coordinator.runtime.peers import Peers
 from protocol.api.controller import UpdateMetadataRequest
 from protocol.topic_ids import encode_topic_id
 from tests.unit.broker.harness import BrokerHarness, running_broker
@@ -76,9 +74,7 @@ async def test_a_new_leader_epoch_loads_what_was_acknowledged(tmp_path: Path) ->
         ctx.share = SharePartitionManager(
             ctx.replicas, ctx.clock,
             share_settings(lambda: ctx.config, ctx.groups.configs.overrides),
-            persister=StatePersister(ctx.config.broker_id, ctx.share_coordinator,
-                                     Peers(ctx.metadata, _no_peer), ctx.metadata.topic_id,
-                                     ctx.clock),
+            persister=ctx.share_persister,  # the daemon's: this broker's share coordinator
         )  # fmt: skip
         await b.lead("t")
         topic_id = await give_id(b, "t")
@@ -108,6 +104,8 @@ async def test_a_new_leader_epoch_loads_what_was_acknowledged(tmp_path: Path) ->
         shard = ctx.share_coordinator.runtime.owned[0].shard
         assert shard.states[key].leader_epoch == 1  # the new leader's read fences the old
 
-
-async def _no_peer(host: str, port: int) -> object:
-    raise AssertionError("a one-broker cluster asks no other broker")
+        # the group side's way in (share-group admin): the summary, then the state deleted
+        summary = await ctx.share_persister.summary("s", "t", 0)
+        assert (summary.error_code, summary.leader_epoch, summary.start_offset) == (0, 1, 2)
+        assert await ctx.share_persister.delete("s", "t", 0) == 0
+        assert (await ctx.share_persister.summary("s", "t", 0)).start_offset == -1
