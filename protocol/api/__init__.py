@@ -117,6 +117,7 @@ __all__ = [
     "replication",
     "sasl",
     "scram",
+    "share_state",
     "txn",
     "txn_markers",
 ]
