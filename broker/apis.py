@@ -25,6 +25,7 @@ from broker.codecs.kafka import records as kafka_records
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import share as kafka_share
+from broker.codecs.kafka import share_state as kafka_share_state
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
 from broker.codecs.native import acls as native_acls
@@ -38,6 +39,7 @@ from broker.codecs.native import records as native_records
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
 from broker.codecs.native import share as native_share
+from broker.codecs.native import share_state as native_share_state
 from broker.codecs.native import topics as native_topics
 from broker.codecs.native import transactions as native_txn
 from broker.context import BrokerContext
@@ -60,6 +62,7 @@ from broker.operations import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -77,6 +80,7 @@ from broker.operations import (
     find_coordinator,
     heartbeat,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leader_and_isr,
     leave_group,
@@ -91,6 +95,8 @@ from broker.operations import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    read_share_group_state,
+    read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
     share_acknowledge,
@@ -101,6 +107,7 @@ from broker.operations import (
     sync_group,
     txn_offset_commit,
     update_metadata,
+    write_share_group_state,
     write_txn_markers,
 )
 from broker.security.rules import RULES, Rule
@@ -286,6 +293,27 @@ APIS: tuple[Api, ...] = (
     _api("ShareAcknowledge", kafka_versions.SHARE_ACKNOWLEDGE, share_acknowledge.run,
          Served((0, 0), native_share.SHARE_ACKNOWLEDGE),
          Served((1, 2), kafka_share.SHARE_ACKNOWLEDGE)),
+    # the share coordinator's state (KIP-932), broker to broker: a leader's persister asks
+    # the native door (broker/share/persister.py); Kafka 4.2's versions on the Kafka door
+    _api("InitializeShareGroupState", kafka_versions.INITIALIZE_SHARE_GROUP_STATE,
+         initialize_share_group_state.run,
+         Served((0, 0), native_share_state.INITIALIZE_SHARE_GROUP_STATE),
+         Served((0, 0), kafka_share_state.INITIALIZE_SHARE_GROUP_STATE)),
+    _api("ReadShareGroupState", kafka_versions.READ_SHARE_GROUP_STATE, read_share_group_state.run,
+         Served((0, 0), native_share_state.READ_SHARE_GROUP_STATE),
+         Served((0, 0), kafka_share_state.READ_SHARE_GROUP_STATE)),
+    _api("WriteShareGroupState", kafka_versions.WRITE_SHARE_GROUP_STATE,
+         write_share_group_state.run,
+         Served((0, 0), native_share_state.WRITE_SHARE_GROUP_STATE),
+         Served((0, 1), kafka_share_state.WRITE_SHARE_GROUP_STATE)),
+    _api("DeleteShareGroupState", kafka_versions.DELETE_SHARE_GROUP_STATE,
+         delete_share_group_state.run,
+         Served((0, 0), native_share_state.DELETE_SHARE_GROUP_STATE),
+         Served((0, 0), kafka_share_state.DELETE_SHARE_GROUP_STATE)),
+    _api("ReadShareGroupStateSummary", kafka_versions.READ_SHARE_GROUP_STATE_SUMMARY,
+         read_share_group_state_summary.run,
+         Served((0, 0), native_share_state.READ_SHARE_GROUP_STATE_SUMMARY),
+         Served((0, 1), kafka_share_state.READ_SHARE_GROUP_STATE_SUMMARY)),
     # inter-broker, native only
     _api("LeaderAndIsr", controller_wire.LEADER_AND_ISR.key, leader_and_isr.run,
          Served((0, 0), native_controller.LEADER_AND_ISR), None),

@@ -165,6 +165,14 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = positive(604_800_000)
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = positive(10_000)
     transaction_two_phase_commit_enable: bool = True
+    # the share coordinator (KIP-932): Kafka's share.coordinator.* for __share_group_state
+    # (min ISR capped at the replication factor the topic gets), and a ShareSnapshot after
+    # this many ShareUpdates of a share partition (0: a snapshot every write)
+    share_coordinator_state_topic_num_partitions: int = positive(50)
+    share_coordinator_state_topic_replication_factor: int = positive(3)
+    share_coordinator_state_topic_min_isr: int = positive(2)
+    share_coordinator_state_topic_segment_bytes: int = positive(100 * MiB)
+    share_coordinator_snapshot_update_records_per_snapshot: int = not_negative(500)
     controlled_shutdown_enable: bool = True  # on SIGTERM, ask the controller to move leaders
     controlled_shutdown_max_retries: int = positive(3)
     controlled_shutdown_retry_backoff_ms: int = positive(200)

@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     from broker.quota.store import QuotaStore
     from broker.security.authorizer import Authorizer
     from broker.security.sasl import SaslService
+    from broker.share.persister import StatePersister
     from broker.txn_verifier import TxnVerifier
     from coordinator.cluster.producer_ids import ProducerIdManager
     from coordinator.controller.core import Controller
     from coordinator.group.service import GroupCoordinator
+    from coordinator.share.service import ShareCoordinator
     from coordinator.transaction.service import TransactionCoordinator
 
 
@@ -168,6 +170,12 @@ class BrokerContext:
     static_config: BrokerConfig
     # share partitions on their leader (KIP-932, broker/share/): ShareFetch, ShareAcknowledge
     share: SharePartitionManager
+    # share partitions' durable state (KIP-932, coordinator/share/service.py)
+    share_coordinator: ShareCoordinator
+    # the way to each share partition's share coordinator, from any broker (Kafka's persister,
+    # broker/share/persister.py): the leaders' reads and writes, and the group side's summary,
+    # delete and initialize (share-group admin APIs)
+    share_persister: StatePersister
     # Kafka's ACLs (broker/security/authorizer.py); None: no authorizer configured, so every
     # request is allowed, as Kafka without authorizer.class.name
     authorizer: Authorizer | None = None

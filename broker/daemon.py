@@ -67,6 +67,7 @@ from broker.security.sasl import SaslConfig, SaslService, sasl_config
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
 from broker.share.manager import SharePartitionManager
+from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
 from broker.slow_steps import broker_loop_factory
 from broker.txn_verifier import TxnVerifier
@@ -93,6 +94,7 @@ from coordinator.controller.elector import ControllerConfig, ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupCoordinator
 from coordinator.runtime.peers import Peers
+from coordinator.share.service import ShareCoordinator, ShareCoordinatorConfig
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
@@ -267,6 +269,11 @@ class Broker:
             config.broker_id, self.replicas, metadata, topics, self.clock,
             producer_ids.next_producer_id, MarkerWriter(metadata, self.peers), txn_config(config),
         )  # fmt: skip
+        self.share_coordinator = ShareCoordinator(
+            config.broker_id, self.replicas, metadata, topics, self.clock, share_config(config)
+        )
+        persister = StatePersister(config.broker_id, self.share_coordinator, self.peers,
+                                   metadata.topic_id, self.clock)  # fmt: skip
         # client quotas (/config/users, /config/clients: coordinator/cluster/quotas.py), set by
         # AlterClientQuotas through any broker and followed through the same notifications
         quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
@@ -283,7 +290,8 @@ class Broker:
             quotas=quotas, quota_store=ZkQuotaStore(self.zk), credentials=self.credentials,
             broker_configs=ZkBrokerConfigStore(self.zk), static_config=config,
             share=SharePartitionManager(self.replicas, self.clock, share_settings(
-                lambda: self.ctx.config, configs.overrides)),
+                lambda: self.ctx.config, configs.overrides), persister=persister),
+            share_coordinator=self.share_coordinator, share_persister=persister,
             authorizer=authorizer,
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
@@ -365,6 +373,7 @@ class Broker:
         self.replicas.start()
         self.groups.start()
         self.transactions.start()
+        self.share_coordinator.start()
         await self.config_changes.start()
         # our listener holds the port: a stale registration of it is our dead predecessor's
         host, port = self._advertised(self.server)
@@ -416,6 +425,8 @@ class Broker:
             await _quietly(self.acls.stop())
         await _quietly(self.groups.shutdown())
         await _quietly(self.transactions.shutdown())
+        await _quietly(self.ctx.share.close())
+        await _quietly(self.share_coordinator.shutdown())
         await _quietly(self.replicas.shutdown())
         await _quietly(self.isr_writer.close())
         for task in (self._cleaning, self._background):
@@ -611,6 +622,16 @@ def txn_config(config: BrokerConfig) -> TxnConfig:
         config.transactional_id_expiration_ms,
         config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         config.transaction_two_phase_commit_enable,
+    )
+
+
+def share_config(config: BrokerConfig) -> ShareCoordinatorConfig:
+    return ShareCoordinatorConfig(
+        config.share_coordinator_state_topic_num_partitions,
+        config.share_coordinator_state_topic_replication_factor,
+        config.share_coordinator_state_topic_min_isr,
+        config.share_coordinator_state_topic_segment_bytes,
+        config.share_coordinator_snapshot_update_records_per_snapshot,
     )
 
 

@@ -30,6 +30,10 @@ ENFORCED = {"cleanup.policy": "compact"}  # corrected on an existing topic
 # Kafka's __transaction_state: compacted (a transactional id's latest state is what a new
 # coordinator loads), 100 MiB segments (transaction.state.log.segment.bytes)
 TRANSACTION_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
+# Kafka's __share_group_state: compacted (a share partition's last ShareSnapshot and the
+# ShareUpdates after it are what a share coordinator loads), 100 MiB segments, and
+# min.insync.replicas from share.coordinator.state.topic.min.isr (2), set when it is created
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
 
 
 def corrected(current: Mapping[str, str]) -> dict[str, str] | None:

@@ -1,6 +1,8 @@
 """FindCoordinator: where a group's coordinator is (key type 0: the leader of the group's
 `__consumer_offsets` partition, the topic created here on first use) or a transactional id's
-(key type 1: the leader of its `__transaction_state` partition). Any broker answers. Kafka v4
+(key type 1: the leader of its `__transaction_state` partition) or a share partition's share
+coordinator (key type 2, "groupId:topicId:partition": the leader of its `__share_group_state`
+partition; KIP-932, asked by partition leaders). Any broker answers. Kafka v4
 asks for several keys at once; the other versions and the native door for one.
 
 The coordinator is given at its listener of the name the client came in on, on the client's
@@ -10,8 +12,9 @@ inter-broker address (the native Metadata's rule); on the Kafka door it is
 COORDINATOR_NOT_AVAILABLE, as Kafka answers.
 
 Refusals, per key: no Describe on the group or transactional id is GROUP_AUTHORIZATION_FAILED or
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a key type that is neither INVALID_REQUEST; no
-coordinator service on this broker COORDINATOR_NOT_AVAILABLE. A refused key's coordinator is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, no ClusterAction on the cluster for key type 2 (only
+brokers ask it, as in Kafka) CLUSTER_AUTHORIZATION_FAILED; another key type INVALID_REQUEST;
+no coordinator service on this broker COORDINATOR_NOT_AVAILABLE. A refused key's coordinator is
 node -1 at "":-1 (Kafka's Node.noNode).
 """
 
@@ -22,9 +25,13 @@ from dataclasses import dataclass
 from broker.context import BrokerContext
 from broker.security import rules
 from broker.session import Session
-from protocol.api.group import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
+from protocol.api.group import GROUP_KEY_TYPE, SHARE_KEY_TYPE, TRANSACTION_KEY_TYPE
 from protocol.api.metadata import NATIVE_DOOR
-from protocol.errors import CoordinatorNotAvailableError, InvalidRequestError
+from protocol.errors import (
+    ClusterAuthorizationFailedError,
+    CoordinatorNotAvailableError,
+    InvalidRequestError,
+)
 
 API = "FindCoordinator"
 RESOURCE = {GROUP_KEY_TYPE: rules.GROUP, TRANSACTION_KEY_TYPE: rules.TXN_ID}
@@ -53,6 +60,11 @@ class FindCoordinatorResult:
 
 
 async def run(ctx: BrokerContext, session: Session, req: FindCoordinator) -> FindCoordinatorResult:
+    if req.key_type == SHARE_KEY_TYPE and not rules.allows(
+        ctx, session, rules.CLUSTER_ACTION, rules.CLUSTER, api=API
+    ):
+        code, why = ClusterAuthorizationFailedError.code, "ClusterAction on the cluster is needed"
+        return FindCoordinatorResult(tuple(Coordinator(k, code, why) for k in req.keys))
     rtype = RESOURCE.get(req.key_type)
     refused = rules.NOTHING
     if rtype is not None:
@@ -76,6 +88,9 @@ async def _find(
     elif req.key_type == TRANSACTION_KEY_TYPE:
         txn = await ctx.transactions.find_coordinator(key)
         code, message, node_id = txn.error_code, txn.message, txn.node_id
+    elif req.key_type == SHARE_KEY_TYPE:
+        share = await ctx.share_coordinator.find_coordinator(key)
+        code, message, node_id = share.error_code, share.message, share.node_id
     else:
         why = f"unknown coordinator key type {req.key_type}"
         return Coordinator(key, InvalidRequestError.code, why)

@@ -46,4 +46,5 @@ async def run(ctx: BrokerContext, session: Session, req: LeaderAndIsr) -> Leader
     )
     ctx.groups.on_leadership_change()  # become / stop being a group coordinator
     ctx.transactions.runtime.on_leadership_change()  # ... a transaction coordinator
+    ctx.share_coordinator.runtime.on_leadership_change()  # ... a share coordinator
     return LeaderAndIsrResult(0, tuple(PartitionResult(t, p, code) for t, p, code in results))

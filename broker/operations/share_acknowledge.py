@@ -2,7 +2,8 @@
 RELEASE, REJECT, GAP; RENEW from v2) of records it acquired, in its share session (epoch 0
 may not open one: INVALID_SHARE_SESSION_EPOCH; -1 acknowledges and closes it, giving back
 what the member still holds). Checks as ShareFetch's (share_requests.py); each partition's
-error code is its acknowledgement's.
+error code is its acknowledgement's, answered once the share partitions' state is written
+through the share coordinator (broker/share/manager.py), as Kafka answers.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ class ShareAcknowledgeResult:
     partitions: tuple[Acknowledged, ...] = ()
 
 
-def run(ctx: BrokerContext, session: Session, req: ShareAcknowledge) -> ShareAcknowledgeResult:
+async def run(
+    ctx: BrokerContext, session: Session, req: ShareAcknowledge
+) -> ShareAcknowledgeResult:
     refused = group_refusal(ctx, session, req.group_id, req.member_id, API)
     if refused is not None:
         return ShareAcknowledgeResult(refused.code, refused.message)
@@ -61,7 +64,7 @@ def run(ctx: BrokerContext, session: Session, req: ShareAcknowledge) -> ShareAck
     lock_ms = share.settings(group).limits.record_lock_duration_ms
     if opened.error_code != NONE or opened.session is None:
         return ShareAcknowledgeResult(opened.error_code, None, lock_ms)
-    acks = acknowledge(ctx, group, member, req.partitions, names)
+    acks = await acknowledge(ctx, group, member, req.partitions, names)
     out = []
     for p in req.partitions:
         why = bad.get(p.topic_id)

@@ -82,7 +82,7 @@ async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFet
     lock_ms = share.settings(group).limits.record_lock_duration_ms
     if opened.error_code != NONE or opened.session is None:
         return ShareFetchResult(opened.error_code, None, lock_ms)
-    acks = acknowledge(ctx, group, member, req.partitions, names)
+    acks = await acknowledge(ctx, group, member, req.partitions, names)
     out: dict[TopicPart, PartitionOut] = {}
     for p in req.partitions:
         if p.topic_id in bad:

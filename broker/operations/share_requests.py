@@ -10,6 +10,7 @@ on each of its partitions, which are neither fetched nor acknowledged.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,16 +83,18 @@ def resolve(
     return names, refused
 
 
-def acknowledge(
+async def acknowledge(
     ctx: BrokerContext, group_id: str, member_id: str, parts: Iterable[PartitionIn],
     names: dict[uuid.UUID, str],
 ) -> dict[TopicPart, int]:  # fmt: skip
-    """Apply each readable partition's acknowledgements; its error code."""
-    out: dict[TopicPart, int] = {}
+    """Apply each readable partition's acknowledgements and write its state (the partitions
+    at once); its error code, once the write is done."""
+    keys: list[TopicPart] = []
+    calls = []
     for p in parts:
         if p.acks and p.topic_id in names:
             batches = [(a.first_offset, a.last_offset, a.types) for a in p.acks]
-            out[(p.topic_id, p.partition)] = ctx.share.acknowledge(
-                group_id, member_id, names[p.topic_id], p.partition, batches
-            )
-    return out
+            keys.append((p.topic_id, p.partition))
+            calls.append(ctx.share.acknowledge(group_id, member_id, names[p.topic_id],
+                                               p.partition, batches))  # fmt: skip
+    return dict(zip(keys, await asyncio.gather(*calls), strict=True))

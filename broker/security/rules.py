@@ -112,6 +112,12 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "StopReplica": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "UpdateMetadata": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
     "ControlledShutdown": (_r(CLUSTER_ACTION, CLUSTER, "CLUSTER_AUTHORIZATION_FAILED"),),
+    # the share coordinator's state APIs (KIP-932): brokers only, as in Kafka
+    **{
+        api: (_r(CLUSTER_ACTION, CLUSTER, "every partition CLUSTER_AUTHORIZATION_FAILED"),)
+        for api in ("InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+                    "DeleteShareGroupState", "ReadShareGroupStateSummary")
+    },
     "OffsetCommit": (
         _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED for every partition"),
         _r(READ, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),
@@ -123,6 +129,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "FindCoordinator": (
         _r(DESCRIBE, GROUP, "a group key: GROUP_AUTHORIZATION_FAILED"),
         _r(DESCRIBE, TXN_ID, "a transaction key: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+        _r(CLUSTER_ACTION, CLUSTER, "a share key: CLUSTER_AUTHORIZATION_FAILED"),
     ),
     "JoinGroup": (_r(READ, GROUP, "GROUP_AUTHORIZATION_FAILED"),),
     "Heartbeat": (_r(READ, GROUP, "GROUP_AUTHORIZATION_FAILED"),),

@@ -1,11 +1,24 @@
 """The share partitions a leader serves (KIP-932, Kafka's SharePartitionManager): ShareFetch
-and ShareAcknowledge for every share group, over the replica manager's reads. In memory only:
-a leader change or a restart starts each share partition again from `share.auto.offset.reset`
-(the share coordinator's durable state, `__share_group_state`, is later work).
+and ShareAcknowledge for every share group, over the replica manager's reads, with their state
+kept durable through the share coordinator (`persister`, broker/share/persister.py).
 
-A share partition (share_partition.py) is made on the first fetch of its group, at the high
-watermark (`latest`, Kafka's default) or the log start (`earliest`), and belongs to the leader
-epoch it was made in: one found under another epoch is made again.
+A share partition (share_partition.py) is loaded on the first fetch of its group in a leader
+epoch, before it serves anything: ReadShareGroupState with the partition's leader epoch (which
+fences the previous leader's writes) gives its start offset and state batches; a share
+partition without state is initialized first (InitializeShareGroupState) at the high watermark
+(`share.auto.offset.reset` `latest`, Kafka's default) or the log start (`earliest`). A fetch
+waits for the load at most its `max_wait_ms` and answers nothing for a partition still loading
+(the next fetch finds it loaded), as Kafka's delayed share fetch does. A share partition belongs
+to the leader epoch it was loaded in: one found under another epoch is loaded again. Without a
+persister (in-process tests) a share partition is made at once and kept in memory only.
+
+What changes the state is written (WriteShareGroupState: the whole [SPSO, SPEO) window as
+state batches, so the stored state has no holes) before it is answered: acknowledgements
+(ShareAcknowledge's and ShareFetch's answer waits for the write, as Kafka's), and, in the
+background, locks that expired and a closing member's records. Acquisitions are not written, as
+in Kafka: a record acquired and never acknowledged before a failover is delivered again with
+the delivery count last written. One write at a time per share partition, each of the state as
+it is when it starts, so the last write holds every change.
 
 A fetch, per partition of its session (sessions.py): release what expired, read the log from
 `next_fetch_offset` (below the HW, or the last stable offset with read_committed) and acquire
@@ -31,8 +44,16 @@ from typing import Protocol
 
 from broker.partition_read import PartitionRead, read_slice
 from broker.share.fetched import acquirable
+from broker.share.persister import Loaded
 from broker.share.sessions import Key, Part, ShareSessions
-from broker.share.share_partition import Acquired, ShareLimits, SharePartition
+from broker.share.share_partition import (
+    Acquired,
+    ShareLimits,
+    SharePartition,
+    from_state,
+    state_batches,
+)
+from coordinator.share.records import StateBatch
 from protocol.api.fetch import (
     CONSUMER_REPLICA_ID,
     READ_UNCOMMITTED,
@@ -98,59 +119,91 @@ class ShareRead:
     acquired: list[Acquired] = field(default_factory=list)
 
 
+class Persister(Protocol):
+    """The share coordinator as a leader uses it (broker/share/persister.py)."""
+
+    async def read(self, group_id: str, topic: str, partition: int, leader_epoch: int
+                   ) -> Loaded: ...  # fmt: skip
+
+    async def initialize(self, group_id: str, topic: str, partition: int, state_epoch: int,
+                         start_offset: int) -> int: ...  # fmt: skip
+
+    async def write(
+        self, group_id: str, topic: str, partition: int, state_epoch: int, leader_epoch: int,
+        start_offset: int, batches: Sequence[StateBatch], delivery_complete_count: int,
+    ) -> int: ...  # fmt: skip
+
+
 @dataclass(slots=True)
 class _Held:
     leader_epoch: int
     partition: SharePartition
+    state_epoch: int = 0
+    dirty: bool = False  # changed since the last write began
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+SpKey = tuple[str, str, int]  # (group id, topic, partition)
 
 
 class SharePartitionManager:
     def __init__(
         self, replicas: ShareReplicas, clock: Clock,
         settings: Callable[[str], GroupShareSettings], sessions: ShareSessions | None = None,
+        persister: Persister | None = None,
     ) -> None:  # fmt: skip
         self.replicas = replicas
         self.clock = clock
         self.settings = settings
         self.sessions = sessions or ShareSessions()
-        self._partitions: dict[tuple[str, str, int], _Held] = {}
+        self.persister = persister
+        self._partitions: dict[SpKey, _Held] = {}
+        self._loading: dict[SpKey, tuple[int, asyncio.Task[None]]] = {}
+        self._writes: set[asyncio.Task[int]] = set()  # background writes (expiry, release)
         self._given_back = asyncio.Event()  # set when records become available again
 
     # ----- acknowledgements --------------------------------------------------------------
 
-    def acknowledge(
+    async def acknowledge(
         self, group_id: str, member_id: str, topic: str, partition: int,
         batches: Sequence[tuple[int, int, Sequence[int]]],
     ) -> int:  # fmt: skip
-        """Apply a partition's acknowledgement batches (first, last, types); the first error
-        code (the batches before it stay applied, as Kafka's)."""
+        """Apply a partition's acknowledgement batches (first, last, types) and write the
+        state; the first error code (the batches before it stay applied and written, as
+        Kafka's), or the write's."""
         settings = self.settings(group_id)
         try:
-            sp = self._partition(group_id, topic, partition, settings, create=False)
+            held = self._held(group_id, topic, partition)
         except OdradekError as exc:
             return exc.code
-        if sp is None:
+        if held is None:
             return 121  # INVALID_RECORD_STATE: nothing was ever acquired here
-        now = self.clock.monotonic_ms()
-        sp.expire(now, settings.limits)
+        sp, now = held.partition, self.clock.monotonic_ms()
+        held.dirty |= sp.expire(now, settings.limits) > 0
         before = sp.archived_at_limit
+        code = NONE
         for first, last, types in batches:
             code = sp.acknowledge(member_id, first, last, types, settings.limits, now)
             if code != NONE:
-                return code
+                break
+            held.dirty = True
             if 2 in types:  # RELEASE
                 self._given_back.set()
         self._note_archived(group_id, topic, partition, sp.archived_at_limit - before)
-        return NONE
+        written = await self._write((group_id, topic, partition), held)
+        return code or written
 
     def release_member(self, group_id: str, member_id: str, parts: Sequence[Part]) -> None:
         """A member's session closed: its acquired records go back (Kafka's release on a
-        session's end)."""
+        session's end), and the state is written in the background."""
         settings = self.settings(group_id)
         for topic, partition in parts:
-            held = self._partitions.get((group_id, topic, partition))
+            key = (group_id, topic, partition)
+            held = self._partitions.get(key)
             if held is not None and held.partition.release_member(member_id, settings.limits):
                 self._given_back.set()
+                held.dirty = True
+                self._write_later(key, held)
 
     def session_key(self, group_id: str, member_id: str) -> Key:
         return (group_id, member_id)
@@ -163,6 +216,7 @@ class SharePartitionManager:
     ) -> list[ShareRead]:  # fmt: skip
         """Acquire records of `parts` for the member, waiting up to `max_wait_ms` for some."""
         deadline = self.clock.monotonic_ms() + max(0, max_wait_ms)
+        await self._load(group_id, parts, max_wait_ms)
         while True:
             settings = self.settings(group_id)
             reads, request, lock_deadline = self._try(
@@ -185,14 +239,18 @@ class SharePartitionManager:
         lock_deadline = now + 3_600_000
         for topic, partition in parts:
             try:
-                sp = self._partition(group_id, topic, partition, settings, create=True)
+                held = self._held(group_id, topic, partition, settings)
             except OdradekError as exc:
                 out.append(ShareRead(topic, partition, exc.code, exc.message))
                 continue
-            assert sp is not None
+            if held is None:  # still loading: nothing from it this time
+                continue
+            sp = held.partition
             archived = sp.archived_at_limit
             if sp.expire(now, settings.limits):
                 self._given_back.set()
+                held.dirty = True
+                self._write_later((group_id, topic, partition), held)
             self._note_archived(group_id, topic, partition, sp.archived_at_limit - archived)
             lock_deadline = min([lock_deadline] + [
                 e.lock_deadline_ms for e in sp.records.values() if e.lock_deadline_ms
@@ -247,29 +305,114 @@ class SharePartitionManager:
 
     # ----- share partitions --------------------------------------------------------------
 
-    def _partition(
-        self, group_id: str, topic: str, partition: int, settings: GroupShareSettings,
-        create: bool,
-    ) -> SharePartition | None:  # fmt: skip
-        """The group's share partition, made at `share.auto.offset.reset` when `create`;
-        raises the partition's error when this broker does not lead it."""
+    def _held(
+        self, group_id: str, topic: str, partition: int,
+        settings: GroupShareSettings | None = None,
+    ) -> _Held | None:  # fmt: skip
+        """The group's share partition if loaded in the current leader epoch (without a
+        persister, made at `share.auto.offset.reset` when `settings` are given); raises the
+        partition's error when this broker does not lead it."""
         led = self.replicas.leader(topic, partition)
-        epoch, log_start, high_watermark = (
-            led.leader_epoch,
-            led.log.log_start_offset,
-            led.high_watermark,
-        )
         key = (group_id, topic, partition)
         held = self._partitions.get(key)
-        if held is not None and held.leader_epoch == epoch:
-            return held.partition
-        if not create:
+        if held is not None and held.leader_epoch == led.leader_epoch:
+            return held
+        if self.persister is not None or settings is None:
             return None
-        start = log_start if settings.auto_offset_reset == EARLIEST else high_watermark
-        held = self._partitions[key] = _Held(epoch, SharePartition(start))
+        start = _start(led, settings)
+        held = self._partitions[key] = _Held(led.leader_epoch, SharePartition(start))
         log.info("share group %s: share partition %s-%d starts at %d (%s)",
                  group_id, topic, partition, start, settings.auto_offset_reset)  # fmt: skip
-        return held.partition
+        return held
+
+    async def _load(self, group_id: str, parts: Sequence[Part], max_wait_ms: int) -> None:
+        """Start loading the share partitions not loaded in their current leader epoch; wait
+        for them at most `max_wait_ms`."""
+        if self.persister is None:
+            return
+        waiting = []
+        for topic, partition in parts:
+            try:
+                led = self.replicas.leader(topic, partition)
+            except OdradekError:
+                continue  # the fetch answers the partition's error
+            key = (group_id, topic, partition)
+            held = self._partitions.get(key)
+            if held is not None and held.leader_epoch == led.leader_epoch:
+                continue
+            loading = self._loading.get(key)
+            if loading is None or loading[0] != led.leader_epoch or loading[1].done():
+                task = asyncio.ensure_future(self._load_one(key, led.leader_epoch))
+                loading = self._loading[key] = (led.leader_epoch, task)
+            waiting.append(loading[1])
+        if waiting:
+            await asyncio.wait(waiting, timeout=max(1, max_wait_ms) / 1000)
+
+    async def _load_one(self, key: SpKey, leader_epoch: int) -> None:
+        """Read the share partition's state (initializing it first when it has none) and hold
+        it, if this broker still leads the partition in `leader_epoch`."""
+        assert self.persister is not None
+        group_id, topic, partition = key
+        loaded = await self.persister.read(group_id, topic, partition, leader_epoch)
+        if loaded.error_code == NONE and loaded.start_offset < 0:
+            try:
+                start = _start(self.replicas.leader(topic, partition), self.settings(group_id))
+            except OdradekError:
+                return
+            code = await self.persister.initialize(group_id, topic, partition,
+                                                   loaded.state_epoch, start)  # fmt: skip
+            if code != NONE:
+                return
+            loaded = await self.persister.read(group_id, topic, partition, leader_epoch)
+        if loaded.error_code != NONE or loaded.start_offset < 0:
+            log.warning("share group %s: loading %s-%d failed (error %d); the next fetch "
+                        "tries again", group_id, topic, partition, loaded.error_code)  # fmt: skip
+            return
+        try:
+            if self.replicas.leader(topic, partition).leader_epoch != leader_epoch:
+                return
+        except OdradekError:
+            return
+        sp = from_state(loaded.start_offset, [
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in loaded.batches])  # fmt: skip
+        self._partitions[key] = _Held(leader_epoch, sp, loaded.state_epoch)
+        log.info("share group %s: share partition %s-%d loaded at %d (%d in flight)",
+                 group_id, topic, partition, sp.start_offset, len(sp.records))  # fmt: skip
+        self._given_back.set()
+
+    async def _write(self, key: SpKey, held: _Held) -> int:
+        """Write the share partition's state if it changed; the error code."""
+        if self.persister is None:
+            return NONE
+        async with held.writing:
+            if not held.dirty:
+                return NONE
+            held.dirty = False
+            sp = held.partition
+            ranges, done = state_batches(sp)
+            code = await self.persister.write(
+                *key, held.state_epoch, held.leader_epoch, sp.start_offset,
+                [StateBatch(*r) for r in ranges], done,
+            )  # fmt: skip
+            if code != NONE:
+                held.dirty = True
+            return code
+
+    def _write_later(self, key: SpKey, held: _Held) -> None:
+        if self.persister is None:
+            return
+        task = asyncio.ensure_future(self._write(key, held))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def close(self) -> None:
+        """Cancel the loads and background writes under way (the broker is stopping)."""
+        tasks: list[asyncio.Task[object]] = [t for _, t in self._loading.values()]
+        tasks += list(self._writes)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
         held = self._partitions.get((group_id, topic, partition))
@@ -279,6 +422,13 @@ class SharePartitionManager:
         if count > 0:
             log.info("share group %s: %d record(s) of %s-%d archived at the delivery count "
                      "limit", group_id, count, topic, partition)  # fmt: skip
+
+
+def _start(led: LedPartition, settings: GroupShareSettings) -> int:
+    """Where a new share partition starts: `share.auto.offset.reset`."""
+    if settings.auto_offset_reset == EARLIEST:
+        return led.log.log_start_offset
+    return led.high_watermark
 
 
 def _request(

@@ -20,6 +20,9 @@ control batch, or compacted away) and counts as done.
   count limit); `release_member`: the same for a member that left.
 After each change SPSO moves up over the done offsets at its front, which are then forgotten.
 
+`state_batches` is what the leader persists through the share coordinator (the whole
+[SPSO, SPEO) window, so the stored state has no holes), `from_state` what a new leader loads.
+
 Invariants: SPSO <= SPEO; every entry's offset is in [SPSO, SPEO); an ACQUIRED entry has a
 holder and a deadline; delivery counts never go down.
 """
@@ -199,6 +202,46 @@ class SharePartition:
                 break
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
+
+
+# A persisted state batch: (first offset, last offset, delivery state, delivery count), the
+# delivery state as Kafka persists it: 0 Available (an acquired record is persisted Available,
+# so a new leader delivers it again with its count), 2 Acknowledged, 4 Archived.
+StateRange = tuple[int, int, int, int]
+_PERSISTED = {RecordState.AVAILABLE: 0, RecordState.ACQUIRED: 0, RecordState.ACKNOWLEDGED: 2,
+              RecordState.ARCHIVED: 4}  # fmt: skip
+_LOADED = {0: RecordState.AVAILABLE, 2: RecordState.ACKNOWLEDGED, 4: RecordState.ARCHIVED}
+
+
+def from_state(start_offset: int, batches: Iterable[StateRange]) -> SharePartition:
+    """A share partition as the share coordinator keeps it (a new leader's load): SPSO at
+    `start_offset`, each batch's offsets in their state with their delivery count, and SPEO
+    after the last batch. Offsets below SPSO, or in no batch, are left out (done)."""
+    sp = SharePartition(start_offset)
+    for first, last, state, count in batches:
+        for offset in range(max(first, start_offset), last + 1):
+            sp.records[offset] = InFlight(_LOADED.get(state, RecordState.ARCHIVED), count)
+        sp.end_offset = max(sp.end_offset, last + 1)
+    sp._advance()
+    return sp
+
+
+def state_batches(sp: SharePartition) -> tuple[list[StateRange], int]:
+    """What to persist: every offset in [SPSO, SPEO) as ranges of one delivery state and count
+    (an offset with no record as Archived, count 0), and how many of them are done (KIP-1226's
+    delivery complete count)."""
+    out: list[StateRange] = []
+    done = 0
+    for offset in range(sp.start_offset, sp.end_offset):
+        entry = sp.records.get(offset)
+        state, count = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
+        done += state != 0
+        last = out[-1] if out else None
+        if last is not None and last[1] == offset - 1 and last[2:] == (state, count):
+            out[-1] = (last[0], offset, state, count)
+        else:
+            out.append((offset, offset, state, count))
+    return out, done
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[Acquired]:

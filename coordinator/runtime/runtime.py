@@ -20,7 +20,8 @@ After Kafka's CoordinatorRuntime (shared by its group and transaction coordinato
   not answer from its cache.
 
 The topic is created on first use (`ensure_topic`) with the coordinator's partition count,
-replication factor min(configured, live brokers) and configs, through the same store
+replication factor min(configured, live brokers) and configs (a `min.insync.replicas` capped at
+that replication factor), through the same store
 CreateTopics uses; `leader_of` answers FindCoordinator.
 
 The partitions are reached only through `CoordinatorLog` (log.py; the broker's ReplicaManager),
@@ -310,8 +311,11 @@ class CoordinatorRuntime(Generic[S, R]):
         if not self.cluster.has_topic(spec.name):
             live = self.cluster.live_broker_ids()
             rf = max(1, min(spec.replication_factor, len(live)))
+            configs = dict(spec.configs)
+            if "min.insync.replicas" in configs:  # never above the replicas it gets
+                configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
             try:
-                await self.topics.create_topic(spec.name, spec.partitions, rf, spec.configs, live)
+                await self.topics.create_topic(spec.name, spec.partitions, rf, configs, live)
                 self._log.info("created %s: %d partitions, replication factor %d", spec.name,
                                spec.partitions, rf)  # fmt: skip
             except TopicAlreadyExistsError:

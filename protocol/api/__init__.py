@@ -24,6 +24,7 @@ from protocol.api import (
     sasl,
     scram,
     share,
+    share_state,
     txn,
     txn_markers,
 )
@@ -80,6 +81,11 @@ APIS: tuple[ApiSpec, ...] = (
     share.SHARE_GROUP_DESCRIBE,  # 77
     share.SHARE_FETCH,  # 78
     share.SHARE_ACKNOWLEDGE,  # 79
+    share_state.INITIALIZE_SHARE_GROUP_STATE,  # 83
+    share_state.READ_SHARE_GROUP_STATE,  # 84
+    share_state.WRITE_SHARE_GROUP_STATE,  # 85
+    share_state.DELETE_SHARE_GROUP_STATE,  # 86
+    share_state.READ_SHARE_GROUP_STATE_SUMMARY,  # 87
 )
 
 
@@ -117,6 +123,7 @@ __all__ = [
     "sasl",
     "scram",
     "share",
+    "share_state",
     "txn",
     "txn_markers",
 ]

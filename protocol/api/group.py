@@ -39,6 +39,7 @@ NO_GENERATION = -1
 NO_MEMBER = ""
 GROUP_KEY_TYPE = 0  # FindCoordinator: a consumer group's coordinator
 TRANSACTION_KEY_TYPE = 1  # FindCoordinator: a transactional id's (protocol/api/txn.py)
+SHARE_KEY_TYPE = 2  # FindCoordinator: a share partition's share coordinator (KIP-932)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,10 +71,11 @@ class PartitionMetadata:
     offline_replicas: list[int]
 
 
-# Kafka's internal topics (Topic.INTERNAL_TOPICS): the group and transaction coordinators' logs.
+# Kafka's internal topics (Topic.INTERNAL_TOPICS): the group, transaction and share
+# coordinators' logs.
 # Metadata marks them `is_internal` on both doors; `kafka-topics.sh --exclude-internal` and
 # `odradek topics list --exclude-internal` leave them out, and pattern subscriptions skip them.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @dataclass(frozen=True, slots=True)

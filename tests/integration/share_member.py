@@ -2,13 +2,14 @@
 the python of .venv-share (the Makefile's `setup` builds it; the project's own venv pins 2.12):
 
     .venv-share/bin/python tests/integration/share_member.py --bootstrap B --group G
-        --topic T --out FILE [--mode accept|release-first|reject|hold] [--name N]
+        --topic T --out FILE [--mode accept|release-first|reject|hold|release-hold] [--name N]
 
 `accept` uses the consumer's defaults (implicit acknowledgement: each poll's records are
 accepted by the next poll); the other modes acknowledge explicitly
 (share.acknowledgement.mode=explicit): `release-first` releases a record on its first delivery
 and accepts it on the next, `reject` rejects every record, `hold` takes one poll's records and
-then stops polling without acknowledging them (the test SIGKILLs it).
+then stops polling without acknowledging them (the test SIGKILLs it), `release-hold` releases
+one poll's records and stops polling (SIGTERM then sends the releases as it closes).
 
 Each record received is a line `<offset> <delivery count> <what it did>` in FILE, flushed
 before it is acknowledged; lines starting with `#` say what happened. SIGTERM: stop, close the
@@ -45,7 +46,8 @@ def main() -> int:
     for name in ("--bootstrap", "--group", "--topic", "--out"):
         parser.add_argument(name, required=True)
     parser.add_argument("--mode", default="accept",
-                        choices=("accept", "release-first", "reject", "hold"))  # fmt: skip
+                        choices=("accept", "release-first", "reject", "hold",
+                                 "release-hold"))  # fmt: skip
     parser.add_argument("--name", default="member")
     a = parser.parse_args()
     signal.signal(signal.SIGTERM, on_term)
@@ -64,16 +66,19 @@ def main() -> int:
                     note(out, f"# error {msg.error()}")
                     continue
                 count = msg.delivery_count()
-                what = {"accept": "accept", "reject": "reject", "hold": "hold"}.get(
-                    a.mode, "release" if count == 1 else "accept"
-                )
+                what = {
+                    "accept": "accept",
+                    "reject": "reject",
+                    "hold": "hold",
+                    "release-hold": "release",
+                }.get(a.mode, "release" if count == 1 else "accept")
                 note(out, f"{msg.offset()} {count} {what}")
                 if what != "accept" or a.mode != "accept":
                     kind = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE,
                             "reject": AcknowledgeType.REJECT}.get(what)  # fmt: skip
                     if kind is not None:
                         consumer.acknowledge(msg, kind)
-            if a.mode == "hold" and out.tell() > 0 and _holding(a.out):
+            if a.mode in ("hold", "release-hold") and out.tell() > 0 and _holding(a.out):
                 note(out, "# holding")
                 while not Stop.requested:
                     time.sleep(POLL_S)
@@ -84,7 +89,7 @@ def main() -> int:
 
 def _holding(path: str) -> bool:
     with open(path, encoding="utf-8") as f:
-        return any(line.endswith(" hold\n") for line in f)
+        return any(line.endswith((" hold\n", " release\n")) for line in f)
 
 
 if __name__ == "__main__":

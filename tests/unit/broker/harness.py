@@ -38,6 +38,7 @@ from broker.security.authorizer import Authorizer
 from broker.security.sasl import SaslService
 from broker.server import BrokerServer
 from broker.share.manager import SharePartitionManager
+from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
 from broker.txn_verifier import TxnVerifier
 from coordinator.cluster.placement import assign_replicas
@@ -46,6 +47,7 @@ from coordinator.cluster.topics import new_partitions
 from coordinator.controller.core import Controller
 from coordinator.group.service import GroupConfig, GroupCoordinator
 from coordinator.runtime.peers import Peers
+from coordinator.share.service import ShareCoordinator, ShareCoordinatorConfig
 from coordinator.transaction.markers import MarkerWriter
 from coordinator.transaction.service import TransactionCoordinator, TxnConfig
 from protocol.api.controller import (
@@ -221,6 +223,10 @@ def complete_context(
         sasl = SaslService(broker_wide, credentials.lookup, clock.monotonic_ms,
                            listeners=per_listener)  # fmt: skip
     quotas = Quotas(config.quota_window_num, config.quota_window_size_seconds * 1000)
+    share_coordinator = ShareCoordinator(
+        broker_id, replicas, metadata, topics, clock,
+        ShareCoordinatorConfig(state_partitions=1, topic_create_wait_ms=CREATE_WAIT_MS),
+    )  # fmt: skip
     return BrokerContext(
         config, clock, replicas, metadata, topics, ControllerEpoch(), groups=groups,
         transactions=transactions, txn_verifier=TxnVerifier(broker_id, transactions, peers),
@@ -230,7 +236,9 @@ def complete_context(
         credentials=credentials, broker_configs=topics, static_config=config,
         share=SharePartitionManager(replicas, clock, share_settings(
             lambda: config, groups.configs.overrides)),
-        authorizer=authorizer,
+        share_coordinator=share_coordinator, authorizer=authorizer,
+        share_persister=StatePersister(broker_id, share_coordinator, peers, metadata.topic_id,
+                                       clock),
     )  # fmt: skip
 
 

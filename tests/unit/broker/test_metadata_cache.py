@@ -40,16 +40,18 @@ def test_describe_all_and_unknown() -> None:
 
 
 def test_the_coordinators_topics_are_internal() -> None:
-    """Kafka's Topic.INTERNAL_TOPICS: Metadata marks both coordinators' logs internal (the
+    """Kafka's Topic.INTERNAL_TOPICS: Metadata marks the coordinators' logs internal (the
     native door said False for both, and the Kafka door for __transaction_state)."""
     from coordinator.group.records import OFFSETS_TOPIC
+    from coordinator.share.records import SHARE_STATE_TOPIC
     from coordinator.transaction.records import TRANSACTION_STATE_TOPIC
 
     cache = MetadataCache()
-    names = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, "events"]
+    names = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC, "events"]
     cache.apply(_update([_state(n, 0, 1, [1]) for n in names], [1]))
     internal = {t.name: t.is_internal for t in cache.describe(None)}
-    assert internal == {OFFSETS_TOPIC: True, TRANSACTION_STATE_TOPIC: True, "events": False}
+    assert internal == {OFFSETS_TOPIC: True, TRANSACTION_STATE_TOPIC: True,
+                        SHARE_STATE_TOPIC: True, "events": False}  # fmt: skip
 
 
 def test_offline_partitions_have_no_leader() -> None:

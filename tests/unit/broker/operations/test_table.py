@@ -98,6 +98,9 @@ KAFKA_BEFORE = {
 }
 # Served since the table, by the Kafka door only (issue 33).
 KAFKA_ADDED = {34: (1, 2)}  # AlterReplicaLogDirs
+# Served since the table by the native door: the share coordinator's state APIs, which a
+# partition leader asks another broker (KIP-932).
+NATIVE_ADDED = {83, 84, 85, 86, 87}
 NATIVE_BEFORE = {
     0,
     1,
