@@ -20,7 +20,8 @@ the acknowledgement may still have been written).
 `at` is seconds since T0 on the machine's monotonic clock (the runner's own: CLOCK_MONOTONIC is
 one clock for every process). `--drain` accepts everything (the last member of a run, which
 takes what is left). SIGTERM: stop polling, close the consumer (it leaves the group), exit 0.
-The client's security settings come as JSON in the environment (SECURITY_ENV), never on disk.
+How the client logs in comes as the path of a client properties file in the environment
+(COMMAND_CONFIG_ENV: the run's --command-config, or a secure cluster's client.properties).
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ import random
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from client import ShareConsumer
 from client.share_acks import ShareRecord
+from deploy.command_config import load_command_config
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError
 
-SECURITY_ENV = "ODRADEK_CHAOS_CLIENT"
+COMMAND_CONFIG_ENV = "ODRADEK_CHAOS_COMMAND_CONFIG"
 ACCEPT_WEIGHTS = {"accept": 80, "release": 12, "reject": 8}
 POLL_MS = 300
 # no answer came (the connection broke, or the time ran out): the leader may have written the
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain", action="store_true")
     a = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)
-    security = json.loads(os.environ.get(SECURITY_ENV) or "{}")
+    config = os.environ.get(COMMAND_CONFIG_ENV)
+    security = load_command_config(Path(config)).client_options() if config else {}
     rng = random.Random(f"{a.seed}-{a.name}")
     consumer = ShareConsumer(a.bootstrap, group_id=a.group, client_id=a.name,
                              share_acknowledgement_mode="explicit",

@@ -33,7 +33,7 @@ from typing import Any
 from client import Admin
 from deploy.chaos import security
 from deploy.chaos.share_checker import FAILED, NOTHING, OK, UNKNOWN, Delivery
-from deploy.chaos.share_member import SECURITY_ENV
+from deploy.chaos.share_member import COMMAND_CONFIG_ENV
 from protocol.errors import OdradekError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +57,8 @@ class MemberPool:
         out_dir.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
-        try:
-            client = json.dumps(security.native())
-        except TypeError as exc:  # settings that are not text cannot reach the members
-            raise OdradekError(f"the share workload's members cannot take these client "
-                               f"settings: {exc}") from None  # fmt: skip
-        return {**os.environ, SECURITY_ENV: client}
+        config = security.command_config_path()
+        return {**os.environ, COMMAND_CONFIG_ENV: "" if config is None else str(config)}
 
     def start_one(self, drain: bool = False) -> str:
         alive = [n for n, p in self.procs.items() if p.poll() is None]
