@@ -43,6 +43,7 @@ from spark_connector import exactly_once as eo
 from spark_connector.fetch import worker_state
 from spark_connector.options import WriteOptions
 from spark_connector.schema import HEADER_TYPE
+from spark_connector.security import client_options
 
 _COLUMNS = ("key", "value", "topic", "partition", "headers")
 MAX_UNACKED_RECORDS = 100_000  # await acknowledgements before queueing more than this
@@ -105,8 +106,9 @@ def _as_bytes(value: Any, is_str: bool) -> bytes | None:
 
 async def _produce(opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]) -> int:
     producer = AsyncProducer(
-        opts.bootstrap, acks=opts.acks, linger_ms=opts.linger_ms, batch_size=opts.batch_size
-    )
+        opts.bootstrap, acks=opts.acks, linger_ms=opts.linger_ms, batch_size=opts.batch_size,
+        **client_options(opts.security),
+    )  # fmt: skip
     await producer.start()
     try:
         return await _send_rows(producer, opts, layout, rows)
@@ -171,11 +173,12 @@ def write_rows(
     if context is None:
         raise OdradekError("exactlyOnce: write() runs outside a Spark task")
     base = eo.task_base(opts.transactional_id_prefix, write_id, context.getLocalProperty)
-    config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size}
+    config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size,
+              **client_options(opts.security)}  # fmt: skip
     return state.run(eo.prepare_rows(
         opts.bootstrap, base, context.partitionId(), context.taskAttemptId(),
         lambda producer: _send_rows(producer, opts, layout, rows),
-        write_id is None, state.cluster(opts.bootstrap), config,
+        write_id is None, state.cluster(opts.bootstrap, opts.security), config,
     ))  # fmt: skip
 
 
@@ -188,17 +191,19 @@ def _commit(
     assert opts.transactional_id_prefix is not None
     prepared = eo.to_commit(messages)
     state = worker_state()
-    state.run(eo.commit_prepared(opts.bootstrap, prepared, what))
+    security = client_options(opts.security)
+    state.run(eo.commit_prepared(opts.bootstrap, prepared, what, security))
     named = {m.transactional_id for m in messages if isinstance(m, eo.PreparedCommit)}
-    state.run(eo.cleanup(opts.bootstrap, state.cluster(opts.bootstrap),
-                         opts.transactional_id_prefix, named, query_id, batch_id))  # fmt: skip
+    state.run(eo.cleanup(opts.bootstrap, state.cluster(opts.bootstrap, opts.security),
+                         opts.transactional_id_prefix, named, query_id, batch_id,
+                         security))  # fmt: skip
 
 
 def _abort(opts: WriteOptions, messages: list[WriterCommitMessage | None]) -> None:
     """The driver's abort: every transaction its tasks prepared (a failed task aborted its own;
     the next attempt or run aborts one a dead task left)."""
     tids = [m.transactional_id for m in eo.to_commit(messages)]
-    worker_state().run(eo.abort_ids(opts.bootstrap, tids))
+    worker_state().run(eo.abort_ids(opts.bootstrap, tids, client_options(opts.security)))
 
 
 class OdradekWriter(DataSourceWriter):
