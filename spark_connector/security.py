@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from deploy.command_config import SUPPORTED, command_config
+from client.command_config import SUPPORTED, command_config
 from protocol.errors import UsageError
 from transport.security import SecurityConfig
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from client import Admin, NewTopic
+from client.command_config import parse_properties
 from deploy.cluster import LocalCluster
-from deploy.command_config import parse_properties
 from tests.fixtures.cluster import ClusterPool, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
