@@ -19,7 +19,8 @@ topic starts from (a topic's own overrides live in ZooKeeper, `/config/topics/<t
 Kafka's dotted names are accepted for the same fields (`"ssl.client.auth" = "required"`), and
 Kafka's per-listener prefix for a listener's own ssl.* settings and SASL mechanisms
 (`listener.name.mtls.ssl.client.auth = "required"`,
-`listener.name.external.plain.sasl.jaas.config = '...'`, quoted or not: `listener_settings`).
+`listener.name.external.plain.sasl.jaas.config = '...'`, quoted or not: `listener_settings`,
+read by broker/config_listeners.py).
 
 `load_config(path, **overrides)` merges file and overrides (the CLI's flags; None means "not
 given"), checks every name and type, and raises `UsageError` with one clear line on a mistake.
@@ -36,11 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.config_listeners import (
+    JAAS_SUFFIX,
+    LISTENER_PREFIX,
+    flatten_listener_table,
+    listener_settings,
+)
 from broker.listeners import Listener, parse_listeners, parse_protocol_map
 from broker.log.config import LogConfig
 from broker.log.dir_placement import parse_log_dirs
 from broker.loggers import parse_logger_levels
-from broker.security.sasl import MECHANISMS as SASL_MECHANISMS
 from broker.security.sasl import parse_mechanisms, plain_users
 from broker.security.tls import TlsSettings
 from coordinator.group.group_configs import broker_bounds
@@ -508,6 +514,22 @@ _TYPES: dict[str, type] = {
 }
 
 
+# what may be set per listener: the TLS of its connections, and its SASL mechanisms with their
+# JAAS (Kafka's listener.name.<l>.<mechanism>.sasl.jaas.config; one value for the listener)
+PER_LISTENER = (
+    frozenset(
+        name
+        for name in _FIELDS
+        if name.startswith("ssl_") and name != "ssl_endpoint_identification_algorithm"
+    )
+    | SASL_PER_LISTENER
+)
+
+
+def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
+    return listener_settings(value, where, _coerce, PER_LISTENER)
+
+
 def _coerce(name: str, value: Any, where: str) -> Any:
     want = _TYPES[name]
     if want is Path:
@@ -586,7 +608,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
     values: dict[str, Any] = {}
     per_listener: dict[str, Any] = {}
-    for name, value in _flatten_listener_table(raw).items():
+    for name, value in flatten_listener_table(raw).items():
         if name.startswith(LISTENER_PREFIX):
             per_listener[name] = value
             continue
@@ -597,77 +619,3 @@ def _read_toml(path: Path) -> dict[str, Any]:
     if per_listener:
         values["listener_settings"] = _listener_settings(per_listener, f"config file {path}")
     return values
-
-
-LISTENER_PREFIX = "listener.name."
-# what may be set per listener: the TLS of its connections, and its SASL mechanisms with their
-# JAAS (Kafka's listener.name.<l>.<mechanism>.sasl.jaas.config; one value for the listener)
-PER_LISTENER = (
-    frozenset(
-        name
-        for name in _FIELDS
-        if name.startswith("ssl_") and name != "ssl_endpoint_identification_algorithm"
-    )
-    | SASL_PER_LISTENER
-)
-JAAS_SUFFIX = ".sasl.jaas.config"
-
-
-def _per_listener_field(setting: str, where: str, listener: str) -> str:
-    """The BrokerConfig field a listener.name.<listener>.<setting> key sets."""
-    mechanism = setting.removesuffix(JAAS_SUFFIX)
-    if mechanism != setting and mechanism.upper() in SASL_MECHANISMS:
-        return "sasl_jaas_config"
-    name = setting.replace(".", "_")
-    key = f"{where}: {LISTENER_PREFIX}{listener.lower()}.{setting}"
-    if name == "sasl_jaas_config":
-        raise UsageError(f"{key}: name the mechanism, as Kafka does: {LISTENER_PREFIX}"
-                         f"{listener.lower()}.<mechanism>{JAAS_SUFFIX} (mechanisms: "
-                         f"{', '.join(m.lower() for m in SASL_MECHANISMS)})")  # fmt: skip
-    if not listener or name not in PER_LISTENER:
-        raise UsageError(f"{key}: only a listener's ssl.* settings (ssl.client.auth, "
-                         f"ssl.keystore.location, ...), sasl.enabled.mechanisms and "
-                         f"<mechanism>{JAAS_SUFFIX} may be set per listener")  # fmt: skip
-    return name
-
-
-def _flatten_listener_table(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """TOML reads an unquoted `listener.name.internal.ssl.client.auth = ...` as nested tables
-    under "listener"; give those their dotted names back (other keys pass as they are)."""
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, Mapping):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}", v)
-        else:
-            out[prefix] = value
-
-    for name, value in raw.items():
-        if name == "listener" and isinstance(value, Mapping):
-            walk(name, value)
-        else:
-            out[name] = value
-    return out
-
-
-def _listener_settings(value: Any, where: str) -> dict[str, dict[str, str]]:
-    """listener.name.<listener>.<setting> keys (or a {listener: {setting: value}} map) as
-    {LISTENER: {field: value}}; UsageError for a setting that is not per listener."""
-    if not isinstance(value, Mapping):
-        raise UsageError(f"{where}: listener_settings must be a table")
-    out: dict[str, dict[str, str]] = {}
-    for key, setting_value in value.items():
-        if isinstance(setting_value, Mapping):  # {listener: {setting: value}}
-            pairs = [(str(key), str(k), v) for k, v in setting_value.items()]
-        else:
-            listener, _, setting = str(key).removeprefix(LISTENER_PREFIX).partition(".")
-            pairs = [(listener, setting, setting_value)]
-        for listener, setting, v in pairs:
-            name = _per_listener_field(setting, where, listener)
-            own = out.setdefault(listener.upper(), {})
-            value = _coerce(name, v, where)
-            if name == "sasl_jaas_config" and own.get(name):  # one per mechanism: all of them
-                value = f"{own[name]} {value}"
-            own[name] = value
-    return out

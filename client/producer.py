@@ -410,6 +410,15 @@ class AsyncProducer(ClusterClient):
             partition = available[next(self._bulk_rr) % len(available)]
         ts = self._clock.time_ms()
         payload = build_batch_from_values(chunk, ts, self.codec)
+        return await self.send_built(topic, partition, payload, len(chunk), ts)
+
+    async def send_built(
+        self, topic: str, partition: int, payload: bytes, count: int, timestamp_ms: int
+    ) -> asyncio.Future[BatchMetadata]:
+        """Queue a record batch the caller built (protocol/batch.py, without producer fields:
+        the accumulator stamps the producer id, epoch, sequence and transactional bit when it
+        sends it): the Spark sink's Arrow path. A future of its BatchMetadata."""
+        self._check_usable()
         if len(payload) > self.max_request_size:
             raise MessageTooLargeError(f"a {len(payload)}-byte batch is above max_request_size")
         if not self._acc.has_room(len(payload)):
@@ -417,7 +426,8 @@ class AsyncProducer(ClusterClient):
         future: asyncio.Future[BatchMetadata] = asyncio.get_running_loop().create_future()
         tp = TopicPartition(topic, partition)
         with self._acc.lock:
-            self._acc.append_built(tp, payload, len(chunk), ts, future, self._clock.monotonic_ms())
+            self._acc.append_built(tp, payload, count, timestamp_ms, future,
+                                   self._clock.monotonic_ms())  # fmt: skip
         self._wake.set()
         return future
 

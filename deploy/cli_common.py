@@ -2,7 +2,7 @@
 where the brokers are (--bootstrap, else the local cluster in --dir D, else $ODRADEK_BOOTSTRAP,
 else the local cluster recorded in ./.odradek/cluster.json; both flags are accepted before the
 command or after it, see `client_options`), how to reach them (`--command-config FILE`:
-Kafka tools' client properties, deploy/command_config.py), an Admin client for them, argparse
+Kafka tools' client properties, client/command_config.py), an Admin client for them, argparse
 number types, the partitions of the topic produce or consume is given (or its error), the
 partition line `topics describe` prints (and why a partition has no leader), and progress lines
 on stderr (results go to stdout) and the one error line a command ends with (`print_error`).
@@ -123,7 +123,7 @@ def security_from_args(args: argparse.Namespace) -> dict[str, Any]:
                 f"--command-config {secure / 'client.properties'}"
             )
         return {}
-    from deploy.command_config import load_command_config
+    from client.command_config import load_command_config
 
     return load_command_config(path).client_options()
 

@@ -488,7 +488,7 @@ class LocalCluster:
         path = self.client_properties_path
         if path is None:
             return {}
-        from deploy.command_config import load_command_config
+        from client.command_config import load_command_config
 
         return load_command_config(path).client_options()
 

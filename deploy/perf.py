@@ -55,7 +55,7 @@ def _security() -> dict[str, Any]:
     """The clients' TLS/SASL keyword arguments ({} without --command-config)."""
     global _security_cache
     if _security_cache is None:
-        from deploy.command_config import load_command_config
+        from client.command_config import load_command_config
 
         path = _command_config
         _security_cache = {} if path is None else load_command_config(path).client_options()

@@ -107,7 +107,7 @@ def http_security(args: argparse.Namespace) -> tuple[dict[str, str], ssl.SSLCont
     path = getattr(args, "command_config", None)
     if path is None:
         return {}, None
-    from deploy.command_config import load_command_config
+    from client.command_config import load_command_config
 
     config = load_command_config(Path(path))
     headers = {}

@@ -330,6 +330,19 @@ def build_batch_from_values(
                          producer_id, producer_epoch, base_sequence, transactional)  # fmt: skip
 
 
+def build_batch_from_section(
+    section: bytes, count: int, timestamp_ms: int, codec: int = CODEC_NONE
+) -> bytes:
+    """A batch around a records section already encoded (protocol/_encoder.c's encode_arrow:
+    `count` records, every timestamp delta 0), without producer fields."""
+    if count <= 0:
+        raise UsageError("a batch needs at least one record")
+    payload: bytes | memoryview = section
+    if codec != CODEC_NONE:
+        payload = compression.compress(codec, payload)
+    return _assemble(payload, count, timestamp_ms, timestamp_ms, 0, codec, NO_PRODUCER_ID, -1, -1)
+
+
 def build_columns(
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],

@@ -12,7 +12,7 @@ entry ends with `;`. `//` and `/* */` comments are skipped. Examples:
     org.apache.kafka.common.security.plain.PlainLoginModule required
         username="admin" password="admin-secret" user_alice="alice-secret";
 
-Both sides use it: a client's `--command-config` (deploy/command_config.py) and the broker's
+Both sides use it: a client's `--command-config` (client/command_config.py) and the broker's
 PLAIN user list and inter-broker credentials. Bad input is one `UsageError` line that says
 where; a password never appears in an error message (options are named, never quoted).
 """

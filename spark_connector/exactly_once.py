@@ -65,9 +65,10 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -80,6 +81,7 @@ from protocol.errors import NetworkError, OdradekError, for_code
 
 log = logging.getLogger("spark_connector")
 T = TypeVar("T")
+EMPTY: Mapping[str, Any] = MappingProxyType({})  # no TLS/SASL settings: plaintext
 
 COMMITTED_STATES = frozenset({"PrepareCommit", "CompleteCommit"})
 REQUEST_TIMEOUT_MS = 30_000
@@ -283,10 +285,14 @@ def to_commit(messages: Sequence[WriterCommitMessage | None]) -> list[PreparedCo
     ]
 
 
-async def commit_prepared(bootstrap: str, prepared: Sequence[PreparedCommit], what: str) -> None:
+async def commit_prepared(
+    bootstrap: str, prepared: Sequence[PreparedCommit], what: str,
+    security: Mapping[str, Any] = EMPTY,
+) -> None:  # fmt: skip
     """Take over every prepared transaction; commit them all when each is the one its message
-    names, else abort them and raise."""
-    producers = [AsyncProducer(bootstrap, transactional_id=m.transactional_id, enable_2pc=True)
+    names, else abort them and raise. `security`: the client's TLS/SASL keyword arguments."""
+    producers = [AsyncProducer(bootstrap, transactional_id=m.transactional_id, enable_2pc=True,
+                               **security)
                  for m in prepared]  # fmt: skip
     try:
         await asyncio.gather(*[p.start() for p in producers])
@@ -310,11 +316,13 @@ async def commit_prepared(bootstrap: str, prepared: Sequence[PreparedCommit], wh
         await asyncio.gather(*[p.close() for p in producers], return_exceptions=True)
 
 
-async def abort_ids(bootstrap: str, tids: Iterable[str]) -> None:
+async def abort_ids(
+    bootstrap: str, tids: Iterable[str], security: Mapping[str, Any] = EMPTY
+) -> None:
     """Abort the open transaction of each id (InitProducerId without keep_prepared_txn)."""
 
     async def abort(tid: str) -> None:
-        producer = AsyncProducer(bootstrap, transactional_id=tid, enable_2pc=True)
+        producer = AsyncProducer(bootstrap, transactional_id=tid, enable_2pc=True, **security)
         try:
             await producer.start()
             await producer.init_transactions()
@@ -326,14 +334,14 @@ async def abort_ids(bootstrap: str, tids: Iterable[str]) -> None:
 
 async def cleanup(
     bootstrap: str, cluster: Cluster, prefix: str, named: set[str], query_id: str | None,
-    up_to_batch: int | None,
+    up_to_batch: int | None, security: Mapping[str, Any] = EMPTY,
 ) -> list[str]:  # fmt: skip
     """Abort the leftovers (`leftovers`) among the open transactions; returns their ids."""
     found = leftovers(await open_transactions(cluster), prefix, named, query_id, up_to_batch)
     if found:
         log.warning("exactlyOnce: aborting %d transaction(s) no task of this write names: %s",
                     len(found), found)  # fmt: skip
-        await abort_ids(bootstrap, found)
+        await abort_ids(bootstrap, found, security)
     return found
 
 

@@ -59,6 +59,7 @@ from protocol.columns import US_PER_MS, Segment, arrow_arrays, segments, to_buff
 from protocol.errors import OdradekError, OffsetOutOfRangeError, RequestTimedOutError
 from spark_connector.ranges import DataLoss
 from spark_connector.schema import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ARROW_TIMESTAMP
+from spark_connector.security import Props, security_config
 
 log = logging.getLogger("spark_connector")
 
@@ -89,6 +90,7 @@ class RangePartition(InputPartition):
         poll_timeout_ms: int = 120_000,
         fetch_max_bytes: int = 4 * 1024 * 1024,
         isolation_level: int = READ_UNCOMMITTED,  # READ_COMMITTED: aborted batches dropped
+        security: Props = (),  # the kafka.* security properties (spark_connector/security.py)
     ) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
@@ -100,6 +102,7 @@ class RangePartition(InputPartition):
         self.poll_timeout_ms = poll_timeout_ms
         self.fetch_max_bytes = fetch_max_bytes
         self.isolation_level = isolation_level
+        self.security = security
 
     def __repr__(self) -> str:
         return (
@@ -111,26 +114,29 @@ class RangePartition(InputPartition):
 
 
 class _WorkerState:
-    """One event loop and one Cluster per bootstrap, for this process (re-made after a fork)."""
+    """One event loop and one Cluster per bootstrap and security settings, for this process
+    (re-made after a fork)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.loop = uvloop.new_event_loop()
-        self.clusters: dict[str, Cluster] = {}
+        self.clusters: dict[tuple[str, Props], Cluster] = {}
 
-    def cluster(self, bootstrap: str) -> Cluster:
-        cluster = self.clusters.get(bootstrap)
+    def cluster(self, bootstrap: str, security: Props = ()) -> Cluster:
+        cluster = self.clusters.get((bootstrap, security))
         if cluster is None:
-            cluster = self.run(_make_cluster(bootstrap))
-            self.clusters[bootstrap] = cluster
+            cluster = self.run(_make_cluster(bootstrap, security))
+            self.clusters[(bootstrap, security)] = cluster
         return cluster
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
 
 
-async def _make_cluster(bootstrap: str) -> Cluster:
-    return Cluster(bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS)
+async def _make_cluster(bootstrap: str, security: Props) -> Cluster:
+    return Cluster(
+        bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS, security=security_config(security)
+    )
 
 
 _STATE: _WorkerState | None = None
@@ -152,7 +158,7 @@ class _RangeReader:
     def __init__(self, part: RangePartition) -> None:
         self.part = part
         self.state = worker_state()
-        cluster = self.state.cluster(part.bootstrap)
+        cluster = self.state.cluster(part.bootstrap, part.security)
         cluster.add_topics([part.topic])
         self.tp = TopicPartition(part.topic, part.partition)
         self.subs = SubscriptionState(NONE)
@@ -375,7 +381,13 @@ async def _next_answer(fetcher: Fetcher, tp: TopicPartition) -> tuple[list[Segme
 
 
 def first_offset_at_or_after(
-    bootstrap: str, topic: str, partition: int, offset: int, target_ms: int, max_fetches: int = 4
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    target_ms: int,
+    max_fetches: int = 4,
+    security: Props = (),
 ) -> int:
     """The first offset at or after `offset` whose record's timestamp is >= `target_ms`.
 
@@ -387,7 +399,12 @@ def first_offset_at_or_after(
     return int(
         state.run(
             _first_at_or_after(
-                state.cluster(bootstrap), topic, partition, offset, target_ms, max_fetches
+                state.cluster(bootstrap, security),
+                topic,
+                partition,
+                offset,
+                target_ms,
+                max_fetches,
             )
         )
     )

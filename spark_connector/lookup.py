@@ -11,9 +11,12 @@ Nothing here runs on executors: the answers travel to tasks inside their input p
 Kafka option, which users give the Kafka listener's addresses) get the native ones, once, on
 the driver, before anything is planned: each address is asked, in Kafka's protocol, whether
 it is a Kafka listener (transport/kafka_probe.py: ApiVersions, then the broker's own
-DescribeConfigs), and one that is is replaced by the host:port its broker's PLAINTEXT native
-listener advertises; any other address (already native, or not answering) is kept. Tasks
-and the driver's clients then speak the native protocol, as with `bootstrap`.
+DescribeConfigs; with the kafka.* security options, over TLS and after logging in as they
+say), and one that is is replaced by the host:port its broker's native listener of the same
+security protocol advertises (PLAINTEXT without those options); any other address (already
+native, or not answering) is kept. A refused login fails the query at once, saying so. Tasks
+and the driver's clients then speak the native protocol, as with `bootstrap`, with the same
+security settings.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ from protocol.errors import OdradekError, UsageError
 from spark_connector.fetch import first_offset_at_or_after, worker_state
 from spark_connector.options import EARLIEST, LATEST, ReadOptions, WriteOptions
 from spark_connector.ranges import TP
+from spark_connector.security import Props, client_options, security_config
 from transport.kafka_probe import KafkaListener, probe
+from transport.sasl import AUTHENTICATION_ERRORS
+from transport.security import SecurityConfig
 
 T = TypeVar("T")
 Opts = TypeVar("Opts", ReadOptions, WriteOptions)
@@ -40,22 +46,37 @@ RETRY_BACKOFF_S = 0.2
 
 class OffsetLookup:
     def __init__(
-        self, bootstrap: str, timeout_ms: int = 60_000, isolation_level: str = READ_UNCOMMITTED
+        self,
+        bootstrap: str,
+        timeout_ms: int = 60_000,
+        isolation_level: str = READ_UNCOMMITTED,
+        security: Props = (),
+        retries: int | None = None,
+        retry_interval_ms: int = int(RETRY_BACKOFF_S * 1000),
     ) -> None:
         self.bootstrap = bootstrap
         self.timeout_ms = timeout_ms
         self.isolation_level = isolation_level  # read_committed: latest is the LSO
+        self.security = security
+        self.retries = retries  # fetchOffset.numRetries (None: retry until timeout_ms)
+        self.retry_interval_ms = retry_interval_ms  # fetchOffset.retryIntervalMs
         self._admin: Admin | None = None
+
+    @classmethod
+    def of(cls, opts: ReadOptions) -> OffsetLookup:
+        return cls(opts.bootstrap, isolation_level=opts.isolation_level, security=opts.security,
+                   retries=opts.fetch_offset_retries,
+                   retry_interval_ms=opts.fetch_offset_retry_interval_ms)  # fmt: skip
 
     def _client(self) -> Admin:
         if self._admin is None:
-            self._admin = Admin(self.bootstrap, request_timeout_ms=min(self.timeout_ms, 30_000))
+            self._admin = Admin(self.bootstrap, request_timeout_ms=min(self.timeout_ms, 30_000),
+                                **client_options(self.security))  # fmt: skip
         return self._admin
 
     def __getstate__(self) -> dict[str, object]:
         """Readers holding a lookup get pickled to tasks: the open client stays behind."""
-        return {"bootstrap": self.bootstrap, "timeout_ms": self.timeout_ms,
-                "isolation_level": self.isolation_level, "_admin": None}  # fmt: skip
+        return {**self.__dict__, "_admin": None}
 
     def close(self) -> None:
         if self._admin is not None:
@@ -64,13 +85,16 @@ class OffsetLookup:
 
     def _retry(self, what: str, call: Callable[[Admin], T]) -> T:
         deadline = time.monotonic() + self.timeout_ms / 1000
+        attempts = 0
         while True:
             try:
                 return call(self._client())
             except OdradekError as exc:
-                if not exc.retriable or time.monotonic() > deadline:
+                attempts += 1
+                out_of_tries = self.retries is not None and attempts > self.retries
+                if not exc.retriable or time.monotonic() > deadline or out_of_tries:
                     raise type(exc)(f"{what} failed: {exc}") from None
-            time.sleep(RETRY_BACKOFF_S)
+            time.sleep(self.retry_interval_ms / 1000)
 
     def partitions(self, opts: ReadOptions) -> list[TP]:
         """Every topic-partition the subscription names that exists now, sorted."""
@@ -114,7 +138,9 @@ class OffsetLookup:
         out = {}
         for tp, offset in found.items():
             if offset >= 0:
-                out[tp] = first_offset_at_or_after(self.bootstrap, *tp, offset, query[tp])
+                out[tp] = first_offset_at_or_after(
+                    self.bootstrap, *tp, offset, query[tp], security=self.security
+                )
             elif past_end == "latest":
                 out[tp] = latest[tp]
             else:
@@ -130,34 +156,41 @@ def native_options(opts: Opts) -> Opts:
     `kafka.bootstrap.servers`."""
     if not opts.kafka_bootstrap:
         return opts
-    return dataclasses.replace(opts, bootstrap=native_bootstrap(opts.bootstrap),
-                               kafka_bootstrap=False)  # fmt: skip
+    bootstrap = native_bootstrap(opts.bootstrap, opts.security)
+    return dataclasses.replace(opts, bootstrap=bootstrap, kafka_bootstrap=False)
 
 
-def native_bootstrap(servers: str) -> str:
-    """Each Kafka listener among `servers` swapped for its broker's native listener; UsageError
-    when a Kafka listener's broker names none this connector can use (it reads plaintext)."""
+def native_bootstrap(servers: str, security: Props = ()) -> str:
+    """Each Kafka listener among `servers` swapped for its broker's native listener of the same
+    security protocol (the kafka.* options': asked with them, logging in as they say);
+    UsageError when a Kafka listener's broker names no such native listener."""
     addresses = [a.strip() for a in servers.split(",") if a.strip()]
+    config = security_config(security)
 
     async def ask_all() -> list[KafkaListener | None]:
-        return await asyncio.gather(*(_probe(a) for a in addresses))
+        return await asyncio.gather(*(_probe(a, config) for a in addresses))
 
     out = []
     for address, listener in zip(addresses, worker_state().run(ask_all()), strict=True):
         if listener is None:
             out.append(address)  # not a Kafka listener: native already (or down: said later)
-        elif listener.native_plaintext is None:
+        elif listener.native_same is None:
             said = f" (its native listeners: {listener.native})" if listener.native else ""
             raise UsageError(f"kafka.bootstrap.servers: {address} is a Kafka listener whose "
-                             f"broker names no PLAINTEXT native listener{said}; give the native "
-                             "address in option 'bootstrap'")  # fmt: skip
+                             f"broker names no {config.security_protocol} native listener"
+                             f"{said}; give the native address in option 'bootstrap'")  # fmt: skip
         else:
-            out.append(listener.native_plaintext)
+            out.append(listener.native_same)
     return ",".join(dict.fromkeys(out))
 
 
-async def _probe(address: str) -> KafkaListener | None:
+async def _probe(address: str, security: SecurityConfig) -> KafkaListener | None:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise UsageError(f"kafka.bootstrap.servers: {address!r} is not host:port")
-    return await probe(host.strip("[]"), int(port))
+    try:
+        return await probe(host.strip("[]"), int(port), security)
+    except AUTHENTICATION_ERRORS as exc:
+        raise type(exc)(
+            f"kafka.bootstrap.servers: {address} refused the login: {exc.message}"
+        ) from None

@@ -14,10 +14,20 @@ line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
   timestamp option wins over the offsets option (global before per-partition, as in Spark);
   `startingOffsetsByTimestampStrategy` `error` (default) or `latest` says what happens when
   no record is at or after the starting timestamp;
-- `minPartitions`, `maxOffsetsPerTrigger` (streaming) positive; `failOnDataLoss`,
-  `includeHeaders` booleans;
+- `minPartitions`, `maxRecordsPerPartition`, and (streaming) `maxOffsetsPerTrigger`,
+  `minOffsetsPerTrigger` positive; `maxTriggerDelay` a duration (`15m`, `30s`, `500ms`;
+  a bare number is ms, as Spark's time strings); `failOnDataLoss`, `includeHeaders` booleans;
+  `fetchOffset.numRetries` (>= 0) and `fetchOffset.retryIntervalMs` bound the driver's
+  offset lookups;
 - `kafka.isolation.level`: `read_uncommitted` (default, as Spark's Kafka source) or
-  `read_committed` (ranges end at the last stable offset, aborted transactions are skipped).
+  `read_committed` (ranges end at the last stable offset, aborted transactions are skipped);
+- the other `kafka.` options are the client's security settings (spark_connector/
+  security.py), checked against each other here; any other is refused with its reason.
+
+Every option name is checked: one this connector does not know is an error naming the nearest
+known one (difflib), and one that belongs to the other kind of query (a batch-only option in a
+streaming query, a read option on a write) says so. `checkpointLocation`, `queryName` and
+`path` are Spark's own (a `path` is refused: topics are named by `subscribe` or `assign`).
 
 Writes (`parse_write_options`): `exactlyOnce` (boolean, default false) needs
 `transactionalIdPrefix` (letters, digits, `.`, `_`, `-`), which names the transactional ids of
@@ -29,18 +39,43 @@ offset}}` with string keys, as Spark's Kafka source writes them.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from client.read_committed import READ_COMMITTED, READ_UNCOMMITTED
 from protocol.errors import UsageError
+from spark_connector.security import Props, security_props
 
 EARLIEST = -2
 LATEST = -1
 SOURCE_NAME = "odradek"
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000  # Spark's maxTriggerDelay default, 15m
+
+# Every option this connector reads, by kind of query (Spark's spelling; matched lower-cased).
+# kafka.bootstrap.servers, kafka.isolation.level and the security ones are `kafka.` options,
+# checked by spark_connector/security.py.
+READ_OPTIONS = (
+    "bootstrap", "subscribe", "subscribePattern", "assign", "startingOffsets",
+    "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+    "failOnDataLoss", "includeHeaders", "minPartitions", "maxRecordsPerPartition",
+    "pollTimeoutMs", "kafkaConsumer.pollTimeoutMs", "fetchMaxBytes", "fetchOffset.numRetries",
+    "fetchOffset.retryIntervalMs",
+)  # fmt: skip
+BATCH_READ_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+STREAM_READ_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+WRITE_OPTIONS = ("bootstrap", "topic", "acks", "lingerMs", "batchSize", "exactlyOnce",
+                 "transactionalIdPrefix")  # fmt: skip
+SPARK_OWN = ("checkpointLocation", "queryName")  # Spark's, handed to the source as well
+REFUSED_OPTIONS = {
+    "path": "the odradek source takes no path: name topics with 'subscribe', "
+    "'subscribePattern' or 'assign'",
+    "groupIdPrefix": "the connector joins no consumer group (offsets live in Spark's "
+    "checkpoint); a group id would have no effect",
+}
 
 PartitionOffsets = dict[str, dict[int, int]]
 """{topic: {partition: offset or timestamp}}: offsets in JSON options, decoded."""
@@ -72,6 +107,12 @@ class ReadOptions:
     fetch_max_bytes: int
     isolation_level: str = READ_UNCOMMITTED  # or READ_COMMITTED
     kafka_bootstrap: bool = False  # `bootstrap` came from kafka.bootstrap.servers (see below)
+    security: Props = ()  # the kafka.* security properties (spark_connector/security.py)
+    min_offsets_per_trigger: int | None = None  # streaming: wait for this many new offsets...
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # ...at most this long
+    max_records_per_partition: int | None = None  # split ranges larger than this
+    fetch_offset_retries: int | None = None  # None: retry lookups for up to a minute
+    fetch_offset_retry_interval_ms: int = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +125,38 @@ class WriteOptions:
     exactly_once: bool = False
     transactional_id_prefix: str | None = None  # set when exactly_once
     kafka_bootstrap: bool = False  # `bootstrap` came from kafka.bootstrap.servers (see below)
+    security: Props = ()  # the kafka.* security properties (spark_connector/security.py)
+
+
+def check_names(
+    opts: Mapping[str, str], known: Sequence[str], elsewhere: Mapping[str, str]
+) -> None:
+    """Every non-`kafka.` option of `opts` (lower-case names) must be in `known`; one in
+    `elsewhere` ({name: where it applies}) says where, any other names the nearest known."""
+    canonical = {n.lower(): n for n in (*known, *SPARK_OWN)}
+    other = {n.lower(): (n, where) for n, where in elsewhere.items()}
+    refused = {n.lower(): (n, why) for n, why in REFUSED_OPTIONS.items()}
+    for name in sorted(opts):
+        if name in canonical or name.startswith("kafka."):
+            continue
+        if name in refused:
+            raise UsageError(f"option '{refused[name][0]}' is not supported: {refused[name][1]}")
+        if name in other:
+            raise UsageError(f"option '{other[name][0]}' {other[name][1]}")
+        near = difflib.get_close_matches(name, list(canonical), n=1, cutoff=0.6)
+        hint = f" (did you mean '{canonical[near[0]]}'?)" if near else ""
+        raise UsageError(f"unknown option '{name}'{hint}")
+
+
+def _read_elsewhere(streaming: bool) -> dict[str, str]:
+    out = dict.fromkeys(
+        [n for n in WRITE_OPTIONS if n not in READ_OPTIONS], "applies to writes, not reads"
+    )
+    if streaming:
+        out.update(dict.fromkeys(BATCH_READ_OPTIONS, "is not allowed in a streaming query"))
+    else:
+        out.update(dict.fromkeys(STREAM_READ_OPTIONS, "only applies to streaming queries"))
+    return out
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -256,13 +329,9 @@ def _check_batch_bounds(starting: OffsetSpec, ending: OffsetSpec) -> None:
 def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptions:
     """Check every read option; raises UsageError naming the first thing that is wrong."""
     opts = lower_keys(options)
+    extra = STREAM_READ_OPTIONS if streaming else BATCH_READ_OPTIONS
+    check_names(opts, (*READ_OPTIONS, *extra), _read_elsewhere(streaming))
     subscribe, pattern, assign = _parse_subscription(opts)
-    ending_given = any(k in opts for k in ("endingoffsets", "endingtimestamp",
-                                           "endingoffsetsbytimestamp"))  # fmt: skip
-    if streaming and ending_given:
-        raise UsageError("endingOffsets / endingTimestamp are not allowed in a streaming query")
-    if not streaming and "maxoffsetspertrigger" in opts:
-        raise UsageError("option 'maxOffsetsPerTrigger' only applies to streaming queries")
     starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest", streaming)
     ending = _offset_spec(opts, "ending", "latest", streaming)
     if not streaming:
@@ -285,11 +354,53 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         max_offsets_per_trigger=parse_positive(opts, "maxOffsetsPerTrigger", None),
         fail_on_data_loss=parse_bool(opts, "failOnDataLoss", True),
         include_headers=parse_bool(opts, "includeHeaders", False),
-        poll_timeout_ms=parse_positive(opts, "pollTimeoutMs", 120_000) or 120_000,
+        poll_timeout_ms=_poll_timeout_ms(opts),
         fetch_max_bytes=parse_positive(opts, "fetchMaxBytes", 4 * 1024 * 1024) or 1,
         isolation_level=_isolation_level(opts),
         kafka_bootstrap=kafka_bootstrap,
+        security=security_props(opts),
+        min_offsets_per_trigger=parse_positive(opts, "minOffsetsPerTrigger", None),
+        max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
+        max_records_per_partition=parse_positive(opts, "maxRecordsPerPartition", None),
+        fetch_offset_retries=_non_negative(opts, "fetchOffset.numRetries"),
+        fetch_offset_retry_interval_ms=parse_positive(opts, "fetchOffset.retryIntervalMs", 200)
+        or 200,
     )
+
+
+def _poll_timeout_ms(opts: Mapping[str, str]) -> int:
+    """`kafkaConsumer.pollTimeoutMs` (Spark's name) or `pollTimeoutMs`, not both."""
+    if "polltimeoutms" in opts and "kafkaconsumer.polltimeoutms" in opts:
+        raise UsageError("give 'kafkaConsumer.pollTimeoutMs' or 'pollTimeoutMs', not both")
+    name = (
+        "kafkaConsumer.pollTimeoutMs" if "kafkaconsumer.polltimeoutms" in opts else "pollTimeoutMs"
+    )
+    return parse_positive(opts, name, 120_000) or 120_000
+
+
+def _non_negative(opts: Mapping[str, str], name: str) -> int | None:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return None
+    if not raw.strip().isdigit():
+        raise UsageError(f"option '{name}' must be an integer >= 0, not {raw!r}")
+    return int(raw.strip())
+
+
+_DURATION = re.compile(r"(\d+)\s*(us|ms|s|m|min|h|d)?")
+_UNIT_MS = {"us": 0.001, "ms": 1, "": 1, "s": 1000, "m": 60_000, "min": 60_000,
+            "h": 3_600_000, "d": 86_400_000}  # fmt: skip
+
+
+def _duration_ms(opts: Mapping[str, str], name: str, default: int) -> int:
+    """Spark's time strings (JavaUtils.timeStringAsMs): `15m`, `30s`, `500ms`, `500`."""
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    match = _DURATION.fullmatch(raw.strip().lower())
+    if match is None:
+        raise UsageError(f"option '{name}' must be a duration like 15m, 30s or 500ms, not {raw!r}")
+    return int(int(match.group(1)) * _UNIT_MS[match.group(2) or ""])
 
 
 def _isolation_level(opts: Mapping[str, str]) -> str:
@@ -327,6 +438,11 @@ def _exactly_once(opts: Mapping[str, str]) -> tuple[bool, str | None]:
 
 def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     opts = lower_keys(options)
+    check_names(opts, WRITE_OPTIONS, dict.fromkeys(
+        [n for n in (*READ_OPTIONS, *BATCH_READ_OPTIONS, *STREAM_READ_OPTIONS)
+         if n not in WRITE_OPTIONS], "applies to reads, not writes"))  # fmt: skip
+    if "kafka.isolation.level" in opts:
+        raise UsageError("option 'kafka.isolation.level' applies to reads, not writes")
     acks = opts.get("acks", "all").strip().lower()
     if acks not in ("0", "1", "-1", "all"):
         raise UsageError(f"option 'acks' must be 0, 1, -1 or all, not {acks!r}")
@@ -344,6 +460,7 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
         exactly_once=exactly_once,
         transactional_id_prefix=prefix,
         kafka_bootstrap=kafka_bootstrap,
+        security=security_props(opts),
     )
 
 

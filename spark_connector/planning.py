@@ -92,6 +92,7 @@ def to_partitions(ranges: Sequence[OffsetRange], opts: ReadOptions) -> list[Rang
             opts.poll_timeout_ms,
             opts.fetch_max_bytes,
             isolation_level_code(opts.isolation_level),
+            opts.security,
         )
         for r in ranges
     ]
@@ -106,4 +107,5 @@ def plan_batch(opts: ReadOptions, lookup: OffsetLookup) -> list[RangePartition]:
     end = offsets_for(opts.ending, "ending", tps, lookup, latest, "latest")
     ranges, losses = resolve_ranges(start, end, earliest, latest)
     report_losses(losses, opts.fail_on_data_loss)
-    return to_partitions(split_ranges(ranges, opts.min_partitions), opts)
+    pieces = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    return to_partitions(pieces, opts)

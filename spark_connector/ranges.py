@@ -4,12 +4,18 @@
   `OffsetRange`s bounded by each partition's [log start, high watermark), and reports the
   stretches that are gone (data loss: retention deleted them, or a truncation moved the end
   below where a range starts) so the caller can fail or warn, per `failOnDataLoss`.
-- `split_ranges` is Spark's KafkaOffsetRangeCalculator: with `minPartitions` above the number
-  of non-empty ranges, ranges are cut in proportion to their size (small ones stay whole, the
-  last piece of a range takes the rounding), so at least about `minPartitions` tasks run.
+- `split_ranges` is Spark's KafkaOffsetRangeCalculator: a range larger than
+  `maxRecordsPerPartition` is first cut into equal pieces no larger than it; then, with
+  `minPartitions` above the number of ranges, ranges are cut in proportion to their size
+  (small ones stay whole, the last piece of a range takes the rounding), so at least about
+  `minPartitions` tasks run.
 - `rate_limit` is the Kafka micro-batch source's `maxOffsetsPerTrigger`: the limit is shared
   across partitions in proportion to their backlog; a share below one record rounds up so that
   no partition starves, shares above round down.
+- `delay_batch` is its `minOffsetsPerTrigger` / `maxTriggerDelay`: a micro-batch waits while
+  fewer new offsets than the minimum are there, until the delay since the last batch passed.
+- `offsets_behind` is its source metrics (`avgOffsetsBehindLatest` and the others): how far
+  a micro-batch's end is from each partition's latest offset.
 
 A topic-partition is a `(topic, partition)` tuple throughout.
 """
@@ -94,27 +100,39 @@ def _resolve(offset: int, earliest: int, latest: int) -> int:
     return offset
 
 
-def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+def split_ranges(
+    ranges: Sequence[OffsetRange], min_partitions: int | None, max_records: int | None = None
+) -> list[OffsetRange]:
     """Spark's KafkaOffsetRangeCalculator.getRanges (without executor locations)."""
     nonempty = [r for r in ranges if r.size > 0]
+    if max_records is not None:
+        nonempty = [piece for r in nonempty for piece in _cut(r, -(-r.size // max_records))]
     if min_partitions is None or len(nonempty) >= min_partitions:
         return nonempty
     total = sum(r.size for r in nonempty)
-    unsplit = {r.tp for r in nonempty if _part_count(r.size, total, min_partitions) == 1}
-    unsplit_total = sum(r.size for r in nonempty if r.tp in unsplit)
+    unsplit = {i for i, r in enumerate(nonempty)
+               if _part_count(r.size, total, min_partitions) == 1}  # fmt: skip
+    unsplit_total = sum(nonempty[i].size for i in unsplit)
     split_total = total - unsplit_total
     split_min = max(min_partitions - len(unsplit), 1)
     out: list[OffsetRange] = []
-    for r in nonempty:
-        parts = 1 if r.tp in unsplit else _part_count(r.size, split_total, split_min)
-        remaining, frm = r.size, r.from_offset
-        for part in range(parts):
-            this = remaining // (parts - part)  # the last piece takes the rounding
-            remaining -= this
-            until = min(frm + this, r.until_offset)
-            out.append(OffsetRange(r.topic, r.partition, frm, until))
-            frm = until
-    return [r for r in out if r.size > 0]
+    for i, r in enumerate(nonempty):
+        parts = 1 if i in unsplit else _part_count(r.size, split_total, split_min)
+        out.extend(_cut(r, parts))
+    return out
+
+
+def _cut(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """`r` in `parts` pieces of about equal size (the last takes the rounding), none empty."""
+    out = []
+    remaining, frm = r.size, r.from_offset
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        until = min(frm + this, r.until_offset)
+        out.append(OffsetRange(r.topic, r.partition, frm, until))
+        frm = until
+    return [p for p in out if p.size > 0]
 
 
 def _part_count(size: int, total: int, min_parts: int) -> int:
@@ -147,3 +165,29 @@ def rate_limit(
         share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
         out[tp] = min(end, begin + share)
     return out
+
+
+def delay_batch(
+    min_offsets: int, start: Mapping[TP, int], until: Mapping[TP, int],
+    since_last_batch_ms: float, max_delay_ms: int,
+) -> bool:  # fmt: skip
+    """Whether the next micro-batch waits (KafkaMicroBatchStream.delayBatch): not once the
+    delay since the last batch has passed; else while fewer than `min_offsets` offsets are new
+    (a partition missing from `start` counts from 0, as Spark counts it)."""
+    if since_last_batch_ms >= max_delay_ms:
+        return False
+    return sum(end - start.get(tp, 0) for tp, end in until.items()) < min_offsets
+
+
+def offsets_behind(end: Mapping[TP, int], latest: Mapping[TP, int]) -> dict[str, str]:
+    """Spark's Kafka source metrics for a micro-batch ending at `end` (KafkaMicroBatchStream
+    .metrics): offsets behind each partition's latest, their min, max and average, as strings;
+    {} when nothing is known."""
+    behind = [max(latest[tp] - offset, 0) for tp, offset in end.items() if tp in latest]
+    if not behind:
+        return {}
+    return {
+        "minOffsetsBehindLatest": str(min(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+        "avgOffsetsBehindLatest": str(float(sum(behind)) / len(behind)),
+    }

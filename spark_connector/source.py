@@ -44,13 +44,13 @@ class OdradekBatchReader(DataSourceReader):
         self.opts = opts
 
     def partitions(self) -> Sequence[InputPartition]:
-        lookup = OffsetLookup(self.opts.bootstrap, isolation_level=self.opts.isolation_level)
+        lookup = OffsetLookup.of(self.opts)
         try:
             parts = plan_batch(self.opts, lookup)
         finally:
             lookup.close()
         # an empty plan still needs one (empty) task for Spark to return an empty frame
-        return parts or [RangePartition(self.opts.bootstrap, "", 0, 0, 0)]
+        return parts or [RangePartition(self.opts.bootstrap, "", 0, 0, 0)]  # nothing connects
 
     def read(self, partition: InputPartition) -> Any:
         assert isinstance(partition, RangePartition)

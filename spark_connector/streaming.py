@@ -12,7 +12,16 @@ Python process Spark keeps for the query's planning; tasks only ever see `RangeP
   (ranges.rate_limit). With `trigger(availableNow=True)` Spark first calls
   `prepareForTriggerAvailableNow`, which pins the ends to the high watermarks of that moment.
   Spark 4.0/4.1 call `latestOffset()` without arguments: the reader then continues from the
-  last end it handed out, with the limit from the options.
+  last end it handed out, with the limit from the options. `minOffsetsPerTrigger` holds a
+  micro-batch back (the end stays at the start: Spark runs no batch) while fewer new offsets
+  are there, for at most `maxTriggerDelay` since the last batch (ranges.delay_batch; the
+  clock is injected); not under availableNow, which must reach its target.
+- Lag: Spark's Python data source API has no way to hand custom source metrics to Spark's
+  progress reports (`DataSourceStreamReader` has no `metrics()`, pyspark 4.3), so
+  `avgOffsetsBehindLatest`, `maxOffsetsBehindLatest` and `minOffsetsBehindLatest` (Spark's
+  Kafka source's, ranges.offsets_behind) are logged once per micro-batch on the
+  `spark_connector` logger (INFO) and kept in `metrics`; the progress report itself carries
+  each partition's `latestOffset` (reportLatestOffset) beside its `endOffset`.
 - `partitions(start, end)`: one `RangePartition` per partition with new records (split for
   `minPartitions`). A partition in `start` that is gone, or whose end moved below its start
   (truncation, a topic re-created), is data loss: an error or a warning per `failOnDataLoss`.
@@ -21,6 +30,9 @@ Python process Spark keeps for the query's planning; tasks only ever see `RangeP
 from __future__ import annotations
 
 import importlib
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -29,7 +41,17 @@ from spark_connector.fetch import RangePartition, read_range
 from spark_connector.lookup import OffsetLookup
 from spark_connector.options import ReadOptions, offsets_from_json, offsets_to_json
 from spark_connector.planning import offsets_for, report_losses, to_partitions
-from spark_connector.ranges import TP, DataLoss, OffsetRange, rate_limit, split_ranges
+from spark_connector.ranges import (
+    TP,
+    DataLoss,
+    OffsetRange,
+    delay_batch,
+    offsets_behind,
+    rate_limit,
+    split_ranges,
+)
+
+log = logging.getLogger("spark_connector")
 
 try:  # Spark >= 4.2: read limits and the availableNow hook
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow as _AvailableNow
@@ -59,11 +81,14 @@ def _nested(flat: dict[TP, int]) -> dict[str, dict[str, int]]:
 
 
 class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
-    def __init__(self, opts: ReadOptions) -> None:
+    def __init__(self, opts: ReadOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self.opts = opts
-        self.lookup = OffsetLookup(opts.bootstrap, isolation_level=opts.isolation_level)
+        self.lookup = OffsetLookup.of(opts)
         self._target: dict[TP, int] | None = None  # availableNow: never read past these
         self._last_end: dict[str, Any] | None = None  # for the no-argument latestOffset()
+        self._clock = clock
+        self._last_batch_s = clock()  # minOffsetsPerTrigger: when the last batch was let go
+        self.metrics: dict[str, str] = {}  # the last micro-batch's offsets behind latest
 
     def initialOffset(self) -> dict[str, Any]:
         tps = self.lookup.partitions(self.opts)
@@ -93,16 +118,34 @@ class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
             if self.opts.max_offsets_per_trigger is not None and ReadMaxRows is not None:
                 limit = ReadMaxRows(self.opts.max_offsets_per_trigger)
         begin = _flat(offsets_from_json(start))
-        if self._target is not None:
-            until = dict(self._target)
-        else:
-            until = self.lookup.latest(self.lookup.partitions(self.opts))
+        latest = self.lookup.latest(self.lookup.partitions(self.opts))
+        until = dict(self._target) if self._target is not None else dict(latest)
+        if self._held_back(begin, until):
+            return start
         max_rows = getattr(limit, "max_rows", None)
         if max_rows is not None:
             new = [tp for tp in until if tp not in begin]
             until = rate_limit(max_rows, begin, until, self.lookup.earliest(new))
+        self._report_lag(until, latest)
         self._last_end = _nested(until)
         return self._last_end
+
+    def _held_back(self, begin: dict[TP, int], until: dict[TP, int]) -> bool:
+        """minOffsetsPerTrigger (not under availableNow): wait for more, up to the delay."""
+        minimum = self.opts.min_offsets_per_trigger
+        if minimum is None or self._target is not None:
+            return False
+        since_ms = (self._clock() - self._last_batch_s) * 1000
+        if delay_batch(minimum, begin, until, since_ms, self.opts.max_trigger_delay_ms):
+            return True
+        self._last_batch_s = self._clock()
+        return False
+
+    def _report_lag(self, end: dict[TP, int], latest: dict[TP, int]) -> None:
+        self.metrics = offsets_behind(end, latest)
+        if self.metrics:
+            figures = ", ".join(f"{k} {v}" for k, v in sorted(self.metrics.items()))
+            log.info("micro-batch up to %s: %s", _nested(end), figures)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return _nested(self.lookup.latest(self.lookup.partitions(self.opts)))
@@ -121,7 +164,8 @@ class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
                 continue
             ranges.append(OffsetRange(tp[0], tp[1], frm, to))
         report_losses(losses, self.opts.fail_on_data_loss)
-        return list(to_partitions(split_ranges(ranges, self.opts.min_partitions), self.opts))
+        pieces = split_ranges(ranges, self.opts.min_partitions, self.opts.max_records_per_partition)
+        return list(to_partitions(pieces, self.opts))
 
     def read(self, partition: InputPartition) -> Any:
         assert isinstance(partition, RangePartition)

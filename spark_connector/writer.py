@@ -6,9 +6,12 @@ producer's partitioner: murmur2 of the key, or spread when key-less) and `header
 (array<struct<key string, value binary>>). Anything else is refused when the write is planned,
 in one line.
 
-Each Spark task produces its rows through one `client.AsyncProducer` (acks=all unless the
-`acks` option says otherwise) on the worker's event loop, waits for every acknowledgement and
-fails the task on the first record that could not be delivered. By default the sink is
+Each Spark task gets its rows as Arrow record batches (Spark 4's `DataSourceArrowWriter` and
+`DataSourceStreamArrowWriter`), encodes them into Kafka record batches from the Arrow buffers
+with no Python object per row (spark_connector/arrow_sink.py), and produces them through one
+`client.AsyncProducer` (acks=all unless the `acks` option says otherwise) on the worker's
+event loop, waits for every acknowledgement and fails the task on the first batch that could
+not be delivered. By default the sink is
 at-least-once, as Spark's Kafka sink is: a retried task sends its rows again.
 
 With `exactlyOnce=true` (and a `transactionalIdPrefix`) each task attempt writes its rows in a
@@ -25,8 +28,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -40,12 +48,13 @@ from pyspark.sql.types import (
 from client import AsyncProducer
 from protocol.errors import OdradekError, UsageError
 from spark_connector import exactly_once as eo
+from spark_connector.arrow_sink import ArrowSender
 from spark_connector.fetch import worker_state
 from spark_connector.options import WriteOptions
 from spark_connector.schema import HEADER_TYPE
+from spark_connector.security import client_options
 
 _COLUMNS = ("key", "value", "topic", "partition", "headers")
-MAX_UNACKED_RECORDS = 100_000  # await acknowledgements before queueing more than this
 
 
 @dataclass
@@ -95,50 +104,25 @@ def check_write_schema(schema: StructType, topic_option: str | None) -> RowLayou
     )  # fmt: skip
 
 
-def _as_bytes(value: Any, is_str: bool) -> bytes | None:
-    if value is None:
-        return None
-    if is_str:
-        return str(value).encode()
-    return bytes(value)
-
-
-async def _produce(opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]) -> int:
+async def _produce(opts: WriteOptions, layout: RowLayout, batches: Iterator[pa.RecordBatch]) -> int:
     producer = AsyncProducer(
-        opts.bootstrap, acks=opts.acks, linger_ms=opts.linger_ms, batch_size=opts.batch_size
-    )
+        opts.bootstrap, acks=opts.acks, linger_ms=opts.linger_ms, batch_size=opts.batch_size,
+        **client_options(opts.security),
+    )  # fmt: skip
     await producer.start()
     try:
-        return await _send_rows(producer, opts, layout, rows)
+        return await _send(producer, opts, layout, batches)
     finally:
         await producer.close()
 
 
-async def _send_rows(
-    producer: AsyncProducer, opts: WriteOptions, layout: RowLayout, rows: Iterator[Any]
-) -> int:
+async def _send(
+    producer: AsyncProducer, opts: WriteOptions, layout: RowLayout,
+    batches: Iterator[pa.RecordBatch],
+) -> int:  # fmt: skip
     """Send every row and wait for every acknowledgement; raise the first delivery failure."""
-    count, pending = 0, []
-    for row in rows:
-        topic = opts.topic if layout.topic is None else row[layout.topic]
-        if not topic:
-            raise UsageError(f"row {count} has no topic (null topic column, no topic option)")
-        headers = None
-        if layout.headers is not None and row[layout.headers] is not None:
-            headers = [(h[0], None if h[1] is None else bytes(h[1])) for h in row[layout.headers]]
-        pending.append(await producer.send(
-            topic,
-            _as_bytes(row[layout.value], layout.value_is_str),
-            None if layout.key is None else _as_bytes(row[layout.key], layout.key_is_str),
-            None if layout.partition is None else row[layout.partition],
-            headers,
-        ))  # fmt: skip
-        count += 1
-        if len(pending) >= MAX_UNACKED_RECORDS:
-            await _settle(pending)
-    await producer.flush()
-    await _settle(pending)
-    return count
+    sender = ArrowSender(producer, opts.topic, layout, opts.batch_size, _settle)
+    return await sender.send_arrow(batches)
 
 
 async def _settle(pending: list[Any]) -> None:
@@ -158,24 +142,26 @@ async def _wait(future: Any) -> BaseException | None:
     return None
 
 
-def write_rows(
-    opts: WriteOptions, layout: RowLayout, rows: Iterator[Any], write_id: str | None = None
-) -> WriterCommitMessage:
+def write_batches(
+    opts: WriteOptions, layout: RowLayout, batches: Iterator[pa.RecordBatch],
+    write_id: str | None = None,
+) -> WriterCommitMessage:  # fmt: skip
     """A task's write: at-least-once, or (exactlyOnce) prepared in a transaction whose id is
     the batch write's (`write_id`) or the micro-batch's (Spark's task-local properties)."""
     state = worker_state()
     if not opts.exactly_once:
-        return WriteCommit(state.run(_produce(opts, layout, rows)))
+        return WriteCommit(state.run(_produce(opts, layout, batches)))
     assert opts.transactional_id_prefix is not None
     context = TaskContext.get()
     if context is None:
         raise OdradekError("exactlyOnce: write() runs outside a Spark task")
     base = eo.task_base(opts.transactional_id_prefix, write_id, context.getLocalProperty)
-    config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size}
+    config = {"linger_ms": opts.linger_ms, "batch_size": opts.batch_size,
+              **client_options(opts.security)}  # fmt: skip
     return state.run(eo.prepare_rows(
         opts.bootstrap, base, context.partitionId(), context.taskAttemptId(),
-        lambda producer: _send_rows(producer, opts, layout, rows),
-        write_id is None, state.cluster(opts.bootstrap), config,
+        lambda producer: _send(producer, opts, layout, batches),
+        write_id is None, state.cluster(opts.bootstrap, opts.security), config,
     ))  # fmt: skip
 
 
@@ -188,28 +174,30 @@ def _commit(
     assert opts.transactional_id_prefix is not None
     prepared = eo.to_commit(messages)
     state = worker_state()
-    state.run(eo.commit_prepared(opts.bootstrap, prepared, what))
+    security = client_options(opts.security)
+    state.run(eo.commit_prepared(opts.bootstrap, prepared, what, security))
     named = {m.transactional_id for m in messages if isinstance(m, eo.PreparedCommit)}
-    state.run(eo.cleanup(opts.bootstrap, state.cluster(opts.bootstrap),
-                         opts.transactional_id_prefix, named, query_id, batch_id))  # fmt: skip
+    state.run(eo.cleanup(opts.bootstrap, state.cluster(opts.bootstrap, opts.security),
+                         opts.transactional_id_prefix, named, query_id, batch_id,
+                         security))  # fmt: skip
 
 
 def _abort(opts: WriteOptions, messages: list[WriterCommitMessage | None]) -> None:
     """The driver's abort: every transaction its tasks prepared (a failed task aborted its own;
     the next attempt or run aborts one a dead task left)."""
     tids = [m.transactional_id for m in eo.to_commit(messages)]
-    worker_state().run(eo.abort_ids(opts.bootstrap, tids))
+    worker_state().run(eo.abort_ids(opts.bootstrap, tids, client_options(opts.security)))
 
 
-class OdradekWriter(DataSourceWriter):
+class OdradekWriter(DataSourceArrowWriter):
     def __init__(self, opts: WriteOptions, layout: RowLayout) -> None:
         self.opts = opts
         self.layout = layout
         # made on the driver once per write, pickled to its tasks and to its commit
         self.write_id = eo.new_write_id() if opts.exactly_once else None
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_rows(self.opts, self.layout, iterator, self.write_id)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return write_batches(self.opts, self.layout, iterator, self.write_id)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         if self.opts.exactly_once:
@@ -220,13 +208,13 @@ class OdradekWriter(DataSourceWriter):
             _abort(self.opts, messages)
 
 
-class OdradekStreamWriter(DataSourceStreamWriter):
+class OdradekStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: WriteOptions, layout: RowLayout) -> None:
         self.opts = opts
         self.layout = layout
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return write_rows(self.opts, self.layout, iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return write_batches(self.opts, self.layout, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """At-least-once: every record was acknowledged by its task, nothing left to do.

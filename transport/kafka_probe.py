@@ -17,8 +17,14 @@ broker ids (at most BROKERS_MAX) and describes them all: only the broker answeri
 own, the others are answered with an error. `wrong_door(...)` is the one-line sentence for
 the user.
 
-Bounds: one connection, three requests, PROBE_TIMEOUT_S in all, answers of at most
-ANSWER_BYTES_MAX; any failure means "not known to be Kafka" (None).
+A secured Kafka listener is probed with the caller's `security` (a `SecurityConfig`: TLS,
+then SASL on the Kafka door's SaslHandshake v1 / SaslAuthenticate v2 after ApiVersions, as a
+Kafka client logs in), and `native_same` is then the native listener with the same security
+protocol. A refused login is raised (SaslAuthenticationFailedError and the rest of
+transport/sasl.py's AUTHENTICATION_ERRORS): a wrong password must fail, not read as "not Kafka".
+
+Bounds: one connection, three requests (and the login's), PROBE_TIMEOUT_S in all, answers of at
+most ANSWER_BYTES_MAX; any other failure means "not known to be Kafka" (None).
 
 Kafka's codec (protocol/kafka/codec.py, kio's ~900 schema modules, and Hypothesis when it is
 installed) is imported when a probe runs, not with this module: every client imports this one
@@ -33,8 +39,11 @@ import contextlib
 import struct
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from protocol.kafka.versions import API_VERSIONS, DESCRIBE_CONFIGS, METADATA
+from transport.sasl import AUTHENTICATION_ERRORS, run_exchange, security_client
+from transport.security import PLAINTEXT_CONFIG, SecurityConfig
 
 PROBE_TIMEOUT_S = 3.0
 ANSWER_BYTES_MAX = 1 << 20
@@ -43,6 +52,8 @@ NATIVE_KEYS = ("host.name", "port", "native.listeners", "native.advertised.liste
                "listener.security.protocol.map")  # fmt: skip
 UNBOUND_HOSTS = ("", "0.0.0.0", "::")  # a listener on every interface advertises `host.name`
 BROKERS_MAX = 100  # broker resources described at most
+SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION = 17, 1
+SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION = 36, 2
 
 
 @dataclass(frozen=True)
@@ -50,29 +61,63 @@ class KafkaListener:
     address: str
     native: str | None  # the broker's native listeners, when it said them
     native_plaintext: str | None = None  # host:port of its PLAINTEXT native listener
+    native_same: str | None = None  # ... of its native listener of the probe's protocol
 
 
-async def probe(host: str, port: int) -> KafkaListener | None:
+async def probe(
+    host: str, port: int, security: SecurityConfig = PLAINTEXT_CONFIG
+) -> KafkaListener | None:
     """A KafkaListener when host:port answers Kafka's ApiVersions (None: it does not)."""
     from protocol.kafka import codec  # here, not at import: see the module's docstring
 
+    context = security.make_ssl_context()
+    tls: dict[str, object] = {} if context is None else {"ssl": context, "server_hostname": host}
     try:
         async with asyncio.timeout(PROBE_TIMEOUT_S):
-            reader, writer = await asyncio.open_connection(host, port)
+            reader, writer = await asyncio.open_connection(host, port, **tls)  # type: ignore[arg-type]
             try:
                 versions = codec.make(codec.request_class(API_VERSIONS, 0))
                 writer.write(codec.encode_request(API_VERSIONS, 0, 1, versions, "odradek-probe"))
                 corr, _ = codec.decode_response(API_VERSIONS, 0, await _frame(reader))
                 if corr != 1:
                     return None
+                if security.sasl:
+                    await _login(codec, reader, writer, security, f"{host}:{port}")
                 values = await _native_settings(codec, reader, writer)
             finally:
                 writer.close()
                 with contextlib.suppress(OSError):
                     await writer.wait_closed()
+    except AUTHENTICATION_ERRORS:
+        raise
     except Exception:  # refused, timed out, closed, not Kafka's bytes: not known to be Kafka
         return None
-    return KafkaListener(f"{host}:{port}", _said(values), plaintext_native(values))
+    same = native_address(values, security.security_protocol)
+    return KafkaListener(f"{host}:{port}", _said(values), plaintext_native(values), same)
+
+
+async def _login(
+    codec: ModuleType, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    security: SecurityConfig, where: str,
+) -> None:  # fmt: skip
+    """SASL on the Kafka door, as a Kafka client: SaslHandshake, then SaslAuthenticate."""
+    correlation = iter(range(100, 100 + 2 * 8))
+
+    async def call(api_key: int, version: int, **fields: object) -> Any:
+        body = codec.make(codec.request_class(api_key, version), **fields)
+        writer.write(codec.encode_request(api_key, version, next(correlation), body,
+                                          "odradek-probe"))  # fmt: skip
+        return codec.decode_response(api_key, version, await _frame(reader))[1]
+
+    async def handshake(mechanism: str) -> tuple[int, list[str]]:
+        hello = await call(SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, mechanism=mechanism)
+        return int(hello.error_code), list(hello.mechanisms)
+
+    async def step(token: bytes) -> tuple[int, str | None, bytes, int]:
+        answer = await call(SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, auth_bytes=token)
+        return int(answer.error_code), answer.error_message, answer.auth_bytes, 0
+
+    await run_exchange(security_client(security), where, handshake, step)
 
 
 async def _frame(reader: asyncio.StreamReader) -> bytes:
@@ -126,10 +171,15 @@ def _listeners(value: str) -> list[tuple[str, str, int]]:
 
 
 def plaintext_native(values: dict[str, str | None]) -> str | None:
-    """host:port that the broker's first PLAINTEXT native listener advertises, from its
-    described settings (broker/config.py `advertised`'s rule: the advertised listener of that
-    name, else the listener, on `host.name` when it binds every interface); None when it has
-    no such listener, or the settings do not say (a port picked at start, 0)."""
+    """host:port that the broker's first PLAINTEXT native listener advertises (below)."""
+    return native_address(values, "PLAINTEXT")
+
+
+def native_address(values: dict[str, str | None], security_protocol: str) -> str | None:
+    """host:port that the broker's first native listener of `security_protocol` advertises,
+    from its described settings (broker/config.py `advertised`'s rule: the advertised listener
+    of that name, else the listener, on `host.name` when it binds every interface); None when
+    it has no such listener, or the settings do not say (a port picked at start, 0)."""
     host = values.get("host.name") or ""
     port = values.get("port")
     listeners = values.get("native.listeners") or (f"PLAINTEXT://{host}:{port}" if port else "")
@@ -144,7 +194,7 @@ def plaintext_native(values: dict[str, str | None]) -> str | None:
         n: (h, p) for n, h, p in _listeners(values.get("native.advertised.listeners") or "")
     }
     for name, bound_host, bound_port in _listeners(listeners):
-        if protocols.get(name, name) != "PLAINTEXT":
+        if protocols.get(name, name) != security_protocol:
             continue
         at_host, at_port = advertised.get(name, (bound_host, bound_port))
         at_host = host if at_host in UNBOUND_HOSTS else at_host

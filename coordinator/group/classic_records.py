@@ -40,7 +40,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.group.record_reader import RecordReader
+from coordinator.record_reader import RecordReader
 from protocol.errors import CorruptMessageError
 
 OFFSET_COMMIT = 1  # key type; 0 is its older twin

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.group.record_reader import RecordReader
+from coordinator.record_reader import RecordReader
 from protocol.errors import CorruptMessageError
 
 GROUP_METADATA = 3

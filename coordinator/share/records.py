@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.group.records import partition_for as _kafka_partition_for
+from coordinator.record_reader import RecordReader
 from protocol.batch import build_batch
 from protocol.errors import CorruptMessageError
 from protocol.varint import write_uvarint
@@ -169,57 +170,22 @@ def build(records: Sequence[ShareRecord], time_ms: int) -> bytes:
 # ----- decoding ----------------------------------------------------------------------------
 
 
-class _Reader:
-    """A cursor over one record's bytes; every read past the end raises CorruptMessageError."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        try:
-            out = struct.unpack_from(fmt, self.data, self.pos)
-        except struct.error:
-            raise CorruptMessageError("a share state record ends too soon") from None
-        self.pos += struct.calcsize(fmt)
-        return tuple(out)
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while shift <= 28:
-            (byte,) = self.unpack(">B")
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-        raise CorruptMessageError("an unsigned varint runs past 35 bits")
-
-    def raw(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptMessageError("a share state record ends too soon")
-        self.pos += n
-        return self.data[self.pos - n : self.pos]
-
-    def done(self) -> None:
-        if self.pos != len(self.data):
-            raise CorruptMessageError(f"{len(self.data) - self.pos} bytes after the record")
-
-
 def decode_key(data: bytes) -> tuple[int, ShareKey]:
-    reader = _Reader(data)
+    reader = RecordReader(data, "share state")
     record_type, length = reader.unpack(">hh")
     if record_type not in (SNAPSHOT, UPDATE):
         raise CorruptMessageError(f"unknown share state record type {record_type}")
     try:
-        group_id = reader.raw(length).decode("utf-8")
+        group_id = reader.take(length).decode("utf-8")
     except UnicodeDecodeError:
         raise CorruptMessageError("a group id is not UTF-8") from None
-    topic_id = uuid.UUID(bytes=reader.raw(16))
+    topic_id = uuid.UUID(bytes=reader.take(16))
     (partition,) = reader.unpack(">i")
-    reader.done()
+    reader.end()
     return record_type, ShareKey(group_id, topic_id, partition)
 
 
-def _read_batches(reader: _Reader) -> tuple[StateBatch, ...]:
+def _read_batches(reader: RecordReader) -> tuple[StateBatch, ...]:
     count = reader.uvarint() - 1
     out = []
     for _ in range(max(count, 0)):
@@ -228,11 +194,11 @@ def _read_batches(reader: _Reader) -> tuple[StateBatch, ...]:
     return tuple(out)
 
 
-def _read_tagged(reader: _Reader) -> int:
+def _read_tagged(reader: RecordReader) -> int:
     """The DeliveryCompleteCount tag if present (NO_COUNT if not); other tags are skipped."""
     found = NO_COUNT
     for _ in range(reader.uvarint()):
-        tag, data = reader.uvarint(), reader.raw(reader.uvarint())
+        tag, data = reader.uvarint(), reader.take(reader.uvarint())
         if tag == DELIVERY_COMPLETE_TAG:
             if len(data) != 4:
                 raise CorruptMessageError(f"tagged field {tag} has {len(data)} bytes")
@@ -243,7 +209,7 @@ def _read_tagged(reader: _Reader) -> int:
 def decode_value(record_type: int, data: bytes | None) -> ShareSnapshot | ShareUpdate | None:
     if data is None:
         return None
-    reader = _Reader(data)
+    reader = RecordReader(data, "share state")
     (version,) = reader.unpack(">h")
     if version != VALUE_VERSION:
         raise CorruptMessageError(f"unknown share state value version {version}")
@@ -253,13 +219,13 @@ def decode_value(record_type: int, data: bytes | None) -> ShareSnapshot | ShareU
         )
         batches = _read_batches(reader)
         count = _read_tagged(reader)
-        reader.done()
+        reader.end()
         return ShareSnapshot(epoch, state_epoch, leader_epoch, start, created, written, batches,
                              count)  # fmt: skip
     epoch, leader_epoch, start = reader.unpack(_UPDATE_HEAD.format)
     batches = _read_batches(reader)
     count = _read_tagged(reader)
-    reader.done()
+    reader.end()
     return ShareUpdate(epoch, leader_epoch, start, batches, count)
 
 

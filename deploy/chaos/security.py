@@ -1,7 +1,7 @@
 """How chaos's clients log in: `--command-config FILE`, else the --dir cluster's own.
 
 `configure(cluster, path)` runs once per `chaos run|faults`, before any client is made: with
-`--command-config FILE` it reads FILE (deploy/command_config.py, as every other odradek command
+`--command-config FILE` it reads FILE (client/command_config.py, as every other odradek command
 does); without it, a secure local cluster (`cluster up --secure`) gives its admin's
 client.properties (`LocalCluster.client_options`), a plaintext one gives nothing. Every client
 chaos makes then takes its settings from here: `native()` for client.Producer/Consumer/Admin
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deploy.command_config import CommandConfig, load_command_config
+from client.command_config import CommandConfig, load_command_config
 from protocol.errors import UsageError
 
 _native: dict[str, Any] = {}

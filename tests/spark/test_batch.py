@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from client.partitioner import partition_for_key
 from deploy.cluster import LocalCluster
 from spark_connector.ranges import OffsetRange, split_ranges
 from tests.spark.conftest import create_topic, produce, reader
@@ -185,3 +186,30 @@ def test_write_then_read_back(spark: Any, cluster3: LocalCluster) -> None:
         spark.createDataFrame([("a",)], "key string").write.format("odradek").mode("append").option(
             "bootstrap", boot
         ).option("topic", "written").save()
+
+
+def test_write_partitions_by_key_as_kafka_does_in_row_order(
+    spark: Any, cluster3: LocalCluster
+) -> None:
+    """The Arrow sink (spark_connector/arrow_sink.py): a keyed row without a partition goes
+    where Kafka's partitioner puts its key; within a partition, rows keep their order; the
+    key-less rows of one Arrow batch share a partition."""
+    boot = cluster3.bootstrap
+    create_topic(boot, "keyed", 3)
+    rows = [(None if i % 10 == 0 else f"key{i % 17}", f"v{i:03d}") for i in range(200)]
+    spark.createDataFrame(rows, "key string, value string").coalesce(1).write.format(
+        "odradek"
+    ).mode("append").option("bootstrap", boot).option("topic", "keyed").save()
+    back = reader(spark, boot, subscribe="keyed").load().collect()
+    assert len(back) == 200
+    by_partition: dict[int, list[tuple[int, str]]] = {}
+    for r in back:
+        key = None if r.key is None else bytes(r.key)
+        if key is not None:
+            assert r.partition == partition_for_key(key, 3), key
+        by_partition.setdefault(r.partition, []).append((r.offset, bytes(r.value).decode()))
+    for records in by_partition.values():
+        values = [v for _, v in sorted(records)]
+        assert values == sorted(values), "a partition's rows keep their order"
+    keyless = {r.partition for r in back if r.key is None}
+    assert len(keyless) == 1

@@ -114,7 +114,11 @@ def test_the_source_reads_read_committed_values(spark: Any, cluster3: LocalClust
     _transactions(boot, "rc")
     committed = sorted([f"c{i}" for i in range(10)] + [f"p{i}" for i in range(5)] +
                        [f"d{i}" for i in range(5)])  # fmt: skip
-    with Producer(boot, transactional_id="spark-rc-open") as open_txn:
+    # open through two Spark reads and a stream: on a loaded machine past the default 60 s,
+    # after which the coordinator would abort it and fence this producer
+    with Producer(
+        boot, transactional_id="spark-rc-open", transaction_timeout_ms=600_000
+    ) as open_txn:
         open_txn.init_transactions()
         open_txn.begin_transaction()
         for i in range(5):

@@ -1,8 +1,10 @@
 """Streaming reads: availableNow with a kill and a restart, exactly once into a file sink; and
-a processing-time query that picks up records produced after it started."""
+a processing-time query that picks up records produced after it started; the stream reader's
+minOffsetsPerTrigger and lag figures, driven as Spark drives it."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 import pytest
 
 from deploy.cluster import LocalCluster
+from spark_connector.options import parse_read_options
+from spark_connector.streaming import OdradekStreamReader
 from tests.spark.conftest import create_topic, produce, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -124,3 +128,49 @@ def test_stream_to_stream_through_the_sink(
     out = spark.read.format("odradek").option("bootstrap", boot).option("subscribe", "upper-out")
     rows = out.load().selectExpr("CAST(key AS STRING) k", "CAST(value AS STRING) v").collect()
     assert sorted((r.k, r.v) for r in rows) == sorted((f"k{i % 10}", f"V{i}") for i in range(100))
+
+
+class _Clock:
+    """A manual clock for the stream reader's maxTriggerDelay."""
+
+    def __init__(self) -> None:
+        self.now_s = 0.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_min_offsets_per_trigger_and_the_lag_of_each_micro_batch(
+    cluster3: LocalCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver's stream reader as Spark drives it (initialOffset, then latestOffset with the
+    default read limit), on a manual clock: a micro-batch is held back (its end is its start,
+    so Spark runs none) while fewer than minOffsetsPerTrigger offsets are new, until
+    maxTriggerDelay passed; each batch logs Spark's Kafka lag figures."""
+    boot = cluster3.bootstrap
+    create_topic(boot, "min-trigger", 2)
+    opts = parse_read_options(
+        {"bootstrap": boot, "subscribe": "min-trigger", "startingOffsets": "earliest",
+         "minOffsetsPerTrigger": "50", "maxTriggerDelay": "10s", "maxOffsetsPerTrigger": "60"},
+        streaming=True,
+    )  # fmt: skip
+    clock = _Clock()
+    reader = OdradekStreamReader(opts, clock=clock)
+    try:
+        start = reader.initialOffset()
+        limit = reader.getDefaultReadLimit()
+        produce(boot, "min-trigger", 20, partition=0)
+        assert reader.latestOffset(start, limit) == start  # 20 < 50: held back
+        clock.now_s = 10.0  # the delay passed: the 20 go
+        end = reader.latestOffset(start, limit)
+        assert end == {"min-trigger": {"0": 20, "1": 0}}
+        produce(boot, "min-trigger", 100, partition=1)  # 100 new: over the minimum, at once
+        caplog.set_level(logging.INFO, logger="spark_connector")
+        rate_limited = reader.latestOffset(end, limit)
+        assert rate_limited == {"min-trigger": {"0": 20, "1": 60}}  # maxOffsetsPerTrigger
+        lag = {"minOffsetsBehindLatest": "0", "maxOffsetsBehindLatest": "40",
+               "avgOffsetsBehindLatest": "20.0"}  # fmt: skip
+        assert reader.metrics == lag
+        assert "maxOffsetsBehindLatest 40" in caplog.text
+    finally:
+        reader.stop()

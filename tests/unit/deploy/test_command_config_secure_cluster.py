@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from client.command_config import command_config, parse_properties
 from coordinator.cluster import zk as zk_module
 from coordinator.cluster.scram_credentials import user_path
 from deploy import cluster_security
 from deploy.cluster_security import MECHANISM, SecureLayout, jaas, prepare, write_private
-from deploy.command_config import command_config, parse_properties
 from protocol.jaas import single_entry
 from protocol.scram import ScramCredential
 from tests.unit.coordinator.test_scram_credentials import FakeZk

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from deploy.command_config import (
+from client.command_config import (
     CommandConfig,
     command_config,
     load_command_config,

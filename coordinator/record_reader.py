@@ -1,5 +1,6 @@
-"""Reading the `__consumer_offsets` records that are Kafka's own bytes: the classic group and
-offset records (classic_records.py) and KIP-848's consumer group records (consumer_records.py).
+"""Reading the coordinators' records that are Kafka's own bytes: in `__consumer_offsets` the classic
+group and offset records (group/classic_records.py) and KIP-848's consumer group records
+(group/consumer_records.py), in `__share_group_state` the share coordinator's (share/records.py).
 
 `RecordReader` walks one key or value left to right with Kafka's primitives at one schema
 version: flexible (compact lengths as unsigned varints + 1, tagged fields) or not (int16 string
@@ -31,6 +32,10 @@ class RecordReader:
     def num(self, fmt: str) -> int:
         value: int = struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
         return value
+
+    def unpack(self, fmt: str) -> tuple[int, ...]:
+        """Several fixed-width numbers at once (a struct format)."""
+        return tuple(struct.unpack(fmt, self.take(struct.calcsize(fmt))))
 
     def uvarint(self) -> int:
         n = shift = 0
