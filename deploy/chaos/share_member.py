@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from client import ShareConsumer
+from client.command_config import load_command_config
 from client.share_acks import ShareRecord
-from deploy.command_config import load_command_config
 from protocol.errors import NetworkError, OdradekError, RequestTimedOutError
 
 COMMAND_CONFIG_ENV = "ODRADEK_CHAOS_COMMAND_CONFIG"
