@@ -7,4 +7,7 @@ that proves from the data what was kept.
     checker.py   the run's record -> findings (pure; also re-run on a saved JSON record)
     runner.py    `chaos run` and `chaos faults`: the schedule, the read-back, the report
     cli.py       the command line
+    txn_*.py     `--workload txn`: transactions, and Jepsen's anomaly checks
+    share_*.py   `--workload share`: a share group's member processes (share_member.py),
+                 the run (share_run.py, share_workload.py) and its checks (share_checker.py)
 """

@@ -1,18 +1,18 @@
 """`odradek chaos run|faults|check` (runner.py does the work; this is the argument surface).
 
 odradek chaos run    [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
-                     [--workload native|kafka|txn] [--rate R] [--json FILE]
+                     [--workload native|kafka|txn|share] [--rate R] [--json FILE]
 odradek chaos faults [--dir D] [--cycles N | --duration S] [--seed S] [--faults LIST]
 (both also take --command-config FILE: how their clients log in; without it, a secure --dir
 cluster's own client.properties, as `cluster up --secure` wrote it)
 odradek chaos check  FILE [-o json]   re-check a record written by `run --json`
 
 LIST is comma-separated fault kinds (deploy/chaos/plan.py; default: all of them, kill-txn-coord
-only with --workload txn; kinds this machine or cluster cannot do are skipped with one line
-saying why). Without --seed a seed is drawn and printed; the same seed gives the same fault
-schedule. `run` and `faults` print one line per fault on stdout; on a terminal (or with
---progress) a bar on stderr also counts the faults done of the schedule and the records
-acknowledged so far.
+only with --workload txn, kill-member and kill-share-coord only with --workload share; kinds
+this machine or cluster cannot do are skipped with one line saying why). Without --seed a seed
+is drawn and printed; the same seed gives the same fault schedule. `run` and `faults` print one
+line per fault on stdout; on a terminal (or with --progress) a bar on stderr also counts the
+faults done of the schedule and the records acknowledged so far.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deploy.chaos import checker, plan, runner, txn_checker, txn_run
+from deploy.chaos import checker, plan, runner, share_checker, share_run, txn_checker, txn_run
 from deploy.cli_output import (
     done_text,
     emit_json,
@@ -57,7 +57,7 @@ def add_parser(sub: Any) -> None:
         "cluster's client.properties when it is secure)",
     )  # fmt: skip
     run = csub.add_parser("run", parents=[common], help="faults plus a workload, then a check")
-    run.add_argument("--workload", choices=("native", "kafka", "txn"), default="native")
+    run.add_argument("--workload", choices=("native", "kafka", "txn", "share"), default="native")
     run.add_argument("--rate", type=float, default=400.0, help="records/s, all producers")
     run.add_argument("--json", dest="json_path", metavar="FILE", help="write the whole record")
     run.set_defaults(func=lambda a: _with_bar(a, _runner_for(a.workload)))
@@ -73,9 +73,17 @@ def add_parser(sub: Any) -> None:
 
 
 def _runner_for(workload: str) -> Any:
-    """runner.run, with the transactional workload's body for --workload txn."""
+    """runner.run, with the transactional workload's body for --workload txn and the share
+    group's for --workload share (whose own cluster gets lower group.share.min.* bounds)."""
     if workload == "txn":
         return lambda options, out: runner.run(options, out, txn_run.run_txn)
+    if workload == "share":
+
+        def share(options: runner.Options, out: Any) -> int:
+            options.extra["broker_settings"] = share_run.SHARE_BROKER_SETTINGS
+            return runner.run(options, out, share_run.run_share)
+
+        return share
     return runner.run
 
 
@@ -101,8 +109,10 @@ def _options(args: argparse.Namespace) -> runner.Options:
         kinds = plan.parse_kinds(args.faults)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.faults in (None, "all") and getattr(args, "workload", "native") != "txn":
-        kinds = [k for k in kinds if k not in plan.TXN_KINDS]  # no transactional ids to aim at
+    workload = getattr(args, "workload", "native")
+    if args.faults in (None, "all"):  # no transactional ids, or no share group, to aim at
+        kinds = [k for k in kinds if (k not in plan.TXN_KINDS or workload == "txn")
+                 and (k not in plan.SHARE_KINDS or workload == "share")]  # fmt: skip
     if args.cycles is not None and args.cycles < 1:
         raise UsageError("--cycles must be at least 1")
     if args.duration is not None and args.duration <= 0:
@@ -125,6 +135,9 @@ def check_file(path: str, as_json: bool = False) -> int:
         doc = json.loads(Path(path).read_text())
         if doc.get("workload") == "txn":
             findings = txn_checker.check(txn_checker.TxnRunRecord.from_json(doc["record"]))
+        elif doc.get("workload") == "share":
+            record = share_checker.ShareRunRecord.from_json(doc["record"])
+            findings = share_checker.check(record)
         else:
             findings = checker.check(checker.RunRecord.from_json(doc["record"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -13,9 +13,13 @@ broker stops at its next write there: every log directory it has failed, as Kafk
 heals by deleting it and starting the broker again; kill-txn-coord SIGKILLs the broker leading the
 `__transaction_state` partition of one of the workload's transactional ids (Kafka's
 partition_for(id, the topic's partition count), as FindCoordinator with key type 1 answers; no
-Kafka client here asks FindCoordinator for a transactional id by itself). A kind the cluster
-cannot do (not root, no namespaces, no tmpfs, no transactional ids) raises `Unavailable` with
-one line saying why; the runner skips it.
+Kafka client here asks FindCoordinator for a transactional id by itself); kill-share-coord
+SIGKILLs the share coordinator of one of the share group's share partitions (the leader of the
+`__share_group_state` partition of "group:topicId:partition", as FindCoordinator with key type
+2 answers; the topic id read through the Kafka door, which carries it); kill-member SIGKILLs
+one of the share workload's member processes and starts a new member when it heals. A kind the
+cluster cannot do (not root, no namespaces, no tmpfs, no transactional ids, no share group)
+raises `Unavailable` with one line saying why; the runner skips it.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import errno
 import os
 import random
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from client import Admin
+from coordinator.share import records as share_records
 from coordinator.transaction.records import TRANSACTION_STATE_TOPIC, partition_for
 from deploy.chaos import security
 from deploy.chaos.plan import NETNS_KINDS, ROOT_KINDS, TMPFS_KINDS, Step
@@ -57,6 +63,14 @@ class Injected:
     at: float = field(default_factory=time.monotonic)
 
 
+class Members(Protocol):
+    """The share workload's member processes (share_workload.MemberPool)."""
+
+    def kill_one(self, pick: int) -> str: ...  # SIGKILL a live member: its name
+
+    def start_one(self, drain: bool = False) -> str: ...  # a new member: its name
+
+
 @dataclass
 class FaultContext:
     cluster: LocalCluster
@@ -65,6 +79,8 @@ class FaultContext:
     rng: random.Random
     progress: Callable[[str], None] = field(default=lambda _line: None)
     txn_ids: list[str] = field(default_factory=list)  # the workload's transactional ids
+    share_group: str | None = None  # the share workload's group, and its members
+    members: Members | None = None
 
     def leaders(self) -> dict[int, int]:
         """partition -> leader id as a live broker sees it (-1: none)."""
@@ -195,6 +211,65 @@ def txn_coordinator(bootstrap: str, transactional_id: str) -> int:
     return next((p.leader for p in desc.partitions if p.partition == wanted), -1)
 
 
+def _kill_member(ctx: FaultContext, step: Step) -> Injected:
+    if ctx.members is None:
+        raise Unavailable("kill-member needs share group members (--workload share): skipped")
+    members = ctx.members
+    victim = members.kill_one(step.pick)
+
+    def heal() -> None:
+        members.start_one()
+
+    return Injected(f"share member {victim}", [], [], heal)
+
+
+def _kill_share_coord(ctx: FaultContext, step: Step) -> Injected:
+    if ctx.share_group is None:
+        raise Unavailable("kill-share-coord needs a share group (--workload share): skipped")
+    p = step.pick % ctx.partitions
+    coordinator = share_coordinator(ctx.cluster, ctx.share_group, ctx.topic, p)
+    if coordinator < 0 or coordinator not in ctx.alive():
+        raise Unavailable(f"{ctx.share_group}'s share partition {p} has no live share "
+                          "coordinator now: skipped")  # fmt: skip
+    affected = ctx.led_by([coordinator])
+    _kill(ctx, [coordinator])
+    return Injected(f"broker {coordinator} (share coordinator of {ctx.topic}-{p})",
+                    [coordinator], affected, _restart(ctx.cluster, [coordinator]))  # fmt: skip
+
+
+def share_coordinator(cluster: LocalCluster, group: str, topic: str, partition: int) -> int:
+    """The broker leading the `__share_group_state` partition of (group, topic, partition)
+    (-1: none). The native door's metadata has no topic ids; the Kafka door's does."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient  # type: ignore[import-untyped]
+
+    kafka = AdminClient({"bootstrap.servers": alive_kafka_bootstrap(cluster), "log_level": 0,
+                         **security.librdkafka()})  # fmt: skip
+    try:
+        desc = kafka.describe_topics(TopicCollection([topic]))[topic].result(10)
+    except Exception as exc:  # a broker died under it: this fault waits for another cycle
+        raise Unavailable(f"{topic}'s topic id is not known now ({exc}): skipped") from None
+    tid = desc.topic_id  # confluent-kafka's Uuid: its text is plain base64, so the two halves
+    bits = (tid.get_most_significant_bits() % (1 << 64)) << 64
+    topic_id = uuid.UUID(int=bits | tid.get_least_significant_bits() % (1 << 64))
+    key = share_records.ShareKey(group, topic_id, partition)
+    with Admin(alive_bootstrap(cluster), request_timeout_ms=3000, **security.native()) as admin:
+        (state,) = admin.describe_topics([share_records.SHARE_STATE_TOPIC])
+    if state.error_code or not state.partitions:
+        raise Unavailable(f"{share_records.SHARE_STATE_TOPIC} does not exist yet: skipped")
+    wanted = share_records.partition_for(key, len(state.partitions))
+    return next((s.leader for s in state.partitions if s.partition == wanted), -1)
+
+
+def alive_kafka_bootstrap(cluster: LocalCluster) -> str:
+    """The Kafka bootstrap of the brokers that are running now (all of them if none is)."""
+    states = cluster.broker_states()
+    hosts = cluster.kafka_bootstrap.split(",")
+    alive = [h for b, h in zip(cluster.broker_ids, hosts, strict=False)
+             if states.get(b) == "alive"]  # fmt: skip
+    return ",".join(alive or hosts)
+
+
 def _torn_tail(ctx: FaultContext, step: Step) -> Injected:
     """A follower of a partition is killed and its active segment's tail torn."""
     p, leader = ctx.leader_of(step.pick)
@@ -302,4 +377,6 @@ _INJECT: dict[str, Callable[[FaultContext, Step], Injected]] = {
     "net-zk": _net,
     "disk-full": _disk_full,
     "kill-txn-coord": _kill_txn_coord,
+    "kill-member": _kill_member,
+    "kill-share-coord": _kill_share_coord,
 }

@@ -17,6 +17,10 @@ step runs (runner.py), so the schedule itself depends only on the seed, the kind
     disk-full     fill the tmpfs under a broker's log directory          root, --tmpfs cluster
     kill-txn-coord  SIGKILL the transaction coordinator of one of the    --workload txn
                   workload's transactional ids, restart it
+    kill-member   SIGKILL a share group member's process, start a new    --workload share
+                  member
+    kill-share-coord  SIGKILL the share coordinator of one of the share  --workload share
+                  group's share partitions, restart it
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ KINDS: dict[str, str] = {
     "net-zk": "a leader cut from ZooKeeper only",
     "disk-full": "the disk under a leader's log directory full",
     "kill-txn-coord": "SIGKILL of a transactional id's transaction coordinator",
+    "kill-member": "SIGKILL of a share group member's process, and a new member",
+    "kill-share-coord": "SIGKILL of a share partition's share coordinator",
 }
 ROOT_KINDS = frozenset({"net-isolate", "net-zk", "disk-full"})
 NETNS_KINDS = frozenset({"net-isolate", "net-zk"})
 TMPFS_KINDS = frozenset({"disk-full"})
 TXN_KINDS = frozenset({"kill-txn-coord"})  # need transactional ids: --workload txn
+SHARE_KINDS = frozenset({"kill-member", "kill-share-coord"})  # need a share group: --workload share
 HOLD_S = (1.0, 3.0)  # a fault is held this long (zombie: past the session timeout instead)
 CALM_S = (1.0, 2.5)  # then the cluster runs healthy this long after healing
 

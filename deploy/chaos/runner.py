@@ -17,8 +17,9 @@ they hold), wait for every partition's ISR to be full, let the group catch up, t
 
 The record (checker.RunRecord) goes to checker.check; the verdict table is printed and the whole
 record, findings and availability figures are written as JSON with `--json`. The exit status is
-0 on PASS, 1 on FAIL. `--workload txn` runs transactions instead (txn_run.py). `faults` runs
-the same schedule without a workload and prints a timeline.
+0 on PASS, 1 on FAIL. `--workload txn` runs transactions instead (txn_run.py), `--workload
+share` a share group (share_run.py). `faults` runs the same schedule without a workload and
+prints a timeline.
 """
 
 from __future__ import annotations
@@ -74,10 +75,15 @@ class Options:
 
 
 def open_or_start(
-    dir: str, brokers: int, out: Print, kinds: list[str] | None = None
+    dir: str,
+    brokers: int,
+    out: Print,
+    kinds: list[str] | None = None,
+    broker_settings: dict[str, int | bool | str] | None = None,
 ) -> tuple[LocalCluster, bool]:
     """The cluster in `dir` if one runs there; else a new one (True: ours to stop), in network
-    namespaces and on tmpfs log dirs when the faults need them and this process is root."""
+    namespaces and on tmpfs log dirs when the faults need them and this process is root, its
+    brokers given `broker_settings` (the share workload's group.share.* bounds)."""
     path = Path(dir)
     if (path / "cluster.json").exists():
         cluster = LocalCluster.open(path, progress=out)
@@ -92,13 +98,19 @@ def open_or_start(
         extra["tmpfs_mb"] = TMPFS_MB
     how = f" ({', '.join(f'{k}={v}' for k, v in extra.items())})" if extra else ""
     out(f"no running cluster in {dir}: starting {brokers} brokers there{how}")
-    cluster = LocalCluster(path, brokers=brokers, progress=out, **extra)
+    cluster = LocalCluster(path, brokers=brokers, progress=out,
+                           broker_settings=broker_settings, **extra)  # fmt: skip
     cluster.up()
     return cluster, True
 
 
 def fresh_topics(
-    cluster: LocalCluster, topics: list[str], groups: list[str], seed: int, out: Print
+    cluster: LocalCluster,
+    topics: list[str],
+    groups: list[str],
+    seed: int,
+    out: Print,
+    partitions: int = PARTITIONS,
 ) -> None:
     """The run's topics and groups as new: an earlier run of the same seed on this cluster left
     them (chaos-<seed>...), so they are deleted first (the groups' committed offsets point
@@ -117,7 +129,7 @@ def fresh_topics(
                 time.sleep(0.3)
     asyncio.run(_delete_groups(cluster, groups, seed, out))
     for topic in topics:
-        create_topic(cluster, topic, PARTITIONS)
+        create_topic(cluster, topic, partitions)
 
 
 async def _delete_groups(cluster: LocalCluster, groups: list[str], seed: int, out: Print) -> None:
@@ -201,7 +213,9 @@ def read_log(bootstrap: str, topic: str, partition: int) -> tuple[int, list[tupl
 
 
 class Chaos:
-    def __init__(self, cluster: LocalCluster, options: Options, out: Print) -> None:
+    def __init__(
+        self, cluster: LocalCluster, options: Options, out: Print, partitions: int = PARTITIONS
+    ) -> None:
         self.cluster = cluster
         self.o = options
         self.out = out
@@ -210,7 +224,7 @@ class Chaos:
         self.faults: list[checker.FaultRecord] = []
         self._fault_times: list[float] = []
         self.ctx = faults.FaultContext(
-            cluster, self.topic, PARTITIONS, random.Random(options.seed), out
+            cluster, self.topic, partitions, random.Random(options.seed), out
         )
 
     def now(self) -> float:
@@ -248,7 +262,7 @@ class Chaos:
             )
             self.faults.append(record)
             self._fault_times.append(t_inject)
-            wait_full_isr(self.cluster, self.topic, PARTITIONS, HEAL_WAIT_S)
+            wait_full_isr(self.cluster, self.topic, self.ctx.partitions, HEAL_WAIT_S)
             time.sleep(step.calm_s)
             count = f"  acked {acked()}" if acked is not None else ""
             self.out(
@@ -285,11 +299,13 @@ Body = Callable[[LocalCluster, Options, list[plan.Step], Print], int]
 def run(options: Options, out: Print, body: Body | None = None) -> int:
     """The schedule on the cluster in options.dir (started if none runs there); `body` runs
     the workload and the faults (default: the native or kafka workload; cli.py passes
-    txn_run.run_txn for --workload txn, which builds on this module)."""
+    txn_run.run_txn for --workload txn and share_run.run_share for --workload share, which
+    build on this module)."""
     steps = plan.schedule(options.seed, options.kinds, options.cycles)
     out(f"chaos run: seed {options.seed}, {len(steps)} faults of "
         f"{', '.join(options.kinds)}, {options.workload} workload")  # fmt: skip
-    cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds)
+    cluster, ours = open_or_start(options.dir, options.brokers, out, options.kinds,
+                                  options.extra.get("broker_settings"))  # fmt: skip
     try:
         security.configure(cluster, options.command_config)
         return (body or _run)(cluster, options, steps, out)
@@ -413,11 +429,11 @@ def print_report(
     for f in findings:
         out(f"{f.check:<22} {'PASS' if f.ok else 'FAIL':<8} {f.detail}")
     out("")
-    out(f"{'FAULT':<14} {'COUNT':>5} {'TIMED':>5} {'P50 S':>7} {'MAX S':>7}  (fault -> first ack)")
+    out(f"{'FAULT':<16} {'COUNT':>5} {'TIMED':>5} {'P50 S':>7} {'MAX S':>7}  (fault -> first ack)")
     for kind, a in avail.items():
         p50 = "-" if a["p50_s"] is None else f"{a['p50_s']:.2f}"
         mx = "-" if a["max_s"] is None else f"{a['max_s']:.2f}"
-        out(f"{kind:<14} {a['count']:>5} {a['timed']:>5} {p50:>7} {mx:>7}")
+        out(f"{kind:<16} {a['count']:>5} {a['timed']:>5} {p50:>7} {mx:>7}")
     out("")
     out(f"verdict: {'PASS' if checker.passed(findings) else 'FAIL'}")
 

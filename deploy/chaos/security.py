@@ -19,21 +19,24 @@ from protocol.errors import UsageError
 
 _native: dict[str, Any] = {}
 _librdkafka: dict[str, Any] = {}
+_path: Path | None = None  # the file they came from, for clients in processes of their own
 
 
 def configure(cluster: Any, command_config: Path | None) -> None:
     """Set the settings of this run's clients (see the module's docstring)."""
-    global _native, _librdkafka
-    if command_config is None:
-        path = cluster.client_properties_path
-        config = None if path is None else load_command_config(path)
-    else:
-        config = load_command_config(command_config)
+    global _native, _librdkafka, _path
+    _path = cluster.client_properties_path if command_config is None else command_config
+    config = None if _path is None else load_command_config(_path)
     if config is None:
         _native, _librdkafka = {}, {}
         return
     _native = config.client_options()
     _librdkafka = librdkafka_conf(config)
+
+
+def command_config_path() -> Path | None:
+    """The client properties file the settings came from (None: a plaintext cluster)."""
+    return _path
 
 
 def native() -> dict[str, Any]:

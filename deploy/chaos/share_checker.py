@@ -12,7 +12,12 @@ each PASS or FAIL with its first few examples:
     check                   the history shows ...
     accepted-or-archived    every acknowledged produce accepted exactly once (an ok accept),
                             or archived: rejected (an ok reject), or delivered exactly
-                            share.delivery.count.limit times and never accepted
+                            share.delivery.count.limit times and never accepted; or its last
+                            delivery was accepted or rejected without an answer (the leader
+                            died meanwhile) and it never came again: the acknowledgement was
+                            written before the leader died, or the record would have come
+                            back (real runs show this: an acknowledgement's answer lost in a
+                            leader's SIGKILL, its write kept)
     delivered-after-done    no delivery of a record after an ok accept or an ok reject of it
                             was answered (failovers included: the state is durable)
     never-two-at-once       no record delivered to a second member while a first one's
@@ -36,7 +41,8 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
+from typing import Any
 
 from deploy.chaos.checker import Finding, finding
 
@@ -73,6 +79,34 @@ class ShareRunRecord:
     failovers: list[float] = field(default_factory=list)  # when a partition's leader changed
     slack_s: float = 1.0
 
+    def to_json(self) -> dict[str, Any]:
+        return {"limit": self.limit, "lock_s": self.lock_s, "slack_s": self.slack_s,
+                "produced": [[p, o, v] for (p, o), v in sorted(self.produced.items())],
+                "unacknowledged": sorted(self.unacknowledged),
+                "deliveries": [list(astuple(d)) for d in self.deliveries],
+                "failovers": self.failovers}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> ShareRunRecord:
+        run = cls(int(doc["limit"]), float(doc["lock_s"]), slack_s=float(doc["slack_s"]))
+        run.produced = {(int(p), int(o)): str(v) for p, o, v in doc["produced"]}
+        run.unacknowledged = set(doc["unacknowledged"])
+        run.deliveries = [Delivery(*d) for d in doc["deliveries"]]
+        run.failovers = [float(t) for t in doc["failovers"]]
+        return run
+
+
+def summary(run: ShareRunRecord) -> str:
+    """One line: how much the run did (what the checks had to judge)."""
+    ds = run.deliveries
+    acted = {k: sum(1 for d in ds if d.action == k) for k in (ACCEPT, RELEASE, REJECT)}
+    again = sum(1 for d in ds if d.count > 1)
+    return (
+        f"{len(run.produced)} records produced, {len(ds)} deliveries ({again} "
+        f"redeliveries): {acted[ACCEPT]} accepts, {acted[RELEASE]} releases, "
+        f"{acted[REJECT]} rejects, {len(run.failovers)} failover times"
+    )
+
 
 def check(run: ShareRunRecord) -> list[Finding]:
     """Every check of the module docstring, in its order."""
@@ -97,7 +131,7 @@ def _ok(ds: Iterable[Delivery], action: str) -> list[Delivery]:
 
 
 def _accepted_or_archived(run: ShareRunRecord, by_key: dict[Key, list[Delivery]]) -> Finding:
-    bad, accepted, rejected, exhausted = [], 0, 0, 0
+    bad, accepted, rejected, exhausted, unanswered = [], 0, 0, 0, 0
     for key, value in sorted(run.produced.items()):
         ds = by_key.get(key, [])
         accepts, rejects = _ok(ds, ACCEPT), _ok(ds, REJECT)
@@ -107,6 +141,8 @@ def _accepted_or_archived(run: ShareRunRecord, by_key: dict[Key, list[Delivery]]
             rejected += 1
         elif not accepts and ds and max(d.count for d in ds) == run.limit:
             exhausted += 1
+        elif not accepts and ds and ds[-1].action in (ACCEPT, REJECT) and ds[-1].outcome == UNKNOWN:
+            unanswered += 1  # its last acknowledgement was written, as nothing came after it
         elif accepts:
             bad.append(f"{value} at {key}: accepted {len(accepts)} times, rejected {len(rejects)}")
         elif not ds:
@@ -117,7 +153,8 @@ def _accepted_or_archived(run: ShareRunRecord, by_key: dict[Key, list[Delivery]]
                        f"{run.limit}), never accepted or rejected")  # fmt: skip
     return finding("accepted-or-archived", bad,
                    f"{accepted} accepted once, {rejected} rejected, {exhausted} archived at the "
-                   f"delivery limit, of {len(run.produced)} acknowledged produces")  # fmt: skip
+                   f"delivery limit, {unanswered} acknowledged without an answer and not "
+                   f"delivered again, of {len(run.produced)} acknowledged produces")  # fmt: skip
 
 
 def _delivered_after_done(by_key: dict[Key, list[Delivery]]) -> Finding:

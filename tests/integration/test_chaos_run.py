@@ -12,6 +12,11 @@ no anomaly class of deploy/chaos/txn_checker.py may show, and the copy made by i
 consume-transform-produce stage holds every committed value exactly once. A producer fenced by
 a second producer of its transactional id (a fatal client error no fault explains) fails that
 verdict, and the same seed then runs again on the same cluster (its topics made anew).
+
+The share-group workload (`--workload share`) runs two cycles on its own cluster: a partition
+leader's and a share coordinator's SIGKILL while member processes accept, release and reject;
+every check of deploy/chaos/share_checker.py holds, and the record has work in it (deliveries,
+accepts, releases, rejects, redeliveries).
 """
 
 from __future__ import annotations
@@ -21,18 +26,21 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from deploy.chaos import plan, txn_checker
+from deploy.chaos import plan, share_checker, txn_checker
 from tests.fixtures.cluster import seeded_rng
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-PROCESS_KINDS = [k for k in plan.KINDS if k not in plan.ROOT_KINDS | plan.TXN_KINDS]
+PROCESS_KINDS = [
+    k for k in plan.KINDS if k not in plan.ROOT_KINDS | plan.TXN_KINDS | plan.SHARE_KINDS
+]
 
 
 def _odradek(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
@@ -45,7 +53,9 @@ def _odradek(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[
 def test_chaos_run_passes_over_every_fault_kind_this_machine_allows(tmp_path: Path) -> None:
     seed = seeded_rng().randrange(1 << 30)
     kinds = (
-        [k for k in plan.KINDS if k not in plan.TXN_KINDS] if os.geteuid() == 0 else PROCESS_KINDS
+        [k for k in plan.KINDS if k not in plan.TXN_KINDS | plan.SHARE_KINDS]
+        if os.geteuid() == 0
+        else PROCESS_KINDS
     )
     record = tmp_path / "chaos.json"
     done = _odradek(
@@ -97,6 +107,41 @@ def test_chaos_run_of_transactions_through_coordinator_kills_shows_no_anomaly(
     assert "kill-txn-coord" in injected, doc["record"]["faults"]
     outcomes = [t["outcome"] for t in doc["record"]["txns"]]
     assert outcomes.count("committed") > 50 and outcomes.count("aborted") > 5
+    again = _odradek("chaos", "check", str(record), timeout_s=120)
+    assert again.returncode == 0 and "verdict: PASS" in again.stdout, again.stdout
+
+
+def test_chaos_run_of_a_share_group_through_leader_and_share_coordinator_kills_keeps_its_promises(
+    tmp_path: Path,
+) -> None:
+    """`--workload share` (issue 35): member processes that accept, release and reject, a
+    leader's and a share coordinator's SIGKILL under load; every check of
+    deploy/chaos/share_checker.py holds, on a record that had work to judge."""
+    seed = seeded_rng().randrange(1 << 30)
+    kinds = ["kill-leader", "kill-share-coord"]
+    record = tmp_path / "share.json"
+    done = _odradek(
+        "chaos", "run", "--dir", str(tmp_path / "cluster"), "--workload", "share", "--cycles",
+        "2", "--seed", str(seed), "--faults", ",".join(kinds), "--rate", "50",
+        "--json", str(record),
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "Traceback" not in out
+    doc = json.loads(record.read_text())
+    assert doc["verdict"] == "PASS" and doc["workload"] == "share"
+    findings = {f["check"]: f for f in doc["findings"]}
+    assert set(findings) >= {"accepted-or-archived", "delivered-after-done", "never-two-at-once",
+                             "counts-never-down", "unknown-record"}  # fmt: skip
+    assert all(f["ok"] for f in findings.values()), findings
+    injected = {f["kind"] for f in doc["faults"] if f["skipped"] is None}
+    assert injected == set(kinds), doc["faults"]
+    run = share_checker.ShareRunRecord.from_json(doc["record"])
+    actions = Counter(d.action for d in run.deliveries)
+    assert len(run.produced) > 500 and len(run.deliveries) >= len(run.produced)
+    assert actions["accept"] > 400 and actions["release"] and actions["reject"], actions
+    assert any(d.count > 1 for d in run.deliveries), "released records came again"
+    assert run.failovers, "the leader watch saw the kills"
     again = _odradek("chaos", "check", str(record), timeout_s=120)
     assert again.returncode == 0 and "verdict: PASS" in again.stdout, again.stdout
 

@@ -4,6 +4,7 @@ when a history shows it (deploy/chaos/share_checker.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 
 import pytest
@@ -20,6 +21,7 @@ from deploy.chaos.share_checker import (
     ShareRunRecord,
     check,
 )
+from deploy.chaos.share_workload import member_deliveries
 
 LOCK_S = 5.0
 
@@ -128,3 +130,43 @@ def test_an_unacknowledged_produce_may_be_delivered_and_need_not_be() -> None:
     run.unacknowledged = {"v9"}
     _add(d("m0", 9.0, 9, 1))(run)
     assert not failing(run)
+
+
+def test_an_unanswered_last_accept_counts_as_done_and_an_unanswered_earlier_one_does_not() -> None:
+    """A real run showed it: an accept whose answer was lost in the leader's SIGKILL, its write
+    kept, so the record never came again. Had the write been lost, the record would have come
+    back, and the later delivery's acknowledgement decides."""
+    run = clean_run()
+    _produce(5)(run)
+    _add(d("m0", 4.0, 5, 1, ACCEPT, UNKNOWN))(run)
+    findings = {f.check: f for f in check(run)}
+    assert findings["accepted-or-archived"].ok, findings
+    assert "1 acknowledged without an answer" in findings["accepted-or-archived"].detail
+    _add(d("m1", 9.5, 5, 2, NOTHING, UNKNOWN))(run)  # it came back: the accept was not kept
+    assert "never accepted or rejected" in failing(run)["accepted-or-archived"]
+
+
+def test_a_record_goes_to_json_and_back_unchanged() -> None:
+    run = clean_run()
+    run.unacknowledged, run.failovers = {"v9"}, [2.5, 3.0]
+    again = ShareRunRecord.from_json(json.loads(json.dumps(run.to_json())))
+    assert again == run
+    assert check(again) == check(run)
+
+
+def test_a_members_lines_become_deliveries_with_their_outcomes() -> None:
+    """share_member.py's lines: a poll's records, then its answer per partition (ok, failed,
+    or none: unknown); a poll without an answer line leaves every outcome unknown."""
+    lines = [
+        {"poll": 0, "at": 1.0, "p": 0, "o": 4, "v": "a", "c": 1, "a": "accept"},
+        {"poll": 0, "at": 1.0, "p": 1, "o": 7, "v": "b", "c": 2, "a": "release"},
+        {"poll": 0, "at": 1.0, "p": 2, "o": 1, "v": "c", "c": 1, "a": "reject"},
+        {"ack": 0, "at": 1.2, "ok": [0], "failed": [1], "errors": {"1": "X", "2": "Y"}},
+        {"poll": 1, "at": 2.0, "p": 0, "o": 5, "v": "d", "c": 1, "a": "accept"},
+    ]
+    got = member_deliveries("m0", lines)
+    assert [(x.offset, x.action, x.outcome, x.answered_at) for x in got] == [
+        (4, ACCEPT, OK, 1.2), (7, RELEASE, FAILED, 1.2), (1, REJECT, UNKNOWN, None),
+        (5, ACCEPT, UNKNOWN, None),
+    ]  # fmt: skip
+    assert {x.member for x in got} == {"m0"} and [x.count for x in got] == [1, 2, 1, 1]
