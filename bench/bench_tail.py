@@ -2,7 +2,7 @@
 """`make bench-tail` (and `make bench`'s part `tail`): the end-to-end latency of `make bench`'s
 `user` part beside each of the tail's disturbances in turn (issue 34, "How to show it").
 
-    python bench/bench_tail.py [--messages N] [--rate R] [--acls N] [--json FILE]
+    python bench/bench_tail.py [--messages N] [--rate R] [--side-rate R] [--acls N] [--json FILE]
 
 The measurement is bench/bench_user.py's (`run_latency`): a `Consumer` polling in one process,
 the public `Producer(linger_ms=0)` sending 100 B records at --rate in another, each record
@@ -13,8 +13,10 @@ disturbance lands on the broker that leads the measured partition. The cases:
 
 plain      this tree's 3-broker cluster, nothing else running. Measured first and again last
            (`plain again`): the distance between the two is the run's noise.
-txn        beside a confluent-kafka transactional producer on another topic (RF 3, Kafka door),
-           --side-rate records/s of 100 B, a commit every 100 ms.
+kafka producer  the control of `txn`: the same confluent-kafka loop on another topic (RF 3,
+           Kafka door), --side-rate records/s of 100 B, idempotent, a flush() every 100 ms.
+txn        beside the same loop made transactional: a commit every 100 ms.
+writer     the control of `compacted`: the writer below on a topic of cleanup.policy delete.
 compacted  beside a writer (the native Producer, acks 1) of --side-rate records/s over 100 keys
            on a compacted topic (RF 3, segment.bytes 64 KiB, min.cleanable.dirty.ratio 0.01;
            the brokers run with log_cleaner_backoff_ms 1000, Kafka's 15 s would leave a short
@@ -77,6 +79,11 @@ COMPACT_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(64 * 1024),
 CLEANER_BACKOFF_MS = 1000
 TXN_COMMIT_S = 0.1
 CPU_HOGS = 2
+# (case, side process, its door, its topic's configs): each disturbance after its control, the
+# same client at the same rate without the thing measured
+SIDE_CASES = (("kafka producer", "kafka", "kafka", None), ("txn", "txn", "kafka", None),
+              ("writer", "writer", "native", None),
+              ("compacted", "writer", "native", COMPACT_CONFIGS))  # fmt: skip
 
 
 def log(line: str) -> None:
@@ -111,19 +118,25 @@ class _Stop:
         self.now = True
 
 
-def side_txn(bootstrap: str, topic: str, rate: int) -> dict[str, Any]:
-    """A transactional producer (confluent-kafka): `rate` records/s, a commit every 100 ms."""
+def side_txn(bootstrap: str, topic: str, rate: int, txn: bool = True) -> dict[str, Any]:
+    """A transactional producer (confluent-kafka): `rate` records/s, a commit every 100 ms.
+    Not `txn`: the control, the same loop idempotent, a flush() where the commit was."""
     from confluent_kafka import Producer
 
     stop = _Stop()
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tail-{os.getpid()}",
-                  "linger.ms": 5, "compression.type": "none"})  # fmt: skip
-    p.init_transactions(30)
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": "none",
+            "enable.idempotence": True}  # fmt: skip
+    p = Producer({**conf, "transactional.id": f"tail-{os.getpid()}"} if txn else conf)
+    if txn:
+        p.init_transactions(30)
+    else:
+        p.list_topics(topic, timeout=30)
     print("ready", flush=True)
     value, commits, records = b"x" * bench_user.SIZE, [], 0
     start = time.perf_counter()
     while not stop.now:
-        p.begin_transaction()
+        if txn:
+            p.begin_transaction()
         until = time.perf_counter() + TXN_COMMIT_S
         while time.perf_counter() < until:
             due = int((time.perf_counter() - start) * rate)
@@ -133,15 +146,18 @@ def side_txn(bootstrap: str, topic: str, rate: int) -> dict[str, Any]:
             p.poll(0)
             time.sleep(0.001)
         t = time.perf_counter()
-        p.commit_transaction(30)
+        if txn:
+            p.commit_transaction(30)
+        else:
+            p.flush(30)
         commits.append((time.perf_counter() - t) * 1000)
     commits.sort()
-    return {"transactions": len(commits), "records": records,
+    return {"transactions" if txn else "flushes": len(commits), "records": records,
             "commit_ms_p50": bench_user.percentile(commits, 50),
             "commit_ms_p99": bench_user.percentile(commits, 99)}  # fmt: skip
 
 
-def side_compact(bootstrap: str, topic: str, rate: int) -> dict[str, Any]:
+def side_writer(bootstrap: str, topic: str, rate: int) -> dict[str, Any]:
     """A writer of `rate` records/s over COMPACT_KEYS keys (the native Producer, acks 1)."""
     from client import Producer
 
@@ -318,16 +334,20 @@ def run_main(args: argparse.Namespace, where: Path, rows: list[dict], sides: dic
         plain = Target("plain", boot, cluster.dir)
         rows += measure(plain, boot, "plain", args.messages, args.rate)
         rows.append(nats_latency(args.messages, args.rate, "quiet", where))
-        make_topic(boot, "bench-tail-txn-side", 3)
-        with beside("txn", cluster.kafka_bootstrap, "bench-tail-txn-side", args.side_rate) as s:
-            rows += measure(plain, boot, "txn", args.messages, args.rate)
-        sides["txn"] = s
-        make_topic(boot, "bench-tail-compacted-side", 3, COMPACT_CONFIGS)
-        since = log_sizes(cluster.dir)
-        with beside("compact", boot, "bench-tail-compacted-side", args.side_rate) as s:
-            rows += measure(plain, boot, "compacted", args.messages, args.rate)
-            s.update(cleaner_evidence(cluster.dir, since, "bench-tail-compacted-side"))
-        sides["compacted"] = s
+        for case, kind, door, configs in SIDE_CASES:
+            topic = f"bench-tail-{case.replace(' ', '-')}-side"
+            make_topic(boot, topic, 3, configs)
+            since = log_sizes(cluster.dir)
+            side_boot = cluster.kafka_bootstrap if door == "kafka" else boot
+            try:
+                with beside(kind, side_boot, topic, args.side_rate) as s:
+                    rows += measure(plain, boot, case, args.messages, args.rate)
+                    if configs:
+                        s.update(cleaner_evidence(cluster.dir, since, topic))
+                sides[case] = s
+            except RuntimeError as exc:  # the side process did not start: a row, not the end
+                rows.append({"system": "odradek", "case": case, "rf": 1, "acks": "1",
+                             "error": str(exc)})  # fmt: skip
         tls_boot = f"127.0.0.1:{cluster.broker(LEADER).listener_ports['TLS']}"
         tls = Target("tls", tls_boot, cluster.dir, options={"security_protocol": "SSL",
                                                             "ssl_cafile": ca})  # fmt: skip
@@ -401,7 +421,10 @@ def main() -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "side":
         kind, bootstrap, topic, rate = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-        fn = side_txn if kind == "txn" else side_compact
-        print(json.dumps(fn(bootstrap, topic, rate)), flush=True)
+        if kind == "writer":
+            summary = side_writer(bootstrap, topic, rate)
+        else:
+            summary = side_txn(bootstrap, topic, rate, txn=kind == "txn")
+        print(json.dumps(summary), flush=True)
         sys.exit(0)
     sys.exit(main())

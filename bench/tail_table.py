@@ -27,6 +27,10 @@ def _note(case: str, sides: dict[str, Any]) -> str:
     if case == "txn" and "transactions" in side:
         return (f"{side['transactions']} commits beside (p99 {side['commit_ms_p99']} ms), "
                 f"{side['records']:,} records")  # fmt: skip
+    if case == "kafka producer" and "flushes" in side:
+        return f"{side['records']:,} records beside, idempotent (txn's control)"
+    if case == "writer" and "records" in side:
+        return f"{side['records']:,} records beside, not compacted (compacted's control)"
     if case == "compacted" and "cleaner_passes" in side:
         passes = ", ".join(f"{k.removeprefix('broker-')}: {v}"
                            for k, v in sorted(side["cleaner_passes"].items()))  # fmt: skip
