@@ -16,7 +16,7 @@ KP_SUITE := $(KP_CACHE)/kafka_python-$(KP_VERSION)
 SHARE_VENV := .venv-share
 SHARE_CK := 2.16.1
 
-.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster spark-cluster spark-cluster-down bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-queue bench-txn bench-security chaos clean
+.PHONY: setup zookeeper kcat iptables chromium lint format test test-all test-unit test-integration test-slow coverage cluster spark-cluster spark-cluster-down bench bench-doors bench-log bench-compaction bench-failover bench-partitions bench-groups bench-spark bench-queue bench-txn bench-tail bench-security chaos clean
 
 setup: $(STAMP) $(KP_SUITE)/.extracted $(SHARE_VENV)/.installed-$(SHARE_CK)
 
@@ -159,6 +159,12 @@ bench-queue: setup zookeeper
 # part `doors`): BENCH_ARGS e.g. "--rounds 5 --messages 1000000" (bench/bench_doors.py --help)
 bench-doors: setup zookeeper
 	$(BIN)/python bench/bench_doors.py $(BENCH_ARGS)
+
+# the end-to-end latency beside a transactional producer, a compacted topic being cleaned, TLS,
+# two CPU-bound processes (NATS JetStream beside) and 10,000 ACLs, each in turn (issue 34; also
+# `make bench`'s part `tail`): BENCH_ARGS e.g. "--messages 20000" (bench/bench_tail.py --help)
+bench-tail: setup zookeeper
+	$(BIN)/python bench/bench_tail.py $(BENCH_ARGS)
 
 # transactions alone (also a part of `make bench`): BENCH_ARGS e.g. "--messages 300000"
 bench-txn: setup zookeeper

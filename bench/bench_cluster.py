@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`make bench`: the native client, Kafka clients, the previous commit and the peers, in one run.
 
-Parts (`--only native,kafka,txn,registry,acls,security,baseline,user,doors,queue,peers`, all
-by default), in this order:
+Parts (`--only native,kafka,txn,registry,acls,security,baseline,user,tail,doors,queue,peers`,
+all by default), in this order:
 
 native    a local cluster (ZooKeeper + 3 brokers, RF 1) in a temporary directory; for each case
           `odradek bench produce|consume|latency` in a separate process: 100 B and 1 KiB
@@ -34,6 +34,11 @@ user      the paths users take, through the public clients only, against a workt
           RF 1 acks 1 and RF 3 acks=all, with the brokers' event-loop lag p99 and max over
           each run, read from their metrics (bench/bench_user.py); NATS JetStream and Redis
           Streams latency from the peers' harness (ONLY=latency) when `peers` is not run.
+tail      the user part's end-to-end latency (this tree, RF 1 and RF 3, 5,000 records at --rate)
+          plain and then beside each of a transactional producer, a compacted topic being
+          cleaned, TLS, two CPU-bound processes (with NATS JetStream's latency in the same
+          loaded state) and 10,000 ACLs, each in turn: one table with each case's p99 over
+          plain's (bench/bench_tail.py, `make bench-tail`).
 doors     one broker, our client's Produce and Fetch requests with the same record batches
           through the native door and through the Kafka door (kio's codec on the client's
           transport), alternating: bulk, poll, Spark's read, produce round trip, end-to-end
@@ -76,12 +81,13 @@ import bench_queue  # noqa: E402
 import bench_registry  # noqa: E402
 import bench_scram  # noqa: E402
 import bench_security  # noqa: E402
+import bench_tail  # noqa: E402
 import bench_txn  # noqa: E402
 import bench_user  # noqa: E402
 from bench_report import render, summarize  # noqa: E402
 
-PARTS = ("native", "kafka", "txn", "registry", "acls", "security", "baseline", "user", "doors",
-         "queue", "peers")  # fmt: skip
+PARTS = ("native", "kafka", "txn", "registry", "acls", "security", "baseline", "user", "tail",
+         "doors", "queue", "peers")  # fmt: skip
 USER_DEFAULT_REF = "ad616d3"  # main at the start of the latency work (issue 12)
 
 
@@ -314,6 +320,11 @@ def main() -> int:
             rows += run_peers(args.peer_messages, 1, args.latency_messages, args.rate, notes,
                               only="latency")  # fmt: skip
         phases["user"] = round(time.monotonic() - t, 1)
+    tail: dict = {}
+    if "tail" in parts:
+        t = time.monotonic()
+        tail = bench_tail.run(bench_tail.build_parser().parse_args(["--rate", str(args.rate)]))
+        phases["tail"] = round(time.monotonic() - t, 1)
     doors: list[dict] = []
     if "doors" in parts:
         t = time.monotonic()
@@ -352,6 +363,7 @@ def main() -> int:
         "registry": registry,
         "acls": acls,
         "security": security,
+        "tail": tail,
         "doors": doors,
         "queue": queue,
         "results": rows,
@@ -368,6 +380,8 @@ def main() -> int:
     if security:
         print("\n" + bench_security.render(security))
         print("\n" + bench_scram.render(security["native_scram"], [1, 8]))
+    if tail:
+        print("\n" + tail["table"])
     if doors:
         print("\n" + bench_doors.render(doors))
     if queue:
@@ -376,7 +390,7 @@ def main() -> int:
         print(f"\n{note}")
     log(f"\nphases (s): {phases}; load average before {load_before}, after {os.getloadavg()}")
     log(f"results: {out}")
-    every = rows + txn.get("rows", []) + acls.get("rows", []) + doors
+    every = rows + txn.get("rows", []) + acls.get("rows", []) + tail.get("rows", []) + doors
     errors = [r for r in every if "error" in r and "peer" not in r]
     for e in errors:
         log(f"run failed: {e}")

@@ -30,6 +30,9 @@ latency        a `Consumer` (defaults, auto_offset_reset latest, position pinned
                send -> the fetch answer's arrival and arrival -> poll()'s return in the
                consumer. What lies between write and arrival is the two kernel hops and the
                broker. A side without those names runs without.
+               Both latency workers take an optional last argument, a JSON object of client
+               settings (e.g. TLS: security_protocol, ssl_cafile) given to both clients
+               (`run_latency(..., options=)`; bench_tail.py's TLS case).
 
 Both sides get a cluster of 3 brokers (RF 3 needs them) through their own CLI; each round runs
 every case on both sides back to back, alternating which side goes first. NATS JetStream and
@@ -238,7 +241,9 @@ def _hops(name: str, values_ns: list[int]) -> dict[str, Any]:
             f"hop_us_{name}_p99": percentile(values, 99)}  # fmt: skip
 
 
-def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+def latency_consumer(
+    bootstrap: str, topic: str, n: int, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     from client import Consumer, TopicPartition
 
     lat: list[float] = []
@@ -246,7 +251,7 @@ def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     to_arrival: list[int] = []
     to_return: list[int] = []
     _stamp_arrivals(arrivals)
-    with Consumer(bootstrap) as consumer:  # auto_offset_reset latest: only what comes next
+    with Consumer(bootstrap, **(options or {})) as consumer:  # auto_offset_reset latest
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
         consumer.position(tp)  # pin "latest" before the producer starts
@@ -267,12 +272,15 @@ def latency_consumer(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
                             to_return.append(now - arrived)
     lat.sort()
     return {"received": len(lat), "e2e_ms_p50": percentile(lat, 50),
-            "e2e_ms_p99": percentile(lat, 99), "e2e_ms_max": percentile(lat, 100),
+            "e2e_ms_p99": percentile(lat, 99), "e2e_ms_p999": percentile(lat, 99.9),
+            "e2e_ms_max": percentile(lat, 100),
             **_hops("send_to_arrival", to_arrival),
             **_hops("arrival_to_poll", to_return)}  # fmt: skip
 
 
-def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -> dict[str, Any]:
+def latency_producer(
+    bootstrap: str, topic: str, n: int, rate: int, acks: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     from client import Producer
 
     pad = bytes(SIZE - _TS.size)
@@ -283,7 +291,8 @@ def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -
     def on_ack(sent: int) -> Callable[[Any], None]:
         return lambda _f: acked.append((now_ns() - sent) / 1e6)
 
-    with Producer(bootstrap, acks=1 if acks == "1" else "all", linger_ms=0) as producer:
+    with Producer(bootstrap, acks=1 if acks == "1" else "all", linger_ms=0,
+                  **(options or {})) as producer:  # fmt: skip
         for _ in range(WARMUP_RECORDS):
             producer.send(topic, _TS.pack(WARMUP_NS) + pad).get(timeout=30)
         _stamp_produce_writes(writes)
@@ -306,6 +315,11 @@ def latency_producer(bootstrap: str, topic: str, n: int, rate: int, acks: str) -
             **_hops("send_to_write", to_write)}  # fmt: skip
 
 
+def _options(rest: list[str]) -> dict[str, Any] | None:
+    """A latency worker's optional last argument: client settings as a JSON object."""
+    return dict(json.loads(rest[0])) if rest else None
+
+
 def worker_main(argv: list[str]) -> int:
     case, bootstrap, topic, n = argv[0], argv[1], argv[2], int(argv[3])
     if case == "produce-sync":
@@ -317,9 +331,9 @@ def worker_main(argv: list[str]) -> int:
     elif case == "consume":
         out = consume(bootstrap, topic, n)
     elif case == "latency-consumer":
-        out = latency_consumer(bootstrap, topic, n)
+        out = latency_consumer(bootstrap, topic, n, _options(argv[4:]))
     elif case == "latency-producer":
-        out = latency_producer(bootstrap, topic, n, int(argv[4]), argv[5])
+        out = latency_producer(bootstrap, topic, n, int(argv[4]), argv[5], _options(argv[6:]))
     else:
         print(f"unknown case {case!r}", file=sys.stderr)
         return 2
@@ -389,13 +403,16 @@ def loop_lag_fields(before: dict[int, Any], after: dict[int, Any]) -> dict[str, 
 
 
 def run_latency(
-    side: Any, topic: str, n: int, rate: int, acks: str, lag_of: Sequence[tuple[int, str, int]] = ()
-) -> dict[str, Any]:
+    side: Any, topic: str, n: int, rate: int, acks: str,
+    lag_of: Sequence[tuple[int, str, int]] = (), options: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The consumer process first (until it says ready), then the producer process; the
-    brokers of `lag_of` have their loop lag read around the producer's run."""
+    brokers of `lag_of` have their loop lag read around the producer's run. `options`: client
+    settings both workers add to their clients' (none: the defaults)."""
+    extra = [json.dumps(options)] if options else []
     consumer = subprocess.Popen(
-        _worker_cmd("latency-consumer", side.bootstrap, topic, n), cwd=side.root, env=side.env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        _worker_cmd("latency-consumer", side.bootstrap, topic, n, *extra), cwd=side.root,
+        env=side.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert consumer.stdout is not None
@@ -404,7 +421,8 @@ def run_latency(
             _, err = consumer.communicate(timeout=30)
             return {"error": f"latency consumer did not start: {err.strip()[-300:]}"}
         before = loop_lag_readings(lag_of)
-        produced = run_worker(side, "latency-producer", side.bootstrap, topic, n, rate, acks)
+        produced = run_worker(side, "latency-producer", side.bootstrap, topic, n, rate, acks,
+                              *extra)  # fmt: skip
         produced.update(loop_lag_fields(before, loop_lag_readings(lag_of)))
         rest, err = consumer.communicate(timeout=CASE_TIMEOUT_S)
     finally:
