@@ -8,7 +8,7 @@
 2. Consumer: one process, `client.Consumer` assigned every partition from the beginning; first
    a plain `poll()` loop that only counts the records (issue 12's consumer figure), then one
    that also sums value lengths per partition (the same aggregate Spark computes).
-3. Spark: one SparkSession, local[2]; `df.count()` and then
+3. Spark: one SparkSession, local[2] (then a standalone cluster's, 5.); `df.count()` and then
    `df.groupBy("partition").agg(count("*"), sum(length("value")))`, each timed from the action
    to its result (the session is started, and both paths below are warmed up with one whole
    count each first, not timed: the JVM's compiled code for a query's shape is warm for both);
@@ -20,11 +20,14 @@
    of their own, at-least-once (the default) and with `exactlyOnce` (a transaction per task,
    prepared, then committed by the driver), alternately for `--sink-rounds` rounds: each
    exactly-once rate as a ratio of the at-least-once rate measured just before it.
-5. Prints a Markdown table, each Spark read figure beside the ceiling measured in the same run
+5. Unless --no-standalone: steps 3 and 4 again on a Spark standalone cluster started as `make
+   spark-cluster` starts it (a master and two workers of one core each, deploy/spark_cluster.py),
+   the driver in this process, rows named "standalone 2x1".
+6. Prints a Markdown table, each Spark read figure beside the ceiling measured in the same run
    (as a share of it), the sink ratios, and writes the JSON to bench/results/spark-<time>.json.
 
 Usage: .venv/bin/python bench/bench_spark.py [--records N] [--size B] [--partitions P]
-       [--sink-records N] [--sink-rounds R]
+       [--sink-records N] [--sink-rounds R] [--no-standalone]
 """
 
 from __future__ import annotations
@@ -151,22 +154,25 @@ def _timed(what: str, action: Any, records: int) -> dict[str, Any]:
 
 
 def sink_run(spark: Any, bootstrap: str, sink_records: int, partitions: int,
-             rounds: int) -> list[dict[str, Any]]:  # fmt: skip
-    """At-least-once and exactly-once writes of the same cached rows, alternately."""
+             rounds: int, where: str = "local[2]") -> list[dict[str, Any]]:  # fmt: skip
+    """At-least-once and exactly-once writes of the same cached rows, alternately (into topics
+    of their own for each `where`)."""
+    tag = "".join(c for c in where if c.isalnum())
     ends = json.dumps({TOPIC: {str(p): sink_records // partitions for p in range(partitions)}})
     rows = (spark.read.format("odradek").option("bootstrap", bootstrap).option("subscribe", TOPIC)
             .option("endingOffsets", ends).load().select("key", "value").cache())  # fmt: skip
     n = rows.count()
     with Admin(bootstrap) as admin:
-        admin.create_topics([NewTopic(f"{TOPIC}-{kind}", partitions, 1) for kind in SINKS])
+        admin.create_topics([NewTopic(f"{TOPIC}-{tag}-{kind}", partitions, 1) for kind in SINKS])
     time.sleep(1)
 
     def write(kind: str, i: int) -> Any:
         def action() -> int:
             w = rows.write.format("odradek").mode("append").option("bootstrap", bootstrap)
-            w = w.option("topic", f"{TOPIC}-{kind}").option("acks", "all")
+            w = w.option("topic", f"{TOPIC}-{tag}-{kind}").option("acks", "all")
             if kind == "exactly-once":
-                w = w.option("exactlyOnce", "true").option("transactionalIdPrefix", f"bench{i}")
+                w = w.option("exactlyOnce", "true").option("transactionalIdPrefix",
+                                                           f"bench-{tag}-{i}")  # fmt: skip
             w.save()
             return n
 
@@ -176,24 +182,28 @@ def sink_run(spark: Any, bootstrap: str, sink_records: int, partitions: int,
     out = []
     for i in range(rounds):
         for kind in SINKS:
-            out.append(_timed(f"spark local[2]: write {kind}, round {i + 1}", write(kind, i), n))
+            out.append(_timed(f"spark {where}: write {kind}, round {i + 1}", write(kind, i), n))
     rows.unpersist()
     return out
 
 
 def spark_run(
     bootstrap: str, records: int, size: int, partitions: int, rounds: int, sink_records: int,
-    sink_rounds: int,
+    sink_rounds: int, where: str = "local[2]", conf: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
+    """The read rounds, the aggregate and the sink rounds on one session: `local[2]`, or the
+    standalone cluster whose session settings `conf` gives (`where` names it in each row)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import spark_connector
 
+    builder = SparkSession.builder.master((conf or {}).get("spark.master", where))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
+        builder.config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
@@ -217,8 +227,8 @@ def spark_run(
         # rounds of (odradek, ceiling) back to back: the load other jobs put on the machine
         # drifts, and each share compares two figures taken seconds apart
         for i in range(rounds):
-            out.append(_timed(f"spark local[2]: df.count(), round {i + 1}", full.count, records))
-            out.append(_timed(f"spark local[2]: count() of pre-built Arrow batches (no I/O, "
+            out.append(_timed(f"spark {where}: df.count(), round {i + 1}", full.count, records))
+            out.append(_timed(f"spark {where}: count() of pre-built Arrow batches (no I/O, "
                               f"no decoding: the ceiling), round {i + 1}",
                               ceiling.load().count, records))  # fmt: skip
 
@@ -230,13 +240,45 @@ def spark_run(
             )
             return sum(r.n for r in rows)
 
-        out.append(_timed("spark local[2]: groupBy(partition).agg(count, sum(length(value)))",
+        out.append(_timed(f"spark {where}: groupBy(partition).agg(count, sum(length(value)))",
                           aggregate, records))  # fmt: skip
         if sink_rounds:
-            out += sink_run(spark, bootstrap, min(sink_records, records), partitions, sink_rounds)
+            out += sink_run(spark, bootstrap, min(sink_records, records), partitions, sink_rounds,
+                            where)  # fmt: skip
     finally:
         spark.stop()
     return out
+
+
+def standalone_run(where: Path, bootstrap: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The same passes on `make spark-cluster`'s shape: a master and two 1-core workers, each
+    with its executor (deploy/spark_cluster.py), the driver in this process."""
+    from deploy import spark_cluster
+
+    cluster = spark_cluster.start(where)
+    try:
+        return spark_run(bootstrap, args.records, args.size, args.partitions, args.rounds,
+                         args.sink_records, args.sink_rounds, "standalone 2x1",
+                         spark_cluster.app_conf(cluster))  # fmt: skip
+    finally:
+        spark_cluster.stop(cluster)
+
+
+def summarize(where: str, results: list[dict[str, Any]]) -> None:
+    """The median share of the ceiling and the sinks' ratio, of one session's rows."""
+    shares = sorted(r["share"] for r in results if "df.count()" in r["what"])
+    if shares:
+        print(f"\n{where}: df.count() as a share of the ceiling: median "
+              f"{shares[len(shares) // 2]:.0%}")  # fmt: skip
+    writes = [r for r in results if " write " in r["what"]]
+    ratios = sorted(eo["records_per_s"] / alo["records_per_s"]
+                    for alo, eo in zip(writes[::2], writes[1::2], strict=True))  # fmt: skip
+    for alo, eo in zip(writes[::2], writes[1::2], strict=True):
+        eo["share_of_at_least_once"] = round(eo["records_per_s"] / alo["records_per_s"], 3)
+    if ratios:
+        each = ", ".join(f"{x:.2f}" for x in ratios)
+        print(f"{where}: exactly-once sink rate / at-least-once sink rate: median "
+              f"{ratios[len(ratios) // 2]:.2f} (each round: {each})")  # fmt: skip
 
 
 def main() -> int:
@@ -247,6 +289,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="Spark count/ceiling pairs")
     parser.add_argument("--sink-records", type=int, default=1_000_000)
     parser.add_argument("--sink-rounds", type=int, default=3, help="sink write pairs (0: none)")
+    parser.add_argument("--no-standalone", action="store_true",
+                        help="local[2] only: no pass on a standalone Spark cluster")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", brokers=1, progress=print)
@@ -263,6 +307,8 @@ def main() -> int:
             print(results[-1], flush=True)
             results += spark_run(bootstrap, args.records, args.size, args.partitions, args.rounds,
                                  args.sink_records, args.sink_rounds)  # fmt: skip
+            if not args.no_standalone:
+                results += standalone_run(Path(tmp) / "spark", bootstrap, args)
         finally:
             cluster.down(purge=True)
     load = os.getloadavg()
@@ -277,18 +323,8 @@ def main() -> int:
     for r in results:
         share = f"{r['share']:.0%}" if r["what"].startswith("spark") and r["share"] else ""
         print(f"| {r['what']} | {r['records_per_s']:,} | {r['seconds']} | {share} |")
-    shares = sorted(r["share"] for r in results if "df.count()" in r["what"])
-    if shares:
-        print(f"\ndf.count() as a share of the ceiling: median {shares[len(shares) // 2]:.0%}")
-    writes = [r for r in results if " write " in r["what"]]
-    ratios = sorted(eo["records_per_s"] / alo["records_per_s"]
-                    for alo, eo in zip(writes[::2], writes[1::2], strict=True))  # fmt: skip
-    for alo, eo in zip(writes[::2], writes[1::2], strict=True):
-        eo["share_of_at_least_once"] = round(eo["records_per_s"] / alo["records_per_s"], 3)
-    if ratios:
-        each = ", ".join(f"{x:.2f}" for x in ratios)
-        print(f"exactly-once sink rate / at-least-once sink rate: median "
-              f"{ratios[len(ratios) // 2]:.2f} (each round: {each})")  # fmt: skip
+    for where in ("local[2]", "standalone 2x1"):
+        summarize(where, [r for r in results if r["what"].startswith(f"spark {where}:")])
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / f"spark-{stamp}.json").write_text(
