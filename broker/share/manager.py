@@ -67,6 +67,7 @@ from protocol.errors import OdradekError
 
 log = logging.getLogger("odradek.share")
 NONE = 0
+FENCED_STATE_EPOCH = 124  # a write at a state epoch an admin moved past (alter, delete)
 EARLIEST, LATEST = "earliest", "latest"
 
 
@@ -395,7 +396,9 @@ class SharePartitionManager:
                 *key, held.state_epoch, held.leader_epoch, sp.start_offset,
                 [StateBatch(*r) for r in ranges], done,
             )  # fmt: skip
-            if code != NONE:
+            if code == FENCED_STATE_EPOCH and self._partitions.get(key) is held:
+                self._partitions.pop(key)  # an admin replaced the state: load it anew
+            elif code != NONE:
                 held.dirty = True
             return code
 
@@ -413,6 +416,11 @@ class SharePartitionManager:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    def forget(self, group_id: str, topic: str, partition: int) -> None:
+        """Drop what is held of a share partition whose durable state an admin replaced
+        (AlterShareGroupOffsets, DeleteShareGroupOffsets): the next fetch loads it anew."""
+        self._partitions.pop((group_id, topic, partition), None)
 
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
         held = self._partitions.get((group_id, topic, partition))

@@ -98,9 +98,8 @@ KAFKA_BEFORE = {
 }
 # Served since the table, by the Kafka door only (issue 33).
 KAFKA_ADDED = {34: (1, 2)}  # AlterReplicaLogDirs
-# Served since the table by the native door: the share coordinator's state APIs, which a
-# partition leader asks another broker (KIP-932).
-NATIVE_ADDED = {83, 84, 85, 86, 87}
+# Served since the table by the native door: the share coordinator's state APIs (83-87),
+# which a partition leader asks another broker (KIP-932), and the share-group APIs.
 NATIVE_BEFORE = {
     0,
     1,
@@ -149,7 +148,8 @@ NATIVE_BEFORE = {
     66,
     68,
 }
-NATIVE_ADDED = {76, 77, 78, 79}  # the share-group APIs (KIP-932), for odradek's ShareConsumer
+# the share-group APIs (KIP-932), for odradek's ShareConsumer and `odradek share-groups`
+NATIVE_ADDED = {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 
 
 def test_each_api_is_one_row_and_the_doors_serve_what_they_served_before_the_table() -> None:
