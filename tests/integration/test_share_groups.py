@@ -36,6 +36,7 @@ from deploy import cli
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import shared_cluster
+from tests.integration import kafka_wire
 from tests.integration.kafka_wire import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -372,7 +373,10 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         assert "Invalid state list 'Bogus'" in odradek("list", "--state", "Bogus", code=2)
         offsets = odradek("describe", group).splitlines()
         assert offsets[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
-        assert offsets[1].split() == [group, topic, "0", "-", "-"]
+        assert offsets[1].split()[:3] == [group, topic, "0"]
+        refused = odradek("reset-offsets", group, "--topic", topic, "--to-earliest", "--execute",
+                          code=1)  # fmt: skip
+        assert f"Share group '{group}' is not empty." in refused
         members = [line.split() for line in odradek("describe", group, "--members", "--verbose")
                    .splitlines()]  # fmt: skip
         assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
@@ -382,6 +386,24 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         state = odradek("describe", group, "--state").splitlines()
         assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
         assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+    # Empty now: its start offset moves back (AlterShareGroupOffsets), 4 records to deliver
+    produce(cluster, topic, 4)
+    dry = odradek("reset-offsets", group, "--topic", topic, "--to-offset", "1").splitlines()
+    assert [line.split() for line in dry] == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                                              [group, topic, "0", "1"]]  # fmt: skip
+    odradek("reset-offsets", group, "--topic", f"{topic}:0", "--to-latest", "--execute")
+    assert odradek("describe", group).splitlines()[1].split() == [group, topic, "0", "4", "0"]
+    odradek("reset-offsets", group, "--all-topics", "--to-earliest", "--execute")
+    wait_for(lambda: odradek("describe", group).splitlines()[1].split() == [group, topic, "0",
+             "0", "4"], "start offset 0 and lag 4", WAIT_S)  # fmt: skip
+    # the Kafka door's DescribeShareGroupOffsets v1 says the same (confluent-kafka 2.16's
+    # AdminClient has no share-group offsets calls)
+    _, address = kafka_wire.ready_coordinator(cluster.kafka_bootstrap, group)
+    asked = kafka_wire.nested(90, 1, "DescribeShareGroupOffsetsRequestGroup", group_id=group,
+                              topics=None)  # fmt: skip
+    (described,) = kafka_wire.call(address, 90, 1, groups=(asked,)).groups
+    assert [(t.topic_name, p.partition_index, p.start_offset, p.lag, p.error_code)
+            for t in described.topics for p in t.partitions] == [(topic, 0, 0, 4, 0)]  # fmt: skip
     assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
     assert group not in odradek("list").split()
     assert "is not a share group" in odradek("delete", "no-such-group", code=1)
