@@ -16,11 +16,13 @@ import asyncio
 import os
 import signal
 import subprocess
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from client import (
     Admin,
@@ -346,6 +348,29 @@ def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
         pytest.raises(ShareStateError, match="implicit"),
     ):
         implicit.acknowledge(late[0], "accept")
+    # the broker's Prometheus metrics under Kafka's names (broker/share/metrics.py); the
+    # cluster is the module's, so other tests' counts are in them too: at least ours
+    state = cluster.state
+    assert state is not None
+    (broker,) = state.brokers
+    url = f"http://{broker.host or state.host}:{broker.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(answer.read().decode())
+                   for s in f.samples}  # fmt: skip
+    acked = "odradek_server_sharegroupmetrics_recordacknowledgements_total"
+    assert samples[(acked, (("ack_type", "release"),))] >= 2
+    assert samples[(acked, (("ack_type", "reject"),))] >= 2
+    assert samples[(acked, (("ack_type", "accept"),))] >= 3
+    fetches = "odradek_server_brokertopicmetrics_totalsharefetchrequests_total"
+    assert samples[(fetches, (("topic", topic),))] >= 3
+    acks = "odradek_server_brokertopicmetrics_totalshareacknowledgementrequests_total"
+    assert samples[(acks, (("topic", topic),))] >= 1
+    assert samples[("odradek_server_sharegroupmetrics_partitionloadtimems_count", ())] >= 1
+    by_state = {labels: v for (n, labels), v in samples.items()
+                if n == "odradek_coordinator_share_group_count"}  # fmt: skip
+    assert set(by_state) == {(("state", s),) for s in ("empty", "stable", "dead")}
+    assert by_state[(("state", "empty"),)] >= 1  # ours, its members gone
 
 
 def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
