@@ -373,12 +373,23 @@ def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
     assert by_state[(("state", "empty"),)] >= 1  # ours, its members gone
 
 
+async def console_groups(cluster: LocalCluster) -> list[dict[str, object]]:
+    from deploy.console.gather import Gatherer
+
+    gatherer = Gatherer(cluster.bootstrap, timeout_ms=10_000)
+    try:
+        return await gatherer._groups()
+    finally:
+        await gatherer.close()
+
+
 def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
-    describe (the partitions, --members, --state), and delete only once the group is Empty
-    (DeleteGroups of a share group). The command's main() runs in this process (a process
+    describe (the partitions with their start offset and lag, --members, --state),
+    reset-offsets only once the group is Empty, and delete (DeleteGroups of a share group); the
+    console's groups view of the same group. The command's main() runs in this process (a process
     per call costs seconds of imports on a loaded machine)."""
     group = new_group(cluster)
 
@@ -399,6 +410,10 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         offsets = odradek("describe", group).splitlines()
         assert offsets[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
         assert offsets[1].split()[:3] == [group, topic, "0"]
+        # the console's groups view: the share group by its own describe and offsets
+        (shown,) = [g for g in asyncio.run(console_groups(cluster)) if g["id"] == group]
+        assert (shown["type"], shown["state"], shown["shared_partitions"]) == ("share", "Stable", 1)
+        assert [m["assignment"] for m in shown["members"]] == [[f"{topic}-0"]]
         refused = odradek("reset-offsets", group, "--topic", topic, "--to-earliest", "--execute",
                           code=1)  # fmt: skip
         assert f"Share group '{group}' is not empty." in refused
