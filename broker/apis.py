@@ -25,6 +25,7 @@ from broker.codecs.kafka import records as kafka_records
 from broker.codecs.kafka import sasl as kafka_sasl
 from broker.codecs.kafka import scram as kafka_scram
 from broker.codecs.kafka import share as kafka_share
+from broker.codecs.kafka import share_offsets as kafka_share_offsets
 from broker.codecs.kafka import share_state as kafka_share_state
 from broker.codecs.kafka import topics as kafka_topics
 from broker.codecs.kafka import transactions as kafka_txn
@@ -39,6 +40,7 @@ from broker.codecs.native import records as native_records
 from broker.codecs.native import sasl as native_sasl
 from broker.codecs.native import scram as native_scram
 from broker.codecs.native import share as native_share
+from broker.codecs.native import share_offsets as native_share_offsets
 from broker.codecs.native import share_state as native_share_state
 from broker.codecs.native import topics as native_topics
 from broker.codecs.native import transactions as native_txn
@@ -51,6 +53,7 @@ from broker.operations import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -62,6 +65,7 @@ from broker.operations import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_share_group_state,
     delete_topics,
     describe_acls,
@@ -71,6 +75,7 @@ from broker.operations import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -293,6 +298,19 @@ APIS: tuple[Api, ...] = (
     _api("ShareAcknowledge", kafka_versions.SHARE_ACKNOWLEDGE, share_acknowledge.run,
          Served((0, 0), native_share.SHARE_ACKNOWLEDGE),
          Served((1, 2), kafka_share.SHARE_ACKNOWLEDGE)),
+    # share groups' offsets (KIP-932), through the share coordinator's persister
+    _api("DescribeShareGroupOffsets", kafka_versions.DESCRIBE_SHARE_GROUP_OFFSETS,
+         describe_share_group_offsets.run,
+         Served((0, 0), native_share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS),
+         Served((0, 1), kafka_share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS)),
+    _api("AlterShareGroupOffsets", kafka_versions.ALTER_SHARE_GROUP_OFFSETS,
+         alter_share_group_offsets.run,
+         Served((0, 0), native_share_offsets.ALTER_SHARE_GROUP_OFFSETS),
+         Served((0, 0), kafka_share_offsets.ALTER_SHARE_GROUP_OFFSETS)),
+    _api("DeleteShareGroupOffsets", kafka_versions.DELETE_SHARE_GROUP_OFFSETS,
+         delete_share_group_offsets.run,
+         Served((0, 0), native_share_offsets.DELETE_SHARE_GROUP_OFFSETS),
+         Served((0, 0), kafka_share_offsets.DELETE_SHARE_GROUP_OFFSETS)),
     # the share coordinator's state (KIP-932), broker to broker: a leader's persister asks
     # the native door (broker/share/persister.py); Kafka 4.2's versions on the Kafka door
     _api("InitializeShareGroupState", kafka_versions.INITIALIZE_SHARE_GROUP_STATE,

@@ -296,6 +296,7 @@ class Broker:
         )  # fmt: skip
         parts = BrokerParts(self.replicas, metadata, self.ctx.controller_epoch)
         parts.groups = self.groups
+        parts.share = self.ctx.share.metrics  # KIP-932 (broker/share/metrics.py)
         parts.cleaner = self.cleaner
         parts.elector = self.elector
         parts.quotas, parts.clock = quotas, self.clock

@@ -38,6 +38,7 @@ from broker.metrics_counters import FSYNCS, FsyncStats
 from broker.metrics_requests import RequestMetrics, request_families
 from broker.quota.manager import Quotas
 from broker.quota.metrics import quota_families, quota_reading
+from broker.share.metrics import ShareMetrics, share_families
 from coordinator.group.metrics import GroupSample, group_counts, group_samples
 from protocol.clock import Clock
 
@@ -79,6 +80,7 @@ class BrokerParts:
     # the schema registry's metrics: read on the loop, the families built off it
     # (broker/registry/metrics.py); None: no registry
     registry: Callable[[], Callable[[], list[Metric]]] | None = None
+    share: ShareMetrics | None = None  # the share partitions' counts (broker/share/metrics.py)
 
 
 class BrokerStateCollector(Collector):
@@ -144,6 +146,12 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
     cleaner = _cleaner_families(parts.cleaner) if parts.cleaner is not None else []
     ratios = parts.cleaner.dirty_ratios() if parts.cleaner is not None else {}
     registry = parts.registry() if parts.registry is not None else None
+    share = parts.share.snapshot() if parts.share is not None else None
+    share_groups: dict[str, int] = {}
+    if parts.groups is not None:
+        for g in parts.groups.share.groups():
+            state = g.state.value.lower()
+            share_groups[state] = share_groups.get(state, 0) + 1
     quotas = {}
     if parts.quotas is not None and parts.clock is not None:
         quotas = quota_reading(parts.quotas, parts.clock.monotonic_ms())
@@ -163,6 +171,7 @@ def read_state(parts: BrokerParts) -> Callable[[], list[Metric]]:
             _step_histogram(steps),
             _confirm_histogram(confirms),
             *(registry() if registry is not None else []),
+            *(share_families(share, share_groups) if share is not None else []),
         ]
 
     return build

@@ -192,8 +192,21 @@ ERROR_TABLE: tuple[ErrorSpec, ...] = (
               "The coordinator has no server assignor of that name (KIP-848)."),
     ErrorSpec(113, "STALE_MEMBER_EPOCH", False,
               "The commit's member epoch is not the member's current one (KIP-848)."),
+    # share groups (KIP-932), with Kafka's retriable flags
+    ErrorSpec(121, "INVALID_RECORD_STATE", False,
+              "The record's state does not allow the acknowledgement (not acquired by this "
+              "member, or its acquisition lock expired)."),
+    ErrorSpec(122, "SHARE_SESSION_NOT_FOUND", True,
+              "The share session is not found: start a new one (epoch 0)."),
+    ErrorSpec(123, "INVALID_SHARE_SESSION_EPOCH", True,
+              "The share session epoch is not the expected one: start a new session."),
+    ErrorSpec(124, "FENCED_STATE_EPOCH", False,
+              "The share state epoch is older than the share coordinator's: the state was "
+              "initialized anew (an admin altered or deleted the share group's offsets)."),
     ErrorSpec(128, "INVALID_REGULAR_EXPRESSION", False,
               "The regular expression given is not valid (KIP-848, KIP-1152)."),
+    ErrorSpec(133, "SHARE_SESSION_LIMIT_REACHED", True,
+              "The broker's limit of share sessions has been reached."),
 )
 # fmt: on
 
@@ -481,6 +494,21 @@ class StaleMemberEpochError(OdradekError): ...
 
 
 class InvalidRegularExpressionError(OdradekError): ...
+
+
+class InvalidRecordStateError(OdradekError): ...
+
+
+class ShareSessionNotFoundError(OdradekError): ...
+
+
+class InvalidShareSessionEpochError(OdradekError): ...
+
+
+class FencedStateEpochError(OdradekError): ...
+
+
+class ShareSessionLimitReachedError(OdradekError): ...
 
 
 class UnsupportedSaslMechanismError(OdradekError): ...

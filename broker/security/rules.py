@@ -233,6 +233,18 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
         _r(READ, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),
     ),
+    "DescribeShareGroupOffsets": (
+        _r(DESCRIBE, GROUP, "each group: GROUP_AUTHORIZATION_FAILED"),
+        _r(DESCRIBE, TOPIC, "named: each partition TOPIC_AUTHORIZATION_FAILED; all: left out"),
+    ),
+    "AlterShareGroupOffsets": (
+        _r(READ, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(READ, TOPIC, "each topic: its partitions TOPIC_AUTHORIZATION_FAILED"),
+    ),
+    "DeleteShareGroupOffsets": (
+        _r(DELETE, GROUP, "first: GROUP_AUTHORIZATION_FAILED"),
+        _r(READ, TOPIC, "each topic: TOPIC_AUTHORIZATION_FAILED"),
+    ),
     "DescribeTopicPartitions": (
         _r(DESCRIBE, TOPIC, "all topics: the others are left out; named: "
                             "TOPIC_AUTHORIZATION_FAILED"),

@@ -44,6 +44,7 @@ from typing import Protocol
 
 from broker.partition_read import PartitionRead, read_slice
 from broker.share.fetched import acquirable
+from broker.share.metrics import ShareMetrics
 from broker.share.persister import Loaded
 from broker.share.sessions import Key, Part, ShareSessions
 from broker.share.share_partition import (
@@ -67,6 +68,7 @@ from protocol.errors import OdradekError
 
 log = logging.getLogger("odradek.share")
 NONE = 0
+FENCED_STATE_EPOCH = 124  # a write at a state epoch an admin moved past (alter, delete)
 EARLIEST, LATEST = "earliest", "latest"
 
 
@@ -161,6 +163,7 @@ class SharePartitionManager:
         self._loading: dict[SpKey, tuple[int, asyncio.Task[None]]] = {}
         self._writes: set[asyncio.Task[int]] = set()  # background writes (expiry, release)
         self._given_back = asyncio.Event()  # set when records become available again
+        self.metrics = ShareMetrics()  # KIP-932's metrics (broker/share/metrics.py)
 
     # ----- acknowledgements --------------------------------------------------------------
 
@@ -172,6 +175,14 @@ class SharePartitionManager:
         state; the first error code (the batches before it stay applied and written, as
         Kafka's), or the write's."""
         settings = self.settings(group_id)
+        code = await self._acknowledge(group_id, member_id, topic, partition, batches, settings)
+        self.metrics.on_request(False, (topic,), (topic,) if code else ())
+        return code
+
+    async def _acknowledge(
+        self, group_id: str, member_id: str, topic: str, partition: int,
+        batches: Sequence[tuple[int, int, Sequence[int]]], settings: GroupShareSettings,
+    ) -> int:  # fmt: skip
         try:
             held = self._held(group_id, topic, partition)
         except OdradekError as exc:
@@ -186,6 +197,7 @@ class SharePartitionManager:
             code = sp.acknowledge(member_id, first, last, types, settings.limits, now)
             if code != NONE:
                 break
+            self.metrics.on_acknowledged(first, last, types)
             held.dirty = True
             if 2 in types:  # RELEASE
                 self._given_back.set()
@@ -224,6 +236,8 @@ class SharePartitionManager:
             )
             now = self.clock.monotonic_ms()
             if any(r.acquired or r.error_code for r in reads) or now >= deadline:
+                self.metrics.on_request(True, (t for t, _ in parts),
+                                        (r.topic for r in reads if r.error_code))  # fmt: skip
                 return [r for r in reads if r.acquired or r.error_code]
             wait_ms = min(deadline, lock_deadline) - now
             await self._wait(request, max(1, wait_ms))
@@ -353,6 +367,7 @@ class SharePartitionManager:
         it, if this broker still leads the partition in `leader_epoch`."""
         assert self.persister is not None
         group_id, topic, partition = key
+        started_ms = self.clock.monotonic_ms()
         loaded = await self.persister.read(group_id, topic, partition, leader_epoch)
         if loaded.error_code == NONE and loaded.start_offset < 0:
             try:
@@ -377,6 +392,7 @@ class SharePartitionManager:
             (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in loaded.batches])  # fmt: skip
         self._partitions[key] = _Held(leader_epoch, sp, loaded.state_epoch)
+        self.metrics.on_loaded(self.clock.monotonic_ms() - started_ms)
         log.info("share group %s: share partition %s-%d loaded at %d (%d in flight)",
                  group_id, topic, partition, sp.start_offset, len(sp.records))  # fmt: skip
         self._given_back.set()
@@ -395,7 +411,9 @@ class SharePartitionManager:
                 *key, held.state_epoch, held.leader_epoch, sp.start_offset,
                 [StateBatch(*r) for r in ranges], done,
             )  # fmt: skip
-            if code != NONE:
+            if code == FENCED_STATE_EPOCH and self._partitions.get(key) is held:
+                self._partitions.pop(key)  # an admin replaced the state: load it anew
+            elif code != NONE:
                 held.dirty = True
             return code
 
@@ -413,6 +431,11 @@ class SharePartitionManager:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    def forget(self, group_id: str, topic: str, partition: int) -> None:
+        """Drop what is held of a share partition whose durable state an admin replaced
+        (AlterShareGroupOffsets, DeleteShareGroupOffsets): the next fetch loads it anew."""
+        self._partitions.pop((group_id, topic, partition), None)
 
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
         held = self._partitions.get((group_id, topic, partition))

@@ -74,6 +74,9 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     topics: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # assigned with
+    # the topics whose share partitions may have durable state (Kafka's initialized topics):
+    # every topic the group was assigned, or had offsets altered, until its offsets are deleted
+    state_topics: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> ShareGroupState:
@@ -176,6 +179,7 @@ def _refresh_target(group: ShareGroup, topics: TopicsView, changed: bool) -> Non
     seen = {t: topics[t] for t in sorted(group.subscribed_topics()) if t in topics}
     if seen != group.topics:
         group.topics = seen
+        group.state_topics.update(seen)
         changed = True
     if changed:
         group.group_epoch += 1

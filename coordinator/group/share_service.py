@@ -105,6 +105,19 @@ class ShareGroups:
             self._groups[beat.group_id] = (owned, group)
         return sg.heartbeat(group, beat, self.topics(), self.config(beat.group_id), now_ms)
 
+    def find_or_create(self, group_id: str) -> tuple[int, ShareGroup | None]:
+        """AlterShareGroupOffsets' group: the share group, made Empty when no group has the id
+        (as Kafka's); GROUP_ID_NOT_FOUND for a classic or consumer group's id."""
+        code, group = self.find(group_id)
+        if code != NONE or group is not None:
+            return code, group
+        owned, _ = self.host.locate(group_id)
+        if self.host.group_view(group_id)[1] is not None:
+            return GROUP_ID_NOT_FOUND, None
+        group = ShareGroup(group_id)
+        self._groups[group_id] = (owned, group)
+        return NONE, group
+
     def is_share_group(self, group_id: str) -> bool:
         return self.find(group_id)[1] is not None
 

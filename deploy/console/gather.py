@@ -60,7 +60,8 @@ import aiohttp
 
 from client.admin import AsyncAdmin
 from client.cluster import Cluster, ClusterMetadata
-from client.group.admin import GroupAdmin, owner, state_name
+from client.group.admin import owner, state_name
+from client.group.share_admin import SHARE, ShareGroupAdmin
 from client.txn_admin import HangingTxn, TxnDescription
 from client.types import TopicPartition
 from deploy.console import model, timeline
@@ -165,7 +166,9 @@ class Gatherer:
             bootstrap, client_id="odradek-console", request_timeout_ms=timeout_ms,
             security=SecurityConfig.from_options(self.security),
         )  # fmt: skip
-        self.groups_admin = GroupAdmin(bootstrap, request_timeout_ms=timeout_ms, **self.security)
+        self.groups_admin = ShareGroupAdmin(
+            bootstrap, request_timeout_ms=timeout_ms, **self.security
+        )
         names = ("metadata", "offsets", "sizes", "groups", "processes", "chaos", "configs",
                  "dirty", "transactions", "hanging", "loop_lag")  # fmt: skip
         self.sections = {n: model.Section(n) for n in names}
@@ -393,11 +396,18 @@ class Gatherer:
 
     async def _groups(self) -> list[dict[str, Any]]:
         admin = self.groups_admin
-        listed = (await admin.listed_groups())[:GROUPS_MAX]
+        every = (await admin.listed_groups())[:GROUPS_MAX]
+        listed = [g for g in every if g.group_type != SHARE]
         described = await asyncio.gather(*(admin.lag(g.group_id) for g in listed))
         now = self.now_ms()
         out = []
         shown = self._shown_topics()
+        for g in (g for g in every if g.group_type == SHARE):  # KIP-932's own describe
+            share = await admin.describe_share_group(g.group_id)
+            view = model.share_group_view(share, await admin.share_offsets(g.group_id), shown)
+            self.lag.setdefault(g.group_id, model.LagHistory()).add(now, view["lag"])
+            out.append({"id": g.group_id, **view,
+                        "history": self.lag[g.group_id].as_list()})  # fmt: skip
         for (desc, rows), g in zip(described, listed, strict=True):
             offsets = [
                 {"topic": r.topic, "partition": r.partition, "committed": r.current_offset,

@@ -32,7 +32,7 @@ import binascii
 import datetime
 import json
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -364,3 +364,31 @@ def group_kind_view(desc: Any) -> dict[str, Any]:
 
 def group_total_lag(rows: Sequence[dict[str, Any]]) -> int:
     return sum(r["lag"] for r in rows if r.get("lag") is not None)
+
+
+def share_group_view(
+    desc: Any, rows: Sequence[Any], shown: Callable[[str], bool]
+) -> dict[str, Any]:
+    """A share group (KIP-932) as the groups view shows it: ShareGroupDescribe's state, epoch
+    and members (each member's client id and host, member epoch and partitions; several may
+    hold the same partition), the partitions shared, and per share partition the share
+    coordinator's start offset and the lag (client/group/share_admin.py's ShareOffsetRow).
+    The leaders' in-flight and archived counts are not asked: no API gives them."""
+    members = [
+        {"id": m.member_id, "owner": f"{m.client_id}@{m.client_host or '-'}",
+         "epoch": m.member_epoch,
+         "assignment": [f"{t.topic or t.topic_id}-{p}" for t in m.assignment
+                        if shown(t.topic) for p in t.partitions]}
+        for m in desc.members
+    ]  # fmt: skip
+    offsets = [
+        {"topic": r.topic, "partition": r.partition, "committed": r.start_offset, "end": None,
+         "lag": r.lag, "owner": None}
+        for r in rows if shown(r.topic)
+    ]  # fmt: skip
+    shared = {a for m in members for a in m["assignment"]}
+    return {
+        "kind": "share", "type": "share", "state": desc.state, "generation": desc.group_epoch,
+        "assignor": desc.assignor_name or None, "members": members, "offsets": offsets,
+        "shared_partitions": len(shared), "lag": group_total_lag(offsets),
+    }  # fmt: skip

@@ -24,6 +24,7 @@ from protocol.api import (
     sasl,
     scram,
     share,
+    share_offsets,
     share_state,
     txn,
     txn_markers,
@@ -86,6 +87,9 @@ APIS: tuple[ApiSpec, ...] = (
     share_state.WRITE_SHARE_GROUP_STATE,  # 85
     share_state.DELETE_SHARE_GROUP_STATE,  # 86
     share_state.READ_SHARE_GROUP_STATE_SUMMARY,  # 87
+    share_offsets.DESCRIBE_SHARE_GROUP_OFFSETS,  # 90
+    share_offsets.ALTER_SHARE_GROUP_OFFSETS,  # 91
+    share_offsets.DELETE_SHARE_GROUP_OFFSETS,  # 92
 )
 
 
@@ -123,6 +127,7 @@ __all__ = [
     "sasl",
     "scram",
     "share",
+    "share_offsets",
     "share_state",
     "txn",
     "txn_markers",

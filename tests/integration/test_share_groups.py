@@ -16,11 +16,13 @@ import asyncio
 import os
 import signal
 import subprocess
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from client import (
     Admin,
@@ -36,6 +38,7 @@ from deploy import cli
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from tests.fixtures.cluster import shared_cluster
+from tests.integration import kafka_wire
 from tests.integration.kafka_wire import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -345,14 +348,48 @@ def test_odradek_share_consumer_explicit_release_redelivers_and_reject_archives(
         pytest.raises(ShareStateError, match="implicit"),
     ):
         implicit.acknowledge(late[0], "accept")
+    # the broker's Prometheus metrics under Kafka's names (broker/share/metrics.py); the
+    # cluster is the module's, so other tests' counts are in them too: at least ours
+    state = cluster.state
+    assert state is not None
+    (broker,) = state.brokers
+    url = f"http://{broker.host or state.host}:{broker.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(answer.read().decode())
+                   for s in f.samples}  # fmt: skip
+    acked = "odradek_server_sharegroupmetrics_recordacknowledgements_total"
+    assert samples[(acked, (("ack_type", "release"),))] >= 2
+    assert samples[(acked, (("ack_type", "reject"),))] >= 2
+    assert samples[(acked, (("ack_type", "accept"),))] >= 3
+    fetches = "odradek_server_brokertopicmetrics_totalsharefetchrequests_total"
+    assert samples[(fetches, (("topic", topic),))] >= 3
+    acks = "odradek_server_brokertopicmetrics_totalshareacknowledgementrequests_total"
+    assert samples[(acks, (("topic", topic),))] >= 1
+    assert samples[("odradek_server_sharegroupmetrics_partitionloadtimems_count", ())] >= 1
+    by_state = {labels: v for (n, labels), v in samples.items()
+                if n == "odradek_coordinator_share_group_count"}  # fmt: skip
+    assert set(by_state) == {(("state", s),) for s in ("empty", "stable", "dead")}
+    assert by_state[(("state", "empty"),)] >= 1  # ours, its members gone
+
+
+async def console_groups(cluster: LocalCluster) -> list[dict[str, object]]:
+    from deploy.console.gather import Gatherer
+
+    gatherer = Gatherer(cluster.bootstrap, timeout_ms=10_000)
+    try:
+        return await gatherer._groups()
+    finally:
+        await gatherer.close()
 
 
 def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
-    describe (the partitions, --members, --state), and delete only once the group is Empty
-    (DeleteGroups of a share group). The command's main() runs in this process (a process
+    describe (the partitions with their start offset and lag, --members, --state),
+    reset-offsets only once the group is Empty, and delete (DeleteGroups of a share group); the
+    console's groups view of the same group. The command's main() runs in this process (a process
     per call costs seconds of imports on a loaded machine)."""
     group = new_group(cluster)
 
@@ -372,7 +409,14 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         assert "Invalid state list 'Bogus'" in odradek("list", "--state", "Bogus", code=2)
         offsets = odradek("describe", group).splitlines()
         assert offsets[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
-        assert offsets[1].split() == [group, topic, "0", "-", "-"]
+        assert offsets[1].split()[:3] == [group, topic, "0"]
+        # the console's groups view: the share group by its own describe and offsets
+        (shown,) = [g for g in asyncio.run(console_groups(cluster)) if g["id"] == group]
+        assert (shown["type"], shown["state"], shown["shared_partitions"]) == ("share", "Stable", 1)
+        assert [m["assignment"] for m in shown["members"]] == [[f"{topic}-0"]]
+        refused = odradek("reset-offsets", group, "--topic", topic, "--to-earliest", "--execute",
+                          code=1)  # fmt: skip
+        assert f"Share group '{group}' is not empty." in refused
         members = [line.split() for line in odradek("describe", group, "--members", "--verbose")
                    .splitlines()]  # fmt: skip
         assert members[0] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
@@ -382,6 +426,24 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         state = odradek("describe", group, "--state").splitlines()
         assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
         assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+    # Empty now: its start offset moves back (AlterShareGroupOffsets), 4 records to deliver
+    produce(cluster, topic, 4)
+    dry = odradek("reset-offsets", group, "--topic", topic, "--to-offset", "1").splitlines()
+    assert [line.split() for line in dry] == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                                              [group, topic, "0", "1"]]  # fmt: skip
+    odradek("reset-offsets", group, "--topic", f"{topic}:0", "--to-latest", "--execute")
+    assert odradek("describe", group).splitlines()[1].split() == [group, topic, "0", "4", "0"]
+    odradek("reset-offsets", group, "--all-topics", "--to-earliest", "--execute")
+    wait_for(lambda: odradek("describe", group).splitlines()[1].split() == [group, topic, "0",
+             "0", "4"], "start offset 0 and lag 4", WAIT_S)  # fmt: skip
+    # the Kafka door's DescribeShareGroupOffsets v1 says the same (confluent-kafka 2.16's
+    # AdminClient has no share-group offsets calls)
+    _, address = kafka_wire.ready_coordinator(cluster.kafka_bootstrap, group)
+    asked = kafka_wire.nested(90, 1, "DescribeShareGroupOffsetsRequestGroup", group_id=group,
+                              topics=None)  # fmt: skip
+    (described,) = kafka_wire.call(address, 90, 1, groups=(asked,)).groups
+    assert [(t.topic_name, p.partition_index, p.start_offset, p.lag, p.error_code)
+            for t in described.topics for p in t.partitions] == [(topic, 0, 0, 4, 0)]  # fmt: skip
     assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
     assert group not in odradek("list").split()
     assert "is not a share group" in odradek("delete", "no-such-group", code=1)

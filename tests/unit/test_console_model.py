@@ -400,6 +400,36 @@ def test_group_kind_view_shows_a_consumer_groups_epochs_and_targets() -> None:
     }  # fmt: skip
 
 
+def test_share_group_view_shows_members_partitions_shared_start_offsets_and_lag() -> None:
+    from client.group.share_admin import ShareOffsetRow
+    from protocol.api.share import ShareAssignedTopic, ShareGroupDescription, ShareMemberDescription
+
+    def member(mid: str, client: str, parts: list[int]) -> ShareMemberDescription:
+        return ShareMemberDescription(mid, None, 3, client, "/10.0.0.1", ["t"],
+                                      [ShareAssignedTopic("t", "id", parts)])  # fmt: skip
+
+    desc = ShareGroupDescription("jobs", 0, None, "Stable", 3, 3, "simple",
+                                 [member("m1", "w1", [0, 1]), member("m2", "w2", [0])])  # fmt: skip
+    rows = [ShareOffsetRow("t", 0, 10, 0, 5), ShareOffsetRow("t", 1, None, None, None),
+            ShareOffsetRow("hidden", 0, 0, 0, 7)]  # fmt: skip
+    view = model.share_group_view(desc, rows, lambda topic: topic != "hidden")
+    assert (view["type"], view["state"], view["generation"], view["assignor"]) == (
+        "share",
+        "Stable",
+        3,
+        "simple",
+    )
+    assert view["shared_partitions"] == 2  # t-0 is held by both members: shared, counted once
+    assert [(m["owner"], m["epoch"], m["assignment"]) for m in view["members"]] == [
+        ("w1@/10.0.0.1", 3, ["t-0", "t-1"]), ("w2@/10.0.0.1", 3, ["t-0"])
+    ]  # fmt: skip
+    assert [(o["partition"], o["committed"], o["lag"]) for o in view["offsets"]] == [
+        (0, 10, 5),
+        (1, None, None),
+    ]  # a topic the reader may not see is left out, and its lag with it
+    assert view["lag"] == 5
+
+
 # ----- each broker's event-loop lag, from its metrics --------------------------------------------
 
 

@@ -211,6 +211,8 @@ function renderGroups() {
       (m.target !== undefined && m.target.join(",") !== m.assignment.join(",")
         ? ` <span class="target">&rarr; ${esc(m.target.join(", ") || "-")}</span>` : "") +
       "</li>").join("");
+    const share = g.type === "share"
+      ? `, <span class="shared">${g.shared_partitions}</span> partitions shared` : "";
     const epochs = g.type === "consumer"
       ? `, group epoch <span class="group-epoch">${g.group_epoch}</span>, target assignment ` +
         `epoch <span class="target-epoch">${g.target_epoch}</span>` : "";
@@ -222,13 +224,15 @@ function renderGroups() {
     return `<div class="group" data-group="${esc(g.id)}"><header>` +
       `<span class="name">${esc(g.id)}</span><span class="meta">${esc(g.kind)} group, type ` +
       `<span class="group-type">${esc(g.type || "classic")}</span>, state ` +
-      `<span class="group-state">${esc(g.state)}</span>, generation ${g.generation}${epochs}` +
+      `<span class="group-state">${esc(g.state)}</span>, ` +
+      `${g.type === "share" ? "group epoch" : "generation"} ${g.generation}${epochs}${share}` +
       `${g.assignor ? ", assignor " + esc(g.assignor) : ""}</span>` +
       `<span>total lag <span class="lag-total">${g.lag}</span></span></header>` +
       lagChart(g.history, snap.lag_window_ms) +
       `<ul class="members">${members || '<li class="empty">no members</li>'}</ul>` +
       `<table><thead><tr><th>Topic</th><th class="num">Partition</th>` +
-      `<th class="num">Committed</th><th class="num">End offset</th><th class="num">Lag</th>` +
+      `<th class="num">${g.type === "share" ? "Start offset" : "Committed"}</th>` +
+      `<th class="num">End offset</th><th class="num">Lag</th>` +
       `<th>Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   });
   $("#groups").innerHTML = html.join("") || '<p class="empty">no consumer groups</p>';

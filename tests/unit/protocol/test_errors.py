@@ -159,6 +159,12 @@ def test_unknown_code_is_unknown_server_error() -> None:
         ("INVALID_REQUEST", False),
         ("MESSAGE_TOO_LARGE", False),
         ("STALE_CONTROLLER_EPOCH", False),
+        # share groups (KIP-932): a lost share session is retried with a new one
+        ("INVALID_RECORD_STATE", False),
+        ("SHARE_SESSION_NOT_FOUND", True),
+        ("INVALID_SHARE_SESSION_EPOCH", True),
+        ("FENCED_STATE_EPOCH", False),
+        ("SHARE_SESSION_LIMIT_REACHED", True),
     ],
 )
 def test_retriable_flags(name: str, retriable: bool) -> None:

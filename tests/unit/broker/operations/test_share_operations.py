@@ -38,6 +38,7 @@ from tests.unit.broker.operations.test_group_operations import (
     join,
     run,
 )
+from tests.unit.broker.operations.test_share_state_operations import coordinate_shares
 from tests.unit.broker.test_acl_rules import grant
 
 TOPIC_ID = uuid.UUID(int=7)
@@ -241,6 +242,7 @@ async def test_a_share_group_is_deleted_when_empty_and_its_id_refused_to_other_k
         await b.lead("t")
         await give_id(b, "t")
         await coordinate_groups(b, clock)
+        await coordinate_shares(b)  # DeleteGroups deletes the group's share state there first
         assert (await run(share_group_heartbeat.run, b, hb("m1", 0, ("t",)))).error_code == 0
         classic = join_group.JoinGroup("s", "", 10_000, 10_000, protocol_type="consumer",
                                        protocols=(("range", b""),))  # fmt: skip

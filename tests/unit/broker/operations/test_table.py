@@ -98,10 +98,10 @@ KAFKA_BEFORE = {
 }
 # Served since the table, by the Kafka door only (issue 33).
 KAFKA_ADDED = {34: (1, 2)}  # AlterReplicaLogDirs
-# Served since the table by the native door (KIP-932): the share-group APIs, for odradek's
-# ShareConsumer, and the share coordinator's state APIs, which a partition leader asks another
-# broker.
-NATIVE_ADDED = {76, 77, 78, 79, 83, 84, 85, 86, 87}
+# Served since the table by the native door (KIP-932): the share-group APIs (76-79), for
+# odradek's ShareConsumer, the share coordinator's state APIs (83-87), which a partition leader
+# asks another broker, and the share groups' offsets APIs (90-92), for `odradek share-groups`.
+NATIVE_ADDED = {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}
 NATIVE_BEFORE = {
     0,
     1,
