@@ -22,15 +22,13 @@ from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
 from protocol.kafka.versions import FIND_COORDINATOR
-from tests.fixtures.cluster import shared_cluster
 from tests.integration.kafka_wire import addresses, call, wait_for
 from tests.integration.test_share_groups import (
-    SETTINGS,
-    SHARE_PYTHON,
     WAIT_S,
     Members,
     new_group,
     produce,
+    share_cluster,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -41,10 +39,9 @@ SHARE_KEY_TYPE = 2
 def cluster(
     zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
-    if not SHARE_PYTHON.exists():
-        pytest.fail(f"{SHARE_PYTHON} is missing: `make setup` builds it (confluent-kafka 2.16)")
-    settings = {**SETTINGS, "share_coordinator_state_topic_num_partitions": 3}
-    yield from shared_cluster(zk_server, tmp_path_factory, 3, broker_settings=settings)
+    yield from share_cluster(
+        zk_server, tmp_path_factory, 3, share_coordinator_state_topic_num_partitions=3
+    )
 
 
 def replicated_topic(cluster: LocalCluster) -> str:

@@ -57,13 +57,22 @@ SETTINGS: dict[str, int | bool | str] = {
 WAIT_S = 90.0
 
 
+def share_cluster(
+    zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory, brokers: int,
+    **settings: int | bool | str,
+) -> Iterator[LocalCluster]:  # fmt: skip
+    """A module's cluster of `brokers` with SETTINGS (and `settings`), once .venv-share is there."""
+    if not SHARE_PYTHON.exists():
+        pytest.fail(f"{SHARE_PYTHON} is missing: `make setup` builds it (confluent-kafka 2.16)")
+    yield from shared_cluster(zk_server, tmp_path_factory, brokers,
+                              broker_settings={**SETTINGS, **settings})  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def cluster(
     zk_server: ZkProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
-    if not SHARE_PYTHON.exists():
-        pytest.fail(f"{SHARE_PYTHON} is missing: `make setup` builds it (confluent-kafka 2.16)")
-    yield from shared_cluster(zk_server, tmp_path_factory, 1, broker_settings=SETTINGS)
+    yield from share_cluster(zk_server, tmp_path_factory, 1)
 
 
 class Members:
