@@ -253,7 +253,8 @@ def summarize(rows: list[dict], ref: str) -> dict[str, Any]:
         "latency": latency,
         "user_throughput": _user_throughput(rows),
         "user_latency": user_latency,
-        "user_targets": _user_targets(user_latency, latency),
+        # the targets read the user part's runs: without them (--only without `user`) no table
+        "user_targets": _user_targets(user_latency, latency) if user_latency else [],
         "baseline": _baseline(rows, ref),
         "targets": _targets(throughput),
         "client_settings": _settings(rows),
