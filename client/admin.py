@@ -13,7 +13,8 @@ partitions whose leader moved). Per-topic errors in an answer are raised as thei
 naming the topic.
 
 The transaction calls (list, describe, describe producers, abort, find hanging) are in
-client/txn_admin.py's `TxnAdmin`, which AsyncAdmin extends.
+client/txn_admin.py's `TxnAdmin`, which AsyncAdmin extends; a group's offsets set from outside
+the group (`alter_consumer_group_offsets`) in client/group_offsets_admin.py's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple
 
 from client.acl_admin import AclAdmin
 from client.cluster import Cluster, ClusterMetadata
+from client.group_offsets_admin import GroupOffsetsAdmin
 from client.quota_admin import QuotaAdmin
 from client.read_committed import READ_UNCOMMITTED, isolation_level_code
 from client.scram_admin import ScramAdmin
@@ -103,7 +105,7 @@ class PartitionReassignment(NamedTuple):
     removing_replicas: list[int]
 
 
-class AsyncAdmin(AclAdmin, TxnAdmin, QuotaAdmin, ScramAdmin):
+class AsyncAdmin(AclAdmin, TxnAdmin, GroupOffsetsAdmin, QuotaAdmin, ScramAdmin):
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],

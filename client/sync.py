@@ -23,6 +23,7 @@ from client.acl_admin import SyncAclAdmin
 from client.admin import AsyncAdmin, PartitionReassignment
 from client.caller_loop import CallerLoop, finish_tasks, running_loop
 from client.cluster import ClusterMetadata
+from client.group_offsets_admin import SyncGroupOffsetsAdmin
 from client.quota_admin import SyncQuotaAdmin
 from client.scram_admin import SyncScramAdmin
 from client.txn_admin import SyncTxnAdmin
@@ -153,7 +154,9 @@ class _SyncClient:
         self.close()
 
 
-class Admin(SyncAclAdmin, SyncTxnAdmin, SyncQuotaAdmin, SyncScramAdmin, _SyncClient):
+class Admin(
+    SyncAclAdmin, SyncTxnAdmin, SyncGroupOffsetsAdmin, SyncQuotaAdmin, SyncScramAdmin, _SyncClient
+):
     """Synchronous twin of AsyncAdmin (same arguments)."""
 
     _name = "odradek-admin"

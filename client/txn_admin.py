@@ -31,18 +31,19 @@ Kafka's tool reports only the second kind among transactions older than its thre
 first is odradek's addition, so that a stuck transaction shows before the slack runs out.
 
 Retriable errors (a coordinator moving or loading, a leader moving) are retried after a metadata
-refresh until `request_timeout_ms`; others are raised naming the id or the partition.
+refresh until `request_timeout_ms` (client/_lifecycle.py's RetryingClient); others are raised
+naming the id or the partition.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from client._lifecycle import ClusterClient
+from client._lifecycle import RetryingClient
 from client.types import TopicPartition
 from protocol.api.group import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.api.txn import (
@@ -63,7 +64,6 @@ from protocol.api.txn_markers import (
 )
 from protocol.errors import (
     LeaderNotAvailableError,
-    OdradekError,
     UnknownTopicOrPartitionError,
     UsageError,
     for_code,
@@ -76,7 +76,6 @@ COORDINATOR_CHECK_AFTER_MS = 10_000  # younger open transactions are not checked
 KNOWN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")  # the coordinator still ends these
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
           "CompleteAbort", "Dead", "PrepareEpochFence")  # fmt: skip
-RETRY_BACKOFF_S = 0.1
 
 T = TypeVar("T")
 
@@ -173,10 +172,8 @@ def coordinator_disowns(tp: TopicPartition, desc: TxnDescription | None) -> str 
 # ----- the calls ---------------------------------------------------------------------------------
 
 
-class TxnAdmin(ClusterClient):
-    """The transaction calls of AsyncAdmin, its base (which sets the attributes below)."""
-
-    request_timeout_ms: int
+class TxnAdmin(RetryingClient):
+    """The transaction calls of AsyncAdmin, its base (which sets request_timeout_ms)."""
 
     async def list_transactions(
         self,
@@ -351,30 +348,6 @@ class TxnAdmin(ClusterClient):
                 raise LeaderNotAvailableError(f"{tp.topic}-{tp.partition}: no leader")
             by_node.setdefault(leader, []).append(tp)
         return by_node
-
-    async def _send_to(self, node: int, request: Any) -> Any:
-        await self.start()
-        conn = await self._cluster.connection(node)
-        return await conn.send(request, self.request_timeout_ms)
-
-    async def _retrying(self, what: str, once: Callable[[], Awaitable[T]]) -> T:
-        """`once()` again after a metadata refresh while it raises a retriable error, until
-        request_timeout_ms; then that error, saying how long it was tried."""
-        await self.start()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.request_timeout_ms / 1000
-        while True:
-            try:
-                return await once()
-            except OdradekError as exc:
-                if not exc.retriable:
-                    raise
-                if loop.time() + RETRY_BACKOFF_S >= deadline:
-                    raise type(exc)(
-                        f"{what}: still failing after {self.request_timeout_ms} ms: {exc.message}"
-                    ) from exc
-            await asyncio.sleep(RETRY_BACKOFF_S)
-            await self._cluster.request_update()
 
 
 class SyncTxnAdmin:

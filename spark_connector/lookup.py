@@ -123,6 +123,13 @@ class OffsetLookup:
         answer = self._retry("listing offsets", lambda a: a.list_offsets(q, level))
         return {(tp.topic, tp.partition): ot.offset for tp, ot in answer.items()}
 
+    def commit_group(self, group_id: str, offsets: Mapping[TP, int]) -> None:
+        """Commit `offsets` to `group_id` from outside the group (Kafka's
+        alterConsumerGroupOffsets): a group with members refuses it (NonEmptyGroupError)."""
+        wanted = {TopicPartition(*tp): o for tp, o in offsets.items()}
+        self._retry(f"committing offsets to group {group_id!r}",
+                    lambda a: a.alter_consumer_group_offsets(group_id, wanted))  # fmt: skip
+
     def earliest(self, tps: Iterable[TP]) -> dict[TP, int]:
         return self.list_offsets(dict.fromkeys(tps, EARLIEST))
 

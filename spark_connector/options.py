@@ -21,6 +21,10 @@ line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
   offset lookups;
 - `kafka.isolation.level`: `read_uncommitted` (default, as Spark's Kafka source) or
   `read_committed` (ranges end at the last stable offset, aborted transactions are skipped);
+- (streaming) `kafka.group.id`, or else `groupIdPrefix` (default `spark-kafka-source`, the
+  group being `<prefix>-<uuid>` per query start, as Spark names its consumers' groups): the
+  group each finished micro-batch's end offsets are committed to, for monitoring (a batch
+  query refuses `kafka.group.id`);
 - the other `kafka.` options are the client's security settings (spark_connector/
   security.py), checked against each other here; any other is refused with its reason.
 
@@ -66,15 +70,15 @@ READ_OPTIONS = (
     "fetchOffset.retryIntervalMs",
 )  # fmt: skip
 BATCH_READ_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-STREAM_READ_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+STREAM_READ_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+                       "groupIdPrefix")  # fmt: skip
+DEFAULT_GROUP_ID_PREFIX = "spark-kafka-source"  # Spark's Kafka source's groupIdPrefix default
 WRITE_OPTIONS = ("bootstrap", "topic", "acks", "lingerMs", "batchSize", "exactlyOnce",
                  "transactionalIdPrefix")  # fmt: skip
 SPARK_OWN = ("checkpointLocation", "queryName")  # Spark's, handed to the source as well
 REFUSED_OPTIONS = {
     "path": "the odradek source takes no path: name topics with 'subscribe', "
     "'subscribePattern' or 'assign'",
-    "groupIdPrefix": "the connector joins no consumer group (offsets live in Spark's "
-    "checkpoint); a group id would have no effect",
 }
 
 PartitionOffsets = dict[str, dict[int, int]]
@@ -113,6 +117,8 @@ class ReadOptions:
     max_records_per_partition: int | None = None  # split ranges larger than this
     fetch_offset_retries: int | None = None  # None: retry lookups for up to a minute
     fetch_offset_retry_interval_ms: int = 200
+    group_id: str | None = None  # streaming: kafka.group.id, the group its progress goes to...
+    group_id_prefix: str = DEFAULT_GROUP_ID_PREFIX  # ...else groupIdPrefix-<a uuid per start>
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +371,26 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         fetch_offset_retries=_non_negative(opts, "fetchOffset.numRetries"),
         fetch_offset_retry_interval_ms=parse_positive(opts, "fetchOffset.retryIntervalMs", 200)
         or 200,
+        group_id=_group_id(opts, streaming),
+        group_id_prefix=opts.get("groupidprefix", DEFAULT_GROUP_ID_PREFIX).strip()
+        or DEFAULT_GROUP_ID_PREFIX,
     )
+
+
+def _group_id(opts: Mapping[str, str], streaming: bool) -> str | None:
+    """`kafka.group.id`: the group a streaming query commits each finished micro-batch's end
+    offsets to (spark_connector/streaming.py); a batch query has no such moment."""
+    raw = opts.get("kafka.group.id")
+    if raw is None:
+        return None
+    if not streaming:
+        raise UsageError(
+            "option 'kafka.group.id' only applies to streaming queries (each finished "
+            "micro-batch's end offsets are committed to it); a batch read commits nothing"
+        )
+    if not raw.strip():
+        raise UsageError("option 'kafka.group.id' is empty")
+    return raw.strip()
 
 
 def _poll_timeout_ms(opts: Mapping[str, str]) -> int:
@@ -441,8 +466,9 @@ def parse_write_options(options: Mapping[str, Any]) -> WriteOptions:
     check_names(opts, WRITE_OPTIONS, dict.fromkeys(
         [n for n in (*READ_OPTIONS, *BATCH_READ_OPTIONS, *STREAM_READ_OPTIONS)
          if n not in WRITE_OPTIONS], "applies to reads, not writes"))  # fmt: skip
-    if "kafka.isolation.level" in opts:
-        raise UsageError("option 'kafka.isolation.level' applies to reads, not writes")
+    for name in ("kafka.isolation.level", "kafka.group.id"):
+        if name in opts:
+            raise UsageError(f"option '{name}' applies to reads, not writes")
     acks = opts.get("acks", "all").strip().lower()
     if acks not in ("0", "1", "-1", "all"):
         raise UsageError(f"option 'acks' must be 0, 1, -1 or all, not {acks!r}")

@@ -44,16 +44,16 @@ Props = tuple[tuple[str, str], ...]
 PREFIX = "kafka."
 SOURCE = "the kafka.* security options"
 # kafka.-prefixed options handled elsewhere (options.py): not security properties
-HANDLED_ELSEWHERE = ("bootstrap.servers", "isolation.level")
+HANDLED_ELSEWHERE = ("bootstrap.servers", "isolation.level", "group.id")
 LIBRDKAFKA = ("ssl.ca.location", "sasl.username", "sasl.password")
 
 # Kafka client properties a Spark user may pass that this connector refuses, with the reason.
 REFUSED: dict[str, str] = {
-    "group.id": "the connector joins no consumer group and commits no offsets (offsets live "
-    "in Spark's checkpoint); a group id would have no effect",
     "auto.offset.reset": "set the option 'startingOffsets' instead (Spark's Kafka source "
     "refuses it too)",
-    "enable.auto.commit": "the connector commits no offsets (Spark's Kafka source refuses it too)",
+    "enable.auto.commit": "offsets live in Spark's checkpoint; a streaming query commits each "
+    "finished micro-batch's end to its group for monitoring, not on a timer (Spark's Kafka "
+    "source refuses it too)",
     "key.deserializer": "keys are always read as binary (Spark's Kafka source refuses it too)",
     "value.deserializer": "values are always read as binary (Spark's Kafka source refuses it too)",
     "key.serializer": "keys are always written as binary (Spark's Kafka sink refuses it too)",

@@ -21,7 +21,12 @@ Python process Spark keeps for the query's planning; tasks only ever see `RangeP
   `avgOffsetsBehindLatest`, `maxOffsetsBehindLatest` and `minOffsetsBehindLatest` (Spark's
   Kafka source's, ranges.offsets_behind) are logged once per micro-batch on the
   `spark_connector` logger (INFO) and kept in `metrics`; the progress report itself carries
-  each partition's `latestOffset` (reportLatestOffset) beside its `endOffset`.
+  each partition's `latestOffset` (reportLatestOffset) beside its `endOffset`. And odradek's
+  metrics carry the same lag: `commit(end)`, which Spark calls once a micro-batch is done,
+  commits `end` to the query's group (`kafka.group.id`, else `groupIdPrefix`-<uuid>, one per
+  start of the query) from outside the group, so the brokers' `odradek_coordinator_group_lag`
+  (per partition: the high watermark minus `end`), `odradek groups describe` and the console
+  show how far the query is behind. The offsets Spark resumes from stay in its checkpoint.
 - `partitions(start, end)`: one `RangePartition` per partition with new records (split for
   `minPartitions`). A partition in `start` that is gone, or whose end moved below its start
   (truncation, a topic re-created), is data loss: an error or a warning per `failOnDataLoss`.
@@ -32,6 +37,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +95,8 @@ class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
         self._clock = clock
         self._last_batch_s = clock()  # minOffsetsPerTrigger: when the last batch was let go
         self.metrics: dict[str, str] = {}  # the last micro-batch's offsets behind latest
+        self.group_id = opts.group_id or f"{opts.group_id_prefix}-{uuid.uuid4()}"
+        self._committed_once = False
 
     def initialOffset(self) -> dict[str, Any]:
         tps = self.lookup.partitions(self.opts)
@@ -172,7 +180,15 @@ class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
         return read_range(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: offsets live in Spark's checkpoint, not in the cluster."""
+        """The micro-batch up to `end` is done: its end offsets go to the query's group, for
+        odradek's lag metrics (Spark resumes from its checkpoint, not from these)."""
+        offsets = _flat(offsets_from_json(end))
+        self.lookup.commit_group(self.group_id, offsets)
+        if not self._committed_once:
+            self._committed_once = True
+            group = self.group_id
+            log.info("committing each micro-batch's end offsets to group %r: its lag is "
+                     "odradek_coordinator_group_lag{group=%r}", group, group)  # fmt: skip
 
     def stop(self) -> None:
         self.lookup.close()

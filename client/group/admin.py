@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.cluster import Cluster
+from client.group_offsets_admin import commit_request, raise_commit_errors
+from client.types import TopicPartition
 from protocol.api.group import (
-    CommitPartition,
-    CommitTopic,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -43,8 +43,6 @@ from protocol.api.group import (
     ListGroupsRequest,
     ListGroupsResponse,
     MemberDescription,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
@@ -60,7 +58,6 @@ from protocol.errors import (
     GroupIdNotFoundError,
     NonEmptyGroupError,
     OdradekError,
-    UnknownMemberIdError,
     UsageError,
     for_code,
 )
@@ -287,17 +284,8 @@ class GroupAdmin:
         else:
             ts = EARLIEST_TIMESTAMP if to == "earliest" else LATEST_TIMESTAMP
             targets = await self.offsets(parts, ts)
-        request = OffsetCommitRequest(group_id, -1, "", [CommitTopic(
-            topic, [CommitPartition(p, o) for (_, p), o in sorted(targets.items())])])  # fmt: skip
-        resp: OffsetCommitResponse = await self._ask(group_id, request)
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code == UnknownMemberIdError.code:
-                    raise NonEmptyGroupError(
-                        f"group {group_id!r} has members: stop them before resetting offsets"
-                    )
-                if p.error_code != NONE:
-                    raise for_code(p.error_code)(f"{topic}-{p.partition}")
+        request = commit_request(group_id, {TopicPartition(*tp): o for tp, o in targets.items()})
+        raise_commit_errors(group_id, await self._ask(group_id, request))
         return {p: o for (_, p), o in sorted(targets.items())}
 
     async def _topic_metadata(self, topic: str) -> list[Any]:

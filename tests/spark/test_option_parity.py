@@ -37,8 +37,9 @@ SECURE = {
         ({"endingTimestamp": "5"}, True, "is not allowed in a streaming query"),
         ({"topic": "x"}, False, "'topic' applies to writes, not reads"),
         ({"path": "/x"}, False, "'path' is not supported: the odradek source takes no path"),
-        ({"groupIdPrefix": "g"}, True, "joins no consumer group"),
-        ({"kafka.group.id": "g"}, True, "'kafka.group.id' is not supported: the connector joins"),
+        ({"groupIdPrefix": "g"}, False, "'groupIdPrefix' only applies to streaming queries"),
+        ({"kafka.group.id": "g"}, False, "'kafka.group.id' only applies to streaming queries"),
+        ({"kafka.group.id": " "}, True, "'kafka.group.id' is empty"),
         ({"kafka.auto.offset.reset": "earliest"}, False, "set the option 'startingOffsets'"),
         ({"kafka.sasl.mechansim": "PLAIN"}, False, "did you mean 'kafka.sasl.mechanism'"),
         ({"maxTriggerDelay": "soon"}, True, "a duration like 15m"),
@@ -61,6 +62,8 @@ def test_write_options_are_checked_by_name_too() -> None:
         parse_write_options({"bootstrap": "h:1", "includeHeaders": "true"})
     with pytest.raises(UsageError, match=r"'kafka\.isolation\.level' applies to reads"):
         parse_write_options({"bootstrap": "h:1", "kafka.isolation.level": "read_committed"})
+    with pytest.raises(UsageError, match=r"'kafka\.group\.id' applies to reads"):
+        parse_write_options({"bootstrap": "h:1", "kafka.group.id": "g"})
     with pytest.raises(UsageError, match="use the option 'lingerMs'"):
         parse_write_options({"bootstrap": "h:1", "kafka.linger.ms": "5"})
     # Spark's own options, handed to a streaming sink, are not the connector's to refuse
@@ -161,3 +164,11 @@ def test_offsets_behind_are_sparks_kafka_source_metrics() -> None:
         "avgOffsetsBehindLatest": "10.0",
     }
     assert offsets_behind({}, latest) == {}
+
+
+def test_a_streaming_query_names_the_group_its_progress_goes_to() -> None:
+    """kafka.group.id as given; else none here, and the reader makes groupIdPrefix-<uuid>."""
+    named = parse_read_options({**READ, "kafka.group.id": "etl-lag"}, streaming=True)
+    assert (named.group_id, named.group_id_prefix) == ("etl-lag", "spark-kafka-source")
+    prefixed = parse_read_options({**READ, "groupIdPrefix": "etl"}, streaming=True)
+    assert (prefixed.group_id, prefixed.group_id_prefix) == (None, "etl")

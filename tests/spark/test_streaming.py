@@ -148,7 +148,8 @@ def test_min_offsets_per_trigger_and_the_lag_of_each_micro_batch(
     so Spark runs none) while fewer than minOffsetsPerTrigger offsets are new, until
     maxTriggerDelay passed; each batch logs Spark's Kafka lag figures."""
     boot = cluster3.bootstrap
-    create_topic(boot, "min-trigger", 2)
+    # RF 3: every broker hosts both partitions, so the group's coordinator reports their lag
+    create_topic(boot, "min-trigger", 2, rf=3)
     opts = parse_read_options(
         {"bootstrap": boot, "subscribe": "min-trigger", "startingOffsets": "earliest",
          "minOffsetsPerTrigger": "50", "maxTriggerDelay": "10s", "maxOffsetsPerTrigger": "60"},
@@ -172,5 +173,25 @@ def test_min_offsets_per_trigger_and_the_lag_of_each_micro_batch(
                "avgOffsetsBehindLatest": "20.0"}  # fmt: skip
         assert reader.metrics == lag
         assert "maxOffsetsBehindLatest 40" in caplog.text
+        # Spark commits the batch: its end goes to the query's group, whose lag the brokers'
+        # metrics report per partition: the same figures (0 and 40, so min 0, max 40, avg 20)
+        assert reader.group_id.startswith("spark-kafka-source-")
+        reader.commit(rate_limited)
+        want = {"0": 0.0, "1": 40.0}
+        wait_for(lambda: _group_lag(cluster3, reader.group_id, "min-trigger") == want, 30,
+                 "the query's lag in odradek_coordinator_group_lag")  # fmt: skip
     finally:
         reader.stop()
+
+
+def _group_lag(cluster: LocalCluster, group: str, topic: str) -> dict[str, float]:
+    """{partition: lag} as the group's coordinator reports it in its metrics."""
+    from tests.integration.test_metrics import metrics_ports, scrape
+
+    found: dict[str, list[float]] = {}
+    for port in metrics_ports(cluster).values():
+        for name, labels, value in scrape(port):
+            if (name == "odradek_coordinator_group_lag" and labels.get("group") == group
+                    and labels.get("topic") == topic):  # fmt: skip
+                found.setdefault(labels["partition"], []).append(value)
+    return {p: min(vs) for p, vs in found.items()}
