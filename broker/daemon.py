@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -41,7 +40,6 @@ from broker.config import (
     BrokerConfig,
     Listener,
     listener_setting,
-    sasl_listeners,
     tls_settings,
 )
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
@@ -59,13 +57,20 @@ from broker.metrics import BrokerMetrics
 from broker.metrics_state import BrokerParts
 from broker.quota.manager import Quotas
 from broker.registry.server import make_registry, registry_security
-from broker.replica_fetcher import FetcherSettings
-from broker.replica_manager import ReplicaManager, ReplicationSettings
+from broker.replica_manager import ReplicaManager
 from broker.security import authorizer_log
 from broker.security.authorizer import AclCache, Authorizer, parse_super_users
-from broker.security.sasl import SaslConfig, SaslService, sasl_config
+from broker.security.sasl import SaslService
 from broker.security.tls import ListenerTls, TlsSettings, client_context, listener_tls
 from broker.server import BrokerServer
+from broker.service_configs import (
+    controller_config,
+    inter_broker_security,
+    replication_settings,
+    sasl_configs,
+    share_config,
+    txn_config,
+)
 from broker.share.manager import SharePartitionManager
 from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
@@ -90,13 +95,13 @@ from coordinator.cluster.scram_credentials import CredentialCache
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.cluster.zk import ZkClient, ZkConnectionLost, ZkError
 from coordinator.controller.channel import BrokerChannel, ControllerChannel
-from coordinator.controller.elector import ControllerConfig, ControllerElector
+from coordinator.controller.elector import ControllerElector
 from coordinator.controller.log_dirs import ZkLogDirNotifier
 from coordinator.group.service import GroupCoordinator
 from coordinator.runtime.peers import Peers
-from coordinator.share.service import ShareCoordinator, ShareCoordinatorConfig
+from coordinator.share.service import ShareCoordinator
 from coordinator.transaction.markers import MarkerWriter
-from coordinator.transaction.service import TransactionCoordinator, TxnConfig
+from coordinator.transaction.service import TransactionCoordinator
 from protocol.api.metadata import KAFKA_DOOR, NATIVE_DOOR, Endpoint
 from protocol.clock import Clock, SystemClock
 from protocol.errors import (
@@ -104,11 +109,9 @@ from protocol.errors import (
     RequestTimedOutError,
     UnknownServerError,
     UnknownTopicOrPartitionError,
-    UsageError,
 )
 from transport.connection import BrokerConnection
-from transport.sasl import login_from_jaas
-from transport.security import PLAINTEXT_CONFIG, SecurityConfig, uses_sasl, uses_tls
+from transport.security import PLAINTEXT_CONFIG, uses_sasl, uses_tls
 
 log = logging.getLogger("odradek.broker")
 T = TypeVar("T")
@@ -565,93 +568,6 @@ class Broker:
 
     def _hosted_topics(self) -> set[str]:
         return {plog.topic for plog in self.log_manager.logs()}
-
-
-def sasl_configs(config: BrokerConfig) -> tuple[SaslConfig, dict[str, SaslConfig]]:
-    """The broker-wide SaslConfig, and those of listeners with sasl settings of their own
-    (listener.name.<l>.sasl.enabled.mechanisms, .<mechanism>.sasl.jaas.config)."""
-
-    def of(listener: str | None) -> SaslConfig:
-        return sasl_config(listener_setting(config, listener, "sasl_enabled_mechanisms"),
-                           listener_setting(config, listener, "sasl_jaas_config"),
-                           config.connections_max_reauth_ms,
-                           config.connection_failed_authentication_delay_ms)  # fmt: skip
-
-    return of(None), {name: of(name) for name in sasl_listeners(config)}
-
-
-def inter_broker_security(
-    config: BrokerConfig, security_protocol: str, context: ssl.SSLContext | None,
-    listener: str | None = None,
-) -> SecurityConfig:  # fmt: skip
-    """How the broker's own connections (replica fetchers, controller, peers, markers)
-    secure themselves on the inter-broker `listener`: its TLS `context`, and on SASL_* Kafka's
-    login, the username/password of the listener's sasl_jaas_config's login module for
-    sasl_mechanism_inter_broker_protocol (ScramLoginModule, or PlainLoginModule for PLAIN)."""
-    if not uses_sasl(security_protocol):
-        return SecurityConfig(security_protocol, ssl_context=context)
-    mechanism = config.sasl_mechanism_inter_broker_protocol
-    login = login_from_jaas(listener_setting(config, listener, "sasl_jaas_config"), mechanism)
-    if login is None:
-        module = "PlainLoginModule" if mechanism == "PLAIN" else "ScramLoginModule"
-        raise UsageError(f"the inter-broker listener is {security_protocol}: sasl_jaas_config "
-                         f"needs a {module} entry with username and password "
-                         f"(sasl_mechanism_inter_broker_protocol={mechanism})")  # fmt: skip
-    return SecurityConfig(security_protocol, ssl_context=context, sasl_mechanism=mechanism,
-                          sasl_plain_username=login[0],
-                          sasl_plain_password=login[1])  # fmt: skip
-
-
-def controller_config(config: BrokerConfig) -> ControllerConfig:
-    """Issue 4: replicated partitions (ISR = live replicas), the leader rebalance settings."""
-    return ControllerConfig(
-        replicated=True,
-        default_unclean=config.unclean_leader_election_enable,
-        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
-        leader_imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
-        leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
-        fast_death_detection=config.controller_fast_death_detection,
-    )
-
-
-def txn_config(config: BrokerConfig) -> TxnConfig:
-    return TxnConfig(
-        config.transaction_state_log_num_partitions,
-        config.transaction_state_log_replication_factor,
-        config.transaction_state_log_segment_bytes,
-        config.transaction_max_timeout_ms,
-        config.transactional_id_expiration_ms,
-        config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
-        config.transaction_two_phase_commit_enable,
-    )
-
-
-def share_config(config: BrokerConfig) -> ShareCoordinatorConfig:
-    return ShareCoordinatorConfig(
-        config.share_coordinator_state_topic_num_partitions,
-        config.share_coordinator_state_topic_replication_factor,
-        config.share_coordinator_state_topic_min_isr,
-        config.share_coordinator_state_topic_segment_bytes,
-        config.share_coordinator_snapshot_update_records_per_snapshot,
-    )
-
-
-def replication_settings(config: BrokerConfig) -> ReplicationSettings:
-    fetcher = FetcherSettings(
-        fetch_max_bytes=config.replica_fetch_max_bytes,
-        response_max_bytes=config.replica_fetch_response_max_bytes,
-        wait_max_ms=config.replica_fetch_wait_max_ms,
-        min_bytes=config.replica_fetch_min_bytes,
-        backoff_ms=config.replica_fetch_backoff_ms,
-    )
-    return ReplicationSettings(
-        config.replica_lag_time_max_ms,
-        fetcher,
-        hw_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
-        alter_log_dirs_io_max_bytes_per_second=(
-            config.replica_alter_log_dirs_io_max_bytes_per_second or None
-        ),
-    )
 
 
 async def _quietly(step: Awaitable[Any]) -> None:

@@ -26,7 +26,6 @@ from typing import Any
 from broker.config import BrokerConfig
 from broker.context import BrokerContext, ClusterIdentity, ControllerEpoch
 from broker.credentials import Changes, Credentials
-from broker.daemon import sasl_configs
 from broker.doors import KafkaDoor
 from broker.log.flusher import GroupCommitFlusher
 from broker.log.manager import LogManager
@@ -37,6 +36,7 @@ from broker.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from broker.security.sasl import SaslService
 from broker.server import BrokerServer
+from broker.service_configs import sasl_configs
 from broker.share.manager import SharePartitionManager
 from broker.share.persister import StatePersister
 from broker.share.settings import share_settings

@@ -96,7 +96,7 @@ TWO_SASL = {"native_listeners": "EXTERNAL://h:1,INTERNAL://h:2",
 def test_a_listener_has_its_own_mechanisms_and_plain_users(tmp_path: Path) -> None:
     """Kafka's listener.name.<l>.sasl.enabled.mechanisms and .<mechanism>.sasl.jaas.config,
     quoted or as nested TOML tables, over the broker-wide settings."""
-    from broker.daemon import sasl_configs
+    from broker.service_configs import sasl_configs
 
     path = tmp_path / "broker.toml"
     path.write_text(
@@ -137,7 +137,7 @@ def test_bad_per_listener_sasl_settings(values: dict[str, str], message: str) ->
 
 
 def test_the_inter_broker_login_comes_from_its_listeners_jaas() -> None:
-    from broker.daemon import inter_broker_security
+    from broker.service_configs import inter_broker_security
 
     scram = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
              'username="broker" password="broker-secret";')  # fmt: skip

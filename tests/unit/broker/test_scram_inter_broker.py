@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig
-from broker.daemon import inter_broker_security
+from broker.service_configs import inter_broker_security
 from protocol.errors import UsageError
 
 JAAS = (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import BrokerConfig, load_config
-from broker.daemon import controller_config
+from broker.service_configs import controller_config
 from coordinator.cluster.shutdown import ShutdownSettings, request_controlled_shutdown
 from coordinator.controller.channel import BrokerChannel, send_leaders_first
 from protocol.errors import NotControllerError
