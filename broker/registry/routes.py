@@ -277,8 +277,8 @@ class RegistryRoutes:
 
     async def register(self, request: web.Request) -> web.Response:
         new = new_schema(request.match_info["subject"], await _json(request))
-        level = self.level
-        return await self._writing(request, lambda st: writes.register(st, new, level),
+        level, normalize = self.level, _flag(request, "normalize")
+        return await self._writing(request, lambda st: writes.register(st, new, level, normalize),
                                    lambda schema_id: {"id": schema_id})  # fmt: skip
 
     def _version(self, request: web.Request) -> tuple[str, int]:
@@ -302,7 +302,8 @@ class RegistryRoutes:
     async def lookup(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         new = new_schema(subject, await _json(request))
-        _, number = writes.lookup(self.state, new, _flag(request, "deleted"))
+        _, number = writes.lookup(self.state, new, _flag(request, "deleted"),
+                                  _flag(request, "normalize"))  # fmt: skip
         return answer(version_json(self.state, subject, number))
 
     async def delete_version(self, request: web.Request) -> web.Response:

@@ -45,6 +45,8 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 from grpc_tools import _protoc_compiler
 
+from coordinator.schema_registry import protobuf_text
+
 # Confluent's protobuf SchemaDiff.COMPATIBLE_CHANGES; every other difference breaks
 COMPATIBLE = frozenset(
     """
@@ -111,6 +113,23 @@ def canonical(text: str) -> str:
     """A schema is told by its text as given (base64 or `.proto`), leading and trailing
     whitespace removed: no further normalization."""
     return text.strip()
+
+
+def normalized(text: str, references: Sequence[tuple[str, str]] = ()) -> str:
+    """The schema (`.proto` text or a base64 descriptor) printed as `.proto` text in one
+    layout (protobuf_text.py), or as it was given when that cannot be printed the same."""
+    file = parse(text, references).file
+    texts = {name: ref for name, ref in references if _from_base64(ref) is None}
+
+    def compile_text(printed: str) -> descriptor_pb2.FileDescriptorProto:
+        if len(texts) != len(references):  # references given as descriptors: only text here
+            raise ValueError("references are serialized descriptors")
+        return _compile({**texts, MAIN_FILE: printed})[MAIN_FILE]
+
+    try:
+        return protobuf_text.print_file(file, compile_text)
+    except ValueError:
+        return text.strip()
 
 
 def serialized(parsed: Parsed) -> str:

@@ -324,6 +324,37 @@ def test_every_broker_sees_the_same_ids_and_versions(
         assert registry(url).get_versions(slashed) == [1]
 
 
+def test_normalize_gives_two_spellings_one_id(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    """`normalize.schemas` (confluent-kafka's serializer setting, `?normalize=true`): an Avro
+    schema spelled otherwise (a namespace apart, `{"type": "string"}`) gets the id of the
+    first; without it, a second version. A Protobuf `.proto` text and its base64 descriptor
+    are one schema with it."""
+    ns = topic.replace("-", "_")
+    one = _user(namespace=ns)
+    other = json.dumps({"name": f"{ns}.User", "type": "record", "fields": [
+        {"name": "name", "type": {"type": "string"}}, {"type": "int", "name": "age"}]})  # fmt: skip
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    client = registry(urls[0])
+    AvroSerializer(client, one, conf={"normalize.schemas": True})({"name": "a", "age": 1}, ctx)
+    serialize = AvroSerializer(registry(urls[1]), other, conf={"normalize.schemas": True})
+    framed = serialize({"name": "b", "age": 2}, ctx)
+    first = client.get_latest_version(f"{topic}-value")
+    assert framed is not None and int.from_bytes(framed[1:5], "big") == first.schema_id
+    assert client.get_versions(f"{topic}-value") == [1]
+    assert client.lookup_schema(f"{topic}-value", Schema(other), normalize_schemas=True
+                                ).schema_id == first.schema_id  # fmt: skip
+    # without normalize the other spelling is another schema (a fresh client: no cache)
+    assert registry(urls[2]).register_schema(f"{topic}-value", Schema(other)) != first.schema_id
+    # Protobuf: the .proto text, then its descriptor (what ProtobufSerializer sends)
+    text = PERSON_PROTO.replace("package sr;", f"package {ns};")
+    descriptor = base64.b64encode(protobuf_compat.parse(text).file.SerializeToString()).decode()
+    ids = {client.register_schema(f"{topic}-proto", Schema(t, "PROTOBUF"),
+                                  normalize_schemas=True) for t in (text, descriptor)}  # fmt: skip
+    assert len(ids) == 1 and client.get_versions(f"{topic}-proto") == [1]
+
+
 def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
     url, subject = urls[0], f"{topic}-value"
     assert http(f"{url}/subjects/{subject}/versions")[1]["error_code"] == 40401
