@@ -8,8 +8,8 @@ for `--seconds`, one request at a time (a serializer's or deserializer's pattern
 confluent-kafka's SchemaRegistryClient or one keep-alive HTTP connection:
 
 register          new Avro schemas (a new record name each: a new id) through a broker that
-                  is not the `_schemas` writer, which forwards each to the writer and waits
-                  until its own replay has applied it; each is an append with acks=all
+                  is not the `_schemas` writer, which forwards each to the writer and applies
+                  the records of its answer; each is an append with acks=all
 register          the same through the writer's own registry (no forward)
 lookup, uncached  GET /schemas/ids/{id} over one keep-alive connection to that other broker,
                   cycling over the ids registered: its answer from its replayed state

@@ -31,7 +31,7 @@ from broker.registry.metrics import RegistryMetrics
 from coordinator.schema_registry import writes
 from coordinator.schema_registry.compat import CHECKED, TYPES
 from coordinator.schema_registry.errors import RegistryError
-from coordinator.schema_registry.records import AVRO, Reference
+from coordinator.schema_registry.records import AVRO, Reference, decode, encode
 from coordinator.schema_registry.service import RegistryService
 from coordinator.schema_registry.state import RegistryState, StoredSchema
 from protocol.principal import ANONYMOUS, KafkaPrincipal
@@ -41,6 +41,9 @@ log = logging.getLogger("odradek.schema_registry")
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 FORWARDED = "X-Odradek-Forwarded"
 POSITION = "X-Odradek-Registry-Offset"  # the writer's position after a write it answers
+# on the writer's answer to a forwarded write: the body is {"answer": the client's answer,
+# "records": [[key, value], ...] it appended}, which the forwarding broker applies at once
+ENVELOPE = "X-Odradek-Registry-Records"
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 UNSUPPORTED_BODY = {"metadata": "data contract metadata", "ruleSet": "data contract rules"}
@@ -241,15 +244,29 @@ class RegistryRoutes:
         body = await request.read()
         await self.service.ensure_topic()
         if self.service.is_writer():
-            out = answer(shape(await self.service.write(decide)))
+            done, records = await self.service.write_logged(decide)
+            if FORWARDED in request.headers:  # the forwarding broker applies them at once
+                out = answer({"answer": shape(done), "records": [
+                    [k.decode(), None if v is None else v.decode()]
+                    for k, v in map(encode, records)]})  # fmt: skip
+                out.headers[ENVELOPE] = "1"
+            else:
+                out = answer(shape(done))
             out.headers[POSITION] = str(self.service.position)
             return out
         writer = self.service.writer_id()
         if writer is None or FORWARDED in request.headers:
             raise RegistryError.unknown_leader("the _schemas writer is not known yet; retry")
         forwarded = await self.forwarder.forward(writer, request, body)
-        if forwarded.headers.get(POSITION, "").isdigit():  # read your writes here too
-            await self.service.wait_applied(int(forwarded.headers[POSITION]))
+        position = forwarded.headers.get(POSITION, "")
+        if forwarded.headers.get(ENVELOPE) == "1" and position.isdigit():
+            envelope = json.loads(forwarded.body if isinstance(forwarded.body, bytes) else b"")
+            records = [decode(k.encode(), None if v is None else v.encode())
+                       for k, v in envelope["records"]]  # fmt: skip
+            self.service.apply_ahead(records, int(position))  # read your writes here, now
+            return answer(envelope["answer"], forwarded.status)
+        if position.isdigit():  # a writer that sends no records: wait for the replay
+            await self.service.wait_applied(int(position))
         return forwarded
 
     @property
@@ -277,8 +294,8 @@ class RegistryRoutes:
 
     async def register(self, request: web.Request) -> web.Response:
         new = new_schema(request.match_info["subject"], await _json(request))
-        level = self.level
-        return await self._writing(request, lambda st: writes.register(st, new, level),
+        level, normalize = self.level, _flag(request, "normalize")
+        return await self._writing(request, lambda st: writes.register(st, new, level, normalize),
                                    lambda schema_id: {"id": schema_id})  # fmt: skip
 
     def _version(self, request: web.Request) -> tuple[str, int]:
@@ -302,7 +319,8 @@ class RegistryRoutes:
     async def lookup(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         new = new_schema(subject, await _json(request))
-        _, number = writes.lookup(self.state, new, _flag(request, "deleted"))
+        _, number = writes.lookup(self.state, new, _flag(request, "deleted"),
+                                  _flag(request, "normalize"))  # fmt: skip
         return answer(version_json(self.state, subject, number))
 
     async def delete_version(self, request: web.Request) -> web.Response:

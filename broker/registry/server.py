@@ -5,8 +5,9 @@ broker's registry URL at /schema_registry/brokers/<id> in ZooKeeper (persistent,
 every start: only the writer's, a live broker's, is ever read) and starts the service's
 follower task. A write that reaches a broker other than the writer is forwarded to the
 writer's published URL (`ZkForwarder`), as Confluent's followers forward to their leader;
-the answer (status and body) is passed back as it is. The request's Authorization header goes
-with it: the writer checks the login and the ACLs again.
+the answer (status, body and the writer's headers: its position and, for a forwarded
+write, the records it appended, which routes.py applies here at once) is passed back. The
+request's Authorization header goes with it: the writer checks the login and the ACLs again.
 
 Security (`RegistrySecurity`, from the broker's settings): with `schema_registry_ssl` the
 port speaks HTTPS with the broker's keystore (its ssl_keystore_* settings, as its listeners),
@@ -35,6 +36,7 @@ from broker.registry import metrics
 from broker.registry.auth import BasicAuth, Lookup
 from broker.registry.routes import (
     CONTENT_TYPE,
+    ENVELOPE,
     FORWARDED,
     POSITION,
     Authorize,
@@ -103,8 +105,9 @@ class ZkForwarder:
                                              headers=headers, ssl=tls) as resp:  # fmt: skip
                 out = web.Response(status=resp.status, body=await resp.read(),
                                    content_type=CONTENT_TYPE)  # fmt: skip
-                if POSITION in resp.headers:
-                    out.headers[POSITION] = resp.headers[POSITION]
+                for name in (POSITION, ENVELOPE):
+                    if name in resp.headers:
+                        out.headers[name] = resp.headers[name]
                 return out
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise RegistryError.forwarding_failed(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from coordinator.schema_registry import avro_compat, json_compat, protobuf_compat
+from coordinator.schema_registry import avro_compat, json_compat, normalize, protobuf_compat
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import AVRO, JSON, PROTOBUF
 
@@ -104,6 +104,23 @@ def serialized(schema: Schema) -> str:
     if schema.schema_type != PROTOBUF:
         return schema.text
     return protobuf_compat.serialized(parse(schema))
+
+
+def normalized(schema: Schema) -> str:
+    """The schema's text in Confluent's normalized form (normalize.py); RegistryError 42201
+    for one that does not parse."""
+    parse(schema)  # 42201 first, with the format's own reason
+    refs = [text for _, text in schema.references]
+    try:
+        if schema.schema_type == AVRO:
+            return normalize.avro(schema.text, refs)
+        if schema.schema_type == JSON:
+            return normalize.json_schema(schema.text)
+        return protobuf_compat.normalized(schema.text, schema.references)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise RegistryError.invalid_schema(str(exc)) from None
+    except RecursionError:
+        raise RegistryError.invalid_schema(TOO_DEEP) from None
 
 
 def canonical(schema: Schema) -> str:

@@ -63,7 +63,8 @@ COMPATIBLE = frozenset(
     ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL ITEM_ADDED_TO_CLOSED_CONTENT_MODEL
     ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL
     ENUM_ARRAY_EXTENDED COMBINED_TYPE_EXTENDED PRODUCT_TYPE_NARROWED SUM_TYPE_EXTENDED
-    NOT_TYPE_NARROWED
+    NOT_TYPE_NARROWED MAX_CONTAINS_INCREASED MAX_CONTAINS_REMOVED MIN_CONTAINS_DECREASED
+    MIN_CONTAINS_REMOVED
     """.split()  # noqa: SIM905 (a list of names reads better as words)
 )
 
@@ -75,7 +76,11 @@ NUMBER_LIMITS = (("maximum", "MAXIMUM"), ("minimum", "MINIMUM"),
                  ("exclusiveMinimum", "EXCLUSIVE_MINIMUM"))  # fmt: skip
 OBJECT_LIMITS = (("maxProperties", "MAX_PROPERTIES"),
                  ("minProperties", "MIN_PROPERTIES"))  # fmt: skip
-ARRAY_LIMITS = (("maxItems", "MAX_ITEMS"), ("minItems", "MIN_ITEMS"))
+ARRAY_LIMITS = (("maxItems", "MAX_ITEMS"), ("minItems", "MIN_ITEMS"),
+                ("maxContains", "MAX_CONTAINS"), ("minContains", "MIN_CONTAINS"))  # fmt: skip
+# the keywords a node's groups take (`_groups`); the rest stay with its type's group
+ANNOTATIONS = ("$id", "title", "description", "default")
+CONDITIONAL = ("if", "then", "else")
 
 
 class Parsed:
@@ -148,6 +153,21 @@ def _msg(kind: str, path: str) -> str:
            f"location:'{path}'}}"  # fmt: skip
 
 
+def _groups(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """A node's parts as everit loads them: `enum`, `const`, each combiner, `not`, `if`
+    (with `then` / `else`) and the type's keywords each make a schema of its own; a node
+    with more than one is their (synthetic) allOf, so a keyword beside `enum` or a combiner
+    is compared too, and `if` beside a type is a change of type."""
+    keys = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+    parts = [{k: keys.pop(k)} for k in ("enum", "const", *COMBINERS, "not") if k in keys]
+    conditional = {k: keys.pop(k) for k in CONDITIONAL if k in keys}
+    if "if" in conditional:
+        parts.append(conditional)
+    if keys and _kind(keys) != "EMPTY":
+        parts.append(keys)
+    return parts
+
+
 def _kind(schema: Any) -> str:
     """What a node is, as Confluent's schema library classes tell them apart."""
     if schema is True or schema == {} or schema is None:
@@ -156,6 +176,8 @@ def _kind(schema: Any) -> str:
         return "FALSE"
     if not isinstance(schema, dict):
         return "EMPTY"
+    if "if" in schema and not any(k in schema for k in ("enum", "const", *COMBINERS, "not")):
+        return "conditional"  # its branches are not compared (Confluent has no diff for them)
     if "enum" in schema or "const" in schema:
         return "enum"
     if any(k in schema for k in COMBINERS):
@@ -194,6 +216,7 @@ class _Diff:
         self.found: list[tuple[str, str]] = []
         self.path: list[str] = ["#"]
         self.seen: set[tuple[int, int]] = set()
+        self.splits: dict[int, tuple[Any, Any]] = {}  # id -> (the node, kept alive; its split)
 
     @contextmanager
     def at(self, *parts: str) -> Iterator[None]:
@@ -222,7 +245,10 @@ class _Diff:
             elif update is not None:
                 self.add("SCHEMA_ADDED")
             return
-        original, update = self._deref(original, 0), self._deref(update, 1)
+        original, update = (
+            self._split(self._deref(original, 0)),
+            self._split(self._deref(update, 1)),
+        )
         o_kind, u_kind = _kind(original), _kind(update)
         if o_kind != "combined" and u_kind == "combined" and self._into_union(original, update):
             return
@@ -251,6 +277,19 @@ class _Diff:
                 raise ValueError(f"Invalid JSON Schema: unresolvable $ref: {exc}") from None
             schema = resolved.contents
         return schema
+
+    def _split(self, schema: Any) -> Any:
+        """The node, or the synthetic allOf of its groups (`_groups`), made once per node so
+        a recursive schema meets the same object again."""
+        if not isinstance(schema, dict):
+            return schema
+        found = self.splits.get(id(schema))
+        if found is None:
+            parts = _groups(schema)
+            combined = schema if len(parts) < 2 else {
+                **{k: schema[k] for k in ANNOTATIONS if k in schema}, "allOf": parts}  # fmt: skip
+            found = self.splits[id(schema)] = (schema, combined)
+        return found[1]
 
     def _into_union(self, original: Any, update: dict[str, Any]) -> bool:
         criterion, parts = _subschemas(update)

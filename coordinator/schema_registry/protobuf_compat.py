@@ -20,8 +20,12 @@ when each is in its COMPATIBLE_CHANGES set (`COMPATIBLE` here):
   string bytes; fixed32 sfixed32; fixed64 sfixed64; float; double), another group is
   FIELD_SCALAR_KIND_CHANGED; a message type by its name within its package, then its fields
   (FIELD_NAMED_TYPE_CHANGED when they differ incompatibly); a map's key and value the same way;
-- singular to repeated: FIELD_NUMERIC_LABEL_CHANGED for numbers (packed on the wire), the
-  compatible FIELD_STRING_OR_BYTES_LABEL_CHANGED for strings, bytes and messages;
+- a scalar's label (singular, repeated, proto2 `required`) changed within its type group:
+  FIELD_NUMERIC_LABEL_CHANGED for numbers and enums (packed on the wire; `required` checked),
+  the compatible FIELD_STRING_OR_BYTES_LABEL_CHANGED for strings and bytes; a message's
+  label is not compared (singular to repeated is compatible on the wire);
+- `reserved` numbers and names are not compared: Confluent's default (STRICT) policy lets a
+  reserved number be reused (only its LOGICAL policy refuses that);
 - oneofs by name: ONEOF_ADDED / _REMOVED, ONEOF_FIELD_ADDED / _REMOVED, and an existing field
   moved into a oneof: fine alone, MULTIPLE_FIELDS_MOVED_TO_ONEOF when two are,
   FIELD_MOVED_TO_EXISTING_ONEOF when the oneof already had fields. proto3 `optional` (a
@@ -44,6 +48,8 @@ import grpc_tools
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 from grpc_tools import _protoc_compiler
+
+from coordinator.schema_registry import protobuf_text
 
 # Confluent's protobuf SchemaDiff.COMPATIBLE_CHANGES; every other difference breaks
 COMPATIBLE = frozenset(
@@ -111,6 +117,23 @@ def canonical(text: str) -> str:
     """A schema is told by its text as given (base64 or `.proto`), leading and trailing
     whitespace removed: no further normalization."""
     return text.strip()
+
+
+def normalized(text: str, references: Sequence[tuple[str, str]] = ()) -> str:
+    """The schema (`.proto` text or a base64 descriptor) printed as `.proto` text in one
+    layout (protobuf_text.py), or as it was given when that cannot be printed the same."""
+    file = parse(text, references).file
+    texts = {name: ref for name, ref in references if _from_base64(ref) is None}
+
+    def compile_text(printed: str) -> descriptor_pb2.FileDescriptorProto:
+        if len(texts) != len(references):  # references given as descriptors: only text here
+            raise ValueError("references are serialized descriptors")
+        return _compile({**texts, MAIN_FILE: printed})[MAIN_FILE]
+
+    try:
+        return protobuf_text.print_file(file, compile_text)
+    except ValueError:
+        return text.strip()
 
 
 def serialized(parsed: Parsed) -> str:
@@ -302,19 +325,20 @@ class _Diff:
     def field(self, o: Any, u: Any) -> None:
         if o.name != u.name:
             self.add("FIELD_NAME_CHANGED")
-        o_map, u_map = self._map_entry(o, 0), self._map_entry(u, 1)
-        if (o_map is None) == (u_map is None) and o_map is None:
-            self._label(o, u)
-        self._type(o, u, o_map, u_map)
+        self._type(o, u, self._map_entry(o, 0), self._map_entry(u, 1), labels=True)
 
     def _label(self, o: Any, u: Any) -> None:
-        if (o.label == FDP.LABEL_REPEATED) != (u.label == FDP.LABEL_REPEATED):
-            numeric = o.type not in (FDP.TYPE_STRING, FDP.TYPE_BYTES, FDP.TYPE_MESSAGE,
-                                     FDP.TYPE_GROUP)  # fmt: skip
+        """A scalar's (or enum's) label changed, its type group kept: numbers are packed
+        when repeated and proto2 `required` is checked on read, so any change of a number's
+        label breaks; a string's or bytes' does not (Confluent's compareScalarTypes). A
+        message's label is not compared; proto3's plain and `optional` fields are both
+        LABEL_OPTIONAL in the descriptor."""
+        if o.label != u.label:
+            numeric = SCALAR_GROUPS.get(o.type) != "STRING_OR_BYTES"
             self.add("FIELD_NUMERIC_LABEL_CHANGED" if numeric
                      else "FIELD_STRING_OR_BYTES_LABEL_CHANGED")  # fmt: skip
 
-    def _type(self, o: Any, u: Any, o_map: Any, u_map: Any) -> None:
+    def _type(self, o: Any, u: Any, o_map: Any, u_map: Any, labels: bool = False) -> None:
         o_kind, u_kind = _kind(o, o_map), _kind(u, u_map)
         if o_kind != u_kind:
             self.add("FIELD_KIND_CHANGED")
@@ -325,6 +349,8 @@ class _Diff:
         elif o_kind == "SCALAR":
             if SCALAR_GROUPS.get(o.type) != SCALAR_GROUPS.get(u.type):
                 self.add("FIELD_SCALAR_KIND_CHANGED")
+            elif labels:
+                self._label(o, u)
         else:
             self._named_type(o.type_name, u.type_name)
 

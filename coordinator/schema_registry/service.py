@@ -14,8 +14,13 @@
   broker no longer leading fails the append: no two writers can both succeed), then waits
   until its own replay has applied them, and answers. The writing broker thus sees its
   write at once. Another broker's door forwards a write to the writer (broker/registry/),
-  which answers with its position past the write; the forwarding broker waits until it has
-  applied that much too (`wait_applied`) before answering, so it sees the write at once too.
+  which answers with the records it appended and its position past them; the forwarding
+  broker applies them to its state at once (`apply_ahead`), as Confluent's followers take
+  their leader's answer as it is, so it too sees the write at once without waiting for its
+  replica to learn the new high watermark (a replica fetch wait, ~500 ms). Until its replay
+  passes that position, those records are applied again after each replay step, so what
+  the replay brings in from before them never hides them; applying a record twice changes
+  nothing (state.py).
 - The topic is created on the first write (`ensure_topic`): one partition, compacted,
   replication factor min(3, live brokers), like Confluent's `_schemas`.
 - A broker with no replica of `_schemas` (a cluster of more than three brokers) has no state
@@ -94,6 +99,9 @@ class RegistryService:
         self.clock, self.settings, self.sleep = clock, settings, sleep
         self.state = RegistryState()
         self.position = 0  # the next offset to apply
+        # a forwarded write's records, applied before the replay reaches them: (the offset
+        # past them, record, canonical text), kept on top of the replay until it passes them
+        self._ahead: list[tuple[int, Record, str | None]] = []
         self._lock = asyncio.Lock()
 
     # ----- reading the topic --------------------------------------------------------------
@@ -118,7 +126,7 @@ class RegistryService:
         if hw < self.position:  # the topic was deleted and made again: start over
             log.warning("%s ends at %d, before what was read (%d): replaying", TOPIC, hw,
                         self.position)  # fmt: skip
-            self.state, self.position = RegistryState(), 0
+            self.state, self.position, self._ahead = RegistryState(), 0, []
         self.position = max(self.position, bounds[0])
         count = 0
         while self.position < hw:
@@ -135,7 +143,21 @@ class RegistryService:
                     log.warning("%s batch at offset %d skipped: %s", TOPIC, header.base_offset,
                                 exc)  # fmt: skip
             self.position = max(self.position, next_offset)
+        if self._ahead:
+            self._ahead = [a for a in self._ahead if a[0] > self.position]
+            for _, record, canonical in self._ahead if count else ():
+                self.state.apply(record, canonical)  # still newer than what was replayed
         return count
+
+    def apply_ahead(self, records: list[Record], end: int) -> None:
+        """Apply a forwarded write's records, which the writer appended below offset `end`,
+        at once, unless the replay has passed `end` already (module comment)."""
+        if self.position >= end:
+            return
+        for record in records:
+            canonical = canonical_of(record)
+            self._ahead.append((end, record, canonical))
+            self.state.apply(record, canonical)
 
     def _apply_batch(self, data: bytes, pos: int) -> int:
         count = 0
@@ -164,6 +186,12 @@ class RegistryService:
     async def write(self, decide: Callable[[RegistryState], tuple[list[Record], T]]) -> T:
         """Decide over the replayed state, append, wait until applied here; the answer.
         Raises RegistryError (50004 when this broker is not the writer)."""
+        return (await self.write_logged(decide))[0]
+
+    async def write_logged(
+        self, decide: Callable[[RegistryState], tuple[list[Record], T]]
+    ) -> tuple[T, list[Record]]:
+        """`write`, with the records it appended (none when the write changed nothing)."""
         async with self._lock:
             if not self.is_writer():
                 raise RegistryError.unknown_leader(f"broker is not the {TOPIC} writer")
@@ -176,7 +204,7 @@ class RegistryService:
                 if code != 0:
                     raise RegistryError.store(f"writing to {TOPIC} failed (error code {code})")
                 await self._replayed_to_end()
-            return answer
+            return answer, records
 
     async def _replayed_to_end(self) -> None:
         deadline = self.clock.monotonic_ms() + self.settings.catch_up_timeout_ms

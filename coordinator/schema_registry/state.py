@@ -146,6 +146,10 @@ class RegistryState:
             return self.configs[subject]
         return self.configs.get(None, default)
 
+    def normalizing(self, subject: str) -> bool:
+        """Does the subject's config (else the global one) say `normalize: true`?"""
+        return self.normalize.get(subject, self.normalize.get(None, False))
+
     def mode(self, subject: str | None) -> str:
         if subject is not None and subject in self.modes:
             return self.modes[subject]

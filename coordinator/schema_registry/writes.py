@@ -16,9 +16,9 @@ goes into IMPORT only while it has no schemas (or with `force`), else 42205.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from coordinator.schema_registry import compat
+from coordinator.schema_registry import compat, normalize
 from coordinator.schema_registry.errors import RegistryError
 from coordinator.schema_registry.records import (
     ConfigRecord,
@@ -104,10 +104,24 @@ def text_in_format(state: RegistryState, schema_id: int, fmt: str | None) -> str
                                                        stored.references)))  # fmt: skip
 
 
-def lookup(state: RegistryState, new: NewSchema, deleted: bool) -> tuple[int, int]:
+def normalized(state: RegistryState, new: NewSchema, asked: bool) -> NewSchema:
+    """`new` as it is matched and stored: rewritten in Confluent's normalized form
+    (normalize.py) when the request asks (`?normalize=true`) or the subject's config (else
+    the global one) says `normalize: true`, else as given."""
+    if not (asked or state.normalizing(new.subject)):
+        return new
+    refs = normalize.references(new.references)
+    text = compat.normalized(resolved(state, replace(new, references=refs)))
+    return replace(new, text=text, references=refs)
+
+
+def lookup(
+    state: RegistryState, new: NewSchema, deleted: bool, normalize_: bool = False
+) -> tuple[int, int]:
     """(id, version) of the schema in the subject; 40401 / 40403 when it is not there."""
     if not state.versions(new.subject, deleted):
         raise RegistryError.subject_not_found(new.subject)
+    new = normalized(state, new, normalize_)
     schema = resolved(state, new)
     compat.parse(schema)  # 42201 for a schema that does not parse
     schema_id = state.id_of(new.schema_type, compat.canonical(schema), new.references)
@@ -118,10 +132,14 @@ def lookup(state: RegistryState, new: NewSchema, deleted: bool) -> tuple[int, in
     return schema_id, version
 
 
-def register(state: RegistryState, new: NewSchema, default_level: str) -> tuple[list[Record], int]:
+def register(
+    state: RegistryState, new: NewSchema, default_level: str, normalize_: bool = False
+) -> tuple[list[Record], int]:
     """Register a schema under its subject: (records, its id). The same schema already live
-    there answers its id with no records; an incompatible one is 409. In IMPORT mode, see
+    there answers its id with no records; an incompatible one is 409. With `normalize_` (or
+    the config's `normalize`) the normalized text is matched and stored. In IMPORT mode, see
     `import_schema`."""
+    new = normalized(state, new, normalize_)
     mode = state.mode(new.subject)
     if mode == "IMPORT":
         return import_schema(state, new)

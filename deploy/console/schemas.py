@@ -12,11 +12,12 @@ URLs are tried in turn while one cannot be reached.
   id, type and schema text, and its level.
 - `decoder()`: the browser's `Decoder` for one page. Confluent's framing is the magic byte 0,
   a 4-byte big-endian schema id, then the payload (Avro's binary encoding; JSON Schema's JSON
-  text). `prepare(values)` fetches the schemas of the ids a page holds (each id once per
-  console and login: ids never change, SCHEMAS_CACHED kept), then `render(value)` decodes a framed
-  value into pretty JSON ({"kind": "avro" | "json-schema", "schema_id": N, ...}), or None:
-  not framed, an unknown id, another format (Protobuf is not decoded yet) or a payload the
-  schema does not read (the value is then shown as it is, hex).
+  text; Protobuf's message indexes, then the message: protobuf_values.py).
+  `prepare(values)` fetches the schemas of the ids a page holds (each id once per console and
+  login: ids never change, SCHEMAS_CACHED kept; a Protobuf schema as descriptors, with the
+  files it imports), then `render(value)` decodes a framed value into pretty JSON ({"kind":
+  "avro" | "json-schema" | "protobuf", "schema_id": N, ...}), or None: not framed, an unknown
+  id, or a payload the schema does not read (the value is then shown as it is, hex).
 """
 
 from __future__ import annotations
@@ -32,10 +33,15 @@ from typing import Any
 
 import aiohttp
 import fastavro
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
+
+from deploy.console import protobuf_values
 
 SUBJECTS_MAX = 200
 VERSIONS_MAX = 50
 SCHEMAS_CACHED = 1000
+IMPORTS_MAX = 64  # files a Protobuf schema imports, fetched to decode its values
 TIMEOUT_S = 10.0
 TEXT_MAX = 64 * 1024  # a decoded value shown up to this many characters
 
@@ -121,13 +127,43 @@ class Decoder:
             if (self.key, schema_id) in _schemas:
                 continue
             try:
-                got = await self.registry.get(f"/schemas/ids/{schema_id}")
+                got = await self.registry.get(f"/schemas/ids/{schema_id}?format=serialized")
+                schema_type = str(got.get("schemaType", "AVRO"))
+                if schema_type == "PROTOBUF":
+                    parsed = schema_type, await self._protobuf(got)
+                else:
+                    parsed = parse_schema(schema_type, got["schema"])
             except RegistryUnavailable:
                 continue  # unknown, or not reachable: the values stay as they are
-            parsed = parse_schema(str(got.get("schemaType", "AVRO")), got["schema"])
             _schemas[self.key, schema_id] = parsed
             while len(_schemas) > SCHEMAS_CACHED:
                 _schemas.popitem(last=False)
+
+    async def _protobuf(self, got: dict[str, Any]) -> protobuf_values.Schema | None:
+        """A Protobuf schema's pool: its file and, fetched by their subject and version, the
+        files it imports (its references', theirs, ...: at most IMPORTS_MAX); None when they
+        do not make one."""
+        main, imported = _descriptor(got["schema"]), []
+        todo, seen = list(got.get("references") or []), set[tuple[str, int]]()
+        while todo and len(seen) < IMPORTS_MAX:
+            ref = todo.pop()
+            key = (ref["subject"], ref["version"])
+            if key in seen:
+                continue
+            seen.add(key)
+            version = await self.registry.get(f"/subjects/{_quote(ref['subject'])}/versions/"
+                                              f"{ref['version']}?format=serialized")  # fmt: skip
+            file = _descriptor(version["schema"])
+            if file is not None:
+                file.name = ref["name"]
+                imported.append(file)
+            todo += version.get("references") or []
+        if main is None:
+            return None
+        try:
+            return protobuf_values.build(main, imported)
+        except (TypeError, ValueError, KeyError):
+            return None
 
     def render(self, value: bytes | None) -> dict[str, Any] | None:
         schema_id = framed_id(value)
@@ -146,6 +182,14 @@ def framed_id(value: bytes | None) -> int | None:
     if value is None or len(value) < 5 or value[0] != 0:
         return None
     return int.from_bytes(value[1:5], "big")
+
+
+def _descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
+    """A base64 FileDescriptorProto (`?format=serialized`), or None."""
+    try:
+        return descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+    except (ValueError, DecodeError):
+        return None
 
 
 def parse_schema(schema_type: str, text: str) -> tuple[str, Any]:
@@ -167,13 +211,19 @@ def decode(value: bytes, schema_id: int, schema_type: str, parsed: Any) -> dict[
             kind = "avro"
         elif schema_type == "JSON":
             data, kind = json.loads(payload), "json-schema"
+        elif schema_type == "PROTOBUF" and parsed is not None:
+            found = protobuf_values.decode(payload, parsed)
+            if found is None:
+                return None
+            (message, data), kind = found, "protobuf"
         else:
             return None
     except (ValueError, TypeError, EOFError, IndexError, KeyError, UnicodeDecodeError):
         return None
     text = json.dumps(data, indent=2, ensure_ascii=False, default=_jsonable)
-    return {"kind": kind, "schema_id": schema_id, "text": text[:TEXT_MAX],
-            "size": len(value), "truncated": len(text) > TEXT_MAX}  # fmt: skip
+    out = {"kind": kind, "schema_id": schema_id, "text": text[:TEXT_MAX],
+           "size": len(value), "truncated": len(text) > TEXT_MAX}  # fmt: skip
+    return out if kind != "protobuf" else {**out, "message": message}
 
 
 def _jsonable(obj: object) -> object:

@@ -198,7 +198,7 @@ message Person { string name = 1; int32 age = 2; }
 """
 
 
-def _message_class(text: str, name: str) -> Any:
+def _message_class(text: str, name: str, package: str = "sr") -> Any:
     """The protobuf class of message `name` in a .proto text: compiled by protoc (as the
     registry does), its descriptor added to a pool of its own (what a _pb2 module does)."""
     pool = descriptor_pool.DescriptorPool()
@@ -206,7 +206,7 @@ def _message_class(text: str, name: str) -> Any:
     file.CopyFrom(protobuf_compat.parse(text).file)
     file.name = "person.proto"
     pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"sr.{name}"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{name}"))
 
 
 def test_protobuf_round_trip_then_incompatible_refused_and_compatible_versioned(
@@ -322,6 +322,37 @@ def test_every_broker_sees_the_same_ids_and_versions(
     assert len(got) == 1
     for url in urls:
         assert registry(url).get_versions(slashed) == [1]
+
+
+def test_normalize_gives_two_spellings_one_id(
+    cluster3: LocalCluster, urls: list[str], topic: str, registry: Clients
+) -> None:
+    """`normalize.schemas` (confluent-kafka's serializer setting, `?normalize=true`): an Avro
+    schema spelled otherwise (a namespace apart, `{"type": "string"}`) gets the id of the
+    first; without it, a second version. A Protobuf `.proto` text and its base64 descriptor
+    are one schema with it."""
+    ns = topic.replace("-", "_")
+    one = _user(namespace=ns)
+    other = json.dumps({"name": f"{ns}.User", "type": "record", "fields": [
+        {"name": "name", "type": {"type": "string"}}, {"type": "int", "name": "age"}]})  # fmt: skip
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    client = registry(urls[0])
+    AvroSerializer(client, one, conf={"normalize.schemas": True})({"name": "a", "age": 1}, ctx)
+    serialize = AvroSerializer(registry(urls[1]), other, conf={"normalize.schemas": True})
+    framed = serialize({"name": "b", "age": 2}, ctx)
+    first = client.get_latest_version(f"{topic}-value")
+    assert framed is not None and int.from_bytes(framed[1:5], "big") == first.schema_id
+    assert client.get_versions(f"{topic}-value") == [1]
+    assert client.lookup_schema(f"{topic}-value", Schema(other), normalize_schemas=True
+                                ).schema_id == first.schema_id  # fmt: skip
+    # without normalize the other spelling is another schema (a fresh client: no cache)
+    assert registry(urls[2]).register_schema(f"{topic}-value", Schema(other)) != first.schema_id
+    # Protobuf: the .proto text, then its descriptor (what ProtobufSerializer sends)
+    text = PERSON_PROTO.replace("package sr;", f"package {ns};")
+    descriptor = base64.b64encode(protobuf_compat.parse(text).file.SerializeToString()).decode()
+    ids = {client.register_schema(f"{topic}-proto", Schema(t, "PROTOBUF"),
+                                  normalize_schemas=True) for t in (text, descriptor)}  # fmt: skip
+    assert len(ids) == 1 and client.get_versions(f"{topic}-proto") == [1]
 
 
 def test_confluent_error_codes_and_deletes(urls: list[str], topic: str) -> None:
@@ -451,13 +482,21 @@ async def test_the_console_shows_subjects_and_decodes_framed_records(
 
     from deploy.console import server
 
-    subject, schema = f"{topic}-value", _user(namespace=topic.replace("-", "_"))
+    ns = topic.replace("-", "_")
+    subject, schema = f"{topic}-value", _user(namespace=ns)
+    pet = _message_class(f'syntax = "proto3";\npackage {ns};\nmessage Person {{ string name = 1; '
+                         "message Pet { string kind = 1; int32 lives = 2; } }\n", "Person.Pet",
+                         ns)  # fmt: skip
     with SchemaRegistryClient({"url": urls[0]}) as client:
         serialize = AvroSerializer(client, schema)
         producer = Producer({"bootstrap.servers": cluster3.kafka_bootstrap})
         ctx = SerializationContext(topic, MessageField.VALUE)
         producer.produce(topic, value=serialize({"name": "ann", "age": 7}, ctx))
         producer.produce(topic, value=b"not framed")
+        pb_ctx = SerializationContext(f"{topic}-pb", MessageField.VALUE)
+        producer.produce(
+            f"{topic}-pb", value=ProtobufSerializer(pet, client)(pet(kind="cat", lives=9), pb_ctx)
+        )
         assert producer.flush(30) == 0
         schema_id = client.get_latest_version(subject).schema_id
     assert http(f"{urls[0]}/config/{subject}", "PUT", {"compatibility": "FULL"})[0] == 200
@@ -481,6 +520,13 @@ async def test_the_console_shows_subjects_and_decodes_framed_records(
         assert [r["value"]["kind"] for r in records] == ["avro", "text"], records
         assert records[0]["value"]["schema_id"] == schema_id
         assert json.loads(records[0]["value"]["text"]) == {"name": "ann", "age": 7}
+        # Protobuf, written by confluent-kafka's ProtobufSerializer: a nested message, so
+        # the value carries message indexes [0, 0] before the message
+        browsed = await page.post("/api/browse", json={"topic": f"{topic}-pb"},
+                                  headers={server.CONTROL_HEADER: "1"})  # fmt: skip
+        [pet] = [r["value"] for r in (await browsed.json())["records"]]
+        assert (pet["kind"], pet["message"]) == ("protobuf", f"{ns}.Person.Pet"), pet
+        assert json.loads(pet["text"]) == {"kind": "cat", "lives": 9}
     finally:
         await page.close()
 

@@ -17,8 +17,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from broker.registry.auth import BasicAuth
 from broker.registry.metrics import RegistryMetrics, families
-from broker.registry.routes import FORWARDED, POSITION, Login, RegistryRoutes
+from broker.registry.routes import ENVELOPE, FORWARDED, POSITION, Login, RegistryRoutes
 from coordinator.schema_registry.errors import RegistryError
+from coordinator.schema_registry.service import RegistryService
 from protocol.clock import ManualClock
 from protocol.principal import ANONYMOUS, KafkaPrincipal
 from protocol.scram import ScramCredential, make_credential
@@ -49,11 +50,12 @@ async def door() -> AsyncIterator[Callable[..., Any]]:
 
     async def make(
         leader: bool = True, allow: Callable[[KafkaPrincipal, str, bool], bool] | None = None,
-        login: Login | None = None,
+        login: Login | None = None, forwards: Forwards | None = None,
+        svc: RegistryService | None = None,
     ) -> tuple[Client, Forwards]:  # fmt: skip
-        forwards = Forwards()
-        routes = RegistryRoutes(service(MemoryPartition(leader), ManualClock()), forwards, allow,
-                                login)  # fmt: skip
+        forwards = forwards or Forwards()
+        svc = svc or service(MemoryPartition(leader), ManualClock())
+        routes = RegistryRoutes(svc, forwards, allow, login)
         client: Client = TestClient(TestServer(routes.app()))
         await client.start_server()
         clients.append(client)
@@ -99,6 +101,36 @@ async def test_another_broker_forwards_writes_once(door: Callable[..., Any]) -> 
     again = await client.post("/subjects/s/versions", json={"schema": SCHEMA},
                               headers={FORWARDED: "1"})  # fmt: skip
     assert (again.status, (await again.json())["error_code"]) == (500, 50004)
+
+
+async def test_a_forwarded_write_is_seen_at_once_by_the_broker_that_forwarded_it(
+    door: Callable[..., Any],
+) -> None:
+    """The writer answers a forwarded write with the records it appended; the forwarding
+    broker applies them at once, before its replica has even fetched them (its replay would
+    wait a replica fetch for the new high watermark), and answers the client's body."""
+    writer, _ = await door()
+    enveloped = await writer.post("/subjects/s/versions", json={"schema": SCHEMA},
+                                  headers={FORWARDED: "1"})  # fmt: skip
+    assert enveloped.headers[ENVELOPE] == "1" and enveloped.headers[POSITION] == "1"
+    body = await enveloped.json()
+    assert body["answer"] == {"id": 1} and len(body["records"]) == 1
+
+    class Writer(Forwards):
+        async def forward(self, broker_id: int, request: web.Request, _: bytes) -> web.Response:
+            self.sent.append((broker_id, request.method, request.path))
+            out = web.json_response(body)
+            out.headers[POSITION], out.headers[ENVELOPE] = "1", "1"
+            return out
+
+    svc = service(MemoryPartition(leader=False), ManualClock())
+    client, forwards = await door(forwards=Writer(), svc=svc)
+    forwarded = await client.post("/subjects/s/versions", json={"schema": SCHEMA})
+    assert (forwarded.status, await forwarded.json()) == (200, {"id": 1})
+    assert forwards.sent == [(1, "POST", "/subjects/s/versions")]
+    assert svc.position == 0  # nothing replayed: the writer's records were applied
+    latest = await (await client.get("/subjects/s/versions/latest")).json()
+    assert (latest["id"], latest["version"]) == (1, 1)
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "code"), [

@@ -71,6 +71,23 @@ TABLE: list[tuple[str, str, str, bool, bool]] = [
      proto("message User { optional string name = 1; }", syntax="proto2"),
      proto("message User { optional string name = 1; required int32 age = 2; }",
            syntax="proto2"), False, False),
+    ("an int32 made required (proto2)",
+     proto("message User { optional int32 age = 1; }", syntax="proto2"),
+     proto("message User { required int32 age = 1; }", syntax="proto2"), False, False),
+    ("a string made required (proto2)",
+     proto("message User { optional string name = 1; }", syntax="proto2"),
+     proto("message User { required string name = 1; }", syntax="proto2"), True, True),
+    ("a message field made repeated",
+     proto("message User { A a = 1; } message A { int32 v = 1; }"),
+     proto("message User { repeated A a = 1; } message A { int32 v = 1; }"), True, True),
+    ("an enum field made repeated", proto("enum E { A = 0; } message User { E e = 1; }"),
+     proto("enum E { A = 0; } message User { repeated E e = 1; }"), False, False),
+    ("a field made proto3 optional", BASE,
+     proto("message User { string name = 1; optional int32 age = 2; }"), True, True),
+    ("reuse a reserved number", proto("message User { string name = 1; reserved 2; }"),
+     proto("message User { string name = 1; int32 age = 2; }"), True, True),
+    ("remove a field, its number reserved", BASE,
+     proto("message User { string name = 1; reserved 2; }"), True, True),
 ]  # fmt: skip
 
 

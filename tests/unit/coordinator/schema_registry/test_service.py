@@ -192,3 +192,21 @@ def test_a_topic_made_again_is_replayed_from_the_start() -> None:
     svc.log = fresh
     svc.catch_up()
     assert svc.state.subject_names() == ["t"] and svc.state.max_id == 1
+
+
+def test_a_forwarded_writes_records_stay_on_top_until_the_replay_passes_them() -> None:
+    """`apply_ahead`: the writer's records are seen at once; a replay step that brings in an
+    earlier record of the same key does not hide them; once past them, they are dropped."""
+    partition = MemoryPartition(leader=False)
+    partition.add(SchemaRecord("s", 1, 1, USER))  # registered: offset 0
+    partition.add(SchemaRecord("s", 1, 1, USER, deleted=True))  # the forwarded soft delete
+    svc = service(partition, ManualClock())
+    svc.apply_ahead([SchemaRecord("s", 1, 1, USER, deleted=True)], 2)
+    assert svc.state.subject_names() == []  # deleted at once, nothing replayed yet
+    partition.hw = 1  # the replica learns of the registration only
+    assert svc.catch_up() == 1 and svc.state.subject_names() == []  # still deleted
+    partition.hw = 2
+    assert svc.catch_up() == 1 and svc.state.subject_names() == [] and svc.position == 2
+    assert svc._ahead == []
+    svc.apply_ahead([SchemaRecord("t", 1, 2, USER)], 1)  # behind the replay: not applied
+    assert svc.state.subject_names(deleted=True) == ["s"]
