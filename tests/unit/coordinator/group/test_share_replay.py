@@ -6,13 +6,13 @@ nothing."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.group import records
+from coordinator.group import records, share_replay
 from coordinator.group import share_records as sr
-from coordinator.group import share_replay
 from coordinator.group.records import CoordinatorRecord
 from coordinator.group.share_group import (
     ShareConfig,
@@ -27,6 +27,7 @@ A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 CONFIG = ShareConfig(session_timeout_ms=1_000, heartbeat_interval_ms=100)
 SMALL = {"a": (A, 2), "b": (B, 1)}
 GROWN = {"a": (A, 3), "b": (B, 1)}
+Topics = dict[str, tuple[uuid.UUID, int]]
 
 
 class Log:
@@ -37,16 +38,14 @@ class Log:
         self.written: list[CoordinatorRecord] = []
         self.exists = False
 
-    def step(self, change: object) -> None:
+    def step(self, change: Callable[[ShareGroup], object]) -> None:
         before = share_replay.snapshot(self.group if self.exists else None)
-        change_fn = change if callable(change) else None
-        assert change_fn is not None
-        change_fn(self.group)
+        change(self.group)
         self.exists = True
         self.written += share_replay.changes("g", before, share_replay.snapshot(self.group))
 
     def beat(self, member: str, epoch: int, topics: tuple[str, ...] | None = None,
-             cluster: dict[str, tuple[uuid.UUID, int]] = SMALL, now_ms: int = 0) -> int:  # fmt: skip
+             cluster: Topics = SMALL, now_ms: int = 0) -> int:  # fmt: skip
         out = []
         self.step(lambda g: out.append(heartbeat(
             g, ShareHeartbeatIn("g", member, epoch, None, topics, "c-" + member, "/h"),
@@ -75,9 +74,9 @@ def test_a_join_writes_kafkas_records_in_kafkas_order() -> None:
     assert log.beat("m1", 0, ("a",)) == 1
     kinds = [(r.key.record_type, r.value is None) for r in log.written
              if isinstance(r.key, ShareGroupKey)]  # fmt: skip
-    assert kinds == [(sr.MEMBER_METADATA, False), (sr.GROUP_METADATA, False),
-                     (sr.TARGET_MEMBER, False), (sr.TARGET_METADATA, False),
-                     (sr.CURRENT_ASSIGNMENT, False), (sr.STATE_PARTITION_METADATA, False)]  # fmt: skip
+    assert kinds == [(k, False) for k in (sr.MEMBER_METADATA, sr.GROUP_METADATA,
+                     sr.TARGET_MEMBER, sr.TARGET_METADATA, sr.CURRENT_ASSIGNMENT,
+                     sr.STATE_PARTITION_METADATA)]  # fmt: skip
     by_kind = {r.key.record_type: r.value for r in log.written if isinstance(r.key, ShareGroupKey)}
     assert by_kind[sr.GROUP_METADATA] == {"epoch": 1, "metadata_hash": log.group.metadata_hash}
     assert log.group.metadata_hash != 0
