@@ -188,8 +188,9 @@ class ShareGroups:
 
     def tick(self, now_ms: int) -> None:
         """Expire silent members (their records written in the background)."""
-        for owned in self.host.ready_shards():
-            topics = self.topics() if owned.shard.share else {}
+        shards = [o for o in self.host.ready_shards() if o.shard.share]
+        topics = self.topics() if shards else {}
+        for owned in shards:
             for group in list(owned.shard.share.values()):
                 before = share_replay.snapshot(group)
                 timeout = self.config(group.group_id).session_timeout_ms
