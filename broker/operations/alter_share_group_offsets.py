@@ -61,7 +61,7 @@ async def run(
     if not rules.allows(ctx, session, rules.READ, rules.GROUP, gid, api=API):
         err = rules.refusal(session, rules.READ, rules.GROUP, gid)
         return AlterShareGroupOffsetsResult(err.code, err.message)
-    found = share_offsets.must_be_empty(share_offsets.find(ctx, gid, create=True), gid)
+    found = share_offsets.must_be_empty(await share_offsets.find(ctx, gid, create=True), gid)
     if found.error_code != NONE or found.group is None:
         return AlterShareGroupOffsetsResult(found.error_code, found.error_message)
     refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, {t for t, _ in req.topics},
@@ -76,7 +76,7 @@ async def run(
             continue
         topics.append(await _topic(ctx, gid, topic, parts))
         if any(p.error_code == NONE for p in topics[-1].partitions):
-            found.group.state_topics.add(topic)
+            await ctx.groups.share.set_state_topic(gid, topic, True)  # written
     return AlterShareGroupOffsetsResult(NONE, None, tuple(topics))
 
 

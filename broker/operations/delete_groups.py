@@ -61,5 +61,5 @@ async def _delete_share_state(ctx: BrokerContext, gid: str) -> int:
         deleted = await delete_topic_state(ctx, gid, topic)
         if deleted.error_code not in (0, 3):  # an unknown (deleted) topic has no state left
             return deleted.error_code
-        group.state_topics.discard(topic)
+        await ctx.groups.share.set_state_topic(gid, topic, False)  # written
     return 0

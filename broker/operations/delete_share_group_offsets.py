@@ -51,7 +51,7 @@ async def run(
     if not rules.allows(ctx, session, rules.DELETE, rules.GROUP, gid, api=API):
         err = rules.refusal(session, rules.DELETE, rules.GROUP, gid)
         return DeleteShareGroupOffsetsResult(err.code, err.message)
-    found = share_offsets.must_be_empty(share_offsets.find(ctx, gid), gid)
+    found = share_offsets.must_be_empty(await share_offsets.find(ctx, gid), gid)
     if found.error_code != NONE or found.group is None:
         return DeleteShareGroupOffsetsResult(found.error_code, found.error_message)
     refused = rules.denied(ctx, session, rules.READ, rules.TOPIC, req.topics, api=API)
@@ -63,7 +63,7 @@ async def run(
             continue
         deleted = await delete_topic_state(ctx, gid, topic)
         if deleted.error_code == NONE:
-            found.group.state_topics.discard(topic)
+            await ctx.groups.share.set_state_topic(gid, topic, False)  # written
         out.append(deleted)
     return DeleteShareGroupOffsetsResult(NONE, None, tuple(out))
 

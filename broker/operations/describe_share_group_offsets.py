@@ -87,7 +87,7 @@ async def run(
 
 
 async def _group(ctx: BrokerContext, session: Session, asked: AskedGroup) -> GroupOffsets:
-    found = share_offsets.find(ctx, asked.group_id)
+    found = await share_offsets.find(ctx, asked.group_id)
     if found.group is None:
         return GroupOffsets(asked.group_id, (), found.error_code, found.error_message)
     named = asked.topics is not None

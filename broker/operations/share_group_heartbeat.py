@@ -2,7 +2,7 @@
 the member id it made and its subscribed topic names), heartbeats and leaves (-1); the
 coordinator (coordinator/group/share_service.py) answers the member epoch, the heartbeat
 interval and, when it changed, the member's partitions by topic id (several members may share
-one partition).
+one partition), once the group's records are written to `__consumer_offsets`.
 
 Refusals, in order (Kafka 4.2): no Read on the group (GROUP_AUTHORIZATION_FAILED), no Describe
 on a subscribed topic name (TOPIC_AUTHORIZATION_FAILED, naming them); then the coordinator's:
@@ -50,7 +50,7 @@ class ShareGroupHeartbeatResult:
     assignment: tuple[AssignedTopic, ...] | None = None  # None: unchanged (or an error)
 
 
-def run(
+async def run(
     ctx: BrokerContext, session: Session, req: ShareGroupHeartbeat
 ) -> ShareGroupHeartbeatResult:
     names = req.subscribed_topic_names
@@ -59,7 +59,7 @@ def run(
         return ShareGroupHeartbeatResult(refused.code, refused.message)
     beat = ShareHeartbeatIn(req.group_id, req.member_id, req.member_epoch, req.rack_id, names,
                             req.client_id, req.client_host)  # fmt: skip
-    return _result(ctx, ctx.groups.share.heartbeat(beat, ctx.clock.monotonic_ms()))
+    return _result(ctx, await ctx.groups.share.heartbeat(beat, ctx.clock.monotonic_ms()))
 
 
 def _result(ctx: BrokerContext, out: ShareHeartbeatOut) -> ShareGroupHeartbeatResult:

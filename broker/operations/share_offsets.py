@@ -29,12 +29,12 @@ class Found:
     group: ShareGroup | None = None
 
 
-def find(ctx: BrokerContext, group_id: str, *, create: bool = False) -> Found:
+async def find(ctx: BrokerContext, group_id: str, *, create: bool = False) -> Found:
     """The share group `group_id` at its coordinator, or why not: NOT_COORDINATOR or loading,
     GROUP_ID_NOT_FOUND (no group, or one of another type). `create` makes an Empty one for an
     id no group has (AlterShareGroupOffsets, as Kafka's)."""
     share = ctx.groups.share
-    code, group = share.find_or_create(group_id) if create else share.find(group_id)
+    code, group = await share.find_or_create(group_id) if create else share.find(group_id)
     if code == NONE and group is not None:
         return Found(NONE, None, group)
     if code not in (NONE, GROUP_ID_NOT_FOUND):

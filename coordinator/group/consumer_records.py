@@ -87,7 +87,7 @@ SCHEMAS: dict[int, tuple[tuple[str, str], ...]] = {
 # ----- writing ----------------------------------------------------------------------------
 
 
-def _uvarint(n: int) -> bytes:
+def uvarint(n: int) -> bytes:
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -99,41 +99,41 @@ def _uvarint(n: int) -> bytes:
             return bytes(out)
 
 
-def _cstr(s: str | None) -> bytes:
+def cstr(s: str | None) -> bytes:
     if s is None:
         return b"\x00"
     raw = s.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return uvarint(len(raw) + 1) + raw
 
 
-def _tps(tps: Mapping[uuid.UUID, frozenset[int] | list[int]]) -> bytes:
-    out = [_uvarint(len(tps) + 1)]
+def tps_bytes(tps: Mapping[uuid.UUID, frozenset[int] | list[int]]) -> bytes:
+    out = [uvarint(len(tps) + 1)]
     for topic_id in sorted(tps, key=str):
         parts = sorted(tps[topic_id])
-        out.append(topic_id.bytes + _uvarint(len(parts) + 1))
+        out.append(topic_id.bytes + uvarint(len(parts) + 1))
         out.append(b"".join(struct.pack(">i", p) for p in parts) + b"\x00")
     return b"".join(out)
 
 
 def _topics(topics: list[dict[str, Any]]) -> bytes:
-    out = [_uvarint(len(topics) + 1)]
+    out = [uvarint(len(topics) + 1)]
     for t in topics:
-        out.append(t["topic_id"].bytes + _cstr(t["topic_name"]))
+        out.append(t["topic_id"].bytes + cstr(t["topic_name"]))
         out.append(struct.pack(">i", t["num_partitions"]) + b"\x01\x00")  # no racks; no tags
     return b"".join(out)
 
 
-def _field(kind: str, v: Any) -> bytes:
+def encode_field(kind: str, v: Any) -> bytes:
     if kind == "int32":
         return struct.pack(">i", v)
     if kind == "int8":
         return struct.pack(">b", v)
     if kind in ("string", "nstring"):
-        return _cstr(v)
+        return cstr(v)
     if kind == "strings":
-        return _uvarint(len(v) + 1) + b"".join(_cstr(s) for s in v)
+        return uvarint(len(v) + 1) + b"".join(cstr(s) for s in v)
     if kind == "tps":
-        return _tps(v)
+        return tps_bytes(v)
     return _topics(v)
 
 
@@ -149,27 +149,27 @@ def encode_key(key: ConsumerKey) -> bytes:
 def _classic(value: Mapping[str, Any]) -> bytes:
     """ClassicMemberMetadata as a flexible struct (its own empty tagged fields at the end)."""
     protocols = value["supported_protocols"]
-    out = [struct.pack(">i", value["session_timeout_ms"]), _uvarint(len(protocols) + 1)]
+    out = [struct.pack(">i", value["session_timeout_ms"]), uvarint(len(protocols) + 1)]
     for name, metadata in protocols:
-        out += [_cstr(name), _uvarint(len(metadata) + 1), bytes(metadata), b"\x00"]
+        out += [cstr(name), uvarint(len(metadata) + 1), bytes(metadata), b"\x00"]
     return b"".join(out) + b"\x00"
 
 
 def encode_value(record_type: int, value: Mapping[str, Any] | None) -> bytes | None:
     if value is None:
         return None
-    body = b"".join(_field(kind, value[name]) for name, kind in SCHEMAS[record_type])
+    body = b"".join(encode_field(kind, value[name]) for name, kind in SCHEMAS[record_type])
     classic = value.get("classic_member_metadata") if record_type == MEMBER_METADATA else None
     if classic is None:
         return b"\x00\x00" + body + b"\x00"  # version 0 ... no tagged fields
     tagged = _classic(classic)
-    return b"\x00\x00" + body + b"\x01\x00" + _uvarint(len(tagged)) + tagged
+    return b"\x00\x00" + body + b"\x01\x00" + uvarint(len(tagged)) + tagged
 
 
 # ----- reading ----------------------------------------------------------------------------
 
 
-def _read_field(r: RecordReader, kind: str) -> Any:
+def read_field(r: RecordReader, kind: str) -> Any:
     if kind == "int32":
         return r.num(">i")
     if kind == "int8":
@@ -218,15 +218,15 @@ def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
     version = r.num(">h")
     if version != 0:
         raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
-    value = {name: _read_field(r, kind) for name, kind in SCHEMAS[record_type]}
-    tagged = _tagged(r)
+    value = {name: read_field(r, kind) for name, kind in SCHEMAS[record_type]}
+    tagged = read_tagged(r)
     if record_type == MEMBER_METADATA:
         raw = tagged.get(0)
         value["classic_member_metadata"] = None if raw is None else _read_classic(raw)
     return value
 
 
-def _tagged(r: RecordReader) -> dict[int, bytes]:
+def read_tagged(r: RecordReader) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     for _ in range(r.uvarint()):
         tag = r.uvarint()

@@ -50,6 +50,7 @@ from coordinator.group.group import (
 )
 from coordinator.group.group_configs import GroupConfigs
 from coordinator.group.records import CoordinatorRecord, GroupKey, offset_record
+from coordinator.group.shard import GroupShard
 from coordinator.group.states import State
 from coordinator.runtime.log import ClusterView
 from coordinator.runtime.runtime import CoordinatorRuntime, Owned, Spawner
@@ -153,12 +154,12 @@ class GroupHost(Protocol):
     def metadata(self) -> ClusterView: ...
 
     @property
-    def runtime(self) -> CoordinatorRuntime[dict[str, Group], CoordinatorRecord]: ...
+    def runtime(self) -> CoordinatorRuntime[GroupShard, CoordinatorRecord]: ...
 
     @property
-    def owned(self) -> dict[int, Owned[dict[str, Group]]]: ...
+    def owned(self) -> dict[int, Owned[GroupShard]]: ...
 
-    def locate(self, group_id: str) -> tuple[Owned[dict[str, Group]] | None, int]: ...
+    def locate(self, group_id: str) -> tuple[Owned[GroupShard] | None, int]: ...
 
     @property
     def tasks(self) -> Spawner: ...
@@ -232,7 +233,7 @@ class ConsumerGroups:
         if consumer is None:  # a new group, or an empty classic one taken over
             consumer = group.consumer = ConsumerGroup(req.group_id)
         if req.member_epoch == cg.LEAVE_EPOCH and self._downgrade_due(consumer, req.member_id):
-            code = await self._append(owned, self._downgrade(group, req.member_id))
+            code = await self.append_or_reload(owned, self._downgrade(group, req.member_id))
             return HeartbeatOut(code, None, req.member_id, cg.LEAVE_EPOCH)
         now = self.co.clock.monotonic_ms()
         out = consumer_heartbeat.heartbeat(consumer, req, self.topics(), now, config, new_member_id)
@@ -240,7 +241,7 @@ class ConsumerGroups:
             group.consumer = None  # a refused first join leaves no group behind
         records = upgrade + out.records
         if records:
-            code = await self._append(owned, records)
+            code = await self.append_or_reload(owned, records)
             if code != NONE:
                 return HeartbeatOut(
                     code, "the group's records could not be replicated", req.member_id or None
@@ -316,7 +317,7 @@ class ConsumerGroups:
         ):  # the last consumer-protocol member's instance came back classic: downgrade
             records = records + self._downgrade(group, "")
         if records:
-            code = await self._append(owned, records)
+            code = await self.append_or_reload(owned, records)
             if code != NONE:
                 return ClassicJoinAnswer(code, -1, None, None, "", answer.member_id)
         if answer.code != NONE:
@@ -361,9 +362,9 @@ class ConsumerGroups:
             now, config = self.co.clock.monotonic_ms(), self.config(group.group_id)
             records = consumer_heartbeat.fence(consumer, member.member_id, self.topics(), now,
                                                config)  # fmt: skip
-        return await self._append(owned, records)
+        return await self.append_or_reload(owned, records)
 
-    async def _append(self, owned: Any, records: list[CoordinatorRecord]) -> int:
+    async def append_or_reload(self, owned: Any, records: list[CoordinatorRecord]) -> int:
         """Append with acks=all. The records are in memory already: if they could not be
         written while this broker still leads the partition, memory is ahead of the log, so
         the partition is given up and loaded again from the log (Kafka reverts to its last
@@ -371,7 +372,7 @@ class ConsumerGroups:
         code, index = int(await self.co.runtime.append(owned, records)), owned.index
         if code != NONE and self.co.owned.get(index) is owned:
             log.warning(
-                "%d KIP-848 records not written (error %d): reloading offsets "
+                "%d group records not written (error %d): reloading offsets "
                 "partition %d from its log",
                 len(records),
                 code,
@@ -393,7 +394,7 @@ class ConsumerGroups:
         else:
             records = consumer_heartbeat.tick(consumer, self.topics(), now_ms, config)
         if records:
-            self.co.tasks.spawn(self._append(owned, records))
+            self.co.tasks.spawn(self.append_or_reload(owned, records))
         return bool(records)
 
     def is_consumer_group(self, group_id: str) -> bool:
@@ -494,7 +495,7 @@ class ConsumerGroups:
             return InconsistentGroupProtocolError.code
         records = consumer_replay.delete_records(consumer)
         group.consumer = None
-        return await self._append(owned, records)
+        return await self.append_or_reload(owned, records)
 
     async def delete(self, owned: Any, group: Group) -> int:
         consumer = consumer_of(group)
@@ -504,4 +505,4 @@ class ConsumerGroups:
             return NonEmptyGroupError.code
         records = consumer_replay.delete_records(consumer)
         group.consumer = None
-        return await self._append(owned, records)
+        return await self.append_or_reload(owned, records)

@@ -18,6 +18,7 @@ from coordinator.group import offsets as offset_ops
 from coordinator.group.consumer_service import ConsumerGroups
 from coordinator.group.group import Group
 from coordinator.group.records import CoordinatorRecord, OffsetKey
+from coordinator.group.shard import GroupShard
 from coordinator.runtime.runtime import CoordinatorRuntime, Owned
 from protocol.api.group import (
     FetchedOffset,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from protocol.clock import Clock
 
 NONE = 0
-Groups = dict[str, Group]
+Groups = GroupShard
 
 
 class OffsetHost(Protocol):

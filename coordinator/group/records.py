@@ -5,6 +5,7 @@ Records are written in Kafka's own bytes, as Kafka 4.x writes them, in ordinary 
 
     0/1 OffsetCommit, 2 GroupMetadata (a Kafka client's classic group)  classic_records.py
     3-8 ConsumerGroup* (KIP-848 consumer groups)                        consumer_records.py
+    9-15 ShareGroup* (KIP-932 share groups)                             share_records.py
 
 Two records stay odradek's own msgpack, told apart by the key's first byte, a msgpack fixarray
 (0x9N), where a Kafka key has the high byte of its type (0x00):
@@ -49,6 +50,12 @@ from coordinator.group.consumer_records import decode_key as decode_consumer_key
 from coordinator.group.consumer_records import decode_value as decode_consumer_value
 from coordinator.group.consumer_records import encode_key as encode_consumer_key
 from coordinator.group.consumer_records import encode_value as encode_consumer_value
+from coordinator.group.share_records import RECORD_TYPES as SHARE_RECORD_TYPES
+from coordinator.group.share_records import ShareGroupKey
+from coordinator.group.share_records import decode_key as decode_share_key
+from coordinator.group.share_records import decode_value as decode_share_value
+from coordinator.group.share_records import encode_key as encode_share_key
+from coordinator.group.share_records import encode_value as encode_share_value
 from protocol.batch import build_batch
 from protocol.errors import CorruptMessageError
 
@@ -72,7 +79,7 @@ class GroupKey:
     group_id: str
 
 
-Key = OffsetKey | GroupKey | ConsumerKey
+Key = OffsetKey | GroupKey | ConsumerKey | ShareGroupKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,8 @@ def encode(record: CoordinatorRecord) -> list[tuple[bytes, bytes | None]]:
     key, value = record.key, record.value
     if isinstance(key, ConsumerKey):
         return [(encode_consumer_key(key), encode_consumer_value(key.record_type, value))]
+    if isinstance(key, ShareGroupKey):
+        return [(encode_share_key(key), encode_share_value(key.record_type, value))]
     if isinstance(key, OffsetKey):
         kafka_key = kafka.encode_offset_key(key.group_id, key.topic, key.partition)
         if value is not None:
@@ -173,6 +182,9 @@ def decode(key: bytes | None, value: bytes | None) -> CoordinatorRecord:
         raise CorruptMessageError("a coordinator record needs a key")
     if key[:1] and key[0] & 0xF0 == 0x90:  # a msgpack fixarray: odradek's own record
         return CoordinatorRecord(decode_key(key), decode_value(value))
+    if len(key) >= 2 and struct.unpack_from(">h", key)[0] in SHARE_RECORD_TYPES:
+        skey = decode_share_key(key)
+        return CoordinatorRecord(skey, decode_share_value(skey.record_type, value))
     if len(key) < 2 or struct.unpack_from(">h", key)[0] not in kafka.RECORD_TYPES:
         ckey = decode_consumer_key(key)
         return CoordinatorRecord(ckey, decode_consumer_value(ckey.record_type, value))

@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coordinator.group import classic, consumer_service, membership
+from coordinator.group import classic, consumer_service, membership, share_replay
 from coordinator.group import group as group_ops
 from coordinator.group import offsets as offset_ops
 from coordinator.group.classic_in_consumer import ClassicJoin
@@ -44,7 +44,9 @@ from coordinator.group.records import (
     decode,
     partition_for,
 )
+from coordinator.group.shard import GroupShard
 from coordinator.group.share_group import ShareConfig
+from coordinator.group.share_records import ShareGroupKey
 from coordinator.group.share_service import ShareGroups
 from coordinator.group.states import State, kafka_name
 from coordinator.internal_topics import OFFSETS_SEGMENT_BYTES, OFFSETS_TOPIC_CONFIGS
@@ -98,13 +100,15 @@ class GroupConfig:
     share: ShareConfig = field(default_factory=ShareConfig)  # KIP-932 group.share.*
 
 
-Groups = dict[str, Group]  # one offsets partition's shard: its groups by id
+Groups = GroupShard  # one offsets partition's shard: its groups by id (shard.py)
 GroupOwned = Owned[Groups]
 
 
 def _replay(groups: Groups, record: CoordinatorRecord, now_ms: int) -> None:
     if isinstance(record.key, ConsumerKey):  # KIP-848 records: Kafka's types 3-8
         consumer_service.replay(groups, record, now_ms)
+    elif isinstance(record.key, ShareGroupKey):  # KIP-932 records: Kafka's types 9-15
+        share_replay.replay(groups.share, record.key, record.value)
     else:
         group_ops.replay(groups, record, now_ms)
 
@@ -136,7 +140,7 @@ class GroupCoordinator:
             config.topic_create_wait_ms,
         )  # fmt: skip
         self.runtime: CoordinatorRuntime[Groups, CoordinatorRecord] = CoordinatorRuntime(
-            spec, offsets_log, metadata, topics, clock, CODEC, lambda _: {},
+            spec, offsets_log, metadata, topics, clock, CODEC, lambda _: GroupShard(),
             config.append_timeout_ms, self._on_resign,
         )  # fmt: skip
         self._pending: dict[tuple[str, str], asyncio.Future[Any]] = {}  # JoinGroups waiting
@@ -152,12 +156,21 @@ class GroupCoordinator:
         share = config.share
         self.configs = configs or GroupConfigs(config.consumer, ConsumerBounds(), share=share)
         self.consumer = ConsumerGroups(self, self.configs, config.limits)  # KIP-848
-        self.share = ShareGroups(self, metadata, self.configs.share_config)  # KIP-932 (memory)
+        self.share = ShareGroups(self, metadata, self.configs.share_config)  # KIP-932
         self.offsets = GroupOffsets(self)  # commits, fetches, deletes (offset_service.py)
 
     @property
     def owned(self) -> dict[int, GroupOwned]:
         return self.runtime.owned
+
+    async def append_or_reload(self, owned: GroupOwned, records: list[CoordinatorRecord]) -> int:
+        return await self.consumer.append_or_reload(owned, records)
+
+    def spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+        self.tasks.spawn(coro)
+
+    def ready_shards(self) -> list[GroupOwned]:
+        return list(self.runtime.ready())
 
     # ----- life cycle -------------------------------------------------------------------------
 
@@ -434,7 +447,7 @@ class GroupCoordinator:
             owned, code = self.locate(gid)
             group = owned.shard.get(gid) if owned is not None else None
             if owned is not None and group is None:
-                code = self.share.delete(gid)  # a share group's, else GROUP_ID_NOT_FOUND
+                code = await self.share.delete(gid)  # a share group's, else GROUP_ID_NOT_FOUND
             if owned is not None and group is not None and group.members:
                 code = NonEmptyGroupError.code
             elif owned is not None and group is not None:

@@ -2,11 +2,15 @@
 its state and the pure operations of ShareGroupHeartbeat over it. No I/O; time is `now_ms`.
 
 State: the group epoch (bumped when a member joins or leaves, a subscription changes or a
-subscribed topic's partition count changes), the target assignment (the simple share assignor's
-answer, share_assignor.py) and its epoch, the topics it was computed with, and per member its
-subscription, epoch, assigned partitions and session deadline. Share groups have no revocation
-step (several members may read one partition): a member's epoch jumps to the assignment epoch
-at its next heartbeat, which carries its new partitions.
+subscribed topic's partition count changes), the hash of the subscribed topics' metadata it
+was bumped for (`metadata_hash`, Kafka 4.1's MetadataHash: 0 for none), the target assignment
+(the simple share assignor's answer, share_assignor.py) and its epoch, the topics whose share
+state may exist (`state_topics`), and per member its subscription, epoch (and the one before),
+assigned partitions and session deadline. Share groups have no revocation step (several members
+may read one partition): a member's epoch jumps to the assignment epoch at its next heartbeat,
+which carries its new partitions. All but the session deadlines is written to
+`__consumer_offsets` (share_replay.py); a member loaded from it starts a fresh session at the
+first `expire` (its deadline 0 until then).
 
 Group states (Kafka's ShareGroupState): Empty (no members), Stable (members), Dead (deleted).
 
@@ -20,6 +24,8 @@ group.share.session.timeout.ms is removed (`expire`).
 from __future__ import annotations
 
 import enum
+import hashlib
+import struct
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,7 +69,8 @@ class ShareMember:
     client_host: str = ""
     subscribed_topic_names: frozenset[str] = frozenset()
     assignment: Assignment = field(default_factory=dict)
-    session_deadline_ms: int = 0
+    session_deadline_ms: int = 0  # 0: loaded from the log, its session not started yet
+    previous_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -73,10 +80,11 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    topics: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # assigned with
-    # the topics whose share partitions may have durable state (Kafka's initialized topics):
-    # every topic the group was assigned, or had offsets altered, until its offsets are deleted
-    state_topics: set[str] = field(default_factory=set)
+    metadata_hash: int = 0  # topics_hash of the subscribed topics the target was computed with
+    # the topics whose share partitions may have durable state (Kafka's initialized topics),
+    # name -> (topic id, partition count): every topic the group was assigned, or had offsets
+    # altered, until its offsets are deleted
+    state_topics: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
 
     @property
     def state(self) -> ShareGroupState:
@@ -147,7 +155,7 @@ def heartbeat(
     _refresh_target(group, topics, changed)
     assignment = None
     if member.epoch != group.assignment_epoch:
-        member.epoch = group.assignment_epoch
+        member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
         member.assignment = group.target.get(member.member_id, {})
         assignment = member.assignment
     return ShareHeartbeatOut(
@@ -177,8 +185,9 @@ def _refresh_target(group: ShareGroup, topics: TopicsView, changed: bool) -> Non
     """Bump the group epoch (once) when the membership changed (`changed`) or a subscribed
     topic did, and compute the target assignment when it is older than the group epoch."""
     seen = {t: topics[t] for t in sorted(group.subscribed_topics()) if t in topics}
-    if seen != group.topics:
-        group.topics = seen
+    hashed = topics_hash(seen)
+    if hashed != group.metadata_hash:
+        group.metadata_hash = hashed
         group.state_topics.update(seen)
         changed = True
     if changed:
@@ -186,8 +195,23 @@ def _refresh_target(group: ShareGroup, topics: TopicsView, changed: bool) -> Non
     if group.assignment_epoch == group.group_epoch:
         return
     subscriptions = {m.member_id: m.subscribed_topic_names for m in group.members.values()}
-    group.target = share_assignor.assign(subscriptions, group.topics)
+    group.target = share_assignor.assign(subscriptions, seen)
     group.assignment_epoch = group.group_epoch
+
+
+def topics_hash(topics: TopicsView) -> int:
+    """The subscribed topics' metadata as one signed 64-bit number, 0 for none: ShareGroupMetadata's
+    MetadataHash. Kafka hashes each topic's id, name, partition count and racks with XXH3 and
+    combines them; odradek hashes the ids, names and counts with BLAKE2b, which serves the same
+    purpose (a change of the subscribed topics is a new hash) without being Kafka's number."""
+    if not topics:
+        return 0
+    h = hashlib.blake2b(digest_size=8)
+    for name in sorted(topics):
+        topic_id, count = topics[name]
+        raw = name.encode()
+        h.update(topic_id.bytes + struct.pack(">H", len(raw)) + raw + struct.pack(">i", count))
+    return int(struct.unpack(">q", h.digest())[0]) or 1
 
 
 def remove(group: ShareGroup, member_id: str, topics: TopicsView) -> None:
@@ -197,8 +221,14 @@ def remove(group: ShareGroup, member_id: str, topics: TopicsView) -> None:
         _refresh_target(group, topics, True)
 
 
-def expire(group: ShareGroup, topics: TopicsView, now_ms: int) -> list[str]:
-    """Remove the members whose session passed; their ids."""
+def expire(
+    group: ShareGroup, topics: TopicsView, now_ms: int, session_timeout_ms: int
+) -> list[str]:
+    """Remove the members whose session passed; their ids. A member loaded from the log
+    (deadline 0) starts its session now."""
+    for m in group.members.values():
+        if m.session_deadline_ms == 0:
+            m.session_deadline_ms = now_ms + session_timeout_ms
     gone = [m.member_id for m in group.members.values() if m.session_deadline_ms <= now_ms]
     for member_id in gone:
         remove(group, member_id, topics)

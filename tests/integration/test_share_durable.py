@@ -1,6 +1,8 @@
-"""Durable share state (KIP-932's share coordinator, `__share_group_state`) with confluent-kafka
-2.16's ShareConsumer (members as processes of .venv-share, tests/integration/share_member.py):
-a SIGKILL of the share partition's leader, and of the share coordinator's broker under load.
+"""Durable share state (KIP-932's share coordinator, `__share_group_state`) and durable share
+groups (their records in `__consumer_offsets`) with confluent-kafka 2.16's ShareConsumer
+(members as processes of .venv-share, tests/integration/share_member.py): a SIGKILL of the
+share partition's leader, of the share coordinator's broker under load, and of the group
+coordinator's broker.
 
 Its own three-broker cluster (it kills brokers), the topic replicated on all three. What a
 member accepted before a kill is never delivered again; a record released before the leader's
@@ -12,6 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import TopicCollection
@@ -21,8 +24,12 @@ from client import Admin
 from client.types import NewTopic
 from deploy.cluster import LocalCluster
 from deploy.zookeeper import ZkProcess
-from protocol.kafka.versions import FIND_COORDINATOR
-from tests.integration.kafka_wire import addresses, call, wait_for
+from protocol.kafka.versions import (
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    FIND_COORDINATOR,
+    SHARE_GROUP_DESCRIBE,
+)
+from tests.integration.kafka_wire import addresses, call, find_coordinator, nested, wait_for
 from tests.integration.test_share_groups import (
     WAIT_S,
     Members,
@@ -157,3 +164,82 @@ def test_a_share_coordinator_sigkill_under_load_loses_no_acknowledgement(
     wait_for(lambda: members.lines("late"), "late to receive the new record", WAIT_S)
     members.stop()
     assert members.lines("late") == [(total, 1, "accept")]
+
+
+def described(cluster: LocalCluster, group: str) -> tuple[int, Any] | None:
+    """(coordinator id, the group's ShareGroupDescribe v1 answer) at its coordinator; None
+    while it has none ready (it moves, or loads)."""
+    found = find_coordinator(cluster.kafka_bootstrap, group)
+    if found is None:
+        return None
+    try:
+        (got,) = call(found[1], SHARE_GROUP_DESCRIBE, 1, group_ids=(group,),
+                      include_authorized_operations=False).groups  # fmt: skip
+    except OSError:
+        return None
+    return (found[0], got) if code(got.error_code) == 0 else None
+
+
+def start_offset(cluster: LocalCluster, group: str, topic: str) -> int | None:
+    """The share partition's start offset (SPSO) by DescribeShareGroupOffsets v1."""
+    found = find_coordinator(cluster.kafka_bootstrap, group)
+    if found is None:
+        return None
+    asked = nested(DESCRIBE_SHARE_GROUP_OFFSETS, 1, "DescribeShareGroupOffsetsRequestGroup",
+                   group_id=group, topics=None)  # fmt: skip
+    try:
+        (got,) = call(found[1], DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=(asked,)).groups
+    except OSError:
+        return None
+    parts = [p for t in got.topics if t.topic_name == topic for p in t.partitions]
+    return int(parts[0].start_offset) if parts and code(parts[0].error_code) == 0 else None
+
+
+def code(error: Any) -> int:
+    return int(getattr(error, "value", error))
+
+
+def epochs(group: Any) -> tuple[int, dict[str, int]]:
+    return int(group.group_epoch), {m.member_id: int(m.member_epoch) for m in group.members}
+
+
+def test_a_group_coordinator_sigkill_keeps_the_share_group_its_epoch_and_its_members(
+    cluster: LocalCluster, members: Members
+) -> None:
+    """The share group's records in `__consumer_offsets`: the broker coordinating the group is
+    SIGKILLed; the new coordinator loads the group from them, with the same group epoch and
+    members at their epochs, who consume on; nothing accepted before is delivered again."""
+    topic, group = members.topic, new_group(cluster)
+    names = ["m0", "m1", "brief"]
+    for name in names:
+        members.start(name, group)
+    produce(cluster, topic, 20)
+
+    def received() -> list[int]:
+        return sorted(o for n in names for o, _, _ in members.lines(n))
+
+    wait_for(lambda: set(received()) == set(range(20)), "20 records received", WAIT_S)
+    members.stop_one("brief")  # its join and leave move the group epoch past a fresh group's
+    wait_for(lambda: start_offset(cluster, group, topic) == 20, "all 20 accepted", WAIT_S)
+
+    def settled() -> tuple[int, Any] | None:  # two members, each at the assignment epoch
+        got = described(cluster, group)
+        if got is None or len(got[1].members) != 2:
+            return None
+        by_member = epochs(got[1])[1]
+        return got if set(by_member.values()) == {int(got[1].assignment_epoch)} else None
+
+    coordinator, before = wait_for(settled, "the group to settle with two members", WAIT_S)
+    assert int(before.group_epoch) >= 4  # three joins and a leave
+    cluster.kill(coordinator)
+    moved = wait_for(lambda: (d := described(cluster, group)) and d[0] != coordinator and d,
+                     "a new group coordinator to describe the group", WAIT_S)  # fmt: skip
+    assert epochs(moved[1]) == epochs(before), "the same group epoch, members and epochs"
+    produce(cluster, topic, 20)
+    wait_for(lambda: set(received()) >= set(range(40)), "records 20-39 received", WAIT_S)
+    after = described(cluster, group)
+    assert after is not None and epochs(after[1]) == epochs(before), "members kept their epochs"
+    members.stop()
+    got = received()
+    assert not [o for o in got if o < 20 and got.count(o) > 1], "nothing accepted came again"
+    assert set(got) == set(range(40))

@@ -40,6 +40,7 @@ from tests.unit.broker.operations.test_group_operations import (
 )
 from tests.unit.broker.operations.test_share_state_operations import coordinate_shares
 from tests.unit.broker.test_acl_rules import grant
+from tests.unit.coordinator.group.test_service import settle
 
 TOPIC_ID = uuid.UUID(int=7)
 ACCEPT, RELEASE, REJECT = 1, 2, 3
@@ -263,3 +264,45 @@ async def test_a_share_group_is_deleted_when_empty_and_its_id_refused_to_other_k
         assert await delete("s") == [("s", 0)]
         listed = await run(list_groups.run, b, list_groups.ListGroups(types=frozenset({"share"})))
         assert not listed.groups
+
+
+async def test_a_share_group_outlives_its_coordinator_loading_the_offsets_partition_again(
+    tmp_path: Path,
+) -> None:
+    """The share group's records in `__consumer_offsets` (coordinator/group/share_replay.py):
+    after the offsets partition is given up and loaded again from its log, the group has the
+    same epochs, members and assignments, a member heartbeats on at its epoch, and a deleted
+    group stays deleted."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        await give_id(b, "t")
+        await coordinate_groups(b, clock)
+        await coordinate_shares(b)
+        one = await run(share_group_heartbeat.run, b, hb("m1", 0, ("t",)))
+        two = await run(share_group_heartbeat.run, b, hb("m2", 0, ("t",)))
+        caught_up = await run(share_group_heartbeat.run, b, hb("m1", one.member_epoch))
+        asked = share_group_describe.ShareGroupDescribe(("s",))
+        (before,) = (await run(share_group_describe.run, b, asked)).groups
+
+        async def reload() -> None:
+            groups = b.ctx.groups
+            (index,) = groups.owned
+            groups.runtime.resign(index)
+            groups.on_leadership_change()
+            await settle(groups)
+
+        await reload()
+        (after,) = (await run(share_group_describe.run, b, asked)).groups
+        assert after == before and after.group_epoch == two.member_epoch
+        assert [m.member_epoch for m in after.members] == [caught_up.member_epoch] * 2
+        again = await run(share_group_heartbeat.run, b, hb("m1", caught_up.member_epoch))
+        assert (again.error_code, again.member_epoch, again.assignment) == (
+            0, caught_up.member_epoch, None)  # fmt: skip
+        for member in ("m1", "m2"):
+            assert (await run(share_group_heartbeat.run, b, hb(member, -1))).error_code == 0
+        got = await run(delete_groups.run, b, delete_groups.DeleteGroups(("s",)))
+        assert [r.error_code for r in got.results] == [0]
+        await reload()
+        (gone,) = (await run(share_group_describe.run, b, asked)).groups
+        assert gone.error_code == GROUP_ID_NOT_FOUND

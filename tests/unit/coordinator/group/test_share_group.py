@@ -76,7 +76,16 @@ def test_silent_members_expire() -> None:
     group = ShareGroup("s")
     beat(group, "a", 0, ("t",), now_ms=0)
     beat(group, "b", 0, ("t",), now_ms=500)
-    assert expire(group, TOPICS, 999) == []
-    assert expire(group, TOPICS, 1_000) == ["a"]
-    assert expire(group, TOPICS, 1_500) == ["b"]
+    assert expire(group, TOPICS, 999, 1_000) == []
+    assert expire(group, TOPICS, 1_000, 1_000) == ["a"]
+    assert expire(group, TOPICS, 1_500, 1_000) == ["b"]
     assert group.state is ShareGroupState.EMPTY and group.target == {}
+
+
+def test_a_member_loaded_from_the_log_starts_its_session_at_the_first_expiry() -> None:
+    group = ShareGroup("s")
+    beat(group, "a", 0, ("t",), now_ms=0)
+    group.members["a"].session_deadline_ms = 0  # as replay leaves it
+    assert expire(group, TOPICS, 5_000, 1_000) == []  # its session starts now
+    assert group.members["a"].session_deadline_ms == 6_000
+    assert expire(group, TOPICS, 6_000, 1_000) == ["a"]
