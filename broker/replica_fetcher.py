@@ -28,6 +28,14 @@ leader would otherwise drop it by lag). A network failure closes the connection 
 the whole fetcher backs off and reconnects. Backoffs and long polls are measured on the event
 loop's clock (this is the network edge); the ISR decisions use the injected clock.
 
+Inline rounds: the fetcher's task does not wake for each answer. A fetch is written with
+`send_now` and an `InlineAnswer` (transport/connection.py) whose callback runs inside the read
+that brings the answer: it applies the answer and writes the next fetch there, in the same loop
+step (`_follow`, `_next_inline`), so a follower confirms an append (its next fetch offset) one
+loop turn sooner than a task woken by a future would. The chain hands back to `run` when the
+next round needs it (nothing ready, a truncation, stopping, an error) and to an awaited `send`
+when no in-flight slot is free. Each fetch's timeout is a loop timer that fails its answer.
+
 `ReplicaFetcherManager.steps` counts each follower step: from a fetch answer's arrival to the
 next fetch request sent (appending its records, moving the HW, building the request). It is
 the follower's share of an acks=all Produce's remote time at the leader, which waits for this
@@ -44,7 +52,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from broker.fetch_session_handler import FetchSessionHandler
+from broker.fetch_session_handler import FetchSessionHandler, SessionRequest
 from broker.histograms import BucketCounts
 from broker.log.appends import UnexpectedAppendOffsetError
 from broker.partition import Partition
@@ -53,7 +61,12 @@ from broker.replication_decisions import (
     out_of_range_restart,
     truncation_step,
 )
-from protocol.api.fetch import FetchPartition, FetchPartitionResponse, FetchRequest
+from protocol.api.fetch import (
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+)
 from protocol.api.metadata import BrokerInfo
 from protocol.api.replication import (
     EpochEndOffset,
@@ -66,8 +79,10 @@ from protocol.errors import (
     KafkaStorageError,
     OdradekError,
     OffsetOutOfRangeError,
+    RequestTimedOutError,
     for_code,
 )
+from transport.connection import InlineAnswer
 
 log = logging.getLogger("odradek.broker.replica_fetcher")
 NONE = 0
@@ -77,6 +92,10 @@ SOCKET_TIMEOUT_MS = 30_000  # Kafka's replica.socket.timeout.ms
 
 class Connection(Protocol):
     async def send(self, request: Any, timeout_ms: float | None = ...) -> Any: ...
+
+    def send_now(self, request: Any, answer: Any = ...) -> Any:
+        """Write now and return `answer`, settled when the response comes; None when that
+        would mean waiting (no free in-flight slot, or the socket above its mark)."""
 
     async def close(self) -> None: ...
 
@@ -127,6 +146,15 @@ class FetchState:
         return fp is not None and fp is self._asked
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """One fetch request and what it asked for (`wanted` per partition, the session's view)."""
+
+    request: FetchRequest
+    wanted: dict[Key, FetchPartition]
+    asked: SessionRequest
+
+
 def _now_ms() -> int:
     """Backoffs run on the event loop's clock: this module is the network edge."""
     return int(asyncio.get_running_loop().time() * 1000)
@@ -148,6 +176,7 @@ class ReplicaFetcher:
         self.session = FetchSessionHandler()  # KIP-227: each request names what moved
         self._answered_at: float | None = None  # when the last fetch answer arrived
         self._stopped = False
+        self.inline_fetches = 0  # fetches written inside the read of the answer before them
         self.task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -293,6 +322,24 @@ class ReplicaFetcher:
     # ----- fetching -------------------------------------------------------------------------
 
     async def _fetch(self, conn: Connection, states: list[FetchState]) -> None:
+        """Fetch rounds: each answer is applied, and the next fetch written, inside the read
+        that brought it (`_follow`), until a round needs this loop (module docstring)."""
+        built: _Built | None = self._request(states)
+        while built is not None:
+            answer = InlineAnswer()
+            if conn.send_now(built.request, answer) is None:  # no free slot, or socket full
+                response = await conn.send(built.request, timeout_ms=self._timeout_ms())
+                self._answered(response, built)
+                return
+            rounds: asyncio.Future[_Built | None] = asyncio.get_running_loop().create_future()
+            self._follow(conn, answer, built, rounds)
+            built = await rounds
+
+    def _timeout_ms(self) -> int:
+        return self.manager.settings.wait_max_ms + SOCKET_TIMEOUT_MS
+
+    def _request(self, states: list[FetchState]) -> _Built:
+        """The next fetch of `states`; counts the follower step that ends with it."""
         settings = self.manager.settings
         max_bytes = settings.fetch_max_bytes
         wanted = {(s.partition.topic, s.partition.index): s.fetch_partition(max_bytes)
@@ -303,13 +350,60 @@ class ReplicaFetcher:
             settings.response_max_bytes, asked.topics, asked.session_id, asked.epoch,
             asked.forgotten,
         )  # fmt: skip
-        now = self.manager.now
         if self._answered_at is not None:
-            self.manager.steps.record(now() - self._answered_at)
+            self.manager.steps.record(self.manager.now() - self._answered_at)
         self._answered_at = None
-        response = await conn.send(request, timeout_ms=settings.wait_max_ms + SOCKET_TIMEOUT_MS)
-        self._answered_at = now()
-        if not self.session.on_response(asked, response):
+        return _Built(request, wanted, asked)
+
+    def _follow(
+        self, conn: Connection, answer: InlineAnswer, built: _Built,
+        rounds: asyncio.Future[_Built | None],
+    ) -> None:  # fmt: skip
+        """When `answer` comes (inside the connection's read), apply it and write the next
+        fetch there (`_next_inline`); `rounds` ends the chain: None when the next round needs
+        the loop (nothing ready, a truncation, stopping), a request built but not yet sent
+        (no free slot), or the failure (a timeout, a lost connection)."""
+        timeout_ms = self._timeout_ms()
+        timer = asyncio.get_running_loop().call_later(
+            timeout_ms / 1000, self._time_out, answer, timeout_ms
+        )
+
+        def on_answer(done: InlineAnswer) -> None:
+            timer.cancel()
+            if rounds.done():  # the fetcher stopped (its task was cancelled)
+                return
+            try:
+                self._answered(done.result(), built)
+                self._next_inline(conn, rounds)
+            except Exception as exc:  # handed to the fetcher's task, as an await raises it
+                if not rounds.done():
+                    rounds.set_exception(exc)
+
+        answer.add_done_callback(on_answer)
+
+    def _time_out(self, answer: InlineAnswer, timeout_ms: int) -> None:
+        answer.set_exception(RequestTimedOutError(
+            f"broker {self.leader_id}: no Fetch response within {timeout_ms} ms"
+        ))  # fmt: skip
+
+    def _next_inline(self, conn: Connection, rounds: asyncio.Future[_Built | None]) -> None:
+        """The next fetch, written in the step that applied the answer before it, as long as
+        it is a plain fetch on the same connection; else back to the loop in `run`."""
+        ready = self._ready()
+        if self._stopped or conn is not self._conn or not ready or any(s.truncating for s in ready):
+            rounds.set_result(None)
+            return
+        built = self._request(ready)
+        answer = InlineAnswer()
+        if conn.send_now(built.request, answer) is None:
+            rounds.set_result(built)  # `_fetch` sends it, waiting for a slot
+            return
+        self.inline_fetches += 1
+        self._follow(conn, answer, built, rounds)
+
+    def _answered(self, response: FetchResponse, built: _Built) -> None:
+        self._answered_at = self.manager.now()
+        if not self.session.on_response(built.asked, response):
             log.info("fetch session with broker %d: %s; starting a new one", self.leader_id,
                      for_code(response.error_code).name)  # fmt: skip
             return
@@ -317,6 +411,7 @@ class ReplicaFetcher:
         # in `wanted`): a LeaderAndIsr that arrives while the request is in flight replaces
         # the state (a new epoch), and an answer to the old epoch (e.g. FENCED_LEADER_EPOCH)
         # must not drop the new one.
+        wanted = built.wanted
         for topic in response.topics:
             for answer in topic.partitions:
                 key = (topic.name, answer.partition)
