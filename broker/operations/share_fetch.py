@@ -8,12 +8,18 @@ errors are the top-level code), the acknowledgements (each partition's
 member's acquired records go back) or only renews locks (`is_renew_ack`, v2), the fetch over
 the session's partitions, waiting up to `max_wait_ms` for something to acquire. The answer
 lists the partitions with records acquired, an error, or acknowledgements.
+
+The connection that opens a share session (epoch 0) ends it when it closes: the member's
+acquired records go back at once (SharePartitionManager.connection_closed), as Kafka's
+ShareSessionCache's ConnectionDisconnectListener, so a member that dies hands its records on
+without waiting for their lock.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import partial
 
 from broker.context import BrokerContext
 from broker.operations.share_requests import (
@@ -77,8 +83,11 @@ async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFet
         (group, member), req.session_epoch,
         [(names[p.topic_id], p.partition) for p in req.partitions if p.topic_id in names],
         [(names[t], p) for t, p in req.forgotten if t in names],
-        any(p.acks for p in req.partitions), ctx.clock.monotonic_ms(),
+        any(p.acks for p in req.partitions), ctx.clock.monotonic_ms(), session,
     )  # fmt: skip
+    if opened.session is not None and req.session_epoch == 0:  # opened on this connection
+        key = (group, member)
+        session.when_closed(("share", key), partial(share.connection_closed, key, session))
     lock_ms = share.settings(group).limits.record_lock_duration_ms
     if opened.error_code != NONE or opened.session is None:
         return ShareFetchResult(opened.error_code, None, lock_ms)

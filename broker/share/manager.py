@@ -217,6 +217,15 @@ class SharePartitionManager:
                 held.dirty = True
                 self._write_later(key, held)
 
+    def connection_closed(self, key: Key, connection: object) -> None:
+        """The connection that opened the member's share session closed (the member closed
+        its socket, or died): the session ends and the member's acquired records go back at
+        once, as Kafka's ShareSessionCache and SharePartitionManager do on a disconnect
+        (their delivery count stays: KAFKA-19972), not after their lock."""
+        session = self.sessions.close_for(key, connection)
+        if session is not None:
+            self.release_member(key[0], key[1], list(session.parts))
+
     def session_key(self, group_id: str, member_id: str) -> Key:
         return (group_id, member_id)
 
