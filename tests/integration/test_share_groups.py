@@ -412,7 +412,8 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
 ) -> None:
     """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
     describe (the partitions with their start offset and lag, --members, --state),
-    reset-offsets only once the group is Empty, and delete (DeleteGroups of a share group); the
+    reset-offsets and delete-offsets only once the group is Empty, and delete (DeleteGroups of
+    a share group); the
     console's groups view of the same group. The command's main() runs in this process (a process
     per call costs seconds of imports on a loaded machine)."""
     group = new_group(cluster)
@@ -450,6 +451,8 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         state = odradek("describe", group, "--state").splitlines()
         assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
         assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+        assert f"Share group '{group}' is not empty." in odradek(
+            "delete-offsets", group, "--topic", topic, code=1)  # fmt: skip
     # Empty now: its start offset moves back (AlterShareGroupOffsets), 4 records to deliver
     produce(cluster, topic, 4)
     dry = odradek("reset-offsets", group, "--topic", topic, "--to-offset", "1").splitlines()
@@ -468,6 +471,14 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     (described,) = kafka_wire.call(address, 90, 1, groups=(asked,)).groups
     assert [(t.topic_name, p.partition_index, p.start_offset, p.lag, p.error_code)
             for t in described.topics for p in t.partitions] == [(topic, 0, 0, 4, 0)]  # fmt: skip
+    # delete-offsets (kafka-share-groups.sh's --group and --topic): the state on the topic goes
+    gone = odradek("delete-offsets", "--group", group, "--topic", topic).splitlines()
+    assert [line.split() for line in gone] == [["TOPIC", "STATUS"], [topic, "Successful"]]
+    assert odradek("describe", group).splitlines()[1:] == []
+    assert cli.main(["share-groups", "delete-offsets", group, "--topic", "no-such-topic",
+                     "--bootstrap", cluster.bootstrap]) == 1  # fmt: skip
+    missing = capsys.readouterr().out.splitlines()
+    assert missing[1].split()[:2] == ["no-such-topic", "Error:"], missing
     assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
     assert group not in odradek("list").split()
     assert "is not a share group" in odradek("delete", "no-such-group", code=1)
