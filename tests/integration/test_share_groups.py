@@ -407,6 +407,48 @@ async def console_groups(cluster: LocalCluster) -> list[dict[str, object]]:
         await gatherer.close()
 
 
+async def console_share_rows(cluster: LocalCluster, group: str) -> list[dict[str, object]]:
+    """The console's rows of `group`'s share partitions, with the leaders' counts read from
+    their metrics as the console's refresh does (metadata, the cluster's brokers, then their
+    metrics)."""
+    from deploy.console.gather import Gatherer
+
+    gatherer = Gatherer(cluster.bootstrap, cluster.dir, timeout_ms=10_000)
+    try:
+        await gatherer._bounded("metadata", gatherer._metadata())
+        gatherer._processes()
+        await gatherer._dirty()
+        (shown,) = [g for g in await gatherer._groups() if g["id"] == group]
+        return list(shown["offsets"])  # type: ignore[call-overload]
+    finally:
+        await gatherer.close()
+
+
+def test_the_consoles_groups_view_shows_in_flight_and_archived_counts(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """Per share partition, the leader's in-flight count (SPEO - SPSO, Kafka's
+    InFlightMessageCount) and archived count, from its metrics, beside the start offset."""
+    group = new_group(cluster)
+    produce(cluster, topic, 3)
+    with ShareConsumer(cluster.bootstrap, group_id=group,
+                       share_acknowledgement_mode="explicit") as consumer:  # fmt: skip
+        consumer.subscribe([topic])
+        got = wait_for(lambda: consumer.poll(500), "records", WAIT_S)
+        consumer.acknowledge(got[0], "reject")  # archived
+        for record in got[1:]:
+            consumer.acknowledge(record, "release")  # Available again: still in flight
+        assert all(e is None for e in consumer.commit_sync().values())
+        want = {"topic": topic, "partition": 0, "committed": 1, "in_flight": len(got) - 1,
+                "archived": 1}  # fmt: skip
+
+        def shown() -> bool:
+            rows = asyncio.run(console_share_rows(cluster, group))
+            return [{k: r[k] for k in want} for r in rows] == [want]
+
+        wait_for(shown, f"the console's row {want}", WAIT_S)
+
+
 def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
