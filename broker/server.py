@@ -39,6 +39,10 @@ Per connection:
   loop over request_percentage, measured here around the handler call for every request but
   the exempt ones) goes into its answer's throttle field, and once that answer is written the
   connection is muted (not read) for that long: one timer per connection, cancelled on close.
+- Close: however the connection ends (the peer's close or death, a refusal, idleness, the
+  broker stopping), its tasks are cancelled and its session's close hooks run once
+  (`Session.closed()`: a share session's member gives back its acquired records, as Kafka's
+  ConnectionDisconnectListener).
 - Idle: `BrokerServer.check_idle()` closes connections with nothing pending and no traffic for
   `connections_max_idle_ms` by the injected clock; a periodic task calls it.
 
@@ -188,6 +192,7 @@ class Connection(ConnectionOut, asyncio.Protocol):
         if self.mute is not None:
             self.mute.cancel()
         self.ctx.quotas.take_mute(self.session)  # a throttle asked for and never applied
+        self.session.closed()  # its hooks (a share session's member gives back its records)
 
     def pause_writing(self) -> None:
         self.writing_paused = True

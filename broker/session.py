@@ -15,6 +15,10 @@ knows the principal it answers (authorization, quotas) without reaching into the
 - `client_id` and the client's software name and version (KIP-511, ApiVersions v3+), for logs.
 - `sasl`: the SASL exchange in progress, and `credential_expiry_ms` (KIP-368: past it, only a
   re-authentication is accepted), owned by broker/security/.
+- `on_close`: what to do when the connection closes, by key (a handler's narrow callback, as
+  Kafka's ConnectionDisconnectListener: a share session's member gives back its records).
+  The server calls `closed()` once, when the connection is lost; a hook added after that runs
+  at once.
 
 `Refusal` lives here too, below both the door (broker/doors.py) and the codecs that raise it
 (a failed SASL exchange's last answer, broker/codecs/*/sasl.py): the door imports the codecs.
@@ -22,7 +26,9 @@ knows the principal it answers (authorization, quotas) without reaching into the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.principal import ANONYMOUS, KafkaPrincipal
@@ -35,6 +41,8 @@ from transport.security import (
     uses_sasl,
     uses_tls,
 )
+
+log = logging.getLogger("odradek.broker.server")
 
 __all__ = [
     "PLAINTEXT",
@@ -75,6 +83,8 @@ class Session:
     client_software_version: str | None = None
     sasl: Any = None  # the SASL exchange in progress (broker/security/sasl.py)
     credential_expiry_ms: int | None = None  # KIP-368: re-authenticate before this
+    on_close: dict[Hashable, Callable[[], None]] = field(default_factory=dict)
+    is_closed: bool = False
 
     @classmethod
     def accepted(
@@ -83,6 +93,24 @@ class Session:
         """The session of a connection just accepted: unauthenticated on SASL listeners."""
         return cls(listener, security_protocol, peer_host, peer_port,
                    authenticated=not uses_sasl(security_protocol))  # fmt: skip
+
+    def when_closed(self, key: Hashable, hook: Callable[[], None]) -> None:
+        """Run `hook` when the connection closes (at once if it has); one hook per key."""
+        if self.is_closed:
+            hook()
+        else:
+            self.on_close[key] = hook
+
+    def closed(self) -> None:
+        """The connection is gone: run the hooks, each once (one failing does not stop the
+        others: it is logged)."""
+        self.is_closed = True
+        hooks, self.on_close = self.on_close, {}
+        for hook in hooks.values():
+            try:
+                hook()
+            except Exception:
+                log.exception("a connection-close hook failed")
 
     @property
     def peer(self) -> str:

@@ -1,5 +1,6 @@
-"""`odradek share-groups list|describe|reset-offsets|delete`: share groups (KIP-932) with
-kafka-share-groups.sh's flags and columns (client/group/share_admin.py does the work).
+"""`odradek share-groups list|describe|reset-offsets|delete-offsets|delete`: share groups
+(KIP-932) with kafka-share-groups.sh's flags and columns (client/group/share_admin.py does
+the work).
 
 odradek share-groups list                  one share group id a line
 odradek share-groups list --state [S,...]  GROUP STATE (only those in the states given:
@@ -18,6 +19,10 @@ odradek share-groups reset-offsets G (--topic T[:P,...] ... | --all-topics)
      --by-duration PnDTnHnMnS) [--dry-run | --execute]
                                            GROUP TOPIC PARTITION NEW-OFFSET; only an Empty
                                            group; without --execute nothing is changed
+odradek share-groups delete-offsets (G | --group G) --topic T [--topic T ...]
+                                           TOPIC STATUS (Successful, or Error: why): the
+                                           group's share state on those topics is deleted
+                                           (DeleteShareGroupOffsets); only an Empty group
 odradek share-groups delete G              only an Empty share group
 
 As Kafka's tool: describing an Empty group says on stderr that it has no active members; a
@@ -73,6 +78,15 @@ def add_parser(sub: Any, client: argparse.ArgumentParser, bootstrap: Callable[..
     run.add_argument("--dry-run", action="store_true", help="show the new offsets (default)")
     run.add_argument("--execute", action="store_true", help="change the offsets")
     reset.set_defaults(func=lambda a: _run(lambda sec: cmd_reset(bootstrap(a), a, sec), a))
+    forget = ssub.add_parser("delete-offsets", parents=[client],
+                             help="delete an Empty group's share state on topics")  # fmt: skip
+    forget.add_argument("group", metavar="GROUP", nargs="?")
+    forget.add_argument("--group", dest="group_flag", metavar="GROUP",
+                        help="the group (kafka-share-groups.sh's spelling)")  # fmt: skip
+    forget.add_argument("--topic", action="append", required=True, metavar="TOPIC",
+                        help="a topic whose share state to delete (repeat for more)")  # fmt: skip
+    forget.set_defaults(func=lambda a: _run(
+        lambda sec: cmd_delete_offsets(bootstrap(a), a, sec), a))  # fmt: skip
     delete = ssub.add_parser("delete", parents=[client], help="delete an Empty share group")
     delete.add_argument("group", metavar="GROUP")
     delete.set_defaults(func=lambda a: _run(lambda sec: cmd_delete(bootstrap(a), a.group, sec), a))
@@ -274,3 +288,23 @@ async def cmd_delete(bootstrap: str, group: str, security: dict[str, Any] | None
         await admin.delete_share_group(group)
     print(f"Deletion of requested share groups ('{group}') was successful.")
     return 0
+
+
+async def cmd_delete_offsets(
+    bootstrap: str, args: argparse.Namespace, security: dict[str, Any] | None = None
+) -> int:
+    """kafka-share-groups.sh --delete-offsets: TOPIC STATUS, one row a topic; 1 when any
+    topic's deletion failed."""
+    from protocol.errors import UsageError, for_code
+
+    if (args.group is None) == (args.group_flag is None):
+        raise UsageError("name the group once: GROUP or --group GROUP")
+    group = args.group or args.group_flag
+    async with _admin(bootstrap, security or {}) as admin:
+        results = await admin.delete_share_offsets(group, list(dict.fromkeys(args.topic)))
+    rows = []
+    for topic, (code, message) in sorted(results.items()):
+        why = message or str(for_code(code)(f"topic {topic!r}")) if code else ""
+        rows.append((topic, f"Error: {why}" if code else "Successful"))
+    print_lines(table_lines(("TOPIC", "STATUS"), rows))
+    return 1 if any(code for code, _ in results.values()) else 0

@@ -3,20 +3,24 @@ RELEASE, REJECT, GAP; RENEW from v2) of records it acquired, in its share sessio
 may not open one: INVALID_SHARE_SESSION_EPOCH; -1 acknowledges and closes it, giving back
 what the member still holds). Checks as ShareFetch's (share_requests.py); each partition's
 error code is its acknowledgement's, answered once the share partitions' state is written
-through the share coordinator (broker/share/manager.py), as Kafka answers.
+through the share coordinator (broker/share/manager.py), as Kafka answers. A partition
+answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader, and the
+answer the leaders' endpoints (KIP-951, share_requests.py `leader_hints`).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from broker.context import BrokerContext
 from broker.operations.share_requests import (
     NONE,
+    Endpoint,
     PartitionIn,
     acknowledge,
     group_refusal,
+    leader_hints,
     resolve,
 )
 from broker.session import Session
@@ -39,6 +43,7 @@ class Acknowledged:
     partition: int
     error_code: int = NONE
     error_message: str | None = None
+    current_leader: tuple[int, int] | None = None  # (id, epoch) with a leadership error
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,7 @@ class ShareAcknowledgeResult:
     error_message: str | None = None
     lock_timeout_ms: int = 0
     partitions: tuple[Acknowledged, ...] = ()
+    leader_endpoints: tuple[Endpoint, ...] = ()  # the hinted leaders' (share_requests.py)
 
 
 async def run(
@@ -76,4 +82,7 @@ async def run(
     if opened.closing:
         share.release_member(group, member, list(opened.session.parts))
         share.sessions.close((group, member))
-    return ShareAcknowledgeResult(NONE, None, lock_ms, tuple(out))
+    errored = [((a.topic_id, a.partition), names.get(a.topic_id, ""), a.error_code) for a in out]
+    leaders, nodes = leader_hints(ctx, session, errored)
+    out = [replace(a, current_leader=leaders.get((a.topic_id, a.partition))) for a in out]
+    return ShareAcknowledgeResult(NONE, None, lock_ms, tuple(out), nodes)

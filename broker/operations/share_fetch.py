@@ -7,22 +7,32 @@ errors are the top-level code), the acknowledgements (each partition's
 `acknowledge_error_code`), then, unless the request closes the session (epoch -1: the
 member's acquired records go back) or only renews locks (`is_renew_ack`, v2), the fetch over
 the session's partitions, waiting up to `max_wait_ms` for something to acquire. The answer
-lists the partitions with records acquired, an error, or acknowledgements.
+lists the partitions with records acquired, an error, or acknowledgements; one answered
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader, and the answer the
+leaders' endpoints (KIP-951, share_requests.py `leader_hints`).
+
+The connection that opens a share session (epoch 0) ends it when it closes: the member's
+acquired records go back at once (SharePartitionManager.connection_closed), as Kafka's
+ShareSessionCache's ConnectionDisconnectListener, so a member that dies hands its records on
+without waiting for their lock.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from broker.context import BrokerContext
 from broker.operations.share_requests import (
     NONE,
+    Endpoint,
     PartitionIn,
     Refused,
     TopicPart,
     acknowledge,
     group_refusal,
+    leader_hints,
     resolve,
 )
 from broker.session import Session
@@ -54,6 +64,7 @@ class PartitionOut:
     acknowledge_error_code: int = NONE
     records: bytes = b""
     acquired: tuple[Acquired, ...] = ()
+    current_leader: tuple[int, int] | None = None  # (id, epoch) with a leadership error
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,7 @@ class ShareFetchResult:
     error_message: str | None = None
     lock_timeout_ms: int = 0
     partitions: tuple[PartitionOut, ...] = ()  # grouped by topic by the codec
+    leader_endpoints: tuple[Endpoint, ...] = ()  # the hinted leaders' (share_requests.py)
 
 
 async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFetchResult:
@@ -77,8 +89,11 @@ async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFet
         (group, member), req.session_epoch,
         [(names[p.topic_id], p.partition) for p in req.partitions if p.topic_id in names],
         [(names[t], p) for t, p in req.forgotten if t in names],
-        any(p.acks for p in req.partitions), ctx.clock.monotonic_ms(),
+        any(p.acks for p in req.partitions), ctx.clock.monotonic_ms(), session,
     )  # fmt: skip
+    if opened.session is not None and req.session_epoch == 0:  # opened on this connection
+        key = (group, member)
+        session.when_closed(("share", key), partial(share.connection_closed, key, session))
     lock_ms = share.settings(group).limits.record_lock_duration_ms
     if opened.error_code != NONE or opened.session is None:
         return ShareFetchResult(opened.error_code, None, lock_ms)
@@ -93,7 +108,7 @@ async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFet
     if opened.closing:
         share.release_member(group, member, parts)
         share.sessions.close((group, member))
-        return ShareFetchResult(NONE, None, lock_ms, tuple(out.values()))
+        return _hinted(ctx, session, lock_ms, out, names)
     if not req.is_renew_ack:
         reads = await share.fetch(group, member, parts, req.max_wait_ms, req.max_bytes,
                                   max(1, req.max_records))  # fmt: skip
@@ -107,7 +122,20 @@ async def run(ctx: BrokerContext, session: Session, req: ShareFetch) -> ShareFet
                 topic_id, r.partition, r.error_code, r.error_message, ack_code, r.records,
                 tuple(r.acquired),
             )  # fmt: skip
-    return ShareFetchResult(NONE, None, lock_ms, tuple(out.values()))
+    return _hinted(ctx, session, lock_ms, out, names)
+
+
+def _hinted(
+    ctx: BrokerContext, session: Session, lock_ms: int, out: dict[TopicPart, PartitionOut],
+    names: dict[uuid.UUID, str],
+) -> ShareFetchResult:  # fmt: skip
+    """The answer, with the current leader of each partition answered a leadership error."""
+    errored = [(k, names.get(k[0], ""), p.error_code or p.acknowledge_error_code)
+               for k, p in out.items()]  # fmt: skip
+    leaders, nodes = leader_hints(ctx, session, errored)
+    for key, leader in leaders.items():
+        out[key] = replace(out[key], current_leader=leader)
+    return ShareFetchResult(NONE, None, lock_ms, tuple(out.values()), nodes)
 
 
 def _refused(topic_id: uuid.UUID, partition: int, why: Refused) -> PartitionOut:

@@ -6,6 +6,12 @@ Checks, as Kafka's KafkaApis: Read on the group first (the whole request:
 GROUP_AUTHORIZATION_FAILED); an empty group or member id is INVALID_REQUEST; then per topic, a
 topic id no topic has is UNKNOWN_TOPIC_ID and a topic without Read TOPIC_AUTHORIZATION_FAILED
 on each of its partitions, which are neither fetched nor acknowledged.
+
+Leader hints (KIP-951, as Kafka's KafkaApis does for both): a partition answered
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH (its fetch's or its acknowledgement's) carries its
+current leader and epoch from the metadata cache, and the answer lists those leaders' endpoints
+on the client's listener (`leader_hints`), so a share consumer moves to the new leader without
+asking Metadata first.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from broker.context import BrokerContext
+from broker.leader_hints import HINTED, current_leader, endpoints
 from broker.security import rules
 from broker.session import Session
 from protocol.errors import (
@@ -27,6 +34,7 @@ from protocol.errors import (
 
 NONE = 0
 TopicPart = tuple[uuid.UUID, int]
+Endpoint = tuple[int, str, int, str | None]  # (node id, host, port, rack)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +106,20 @@ async def acknowledge(
             calls.append(ctx.share.acknowledge(group_id, member_id, names[p.topic_id],
                                                p.partition, batches))  # fmt: skip
     return dict(zip(keys, await asyncio.gather(*calls), strict=True))
+
+
+def leader_hints(
+    ctx: BrokerContext, session: Session, errored: Iterable[tuple[TopicPart, str, int]]
+) -> tuple[dict[TopicPart, tuple[int, int]], tuple[Endpoint, ...]]:
+    """For each (partition, topic name, error code) with a leadership error: its current
+    (leader id, leader epoch), and the endpoints of those leaders on the client's listener."""
+    leaders: dict[TopicPart, tuple[int, int]] = {}
+    for key, name, code in errored:
+        if code in HINTED:
+            hint = current_leader(ctx.metadata, name, key[1])
+            if hint is not None:
+                leaders[key] = hint
+    if not leaders:
+        return leaders, ()
+    ids = {leader for leader, _ in leaders.values()}
+    return leaders, tuple(endpoints(ctx.metadata, ids, session.listener))

@@ -164,6 +164,7 @@ class SharePartitionManager:
         self._writes: set[asyncio.Task[int]] = set()  # background writes (expiry, release)
         self._given_back = asyncio.Event()  # set when records become available again
         self.metrics = ShareMetrics()  # KIP-932's metrics (broker/share/metrics.py)
+        self.metrics.held = self.partition_counts
 
     # ----- acknowledgements --------------------------------------------------------------
 
@@ -216,6 +217,15 @@ class SharePartitionManager:
                 self._given_back.set()
                 held.dirty = True
                 self._write_later(key, held)
+
+    def connection_closed(self, key: Key, connection: object) -> None:
+        """The connection that opened the member's share session closed (the member closed
+        its socket, or died): the session ends and the member's acquired records go back at
+        once, as Kafka's ShareSessionCache and SharePartitionManager do on a disconnect
+        (their delivery count stays: KAFKA-19972), not after their lock."""
+        session = self.sessions.close_for(key, connection)
+        if session is not None:
+            self.release_member(key[0], key[1], list(session.parts))
 
     def session_key(self, group_id: str, member_id: str) -> Key:
         return (group_id, member_id)
@@ -440,6 +450,11 @@ class SharePartitionManager:
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
         held = self._partitions.get((group_id, topic, partition))
         return None if held is None else held.partition
+
+    def partition_counts(self) -> dict[SpKey, tuple[int, int]]:
+        """(in flight, archived) of each share partition held (for the metrics)."""
+        return {k: (h.partition.in_flight(), h.partition.archived)
+                for k, h in self._partitions.items()}  # fmt: skip
 
     def _note_archived(self, group_id: str, topic: str, partition: int, count: int) -> None:
         if count > 0:

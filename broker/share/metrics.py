@@ -9,13 +9,17 @@ FailedShareFetchRequestsPerSec, TotalShareAcknowledgementRequestsPerSec and
 FailedShareAcknowledgementRequestsPerSec per topic (each partition of a request counts once,
 as Kafka marks them per topic partition), ShareGroupMetrics' RecordAcknowledgementsPerSec by ackType
 (accept, release, reject, renew) and PartitionLoadTimeMs (a summary: loads and their total
-ms), and the group coordinator's share-group-count by state.
+ms), and the group coordinator's share-group-count by state. Per share partition this leader
+holds (label group, topic, partition): KIP-1103's SharePartitionMetrics InFlightMessageCount
+(SPEO - SPSO, as Kafka's numInFlightRecords), and odradek's archived record count (rejected
+or at the delivery count limit, since the leader loaded the share partition), which the
+console's groups view shows (deploy/console/).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client.core import (
@@ -26,6 +30,9 @@ from prometheus_client.core import (
 )
 
 ACK_TYPES = {1: "accept", 2: "release", 3: "reject", 4: "renew"}  # 0 (GAP) is not counted
+SpCounts = dict[
+    tuple[str, str, int], tuple[int, int]
+]  # (group, topic, partition) -> (in flight, archived)
 SHARE_STATES = ("empty", "stable", "dead")
 
 
@@ -38,6 +45,8 @@ class ShareMetrics:
     records_acked: Counter[str] = field(default_factory=Counter)  # by ack type
     loads: int = 0
     load_ms_total: float = 0.0
+    partitions: SpCounts = field(default_factory=dict)  # a snapshot's, from `held`
+    held: Callable[[], SpCounts] | None = None  # the manager's share partitions, counted
 
     def on_request(self, fetch: bool, topics: Iterable[str], failed: Iterable[str]) -> None:
         """A request's partitions (their topics, one per partition), those that failed."""
@@ -66,7 +75,7 @@ class ShareMetrics:
         return ShareMetrics(
             Counter(self.fetches), Counter(self.fetches_failed), Counter(self.acks),
             Counter(self.acks_failed), Counter(self.records_acked), self.loads,
-            self.load_ms_total,
+            self.load_ms_total, self.held() if self.held is not None else {},
         )  # fmt: skip
 
 
@@ -107,4 +116,22 @@ def share_families(m: ShareMetrics, groups_by_state: dict[str, int]) -> list[Met
     )  # fmt: skip
     for state in SHARE_STATES:
         count.add_metric([state], groups_by_state.get(state, 0))
-    return [*out, acked, load, count]
+    return [*out, acked, load, count, *_partition_families(m.partitions)]
+
+
+def _partition_families(counts: SpCounts) -> list[Metric]:
+    labels = ["group", "topic", "partition"]
+    in_flight = GaugeMetricFamily(
+        "odradek_server_sharepartitionmetrics_inflightmessagecount", "Offsets between a share "
+        "partition's start and end offsets, on its leader (Kafka: kafka.server:type="
+        "SharePartitionMetrics,name=InFlightMessageCount).", labels=labels,
+    )  # fmt: skip
+    archived = GaugeMetricFamily(
+        "odradek_server_sharepartitionmetrics_archivedrecordcount", "Records a share partition's "
+        "leader archived (rejected, or at the delivery count limit) since it loaded it.",
+        labels=labels,
+    )  # fmt: skip
+    for (group, topic, partition), (n_in_flight, n_archived) in sorted(counts.items()):
+        in_flight.add_metric([group, topic, str(partition)], n_in_flight)
+        archived.add_metric([group, topic, str(partition)], n_archived)
+    return [in_flight, archived]

@@ -8,6 +8,9 @@ acknowledgements: INVALID_REQUEST), a positive epoch must be the session's next 
 acknowledges and closes it (with forgotten partitions: INVALID_REQUEST). ShareAcknowledge
 may not open one (epoch 0: INVALID_SHARE_SESSION_EPOCH). At most `max_sessions`: a new one
 then takes the place of one idle for `evictable_after_ms`, else SHARE_SESSION_LIMIT_REACHED.
+A session remembers the connection that opened it (`connection`, any token): when that
+connection closes, the session ends (`close_for`), as Kafka's ShareSessionCache does on a
+disconnect; a session opened again on another connection is not ended by the old one's close.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class ShareSession:
     epoch: int = 1  # the next request's
     parts: dict[Part, None] = field(default_factory=dict)  # in the order added
     last_used_ms: int = 0
+    connection: object = None  # the connection that opened it
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +59,12 @@ class ShareSessions:
 
     def for_fetch(
         self, key: Key, epoch: int, added: Sequence[Part], forgotten: Sequence[Part],
-        has_acks: bool, now_ms: int,
+        has_acks: bool, now_ms: int, connection: object = None,
     ) -> Opened:  # fmt: skip
         if epoch == INITIAL_EPOCH:
             if has_acks:
                 return Opened(INVALID_REQUEST)
-            return self._open(key, added, now_ms)
+            return self._open(key, added, now_ms, connection)
         if epoch == FINAL_EPOCH and forgotten:
             return Opened(INVALID_REQUEST)
         opened = self._continue(key, epoch, now_ms)
@@ -79,11 +83,19 @@ class ShareSessions:
     def close(self, key: Key) -> None:
         self.sessions.pop(key, None)
 
-    def _open(self, key: Key, added: Sequence[Part], now_ms: int) -> Opened:
+    def close_for(self, key: Key, connection: object) -> ShareSession | None:
+        """End the session if `connection` opened it (that connection closed); the session."""
+        session = self.sessions.get(key)
+        if session is None or session.connection is not connection:
+            return None
+        del self.sessions[key]
+        return session
+
+    def _open(self, key: Key, added: Sequence[Part], now_ms: int, connection: object) -> Opened:
         replaced = self.sessions.pop(key, None) is not None
         if len(self.sessions) >= self.max_sessions and not self._evict_one(now_ms):
             return Opened(SHARE_SESSION_LIMIT_REACHED)
-        session = ShareSession(key[0], key[1], 1, dict.fromkeys(added), now_ms)
+        session = ShareSession(key[0], key[1], 1, dict.fromkeys(added), now_ms, connection)
         self.sessions[key] = session
         return Opened(NONE, session, replaced=replaced)
 

@@ -76,6 +76,7 @@ class SharePartition:
         self.end_offset = start_offset  # SPEO
         self.records: dict[int, InFlight] = {}
         self.archived_at_limit = 0  # records archived by the delivery count limit
+        self.archived = 0  # records archived here (rejected, or at the limit), since made
 
     def next_fetch_offset(self) -> int:
         available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
@@ -188,8 +189,10 @@ class SharePartition:
     def _move(self, entry: InFlight, event: Event, limits: ShareLimits) -> None:
         after = next_state(entry.state, event, entry.delivery_count, limits.delivery_count_limit)
         assert after is not None, (entry, event)
-        if after is RecordState.ARCHIVED and event not in (Event.REJECT, Event.GAP):
-            self.archived_at_limit += 1
+        if after is RecordState.ARCHIVED and event is not Event.GAP:
+            self.archived += 1
+            if event is not Event.REJECT:
+                self.archived_at_limit += 1
         entry.state = after
         if after is not RecordState.ACQUIRED:
             entry.member_id, entry.lock_deadline_ms = None, 0

@@ -176,15 +176,16 @@ class ShareGroupAdmin(GroupAdmin):
                     what = part.error_message or f"{altered.topic}-{part.partition}"
                     raise for_code(part.error_code)(what)
 
-    async def delete_share_offsets(self, group_id: str, topics: list[str]) -> None:
-        """DeleteShareGroupOffsets: forget the group's state on `topics` (an Empty group)."""
+    async def delete_share_offsets(
+        self, group_id: str, topics: list[str]
+    ) -> dict[str, tuple[int, str | None]]:
+        """DeleteShareGroupOffsets: forget the group's state on `topics` (an Empty group); each
+        topic's (error code, message), as kafka-share-groups.sh reports them. A group-level
+        error raises (NON_EMPTY_GROUP with Kafka's tool's line)."""
         request = DeleteShareGroupOffsetsRequest(group_id, topics)
         resp: DeleteShareGroupOffsetsResponse = await self._ask(group_id, request)
         if resp.error_code == NonEmptyGroupError.code:
             raise NonEmptyGroupError(f"Share group '{group_id}' is not empty.")
         if resp.error_code != NONE:
             raise for_code(resp.error_code)(resp.error_message or f"group {group_id!r}")
-        for deleted in resp.topics:
-            if deleted.error_code != NONE:
-                raise for_code(deleted.error_code)(deleted.error_message
-                                                   or f"topic {deleted.topic!r}")  # fmt: skip
+        return {d.topic: (d.error_code, d.error_message) for d in resp.topics}

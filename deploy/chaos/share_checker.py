@@ -23,7 +23,9 @@ each PASS or FAIL with its first few examples:
     never-two-at-once       no record delivered to a second member while a first one's
                             acquisition lock held: a later delivery comes after the earlier
                             one was given back (a release), its acknowledgement failed, its
-                            lock ran out, or a failover came between (no lock survives one)
+                            lock ran out, its member was SIGKILLed (its connection's close
+                            gives its records back at once, as Kafka's leader does), or a
+                            failover came between (no lock survives one)
     counts-never-down       each record's delivery counts, in delivery order, rise with each
                             delivery (never down; equal only across a failover, when the
                             last acquisition's count may not have been written yet), and
@@ -77,6 +79,7 @@ class ShareRunRecord:
     unacknowledged: set[str] = field(default_factory=set)  # values sent without an answer
     deliveries: list[Delivery] = field(default_factory=list)  # every member's, any order
     failovers: list[float] = field(default_factory=list)  # when a partition's leader changed
+    deaths: dict[str, float] = field(default_factory=dict)  # member -> when it was SIGKILLed
     slack_s: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
@@ -84,7 +87,7 @@ class ShareRunRecord:
                 "produced": [[p, o, v] for (p, o), v in sorted(self.produced.items())],
                 "unacknowledged": sorted(self.unacknowledged),
                 "deliveries": [list(astuple(d)) for d in self.deliveries],
-                "failovers": self.failovers}  # fmt: skip
+                "failovers": self.failovers, "deaths": self.deaths}  # fmt: skip
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ShareRunRecord:
@@ -93,6 +96,7 @@ class ShareRunRecord:
         run.unacknowledged = set(doc["unacknowledged"])
         run.deliveries = [Delivery(*d) for d in doc["deliveries"]]
         run.failovers = [float(t) for t in doc["failovers"]]
+        run.deaths = {str(m): float(t) for m, t in doc.get("deaths", {}).items()}
         return run
 
 
@@ -186,9 +190,13 @@ def _never_two_at_once(run: ShareRunRecord, by_key: dict[Key, list[Delivery]]) -
 def _freed(run: ShareRunRecord, earlier: Delivery, later: Delivery) -> bool:
     """Whether `earlier`'s acquisition had ended when `later` was delivered: given back (a
     release that reached the broker, as far as anyone knows), refused (a failed acknowledgement:
-    the lock had gone), its lock run out, or a failover in between (Kafka persists no lock:
-    a new leader makes an acquired record Available again)."""
+    the lock had gone), its lock run out, its member's death (SIGKILL closes its connection,
+    and the leader gives back what the member held at once), or a failover in between (Kafka
+    persists no lock: a new leader makes an acquired record Available again)."""
     if earlier.action == RELEASE or earlier.outcome == FAILED:
+        return True
+    death = run.deaths.get(earlier.member)
+    if death is not None and earlier.at - run.slack_s <= death <= later.at + run.slack_s:
         return True
     if later.at + run.slack_s >= earlier.at + run.lock_s:
         return True

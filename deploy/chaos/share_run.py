@@ -140,6 +140,7 @@ def build_record(producer: ProducerThread, pool: MemberPool, watch: LeaderWatch,
     broker_faults = [f for f in faults_done if f.skipped is None and f.kind != "kill-member"]
     times = [t for f in broker_faults for t in (f.at_s, f.healed_at_s) if t is not None]
     record.failovers = sorted(set(watch.failovers) | set(times))
+    record.deaths = dict(pool.deaths)
     return record
 
 

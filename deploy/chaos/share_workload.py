@@ -53,6 +53,7 @@ class MemberPool:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.names: list[str] = []  # every member ever started, in order
         self.killed: list[str] = []
+        self.deaths: dict[str, float] = {}  # member -> when it was SIGKILLed (run seconds)
         self._rng = random.Random(seed)
         out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -91,6 +92,7 @@ class MemberPool:
         proc.kill()
         proc.wait(STOP_WAIT_S)
         self.killed.append(name)
+        self.deaths[name] = round(time.monotonic() - self.t0, 4)
         return name
 
     def stop(self) -> None:

@@ -13,7 +13,9 @@
     configs    DescribeConfigs of every topic's cleanup.policy (delete, compact or
                compact,delete), every `sizes_every` refreshes
     dirty      each compacted partition's dirty ratio, from the Prometheus metrics of the broker
-               that leads it (`odradek_log_cleaner_dirty_ratio`, parsed by model.dirty_ratios),
+               that leads it (`odradek_log_cleaner_dirty_ratio`, parsed by
+               model.leader_readings, which also reads each share partition's in-flight and
+               archived counts there for the groups view),
                every `sizes_every` refreshes. Only brokers whose metrics port is known are asked:
                a local cluster's state file has it (--dir); the Metadata answer does not, so
                against any other cluster no ratio is shown rather than a port guessed
@@ -178,6 +180,7 @@ class Gatherer:
         self.sizes: dict[int, dict[tuple[str, int], int]] = {}
         self.metrics_at: dict[int, tuple[str, int]] = {}  # broker -> (host, metrics port)
         self.dirty: dict[tuple[str, int], float] = {}  # dirty ratios, from the leaders' metrics
+        self.share_counts: model.ShareCounts = {}  # share partitions' counts, likewise
         self.lags = LagWatch()  # each broker's loop lag, from its metrics
         self.controller_down_since_ms: int | None = None
         self.last_controller = -1
@@ -355,31 +358,39 @@ class Gatherer:
 
     async def _dirty(self) -> dict[tuple[str, int], float]:
         """{(topic, partition): dirty ratio} of the compacted partitions, each from its
-        leader's metrics (a broker reports its follower copies too: those are left out). A
-        leader that did not answer keeps its partitions' last ratios."""
+        leader's metrics (a broker reports its follower copies too: those are left out), and
+        from the same answers each share partition's in-flight and archived counts
+        (`share_counts`). A leader that did not answer keeps its partitions' last readings."""
         asked = {n: tps for n, tps in self._by_leader().items() if n in self.metrics_at}
         answers = await asyncio.gather(
             *(self._leader_dirty(*self.metrics_at[n]) for n in asked), return_exceptions=True
         )
         out: dict[tuple[str, int], float] = {}
+        shares: model.ShareCounts = {}
         failed = []
         for (node, tps), answer in zip(asked.items(), answers, strict=True):
+            led = set(tps)
             if isinstance(answer, BaseException):
                 if not isinstance(answer, OdradekError | OSError | TimeoutError | ValueError
                                   | aiohttp.ClientError):  # fmt: skip
                     raise answer
                 failed.append(f"broker {node}: {_why(answer)}")
                 out.update({tp: self.dirty[tp] for tp in tps if tp in self.dirty})
+                shares.update({k: c for k, c in self.share_counts.items() if k[1:] in led})
             else:
-                out.update({tp: answer[tp] for tp in tps if tp in answer})
-        self.dirty = out
+                dirty, counts = answer
+                out.update({tp: dirty[tp] for tp in tps if tp in dirty})
+                shares.update({k: c for k, c in counts.items() if k[1:] in led})
+        self.dirty, self.share_counts = out, shares
         if failed:
             raise PartlyFailed("metrics failed at " + "; ".join(failed))
         return out
 
-    async def _leader_dirty(self, host: str, port: int) -> dict[tuple[str, int], float]:
+    async def _leader_dirty(
+        self, host: str, port: int
+    ) -> tuple[dict[tuple[str, int], float], model.ShareCounts]:
         text = await self.scrape(host, port, self.timeout_s)
-        return await asyncio.to_thread(model.dirty_ratios, text)  # a big text: off the loop
+        return await asyncio.to_thread(model.leader_readings, text)  # a big text: off the loop
 
     async def _loop_lag(self) -> dict[int, dict[str, float]]:
         meta: ClusterMetadata | None = self.sections["metadata"].data
@@ -404,7 +415,9 @@ class Gatherer:
         shown = self._shown_topics()
         for g in (g for g in every if g.group_type == SHARE):  # KIP-932's own describe
             share = await admin.describe_share_group(g.group_id)
-            view = model.share_group_view(share, await admin.share_offsets(g.group_id), shown)
+            counts = {k[1:]: c for k, c in self.share_counts.items() if k[0] == g.group_id}
+            view = model.share_group_view(share, await admin.share_offsets(g.group_id), shown,
+                                          counts)  # fmt: skip
             self.lag.setdefault(g.group_id, model.LagHistory()).add(now, view["lag"])
             out.append({"id": g.group_id, **view,
                         "history": self.lag[g.group_id].as_list()})  # fmt: skip

@@ -216,6 +216,9 @@ def merge_page(per_partition: dict[int, list[Any]], limit: int, last: bool) -> l
 # ----- compaction ---------------------------------------------------------------------------
 
 DIRTY_RATIO_METRIC = "odradek_log_cleaner_dirty_ratio"
+IN_FLIGHT_METRIC = "odradek_server_sharepartitionmetrics_inflightmessagecount"
+ARCHIVED_METRIC = "odradek_server_sharepartitionmetrics_archivedrecordcount"
+ShareCounts = dict[tuple[str, str, int], dict[str, int]]  # (group, topic, partition) -> counts
 
 
 def is_compacted(policy: str | None) -> bool:
@@ -228,15 +231,32 @@ def dirty_ratios(metrics_text: str) -> dict[tuple[str, int], float]:
     compacted log it holds, led or followed. A sample that is not a ratio in 0..1 (NaN, a
     partition label that is not a number) is left out; a text that is not Prometheus's text
     format raises ValueError."""
-    out: dict[tuple[str, int], float] = {}
+    return leader_readings(metrics_text)[0]
+
+
+def leader_readings(
+    metrics_text: str,
+) -> tuple[dict[tuple[str, int], float], ShareCounts]:  # fmt: skip
+    """One pass over a broker's /metrics answer: its dirty ratios (as `dirty_ratios`) and the
+    share partitions it leads with their `in_flight` and `archived` counts (broker/share/
+    metrics.py)."""
+    dirty: dict[tuple[str, int], float] = {}
+    shares: ShareCounts = {}
+    names = {IN_FLIGHT_METRIC: "in_flight", ARCHIVED_METRIC: "archived"}
     for family in text_string_to_metric_families(metrics_text):
-        if family.name != DIRTY_RATIO_METRIC:
-            continue
-        for sample in family.samples:
-            topic, partition = sample.labels.get("topic"), sample.labels.get("partition", "")
-            if topic and partition.isdigit() and 0.0 <= sample.value <= 1.0:
-                out[(topic, int(partition))] = float(sample.value)
-    return out
+        if family.name == DIRTY_RATIO_METRIC:
+            for sample in family.samples:
+                topic, partition = sample.labels.get("topic"), sample.labels.get("partition", "")
+                if topic and partition.isdigit() and 0.0 <= sample.value <= 1.0:
+                    dirty[(topic, int(partition))] = float(sample.value)
+        elif family.name in names:
+            for sample in family.samples:
+                group, topic = sample.labels.get("group"), sample.labels.get("topic")
+                partition = sample.labels.get("partition", "")
+                if group and topic and partition.isdigit() and sample.value >= 0:
+                    key = (group, topic, int(partition))
+                    shares.setdefault(key, {})[names[family.name]] = int(sample.value)
+    return dirty, shares
 
 
 # ----- lag over time -----------------------------------------------------------------------
@@ -367,13 +387,16 @@ def group_total_lag(rows: Sequence[dict[str, Any]]) -> int:
 
 
 def share_group_view(
-    desc: Any, rows: Sequence[Any], shown: Callable[[str], bool]
-) -> dict[str, Any]:
+    desc: Any, rows: Sequence[Any], shown: Callable[[str], bool],
+    counts: dict[tuple[str, int], dict[str, int]] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """A share group (KIP-932) as the groups view shows it: ShareGroupDescribe's state, epoch
     and members (each member's client id and host, member epoch and partitions; several may
     hold the same partition), the partitions shared, and per share partition the share
-    coordinator's start offset and the lag (client/group/share_admin.py's ShareOffsetRow).
-    The leaders' in-flight and archived counts are not asked: no API gives them."""
+    coordinator's start offset and the lag (client/group/share_admin.py's ShareOffsetRow),
+    with its leader's in-flight and archived counts (`counts`, by (topic, partition), from the
+    leaders' metrics: None where the leader holds no such share partition or was not read)."""
+    counts = counts or {}
     members = [
         {"id": m.member_id, "owner": f"{m.client_id}@{m.client_host or '-'}",
          "epoch": m.member_epoch,
@@ -383,7 +406,9 @@ def share_group_view(
     ]  # fmt: skip
     offsets = [
         {"topic": r.topic, "partition": r.partition, "committed": r.start_offset, "end": None,
-         "lag": r.lag, "owner": None}
+         "lag": r.lag, "owner": None,
+         "in_flight": counts.get((r.topic, r.partition), {}).get("in_flight"),
+         "archived": counts.get((r.topic, r.partition), {}).get("archived")}
         for r in rows if shown(r.topic)
     ]  # fmt: skip
     shared = {a for m in members for a in m["assignment"]}

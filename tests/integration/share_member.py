@@ -89,7 +89,9 @@ def main() -> int:
 
 def _holding(path: str) -> bool:
     with open(path, encoding="utf-8") as f:
-        return any(line.endswith((" hold\n", " release\n")) for line in f)
+        return any(
+            line.endswith((" hold\n", " release\n")) and not line.startswith("#") for line in f
+        )  # "# started hold" is not a record held
 
 
 if __name__ == "__main__":

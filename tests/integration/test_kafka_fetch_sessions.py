@@ -11,8 +11,13 @@ alone. Each partition's records must all arrive, in order, though no request nam
 A topic deleted and re-created while in a v13+ session (partitions named by topic id, KIP-516)
 is answered under the id the client named it by, with UNKNOWN_TOPIC_ID, as Kafka answers;
 not under the new topic's id, which the client never asked for. Once the client forgets the
-old id and names the new one, it reads under the new id. Raw requests (kafka_wire.py), on the
-shared three-broker cluster.
+old id and names the new one, it reads under the new id.
+
+A share consumer's ShareFetch and ShareAcknowledge at a broker that no longer leads the
+partition (a follower, as the old leader is after a leader move) are answered
+NOT_LEADER_OR_FOLLOWER with the current leader and epoch, and the leader's endpoint in
+NodeEndpoints (KIP-951, as Kafka's). Raw requests (kafka_wire.py), on the shared three-broker
+cluster.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 import pytest
 
 from deploy.cluster import LocalCluster
-from protocol.kafka.versions import DELETE_TOPICS, FETCH
+from protocol.kafka.versions import DELETE_TOPICS, FETCH, SHARE_ACKNOWLEDGE, SHARE_FETCH
 from tests.fixtures.cluster import ClusterFactory, wait_until
 from tests.integration.kafka_wire import KafkaConn, addresses, nested
 from tests.integration.test_topic_ids import WAIT_S, _agreed_id, _create, _metadata
@@ -162,3 +167,45 @@ def test_a_topic_recreated_in_a_v13_session_is_answered_unknown_topic_id_under_i
         assert _fetch(conn, session_id, 3, named=new, forgotten=old) == (
             session_id, [(new, [code])])  # fmt: skip
         assert _fetch(conn, session_id, 4) == (session_id, [])  # nothing new since
+
+
+def test_share_fetch_and_acknowledge_at_a_follower_name_the_current_leader(
+    cluster3: LocalCluster,
+) -> None:
+    topic = f"share-hint-{uuid.uuid4().hex[:8]}"
+    tid = _create(cluster3, topic, partitions=1)
+    assert _agreed_id(cluster3, topic) == tid
+    by_broker = dict(zip(cluster3.broker_ids, addresses(cluster3.kafka_bootstrap), strict=True))
+    (p0,) = _metadata(by_broker[cluster3.broker_ids[0]], topic).partitions
+    leader, epoch = p0.leader_id, p0.leader_epoch
+    follower = next(b for b in cluster3.broker_ids if b != leader)
+    group, member = f"share-hint-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
+    host, port = by_broker[leader]
+
+    def hinted(resp: Any) -> None:
+        (t,) = resp.responses
+        (p,) = t.partitions
+        assert (t.topic_id, p.error_code.value) == (tid, 6)  # NOT_LEADER_OR_FOLLOWER
+        assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (leader, epoch)
+        assert [(n.node_id, n.host, n.port) for n in resp.node_endpoints] == [(leader, host, port)]
+
+    with KafkaConn(by_broker[follower]) as conn:
+        part = nested(SHARE_FETCH, 1, "FetchPartition", partition_index=0,
+                      acknowledgement_batches=())  # fmt: skip
+        fetched = conn.call(
+            SHARE_FETCH, 1, group_id=group, member_id=member, share_session_epoch=0, max_wait=0,
+            min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10, forgotten_topics_data=(),
+            topics=(nested(SHARE_FETCH, 1, "FetchTopic", topic_id=tid, partitions=(part,)),),
+        )  # fmt: skip
+        assert fetched.error_code.value == 0
+        hinted(fetched)
+        batch = nested(SHARE_ACKNOWLEDGE, 1, "AcknowledgementBatch", first_offset=0,
+                       last_offset=0, acknowledge_types=(1,))  # fmt: skip
+        acked = conn.call(
+            SHARE_ACKNOWLEDGE, 1, group_id=group, member_id=member, share_session_epoch=1,
+            topics=(nested(SHARE_ACKNOWLEDGE, 1, "AcknowledgeTopic", topic_id=tid, partitions=(
+                nested(SHARE_ACKNOWLEDGE, 1, "AcknowledgePartition", partition_index=0,
+                       acknowledgement_batches=(batch,)),)),),
+        )  # fmt: skip
+        assert acked.error_code.value == 0
+        hinted(acked)

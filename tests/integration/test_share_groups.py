@@ -1,7 +1,8 @@
 """Share groups (KIP-932) with confluent-kafka 2.16's ShareConsumer, each member a process of
 .venv-share's python (tests/integration/share_member.py; the project's venv pins 2.12 for
 Quix Streams, pyproject.toml says how the two are kept): several members on one partition,
-acknowledgement by ACCEPT, RELEASE and REJECT, and a member SIGKILLed with records in flight.
+acknowledgement by ACCEPT, RELEASE and REJECT, and a member SIGKILLed with records in flight
+(the others get them at once).
 
 One single-broker cluster for the module, with a short acquisition lock
 (group.share.record.lock.duration.ms) and heartbeat interval; each test has its own topic and
@@ -44,7 +45,7 @@ from tests.integration.kafka_wire import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 SHARE_PYTHON = ROOT / ".venv-share" / "bin" / "python"
 MEMBER = Path(__file__).with_name("share_member.py")
-LOCK_MS = 8000  # long beside a poll (implicit acknowledgements), short for the kill test
+LOCK_MS = 8000  # long beside a poll (implicit acknowledgements)
 SETTINGS: dict[str, int | bool | str] = {
     "group_share_record_lock_duration_ms": LOCK_MS,
     "group_share_heartbeat_interval_ms": 500,
@@ -147,8 +148,9 @@ def members(cluster: LocalCluster, tmp_path: Path, topic: str) -> Iterator[Membe
         m.stop()
 
 
-def new_group(cluster: LocalCluster) -> str:
-    """A share group id whose share.auto.offset.reset is earliest."""
+def new_group(cluster: LocalCluster, lock_ms: int | None = None) -> str:
+    """A share group id whose share.auto.offset.reset is earliest (and whose
+    share.record.lock.duration.ms is `lock_ms`, if given)."""
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,
@@ -160,7 +162,11 @@ def new_group(cluster: LocalCluster) -> str:
     group = f"share-g-{uuid.uuid4().hex[:8]}"
     entry = ConfigEntry("share.auto.offset.reset", "earliest",
                         incremental_operation=AlterConfigOpType.SET)  # fmt: skip
-    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    entries = [entry]
+    if lock_ms is not None:
+        entries.append(ConfigEntry("share.record.lock.duration.ms", str(lock_ms),
+                                   incremental_operation=AlterConfigOpType.SET))  # fmt: skip
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
     admin = AdminClient({"bootstrap.servers": cluster.kafka_bootstrap})  # held until answered
     admin.incremental_alter_configs([res])[res].result(30)
     return group
@@ -229,25 +235,34 @@ def test_release_redelivers_with_delivery_count_two_and_reject_archives(
     )
 
 
-def test_a_killed_members_records_are_redelivered_after_the_lock(
+def test_a_killed_members_records_go_to_the_others_at_once(
     cluster: LocalCluster, topic: str, members: Members
 ) -> None:
-    group = new_group(cluster)
+    """A member SIGKILLed with records in flight: its connection closes, which ends its share
+    session on the leader, and its records go to the other member at once (as Kafka's
+    ShareSessionCache on a disconnect), with their delivery count kept, not after the
+    group's 60 s lock."""
+    lock_s = 60
+    group = new_group(cluster, lock_ms=lock_s * 1000)
     members.start("holder", group, "hold")
     produce(cluster, topic, 10)
     held = wait_for(lambda: [o for o, _, w in members.lines("holder") if w == "hold"],
                     "the holder to acquire records", WAIT_S)  # fmt: skip
+    members.start("heir", group)
+    produce(cluster, topic, 1)  # offset 10: only the heir polls, so it is fetching once it has it
+    wait_for(lambda: 10 in {o for o, _, _ in members.lines("heir")}, "the heir's first record",
+             WAIT_S)  # fmt: skip
     os.kill(members.procs["holder"].pid, signal.SIGKILL)
     members.procs["holder"].wait(10)
-    members.start("heir", group)
 
     def redelivered() -> dict[int, int]:
         got = {o: c for o, c, _ in members.lines("heir")}
-        return got if set(range(10)) <= set(got) else {}
+        return got if set(range(11)) <= set(got) else {}
 
-    got = wait_for(redelivered, "the heir to receive all 10 records", WAIT_S)
+    # far below the lock: without the release on the connection's close this waits 60 s
+    got = wait_for(redelivered, "the heir to receive the held records", lock_s / 2)
     assert all(got[o] == 2 for o in held), f"held {held}, heir got {got}"
-    assert all(got[o] == 1 for o in range(10) if o not in held)
+    assert all(got[o] == 1 for o in range(11) if o not in held)
 
 
 def test_a_groups_share_configs_are_described_and_held_to_the_brokers_bounds(
@@ -392,12 +407,55 @@ async def console_groups(cluster: LocalCluster) -> list[dict[str, object]]:
         await gatherer.close()
 
 
+async def console_share_rows(cluster: LocalCluster, group: str) -> list[dict[str, object]]:
+    """The console's rows of `group`'s share partitions, with the leaders' counts read from
+    their metrics as the console's refresh does (metadata, the cluster's brokers, then their
+    metrics)."""
+    from deploy.console.gather import Gatherer
+
+    gatherer = Gatherer(cluster.bootstrap, cluster.dir, timeout_ms=10_000)
+    try:
+        await gatherer._bounded("metadata", gatherer._metadata())
+        gatherer._processes()
+        await gatherer._dirty()
+        (shown,) = [g for g in await gatherer._groups() if g["id"] == group]
+        return list(shown["offsets"])  # type: ignore[call-overload]
+    finally:
+        await gatherer.close()
+
+
+def test_the_consoles_groups_view_shows_in_flight_and_archived_counts(
+    cluster: LocalCluster, topic: str
+) -> None:
+    """Per share partition, the leader's in-flight count (SPEO - SPSO, Kafka's
+    InFlightMessageCount) and archived count, from its metrics, beside the start offset."""
+    group = new_group(cluster)
+    produce(cluster, topic, 3)
+    with ShareConsumer(cluster.bootstrap, group_id=group,
+                       share_acknowledgement_mode="explicit") as consumer:  # fmt: skip
+        consumer.subscribe([topic])
+        got = wait_for(lambda: consumer.poll(500), "records", WAIT_S)
+        consumer.acknowledge(got[0], "reject")  # archived
+        for record in got[1:]:
+            consumer.acknowledge(record, "release")  # Available again: still in flight
+        assert all(e is None for e in consumer.commit_sync().values())
+        want = {"topic": topic, "partition": 0, "committed": 1, "in_flight": len(got) - 1,
+                "archived": 1}  # fmt: skip
+
+        def shown() -> bool:
+            rows = asyncio.run(console_share_rows(cluster, group))
+            return [{k: r[k] for k in want} for r in rows] == [want]
+
+        wait_for(shown, f"the console's row {want}", WAIT_S)
+
+
 def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     cluster: LocalCluster, topic: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`odradek share-groups` with kafka-share-groups.sh's flags and columns: list (--state),
     describe (the partitions with their start offset and lag, --members, --state),
-    reset-offsets only once the group is Empty, and delete (DeleteGroups of a share group); the
+    reset-offsets and delete-offsets only once the group is Empty, and delete (DeleteGroups of
+    a share group); the
     console's groups view of the same group. The command's main() runs in this process (a process
     per call costs seconds of imports on a loaded machine)."""
     group = new_group(cluster)
@@ -435,6 +493,8 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
         state = odradek("describe", group, "--state").splitlines()
         assert state[1].split()[0] == group and state[1].split()[-2:] == ["Stable", "1"]
         assert f"Share group '{group}' is not EMPTY." in odradek("delete", group, code=1)
+        assert f"Share group '{group}' is not empty." in odradek(
+            "delete-offsets", group, "--topic", topic, code=1)  # fmt: skip
     # Empty now: its start offset moves back (AlterShareGroupOffsets), 4 records to deliver
     produce(cluster, topic, 4)
     dry = odradek("reset-offsets", group, "--topic", topic, "--to-offset", "1").splitlines()
@@ -453,6 +513,14 @@ def test_odradek_share_groups_lists_describes_and_deletes_as_kafkas_tool(
     (described,) = kafka_wire.call(address, 90, 1, groups=(asked,)).groups
     assert [(t.topic_name, p.partition_index, p.start_offset, p.lag, p.error_code)
             for t in described.topics for p in t.partitions] == [(topic, 0, 0, 4, 0)]  # fmt: skip
+    # delete-offsets (kafka-share-groups.sh's --group and --topic): the state on the topic goes
+    gone = odradek("delete-offsets", "--group", group, "--topic", topic).splitlines()
+    assert [line.split() for line in gone] == [["TOPIC", "STATUS"], [topic, "Successful"]]
+    assert odradek("describe", group).splitlines()[1:] == []
+    assert cli.main(["share-groups", "delete-offsets", group, "--topic", "no-such-topic",
+                     "--bootstrap", cluster.bootstrap]) == 1  # fmt: skip
+    missing = capsys.readouterr().out.splitlines()
+    assert missing[1].split()[:2] == ["no-such-topic", "Error:"], missing
     assert f"('{group}') was successful" in odradek("delete", group)  # closed: it left
     assert group not in odradek("list").split()
     assert "is not a share group" in odradek("delete", "no-such-group", code=1)

@@ -125,6 +125,17 @@ def test_a_failover_or_a_failed_acknowledgement_frees_a_lock() -> None:
     assert "never-two-at-once" not in failing(run)
 
 
+def test_a_sigkilled_members_records_are_free_at_its_death() -> None:
+    """A SIGKILLed member's connection closes and its leader gives back what it held at once
+    (Kafka 4.2's release on a disconnect): another member may get it inside the lock."""
+    run = clean_run()
+    _replace(5, at=3.0)(run)  # m1 got v3 1 s after m0 took it
+    run.deaths = {"m0": 2.8}
+    assert "never-two-at-once" not in failing(run)
+    run.deaths = {"m0": 6.0}  # m0 died after m1 got it: that was inside the lock
+    assert "never-two-at-once" in failing(run)
+
+
 def test_an_unacknowledged_produce_may_be_delivered_and_need_not_be() -> None:
     run = clean_run()
     run.unacknowledged = {"v9"}
@@ -148,7 +159,7 @@ def test_an_unanswered_last_accept_counts_as_done_and_an_unanswered_earlier_one_
 
 def test_a_record_goes_to_json_and_back_unchanged() -> None:
     run = clean_run()
-    run.unacknowledged, run.failovers = {"v9"}, [2.5, 3.0]
+    run.unacknowledged, run.failovers, run.deaths = {"v9"}, [2.5, 3.0], {"m0": 2.8}
     again = ShareRunRecord.from_json(json.loads(json.dumps(run.to_json())))
     assert again == run
     assert check(again) == check(run)

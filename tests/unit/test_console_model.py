@@ -285,6 +285,27 @@ def test_dirty_ratios_from_a_metrics_text() -> None:
     assert not model.is_compacted("delete") and not model.is_compacted(None)
 
 
+def test_share_partition_counts_read_back_from_the_leaders_metrics() -> None:
+    """The text a leader serves for its share partitions (broker/share/metrics.py) read back
+    by the console: each one's in-flight and archived counts, by (group, topic, partition)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from broker.share.metrics import ShareMetrics, share_families
+
+    held = {("jobs", "t", 0): (7, 2), ("jobs", "t", 1): (0, 0), ("other", "u", 3): (1, 5)}
+
+    class Share:
+        def collect(self) -> Any:
+            return share_families(ShareMetrics(partitions=held), {})
+
+    registry = CollectorRegistry()
+    registry.register(Share())  # type: ignore[arg-type]
+    text = generate_latest(registry).decode() + METRICS_TEXT
+    dirty, counts = model.leader_readings(text)
+    assert dirty == {("kv", 0): 0.25, ("kv", 1): 0.75}
+    assert counts == {k: {"in_flight": f, "archived": a} for k, (f, a) in held.items()}
+
+
 def _two_topics() -> ClusterMetadata:
     ids = (1, 2, 3)
     infos = {b: BrokerInfo(b, "127.0.0.1", 9000 + b, None, "127.0.0.1", 9100 + b) for b in ids}

@@ -3,7 +3,8 @@ ShareGroupHeartbeat v1, ShareGroupDescribe v1, ShareFetch v1-v2 and ShareAcknowl
 Kafka 4.2's versions (v0 was KIP-932's early access, which Kafka 4.1 removed). v2 adds the
 renew-only acknowledgement (`is_renew_ack`, KIP-1222), which the operations read, and the
 acquisition lock timeout in ShareAcknowledge's answer. The answers group partitions by topic
-id, in the order the operation gave them, and name no leader (-1, -1) and no node endpoints.
+id, in the order the operation gave them; a partition's current leader is (-1, -1) unless the
+operation gives one (a leadership error, KIP-951), with the leaders' node endpoints.
 """
 
 from __future__ import annotations
@@ -106,6 +107,17 @@ def _by_topic(partitions: Any) -> dict[uuid.UUID, list[Any]]:
     return out
 
 
+def _leader(leader_cls: Any, leader: tuple[int, int] | None) -> Any:
+    leader_id, epoch = (-1, -1) if leader is None else leader
+    return make(leader_cls, leader_id=leader_id, leader_epoch=epoch)
+
+
+def _nodes(cls: Any, nodes: tuple[tuple[int, str, int, str | None], ...]) -> tuple[Any, ...]:
+    node_cls = nested(cls, "NodeEndpoint")
+    return tuple(make(node_cls, node_id=n, host=h, port=port, rack=rack)
+                 for n, h, port, rack in nodes)  # fmt: skip
+
+
 def _share_fetch_in(request: KafkaRequest) -> share_fetch.ShareFetch:
     req = request.body
     forgotten = tuple((t.topic_id, p) for t in req.forgotten_topics_data for p in t.partitions)
@@ -120,16 +132,17 @@ def _share_fetch_out(request: KafkaRequest, result: share_fetch.ShareFetchResult
     cls = response_class(v.SHARE_FETCH, request.header.api_version)
     topic_cls, part_cls = nested(cls, "ShareFetchableTopicResponse"), nested(cls, "PartitionData")
     leader_cls, acq_cls = nested(cls, "LeaderIdAndEpoch"), nested(cls, "AcquiredRecords")
-    no_leader = make(leader_cls, leader_id=-1, leader_epoch=-1)
     return make(
         cls, throttle_time=0, error_code=result.error_code, error_message=result.error_message,
-        acquisition_lock_timeout=result.lock_timeout_ms, node_endpoints=(),
+        acquisition_lock_timeout=result.lock_timeout_ms,
+        node_endpoints=_nodes(cls, result.leader_endpoints),
         responses=tuple(
             make(topic_cls, topic_id=tid, partitions=tuple(
                 make(part_cls, partition_index=p.partition, error_code=p.error_code,
                      error_message=p.error_message,
                      acknowledge_error_code=p.acknowledge_error_code,
-                     acknowledge_error_message=None, current_leader=no_leader,
+                     acknowledge_error_message=None,
+                     current_leader=_leader(leader_cls, p.current_leader),
                      records=p.records, acquired_records=tuple(
                          make(acq_cls, first_offset=a.first_offset, last_offset=a.last_offset,
                               delivery_count=a.delivery_count)
@@ -155,14 +168,15 @@ def _share_ack_out(request: KafkaRequest, result: share_acknowledge.ShareAcknowl
     cls = response_class(v.SHARE_ACKNOWLEDGE, request.header.api_version)
     topic_cls = nested(cls, "ShareAcknowledgeTopicResponse")
     part_cls, leader_cls = nested(cls, "PartitionData"), nested(cls, "LeaderIdAndEpoch")
-    no_leader = make(leader_cls, leader_id=-1, leader_epoch=-1)
     return make(
         cls, throttle_time=0, error_code=result.error_code, error_message=result.error_message,
-        acquisition_lock_timeout=result.lock_timeout_ms, node_endpoints=(),
+        acquisition_lock_timeout=result.lock_timeout_ms,
+        node_endpoints=_nodes(cls, result.leader_endpoints),
         responses=tuple(
             make(topic_cls, topic_id=tid, partitions=tuple(
                 make(part_cls, partition_index=p.partition, error_code=p.error_code,
-                     error_message=p.error_message, current_leader=no_leader)
+                     error_message=p.error_message,
+                     current_leader=_leader(leader_cls, p.current_leader))
                 for p in parts))
             for tid, parts in _by_topic(result.partitions).items()
         ),

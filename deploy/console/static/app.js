@@ -220,7 +220,10 @@ function renderGroups() {
       `<tr data-topic="${esc(o.topic)}" data-partition="${o.partition}">` +
       `<td>${esc(o.topic)}</td><td class="num">${o.partition}</td>` +
       `<td class="num committed">${num(o.committed)}</td><td class="num end">${num(o.end)}</td>` +
-      `<td class="num lag">${num(o.lag)}</td><td>${esc(o.owner || "-")}</td></tr>`).join("");
+      `<td class="num lag">${num(o.lag)}</td>` +
+      (g.type === "share" ? `<td class="num in-flight">${num(o.in_flight)}</td>` +
+        `<td class="num archived">${num(o.archived)}</td>` : "") +
+      `<td>${esc(o.owner || "-")}</td></tr>`).join("");
     return `<div class="group" data-group="${esc(g.id)}"><header>` +
       `<span class="name">${esc(g.id)}</span><span class="meta">${esc(g.kind)} group, type ` +
       `<span class="group-type">${esc(g.type || "classic")}</span>, state ` +
@@ -233,6 +236,7 @@ function renderGroups() {
       `<table><thead><tr><th>Topic</th><th class="num">Partition</th>` +
       `<th class="num">${g.type === "share" ? "Start offset" : "Committed"}</th>` +
       `<th class="num">End offset</th><th class="num">Lag</th>` +
+      (g.type === "share" ? `<th class="num">In flight</th><th class="num">Archived</th>` : "") +
       `<th>Owner</th></tr></thead><tbody>${rows}</tbody></table></div>`;
   });
   $("#groups").innerHTML = html.join("") || '<p class="empty">no consumer groups</p>';

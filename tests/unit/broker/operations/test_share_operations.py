@@ -25,6 +25,7 @@ from broker.operations import (
 )
 from broker.operations.share_requests import AckBatch, PartitionIn
 from broker.security.authorizer import AclCache, Authorizer
+from broker.session import Session
 from broker.share.share_partition import Acquired
 from protocol.acl import AclOperation, ResourceType
 from protocol.batch import build_batch_from_values
@@ -182,6 +183,39 @@ async def test_share_fetch_acquires_acknowledges_and_keeps_sessions(tmp_path: Pa
         sp = b.ctx.share.share_partition("s", "t", 0)
         assert sp is not None and sp.start_offset == 1
         assert sorted(o for o, r in sp.records.items() if r.state.name == "AVAILABLE") == [1, 3, 4]
+
+
+async def test_a_closed_connection_ends_its_share_sessions_and_gives_back_at_once(
+    tmp_path: Path,
+) -> None:
+    """As Kafka's ShareSessionCache on a disconnect: the connection that opened a member's
+    share session closes (the member closed its socket or died), the session ends and the
+    member's acquired records are Available again at once, their delivery count kept
+    (KAFKA-19972); a session opened again on another connection outlives the old one's."""
+    clock = ManualClock()
+    async with running_broker(tmp_path, clock=clock) as b:
+        await b.lead("t")
+        topic_id = await give_id(b, "t")
+        await produced(b, 4)
+        b.ctx.groups.configs.apply("s", {"share.auto.offset.reset": "earliest"})
+        dying, old, new = Session(), Session(), Session()
+
+        async def fetch_on(conn: Session, member: str, epoch: int, n: int) -> Any:
+            return await share_fetch.run(b.ctx, conn, fetch(member, epoch, topic_id,
+                                                            max_records=n))  # fmt: skip
+
+        assert (await fetch_on(dying, "m1", 0, 2)).partitions[0].acquired == (Acquired(0, 1, 1),)
+        assert (await fetch_on(old, "m2", 0, 1)).partitions[0].acquired == (Acquired(2, 2, 1),)
+        assert (await fetch_on(new, "m2", 0, 1)).partitions[0].acquired == (Acquired(3, 3, 1),)
+        dying.closed()
+        old.closed()  # m2's session is now `new`'s: nothing happens
+        sp = b.ctx.share.share_partition("s", "t", 0)
+        assert sp is not None
+        states = {o: (r.state.name, r.delivery_count) for o, r in sp.records.items()}
+        assert states == {0: ("AVAILABLE", 1), 1: ("AVAILABLE", 1), 2: ("ACQUIRED", 1),
+                          3: ("ACQUIRED", 1)}  # fmt: skip
+        assert (await fetch_on(new, "m2", 1, 5)).partitions[0].acquired == (Acquired(0, 1, 2),)
+        assert (await fetch_on(dying, "m1", 1, 5)).error_code == SHARE_SESSION_NOT_FOUND
 
 
 async def test_share_fetch_and_acknowledge_check_the_group_then_each_topic(

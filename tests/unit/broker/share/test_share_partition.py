@@ -96,6 +96,10 @@ def test_delivery_count_limit_archives() -> None:
     assert sp.records == {} and sp.start_offset == 101  # archived, so done
     assert sp.archived_at_limit == 1
     assert sp.acquire("m1", [(100, 100)], 100, LIMITS, 0) == []
+    # a reject archives too: `archived` counts both (the console shows it), a gap neither
+    sp.acquire("m1", [(101, 102)], 100, LIMITS, 0)
+    assert sp.acknowledge("m1", 101, 102, [Event.REJECT, Event.GAP], LIMITS, 0) == NONE
+    assert (sp.archived, sp.archived_at_limit) == (2, 1)
 
 
 def test_lock_expiry_makes_records_available_and_renew_holds_them() -> None:
