@@ -21,6 +21,7 @@ line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
   offset lookups;
 - `kafka.isolation.level`: `read_uncommitted` (default, as Spark's Kafka source) or
   `read_committed` (ranges end at the last stable offset, aborted transactions are skipped);
+- `valueFormat` (`binary` or `avro`) and the registry's options (value_options.py);
 - the other `kafka.` options are the client's security settings (spark_connector/
   security.py), checked against each other here; any other is refused with its reason.
 
@@ -49,6 +50,12 @@ from typing import Any
 from client.read_committed import READ_COMMITTED, READ_UNCOMMITTED
 from protocol.errors import UsageError
 from spark_connector.security import Props, security_props
+from spark_connector.value_options import (
+    BINARY_VALUES,
+    VALUE_OPTIONS,
+    ValueFormat,
+    parse_value_format,
+)
 
 EARLIEST = -2
 LATEST = -1
@@ -63,7 +70,7 @@ READ_OPTIONS = (
     "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "failOnDataLoss", "includeHeaders", "minPartitions", "maxRecordsPerPartition",
     "pollTimeoutMs", "kafkaConsumer.pollTimeoutMs", "fetchMaxBytes", "fetchOffset.numRetries",
-    "fetchOffset.retryIntervalMs",
+    "fetchOffset.retryIntervalMs", *VALUE_OPTIONS,
 )  # fmt: skip
 BATCH_READ_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 STREAM_READ_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
@@ -113,6 +120,7 @@ class ReadOptions:
     max_records_per_partition: int | None = None  # split ranges larger than this
     fetch_offset_retries: int | None = None  # None: retry lookups for up to a minute
     fetch_offset_retry_interval_ms: int = 200
+    values: ValueFormat = BINARY_VALUES  # valueFormat and the registry (value_options.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +373,19 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         fetch_offset_retries=_non_negative(opts, "fetchOffset.numRetries"),
         fetch_offset_retry_interval_ms=parse_positive(opts, "fetchOffset.retryIntervalMs", 200)
         or 200,
+        values=parse_value_format(opts, subscribe or (tuple(assign) if assign else None)),
     )
+
+
+def parse_value_options(options: Mapping[str, Any]) -> tuple[ValueFormat, str, bool, Props]:
+    """What the source's schema needs before Spark says batch or streaming: the value format
+    (its default subject from the topics named), the bootstrap (and whether it came from
+    kafka.bootstrap.servers) and the security properties. The reader checks the rest."""
+    opts = lower_keys(options)
+    subscribe, _, assign = _parse_subscription(opts)
+    values = parse_value_format(opts, subscribe or (tuple(assign) if assign else None))
+    bootstrap, kafka_bootstrap = bootstrap_of(opts)
+    return values, bootstrap, kafka_bootstrap, security_props(opts)
 
 
 def _poll_timeout_ms(opts: Mapping[str, str]) -> int:
