@@ -141,6 +141,49 @@ def test_value_options_defaults() -> None:
     assert opts.values.registry_urls == ()  # found from the brokers at planning
 
 
+def _framed(schema_id: int, text: str, value: Any) -> bytes:
+    import io
+
+    import fastavro
+
+    out = io.BytesIO(b"\x00" + schema_id.to_bytes(4, "big"))
+    out.seek(5)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(text)), value)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("mode", ["FAILFAST", "PERMISSIVE"])
+def test_decoding_checks_each_frame_without_a_registry(mode: str) -> None:
+    """The reader's own id needs no registry; a cut body followed by another value reads on
+    into it and is caught by its end."""
+    import pyarrow as pa
+
+    from spark_connector.avro_values import AvroDecodeError, decode_batches
+    from spark_connector.registry import AvroValues
+    from spark_connector.registry import Schema as Registered
+    from spark_connector.schema import ARROW_SCHEMA
+
+    text = json.dumps({"type": "record", "name": "P", "fields": [{"name": "s", "type": "string"}]})
+    good = _framed(9, text, {"s": "hello"})
+    values = [good, None, b"plain", good[:-2], good]
+    n = len(values)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.nulls(n, pa.binary()), pa.array(values, pa.binary()), pa.array(["t"] * n),
+         pa.array([0] * n, pa.int32()), pa.array(range(10, 10 + n), pa.int64()),
+         pa.array([0] * n, pa.timestamp("us", tz="UTC")), pa.array([0] * n, pa.int32())],
+        schema=ARROW_SCHEMA,
+    )  # fmt: skip
+    spec = AvroValues(("http://127.0.0.1:1",), (), 9, Registered("AVRO", text), mode)
+    decoded = decode_batches(iter([batch.slice(0)]), spec, "t", 3)
+    if mode == "FAILFAST":
+        with pytest.raises(AvroDecodeError, match="t/3 offset 12: value not framed by a schema"):
+            list(decoded)
+        return
+    (out,) = list(decoded)
+    assert out.column("value").to_pylist() == [{"s": "hello"}, None, None, None, {"s": "hello"}]
+    assert out.column("offset").to_pylist() == list(range(10, 15))
+
+
 # ----- on the cluster ---------------------------------------------------------------------------
 
 
