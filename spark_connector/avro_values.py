@@ -15,8 +15,9 @@ version was registered in between.
 Executor (`decode_batches`, in each task): the Arrow batches of spark_connector/fetch.py,
 their binary `value` column replaced by the decoded one. For each value: check the frame,
 look the writer schema up by its id (asked from the registry once per id and process, then
-kept: `_WRITERS`), and decode with fastavro's compiled `schemaless_reader`, resolving the
-writer's schema to the reader's (Avro's schema resolution: a field the writer lacked gets
+kept: `_WRITERS`; an id the registry does not know is asked again by the next task), and
+decode with fastavro's compiled `schemaless_reader`, resolving the writer's schema to the
+reader's (Avro's schema resolution: a field the writer lacked gets
 the reader's default; with the reader's own id, no resolution). All the values of a batch
 are read from one buffer (the Arrow column's data), each from its offset; then one
 `pa.array(..., type)` builds the column (in C). A value whose decoding reads past its own end
@@ -162,25 +163,32 @@ class _Decoder:
         self.value_arrow = value_arrow
         self.client = RegistryClient(spec.urls, spec.security)
         self.read = fastavro.schemaless_reader
+        self.unknown: set[int] = set()  # ids the registry did not know, during this task
 
     def writer(self, schema_id: int) -> Any:
         """The parsed writer schema (None: the reader's own), or a str: why it is unusable."""
         if schema_id == self.spec.reader_id:
             return None
         key = (self.spec.urls, schema_id)
-        if key not in _WRITERS:
-            if len(_WRITERS) >= WRITERS_MAX:
-                _WRITERS.clear()
-            _WRITERS[key] = self._load(schema_id)
-        return _WRITERS[key]
-
-    def _load(self, schema_id: int) -> Any:
+        if key in _WRITERS:
+            return _WRITERS[key]
+        if schema_id in self.unknown:
+            return f"schema id {schema_id} is unknown to the registry"
         try:
             schema = self.client.by_id(schema_id)
         except RegistryError as exc:
-            if exc.error_code == UNKNOWN_SCHEMA:
-                return f"schema id {schema_id} is unknown to the registry"
-            raise
+            if exc.error_code != UNKNOWN_SCHEMA:
+                raise
+            # kept for this task only: a registration on another broker reaches this one's
+            # registry within about a second, and a retried task asks again
+            self.unknown.add(schema_id)
+            return self.writer(schema_id)
+        if len(_WRITERS) >= WRITERS_MAX:
+            _WRITERS.clear()
+        _WRITERS[key] = self._usable(schema_id, schema)
+        return _WRITERS[key]
+
+    def _usable(self, schema_id: int, schema: Schema) -> Any:
         if schema.schema_type != "AVRO":
             return f"schema id {schema_id} is a {schema.schema_type} schema, not Avro"
         try:

@@ -184,6 +184,57 @@ def test_decoding_checks_each_frame_without_a_registry(mode: str) -> None:
     assert out.column("offset").to_pylist() == list(range(10, 15))
 
 
+def test_an_unknown_id_is_asked_once_per_task() -> None:
+    """A registry answering 40403 (a real HTTP server on loopback): each task asks once for
+    the id, whatever the number of its values, and the next task asks again (the id may have
+    been registered on another broker since)."""
+    import http.server
+    import threading
+
+    import pyarrow as pa
+
+    from spark_connector.avro_values import decode_batches
+    from spark_connector.registry import AvroValues
+    from spark_connector.registry import Schema as Registered
+    from spark_connector.schema import ARROW_SCHEMA
+
+    asked: list[str] = []
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = json.dumps({"error_code": 40403, "message": "Schema not found"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        text = json.dumps({"type": "record", "name": "Q", "fields": [{"name": "n", "type": "int"}]})
+        unknown = _framed(77, text, {"n": 1})
+        n = 3
+        batch = pa.RecordBatch.from_arrays(
+            [pa.nulls(n, pa.binary()), pa.array([unknown] * n, pa.binary()),
+             pa.array(["t"] * n), pa.array([0] * n, pa.int32()), pa.array(range(n), pa.int64()),
+             pa.array([0] * n, pa.timestamp("us", tz="UTC")), pa.array([0] * n, pa.int32())],
+            schema=ARROW_SCHEMA,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        spec = AvroValues((url,), (), 5, Registered("AVRO", text), "PERMISSIVE")
+        for task in (1, 2):
+            (out,) = list(decode_batches(iter([batch]), spec, "t", 0))
+            assert out.column("value").to_pylist() == [None] * n
+            assert asked == ["/schemas/ids/77"] * task
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # ----- on the cluster ---------------------------------------------------------------------------
 
 
