@@ -13,8 +13,10 @@ modules.
 
 Modules: options (option checks), ranges (offset-range decisions), lookup and planning (driver
 side), fetch (executor side: one range into Arrow batches), streaming (micro-batch reader),
-writer (sinks), schema (Spark's Kafka schema), source (the DataSource). Importing this package
-does not import pyspark; `register` and `OdradekDataSource` do.
+writer (sinks), schema (Spark's Kafka schema), source (the DataSource); for `valueFormat=avro`
+value_options (its options), registry (the schema registry client), avro_types (Avro to Spark
+types) and avro_values (planning the reader schema, decoding values in tasks). Importing this
+package does not import pyspark; `register` and `OdradekDataSource` do.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ earliest = the log start, -1 latest = the high watermark, or the last stable off
 `kafka.isolation.level` read_committed, or a timestamp). Retriable errors
 (a leader moving, a broker restarting) are retried with a backoff for up to `timeout_ms`.
 Nothing here runs on executors: the answers travel to tasks inside their input partitions.
+`registry_urls()` finds the schema registry the brokers serve (for `valueFormat=avro`).
 
 `native_options(opts)`: options whose addresses came from `kafka.bootstrap.servers` (Spark's
 Kafka option, which users give the Kafka listener's addresses) get the native ones, once, on
@@ -30,6 +31,7 @@ from typing import TypeVar
 
 from client import Admin, TopicPartition
 from client.read_committed import READ_UNCOMMITTED
+from protocol.api.admin import RESOURCE_BROKER
 from protocol.errors import OdradekError, UsageError
 from spark_connector.fetch import first_offset_at_or_after, worker_state
 from spark_connector.options import EARLIEST, LATEST, ReadOptions, WriteOptions
@@ -113,6 +115,28 @@ class OffsetLookup:
             if wanted(t.name) and not t.is_internal and t.error_code == 0
             for p in t.partitions
         )
+
+    def registry_urls(self) -> tuple[str, ...]:
+        """The schema registry URL of every broker that serves one: `http(s)://` its advertised
+        host and its `schema.registry.port` (`schema.registry.ssl`: https), from each broker's
+        own DescribeConfigs, as `odradek cluster status` lists them; () when none does."""
+        brokers = self._retry("describing the cluster", lambda a: a.describe_cluster()).brokers
+        urls = []
+        for node_id, broker in sorted(brokers.items()):
+            configs = self._broker_configs(node_id)
+            port = configs.get("schema.registry.port") or "0"
+            if port.isdigit() and int(port) > 0:
+                scheme = "https" if configs.get("schema.registry.ssl") == "true" else "http"
+                urls.append(f"{scheme}://{broker.host}:{port}")
+        return tuple(urls)
+
+    def _broker_configs(self, node_id: int) -> dict[str, str | None]:
+        name = str(node_id)
+        entries = self._retry(
+            "describing a broker's configs",
+            lambda a: a.describe_config_entries(RESOURCE_BROKER, name),
+        )
+        return {e.name: e.value for e in entries}
 
     def list_offsets(self, query: Mapping[TP, int]) -> dict[TP, int]:
         """{tp: -2 | -1 | timestamp ms} -> {tp: offset} (-1 for a timestamp past the end)."""

@@ -25,6 +25,7 @@ line saying what is wrong. The rules follow Spark's KafkaSourceProvider:
   group being `<prefix>-<uuid>` per query start, as Spark names its consumers' groups): the
   group each finished micro-batch's end offsets are committed to, for monitoring (a batch
   query refuses `kafka.group.id`);
+- `valueFormat` (`binary` or `avro`) and the registry's options (value_options.py);
 - the other `kafka.` options are the client's security settings (spark_connector/
   security.py), checked against each other here; any other is refused with its reason.
 
@@ -53,6 +54,12 @@ from typing import Any
 from client.read_committed import READ_COMMITTED, READ_UNCOMMITTED
 from protocol.errors import UsageError
 from spark_connector.security import Props, security_props
+from spark_connector.value_options import (
+    BINARY_VALUES,
+    VALUE_OPTIONS,
+    ValueFormat,
+    parse_value_format,
+)
 
 EARLIEST = -2
 LATEST = -1
@@ -67,7 +74,7 @@ READ_OPTIONS = (
     "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
     "failOnDataLoss", "includeHeaders", "minPartitions", "maxRecordsPerPartition",
     "pollTimeoutMs", "kafkaConsumer.pollTimeoutMs", "fetchMaxBytes", "fetchOffset.numRetries",
-    "fetchOffset.retryIntervalMs",
+    "fetchOffset.retryIntervalMs", *VALUE_OPTIONS,
 )  # fmt: skip
 BATCH_READ_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 STREAM_READ_OPTIONS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
@@ -119,6 +126,7 @@ class ReadOptions:
     fetch_offset_retry_interval_ms: int = 200
     group_id: str | None = None  # streaming: kafka.group.id, the group its progress goes to...
     group_id_prefix: str = DEFAULT_GROUP_ID_PREFIX  # ...else groupIdPrefix-<a uuid per start>
+    values: ValueFormat = BINARY_VALUES  # valueFormat and the registry (value_options.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +382,7 @@ def parse_read_options(options: Mapping[str, Any], streaming: bool) -> ReadOptio
         group_id=_group_id(opts, streaming),
         group_id_prefix=opts.get("groupidprefix", DEFAULT_GROUP_ID_PREFIX).strip()
         or DEFAULT_GROUP_ID_PREFIX,
+        values=parse_value_format(opts, subscribe or (tuple(assign) if assign else None)),
     )
 
 
@@ -391,6 +400,17 @@ def _group_id(opts: Mapping[str, str], streaming: bool) -> str | None:
     if not raw.strip():
         raise UsageError("option 'kafka.group.id' is empty")
     return raw.strip()
+
+
+def parse_value_options(options: Mapping[str, Any]) -> tuple[ValueFormat, str, bool, Props]:
+    """What the source's schema needs before Spark says batch or streaming: the value format
+    (its default subject from the topics named), the bootstrap (and whether it came from
+    kafka.bootstrap.servers) and the security properties. The reader checks the rest."""
+    opts = lower_keys(options)
+    subscribe, _, assign = _parse_subscription(opts)
+    values = parse_value_format(opts, subscribe or (tuple(assign) if assign else None))
+    bootstrap, kafka_bootstrap = bootstrap_of(opts)
+    return values, bootstrap, kafka_bootstrap, security_props(opts)
 
 
 def _poll_timeout_ms(opts: Mapping[str, str]) -> int:

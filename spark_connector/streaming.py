@@ -43,7 +43,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from spark_connector.fetch import RangePartition, read_range
+from spark_connector.avro_values import read_values
+from spark_connector.fetch import RangePartition
 from spark_connector.lookup import OffsetLookup
 from spark_connector.options import ReadOptions, offsets_from_json, offsets_to_json
 from spark_connector.planning import offsets_for, report_losses, to_partitions
@@ -56,6 +57,7 @@ from spark_connector.ranges import (
     rate_limit,
     split_ranges,
 )
+from spark_connector.registry import AvroValues
 
 log = logging.getLogger("spark_connector")
 
@@ -87,8 +89,14 @@ def _nested(flat: dict[TP, int]) -> dict[str, dict[str, int]]:
 
 
 class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
-    def __init__(self, opts: ReadOptions, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        opts: ReadOptions,
+        values: AvroValues | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.opts = opts
+        self.values = values  # valueFormat=avro: how tasks decode values
         self.lookup = OffsetLookup.of(opts)
         self._target: dict[TP, int] | None = None  # availableNow: never read past these
         self._last_end: dict[str, Any] | None = None  # for the no-argument latestOffset()
@@ -177,7 +185,7 @@ class OdradekStreamReader(DataSourceStreamReader, _AvailableNow):
 
     def read(self, partition: InputPartition) -> Any:
         assert isinstance(partition, RangePartition)
-        return read_range(partition)
+        return read_values(partition, self.values)
 
     def commit(self, end: dict[str, Any]) -> None:
         """The micro-batch up to `end` is done: its end offsets go to the query's group, for

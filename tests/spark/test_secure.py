@@ -14,9 +14,10 @@ import time
 from typing import Any
 
 import pytest
+from confluent_kafka.serialization import MessageField, SerializationContext
 
-from client import Admin, NewTopic
-from client.command_config import parse_properties
+from client import Admin, NewTopic, Producer
+from client.command_config import command_config, parse_properties
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import ClusterPool, wait_until
 
@@ -95,3 +96,30 @@ def test_a_wrong_password_fails_at_once_saying_so(spark: Any, secure: LocalClust
         f"{secure.kafka_bootstrap} refused the login: Authentication failed" in said[0]
     ), said
     assert "wrong-" not in said[0], said  # never the password
+
+
+def test_avro_values_through_the_secure_registry(spark: Any, secure: LocalCluster) -> None:
+    """valueFormat=avro on the secure cluster: the registry is found from the brokers (https),
+    and asked with the kafka.sasl user as HTTP Basic and the truststore's CA."""
+    from tests.spark.test_avro import AvroSerializer, SchemaRegistryClient
+
+    options = _spark_options(secure)
+    _create_topic(secure, "secure-avro")
+    login = command_config(parse_properties(secure.client_properties_path.read_text()), "test")
+    user, password = login.sasl_username, login.sasl_password
+    registry = {"url": secure.schema_registry_urls[0], "basic.auth.user.info": f"{user}:{password}",
+                "ssl.ca.location": options["kafka.ssl.truststore.location"]}  # fmt: skip
+    schema = '{"type": "record", "name": "S", "fields": [{"name": "n", "type": "long"}]}'
+    ctx = SerializationContext("secure-avro", MessageField.VALUE)
+    with SchemaRegistryClient(registry) as client:
+        serialize = AvroSerializer(client, schema)
+        values = [serialize({"n": i}, ctx) for i in range(10)]
+    with Producer(secure.bootstrap, **secure.client_options()) as producer:
+        for value in values:
+            producer.send("secure-avro", value, partition=0)
+        producer.flush()
+    read = (
+        spark.read.format("odradek").options(**options)
+        .option("subscribe", "secure-avro").option("valueFormat", "avro").load()
+    )  # fmt: skip
+    assert sorted(r.n for r in read.select("value.n").collect()) == list(range(10))
