@@ -117,7 +117,9 @@ def consume(bootstrap: str, partitions: int, records: int) -> dict[str, Any]:
 def tree_cpu_s(roots: list[int]) -> float:
     """CPU seconds of `roots` and their descendants so far (user + system, with their
     waited-for children's): this process, the JVM its SparkSession starts and the Python
-    workers (and a standalone cluster's workers, their executors and theirs), or a broker."""
+    workers (and a standalone cluster's workers, their executors and theirs), or a broker.
+    A process that exits without its parent waiting for it takes its seconds along: a
+    difference can then come out low, even negative (seen at load 20-40)."""
     total, todo, tick = 0.0, list(roots), os.sysconf("SC_CLK_TCK")
     while todo:
         pid = todo.pop()
@@ -221,7 +223,7 @@ def sink_run(
             "what": f"spark {where}: {what} {kind}, round {i + 1}",
             "records": records,
             "seconds": round(elapsed, 3),
-            "records_per_s": round(records / elapsed),
+            "records_per_s": round(records / elapsed, 3),
             "kind": kind,
             "round": i + 1,
             "spark_cpu_s": round(spark_cpu, 2),
@@ -371,7 +373,7 @@ def summarize(where: str, results: list[dict[str, Any]]) -> None:
         if not rounds:
             continue
         pairs = [(writes[(i, SINKS[0])], writes[(i, SINKS[1])]) for i in rounds]
-        rate = [eo["records_per_s"] / alo["records_per_s"] for alo, eo in pairs]
+        rate = [alo["seconds"] / eo["seconds"] for alo, eo in pairs]  # the same rows each
         cpu = [(eo["spark_cpu_s"] + eo["broker_cpu_s"]) / (alo["spark_cpu_s"] + alo["broker_cpu_s"])
                for alo, eo in pairs]  # fmt: skip
         for (_alo, eo), ratio in zip(pairs, rate, strict=True):
@@ -410,7 +412,9 @@ def main() -> int:
                         help="local[2] only: no pass on a standalone Spark cluster")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", brokers=1, progress=print)
+        cluster = LocalCluster(
+            Path(tmp) / "cluster", brokers=1, progress=print, ready_timeout_s=300
+        )
         bootstrap = cluster.up()
         try:
             with Admin(bootstrap) as admin:
