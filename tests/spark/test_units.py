@@ -12,9 +12,10 @@ pytest.importorskip("pyspark")
 
 from pyspark.sql.pandas.types import to_arrow_schema  # noqa: E402
 
-from protocol.batch import TIMESTAMP_TYPE_BIT, build_batch, stamp  # noqa: E402
+from protocol.batch import TIMESTAMP_TYPE_BIT, build_batch, iter_batches, stamp  # noqa: E402
+from protocol.columns import segments  # noqa: E402
 from protocol.errors import UsageError  # noqa: E402
-from spark_connector.fetch import records_to_arrow  # noqa: E402
+from spark_connector.fetch import ConstantColumns, records_to_arrow, segments_to_arrow  # noqa: E402
 from spark_connector.lookup import native_bootstrap  # noqa: E402
 from spark_connector.options import (  # noqa: E402
     offsets_from_json,
@@ -172,6 +173,26 @@ def test_records_to_arrow_cuts_the_range_and_keeps_every_field() -> None:
     assert d["headers"] == [[{"key": "h", "value": b"x"}], [{"key": "n", "value": None}]]
     assert batch.schema.equals(arrow_schema(True))
     assert records_to_arrow(first, "t", 0, 2, 9, False) == (None, 2)
+
+
+def test_a_ranges_batches_slice_one_topic_and_partition_column() -> None:
+    """The topic and partition columns are built once per range and grown by doubling: each
+    answer's batch holds a slice of them (the same buffer), not columns of its own."""
+    constants = ConstantColumns("t", 4)
+    small = _batch(0, [(None, b"v%d" % i, None, 1000) for i in range(3)])
+    large = _batch(3, [(None, b"v%d" % i, None, 1000) for i in range(5)])
+    out = []
+    for data, start in ((small, 0), (large, 3), (small, 0)):
+        segs, _ = segments(data, list(iter_batches(data)), start, 100)
+        out.append(segments_to_arrow(segs, "t", 4, False, constants))
+    assert [b.num_rows for b in out] == [3, 5, 3] and constants.rows == 6
+    for batch in out:
+        d = batch.to_pydict()
+        assert d["topic"] == ["t"] * batch.num_rows and d["partition"] == [4] * batch.num_rows
+        assert batch.schema.equals(arrow_schema(False))
+    topic_data = [b.column("topic").buffers()[2].address for b in out]
+    partition_data = [b.column("partition").buffers()[1].address for b in out]
+    assert topic_data[1] == topic_data[2] and partition_data[1] == partition_data[2]
 
 
 def test_records_to_arrow_log_append_time() -> None:
