@@ -7,8 +7,10 @@ It consumes I in group G with isolation.level=read_committed and no auto commit,
 poll of at most --per-txn records runs one transaction of the producer whose transactional.id
 is ID: every record goes to O with the same key and its value + b"!", and the consumed offsets
 (each partition's last offset + 1) are committed with send_offsets_to_transaction in the same
-transaction, with the consumer's group metadata when the client has it (confluent-kafka,
-kafka-python 3: generation fencing) or the group id alone (aiokafka). Then commit_transaction.
+transaction, with the consumer's group metadata (confluent-kafka, kafka-python 3: generation
+fencing, KIP-447). Then commit_transaction. aiokafka has no KIP-447 (its
+send_offsets_to_transaction takes the group id alone), so it runs KIP-98's pattern instead
+(`aiokafka-per-partition`: one transactional.id per input partition, not per member).
 
 A transaction the broker refuses (an abortable error: the group rebalanced, a partition moved)
 is aborted and the consumer rewound to the group's committed offsets of the partitions it
@@ -232,76 +234,6 @@ def run_kafka_python(a: argparse.Namespace, out: IO[str]) -> int:
 # ----- aiokafka ----------------------------------------------------------------------------------
 
 
-async def run_aiokafka(a: argparse.Namespace, out: IO[str]) -> int:
-    from aiokafka import (
-        AIOKafkaConsumer,
-        AIOKafkaProducer,
-        ConsumerRebalanceListener,
-        TopicPartition,
-    )
-    from aiokafka.errors import IllegalStateError, KafkaError, ProducerFenced
-
-    class Listener(ConsumerRebalanceListener):
-        async def on_partitions_revoked(self, revoked: Any) -> None:
-            note(out, f"revoked {sorted(tp.partition for tp in revoked)}")
-
-        async def on_partitions_assigned(self, assigned: Any) -> None:
-            note(out, f"assigned {sorted(tp.partition for tp in assigned)}")
-
-    c = AIOKafkaConsumer(
-        bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.txn_id,
-        enable_auto_commit=False, auto_offset_reset="earliest",
-        isolation_level="read_committed", session_timeout_ms=a.session_ms,
-        heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100,
-    )  # fmt: skip
-    p = AIOKafkaProducer(bootstrap_servers=a.bootstrap, transactional_id=a.txn_id,
-                         linger_ms=5, transaction_timeout_ms=TXN_TIMEOUT_MS)  # fmt: skip
-    await p.start()  # InitProducerId
-    note(out, "initialized")
-    await c.start()
-    c.subscribe([a.input], listener=Listener())
-
-    async def rewind(partitions: list[int]) -> None:
-        for q in partitions:
-            tp = TopicPartition(a.input, q)
-            try:
-                offset = await c.committed(tp)
-                c.seek(tp, offset if offset is not None else 0)
-            except (KafkaError, AssertionError, ValueError, IllegalStateError) as exc:
-                note(out, f"rewind {q}: {exc!r}")
-                continue
-            note(out, f"rewound {q} to {offset}")
-
-    try:
-        while not Stop.requested:
-            polled = await c.getmany(timeout_ms=int(POLL_S * 1000), max_records=a.per_txn)
-            msgs = [r for recs in polled.values() for r in recs]
-            if not msgs:
-                continue
-            records = [(r.partition, r.offset) for r in msgs]
-            ends = next_offsets(records)
-            try:
-                async with p.transaction():
-                    futures = [await p.send(a.output, key=r.key, value=r.value + b"!")
-                               for r in msgs]  # fmt: skip
-                    for f in futures:
-                        await f
-                    offsets = {TopicPartition(a.input, q): o for q, o in ends.items()}
-                    await p.send_offsets_to_transaction(offsets, a.group)
-            except ProducerFenced as exc:
-                note(out, f"fatal: {exc!r}")
-                return FENCED_EXIT
-            except KafkaError as exc:  # the context manager aborted the transaction
-                note(out, f"aborted: {exc!r}")
-                await rewind(sorted(ends))
-                continue
-            committed_line(out, records)
-    finally:
-        await c.stop()
-        await p.stop()
-    return 0
-
-
 async def run_aiokafka_per_partition(a: argparse.Namespace, out: IO[str]) -> int:
     """KIP-98's pattern for a client without KIP-447: one transactional producer per input
     partition (transactional.id `<group>-<input>-<partition>`, the same in every member), each
@@ -400,9 +332,8 @@ async def run_aiokafka_per_partition(a: argparse.Namespace, out: IO[str]) -> int
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--client", required=True,
-                    choices=["confluent-kafka", "kafka-python", "aiokafka",
-                             "aiokafka-per-partition"])  # fmt: skip
+    clients = ["confluent-kafka", "kafka-python", "aiokafka-per-partition"]
+    ap.add_argument("--client", required=True, choices=clients)
     for name in ("--bootstrap", "--group", "--input", "--output", "--txn-id", "--out"):
         ap.add_argument(name, required=True)
     ap.add_argument("--per-txn", type=int, default=5)
@@ -417,8 +348,6 @@ def main() -> int:
             code = run_confluent(a, out)
         elif a.client == "kafka-python":
             code = run_kafka_python(a, out)
-        elif a.client == "aiokafka":
-            code = asyncio.run(run_aiokafka(a, out))
         else:
             code = asyncio.run(run_aiokafka_per_partition(a, out))
         note(out, f"closed {code}")

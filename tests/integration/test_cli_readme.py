@@ -17,6 +17,9 @@ checked (`EXPECTED`). A command whose output the document says comes later (the 
 topic's consume, once the log cleaner has run) is run again until it shows it (`EVENTUALLY`:
 a condition and a generous deadline, never a fixed sleep).
 
+Spark's JVMs run with tests/spark/jvm.py's options (C1 only, the serial GC: less CPU for a
+small job, the same job).
+
 What is not run as written, and why, is in SKIPPED and SHORTENED; `odradek cluster down` runs
 last, because the README's first session ends with it and the sections after it use the
 cluster again.
@@ -39,6 +42,7 @@ import pytest
 
 from deploy.cluster import LocalCluster
 from tests.fixtures.cluster import run_odradek
+from tests.spark.jvm import DRIVER_ENV, SPARK_JVM_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 # The documents walked, in this order, and whether their Python blocks run: the README's are a
@@ -226,6 +230,7 @@ class Newcomer:
             argv = ["bash", "-c", self.fill(step.text)]
         env = {k: v for k, v in os.environ.items() if k != "ODRADEK_BOOTSTRAP"}
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env[DRIVER_ENV] = SPARK_JVM_OPTIONS  # tests/spark/jvm.py
         proc = subprocess.Popen(
             argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, start_new_session=True,

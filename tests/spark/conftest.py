@@ -1,7 +1,8 @@
 """Spark test fixtures: ONE local SparkSession for the whole test run, and record helpers.
 
 `spark` hands out one `local[2]` session for the whole run, with the UI off and two shuffle
-partitions, Python workers on this interpreter (PYSPARK_PYTHON), and registers the "odradek"
+partitions, Python workers on this interpreter (PYSPARK_PYTHON), its JVM with the tests' options
+(tests/spark/jvm.py: C1 only, the serial GC), and registers the "odradek"
 format (Spark would also find it by itself through the top-level `pyspark_odradek` module;
 registering keeps the tests independent of the working directory). It is stopped at the end of
 the run. Starting Spark takes tens of seconds on two cores, which is why there is only one; a
@@ -24,12 +25,14 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from tests.spark.jvm import DRIVER_ENV, SPARK_JVM_OPTIONS
 
 
 def local_session() -> Any:
     """A new `local[2]` SparkSession (see the module's docstring)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ[DRIVER_ENV] = SPARK_JVM_OPTIONS  # and the eo_job drivers, which inherit it
     from pyspark.sql import SparkSession
 
     import spark_connector

@@ -10,7 +10,7 @@ can SIGKILL its driver, and with `local[2,2]` so that a failed task is retried).
 offsets per trigger). `--fail-once`: a UDF raises on the first attempt of the task that meets
 row 7 (or "v7"), after the rows before it were sent. The sink holds its commit when
 ODRADEK_SPARK_HOLD / ODRADEK_SPARK_HOLD_DIR say so (spark_connector/exactly_once.py). Prints
-DONE when the write finished.
+DONE when the write finished. Its driver's JVM runs with tests/spark/jvm.py's options.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ import os
 import sys
 from typing import Any
 
+from tests.spark.jvm import DRIVER_ENV, SPARK_JVM_OPTIONS
+
 QUERY_TIMEOUT_S = 300
 
 
 def _session(master: str, conf: list[str]) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ[DRIVER_ENV] = SPARK_JVM_OPTIONS
     from pyspark.sql import SparkSession
 
     import spark_connector
