@@ -13,6 +13,7 @@ that fails (its executor SIGKILLed mid-write) is tested on the standalone cluste
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -188,10 +189,13 @@ def _finish(job: subprocess.Popen[str]) -> None:
 def _kill_when_held(job: subprocess.Popen[str], hold_dir: Path, step: str) -> None:
     """Wait for the driver to hold at `step`, then SIGKILL its whole process group."""
     held = hold_dir / f"spark-held-{step}"
-    wait_for(lambda: held.exists() or job.poll() is not None, JOB_TIMEOUT_S, f"held at {step}")
-    assert held.exists(), job.communicate()[0][-3000:]
-    os.killpg(job.pid, signal.SIGKILL)
-    job.communicate(timeout=60)  # reaped, its pipe closed
+    try:
+        wait_for(lambda: held.exists() or job.poll() is not None, JOB_TIMEOUT_S, f"held at {step}")
+    finally:  # held, or never (the wait timed out): the job must not outlive the test either
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+        output = job.communicate(timeout=60)[0] or ""  # reaped, its pipe closed
+    assert held.exists(), output[-3000:]
 
 
 def test_a_stale_attempt_never_replaces_the_latest_attempts_transaction(
