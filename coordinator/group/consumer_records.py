@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,13 +137,19 @@ def encode_field(kind: str, v: Any) -> bytes:
     return _topics(v)
 
 
-def encode_key(key: ConsumerKey) -> bytes:
-    out = struct.pack(">h", key.record_type)
-    names = [key.group_id] + ([key.member_id] if key.record_type in WITH_MEMBER else [])
-    for s in names:
+def group_key_bytes(record_type: int, group_id: str, member_id: str | None) -> bytes:
+    """A KIP-848 or KIP-932 record's key: int16 type, the group (and member) id as int16-length
+    strings; `member_id` None for the types keyed by the group alone."""
+    out = struct.pack(">h", record_type)
+    for s in [group_id] if member_id is None else [group_id, member_id]:
         raw = s.encode()
         out += struct.pack(">h", len(raw)) + raw
     return out
+
+
+def encode_key(key: ConsumerKey) -> bytes:
+    member = key.member_id if key.record_type in WITH_MEMBER else None
+    return group_key_bytes(key.record_type, key.group_id, member)
 
 
 def _classic(value: Mapping[str, Any]) -> bytes:
@@ -201,25 +207,47 @@ def read_field(r: RecordReader, kind: str) -> Any:
     return topics
 
 
-def decode_key(data: bytes) -> ConsumerKey:
-    r = RecordReader(data, "consumer group")
+def read_group_key(
+    data: bytes, what: str, record_types: frozenset[int], with_member: frozenset[int]
+) -> tuple[int, str, str]:
+    """(type, group id, member id or "") of a key `group_key_bytes` wrote; an unknown type is
+    CorruptMessageError naming `what`."""
+    r = RecordReader(data, what)
     record_type = r.num(">h")
-    if record_type not in RECORD_TYPES:
-        raise CorruptMessageError(f"unknown coordinator record type {record_type}")
+    if record_type not in record_types:
+        raise CorruptMessageError(f"unknown {what} record type {record_type}")
     group = r.take(r.num(">h")).decode()
-    member = r.take(r.num(">h")).decode() if record_type in WITH_MEMBER else ""
-    return ConsumerKey(record_type, group, member)
+    member = r.take(r.num(">h")).decode() if record_type in with_member else ""
+    r.end()
+    return record_type, group, member
+
+
+def read_group_value(
+    record_type: int, data: bytes, what: str, fields: tuple[tuple[str, str], ...],
+    read: Callable[[RecordReader, str], Any],
+) -> tuple[dict[str, Any], dict[int, bytes]]:  # fmt: skip
+    """A version-0 flexible value: its `fields` read in order by `read`, and its tagged fields
+    ({tag: bytes}); another version is CorruptMessageError."""
+    r = RecordReader(data, what, flexible=True)
+    version = r.num(">h")
+    if version != 0:
+        raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
+    value = {name: read(r, kind) for name, kind in fields}
+    tagged = read_tagged(r)
+    r.end()
+    return value, tagged
+
+
+def decode_key(data: bytes) -> ConsumerKey:
+    return ConsumerKey(*read_group_key(data, "consumer group", RECORD_TYPES, WITH_MEMBER))
 
 
 def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
     if data is None:
         return None
-    r = RecordReader(data, "consumer group", flexible=True)
-    version = r.num(">h")
-    if version != 0:
-        raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
-    value = {name: read_field(r, kind) for name, kind in SCHEMAS[record_type]}
-    tagged = read_tagged(r)
+    value, tagged = read_group_value(
+        record_type, data, "consumer group", SCHEMAS[record_type], read_field
+    )
     if record_type == MEMBER_METADATA:
         raw = tagged.get(0)
         value["classic_member_metadata"] = None if raw is None else _read_classic(raw)

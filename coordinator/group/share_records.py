@@ -40,12 +40,13 @@ from typing import Any
 from coordinator.group.consumer_records import (
     cstr,
     encode_field,
+    group_key_bytes,
     read_field,
-    read_tagged,
+    read_group_key,
+    read_group_value,
     uvarint,
 )
 from coordinator.record_reader import RecordReader
-from protocol.errors import CorruptMessageError
 
 PARTITION_METADATA = 9  # read only
 MEMBER_METADATA = 10
@@ -125,12 +126,8 @@ def _field(kind: str, v: Any) -> bytes:
 
 
 def encode_key(key: ShareGroupKey) -> bytes:
-    out = struct.pack(">h", key.record_type)
-    names = [key.group_id] + ([key.member_id] if key.record_type in WITH_MEMBER else [])
-    for s in names:
-        raw = s.encode()
-        out += struct.pack(">h", len(raw)) + raw
-    return out
+    member = key.member_id if key.record_type in WITH_MEMBER else None
+    return group_key_bytes(key.record_type, key.group_id, member)
 
 
 def encode_value(record_type: int, value: Mapping[str, Any] | None) -> bytes | None:
@@ -168,24 +165,11 @@ def _read(r: RecordReader, kind: str) -> Any:
 
 
 def decode_key(data: bytes) -> ShareGroupKey:
-    r = RecordReader(data, "share group")
-    record_type = r.num(">h")
-    if record_type not in RECORD_TYPES:
-        raise CorruptMessageError(f"unknown share group record type {record_type}")
-    group = r.take(r.num(">h")).decode()
-    member = r.take(r.num(">h")).decode() if record_type in WITH_MEMBER else ""
-    r.end()
-    return ShareGroupKey(record_type, group, member)
+    return ShareGroupKey(*read_group_key(data, "share group", RECORD_TYPES, WITH_MEMBER))
 
 
 def decode_value(record_type: int, data: bytes | None) -> dict[str, Any] | None:
     if data is None:
         return None
-    r = RecordReader(data, "share group", flexible=True)
-    version = r.num(">h")
-    if version != 0:
-        raise CorruptMessageError(f"record type {record_type} value version {version} unknown")
-    value = {name: _read(r, kind) for name, kind in SCHEMAS[record_type]}
-    read_tagged(r)  # later versions' tagged fields (e.g. an assignment timestamp): skipped
-    r.end()
-    return value
+    # later versions' tagged fields (e.g. an assignment timestamp) are skipped
+    return read_group_value(record_type, data, "share group", SCHEMAS[record_type], _read)[0]
