@@ -604,7 +604,40 @@ class LocalCluster:
                 self._spawn(proc)
                 self._store.save(state)
         if wait:
-            self.wait_ready(must_run=[broker_id])
+            self._wait_ready_again(broker_id)
+
+    def _wait_ready_again(self, broker_id: int) -> None:
+        """`wait_ready` for `start`. A restarted broker keeps its listeners' ports (clients
+        know them), but while it was down another process may have bound one of its ports,
+        for good or for a moment (a free-port check). A broker that exits for that starts
+        again, on fresh metrics and registry ports if those are still taken (ZooKeeper and
+        the state file say where they went); a listener's port still taken is an error."""
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                self.wait_ready(must_run=[broker_id])
+                return
+            except ClusterError:
+                with self._state_lock():
+                    state = self._require_state()
+                    proc = next(b for b in state.brokers if b.id == broker_id)
+                    log = self.broker_log(broker_id)
+                    taken = not proc.host and self._brokers.port_was_taken(proc, log)
+                    if (
+                        attempt == PORT_RETRIES
+                        or not taken
+                        or any(port_in_use(state.host, p) for p in proc.listening_ports())
+                    ):
+                        raise
+                    fresh = free_ports(self.host, 2, {p for b in state.brokers for p in b.ports()})
+                    if proc.metrics_port and port_in_use(state.host, proc.metrics_port):
+                        proc.metrics_port = fresh[0]
+                    if proc.registry_port and port_in_use(state.host, proc.registry_port):
+                        proc.registry_port = fresh[1]
+                    self._progress(f"broker {broker_id}: a port was taken while it was down; "
+                                   "starting it again")  # fmt: skip
+                    self._brokers.reap(broker_id)
+                    self._spawn(proc)
+                    self._store.save(state)
 
     # ----- down --------------------------------------------------------------------------------
 

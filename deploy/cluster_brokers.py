@@ -39,6 +39,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 Progress = Callable[[str], None]
 
 
+PORT_ERROR_LINES = 20  # how far back from the end of its log a broker's bind error is looked for
+
+
 def log_tail(path: Path, lines: int = 3) -> str:
     try:
         text = path.read_text(errors="replace").strip().splitlines()
@@ -130,10 +133,11 @@ class BrokerProcesses:
         raise ClusterError(f"broker {proc.id} {how} (see {log})" + (f": {tail}" if tail else ""))
 
     def port_was_taken(self, proc: BrokerProc, log: Path) -> bool:
-        """Dead, its last words "address already in use" (the broker's start-up error)."""
+        """Dead, and its start-up error near the end of its log "address already in use" (a
+        broker that had registered logs its controlled shutdown's lines after it)."""
         if self.state(proc) != "dead":
             return False
-        return "address already in use" in log_tail(log).lower()
+        return "address already in use" in log_tail(log, PORT_ERROR_LINES).lower()
 
     def spawn(self, proc: BrokerProc, cmd: list[str], log: Path, cwd: Path) -> int:
         env = dict(os.environ, PYTHONUNBUFFERED="1")

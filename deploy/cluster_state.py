@@ -57,6 +57,10 @@ class BrokerProc:
         """The ports `up` picked for it (0: not used)."""
         return (self.port, self.kafka_port, self.metrics_port, self.registry_port)
 
+    def listening_ports(self) -> list[int]:
+        """The ports its clients know: the native and Kafka listeners' (its own ones too)."""
+        return [p for p in (self.port, self.kafka_port, *self.listener_ports.values()) if p]
+
 
 @dataclass(slots=True)
 class ZooKeeperInfo:

@@ -122,3 +122,24 @@ def test_up_moves_a_broker_whose_port_was_taken_before_it_bound_it(
         assert cluster.broker_states() == {1: "alive", 2: "alive"}
         log = (cluster.dir / "broker-1.log").read_text()
         assert "address already in use" in log.lower()  # its first start met the held port
+
+
+def test_start_moves_a_restarted_brokers_metrics_and_registry_ports_if_taken(
+    cluster_factory: ClusterFactory,
+) -> None:
+    """A broker started again keeps its listeners' ports, but its registry (or metrics) port,
+    bound by another process while it was down, is moved instead of failing the start."""
+    cluster = cluster_factory(1)
+    before = cluster.broker(1)
+    port, registry = before.port, before.registry_port
+    assert registry
+    cluster.kill(1)
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", registry))
+        holder.listen()
+        cluster.start(1)
+        after = cluster.broker(1)
+        assert cluster.broker_states() == {1: "alive"}
+        assert (after.port, after.registry_port != registry) == (port, True)
+    assert "address already in use" in (cluster.dir / "broker-1.log").read_text().lower()
