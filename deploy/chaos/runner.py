@@ -356,18 +356,30 @@ def _run(cluster: LocalCluster, options: Options, steps: list[plan.Step], out: P
     findings = checker.check(record)
     if not full:
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
-    avail = checker.availability(record.faults)
+    return report(cluster, options, steps, options.workload, record.to_json(), findings,
+                  record.faults, out)  # fmt: skip
+
+
+def report(
+    cluster: LocalCluster, options: Options, steps: list[plan.Step], workload: str,
+    record: dict[str, Any], findings: list[checker.Finding],
+    faults: list[checker.FaultRecord], out: Print, extra: dict[str, Any] | None = None,
+) -> int:  # fmt: skip
+    """Every workload's end: the checks and the faults' availability printed, the verdict on
+    the console's timeline, and with --json the whole record (`extra` beside it); the exit
+    status, 0 for PASS."""
+    avail = checker.availability(faults)
     print_report(findings, avail, out)
     verdict = "PASS" if checker.passed(findings) else "FAIL"
     timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
     if options.json_path:
-        doc = {"seed": options.seed, "workload": options.workload,
-               "schedule": [vars(s) for s in steps], "record": record.to_json(),
+        doc = {"seed": options.seed, "workload": workload,
+               "schedule": [vars(s) for s in steps], "record": record, **(extra or {}),
                "findings": [vars(f) for f in findings], "availability": avail,
-               "verdict": "PASS" if checker.passed(findings) else "FAIL"}  # fmt: skip
+               "verdict": verdict}  # fmt: skip
         Path(options.json_path).write_text(json.dumps(doc, indent=1) + "\n")
         out(f"the whole record: {options.json_path}")
-    return 0 if checker.passed(findings) else 1
+    return 0 if verdict == "PASS" else 1
 
 
 def _read_back(

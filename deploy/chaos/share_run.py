@@ -19,10 +19,7 @@ share_checker.check; `--json` writes it for `odradek chaos check`.
 
 from __future__ import annotations
 
-import json
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from client import Admin
@@ -30,7 +27,7 @@ from deploy.chaos import checker, faults, plan, runner, security, share_checker
 from deploy.chaos.share_workload import LeaderWatch, MemberPool
 from deploy.chaos.workload import AckClock, ProducerThread, native_producer
 from deploy.cluster import LocalCluster
-from deploy.console import timeline
+from deploy.processes import wait_until
 from protocol.api.admin import RESOURCE_GROUP
 from protocol.errors import InvalidConfigError
 
@@ -94,7 +91,7 @@ def run_share(
     try:
         for _ in range(MEMBERS):
             pool.start_one()
-        if not _wait(lambda: pool.delivered() > 0, FIRST_DELIVERY_S):
+        if not wait_until(lambda: pool.delivered() > 0, FIRST_DELIVERY_S, 0.2):
             out(f"no member received a record in {FIRST_DELIVERY_S:.0f} s: "
                 + " | ".join(pool.errors()[-3:]))  # fmt: skip
         chaos.run_schedule(steps, producer.acked)
@@ -112,16 +109,17 @@ def run_share(
     if not full:
         findings.append(checker.Finding("full-isr", False, "the ISR did not fill after healing"))
     out(share_checker.summary(record) + f"; members killed: {', '.join(pool.killed) or 'none'}")
-    return _report(cluster, options, steps, record, findings, chaos.faults, out)
-
-
-def _wait(done: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if done():
-            return True
-        time.sleep(0.2)
-    return False
+    return runner.report(
+        cluster,
+        options,
+        steps,
+        "share",
+        record.to_json(),
+        findings,
+        chaos.faults,
+        out,
+        {"faults": [vars(f) for f in chaos.faults]},
+    )
 
 
 def build_record(producer: ProducerThread, pool: MemberPool, watch: LeaderWatch,
@@ -142,23 +140,3 @@ def build_record(producer: ProducerThread, pool: MemberPool, watch: LeaderWatch,
     record.failovers = sorted(set(watch.failovers) | set(times))
     record.deaths = dict(pool.deaths)
     return record
-
-
-def _report(
-    cluster: LocalCluster, options: runner.Options, steps: list[plan.Step],
-    record: share_checker.ShareRunRecord, findings: list[checker.Finding],
-    faults_done: list[checker.FaultRecord], out: runner.Print,
-) -> int:  # fmt: skip
-    avail = checker.availability(faults_done)
-    runner.print_report(findings, avail, out)
-    verdict = "PASS" if checker.passed(findings) else "FAIL"
-    timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
-    if options.json_path:
-        doc = {"seed": options.seed, "workload": "share",
-               "schedule": [vars(s) for s in steps], "record": record.to_json(),
-               "faults": [vars(f) for f in faults_done],
-               "findings": [vars(f) for f in findings], "availability": avail,
-               "verdict": verdict}  # fmt: skip
-        Path(options.json_path).write_text(json.dumps(doc, indent=1) + "\n")
-        out(f"the whole record: {options.json_path}")
-    return 0 if verdict == "PASS" else 1

@@ -14,17 +14,15 @@ with examples, and `--json` writes the whole history for `odradek chaos check`.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
-from typing import Any
 
 from deploy.chaos import checker, plan, runner, security, txn_checker
 from deploy.chaos.txn_workload import TXN_TIMEOUT_MS, Copier, Reader, TxnProducer
 from deploy.chaos.workload import AckClock
 from deploy.cluster import LocalCluster
-from deploy.console import timeline
+from deploy.processes import wait_until
 
+STEP_S = 0.2  # how often a wait looks again
 PRODUCERS = 2
 READERS = 2
 QUIET_S = 4.0
@@ -51,7 +49,8 @@ def run_txn(
     for reader in readers:
         reader.start()
     copier.start()
-    _wait(lambda: all(p.committed() for p in producers), 60.0)  # the ids have a coordinator
+    # the ids have a coordinator
+    wait_until(lambda: all(p.committed() for p in producers), 60.0, STEP_S)
     try:
         chaos.run_schedule(steps, lambda: sum(p.committed() for p in producers))
     finally:
@@ -87,16 +86,9 @@ def run_txn(
         if log.errors:  # what the clients were told: the first clue when a check fails
             out(f"{log.client}: {len(log.errors)} client errors, the last: "
                 + " | ".join(log.lines(3)))  # fmt: skip
-    return _report(cluster, options, steps, record, findings, out)
-
-
-def _wait(done: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if done():
-            return True
-        time.sleep(0.2)
-    return False
+    return runner.report(
+        cluster, options, steps, "txn", record.to_json(), findings, record.faults, out
+    )
 
 
 def stable_ends(bootstrap: str, topic: str, timeout_s: float) -> dict[int, int] | None:
@@ -127,7 +119,7 @@ def stable_ends(bootstrap: str, topic: str, timeout_s: float) -> dict[int, int] 
         return True
 
     try:
-        return dict(ends) if _wait(settled, timeout_s) else None
+        return dict(ends) if wait_until(settled, timeout_s, STEP_S) else None
     finally:
         committed.close()
         uncommitted.close()
@@ -145,8 +137,8 @@ def _drain(readers: list[Reader], copier: Copier, ends: dict[int, int] | None) -
     def quiet(since: float) -> bool:
         return time.monotonic() - since >= QUIET_S
 
-    _wait(lambda: all(caught_up(r) or quiet(r.last_read) for r in readers)
-          and copier_done(copier, ends, time.monotonic()), DRAIN_WAIT_S)  # fmt: skip
+    wait_until(lambda: all(caught_up(r) or quiet(r.last_read) for r in readers)
+          and copier_done(copier, ends, time.monotonic()), DRAIN_WAIT_S, STEP_S)  # fmt: skip
 
 
 def copier_done(copier: Copier, ends: dict[int, int] | None, now: float) -> bool:
@@ -162,26 +154,8 @@ def read_output(bootstrap: str, topic: str, t0: float) -> list[str]:
     ends = stable_ends(bootstrap, topic, STABLE_WAIT_S)
     reader = Reader(bootstrap, "output", topic, runner.PARTITIONS, t0)
     reader.start()
-    _wait(lambda: (ends is not None and all(reader.positions().get(p, 0) >= e
+    wait_until(lambda: (ends is not None and all(reader.positions().get(p, 0) >= e
                                             for p, e in ends.items()))
-          or time.monotonic() - reader.last_read >= QUIET_S, DRAIN_WAIT_S)  # fmt: skip
+          or time.monotonic() - reader.last_read >= QUIET_S, DRAIN_WAIT_S, STEP_S)  # fmt: skip
     reader.stop()
     return [v for poll in reader.log.polls for _, _, v in poll.records]
-
-
-def _report(
-    cluster: LocalCluster, options: runner.Options, steps: list[plan.Step],
-    record: txn_checker.TxnRunRecord, findings: list[checker.Finding], out: runner.Print,
-) -> int:  # fmt: skip
-    avail = checker.availability(record.faults)
-    runner.print_report(findings, avail, out)
-    verdict = "PASS" if checker.passed(findings) else "FAIL"
-    timeline.append_event(cluster.dir, "verdict", verdict=verdict, seed=options.seed)
-    if options.json_path:
-        doc = {"seed": options.seed, "workload": "txn",
-               "schedule": [vars(s) for s in steps], "record": record.to_json(),
-               "findings": [vars(f) for f in findings], "availability": avail,
-               "verdict": verdict}  # fmt: skip
-        Path(options.json_path).write_text(json.dumps(doc, indent=1) + "\n")
-        out(f"the whole record: {options.json_path}")
-    return 0 if verdict == "PASS" else 1
