@@ -29,7 +29,10 @@ the loop runs in one thread), and a step over the threshold is logged by which o
     slow loop step: 3.2 ms, CPU 3.1 ms in broker.server.Connection.data_received   (WARNING)
     waited loop step: 3.2 ms, CPU 0.1 ms in broker.server.Connection.data_received (INFO)
 
-The first worked that long (a stall to cut); the second only waited (the machine). The meter
+The first worked that long (a stall to cut); the second only waited (the machine). A cyclic
+garbage collection runs inside whatever step allocated when it fell due, so the meter also
+times every collection (its own `gc.callbacks` entry, by the wall clock) and a line over the
+threshold says how much of the step was collections, "(GC 2.9 ms)", when any ran. The meter
 also sums every step's CPU by step name (`StepStats`: count, total and max CPU, max wall; a
 task's steps under its coroutine without the task's name), which the broker logs at shutdown,
 largest total first (`summary_lines`): where the loop's CPU goes, load or no load.
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import sys
 import time
@@ -122,12 +126,13 @@ def summary_name(callback: Any) -> str:
 class StepStats:
     """Every step under one name: how many, their CPU in total and at most, the longest wall."""
 
-    __slots__ = ("callback", "count", "cpu_s", "max_cpu_s", "max_wall_s")
+    __slots__ = ("callback", "count", "cpu_s", "gc_s", "max_cpu_s", "max_wall_s")
 
     def __init__(self, callback: Any) -> None:
         self.callback = callback  # one of them, for the name (resolved when the summary is read)
         self.count = 0
         self.cpu_s = 0.0
+        self.gc_s = 0.0  # collections inside its steps
         self.max_cpu_s = 0.0
         self.max_wall_s = 0.0
 
@@ -149,44 +154,56 @@ class SlowStepMeter:
         self.slow_steps = 0  # logged: their CPU passed the threshold
         self.waited_steps = 0  # logged: only their wall time did
         self.stats: dict[Any, StepStats] = {}
+        self.gc_s = 0.0  # every collection's wall time, summed (`on_gc`)
+        self._gc_started = 0.0
+
+    def on_gc(self, phase: str, _info: dict[str, Any]) -> None:
+        """A `gc.callbacks` entry: each collection's time added to `gc_s`."""
+        if phase == "start":
+            self._gc_started = self.now()
+        else:
+            self.gc_s += self.now() - self._gc_started
 
     def timed(self, callback: Callable[..., Any]) -> Callable[..., Any]:
         now, cpu, threshold_s = self.now, self.cpu, self.threshold_s
 
         def step(*args: Any) -> Any:
-            start, start_cpu = now(), cpu()
+            start, start_cpu, start_gc = now(), cpu(), self.gc_s
             try:
                 return callback(*args)
             finally:
                 took_cpu = cpu() - start_cpu
                 took = now() - start
-                self.record(callback, took, took_cpu)
+                gc_s = self.gc_s - start_gc
+                self.record(callback, took, took_cpu, gc_s)
                 if took > threshold_s or took_cpu > threshold_s:
-                    self.report(callback, took, took_cpu)
+                    self.report(callback, took, took_cpu, gc_s)
 
         return step
 
-    def record(self, callback: Any, took_s: float, cpu_s: float) -> None:
+    def record(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0.0) -> None:
         key = _summary_key(callback)
         stats = self.stats.get(key)
         if stats is None:
             stats = self.stats[key] = StepStats(callback)
         stats.count += 1
         stats.cpu_s += cpu_s
+        stats.gc_s += gc_s
         if cpu_s > stats.max_cpu_s:
             stats.max_cpu_s = cpu_s
         if took_s > stats.max_wall_s:
             stats.max_wall_s = took_s
 
-    def report(self, callback: Any, took_s: float, cpu_s: float) -> None:
+    def report(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0.0) -> None:
+        in_gc = f" (GC {gc_s * 1000:.1f} ms)" if gc_s > 0 else ""
         if cpu_s > self.threshold_s:
             self.slow_steps += 1
-            log.warning("slow loop step: %.1f ms, CPU %.1f ms in %s",
-                        took_s * 1000, cpu_s * 1000, step_name(callback))  # fmt: skip
+            log.warning("slow loop step: %.1f ms, CPU %.1f ms%s in %s",
+                        took_s * 1000, cpu_s * 1000, in_gc, step_name(callback))  # fmt: skip
         else:
             self.waited_steps += 1
-            log.info("waited loop step: %.1f ms, CPU %.1f ms in %s",
-                     took_s * 1000, cpu_s * 1000, step_name(callback))  # fmt: skip
+            log.info("waited loop step: %.1f ms, CPU %.1f ms%s in %s",
+                     took_s * 1000, cpu_s * 1000, in_gc, step_name(callback))  # fmt: skip
 
     def summary(self) -> dict[str, StepStats]:
         """Every step's stats by name (steps of one name under different keys merged)."""
@@ -198,6 +215,7 @@ class SlowStepMeter:
                 into = merged[name] = StepStats(stats.callback)
             into.count += stats.count
             into.cpu_s += stats.cpu_s
+            into.gc_s += stats.gc_s
             into.max_cpu_s = max(into.max_cpu_s, stats.max_cpu_s)
             into.max_wall_s = max(into.max_wall_s, stats.max_wall_s)
         return merged
@@ -207,7 +225,7 @@ class SlowStepMeter:
         ranked = sorted(self.summary().items(), key=lambda item: -item[1].cpu_s)
         return [f"loop steps of {name}: {s.count} steps, CPU {s.cpu_s * 1000:.1f} ms in "
                 f"total, {s.cpu_s / s.count * 1e6:.1f} us mean, max {s.max_cpu_s * 1000:.2f} "
-                f"ms; wall max {s.max_wall_s * 1000:.2f} ms"
+                f"ms; wall max {s.max_wall_s * 1000:.2f} ms; GC {s.gc_s * 1000:.1f} ms"
                 for name, s in ranked[:top]]  # fmt: skip
 
     def protocol(self, protocol: Any) -> Any:
@@ -271,6 +289,7 @@ def debug_loop_factory(
 ) -> Callable[[], asyncio.AbstractEventLoop]:
     """A loop factory for asyncio.Runner: DebugLoops logging steps over `threshold_ms`."""
     meter = SlowStepMeter(threshold_ms / 1000, now, cpu)
+    gc.callbacks.append(meter.on_gc)  # for the process's life, as debug mode is
 
     def new_loop() -> asyncio.AbstractEventLoop:
         loop = DebugLoop()

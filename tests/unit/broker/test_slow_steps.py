@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from typing import Any
 
@@ -65,6 +66,35 @@ def test_a_step_that_only_waited_is_told_from_one_that_worked(
     assert slow.getMessage().startswith("slow loop step: 2.5 ms, CPU 2.4 ms in ")
 
 
+def test_a_collection_inside_a_step_is_named_in_its_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The meter's `gc.callbacks` entry times each collection: a step that ran one says how
+    much of it was the collector; one that ran none says nothing of it."""
+    clock, cpu = FakeClock(), FakeClock()
+    meter = SlowStepMeter(0.001, clock, cpu)
+
+    def allocates_into_a_collection() -> None:
+        clock.advance(0.0003)
+        meter.on_gc("start", {"generation": 1})
+        clock.advance(0.0029)
+        meter.on_gc("stop", {"generation": 1})
+        cpu.advance(0.0032)
+
+    def works() -> None:
+        clock.advance(0.0015)
+        cpu.advance(0.0015)
+
+    with caplog.at_level(logging.WARNING, "odradek.broker.loop"):
+        meter.timed(allocates_into_a_collection)()
+        meter.timed(works)()
+    collected, worked = (r.getMessage() for r in caplog.records)
+    assert collected.startswith("slow loop step: 3.2 ms, CPU 3.2 ms (GC 2.9 ms) in ")
+    assert worked.startswith("slow loop step: 1.5 ms, CPU 1.5 ms in ")
+    (stats,) = [s for n, s in meter.summary().items() if n.endswith("into_a_collection")]
+    assert stats.gc_s == pytest.approx(0.0029)
+
+
 def test_the_summary_sums_each_steps_cpu_by_name() -> None:
     """Every step counts in the summary (over the threshold or not), under one name per
     function, coroutine or builtin method however many objects ran it; largest total first."""
@@ -124,7 +154,9 @@ def test_a_task_step_is_named_by_its_coroutine(caplog: pytest.LogCaptureFixture)
     ):
         runner.run(main())
         lines = [r.getMessage() for r in caplog.records]
-        summary = runner.get_loop().meter.summary()  # type: ignore[attr-defined]
+        meter = runner.get_loop().meter  # type: ignore[attr-defined]
+        gc.callbacks.remove(meter.on_gc)
+        summary = meter.summary()
     assert len(lines) == 1, lines
     assert lines[0].startswith("slow loop step: 5.0 ms, CPU 5.0 ms in coroutine ")
     assert lines[0].endswith(".holds_the_loop (task hog)")
@@ -138,7 +170,7 @@ def test_protocol_callbacks_are_timed_and_named() -> None:
     logged: list[str] = []
 
     class Meter(SlowStepMeter):
-        def report(self, callback: Any, took_s: float, cpu_s: float) -> None:
+        def report(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0) -> None:
             logged.append(step_name(callback))
 
     class Decoder(asyncio.Protocol):
@@ -161,5 +193,7 @@ def test_the_broker_runs_on_uvloop_unless_debug_mode_is_on() -> None:
     loop = broker_loop_factory(2)()
     try:
         assert isinstance(loop, DebugLoop) and loop.meter.threshold_s == 0.002
+        assert loop.meter.on_gc in gc.callbacks  # collections are timed
     finally:
+        gc.callbacks.remove(loop.meter.on_gc)
         loop.close()
