@@ -248,14 +248,14 @@ class LogManager:
         return self._high_watermarks.get((topic, partition))
 
     def high_watermark_jobs(
-        self, high_watermarks: Mapping[Key, int]
+        self, high_watermarks: Mapping[Key, int], force: bool = False
     ) -> list[tuple[Path, Callable[[], None]]]:
         """The writes that checkpoint, in each online directory, the given high watermarks of
         its logs, plus, for logs open there but not in the map (not yet named by the
         controller), the values read at start-up: (directory, a call that writes its file, from
         any thread). Asked on the event loop, which owns the values; a directory whose content
-        is what was last asked for gets none, and an older write never lands over a newer one
-        (checkpoint.CheckpointFile)."""
+        is what was last asked for gets none (unless `force`), and an older write never lands
+        over a newer one (checkpoint.CheckpointFile)."""
         hws = {k: v for k, v in self._high_watermarks.items() if k in self._logs}
         hws.update((k, v) for k, v in high_watermarks.items() if k in self._logs)
         by_dir: dict[Path, dict[Key, int]] = {d: {} for d in self.log_dirs}
@@ -270,15 +270,17 @@ class LogManager:
                 file = self._hw_files[log_dir] = checkpoint.CheckpointFile(
                     log_dir / HW_CHECKPOINT_FILE
                 )
-            job = file.write_job(checkpoint.encode_partition_offsets(offsets))
+            job = file.write_job(checkpoint.encode_partition_offsets(offsets), force)
             if job is not None:
                 jobs.append((log_dir, job))
         return jobs
 
     def write_high_watermarks(self, high_watermarks: Mapping[Key, int]) -> None:
-        """`high_watermark_jobs` run now, on this thread (shutdown: the logs close after it).
-        An I/O error takes that directory offline; the others are written."""
-        for log_dir, job in self.high_watermark_jobs(high_watermarks):
+        """`high_watermark_jobs` run now, on this thread (shutdown: the logs close after it),
+        every file written even if unchanged (a periodic write of the same values may have
+        been cancelled unrun). An I/O error takes that directory offline; the others are
+        written."""
+        for log_dir, job in self.high_watermark_jobs(high_watermarks, force=True):
             try:
                 job()
             except (OdradekError, OSError) as exc:

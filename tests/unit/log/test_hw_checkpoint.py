@@ -182,4 +182,10 @@ async def test_the_periodic_checkpoint_writes_off_the_loop_and_only_what_moved(
     manager.write_high_watermarks({("t", 0): 9})  # shutdown's: on this thread
     assert writers[-1] == threading.get_ident()
     assert checkpoint.read_partition_offsets(tmp_path / HW_CHECKPOINT_FILE) == {("t", 0): 9}
+    # a periodic write asked for and dropped unrun (cancelled in the executor's queue): the
+    # shutdown's write of the same values still writes them
+    jobs = manager.high_watermark_jobs({("t", 0): 11})
+    assert len(jobs) == 1  # asked, never run
+    manager.write_high_watermarks({("t", 0): 11})
+    assert checkpoint.read_partition_offsets(tmp_path / HW_CHECKPOINT_FILE) == {("t", 0): 11}
     manager.shutdown()
