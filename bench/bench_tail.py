@@ -2,7 +2,8 @@
 """`make bench-tail` (and `make bench`'s part `tail`): the end-to-end latency of `make bench`'s
 `user` part beside each of the tail's disturbances in turn (issue 34, "How to show it").
 
-    python bench/bench_tail.py [--messages N] [--rate R] [--side-rate R] [--acls N] [--json FILE]
+    python bench/bench_tail.py [--messages N] [--rate R] [--side-rate R] [--acls N]
+                               [--loop-debug-ms N] [--json FILE]
 
 The measurement is bench/bench_user.py's (`run_latency`): a `Consumer` polling in one process,
 the public `Producer(linger_ms=0)` sending 100 B records at --rate in another, each record
@@ -34,6 +35,12 @@ loaded     two CPU-bound processes (`yes`, output to /dev/null, started and stop
 acls       a second 3-broker cluster with the authorizer on and --acls ACLs loaded
            (bench/bench_acls.py's `load_acls`: the producer is no super user, so every request
            goes through the lookup); its own plain is not measured: the ratio is to `plain`.
+
+--loop-debug-ms N runs every broker in debug mode (`loop_debug_slow_ms = N`, broker/slow_steps.py;
+it slows the brokers, so its latency figures are not the plain run's): each row gets the loop
+steps whose own CPU passed N ms during it, by broker and step name (count, max CPU ms), and
+the JSON every broker's loop CPU by step name from its shutdown summary. A second table lists
+those steps per case.
 
 Prints one Markdown table: case, p50, p99, p99.9, max, the worst broker's loop-lag p99 / max,
 each case's p99 over plain's p99 at the same RF (for `loaded` also odradek's p99 over NATS's
@@ -237,9 +244,13 @@ def measure(target: Target, admin_bootstrap: str, case: str, n: int, rate: int) 
     for rf, acks in bench_user.LATENCY_CASES:
         topic = f"bench-tail-{case.replace(' ', '-')}-rf{rf}"
         make_topic(admin_bootstrap, topic, rf)
+        since = log_sizes(target.dir)
         row = bench_user.run_latency(target, topic, n, rate, acks, lag_of, target.options or None)
         row.update(system="odradek", case=case, rf=rf, acks=acks, messages=n, rate=rate,
                    load=os.getloadavg()[0])  # fmt: skip
+        steps = slow_steps(target.dir, since)
+        if any(steps.values()):
+            row["slow_steps"] = steps
         log(json.dumps(row))
         rows.append(row)
     return rows
@@ -282,6 +293,61 @@ def log_sizes(cluster_dir: Path) -> dict[Path, int]:
     return {p: p.stat().st_size for p in cluster_dir.glob("broker-*.log")}
 
 
+_SLOW_STEP = re.compile(r"slow loop step: (\S+) ms, CPU (\S+) ms(?: \(GC (\S+) ms\))? in "
+                        r"(.+?)(?: \(task [^)]*\))?$", re.M)  # fmt: skip
+_SUMMARY = re.compile(r"odradek\.broker\.loop: (loop steps.*)$", re.M)
+
+
+def _logs_since(since: dict[Path, int]) -> Iterator[tuple[str, str]]:
+    for path, start in since.items():
+        with open(path, "rb") as f:
+            f.seek(start)
+            yield path.stem, f.read().decode(errors="replace")
+
+
+def slow_steps(cluster_dir: Path, since: dict[Path, int]) -> dict[str, dict[str, list[float]]]:
+    """Debug mode's steps whose own CPU passed its threshold since `since`, per broker and step
+    name: [count, max CPU ms, how many of them ran a garbage collection] (none when the
+    brokers are not in debug mode)."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for broker, text in _logs_since(since):
+        steps = found[broker] = {}
+        for m in _SLOW_STEP.finditer(text):
+            count, max_cpu, with_gc = steps.get(m.group(4), [0, 0.0, 0])
+            steps[m.group(4)] = [count + 1, max(max_cpu, float(m.group(2))),
+                                 with_gc + (m.group(3) is not None)]  # fmt: skip
+    return found
+
+
+def loop_summaries(cluster_dir: Path) -> dict[str, list[str]]:
+    """Each broker's loop CPU by step name, the lines debug mode logs at shutdown."""
+    return {
+        broker: _SUMMARY.findall(text)
+        for broker, text in _logs_since(dict.fromkeys(cluster_dir.glob("broker-*.log"), 0))
+    }
+
+
+def slow_step_table(rows: list[dict]) -> str:
+    """Debug mode's slow steps per case, all brokers and both RFs together, the largest first."""
+    lines = ["| case | broker | step over the threshold by CPU | count | max CPU ms | with a GC |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for case in dict.fromkeys(r["case"] for r in rows if "slow_steps" in r):
+        merged: dict[tuple[str, str], list[float]] = {}
+        for row in rows:
+            if row["case"] != case:
+                continue
+            for broker, steps in row.get("slow_steps", {}).items():
+                for name, (count, max_cpu, with_gc) in steps.items():
+                    was = merged.get((broker, name), [0, 0.0, 0])
+                    merged[(broker, name)] = [was[0] + count, max(was[1], max_cpu),
+                                              was[2] + with_gc]  # fmt: skip
+        for (broker, name), (count, max_cpu, with_gc) in sorted(
+            merged.items(), key=lambda i: -i[1][1]
+        ):
+            lines.append(f"| {case} | {broker} | {name} | {count} | {max_cpu} | {with_gc} |")
+    return "\n".join(lines)
+
+
 def cleaner_evidence(cluster_dir: Path, since: dict[Path, int], topic: str) -> dict[str, Any]:
     """The cleaner's passes over `topic` per broker since `since` (their logs' sizes then) and
     each broker's max-clean-time metric now."""
@@ -307,7 +373,7 @@ def cleaner_evidence(cluster_dir: Path, since: dict[Path, int], topic: str) -> d
 # ----- the clusters ------------------------------------------------------------------------------
 
 
-def main_cluster(where: Path) -> tuple[Any, str]:
+def main_cluster(where: Path, debug: dict[str, int]) -> tuple[Any, str]:
     """3 brokers with two native listeners, PLAIN (replication too) and TLS; the CA's path."""
     from deploy.certs import issue, make_ca
     from deploy.cluster import LocalCluster
@@ -322,13 +388,14 @@ def main_cluster(where: Path) -> tuple[Any, str]:
         broker_settings={"inter_broker_listener_name": "PLAIN",
                          "ssl_keystore_location": str(keystore),
                          "ssl_truststore_location": str(ca.cert_path),
-                         "log_cleaner_backoff_ms": CLEANER_BACKOFF_MS},
+                         "log_cleaner_backoff_ms": CLEANER_BACKOFF_MS, **debug},
     )  # fmt: skip
     return cluster, str(ca.cert_path)
 
 
 def run_main(args: argparse.Namespace, where: Path, rows: list[dict], sides: dict) -> None:
-    cluster, ca = main_cluster(where)
+    debug = {"loop_debug_slow_ms": args.loop_debug_ms} if args.loop_debug_ms else {}
+    cluster, ca = main_cluster(where, debug)
     try:
         boot = cluster.up()
         plain = Target("plain", boot, cluster.dir)
@@ -358,7 +425,15 @@ def run_main(args: argparse.Namespace, where: Path, rows: list[dict], sides: dic
         sides["loaded"] = {"cpu_hogs": pids}
         rows += measure(plain, boot, "plain again", args.messages, args.rate)
     finally:
-        cluster.down(purge=True)
+        stop_cluster(cluster, args, sides, "main")
+
+
+def stop_cluster(cluster: Any, args: argparse.Namespace, sides: dict, name: str) -> None:
+    """Down; in debug mode the brokers' shutdown summaries kept first (in `sides`)."""
+    cluster.down(purge=not args.loop_debug_ms)
+    if args.loop_debug_ms:
+        sides.setdefault("loop_cpu_by_step", {})[name] = loop_summaries(cluster.dir)
+        shutil.rmtree(cluster.dir, ignore_errors=True)
 
 
 def run_acls(args: argparse.Namespace, where: Path, rows: list[dict], sides: dict) -> None:
@@ -366,8 +441,9 @@ def run_acls(args: argparse.Namespace, where: Path, rows: list[dict], sides: dic
 
     from deploy.cluster import LocalCluster
 
+    debug = {"loop_debug_slow_ms": args.loop_debug_ms} if args.loop_debug_ms else {}
     cluster = LocalCluster(where / "acls", brokers=3, progress=log,
-                           broker_settings=bench_acls.AUTHORIZER)  # fmt: skip
+                           broker_settings={**bench_acls.AUTHORIZER, **debug})  # fmt: skip
     try:
         boot = cluster.up()
         t = time.monotonic()
@@ -375,7 +451,7 @@ def run_acls(args: argparse.Namespace, where: Path, rows: list[dict], sides: dic
         sides["acls"] = {"acls": loaded, "load_s": round(time.monotonic() - t, 1)}
         rows += measure(Target("acls", boot, cluster.dir), boot, "acls", args.messages, args.rate)
     finally:
-        cluster.down(purge=True)
+        stop_cluster(cluster, args, sides, "acls")
 
 
 def run(args: argparse.Namespace, report: Callable[[str], None] = log) -> dict[str, Any]:
@@ -389,9 +465,11 @@ def run(args: argparse.Namespace, report: Callable[[str], None] = log) -> dict[s
     finally:
         shutil.rmtree(where, ignore_errors=True)
     summary = tail_table.summarize(rows, sides)
+    table = tail_table.render(summary)
+    if args.loop_debug_ms:
+        table += "\n\n" + slow_step_table(rows)
     return {"loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-            "sides": sides, "rows": rows, "table": tail_table.render(summary),
-            "summary": summary}  # fmt: skip
+            "sides": sides, "rows": rows, "table": table, "summary": summary}  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -402,6 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="records/s of the transactional producer and of the compacted "
                     "topic's writer")  # fmt: skip
     ap.add_argument("--acls", type=int, default=10_000, help="ACLs loaded in the acls case")
+    ap.add_argument("--loop-debug-ms", type=int, default=0,
+                    help="brokers in debug mode at this threshold: each case's loop steps "
+                    "over it by CPU (see above); 0: off")  # fmt: skip
     ap.add_argument("--json", type=Path, help="where to write the results")
     return ap
 

@@ -42,7 +42,12 @@ mode "user-latency" (rf, acks, e2e_ms_p50/p99/max, ack_ms_p50/p99); both with si
 A latency row also has its side's brokers' event-loop lag over the producer's run, read from
 their metrics before and after it (deploy/loop_lag.py): `loop_lag` {broker: p50_ms, p99_ms,
 max_ms, samples} and the worst broker's `loop_lag_ms_p99` and `loop_lag_ms_max` (none from a
-tree whose brokers do not export it).
+tree whose brokers do not export it). And what a record costs each process, whatever the
+machine's load (CPU time is not wall time): `producer_cpu_us_per_record` and
+`producer_wakeups_per_record` (the producer process's CPU, all threads, and its voluntary
+context switches over the measured sends, getrusage), the same for the consumer, and
+`broker_cost` {broker: cpu_us_per_record, wakeups_per_record} over the producer's run
+(/proc/<pid>/stat and each thread's voluntary_ctxt_switches; a local cluster's pids).
 bench_report.py turns them into tables beside the targets of issue 12.
 """
 
@@ -52,6 +57,8 @@ import asyncio
 import bisect
 import itertools
 import json
+import os
+import resource
 import struct
 import subprocess
 import sys
@@ -256,11 +263,14 @@ def latency_consumer(
         consumer.assign([tp])
         consumer.position(tp)  # pin "latest" before the producer starts
         print("ready", flush=True)
+        used = None  # the process's CPU and wake-ups, from the first record on
         deadline = time.monotonic() + 120
         while len(lat) < n and time.monotonic() < deadline:
             arrivals.clear()
             batch = consumer.poll(timeout_ms=500)
             now = now_ns()
+            if used is None and batch:
+                used = process_cost()
             arrived = arrivals[-1] if arrivals else None  # the fetch answer that brought them
             for records in batch.values():
                 for r in records:
@@ -275,7 +285,25 @@ def latency_consumer(
             "e2e_ms_p99": percentile(lat, 99), "e2e_ms_p999": percentile(lat, 99.9),
             "e2e_ms_max": percentile(lat, 100),
             **_hops("send_to_arrival", to_arrival),
-            **_hops("arrival_to_poll", to_return)}  # fmt: skip
+            **_hops("arrival_to_poll", to_return),
+            **cost_per_record("consumer", used, len(lat))}  # fmt: skip
+
+
+def process_cost() -> tuple[float, int]:
+    """This process's CPU seconds (every thread, user + system) and its wake-ups (voluntary
+    context switches: each time one of its threads slept and was woken) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+
+
+def cost_per_record(who: str, since: tuple[float, int] | None, n: int) -> dict[str, float]:
+    """CPU microseconds and wake-ups per record since `since` (load-independent, unlike the
+    wall-clock figures: what a record costs a process, not how long it waited for a CPU)."""
+    if since is None or n <= 0:
+        return {}
+    cpu_s, wakes = process_cost()
+    return {f"{who}_cpu_us_per_record": round((cpu_s - since[0]) / n * 1e6, 1),
+            f"{who}_wakeups_per_record": round((wakes - since[1]) / n, 2)}  # fmt: skip
 
 
 def latency_producer(
@@ -296,6 +324,7 @@ def latency_producer(
         for _ in range(WARMUP_RECORDS):
             producer.send(topic, _TS.pack(WARMUP_NS) + pad).get(timeout=30)
         _stamp_produce_writes(writes)
+        used = process_cost()
         start = time.perf_counter()
         for i in range(n):
             delay = start + i / rate - time.perf_counter()
@@ -305,6 +334,7 @@ def latency_producer(
             sends.append(sent)
             producer.send(topic, _TS.pack(sent) + pad).add_done_callback(on_ack(sent))
         producer.flush()
+        cost = cost_per_record("producer", used, n)
     acked.sort()
     to_write = []  # each send to the first Produce frame made after it
     for sent in sends:
@@ -312,7 +342,7 @@ def latency_producer(
         if k < len(writes):
             to_write.append(writes[k] - sent)
     return {"ack_ms_p50": percentile(acked, 50), "ack_ms_p99": percentile(acked, 99),
-            **_hops("send_to_write", to_write)}  # fmt: skip
+            **_hops("send_to_write", to_write), **cost}  # fmt: skip
 
 
 def _options(rest: list[str]) -> dict[str, Any] | None:
@@ -386,6 +416,40 @@ def loop_lag_readings(brokers: Sequence[tuple[int, str, int]]) -> dict[int, Any]
     return out
 
 
+def broker_costs(cluster_dir: Path) -> dict[int, tuple[float, int]]:
+    """Each local broker's CPU seconds (utime + stime, /proc/<pid>/stat) and wake-ups
+    (voluntary context switches of all its threads, /proc/<pid>/task/*/status) now."""
+    try:
+        state = json.loads((cluster_dir / "cluster.json").read_text())
+    except (OSError, ValueError, AttributeError):
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    costs = {}
+    for b in state.get("brokers", []):
+        pid = b.get("pid")
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            wakes = sum(int(line.split()[1])
+                        for task in Path(f"/proc/{pid}/task").iterdir()
+                        for line in (task / "status").read_text().splitlines()
+                        if line.startswith("voluntary_ctxt_switches"))  # fmt: skip
+        except (OSError, IndexError, ValueError):
+            continue
+        costs[b["id"]] = ((int(fields[11]) + int(fields[12])) / ticks, wakes)
+    return costs
+
+
+def broker_cost_fields(
+    before: dict[int, tuple[float, int]], after: dict[int, tuple[float, int]], n: int
+) -> dict[str, Any]:
+    """Per broker, CPU microseconds and wake-ups per record over the producer's run (everything
+    the broker did meanwhile: the latency topic's records, its replication, its timers)."""
+    per = {str(b): {"cpu_us_per_record": round((after[b][0] - before[b][0]) / n * 1e6, 1),
+                    "wakeups_per_record": round((after[b][1] - before[b][1]) / n, 2)}
+           for b in after if b in before and n > 0}  # fmt: skip
+    return {"broker_cost": per} if per else {}
+
+
 def loop_lag_fields(before: dict[int, Any], after: dict[int, Any]) -> dict[str, Any]:
     """The brokers' loop lag between two readings: per broker (p50, p99, max, samples) and the
     worst broker's p99 and max, the figures the tables show beside the end-to-end ones."""
@@ -421,8 +485,10 @@ def run_latency(
             _, err = consumer.communicate(timeout=30)
             return {"error": f"latency consumer did not start: {err.strip()[-300:]}"}
         before = loop_lag_readings(lag_of)
+        brokers_before = broker_costs(side.dir)
         produced = run_worker(side, "latency-producer", side.bootstrap, topic, n, rate, acks,
                               *extra)  # fmt: skip
+        produced.update(broker_cost_fields(brokers_before, broker_costs(side.dir), n))
         produced.update(loop_lag_fields(before, loop_lag_readings(lag_of)))
         rest, err = consumer.communicate(timeout=CASE_TIMEOUT_S)
     finally:

@@ -278,7 +278,8 @@ class BrokerConfig:
     # Prometheus metrics on http://host:metrics_port/metrics (broker/metrics.py); 0: off
     metrics_port: int = 0
     # debug mode: log every event-loop callback or task step that holds the loop longer than
-    # this, with its name (broker/slow_steps.py; it slows the broker down); 0: off
+    # this, with its name, its wall and its CPU time, and log the loop's CPU by step name at
+    # shutdown (broker/slow_steps.py; it slows the broker down); 0: off
     loop_debug_slow_ms: int = not_negative(0)
     # Confluent's Schema Registry API on http://host:schema_registry_port (broker/registry/,
     # docs/schema-registry.md); 0: off

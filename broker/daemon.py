@@ -74,7 +74,7 @@ from broker.service_configs import (
 from broker.share.manager import SharePartitionManager
 from broker.share.persister import StatePersister
 from broker.share.settings import share_settings
-from broker.slow_steps import broker_loop_factory
+from broker.slow_steps import broker_loop_factory, log_summary
 from broker.txn_verifier import TxnVerifier
 from broker.zk_fence import ZkFenceWatcher, resign_leaderships
 from coordinator.cluster import config_changes
@@ -206,6 +206,7 @@ async def _main(config: BrokerConfig) -> int:
     await stop.wait()
     log.info("broker %d shutting down", config.broker_id)
     await broker.shutdown()
+    log_summary(loop)  # debug mode: the loop's CPU by step name (broker/slow_steps.py)
     log.info("broker %d stopped", config.broker_id)
     return 1 if broker.log_manager.offline else 0
 

@@ -14,21 +14,39 @@ override sees them; future callbacks), `call_soon_threadsafe` (ZooKeeper's callb
 kazoo's threads), `call_later`/`call_at` (timers), and the protocols of `create_server` and
 `create_connection` (their `data_received`, `buffer_updated`, `connection_made`,
 `connection_lost`, `eof_received`, `pause_writing` and `resume_writing`, wrapped on the
-instance). A step that took longer than the threshold by the meter's clock is one log line
-(logger `odradek.broker.loop`, WARNING) naming it: a task step by its coroutine's qualified
-name and the task's name, any other callback by its module and qualified name:
+instance). A step that took longer than the threshold is one log line (logger `odradek.broker.loop`)
+naming it: a task step by its coroutine's qualified name and the task's name, any other
+callback by its module and qualified name:
 
-    slow loop step: 3.2 ms in broker.server.Connection.data_received
-    slow loop step: 1.4 ms in coroutine broker.log.cleaner.manager.LogCleaner.run (task Task-9)
+    slow loop step: 1.4 ms, CPU 1.3 ms in coroutine broker.log.cleaner.manager.LogCleaner.run
+        (task Task-9)
 
-The wrapping costs two clock reads and a Python call per step, which is why it is debug only.
-uvloop's internal callbacks (its transports' own bookkeeping) are not seen; they are short.
+Wall time lies on a loaded machine: a step that waited for a CPU (the process descheduled
+mid-step) is as long by the wall clock as one that worked. So each step is timed twice, by the
+wall clock and by the loop thread's own CPU clock (`time.thread_time`, CLOCK_THREAD_CPUTIME_ID:
+the loop runs in one thread), and a step over the threshold is logged by which one passed it:
+
+    slow loop step: 3.2 ms, CPU 3.1 ms in broker.server.Connection.data_received   (WARNING)
+    waited loop step: 3.2 ms, CPU 0.1 ms in broker.server.Connection.data_received (INFO)
+
+The first worked that long (a stall to cut); the second only waited (the machine). A cyclic
+garbage collection runs inside whatever step allocated when it fell due, so the meter also
+times every collection (its own `gc.callbacks` entry, by the wall clock) and a line over the
+threshold says how much of the step was collections, "(GC 2.9 ms)", when any ran. The meter
+also sums every step's CPU by step name (`StepStats`: count, total and max CPU, max wall; a
+task's steps under its coroutine without the task's name), which the broker logs at shutdown,
+largest total first (`summary_lines`): where the loop's CPU goes, load or no load.
+
+The wrapping costs three clock reads, a dict look-up and a Python call per step, which is why
+it is debug only. uvloop's internal callbacks (its transports' own bookkeeping) are not seen;
+they are short.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import sys
 import time
@@ -79,31 +97,136 @@ def _module_of(coro: Any) -> str:
 _MODULE_BY_FILE: dict[str, str] = {}
 
 
-class SlowStepMeter:
-    """Times callbacks by `now` (seconds) and logs each one over `threshold_s` by name."""
+def _summary_key(callback: Any) -> Any:
+    """What the summary sums a step under, cheaply and from a bounded set (never one key per
+    object, or the summary would grow with every future): a task step by its coroutine's code,
+    a Python function or method by its code, a builtin method by its owner's type and name,
+    anything else by its type (partials unwrapped)."""
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        coro = owner.get_coro()
+        return getattr(coro, "cr_code", None) or type(coro)
+    while isinstance(callback, functools.partial):
+        callback = callback.func
+        owner = getattr(callback, "__self__", None)
+    code = getattr(getattr(callback, "__func__", callback), "__code__", None)
+    if code is not None:
+        return code
+    if owner is not None:
+        return (type(owner), getattr(callback, "__name__", None))
+    return type(callback)
 
-    def __init__(self, threshold_s: float, now: Callable[[], float] = time.perf_counter) -> None:
+
+def summary_name(callback: Any) -> str:
+    """A step's name in the summary: `step_name` without a task's name (one line per
+    coroutine, however many tasks run it)."""
+    return step_name(callback).split(" (task ", 1)[0]
+
+
+class StepStats:
+    """Every step under one name: how many, their CPU in total and at most, the longest wall."""
+
+    __slots__ = ("callback", "count", "cpu_s", "gc_s", "max_cpu_s", "max_wall_s")
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback  # one of them, for the name (resolved when the summary is read)
+        self.count = 0
+        self.cpu_s = 0.0
+        self.gc_s = 0.0  # collections inside its steps
+        self.max_cpu_s = 0.0
+        self.max_wall_s = 0.0
+
+
+class SlowStepMeter:
+    """Times callbacks by `now` (wall seconds) and `cpu` (the thread's CPU seconds), logs each
+    one over `threshold_s` by name and by which clock passed it, and sums every step's CPU by
+    name (see the module docstring)."""
+
+    def __init__(
+        self,
+        threshold_s: float,
+        now: Callable[[], float] = time.perf_counter,
+        cpu: Callable[[], float] = time.thread_time,
+    ) -> None:
         self.threshold_s = threshold_s
         self.now = now
-        self.slow_steps = 0  # how many were logged
+        self.cpu = cpu
+        self.slow_steps = 0  # logged: their CPU passed the threshold
+        self.waited_steps = 0  # logged: only their wall time did
+        self.stats: dict[Any, StepStats] = {}
+        self.gc_s = 0.0  # every collection's wall time, summed (`on_gc`)
+        self._gc_started = 0.0
+
+    def on_gc(self, phase: str, _info: dict[str, Any]) -> None:
+        """A `gc.callbacks` entry: each collection's time added to `gc_s`."""
+        if phase == "start":
+            self._gc_started = self.now()
+        else:
+            self.gc_s += self.now() - self._gc_started
 
     def timed(self, callback: Callable[..., Any]) -> Callable[..., Any]:
-        now, threshold_s = self.now, self.threshold_s
+        now, cpu, threshold_s = self.now, self.cpu, self.threshold_s
 
         def step(*args: Any) -> Any:
-            start = now()
+            start, start_cpu, start_gc = now(), cpu(), self.gc_s
             try:
                 return callback(*args)
             finally:
+                took_cpu = cpu() - start_cpu
                 took = now() - start
-                if took > threshold_s:
-                    self.report(callback, took)
+                gc_s = self.gc_s - start_gc
+                self.record(callback, took, took_cpu, gc_s)
+                if took > threshold_s or took_cpu > threshold_s:
+                    self.report(callback, took, took_cpu, gc_s)
 
         return step
 
-    def report(self, callback: Any, took_s: float) -> None:
-        self.slow_steps += 1
-        log.warning("slow loop step: %.1f ms in %s", took_s * 1000, step_name(callback))
+    def record(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0.0) -> None:
+        key = _summary_key(callback)
+        stats = self.stats.get(key)
+        if stats is None:
+            stats = self.stats[key] = StepStats(callback)
+        stats.count += 1
+        stats.cpu_s += cpu_s
+        stats.gc_s += gc_s
+        if cpu_s > stats.max_cpu_s:
+            stats.max_cpu_s = cpu_s
+        if took_s > stats.max_wall_s:
+            stats.max_wall_s = took_s
+
+    def report(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0.0) -> None:
+        in_gc = f" (GC {gc_s * 1000:.1f} ms)" if gc_s > 0 else ""
+        if cpu_s > self.threshold_s:
+            self.slow_steps += 1
+            log.warning("slow loop step: %.1f ms, CPU %.1f ms%s in %s",
+                        took_s * 1000, cpu_s * 1000, in_gc, step_name(callback))  # fmt: skip
+        else:
+            self.waited_steps += 1
+            log.info("waited loop step: %.1f ms, CPU %.1f ms%s in %s",
+                     took_s * 1000, cpu_s * 1000, in_gc, step_name(callback))  # fmt: skip
+
+    def summary(self) -> dict[str, StepStats]:
+        """Every step's stats by name (steps of one name under different keys merged)."""
+        merged: dict[str, StepStats] = {}
+        for stats in self.stats.values():
+            name = summary_name(stats.callback)
+            into = merged.get(name)
+            if into is None:
+                into = merged[name] = StepStats(stats.callback)
+            into.count += stats.count
+            into.cpu_s += stats.cpu_s
+            into.gc_s += stats.gc_s
+            into.max_cpu_s = max(into.max_cpu_s, stats.max_cpu_s)
+            into.max_wall_s = max(into.max_wall_s, stats.max_wall_s)
+        return merged
+
+    def summary_lines(self, top: int = 40) -> list[str]:
+        """The summary as log lines, the largest total CPU first, at most `top` of them."""
+        ranked = sorted(self.summary().items(), key=lambda item: -item[1].cpu_s)
+        return [f"loop steps of {name}: {s.count} steps, CPU {s.cpu_s * 1000:.1f} ms in "
+                f"total, {s.cpu_s / s.count * 1e6:.1f} us mean, max {s.max_cpu_s * 1000:.2f} "
+                f"ms; wall max {s.max_wall_s * 1000:.2f} ms; GC {s.gc_s * 1000:.1f} ms"
+                for name, s in ranked[:top]]  # fmt: skip
 
     def protocol(self, protocol: Any) -> Any:
         """The protocol, its callbacks timed (instance attributes over its methods)."""
@@ -160,10 +283,13 @@ class DebugLoop(uvloop.Loop):
 
 
 def debug_loop_factory(
-    threshold_ms: float, now: Callable[[], float] = time.perf_counter
+    threshold_ms: float,
+    now: Callable[[], float] = time.perf_counter,
+    cpu: Callable[[], float] = time.thread_time,
 ) -> Callable[[], asyncio.AbstractEventLoop]:
     """A loop factory for asyncio.Runner: DebugLoops logging steps over `threshold_ms`."""
-    meter = SlowStepMeter(threshold_ms / 1000, now)
+    meter = SlowStepMeter(threshold_ms / 1000, now, cpu)
+    gc.callbacks.append(meter.on_gc)  # for the process's life, as debug mode is
 
     def new_loop() -> asyncio.AbstractEventLoop:
         loop = DebugLoop()
@@ -176,3 +302,13 @@ def debug_loop_factory(
 def broker_loop_factory(slow_ms: int) -> Callable[[], asyncio.AbstractEventLoop]:
     """The broker's loop factory: uvloop's, or its debug mode when `slow_ms` > 0."""
     return debug_loop_factory(slow_ms) if slow_ms > 0 else uvloop.new_event_loop
+
+
+def log_summary(loop: asyncio.AbstractEventLoop) -> None:
+    """On a DebugLoop, its meter's summary as INFO lines (the broker's shutdown); else nothing."""
+    if isinstance(loop, DebugLoop):
+        meter = loop.meter
+        log.info("loop steps: %d over the threshold by CPU, %d only by wall time; by CPU:",
+                 meter.slow_steps, meter.waited_steps)  # fmt: skip
+        for line in meter.summary_lines():
+            log.info("%s", line)

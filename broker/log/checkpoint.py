@@ -85,10 +85,12 @@ class CheckpointFile:
         """The file holds `content` (it was just read, or its absence means that)."""
         self._wanted = content
 
-    def write_job(self, data: bytes) -> Callable[[], None] | None:
+    def write_job(self, data: bytes, force: bool = False) -> Callable[[], None] | None:
         """A call that writes `data` (from any thread), or None when nothing needs writing.
-        Ask on the thread that owns the values (the event loop), in the order they change."""
-        if data == self._wanted or self._retired:
+        Ask on the thread that owns the values (the event loop), in the order they change.
+        `force`: even when `data` is what was last asked for (that ask's job may have been
+        dropped unrun, e.g. cancelled in an executor's queue at shutdown)."""
+        if (data == self._wanted and not force) or self._retired:
             return None
         self._wanted = data
         self._asked += 1

@@ -25,8 +25,9 @@ injected clock; `sleep` is injectable for tests.
 
 High watermarks: `replication-offset-checkpoint` in each log directory (checkpoint.py's
 partition-offset layout, the partitions whose log is there) is read once by `load_all`
-(`checkpointed_high_watermark`) and rewritten, atomically, by `write_high_watermarks` (the
-replica manager calls it every replica_high_watermark_checkpoint_interval_ms and at shutdown).
+(`checkpointed_high_watermark`) and rewritten, atomically, by `write_high_watermarks_off_loop`
+(the replica manager, every replica_high_watermark_checkpoint_interval_ms: the write and its
+fsyncs in a thread, and only when a value moved) and `write_high_watermarks` (at shutdown).
 A corrupt file is logged and ignored: the high watermarks then start at 0, as without the file.
 
 A failed directory (dir_failure.py): `fail(exc, action, where)` is called by whoever met the I/O
@@ -97,6 +98,7 @@ class LogManager:
         self._preferred: dict[Key, Path] = {}  # AlterReplicaLogDirs before the replica existed
         self._deleted: list[tuple[int, Log, Path]] = []  # (remove at monotonic ms, log, dir)
         self._high_watermarks: dict[Key, int] = {}  # as read at start-up, every directory
+        self._hw_files: dict[Path, checkpoint.CheckpointFile] = {}  # written since, per directory
         self.failures: dict[Path, LogDirFailure] = {}  # the directories offline, and why
         self._failure_listeners: list[Callable[[LogDirFailure], None]] = []
         self._delete_listeners: list[Callable[[str, int], None]] = []
@@ -245,22 +247,66 @@ class LogManager:
         """The high watermark the checkpoints read at start-up hold for the partition."""
         return self._high_watermarks.get((topic, partition))
 
-    def write_high_watermarks(self, high_watermarks: Mapping[Key, int]) -> None:
-        """Checkpoint, in each online directory, the given high watermarks of its logs, plus,
-        for logs open there but not in the map (not yet named by the controller), the values
-        read at start-up. An I/O error takes that directory offline; the others are written."""
+    def high_watermark_jobs(
+        self, high_watermarks: Mapping[Key, int], force: bool = False
+    ) -> list[tuple[Path, Callable[[], None]]]:
+        """The writes that checkpoint, in each online directory, the given high watermarks of
+        its logs, plus, for logs open there but not in the map (not yet named by the
+        controller), the values read at start-up: (directory, a call that writes its file, from
+        any thread). Asked on the event loop, which owns the values; a directory whose content
+        is what was last asked for gets none (unless `force`), and an older write never lands
+        over a newer one (checkpoint.CheckpointFile)."""
         hws = {k: v for k, v in self._high_watermarks.items() if k in self._logs}
         hws.update((k, v) for k, v in high_watermarks.items() if k in self._logs)
         by_dir: dict[Path, dict[Key, int]] = {d: {} for d in self.log_dirs}
         for key, hw in hws.items():
             by_dir[self._logs[key].directory.parent][key] = hw
+        jobs = []
         for log_dir, offsets in by_dir.items():
             if log_dir in self.failures:
                 continue
+            file = self._hw_files.get(log_dir)
+            if file is None:
+                file = self._hw_files[log_dir] = checkpoint.CheckpointFile(
+                    log_dir / HW_CHECKPOINT_FILE
+                )
+            job = file.write_job(checkpoint.encode_partition_offsets(offsets), force)
+            if job is not None:
+                jobs.append((log_dir, job))
+        return jobs
+
+    def write_high_watermarks(self, high_watermarks: Mapping[Key, int]) -> None:
+        """`high_watermark_jobs` run now, on this thread (shutdown: the logs close after it),
+        every file written even if unchanged (a periodic write of the same values may have
+        been cancelled unrun). An I/O error takes that directory offline; the others are
+        written."""
+        for log_dir, job in self.high_watermark_jobs(high_watermarks, force=True):
             try:
-                checkpoint.write_partition_offsets(log_dir / HW_CHECKPOINT_FILE, offsets)
+                job()
             except (OdradekError, OSError) as exc:
                 self.fail(exc, "the high watermark checkpoint", log_dir)
+
+    async def write_high_watermarks_off_loop(self, high_watermarks: Mapping[Key, int]) -> int:
+        """`high_watermark_jobs` run in one executor call: each is a write and two fsyncs,
+        which held the loop for up to 43 ms under load (docs/benchmarks.md, "The tail").
+        Returns how many files were written; failures as `write_high_watermarks`."""
+        jobs = self.high_watermark_jobs(high_watermarks)
+        if not jobs:
+            return 0
+
+        def write_all() -> list[tuple[Path, BaseException]]:
+            failed: list[tuple[Path, BaseException]] = []
+            for log_dir, job in jobs:
+                try:
+                    job()
+                except (OdradekError, OSError) as exc:
+                    failed.append((log_dir, exc))
+            return failed
+
+        failed = await asyncio.get_running_loop().run_in_executor(None, write_all)
+        for log_dir, exc in failed:
+            self.fail(exc, "the high watermark checkpoint", log_dir)
+        return len(jobs) - len(failed)
 
     # ----- logs ------------------------------------------------------------------------------
 

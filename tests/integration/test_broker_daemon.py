@@ -159,7 +159,8 @@ async def test_debug_mode_names_the_loop_steps_over_its_threshold(
 ) -> None:
     """loop_debug_slow_ms = 1: the broker runs on broker/slow_steps.py's DebugLoop. Its start-up
     step that freezes the heap (a full collection of every module's objects, always well over
-    1 ms) is named by its coroutine; the broker serves and stops as ever."""
+    1 ms) is named by its coroutine; the broker serves and stops as ever, and logs at shutdown
+    its loop's CPU by step name."""
     b = broker_process
     b.settings = "loop_debug_slow_ms=1, "
     b.start()
@@ -173,5 +174,10 @@ async def test_debug_mode_names_the_loop_steps_over_its_threshold(
     assert b.stop(signal.SIGTERM) == 0, b.stderr_text()
     steps = [line for line in b.stderr_text().splitlines() if "odradek.broker.loop: " in line]
     assert any(" ms in coroutine broker.daemon._main (task " in line for line in steps), steps
-    assert all(line.split("odradek.broker.loop: ")[1].startswith("slow loop step: ")
-               for line in steps)  # fmt: skip
+    said = [line.split("odradek.broker.loop: ")[1] for line in steps]
+    assert all(line.startswith(("slow loop step: ", "waited loop step: ", "loop steps"))
+               for line in said), said  # fmt: skip
+    # at shutdown, the loop's CPU by step name: the requests' reads among them
+    assert any(line.startswith("loop steps: ") for line in said), said
+    assert any(line.startswith("loop steps of broker.server.Connection.data_received: ")
+               for line in said), said  # fmt: skip

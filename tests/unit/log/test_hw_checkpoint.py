@@ -3,6 +3,7 @@ through LogManager, and a restarted leader starting from it."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -151,4 +152,40 @@ async def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
     assert p.high_watermark == 5
     assert replicas.list_offset(-1, "t", 0, -1, -1)[:3] == (0, -1, 5)
     await replicas.shutdown()
+    manager.shutdown()
+
+
+async def test_the_periodic_checkpoint_writes_off_the_loop_and_only_what_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The periodic HW checkpoint (its write and two fsyncs) runs in an executor thread, not
+    in the loop's step; a directory whose values did not move is not written again; the
+    shutdown's write, on the loop's thread, still lands over what the thread wrote."""
+    clock = ManualClock(T0)
+    manager = LogManager(tmp_path, LogConfig(), clock)
+    manager.load_all()
+    manager.get_or_create("t", 0)
+    writers: list[int] = []
+    real = checkpoint.write_atomically
+
+    def recorded(path: Path, data: bytes) -> None:
+        writers.append(threading.get_ident())
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint, "write_atomically", recorded)
+    assert await manager.write_high_watermarks_off_loop({("t", 0): 4}) == 1
+    assert writers and threading.get_ident() not in writers  # written in a thread
+    assert await manager.write_high_watermarks_off_loop({("t", 0): 4}) == 0  # nothing moved
+    assert len(writers) == 1
+    assert await manager.write_high_watermarks_off_loop({("t", 0): 7}) == 1
+    assert checkpoint.read_partition_offsets(tmp_path / HW_CHECKPOINT_FILE) == {("t", 0): 7}
+    manager.write_high_watermarks({("t", 0): 9})  # shutdown's: on this thread
+    assert writers[-1] == threading.get_ident()
+    assert checkpoint.read_partition_offsets(tmp_path / HW_CHECKPOINT_FILE) == {("t", 0): 9}
+    # a periodic write asked for and dropped unrun (cancelled in the executor's queue): the
+    # shutdown's write of the same values still writes them
+    jobs = manager.high_watermark_jobs({("t", 0): 11})
+    assert len(jobs) == 1  # asked, never run
+    manager.write_high_watermarks({("t", 0): 11})
+    assert checkpoint.read_partition_offsets(tmp_path / HW_CHECKPOINT_FILE) == {("t", 0): 11}
     manager.shutdown()
