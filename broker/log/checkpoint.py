@@ -88,9 +88,11 @@ class CheckpointFile:
     def write_job(self, data: bytes, force: bool = False) -> Callable[[], None] | None:
         """A call that writes `data` (from any thread), or None when nothing needs writing.
         Ask on the thread that owns the values (the event loop), in the order they change.
-        `force`: even when `data` is what was last asked for (that ask's job may have been
-        dropped unrun, e.g. cancelled in an executor's queue at shutdown)."""
-        if (data == self._wanted and not force) or self._retired:
+        `force`: even when `data` is what was last asked for, if that ask's job has not landed
+        (it may have been dropped unrun, e.g. cancelled in an executor's queue at shutdown)."""
+        if self._retired:
+            return None
+        if data == self._wanted and not (force and self._landed < self._asked):
             return None
         self._wanted = data
         self._asked += 1

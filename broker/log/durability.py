@@ -131,14 +131,16 @@ class Durability:
             return
         self.recovery_point = up_to_offset
 
-    def checkpoint_offsets(self) -> None:
-        """Persist the recovery point and log start offset now."""
-        for job in self.offsets_checkpoint_jobs():
+    def checkpoint_offsets(self, force: bool = False) -> None:
+        """Persist the recovery point and log start offset now. `force` (close()): even when
+        they were asked for before, since that ask's job may have been dropped unrun (cancelled
+        in an executor's queue at shutdown)."""
+        for job in self.offsets_checkpoint_jobs(force):
             job()
 
-    def offsets_checkpoint_jobs(self) -> list[Callable[[], None]]:
+    def offsets_checkpoint_jobs(self, force: bool = False) -> list[Callable[[], None]]:
         """The writes (to run in any thread) that persist the recovery point and log start
-        offset as they are now; none when the files hold them already."""
+        offset as they are now; none when they were asked for already (unless `force`)."""
         if self._retired:
             return []
         log_end_offset = self.segments.active.next_offset
@@ -146,8 +148,10 @@ class Durability:
             self.log_start_offset, self.recovery_point, log_end_offset,
         )  # fmt: skip
         jobs = (
-            self._recovery_point_file.write_job(checkpoint.encode_offset(self.recovery_point)),
-            self._log_start_file.write_job(checkpoint.encode_offset(self.log_start_offset)),
+            self._recovery_point_file.write_job(
+                checkpoint.encode_offset(self.recovery_point), force
+            ),
+            self._log_start_file.write_job(checkpoint.encode_offset(self.log_start_offset), force),
         )
         return [job for job in jobs if job is not None]
 

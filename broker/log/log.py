@@ -537,7 +537,7 @@ class Log:
         self.flush()
         self.segments.all[-1].seal()
         self._txns.write_snapshot(self.log_end_offset, sync=True)
-        self.durability.checkpoint_offsets()
+        self.durability.checkpoint_offsets(force=True)  # a periodic write may have been dropped
         self.epochs.flush()
         checkpoint.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
         self.close_unclean()

@@ -126,6 +126,30 @@ def test_an_older_write_never_lands_over_a_newer_one(tmp_path: Path) -> None:
     assert (tmp_path / "cp").read_bytes() == b"B" and file.write_job(b"D") is None
 
 
+def test_a_forced_write_replaces_an_ask_whose_job_never_ran(tmp_path: Path) -> None:
+    file = checkpoint.CheckpointFile(tmp_path / "cp")
+    dropped = file.write_job(b"A")  # asked, then dropped unrun (cancelled in an executor)
+    assert dropped is not None and file.write_job(b"A") is None
+    forced = file.write_job(b"A", force=True)
+    assert forced is not None
+    forced()
+    assert (tmp_path / "cp").read_bytes() == b"A"
+    assert file.write_job(b"A", force=True) is None  # landed: nothing to force
+
+
+def test_close_writes_the_offsets_a_dropped_periodic_write_left_unwritten(
+    open_log: OpenLog, log_dir: Path
+) -> None:
+    log = open_log(segment_bytes=200)
+    for _ in range(6):
+        log.append_as_leader(batch([b"y" * 60]), 1)
+    log.flush()
+    jobs = log.durability.offsets_checkpoint_jobs()  # the minute pass asked ...
+    assert jobs  # ... and its executor job was cancelled before it ran
+    log.close()
+    assert checkpoint.read_offset(log_dir / RECOVERY_POINT_FILE) == 6
+
+
 def test_a_deleted_log_gets_no_checkpoint_asked_for_before(
     open_log: OpenLog, log_dir: Path
 ) -> None:
