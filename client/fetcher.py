@@ -22,7 +22,9 @@
    arrival and their records decoded when first handed out. A caught-up partition's next fetch
    (a long poll) waits for the next `poll`: writing it costs a lone record's latency ~0.1 ms
    (a syscall that wakes the broker) before `poll` returns, and buys nothing, since the
-   broker has nothing more to send yet.
+   broker has nothing more to send yet. Fetches are written with `record_views`: a large
+   answer's records are memoryviews of its frame (protocol/msgview.py), never copied out of
+   it, and the frame's buffer is read into again once they are let go (protocol/framing.py).
 4. `drain(max_records)` hands out buffered records, advancing positions as records are handed
    out (never as they arrive); what is left over stays buffered for the next poll. Records are
    made by the C record walker (protocol/columns.py), ConsumerRecord tuples built in C.
@@ -186,7 +188,7 @@ class Fetcher:
         self, node: int, parts: list[tuple[TopicPartition, int]], conn: BrokerConnection
     ) -> bool:
         """Write one fetch now; False when it would have to wait (no free slot)."""
-        answer = conn.send_now(self.build_request(parts), InlineAnswer())
+        answer = conn.send_now(self.build_request(parts), InlineAnswer(), record_views=True)
         if answer is None:
             return False
         timer = asyncio.get_running_loop().call_later(

@@ -27,6 +27,7 @@ import msgpack
 
 from protocol.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from protocol.framing import frame_header
+from protocol.msgview import RECORD_VIEW_BYTES, envelope_head, unpack_views
 from protocol.registry import ApiSpec, spec_for_key, spec_for_request
 from protocol.schema import SchemaError, from_wire, to_wire
 
@@ -67,7 +68,7 @@ def _packb(value: Any) -> bytes:
     return out
 
 
-def _unpackb(body: bytes | bytearray) -> Any:
+def _unpackb(body: bytes | bytearray | memoryview) -> Any:
     """msgpack-decode a whole body, or raise ProtocolError.
 
     Every declared length is bounded by the body's own length, so a tiny body announcing a
@@ -224,7 +225,7 @@ def decode_response(frame: bytes, response_cls: type) -> tuple[int, Any]:
     return corr, from_wire(response_cls, body)
 
 
-def split_response(frame: bytes | bytearray) -> tuple[int, int, Any]:
+def split_response(frame: bytes | bytearray | memoryview) -> tuple[int, int, Any]:
     """(correlation_id, error_code, raw body) without decoding the body's schema.
 
     Clients use this to route a response to the request that awaits it, then `from_wire`.
@@ -235,6 +236,29 @@ def split_response(frame: bytes | bytearray) -> tuple[int, int, Any]:
     if type(value[1]) is not int:
         raise ProtocolError("response error_code must be an integer")
     return value[0], value[1], value[2]
+
+
+RECORD_VIEWS_FROM_FRAME_BYTES = 64 * 1024
+"""`response_body` with views: frames at least this long are walked by protocol/msgview.py
+(their bins of records handed out as views of the frame); shorter ones by msgpack, which is
+faster over many small values and whose copy of a few kilobytes costs nothing."""
+
+
+def response_head(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """(correlation_id, error_code, where the body starts) of a response frame, the body not
+    decoded (`response_body` does that once the caller knows what it expects); a client reads
+    the head to route the response to the request that awaits it."""
+    return envelope_head(frame)
+
+
+def response_body(frame: bytes | bytearray | memoryview, at: int, record_views: bool) -> Any:
+    """The raw body of a response frame from `at` (`response_head`'s). `record_views`: a
+    large frame's bins (Fetch records) come out as memoryviews of `frame`, not copies
+    (protocol/msgview.py); the frame stays alive and unresizable while they are held."""
+    body = memoryview(frame)[at:]
+    if record_views and len(frame) >= RECORD_VIEWS_FROM_FRAME_BYTES:
+        return unpack_views(body, RECORD_VIEW_BYTES)
+    return _unpackb(body)
 
 
 __all__ = [
@@ -250,5 +274,7 @@ __all__ = [
     "encode_response",
     "encode_response_chunks",
     "peek_correlation_id",
+    "response_body",
+    "response_head",
     "split_response",
 ]

@@ -41,7 +41,9 @@ all be so marked) hold their defaults."""
 
 Records = NewType("Records", bytes)
 """A field holding record batches. Encoded as msgpack bin; a broker may fill it with a
-FileSlice, which the server sends from the segment file (see codec.encode_response_chunks)."""
+FileSlice, which the server sends from the segment file (see codec.encode_response_chunks).
+Decoded, it may be a read-only memoryview of the response frame instead of bytes: a client's
+Fetch answer asked with `record_views` (transport/connection.py `send_now`)."""
 
 T = TypeVar("T")
 Encoder = Callable[[Any], Any]
@@ -318,7 +320,7 @@ def _decoder(tp: Any) -> Decoder:
     if dataclasses.is_dataclass(tp):
         return _nested(tp)  # type: ignore[arg-type]
     if tp is Records:
-        return _check_bytes
+        return _check_records
     if origin is list:
         return _list_decoder(_decoder(typing.get_args(tp)[0]))
     if origin is dict:
@@ -421,6 +423,16 @@ def _check_str(v: Any) -> str:
 
 def _check_bytes(v: Any) -> bytes:
     if type(v) is not bytes:
+        if type(v) is memoryview:  # a large bin decoded as a view (protocol/msgview.py)
+            return v.tobytes()
+        raise SchemaError(f"expected bytes, got {_kind(v)}")
+    return v
+
+
+def _check_records(v: Any) -> bytes | memoryview:
+    """Records: bytes, or a read-only view of a response frame (protocol/msgview.py: a client's
+    Fetch answer, its records not copied), which readers take wherever bytes go."""
+    if type(v) is not bytes and type(v) is not memoryview:
         raise SchemaError(f"expected bytes, got {_kind(v)}")
     return v
 
@@ -438,6 +450,7 @@ _PLAIN_TYPES: dict[Decoder, type] = {
     _check_float: float,
     _check_str: str,
     _check_bytes: bytes,
+    _check_records: bytes,
 }
 """Decoders that return a value of exactly this type unchanged: a list comprehension can skip
 the call when `type(v) is t` already holds."""

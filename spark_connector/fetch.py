@@ -12,7 +12,8 @@ prefetches (the next fetch goes out when an answer arrives, before it is decoded
 `until_offset`. This module only drives it, step by step on the worker's loop:
 - records: `Fetcher.drain_segments` hands over the answer's whole batches (CRC-checked) cut to
   [from, until), and the C record walker (protocol/columns.py) fills Arrow buffers straight
-  from their bytes: one `pa.RecordBatch` per answer against the schema of
+  from their bytes (views of the answer's frame: the records are not copied before that
+  fill), one `pa.RecordBatch` per answer against the schema of
   spark_connector/schema.py, no Python object per record. The `topic` and `partition`
   columns, the same in every row of a range, are built once per range (`ConstantColumns`)
   and each answer's batch takes a zero-copy slice of them: built per answer, they cost about
@@ -200,6 +201,7 @@ class _RangeReader:
             if segs:  # compaction may have left none of their records in the range
                 batch = segments_to_arrow(segs, part.topic, part.partition, part.include_headers,
                                           self.constants)  # fmt: skip
+                segs = []  # the answer's frame is free for the next (protocol/framing.py)
                 if batch.num_rows:
                     yield batch
 

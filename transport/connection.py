@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from protocol.codec import encode_request, split_response
+from protocol.codec import encode_request, response_body, response_head
 from protocol.errors import (
     NetworkError,
     OdradekError,
@@ -125,11 +125,12 @@ def _report_callback_error(answer: InlineAnswer, fn: object, exc: Exception) -> 
 
 
 class _Pending:
-    __slots__ = ("future", "response_cls")
+    __slots__ = ("future", "record_views", "response_cls")
 
-    def __init__(self, future: Any, response_cls: type) -> None:
+    def __init__(self, future: Any, response_cls: type, record_views: bool = False) -> None:
         self.future = future
         self.response_cls = response_cls
+        self.record_views = record_views  # a large answer's records as views of its frame
 
 
 class _Slots:
@@ -325,15 +326,18 @@ class BrokerConnection:
         return await self._within(self._send(request, spec.response, on_written), spec.name,
                                   timeout_ms)  # fmt: skip
 
-    def send_now(self, request: Any, answer: Any = None) -> Any:
+    def send_now(self, request: Any, answer: Any = None, record_views: bool = False) -> Any:
         """Write one request now, without waiting; the future of its response dataclass (an
         asyncio future to await with `wait_answer`, or `answer`, an `InlineAnswer`, whose
         owner times it out), or None when that would mean waiting (no free in-flight slot, or
-        the transport above its high-water mark): then use `send`."""
+        the transport above its high-water mark): then use `send`. `record_views`: the
+        answer's records (Fetch), when it is large, are memoryviews of its frame, not copies
+        (protocol/codec.py `response_body`)."""
         self._check_open()
         if not self._writable.is_set() or not self._slots.try_take():
             return None
-        return self._write(request, spec_for_request(type(request)).response, answer)
+        response_cls = spec_for_request(type(request)).response
+        return self._write(request, response_cls, answer, record_views)
 
     async def wait_answer(
         self, answer: asyncio.Future[Any], api: str, timeout_ms: float | None
@@ -398,7 +402,9 @@ class BrokerConnection:
             on_written()
         return await future
 
-    def _write(self, request: Any, response_cls: type, answer: Any = None) -> Any:
+    def _write(
+        self, request: Any, response_cls: type, answer: Any = None, record_views: bool = False
+    ) -> Any:
         """Encode and write one request holding a slot (taken by the caller); its answer's
         future (`answer`, or a new asyncio future), which gives the slot back and forgets the
         request once done."""
@@ -409,7 +415,7 @@ class BrokerConnection:
             self._slots.give()
             raise
         future = answer if answer is not None else asyncio.get_running_loop().create_future()
-        self._pending[corr] = _Pending(future, response_cls)
+        self._pending[corr] = _Pending(future, response_cls, record_views)
         future.add_done_callback(lambda _f: self._done(corr))
         assert self._transport is not None
         self._transport.write(frame)
@@ -431,8 +437,8 @@ class BrokerConnection:
             err = self._close_error
             raise type(err)(err.message) if err else NetworkError(f"{self.address}: closed")
 
-    def _on_frame(self, frame: bytes | bytearray) -> None:
-        corr, error_code, body = split_response(frame)
+    def _on_frame(self, frame: bytes | bytearray | memoryview) -> None:
+        corr, error_code, at = response_head(frame)
         self.answered = True
         pending = self._pending.get(corr)
         if pending is None or pending.future.done():
@@ -442,7 +448,8 @@ class BrokerConnection:
             del self._pending[corr]
             pending.future.set_exception(for_code(error_code)(f"{self.address}: request failed"))
             return
-        response: Any = from_wire(pending.response_cls, body)  # raises: _fail sees it still pending
+        body = response_body(frame, at, pending.record_views)  # raises: _fail sees it pending
+        response: Any = from_wire(pending.response_cls, body)
         del self._pending[corr]
         pending.future.set_result(response)
 

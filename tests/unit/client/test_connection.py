@@ -6,6 +6,14 @@ from collections.abc import Callable
 import msgpack
 import pytest
 
+from protocol.api.fetch import (
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    FetchTopicResponse,
+)
 from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import MetadataRequest, MetadataResponse
 from protocol.codec import encode_response
@@ -285,3 +293,23 @@ async def test_a_raising_inline_callback_does_not_break_the_close(fake1: FakeSta
         assert [type(c.get("exception")) for c in reported] == [ZeroDivisionError]
     finally:
         loop.set_exception_handler(None)
+
+
+async def test_a_large_fetch_answers_records_are_views_of_its_frame_when_asked() -> None:
+    """send_now(record_views=True): the records of a large answer are read-only views of the
+    frame (not copied out of it by msgpack); without it, bytes as before."""
+    records = bytes(range(256)) * 512  # 128 KiB: a frame above RECORD_VIEWS_FROM_FRAME_BYTES
+
+    def reply(frame: bytes) -> bytes:
+        part = FetchPartitionResponse(0, 0, 10, 0, 10, records)
+        return encode_response(_corr(frame), FetchResponse(0, [FetchTopicResponse("t", [part])]))
+
+    request = FetchRequest(-1, 0, 1, 1 << 20, [FetchTopic("t", [FetchPartition(0, 0, 1 << 20)])])
+    async with _RawServer(reply) as srv:
+        conn = await BrokerConnection.connect("127.0.0.1", srv.port)
+        for views, kind in ((True, memoryview), (False, bytes)):
+            answer = conn.send_now(request, record_views=views)
+            resp = await conn.wait_answer(answer, "Fetch", 5000)
+            got = resp.topics[0].partitions[0].records
+            assert type(got) is kind and got == records
+        await conn.close()

@@ -177,3 +177,32 @@ def test_the_reader_keeps_room_for_large_reads() -> None:
     assert len(rest) == 256 - 30  # moved to the front, not the 26 bytes left at the end
     rest[:14] = stream[230:]
     assert reader.buffer_updated(14) == [b"b" * 40]
+
+
+def _big_frame(reader: FrameReader, body: bytes) -> bytes | bytearray | memoryview:
+    """`body` as one big frame through `reader`: its header and 10 bytes, then the rest."""
+    data = encode_frame(body)
+    buf = reader.get_buffer()
+    buf[:14] = data[:14]
+    assert reader.buffer_updated(14) == []
+    rest = reader.get_buffer()
+    rest[:] = data[14:]
+    (frame,) = reader.buffer_updated(len(rest))
+    return frame
+
+
+def test_a_big_frames_buffer_is_used_again_once_nothing_refers_to_it() -> None:
+    reader = FrameReader(max_frame_bytes=1 << 20, recv_bytes=1024, big_frame_bytes=100)
+    first = _big_frame(reader, b"a" * 5000)
+    assert type(first) is bytearray and first == b"a" * 5000
+    home = id(first)
+    view = memoryview(first)[10:20]  # a view of it is held: the next frame gets another buffer
+    del first
+    second = _big_frame(reader, b"b" * 4000)
+    assert bytes(view) == b"a" * 10 and bytes(second) == b"b" * 4000
+    del view, second
+    third = _big_frame(reader, b"c" * 3000)  # the smallest free spare long enough: second's
+    assert type(third) is memoryview and bytes(third) == b"c" * 3000
+    assert len(third.obj) == 4000
+    fourth = _big_frame(reader, b"d" * 5000)  # third is held: the first frame's buffer
+    assert id(fourth) == home and fourth == b"d" * 5000 and bytes(third) == b"c" * 3000
