@@ -26,8 +26,9 @@ what the read holds (fetched.py leaves out control batches and aborted transacti
 the request's `max_records`. When nothing was acquired it waits (`max_wait_ms`, no longer than
 the first acquisition lock to expire) for new records at the partitions' fetch offsets
 (the replica manager's delayed fetch) or for records given back (a release, a member gone),
-and tries again. The answer carries the bytes read (whole batches, as Kafka's; the client keeps
-the acquired offsets) and the acquired ranges with their delivery counts.
+and tries again. The answer carries the whole batches that hold the acquired records (fetched.py
+`covering`, as Kafka's; not the rest of the read: the client keeps the acquired offsets) and
+the acquired ranges with their delivery counts.
 
 Acknowledgements (piggy-backed on ShareFetch, or ShareAcknowledge) apply to the member's own
 acquired records (share_partition.py `acknowledge`); a record archived at the delivery count
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from broker.partition_read import PartitionRead, read_slice
-from broker.share.fetched import acquirable
+from broker.share.fetched import acquirable, covering
 from broker.share.metrics import ShareMetrics
 from broker.share.persister import Loaded
 from broker.share.sessions import Key, Part, ShareSessions
@@ -303,7 +304,8 @@ class SharePartitionManager:
         out.acquired = sp.acquire(member_id, batches, max_records, settings.limits, now_ms,
                                   scanned_to)  # fmt: skip
         if out.acquired:
-            out.records = data
+            out.records = covering(data, out.acquired[0].first_offset,
+                                   out.acquired[-1].last_offset)  # fmt: skip
         return out
 
     async def _wait(self, request: FetchRequest, wait_ms: int) -> None:
