@@ -56,3 +56,13 @@ def covering(records: bytes, first: int, last: int) -> bytes:
             start = pos
         end = pos + h.size
     return records[start:end] if start >= 0 else b""
+
+
+def read_budget(
+    bytes_per_offset: float, fetch_offset: int, end_offset: int, max_records: int, max_bytes: int
+) -> int:
+    """The bytes a share fetch from `fetch_offset` reads (no estimate yet: `max_bytes`)."""
+    if bytes_per_offset <= 0:
+        return max_bytes
+    offsets = max(0, end_offset - fetch_offset) + max_records
+    return max(1, min(max_bytes, int(bytes_per_offset * offsets * 1.25)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from broker.share.fetched import acquirable, covering
+from broker.share.fetched import acquirable, covering, read_budget
 from protocol.batch import ATTRIBUTES_AT, CONTROL_BIT, build_batch, with_producer
 
 
@@ -50,3 +50,10 @@ def test_an_answer_carries_only_the_batches_of_the_acquired_records() -> None:
     assert covering(records, 4, 6) == b + c  # a batch only partly acquired goes out whole
     assert covering(records, 0, 9) == records
     assert covering(records, 10, 12) == b""
+
+
+def test_a_share_fetch_reads_what_it_may_acquire_not_the_whole_budget() -> None:
+    assert read_budget(0.0, 100, 100, 500, 1_048_576) == 1_048_576  # no estimate yet
+    assert read_budget(100.0, 100, 100, 500, 1_048_576) == 62_500  # 500 new, a quarter more
+    assert read_budget(100.0, 100, 300, 500, 1_048_576) == 87_500  # and the 200 in flight
+    assert read_budget(1000.0, 0, 0, 5000, 1_048_576) == 1_048_576  # never past the request's
