@@ -279,9 +279,7 @@ class SharePartitionManager:
                 held.dirty = True
                 self._write_later((group_id, topic, partition), held)
             self._note_archived(group_id, topic, partition, sp.archived_at_limit - archived)
-            lock_deadline = min([lock_deadline] + [
-                e.lock_deadline_ms for e in sp.records.values() if e.lock_deadline_ms
-            ])  # fmt: skip
+            lock_deadline = min(lock_deadline, sp.deadline_floor)
             if sp.can_acquire(settings.limits):
                 wanted[(topic, partition)] = held
         request = _request(wanted, max_bytes, max_records, settings.isolation_level)
