@@ -154,7 +154,7 @@ class SharePartition:
         count = last - first + 1
         if count <= 0 or len(types) not in (1, count) or not set(types) <= ACKNOWLEDGE_TYPES:
             return INVALID_REQUEST
-        events = [Event(t) for t in (types if len(types) == count else [types[0]] * count)]
+        events = [Event(t) for t in types] if len(types) == count else [Event(types[0])] * count
         for offset, event in zip(range(first, last + 1), events, strict=True):
             entry = self.records.get(offset)
             if entry is None:
