@@ -251,24 +251,31 @@ def state_batches(sp: SharePartition) -> tuple[list[StateRange], int]:
     delivery complete count)."""
     out: list[StateRange] = []
     done = 0
+    first, run = sp.start_offset, (-1, -1)  # the current run's first offset, (state, count)
     for offset in range(sp.start_offset, sp.end_offset):
         entry = sp.records.get(offset)
-        state, count = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
-        done += state != 0
-        last = out[-1] if out else None
-        if last is not None and last[1] == offset - 1 and last[2:] == (state, count):
-            out[-1] = (last[0], offset, state, count)
-        else:
-            out.append((offset, offset, state, count))
+        key = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
+        done += key[0] != 0
+        if key != run:
+            if offset > first:
+                out.append((first, offset - 1, *run))
+            first, run = offset, key
+    if sp.end_offset > first:
+        out.append((first, sp.end_offset - 1, *run))
     return out, done
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[Acquired]:
-    """Consecutive offsets with the same delivery count, as ranges."""
+    """Consecutive offsets with the same delivery count, as ranges (one object per range)."""
     out: list[Acquired] = []
-    for offset, count in taken:
-        if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
-            out[-1] = Acquired(out[-1].first_offset, offset, count)
-        else:
-            out.append(Acquired(offset, offset, count))
+    if not taken:
+        return out
+    first, last, count = taken[0][0], taken[0][0], taken[0][1]
+    for offset, c in taken[1:]:
+        if offset == last + 1 and c == count:
+            last = offset
+            continue
+        out.append(Acquired(first, last, count))
+        first, last, count = offset, offset, c
+    out.append(Acquired(first, last, count))
     return out
