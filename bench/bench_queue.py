@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT.parent / "shared" / "peers"
+# ../shared/peers beside the checkout, or two levels up for a worktree (/work/wt/<name>)
+_PEER_DIRS = [ROOT.parent / "shared" / "peers", ROOT.parent.parent / "shared" / "peers"]
+PEERS = next((p for p in _PEER_DIRS if (p / "servers.py").exists()), _PEER_DIRS[0])
 MEMBER = ROOT / "bench" / "queue_member.py"
 SHARE_PYTHON = ROOT / ".venv-share" / "bin" / "python"
 PEER_PYTHON = "python3"

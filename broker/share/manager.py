@@ -21,13 +21,15 @@ the delivery count last written. One write at a time per share partition, each o
 it is when it starts, so the last write holds every change.
 
 A fetch, per partition of its session (sessions.py): release what expired, read the log from
-`next_fetch_offset` (below the HW, or the last stable offset with read_committed) and acquire
+`next_fetch_offset` (below the HW, or the last stable offset with read_committed; at most
+fetched.py's `read_budget`, from the bytes per offset of the last read) and acquire
 what the read holds (fetched.py leaves out control batches and aborted transactions), up to
 the request's `max_records`. When nothing was acquired it waits (`max_wait_ms`, no longer than
 the first acquisition lock to expire) for new records at the partitions' fetch offsets
 (the replica manager's delayed fetch) or for records given back (a release, a member gone),
-and tries again. The answer carries the bytes read (whole batches, as Kafka's; the client keeps
-the acquired offsets) and the acquired ranges with their delivery counts.
+and tries again. The answer carries the whole batches that hold the acquired records (fetched.py
+`covering`, as Kafka's; not the rest of the read: the client keeps the acquired offsets) and
+the acquired ranges with their delivery counts.
 
 Acknowledgements (piggy-backed on ShareFetch, or ShareAcknowledge) apply to the member's own
 acquired records (share_partition.py `acknowledge`); a record archived at the delivery count
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from broker.partition_read import PartitionRead, read_slice
-from broker.share.fetched import acquirable
+from broker.share.fetched import acquirable, covering, read_budget
 from broker.share.metrics import ShareMetrics
 from broker.share.persister import Loaded
 from broker.share.sessions import Key, Part, ShareSessions
@@ -142,6 +144,7 @@ class _Held:
     partition: SharePartition
     state_epoch: int = 0
     dirty: bool = False  # changed since the last write began
+    bytes_per_offset: float = 0.0  # of the last read (fetched.py `read_budget`'s estimate)
     writing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -259,7 +262,7 @@ class SharePartitionManager:
         """One pass: (the reads, the request that read them, the earliest lock deadline)."""
         now = self.clock.monotonic_ms()
         out: list[ShareRead] = []
-        wanted: dict[Part, SharePartition] = {}
+        wanted: dict[Part, _Held] = {}
         lock_deadline = now + 3_600_000
         for topic, partition in parts:
             try:
@@ -276,17 +279,19 @@ class SharePartitionManager:
                 held.dirty = True
                 self._write_later((group_id, topic, partition), held)
             self._note_archived(group_id, topic, partition, sp.archived_at_limit - archived)
-            lock_deadline = min([lock_deadline] + [
-                e.lock_deadline_ms for e in sp.records.values() if e.lock_deadline_ms
-            ])  # fmt: skip
+            lock_deadline = min(lock_deadline, sp.deadline_floor)
             if sp.can_acquire(settings.limits):
-                wanted[(topic, partition)] = sp
-        request = _request(wanted, max_bytes, settings.isolation_level)
+                wanted[(topic, partition)] = held
+        request = _request(wanted, max_bytes, max_records, settings.isolation_level)
         if wanted:
             left = max_records
             for r in self.replicas.read_all(request):
-                sp = wanted[(r.topic, r.partition)]
-                read = self._acquire(member_id, sp, r, left, settings, now)
+                held = wanted[(r.topic, r.partition)]
+                if r.record_count > 0 and r.size_bytes > 0:
+                    held.bytes_per_offset = r.size_bytes / r.record_count
+                elif r.high_watermark > held.partition.next_fetch_offset():
+                    held.bytes_per_offset = 0.0  # its budget held no whole batch: all next
+                read = self._acquire(member_id, held.partition, r, left, settings, now)
                 left -= sum(a.last_offset - a.first_offset + 1 for a in read.acquired)
                 out.append(read)
         return out, request, lock_deadline
@@ -303,7 +308,8 @@ class SharePartitionManager:
         out.acquired = sp.acquire(member_id, batches, max_records, settings.limits, now_ms,
                                   scanned_to)  # fmt: skip
         if out.acquired:
-            out.records = data
+            out.records = covering(data, out.acquired[0].first_offset,
+                                   out.acquired[-1].last_offset)  # fmt: skip
         return out
 
     async def _wait(self, request: FetchRequest, wait_ms: int) -> None:
@@ -470,13 +476,15 @@ def _start(led: LedPartition, settings: GroupShareSettings) -> int:
 
 
 def _request(
-    wanted: dict[Part, SharePartition], max_bytes: int, isolation_level: int
+    wanted: dict[Part, _Held], max_bytes: int, max_records: int, isolation_level: int
 ) -> FetchRequest:
     topics: dict[str, list[FetchPartition]] = {}
-    for (topic, partition), sp in wanted.items():
-        topics.setdefault(topic, []).append(
-            FetchPartition(partition, sp.next_fetch_offset(), max_bytes)
-        )
+    for (topic, partition), held in wanted.items():
+        sp = held.partition
+        offset = sp.next_fetch_offset()
+        budget = read_budget(held.bytes_per_offset, offset, sp.end_offset, max_records,
+                             max_bytes)  # fmt: skip
+        topics.setdefault(topic, []).append(FetchPartition(partition, offset, budget))
     return FetchRequest(
         CONSUMER_REPLICA_ID, 0, 1, max_bytes,
         [FetchTopic(t, ps) for t, ps in topics.items()], isolation_level=isolation_level,

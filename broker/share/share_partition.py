@@ -20,6 +20,12 @@ control batch, or compacted away) and counts as done.
   count limit); `release_member`: the same for a member that left.
 After each change SPSO moves up over the done offsets at its front, which are then forgotten.
 
+Two indexes spare every fetch and acknowledgement a scan of the window: `available`, the
+AVAILABLE offsets (`next_fetch_offset`, `can_acquire`: normally empty), and `deadline_floor`,
+at or below the earliest acquisition lock deadline (`expire` looks at the records only once
+`now` reaches it, then sets it exactly; a lock renewed or released leaves it low, which costs
+one look too many, never a lock expired late).
+
 `state_batches` is what the leader persists through the share coordinator (the whole
 [SPSO, SPEO) window, so the stored state has no holes), `from_state` what a new leader loads.
 
@@ -41,6 +47,7 @@ from broker.share.record_states import (
 )
 
 NONE = 0
+NO_DEADLINE = 2**62  # no record acquired
 INVALID_REQUEST = 42
 INVALID_RECORD_STATE = 121
 
@@ -77,10 +84,11 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         self.archived_at_limit = 0  # records archived by the delivery count limit
         self.archived = 0  # records archived here (rejected, or at the limit), since made
+        self.available: set[int] = set()  # the AVAILABLE offsets
+        self.deadline_floor = NO_DEADLINE  # <= every ACQUIRED record's lock deadline
 
     def next_fetch_offset(self) -> int:
-        available = [o for o, r in self.records.items() if r.state is RecordState.AVAILABLE]
-        return min(available, default=self.end_offset)
+        return min(self.available, default=self.end_offset)
 
     def in_flight(self) -> int:
         """Offsets between SPSO and SPEO (what `max_record_locks` bounds)."""
@@ -108,6 +116,7 @@ class SharePartition:
     ) -> bool:  # fmt: skip
         """Acquire into `taken`; False when a bound stopped it before the batches' end."""
         deadline = now_ms + limits.record_lock_duration_ms
+        self.deadline_floor = min(self.deadline_floor, deadline)
         for first, last in batches:
             for offset in range(max(first, self.start_offset), last + 1):
                 if len(taken) >= max_records:
@@ -116,6 +125,7 @@ class SharePartition:
                     entry = self.records.get(offset)
                     if entry is None or entry.state is not RecordState.AVAILABLE:
                         continue
+                    self.available.discard(offset)
                 elif offset - self.start_offset >= limits.max_record_locks:
                     return False
                 else:
@@ -132,7 +142,7 @@ class SharePartition:
         ones under `max_record_locks`."""
         if self.in_flight() < limits.max_record_locks:
             return True
-        return any(e.state is RecordState.AVAILABLE for e in self.records.values())
+        return bool(self.available)
 
     def acknowledge(
         self, member_id: str, first: int, last: int, types: Sequence[int],
@@ -144,7 +154,7 @@ class SharePartition:
         count = last - first + 1
         if count <= 0 or len(types) not in (1, count) or not set(types) <= ACKNOWLEDGE_TYPES:
             return INVALID_REQUEST
-        events = [Event(t) for t in (types if len(types) == count else [types[0]] * count)]
+        events = [Event(t) for t in types] if len(types) == count else [Event(types[0])] * count
         for offset, event in zip(range(first, last + 1), events, strict=True):
             entry = self.records.get(offset)
             if entry is None:
@@ -156,7 +166,7 @@ class SharePartition:
         for offset, event in zip(range(first, last + 1), events, strict=True):
             entry = self.records.get(offset)
             if entry is not None:
-                self._move(entry, event, limits)
+                self._move(offset, entry, event, limits)
                 if event is Event.RENEW:
                     entry.lock_deadline_ms = now_ms + limits.record_lock_duration_ms
         self._advance()
@@ -164,12 +174,14 @@ class SharePartition:
 
     def expire(self, now_ms: int, limits: ShareLimits) -> int:
         """Release the records whose acquisition lock has passed; how many there were."""
-        expired = [
-            e for e in self.records.values()
-            if e.state is RecordState.ACQUIRED and e.lock_deadline_ms <= now_ms
-        ]  # fmt: skip
-        for entry in expired:
-            self._move(entry, Event.LOCK_EXPIRED, limits)
+        if now_ms < self.deadline_floor:
+            return 0
+        acquired = [(o, e) for o, e in self.records.items() if e.state is RecordState.ACQUIRED]
+        expired = [(o, e) for o, e in acquired if e.lock_deadline_ms <= now_ms]
+        later = [e.lock_deadline_ms for _, e in acquired if e.lock_deadline_ms > now_ms]
+        self.deadline_floor = min(later, default=NO_DEADLINE)
+        for offset, entry in expired:
+            self._move(offset, entry, Event.LOCK_EXPIRED, limits)
         if expired:
             self._advance()
         return len(expired)
@@ -177,16 +189,16 @@ class SharePartition:
     def release_member(self, member_id: str, limits: ShareLimits) -> int:
         """Release every record `member_id` holds (it left); how many there were."""
         held = [
-            e for e in self.records.values()
+            (o, e) for o, e in self.records.items()
             if e.state is RecordState.ACQUIRED and e.member_id == member_id
         ]  # fmt: skip
-        for entry in held:
-            self._move(entry, Event.MEMBER_GONE, limits)
+        for offset, entry in held:
+            self._move(offset, entry, Event.MEMBER_GONE, limits)
         if held:
             self._advance()
         return len(held)
 
-    def _move(self, entry: InFlight, event: Event, limits: ShareLimits) -> None:
+    def _move(self, offset: int, entry: InFlight, event: Event, limits: ShareLimits) -> None:
         after = next_state(entry.state, event, entry.delivery_count, limits.delivery_count_limit)
         assert after is not None, (entry, event)
         if after is RecordState.ARCHIVED and event is not Event.GAP:
@@ -194,6 +206,8 @@ class SharePartition:
             if event is not Event.REJECT:
                 self.archived_at_limit += 1
         entry.state = after
+        if after is RecordState.AVAILABLE:
+            self.available.add(offset)
         if after is not RecordState.ACQUIRED:
             entry.member_id, entry.lock_deadline_ms = None, 0
 
@@ -223,7 +237,9 @@ def from_state(start_offset: int, batches: Iterable[StateRange]) -> SharePartiti
     sp = SharePartition(start_offset)
     for first, last, state, count in batches:
         for offset in range(max(first, start_offset), last + 1):
-            sp.records[offset] = InFlight(_LOADED.get(state, RecordState.ARCHIVED), count)
+            loaded = sp.records[offset] = InFlight(_LOADED.get(state, RecordState.ARCHIVED), count)
+            if loaded.state is RecordState.AVAILABLE:
+                sp.available.add(offset)
         sp.end_offset = max(sp.end_offset, last + 1)
     sp._advance()
     return sp
@@ -235,24 +251,31 @@ def state_batches(sp: SharePartition) -> tuple[list[StateRange], int]:
     delivery complete count)."""
     out: list[StateRange] = []
     done = 0
+    first, run = sp.start_offset, (-1, -1)  # the current run's first offset, (state, count)
     for offset in range(sp.start_offset, sp.end_offset):
         entry = sp.records.get(offset)
-        state, count = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
-        done += state != 0
-        last = out[-1] if out else None
-        if last is not None and last[1] == offset - 1 and last[2:] == (state, count):
-            out[-1] = (last[0], offset, state, count)
-        else:
-            out.append((offset, offset, state, count))
+        key = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
+        done += key[0] != 0
+        if key != run:
+            if offset > first:
+                out.append((first, offset - 1, *run))
+            first, run = offset, key
+    if sp.end_offset > first:
+        out.append((first, sp.end_offset - 1, *run))
     return out, done
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[Acquired]:
-    """Consecutive offsets with the same delivery count, as ranges."""
+    """Consecutive offsets with the same delivery count, as ranges (one object per range)."""
     out: list[Acquired] = []
-    for offset, count in taken:
-        if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
-            out[-1] = Acquired(out[-1].first_offset, offset, count)
-        else:
-            out.append(Acquired(offset, offset, count))
+    if not taken:
+        return out
+    first, last, count = taken[0][0], taken[0][0], taken[0][1]
+    for offset, c in taken[1:]:
+        if offset == last + 1 and c == count:
+            last = offset
+            continue
+        out.append(Acquired(first, last, count))
+        first, last, count = offset, offset, c
+    out.append(Acquired(first, last, count))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from broker.share.fetched import acquirable
+from broker.share.fetched import acquirable, covering, read_budget
 from protocol.batch import ATTRIBUTES_AT, CONTROL_BIT, build_batch, with_producer
 
 
@@ -41,3 +41,19 @@ def test_read_committed_leaves_out_aborted_transactions() -> None:
     )
     assert acquirable(records, [(7, 0)]) == ([(2, 2), (5, 6)], 7)
     assert acquirable(records, None) == ([(0, 1), (2, 2), (5, 6)], 7)
+
+
+def test_an_answer_carries_only_the_batches_of_the_acquired_records() -> None:
+    a, b, c, d = batch(0, 3), batch(3, 2), batch(5, 4), batch(9, 1)
+    records = a + b + c + d
+    assert covering(records, 3, 4) == b
+    assert covering(records, 4, 6) == b + c  # a batch only partly acquired goes out whole
+    assert covering(records, 0, 9) == records
+    assert covering(records, 10, 12) == b""
+
+
+def test_a_share_fetch_reads_what_it_may_acquire_not_the_whole_budget() -> None:
+    assert read_budget(0.0, 100, 100, 500, 1_048_576) == 1_048_576  # no estimate yet
+    assert read_budget(100.0, 100, 100, 500, 1_048_576) == 62_500  # 500 new, a quarter more
+    assert read_budget(100.0, 100, 300, 500, 1_048_576) == 87_500  # and the 200 in flight
+    assert read_budget(1000.0, 0, 0, 5000, 1_048_576) == 1_048_576  # never past the request's

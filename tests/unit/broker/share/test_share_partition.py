@@ -3,12 +3,15 @@ records between SPSO and SPEO (broker/share/share_partition.py), on a manual clo
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from broker.share.record_states import TRANSITIONS, Event, RecordState, next_state
 from broker.share.share_partition import (
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
+    NO_DEADLINE,
     NONE,
     Acquired,
     ShareLimits,
@@ -164,3 +167,46 @@ def test_can_acquire_at_the_record_locks_bound_only_what_is_available() -> None:
     assert sp.can_acquire(LIMITS)
     sp.acknowledge("m1", 100, 100, [Event.ACCEPT], LIMITS, 0)
     assert sp.start_offset == 101 and sp.can_acquire(LIMITS)
+
+
+def test_the_indexes_agree_with_the_records_whatever_happens() -> None:
+    """`available` and `deadline_floor` (the indexes that spare a scan of the window) against
+    the records themselves, after every step of a long random run of fetches,
+    acknowledgements, expiries and departures."""
+    rng = random.Random(35)
+    limits = ShareLimits(record_lock_duration_ms=50, delivery_count_limit=4, max_record_locks=40)
+    sp, now, log_end = SharePartition(0), 0, 0
+    for _ in range(3_000):
+        now += rng.randrange(0, 20)
+        step = rng.randrange(5)
+        if step == 0:
+            log_end += rng.randrange(0, 8)
+            start = sp.next_fetch_offset()
+            batches = [(o, o) for o in range(start, log_end)]
+            sp.acquire(rng.choice("ab"), batches, rng.randrange(1, 12), limits, now, log_end)
+        elif step in (1, 2) and sp.records:
+            offset = rng.choice(list(sp.records))
+            entry = sp.records[offset]
+            member = entry.member_id or "a"
+            sp.acknowledge(member, offset, offset, [rng.choice([1, 1, 2, 3, 4])], limits, now)
+        elif step == 3:
+            sp.expire(now, limits)
+        else:
+            sp.release_member(rng.choice("ab"), limits)
+        assert sp.available == {o for o, e in sp.records.items() if e.state is A}
+        held = [e.lock_deadline_ms for e in sp.records.values() if e.state is Q]
+        assert sp.deadline_floor <= min(held, default=NO_DEADLINE)
+        assert sp.next_fetch_offset() == min(sp.available, default=sp.end_offset)
+    # what a lock's end finds: exactly the locks that passed, and the floor exact after it
+    sp.expire(now, limits)
+    held = [e.lock_deadline_ms for e in sp.records.values() if e.state is Q]
+    assert sp.deadline_floor == min(held, default=NO_DEADLINE)
+
+
+def test_a_fetch_before_the_earliest_lock_looks_at_no_record() -> None:
+    sp = SharePartition(100)
+    sp.acquire("a", [(100, 109)], 10, LIMITS, now_ms=1_000)
+    assert sp.deadline_floor == 2_000
+    sp.records.clear()  # were the records looked at, expire would find none of them
+    assert sp.expire(1_999, LIMITS) == 0 and sp.deadline_floor == 2_000
+    assert sp.expire(2_000, LIMITS) == 0 and sp.deadline_floor == NO_DEADLINE
