@@ -10,8 +10,12 @@ both see the same machine. `--same` runs this tree on both sides instead (two ru
 same code: the machine's own spread, e.g. a fresh VM's first writes to new disk blocks).
 
 Per row: MB/s (10^6 bytes of record values per second, as `make bench`'s table), the load
-generator's CPU (user + sys, start-up included) and the three brokers' CPU (utime + stime from
-/proc/<pid>/stat around the run), each per MB of record values, and the 1-minute load average.
+generator's CPU (user + sys, start-up included: ~0.37 s) and the three brokers' CPU (utime +
+stime from /proc/<pid>/stat around the run; their utime alone too), each per MB of record
+values, and the 1-minute load average. The brokers' stime is mostly the page cache taking the
+log's new pages, which on this VM (virtio-balloon free page reporting) costs up to 10x more when
+they come from free memory the host has taken back than when they are recycled: their utime is
+the steadier measure of the brokers' own code.
 CPU per MB is the fair figure on a shared machine: the wall clock moves with the other
 processes, the CPU spent much less.
 """
@@ -36,13 +40,13 @@ def broker_pids(cluster_dir: Path) -> list[int]:
     return [int(b["pid"]) for b in state.get("brokers", []) if b.get("pid")]
 
 
-def cpu_s(pid: int) -> float:
-    """utime + stime of a process, seconds (0 once it is gone)."""
+def cpu_s(pid: int) -> tuple[float, float]:
+    """(utime, stime) of a process, seconds ((0, 0) once it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK
+        return 0.0, 0.0
+    return int(fields[11]) / TICK, int(fields[12]) / TICK
 
 
 def run_case(side: bench_baseline.Side, topic: str, parts: int, n: int) -> dict:
@@ -55,13 +59,16 @@ def run_case(side: bench_baseline.Side, topic: str, parts: int, n: int) -> dict:
     load = os.getloadavg()[0]
     row = side.bench("produce", "--topic", topic, "--num-records", str(n),
                      "--record-size", str(SIZE), "--acks", "1")  # fmt: skip
-    used = [cpu_s(p) - b for p, b in zip(pids, before, strict=True)]
+    after = [cpu_s(p) for p in pids]
+    user = [a[0] - b[0] for a, b in zip(after, before, strict=True)]
+    used = [a[0] + a[1] - b[0] - b[1] for a, b in zip(after, before, strict=True)]
     mb = n * SIZE / 1e6
     row.update(
         side=side.name, partitions=parts, load1=round(load, 2),
         MB_per_s=round(mb / row["seconds"], 1) if "seconds" in row else None,
         client_cpu_ms_per_MB=round(1000 * row.get("client_cpu_s", 0) / mb, 2),
         broker_cpu_ms_per_MB=round(1000 * sum(used) / mb, 2),
+        broker_user_ms_per_MB=round(1000 * sum(user) / mb, 2),
         broker_cpu_s=[round(u, 2) for u in used],
     )  # fmt: skip
     return row
@@ -108,7 +115,8 @@ def main() -> int:
             if mine:
                 print(f"{name} {parts}p: MB/s {[r['MB_per_s'] for r in mine]}, client ms/MB "
                       f"{[r['client_cpu_ms_per_MB'] for r in mine]}, brokers ms/MB "
-                      f"{[r['broker_cpu_ms_per_MB'] for r in mine]}, load "
+                      f"{[r['broker_cpu_ms_per_MB'] for r in mine]} (user "
+                      f"{[r['broker_user_ms_per_MB'] for r in mine]}), load "
                       f"{[r['load1'] for r in mine]}")  # fmt: skip
     return 0
 
