@@ -29,7 +29,7 @@ from protocol.errors import InvalidRequestError, ProtocolError, UnsupportedVersi
 from protocol.framing import frame_header
 from protocol.msgview import RECORD_VIEW_BYTES, envelope_head, unpack_views
 from protocol.registry import ApiSpec, spec_for_key, spec_for_request
-from protocol.schema import SchemaError, from_wire, to_wire
+from protocol.schema import SchemaError, from_wire, holds_records, to_wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +102,64 @@ def encode_request(
     spec = spec_for_request(type(body))
     payload = _packb([spec.key, api_version, correlation_id, client_id, to_wire(body)])
     return frame_header(len(payload)) + payload
+
+
+def encode_request_chunks(
+    body: Any, correlation_id: int, client_id: str | None = None, api_version: int = 0
+) -> list[bytes | bytearray | memoryview]:
+    """One whole frame as pieces to write one after the other (a writev): a request whose
+    `Records` fields hold at least BIG_RECORDS_BYTES has those bytes as pieces of their own,
+    not copied into the packed envelope (nor the envelope onto its frame header); the bytes
+    on the wire are those of `encode_request`. Other requests: one piece, `encode_request`'s.
+
+    As `encode_response_chunks`: the big values are swapped for ext stand-ins in the wire
+    value, msgpack packs the rest in one call, and the packed bytes are cut at each stand-in,
+    where the bin header msgpack would have written and the value itself go instead. Only
+    messages with a `Records` field are walked (schema.holds_records), a few list items.
+    """
+    spec = spec_for_request(type(body))
+    wire = to_wire(body)
+    big: list[bytes | bytearray | memoryview] = []
+    if holds_records(type(body)):
+        wire = _stand_ins(wire, big)
+    data = _packb([spec.key, api_version, correlation_id, client_id, wire])
+    if not big:
+        return [frame_header(len(data)) + data]
+    chunks: list[bytes | bytearray | memoryview] = []
+    start = total = 0
+    for index, piece in enumerate(big):
+        at = data.find(_STAND_IN_HEAD, start)
+        if at < 0 or _INDEX.unpack_from(data, at + len(_STAND_IN_HEAD))[0] != index:
+            raise ProtocolError("a records value's stand-in was not found where packed")
+        before = data[start:at] + _bin_header(len(piece))
+        chunks.append(before)
+        chunks.append(piece)
+        total += len(before) + len(piece)
+        start = at + _STAND_IN_SIZE
+    if start < len(data):
+        chunks.append(data[start:])
+        total += len(data) - start
+    chunks[0] = frame_header(total) + chunks[0]  # the envelope's head: a few dozen bytes
+    return chunks
+
+
+BIG_RECORDS_BYTES = 32 * 1024
+"""A records value at least this large is written as a piece of its own (one copy fewer of the
+batch, two with the frame's header, than packing it into the envelope)."""
+
+
+def _stand_ins(value: Any, big: list[bytes | bytearray | memoryview]) -> Any:
+    """`value` (a wire value) with each bytes-like of at least BIG_RECORDS_BYTES replaced by an
+    ext stand-in numbered in packing order, the replaced values appended to `big`."""
+    kind = type(value)
+    if kind is list:
+        return [_stand_ins(item, big) for item in value]
+    if kind is dict:
+        return {key: _stand_ins(item, big) for key, item in value.items()}
+    if kind in (bytes, bytearray, memoryview) and len(value) >= BIG_RECORDS_BYTES:
+        big.append(value)
+        return msgpack.ExtType(_SLICE_EXT, _MARK + _INDEX.pack(len(big) - 1))
+    return value
 
 
 def peek_correlation_id(frame: bytes) -> int | None:
@@ -271,6 +329,7 @@ __all__ = [
     "decode_response",
     "encode_error_response",
     "encode_request",
+    "encode_request_chunks",
     "encode_response",
     "encode_response_chunks",
     "peek_correlation_id",

@@ -95,6 +95,30 @@ def to_wire(msg: Any) -> list[Any]:
     return codec_for(type(msg)).encode(msg)
 
 
+def holds_records(cls: type) -> bool:
+    """Whether a message class has a `Records` field anywhere inside it (nested messages, lists,
+    maps, optionals): its encoders may hand the records to the socket apart from the envelope
+    (codec.encode_request_chunks). Computed once per class."""
+    found = _HOLDS_RECORDS.get(cls)
+    if found is None:
+        _HOLDS_RECORDS[cls] = False  # a message nesting itself: not (yet) known to
+        found = _HOLDS_RECORDS[cls] = any(
+            _type_holds_records(tp) for tp in typing.get_type_hints(cls).values()
+        )
+    return found
+
+
+def _type_holds_records(tp: Any) -> bool:
+    if tp is Records:
+        return True
+    if dataclasses.is_dataclass(tp):
+        return holds_records(tp)  # type: ignore[arg-type]
+    return any(_type_holds_records(arg) for arg in typing.get_args(tp))
+
+
+_HOLDS_RECORDS: dict[type, bool] = {}
+
+
 def from_wire(cls: type[T], value: Any) -> T:
     result: T = codec_for(cls).decode(value)
     return result

@@ -1,7 +1,10 @@
 """One TCP connection to one broker: pipelined requests matched to responses by correlation id.
 
 Built on `asyncio.BufferedProtocol` (not streams): each request is encoded into one whole frame and
-written with one `transport.write`; any number of requests (up to `max_in_flight`) may be on the
+written with one `transport.write`, or, when it carries record batches of at least
+`codec.BIG_RECORDS_BYTES` (a bulk produce), as pieces with one `transport.writelines` (uvloop's
+is one writev of the envelope's pieces and the batches themselves, not copied into the frame;
+asyncio's own transports join them); any number of requests (up to `max_in_flight`) may be on the
 wire at once. Incoming bytes go through `protocol.framing.FrameReader`; each frame body is split
 into (correlation id, error code, body), the body is decoded into the response dataclass the
 request's `ApiSpec` names, and the future waiting on that correlation id is resolved.
@@ -38,7 +41,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from protocol.codec import encode_request, response_body, response_head
+from protocol.codec import encode_request_chunks, response_body, response_head
 from protocol.errors import (
     NetworkError,
     OdradekError,
@@ -360,7 +363,10 @@ class BrokerConnection:
         """Write a request whose broker sends no answer (produce with acks=0)."""
         self._check_open()
         assert self._transport is not None
-        self._transport.write(encode_request(request, self._next_correlation_id(), self.client_id))
+        _write_frame(
+            self._transport,
+            encode_request_chunks(request, self._next_correlation_id(), self.client_id),
+        )
 
     async def wait_writable(self) -> None:
         """Wait until the socket's write buffer is below its high-water mark."""
@@ -410,7 +416,7 @@ class BrokerConnection:
         request once done."""
         try:
             corr = self._next_correlation_id()
-            frame = encode_request(request, corr, self.client_id)
+            frame = encode_request_chunks(request, corr, self.client_id)
         except BaseException:
             self._slots.give()
             raise
@@ -418,7 +424,7 @@ class BrokerConnection:
         self._pending[corr] = _Pending(future, response_cls, record_views)
         future.add_done_callback(lambda _f: self._done(corr))
         assert self._transport is not None
-        self._transport.write(frame)
+        _write_frame(self._transport, frame)
         return future
 
     def _done(self, corr: int) -> None:
@@ -481,3 +487,11 @@ def _current_task() -> asyncio.Task[object] | None:
         return asyncio.current_task()
     except RuntimeError:  # no running loop (a close at interpreter exit)
         return None
+
+
+def _write_frame(transport: Any, chunks: list[Any]) -> None:
+    """One frame's pieces (codec.encode_request_chunks): one write, or one writelines."""
+    if len(chunks) == 1:
+        transport.write(chunks[0])
+    else:
+        transport.writelines(chunks)

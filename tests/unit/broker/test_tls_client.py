@@ -71,3 +71,63 @@ async def test_client_certificate_with_an_encrypted_key(certs: TestCerts) -> Non
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_bulk_produce_in_pieces_goes_through_tls_whole(certs: TestCerts) -> None:  # noqa: F811
+    """A request written as pieces (transport.writelines: big batches left out of the packed
+    envelope) reaches a TLS peer as the one frame encode_request gives."""
+    from protocol.api.produce import (
+        ProducePartition,
+        ProducePartitionResponse,
+        ProduceRequest,
+        ProduceResponse,
+        ProduceTopic,
+        ProduceTopicResponse,
+    )
+    from protocol.codec import decode_request, encode_response
+    from protocol.schema import Records
+
+    got: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        body = await reader.readexactly(size)
+        got.append(body)
+        corr = decode_request(body).header.correlation_id
+        parts = [ProducePartitionResponse(0, 0, 0, -1, 0)]
+        writer.write(encode_response(corr, ProduceResponse([ProduceTopicResponse("t", parts)])))
+        await reader.read()  # until the client closes
+        writer.close()
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(certs.broker.cert_path, certs.broker.key_path)
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=ctx)
+    port = server.sockets[0].getsockname()[1]
+    security = SecurityConfig("SSL", ssl_cafile=str(certs.ca.cert_path))
+    conn = await BrokerConnection.connect("localhost", port, security=security)
+    pieces: list[int] = []
+    transport = conn._transport
+
+    class Seen:  # the transport, passed through, counting the pieces of each writelines
+        def writelines(self, chunks: list[bytes]) -> None:
+            pieces.append(len(chunks))
+            transport.writelines(chunks)  # type: ignore[union-attr]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(transport, name)
+
+    conn._transport = Seen()  # type: ignore[assignment]
+    try:
+        batch = bytes(range(256)) * 1200  # 300 KiB: a piece of its own
+        topics = [ProduceTopic("t", [ProducePartition(0, Records(batch))])]
+        request = ProduceRequest(1, 30_000, topics)
+        resp = await conn.send(request, timeout_ms=10_000)
+        assert resp.topics[0].partitions[0].error_code == 0
+        [body] = got
+        assert decode_request(body).body == request
+        assert pieces == [3]  # envelope head, the batch, the envelope's tail
+    finally:
+        conn._transport = transport
+        await conn.close()
+        server.close()
+        await server.wait_closed()

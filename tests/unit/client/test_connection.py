@@ -16,9 +16,12 @@ from protocol.api.fetch import (
 )
 from protocol.api.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from protocol.api.metadata import MetadataRequest, MetadataResponse
-from protocol.codec import encode_response
+from protocol.api.produce import ProducePartition, ProduceRequest, ProduceTopic
+from protocol.batch import build_batch_from_values
+from protocol.codec import decode_request, encode_response
 from protocol.errors import NetworkError, RequestTimedOutError, UnsupportedVersionError
 from protocol.framing import FrameDecoder
+from protocol.schema import Records
 from tests.unit.client.fake_broker import FakeState
 from transport.connection import BrokerConnection, InlineAnswer, _BrokerProtocol
 
@@ -36,6 +39,51 @@ async def test_send_returns_the_decoded_response(fake1: FakeState) -> None:
     assert resp.brokers[0].port == fake1.brokers[1].port
     await conn.close()
     assert conn.closed
+
+
+class _CallsSeen:
+    """The connection's transport, passed through, with the write calls it got listed."""
+
+    def __init__(self, transport: object) -> None:
+        self.transport = transport
+        self.calls: list[tuple[str, list[object]]] = []
+
+    def write(self, data: bytes) -> None:
+        self.calls.append(("write", [data]))
+        self.transport.write(data)  # type: ignore[attr-defined]
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self.calls.append(("writelines", list(chunks)))
+        self.transport.writelines(chunks)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.transport, name)
+
+
+async def test_a_bulk_produce_goes_out_in_one_writelines_holding_its_batches(
+    fake1: FakeState,
+) -> None:
+    """Batches of at least codec.BIG_RECORDS_BYTES are handed to the transport as they are (one
+    writev with uvloop), not copied into the frame; a small request is still one write."""
+    fake1.create_topic("t", 2)
+    conn = await _connect(fake1)
+    seen = _CallsSeen(conn._transport)
+    conn._transport = seen  # type: ignore[assignment]
+    batches = [build_batch_from_values([b"v" * 1000] * 300, 0) for _ in range(2)]
+    parts = [ProducePartition(p, Records(b)) for p, b in enumerate(batches)]
+    request = ProduceRequest(1, 30_000, [ProduceTopic("t", parts)], None)
+    resp = await conn.send(request)
+    assert [p.error_code for p in resp.topics[0].partitions] == [0, 0]
+    [(kind, chunks)] = seen.calls
+    assert kind == "writelines"
+    assert [c for c in chunks if any(c is b for b in batches)] == batches
+    [frame] = FrameDecoder().feed(b"".join(chunks))  # one whole frame, of this request
+    assert decode_request(frame).body == request
+    stored = fake1.logs[("t", 0)] + fake1.logs[("t", 1)]
+    assert [len(b) for b in stored] == [len(b) for b in batches]
+    await conn.send(MetadataRequest(["t"]))
+    assert [kind for kind, _ in seen.calls] == ["writelines", "write"]
+    await conn.close()
 
 
 async def test_pipelined_requests_are_matched_to_their_responses(fake1: FakeState) -> None:

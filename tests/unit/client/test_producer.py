@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from client.accumulator import RECORD_OVERHEAD_BYTES
 from client.partitioner import partition_for_key
 from client.producer import AsyncProducer
 from protocol.batch import decode_all
@@ -357,3 +358,17 @@ async def test_the_pass_that_sends_a_lone_record_does_not_ask_for_another(fake1:
             await (await producer.send("p", b"lone-%d" % i, partition=0))
     assert delays == [None, None, None]  # one pass per record: none after its answer either
     assert _values(fake1, "p", 0) == [b"warm", b"lone-0", b"lone-1", b"lone-2"]
+
+
+def test_bulk_values_are_cut_where_their_bytes_and_overhead_pass_the_batch_bytes() -> None:
+    """send_batch's runs: each as long as its values' lengths plus RECORD_OVERHEAD_BYTES each
+    stay within the bulk batch bytes; a value above that goes alone."""
+    producer = AsyncProducer("127.0.0.1:1")
+    limit = producer._bulk_bytes
+    per = limit // 4 - RECORD_OVERHEAD_BYTES  # exactly four of these fill a run
+    full = b"d" * (limit - RECORD_OVERHEAD_BYTES)  # fills a run alone
+    values = [b"a" * per] * 9 + [b"b" * (limit + 1), b"c", full] + [b"e"] * 3
+    runs = [len(run) for run in producer._chunks(values)]
+    assert runs == [4, 4, 1, 1, 1, 1, 3]  # the ninth a; b above the limit; c; d; the e's
+    assert sum(runs) == len(values)
+    assert list(producer._chunks([])) == []

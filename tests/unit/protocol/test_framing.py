@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import ProtocolError
 from protocol.framing import (
+    BIG_FRAME_BYTES,
     DEFAULT_MAX_FRAME_BYTES,
     BadFrameLengthError,
     FrameDecoder,
@@ -90,6 +91,46 @@ def test_partial_body_is_buffered_only_as_it_arrives() -> None:
     assert decoder.feed(b"a" + frame_header(2)) == [b"a" * 1000]
     assert decoder.buffered_bytes == 0  # the next header is read and remembered
     assert decoder.feed(b"bc") == [b"bc"]
+
+
+@given(
+    sizes=st.lists(st.sampled_from([1, 7, 300, BIG_FRAME_BYTES, BIG_FRAME_BYTES + 1, 150_000]),
+                   max_size=8),
+    cuts=st.lists(st.integers(min_value=1, max_value=90_000), min_size=1, max_size=6),
+    as_bytearray=st.booleans(),
+)  # fmt: skip
+def test_the_decoder_gives_back_every_frame_whatever_the_reads(
+    sizes: list[int], cuts: list[int], as_bytearray: bool
+) -> None:
+    bodies = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    stream = b"".join(encode_frame(b) for b in bodies)
+    decoder = FrameDecoder()
+    frames: list[bytes] = []
+    pos = i = 0
+    while pos < len(stream):
+        piece = stream[pos : pos + cuts[i % len(cuts)]]
+        frames += decoder.feed(bytearray(piece) if as_bytearray else piece)
+        pos, i = pos + len(piece), i + 1
+    assert frames == bodies
+    assert all(type(f) is bytes for f in frames)
+    assert decoder.buffered_bytes == 0
+
+
+def test_a_big_body_is_kept_as_the_pieces_it_came_in_and_joined_once() -> None:
+    """Not appended to a growing buffer piece by piece and cut out of it after (two copies);
+    a fed bytearray, which its owner may reuse, is copied."""
+    decoder = FrameDecoder()
+    body = bytes(range(256)) * 1024  # 256 KiB
+    wire = encode_frame(body) + encode_frame(b"next")
+    first, second, third = wire[:70_000], bytearray(wire[70_000:200_000]), wire[200_000:]
+    assert decoder.feed(first) == []
+    assert decoder.feed(second) == []
+    assert decoder.buffered_bytes == 200_000 - 4 and not decoder._buf
+    assert decoder._parts[0].obj is first  # a view of the caller's bytes, no copy
+    assert type(decoder._parts[1]) is bytes  # the bytearray's bytes, copied
+    second[:] = b"\0" * len(second)  # its owner reuses it: nothing kept changes
+    assert decoder.feed(third) == [body, b"next"]
+    assert decoder.buffered_bytes == 0 and not decoder._parts
 
 
 def test_feeding_nothing() -> None:

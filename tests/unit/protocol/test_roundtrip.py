@@ -18,6 +18,7 @@ from protocol.codec import (
     decode_request,
     decode_response,
     encode_request,
+    encode_request_chunks,
     encode_response,
     encode_response_chunks,
     split_response,
@@ -57,8 +58,10 @@ def test_request_round_trip(spec: ApiSpec, data: st.DataObject) -> None:
     message = data.draw(message_strategy(spec.request))
     corr = data.draw(st.integers(-(2**31), 2**31 - 1))
     client_id = data.draw(st.none() | st.text(max_size=10))
-    request = decode_request(only_frame(encode_request(message, corr, client_id)))
+    wire = encode_request(message, corr, client_id)
+    request = decode_request(only_frame(wire))
     assert request.body == message
+    assert b"".join(encode_request_chunks(message, corr, client_id)) == wire
     assert request.spec is spec
     assert (request.header.api_key, request.header.api_version) == (spec.key, 0)
     assert (request.header.correlation_id, request.header.client_id) == (corr, client_id)
