@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from broker import apis
 from broker.slow_steps import SlowStepMeter, debug_loop_factory, step_name
 from tests.unit.broker.test_loop_lag import FakeClock
 
@@ -170,7 +171,9 @@ def test_protocol_callbacks_are_timed_and_named() -> None:
     logged: list[str] = []
 
     class Meter(SlowStepMeter):
-        def report(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0) -> None:
+        def report(
+            self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0, what: str = ""
+        ) -> None:
             logged.append(step_name(callback))
 
     class Decoder(asyncio.Protocol):
@@ -197,3 +200,23 @@ def test_the_broker_runs_on_uvloop_unless_debug_mode_is_on() -> None:
     finally:
         gc.callbacks.remove(loop.meter.on_gc)
         loop.close()
+
+
+def test_a_slow_step_names_the_requests_it_handled(caplog: pytest.LogCaptureFixture) -> None:
+    """The server notes each request's handler (broker/server.py): a slow `data_received` line
+    says which APIs it handled, and a quick step's notes do not carry over to the next."""
+    clock, cpu = FakeClock(), FakeClock()
+    meter = SlowStepMeter(0.001, clock, cpu)
+    produce, fetch = apis.KAFKA[0], apis.KAFKA[1]
+
+    def received(handlers: list[Any], took: float) -> None:
+        meter.notes.extend(handlers)
+        clock.advance(took)
+        cpu.advance(took)
+
+    with caplog.at_level(logging.WARNING, "odradek.broker.loop"):
+        meter.timed(received)([fetch], 0.0005)  # quick: not logged
+        meter.timed(received)([produce, fetch, produce], 0.0383)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.endswith("received handling Produce x2, Fetch"), line
+    assert meter.notes == []
