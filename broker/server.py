@@ -263,7 +263,7 @@ class Connection(ConnectionOut, asyncio.Protocol):
             return
         notes = slow_steps.NOTES
         if notes is not None and len(notes) < 64:  # debug mode: a slow step names its requests
-            notes.append(handler)
+            notes.append((self.door, request))
         slot = _Slot(len(frame))
         self.pending.append(slot)
         self.inflight_bytes += slot.request_bytes

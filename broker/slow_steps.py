@@ -37,9 +37,9 @@ also sums every step's CPU by step name (`StepStats`: count, total and max CPU, 
 task's steps under its coroutine without the task's name), which the broker logs at shutdown,
 largest total first (`summary_lines`): where the loop's CPU goes, load or no load.
 
-A logged step also names the requests it handled, by API: broker/server.py adds each request's
-handler to the meter's `notes` (module-level `NOTES`, None while debug mode is off), so a slow
-`data_received` says which request it was:
+A logged step also names the requests it handled, by API: broker/server.py adds each request
+(with its door) to the meter's `notes` (module-level `NOTES`, None while debug mode is off),
+so a slow `data_received` says which requests it handled:
 
     slow loop step: 38.3 ms, CPU 38.1 ms in broker.server.Connection.data_received
         handling Produce x2, Metadata
@@ -71,12 +71,11 @@ NOTES: list[Any] | None = None
 
 
 def handled(notes: list[Any]) -> str:
-    """' handling Produce x2, Metadata': the handlers a step noted (named `<Api>.handle`, by
-    broker/apis.py), by API in the order first seen; '' for none."""
+    """' handling Produce x2, Metadata': the requests a step noted, each a (door, request), by
+    API (the door's `api_name`, else its `describe`) in the order first seen; '' for none."""
     counts: dict[str, int] = {}
-    for handler in notes:
-        name = getattr(handler, "__qualname__", type(handler).__qualname__)
-        name = name.removesuffix(".handle")
+    for door, request in notes:
+        name = str((getattr(door, "api_name", None) or door.describe)(request))
         counts[name] = counts.get(name, 0) + 1
     if not counts:
         return ""
