@@ -40,7 +40,7 @@ acls       a second 3-broker cluster with the authorizer on and --acls ACLs load
 it slows the brokers, so its latency figures are not the plain run's): each row gets the loop
 steps whose own CPU passed N ms during it, by broker and step name (count, max CPU ms), and
 the JSON every broker's loop CPU by step name from its shutdown summary. A second table lists
-those steps per case.
+those steps per case, with the requests the slowest of each handled (debug mode names them).
 
 Prints one Markdown table: case, p50, p99, p99.9, max, the worst broker's loop-lag p99 / max,
 each case's p99 over plain's p99 at the same RF (for `loaded` also odradek's p99 over NATS's
@@ -294,7 +294,7 @@ def log_sizes(cluster_dir: Path) -> dict[Path, int]:
 
 
 _SLOW_STEP = re.compile(r"slow loop step: (\S+) ms, CPU (\S+) ms(?: \(GC (\S+) ms\))? in "
-                        r"(.+?)(?: \(task [^)]*\))?$", re.M)  # fmt: skip
+                        r"(.+?)(?: \(task [^)]*\))?(?: handling (.+))?$", re.M)  # fmt: skip
 _SUMMARY = re.compile(r"odradek\.broker\.loop: (loop steps.*)$", re.M)
 
 
@@ -307,15 +307,16 @@ def _logs_since(since: dict[Path, int]) -> Iterator[tuple[str, str]]:
 
 def slow_steps(cluster_dir: Path, since: dict[Path, int]) -> dict[str, dict[str, list[float]]]:
     """Debug mode's steps whose own CPU passed its threshold since `since`, per broker and step
-    name: [count, max CPU ms, how many of them ran a garbage collection] (none when the
-    brokers are not in debug mode)."""
+    name: [count, max CPU ms, how many of them ran a garbage collection, the requests the step
+    of the max CPU handled ('' for none)] (none when the brokers are not in debug mode)."""
     found: dict[str, dict[str, list[float]]] = {}
     for broker, text in _logs_since(since):
         steps = found[broker] = {}
         for m in _SLOW_STEP.finditer(text):
-            count, max_cpu, with_gc = steps.get(m.group(4), [0, 0.0, 0])
-            steps[m.group(4)] = [count + 1, max(max_cpu, float(m.group(2))),
-                                 with_gc + (m.group(3) is not None)]  # fmt: skip
+            count, max_cpu, with_gc, what = steps.get(m.group(4), [0, 0.0, 0, ""])
+            cpu = float(m.group(2))
+            steps[m.group(4)] = [count + 1, max(max_cpu, cpu), with_gc + (m.group(3) is not None),
+                                 (m.group(5) or "") if cpu > max_cpu else what]  # fmt: skip
     return found
 
 
@@ -329,22 +330,24 @@ def loop_summaries(cluster_dir: Path) -> dict[str, list[str]]:
 
 def slow_step_table(rows: list[dict]) -> str:
     """Debug mode's slow steps per case, all brokers and both RFs together, the largest first."""
-    lines = ["| case | broker | step over the threshold by CPU | count | max CPU ms | with a GC |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = ["| case | broker | step over the threshold by CPU | count | max CPU ms | with a GC "
+             "| the max's requests |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for case in dict.fromkeys(r["case"] for r in rows if "slow_steps" in r):
         merged: dict[tuple[str, str], list[float]] = {}
         for row in rows:
             if row["case"] != case:
                 continue
             for broker, steps in row.get("slow_steps", {}).items():
-                for name, (count, max_cpu, with_gc) in steps.items():
-                    was = merged.get((broker, name), [0, 0.0, 0])
+                for name, (count, max_cpu, with_gc, *what) in steps.items():
+                    was = merged.get((broker, name), [0, 0.0, 0, ""])
+                    top = (what or [""])[0] if max_cpu > was[1] else was[3]
                     merged[(broker, name)] = [was[0] + count, max(was[1], max_cpu),
-                                              was[2] + with_gc]  # fmt: skip
-        for (broker, name), (count, max_cpu, with_gc) in sorted(
+                                              was[2] + with_gc, top]  # fmt: skip
+        for (broker, name), (count, max_cpu, with_gc, what) in sorted(
             merged.items(), key=lambda i: -i[1][1]
         ):
-            lines.append(f"| {case} | {broker} | {name} | {count} | {max_cpu} | {with_gc} |")
+            lines.append(f"| {case} | {broker} | {name} | {count} | {max_cpu} | {with_gc} "
+                         f"| {what} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ DURING = (
     "i odradek.broker.loop: waited loop step: 8.0 ms, CPU 0.2 ms in broker.server.Connection."
     "data_received\n"
     "w odradek.broker.loop: slow loop step: 4.0 ms, CPU 3.9 ms (GC 3.5 ms) in broker.server."
-    "Connection.data_received\n"
+    "Connection.data_received handling Produce x2, Fetch\n"
     "w odradek.broker.loop: slow loop step: 1.4 ms, CPU 1.3 ms in coroutine broker.log.cleaner."
     "manager.LogCleaner.run (task Task-9)\n"
 )
@@ -33,13 +33,14 @@ def test_only_the_cases_lines_over_the_threshold_by_cpu_count(tmp_path: Path) ->
         f.write(DURING + "i odradek.broker.loop: loop steps of broker.x.Y: 3 steps\n")
     steps = slow_steps(tmp_path, since)
     assert steps == {
-        "broker-1": {"broker.server.Connection.data_received": [2, 3.9, 1],
-                     "coroutine broker.log.cleaner.manager.LogCleaner.run": [1, 1.3, 0]},
+        "broker-1": {"broker.server.Connection.data_received": [2, 3.9, 1, "Produce x2, Fetch"],
+                     "coroutine broker.log.cleaner.manager.LogCleaner.run": [1, 1.3, 0, ""]},
         "broker-2": {},
     }  # fmt: skip
     table = slow_step_table([{"case": "txn", "slow_steps": steps}, {"case": "plain"}])
     assert table.splitlines()[2:] == [
-        "| txn | broker-1 | broker.server.Connection.data_received | 2 | 3.9 | 1 |",
-        "| txn | broker-1 | coroutine broker.log.cleaner.manager.LogCleaner.run | 1 | 1.3 | 0 |",
+        "| txn | broker-1 | broker.server.Connection.data_received | 2 | 3.9 | 1 "
+        "| Produce x2, Fetch |",
+        "| txn | broker-1 | coroutine broker.log.cleaner.manager.LogCleaner.run | 1 | 1.3 | 0 |  |",
     ]
     assert loop_summaries(tmp_path)["broker-1"] == ["loop steps of broker.x.Y: 3 steps"]

@@ -9,7 +9,7 @@ whose dirty head passed max.compaction.lag.ms, or whose tombstones' delete horiz
 hands a CleanTask (cleaner.py: duplicated fds of its closed segments) to a thread of its own
 bounded pool, and, back on the loop, swaps each cleaned group in (Log.replace_segments). So the
 event loop never reads or rewrites a segment: producers and fetches go on while a log is
-cleaned; only the renames of a swap run on the loop.
+cleaned; only the renames of a swap run on the loop, one group's swap per loop step.
 
 `cleaner-offset-checkpoint` in each log directory (checkpoint.py's partition-offset layout,
 Kafka's file name) holds the first dirty offset of each log in it: where the next pass starts
@@ -288,11 +288,17 @@ class LogCleaner:
         result: CleanResult = await loop.run_in_executor(self._pool, clean, task)
         by_base = {seg.base_offset: seg for seg in old}
         swapped = True
-        for group in result.groups:
+        for n, group in enumerate(result.groups):
+            if n and swapped:
+                # each group's swap is its own loop step: its renames and unlinks wait for the
+                # file system (some 10 ms a group when the disk is busy), so a pass of many
+                # groups in one step stalled the loop for the sum; between steps the log may
+                # change, which the next swap sees (its generation or old segments) and drops
+                await asyncio.sleep(0)
             if swapped:
                 swapped = log.replace_segments([by_base[b] for b in group.old_bases], group.new,
                                                generation)  # fmt: skip
-            if not swapped:  # the log changed meanwhile: this pass is void
+            if not swapped:  # the log changed meanwhile: the rest of this pass is void
                 group.new.unlink()
                 end = segment_name(group.new.base_offset) + SWAP_END_SUFFIX
                 (log.directory / end).unlink(missing_ok=True)

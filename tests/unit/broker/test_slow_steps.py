@@ -170,7 +170,9 @@ def test_protocol_callbacks_are_timed_and_named() -> None:
     logged: list[str] = []
 
     class Meter(SlowStepMeter):
-        def report(self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0) -> None:
+        def report(
+            self, callback: Any, took_s: float, cpu_s: float, gc_s: float = 0, what: str = ""
+        ) -> None:
             logged.append(step_name(callback))
 
     class Decoder(asyncio.Protocol):
@@ -197,3 +199,28 @@ def test_the_broker_runs_on_uvloop_unless_debug_mode_is_on() -> None:
     finally:
         gc.callbacks.remove(loop.meter.on_gc)
         loop.close()
+
+
+def test_a_slow_step_names_the_requests_it_handled(caplog: pytest.LogCaptureFixture) -> None:
+    """The server notes each request with its door (broker/server.py): a slow `data_received`
+    line says which APIs it handled, and a quick step's notes do not carry over to the next."""
+    clock, cpu = FakeClock(), FakeClock()
+    meter = SlowStepMeter(0.001, clock, cpu)
+
+    class Door:  # MeteredDoor's api_name
+        def api_name(self, request: int) -> str:
+            return {0: "Produce", 1: "Fetch"}[request]
+
+    produce, fetch = (Door(), 0), (Door(), 1)
+
+    def received(handlers: list[Any], took: float) -> None:
+        meter.notes.extend(handlers)
+        clock.advance(took)
+        cpu.advance(took)
+
+    with caplog.at_level(logging.WARNING, "odradek.broker.loop"):
+        meter.timed(received)([fetch], 0.0005)  # quick: not logged
+        meter.timed(received)([produce, fetch, produce], 0.0383)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.endswith("received handling Produce x2, Fetch"), line
+    assert meter.notes == []

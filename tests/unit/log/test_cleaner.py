@@ -9,6 +9,7 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import crc32c
 import pytest
@@ -440,3 +441,36 @@ def test_each_log_dir_keeps_its_own_checkpoint_and_a_moving_log_waits(tmp_path: 
     assert files == [[f"t 0 {cleaner.checkpointed('t', 0)}"], []]
     restarted = LogCleaner(manager, clock, CleanerSettings(), lambda t, p: None)
     assert restarted.checkpointed("t", 0) == cleaner.checkpointed("t", 0)
+
+
+async def test_each_groups_swap_is_its_own_loop_step(harness: Harness) -> None:
+    """A pass's swaps wait on the file system (renames, unlinks: ms each when the disk is busy),
+    so no loop step does two: a counter task that steps in between sees each swap apart."""
+    for i in range(60):  # distinct keys: nothing is dropped, every cleaned segment stays full
+        harness.log.append_as_leader(keyed([(b"k%d" % i, b"v" * 40)]), 1)
+    log = harness.log
+    assert log.segments.count > 4
+    steps = 0
+    seen: list[int] = []
+    replace = log.replace_segments
+
+    def counted(*args: Any) -> bool:
+        seen.append(steps)
+        return replace(*args)
+
+    log.replace_segments = counted  # type: ignore[method-assign]
+
+    async def count() -> None:
+        nonlocal steps
+        while True:
+            steps += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    try:
+        assert await harness.cleaner.clean_once()
+    finally:
+        counter.cancel()
+    assert len(seen) > 2  # several groups in the pass
+    assert len(set(seen)) == len(seen)  # and never two swaps in one loop step
+    assert [k for _, k, _ in read_all(log)] == [b"k%d" % i for i in range(60)]
