@@ -232,14 +232,21 @@ def _stamp_produce_writes(into: list[int]) -> None:
         from protocol.api.produce import ProduceRequest
     except ImportError:
         return
-    encode = connection.encode_request
+    # the frame's encoder as the connection module imports it: encode_request_chunks since the
+    # produce path writes big batches as they are, encode_request in a baseline tree before it
+    name = (
+        "encode_request_chunks"
+        if hasattr(connection, "encode_request_chunks")
+        else "encode_request"
+    )
+    encode = getattr(connection, name)
 
-    def stamped(request: Any, *args: Any) -> bytes:
+    def stamped(request: Any, *args: Any) -> Any:
         if type(request) is ProduceRequest:
             into.append(now_ns())
         return encode(request, *args)
 
-    connection.encode_request = stamped
+    setattr(connection, name, stamped)
 
 
 def _hops(name: str, values_ns: list[int]) -> dict[str, Any]:
