@@ -133,6 +133,25 @@ def worktree(ref: str) -> Iterator[tuple[Path, str]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def two_sides(
+    ref: str, old: str = "baseline", brokers: int = BROKERS, old_root: Path | None = None
+) -> Iterator[tuple[list[Side], str]]:
+    """A worktree of `ref` and two running clusters, [the old side, "new" (this tree)], with the
+    short commit; both clusters down on the way out. `old_root`: run the old side from another
+    tree than the worktree (the working tree itself, to compare a tree with itself)."""
+    with worktree(ref) as (src, commit):
+        sides = [Side(old, old_root or src, src.parent / f"cluster-{old}", brokers=brokers),
+                 Side("new", ROOT, src.parent / "cluster-new", brokers=brokers)]  # fmt: skip
+        try:
+            for side in sides:
+                side.up()
+            yield sides, commit
+        finally:
+            for side in sides:
+                side.down()
+
+
 def build_extensions(src: Path) -> None:
     """Compile the C modules `src`'s pyproject.toml lists (`[tool.setuptools] ext-modules`) in
     place, as `pip install -e` does for the working tree: a ref from after the C record codec
@@ -156,24 +175,16 @@ def run_baseline(
 ) -> list[dict]:
     """Every case on both sides, `rounds` times; bulk and consume `n` records, send() n/4."""
     rows: list[dict] = []
-    with worktree(ref) as (src, commit):
-        sides = [Side("baseline", src, src.parent / "cluster-baseline"),
-                 Side("new", ROOT, src.parent / "cluster-new")]  # fmt: skip
-        try:
-            for side in sides:
-                side.up()
-            for r in range(rounds):
-                order = sides if r % 2 == 0 else sides[::-1]
-                for mode, api in CASES:
-                    count = max(n // 4, 1000) if api == "send" else n
-                    for side in order:
-                        topic = f"ab-{'send' if api == 'send' else 'bulk'}-{r}"
-                        row = side.case(mode, api, topic, count)
-                        ref = commit if side.name == "baseline" else "working tree"
-                        row.update(side=side.name, ref=ref, round=r, partitions=1)
-                        rows.append(row)
-                        report(row)
-        finally:
-            for side in sides:
-                side.down()
+    with two_sides(ref) as (sides, commit):
+        for r in range(rounds):
+            order = sides if r % 2 == 0 else sides[::-1]
+            for mode, api in CASES:
+                count = max(n // 4, 1000) if api == "send" else n
+                for side in order:
+                    topic = f"ab-{'send' if api == 'send' else 'bulk'}-{r}"
+                    row = side.case(mode, api, topic, count)
+                    ref = commit if side.name == "baseline" else "working tree"
+                    row.update(side=side.name, ref=ref, round=r, partitions=1)
+                    rows.append(row)
+                    report(row)
     return rows

@@ -85,27 +85,17 @@ def main() -> int:
     args = ap.parse_args()
     parts_list = [int(p) for p in args.partitions.split(",")]
     rows: list[dict] = []
-    with bench_baseline.worktree(args.baseline) as (src, commit):
-        old_root = bench_baseline.ROOT if args.same else src
-        sides = [
-            bench_baseline.Side("old", old_root, src.parent / "cluster-old", brokers=3),
-            bench_baseline.Side("new", bench_baseline.ROOT, src.parent / "cluster-new", brokers=3),
-        ]
-        try:
-            for side in sides:
-                side.up()
-            for r in range(args.rounds):
-                order = sides if r % 2 == 0 else sides[::-1]
-                for parts in parts_list:
-                    for side in order:
-                        row = run_case(side, f"k{parts}-{r}", parts, args.messages)
-                        row.update(round=r, ref="working tree" if side.root == bench_baseline.ROOT
-                                   else commit)  # fmt: skip
-                        rows.append(row)
-                        print(json.dumps(row), flush=True)
-        finally:
-            for side in sides:
-                side.down()
+    same = bench_baseline.ROOT if args.same else None
+    with bench_baseline.two_sides(args.baseline, "old", 3, same) as (sides, commit):
+        for r in range(args.rounds):
+            order = sides if r % 2 == 0 else sides[::-1]
+            for parts in parts_list:
+                for side in order:
+                    row = run_case(side, f"k{parts}-{r}", parts, args.messages)
+                    row.update(round=r, ref="working tree" if side.root == bench_baseline.ROOT
+                               else commit)  # fmt: skip
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     for parts in parts_list:

@@ -545,24 +545,14 @@ def run_user(
     import bench_baseline
 
     rows: list[dict[str, Any]] = []
-    with bench_baseline.worktree(ref) as (src, commit):
-        sides = [
-            bench_baseline.Side("baseline", src, src.parent / "cluster-baseline", brokers=3),
-            bench_baseline.Side("new", bench_baseline.ROOT, src.parent / "cluster-new", brokers=3),
-        ]
-        try:
-            for side in sides:
-                side.up()
-            for r in range(rounds):
-                for case in USER_CASES:
-                    for side in sides if r % 2 == 0 else sides[::-1]:
-                        row = run_case(side, case, r, n, lat_n, rate)
-                        row["ref"] = commit if side.name == "baseline" else "working tree"
-                        rows.append(row)
-                        report(row)
-        finally:
-            for side in sides:
-                side.down()
+    with bench_baseline.two_sides(ref, brokers=3) as (sides, commit):
+        for r in range(rounds):
+            for case in USER_CASES:
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    row = run_case(side, case, r, n, lat_n, rate)
+                    row["ref"] = commit if side.name == "baseline" else "working tree"
+                    rows.append(row)
+                    report(row)
     return rows
 
 
