@@ -12,7 +12,8 @@ broker through either door, and nothing else differs:
 - both doors ride the client's own transport (transport/connection.py's BrokerConnection: the
   same framing reader, in-flight slots and pending map); `DoorConnection` only swaps the codec.
   `NATIVE` builds the client's request dataclasses and encodes them with protocol/codec.py
-  (msgpack), decoding answers with `split_response` + `from_wire`, as the client does today.
+  (msgpack), decoding answers with `split_response` + `from_wire` (the client now reads
+  `response_head` and then `response_body`, with record views for its fetches).
   `KAFKA` builds kio entities with protocol/kafka/codec.py's `make` and `encode_request`, and
   decodes answers with its `decode_response`, as our client would if it spoke Kafka (Produce
   v11 and Fetch v12: the newest that name topics by name, so no topic-id lookup is needed).

@@ -284,10 +284,9 @@ def decode_response(frame: bytes, response_cls: type) -> tuple[int, Any]:
 
 
 def split_response(frame: bytes | bytearray | memoryview) -> tuple[int, int, Any]:
-    """(correlation_id, error_code, raw body) without decoding the body's schema.
-
-    Clients use this to route a response to the request that awaits it, then `from_wire`.
-    """
+    """(correlation_id, error_code, raw body) without decoding the body's schema, in one
+    msgpack pass (tests and tools that read raw frames; the client reads `response_head`, then
+    `response_body` once it knows what it expects)."""
     value = _unpackb(frame)
     if type(value) is not list or len(value) != 3 or type(value[0]) is not int:
         raise ProtocolError("response envelope must be [correlation_id, error_code, body]")

@@ -7,8 +7,8 @@ large responses whose size is their record data (Fetch: one bin of up to fetch_m
 partition): msgpack copies each bin into a bytes object, about 0.1 ns per byte, which at
 1 KiB records is a tenth of a Spark task's own CPU per record. The envelope around the bins is
 small (some ten values per partition), so walking it here in Python costs microseconds per
-response; small bodies are better left to msgpack, which callers do (see codec.py's
-`split_response`).
+response; small bodies are better left to msgpack, which callers do (codec.py's
+`response_body` walks only frames of RECORD_VIEWS_FROM_FRAME_BYTES or more here).
 
 A view keeps `body` alive and (a bytearray) unresizable for as long as it is held.
 Every declared length is checked against the body's end; types msgpack would give that a
