@@ -118,8 +118,9 @@ class CheckpointFile:
             self._retired = True
 
     def write(self, data: bytes) -> None:
-        """Write `data` now, on this thread (unless it is there already)."""
-        job = self.write_job(data)
+        """Write `data` now, on this thread, unless it is there already: asked for before and
+        landed (an ask whose job was dropped unrun is written here)."""
+        job = self.write_job(data, force=True)
         if job is not None:
             job()
 

@@ -182,6 +182,16 @@ def test_an_epoch_written_ahead_is_not_written_again_by_assign(
     assert writes.files == [] and writes.fsyncs == 0
 
 
+def test_an_epoch_whose_ahead_write_was_dropped_is_written_by_assign(
+    tmp_path: Path, writes: Writes
+) -> None:
+    cache = LeaderEpochCache(tmp_path / EPOCH_FILE, [(1, 0)])
+    assert cache.assign_job(4, 10) is not None  # asked ahead, its thread's job never ran
+    assert cache.assign(4, 10)
+    assert [name for name, _ in writes.files] == [EPOCH_FILE]
+    assert LeaderEpochCache.load(tmp_path / EPOCH_FILE)[0].entries() == [(1, 0), (4, 10)]
+
+
 def _manager(where: Path) -> LogManager:
     manager = LogManager(where, LogConfig(retention_ms=None), ManualClock(T0))
     manager.load_all()
