@@ -37,7 +37,10 @@
  *   headers (None unless want_headers): (list validity or None, list null_count, int32
  *     offsets[n+1], header total H, key offsets[H+1], key data, value validity or None,
  *     value null_count, value offsets[H+1], value data). A record without headers is a null.
- *   Two passes: the first checks everything and sizes the buffers, the second fills them.
+ *   Two passes: the first checks everything, sizes the buffers and keeps each wanted record's
+ *   parsed fields (up to KEPT_RECORDS_MAX records, 64 B each), the second fills the buffers from
+ *   those without parsing again (past the bound it walks the records again): one parse per
+ *   record cut the fill's CPU by 10-13% at 100 B (docs/benchmarks.md).
  * records(cls, topic, partition, segments) -> [cls(topic, partition, offset, timestamp, key,
  *     value, headers)] made as tuples of the tuple subclass `cls` (a NamedTuple), headers a
  *     list of (str, bytes | None) or None.
@@ -276,12 +279,57 @@ static inline void put_binary(binary_out *b, Py_ssize_t i, const uint8_t *src, i
     b->offsets[i + 1] = (int32_t)b->pos;
 }
 
-/* Pass 1 (fill NULL): check every record and count; pass 2: fill the columns. */
+/* A wanted record as pass 1 found it, kept for pass 2 (which then parses nothing again). */
+typedef struct {
+    record r;
+    const segment *s;
+} wanted;
+
+/* Records kept at most: beyond, pass 2 parses the records again (64 B each: 64 MiB). */
+#define KEPT_RECORDS_MAX (1 << 20)
+
+typedef struct { /* the columns pass 2 fills */
+    int64_t *offsets, *stamps;
+    int32_t *types;
+    binary_out *key, *value, *hlist, *hkey, *hvalue;
+    Py_ssize_t out, hout;
+} columns_out;
+
+static inline void fill_one(columns_out *c, const segment *s, const record *r, int want_headers,
+                            int64_t scale) {
+    Py_ssize_t out = c->out;
+    c->offsets[out] = s->base_offset + r->offset_delta;
+    c->stamps[out] = (int64_t)((uint64_t)stamp_of(s, r) * (uint64_t)scale);
+    c->types[out] = s->log_append;
+    put_binary(c->key, out, r->key, r->key_len);
+    put_binary(c->value, out, r->value, r->value_len);
+    if (want_headers) {
+        /* pass 1 checked the headers: within the record, which is within the section */
+        const uint8_t *h = r->headers, *k = NULL, *v = NULL;
+        const uint8_t *end = (const uint8_t *)s->view.buf + s->end;
+        int32_t kl = 0, vl = 0;
+        for (int32_t j = 0; j < r->header_count; j++, c->hout++) {
+            read_header(&h, end, &k, &kl, &v, &vl);
+            put_binary(c->hkey, c->hout, k, kl);
+            put_binary(c->hvalue, c->hout, v, vl);
+        }
+        if (r->header_count && c->hlist->valid)
+            c->hlist->valid[out >> 3] |= (uint8_t)(1u << (out & 7));
+        c->hlist->offsets[out + 1] = (int32_t)c->hout;
+    }
+    c->out++;
+}
+
+/* Pass 1 (c NULL): check every record and count, keeping the wanted ones in `keep` (when not
+ * NULL: room for every record of the segments); pass 2: fill the columns, from `keep` when
+ * pass 1 kept them, else by walking the records again. */
 static int walk_arrow(segment *segs, Py_ssize_t nsegs, int want_headers, int64_t scale,
-                      sizes *sz, int64_t *offsets, int64_t *stamps, int32_t *types,
-                      binary_out *key, binary_out *value, binary_out *hlist, binary_out *hkey,
-                      binary_out *hvalue) {
-    Py_ssize_t out = 0, hout = 0;
+                      sizes *sz, wanted *keep, columns_out *c) {
+    if (c && keep) {
+        for (Py_ssize_t i = 0; i < sz->n; i++) fill_one(c, keep[i].s, &keep[i].r, want_headers,
+                                                        scale);
+        return 0;
+    }
     for (Py_ssize_t si = 0; si < nsegs; si++) {
         segment *s = &segs[si];
         const uint8_t *p = (const uint8_t *)s->view.buf + s->start;
@@ -292,41 +340,25 @@ static int walk_arrow(segment *segs, Py_ssize_t nsegs, int want_headers, int64_t
             const char *err = read_next(&p, end, &prev, s->last_delta, &r);
             if (err) return fail(s, i, err), -1;
             if (r.offset_delta < s->lo || r.offset_delta >= s->hi) continue;
-            if (!offsets) { /* pass 1: sizes */
-                sz->n++;
-                if (r.key) sz->key_bytes += r.key_len; else sz->key_nulls++;
-                if (r.value) sz->value_bytes += r.value_len; else sz->value_nulls++;
-                if (!want_headers) continue;
-                if (r.header_count == 0) sz->header_nulls++;
-                sz->headers += r.header_count;
-                const uint8_t *h = r.headers, *k = NULL, *v = NULL;
-                int32_t kl = 0, vl = 0;
-                for (int32_t j = 0; j < r.header_count; j++) {
-                    read_header(&h, end, &k, &kl, &v, &vl);
-                    if (!utf8_valid(k, kl)) return fail(s, i, "a header key is not UTF-8"), -1;
-                    sz->hkey_bytes += kl;
-                    if (v) sz->hvalue_bytes += vl; else sz->hvalue_nulls++;
-                }
+            if (c) {
+                fill_one(c, s, &r, want_headers, scale);
                 continue;
             }
-            offsets[out] = s->base_offset + r.offset_delta;
-            stamps[out] = (int64_t)((uint64_t)stamp_of(s, &r) * (uint64_t)scale);
-            types[out] = s->log_append;
-            put_binary(key, out, r.key, r.key_len);
-            put_binary(value, out, r.value, r.value_len);
-            if (want_headers) {
-                const uint8_t *h = r.headers, *k = NULL, *v = NULL;
-                int32_t kl = 0, vl = 0;
-                for (int32_t j = 0; j < r.header_count; j++, hout++) {
-                    read_header(&h, end, &k, &kl, &v, &vl);
-                    put_binary(hkey, hout, k, kl);
-                    put_binary(hvalue, hout, v, vl);
-                }
-                if (r.header_count && hlist->valid)
-                    hlist->valid[out >> 3] |= (uint8_t)(1u << (out & 7));
-                hlist->offsets[out + 1] = (int32_t)hout;
+            if (keep) keep[sz->n] = (wanted){r, s};
+            sz->n++;
+            if (r.key) sz->key_bytes += r.key_len; else sz->key_nulls++;
+            if (r.value) sz->value_bytes += r.value_len; else sz->value_nulls++;
+            if (!want_headers) continue;
+            if (r.header_count == 0) sz->header_nulls++;
+            sz->headers += r.header_count;
+            const uint8_t *h = r.headers, *k = NULL, *v = NULL;
+            int32_t kl = 0, vl = 0;
+            for (int32_t j = 0; j < r.header_count; j++) {
+                read_header(&h, end, &k, &kl, &v, &vl);
+                if (!utf8_valid(k, kl)) return fail(s, i, "a header key is not UTF-8"), -1;
+                sz->hkey_bytes += kl;
+                if (v) sz->hvalue_bytes += vl; else sz->hvalue_nulls++;
             }
-            out++;
         }
         if (p != end) return fail(s, s->count, "bytes follow the last record"), -1;
     }
@@ -367,9 +399,12 @@ static PyObject *arrow_columns(PyObject *self, PyObject *args) {
                                  hvalue x3 (hkey's validity slot unused) */
     PyObject *result = NULL;
     binary_out key, value, hlist = {0}, hkey = {0}, hvalue = {0};
-    if (walk_arrow(segs, nsegs, want_headers, scale, &sz, NULL, NULL, NULL, NULL, NULL, NULL,
-                   NULL, NULL) < 0)
-        goto done;
+    Py_ssize_t records = 0;
+    for (Py_ssize_t i = 0; i < nsegs; i++) records += segs[i].count;
+    wanted *keep = records <= KEPT_RECORDS_MAX /* else (or without memory) pass 2 walks again */
+                       ? PyMem_Malloc((records ? records : 1) * sizeof(wanted))
+                       : NULL;
+    if (walk_arrow(segs, nsegs, want_headers, scale, &sz, keep, NULL) < 0) goto done;
     if (sz.key_bytes > INT32_MAX || sz.value_bytes > INT32_MAX || sz.hkey_bytes > INT32_MAX ||
         sz.hvalue_bytes > INT32_MAX || sz.headers > INT32_MAX) {
         PyErr_SetString(DecodeError, "the records hold more than 2 GiB for one Arrow column");
@@ -391,10 +426,10 @@ static PyObject *arrow_columns(PyObject *self, PyObject *args) {
         if (alloc_binary(&hvalue, sz.headers, sz.hvalue_nulls, sz.hvalue_bytes, o + 14) < 0)
             goto done;
     }
-    if (walk_arrow(segs, nsegs, want_headers, scale, &sz, (int64_t *)PyBytes_AS_STRING(o[0]),
-                   (int64_t *)PyBytes_AS_STRING(o[1]), (int32_t *)PyBytes_AS_STRING(o[2]), &key,
-                   &value, &hlist, &hkey, &hvalue) < 0)
-        goto done;
+    columns_out cols = {(int64_t *)PyBytes_AS_STRING(o[0]), (int64_t *)PyBytes_AS_STRING(o[1]),
+                        (int32_t *)PyBytes_AS_STRING(o[2]), &key, &value, &hlist, &hkey, &hvalue,
+                        0, 0};
+    if (walk_arrow(segs, nsegs, want_headers, scale, &sz, keep, &cols) < 0) goto done;
     PyObject *headers = Py_None;
     if (want_headers)
         headers = Py_BuildValue("(OnOnOOOnOO)", o[9], sz.header_nulls, o[10], sz.headers, o[12],
@@ -406,6 +441,7 @@ static PyObject *arrow_columns(PyObject *self, PyObject *args) {
                            o[4], o[5], o[6], sz.value_nulls, o[7], o[8], headers);
 done:
     for (int i = 0; i < 17; i++) Py_XDECREF(o[i]);
+    PyMem_Free(keep);
     release_segments(segs, nsegs);
     return result;
 }
@@ -619,7 +655,8 @@ PyMODINIT_FUNC PyInit__records(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     DecodeError = PyErr_NewException("protocol._records.DecodeError", PyExc_ValueError, NULL);
-    if (!DecodeError || PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0) {
+    if (!DecodeError || PyModule_AddObjectRef(m, "DecodeError", DecodeError) < 0 ||
+        PyModule_AddIntConstant(m, "KEPT_RECORDS_MAX", KEPT_RECORDS_MAX) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -185,8 +185,8 @@ class ColumnBuffers(NamedTuple):
 def to_buffers(
     segs: list[Segment], include_headers: bool, timestamp_scale: int = 1
 ) -> ColumnBuffers:
-    """The wanted records as Arrow column buffers (filled in C, two passes: check and size,
-    then fill)."""
+    """The wanted records as Arrow column buffers (filled in C, two passes: check, size and
+    keep each record's parsed fields, then fill from them)."""
     try:
         raw = _records.arrow_columns(segs, include_headers, timestamp_scale)
     except _records.DecodeError as exc:

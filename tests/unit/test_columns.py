@@ -142,6 +142,25 @@ def test_arrow_columns_match_the_records() -> None:
     )
 
 
+def test_columns_past_the_kept_records_bound_are_walked_again_the_same() -> None:
+    """Pass 1 keeps up to KEPT_RECORDS_MAX parsed records for pass 2; past it pass 2 walks the
+    records again: both fill the same columns (values, offsets, a cut range)."""
+    from protocol import _records
+
+    n = _records.KEPT_RECORDS_MAX + 1
+    values = [i.to_bytes(3, "big") for i in range(n)]
+    for m in (n, n - 1):  # a batch's records past the bound (walked again), and at it (kept)
+        data = stamped(batch.build_batch_from_values(values[:m], TS), 0)
+        for lo, hi in ((0, m), (5, m - 7)):
+            segs, _ = segments(data, list(iter_batches(data)), lo, hi)
+            cols = to_buffers(segs, False)
+            assert cols.length == hi - lo
+            assert cols.values.data == b"".join(values[lo:hi])
+            offsets = struct.unpack(f"<{hi - lo}q", cols.offsets)
+            assert offsets == tuple(range(lo, hi))
+            assert cols.values.offsets[-4:] == struct.pack("<i", 3 * (hi - lo))
+
+
 def test_control_batches_are_skipped_but_passed() -> None:
     control = stamped(build_batch([(b"\0\0\0\0", b"", None, TS)]), 1,
                       attributes=batch.CONTROL_BIT | batch.TRANSACTIONAL_BIT)  # fmt: skip
