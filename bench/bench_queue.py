@@ -11,10 +11,12 @@ per member):
 
 For each system and round: --messages records of --size bytes are loaded first, then --members
 members take and acknowledge them all; the rate is records / (last record taken - first, across
-the members). Then the acknowledgement's round trip, one record at a time (--ack-samples):
-odradek acknowledge + commit_sync, Redis XACK, NATS ack_sync. Then, on odradek only, a member
-that holds its records is SIGKILLed and another gets them again: the time from the hold's
-acquisition to the redelivery, beside the acquisition lock (--lock-ms).
+the members); on odradek also the broker's CPU time (/proc utime + stime) over that phase
+per record, the fair measure on a loaded machine. Then the acknowledgement's round trip, one
+record at a time (--ack-samples): odradek acknowledge + commit_sync, Redis XACK, NATS ack_sync.
+Then, on odradek only, a member that holds its records is SIGKILLed and another gets them
+again: the time from the hold's acquisition to the redelivery, beside the acquisition lock
+(--lock-ms).
 
     .venv/bin/python bench/bench_queue.py [--messages N] [--members M] [--rounds R] [--json F]
 
@@ -167,6 +169,15 @@ def peers_down() -> None:
     subprocess.run([PEER_PYTHON, str(PEERS / "servers.py"), "stop", "all"], capture_output=True)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """A process's user + system CPU time (/proc/<pid>/stat), None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from deploy.cluster import LocalCluster
 
@@ -191,6 +202,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         cluster.up()
         systems = [System("odradek", str(SHARE_PYTHON), cluster.kafka_bootstrap)]
+        broker_pid = cluster.status()[0].pid
         systems += peers_up(notes)
         for r in range(args.rounds):
             for s in systems:
@@ -198,7 +210,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 total = max(args.messages, args.ack_samples)
                 s.load(topic, total, args.size, groups)
                 row: dict[str, Any] = {"system": s.name, "round": r}
+                cpu = cpu_seconds(broker_pid) if s.name == "odradek" else None
                 row.update(s.work(topic, groups[0], args.members, total))
+                if cpu is not None:  # the broker's CPU for the work: fair on a loaded machine
+                    used = (cpu_seconds(broker_pid) or cpu) - cpu
+                    row["broker_cpu_us_per_record"] = used / max(row["count"], 1) * 1e6
                 rtts = s.ack_rtt(topic, groups[1], args.ack_samples)
                 row["ack_p50_ms"] = statistics.median(rtts) * 1000
                 row["ack_p99_ms"] = quantile(rtts, 0.99) * 1000
@@ -227,6 +243,11 @@ def table(results: dict[str, Any]) -> str:
         p50 = statistics.median(r["ack_p50_ms"] for r in rows)
         p99 = statistics.median(r["ack_p99_ms"] for r in rows)
         lines.append(f"| {name} | {rate:,.0f} | {p50:.2f} | {p99:.2f} |")
+    cpu = [r["broker_cpu_us_per_record"] for r in by.get("odradek", [])
+           if "broker_cpu_us_per_record" in r]  # fmt: skip
+    if cpu:
+        lines.append(f"odradek broker CPU per record consumed + acknowledged: "
+                     f"{statistics.median(cpu):.2f} us (median of rounds)")  # fmt: skip
     for row in results["rounds"]:
         if "redelivery" in row:
             d = row["redelivery"]

@@ -2,10 +2,15 @@
 Kafka's `SharePartition`). Pure: no log, no event loop; time comes in as `now_ms`.
 
 It keeps the share-partition start offset (SPSO: every offset below it is done, acknowledged or
-archived), the end offset (SPEO: the first offset never acquired) and, for each offset in
-between that holds a record, its `InFlight` state (record_states.py), delivery count, holder
-and acquisition lock deadline. An offset in [SPSO, SPEO) with no entry holds no record (a
-control batch, or compacted away) and counts as done.
+archived), the end offset (SPEO: the first offset never acquired) and, in between, the records
+as in-flight batches (`InFlightBatch`, Kafka's InFlightBatch): sorted, disjoint ranges of
+offsets that hold records, each in one `InFlight` state (record_states.py), delivery count,
+holder and acquisition lock deadline. The records one fetch acquires are one batch; an
+acknowledgement, expiry or release that covers only part of a batch splits it at the range's
+ends (`_isolate`), and neighbours that agree again are merged (`_coalesce`), so acquiring 500
+records and accepting them as one range is a few objects, not 500. An offset in [SPSO, SPEO)
+in no batch holds no record (a control batch, or compacted away) and counts as done.
+`records` shows them offset by offset (a view, for tests and logs).
 
 - `next_fetch_offset`: where a fetch reads the log from: the lowest AVAILABLE offset (a
   released or expired record to deliver again) or else SPEO.
@@ -20,8 +25,8 @@ control batch, or compacted away) and counts as done.
   count limit); `release_member`: the same for a member that left.
 After each change SPSO moves up over the done offsets at its front, which are then forgotten.
 
-Two indexes spare every fetch and acknowledgement a scan of the window: `available`, the
-AVAILABLE offsets (`next_fetch_offset`, `can_acquire`: normally empty), and `deadline_floor`,
+Two indexes spare every fetch and acknowledgement a scan of the batches: `available_count`,
+the AVAILABLE offsets (`next_fetch_offset`, `can_acquire`: normally 0), and `deadline_floor`,
 at or below the earliest acquisition lock deadline (`expire` looks at the records only once
 `now` reaches it, then sets it exactly; a lock renewed or released leaves it low, which costs
 one look too many, never a lock expired late).
@@ -29,13 +34,16 @@ one look too many, never a lock expired late).
 `state_batches` is what the leader persists through the share coordinator (the whole
 [SPSO, SPEO) window, so the stored state has no holes), `from_state` what a new leader loads.
 
-Invariants: SPSO <= SPEO; every entry's offset is in [SPSO, SPEO); an ACQUIRED entry has a
-holder and a deadline; delivery counts never go down.
+Invariants: SPSO <= SPEO; every batch is in [SPSO, SPEO), the first not done; no two adjacent
+batches in the same state; an ACQUIRED batch has a holder and a deadline; delivery counts never
+go down.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from broker.share.record_states import (
@@ -64,10 +72,29 @@ class ShareLimits:
 
 @dataclass(slots=True)
 class InFlight:
+    """One offset's state, as `SharePartition.records` shows it."""
+
     state: RecordState
     delivery_count: int = 0
     member_id: str | None = None  # the holder while ACQUIRED
     lock_deadline_ms: int = 0  # while ACQUIRED
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    """Offsets first..last (inclusive) that hold records, all in one state (Kafka's
+    InFlightBatch): split where one offset's state diverges, merged again when equal."""
+
+    first: int
+    last: int
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: int = 0
+
+    def same(self, other: InFlightBatch) -> bool:
+        return (self.state, self.delivery_count, self.member_id, self.lock_deadline_ms) == (
+            other.state, other.delivery_count, other.member_id, other.lock_deadline_ms)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +104,39 @@ class Acquired:
     delivery_count: int
 
 
+def _last(b: InFlightBatch) -> int:
+    return b.last
+
+
 class SharePartition:
     def __init__(self, start_offset: int) -> None:
         self.start_offset = start_offset  # SPSO
         self.end_offset = start_offset  # SPEO
-        self.records: dict[int, InFlight] = {}
+        self.batches: list[InFlightBatch] = []  # sorted, disjoint, in [SPSO, SPEO)
         self.archived_at_limit = 0  # records archived by the delivery count limit
         self.archived = 0  # records archived here (rejected, or at the limit), since made
-        self.available: set[int] = set()  # the AVAILABLE offsets
+        self.available_count = 0  # AVAILABLE offsets
         self.deadline_floor = NO_DEADLINE  # <= every ACQUIRED record's lock deadline
 
+    @property
+    def records(self) -> RecordsView:
+        """The offsets that hold a record, each with its state (a view, for tests and logs)."""
+        return RecordsView(self)
+
+    @property
+    def available(self) -> set[int]:
+        """The AVAILABLE offsets."""
+        if not self.available_count:
+            return set()
+        return {o for b in self.batches if b.state is RecordState.AVAILABLE
+                for o in range(b.first, b.last + 1)}  # fmt: skip
+
     def next_fetch_offset(self) -> int:
-        return min(self.available, default=self.end_offset)
+        if self.available_count:
+            for b in self.batches:
+                if b.state is RecordState.AVAILABLE:
+                    return b.first
+        return self.end_offset
 
     def in_flight(self) -> int:
         """Offsets between SPSO and SPEO (what `max_record_locks` bounds)."""
@@ -103,7 +151,7 @@ class SharePartition:
         `scanned_to`: the offset after the last batch read (control and aborted batches
         included): when nothing cut the acquisition short, SPEO moves up to it, so offsets
         that hold no record to deliver are passed over once, not read again."""
-        taken: list[tuple[int, int]] = []  # (offset, delivery count)
+        taken: list[Acquired] = []
         finished = self._take(member_id, batches, max_records, limits, now_ms, taken)
         if finished and scanned_to is not None and scanned_to > self.end_offset:
             self.end_offset = scanned_to
@@ -112,37 +160,77 @@ class SharePartition:
 
     def _take(
         self, member_id: str, batches: Iterable[tuple[int, int]], max_records: int,
-        limits: ShareLimits, now_ms: int, taken: list[tuple[int, int]],
+        limits: ShareLimits, now_ms: int, taken: list[Acquired],
     ) -> bool:  # fmt: skip
         """Acquire into `taken`; False when a bound stopped it before the batches' end."""
         deadline = now_ms + limits.record_lock_duration_ms
         self.deadline_floor = min(self.deadline_floor, deadline)
+        left = max_records
         for first, last in batches:
-            for offset in range(max(first, self.start_offset), last + 1):
-                if len(taken) >= max_records:
-                    return False
-                if offset < self.end_offset:
-                    entry = self.records.get(offset)
-                    if entry is None or entry.state is not RecordState.AVAILABLE:
-                        continue
-                    self.available.discard(offset)
-                elif offset - self.start_offset >= limits.max_record_locks:
-                    return False
-                else:
-                    entry = self.records[offset] = InFlight(RecordState.AVAILABLE)
-                    self.end_offset = offset + 1
-                entry.state = RecordState.ACQUIRED
-                entry.delivery_count += 1
-                entry.member_id, entry.lock_deadline_ms = member_id, deadline
-                taken.append((offset, entry.delivery_count))
+            lo = max(first, self.start_offset)
+            if lo > last:
+                continue
+            if left <= 0:
+                return False
+            if lo < self.end_offset:  # records delivered before: only AVAILABLE ones
+                hi = min(last, self.end_offset - 1)
+                if self.available_count:
+                    left = self._take_available(member_id, lo, hi, left, limits, deadline, taken)
+                    if left <= 0 and taken[-1].last_offset < last:
+                        return False
+                lo = hi + 1
+                if lo > last:
+                    continue
+            # new records, from SPEO on
+            hi = min(last, lo + left - 1, self.start_offset + limits.max_record_locks - 1)
+            if hi >= lo:
+                self._append(member_id, lo, hi, deadline)
+                taken.append(Acquired(lo, hi, 1))
+                left -= hi - lo + 1
+            if hi < last:
+                return False
         return True
+
+    def _take_available(
+        self, member_id: str, lo: int, hi: int, left: int, limits: ShareLimits, deadline: int,
+        taken: list[Acquired],
+    ) -> int:  # fmt: skip
+        """Acquire the AVAILABLE records in [lo, hi], at most `left`; what is left."""
+        i = start = bisect.bisect_left(self.batches, lo, key=_last)
+        while i < len(self.batches) and left > 0:
+            b = self.batches[i]
+            if b.first > hi:
+                break
+            if b.state is RecordState.AVAILABLE:
+                a = max(b.first, lo)
+                z = min(b.last, hi, a + left - 1)
+                i, _ = self._isolate(a, z)
+                b = self.batches[i]
+                self._move(b, Event.ACQUIRE, limits)
+                b.member_id, b.lock_deadline_ms = member_id, deadline
+                taken.append(Acquired(a, z, b.delivery_count))
+                left -= z - a + 1
+            i += 1
+        self._coalesce(start - 1, i + 1)
+        return left
+
+    def _append(self, member_id: str, lo: int, hi: int, deadline: int) -> None:
+        """New records lo..hi acquired: SPEO moves past them."""
+        last = self.batches[-1] if self.batches else None
+        if (last is not None and last.last + 1 == lo and last.state is RecordState.ACQUIRED
+                and last.delivery_count == 1 and last.member_id == member_id
+                and last.lock_deadline_ms == deadline):  # fmt: skip
+            last.last = hi
+        else:
+            self.batches.append(InFlightBatch(lo, hi, RecordState.ACQUIRED, 1, member_id, deadline))
+        self.end_offset = hi + 1
 
     def can_acquire(self, limits: ShareLimits) -> bool:
         """Whether a fetch could acquire anything: a record AVAILABLE again, or room for new
         ones under `max_record_locks`."""
         if self.in_flight() < limits.max_record_locks:
             return True
-        return bool(self.available)
+        return self.available_count > 0
 
     def acknowledge(
         self, member_id: str, first: int, last: int, types: Sequence[int],
@@ -152,73 +240,172 @@ class SharePartition:
         offset. All or nothing: an error code (INVALID_REQUEST, INVALID_RECORD_STATE) leaves
         every record as it was."""
         count = last - first + 1
-        if count <= 0 or len(types) not in (1, count) or not set(types) <= ACKNOWLEDGE_TYPES:
+        kinds = set(types)
+        if count <= 0 or len(types) not in (1, count) or not kinds <= ACKNOWLEDGE_TYPES:
             return INVALID_REQUEST
-        events = [Event(t) for t in types] if len(types) == count else [Event(types[0])] * count
-        for offset, event in zip(range(first, last + 1), events, strict=True):
-            entry = self.records.get(offset)
-            if entry is None:
-                if event is Event.GAP and self.start_offset <= offset < self.end_offset:
-                    continue  # no record there, and the client says so
+        if len(kinds) > 1:  # one type per offset, not all the same: a run per type
+            runs, at = [], first
+            for t, group in itertools.groupby(types):
+                n = sum(1 for _ in group)
+                runs.append((at, at + n - 1, Event(t)))
+                at += n
+        else:
+            runs = [(first, last, Event(types[0]))]
+        for a, z, event in runs:
+            if not self._may_acknowledge(member_id, a, z, event):
                 return INVALID_RECORD_STATE
-            if entry.state is not RecordState.ACQUIRED or entry.member_id != member_id:
-                return INVALID_RECORD_STATE
-        for offset, event in zip(range(first, last + 1), events, strict=True):
-            entry = self.records.get(offset)
-            if entry is not None:
-                self._move(offset, entry, event, limits)
+        for a, z, event in runs:
+            i, j = self._isolate(a, z)
+            for b in self.batches[i:j]:
+                self._move(b, event, limits)
                 if event is Event.RENEW:
-                    entry.lock_deadline_ms = now_ms + limits.record_lock_duration_ms
+                    b.lock_deadline_ms = now_ms + limits.record_lock_duration_ms
+            self._coalesce(i - 1, j + 1)
         self._advance()
         return NONE
+
+    def _may_acknowledge(self, member_id: str, first: int, last: int, event: Event) -> bool:
+        """Whether every offset in [first, last] is the member's ACQUIRED record, or holds no
+        record within [SPSO, SPEO) and `event` is GAP."""
+        gap_ok = event is Event.GAP and self.start_offset <= first and last < self.end_offset
+        at = first  # the first offset not yet checked
+        i = bisect.bisect_left(self.batches, first, key=_last)
+        while i < len(self.batches) and at <= last:
+            b = self.batches[i]
+            if b.first > last:
+                break
+            if b.first > at and not gap_ok:
+                return False
+            if b.state is not RecordState.ACQUIRED or b.member_id != member_id:
+                return False
+            at = b.last + 1
+            i += 1
+        return at > last or gap_ok
 
     def expire(self, now_ms: int, limits: ShareLimits) -> int:
         """Release the records whose acquisition lock has passed; how many there were."""
         if now_ms < self.deadline_floor:
             return 0
-        acquired = [(o, e) for o, e in self.records.items() if e.state is RecordState.ACQUIRED]
-        expired = [(o, e) for o, e in acquired if e.lock_deadline_ms <= now_ms]
-        later = [e.lock_deadline_ms for _, e in acquired if e.lock_deadline_ms > now_ms]
-        self.deadline_floor = min(later, default=NO_DEADLINE)
-        for offset, entry in expired:
-            self._move(offset, entry, Event.LOCK_EXPIRED, limits)
+        expired = 0
+        later = NO_DEADLINE
+        for b in self.batches:
+            if b.state is not RecordState.ACQUIRED:
+                continue
+            if b.lock_deadline_ms <= now_ms:
+                expired += b.last - b.first + 1
+                self._move(b, Event.LOCK_EXPIRED, limits)
+            else:
+                later = min(later, b.lock_deadline_ms)
+        self.deadline_floor = later
         if expired:
+            self._coalesce(0, len(self.batches))
             self._advance()
-        return len(expired)
+        return expired
 
     def release_member(self, member_id: str, limits: ShareLimits) -> int:
         """Release every record `member_id` holds (it left); how many there were."""
-        held = [
-            (o, e) for o, e in self.records.items()
-            if e.state is RecordState.ACQUIRED and e.member_id == member_id
-        ]  # fmt: skip
-        for offset, entry in held:
-            self._move(offset, entry, Event.MEMBER_GONE, limits)
+        held = 0
+        for b in self.batches:
+            if b.state is RecordState.ACQUIRED and b.member_id == member_id:
+                held += b.last - b.first + 1
+                self._move(b, Event.MEMBER_GONE, limits)
         if held:
+            self._coalesce(0, len(self.batches))
             self._advance()
-        return len(held)
+        return held
 
-    def _move(self, offset: int, entry: InFlight, event: Event, limits: ShareLimits) -> None:
-        after = next_state(entry.state, event, entry.delivery_count, limits.delivery_count_limit)
-        assert after is not None, (entry, event)
+    def _move(self, b: InFlightBatch, event: Event, limits: ShareLimits) -> None:
+        """Every offset of `b` through `event` (record_states.py's table)."""
+        after = next_state(b.state, event, b.delivery_count, limits.delivery_count_limit)
+        assert after is not None, (b, event)
+        n = b.last - b.first + 1
         if after is RecordState.ARCHIVED and event is not Event.GAP:
-            self.archived += 1
+            self.archived += n
             if event is not Event.REJECT:
-                self.archived_at_limit += 1
-        entry.state = after
+                self.archived_at_limit += n
+        if b.state is RecordState.AVAILABLE:
+            self.available_count -= n
         if after is RecordState.AVAILABLE:
-            self.available.add(offset)
+            self.available_count += n
+        if event is Event.ACQUIRE:
+            b.delivery_count += 1
+        b.state = after
         if after is not RecordState.ACQUIRED:
-            entry.member_id, entry.lock_deadline_ms = None, 0
+            b.member_id, b.lock_deadline_ms = None, 0
+
+    def _cut(self, offset: int) -> None:
+        """Split the batch holding both offset - 1 and offset, if there is one."""
+        i = bisect.bisect_left(self.batches, offset, key=_last)
+        if i < len(self.batches):
+            b = self.batches[i]
+            if b.first < offset <= b.last:
+                tail = InFlightBatch(offset, b.last, b.state, b.delivery_count, b.member_id,
+                                     b.lock_deadline_ms)  # fmt: skip
+                b.last = offset - 1
+                self.batches.insert(i + 1, tail)
+
+    def _isolate(self, first: int, last: int) -> tuple[int, int]:
+        """Split batches at `first` and after `last`; the index range of those within."""
+        self._cut(first)
+        self._cut(last + 1)
+        i = bisect.bisect_left(self.batches, first, key=_last)
+        j = bisect.bisect_right(self.batches, last, key=_last)
+        return i, j
+
+    def _coalesce(self, i: int, j: int) -> None:
+        """Merge adjacent batches in the same state among batches[i:j]."""
+        k = max(i, 0)
+        j = min(j, len(self.batches))
+        while k + 1 < j:
+            b, c = self.batches[k], self.batches[k + 1]
+            if b.last + 1 == c.first and b.same(c):
+                b.last = c.last
+                del self.batches[k + 1]
+                j -= 1
+            else:
+                k += 1
 
     def _advance(self) -> None:
         """Move SPSO up over the done offsets at the front, forgetting them."""
-        while self.start_offset < self.end_offset:
-            entry = self.records.get(self.start_offset)
-            if entry is not None and entry.state not in TERMINAL:
+        k = 0
+        for b in self.batches:
+            if b.state not in TERMINAL:
                 break
-            self.records.pop(self.start_offset, None)
-            self.start_offset += 1
+            k += 1
+        if k:
+            self.start_offset = max(self.start_offset, self.batches[k - 1].last + 1)
+            del self.batches[:k]
+        if self.batches:
+            self.start_offset = max(self.start_offset, self.batches[0].first)
+        else:
+            self.start_offset = self.end_offset
+
+
+class RecordsView(Mapping[int, InFlight]):
+    """offset -> InFlight (a copy) for every offset that holds a record in [SPSO, SPEO)."""
+
+    def __init__(self, sp: SharePartition) -> None:
+        self._sp = sp
+
+    def __getitem__(self, offset: int) -> InFlight:
+        batches = self._sp.batches
+        i = bisect.bisect_left(batches, offset, key=_last)
+        if i < len(batches) and batches[i].first <= offset:
+            b = batches[i]
+            return InFlight(b.state, b.delivery_count, b.member_id, b.lock_deadline_ms)
+        raise KeyError(offset)
+
+    def __iter__(self) -> Iterator[int]:
+        for b in list(self._sp.batches):
+            yield from range(b.first, b.last + 1)
+
+    def __len__(self) -> int:
+        return sum(b.last - b.first + 1 for b in self._sp.batches)
+
+    def clear(self) -> None:
+        """Forget every record (tests: to show a step looks at none)."""
+        self._sp.batches.clear()
+        self._sp.available_count = 0
 
 
 # A persisted state batch: (first offset, last offset, delivery state, delivery count), the
@@ -235,12 +422,16 @@ def from_state(start_offset: int, batches: Iterable[StateRange]) -> SharePartiti
     `start_offset`, each batch's offsets in their state with their delivery count, and SPEO
     after the last batch. Offsets below SPSO, or in no batch, are left out (done)."""
     sp = SharePartition(start_offset)
-    for first, last, state, count in batches:
-        for offset in range(max(first, start_offset), last + 1):
-            loaded = sp.records[offset] = InFlight(_LOADED.get(state, RecordState.ARCHIVED), count)
-            if loaded.state is RecordState.AVAILABLE:
-                sp.available.add(offset)
-        sp.end_offset = max(sp.end_offset, last + 1)
+    for first, last, state, count in sorted(batches):
+        first = max(first, start_offset, sp.end_offset)
+        if first > last:
+            continue
+        loaded = InFlightBatch(first, last, _LOADED.get(state, RecordState.ARCHIVED), count)
+        if loaded.state is RecordState.AVAILABLE:
+            sp.available_count += last - first + 1
+        sp.batches.append(loaded)
+        sp.end_offset = last + 1
+    sp._coalesce(0, len(sp.batches))
     sp._advance()
     return sp
 
@@ -251,31 +442,39 @@ def state_batches(sp: SharePartition) -> tuple[list[StateRange], int]:
     delivery complete count)."""
     out: list[StateRange] = []
     done = 0
-    first, run = sp.start_offset, (-1, -1)  # the current run's first offset, (state, count)
-    for offset in range(sp.start_offset, sp.end_offset):
-        entry = sp.records.get(offset)
-        key = (4, 0) if entry is None else (_PERSISTED[entry.state], entry.delivery_count)
-        done += key[0] != 0
-        if key != run:
-            if offset > first:
-                out.append((first, offset - 1, *run))
-            first, run = offset, key
-    if sp.end_offset > first:
-        out.append((first, sp.end_offset - 1, *run))
+    at = sp.start_offset
+
+    def add(first: int, last: int, state: int, count: int) -> None:
+        if out and out[-1][1] + 1 == first and out[-1][2:] == (state, count):
+            out[-1] = (out[-1][0], last, state, count)
+        else:
+            out.append((first, last, state, count))
+
+    for b in sp.batches:
+        if b.first > at:
+            add(at, b.first - 1, 4, 0)
+            done += b.first - at
+        state = _PERSISTED[b.state]
+        add(b.first, b.last, state, b.delivery_count)
+        if state:
+            done += b.last - b.first + 1
+        at = b.last + 1
+    if sp.end_offset > at:
+        add(at, sp.end_offset - 1, 4, 0)
+        done += sp.end_offset - at
     return out, done
 
 
-def _ranges(taken: list[tuple[int, int]]) -> list[Acquired]:
-    """Consecutive offsets with the same delivery count, as ranges (one object per range)."""
+def _ranges(taken: list[Acquired]) -> list[Acquired]:
+    """Adjacent acquired ranges with the same delivery count, merged."""
     out: list[Acquired] = []
-    if not taken:
-        return out
-    first, last, count = taken[0][0], taken[0][0], taken[0][1]
-    for offset, c in taken[1:]:
-        if offset == last + 1 and c == count:
-            last = offset
-            continue
-        out.append(Acquired(first, last, count))
-        first, last, count = offset, offset, c
-    out.append(Acquired(first, last, count))
+    for a in taken:
+        if (
+            out
+            and out[-1].last_offset + 1 == a.first_offset
+            and out[-1].delivery_count == a.delivery_count
+        ):
+            out[-1] = Acquired(out[-1].first_offset, a.last_offset, a.delivery_count)
+        else:
+            out.append(a)
     return out
