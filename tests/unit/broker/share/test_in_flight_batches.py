@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from broker.share.record_states import Event, RecordState
+from broker.share.record_states import A, Event, K, Q, RecordState, X
 from broker.share.share_partition import (
     INVALID_RECORD_STATE,
     NONE,
@@ -19,8 +19,6 @@ from broker.share.share_partition import (
     state_batches,
 )
 
-A, Q, K, X = (RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
-              RecordState.ARCHIVED)  # fmt: skip
 LIMITS = ShareLimits(record_lock_duration_ms=1_000, delivery_count_limit=3, max_record_locks=2_000)
 
 

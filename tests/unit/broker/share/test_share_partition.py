@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from broker.share.record_states import TRANSITIONS, Event, RecordState, next_state
+from broker.share.record_states import TRANSITIONS, A, Event, K, Q, RecordState, X, next_state
 from broker.share.share_partition import (
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
@@ -18,8 +18,6 @@ from broker.share.share_partition import (
     SharePartition,
 )
 
-A, Q, K, X = (RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
-              RecordState.ARCHIVED)  # fmt: skip
 LIMITS = ShareLimits(record_lock_duration_ms=1_000, delivery_count_limit=3, max_record_locks=10)
 
 
