@@ -223,7 +223,11 @@ def test_each_end_bumps_the_epoch_and_fences_a_late_batch(
     assert end(coordinator, tid, pid, epoch, True) == (NONE, pid, epoch + 1)
     wait_for(lambda: partition_epoch(leader, topic, pid) == epoch + 1, "the COMMIT marker")
     wait_for(lambda: committed(wire.bootstrap, group) == {(topic, 0): 2}, "the group's offset")
-    # a lost answer, retried with the old epoch, is answered again
+    # a lost answer, retried with the old epoch once the commit completed, is answered again
+    # (while the coordinator still waits for the markers' answers it is CONCURRENT_TRANSACTIONS,
+    # retriable, as in Kafka: the markers can be visible before the CompleteCommit is written)
+    wait_for(lambda: described(coordinator, tid).transaction_state == "CompleteCommit",
+             "the coordinator's CompleteCommit")  # fmt: skip
     assert end(coordinator, tid, pid, epoch, True) == (NONE, pid, epoch + 1)
 
     # 3. a late batch of the ended transaction cannot join the next one
