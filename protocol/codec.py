@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,20 +126,7 @@ def encode_request_chunks(
     data = _packb([spec.key, api_version, correlation_id, client_id, wire])
     if not big:
         return [frame_header(len(data)) + data]
-    chunks: list[bytes | bytearray | memoryview] = []
-    start = total = 0
-    for index, piece in enumerate(big):
-        at = data.find(_STAND_IN_HEAD, start)
-        if at < 0 or _INDEX.unpack_from(data, at + len(_STAND_IN_HEAD))[0] != index:
-            raise ProtocolError("a records value's stand-in was not found where packed")
-        before = data[start:at] + _bin_header(len(piece))
-        chunks.append(before)
-        chunks.append(piece)
-        total += len(before) + len(piece)
-        start = at + _STAND_IN_SIZE
-    if start < len(data):
-        chunks.append(data[start:])
-        total += len(data) - start
+    chunks, total = _cut_at_stand_ins(data, big, [len(p) for p in big], "a records value")
     chunks[0] = frame_header(total) + chunks[0]  # the envelope's head: a few dozen bytes
     return chunks
 
@@ -158,7 +146,7 @@ def _stand_ins(value: Any, big: list[bytes | bytearray | memoryview]) -> Any:
         return {key: _stand_ins(item, big) for key, item in value.items()}
     if kind in (bytes, bytearray, memoryview) and len(value) >= BIG_RECORDS_BYTES:
         big.append(value)
-        return msgpack.ExtType(_SLICE_EXT, _MARK + _INDEX.pack(len(big) - 1))
+        return _stand_in(len(big) - 1)
     return value
 
 
@@ -226,27 +214,42 @@ def encode_response_chunks(correlation_id: int, body: Any) -> list[Chunk]:
     def stand_in(value: Any) -> Any:
         if type(value) is FileSlice:
             slices.append(value)
-            return msgpack.ExtType(_SLICE_EXT, _MARK + _INDEX.pack(len(slices) - 1))
+            return _stand_in(len(slices) - 1)
         raise TypeError(f"cannot msgpack {type(value).__name__}")
 
     data = msgpack.packb([correlation_id, 0, to_wire(body)], use_bin_type=True, default=stand_in)
     if not slices:
         return [frame_header(len(data)), data]
-    chunks: list[Chunk] = []
+    chunks, total = _cut_at_stand_ins(data, slices, [s.length for s in slices], "a file slice")
+    return [frame_header(total), *chunks]
+
+
+def _stand_in(index: int) -> msgpack.ExtType:
+    """What msgpack packs in place of the `index`-th value to be written apart."""
+    return msgpack.ExtType(_SLICE_EXT, _MARK + _INDEX.pack(index))
+
+
+def _cut_at_stand_ins(
+    data: bytes, pieces: Sequence[Any], lengths: Sequence[int], what: str
+) -> tuple[list[Any], int]:
+    """The packed `data` cut at each piece's stand-in (in packing order), each stand-in
+    replaced by the bin header msgpack would have written and the piece itself: (the chunks,
+    their total length). The request and the response encoders share it."""
+    chunks: list[Any] = []
     start = total = 0
-    for index, piece in enumerate(slices):
+    for index, (piece, length) in enumerate(zip(pieces, lengths, strict=True)):
         at = data.find(_STAND_IN_HEAD, start)
         if at < 0 or _INDEX.unpack_from(data, at + len(_STAND_IN_HEAD))[0] != index:
-            raise ProtocolError("a file slice's stand-in was not found where packed")
-        head = _bin_header(piece.length)
+            raise ProtocolError(f"{what}'s stand-in was not found where packed")
+        head = _bin_header(length)
         chunks.append(data[start:at] + head)
         chunks.append(piece)
-        total += at - start + len(head) + piece.length
+        total += at - start + len(head) + length
         start = at + _STAND_IN_SIZE
     if start < len(data):
         chunks.append(data[start:])
         total += len(data) - start
-    return [frame_header(total), *chunks]
+    return chunks, total
 
 
 _BIN8 = struct.Struct(">BB")
